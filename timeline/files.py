@@ -1,0 +1,77 @@
+"""Data file names: base files and log files, for both table versions (hudi-format.md §5)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from timeline.exceptions import InvalidFileNameError
+
+BASE_FILE_EXTENSIONS = frozenset({".parquet", ".orc", ".hfile", ".lance"})
+PARTITION_METADATA_PREFIX = ".hoodie_partition_metadata"
+
+# FSUtils.LOG_FILE_PATTERN (matched with find(), so trailing text is tolerated).
+_LOG_FILE = re.compile(r"^\.(.+)_(.*)\.(log|archive)\.(\d+)(_((\d+)-(\d+)-(\d+))(.cdc)?)?", re.ASCII)
+
+
+@dataclass(frozen=True, slots=True)
+class BaseFile:
+    """`<fileId>_<writeToken>_<instantTime>.<ext>`."""
+
+    name: str
+    file_id: str
+    write_token: str
+    instant_time: str
+    size: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class LogFile:
+    """`.<fileId>_<instant>.log.<version>_<writeToken>[.cdc]`. `instant_time` is the base
+    instant of the slice in table version 6 and the writing delta commit in version 8+."""
+
+    name: str
+    file_id: str
+    instant_time: str
+    version: int
+    write_token: str
+    suffix: str = ""
+    size: int = 0
+
+    @property
+    def sort_key(self) -> tuple[str, int, str, str]:
+        """Hudi's LogFileComparator order (oldest first)."""
+        return (self.instant_time, self.version, self.write_token, self.suffix)
+
+
+def is_base_file_name(name: str) -> bool:
+    dot = name.rfind(".")
+    return dot > 0 and not name.startswith(".") and name[dot:] in BASE_FILE_EXTENSIONS
+
+
+def parse_base_file(name: str, size: int = 0) -> BaseFile:
+    """Parse a base file name as FSUtils does: file id before the first `_`, commit time from
+    the third `_` field up to the first `.`."""
+    parts = name.split("_", 2)
+    if len(parts) != 3 or not is_base_file_name(name):
+        raise InvalidFileNameError(f"{name!r} is not a Hudi base file name")
+    instant = parts[2].split(".", 1)[0]
+    if not instant:
+        raise InvalidFileNameError(f"{name!r} has no instant time")
+    return BaseFile(name, parts[0], parts[1], instant, size)
+
+
+def parse_log_file(name: str, size: int = 0) -> LogFile:
+    match = _LOG_FILE.match(name)
+    if not match or match.group(3) != "log":
+        raise InvalidFileNameError(f"{name!r} is not a Hudi log file name")
+    return LogFile(name, match.group(1), match.group(2), int(match.group(4)),
+                   match.group(6) or "", match.group(10) or "", size)
+
+
+def base_file_name(file_id: str, write_token: str, instant_time: str, extension: str = ".parquet") -> str:
+    return f"{file_id}_{write_token}_{instant_time}{extension}"
+
+
+def log_file_name(file_id: str, instant_time: str, version: int, write_token: str) -> str:
+    return f".{file_id}_{instant_time}.log.{version}_{write_token}"

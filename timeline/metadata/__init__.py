@@ -1,0 +1,97 @@
+"""Instant contents: one registry says, for every action and state, which encodings Hudi
+uses (v6 JSON, Avro records by name); `decode` and `encode` go through it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from timeline.exceptions import CorruptInstantError
+from timeline.instant import (
+    CLEAN, CLUSTERING, COMMIT, COMPACTION, DELTA_COMMIT, INDEXING, LOG_COMPACTION, REPLACE_COMMIT,
+    RESTORE, ROLLBACK, SAVEPOINT, SCHEMA_COMMIT, State,
+)
+from timeline.metadata import avro, jsonmeta
+
+AVRO_MAGIC = b"Obj\x01"
+_R, _I, _C = State.REQUESTED, State.INFLIGHT, State.COMPLETED
+
+
+@dataclass(frozen=True, slots=True)
+class Codec:
+    """How one (action, state) is stored. `avro` names the record Hudi writes in layout 2
+    (and in layout 1 unless `json_in_layout1`); `accepts` lists other records found there."""
+
+    avro: str | None
+    json_in_layout1: bool = False
+    json_always: bool = False
+    accepts: frozenset[str] = frozenset()
+
+
+_COMMIT = Codec("HoodieCommitMetadata", json_in_layout1=True)
+_REPLACE = Codec("HoodieReplaceCommitMetadata", json_in_layout1=True)
+_REPLACE_INFLIGHT = Codec("HoodieCommitMetadata", json_in_layout1=True,
+                          accepts=frozenset({"HoodieRequestedReplaceMetadata"}))
+_REQUESTED_REPLACE = Codec("HoodieRequestedReplaceMetadata")
+_COMPACTION_PLAN = Codec("HoodieCompactionPlan")
+_CLEAN_PLAN = Codec("HoodieCleanerPlan")
+
+CODECS: Mapping[tuple[str, State], Codec] = {
+    (COMMIT, _R): _COMMIT, (COMMIT, _I): _COMMIT, (COMMIT, _C): _COMMIT,
+    (DELTA_COMMIT, _R): _COMMIT, (DELTA_COMMIT, _I): _COMMIT, (DELTA_COMMIT, _C): _COMMIT,
+    (REPLACE_COMMIT, _R): _REQUESTED_REPLACE, (REPLACE_COMMIT, _I): _REPLACE_INFLIGHT,
+    (REPLACE_COMMIT, _C): _REPLACE,
+    (CLUSTERING, _R): _REQUESTED_REPLACE, (CLUSTERING, _I): _REPLACE_INFLIGHT,
+    (COMPACTION, _R): _COMPACTION_PLAN, (COMPACTION, _I): _COMPACTION_PLAN,
+    (LOG_COMPACTION, _R): _COMPACTION_PLAN, (LOG_COMPACTION, _I): _COMPACTION_PLAN,
+    (CLEAN, _R): _CLEAN_PLAN, (CLEAN, _I): _CLEAN_PLAN, (CLEAN, _C): Codec("HoodieCleanMetadata"),
+    (ROLLBACK, _R): Codec("HoodieRollbackPlan"), (ROLLBACK, _I): Codec("HoodieRollbackPlan"),
+    (ROLLBACK, _C): Codec("HoodieRollbackMetadata"),
+    (RESTORE, _R): Codec("HoodieRestorePlan"), (RESTORE, _I): Codec("HoodieRestorePlan"),
+    (RESTORE, _C): Codec("HoodieRestoreMetadata"),
+    (SAVEPOINT, _I): Codec("HoodieSavepointMetadata"), (SAVEPOINT, _C): Codec("HoodieSavepointMetadata"),
+    (INDEXING, _R): Codec("HoodieIndexPlan"), (INDEXING, _I): Codec("HoodieIndexPlan"),
+    (INDEXING, _C): Codec("HoodieIndexCommitMetadata"),
+    (SCHEMA_COMMIT, _R): Codec(None, json_always=True), (SCHEMA_COMMIT, _I): Codec(None, json_always=True),
+    (SCHEMA_COMMIT, _C): Codec(None, json_always=True),
+}
+
+
+def _codec(action: str, state: State, path: str) -> Codec:
+    codec = CODECS.get((action, state))
+    if codec is None:
+        raise CorruptInstantError(path, f"no known content for {action} in state {state.name}")
+    return codec
+
+
+def _uses_json(codec: Codec, layout: int, legacy: bool) -> bool:
+    return codec.json_always or (codec.json_in_layout1 and (layout < 2 or legacy))
+
+
+def decode(data: bytes, *, path: str, action: str, state: State, layout: int,
+           legacy: bool = False) -> dict[str, Any] | None:
+    """The content of one instant state file as plain dicts, or None for an empty file.
+
+    `legacy` marks a layout-2 completed file named without a completion time (an instant
+    carried over from a v6 table), whose content is still v6 JSON."""
+    if not data:
+        return None
+    codec = _codec(action, state, path)
+    if data.startswith(AVRO_MAGIC) and codec.avro is not None:
+        name = avro.record_name(data).rsplit(".", 1)[-1]
+        allowed = {codec.avro, *codec.accepts}
+        if name.lower() not in {n.lower() for n in allowed}:
+            raise CorruptInstantError(path, f"expected {codec.avro}, found an Avro {name}")
+        return avro.decode(data, path=path)
+    if codec.json_in_layout1 or codec.json_always:
+        return jsonmeta.decode(data, path=path)
+    raise CorruptInstantError(path, f"expected an Avro {codec.avro} (no Avro header found)")
+
+
+def encode(record: Mapping[str, Any], *, action: str, state: State, layout: int) -> bytes:
+    """Encode content for an instant state file the way Hudi writes it for the layout."""
+    codec = _codec(action, state, f"<{action}.{state.name}>")
+    if _uses_json(codec, layout, legacy=False) or codec.avro is None:
+        return jsonmeta.encode(dict(record))
+    return avro.encode(codec.avro, record)

@@ -1,0 +1,42 @@
+"""JSON instant content as Hudi writes it with Jackson's default pretty printer: v6 commit,
+delta-commit and replace-commit metadata and schema-commit history."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from timeline.exceptions import CorruptInstantError
+
+
+def decode(data: bytes, *, path: str) -> dict[str, Any]:
+    """Parse a JSON object. An empty file is an empty object, as Hudi reads it."""
+    if not data.strip():
+        return {}
+    try:
+        value = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CorruptInstantError(path, f"invalid JSON: {exc}") from exc
+    if not isinstance(value, dict):
+        raise CorruptInstantError(path, f"expected a JSON object, found {type(value).__name__}")
+    return value
+
+
+def _render(value: Any, indent: int) -> str:
+    pad = "  " * (indent + 1)
+    if isinstance(value, dict):
+        if not value:
+            return "{ }"
+        items = [f"{pad}{json.dumps(str(k))} : {_render(v, indent + 1)}" for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + "\n" + "  " * indent + "}"
+    if isinstance(value, (list, tuple)):
+        if not value:
+            return "[ ]"
+        return "[ " + ", ".join(_render(v, indent) for v in value) + " ]"
+    return json.dumps(value, ensure_ascii=False)
+
+
+def encode(value: dict[str, Any]) -> bytes:
+    """Jackson `writerWithDefaultPrettyPrinter` output: `"key" : value`, two-space indent,
+    arrays inline as `[ a, b ]`. Field order is the caller's (Java declaration order)."""
+    return _render(value, 0).encode("utf-8")

@@ -1,0 +1,208 @@
+"""pyarrow.fs backend for every URI scheme, with a fast local subclass."""
+
+from __future__ import annotations
+
+import errno
+import os
+import posixpath
+import shutil
+from collections.abc import Callable, Iterator
+from typing import TypeVar
+from urllib.parse import urlparse
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+from timeline.exceptions import FileExists, FileNotFound, StorageError
+from timeline.storage.base import FileStatus, Storage
+
+T = TypeVar("T")
+
+
+def _guard(path: str, call: Callable[[], T]) -> T:
+    """Run a backend call, turning its exceptions into the library's, naming `path`."""
+    try:
+        return call()
+    except FileNotFoundError as exc:
+        raise FileNotFound(path) from exc
+    except FileExistsError as exc:
+        raise FileExists(path) from exc
+    except PermissionError as exc:
+        raise StorageError(path, "permission denied") from exc
+    except IsADirectoryError as exc:
+        raise StorageError(path, "is a folder, not a file") from exc
+    except NotADirectoryError as exc:
+        raise StorageError(path, "is a file, not a folder") from exc
+    except (OSError, pa.ArrowException) as exc:
+        raise StorageError(path, str(exc) or type(exc).__name__) from exc
+
+
+def _status(info: pafs.FileInfo) -> FileStatus:
+    mtime = info.mtime_ns // 1_000_000 if info.mtime_ns is not None else 0
+    is_dir = info.type == pafs.FileType.Directory
+    return FileStatus(info.path, 0 if is_dir else (info.size or 0), mtime, is_dir)
+
+
+class ArrowStorage(Storage):
+    """Any file system pyarrow.fs knows (S3, GCS, HDFS, local)."""
+
+    def __init__(self, fs: pafs.FileSystem, *, scheme: str = "", netloc: str = "") -> None:
+        self.fs = fs
+        self.scheme = scheme
+        self.netloc = netloc
+
+    @classmethod
+    def from_uri(cls, uri: str) -> ArrowStorage:
+        parsed = urlparse(uri)
+        scheme = {"s3a": "s3", "gcs": "gs"}.get(parsed.scheme, parsed.scheme)
+        normalised = uri.replace(f"{parsed.scheme}://", f"{scheme}://", 1)
+        fs, _ = _guard(uri, lambda: pafs.FileSystem.from_uri(normalised))
+        return cls(fs, scheme=scheme, netloc=parsed.netloc)
+
+    def uri(self, path: str) -> str:
+        if self.scheme in ("hdfs", "viewfs"):
+            return f"{self.scheme}://{self.netloc}{path}"
+        return f"{self.scheme}://{path}"
+
+    def path_of(self, uri: str) -> str:
+        parsed = urlparse(uri)
+        if parsed.scheme in ("hdfs", "viewfs"):
+            return parsed.path
+        return super().path_of(uri)
+
+    def list(self, path: str) -> list[FileStatus]:
+        infos = _guard(path, lambda: self.fs.get_file_info(pafs.FileSelector(path)))
+        return [_status(info) for info in infos]
+
+    def list_recursive(self, path: str) -> Iterator[FileStatus]:
+        selector = pafs.FileSelector(path, recursive=True)
+        for info in _guard(path, lambda: self.fs.get_file_info(selector)):
+            if info.type == pafs.FileType.File:
+                yield _status(info)
+
+    def read(self, path: str) -> bytes:
+        def call() -> bytes:
+            with self.fs.open_input_stream(path) as stream:
+                return bytes(stream.read())
+
+        return _guard(path, call)
+
+    def write(self, path: str, data: bytes, *, overwrite: bool = False) -> None:
+        if not overwrite and self.exists(path):
+            raise FileExists(path)
+        parent = posixpath.dirname(path)
+
+        def call() -> None:
+            if parent:
+                self.fs.create_dir(parent, recursive=True)
+            with self.fs.open_output_stream(path) as stream:
+                stream.write(data)
+
+        _guard(path, call)
+
+    def delete(self, path: str) -> bool:
+        try:
+            _guard(path, lambda: self.fs.delete_file(path))
+        except FileNotFound:
+            return False
+        return True
+
+    def delete_dir(self, path: str) -> bool:
+        try:
+            _guard(path, lambda: self.fs.delete_dir(path))
+        except FileNotFound:
+            return False
+        return True
+
+    def status(self, path: str) -> FileStatus:
+        info = _guard(path, lambda: self.fs.get_file_info(path))
+        if info.type == pafs.FileType.NotFound:
+            raise FileNotFound(path)
+        return _status(info)
+
+    def exists(self, path: str) -> bool:
+        info = _guard(path, lambda: self.fs.get_file_info(path))
+        return info.type != pafs.FileType.NotFound
+
+    def makedirs(self, path: str) -> None:
+        _guard(path, lambda: self.fs.create_dir(path, recursive=True))
+
+
+class LocalStorage(ArrowStorage):
+    """The local file system. Listing uses `os.scandir` (the hot path of every file-system
+    view) and writes are exclusive creates, so create-if-absent holds between processes."""
+
+    def __init__(self) -> None:
+        super().__init__(pafs.LocalFileSystem(), scheme="file")
+
+    def uri(self, path: str) -> str:
+        return f"file:{path}"
+
+    def list(self, path: str) -> list[FileStatus]:
+        def call() -> list[FileStatus]:
+            with os.scandir(path) as entries:
+                return [_entry_status(entry) for entry in entries]
+
+        return _guard(path, call)
+
+    def list_recursive(self, path: str) -> Iterator[FileStatus]:
+        stack = [path]
+        while stack:
+            folder = stack.pop()
+            for entry in _guard(folder, lambda: list(os.scandir(folder))):
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                else:
+                    yield _entry_status(entry)
+
+    def read(self, path: str) -> bytes:
+        def call() -> bytes:
+            with open(path, "rb") as handle:
+                return handle.read()
+
+        return _guard(path, call)
+
+    def write(self, path: str, data: bytes, *, overwrite: bool = False) -> None:
+        def call() -> None:
+            os.makedirs(os.path.dirname(path) or "/", exist_ok=True)
+            with open(path, "wb" if overwrite else "xb") as handle:
+                handle.write(data)
+
+        _guard(path, call)
+
+    def delete(self, path: str) -> bool:
+        try:
+            _guard(path, lambda: os.unlink(path))
+        except FileNotFound:
+            return False
+        return True
+
+    def delete_dir(self, path: str) -> bool:
+        if not os.path.isdir(path):
+            return False
+        _guard(path, lambda: shutil.rmtree(path))
+        return True
+
+    def status(self, path: str) -> FileStatus:
+        st = _guard(path, lambda: os.stat(path))
+        is_dir = os.path.isdir(path)
+        return FileStatus(path, 0 if is_dir else st.st_size, st.st_mtime_ns // 1_000_000, is_dir)
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(path)
+
+    def makedirs(self, path: str) -> None:
+        def call() -> None:
+            try:
+                os.makedirs(path, exist_ok=True)
+            except OSError as exc:
+                if exc.errno != errno.EEXIST:
+                    raise
+
+        _guard(path, call)
+
+
+def _entry_status(entry: os.DirEntry[str]) -> FileStatus:
+    st = entry.stat(follow_symlinks=False)
+    is_dir = entry.is_dir(follow_symlinks=False)
+    return FileStatus(entry.path, 0 if is_dir else st.st_size, st.st_mtime_ns // 1_000_000, is_dir)

@@ -1,0 +1,116 @@
+"""`HudiTable`: the entry point to one table: its config, timelines, instant contents and
+file-system view."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from timeline import metadata
+from timeline.config import TableConfig, read_config
+from timeline.fsview import FileGroupId, FileSystemView, TableListing, ViewInputs, build_view, list_partitions
+from timeline.instant import COMPACTION, LOG_COMPACTION, Instant, State
+from timeline.storage import Storage, storage_for
+from timeline.timeline import ActiveTimeline, Timeline, load_active_timeline
+
+
+class HudiTable:
+    """A Hudi table at a base path. The active timeline is loaded once and kept until
+    `reload()`; everything else is read on demand."""
+
+    def __init__(self, storage: Storage, base: str, config: TableConfig) -> None:
+        self.storage = storage
+        self.base = base
+        self.config = config
+        self._timeline: ActiveTimeline | None = None
+
+    @classmethod
+    def open(cls, uri: str) -> HudiTable:
+        """Open the table at a URI or local path. Raises NotAHudiTableError or
+        TableConfigError naming the path when there is no usable table."""
+        storage, base = storage_for(uri)
+        return cls(storage, base, read_config(storage, base))
+
+    @property
+    def uri(self) -> str:
+        return self.storage.uri(self.base)
+
+    @property
+    def version(self) -> int:
+        return self.config.version
+
+    @property
+    def timeline(self) -> ActiveTimeline:
+        if self._timeline is None:
+            self._timeline = load_active_timeline(self.storage, self.base, self.config)
+        return self._timeline
+
+    def reload(self) -> HudiTable:
+        """Forget the loaded timeline and config so the next access re-reads them."""
+        self.config = read_config(self.storage, self.base)
+        self._timeline = None
+        return self
+
+    def path(self, *parts: str) -> str:
+        return Storage.join(self.base, *parts)
+
+    # Instant contents
+
+    def read_instant(self, instant: Instant, state: State | None = None) -> dict[str, Any] | None:
+        """The decoded content of an instant in `state` (its own state by default); None when
+        the file is empty. Raises CorruptInstantError naming the file."""
+        wanted = instant.state if state is None else state
+        path = self.timeline.path_of(instant, wanted)
+        name = path.rsplit("/", 1)[-1]
+        legacy = self.config.layout_version >= 2 and wanted is State.COMPLETED and "_" not in name
+        action = instant.at(wanted).action
+        return metadata.decode(self.storage.read(path), path=path, action=action, state=wanted,
+                               layout=self.config.layout_version, legacy=legacy)
+
+    # File-system view
+
+    def replaced_file_groups(self, timeline: Timeline) -> dict[FileGroupId, str]:
+        """File groups replaced by the completed replacecommits of `timeline`."""
+        replaced: dict[FileGroupId, str] = {}
+        for instant in timeline.completed().with_actions({"replacecommit"}):
+            content = self.read_instant(instant) or {}
+            for partition, file_ids in (content.get("partitionToReplaceFileIds") or {}).items():
+                for file_id in file_ids or ():
+                    replaced[(partition, file_id)] = instant.requested_time
+        return replaced
+
+    def pending_operations(self, action: str) -> dict[FileGroupId, str]:
+        """File groups in a pending compaction or log compaction plan -> the plan's instant."""
+        pending: dict[FileGroupId, str] = {}
+        for instant in self.timeline.filter(lambda i: i.is_pending and i.action == action):
+            plan = self.read_instant(instant, State.REQUESTED) or {}
+            for op in plan.get("operations") or ():
+                pending[(op.get("partitionPath") or "", op["fileId"])] = instant.requested_time
+        return pending
+
+    def list_partitions(self) -> TableListing:
+        return list_partitions(self.storage, self.base)
+
+    def file_system_view(self, *, as_of: str | None = None, listing: TableListing | None = None) -> FileSystemView:
+        """The file-system view Hudi readers see now, or as of a completed instant (time
+        travel: slices based on completed writes up to `as_of`). As in Hudi, a slice's log
+        files are those of every completed delta commit, also later ones: readers skip their
+        blocks by instant time."""
+        writes = self.timeline.writes()
+        if as_of is None:
+            visible = writes.completed_and_compaction()
+        else:
+            visible = writes.completed().before_or_on(as_of)
+        completion_times = {
+            i.requested_time: i.completion_time for i in writes.completed() if i.completion_time
+        }
+        inputs = ViewInputs(
+            visible=visible,
+            table_version=self.version,
+            completion_times=completion_times,
+            replaced=self.replaced_file_groups(visible),
+            pending_compactions=self.pending_operations(COMPACTION) if as_of is None else {},
+        )
+        return build_view(listing or self.list_partitions(), inputs)
+
+    def pending_log_compactions(self) -> dict[FileGroupId, str]:
+        return self.pending_operations(LOG_COMPACTION)
