@@ -1,0 +1,36 @@
+# Cleanline: `make test` and `make run` do all the set-up on a fresh Debian machine.
+PYTHON ?= python3.11
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+FIXTURES ?= ../shared/fixtures/hudi-rs-tables
+DEMO_LAKE ?= var/demo-lake
+
+.PHONY: setup test run bench demo-lake clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml scripts/ensure-system.sh
+	PYTHON=$(PYTHON) bash scripts/ensure-system.sh
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e ".[test]"
+	touch $(STAMP)
+
+test: setup
+	bash scripts/ensure-redis.sh
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+demo-lake: setup
+	$(PY) scripts/demo_lake.py $(FIXTURES) $(DEMO_LAKE)
+
+run: setup demo-lake
+	bash scripts/ensure-redis.sh
+	@for t in $(DEMO_LAKE)/*; do $(VENV)/bin/cleanline table info "$$t"; echo; done
+	@echo "Demo lake ready in $(DEMO_LAKE). Try: $(VENV)/bin/cleanline timeline $(DEMO_LAKE)/<table>"
+
+bench: setup
+	$(PY) bench/fsview.py
+
+clean:
+	rm -rf var .pytest_cache

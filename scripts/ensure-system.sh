@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs the operating-system packages Cleanline needs when they are missing:
+# Python 3.11 with venv, Java 17 (PySpark 4) and Redis (Celery broker). Debian/Ubuntu, as root.
+set -euo pipefail
+
+need=()
+python_bin="${PYTHON:-python3.11}"
+command -v "$python_bin" >/dev/null 2>&1 || need+=(python3.11 python3.11-venv)
+if ! java -version 2>&1 | grep -Eq 'version "(1[7-9]|2[0-9])'; then
+  need+=(openjdk-17-jre-headless)
+fi
+command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+
+if [ ${#need[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "cleanline: installing OS packages: ${need[*]}"
+if [ "$(id -u)" != "0" ]; then
+  echo "cleanline: need root to install ${need[*]}; install them and re-run" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${need[@]}"

@@ -1,0 +1,99 @@
+"""The archived timeline: v6 `.hoodie/archived/.commits_.archive.N_*` log files holding
+HoodieArchivedMetaEntry records, and the v8+ LSM timeline in `.hoodie/timeline/history`
+(`_version_` -> `manifest_N` -> Parquet files of HoodieLSMTimelineInstant rows)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from timeline.exceptions import CorruptInstantError, FileNotFound
+from timeline.instant import Instant, State, comparable_action
+from timeline.logformat import BlockType, HeaderKey, decode_avro_records, read_blocks
+from timeline.storage import Storage
+from timeline.timeline import Timeline
+
+if TYPE_CHECKING:
+    from timeline.table import HudiTable
+
+_ARCHIVE_FILE = re.compile(r"^\.commits_\.archive\.([0-9]+)", re.ASCII)
+_STATES = {"REQUESTED": State.REQUESTED, "INFLIGHT": State.INFLIGHT, "COMPLETED": State.COMPLETED}
+VERSION_FILE = "_version_"
+
+
+def load_archived_timeline(table: HudiTable) -> Timeline:
+    """Every archived instant (at its highest archived state), oldest first."""
+    folder = table.path(table.config.archive_folder)
+    if not table.storage.exists(folder):
+        return Timeline()
+    if table.config.layout_version >= 2:
+        return Timeline.of(_lsm_instants(table.storage, folder))
+    return Timeline.of(_v6_instants(table.storage, folder))
+
+
+def _v6_archive_files(storage: Storage, folder: str) -> list[str]:
+    files = []
+    for status in storage.list(folder):
+        match = _ARCHIVE_FILE.match(status.name)
+        if match and not status.is_dir:
+            files.append((int(match.group(1)), status.name, status.path))
+    return [path for _, _, path in sorted(files)]
+
+
+def archived_entries(storage: Storage, folder: str) -> Iterator[dict[str, Any]]:
+    """The HoodieArchivedMetaEntry records of a v6 archive folder, file by file."""
+    for path in _v6_archive_files(storage, folder):
+        for block in read_blocks(storage.read(path), path=path):
+            if block.block_type is not BlockType.AVRO_DATA:
+                continue
+            schema = block.header.get(HeaderKey.SCHEMA)
+            if not schema:
+                raise CorruptInstantError(path, f"data block at {block.offset} has no schema")
+            yield from decode_avro_records(block.content, schema, path=path)
+
+
+def _v6_instants(storage: Storage, folder: str) -> list[Instant]:
+    best: dict[tuple[str, str], tuple[State, dict[str, Any]]] = {}
+    for entry in archived_entries(storage, folder):
+        time, action = entry.get("commitTime"), entry.get("actionType")
+        if not time or not action:
+            continue
+        state = _STATES.get(str(entry.get("actionState") or "COMPLETED"), State.COMPLETED)
+        key = (time, comparable_action(action))
+        if key not in best or state > best[key][0]:
+            best[key] = (state, entry)
+    instants = []
+    for (time, _), (state, entry) in best.items():
+        completion = entry.get("stateTransitionTime") if state is State.COMPLETED else None
+        instants.append(Instant(time, entry["actionType"], state, completion or None))
+    return instants
+
+
+def _lsm_files(storage: Storage, folder: str) -> list[str]:
+    try:
+        version = storage.read(Storage.join(folder, VERSION_FILE)).decode().strip()
+    except FileNotFound:
+        return []
+    manifest_path = Storage.join(folder, f"manifest_{version}")
+    try:
+        manifest = json.loads(storage.read(manifest_path))
+        return [Storage.join(folder, entry["fileName"]) for entry in manifest["files"]]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise CorruptInstantError(manifest_path, f"invalid LSM timeline manifest: {exc}") from exc
+
+
+def _lsm_instants(storage: Storage, folder: str) -> Iterable[Instant]:
+    for path in _lsm_files(storage, folder):
+        try:
+            rows = pq.read_table(pa.BufferReader(storage.read(path)),
+                                 columns=["instantTime", "completionTime", "action"]).to_pylist()
+        except (pa.ArrowException, KeyError) as exc:
+            raise CorruptInstantError(path, f"unreadable LSM timeline file: {exc}") from exc
+        for row in rows:
+            if row["instantTime"] and row["action"]:
+                yield Instant(row["instantTime"], row["action"], State.COMPLETED, row["completionTime"])

@@ -1,0 +1,179 @@
+"""The `cleanline` command: readable tables by default, `--json` for machines.
+
+Errors the library raises on purpose (not a table, bad config, corrupt instant, storage)
+print one line on stderr and exit 2; nothing is ever written by these commands."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from timeline.archive import load_archived_timeline
+from timeline.exceptions import CleanlineError, InvalidInstantError
+from timeline.fsview import FileSlice
+from timeline.instant import Instant, State, parse_instant_time
+from timeline.table import HudiTable
+
+Handler = Callable[[argparse.Namespace], Any]
+
+
+def _render_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    cells = [[("" if v is None else str(v)) for v in row] for row in rows]
+    widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip()]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
+    return "\n".join(lines)
+
+
+def _emit(args: argparse.Namespace, data: Any, text: Callable[[], str]) -> None:
+    print(json.dumps(data, indent=2) if args.json else text())
+
+
+def _instant_json(instant: Instant) -> dict[str, Any]:
+    return {
+        "requestedTime": instant.requested_time,
+        "completionTime": instant.completion_time,
+        "action": instant.action,
+        "state": instant.state.name,
+    }
+
+
+def _table_info(args: argparse.Namespace) -> None:
+    table = HudiTable.open(args.path)
+    config, timeline = table.config, table.timeline
+    info = {
+        "path": table.uri,
+        "name": config.name,
+        "database": config.database,
+        "tableType": config.table_type.value,
+        "tableVersion": config.version,
+        "timelineLayoutVersion": config.layout_version,
+        "timelinePath": config.timeline_folder,
+        "archivePath": config.archive_folder,
+        "partitionFields": list(config.partition_fields),
+        "hiveStylePartitioning": config.hive_style,
+        "urlEncodedPartitioning": config.url_encoded,
+        "baseFileFormat": config.base_file_format,
+        "timelineTimezone": config.timezone,
+        "metadataTablePartitions": list(config.metadata_partitions),
+        "metadataTableEnabled": config.metadata_table_enabled,
+        "instants": len(timeline),
+        "completedInstants": len(timeline.completed()),
+        "pendingInstants": len(timeline.pending()),
+        "savepoints": len(timeline.savepoints().completed()),
+        "lastCompletedCommit": (last.requested_time if (last := timeline.commits().completed().last()) else None),
+    }
+    _emit(args, info, lambda: _render_table(["property", "value"], [
+        (key, ", ".join(map(str, value)) if isinstance(value, list) else value) for key, value in info.items()
+    ]))
+
+
+def _timeline(args: argparse.Namespace) -> None:
+    table = HudiTable.open(args.path)
+    rows: list[tuple[str, Instant]] = []
+    if args.archived:
+        rows += [("archived", i) for i in load_archived_timeline(table)]
+    rows += [("active", i) for i in table.timeline]
+    _emit(args, [_instant_json(i) for _, i in rows], lambda: _render_table(
+        ["requested", "completed", "action", "state", "timeline"],
+        [(i.requested_time, i.completion_time, i.action, i.state.name, where) for where, i in rows],
+    ))
+
+
+def _slice_json(piece: FileSlice) -> dict[str, Any]:
+    return {
+        "partition": piece.partition,
+        "fileId": piece.file_id,
+        "baseInstantTime": piece.base_instant_time,
+        "baseFile": piece.base_file.name if piece.base_file else None,
+        "logFiles": [log.name for log in piece.log_files],
+    }
+
+
+def _fsview(args: argparse.Namespace) -> None:
+    if args.as_of is not None:
+        parse_instant_time(args.as_of)
+    table = HudiTable.open(args.path)
+    view = table.file_system_view(as_of=args.as_of)
+    if args.all_slices:
+        slices = [s for g in view.file_groups() for s in g.slices]
+    else:
+        slices = view.latest_slices()
+    slices.sort(key=lambda s: (s.partition, s.file_id))  # stable: newest slice first within a group
+    _emit(args, [_slice_json(s) for s in slices], lambda: _render_table(
+        ["partition", "file id", "base instant", "base file", "log files", "bytes"],
+        [(s.partition or "(none)", s.file_id, s.base_instant_time, s.base_file.name if s.base_file else "-",
+          len(s.log_files), s.size) for s in slices],
+    ))
+
+
+def _instant_show(args: argparse.Namespace) -> None:
+    table = HudiTable.open(args.path)
+    matches = [i for i in table.timeline if i.requested_time == args.instant
+               and (args.action is None or i.action == args.action)]
+    if not matches:
+        raise InvalidInstantError(f"{table.uri}: no instant {args.instant} on the active timeline")
+    instant = matches[0]
+    state = State[args.state.upper()] if args.state else None
+    content = table.read_instant(instant, state)
+    print(json.dumps({"instant": _instant_json(instant), "content": content}, indent=2, default=_bytes))
+
+
+def _bytes(value: object) -> str:
+    if isinstance(value, bytes):
+        return value.hex()
+    raise TypeError(f"cannot show {type(value).__name__}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="cleanline", description=__doc__.splitlines()[0])
+    parser.add_argument("-v", "--verbose", action="store_true", help="log warnings and details to stderr")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    def command(sub: Any, name: str, handler: Handler, help_text: str) -> argparse.ArgumentParser:
+        cmd = sub.add_parser(name, help=help_text, description=help_text)
+        cmd.add_argument("path", help="table base path or URI (file://, s3://, gs://, hdfs://)")
+        cmd.set_defaults(handler=handler)
+        return cmd
+
+    table = commands.add_parser("table", help="table-level commands").add_subparsers(dest="sub", required=True)
+    info = command(table, "info", _table_info, "show a table's configuration and timeline summary")
+    info.add_argument("--json", action="store_true", help="print JSON")
+
+    tl = command(commands, "timeline", _timeline, "list the instants of the active timeline")
+    tl.add_argument("--archived", action="store_true", help="include the archived timeline first")
+    tl.add_argument("--json", action="store_true", help="print JSON")
+
+    fs = command(commands, "fsview", _fsview, "list the latest file slices (or all) per file group")
+    fs.add_argument("--as-of", metavar="T", help="the view as of completed instant time T")
+    fs.add_argument("--all-slices", action="store_true", help="every committed slice, not only the latest")
+    fs.add_argument("--json", action="store_true", help="print JSON")
+
+    instant = commands.add_parser("instant", help="instant-level commands").add_subparsers(dest="sub", required=True)
+    show = command(instant, "show", _instant_show, "print the decoded content of one instant as JSON")
+    show.add_argument("instant", metavar="T", help="requested instant time")
+    show.add_argument("--action", help="the action, when several share the time")
+    show.add_argument("--state", choices=["requested", "inflight", "completed"], help="which state file")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="cleanline: %(message)s")
+    try:
+        args.handler(args)
+    except CleanlineError as exc:
+        print(f"cleanline: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
