@@ -1,0 +1,66 @@
+"""Shared test fixtures: the real Hudi tables of ../shared/fixtures, unzipped into temp dirs."""
+
+from __future__ import annotations
+
+import shutil
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = (ROOT.parent / "shared" / "fixtures" / "hudi-rs-tables").resolve()
+
+
+def fixture_zips() -> list[Path]:
+    zips = sorted(FIXTURES.rglob("*.zip"))
+    if not zips:
+        raise RuntimeError(f"no fixture tables found under {FIXTURES}; ../shared must sit beside the project")
+    return zips
+
+
+def fixture_id(archive: Path) -> str:
+    return str(archive.relative_to(FIXTURES).with_suffix(""))
+
+
+def unzip_table(archive: Path, dest: Path) -> Path:
+    """Unpack one fixture zip (skipping macOS metadata) and return the table's base path."""
+    with zipfile.ZipFile(archive) as zipped:
+        members = [m for m in zipped.namelist() if not m.startswith("__MACOSX/")]
+        zipped.extractall(dest, members)
+    return dest / archive.stem
+
+
+FIXTURE_ZIPS = fixture_zips()
+FIXTURE_IDS = [fixture_id(z) for z in FIXTURE_ZIPS]
+
+
+@pytest.fixture(scope="session")
+def fixture_lake(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Every fixture table unzipped once per session, read-only: id -> base path."""
+    root = tmp_path_factory.mktemp("lake")
+    return {fixture_id(z): unzip_table(z, root / fixture_id(z)) for z in FIXTURE_ZIPS}
+
+
+@pytest.fixture
+def table_copy(tmp_path: Path):
+    """Factory: a private, writable copy of one fixture table."""
+
+    def make(table_id: str) -> Path:
+        archive = FIXTURES / f"{table_id}.zip"
+        return unzip_table(archive, tmp_path / "copy")
+
+    return make
+
+
+def tree_snapshot(path: Path) -> dict[str, tuple[int, int]]:
+    """Relative path -> (size, mtime ns) of every file below `path`, to prove nothing changed."""
+    return {
+        str(p.relative_to(path)): (p.stat().st_size, p.stat().st_mtime_ns)
+        for p in sorted(path.rglob("*")) if p.is_file()
+    }
+
+
+def copy_tree(src: Path, dest: Path) -> Path:
+    shutil.copytree(src, dest)
+    return dest
