@@ -27,7 +27,11 @@ class HudiTable:
     def open(cls, uri: str) -> HudiTable:
         """Open the table at a URI or local path. Raises NotAHudiTableError or
         TableConfigError naming the path when there is no usable table."""
-        storage, base = storage_for(uri)
+        return cls.load(*storage_for(uri))
+
+    @classmethod
+    def load(cls, storage: Storage, base: str) -> HudiTable:
+        """Open the table at `base` inside an existing storage backend."""
         return cls(storage, base, read_config(storage, base))
 
     @property

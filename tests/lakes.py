@@ -1,0 +1,128 @@
+"""Hand-made Hudi tables for tests: a builder that writes `hoodie.properties`, instant files
+with real content (v6 JSON or v8 Avro) and data files into any Storage."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from timeline import metadata
+from timeline.config import checksum
+from timeline.files import base_file_name, log_file_name
+from timeline.instant import COMPACTION, Instant, State
+from timeline.properties import dumps
+from timeline.storage import Storage
+
+TOKEN = "0-1-0"
+
+
+@dataclass
+class Lake:
+    """A table under construction. Times are strings like "20261101000000000"."""
+
+    storage: Storage
+    base: str
+    version: int = 6
+    table_type: str = "COPY_ON_WRITE"
+    partitioned: bool = True
+    extra_props: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        props = {
+            "hoodie.table.name": "lake", "hoodie.database.name": "default",
+            "hoodie.table.type": self.table_type, "hoodie.table.version": str(self.version),
+            "hoodie.timeline.layout.version": "2" if self.version >= 8 else "1",
+            "hoodie.table.partition.fields": "city" if self.partitioned else "",
+            **self.extra_props,
+        }
+        props["hoodie.table.checksum"] = str(checksum(props))
+        self.storage.write(f"{self.base}/.hoodie/hoodie.properties",
+                           dumps(props, comments=["Updated by tests"]).encode())
+        self.storage.makedirs(self.timeline_folder)
+
+    @property
+    def layout(self) -> int:
+        return 2 if self.version >= 8 else 1
+
+    @property
+    def timeline_folder(self) -> str:
+        return f"{self.base}/.hoodie/timeline" if self.layout == 2 else f"{self.base}/.hoodie"
+
+    def partition_path(self, partition: str) -> str:
+        return f"{self.base}/{partition}" if partition else self.base
+
+    def _ensure_partition(self, partition: str) -> None:
+        marker = f"{self.partition_path(partition)}/.hoodie_partition_metadata"
+        if not self.storage.exists(marker):
+            self.storage.write(marker, b"#partition metadata\ncommitTime=0\npartitionDepth=1\n")
+
+    def data_file(self, partition: str, name: str, size: int = 100) -> str:
+        self._ensure_partition(partition)
+        path = f"{self.partition_path(partition)}/{name}"
+        self.storage.write(path, b"x" * size)
+        return name
+
+    def base_file(self, partition: str, file_id: str, instant: str, size: int = 100) -> str:
+        return self.data_file(partition, base_file_name(file_id, TOKEN, instant), size)
+
+    def log_file(self, partition: str, file_id: str, instant: str, version: int = 1, size: int = 10) -> str:
+        return self.data_file(partition, log_file_name(file_id, instant, version, TOKEN), size)
+
+    def instant_file(self, instant: Instant, content: Mapping | None = None) -> None:
+        data = b"" if content is None else metadata.encode(
+            content, action=instant.action, state=instant.state, layout=self.layout)
+        self.storage.write(f"{self.timeline_folder}/{instant.file_name(self.layout)}", data)
+
+    def commit(self, time: str, files: Mapping[str, Sequence[str]] | None = None, *,
+               action: str | None = None, state: State = State.COMPLETED, completion: str | None = None,
+               replaced: Mapping[str, Sequence[str]] | None = None, operation: str = "UPSERT") -> Instant:
+        """Write a write instant's state files up to `state`; `files` maps partitions to the
+        data file names it wrote (already created with `base_file`/`log_file`)."""
+        action = action or ("deltacommit" if self.table_type == "MERGE_ON_READ" else "commit")
+        if replaced is not None:
+            action = "replacecommit"
+        done = Instant(time, action, State.COMPLETED, completion or (time[:-3] + "999" if self.layout == 2 else None))
+        for step in (State.REQUESTED, State.INFLIGHT, State.COMPLETED):
+            if step > state:
+                break
+            content = None
+            if step is State.COMPLETED:
+                content = self.commit_metadata(files or {}, replaced, operation)
+            elif step is State.REQUESTED and action == "replacecommit":
+                content = {"operationType": "INSERT_OVERWRITE"}
+            self.instant_file(done.at(step, done.completion_time) if step is State.COMPLETED
+                              else Instant(time, action, step), content)
+        return done if state is State.COMPLETED else Instant(time, action, state)
+
+    def commit_metadata(self, files: Mapping[str, Sequence[str]], replaced: Mapping[str, Sequence[str]] | None,
+                        operation: str) -> dict:
+        stats = {
+            partition: [{"fileId": name.lstrip(".").split("_")[0], "path": f"{partition}/{name}" if partition else name,
+                         "prevCommit": "null", "numWrites": 1, "partitionPath": partition,
+                         "totalWriteBytes": 100, "fileSizeInBytes": 100}
+                        for name in names]
+            for partition, names in files.items()
+        }
+        content: dict = {"partitionToWriteStats": stats, "compacted": False, "extraMetadata": {},
+                         "operationType": operation}
+        if replaced is not None:
+            content["partitionToReplaceFileIds"] = {p: list(ids) for p, ids in replaced.items()}
+        return content
+
+    def schedule_compaction(self, time: str, operations: Sequence[tuple[str, str, str]],
+                            state: State = State.REQUESTED) -> Instant:
+        """A pending compaction plan over (partition, file id, base instant) triples."""
+        plan = {"operations": [{"baseInstantTime": b, "fileId": f, "partitionPath": p,
+                                "deltaFilePaths": [], "dataFilePath": None} for p, f, b in operations],
+                "version": 2}
+        self.instant_file(Instant(time, COMPACTION, State.REQUESTED), plan)
+        if state is State.INFLIGHT:
+            self.instant_file(Instant(time, COMPACTION, State.INFLIGHT))
+        return Instant(time, COMPACTION, state)
+
+    def complete_compaction(self, time: str, files: Mapping[str, Sequence[str]], completion: str | None = None) -> Instant:
+        done = Instant(time, "commit", State.COMPLETED, completion or (time[:-3] + "999" if self.layout == 2 else None))
+        content = self.commit_metadata(files, None, "COMPACT")
+        content["compacted"] = True
+        self.instant_file(done, content)
+        return done

@@ -1,0 +1,188 @@
+"""Avro instant content as Hudi writes it: an Object Container File holding one record whose
+schema is one of Hudi's `org.apache.hudi.avro.model` records (plans, clean/rollback/restore/
+savepoint metadata, v8 commit metadata, ...).
+
+The schemas are Hudi's own `.avsc` files (see `schemas/README.md`), loaded once in the order
+of Hudi's `hudi-common/pom.xml` imports so that names defined in one file resolve in the next.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from collections.abc import Mapping
+from functools import cache, lru_cache
+from pathlib import Path
+from typing import Any
+
+import fastavro
+from fastavro.schema import SchemaParseException
+
+from timeline.exceptions import CorruptInstantError
+
+NAMESPACE = "org.apache.hudi.avro.model"
+
+_SCHEMA_DIR = Path(__file__).with_name("schemas")
+
+# The avro-maven-plugin <imports> order of hudi-common/pom.xml (App. B of hudi-format.md), then
+# the schemas that no other file refers to.
+_FILES = (
+    "HoodieCommitMetadata",
+    "HoodieCompactionStrategy",
+    "HoodieCompactionOperation",
+    "HoodieSavePointMetadata",
+    "HoodieCompactionMetadata",
+    "HoodieCleanPartitionMetadata",
+    "HoodieCleanMetadata",
+    "HoodieCleanerPlan",
+    "HoodieInstantInfo",
+    "HoodieRollbackMetadata",
+    "HoodieRestoreMetadata",
+    "HoodieReplaceCommitMetadata",
+    "HoodieSliceInfo",
+    "HoodieClusteringGroup",
+    "HoodieClusteringStrategy",
+    "HoodieClusteringPlan",
+    "HoodieRequestedReplaceMetadata",
+    "HoodieIndexPartitionInfo",
+    "HoodieIndexPlan",
+    "HoodieIndexCommitMetadata",
+    "HoodieArchivedMetaEntry",
+    "HoodieRollbackPlan",
+    "HoodieRestorePlan",
+    "HoodieLSMTimelineInstant",
+)
+
+_MAGIC = b"Obj\x01"
+_SYNC_SIZE = 16
+
+# The container framing from the Avro specification, written with fastavro itself.
+_HEADER = fastavro.parse_schema({
+    "type": "record",
+    "name": "org.apache.avro.file.Header",
+    "fields": [
+        {"name": "magic", "type": {"type": "fixed", "name": "Magic", "size": len(_MAGIC)}},
+        {"name": "meta", "type": {"type": "map", "values": "bytes"}},
+        {"name": "sync", "type": {"type": "fixed", "name": "Sync", "size": _SYNC_SIZE}},
+    ],
+})
+_BLOCK = fastavro.parse_schema({
+    "type": "record",
+    "name": "org.apache.avro.file.Block",
+    "fields": [
+        {"name": "count", "type": "long"},
+        {"name": "data", "type": "bytes"},
+        {"name": "sync", "type": {"type": "fixed", "name": "Sync", "size": _SYNC_SIZE}},
+    ],
+})
+
+# What fastavro raises on bytes that are not a well-formed container or datum.
+_DECODE_ERRORS = (ValueError, EOFError, KeyError, IndexError, TypeError, SchemaParseException)
+
+
+@cache
+def _named_schemas() -> dict[str, Any]:
+    """Every named type of every schema file, parsed by fastavro, keyed by full name."""
+    named: dict[str, Any] = {}
+    for file_name in _FILES:
+        text = (_SCHEMA_DIR / f"{file_name}.avsc").read_text(encoding="utf-8")
+        fastavro.parse_schema(json.loads(text), named)
+    return named
+
+
+def _expand(node: Any, named: Mapping[str, Any], defined: set[str]) -> Any:
+    """`node` with each named type written out where it is first used and referenced by name
+    afterwards, as Java's `Schema.toString()` does, so the result stands on its own."""
+    if isinstance(node, str):
+        if node in named and node not in defined:
+            return _expand(named[node], named, defined)
+        return node
+    if isinstance(node, list):
+        return [_expand(branch, named, defined) for branch in node]
+    if node.get("type") in ("record", "enum", "fixed"):
+        defined.add(node["name"])
+    expanded = {}
+    for key, value in node.items():
+        if key == "fields":
+            value = [{**field, "type": _expand(field["type"], named, defined)} for field in value]
+        elif key in ("items", "values"):
+            value = _expand(value, named, defined)
+        expanded[key] = value
+    return expanded
+
+
+@cache
+def _writer_schema_json(name: str) -> str:
+    full_name = f"{NAMESPACE}.{name}"
+    named = _named_schemas()
+    if full_name not in named:
+        raise KeyError(f"no Hudi Avro schema named {name!r}")
+    return json.dumps(_expand(full_name, named, set()), separators=(",", ":"))
+
+
+@cache
+def schema(name: str) -> dict[str, Any]:
+    """The fastavro-parsed, self-contained schema of a Hudi record given its short name, e.g.
+    `"HoodieCleanerPlan"` or a nested record such as `"HoodieWriteStat"`."""
+    parsed: dict[str, Any] = fastavro.parse_schema(json.loads(_writer_schema_json(name)))
+    return parsed
+
+
+def encode(name: str, record: Mapping[str, Any]) -> bytes:
+    """`record` as an Avro Object Container File laid out as Java's `DataFileWriter` writes it
+    for Hudi: magic, a header holding only `avro.schema` (Java writes no `avro.codec` key when
+    no codec is set), a random sync marker, then one uncompressed block with one record.
+
+    Missing fields take their schema default; a missing field without a default or a key the
+    schema does not have raises ValueError. String types are not annotated with
+    `"avro.java.string": "String"` as Java's generated classes are: that property only
+    steers Java's in-memory string class and readers ignore it in a writer schema."""
+    datum = io.BytesIO()
+    fastavro.schemaless_writer(datum, schema(name), dict(record), strict_allow_default=True)
+    sync = os.urandom(_SYNC_SIZE)
+    out = io.BytesIO()
+    header = {"magic": _MAGIC, "meta": {"avro.schema": _writer_schema_json(name).encode()},
+              "sync": sync}
+    fastavro.schemaless_writer(out, _HEADER, header)
+    fastavro.schemaless_writer(out, _BLOCK, {"count": 1, "data": datum.getvalue(), "sync": sync})
+    return out.getvalue()
+
+
+def decode(data: bytes, *, path: str) -> dict[str, Any]:
+    """The one record of an Avro Object Container File, read with the writer schema it embeds.
+    Unions holding a record yield the record's plain dict. Anything other than a valid
+    container with exactly one record raises CorruptInstantError naming `path`; callers treat
+    an empty file as "no content" before calling this."""
+    if not data.startswith(_MAGIC):
+        raise CorruptInstantError(path, "not an Avro object container file (bad magic)")
+    try:
+        records = list(fastavro.reader(io.BytesIO(data)))
+    except _DECODE_ERRORS as exc:
+        raise CorruptInstantError(path, f"invalid Avro container: {exc!r}") from exc
+    if len(records) != 1:
+        raise CorruptInstantError(path, f"expected one Avro record, found {len(records)}")
+    record = records[0]
+    if not isinstance(record, dict):
+        raise CorruptInstantError(path, f"expected an Avro record, found {type(record).__name__}")
+    return record
+
+
+def record_name(data: bytes) -> str:
+    """Full name of the record type in the writer schema embedded in an Avro container file."""
+    writer_schema: dict[str, Any] = fastavro.reader(io.BytesIO(data)).writer_schema
+    full_name: str = writer_schema["name"]
+    return full_name
+
+
+@lru_cache(maxsize=32)
+def _parsed_writer_schema(writer_schema_json: str) -> Any:
+    return fastavro.parse_schema(json.loads(writer_schema_json))
+
+
+def decode_datum(data: bytes, writer_schema_json: str) -> dict[str, Any]:
+    """One schemaless Avro binary record (as in Hudi log data blocks) read with its writer
+    schema given as JSON text."""
+    record: dict[str, Any] = fastavro.schemaless_reader(
+        io.BytesIO(data), _parsed_writer_schema(writer_schema_json))
+    return record
