@@ -31,6 +31,19 @@ def unzip_table(archive: Path, dest: Path) -> Path:
     return dest / archive.stem
 
 
+def fixture_readme() -> dict[str, dict[str, str]]:
+    """The fixture README's table, an independent description of every zip: id -> columns."""
+    rows: dict[str, dict[str, str]] = {}
+    header: list[str] = []
+    for line in (FIXTURES / "README.md").read_text().splitlines():
+        cells = [c.strip().strip("`") for c in line.strip().strip("|").split("|")]
+        if cells and cells[0] == "zip":
+            header = cells
+        elif header and line.startswith("| `"):
+            rows[cells[0].removesuffix(".zip")] = dict(zip(header, cells))
+    return rows
+
+
 FIXTURE_ZIPS = fixture_zips()
 FIXTURE_IDS = [fixture_id(z) for z in FIXTURE_ZIPS]
 

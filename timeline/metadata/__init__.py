@@ -79,7 +79,7 @@ def decode(data: bytes, *, path: str, action: str, state: State, layout: int,
         return None
     codec = _codec(action, state, path)
     if data.startswith(AVRO_MAGIC) and codec.avro is not None:
-        name = avro.record_name(data).rsplit(".", 1)[-1]
+        name = avro.record_name(data, path=path).rsplit(".", 1)[-1]
         allowed = {codec.avro, *codec.accepts}
         if name.lower() not in {n.lower() for n in allowed}:
             raise CorruptInstantError(path, f"expected {codec.avro}, found an Avro {name}")

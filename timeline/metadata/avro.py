@@ -168,10 +168,13 @@ def decode(data: bytes, *, path: str) -> dict[str, Any]:
     return record
 
 
-def record_name(data: bytes) -> str:
+def record_name(data: bytes, *, path: str = "<avro>") -> str:
     """Full name of the record type in the writer schema embedded in an Avro container file."""
-    writer_schema: dict[str, Any] = fastavro.reader(io.BytesIO(data)).writer_schema
-    full_name: str = writer_schema["name"]
+    try:
+        writer_schema: dict[str, Any] = fastavro.reader(io.BytesIO(data)).writer_schema
+        full_name: str = writer_schema["name"]
+    except _DECODE_ERRORS as exc:
+        raise CorruptInstantError(path, f"invalid Avro container: {exc}") from exc
     return full_name
 
 

@@ -1,0 +1,108 @@
+"""One contract for every Storage backend: memory, local (os) and generic pyarrow.fs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pyarrow.fs as pafs
+import pytest
+
+from timeline.exceptions import FileExists, FileNotFound, StorageError
+from timeline.storage import MemoryStorage, Storage, storage_for
+from timeline.storage.arrow import ArrowStorage, LocalStorage
+
+
+@pytest.fixture(params=["memory", "local", "arrow"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Storage, str]:
+    backends: dict[str, Callable[[], Storage]] = {
+        "memory": MemoryStorage, "local": LocalStorage, "arrow": lambda: ArrowStorage(pafs.LocalFileSystem()),
+    }
+    root = "/root-of-test" if request.param == "memory" else str(tmp_path)
+    return backends[request.param](), root
+
+
+def test_storage_write_read_list_and_status(store: tuple[Storage, str]) -> None:
+    storage, root = store
+    storage.write(f"{root}/a/one.parquet", b"12345")
+    storage.write(f"{root}/a/b/two.log", b"xy")
+    storage.makedirs(f"{root}/a/empty")
+    assert storage.read(f"{root}/a/one.parquet") == b"12345"
+    listing = {s.name: (s.size, s.is_dir) for s in storage.list(f"{root}/a")}
+    assert listing == {"one.parquet": (5, False), "b": (0, True), "empty": (0, True)}
+    assert sorted((s.name, s.size) for s in storage.list_recursive(root)) == [("one.parquet", 5), ("two.log", 2)]
+    status = storage.status(f"{root}/a/one.parquet")
+    assert status.size == 5 and not status.is_dir and status.mtime_ms > 0
+    assert storage.exists(f"{root}/a/b") and not storage.exists(f"{root}/nope")
+
+
+def test_storage_write_is_create_if_absent(store: tuple[Storage, str]) -> None:
+    storage, root = store
+    storage.write(f"{root}/x", b"first")
+    with pytest.raises(FileExists) as raised:
+        storage.write(f"{root}/x", b"second")
+    assert f"{root}/x" in str(raised.value)
+    assert storage.read(f"{root}/x") == b"first"
+    storage.write(f"{root}/x", b"third", overwrite=True)
+    assert storage.read(f"{root}/x") == b"third"
+
+
+def test_storage_delete_says_whether_the_file_was_there(store: tuple[Storage, str]) -> None:
+    storage, root = store
+    storage.write(f"{root}/d/f", b"1")
+    assert storage.delete(f"{root}/d/f") is True
+    assert storage.delete(f"{root}/d/f") is False
+    storage.write(f"{root}/p/q/r", b"1")
+    assert storage.delete_dir(f"{root}/p") is True
+    assert not storage.exists(f"{root}/p/q/r")
+    assert storage.delete_dir(f"{root}/p") is False
+
+
+def test_storage_missing_paths_raise_file_not_found_naming_the_path(store: tuple[Storage, str]) -> None:
+    storage, root = store
+    for call in (lambda: storage.read(f"{root}/missing"), lambda: storage.list(f"{root}/missing"),
+                 lambda: list(storage.list_recursive(f"{root}/missing")), lambda: storage.status(f"{root}/missing")):
+        with pytest.raises(FileNotFound) as raised:
+            call()
+        assert f"{root}/missing" in str(raised.value)
+
+
+def test_storage_local_errors_are_library_errors(tmp_path: Path) -> None:
+    storage = LocalStorage()
+    (tmp_path / "file").write_bytes(b"1")
+    with pytest.raises(StorageError, match="file"):
+        storage.list(str(tmp_path / "file"))
+    with pytest.raises(StorageError, match="folder"):
+        storage.read(str(tmp_path))
+
+
+def test_storage_memory_permission_denied() -> None:
+    storage = MemoryStorage()
+    storage.write("/t/secret/a", b"1")
+    storage.denied.add("/t/secret")
+    with pytest.raises(StorageError, match="permission denied"):
+        storage.read("/t/secret/a")
+    with pytest.raises(StorageError, match="permission denied"):
+        storage.list("/t/secret")
+
+
+def test_storage_for_chooses_backend_by_scheme(tmp_path: Path) -> None:
+    local, path = storage_for(str(tmp_path / "t"))
+    assert isinstance(local, LocalStorage) and path == str(tmp_path / "t")
+    assert local.uri(path) == f"file:{tmp_path}/t" and local.path_of(local.uri(path)) == path
+    same, path2 = storage_for(f"file://{tmp_path}/t/")
+    assert isinstance(same, LocalStorage) and path2 == path
+    memory, mpath = storage_for("memory://lake/tables/t")
+    assert memory is MemoryStorage.named("lake") and mpath == "/tables/t"
+    with pytest.raises(StorageError, match="unsupported URI scheme"):
+        storage_for("ftp://host/t")
+
+
+def test_storage_object_store_uris_map_to_pyarrow_paths() -> None:
+    # A cloud store cannot be reached here; the path mapping is what differs by scheme.
+    s3 = ArrowStorage(pafs.LocalFileSystem(), scheme="s3")
+    assert s3.uri("bucket/lake/t/f.parquet") == "s3://bucket/lake/t/f.parquet"
+    assert s3.path_of("s3a://bucket/lake/t/f.parquet") == "bucket/lake/t/f.parquet"
+    hdfs = ArrowStorage(pafs.LocalFileSystem(), scheme="hdfs", netloc="nn:8020")
+    assert hdfs.uri("/lake/t") == "hdfs://nn:8020/lake/t"
+    assert hdfs.path_of("hdfs://nn:8020/lake/t") == "/lake/t"
