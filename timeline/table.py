@@ -8,7 +8,7 @@ from typing import Any
 from timeline import metadata
 from timeline.config import TableConfig, read_config
 from timeline.fsview import FileGroupId, FileSystemView, TableListing, ViewInputs, build_view, list_partitions
-from timeline.instant import COMPACTION, LOG_COMPACTION, Instant, State
+from timeline.instant import COMPACTION, LOG_COMPACTION, Instant, State, parse_file_name
 from timeline.storage import Storage, storage_for
 from timeline.timeline import ActiveTimeline, Timeline, load_active_timeline
 
@@ -65,10 +65,11 @@ class HudiTable:
         wanted = instant.state if state is None else state
         path = self.timeline.path_of(instant, wanted)
         name = path.rsplit("/", 1)[-1]
-        legacy = self.config.layout_version >= 2 and wanted is State.COMPLETED and "_" not in name
-        action = instant.at(wanted).action
+        layout = self.config.layout_version
+        legacy = layout >= 2 and wanted is State.COMPLETED and "_" not in name
+        action = parse_file_name(name, layout).action  # a completed compaction's plan is "compaction"
         return metadata.decode(self.storage.read(path), path=path, action=action, state=wanted,
-                               layout=self.config.layout_version, legacy=legacy)
+                               layout=layout, legacy=legacy)
 
     # File-system view
 

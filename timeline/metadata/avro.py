@@ -113,7 +113,8 @@ def _expand(node: Any, named: Mapping[str, Any], defined: set[str]) -> Any:
 
 
 @cache
-def _writer_schema_json(name: str) -> str:
+def writer_schema_json(name: str) -> str:
+    """The self-contained JSON writer schema of a Hudi record, as embedded in files we write."""
     full_name = f"{NAMESPACE}.{name}"
     named = _named_schemas()
     if full_name not in named:
@@ -125,7 +126,7 @@ def _writer_schema_json(name: str) -> str:
 def schema(name: str) -> dict[str, Any]:
     """The fastavro-parsed, self-contained schema of a Hudi record given its short name, e.g.
     `"HoodieCleanerPlan"` or a nested record such as `"HoodieWriteStat"`."""
-    parsed: dict[str, Any] = fastavro.parse_schema(json.loads(_writer_schema_json(name)))
+    parsed: dict[str, Any] = fastavro.parse_schema(json.loads(writer_schema_json(name)))
     return parsed
 
 
@@ -142,7 +143,7 @@ def encode(name: str, record: Mapping[str, Any]) -> bytes:
     fastavro.schemaless_writer(datum, schema(name), dict(record), strict_allow_default=True)
     sync = os.urandom(_SYNC_SIZE)
     out = io.BytesIO()
-    header = {"magic": _MAGIC, "meta": {"avro.schema": _writer_schema_json(name).encode()},
+    header = {"magic": _MAGIC, "meta": {"avro.schema": writer_schema_json(name).encode()},
               "sync": sync}
     fastavro.schemaless_writer(out, _HEADER, header)
     fastavro.schemaless_writer(out, _BLOCK, {"count": 1, "data": datum.getvalue(), "sync": sync})

@@ -1,0 +1,90 @@
+"""The codec registry: every instant state file of every fixture decodes; corrupt content
+raises an error naming the file; encoding follows the table's layout."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURE_IDS
+from tests.lakes import Lake
+from timeline import metadata
+from timeline.exceptions import CorruptInstantError
+from timeline.instant import Instant, State
+from timeline.metadata import avro
+from timeline.storage import MemoryStorage
+from timeline.table import HudiTable
+
+
+@pytest.mark.parametrize("table_id", FIXTURE_IDS)
+def test_registry_decodes_every_state_file_of_every_fixture(fixture_lake: dict[str, Path], table_id: str) -> None:
+    table = HudiTable.open(str(fixture_lake[table_id]))
+    for instant in table.timeline:
+        for state, status in table.timeline.files_of(instant).items():
+            content = table.read_instant(instant, state)
+            if status.size == 0:
+                assert content is None
+                continue
+            assert isinstance(content, dict), status.path
+            done = instant.at(state)
+            if done.action in ("commit", "deltacommit") and state is State.COMPLETED:
+                assert "partitionToWriteStats" in content
+            if done.action == "replacecommit" and state is State.COMPLETED:
+                assert content["partitionToReplaceFileIds"]
+            if done.action == "rollback" and state is State.COMPLETED:
+                assert content["commitsRollback"]
+
+
+def test_registry_commit_metadata_is_json_in_layout1_and_avro_in_layout2() -> None:
+    content = {"partitionToWriteStats": {"p": [{"fileId": "f", "path": "p/f_1_2.parquet"}]},
+               "compacted": False, "extraMetadata": {}, "operationType": "UPSERT"}
+    v6 = metadata.encode(content, action="commit", state=State.COMPLETED, layout=1)
+    v8 = metadata.encode(content, action="commit", state=State.COMPLETED, layout=2)
+    assert v6.startswith(b"{\n  \"partitionToWriteStats\" : {")
+    assert avro.record_name(v8) == "org.apache.hudi.avro.model.HoodieCommitMetadata"
+    for data, layout in ((v6, 1), (v8, 2)):
+        decoded = metadata.decode(data, path="x", action="commit", state=State.COMPLETED, layout=layout)
+        assert decoded is not None and decoded["partitionToWriteStats"]["p"][0]["fileId"] == "f"
+    plan = metadata.encode({"policy": "KEEP_LATEST_COMMITS", "version": 2}, action="clean",
+                           state=State.REQUESTED, layout=1)
+    assert avro.record_name(plan) == "org.apache.hudi.avro.model.HoodieCleanerPlan"
+
+
+@pytest.mark.parametrize(("action", "state", "data", "message"), [
+    ("commit", State.COMPLETED, b"{not json", "invalid JSON"),
+    ("commit", State.COMPLETED, b"[1, 2]", "expected a JSON object"),
+    ("clean", State.COMPLETED, b"{}", "expected an Avro HoodieCleanMetadata"),
+    ("clean", State.COMPLETED, b"Obj\x01garbage", "Avro"),
+    ("clean", State.REQUESTED, None, "expected HoodieCleanerPlan, found an Avro HoodieCleanMetadata"),
+    ("compaction", State.COMPLETED, b"x", "no known content"),
+])
+def test_registry_corrupt_content_names_the_file(action: str, state: State, data: bytes | None, message: str) -> None:
+    if data is None:
+        data = avro.encode("HoodieCleanMetadata", {
+            "startCleanTime": "1", "timeTakenInMillis": 1, "totalFilesDeleted": 0,
+            "earliestCommitToRetain": "", "partitionMetadata": {}})
+    with pytest.raises(CorruptInstantError) as raised:
+        metadata.decode(data, path="/t/.hoodie/1.clean", action=action, state=state, layout=1)
+    assert "/t/.hoodie/1.clean" in str(raised.value) and message in str(raised.value)
+
+
+def test_registry_truncated_avro_in_a_table_is_reported_with_its_path() -> None:
+    lake = Lake(MemoryStorage(), "/t", version=8)
+    lake.commit("20261101000000000", {})
+    path = "/t/.hoodie/timeline/20261101000000000_20261101000000999.commit"
+    lake.storage.write(path, lake.storage.read(path)[:40], overwrite=True)
+    table = HudiTable.load(lake.storage, "/t")
+    with pytest.raises(CorruptInstantError, match=path):
+        table.read_instant(table.timeline.instants[0])
+
+
+def test_registry_legacy_layout2_file_without_completion_time_is_json() -> None:
+    lake = Lake(MemoryStorage(), "/t", version=8)
+    content = {"partitionToWriteStats": {}, "compacted": False, "extraMetadata": {}, "operationType": "INSERT"}
+    lake.storage.write("/t/.hoodie/timeline/20261101000000000.commit",
+                       metadata.encode(content, action="commit", state=State.COMPLETED, layout=1))
+    table = HudiTable.load(lake.storage, "/t")
+    instant = table.timeline.instants[0]
+    assert instant == Instant("20261101000000000", "commit", State.COMPLETED, instant.completion_time)
+    assert table.read_instant(instant) == content

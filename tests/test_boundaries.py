@@ -1,0 +1,52 @@
+"""The architecture of DESIGN.md stays visible: the library knows nothing of the console."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+LIBRARY = Path(__file__).resolve().parents[1] / "timeline"
+
+
+def imported_modules(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def test_boundaries_library_never_imports_django_celery_or_console() -> None:
+    offenders = {str(p): imported_modules(p) & {"django", "celery", "console"} for p in LIBRARY.rglob("*.py")}
+    assert {p: m for p, m in offenders.items() if m} == {}
+
+
+def test_boundaries_pyspark_only_inside_timeline_spark() -> None:
+    offenders = [str(p) for p in LIBRARY.rglob("*.py")
+                 if "pyspark" in imported_modules(p) and "spark" not in p.relative_to(LIBRARY).parts[:1]]
+    assert offenders == []
+
+
+NOT_FILE_IO = {"urandom", "environ", "getpid", "cpu_count"}
+
+
+def file_io_calls(path: Path) -> list[str]:
+    """Calls of the `open` builtin and of `os`/`shutil` functions that touch files."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "open":
+            found.append(f"open() at line {node.lineno}")
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                and node.value.id in ("os", "shutil", "pafs", "fsspec") and node.attr not in NOT_FILE_IO):
+            found.append(f"{node.value.id}.{node.attr} at line {node.lineno}")
+    return found
+
+
+def test_boundaries_table_files_are_touched_only_through_storage() -> None:
+    storage = LIBRARY / "storage"
+    offenders = {str(p.relative_to(LIBRARY)): calls for p in LIBRARY.rglob("*.py")
+                 if storage not in p.parents and (calls := file_io_calls(p))}
+    assert offenders == {}
