@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.lakes import Lake
-from timeline.instant import State
+from timeline.instant import Instant, State
 from timeline.storage import MemoryStorage
 from timeline.table import HudiTable
 
@@ -156,3 +156,19 @@ def test_fsview_nested_partitions_and_ignored_files(version: int) -> None:
     view = open_table(lake).file_system_view()
     assert view.partitions == ["2026/11/01"]
     assert [s.base_file.name for s in view.latest_slices() if s.base_file] == [b1]
+
+
+def test_fsview_pending_log_compaction_keeps_the_slice_and_hides_its_log() -> None:
+    lake = Lake(MemoryStorage(), "/t", version=8, table_type="MERGE_ON_READ")
+    b1 = lake.base_file(P, "fg1", T1)
+    lake.commit(T1, {P: [b1]})
+    l2 = lake.log_file(P, "fg1", T2)
+    lake.commit(T2, {P: [l2]})
+    plan = {"operations": [{"baseInstantTime": T1, "fileId": "fg1", "partitionPath": P,
+                            "deltaFilePaths": [l2], "dataFilePath": b1}], "version": 2}
+    lake.instant_file(Instant(T3, "logcompaction", State.REQUESTED), plan)
+    lake.log_file(P, "fg1", T3)  # being written by the running log compaction
+    view = open_table(lake).file_system_view()
+    (group,) = view.file_groups(P)
+    assert (group.pending_compaction, group.pending_log_compaction) == (None, T3)
+    assert slices(open_table(lake)) == [(T1, b1, (l2,))]

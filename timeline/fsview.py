@@ -50,6 +50,7 @@ class FileGroup:
     slices: tuple[FileSlice, ...]
     replaced_by: str | None = None
     pending_compaction: str | None = None
+    pending_log_compaction: str | None = None
 
     @property
     def id(self) -> FileGroupId:
@@ -92,13 +93,16 @@ class ViewInputs:
     completed writes up to an instant for a view "as of"); `completion_times` maps requested
     to completion time of completed instants (table version 8+ log assignment);
     `replaced` maps file groups to the completed replacecommit that replaced them;
-    `pending_compactions` maps file groups to a pending (log) compaction's instant."""
+    `pending_compactions` and `pending_log_compactions` map file groups to the instant of a
+    pending compaction or log compaction plan that includes them. Only a compaction opens a
+    new slice; a log compaction writes a log file into the current one."""
 
     visible: Timeline
     table_version: int
     completion_times: Mapping[str, str] = field(default_factory=dict)
     replaced: Mapping[FileGroupId, str] = field(default_factory=dict)
     pending_compactions: Mapping[FileGroupId, str] = field(default_factory=dict)
+    pending_log_compactions: Mapping[FileGroupId, str] = field(default_factory=dict)
 
 
 class FileSystemView:
@@ -208,7 +212,8 @@ def _partition_groups(partition: str, files: Iterable[FileStatus], inputs: ViewI
             for instant, (base, group_logs) in sorted(slices.items(), reverse=True)
             if visibility.committed(instant)
         )
-        groups.append(FileGroup(partition, file_id, committed, inputs.replaced.get(key), pending))
+        groups.append(FileGroup(partition, file_id, committed, inputs.replaced.get(key), pending,
+                                inputs.pending_log_compactions.get(key)))
     return groups
 
 

@@ -114,8 +114,6 @@ class HudiTable:
             completion_times=completion_times,
             replaced=self.replaced_file_groups(visible),
             pending_compactions=self.pending_operations(COMPACTION) if as_of is None else {},
+            pending_log_compactions=self.pending_operations(LOG_COMPACTION) if as_of is None else {},
         )
         return build_view(listing or self.list_partitions(), inputs)
-
-    def pending_log_compactions(self) -> dict[FileGroupId, str]:
-        return self.pending_operations(LOG_COMPACTION)
