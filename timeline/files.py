@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import operator
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from timeline.exceptions import InvalidFileNameError
 
@@ -11,12 +12,13 @@ BASE_FILE_EXTENSIONS = frozenset({".parquet", ".orc", ".hfile", ".lance"})
 PARTITION_METADATA_PREFIX = ".hoodie_partition_metadata"
 
 # FSUtils.LOG_FILE_PATTERN (matched with find(), so trailing text is tolerated).
+_TOKEN = re.compile(r"[0-9]+-[0-9]+-[0-9]+\Z", re.ASCII)
 _LOG_FILE = re.compile(r"^\.(.+)_(.*)\.(log|archive)\.(\d+)(_((\d+)-(\d+)-(\d+))(.cdc)?)?", re.ASCII)
 
 
-@dataclass(frozen=True, slots=True)
-class BaseFile:
-    """`<fileId>_<writeToken>_<instantTime>.<ext>`."""
+class BaseFile(NamedTuple):
+    """`<fileId>_<writeToken>_<instantTime>.<ext>`. Value objects made once per data file are
+    NamedTuples: immutable like frozen dataclasses and three times cheaper to build."""
 
     name: str
     file_id: str
@@ -25,8 +27,7 @@ class BaseFile:
     size: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class LogFile:
+class LogFile(NamedTuple):
     """`.<fileId>_<instant>.log.<version>_<writeToken>[.cdc]`. `instant_time` is the base
     instant of the slice in table version 6 and the writing delta commit in version 8+."""
 
@@ -41,7 +42,11 @@ class LogFile:
     @property
     def sort_key(self) -> tuple[str, int, str, str]:
         """Hudi's LogFileComparator order (oldest first)."""
-        return (self.instant_time, self.version, self.write_token, self.suffix)
+        return LOG_ORDER(self)  # type: ignore[no-any-return]
+
+
+# Hudi's LogFileComparator order (oldest first) as a sort key over LogFile fields.
+LOG_ORDER = operator.itemgetter(2, 3, 4, 5)
 
 
 def is_base_file_name(name: str) -> bool:
@@ -52,16 +57,30 @@ def is_base_file_name(name: str) -> bool:
 def parse_base_file(name: str, size: int = 0) -> BaseFile:
     """Parse a base file name as FSUtils does: file id before the first `_`, commit time from
     the third `_` field up to the first `.`."""
-    parts = name.split("_", 2)
-    if len(parts) != 3 or not is_base_file_name(name):
+    if not is_base_file_name(name):
         raise InvalidFileNameError(f"{name!r} is not a Hudi base file name")
-    instant = parts[2].split(".", 1)[0]
+    return base_file_of(name, size)
+
+
+def base_file_of(name: str, size: int = 0) -> BaseFile:
+    """Parse a name already known to end in a base file extension (the hot path of a view)."""
+    parts = name.split("_", 2)
+    instant = parts[2].split(".", 1)[0] if len(parts) == 3 else ""
     if not instant:
-        raise InvalidFileNameError(f"{name!r} has no instant time")
+        raise InvalidFileNameError(f"{name!r} is not a Hudi base file name")
     return BaseFile(name, parts[0], parts[1], instant, size)
 
 
 def parse_log_file(name: str, size: int = 0) -> LogFile:
+    """Parse a log file name as FSUtils.LOG_FILE_PATTERN does. The common shape
+    `.<id>_<instant>.log.<n>_<a>-<b>-<c>` is split with string methods (this runs once per log
+    file of a table); anything else goes through the pattern itself."""
+    at = name.rfind(".log.")
+    file_id, sep, instant = name[1:at].rpartition("_")
+    version, _, token = name[at + 5:].partition("_")
+    if (at > 0 and name[0] == "." and sep and file_id and version.isascii() and version.isdigit()
+            and _TOKEN.match(token)):
+        return LogFile(name, file_id, instant, int(version), token, "", size)
     match = _LOG_FILE.match(name)
     if not match or match.group(3) != "log":
         raise InvalidFileNameError(f"{name!r} is not a Hudi log file name")

@@ -3,22 +3,23 @@ builds them (hudi-format.md §6)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from timeline.files import (
-    PARTITION_METADATA_PREFIX, BaseFile, LogFile, is_base_file_name, parse_base_file, parse_log_file,
+    BASE_FILE_EXTENSIONS, LOG_ORDER, PARTITION_METADATA_PREFIX, BaseFile, LogFile, base_file_of, parse_log_file,
 )
 from timeline.config import META_FOLDER
 from timeline.exceptions import InvalidFileNameError
+from timeline.perf import paused_gc
 from timeline.storage import FileStatus, Storage
 from timeline.timeline import Timeline
 
 FileGroupId = tuple[str, str]  # (partition path, file id)
 
 
-@dataclass(frozen=True, slots=True)
-class FileSlice:
+class FileSlice(NamedTuple):
     """A base instant with its optional base file and its log files (oldest first)."""
 
     partition: str
@@ -41,24 +42,56 @@ class FileSlice:
         return self.base_file is None and not self.log_files
 
 
-@dataclass(frozen=True, slots=True)
-class FileGroup:
-    """All committed slices of one file group, newest first, and what affects it."""
 
-    partition: str
-    file_id: str
-    slices: tuple[FileSlice, ...]
-    replaced_by: str | None = None
-    pending_compaction: str | None = None
-    pending_log_compaction: str | None = None
+
+class FileGroup:
+    """One file group: its committed slices newest first, and what affects it. Slices are
+    built on first use (`latest_slice` builds only the newest), so answering "latest file
+    slices" over a large table does not pay for every older version."""
+
+    __slots__ = ("partition", "file_id", "replaced_by", "pending_compaction", "pending_log_compaction",
+                 "_bases", "_logs", "_committed", "_slices")
+
+    def __init__(self, partition: str, file_id: str, bases: dict[str, BaseFile | None],
+                 logs: dict[str, list[LogFile]], committed: Callable[[str], bool], *,
+                 replaced_by: str | None = None, pending_compaction: str | None = None,
+                 pending_log_compaction: str | None = None) -> None:
+        self.partition = partition
+        self.file_id = file_id
+        self.replaced_by = replaced_by
+        self.pending_compaction = pending_compaction
+        self.pending_log_compaction = pending_log_compaction
+        self._bases = bases  # slice base instant -> its base file (None for a log-only slice)
+        self._logs = logs
+        self._committed = committed
+        self._slices: tuple[FileSlice, ...] | None = None
 
     @property
     def id(self) -> FileGroupId:
         return (self.partition, self.file_id)
 
+    def _slice(self, instant: str) -> FileSlice:
+        return FileSlice(self.partition, self.file_id, instant, self._bases[instant],
+                         tuple(self._logs.get(instant, ())))
+
+    @property
+    def slices(self) -> tuple[FileSlice, ...]:
+        """Every committed slice, newest base instant first (Hudi's getAllFileSlices)."""
+        if self._slices is None:
+            self._slices = tuple(self._slice(t) for t in sorted(self._bases, reverse=True) if self._committed(t))
+        return self._slices
+
     @property
     def latest_slice(self) -> FileSlice | None:
-        return self.slices[0] if self.slices else None
+        if self._slices is not None:
+            return self._slices[0] if self._slices else None
+        for instant in sorted(self._bases, reverse=True):
+            if self._committed(instant):
+                return self._slice(instant)
+        return None
+
+    def __repr__(self) -> str:
+        return f"FileGroup({self.partition!r}, {self.file_id!r}, replaced_by={self.replaced_by!r})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,16 +163,15 @@ class FileSystemView:
     def latest_slices(self, partition: str | None = None) -> list[FileSlice]:
         """Hudi's getLatestFileSlices: the newest committed slice of every live group, with a
         base file produced by a pending compaction hidden."""
-        result = []
-        for group in self.file_groups(partition):
-            latest = group.latest_slice
-            if latest is None:
-                continue
-            if group.pending_compaction == latest.base_instant_time and latest.base_file is not None:
-                latest = FileSlice(latest.partition, latest.file_id, latest.base_instant_time, None,
-                                   latest.log_files)
-            result.append(latest)
-        return result
+        with paused_gc():
+            return [s for g in self.file_groups(partition) if (s := _latest_visible(g)) is not None]
+
+
+def _latest_visible(group: FileGroup) -> FileSlice | None:
+    latest = group.latest_slice
+    if latest is not None and latest.base_file is not None and group.pending_compaction == latest.base_instant_time:
+        return latest._replace(base_file=None)
+    return latest
 
 
 class _Visibility:
@@ -176,8 +208,8 @@ def _parse_files(files: Iterable[FileStatus]) -> tuple[dict[str, list[BaseFile]]
                 if ".log." in name:
                     log = parse_log_file(name, status.size)
                     logs.setdefault(log.file_id, []).append(log)
-            elif is_base_file_name(name):
-                base = parse_base_file(name, status.size)
+            elif name[name.rfind("."):] in BASE_FILE_EXTENSIONS:
+                base = base_file_of(name, status.size)
                 bases.setdefault(base.file_id, []).append(base)
         except InvalidFileNameError:
             continue
@@ -192,45 +224,50 @@ def _partition_groups(partition: str, files: Iterable[FileStatus], inputs: ViewI
     for file_id in bases.keys() | logs.keys():
         key = (partition, file_id)
         pending = inputs.pending_compactions.get(key)
-        slices: dict[str, tuple[BaseFile | None, list[LogFile]]] = {}
+        slices: dict[str, BaseFile | None] = {}
         for base in bases.get(file_id, ()):
-            slices.setdefault(base.instant_time, (base, []))
+            slices.setdefault(base.instant_time, base)
         if pending is not None and by_completion:
-            slices.setdefault(pending, (None, []))
-        for log in sorted(logs.get(file_id, ()), key=lambda f: f.sort_key):
-            if by_completion:
-                slot = _slice_for_log(log, slices, inputs, visibility)
+            slices.setdefault(pending, None)
+        slice_logs: dict[str, list[LogFile]] = {}
+        group_logs = logs.get(file_id)
+        if group_logs:
+            group_logs.sort(key=LOG_ORDER)
+            place = _CompletionSlicer(slices, inputs, visibility) if by_completion else None
+            for log in group_logs:
+                slot = place(log) if place else log.instant_time
                 if slot is None:
                     continue
-            else:
-                slot = log.instant_time
-            slices.setdefault(slot, (None, []))[1].append(log)
+                slices.setdefault(slot, None)
+                slice_logs.setdefault(slot, []).append(log)
         if pending is not None and not by_completion:
-            slices.setdefault(pending, (None, []))
-        committed = tuple(
-            FileSlice(partition, file_id, instant, base, tuple(group_logs))
-            for instant, (base, group_logs) in sorted(slices.items(), reverse=True)
-            if visibility.committed(instant)
-        )
-        groups.append(FileGroup(partition, file_id, committed, inputs.replaced.get(key), pending,
-                                inputs.pending_log_compactions.get(key)))
+            slices.setdefault(pending, None)
+        groups.append(FileGroup(partition, file_id, slices, slice_logs, visibility.committed,
+                                replaced_by=inputs.replaced.get(key), pending_compaction=pending,
+                                pending_log_compaction=inputs.pending_log_compactions.get(key)))
     return groups
 
 
-def _slice_for_log(log: LogFile, slices: Mapping[str, object], inputs: ViewInputs,
-                   visibility: _Visibility) -> str | None:
-    """HoodieFileGroup.getBaseInstantTime for table version 8+: the newest slice whose base
-    instant is at or before the completion time of the log's delta commit. Logs of delta
-    commits that are not completed in the visible timeline are not visible (None)."""
-    completion = inputs.completion_times.get(log.instant_time)
-    if completion is None:
-        if visibility.start is not None and log.instant_time < visibility.start:
-            completion = log.instant_time
-        else:
-            return None
-    if not slices:
-        return log.instant_time
-    for instant in sorted(slices, reverse=True):
-        if completion >= instant:
-            return instant
-    return log.instant_time
+class _CompletionSlicer:
+    """HoodieFileGroup.getBaseInstantTime for table version 8+: a log joins the newest slice
+    whose base instant is at or before the completion time of its delta commit; with no such
+    slice its own delta commit time starts one. Logs of delta commits that are not completed
+    are not visible (None)."""
+
+    def __init__(self, slices: dict[str, BaseFile | None], inputs: ViewInputs, visibility: _Visibility) -> None:
+        self.slices = slices
+        self.keys = sorted(slices, reverse=True)
+        self.completion_times = inputs.completion_times
+        self.start = visibility.start
+
+    def __call__(self, log: LogFile) -> str | None:
+        completion = self.completion_times.get(log.instant_time)
+        if completion is None:
+            if self.start is None or log.instant_time >= self.start:
+                return None
+            completion = log.instant_time  # older than the active timeline: archived, completed
+        slot = next((key for key in self.keys if completion >= key), log.instant_time)
+        if slot not in self.slices:
+            self.slices[slot] = None
+            self.keys = sorted(self.slices, reverse=True)
+        return slot

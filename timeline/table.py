@@ -8,6 +8,7 @@ from typing import Any
 from timeline import metadata
 from timeline.config import TableConfig, read_config
 from timeline.fsview import FileGroupId, FileSystemView, TableListing, ViewInputs, build_view, list_partitions
+from timeline.perf import paused_gc
 from timeline.instant import COMPACTION, LOG_COMPACTION, Instant, State, parse_file_name
 from timeline.storage import Storage, storage_for
 from timeline.timeline import ActiveTimeline, Timeline, load_active_timeline
@@ -45,7 +46,8 @@ class HudiTable:
     @property
     def timeline(self) -> ActiveTimeline:
         if self._timeline is None:
-            self._timeline = load_active_timeline(self.storage, self.base, self.config)
+            with paused_gc():
+                self._timeline = load_active_timeline(self.storage, self.base, self.config)
         return self._timeline
 
     def reload(self) -> HudiTable:
@@ -93,7 +95,8 @@ class HudiTable:
         return pending
 
     def list_partitions(self) -> TableListing:
-        return list_partitions(self.storage, self.base)
+        with paused_gc():
+            return list_partitions(self.storage, self.base)
 
     def file_system_view(self, *, as_of: str | None = None, listing: TableListing | None = None) -> FileSystemView:
         """The file-system view Hudi readers see now, or as of a completed instant (time
@@ -116,4 +119,6 @@ class HudiTable:
             pending_compactions=self.pending_operations(COMPACTION) if as_of is None else {},
             pending_log_compactions=self.pending_operations(LOG_COMPACTION) if as_of is None else {},
         )
-        return build_view(listing or self.list_partitions(), inputs)
+        listing = listing or self.list_partitions()
+        with paused_gc():
+            return build_view(listing, inputs)

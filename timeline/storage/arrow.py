@@ -40,7 +40,7 @@ def _guard(path: str, call: Callable[[], T]) -> T:
 def _status(info: pafs.FileInfo) -> FileStatus:
     mtime = info.mtime_ns // 1_000_000 if info.mtime_ns is not None else 0
     is_dir = info.type == pafs.FileType.Directory
-    return FileStatus(info.path, 0 if is_dir else (info.size or 0), mtime, is_dir)
+    return FileStatus(info.path, info.base_name, 0 if is_dir else (info.size or 0), mtime, is_dir)
 
 
 class ArrowStorage(Storage):
@@ -139,21 +139,17 @@ class LocalStorage(ArrowStorage):
         return f"file:{path}"
 
     def list(self, path: str) -> list[FileStatus]:
-        def call() -> list[FileStatus]:
-            with os.scandir(path) as entries:
-                return [_entry_status(entry) for entry in entries]
-
-        return _guard(path, call)
+        return _guard(path, lambda: _scan(path))
 
     def list_recursive(self, path: str) -> Iterator[FileStatus]:
         stack = [path]
         while stack:
             folder = stack.pop()
-            for entry in _guard(folder, lambda: list(os.scandir(folder))):
-                if entry.is_dir(follow_symlinks=False):
-                    stack.append(entry.path)
+            for status in _guard(folder, lambda: _scan(folder)):
+                if status.is_dir:
+                    stack.append(status.path)
                 else:
-                    yield _entry_status(entry)
+                    yield status
 
     def read(self, path: str) -> bytes:
         def call() -> bytes:
@@ -186,7 +182,7 @@ class LocalStorage(ArrowStorage):
     def status(self, path: str) -> FileStatus:
         st = _guard(path, lambda: os.stat(path))
         is_dir = os.path.isdir(path)
-        return FileStatus(path, 0 if is_dir else st.st_size, st.st_mtime_ns // 1_000_000, is_dir)
+        return FileStatus.at(path, 0 if is_dir else st.st_size, st.st_mtime_ns // 1_000_000, is_dir)
 
     def exists(self, path: str) -> bool:
         return os.path.exists(path)
@@ -202,7 +198,14 @@ class LocalStorage(ArrowStorage):
         _guard(path, call)
 
 
-def _entry_status(entry: os.DirEntry[str]) -> FileStatus:
-    st = entry.stat(follow_symlinks=False)
-    is_dir = entry.is_dir(follow_symlinks=False)
-    return FileStatus(entry.path, 0 if is_dir else st.st_size, st.st_mtime_ns // 1_000_000, is_dir)
+def _scan(path: str) -> list[FileStatus]:
+    """One folder's entries; the loop is inlined because it runs once per file of a table."""
+    result = []
+    with os.scandir(path) as entries:
+        for entry in entries:
+            st = entry.stat(follow_symlinks=False)
+            if entry.is_dir(follow_symlinks=False):
+                result.append(FileStatus(entry.path, entry.name, 0, st.st_mtime_ns // 1_000_000, True))
+            else:
+                result.append(FileStatus(entry.path, entry.name, st.st_size, st.st_mtime_ns // 1_000_000, False))
+    return result

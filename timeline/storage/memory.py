@@ -57,12 +57,12 @@ class MemoryStorage(Storage):
                 head, _, rest = file_path[len(prefix):].partition("/")
                 child = prefix + head
                 children[child] = (
-                    FileStatus(child, 0, mtime, True) if rest else FileStatus(child, len(data), mtime)
+                    FileStatus.at(child, 0, mtime, True) if rest else FileStatus.at(child, len(data), mtime)
                 )
         for folder in self.dirs:
             if folder.startswith(prefix) and folder != norm:
                 child = prefix + folder[len(prefix):].split("/")[0]
-                children.setdefault(child, FileStatus(child, 0, 0, True))
+                children.setdefault(child, FileStatus.at(child, 0, 0, True))
         return list(children.values())
 
     def list_recursive(self, path: str) -> Iterator[FileStatus]:
@@ -72,7 +72,7 @@ class MemoryStorage(Storage):
         prefix = norm.rstrip("/") + "/"
         for file_path, (data, mtime) in list(self.files.items()):
             if file_path.startswith(prefix):
-                yield FileStatus(file_path, len(data), mtime)
+                yield FileStatus.at(file_path, len(data), mtime)
 
     def read(self, path: str) -> bytes:
         norm = self._check(path)
@@ -106,9 +106,9 @@ class MemoryStorage(Storage):
         norm = self._check(path)
         if norm in self.files:
             data, mtime = self.files[norm]
-            return FileStatus(norm, len(data), mtime)
+            return FileStatus.at(norm, len(data), mtime)
         if self._is_dir(norm):
-            return FileStatus(norm, 0, 0, True)
+            return FileStatus.at(norm, 0, 0, True)
         raise FileNotFound(path)
 
     def exists(self, path: str) -> bool:
