@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone, tzinfo
 from enum import IntEnum
+from functools import lru_cache
 
 from timeline.exceptions import InvalidInstantError
 
@@ -109,6 +110,42 @@ def _valid(action: str, state: State, layout: int) -> bool:
     return True
 
 
+def _suffix(action: str, state: State) -> str:
+    if state is State.COMPLETED:
+        return action
+    if state is State.INFLIGHT:
+        return "inflight" if action == COMMIT else f"{action}.inflight"
+    return f"{action}.requested"
+
+
+# Every valid name after the first dot -> (action, state), per layout: the fast path of a
+# timeline load, equivalent to Hudi's name pattern plus its list of valid extensions.
+_SUFFIXES = {
+    layout: {_suffix(a, s): (a, s) for a in ACTIONS for s in State if _valid(a, s, layout)}
+    for layout in (1, 2)
+}
+
+
+def _is_time(text: str) -> bool:
+    return text.isdigit() and text.isascii()
+
+
+def split_file_name(name: str, layout: int) -> tuple[str, str, State, str | None]:
+    """(requested time, action, state, completion time) of an instant file name; raises
+    InvalidInstantError for anything that is not one. See `parse_file_name`."""
+    times, _, suffix = name.partition(".")
+    known = _SUFFIXES[2 if layout >= 2 else 1].get(suffix)
+    if known is not None:
+        requested, underscore, completed = times.partition("_")
+        if _is_time(requested):
+            if not underscore:
+                return requested, known[0], known[1], None
+            if layout >= 2 and known[1] is State.COMPLETED and _is_time(completed):
+                return requested, known[0], known[1], completed
+    instant = _parse_by_pattern(name, layout)
+    return instant.requested_time, instant.action, instant.state, instant.completion_time
+
+
 def parse_file_name(name: str, layout: int) -> Instant:
     """Parse an instant file name. Raises InvalidInstantError for anything that is not one.
 
@@ -116,6 +153,11 @@ def parse_file_name(name: str, layout: int) -> Instant:
     layout-2 "legacy" completed files) carry none, and the timeline fills it from the file's
     modification time as Hudi does.
     """
+    return Instant(*split_file_name(name, layout))
+
+
+def _parse_by_pattern(name: str, layout: int) -> Instant:
+    """Hudi's instant-name patterns; reached only by names the fast path refuses, to say why."""
     if layout >= 2:
         match = _V2_NAME.match(name)
         if not match:
@@ -177,8 +219,14 @@ def format_instant_time(moment: datetime) -> str:
 
 def instant_time_from_epoch_ms(epoch_ms: int, zone: tzinfo | None) -> str:
     """Format an epoch time in `zone` (None = this process's local zone)."""
-    moment = datetime.fromtimestamp(epoch_ms / 1000, tz=timezone.utc).astimezone(zone)
-    return format_instant_time(moment)
+    seconds, millis = divmod(epoch_ms, 1000)
+    return _seconds_in_zone(seconds, zone) + f"{millis:03d}"
+
+
+@lru_cache(maxsize=4096)
+def _seconds_in_zone(epoch_seconds: int, zone: tzinfo | None) -> str:
+    # Files of one timeline share few distinct seconds; the cache spares a datetime each.
+    return datetime.fromtimestamp(epoch_seconds, tz=timezone.utc).astimezone(zone).strftime(INSTANT_TIME_FORMAT)
 
 
 def zone_of(timeline_timezone: str) -> tzinfo | None:

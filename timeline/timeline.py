@@ -11,8 +11,8 @@ from timeline.config import BACKUP_FILE, PROPERTIES_FILE, TableConfig
 from timeline.exceptions import InvalidInstantError
 from timeline.instant import (
     CLEAN, CLUSTERING, COMMIT, COMPACTION, DELTA_COMMIT, INDEXING, LOG_COMPACTION, REPLACE_COMMIT,
-    RESTORE, ROLLBACK, SAVEPOINT, Instant, State, comparable_action, instant_time_from_epoch_ms,
-    parse_file_name, zone_of,
+    COMPLETED_ACTION, RESTORE, ROLLBACK, SAVEPOINT, Instant, State, comparable_action,
+    instant_time_from_epoch_ms, split_file_name, zone_of,
 )
 from timeline.storage import FileStatus, Storage
 
@@ -174,24 +174,29 @@ def load_active_timeline(storage: Storage, base: str, config: TableConfig) -> Ac
     folder = Storage.join(base, config.timeline_folder)
     layout = config.layout_version
     zone = zone_of(config.timezone)
-    grouped: dict[tuple[str, str], dict[State, tuple[Instant, FileStatus]]] = {}
+    files: dict[tuple[str, str], dict[State, FileStatus]] = {}
+    top: dict[tuple[str, str], tuple[str, str, State, str | None, FileStatus]] = {}
     for status in storage.list(folder):
-        if status.is_dir or status.name in _NOT_INSTANTS or status.name.startswith("."):
+        name = status.name
+        if status.is_dir or name in _NOT_INSTANTS or name[0] == ".":
             continue
         try:
-            instant = parse_file_name(status.name, layout)
+            requested, action, state, completion = split_file_name(name, layout)
         except InvalidInstantError as exc:
             log.warning("%s: skipped: %s", folder, exc)
             continue
-        key = (instant.requested_time, comparable_action(instant.action))
-        grouped.setdefault(key, {})[instant.state] = (instant, status)
-    instants = []
-    for states in grouped.values():
-        instant, status = states[max(states)]
-        if instant.is_completed and instant.completion_time is None:
-            completion = instant_time_from_epoch_ms(status.mtime_ms, zone)
-            instant = Instant(instant.requested_time, instant.action, instant.state, completion)
-        instants.append(instant)
-    files = {key: {state: pair[1] for state, pair in states.items()} for key, states in grouped.items()}
-    ordered = tuple(sorted(instants, key=lambda i: i.sort_key))
-    return ActiveTimeline(ordered, folder=folder, layout=layout, state_files=files)
+        key = (requested, COMPLETED_ACTION.get(action, action))
+        states = files.get(key)
+        if states is None:
+            files[key] = states = {}
+        states[state] = status
+        best = top.get(key)
+        if best is None or state > best[2]:
+            top[key] = (requested, action, state, completion, status)
+    instants = [
+        Instant(requested, action, state, completion if completion or state is not State.COMPLETED
+                else instant_time_from_epoch_ms(status.mtime_ms, zone))
+        for requested, action, state, completion, status in top.values()
+    ]
+    instants.sort(key=lambda i: i.sort_key)
+    return ActiveTimeline(tuple(instants), folder=folder, layout=layout, state_files=files)
