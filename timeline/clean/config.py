@@ -1,0 +1,113 @@
+"""Cleaner configuration: Hudi's keys (the `hoodie.clean.*` names and the older
+`hoodie.cleaner.*` ones), Hudi's defaults, read from `hoodie.properties` and overridable."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from enum import Enum
+from typing import Any
+
+from timeline.exceptions import CleanlineError
+
+
+class CleanPolicy(str, Enum):
+    KEEP_LATEST_COMMITS = "KEEP_LATEST_COMMITS"
+    KEEP_LATEST_FILE_VERSIONS = "KEEP_LATEST_FILE_VERSIONS"
+    KEEP_LATEST_BY_HOURS = "KEEP_LATEST_BY_HOURS"
+
+
+class FailedWritesPolicy(str, Enum):
+    EAGER = "EAGER"
+    LAZY = "LAZY"
+    NEVER = "NEVER"
+
+
+class CleanConfigError(CleanlineError, ValueError):
+    """A cleaning setting has a value Hudi would refuse."""
+
+
+# field -> (new key, old key, default), in HoodieCleanConfig's terms.
+KEYS: Mapping[str, tuple[str, str | None, str]] = {
+    "policy": ("hoodie.clean.policy", "hoodie.cleaner.policy", "KEEP_LATEST_COMMITS"),
+    "commits_retained": ("hoodie.clean.commits.retained", "hoodie.cleaner.commits.retained", "10"),
+    "file_versions_retained": ("hoodie.clean.fileversions.retained", "hoodie.cleaner.fileversions.retained", "3"),
+    "hours_retained": ("hoodie.clean.hours.retained", "hoodie.cleaner.hours.retained", "24"),
+    "incremental": ("hoodie.clean.incremental.enabled", "hoodie.cleaner.incremental.mode", "true"),
+    "multiple_enabled": ("hoodie.clean.multiple.enabled", "hoodie.clean.allow.multiple", "false"),
+    "failed_writes": ("hoodie.clean.failed.writes.policy", "hoodie.cleaner.policy.failed.writes", "EAGER"),
+    "delete_bootstrap_base_file": ("hoodie.clean.delete.bootstrap.base.file",
+                                   "hoodie.cleaner.delete.bootstrap.base.file", "false"),
+    "trigger_max_commits": ("hoodie.clean.trigger.max.commits", "hoodie.clean.max.commits", "1"),
+    "parallelism": ("hoodie.clean.parallelism", "hoodie.cleaner.parallelism", "200"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class CleanConfig:
+    """What the planner and executor obey. `multiple_enabled` defaults to false as in current
+    Hudi (0.14 defaulted to true)."""
+
+    policy: CleanPolicy = CleanPolicy.KEEP_LATEST_COMMITS
+    commits_retained: int = 10
+    file_versions_retained: int = 3
+    hours_retained: int = 24
+    incremental: bool = True
+    multiple_enabled: bool = False
+    failed_writes: FailedWritesPolicy = FailedWritesPolicy.EAGER
+    delete_bootstrap_base_file: bool = False
+    trigger_max_commits: int = 1
+    parallelism: int = 200
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str], **overrides: Any) -> CleanConfig:
+        """Read every setting from `props` (new key first, then the old one, then Hudi's
+        default), then apply `overrides` (field names; None means "not given")."""
+        values = {name: _value(props, name) for name in KEYS}
+        config = cls(**values)
+        given = {k: v for k, v in overrides.items() if v is not None}
+        return config.with_overrides(**given) if given else config
+
+    def with_overrides(self, **overrides: Any) -> CleanConfig:
+        unknown = set(overrides) - set(KEYS)
+        if unknown:
+            raise CleanConfigError(f"unknown cleaning settings: {', '.join(sorted(unknown))}")
+        return replace(self, **{k: _convert(k, str(v.value if isinstance(v, Enum) else v), k)
+                                for k, v in overrides.items()})
+
+    def as_properties(self) -> dict[str, str]:
+        """The settings under Hudi's current key names."""
+        out = {}
+        for name, (key, _, _) in KEYS.items():
+            value = getattr(self, name)
+            out[key] = value.value if isinstance(value, Enum) else str(value).lower() if isinstance(value, bool) else str(value)
+        return out
+
+
+def _value(props: Mapping[str, str], name: str) -> Any:
+    key, old, default = KEYS[name]
+    raw = props.get(key)
+    source = key
+    if raw is None and old is not None and old in props:
+        raw, source = props[old], old
+    return _convert(name, default if raw is None else raw, source)
+
+
+def _convert(name: str, raw: str, source: str) -> Any:
+    text = raw.strip()
+    field_type = CleanConfig.__dataclass_fields__[name].type
+    try:
+        if field_type == "CleanPolicy":
+            return CleanPolicy(text.upper())
+        if field_type == "FailedWritesPolicy":
+            return FailedWritesPolicy(text.upper())
+        if field_type == "bool":
+            if text.lower() not in ("true", "false"):
+                raise ValueError(text)
+            return text.lower() == "true"
+        number = int(text)
+    except ValueError:
+        raise CleanConfigError(f"{source}={raw!r} is not a valid value") from None
+    if number < 0 or (number == 0 and name in ("file_versions_retained", "parallelism")):
+        raise CleanConfigError(f"{source}={raw!r} must be {'positive' if number == 0 else 'at least 0'}")
+    return number
