@@ -126,3 +126,28 @@ class Lake:
         content["compacted"] = True
         self.instant_file(done, content)
         return done
+
+    def savepoint(self, time: str, files: Mapping[str, Sequence[str]]) -> Instant:
+        """A completed savepoint of `time` holding the given file names per partition."""
+        content = {"savepointedBy": "tests", "savepointedAt": 0, "comments": "",
+                   "partitionMetadata": {p: {"partitionPath": p, "savepointDataFile": list(names)}
+                                         for p, names in files.items()}, "version": 1}
+        self.instant_file(Instant(time, "savepoint", State.INFLIGHT))
+        done = Instant(time, "savepoint", State.COMPLETED, time[:-3] + "998" if self.layout == 2 else None)
+        self.instant_file(done, content)
+        return done
+
+    def clean(self, time: str, earliest_retained: str, *, savepointed: Sequence[str] = ()) -> Instant:
+        """A completed clean whose metadata records `earliest_retained` (and, as Hudi 1.x
+        does, the savepoints that existed when it was planned)."""
+        extra = {"savepointed_timestamps": ",".join(savepointed)} if savepointed else None
+        plan = {"earliestInstantToRetain": None, "lastCompletedCommitTimestamp": "", "policy": "KEEP_LATEST_COMMITS",
+                "filesToBeDeletedPerPartition": {}, "version": 2, "filePathsToBeDeletedPerPartition": {},
+                "partitionsToBeDeleted": [], "extraMetadata": extra}
+        self.instant_file(Instant(time, "clean", State.REQUESTED), plan)
+        self.instant_file(Instant(time, "clean", State.INFLIGHT), plan)
+        done = Instant(time, "clean", State.COMPLETED, time[:-3] + "997" if self.layout == 2 else None)
+        self.instant_file(done, {"startCleanTime": time, "timeTakenInMillis": 1, "totalFilesDeleted": 0,
+                                 "earliestCommitToRetain": earliest_retained, "lastCompletedCommitTimestamp": "",
+                                 "partitionMetadata": {}, "version": 2, "extraMetadata": extra})
+        return done

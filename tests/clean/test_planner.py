@@ -1,0 +1,234 @@
+"""The planner, rule by rule, on hand-made v6 and v8 tables (hudi-format.md §7)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from tests.lakes import Lake
+from timeline.clean.config import CleanConfig, CleanPolicy
+from timeline.clean.planner import CleanPlan, plan_clean
+from timeline.instant import State
+from timeline.metadata import avro
+from timeline.storage import MemoryStorage
+from timeline.table import HudiTable
+
+T = [f"2026110100{i:02d}00000" for i in range(20)]
+P, Q = "city=sf", "city=nyc"
+
+
+@pytest.fixture(params=[6, 8], ids=["v6", "v8"])
+def version(request: pytest.FixtureRequest) -> int:
+    return request.param
+
+
+def rewrite_history(lake: Lake, times: list[str], partition: str = P, file_id: str = "fg1") -> list[str]:
+    """A COW file group rewritten by every commit in `times`."""
+    names = []
+    for t in times:
+        names.append(lake.base_file(partition, file_id, t))
+        lake.commit(t, {partition: [names[-1]]})
+    return names
+
+
+def plan(lake: Lake, **overrides: object) -> CleanPlan:
+    return plan_clean(HudiTable.load(lake.storage, lake.base), CleanConfig().with_overrides(**overrides))
+
+
+def decisions(result: CleanPlan) -> dict[str, tuple[bool, str]]:
+    return {d.file_name: (d.delete, d.reason) for d in result.decisions}
+
+
+def test_planner_keep_latest_commits_deletes_only_versions_superseded_before_the_window(version: int) -> None:
+    lake = Lake(MemoryStorage(), "/t", version=version)
+    names = rewrite_history(lake, T[:5])
+    result = plan(lake, commits_retained=2)
+    assert result.earliest_instant_to_retain is not None and result.earliest_instant_to_retain.requested_time == T[3]
+    got = decisions(result)
+    assert got[names[0]] == (True, f"older than the earliest retained commit {T[3]} and superseded by slice {T[2]}")
+    assert got[names[1]][0] is True
+    assert got[names[2]] == (False, f"latest version before the retained window (earliest retained commit {T[3]}): "
+                                    "queries started before it may read it")
+    assert got[names[3]] == (False, f"inside the retained window (at or after {T[3]})")
+    assert got[names[4]] == (False, "latest version")
+    assert result.bytes_to_delete == 200 and not result.partitions_to_delete
+    assert {d.path for d in result.files_to_delete} == {f"memory://t/{P}/{n}" for n in names[:2]}
+
+
+def test_planner_nothing_to_clean_says_why(version: int) -> None:
+    lake = Lake(MemoryStorage(), "/t", version=version)
+    rewrite_history(lake, T[:3])
+    result = plan(lake, commits_retained=3)
+    assert result.is_empty and result.decisions == ()
+    assert result.notes == ("3 completed commits, not more than the 3 retained",)
+
+
+def test_planner_savepoint_protects_its_files(version: int) -> None:
+    lake = Lake(MemoryStorage(), "/t", version=version)
+    names = rewrite_history(lake, T[:5])
+    lake.savepoint(T[0], {P: [names[0]]})
+    result = plan(lake, commits_retained=2)
+    got = decisions(result)
+    assert got[names[0]] == (False, f"savepoint {T[0]}")
+    assert got[names[1]][0] is True
+    assert result.savepointed_timestamps == (T[0],)
+    assert result.to_avro()["extraMetadata"] == {"savepointed_timestamps": T[0]}
+
+
+def test_planner_pending_compaction_protects_slices_from_its_base_instant(version: int) -> None:
+    lake = Lake(MemoryStorage(), "/t", version=version, table_type="MERGE_ON_READ")
+    b = [lake.base_file(P, "fg1", t) for t in (T[0], T[1])]
+    lake.commit(T[0], {P: [b[0]]})
+    lake.complete_compaction(T[1], {P: [b[1]]})
+    logs = [lake.log_file(P, "fg1", T[1], version=n) if version == 6 else lake.log_file(P, "fg1", t)
+            for n, t in ((1, T[2]), (2, T[3]))]
+    for t, name in zip((T[2], T[3]), logs):
+        lake.commit(t, {P: [name]})
+    lake.schedule_compaction(T[4], [(P, "fg1", T[1])])
+    for t in T[5:8]:
+        lake.commit(t, {})
+    result = plan(lake, policy="KEEP_LATEST_FILE_VERSIONS", file_versions_retained=1)
+    got = decisions(result)
+    assert got[b[0]] == (True, "older than the 1 newest versions retained")
+    assert got[b[1]] == (False, f"pending compaction {T[4]} reads this slice")
+    assert all(got[name] == (False, f"pending compaction {T[4]} reads this slice") for name in logs)
+
+
+def test_planner_mor_deletes_log_files_with_their_slice_and_cow_keeps_them() -> None:
+    lake = Lake(MemoryStorage(), "/t", version=6, table_type="MERGE_ON_READ")
+    b0 = lake.base_file(P, "fg1", T[0])
+    lake.commit(T[0], {P: [b0]})
+    log0 = lake.log_file(P, "fg1", T[0])
+    lake.commit(T[1], {P: [log0]})
+    b2 = lake.base_file(P, "fg1", T[2])
+    lake.complete_compaction(T[2], {P: [b2]})
+    b3 = lake.base_file(P, "fg1", T[3])
+    lake.complete_compaction(T[3], {P: [b3]})
+    lake.commit(T[4], {})
+    got = decisions(plan(lake, commits_retained=1))
+    assert got[b0][0] is True and got[log0] == (True, got[b0][1])
+
+
+def test_planner_v8_log_finishing_after_compaction_stays_with_the_new_slice() -> None:
+    lake = Lake(MemoryStorage(), "/t", version=8, table_type="MERGE_ON_READ")
+    b0 = lake.base_file(P, "fg1", T[0])
+    lake.commit(T[0], {P: [b0]})
+    early = lake.log_file(P, "fg1", T[1])
+    lake.commit(T[1], {P: [early]})
+    late = lake.log_file(P, "fg1", T[2])
+    b3 = lake.base_file(P, "fg1", T[3])
+    lake.schedule_compaction(T[3], [(P, "fg1", T[0])])
+    lake.complete_compaction(T[3], {P: [b3]}, completion=T[3][:-3] + "500")
+    lake.commit(T[2], {P: [late]}, completion=T[4])          # started before, finished after T3
+    b5 = lake.base_file(P, "fg1", T[5])
+    lake.complete_compaction(T[5], {P: [b5]})
+    for t in T[6:9]:
+        lake.commit(t, {})
+    result = plan(lake, commits_retained=4)  # completed: T0 T1 T2 T3 T5 T6 T7 T8 -> ECTR T5
+    assert result.earliest_instant_to_retain is not None and result.earliest_instant_to_retain.requested_time == T[5]
+    got = decisions(result)
+    assert got[b0][0] is True and got[early] == got[b0]
+    assert got[late] == got[b3] and got[b3][0] is False  # b3's slice is the last before the window
+
+
+def test_planner_replaced_groups_go_only_before_the_retained_window(version: int) -> None:
+    lake = Lake(MemoryStorage(), "/t", version=version)
+    old = lake.base_file(P, "old", T[0])
+    lake.commit(T[0], {P: [old]})
+    new = lake.base_file(P, "new", T[1])
+    lake.commit(T[1], {P: [new]}, replaced={P: ["old"]}, operation="INSERT_OVERWRITE")
+    late_old = lake.base_file(Q, "q-old", T[2])
+    lake.commit(T[2], {Q: [late_old]})
+    for t in T[3:6]:
+        lake.commit(t, {})
+    q_new = lake.base_file(Q, "q-new", T[6])
+    lake.commit(T[6], {Q: [q_new]}, replaced={Q: ["q-old"]}, operation="INSERT_OVERWRITE")
+    result = plan(lake, commits_retained=3)  # ECTR = T[4]
+    got = decisions(result)
+    assert got[old] == (True, f"file group replaced by replacecommit {T[1]}, before the earliest retained commit {T[4]}")
+    assert got[late_old][0] is False and "inside the retained window" in got[late_old][1]
+
+
+def test_planner_partition_with_only_replaced_groups_is_deleted(version: int) -> None:
+    lake = Lake(MemoryStorage(), "/t", version=version)
+    gone = lake.base_file(Q, "q1", T[0])
+    lake.commit(T[0], {Q: [gone]})
+    keep = lake.base_file(P, "p1", T[1])
+    lake.commit(T[1], {P: [keep]}, replaced={Q: ["q1"]}, operation="DELETE_PARTITION")
+    for t in T[2:6]:
+        lake.commit(t, {})
+    result = plan(lake, commits_retained=2)
+    assert result.partitions_to_delete == (Q,)
+    assert decisions(result)[gone][0] is True
+    assert result.to_avro()["partitionsToBeDeleted"] == [Q]
+
+
+def history_with_clean(lake: Lake, clean) -> None:
+    """Q written at T0-T1 (one version per group, as a past clean left it), P at T2; a clean at
+    T3 (set up by `clean`); P rewritten T4-T7."""
+    rewrite_history(lake, T[:1], partition=Q, file_id="q1")
+    rewrite_history(lake, T[1:2], partition=Q, file_id="q2")
+    lake.commit(T[2], {P: [lake.base_file(P, "p", T[2])]})
+    clean(lake)
+    rewrite_history(lake, T[4:8], partition=P, file_id="p")
+
+
+def test_planner_incremental_lists_only_partitions_written_since_the_last_clean(version: int) -> None:
+    lake = Lake(MemoryStorage(), "/t", version=version)
+    history_with_clean(lake, lambda lake: lake.clean(T[3], earliest_retained=T[2]))
+    result = plan(lake, commits_retained=2)
+    assert result.incremental and result.partitions_considered == (P,)
+    full = plan(lake, commits_retained=2, incremental=False)
+    assert not full.incremental and full.partitions_considered == (Q, P)
+    assert sorted(d.file_name for d in result.files_to_delete) == sorted(d.file_name for d in full.files_to_delete)
+    assert result.files_to_delete
+
+
+@pytest.mark.parametrize(("setup", "note"), [
+    (lambda lake: None, "no earlier clean"),
+    (lambda lake: lake.clean(T[3], earliest_retained=""), "kept no commit window"),
+    (lambda lake: lake.clean(T[3], earliest_retained="20200101000000000"), "is archived"),
+    (lambda lake: lake.clean(T[3], earliest_retained=T[2], savepointed=["20200101000000000"]),
+     "savepoint 20200101000000000 was removed"),
+])
+def test_planner_falls_back_to_a_full_listing(setup, note: str) -> None:
+    lake = Lake(MemoryStorage(), "/t", version=8)
+    history_with_clean(lake, setup)
+    result = plan(lake, commits_retained=2)
+    assert not result.incremental and result.partitions_considered == (Q, P)
+    assert any(note in n for n in result.notes), result.notes
+
+
+def test_planner_keep_latest_file_versions(version: int) -> None:
+    lake = Lake(MemoryStorage(), "/t", version=version)
+    names = rewrite_history(lake, T[:4])
+    got = decisions(plan(lake, policy=CleanPolicy.KEEP_LATEST_FILE_VERSIONS, file_versions_retained=2))
+    assert [got[n][0] for n in names] == [True, True, False, False]
+    assert got[names[2]] == (False, "version 2 of 2 retained")
+
+
+def test_planner_by_hours_keeps_the_version_before_the_window() -> None:
+    lake = Lake(MemoryStorage(), "/t", version=8, extra_props={"hoodie.table.timeline.timezone": "UTC"})
+    hourly = [f"20261101{h:02d}0000000" for h in range(6)]
+    names = rewrite_history(lake, hourly)
+    config = CleanConfig(policy=CleanPolicy.KEEP_LATEST_BY_HOURS, hours_retained=1)
+    now = datetime(2026, 11, 1, 4, 0, tzinfo=timezone.utc)  # cutoff 03:00 -> ECTR at 03:00
+    result = plan_clean(HudiTable.load(lake.storage, "/t"), config, now=now)
+    assert result.earliest_instant_to_retain is not None and result.earliest_instant_to_retain.requested_time == hourly[3]
+    assert sorted(d.file_name for d in result.files_to_delete) == names[:2]
+
+
+def test_planner_plan_serialises_as_hoodie_cleaner_plan_v2(version: int) -> None:
+    lake = Lake(MemoryStorage(), "/t", version=version)
+    rewrite_history(lake, T[:5])
+    record = plan(lake, commits_retained=2).to_avro()
+    data = avro.encode("HoodieCleanerPlan", record)
+    assert avro.record_name(data) == "org.apache.hudi.avro.model.HoodieCleanerPlan"
+    decoded = avro.decode(data, path="plan")
+    assert decoded["version"] == 2 and decoded["policy"] == "KEEP_LATEST_COMMITS"
+    assert decoded["earliestInstantToRetain"] == {"timestamp": T[3], "action": "commit", "state": "COMPLETED"}
+    assert decoded["lastCompletedCommitTimestamp"] == T[4] and decoded["filesToBeDeletedPerPartition"] == {}
+    assert [i["filePath"].rsplit("/", 1)[-1] for i in decoded["filePathsToBeDeletedPerPartition"][P]] == [
+        d.file_name for d in plan(lake, commits_retained=2).files_to_delete]
+    assert State.COMPLETED.name == "COMPLETED"

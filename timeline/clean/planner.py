@@ -1,0 +1,361 @@
+"""The clean planner: chooses exactly the files Apache Hudi's CleanPlanner would choose
+(hudi-format.md §7) and records, for every file of every considered slice, whether it goes
+and why. Pure: it reads the table and writes nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from timeline.clean.config import CleanConfig, CleanPolicy
+from timeline.clean.retention import earliest_commit_to_retain
+from timeline.fsview import FileGroup, FileSlice, FileSystemView, TableListing
+from timeline.instant import CLUSTERING, REPLACE_COMMIT, Instant, State
+from timeline.perf import paused_gc
+from timeline.storage import FileStatus, Storage
+from timeline.table import HudiTable
+from timeline.timeline import Timeline
+
+SAVEPOINTED_TIMESTAMPS = "savepointed_timestamps"
+CLEANER_PLAN_VERSION = 2
+
+
+@dataclass(frozen=True, slots=True)
+class FileDecision:
+    """One file of a considered slice: deleted or kept, and why."""
+
+    partition: str
+    file_name: str
+    path: str
+    size: int
+    delete: bool
+    reason: str
+    file_id: str
+    base_instant_time: str
+    is_bootstrap_base_file: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CleanPlan:
+    """A plan and its explanation. `decisions` holds every file of every slice the planner
+    looked at; the files to delete are those with `delete` set."""
+
+    table: str
+    policy: CleanPolicy
+    earliest_instant_to_retain: Instant | None
+    last_completed_commit: str
+    decisions: tuple[FileDecision, ...]
+    partitions_to_delete: tuple[str, ...]
+    partitions_considered: tuple[str, ...]
+    incremental: bool
+    savepointed_timestamps: tuple[str, ...] = ()
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def files_to_delete(self) -> list[FileDecision]:
+        return [d for d in self.decisions if d.delete]
+
+    @property
+    def files_kept(self) -> list[FileDecision]:
+        return [d for d in self.decisions if not d.delete]
+
+    @property
+    def bytes_to_delete(self) -> int:
+        return sum(d.size for d in self.decisions if d.delete)
+
+    @property
+    def is_empty(self) -> bool:
+        """Hudi persists a plan only when it deletes a file or a partition."""
+        return not self.partitions_to_delete and not any(d.delete for d in self.decisions)
+
+    def to_avro(self) -> dict[str, Any]:
+        """The plan as HoodieCleanerPlan version 2, for `<t>.clean.requested`."""
+        per_partition: dict[str, list[dict[str, Any]]] = {}
+        for d in self.decisions:
+            if d.delete:
+                per_partition.setdefault(d.partition, []).append(
+                    {"filePath": d.path, "isBootstrapBaseFile": d.is_bootstrap_base_file})
+        ectr = self.earliest_instant_to_retain
+        extra = {SAVEPOINTED_TIMESTAMPS: ",".join(self.savepointed_timestamps)} if self.savepointed_timestamps else None
+        return {
+            "earliestInstantToRetain": None if ectr is None else {
+                "timestamp": ectr.requested_time, "action": ectr.action, "state": State.COMPLETED.name},
+            "lastCompletedCommitTimestamp": self.last_completed_commit,
+            "policy": self.policy.value,
+            "filesToBeDeletedPerPartition": {},
+            "version": CLEANER_PLAN_VERSION,
+            "filePathsToBeDeletedPerPartition": per_partition,
+            "partitionsToBeDeleted": list(self.partitions_to_delete),
+            "extraMetadata": extra,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class _Protection:
+    """What keeps files from being cleaned, read once from the timeline."""
+
+    savepointed: Mapping[str, str]        # file name -> savepoint time
+    pending_ops: Mapping[tuple[str, str], tuple[str, str, str]]  # group -> (base instant, kind, instant)
+    clustering: Mapping[str, str]         # file name -> pending clustering instant
+
+
+def plan_clean(table: HudiTable, config: CleanConfig, *, now: datetime | None = None,
+               listing: TableListing | None = None) -> CleanPlan:
+    """Plan a clean of `table` under `config`, as of `now` for the hours policy."""
+    timeline = table.timeline
+    ectr = earliest_commit_to_retain(timeline, config, now=now, timeline_timezone=table.config.timezone)
+    last_commit = timeline.commits().completed().last()
+    savepoints = tuple(i.requested_time for i in timeline.savepoints().completed())
+    base = dict(
+        table=table.uri, policy=config.policy, earliest_instant_to_retain=ectr,
+        last_completed_commit=last_commit.requested_time if last_commit else "",
+        savepointed_timestamps=savepoints if table.config.is_partitioned else (),
+    )
+    by_commits = config.policy is not CleanPolicy.KEEP_LATEST_FILE_VERSIONS
+    if by_commits and ectr is None:
+        return CleanPlan(**base, decisions=(), partitions_to_delete=(), partitions_considered=(),
+                         incremental=False, notes=(_why_no_ectr(timeline, config),))
+    incremental_from, note = _incremental_start(table, config) if by_commits else (None, "")
+    if incremental_from is not None and ectr is not None:
+        partitions = _partitions_touched(table, timeline, incremental_from, ectr.requested_time)
+        listing = _list_some(table, partitions)
+    else:
+        listing = listing or table.list_partitions()
+    with paused_gc():
+        view = table.file_system_view(listing=listing)
+        protection = _protection(table)
+        decisions: list[FileDecision] = []
+        deleted_partitions: list[str] = []
+        for partition in sorted(listing.partitions):
+            files, drop = _plan_partition(table, config, view, partition, ectr, protection)
+            decisions.extend(files)
+            if drop and partition:
+                deleted_partitions.append(partition)
+    return CleanPlan(**base, decisions=tuple(decisions), partitions_to_delete=tuple(deleted_partitions),
+                     partitions_considered=tuple(sorted(listing.partitions)),
+                     incremental=incremental_from is not None, notes=(note,) if note else ())
+
+
+def _why_no_ectr(timeline: Timeline, config: CleanConfig) -> str:
+    completed = len(timeline.commits_and_compaction().completed())
+    if config.policy is CleanPolicy.KEEP_LATEST_BY_HOURS:
+        return f"no completed commit is older than {config.hours_retained} hours retained"
+    if completed <= config.commits_retained:
+        return f"{completed} completed commits, not more than the {config.commits_retained} retained"
+    return "a pending write holds the retained window at the start of the timeline"
+
+
+def _list_some(table: HudiTable, partitions: Iterable[str]) -> TableListing:
+    """List only the given partitions; a partition that is gone lists as empty."""
+    found: dict[str, tuple[FileStatus, ...]] = {}
+    for partition in partitions:
+        folder = table.path(partition) if partition else table.base
+        found[partition] = tuple(s for s in table.storage.list(folder) if not s.is_dir) \
+            if table.storage.exists(folder) else ()
+    return TableListing(found)
+
+
+# Incremental partition selection (CleanPlanner.getPartitionPathsForCleanByCommits)
+
+def _incremental_start(table: HudiTable, config: CleanConfig) -> tuple[str | None, str]:
+    """The previous clean's earliest commit to retain, when incremental planning may start
+    from it; otherwise None and why a full listing is needed."""
+    if not config.incremental:
+        return None, "incremental planning is off: every partition is listed"
+    last_clean = table.timeline.cleans().completed().last()
+    if last_clean is None:
+        return None, "no earlier clean: every partition is listed"
+    metadata = table.read_instant(last_clean)
+    if not metadata:
+        return None, f"the last clean {last_clean.requested_time} is empty: every partition is listed"
+    previous = (metadata.get("earliestCommitToRetain") or "").strip()
+    if not previous:
+        return None, f"the last clean {last_clean.requested_time} kept no commit window: every partition is listed"
+    if table.timeline.commits().is_before_start(previous):
+        return None, f"the last clean's retained commit {previous} is archived: every partition is listed"
+    listed = (metadata.get("extraMetadata") or {}).get(SAVEPOINTED_TIMESTAMPS, "")
+    current = {i.requested_time for i in table.timeline.savepoints().completed()}
+    gone = [t for t in listed.split(",") if t and t not in current]
+    if gone:
+        return None, f"savepoint {gone[0]} was removed since the last clean: every partition is listed"
+    return previous, f"incremental: partitions written since {previous}"
+
+
+def _partitions_touched(table: HudiTable, timeline: Timeline, start: str, end: str) -> list[str]:
+    partitions: set[str] = set()
+    for instant in timeline.commits().completed():
+        if start <= instant.requested_time < end:
+            content = table.read_instant(instant) or {}
+            partitions.update(k for k in (content.get("partitionToWriteStats") or {}) if k is not None)
+            partitions.update(k for k in (content.get("partitionToReplaceFileIds") or {}) if k is not None)
+    return sorted(partitions)
+
+
+# What protects files
+
+def _protection(table: HudiTable) -> _Protection:
+    timeline = table.timeline
+    savepointed: dict[str, str] = {}
+    for savepoint in timeline.savepoints().completed():
+        content = table.read_instant(savepoint) or {}
+        for meta in (content.get("partitionMetadata") or {}).values():
+            for name in meta.get("savepointDataFile") or ():
+                savepointed.setdefault(name, savepoint.requested_time)
+    pending_ops: dict[tuple[str, str], tuple[str, str, str]] = {}
+    clustering: dict[str, str] = {}
+    for instant in timeline.pending():
+        if instant.action in ("compaction", "logcompaction"):
+            plan = table.read_instant(instant, State.REQUESTED) or {}
+            kind = "pending compaction" if instant.action == "compaction" else "pending log compaction"
+            for op in plan.get("operations") or ():
+                key = (op.get("partitionPath") or "", op["fileId"])
+                pending_ops[key] = (op.get("baseInstantTime") or "", kind, instant.requested_time)
+        elif instant.action in (CLUSTERING, REPLACE_COMMIT):
+            plan = table.read_instant(instant, State.REQUESTED) or {}
+            for group in ((plan.get("clusteringPlan") or {}).get("inputGroups") or ()):
+                for piece in group.get("slices") or ():
+                    for path in [piece.get("dataFilePath"), *(piece.get("deltaFilePaths") or ())]:
+                        if path:
+                            clustering[path.rsplit("/", 1)[-1]] = instant.requested_time
+    return _Protection(savepointed, pending_ops, clustering)
+
+
+def _slice_savepoint(piece: FileSlice, savepointed: Mapping[str, str]) -> str | None:
+    for name in piece.file_names:
+        if name in savepointed:
+            return savepointed[name]
+    return None
+
+
+# Per partition
+
+class _Decider:
+    """Turns slices into file decisions for one partition."""
+
+    def __init__(self, table: HudiTable, partition: str) -> None:
+        self.storage: Storage = table.storage
+        self.folder = table.path(partition) if partition else table.base
+        self.partition = partition
+        self.with_logs = table.config.is_mor or table.config.get("hoodie.table.cdc.enabled", "false") == "true"
+        self.decisions: list[FileDecision] = []
+
+    def slice(self, piece: FileSlice, delete: bool, reason: str) -> None:
+        files: list[tuple[str, int]] = []
+        if piece.base_file is not None:
+            files.append((piece.base_file.name, piece.base_file.size))
+        logs = [(log.name, log.size) for log in piece.log_files]
+        for name, size in files + logs:
+            is_log = name.startswith(".")
+            goes = delete and (not is_log or self.with_logs)
+            why = reason if goes or not delete else "log file of a copy-on-write table: Hudi leaves it"
+            self.decisions.append(FileDecision(
+                self.partition, name, self.storage.uri(Storage.join(self.folder, name)), size, goes, why,
+                piece.file_id, piece.base_instant_time))
+
+
+def _plan_partition(table: HudiTable, config: CleanConfig, view: FileSystemView, partition: str,
+                    ectr: Instant | None, protection: _Protection) -> tuple[list[FileDecision], bool]:
+    decider = _Decider(table, partition)
+    groups = list(view.all_file_groups(partition))
+    live = [g for g in groups if g.replaced_by is None]
+    for group in groups:
+        if group.replaced_by is not None:
+            _replaced(decider, group, ectr, protection)
+    if config.policy is CleanPolicy.KEEP_LATEST_FILE_VERSIONS:
+        for group in live:
+            _keep_versions(decider, group, config.file_versions_retained, protection)
+        drop = not live
+    else:
+        assert ectr is not None
+        for group in live:
+            _keep_commits(decider, group, config.policy, ectr, protection)
+        drop = not live and not _replaced_since(table, ectr.requested_time, partition)
+    return decider.decisions, drop
+
+
+def _replaced(decider: _Decider, group: FileGroup, ectr: Instant | None, protection: _Protection) -> None:
+    """getReplacedFilesEligibleToClean: groups replaced before the ECTR (any, without one)."""
+    replaced = group.replaced_by or ""
+    eligible = ectr is None or replaced < ectr.requested_time
+    for piece in group.slices:
+        base_saved = piece.base_file is not None and piece.base_file.name in protection.savepointed
+        if not eligible:
+            decider.slice(piece, False, f"replaced by replacecommit {replaced}, which is inside the retained window "
+                                        f"(earliest retained commit {ectr.requested_time if ectr else ''})")
+        elif base_saved:
+            decider.slice(piece, False, f"savepoint {protection.savepointed[piece.base_file.name]}")  # type: ignore[union-attr]
+        else:
+            decider.slice(piece, True, f"file group replaced by replacecommit {replaced}"
+                                       + (f", before the earliest retained commit {ectr.requested_time}" if ectr else ""))
+
+
+def _pending_reason(group: FileGroup, piece: FileSlice, protection: _Protection) -> str | None:
+    op = protection.pending_ops.get(group.id)
+    if op is not None and piece.base_instant_time >= op[0]:
+        return f"{op[1]} {op[2]} reads this slice"
+    for name in piece.file_names:
+        if name in protection.clustering:
+            return f"pending clustering {protection.clustering[name]} reads this file"
+    return None
+
+
+def _keep_commits(decider: _Decider, group: FileGroup, policy: CleanPolicy, ectr: Instant,
+                  protection: _Protection) -> None:
+    """getFilesToCleanKeepingLatestCommits (also the hours policy, with no retained count)."""
+    slices = group.slices
+    if not slices:
+        return
+    cutoff = ectr.requested_time
+    last_version = slices[0].base_instant_time
+    before = next((s.base_instant_time for s in slices if s.base_instant_time < cutoff), None)
+    for piece in slices:
+        t = piece.base_instant_time
+        savepoint = _slice_savepoint(piece, protection.savepointed)
+        pending = _pending_reason(group, piece, protection)
+        if savepoint is not None:
+            decider.slice(piece, False, f"savepoint {savepoint}")
+        elif t == last_version:
+            decider.slice(piece, False, "latest version")
+        elif t == before:
+            decider.slice(piece, False, f"latest version before the retained window (earliest retained commit "
+                                        f"{cutoff}): queries started before it may read it")
+        elif pending is not None:
+            decider.slice(piece, False, pending)
+        elif t < cutoff:
+            decider.slice(piece, True, f"older than the earliest retained commit {cutoff} and superseded by "
+                                       f"slice {before or last_version}")
+        else:
+            decider.slice(piece, False, f"inside the retained window (at or after {cutoff})")
+
+
+def _keep_versions(decider: _Decider, group: FileGroup, retained: int, protection: _Protection) -> None:
+    """getFilesToCleanKeepingLatestVersions."""
+    keep = retained - (1 if group.id in protection.pending_ops else 0)
+    kept = 0
+    for piece in group.slices:
+        pending = _pending_reason(group, piece, protection)
+        if pending is not None:
+            decider.slice(piece, False, pending)
+            continue
+        if kept < keep:
+            kept += 1
+            decider.slice(piece, False, "latest version" if kept == 1 else f"version {kept} of {retained} retained")
+            continue
+        savepoint = _slice_savepoint(piece, protection.savepointed)
+        if savepoint is not None:
+            decider.slice(piece, False, f"savepoint {savepoint}")
+        else:
+            decider.slice(piece, True, f"older than the {retained} newest versions retained")
+
+
+def _replaced_since(table: HudiTable, ectr: str, partition: str) -> bool:
+    """noSubsequentReplaceCommit, negated: a completed replacecommit at or after the ECTR
+    replaced file groups in this partition."""
+    for instant in table.timeline.completed().with_actions({REPLACE_COMMIT}):
+        if instant.requested_time >= ectr:
+            content = table.read_instant(instant) or {}
+            if partition in (content.get("partitionToReplaceFileIds") or {}):
+                return True
+    return False
