@@ -45,6 +45,9 @@ class LogFile(NamedTuple):
         return LOG_ORDER(self)  # type: ignore[no-any-return]
 
 
+# tuple.__new__ builds a NamedTuple without its Python-level __new__: these run once per file.
+_new = tuple.__new__
+
 # Hudi's LogFileComparator order (oldest first) as a sort key over LogFile fields.
 LOG_ORDER = operator.itemgetter(2, 3, 4, 5)
 
@@ -68,7 +71,7 @@ def base_file_of(name: str, size: int = 0) -> BaseFile:
     instant = parts[2].split(".", 1)[0] if len(parts) == 3 else ""
     if not instant:
         raise InvalidFileNameError(f"{name!r} is not a Hudi base file name")
-    return BaseFile(name, parts[0], parts[1], instant, size)
+    return _new(BaseFile, (name, parts[0], parts[1], instant, size))
 
 
 def parse_log_file(name: str, size: int = 0) -> LogFile:
@@ -80,7 +83,7 @@ def parse_log_file(name: str, size: int = 0) -> LogFile:
     version, _, token = name[at + 5:].partition("_")
     if (at > 0 and name[0] == "." and sep and file_id and version.isascii() and version.isdigit()
             and _TOKEN.match(token)):
-        return LogFile(name, file_id, instant, int(version), token, "", size)
+        return _new(LogFile, (name, file_id, instant, int(version), token, "", size))
     match = _LOG_FILE.match(name)
     if not match or match.group(3) != "log":
         raise InvalidFileNameError(f"{name!r} is not a Hudi log file name")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from timeline.files import (
     BASE_FILE_EXTENSIONS, LOG_ORDER, PARTITION_METADATA_PREFIX, BaseFile, LogFile, base_file_of, parse_log_file,
@@ -17,6 +17,7 @@ from timeline.storage import FileStatus, Storage
 from timeline.timeline import Timeline
 
 FileGroupId = tuple[str, str]  # (partition path, file id)
+T = TypeVar("T")
 
 
 class FileSlice(NamedTuple):
@@ -106,15 +107,25 @@ def list_partitions(storage: Storage, base: str) -> TableListing:
     `.hoodie_partition_metadata` file is a partition (and is not descended into); `.hoodie`
     is never entered. The base path itself is the partition "" of a non-partitioned table."""
     partitions: dict[str, tuple[FileStatus, ...]] = {}
-    stack = [base]
     prefix = len(base.rstrip("/")) + 1
+    stack = [base]
     while stack:
         folder = stack.pop()
-        entries = storage.list(folder)
-        if any(not e.is_dir and e.name.startswith(PARTITION_METADATA_PREFIX) for e in entries):
-            partitions[folder[prefix:] if folder != base else ""] = tuple(e for e in entries if not e.is_dir)
-            continue
-        stack.extend(e.path for e in entries if e.is_dir and e.name != META_FOLDER)
+        files: list[FileStatus] = []
+        folders: list[str] = []
+        is_partition = False
+        for entry in storage.list(folder):
+            if entry.is_dir:
+                if entry.name != META_FOLDER:
+                    folders.append(entry.path)
+            else:
+                files.append(entry)
+                if not is_partition and entry.name.startswith(PARTITION_METADATA_PREFIX):
+                    is_partition = True
+        if is_partition:
+            partitions[folder[prefix:] if folder != base else ""] = tuple(files)
+        else:
+            stack.extend(folders)
     return TableListing(partitions)
 
 
@@ -198,6 +209,14 @@ def build_view(listing: TableListing, inputs: ViewInputs) -> FileSystemView:
     return FileSystemView(groups, inputs)
 
 
+def _append(groups: dict[str, list[T]], key: str, item: T) -> None:
+    found = groups.get(key)  # not setdefault: that builds a throw-away list per file
+    if found is None:
+        groups[key] = [item]
+    else:
+        found.append(item)
+
+
 def _parse_files(files: Iterable[FileStatus]) -> tuple[dict[str, list[BaseFile]], dict[str, list[LogFile]]]:
     bases: dict[str, list[BaseFile]] = {}
     logs: dict[str, list[LogFile]] = {}
@@ -207,10 +226,14 @@ def _parse_files(files: Iterable[FileStatus]) -> tuple[dict[str, list[BaseFile]]
             if name[0] == ".":
                 if ".log." in name:
                     log = parse_log_file(name, status.size)
-                    logs.setdefault(log.file_id, []).append(log)
+                    found = logs.get(log.file_id)  # inlined _append: once per file
+                    if found is None:
+                        logs[log.file_id] = [log]
+                    else:
+                        found.append(log)
             elif name[name.rfind("."):] in BASE_FILE_EXTENSIONS:
                 base = base_file_of(name, status.size)
-                bases.setdefault(base.file_id, []).append(base)
+                _append(bases, base.file_id, base)
         except InvalidFileNameError:
             continue
     return bases, logs
@@ -238,8 +261,9 @@ def _partition_groups(partition: str, files: Iterable[FileStatus], inputs: ViewI
                 slot = place(log) if place else log.instant_time
                 if slot is None:
                     continue
-                slices.setdefault(slot, None)
-                slice_logs.setdefault(slot, []).append(log)
+                if slot not in slices:
+                    slices[slot] = None
+                _append(slice_logs, slot, log)
         if pending is not None and not by_completion:
             slices.setdefault(pending, None)
         groups.append(FileGroup(partition, file_id, slices, slice_logs, visibility.committed,
@@ -266,8 +290,9 @@ class _CompletionSlicer:
             if self.start is None or log.instant_time >= self.start:
                 return None
             completion = log.instant_time  # older than the active timeline: archived, completed
-        slot = next((key for key in self.keys if completion >= key), log.instant_time)
-        if slot not in self.slices:
-            self.slices[slot] = None
-            self.keys = sorted(self.slices, reverse=True)
-        return slot
+        for key in self.keys:
+            if completion >= key:
+                return key
+        self.slices[log.instant_time] = None
+        self.keys = sorted(self.slices, reverse=True)
+        return log.instant_time

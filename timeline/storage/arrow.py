@@ -201,11 +201,10 @@ class LocalStorage(ArrowStorage):
 def _scan(path: str) -> list[FileStatus]:
     """One folder's entries; the loop is inlined because it runs once per file of a table."""
     result = []
+    add, new = result.append, tuple.__new__  # FileStatus without its Python-level __new__
     with os.scandir(path) as entries:
         for entry in entries:
             st = entry.stat(follow_symlinks=False)
-            if entry.is_dir(follow_symlinks=False):
-                result.append(FileStatus(entry.path, entry.name, 0, st.st_mtime_ns // 1_000_000, True))
-            else:
-                result.append(FileStatus(entry.path, entry.name, st.st_size, st.st_mtime_ns // 1_000_000, False))
+            is_dir = entry.is_dir(follow_symlinks=False)
+            add(new(FileStatus, (entry.path, entry.name, 0 if is_dir else st.st_size, st.st_mtime_ns // 1_000_000, is_dir)))
     return result
