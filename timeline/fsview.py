@@ -252,18 +252,16 @@ def _partition_groups(partition: str, files: Iterable[FileStatus], inputs: ViewI
             slices.setdefault(base.instant_time, base)
         if pending is not None and by_completion:
             slices.setdefault(pending, None)
-        slice_logs: dict[str, list[LogFile]] = {}
         group_logs = logs.get(file_id)
+        slice_logs: dict[str, list[LogFile]] = {}
         if group_logs:
             group_logs.sort(key=LOG_ORDER)
-            place = _CompletionSlicer(slices, inputs, visibility) if by_completion else None
-            for log in group_logs:
-                slot = place(log) if place else log.instant_time
-                if slot is None:
-                    continue
-                if slot not in slices:
-                    slices[slot] = None
-                _append(slice_logs, slot, log)
+            if by_completion:
+                slice_logs = _place_by_completion(group_logs, slices, inputs.completion_times, visibility.start)
+            else:
+                for log in group_logs:
+                    _append(slice_logs, log.instant_time, log)
+                    slices.setdefault(log.instant_time, None)
         if pending is not None and not by_completion:
             slices.setdefault(pending, None)
         groups.append(FileGroup(partition, file_id, slices, slice_logs, visibility.committed,
@@ -272,27 +270,32 @@ def _partition_groups(partition: str, files: Iterable[FileStatus], inputs: ViewI
     return groups
 
 
-class _CompletionSlicer:
-    """HoodieFileGroup.getBaseInstantTime for table version 8+: a log joins the newest slice
-    whose base instant is at or before the completion time of its delta commit; with no such
-    slice its own delta commit time starts one. Logs of delta commits that are not completed
-    are not visible (None)."""
-
-    def __init__(self, slices: dict[str, BaseFile | None], inputs: ViewInputs, visibility: _Visibility) -> None:
-        self.slices = slices
-        self.keys = sorted(slices, reverse=True)
-        self.completion_times = inputs.completion_times
-        self.start = visibility.start
-
-    def __call__(self, log: LogFile) -> str | None:
-        completion = self.completion_times.get(log.instant_time)
+def _place_by_completion(logs: list[LogFile], slices: dict[str, BaseFile | None],
+                         completion_times: Mapping[str, str], start: str | None) -> dict[str, list[LogFile]]:
+    """HoodieFileGroup.getBaseInstantTime for table version 8+, for a group's logs in log
+    order: a log joins the newest slice whose base instant is at or before the completion
+    time of its delta commit; with no such slice its own delta commit time starts one. Logs
+    of delta commits that are not completed are not visible. Adds new slices to `slices`."""
+    placed: dict[str, list[LogFile]] = {}
+    keys = sorted(slices, reverse=True)
+    for log in logs:
+        instant = log.instant_time
+        completion = completion_times.get(instant)
         if completion is None:
-            if self.start is None or log.instant_time >= self.start:
-                return None
-            completion = log.instant_time  # older than the active timeline: archived, completed
-        for key in self.keys:
+            if start is None or instant >= start:
+                continue
+            completion = instant  # older than the active timeline: archived, so completed
+        for key in keys:
             if completion >= key:
-                return key
-        self.slices[log.instant_time] = None
-        self.keys = sorted(self.slices, reverse=True)
-        return log.instant_time
+                slot = key
+                break
+        else:
+            slot = instant
+            slices[slot] = None
+            keys = sorted(slices, reverse=True)
+        found = placed.get(slot)
+        if found is None:
+            placed[slot] = [log]
+        else:
+            found.append(log)
+    return placed
