@@ -1,0 +1,796 @@
+"""File-system view and timeline-load benchmark, measured side by side in one run.
+
+Generates real local tables (a v6 COW table and a v8 MOR table with >= 1,000 partitions and
+>= 100,000 data files each, and active timelines of 10,000 and 100,000 instants in both
+timeline layouts), then times, best of N after one warm-up pass:
+
+- ours:    `HudiTable.open(path).file_system_view().latest_slices()`
+- hudi-rs: `hudi.HudiTable(path).get_file_slices()`
+- raw:     an `os.scandir` walk collecting (name, size) of every file outside `.hoodie`
+- our timeline load, `HudiTable.open(path).timeline`, against a raw scandir+stat of the
+  timeline folder.
+
+Usage (from the repository root):
+
+    .venv/bin/python bench/fsview.py                 # generate, measure, print, clean up
+    .venv/bin/python bench/fsview.py --json          # results as JSON on stdout
+    .venv/bin/python bench/fsview.py --record        # also update bench/RESULTS.md
+    .venv/bin/python bench/fsview.py --profile       # cProfile of our file_system_view()
+    .venv/bin/python bench/fsview.py --dir D --keep  # keep tables in D; later runs reuse them
+
+Progress goes to stderr. The tables are written with plain `os` calls (the generator is not
+library code). By default they go to a fresh `tempfile.mkdtemp` on a RAM file system
+(`/dev/shm`) when there is one, because creating ~900,000 files on this project's VM disk
+takes minutes; pass `--dir` to measure another file system. Every figure is taken with warm
+caches (dropping OS caches needs root).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import datetime as dt
+import gc
+import io
+import json
+import os
+import platform
+import pstats
+import shutil
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import hudi  # noqa: E402
+
+from timeline import metadata  # noqa: E402
+from timeline.config import checksum  # noqa: E402
+from timeline.instant import State, format_instant_time  # noqa: E402
+from timeline.properties import dumps  # noqa: E402
+from timeline.table import HudiTable  # noqa: E402
+
+RESULTS_FILE = Path(__file__).with_name("RESULTS.md")
+SECTION_BEGIN = "<!-- bench/fsview.py: begin -->"
+SECTION_END = "<!-- bench/fsview.py: end -->"
+MANIFEST = "bench-manifest.json"
+
+VIEW_TABLES = ("cow_v6", "mor_v8")
+START = dt.datetime(2026, 1, 1)
+FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+BASE_BYTES = b"PAR1"    # the data files are tiny: listing never reads them
+LOG_BYTES = b"#HUDI#"
+
+# Limits of the targets.
+VIEW_VS_RAW_LIMIT = 2.0
+TIMELINE_10K_LIMIT_S = 0.15
+
+
+# ----------------------------------------------------------------------------------------
+# Generation
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """What the generator writes: `partitions` x `groups` file groups, each with `slices`
+    data files (COW: one base file per commit; MOR: base, logs, compaction base, logs)."""
+
+    partitions: int = 1000
+    groups: int = 10
+    slices: int = 10
+    instants: tuple[int, ...] = (10_000, 100_000)
+
+
+def instant_at(minutes: float) -> str:
+    return format_instant_time(START + dt.timedelta(minutes=minutes))
+
+
+def write_file(path: str, data: bytes = b"") -> None:
+    fd = os.open(path, FLAGS, 0o644)
+    try:
+        if data:
+            os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
+def avro_schema(partition_fields: Sequence[str]) -> str:
+    """The writer schema stored in commit metadata (`extraMetadata.schema`); hudi-rs reads it
+    from the latest commit and checks that the partition fields are in it."""
+    fields = [{"name": "id", "type": "string"}, {"name": "ts", "type": "long"},
+              {"name": "rider", "type": ["null", "string"], "default": None},
+              {"name": "fare", "type": ["null", "double"], "default": None}]
+    fields += [{"name": f, "type": "string"} for f in partition_fields]
+    return json.dumps({"type": "record", "name": "bench_record", "namespace": "hoodie.bench",
+                       "fields": fields})
+
+
+def commit_metadata(schema: str, operation: str, *, compacted: bool = False) -> dict[str, Any]:
+    """Valid commit metadata without write stats (hudi-rs only needs the schema; leaving the
+    stats out keeps the file small, which favours hudi-rs, the only reader of it here)."""
+    return {"partitionToWriteStats": {}, "compacted": compacted,
+            "extraMetadata": {"schema": schema}, "operationType": operation}
+
+
+def write_properties(base: str, props: dict[str, str]) -> None:
+    props = {**props, "hoodie.table.checksum": str(checksum(props))}
+    text = dumps(props, comments=["Written by bench/fsview.py", dt.datetime.now().strftime("%c")])
+    write_file(f"{base}/.hoodie/hoodie.properties", text.encode("latin-1"))
+
+
+def make_meta_folders(base: str, layout: int) -> str:
+    """The folders Hudi creates with a table; returns the active timeline folder."""
+    for sub in (".temp", ".aux/.bootstrap/.partitions", ".aux/.bootstrap/.fileids", ".schema"):
+        os.makedirs(f"{base}/.hoodie/{sub}", exist_ok=True)
+    if layout == 2:
+        os.makedirs(f"{base}/.hoodie/timeline/history", exist_ok=True)
+        return f"{base}/.hoodie/timeline"
+    os.makedirs(f"{base}/.hoodie/archived", exist_ok=True)
+    return f"{base}/.hoodie"
+
+
+def file_ids(partition_index: int, groups: int) -> list[str]:
+    return [f"{uuid.uuid5(uuid.NAMESPACE_URL, f'bench/{partition_index}/{g}')}-0" for g in range(groups)]
+
+
+def write_partition_metadata(folder: str, commit: str, depth: int) -> None:
+    os.makedirs(folder, exist_ok=True)
+    write_file(f"{folder}/.hoodie_partition_metadata",
+               f"#partition metadata\n#{START:%c}\ncommitTime={commit}\npartitionDepth={depth}\n".encode())
+
+
+def generate_cow_v6(base: str, shape: Shape) -> None:
+    """Table version 6, COPY_ON_WRITE, hive-style partitions `city=0000`..; `shape.slices`
+    commits, each rewriting every file group (one new base file per group per commit)."""
+    timeline = make_meta_folders(base, 1)
+    write_properties(base, {
+        "hoodie.table.name": "bench_cow_v6", "hoodie.database.name": "default",
+        "hoodie.table.type": "COPY_ON_WRITE", "hoodie.table.version": "6",
+        "hoodie.timeline.layout.version": "1", "hoodie.table.partition.fields": "city",
+        "hoodie.datasource.write.hive_style_partitioning": "true",
+        "hoodie.table.recordkey.fields": "id", "hoodie.table.precombine.field": "ts",
+        "hoodie.table.base.file.format": "PARQUET", "hoodie.archivelog.folder": "archived",
+        "hoodie.table.keygenerator.class": "org.apache.hudi.keygen.SimpleKeyGenerator",
+        "hoodie.populate.meta.fields": "true", "hoodie.table.metadata.partitions": "",
+    })
+    commits = [instant_at(k) for k in range(shape.slices)]
+    content = metadata.encode(commit_metadata(avro_schema(["city"]), "UPSERT"),
+                              action="commit", state=State.COMPLETED, layout=1)
+    for time_ in commits:
+        write_file(f"{timeline}/{time_}.commit.requested")
+        write_file(f"{timeline}/{time_}.inflight")
+        write_file(f"{timeline}/{time_}.commit", content)
+    for p in range(shape.partitions):
+        folder = f"{base}/city={p:04d}"
+        write_partition_metadata(folder, commits[0], 1)
+        for g, file_id in enumerate(file_ids(p, shape.groups)):
+            for k, time_ in enumerate(commits):
+                write_file(f"{folder}/{file_id}_{g}-{10 + k}-{100 * k + g}_{time_}.parquet", BASE_BYTES)
+
+
+def mor_plan(slices: int) -> tuple[list[tuple[str, str, str | None]], str, int]:
+    """The MOR table's writes in order: (kind, requested time, completion time) with kind
+    `base` (the first deltacommit inserts base files), `log` (a deltacommit appending one log
+    file per group) or `compaction`; the compaction sits in the middle. The deltacommit just
+    before it completes *after* the compaction was requested, so (table version 8) its logs
+    belong to the compaction's slice. Returns the plan, the compaction time and the index of
+    the compaction."""
+    compaction_index = max(1, slices // 2)
+    plan: list[tuple[str, str, str | None]] = []
+    for k in range(slices):
+        kind = "base" if k == 0 else "compaction" if k == compaction_index else "log"
+        completion = instant_at(k + 0.5)
+        if k == compaction_index - 1 and k > 0:
+            completion = instant_at(k + 1.7)   # finishes after the compaction (k + 1.5)
+        plan.append((kind, instant_at(k), completion))
+    return plan, instant_at(compaction_index), compaction_index
+
+
+def generate_mor_v8(base: str, shape: Shape) -> None:
+    """Table version 8, MERGE_ON_READ, partitions `yyyy/mm/dd` (three fields, not hive
+    style); deltacommits writing base files then v8 log files (named by the deltacommit that
+    wrote them), one compaction in the middle, all completed."""
+    timeline = make_meta_folders(base, 2)
+    write_properties(base, {
+        "hoodie.table.name": "bench_mor_v8", "hoodie.database.name": "default",
+        "hoodie.table.type": "MERGE_ON_READ", "hoodie.table.version": "8",
+        "hoodie.table.initial.version": "8", "hoodie.timeline.layout.version": "2",
+        "hoodie.timeline.path": "timeline", "hoodie.timeline.history.path": "history",
+        "hoodie.table.partition.fields": "year,month,day",
+        "hoodie.table.recordkey.fields": "id", "hoodie.table.precombine.field": "ts",
+        "hoodie.table.base.file.format": "PARQUET", "hoodie.table.log.file.format": "HOODIE_LOG",
+        "hoodie.table.keygenerator.type": "COMPLEX", "hoodie.record.merge.mode": "EVENT_TIME_ORDERING",
+        "hoodie.populate.meta.fields": "true", "hoodie.table.metadata.partitions": "",
+    })
+    schema = avro_schema(["year", "month", "day"])
+    plan, _, _ = mor_plan(shape.slices)
+    delta = metadata.encode(commit_metadata(schema, "UPSERT"), action="deltacommit",
+                            state=State.COMPLETED, layout=2)
+    compacted = metadata.encode(commit_metadata(schema, "COMPACT", compacted=True), action="commit",
+                                state=State.COMPLETED, layout=2)
+    compaction_plan = metadata.encode({"operations": [], "version": 2}, action="compaction",
+                                      state=State.REQUESTED, layout=2)
+    for kind, time_, completion in plan:
+        if kind == "compaction":
+            write_file(f"{timeline}/{time_}.compaction.requested", compaction_plan)
+            write_file(f"{timeline}/{time_}.compaction.inflight")
+            write_file(f"{timeline}/{time_}_{completion}.commit", compacted)
+        else:
+            write_file(f"{timeline}/{time_}.deltacommit.requested")
+            write_file(f"{timeline}/{time_}.deltacommit.inflight")
+            write_file(f"{timeline}/{time_}_{completion}.deltacommit", delta)
+    for p in range(shape.partitions):
+        year, rest = divmod(p, 250)
+        folder = f"{base}/{2023 + year}/{rest // 25 + 1:02d}/{rest % 25 + 1:02d}"
+        write_partition_metadata(folder, plan[0][1], 3)
+        for g, file_id in enumerate(file_ids(p, shape.groups)):
+            for k, (kind, time_, _) in enumerate(plan):
+                token = f"{g}-{10 + k}-{100 * k + g}"
+                if kind == "log":
+                    write_file(f"{folder}/.{file_id}_{time_}.log.1_{token}", LOG_BYTES)
+                else:
+                    write_file(f"{folder}/{file_id}_{token}_{time_}.parquet", BASE_BYTES)
+
+
+def generate_timeline(base: str, instants: int, layout: int) -> None:
+    """A COW table whose active timeline holds `instants` completed commits, each with its
+    requested, inflight and completed file (empty: loading only lists names)."""
+    timeline = make_meta_folders(base, layout)
+    version = "8" if layout == 2 else "6"
+    write_properties(base, {
+        "hoodie.table.name": f"bench_timeline_{instants}", "hoodie.database.name": "default",
+        "hoodie.table.type": "COPY_ON_WRITE", "hoodie.table.version": version,
+        "hoodie.timeline.layout.version": str(layout), "hoodie.table.partition.fields": "",
+    })
+    start = START
+    second = dt.timedelta(seconds=1)
+    for k in range(instants):
+        time_ = format_instant_time(start + k * second)
+        write_file(f"{timeline}/{time_}.commit.requested")
+        write_file(f"{timeline}/{time_}.inflight")
+        if layout == 2:
+            write_file(f"{timeline}/{time_}_{time_[:-3]}500.commit")
+        else:
+            write_file(f"{timeline}/{time_}.commit")
+
+
+@dataclass(frozen=True, slots=True)
+class TableSpec:
+    name: str
+    kind: str            # "view" or "timeline"
+    params: dict[str, Any]
+    build: Callable[[str], None]
+
+
+def table_specs(shape: Shape) -> list[TableSpec]:
+    specs = [
+        TableSpec("cow_v6", "view", {"partitions": shape.partitions, "groups": shape.groups,
+                                     "slices": shape.slices, "rev": 1},
+                  lambda base: generate_cow_v6(base, shape)),
+        TableSpec("mor_v8", "view", {"partitions": shape.partitions, "groups": shape.groups,
+                                     "slices": shape.slices, "rev": 1},
+                  lambda base: generate_mor_v8(base, shape)),
+    ]
+    for instants in shape.instants:
+        for layout in (1, 2):
+            specs.append(TableSpec(
+                f"timeline_l{layout}_{instants}", "timeline", {"instants": instants, "layout": layout, "rev": 1},
+                lambda base, n=instants, lay=layout: generate_timeline(base, n, lay)))
+    return specs
+
+
+def read_manifest(root: str) -> dict[str, Any]:
+    try:
+        with open(os.path.join(root, MANIFEST), encoding="utf-8") as handle:
+            loaded: dict[str, Any] = json.load(handle)
+            return loaded
+    except (FileNotFoundError, json.JSONDecodeError):
+        return {}
+
+
+def write_manifest(root: str, manifest: dict[str, Any]) -> None:
+    with open(os.path.join(root, MANIFEST), "w", encoding="utf-8") as handle:
+        json.dump(manifest, handle, indent=2)
+
+
+def generate(root: str, specs: Sequence[TableSpec]) -> dict[str, float]:
+    """Write every table under `root`, reusing tables a previous `--keep` run completed with
+    the same parameters. Returns seconds spent per generated table."""
+    manifest = read_manifest(root)
+    spent: dict[str, float] = {}
+    for spec in specs:
+        base = os.path.join(root, spec.name)
+        if manifest.get(spec.name) == spec.params and os.path.isdir(base):
+            progress(f"reusing {base}")
+            continue
+        if os.path.exists(base):
+            shutil.rmtree(base)
+        started = time.perf_counter()
+        spec.build(base)
+        spent[spec.name] = time.perf_counter() - started
+        manifest[spec.name] = spec.params
+        write_manifest(root, manifest)
+        progress(f"generated {spec.name} in {spent[spec.name]:.1f} s")
+    return spent
+
+
+def remove_tables(root: str, specs: Sequence[TableSpec], *, created_root: bool) -> None:
+    for spec in specs:
+        shutil.rmtree(os.path.join(root, spec.name), ignore_errors=True)
+    try:
+        os.unlink(os.path.join(root, MANIFEST))
+    except FileNotFoundError:
+        pass
+    if created_root:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+# ----------------------------------------------------------------------------------------
+# The contenders
+
+
+def ours_view(path: str) -> list[Any]:
+    return HudiTable.open(path).file_system_view().latest_slices()
+
+
+def hudi_rs_view(path: str) -> list[Any]:
+    return hudi.HudiTable(path).get_file_slices()
+
+
+def raw_walk(path: str) -> list[tuple[str, int]]:
+    """Every file below `path` outside `.hoodie`, as (name, size): the least any listing-based
+    view has to do."""
+    found: list[tuple[str, int]] = []
+    stack = [path]
+    while stack:
+        folder = stack.pop()
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name != ".hoodie":
+                        stack.append(entry.path)
+                else:
+                    found.append((entry.name, entry.stat(follow_symlinks=False).st_size))
+    return found
+
+
+def ours_timeline(path: str) -> Any:
+    return HudiTable.open(path).timeline
+
+
+def raw_timeline(folder: str) -> list[tuple[str, int]]:
+    with os.scandir(folder) as entries:
+        return [(e.name, e.stat(follow_symlinks=False).st_mtime_ns) for e in entries]
+
+
+def slice_key_ours(s: Any) -> tuple[Any, ...]:
+    return (s.partition, s.file_id, s.base_instant_time, s.base_file.name if s.base_file else None,
+            tuple(log.name for log in s.log_files))
+
+
+def slice_key_hudi_rs(s: Any) -> tuple[Any, ...]:
+    return (s.partition_path, s.file_id, s.creation_instant_time, s.base_file_name or None,
+            tuple(s.log_file_names))
+
+
+def expected_latest(spec: TableSpec) -> tuple[int, int]:
+    """(number of latest slices, files in each latest slice) the generator implies."""
+    p = spec.params
+    groups = p["partitions"] * p["groups"]
+    if spec.name == "cow_v6":
+        return groups, 1
+    plan, _, compaction_index = mor_plan(p["slices"])
+    # compaction base + the late deltacommit's log + every log after the compaction
+    logs_after = sum(1 for kind, _, _ in plan[compaction_index + 1:] if kind == "log")
+    late = 1 if compaction_index - 1 > 0 else 0
+    return groups, 1 + logs_after + late
+
+
+# ----------------------------------------------------------------------------------------
+# Timing
+
+
+@dataclass(slots=True)
+class Timing:
+    runs: list[float] = field(default_factory=list)
+    sizes: set[int] = field(default_factory=set)   # len() of the result of every run
+
+    @property
+    def best(self) -> float:
+        return min(self.runs)
+
+
+def timed(fn: Callable[[str], Any], arg: str) -> tuple[float, int]:
+    started = time.perf_counter()
+    result = fn(arg)
+    elapsed = time.perf_counter() - started
+    size = len(result)
+    del result
+    return elapsed, size
+
+
+def measure(contenders: dict[str, tuple[Callable[[str], Any], str]], repeat: int) -> dict[str, Timing]:
+    """Interleaved runs (A B C, A B C, ...) so that background load hits all alike; the
+    caller has warmed everything up once."""
+    timings = {name: Timing() for name in contenders}
+    for _ in range(repeat):
+        for name, (fn, arg) in contenders.items():
+            gc.collect()
+            elapsed, size = timed(fn, arg)
+            timings[name].runs.append(elapsed)
+            timings[name].sizes.add(size)
+    return timings
+
+
+def progress(message: str) -> None:
+    print(f"[bench] {message}", file=sys.stderr, flush=True)
+
+
+def file_system_of(path: str) -> str:
+    """The mount type holding `path` (from /proc/mounts), e.g. tmpfs or ext4."""
+    real = os.path.realpath(path)
+    best, kind = "", "unknown"
+    try:
+        with open("/proc/mounts", encoding="utf-8") as handle:
+            for line in handle:
+                parts = line.split()
+                if len(parts) >= 3 and (real == parts[1] or real.startswith(parts[1].rstrip("/") + "/")):
+                    if len(parts[1]) > len(best):
+                        best, kind = parts[1], parts[2]
+    except OSError:
+        pass
+    return kind
+
+
+def count_files(path: str) -> tuple[int, int]:
+    """(data files, partitions) outside `.hoodie`; partition metadata files are not data."""
+    files = raw_walk(path)
+    partitions = sum(1 for name, _ in files if name == ".hoodie_partition_metadata")
+    return len(files) - partitions, partitions
+
+
+def run_views(root: str, specs: Sequence[TableSpec], repeat: int) -> dict[str, Any]:
+    results: dict[str, Any] = {}
+    contenders: dict[str, tuple[Callable[[str], Any], str]] = {}
+    for spec in specs:
+        if spec.kind != "view":
+            continue
+        path = os.path.join(root, spec.name)
+        data_files, partitions = count_files(path)
+        progress(f"{spec.name}: warm-up and cross-check ({data_files:,} data files, {partitions:,} partitions)")
+        ours = sorted(slice_key_ours(s) for s in ours_view(path))
+        theirs = sorted(slice_key_hudi_rs(s) for s in hudi_rs_view(path))
+        raw_walk(path)
+        want_slices, want_files = expected_latest(spec)
+        assert len(ours) == len(theirs), f"{spec.name}: ours {len(ours)} slices, hudi-rs {len(theirs)}"
+        assert len(ours) == want_slices, f"{spec.name}: {len(ours)} slices, expected {want_slices}"
+        files_per_slice = {1 + len(s[4]) if s[3] else len(s[4]) for s in ours}
+        assert files_per_slice == {want_files}, f"{spec.name}: files per slice {files_per_slice}, expected {want_files}"
+        first_difference = next(((a, b) for a, b in zip(ours, theirs) if a != b), None)
+        if first_difference:
+            progress(f"{spec.name}: slices differ, first: ours {first_difference[0]} hudi-rs {first_difference[1]}")
+        results[spec.name] = {
+            "partitions": partitions, "data_files": data_files, "latest_slices": len(ours),
+            "files_per_latest_slice": want_files, "same_slices_as_hudi_rs": ours == theirs,
+        }
+        contenders[f"{spec.name}/ours"] = (ours_view, path)
+        contenders[f"{spec.name}/hudi-rs"] = (hudi_rs_view, path)
+        contenders[f"{spec.name}/raw"] = (raw_walk, path)
+        del ours, theirs
+    progress(f"timing file-system views, best of {repeat}")
+    timings = measure(contenders, repeat)
+    for name, entry in results.items():
+        sizes = timings[f"{name}/ours"].sizes, timings[f"{name}/hudi-rs"].sizes
+        assert sizes[0] == sizes[1] == {entry["latest_slices"]}, f"{name}: slice counts {sizes}"
+        ours_s = timings[f"{name}/ours"].best
+        rs_s = timings[f"{name}/hudi-rs"].best
+        raw_s = timings[f"{name}/raw"].best
+        entry.update({
+            "ours_s": ours_s, "hudi_rs_s": rs_s, "raw_s": raw_s,
+            "ours_runs_s": timings[f"{name}/ours"].runs, "hudi_rs_runs_s": timings[f"{name}/hudi-rs"].runs,
+            "raw_runs_s": timings[f"{name}/raw"].runs,
+            "ours_over_raw": ours_s / raw_s, "hudi_rs_over_raw": rs_s / raw_s, "ours_over_hudi_rs": ours_s / rs_s,
+        })
+    return results
+
+
+def run_timelines(root: str, specs: Sequence[TableSpec], repeat: int) -> dict[str, Any]:
+    results: dict[str, Any] = {}
+    contenders: dict[str, tuple[Callable[[str], Any], str]] = {}
+    for spec in specs:
+        if spec.kind != "timeline":
+            continue
+        path = os.path.join(root, spec.name)
+        folder = f"{path}/.hoodie/timeline" if spec.params["layout"] == 2 else f"{path}/.hoodie"
+        loaded = ours_timeline(path)
+        assert len(loaded) == spec.params["instants"], f"{spec.name}: {len(loaded)} instants loaded"
+        files = len(raw_timeline(folder))
+        del loaded
+        results[spec.name] = {"instants": spec.params["instants"], "layout": spec.params["layout"],
+                              "timeline_files": files}
+        contenders[f"{spec.name}/ours"] = (ours_timeline, path)
+        contenders[f"{spec.name}/raw"] = (raw_timeline, folder)
+    progress(f"timing timeline loads, best of {repeat}")
+    timings = measure(contenders, repeat)
+    for name, entry in results.items():
+        ours_s, raw_s = timings[f"{name}/ours"].best, timings[f"{name}/raw"].best
+        entry.update({"ours_s": ours_s, "raw_s": raw_s, "ours_runs_s": timings[f"{name}/ours"].runs,
+                      "ours_over_raw": ours_s / raw_s})
+    return results
+
+
+def targets(views: dict[str, Any], timelines: dict[str, Any]) -> list[dict[str, Any]]:
+    found = []
+    for name, r in views.items():
+        found.append({"target": f"{name}: our view faster than hudi-rs get_file_slices",
+                      "value": f"ours/hudi-rs = {r['ours_over_hudi_rs']:.2f}", "passed": r["ours_s"] < r["hudi_rs_s"]})
+        found.append({"target": f"{name}: our view within {VIEW_VS_RAW_LIMIT:g}x of the raw walk",
+                      "value": f"ours/raw = {r['ours_over_raw']:.2f}",
+                      "passed": r["ours_over_raw"] <= VIEW_VS_RAW_LIMIT})
+    for name, r in timelines.items():
+        if r["instants"] == 10_000:
+            found.append({"target": f"{name}: 10,000-instant timeline (layout {r['layout']}) loaded in under "
+                                    f"{TIMELINE_10K_LIMIT_S} s",
+                          "value": f"{r['ours_s']:.3f} s", "passed": r["ours_s"] < TIMELINE_10K_LIMIT_S})
+    return found
+
+
+def best_of(fn: Callable[[], Any], repeat: int, *, pause_gc: bool = False) -> float:
+    """Best wall-clock time of `repeat` calls after one warm-up call."""
+    fn()
+    best = float("inf")
+    for _ in range(repeat):
+        gc.collect()
+        if pause_gc:
+            gc.disable()
+        try:
+            started = time.perf_counter()
+            result = fn()
+            best = min(best, time.perf_counter() - started)
+        finally:
+            gc.enable()
+        del result
+    return best
+
+
+def cprofile(fn: Callable[[], Any], top: int) -> dict[str, Any]:
+    """The functions with the most own time under cProfile, with their share of the total."""
+    profiler = cProfile.Profile()
+    profiler.enable()
+    fn()
+    profiler.disable()
+    stats = pstats.Stats(profiler, stream=io.StringIO())
+    total = stats.total_tt  # type: ignore[attr-defined]
+    rows = []
+    for (file_name, line, func), (_, calls, tottime, cumtime, _) in stats.stats.items():  # type: ignore[attr-defined]
+        rows.append({"function": f"{Path(file_name).name}:{line}({func})", "calls": calls,
+                     "own_s": tottime, "own_share": tottime / total if total else 0.0,
+                     "cumulative_s": cumtime, "cumulative_share": cumtime / total if total else 0.0})
+    rows.sort(key=lambda r: r["own_s"], reverse=True)
+    return {"total_s": total, "functions": rows[:top]}
+
+
+def profile(root: str, specs: Sequence[TableSpec], repeat: int, top: int) -> dict[str, Any]:
+    """Where our time goes: wall-clock phases without a profiler (config, timeline, listing,
+    view from a listing; the whole view with the garbage collector paused), then cProfile of
+    `HudiTable.open(path).file_system_view()` and of the 10,000-instant timeline loads."""
+    found: dict[str, Any] = {}
+    for spec in specs:
+        path = os.path.join(root, spec.name)
+        if spec.kind == "view":
+            table = HudiTable.open(path)
+            table.timeline  # noqa: B018 - loaded once for the listing/view phases
+            listing = table.list_partitions()
+            phases = {
+                "open (hoodie.properties)": best_of(lambda: HudiTable.open(path), repeat),
+                "open + timeline load": best_of(lambda: HudiTable.open(path).timeline, repeat),
+                "list_partitions": best_of(table.list_partitions, repeat),
+                "file_system_view(listing=...).latest_slices()":
+                    best_of(lambda: table.file_system_view(listing=listing).latest_slices(), repeat),
+                "whole view": best_of(lambda: ours_view(path), repeat),
+                "whole view, gc paused": best_of(lambda: ours_view(path), repeat, pause_gc=True),
+                "raw walk": best_of(lambda: raw_walk(path), repeat),
+            }
+            del table, listing
+            found[spec.name] = {"phases": phases,
+                                **cprofile(lambda: HudiTable.open(path).file_system_view(), top)}
+        elif spec.params["instants"] == 10_000:
+            phases = {
+                "open + timeline load": best_of(lambda: ours_timeline(path), repeat),
+                "open + timeline load, gc paused": best_of(lambda: ours_timeline(path), repeat, pause_gc=True),
+            }
+            found[spec.name] = {"phases": phases, **cprofile(lambda: ours_timeline(path), top)}
+    return found
+
+
+# ----------------------------------------------------------------------------------------
+# Reporting
+
+
+def machine() -> dict[str, Any]:
+    return {
+        "date": dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
+        "nproc": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
+        "hudi_rs": getattr(hudi, "__version__", "?"),
+    }
+
+
+def text_report(result: dict[str, Any]) -> str:
+    out = io.StringIO()
+    m = result["machine"]
+    print(f"File-system view benchmark, {m['date']}: nproc {m['nproc']}, Python {m['python']}, "
+          f"hudi-rs {m['hudi_rs']}, tables on {result['file_system']} ({result['dir']}), "
+          f"best of {result['repeat']} after one warm-up", file=out)
+    print("", file=out)
+    header = (f"{'table':<8} {'partitions':>10} {'data files':>10} {'slices':>7} {'ours s':>8} {'hudi-rs s':>9} "
+              f"{'raw s':>7} {'ours/raw':>8} {'rs/raw':>7} {'ours/rs':>7}  same slices")
+    print(header, file=out)
+    for name, r in result["views"].items():
+        print(f"{name:<8} {r['partitions']:>10,} {r['data_files']:>10,} {r['latest_slices']:>7,} {r['ours_s']:>8.3f} "
+              f"{r['hudi_rs_s']:>9.3f} {r['raw_s']:>7.3f} {r['ours_over_raw']:>8.2f} {r['hudi_rs_over_raw']:>7.2f} "
+              f"{r['ours_over_hudi_rs']:>7.2f}  {'yes' if r['same_slices_as_hudi_rs'] else 'NO'}", file=out)
+    print("", file=out)
+    print(f"{'timeline':<22} {'instants':>9} {'files':>8} {'ours s':>8} {'raw s':>7} {'ours/raw':>8}", file=out)
+    for name, r in result["timelines"].items():
+        print(f"{name:<22} {r['instants']:>9,} {r['timeline_files']:>8,} {r['ours_s']:>8.3f} {r['raw_s']:>7.3f} "
+              f"{r['ours_over_raw']:>8.2f}", file=out)
+    print("", file=out)
+    generated = sum(result["generation_s"].values())
+    print(f"generation {generated:.0f} s (tables reused: {len(result['views']) + len(result['timelines']) - len(result['generation_s'])}), "
+          f"whole run {result['total_s']:.0f} s", file=out)
+    print("", file=out)
+    for t in result["targets"]:
+        print(f"{'PASS' if t['passed'] else 'FAIL'}  {t['target']}  ({t['value']})", file=out)
+    for name, prof in (result.get("profile") or {}).items():
+        what = "HudiTable.open(path).file_system_view()" if name in VIEW_TABLES else "HudiTable.open(path).timeline"
+        print(f"\n{name}: wall clock, best of {result['repeat']}, no profiler:", file=out)
+        for phase, seconds in prof["phases"].items():
+            print(f"  {seconds:8.3f} s  {phase}", file=out)
+        print(f"cProfile of {what} (total {prof['total_s']:.2f} s, profiler overhead and no GC time "
+              "attribution), top by own time:", file=out)
+        for r in prof["functions"]:
+            print(f"  {r['own_share']:6.1%} own {r['own_s']:6.3f} s  cum {r['cumulative_s']:6.3f} s  "
+                  f"{r['calls']:>8,} calls  {r['function']}", file=out)
+    return out.getvalue()
+
+
+def markdown_section(result: dict[str, Any]) -> str:
+    m = result["machine"]
+    lines = [
+        SECTION_BEGIN,
+        "## File-system view and timeline load (`bench/fsview.py`)",
+        "",
+        f"Recorded {m['date']} on {m['platform']}: `nproc` = {m['nproc']}, Python {m['python']}, "
+        f"hudi-rs (`hudi`) {m['hudi_rs']}. Tables on {result['file_system']}; best of {result['repeat']} "
+        "runs after one warm-up run, contenders interleaved. "
+        f"Whole run {result['total_s']:.0f} s, of which generating the tables "
+        f"{sum(result['generation_s'].values()):.0f} s.",
+        "",
+        "Ours = `HudiTable.open(path).file_system_view().latest_slices()` (config, timeline, listing and "
+        "view); hudi-rs = `hudi.HudiTable(path).get_file_slices()`; raw walk = `os.scandir` recursion "
+        "outside `.hoodie` collecting (name, size) with `entry.stat()`. cow_v6: table version 6, "
+        "partitions `city=NNNN`, 10 commits each rewriting every file group. mor_v8: table version 8, "
+        "partitions `yyyy/mm/dd`, base files, v8 log files and one compaction per file group (a "
+        "deltacommit completing after the compaction puts its logs in the new slice).",
+        "",
+        "| table | partitions | data files | latest slices | ours (s) | hudi-rs (s) | raw walk (s) "
+        "| ours/raw | hudi-rs/raw | ours/hudi-rs | same slices |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for name, r in result["views"].items():
+        lines.append(f"| {name} | {r['partitions']:,} | {r['data_files']:,} | {r['latest_slices']:,} | {r['ours_s']:.3f} "
+                     f"| {r['hudi_rs_s']:.3f} | {r['raw_s']:.3f} | {r['ours_over_raw']:.2f} | {r['hudi_rs_over_raw']:.2f} "
+                     f"| {r['ours_over_hudi_rs']:.2f} | {'yes' if r['same_slices_as_hudi_rs'] else 'no'} |")
+    lines += ["", "Timeline load = `HudiTable.open(path).timeline` over completed commits (requested, inflight "
+              "and completed file each, empty); raw listing = `os.scandir` + `entry.stat()` of the timeline folder.",
+              "", "| timeline | layout | instants | files | ours (s) | raw listing (s) | ours/raw |",
+              "|---|---:|---:|---:|---:|---:|---:|"]
+    for name, r in result["timelines"].items():
+        lines.append(f"| {name} | {r['layout']} | {r['instants']:,} | {r['timeline_files']:,} | {r['ours_s']:.3f} "
+                     f"| {r['raw_s']:.3f} | {r['ours_over_raw']:.2f} |")
+    lines += ["", "| target | measured | result |", "|---|---|---|"]
+    for t in result["targets"]:
+        lines.append(f"| {t['target']} | {t['value']} | {'PASS' if t['passed'] else 'FAIL'} |")
+    for name, prof in (result.get("profile") or {}).items():
+        what = "HudiTable.open(path).file_system_view()" if name in VIEW_TABLES else "HudiTable.open(path).timeline"
+        phases = "; ".join(f"{phase} {seconds:.3f} s" for phase, seconds in prof["phases"].items())
+        lines += ["", f"**{name}**, wall clock without profiler: {phases}.", "",
+                  f"cProfile of `{what}` (total {prof['total_s']:.2f} s with profiler overhead), top by own time:",
+                  "", "| own share | own (s) | cumulative (s) | calls | function |", "|---:|---:|---:|---:|---|"]
+        for r in prof["functions"][:10]:
+            lines.append(f"| {r['own_share']:.1%} | {r['own_s']:.3f} | {r['cumulative_s']:.3f} | {r['calls']:,} "
+                         f"| `{r['function']}` |")
+    lines.append(SECTION_END)
+    return "\n".join(lines) + "\n"
+
+
+def record(result: dict[str, Any]) -> None:
+    """Replace this benchmark's section of RESULTS.md, or append it."""
+    section = markdown_section(result)
+    text = RESULTS_FILE.read_text(encoding="utf-8") if RESULTS_FILE.exists() else ""
+    begin, end = text.find(SECTION_BEGIN), text.find(SECTION_END)
+    if begin != -1 and end != -1:
+        text = text[:begin] + section + text[end + len(SECTION_END):].lstrip("\n")
+    else:
+        text = text.rstrip("\n") + ("\n\n" if text else "") + section
+    RESULTS_FILE.write_text(text, encoding="utf-8")
+    progress(f"recorded in {RESULTS_FILE}")
+
+
+# ----------------------------------------------------------------------------------------
+
+
+def default_root() -> tuple[str, bool]:
+    ram = "/dev/shm"
+    parent = ram if os.path.isdir(ram) and os.access(ram, os.W_OK) else None
+    return tempfile.mkdtemp(prefix="cleanline-bench-", dir=parent), True
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--dir", help="where to write the tables (kept tables there are reused); "
+                                      "default: a fresh temp dir, on /dev/shm when available")
+    parser.add_argument("--keep", action="store_true", help="keep the generated tables")
+    parser.add_argument("--repeat", "-n", type=int, default=3, help="timed runs per contender (best is kept)")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument("--record", action="store_true", help=f"update {RESULTS_FILE.name}")
+    parser.add_argument("--profile", action="store_true", help="cProfile our file_system_view() too")
+    default = Shape()
+    parser.add_argument("--partitions", type=int, default=default.partitions)
+    parser.add_argument("--groups", type=int, default=default.groups, help="file groups per partition")
+    parser.add_argument("--slices", type=int, default=default.slices, help="data files per file group")
+    parser.add_argument("--instants", default="10000,100000", help="timeline sizes, comma separated")
+    args = parser.parse_args(argv)
+    if args.repeat < 1 or args.slices < 3 or args.partitions < 1 or args.groups < 1:
+        parser.error("--repeat, --partitions and --groups must be >= 1 and --slices >= 3")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    shape = Shape(args.partitions, args.groups, args.slices,
+                  tuple(int(n) for n in args.instants.split(",") if n.strip()))
+    if args.dir:
+        root, created = os.path.abspath(args.dir), not os.path.exists(args.dir)
+        os.makedirs(root, exist_ok=True)
+    else:
+        root, created = default_root()
+    specs = table_specs(shape)
+    started = time.perf_counter()
+    try:
+        progress(f"tables in {root} ({file_system_of(root)})")
+        generated = generate(root, specs)
+        views = run_views(root, specs, args.repeat)
+        timelines = run_timelines(root, specs, args.repeat)
+        result: dict[str, Any] = {
+            "machine": machine(), "dir": root, "file_system": file_system_of(root), "repeat": args.repeat,
+            "shape": asdict(shape), "generation_s": generated, "views": views, "timelines": timelines,
+            "targets": targets(views, timelines),
+        }
+        if args.profile:
+            progress("profiling file_system_view()")
+            result["profile"] = profile(root, specs, args.repeat, 25)
+    finally:
+        if not args.keep:
+            progress("removing the generated tables")
+            remove_tables(root, specs, created_root=created)
+    result["total_s"] = time.perf_counter() - started
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(text_report(result), end="")
+    if args.record:
+        record(result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

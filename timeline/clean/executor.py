@@ -1,0 +1,225 @@
+"""Scheduling and running cleans as Hudi's CleanActionExecutor does (hudi-format.md §7.7):
+requested -> inflight (a copy of the plan) -> parallel deletes -> completed clean with
+HoodieCleanMetadata. Idempotent: a re-run finishes a half-done clean from its plan, and a file
+already gone counts as deleted."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from timeline import metadata
+from timeline.clean.config import CleanConfig
+from timeline.clean.planner import CleanPlan
+from timeline.config import MDT_PARTITIONS, MDT_PARTITIONS_INFLIGHT, update_config
+from timeline.exceptions import CleanlineError, StorageError
+from timeline.instant import CLEAN, Instant, State, format_instant_time, zone_of
+from timeline.storage import Storage
+from timeline.table import HudiTable
+
+CLEAN_METADATA_VERSION = 2
+
+
+class CleanRefused(CleanlineError):
+    """Hudi (or Cleanline's safety rules) would not schedule or run this clean now."""
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """Where a running clean is: files done of total, and bytes deleted so far."""
+
+    instant: str
+    files_done: int
+    files_total: int
+    bytes_deleted: int
+
+
+ProgressCallback = Callable[[Progress], None]
+
+
+@dataclass(frozen=True, slots=True)
+class CleanResult:
+    """What one run did: files deleted now, found already gone, failed; bytes reclaimed."""
+
+    instant: Instant
+    deleted: int
+    already_gone: int
+    failed: int
+    bytes_deleted: int
+    metadata: dict[str, Any]
+
+
+def new_instant_time(table: HudiTable, *, after: str = "") -> str:
+    """A fresh instant time in the table's timeline zone, later than every time on the
+    timeline (requested and completed) and than `after`."""
+    timeline = table.reload().timeline
+    latest = max([after, *(i.requested_time for i in timeline), *(i.completion_time or "" for i in timeline)])
+    now = format_instant_time(datetime.now(timezone.utc).astimezone(zone_of(table.config.timezone)))
+    if now > latest:
+        return now
+    return f"{int(latest[:17].ljust(17, '0')) + 1:017d}"
+
+
+def drop_metadata_table(table: HudiTable) -> None:
+    """HoodieTableMetadataUtil.deleteMetadataTable: remove `.hoodie/metadata` and clear the
+    metadata partitions in `hoodie.properties` (checksum kept valid). Hudi writers rebuild it."""
+    table.storage.delete_dir(table.path(".hoodie", "metadata"))
+    update_config(table.storage, table.base, {MDT_PARTITIONS: "", MDT_PARTITIONS_INFLIGHT: ""})
+    table.reload()
+
+
+def _check_metadata_table(table: HudiTable, drop: bool) -> None:
+    if not table.config.metadata_table_enabled:
+        return
+    if not drop:
+        raise CleanRefused(
+            f"{table.uri}: the metadata table is enabled ({', '.join(table.config.metadata_partitions)}); "
+            "a clean here would leave its file listing stale. Re-run with the option to drop the "
+            "metadata table (Hudi writers rebuild it), or clean with a Hudi writer.")
+    drop_metadata_table(table)
+
+
+def needs_cleaning(table: HudiTable, config: CleanConfig) -> bool:
+    """The NUM_COMMITS trigger: at least `trigger_max_commits` completed commits since the last
+    completed clean's last completed commit."""
+    timeline = table.timeline
+    last_clean = timeline.cleans().completed().last()
+    since = ""
+    if last_clean is not None:
+        since = (table.read_instant(last_clean) or {}).get("lastCompletedCommitTimestamp") or ""
+    count = sum(1 for i in timeline.commits().completed() if i.requested_time > since)
+    return count >= config.trigger_max_commits
+
+
+def schedule_clean(table: HudiTable, plan: CleanPlan, config: CleanConfig, *,
+                   drop_metadata: bool = False, force: bool = False) -> Instant:
+    """Write `<t>.clean.requested` holding the plan. Refused when the plan deletes nothing,
+    when another clean is pending and `hoodie.clean.multiple.enabled` is off, when too few
+    commits completed since the last clean (unless `force`), or when the metadata table is
+    enabled and `drop_metadata` is not given."""
+    table.reload()
+    if plan.is_empty:
+        raise CleanRefused(f"{table.uri}: the plan deletes nothing; no clean is scheduled")
+    pending = table.timeline.cleans().pending()
+    if pending and not config.multiple_enabled:
+        raise CleanRefused(f"{table.uri}: clean {pending.instants[0].requested_time} is still pending; run it "
+                           "first (hoodie.clean.multiple.enabled is false)")
+    if not force and not needs_cleaning(table, config):
+        raise CleanRefused(f"{table.uri}: fewer than {config.trigger_max_commits} commits completed since the "
+                           "last clean (hoodie.clean.trigger.max.commits)")
+    _check_metadata_table(table, drop_metadata)
+    instant = Instant(new_instant_time(table), CLEAN, State.REQUESTED)
+    _write_state(table, instant, plan.to_avro())
+    table.reload()
+    return instant
+
+
+def _write_state(table: HudiTable, instant: Instant, content: dict[str, Any] | None) -> None:
+    layout = table.config.layout_version
+    data = b"" if content is None else metadata.encode(content, action=CLEAN, state=instant.state, layout=layout)
+    path = Storage.join(table.timeline.folder, instant.file_name(layout))
+    table.storage.write(path, data)
+
+
+def run_pending_cleans(table: HudiTable, *, progress: ProgressCallback | None = None,
+                       parallelism: int = 16, instant: str | None = None,
+                       drop_metadata: bool = False) -> list[CleanResult]:
+    """Run every pending clean (or the one at `instant`) in timeline order."""
+    table.reload()
+    pending = [i for i in table.timeline.cleans().pending() if instant is None or i.requested_time == instant]
+    if instant is not None and not pending:
+        raise CleanRefused(f"{table.uri}: no pending clean at {instant}")
+    if pending:
+        _check_metadata_table(table, drop_metadata)
+    return [_run(table, clean, progress, parallelism) for clean in pending]
+
+
+def _run(table: HudiTable, clean: Instant, progress: ProgressCallback | None, parallelism: int) -> CleanResult:
+    started = time.monotonic()
+    plan = table.read_instant(clean, State.REQUESTED) or {}
+    if clean.is_requested:
+        _write_state(table, Instant(clean.requested_time, CLEAN, State.INFLIGHT), plan)
+    targets = _targets(table, plan)
+    total = len(targets)
+    done = bytes_deleted = 0
+    outcomes: dict[str, tuple[str, str, bool]] = {}
+
+    def delete(target: tuple[str, str, bool]) -> tuple[tuple[str, str, bool], str, int]:
+        path = table.storage.path_of(target[1])
+        try:
+            size = table.storage.status(path).size
+        except StorageError:
+            size = 0
+        try:
+            return target, ("deleted" if table.storage.delete(path) else "gone"), size
+        except StorageError:
+            return target, "failed", 0
+
+    with ThreadPoolExecutor(max_workers=max(1, min(parallelism, total or 1))) as pool:
+        for (partition, path, bootstrap), outcome, size in pool.map(delete, targets):
+            outcomes[path] = (partition, outcome, bootstrap)
+            done += 1
+            bytes_deleted += size if outcome == "deleted" else 0
+            if progress is not None:
+                progress(Progress(clean.requested_time, done, total, bytes_deleted))
+    deleted_partitions = [p for p in plan.get("partitionsToBeDeleted") or () if p]
+    for partition in deleted_partitions:
+        table.storage.delete_dir(table.path(partition))
+    content = _clean_metadata(clean, plan, outcomes, deleted_partitions, started)
+    done_at = new_instant_time(table, after=clean.requested_time) if table.config.layout_version >= 2 else None
+    completed = Instant(clean.requested_time, CLEAN, State.COMPLETED, done_at)
+    _write_state(table, completed, content)
+    table.reload()
+    counts = {kind: sum(1 for o in outcomes.values() if o[1] == kind) for kind in ("deleted", "gone", "failed")}
+    return CleanResult(completed, counts["deleted"], counts["gone"], counts["failed"], bytes_deleted, content)
+
+
+def _targets(table: HudiTable, plan: dict[str, Any]) -> list[tuple[str, str, bool]]:
+    """(partition, path, is bootstrap) of every file of a plan; v1 plans name files relative
+    to their partition (CleanPlanV2MigrationHandler)."""
+    targets = []
+    for partition, infos in (plan.get("filePathsToBeDeletedPerPartition") or {}).items():
+        for info in infos or ():
+            targets.append((partition, info["filePath"], bool(info.get("isBootstrapBaseFile"))))
+    if not targets:
+        for partition, names in (plan.get("filesToBeDeletedPerPartition") or {}).items():
+            folder = table.path(partition) if partition else table.base
+            targets.extend((partition, table.storage.uri(Storage.join(folder, n)), False) for n in names or ())
+    return targets
+
+
+def _clean_metadata(clean: Instant, plan: dict[str, Any], outcomes: dict[str, tuple[str, str, bool]],
+                    deleted_partitions: list[str], started: float) -> dict[str, Any]:
+    """CleanerUtils.convertCleanMetadata: per partition the deleted and failed file names;
+    bootstrap source files (full paths) in their own map."""
+    policy = plan.get("policy") or ""
+    regular: dict[str, dict[str, Any]] = {}
+    bootstrap: dict[str, dict[str, Any]] = {}
+    for path, (partition, outcome, is_bootstrap) in outcomes.items():
+        target = bootstrap if is_bootstrap else regular
+        name = path if is_bootstrap else path.rsplit("/", 1)[-1]
+        entry = target.setdefault(partition, {
+            "partitionPath": partition, "policy": policy, "deletePathPatterns": [],
+            "successDeleteFiles": [], "failedDeleteFiles": [], "isPartitionDeleted": False})
+        entry["deletePathPatterns"].append(name)
+        # A file already gone counts as deleted (apache/hudi#18035).
+        entry["failedDeleteFiles" if outcome == "failed" else "successDeleteFiles"].append(name)
+    for partition in deleted_partitions:
+        if partition in regular:
+            regular[partition]["isPartitionDeleted"] = True
+    ectr = plan.get("earliestInstantToRetain") or {}
+    return {
+        "startCleanTime": clean.requested_time,
+        "timeTakenInMillis": int((time.monotonic() - started) * 1000),
+        "totalFilesDeleted": sum(len(e["successDeleteFiles"]) for e in regular.values()),
+        "earliestCommitToRetain": ectr.get("timestamp") or "",
+        "lastCompletedCommitTimestamp": plan.get("lastCompletedCommitTimestamp") or "",
+        "partitionMetadata": regular,
+        "version": CLEAN_METADATA_VERSION,
+        "bootstrapPartitionMetadata": bootstrap,
+        "extraMetadata": plan.get("extraMetadata"),
+    }
