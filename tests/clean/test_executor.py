@@ -1,0 +1,122 @@
+"""Scheduling and running cleans: the state files Hudi writes, idempotence, refusals."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.lakes import Lake
+from timeline.clean.config import CleanConfig
+from timeline.clean.executor import CleanRefused, Progress, run_pending_cleans, schedule_clean
+from timeline.clean.planner import plan_clean
+from timeline.config import checksum, read_config
+from timeline.instant import State
+from timeline.metadata import avro
+from timeline.storage import MemoryStorage
+from timeline.table import HudiTable
+
+T = [f"2026110100{i:02d}00000" for i in range(20)]
+P = "city=sf"
+CONFIG = CleanConfig(commits_retained=2)
+
+
+@pytest.fixture(params=[6, 8], ids=["v6", "v8"])
+def lake(request: pytest.FixtureRequest) -> Lake:
+    lake = Lake(MemoryStorage(), "/t", version=request.param)
+    for t in T[:5]:
+        lake.commit(t, {P: [lake.base_file(P, "fg1", t)]})
+    return lake
+
+
+def schedule(lake: Lake, config: CleanConfig = CONFIG, **options: bool) -> tuple[HudiTable, str, list[str]]:
+    table = HudiTable.load(lake.storage, lake.base)
+    plan = plan_clean(table, config)
+    instant = schedule_clean(table, plan, config, **options)
+    return table, instant.requested_time, [d.file_name for d in plan.files_to_delete]
+
+
+def test_executor_writes_requested_inflight_and_completed_as_hudi(lake: Lake) -> None:
+    table, t, doomed = schedule(lake)
+    folder = table.timeline.folder
+    requested = lake.storage.read(f"{folder}/{t}.clean.requested")
+    assert avro.record_name(requested) == "org.apache.hudi.avro.model.HoodieCleanerPlan"
+    seen: list[Progress] = []
+    (result,) = run_pending_cleans(table, progress=seen.append)
+    inflight = lake.storage.read(f"{folder}/{t}.clean.inflight")
+    assert avro.decode(inflight, path="i") == avro.decode(requested, path="r")  # a copy of the plan
+    completed = table.timeline.find(t, "clean")
+    assert completed is not None and completed.is_completed
+    name = f"{t}.clean" if lake.layout == 1 else f"{t}_{completed.completion_time}.clean"
+    assert completed.completion_time is None or completed.completion_time > t
+    data = lake.storage.read(f"{folder}/{name}")
+    assert avro.record_name(data) == "org.apache.hudi.avro.model.HoodieCleanMetadata"
+    meta = avro.decode(data, path=name)
+    assert meta["version"] == 2 and meta["startCleanTime"] == t and meta["totalFilesDeleted"] == 2
+    assert meta["earliestCommitToRetain"] == T[3] and meta["lastCompletedCommitTimestamp"] == T[4]
+    assert sorted(meta["partitionMetadata"][P]["successDeleteFiles"]) == sorted(doomed)
+    assert meta["partitionMetadata"][P]["deletePathPatterns"] == meta["partitionMetadata"][P]["successDeleteFiles"]
+    assert meta["partitionMetadata"][P]["failedDeleteFiles"] == []
+    assert all(not lake.storage.exists(f"/t/{P}/{n}") for n in doomed)
+    assert result.deleted == 2 and result.bytes_deleted == 200
+    assert [p.files_done for p in seen] == [1, 2] and seen[-1].files_total == 2 and seen[-1].bytes_deleted == 200
+
+
+def test_executor_a_file_already_gone_counts_as_deleted(lake: Lake) -> None:
+    table, _, doomed = schedule(lake)
+    lake.storage.delete(f"/t/{P}/{doomed[0]}")
+    (result,) = run_pending_cleans(table)
+    assert (result.deleted, result.already_gone, result.failed) == (1, 1, 0)
+    assert sorted(result.metadata["partitionMetadata"][P]["successDeleteFiles"]) == sorted(doomed)
+    assert result.metadata["totalFilesDeleted"] == 2
+
+
+def test_executor_resumes_an_inflight_clean_and_accounts_for_every_planned_file(lake: Lake) -> None:
+    table, t, doomed = schedule(lake)
+    plan = lake.storage.read(f"{table.timeline.folder}/{t}.clean.requested")
+    lake.storage.write(f"{table.timeline.folder}/{t}.clean.inflight", plan)  # crashed after inflight...
+    lake.storage.delete(f"/t/{P}/{doomed[1]}")                               # ...and one delete
+    (result,) = run_pending_cleans(HudiTable.load(lake.storage, "/t"))
+    assert sorted(result.metadata["partitionMetadata"][P]["successDeleteFiles"]) == sorted(doomed)
+    assert not run_pending_cleans(HudiTable.load(lake.storage, "/t"))  # nothing left pending
+
+
+def test_executor_refuses_an_empty_plan_and_a_second_pending_clean(lake: Lake) -> None:
+    table = HudiTable.load(lake.storage, "/t")
+    with pytest.raises(CleanRefused, match="deletes nothing"):
+        schedule_clean(table, plan_clean(table, CleanConfig(commits_retained=10)), CleanConfig(commits_retained=10))
+    schedule(lake)
+    lake.commit(T[6], {P: [lake.base_file(P, "fg1", T[6])]})
+    with pytest.raises(CleanRefused, match="still pending"):
+        schedule(lake)
+    allowed = CleanConfig(commits_retained=1, multiple_enabled=True)
+    table, _, _ = schedule(lake, allowed)
+    assert len(table.timeline.cleans().pending()) == 2
+    results = run_pending_cleans(table)
+    assert [r.instant.requested_time for r in results] == sorted(r.instant.requested_time for r in results)
+
+
+def test_executor_trigger_needs_enough_commits_since_the_last_clean(lake: Lake) -> None:
+    schedule(lake)
+    run_pending_cleans(HudiTable.load(lake.storage, "/t"))
+    lake.commit(T[6], {P: [lake.base_file(P, "fg1", T[6])]})
+    strict = CleanConfig(commits_retained=2, trigger_max_commits=2)
+    with pytest.raises(CleanRefused, match="hoodie.clean.trigger.max.commits"):
+        schedule(lake, strict)
+    schedule(lake, strict, force=True)
+
+
+def test_executor_refuses_a_table_with_a_metadata_table_unless_dropped() -> None:
+    lake = Lake(MemoryStorage(), "/t", version=8, extra_props={"hoodie.table.metadata.partitions": "files,column_stats"})
+    for t in T[:5]:
+        lake.commit(t, {P: [lake.base_file(P, "fg1", t)]})
+    lake.storage.write("/t/.hoodie/metadata/.hoodie/hoodie.properties", b"hoodie.table.name=lake_metadata\n")
+    with pytest.raises(CleanRefused, match="metadata table is enabled"):
+        schedule(lake)
+    assert lake.storage.exists("/t/.hoodie/metadata/.hoodie/hoodie.properties")
+    assert not HudiTable.load(lake.storage, "/t").timeline.cleans()
+    table, _, _ = schedule(lake, drop_metadata=True)
+    config = read_config(lake.storage, "/t")
+    assert config.metadata_partitions == () and config.stored_checksum == checksum(config.props)
+    assert not lake.storage.exists("/t/.hoodie/metadata")
+    assert run_pending_cleans(table)[0].deleted == 2
+    assert table.timeline.cleans().completed().last() is not None
+    assert State.COMPLETED is table.timeline.cleans().last().state  # type: ignore[union-attr]
