@@ -10,12 +10,16 @@ import json
 import logging
 import sys
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Any
 
 from timeline.archive import load_archived_timeline
+from timeline.clean.config import CleanConfig, CleanPolicy
+from timeline.clean.executor import Progress, run_pending_cleans, schedule_clean
+from timeline.clean.planner import CleanPlan, plan_clean
 from timeline.exceptions import CleanlineError, InvalidInstantError
 from timeline.fsview import FileSlice
-from timeline.instant import Instant, State, parse_instant_time
+from timeline.instant import Instant, State, parse_instant_time, zone_of
 from timeline.table import HudiTable
 
 Handler = Callable[[argparse.Namespace], Any]
@@ -130,6 +134,99 @@ def _bytes(value: object) -> str:
     raise TypeError(f"cannot show {type(value).__name__}")
 
 
+def _clean_config(table: HudiTable, args: argparse.Namespace) -> CleanConfig:
+    return CleanConfig.from_properties(
+        table.config.props, policy=args.policy, commits_retained=args.retain_commits,
+        file_versions_retained=args.retain_versions, hours_retained=args.retain_hours,
+        incremental=False if args.no_incremental else None)
+
+
+def _now(table: HudiTable, value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    moment = parse_instant_time(value)
+    return moment.replace(tzinfo=zone_of(table.config.timezone) or datetime.now().astimezone().tzinfo)
+
+
+def _plan(args: argparse.Namespace) -> tuple[HudiTable, CleanConfig, CleanPlan]:
+    table = HudiTable.open(args.path)
+    config = _clean_config(table, args)
+    return table, config, plan_clean(table, config, now=_now(table, args.now))
+
+
+def _plan_json(plan: CleanPlan) -> dict[str, Any]:
+    record = plan.to_avro()
+    record.pop("filesToBeDeletedPerPartition")
+    record["files"] = [
+        {"partition": d.partition, "fileName": d.file_name, "filePath": d.path, "sizeBytes": d.size,
+         "fileId": d.file_id, "baseInstantTime": d.base_instant_time, "delete": d.delete, "reason": d.reason}
+        for d in plan.decisions]
+    record["totals"] = {"filesToDelete": len(plan.files_to_delete), "bytesToDelete": plan.bytes_to_delete,
+                        "filesKept": len(plan.files_kept), "partitionsConsidered": len(plan.partitions_considered),
+                        "partitionsWithDeletes": len({d.partition for d in plan.files_to_delete}),
+                        "partitionsToDelete": len(plan.partitions_to_delete)}
+    record["incremental"] = plan.incremental
+    record["notes"] = list(plan.notes)
+    return record
+
+
+def _plan_text(plan: CleanPlan) -> str:
+    ectr = plan.earliest_instant_to_retain
+    head = [f"policy {plan.policy.value}; earliest commit to retain "
+            f"{ectr.requested_time if ectr else '(none)'}; last completed commit {plan.last_completed_commit or '(none)'}",
+            *plan.notes,
+            f"{len(plan.files_to_delete)} files to delete ({plan.bytes_to_delete} bytes), "
+            f"{len(plan.files_kept)} kept, {len(plan.partitions_to_delete)} partitions to delete"]
+    rows = [(d.partition or "(none)", d.file_name, d.size, "DELETE" if d.delete else "keep", d.reason)
+            for d in plan.decisions]
+    return "\n".join(head) + "\n\n" + _render_table(["partition", "file", "bytes", "decision", "reason"], rows)
+
+
+def _clean_plan(args: argparse.Namespace) -> None:
+    _, _, plan = _plan(args)
+    _emit(args, _plan_json(plan), lambda: _plan_text(plan))
+
+
+def _clean_schedule(args: argparse.Namespace) -> None:
+    table, config, plan = _plan(args)
+    instant = schedule_clean(table, plan, config, drop_metadata=args.drop_metadata_table, force=args.force)
+    print(instant.requested_time)
+
+
+def _clean_run(args: argparse.Namespace) -> None:
+    table = HudiTable.open(args.path)
+
+    def bar(p: Progress) -> None:
+        if sys.stderr.isatty() or p.files_done == p.files_total:
+            filled = int(30 * p.files_done / max(p.files_total, 1))
+            print(f"\rclean {p.instant} [{'#' * filled}{'.' * (30 - filled)}] {p.files_done}/{p.files_total} files, "
+                  f"{p.bytes_deleted} bytes", end="\n" if p.files_done == p.files_total else "", file=sys.stderr)
+
+    results = run_pending_cleans(table, progress=bar, instant=args.instant, drop_metadata=args.drop_metadata_table)
+    if not results:
+        print("no pending clean")
+    for result in results:
+        print(f"{result.instant.requested_time}: {result.deleted} deleted, {result.already_gone} already gone, "
+              f"{result.failed} failed, {result.bytes_deleted} bytes reclaimed")
+
+
+def _clean_show(args: argparse.Namespace) -> None:
+    table = HudiTable.open(args.path)
+    cleans = table.timeline.cleans().completed()
+    clean = cleans.find(args.instant, "clean") if args.instant else cleans.last()
+    if clean is None:
+        raise InvalidInstantError(f"{table.uri}: no completed clean {args.instant or ''}".rstrip())
+    content = table.read_instant(clean) or {}
+    rows = [(p or "(none)", name, "deleted") for p, meta in sorted((content.get("partitionMetadata") or {}).items())
+            for name in meta.get("successDeleteFiles") or ()]
+    rows += [(p or "(none)", name, "FAILED") for p, meta in sorted((content.get("partitionMetadata") or {}).items())
+             for name in meta.get("failedDeleteFiles") or ()]
+    _emit(args, {"instant": _instant_json(clean), "metadata": content}, lambda: (
+        f"clean {clean.requested_time}: {content.get('totalFilesDeleted', 0)} files deleted, earliest commit "
+        f"retained {content.get('earliestCommitToRetain') or '(none)'}, {content.get('timeTakenInMillis', 0)} ms\n\n"
+        + _render_table(["partition", "file", "outcome"], rows)))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="cleanline", description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="log warnings and details to stderr")
@@ -153,6 +250,33 @@ def build_parser() -> argparse.ArgumentParser:
     fs.add_argument("--as-of", metavar="T", help="the view as of completed instant time T")
     fs.add_argument("--all-slices", action="store_true", help="every committed slice, not only the latest")
     fs.add_argument("--json", action="store_true", help="print JSON")
+
+    clean = commands.add_parser("clean", help="plan, schedule, run and report cleans").add_subparsers(
+        dest="sub", required=True)
+    for name, handler, text in (
+        ("plan", _clean_plan, "plan a clean and explain every file; writes nothing"),
+        ("schedule", _clean_schedule, "plan a clean and write its <t>.clean.requested; prints t"),
+    ):
+        cmd = command(clean, name, handler, text)
+        cmd.add_argument("--policy", choices=[p.value for p in CleanPolicy], help="default: the table's")
+        cmd.add_argument("--retain-commits", type=int, metavar="N", help="KEEP_LATEST_COMMITS: commits retained")
+        cmd.add_argument("--retain-versions", type=int, metavar="N", help="KEEP_LATEST_FILE_VERSIONS: versions kept")
+        cmd.add_argument("--retain-hours", type=int, metavar="H", help="KEEP_LATEST_BY_HOURS: hours retained")
+        cmd.add_argument("--now", metavar="yyyyMMddHHmmss", help="plan as of this time (table timezone)")
+        cmd.add_argument("--no-incremental", action="store_true", help="list every partition")
+        if name == "plan":
+            cmd.add_argument("--json", action="store_true", help="print JSON (HoodieCleanerPlan names + reasons)")
+        else:
+            cmd.add_argument("--drop-metadata-table", action="store_true",
+                             help="delete an enabled metadata table first (Hudi writers rebuild it)")
+            cmd.add_argument("--force", action="store_true", help="ignore hoodie.clean.trigger.max.commits")
+    run = command(clean, "run", _clean_run, "run pending cleans (requested or inflight) with progress")
+    run.add_argument("--instant", metavar="T", help="only the pending clean at T")
+    run.add_argument("--drop-metadata-table", action="store_true",
+                     help="delete an enabled metadata table first (Hudi writers rebuild it)")
+    show = command(clean, "show", _clean_show, "report a completed clean (the latest by default)")
+    show.add_argument("instant", nargs="?", metavar="T", help="the clean's instant time")
+    show.add_argument("--json", action="store_true", help="print JSON")
 
     instant = commands.add_parser("instant", help="instant-level commands").add_subparsers(dest="sub", required=True)
     show = command(instant, "show", _instant_show, "print the decoded content of one instant as JSON")
