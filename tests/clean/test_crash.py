@@ -13,15 +13,23 @@ from timeline.clean.planner import plan_clean
 from timeline.storage.arrow import LocalStorage
 from timeline.table import HudiTable
 
+# Runs the clean and kills its own process (SIGKILL, no clean-up) right after the Nth delete.
 KILLER = """
-import os, signal, sys
+import os, signal, sys, threading
 from timeline.clean.executor import run_pending_cleans
+from timeline.storage.arrow import LocalStorage
 from timeline.table import HudiTable
-limit = int(sys.argv[2])
-def progress(p):
-    if p.files_done >= limit:
-        os.kill(os.getpid(), signal.SIGKILL)
-run_pending_cleans(HudiTable.open(sys.argv[1]), progress=progress, parallelism=1)
+limit, count, lock = int(sys.argv[2]), [0], threading.Lock()
+real_delete = LocalStorage.delete
+def delete(self, path):
+    gone = real_delete(self, path)
+    with lock:
+        count[0] += 1
+        if count[0] >= limit:
+            os.kill(os.getpid(), signal.SIGKILL)
+    return gone
+LocalStorage.delete = delete
+run_pending_cleans(HudiTable.open(sys.argv[1]), parallelism=4)
 """
 
 
