@@ -9,7 +9,7 @@ import pytest
 from tests.lakes import Lake
 from timeline.clean.config import CleanConfig, CleanPolicy
 from timeline.clean.planner import CleanPlan, plan_clean
-from timeline.instant import State
+from timeline.instant import Instant, State
 from timeline.metadata import avro
 from timeline.storage import MemoryStorage
 from timeline.table import HudiTable
@@ -232,3 +232,42 @@ def test_planner_plan_serialises_as_hoodie_cleaner_plan_v2(version: int) -> None
     assert [i["filePath"].rsplit("/", 1)[-1] for i in decoded["filePathsToBeDeletedPerPartition"][P]] == [
         d.file_name for d in plan(lake, commits_retained=2).files_to_delete]
     assert State.COMPLETED.name == "COMPLETED"
+
+
+def test_planner_pending_clustering_protects_the_files_it_reads() -> None:
+    lake = Lake(MemoryStorage(), "/t", version=8)
+    names = rewrite_history(lake, T[:5])
+    plan_record = {"operationType": "cluster", "version": 1, "clusteringPlan": {
+        "inputGroups": [{"slices": [{"dataFilePath": f"{P}/{names[0]}", "deltaFilePaths": [], "fileId": "fg1",
+                                     "partitionPath": P}], "numOutputFileGroups": 1}], "version": 1}}
+    lake.instant_file(Instant(T[6], "clustering", State.REQUESTED), plan_record)
+    got = decisions(plan(lake, commits_retained=1, policy="KEEP_LATEST_FILE_VERSIONS", file_versions_retained=1))
+    assert got[names[0]] == (False, f"pending clustering {T[6]} reads this file")
+    assert got[names[1]][0] is True
+
+
+def test_planner_pending_log_compaction_protects_slices_from_its_base_instant() -> None:
+    lake = Lake(MemoryStorage(), "/t", version=8, table_type="MERGE_ON_READ")
+    b0, b1 = lake.base_file(P, "fg1", T[0]), lake.base_file(P, "fg1", T[1])
+    lake.commit(T[0], {P: [b0]})
+    lake.complete_compaction(T[1], {P: [b1]})
+    log = lake.log_file(P, "fg1", T[2])
+    lake.commit(T[2], {P: [log]})
+    plan_record = {"operations": [{"baseInstantTime": T[1], "fileId": "fg1", "partitionPath": P,
+                                   "deltaFilePaths": [log], "dataFilePath": b1}], "version": 2}
+    lake.instant_file(Instant(T[3], "logcompaction", State.REQUESTED), plan_record)
+    got = decisions(plan(lake, policy="KEEP_LATEST_FILE_VERSIONS", file_versions_retained=1))
+    assert got[b0] == (True, "older than the 1 newest versions retained")
+    assert got[b1] == (False, f"pending log compaction {T[3]} reads this slice") == got[log]
+
+
+def test_planner_copy_on_write_keeps_log_files_of_a_deleted_slice() -> None:
+    lake = Lake(MemoryStorage(), "/t", version=6)
+    b0 = lake.base_file(P, "fg1", T[0])
+    stray = lake.log_file(P, "fg1", T[0])  # e.g. CDC logs with CDC off: Hudi leaves them
+    lake.commit(T[0], {P: [b0, stray]})
+    for t in T[1:4]:
+        lake.commit(t, {P: [lake.base_file(P, "fg1", t)]})
+    got = decisions(plan(lake, commits_retained=1))
+    assert got[b0][0] is True
+    assert got[stray] == (False, "log file of a copy-on-write table: Hudi leaves it")
