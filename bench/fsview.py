@@ -41,7 +41,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -670,7 +670,8 @@ def markdown_section(result: dict[str, Any]) -> str:
         "",
         f"Recorded {m['date']} on {m['platform']}: `nproc` = {m['nproc']}, Python {m['python']}, "
         f"hudi-rs (`hudi`) {m['hudi_rs']}. Tables on {result['file_system']}; best of {result['repeat']} "
-        "runs after one warm-up run, contenders interleaved. "
+        "runs after one warm-up run, contenders interleaved (by default the tables go to `/dev/shm`: "
+        "creating ~900,000 files on this VM's disk takes minutes; `--dir` picks another file system). "
         f"Whole run {result['total_s']:.0f} s, of which generating the tables "
         f"{sum(result['generation_s'].values()):.0f} s.",
         "",
