@@ -83,8 +83,10 @@ def test_executor_refuses_an_empty_plan_and_a_second_pending_clean(lake: Lake) -
     table = HudiTable.load(lake.storage, "/t")
     with pytest.raises(CleanRefused, match="deletes nothing"):
         schedule_clean(table, plan_clean(table, CleanConfig(commits_retained=10)), CleanConfig(commits_retained=10))
-    schedule(lake)
+    _, pending, _ = schedule(lake)
     lake.commit(T[6], {P: [lake.base_file(P, "fg1", T[6])]})
+    assert f"clean {pending} is still pending (requested): run it first" in plan_clean(
+        HudiTable.load(lake.storage, "/t"), CONFIG).notes
     with pytest.raises(CleanRefused, match="still pending"):
         schedule(lake)
     allowed = CleanConfig(commits_retained=1, multiple_enabled=True)

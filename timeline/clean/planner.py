@@ -133,9 +133,12 @@ def plan_clean(table: HudiTable, config: CleanConfig, *, now: datetime | None = 
             decisions.extend(files)
             if drop and partition:
                 deleted_partitions.append(partition)
+    notes = [note] if note else []
+    notes += [f"clean {i.requested_time} is still pending ({i.state.name.lower()}): run it first"
+              for i in timeline.cleans().pending()]
     return CleanPlan(**base, decisions=tuple(decisions), partitions_to_delete=tuple(deleted_partitions),
                      partitions_considered=tuple(sorted(listing.partitions)),
-                     incremental=incremental_from is not None, notes=(note,) if note else ())
+                     incremental=incremental_from is not None, notes=tuple(notes))
 
 
 def _why_no_ectr(timeline: Timeline, config: CleanConfig) -> str:
