@@ -3,6 +3,7 @@ file-system view."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from timeline import metadata
@@ -61,9 +62,11 @@ class HudiTable:
 
     # Instant contents
 
-    def read_instant(self, instant: Instant, state: State | None = None) -> dict[str, Any] | None:
+    def read_instant(self, instant: Instant, state: State | None = None, *,
+                     fields: Collection[str] | None = None) -> dict[str, Any] | None:
         """The decoded content of an instant in `state` (its own state by default); None when
-        the file is empty. Raises CorruptInstantError naming the file."""
+        the file is empty. `fields` reads only those top-level fields of Avro content. Raises
+        CorruptInstantError naming the file."""
         wanted = instant.state if state is None else state
         path = self.timeline.path_of(instant, wanted)
         name = path.rsplit("/", 1)[-1]
@@ -71,7 +74,7 @@ class HudiTable:
         legacy = layout >= 2 and wanted is State.COMPLETED and "_" not in name
         action = parse_file_name(name, layout).action  # a completed compaction's plan is "compaction"
         return metadata.decode(self.storage.read(path), path=path, action=action, state=wanted,
-                               layout=layout, legacy=legacy)
+                               layout=layout, legacy=legacy, fields=fields)
 
     # File-system view
 

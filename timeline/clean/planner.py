@@ -7,14 +7,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from timeline.clean.config import CleanConfig, CleanPolicy
 from timeline.clean.retention import earliest_commit_to_retain
 from timeline.fsview import FileGroup, FileSlice, FileSystemView, TableListing
 from timeline.instant import CLUSTERING, REPLACE_COMMIT, Instant, State
 from timeline.perf import paused_gc
-from timeline.storage import FileStatus, Storage
+from timeline.storage import FileStatus
 from timeline.table import HudiTable
 from timeline.timeline import Timeline
 
@@ -22,9 +22,9 @@ SAVEPOINTED_TIMESTAMPS = "savepointed_timestamps"
 CLEANER_PLAN_VERSION = 2
 
 
-@dataclass(frozen=True, slots=True)
-class FileDecision:
-    """One file of a considered slice: deleted or kept, and why."""
+class FileDecision(NamedTuple):
+    """One file of a considered slice: deleted or kept, and why. (A NamedTuple: a plan makes
+    one per file of the table.)"""
 
     partition: str
     file_name: str
@@ -170,7 +170,7 @@ def _incremental_start(table: HudiTable, config: CleanConfig) -> tuple[str | Non
     last_clean = table.timeline.cleans().completed().last()
     if last_clean is None:
         return None, "no earlier clean: every partition is listed"
-    metadata = table.read_instant(last_clean)
+    metadata = table.read_instant(last_clean, fields=("earliestCommitToRetain", "extraMetadata"))
     if not metadata:
         return None, f"the last clean {last_clean.requested_time} is empty: every partition is listed"
     previous = (metadata.get("earliestCommitToRetain") or "").strip()
@@ -226,6 +226,8 @@ def _protection(table: HudiTable) -> _Protection:
 
 
 def _slice_savepoint(piece: FileSlice, savepointed: Mapping[str, str]) -> str | None:
+    if not savepointed:
+        return None
     for name in piece.file_names:
         if name in savepointed:
             return savepointed[name]
@@ -238,24 +240,23 @@ class _Decider:
     """Turns slices into file decisions for one partition."""
 
     def __init__(self, table: HudiTable, partition: str) -> None:
-        self.storage: Storage = table.storage
-        self.folder = table.path(partition) if partition else table.base
+        folder = table.path(partition) if partition else table.base
+        self.prefix = table.storage.uri(folder).rstrip("/") + "/"
         self.partition = partition
         self.with_logs = table.config.is_mor or table.config.get("hoodie.table.cdc.enabled", "false") == "true"
         self.decisions: list[FileDecision] = []
 
     def slice(self, piece: FileSlice, delete: bool, reason: str) -> None:
-        files: list[tuple[str, int]] = []
-        if piece.base_file is not None:
-            files.append((piece.base_file.name, piece.base_file.size))
-        logs = [(log.name, log.size) for log in piece.log_files]
-        for name, size in files + logs:
-            is_log = name.startswith(".")
-            goes = delete and (not is_log or self.with_logs)
+        add, prefix, partition = self.decisions.append, self.prefix, self.partition
+        base = piece.base_file
+        if base is not None:
+            add(FileDecision(partition, base.name, prefix + base.name, base.size, delete, reason,
+                             piece.file_id, piece.base_instant_time))
+        for log in piece.log_files:
+            goes = delete and self.with_logs
             why = reason if goes or not delete else "log file of a copy-on-write table: Hudi leaves it"
-            self.decisions.append(FileDecision(
-                self.partition, name, self.storage.uri(Storage.join(self.folder, name)), size, goes, why,
-                piece.file_id, piece.base_instant_time))
+            add(FileDecision(partition, log.name, prefix + log.name, log.size, goes, why,
+                             piece.file_id, piece.base_instant_time))
 
 
 def _plan_partition(table: HudiTable, config: CleanConfig, view: FileSystemView, partition: str,
@@ -295,6 +296,8 @@ def _replaced(decider: _Decider, group: FileGroup, ectr: Instant | None, protect
 
 
 def _pending_reason(group: FileGroup, piece: FileSlice, protection: _Protection) -> str | None:
+    if not protection.pending_ops and not protection.clustering:
+        return None
     op = protection.pending_ops.get(group.id)
     if op is not None and piece.base_instant_time >= op[0]:
         return f"{op[1]} {op[2]} reads this slice"
@@ -316,7 +319,6 @@ def _keep_commits(decider: _Decider, group: FileGroup, policy: CleanPolicy, ectr
     for piece in slices:
         t = piece.base_instant_time
         savepoint = _slice_savepoint(piece, protection.savepointed)
-        pending = _pending_reason(group, piece, protection)
         if savepoint is not None:
             decider.slice(piece, False, f"savepoint {savepoint}")
         elif t == last_version:
@@ -324,13 +326,13 @@ def _keep_commits(decider: _Decider, group: FileGroup, policy: CleanPolicy, ectr
         elif t == before:
             decider.slice(piece, False, f"latest version before the retained window (earliest retained commit "
                                         f"{cutoff}): queries started before it may read it")
-        elif pending is not None:
+        elif t >= cutoff:
+            decider.slice(piece, False, f"inside the retained window (at or after {cutoff})")
+        elif (pending := _pending_reason(group, piece, protection)) is not None:
             decider.slice(piece, False, pending)
-        elif t < cutoff:
+        else:
             decider.slice(piece, True, f"older than the earliest retained commit {cutoff} and superseded by "
                                        f"slice {before or last_version}")
-        else:
-            decider.slice(piece, False, f"inside the retained window (at or after {cutoff})")
 
 
 def _keep_versions(decider: _Decider, group: FileGroup, retained: int, protection: _Protection) -> None:

@@ -3,7 +3,7 @@ uses (v6 JSON, Avro records by name); `decode` and `encode` go through it."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,11 +70,12 @@ def _uses_json(codec: Codec, layout: int, legacy: bool) -> bool:
 
 
 def decode(data: bytes, *, path: str, action: str, state: State, layout: int,
-           legacy: bool = False) -> dict[str, Any] | None:
+           legacy: bool = False, fields: Collection[str] | None = None) -> dict[str, Any] | None:
     """The content of one instant state file as plain dicts, or None for an empty file.
 
     `legacy` marks a layout-2 completed file named without a completion time (an instant
-    carried over from a v6 table), whose content is still v6 JSON."""
+    carried over from a v6 table), whose content is still v6 JSON. `fields` limits an Avro
+    read to those top-level fields (JSON is always read whole)."""
     if not data:
         return None
     codec = _codec(action, state, path)
@@ -83,7 +84,7 @@ def decode(data: bytes, *, path: str, action: str, state: State, layout: int,
         allowed = {codec.avro, *codec.accepts}
         if name.lower() not in {n.lower() for n in allowed}:
             raise CorruptInstantError(path, f"expected {codec.avro}, found an Avro {name}")
-        return avro.decode(data, path=path)
+        return avro.decode(data, path=path, fields=fields)
     if codec.json_in_layout1 or codec.json_always:
         return jsonmeta.decode(data, path=path)
     raise CorruptInstantError(path, f"expected an Avro {codec.avro} (no Avro header found)")

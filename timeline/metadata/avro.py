@@ -11,7 +11,7 @@ from __future__ import annotations
 import io
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
@@ -150,15 +150,23 @@ def encode(name: str, record: Mapping[str, Any]) -> bytes:
     return out.getvalue()
 
 
-def decode(data: bytes, *, path: str) -> dict[str, Any]:
+def decode(data: bytes, *, path: str, fields: Collection[str] | None = None) -> dict[str, Any]:
     """The one record of an Avro Object Container File, read with the writer schema it embeds.
     Unions holding a record yield the record's plain dict. Anything other than a valid
     container with exactly one record raises CorruptInstantError naming `path`; callers treat
-    an empty file as "no content" before calling this."""
+    an empty file as "no content" before calling this.
+
+    `fields` reads only those top-level fields (the rest is skipped, not built): a clean's
+    metadata lists every deleted file, and often only its retained commit is wanted."""
     if not data.startswith(_MAGIC):
         raise CorruptInstantError(path, "not an Avro object container file (bad magic)")
     try:
-        records = list(fastavro.reader(io.BytesIO(data)))
+        reader = fastavro.reader(io.BytesIO(data))
+        if fields is not None:
+            writer = reader.writer_schema
+            projected = {**writer, "fields": [f for f in writer["fields"] if f["name"] in fields]}
+            reader = fastavro.reader(io.BytesIO(data), reader_schema=projected)
+        records = list(reader)
     except _DECODE_ERRORS as exc:
         raise CorruptInstantError(path, f"invalid Avro container: {exc!r}") from exc
     if len(records) != 1:

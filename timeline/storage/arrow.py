@@ -138,6 +138,11 @@ class LocalStorage(ArrowStorage):
     def uri(self, path: str) -> str:
         return f"file:{path}"
 
+    def path_of(self, uri: str) -> str:
+        if uri.startswith("file:/") and not uri.startswith("file://"):
+            return uri[5:]  # the form `uri` writes and Hudi uses for local tables
+        return super().path_of(uri)
+
     def list(self, path: str) -> list[FileStatus]:
         return _guard(path, lambda: _scan(path))
 
