@@ -1,0 +1,703 @@
+"""Clean planning and execution benchmark, measured side by side in one run.
+
+Generates a real local table (table version 6, COPY_ON_WRITE, timeline layout 1, v6 JSON commit
+metadata whose `partitionToWriteStats` list every file each commit wrote), by default 1,000
+partitions x 10 file groups and 201,000 data files over 30 commits:
+
+- a backfill phase: commits 1-20 each rewrite every file group of every partition (20 versions
+  per file group);
+- a trickle phase: commits 21-30 each rewrite the file groups of 10 hot partitions (1%).
+
+With `commits_retained=10` the earliest commit to retain is the first trickle commit, so a full
+plan deletes 19 versions of each of the 10,000 file groups (190,000 files). The trickle phase is
+what makes incremental planning meaningful: incremental mode lists the partitions written by the
+commits between the previous clean's earliest commit to retain and the new one, and those are
+trickle commits touching 1% of the partitions.
+
+Then it times, best of N (one warm-up run first where the work can be repeated unchanged):
+
+1. full plan: `plan_clean(HudiTable.open(path), CleanConfig(commits_retained=10,
+   incremental=False))` on the generated table, against a raw listing of the same table
+   (`os.scandir` recursion outside `.hoodie` collecting (name, size) with `entry.stat()`);
+   peak memory of that plan as the growth of the peak resident set size (VmHWM) of a fresh
+   subprocess (and its tracemalloc peak, in a second subprocess);
+2. execution: the full plan is scheduled (`schedule_clean`), then `run_pending_cleans` deletes
+   its files; against an `os.unlink` loop over the same relative paths in an equivalent set of
+   generated files (same folders, names and sizes). Each repetition starts from the scheduled
+   state: the deleted files and the clean's state files are put back (so there is no warm-up:
+   a run changes the table);
+3. incremental plan: after the executed clean (a completed clean recording its
+   `earliestCommitToRetain`), 3 new commits rewrite the 10 hot partitions; then
+   `plan_clean(HudiTable.open(path), CleanConfig(commits_retained=10))` (incremental, checked:
+   it must consider only the hot partitions) against the full plan and the raw listing of the
+   same, cleaned table.
+
+Targets: the full plan within 3x of the raw listing; the incremental plan at least 20x faster
+than the full plan (of the generated table, as item 1 times it; the ratio to the full plan of
+the same cleaned table is printed too, but cannot reach 20x whatever the implementation: the
+hot partitions, written by every recent commit, keep 14 versions per file group where the
+others keep 1, so they hold 12% of the files left); the execution's deletion rate at least
+half the rate of the os.unlink loop.
+
+Usage (from the repository root):
+
+    .venv/bin/python bench/clean.py                 # generate, measure, print, clean up
+    .venv/bin/python bench/clean.py --json          # results as JSON on stdout
+    .venv/bin/python bench/clean.py --record        # also update bench/RESULTS.md
+    .venv/bin/python bench/clean.py --profile       # cProfile of the plans and of one execution
+    .venv/bin/python bench/clean.py --dir D --keep  # write the table in D and leave it there
+
+Progress goes to stderr. The table is always regenerated (a run cleans it); `--keep` leaves it
+in its final state (cleaned, plus the new commits). The generator writes with plain `os` calls
+(it is not library code), by default to a fresh `tempfile.mkdtemp` on `/dev/shm` when there is
+one, as bench/fsview.py does. Every figure is taken with warm caches (dropping OS caches needs
+root).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import datetime as dt
+import gc
+import io
+import json
+import os
+import platform
+import pstats
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.fsview import (  # noqa: E402 - generic generation and timing helpers
+    BASE_BYTES, avro_schema, default_root, file_ids, file_system_of, instant_at, make_meta_folders,
+    progress, raw_walk, write_file, write_partition_metadata,
+)
+from timeline import metadata  # noqa: E402
+from timeline.clean.config import CleanConfig  # noqa: E402
+from timeline.clean.executor import new_instant_time, run_pending_cleans, schedule_clean  # noqa: E402
+from timeline.clean.planner import CleanPlan, plan_clean  # noqa: E402
+from timeline.config import checksum  # noqa: E402
+from timeline.instant import CLEAN, Instant, State, format_instant_time, parse_instant_time  # noqa: E402
+from timeline.properties import dumps  # noqa: E402
+from timeline.table import HudiTable  # noqa: E402
+
+RESULTS_FILE = Path(__file__).with_name("RESULTS.md")
+SECTION_BEGIN = "<!-- bench/clean.py: begin -->"
+SECTION_END = "<!-- bench/clean.py: end -->"
+TABLE = "clean_cow_v6"
+RAW_FILES = "unlink_files"
+LAYOUT = 1
+
+# Limits of the targets.
+FULL_VS_RAW_LIMIT = 3.0
+FULL_VS_INCREMENTAL_MIN = 20.0
+EXECUTION_VS_UNLINK_MIN = 0.5
+
+
+# ----------------------------------------------------------------------------------------
+# Generation
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """`partitions` x `groups` file groups; `versions` backfill commits rewrite all of them,
+    then `trickle` commits rewrite the groups of `hot` partitions; `new_commits` more trickle
+    commits come after the first clean. The planner retains `retained` commits."""
+
+    partitions: int = 1000
+    groups: int = 10
+    versions: int = 20
+    trickle: int = 10
+    hot: int = 10
+    new_commits: int = 3
+    retained: int = 10
+
+    @property
+    def commits(self) -> int:
+        return self.versions + self.trickle
+
+    @property
+    def data_files(self) -> int:
+        return self.partitions * self.groups * self.versions + self.hot * self.groups * self.trickle
+
+    def hot_partitions(self) -> list[int]:
+        return sorted({i * self.partitions // self.hot for i in range(self.hot)})
+
+    def expected_full(self) -> tuple[int, int]:
+        """(files deleted, files kept) by the full plan of the generated table: the earliest
+        commit to retain is commit `e` (0-based); a group keeps its latest version, the latest
+        one before `e` and those at or after `e`."""
+        e = self.commits - self.retained
+        hot_groups = len(self.hot_partitions()) * self.groups
+        cold_groups = self.partitions * self.groups - hot_groups
+        deleted = cold_groups * (self.versions - 1) + hot_groups * (e - 1)
+        return deleted, self.data_files - deleted
+
+    def expected_incremental(self) -> int:
+        """Files the plan deletes after the first clean and `new_commits` hot commits: the
+        window moved by `new_commits`, so each hot group loses as many versions."""
+        return len(self.hot_partitions()) * self.groups * self.new_commits
+
+
+def partition_name(p: int) -> str:
+    return f"city={p:04d}"
+
+
+def base_name(file_id: str, g: int, k: int, time_: str) -> str:
+    return f"{file_id}_{g}-{10 + k}-{100 * k + g}_{time_}.parquet"
+
+
+def write_properties(base: str, props: dict[str, str]) -> None:
+    props = {**props, "hoodie.table.checksum": str(checksum(props))}
+    text = dumps(props, comments=["Written by bench/clean.py", dt.datetime.now().strftime("%c")])
+    write_file(f"{base}/.hoodie/hoodie.properties", text.encode("latin-1"))
+
+
+def write_commit(timeline: str, time_: str, stats: dict[str, list[dict[str, Any]]], schema: str) -> None:
+    """A completed v6 commit: requested, inflight and completed file, the last holding JSON
+    commit metadata with the write stats."""
+    content = {"partitionToWriteStats": stats, "compacted": False,
+               "extraMetadata": {"schema": schema}, "operationType": "UPSERT"}
+    write_file(f"{timeline}/{time_}.commit.requested")
+    write_file(f"{timeline}/{time_}.inflight")
+    write_file(f"{timeline}/{time_}.commit",
+               metadata.encode(content, action="commit", state=State.COMPLETED, layout=LAYOUT))
+
+
+def write_stat(partition: str, file_id: str, name: str, previous: str) -> dict[str, Any]:
+    size = len(BASE_BYTES)
+    return {"fileId": file_id, "path": f"{partition}/{name}", "prevCommit": previous, "numWrites": 1,
+            "numDeletes": 0, "numUpdateWrites": 0 if previous == "null" else 1, "numInserts": 1,
+            "partitionPath": partition, "totalWriteBytes": size, "fileSizeInBytes": size, "totalWriteErrors": 0}
+
+
+def write_versions(base: str, timeline: str, schema: str, shape: Shape, partitions: Sequence[int],
+                   commits: Sequence[tuple[int, str]], previous: dict[tuple[int, int], str]) -> None:
+    """Commit after commit ((index, time) pairs), rewrite every file group of `partitions`:
+    one new base file per group, and the commit's metadata naming them. `previous` maps
+    (partition, group) to its latest commit time and is updated."""
+    for k, time_ in commits:
+        stats: dict[str, list[dict[str, Any]]] = {}
+        for p in partitions:
+            partition = partition_name(p)
+            folder = f"{base}/{partition}"
+            written = stats[partition] = []
+            for g, file_id in enumerate(file_ids(p, shape.groups)):
+                name = base_name(file_id, g, k, time_)
+                write_file(f"{folder}/{name}", BASE_BYTES)
+                written.append(write_stat(partition, file_id, name, previous.get((p, g), "null")))
+                previous[(p, g)] = time_
+        write_commit(timeline, time_, stats, schema)
+
+
+def generate(base: str, shape: Shape) -> dict[tuple[int, int], str]:
+    """Write the table; returns each file group's latest commit time."""
+    timeline = make_meta_folders(base, LAYOUT)
+    write_properties(base, {
+        "hoodie.table.name": "bench_clean_cow_v6", "hoodie.database.name": "default",
+        "hoodie.table.type": "COPY_ON_WRITE", "hoodie.table.version": "6",
+        "hoodie.timeline.layout.version": "1", "hoodie.table.partition.fields": "city",
+        "hoodie.datasource.write.hive_style_partitioning": "true",
+        "hoodie.table.recordkey.fields": "id", "hoodie.table.precombine.field": "ts",
+        "hoodie.table.base.file.format": "PARQUET", "hoodie.archivelog.folder": "archived",
+        "hoodie.table.keygenerator.class": "org.apache.hudi.keygen.SimpleKeyGenerator",
+        "hoodie.populate.meta.fields": "true", "hoodie.table.metadata.partitions": "",
+    })
+    schema = avro_schema(["city"])
+    times = [instant_at(k) for k in range(shape.commits)]
+    for p in range(shape.partitions):
+        write_partition_metadata(f"{base}/{partition_name(p)}", times[0], 1)
+    previous: dict[tuple[int, int], str] = {}
+    every = range(shape.partitions)
+    write_versions(base, timeline, schema, shape, every, list(enumerate(times))[:shape.versions], previous)
+    write_versions(base, timeline, schema, shape, shape.hot_partitions(),
+                   list(enumerate(times))[shape.versions:], previous)
+    return previous
+
+
+def add_hot_commits(base: str, shape: Shape, previous: dict[tuple[int, int], str]) -> list[str]:
+    """`new_commits` trickle commits after everything on the timeline (the clean included)."""
+    start = parse_instant_time(new_instant_time(HudiTable.open(base)))
+    times = [format_instant_time(start + dt.timedelta(seconds=1 + n)) for n in range(shape.new_commits)]
+    commits = [(shape.commits + n, t) for n, t in enumerate(times)]
+    write_versions(base, f"{base}/.hoodie", avro_schema(["city"]), shape, shape.hot_partitions(), commits, previous)
+    return times
+
+
+def put_back(base: str, files: Sequence[tuple[str, str]]) -> None:
+    """(Re)create data files at `base/partition/name`, as the generator wrote them."""
+    made: set[str] = set()
+    for partition, name in files:
+        folder = f"{base}/{partition}"
+        if partition not in made:
+            os.makedirs(folder, exist_ok=True)
+            made.add(partition)
+        write_file(f"{folder}/{name}", BASE_BYTES)
+
+
+def reset_to_scheduled(base: str, clean: Instant, files: Sequence[tuple[str, str]]) -> None:
+    """Undo an executed clean: its inflight and completed files go, the deleted files come
+    back; the requested plan stays."""
+    for state in (State.INFLIGHT, State.COMPLETED):
+        try:
+            os.unlink(f"{base}/.hoodie/{Instant(clean.requested_time, CLEAN, state).file_name(LAYOUT)}")
+        except FileNotFoundError:
+            pass
+    put_back(base, files)
+
+
+# ----------------------------------------------------------------------------------------
+# The contenders
+
+
+def full_plan(path: str, shape: Shape) -> CleanPlan:
+    return plan_clean(HudiTable.open(path), CleanConfig(commits_retained=shape.retained, incremental=False))
+
+
+def incremental_plan(path: str, shape: Shape) -> CleanPlan:
+    return plan_clean(HudiTable.open(path), CleanConfig(commits_retained=shape.retained))
+
+
+def raw_unlink(paths: Sequence[str]) -> None:
+    for path in paths:
+        os.unlink(path)
+
+
+# ----------------------------------------------------------------------------------------
+# Timing
+
+
+def timed(fn: Callable[[], Any]) -> float:
+    gc.collect()
+    started = time.perf_counter()
+    result = fn()
+    elapsed = time.perf_counter() - started
+    del result
+    return elapsed
+
+
+def interleaved(contenders: dict[str, Callable[[], Any]], repeat: int) -> dict[str, list[float]]:
+    """One warm-up run of each, then `repeat` interleaved rounds (A B C, A B C, ...) so that
+    background load hits all alike."""
+    for fn in contenders.values():
+        fn()
+    runs: dict[str, list[float]] = {name: [] for name in contenders}
+    for _ in range(repeat):
+        for name, fn in contenders.items():
+            runs[name].append(timed(fn))
+    return runs
+
+
+def memory_probe(path: str, shape: Shape, mode: str) -> dict[str, Any]:
+    """Peak memory of one full plan, in a fresh interpreter. `rss`: the growth of the peak
+    resident set size (VmHWM of /proc/self/status) across the call, modules imported and the
+    table opened once before.
+    Not `ru_maxrss`: on Linux exec carries the parent's peak over into it, so in a child of
+    this large process it reads the parent's size.
+    `tracemalloc`: the peak of Python allocations traced during the call (slower: every
+    allocation is traced)."""
+    code = f"""
+import json, sys, time, tracemalloc
+sys.path.insert(0, {str(ROOT)!r})
+from timeline.clean.config import CleanConfig
+from timeline.clean.planner import plan_clean
+from timeline.table import HudiTable
+
+def peak_rss_kib():
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+
+HudiTable.open({path!r})  # loads the storage modules (pyarrow) before the baseline
+before = peak_rss_kib()
+if {mode!r} == "tracemalloc":
+    tracemalloc.start()
+started = time.perf_counter()
+plan = plan_clean(HudiTable.open({path!r}), CleanConfig(commits_retained={shape.retained}, incremental=False))
+elapsed = time.perf_counter() - started
+peak = tracemalloc.get_traced_memory()[1] if {mode!r} == "tracemalloc" else None
+after = peak_rss_kib()
+print(json.dumps({{"before_kib": before, "after_kib": after, "tracemalloc_peak": peak, "seconds": elapsed,
+                  "decisions": len(plan.decisions)}}))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    found: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return found
+
+
+def cprofile(fn: Callable[[], Any], top: int) -> dict[str, Any]:
+    """The functions with the most own time under cProfile (and the largest cumulative ones)."""
+    profiler = cProfile.Profile()
+    gc.collect()
+    profiler.enable()
+    fn()
+    profiler.disable()
+    stats = pstats.Stats(profiler, stream=io.StringIO())
+    total = stats.total_tt  # type: ignore[attr-defined]
+    rows = []
+    for (file_name, line, func), (_, calls, tottime, cumtime, _) in stats.stats.items():  # type: ignore[attr-defined]
+        rows.append({"function": f"{Path(file_name).name}:{line}({func})", "calls": calls,
+                     "own_s": tottime, "own_share": tottime / total if total else 0.0,
+                     "cumulative_s": cumtime, "cumulative_share": cumtime / total if total else 0.0})
+    by_own = sorted(rows, key=lambda r: r["own_s"], reverse=True)[:top]
+    by_cumulative = sorted(rows, key=lambda r: r["cumulative_s"], reverse=True)[:top]
+    return {"total_s": total, "functions": by_own, "cumulative": by_cumulative}
+
+
+# ----------------------------------------------------------------------------------------
+# The phases
+
+
+def phase_full(path: str, shape: Shape, repeat: int) -> dict[str, Any]:
+    files = raw_walk(path)
+    partitions = sum(1 for name, _ in files if name == ".hoodie_partition_metadata")
+    plan = full_plan(path, shape)
+    deleted, kept = len(plan.files_to_delete), len(plan.files_kept)
+    want = shape.expected_full()
+    assert (deleted, kept) == want, f"full plan deletes {deleted} and keeps {kept} files, expected {want}"
+    assert not plan.incremental and len(plan.partitions_considered) == shape.partitions
+    del plan
+    progress(f"timing the full plan against the raw listing, best of {repeat}")
+    runs = interleaved({"full": lambda: full_plan(path, shape), "raw": lambda: raw_walk(path)}, repeat)
+    full_s, raw_s = min(runs["full"]), min(runs["raw"])
+    return {"partitions": partitions, "data_files": len(files) - partitions, "files_to_delete": deleted,
+            "files_kept": kept, "full_plan_s": full_s, "raw_listing_s": raw_s, "full_over_raw": full_s / raw_s,
+            "full_plan_runs_s": runs["full"], "raw_listing_runs_s": runs["raw"]}
+
+
+def phase_memory(path: str, shape: Shape, tracemalloc: bool) -> dict[str, Any]:
+    progress("peak memory of the full plan (subprocess)")
+    rss = memory_probe(path, shape, "rss")
+    found = {"peak_rss_growth_mib": (rss["after_kib"] - rss["before_kib"]) / 1024,
+             "peak_rss_mib": rss["after_kib"] / 1024, "baseline_rss_mib": rss["before_kib"] / 1024,
+             "tracemalloc_peak_mib": None, "tracemalloc_plan_s": None}
+    if tracemalloc:
+        traced = memory_probe(path, shape, "tracemalloc")
+        found.update(tracemalloc_peak_mib=traced["tracemalloc_peak"] / 2**20, tracemalloc_plan_s=traced["seconds"])
+    return found
+
+
+def phase_execution(path: str, raw_root: str, shape: Shape, repeat: int,
+                    profile_top: int) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """Schedule the full plan once, then per repetition: run it (table reset to the scheduled
+    state first), and unlink as many files from a freshly written equivalent set."""
+    config = CleanConfig(commits_retained=shape.retained, incremental=False)
+    table = HudiTable.open(path)
+    plan = plan_clean(table, config)
+    files = [(d.partition, d.file_name) for d in plan.files_to_delete]
+    ectr = plan.earliest_instant_to_retain
+    clean = schedule_clean(table, plan, config)
+    del plan, table
+    progress(f"scheduled clean {clean.requested_time}: {len(files):,} files; timing run_pending_cleans "
+             f"against an os.unlink loop, {repeat} runs")
+    raw_paths = [f"{raw_root}/{partition}/{name}" for partition, name in files]
+    runs: dict[str, list[float]] = {"execution": [], "unlink": []}
+    result = None
+    for r in range(repeat):
+        if r:
+            reset_to_scheduled(path, clean, files)
+        results: list[Any] = []
+        runs["execution"].append(timed(lambda into=results: into.extend(run_pending_cleans(HudiTable.open(path)))))
+        assert len(results) == 1, f"{len(results)} cleans ran"
+        result = results[0]
+        assert (result.deleted, result.already_gone, result.failed) == (len(files), 0, 0), \
+            f"clean deleted {result.deleted}, already gone {result.already_gone}, failed {result.failed}"
+        put_back(raw_root, files)
+        runs["unlink"].append(timed(lambda: raw_unlink(raw_paths)))
+    assert result is not None
+    profiled = None
+    if profile_top:
+        reset_to_scheduled(path, clean, files)
+        progress("profiling run_pending_cleans")
+        profiled = cprofile(lambda: run_pending_cleans(HudiTable.open(path)), profile_top)
+    done = HudiTable.open(path)
+    recorded = (done.read_instant(done.timeline.cleans().completed().last()) or {}).get("earliestCommitToRetain")
+    assert ectr is not None and recorded == ectr.requested_time, f"clean recorded {recorded}"
+    exec_s, unlink_s = min(runs["execution"]), min(runs["unlink"])
+    n = len(files)
+    return {"clean_instant": clean.requested_time, "earliest_commit_to_retain": recorded, "files_deleted": n,
+            "execution_s": exec_s, "unlink_s": unlink_s, "execution_files_per_s": n / exec_s,
+            "unlink_files_per_s": n / unlink_s, "execution_rate_over_unlink_rate": unlink_s / exec_s,
+            "execution_runs_s": runs["execution"], "unlink_runs_s": runs["unlink"]}, profiled
+
+
+def phase_incremental(path: str, shape: Shape, repeat: int, previous: dict[tuple[int, int], str],
+                      full_s_before: float) -> dict[str, Any]:
+    new_times = add_hot_commits(path, shape, previous)
+    progress(f"added {len(new_times)} commits rewriting {len(shape.hot_partitions())} partitions")
+    incremental, full = incremental_plan(path, shape), full_plan(path, shape)
+    assert incremental.incremental, f"the plan is not incremental: {incremental.notes}"
+    hot = [partition_name(p) for p in shape.hot_partitions()]
+    assert list(incremental.partitions_considered) == hot, \
+        f"incremental plan considered {len(incremental.partitions_considered)} partitions, expected {len(hot)}"
+    same = sorted(d.path for d in incremental.files_to_delete) == sorted(d.path for d in full.files_to_delete)
+    assert same, "incremental and full plans delete different files"
+    deleted = len(incremental.files_to_delete)
+    assert deleted == shape.expected_incremental(), f"incremental plan deletes {deleted} files"
+    files = raw_walk(path)
+    partitions = sum(1 for name, _ in files if name == ".hoodie_partition_metadata")
+    considered = len(incremental.partitions_considered)
+    hot_files = sum(len(os.listdir(f"{path}/{partition}")) - 1 for partition in hot)  # minus partition metadata
+    note = incremental.notes[0] if incremental.notes else ""
+    del incremental, full
+    progress(f"timing the incremental plan against the full plan and the raw listing, best of {repeat}")
+    runs = interleaved({"incremental": lambda: incremental_plan(path, shape), "full": lambda: full_plan(path, shape),
+                        "raw": lambda: raw_walk(path)}, repeat)
+    inc_s, full_s, raw_s = min(runs["incremental"]), min(runs["full"]), min(runs["raw"])
+    return {"new_commits": new_times, "partitions": partitions, "data_files": len(files) - partitions,
+            "partitions_considered": considered, "considered_share": considered / partitions,
+            "files_considered": hot_files,
+            "files_to_delete": deleted, "note": note,
+            "incremental_plan_s": inc_s, "full_plan_s": full_s, "raw_listing_s": raw_s,
+            "full_over_incremental": full_s / inc_s, "generated_full_over_incremental": full_s_before / inc_s,
+            "incremental_runs_s": runs["incremental"], "full_runs_s": runs["full"], "raw_runs_s": runs["raw"]}
+
+
+def targets(full: dict[str, Any], execution: dict[str, Any], incremental: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        {"target": f"full plan within {FULL_VS_RAW_LIMIT:g}x of the raw listing ({full['data_files']:,} files)",
+         "value": f"full/raw = {full['full_over_raw']:.2f}", "passed": full["full_over_raw"] <= FULL_VS_RAW_LIMIT},
+        {"target": f"incremental plan ({incremental['partitions_considered']} of {incremental['partitions']:,} "
+                   f"partitions) at least {FULL_VS_INCREMENTAL_MIN:g}x faster than the full plan "
+                   f"({full['data_files']:,} files)",
+         "value": f"full/incremental = {incremental['generated_full_over_incremental']:.1f} (same cleaned "
+                  f"table: {incremental['full_over_incremental']:.1f})",
+         "passed": incremental["generated_full_over_incremental"] >= FULL_VS_INCREMENTAL_MIN},
+        {"target": f"execution deletes at least {EXECUTION_VS_UNLINK_MIN:g}x as fast as an os.unlink loop "
+                   f"({execution['files_deleted']:,} files)",
+         "value": f"execution rate/unlink rate = {execution['execution_rate_over_unlink_rate']:.2f}",
+         "passed": execution["execution_rate_over_unlink_rate"] >= EXECUTION_VS_UNLINK_MIN},
+    ]
+
+
+# ----------------------------------------------------------------------------------------
+# Reporting
+
+
+def machine() -> dict[str, Any]:
+    return {"date": dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"), "nproc": os.cpu_count(),
+            "python": platform.python_version(), "platform": platform.platform()}
+
+
+def memory_text(m: dict[str, Any]) -> str:
+    text = (f"peak RSS (VmHWM) grew {m['peak_rss_growth_mib']:.0f} MiB during the plan (to {m['peak_rss_mib']:.0f} MiB, "
+            f"from {m['baseline_rss_mib']:.0f} MiB after imports; fresh subprocess)")
+    if m["tracemalloc_peak_mib"] is not None:
+        text += (f"; tracemalloc peak {m['tracemalloc_peak_mib']:.0f} MiB (another subprocess, plan "
+                 f"{m['tracemalloc_plan_s']:.1f} s under tracing)")
+    return text
+
+
+def text_report(result: dict[str, Any]) -> str:
+    out = io.StringIO()
+    m, s = result["machine"], result["shape"]
+    f, e, i = result["full"], result["execution"], result["incremental"]
+    print(f"Clean benchmark, {m['date']}: nproc {m['nproc']}, Python {m['python']}, table on "
+          f"{result['file_system']} ({result['dir']}), best of {result['repeat']}", file=out)
+    print(f"table: v6 COW, {f['partitions']:,} partitions x {s['groups']} file groups, {f['data_files']:,} data files, "
+          f"{s['versions'] + s['trickle']} commits ({s['versions']} over every partition, {s['trickle']} over "
+          f"{s['hot']} hot partitions), commits_retained={s['retained']}", file=out)
+    print(file=out)
+    print(f"full plan (generated table)   {f['full_plan_s']:8.3f} s  deletes {f['files_to_delete']:,}, "
+          f"keeps {f['files_kept']:,} files", file=out)
+    print(f"raw listing (same table)      {f['raw_listing_s']:8.3f} s", file=out)
+    print(f"  full / raw                  {f['full_over_raw']:8.2f}", file=out)
+    print(f"peak memory of the full plan: {memory_text(result['memory'])}", file=out)
+    print(file=out)
+    print(f"run_pending_cleans            {e['execution_s']:8.3f} s  {e['files_deleted']:,} files, "
+          f"{e['execution_files_per_s']:,.0f} files/s", file=out)
+    print(f"os.unlink loop                {e['unlink_s']:8.3f} s  {e['files_deleted']:,} files, "
+          f"{e['unlink_files_per_s']:,.0f} files/s", file=out)
+    print(f"  execution rate / unlink rate{e['execution_rate_over_unlink_rate']:8.2f}", file=out)
+    print(file=out)
+    print(f"after the clean and {len(i['new_commits'])} commits over {s['hot']} partitions "
+          f"({i['data_files']:,} data files):", file=out)
+    print(f"incremental plan              {i['incremental_plan_s']:8.4f} s  {i['partitions_considered']} of "
+          f"{i['partitions']:,} partitions ({i['considered_share']:.1%}) holding {i['files_considered']:,} files, "
+          f"deletes {i['files_to_delete']:,}", file=out)
+    print(f"full plan (same table)        {i['full_plan_s']:8.4f} s", file=out)
+    print(f"raw listing (same table)      {i['raw_listing_s']:8.4f} s", file=out)
+    print(f"  full / incremental          {i['generated_full_over_incremental']:8.1f}  (full plan of the generated "
+          f"table; of this cleaned table: {i['full_over_incremental']:.1f})", file=out)
+    print(file=out)
+    print(f"generation {result['generation_s']:.0f} s, whole run {result['total_s']:.0f} s", file=out)
+    print(file=out)
+    for t in result["targets"]:
+        print(f"{'PASS' if t['passed'] else 'FAIL'}  {t['target']}  ({t['value']})", file=out)
+    for name, prof in (result.get("profile") or {}).items():
+        print(f"\ncProfile of {name} (total {prof['total_s']:.2f} s with profiler overhead), top by own time:", file=out)
+        for r in prof["functions"]:
+            print(f"  {r['own_share']:6.1%} own {r['own_s']:6.3f} s  cum {r['cumulative_s']:6.3f} s  "
+                  f"{r['calls']:>9,} calls  {r['function']}", file=out)
+        print("  top by cumulative time:", file=out)
+        for r in prof["cumulative"]:
+            print(f"  {r['cumulative_share']:6.1%} cum {r['cumulative_s']:6.3f} s  own {r['own_s']:6.3f} s  "
+                  f"{r['calls']:>9,} calls  {r['function']}", file=out)
+    return out.getvalue()
+
+
+def markdown_section(result: dict[str, Any]) -> str:
+    m, s = result["machine"], result["shape"]
+    f, e, i = result["full"], result["execution"], result["incremental"]
+    lines = [
+        SECTION_BEGIN,
+        "## Clean planning and execution (`bench/clean.py`)",
+        "",
+        f"Recorded {m['date']} on {m['platform']}: `nproc` = {m['nproc']}, Python {m['python']}. Table on "
+        f"{result['file_system']}; plans and listings best of {result['repeat']} runs after one warm-up run, "
+        f"contenders interleaved; executions best of {result['repeat']} runs, each from the scheduled state "
+        "(deleted files put back, no warm-up). "
+        f"Whole run {result['total_s']:.0f} s, of which generating the table {result['generation_s']:.0f} s.",
+        "",
+        f"Table: version 6, COPY_ON_WRITE, layout 1, {f['partitions']:,} partitions (`city=NNNN`) x {s['groups']} "
+        f"file groups, {f['data_files']:,} data files, {s['versions'] + s['trickle']} commits with JSON commit "
+        f"metadata listing every file written: {s['versions']} commits rewrite every file group, then "
+        f"{s['trickle']} rewrite those of {s['hot']} hot partitions. `commits_retained={s['retained']}`. "
+        "Full plan = `plan_clean(HudiTable.open(path), CleanConfig(commits_retained=10, incremental=False))`; "
+        "raw listing = `os.scandir` recursion outside `.hoodie` collecting (name, size) with `entry.stat()`; "
+        "execution = `run_pending_cleans(HudiTable.open(path))` on the scheduled full plan (default "
+        "parallelism 16); os.unlink loop = the same number of files at the same relative paths in an "
+        f"equivalent generated set. Incremental plan: after that clean, {len(i['new_commits'])} commits "
+        f"rewrite the {s['hot']} hot partitions, then `plan_clean(HudiTable.open(path), "
+        "CleanConfig(commits_retained=10))` against the full plan of the same table.",
+        "",
+        "| measurement | table | seconds | detail |",
+        "|---|---|---:|---|",
+        f"| full plan | generated, {f['data_files']:,} files | {f['full_plan_s']:.3f} | deletes {f['files_to_delete']:,}, "
+        f"keeps {f['files_kept']:,} files |",
+        f"| raw listing | generated | {f['raw_listing_s']:.3f} | full/raw = {f['full_over_raw']:.2f} |",
+        f"| run_pending_cleans | scheduled full plan | {e['execution_s']:.3f} | {e['files_deleted']:,} files, "
+        f"{e['execution_files_per_s']:,.0f} files/s |",
+        f"| os.unlink loop | equivalent files | {e['unlink_s']:.3f} | {e['files_deleted']:,} files, "
+        f"{e['unlink_files_per_s']:,.0f} files/s; execution rate/unlink rate = "
+        f"{e['execution_rate_over_unlink_rate']:.2f} |",
+        f"| incremental plan | cleaned + {len(i['new_commits'])} commits, {i['data_files']:,} files | "
+        f"{i['incremental_plan_s']:.4f} | {i['partitions_considered']} of {i['partitions']:,} partitions "
+        f"({i['considered_share']:.1%}) holding {i['files_considered']:,} files; deletes {i['files_to_delete']:,} |",
+        f"| full plan | same | {i['full_plan_s']:.4f} | full plan of this table / incremental = "
+        f"{i['full_over_incremental']:.1f}; full plan of the generated table / incremental = "
+        f"{i['generated_full_over_incremental']:.1f} |",
+        f"| raw listing | same | {i['raw_listing_s']:.4f} | |",
+        "",
+        f"Peak memory of the full plan of the generated table: {memory_text(result['memory'])}.",
+        "",
+        "| target | measured | result |",
+        "|---|---|---|",
+    ]
+    for t in result["targets"]:
+        lines.append(f"| {t['target']} | {t['value']} | {'PASS' if t['passed'] else 'FAIL'} |")
+    for name, prof in (result.get("profile") or {}).items():
+        lines += ["", f"cProfile of {name} (total {prof['total_s']:.2f} s with profiler overhead), top by own time:",
+                  "", "| own share | own (s) | cumulative (s) | calls | function |", "|---:|---:|---:|---:|---|"]
+        for r in prof["functions"][:10]:
+            lines.append(f"| {r['own_share']:.1%} | {r['own_s']:.3f} | {r['cumulative_s']:.3f} | {r['calls']:,} "
+                         f"| `{r['function']}` |")
+    lines.append(SECTION_END)
+    return "\n".join(lines) + "\n"
+
+
+def record(result: dict[str, Any]) -> None:
+    """Replace this benchmark's section of RESULTS.md, or append it."""
+    section = markdown_section(result)
+    text = RESULTS_FILE.read_text(encoding="utf-8") if RESULTS_FILE.exists() else ""
+    begin, end = text.find(SECTION_BEGIN), text.find(SECTION_END)
+    if begin != -1 and end != -1:
+        text = text[:begin] + section + text[end + len(SECTION_END):].lstrip("\n")
+    else:
+        text = text.rstrip("\n") + ("\n\n" if text else "") + section
+    RESULTS_FILE.write_text(text, encoding="utf-8")
+    progress(f"recorded in {RESULTS_FILE}")
+
+
+# ----------------------------------------------------------------------------------------
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--dir", help="where to write the table (regenerated every run); "
+                                      "default: a fresh temp dir, on /dev/shm when available")
+    parser.add_argument("--keep", action="store_true", help="keep the table (in its final, cleaned state)")
+    parser.add_argument("--repeat", "-n", type=int, default=3, help="timed runs per contender (best is kept)")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument("--record", action="store_true", help=f"update {RESULTS_FILE.name}")
+    parser.add_argument("--profile", action="store_true", help="cProfile the plans and one execution too")
+    parser.add_argument("--no-tracemalloc", action="store_true", help="skip the tracemalloc memory probe")
+    default = Shape()
+    parser.add_argument("--partitions", type=int, default=default.partitions)
+    parser.add_argument("--groups", type=int, default=default.groups, help="file groups per partition")
+    parser.add_argument("--versions", type=int, default=default.versions,
+                        help="commits rewriting every file group (versions of a cold group)")
+    args = parser.parse_args(argv)
+    if args.repeat < 1 or args.partitions < default.hot or args.groups < 1 or args.versions < 2:
+        parser.error(f"--repeat and --groups must be >= 1, --partitions >= {default.hot}, --versions >= 2")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    shape = Shape(partitions=args.partitions, groups=args.groups, versions=args.versions)
+    if args.dir:
+        root, created = os.path.abspath(args.dir), not os.path.exists(args.dir)
+        os.makedirs(root, exist_ok=True)
+    else:
+        root, created = default_root()
+    path, raw_root = os.path.join(root, TABLE), os.path.join(root, RAW_FILES)
+    top = 25 if args.profile else 0
+    started = time.perf_counter()
+    try:
+        for folder in (path, raw_root):
+            shutil.rmtree(folder, ignore_errors=True)
+        progress(f"generating {shape.data_files:,} data files in {path} ({file_system_of(root)})")
+        began = time.perf_counter()
+        previous = generate(path, shape)
+        generation_s = time.perf_counter() - began
+        progress(f"generated in {generation_s:.1f} s")
+        full = phase_full(path, shape, args.repeat)
+        memory = phase_memory(path, shape, not args.no_tracemalloc)
+        profiles: dict[str, Any] = {}
+        if top:
+            progress("profiling the full plan")
+            profiles["the full plan (generated table)"] = cprofile(lambda: full_plan(path, shape), top)
+        execution, profiled = phase_execution(path, raw_root, shape, args.repeat, top)
+        if profiled:
+            profiles[f"run_pending_cleans ({execution['files_deleted']:,} files; main thread only, the deletes "
+                     "run on the executor's worker threads)"] = profiled
+        incremental = phase_incremental(path, shape, args.repeat, previous, full["full_plan_s"])
+        if top:
+            profiles["the incremental plan"] = cprofile(lambda: incremental_plan(path, shape), top)
+            profiles["the full plan (cleaned table)"] = cprofile(lambda: full_plan(path, shape), top)
+        result: dict[str, Any] = {
+            "machine": machine(), "dir": root, "file_system": file_system_of(root), "repeat": args.repeat,
+            "shape": asdict(shape), "generation_s": generation_s, "full": full, "memory": memory,
+            "execution": execution, "incremental": incremental, "targets": targets(full, execution, incremental),
+        }
+        if profiles:
+            result["profile"] = profiles
+    finally:
+        if not args.keep:
+            progress("removing the generated files")
+            shutil.rmtree(path, ignore_errors=True)
+            shutil.rmtree(raw_root, ignore_errors=True)
+            if created:
+                shutil.rmtree(root, ignore_errors=True)
+    result["total_s"] = time.perf_counter() - started
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(text_report(result), end="")
+    if args.record:
+        record(result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
