@@ -129,20 +129,22 @@ def _write_state(table: HudiTable, instant: Instant, content: dict[str, Any] | N
 
 
 def run_pending_cleans(table: HudiTable, *, progress: ProgressCallback | None = None,
-                       parallelism: int = 16, instant: str | None = None, drop_metadata: bool = False,
+                       parallelism: int | None = None, instant: str | None = None, drop_metadata: bool = False,
                        sizes: Mapping[str, int] | None = None) -> list[CleanResult]:
     """Run every pending clean (or the one at `instant`) in timeline order.
 
     `sizes` (file path as in the plan -> bytes), when the caller has them from the plan,
     spares a status call per file; without it each file's size is read before it goes, for
-    the bytes reclaimed. `progress` may be called from worker threads."""
+    the bytes reclaimed. `parallelism` defaults to what the storage backend handles well.
+    `progress` may be called from worker threads."""
     table.reload()
     pending = [i for i in table.timeline.cleans().pending() if instant is None or i.requested_time == instant]
     if instant is not None and not pending:
         raise CleanRefused(f"{table.uri}: no pending clean at {instant}")
     if pending:
         _check_metadata_table(table, drop_metadata)
-    return [_run(table, clean, progress, parallelism, sizes) for clean in pending]
+    threads = parallelism or table.storage.io_threads
+    return [_run(table, clean, progress, threads, sizes) for clean in pending]
 
 
 def _delete_all(storage: Storage, targets: list[tuple[str, str, bool]], sizes: Mapping[str, int] | None,
@@ -192,9 +194,11 @@ def _size(storage: Storage, path: str) -> int:
 def _run(table: HudiTable, clean: Instant, progress: ProgressCallback | None, parallelism: int,
          sizes: Mapping[str, int] | None) -> CleanResult:
     started = time.monotonic()
+    requested = table.timeline.path_of(clean, State.REQUESTED)
     plan = table.read_instant(clean, State.REQUESTED) or {}
-    if clean.is_requested:
-        _write_state(table, Instant(clean.requested_time, CLEAN, State.INFLIGHT), plan)
+    if clean.is_requested:  # the inflight file is a copy of the plan
+        inflight = Instant(clean.requested_time, CLEAN, State.INFLIGHT).file_name(table.config.layout_version)
+        table.storage.write(Storage.join(table.timeline.folder, inflight), table.storage.read(requested))
     targets = _targets(table, plan)
     outcomes, bytes_deleted = _delete_all(table.storage, targets, sizes, progress, clean.requested_time, parallelism)
     deleted_partitions = [p for p in plan.get("partitionsToBeDeleted") or () if p]

@@ -29,6 +29,9 @@ class Storage(ABC):
     `FileNotFound` subclass) with the path named, never a backend's own exception."""
 
     scheme: str = ""
+    # How many concurrent calls pay off for bulk work such as a clean's deletes: object stores
+    # answer round trips in parallel; local backends override this.
+    io_threads: int = 32
 
     @abstractmethod
     def list(self, path: str) -> list[FileStatus]:

@@ -17,6 +17,7 @@ class MemoryStorage(Storage):
     by `makedirs`. Paths listed in `denied` raise a permission error, as a real store would."""
 
     scheme = "memory"
+    io_threads = 1
     _named: ClassVar[dict[str, MemoryStorage]] = {}
 
     def __init__(self) -> None:
