@@ -31,6 +31,7 @@ run: setup demo-lake
 
 bench: setup
 	$(PY) bench/fsview.py
+	$(PY) bench/clean.py
 
 clean:
 	rm -rf var .pytest_cache

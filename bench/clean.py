@@ -394,6 +394,9 @@ def phase_execution(path: str, raw_root: str, shape: Shape, repeat: int,
     table = HudiTable.open(path)
     plan = plan_clean(table, config)
     files = [(d.partition, d.file_name) for d in plan.files_to_delete]
+    # The console runs an approved plan with the sizes it planned; the CLI has none and
+    # reads each file's size before deleting it (timed once, reported beside).
+    sizes = {d.path: d.size for d in plan.files_to_delete}
     ectr = plan.earliest_instant_to_retain
     clean = schedule_clean(table, plan, config)
     del plan, table
@@ -406,7 +409,8 @@ def phase_execution(path: str, raw_root: str, shape: Shape, repeat: int,
         if r:
             reset_to_scheduled(path, clean, files)
         results: list[Any] = []
-        runs["execution"].append(timed(lambda into=results: into.extend(run_pending_cleans(HudiTable.open(path)))))
+        runs["execution"].append(timed(lambda into=results: into.extend(
+            run_pending_cleans(HudiTable.open(path), sizes=sizes))))
         assert len(results) == 1, f"{len(results)} cleans ran"
         result = results[0]
         assert (result.deleted, result.already_gone, result.failed) == (len(files), 0, 0), \
@@ -414,11 +418,13 @@ def phase_execution(path: str, raw_root: str, shape: Shape, repeat: int,
         put_back(raw_root, files)
         runs["unlink"].append(timed(lambda: raw_unlink(raw_paths)))
     assert result is not None
+    reset_to_scheduled(path, clean, files)
+    without_sizes = timed(lambda: run_pending_cleans(HudiTable.open(path)))
     profiled = None
     if profile_top:
         reset_to_scheduled(path, clean, files)
         progress("profiling run_pending_cleans")
-        profiled = cprofile(lambda: run_pending_cleans(HudiTable.open(path)), profile_top)
+        profiled = cprofile(lambda: run_pending_cleans(HudiTable.open(path), sizes=sizes), profile_top)
     done = HudiTable.open(path)
     recorded = (done.read_instant(done.timeline.cleans().completed().last()) or {}).get("earliestCommitToRetain")
     assert ectr is not None and recorded == ectr.requested_time, f"clean recorded {recorded}"
@@ -427,7 +433,8 @@ def phase_execution(path: str, raw_root: str, shape: Shape, repeat: int,
     return {"clean_instant": clean.requested_time, "earliest_commit_to_retain": recorded, "files_deleted": n,
             "execution_s": exec_s, "unlink_s": unlink_s, "execution_files_per_s": n / exec_s,
             "unlink_files_per_s": n / unlink_s, "execution_rate_over_unlink_rate": unlink_s / exec_s,
-            "execution_runs_s": runs["execution"], "unlink_runs_s": runs["unlink"]}, profiled
+            "execution_runs_s": runs["execution"], "unlink_runs_s": runs["unlink"],
+            "execution_without_sizes_s": without_sizes}, profiled
 
 
 def phase_incremental(path: str, shape: Shape, repeat: int, previous: dict[tuple[int, int], str],
@@ -518,6 +525,8 @@ def text_report(result: dict[str, Any]) -> str:
     print(f"os.unlink loop                {e['unlink_s']:8.3f} s  {e['files_deleted']:,} files, "
           f"{e['unlink_files_per_s']:,.0f} files/s", file=out)
     print(f"  execution rate / unlink rate{e['execution_rate_over_unlink_rate']:8.2f}", file=out)
+    print(f"run_pending_cleans, no sizes  {e['execution_without_sizes_s']:8.3f} s  (reads each size first, "
+          f"as the CLI does)", file=out)
     print(file=out)
     print(f"after the clean and {len(i['new_commits'])} commits over {s['hot']} partitions "
           f"({i['data_files']:,} data files):", file=out)
@@ -564,8 +573,8 @@ def markdown_section(result: dict[str, Any]) -> str:
         f"{s['trickle']} rewrite those of {s['hot']} hot partitions. `commits_retained={s['retained']}`. "
         "Full plan = `plan_clean(HudiTable.open(path), CleanConfig(commits_retained=10, incremental=False))`; "
         "raw listing = `os.scandir` recursion outside `.hoodie` collecting (name, size) with `entry.stat()`; "
-        "execution = `run_pending_cleans(HudiTable.open(path))` on the scheduled full plan (default "
-        "parallelism 16); os.unlink loop = the same number of files at the same relative paths in an "
+        "execution = `run_pending_cleans(HudiTable.open(path), sizes=<the plan's sizes>)` on the scheduled full plan (threads: "
+        "the storage's io_threads, 2 per core locally); os.unlink loop = the same number of files at the same relative paths in an "
         f"equivalent generated set. Incremental plan: after that clean, {len(i['new_commits'])} commits "
         f"rewrite the {s['hot']} hot partitions, then `plan_clean(HudiTable.open(path), "
         "CleanConfig(commits_retained=10))` against the full plan of the same table.",
@@ -580,6 +589,8 @@ def markdown_section(result: dict[str, Any]) -> str:
         f"| os.unlink loop | equivalent files | {e['unlink_s']:.3f} | {e['files_deleted']:,} files, "
         f"{e['unlink_files_per_s']:,.0f} files/s; execution rate/unlink rate = "
         f"{e['execution_rate_over_unlink_rate']:.2f} |",
+        f"| run_pending_cleans without sizes | scheduled full plan | {e['execution_without_sizes_s']:.3f} | "
+        f"reads each file's size before deleting it, as the CLI does (one run) |",
         f"| incremental plan | cleaned + {len(i['new_commits'])} commits, {i['data_files']:,} files | "
         f"{i['incremental_plan_s']:.4f} | {i['partitions_considered']} of {i['partitions']:,} partitions "
         f"({i['considered_share']:.1%}) holding {i['files_considered']:,} files; deletes {i['files_to_delete']:,} |",

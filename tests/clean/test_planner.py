@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 import pytest
 
 from tests.lakes import Lake
-from timeline.clean.config import CleanConfig, CleanPolicy
+from timeline.clean.config import CleanConfig, CleanConfigError, CleanPolicy
 from timeline.clean.planner import CleanPlan, plan_clean
 from timeline.instant import Instant, State
 from timeline.metadata import avro
@@ -271,3 +271,11 @@ def test_planner_copy_on_write_keeps_log_files_of_a_deleted_slice() -> None:
     got = decisions(plan(lake, commits_retained=1))
     assert got[b0][0] is True
     assert got[stray] == (False, "log file of a copy-on-write table: Hudi leaves it")
+
+
+def test_planner_refuses_to_delete_bootstrap_sources_it_cannot_locate() -> None:
+    lake = Lake(MemoryStorage(), "/t", version=6, extra_props={"hoodie.bootstrap.base.path": "/source"})
+    rewrite_history(lake, T[:4])
+    with pytest.raises(CleanConfigError, match="bootstrap index"):
+        plan(lake, commits_retained=1, delete_bootstrap_base_file=True)
+    assert plan(lake, commits_retained=1).files_to_delete  # Hudi's default keeps bootstrap sources

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from timeline.clean.config import CleanConfig, CleanPolicy
+from timeline.clean.config import CleanConfig, CleanConfigError, CleanPolicy
 from timeline.clean.retention import earliest_commit_to_retain
 from timeline.fsview import FileGroup, FileSlice, FileSystemView, TableListing
 from timeline.instant import CLUSTERING, REPLACE_COMMIT, Instant, State
@@ -103,7 +103,15 @@ class _Protection:
 
 def plan_clean(table: HudiTable, config: CleanConfig, *, now: datetime | None = None,
                listing: TableListing | None = None) -> CleanPlan:
-    """Plan a clean of `table` under `config`, as of `now` for the hours policy."""
+    """Plan a clean of `table` under `config`, as of `now` for the hours policy.
+
+    Bootstrap source files are never planned: with `hoodie.clean.delete.bootstrap.base.file`
+    off (Hudi's default) Hudi keeps them too; turning it on for a bootstrapped table is refused,
+    since Cleanline does not read the bootstrap index that maps them."""
+    if config.delete_bootstrap_base_file and table.config.bootstrap_base_path:
+        raise CleanConfigError(
+            f"{table.uri}: hoodie.clean.delete.bootstrap.base.file is on, but Cleanline does not read the "
+            "bootstrap index to find bootstrap source files; plan with it off (Hudi's default) to keep them")
     timeline = table.timeline
     ectr = earliest_commit_to_retain(timeline, config, now=now, timeline_timezone=table.config.timezone)
     last_commit = timeline.commits().completed().last()
