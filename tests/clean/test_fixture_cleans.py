@@ -24,6 +24,8 @@ TABLES = [
     "sample_table/cow/v6_simplekeygen_nonhivestyle_overwritetable",
     "sample_table/mor/parquet/v6_simplekeygen_nonhivestyle_overwritetable",
     "quickstart_trips_table/mor/avro/v6_trips_8i1u",
+    "quickstart_trips_table/mor/avro/v8_trips_8i3u1d",  # metadata table: dropped first
+    "sample_table/mor/avro/v9_txns_complex_meta",
 ]
 CONFIGS = {
     "retain-1-commit": CleanConfig(commits_retained=1),
@@ -70,7 +72,7 @@ def test_fixture_clean_keeps_every_retained_read_identical(table_copy, table_id:
         with pytest.raises(CleanRefused):
             schedule_clean(table, plan, config)
         return
-    clean = schedule_clean(table, plan, config)
+    clean = schedule_clean(table, plan, config, drop_metadata=table.config.metadata_table_enabled)
     (result,) = run_pending_cleans(table)
     assert result.failed == 0 and result.deleted == len(plan.files_to_delete)
     assert all(not Path(d.path.removeprefix("file:")).exists() for d in plan.files_to_delete)
