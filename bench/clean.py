@@ -84,7 +84,7 @@ from bench.fsview import (  # noqa: E402 - generic generation and timing helpers
 )
 from timeline import metadata  # noqa: E402
 from timeline.clean.config import CleanConfig  # noqa: E402
-from timeline.clean.executor import new_instant_time, run_pending_cleans, schedule_clean  # noqa: E402
+from timeline.clean.executor import run_pending_cleans, schedule_clean  # noqa: E402
 from timeline.clean.planner import CleanPlan, plan_clean  # noqa: E402
 from timeline.config import checksum  # noqa: E402
 from timeline.instant import CLEAN, Instant, State, format_instant_time, parse_instant_time  # noqa: E402
@@ -227,7 +227,7 @@ def generate(base: str, shape: Shape) -> dict[tuple[int, int], str]:
 
 def add_hot_commits(base: str, shape: Shape, previous: dict[tuple[int, int], str]) -> list[str]:
     """`new_commits` trickle commits after everything on the timeline (the clean included)."""
-    start = parse_instant_time(new_instant_time(HudiTable.open(base)))
+    start = parse_instant_time(HudiTable.open(base).new_instant_time())
     times = [format_instant_time(start + dt.timedelta(seconds=1 + n)) for n in range(shape.new_commits)]
     commits = [(shape.commits + n, t) for n, t in enumerate(times)]
     write_versions(base, f"{base}/.hoodie", avro_schema(["city"]), shape, shape.hot_partitions(), commits, previous)

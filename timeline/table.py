@@ -4,13 +4,16 @@ file-system view."""
 from __future__ import annotations
 
 from collections.abc import Collection
+from datetime import datetime, timezone
 from typing import Any
 
 from timeline import metadata
 from timeline.config import TableConfig, read_config
 from timeline.fsview import FileGroupId, FileSystemView, TableListing, ViewInputs, build_view, list_partitions
 from timeline.perf import paused_gc
-from timeline.instant import COMPACTION, LOG_COMPACTION, Instant, State, parse_file_name
+from timeline.instant import (
+    COMPACTION, LOG_COMPACTION, Instant, State, format_instant_time, parse_file_name, zone_of,
+)
 from timeline.storage import Storage, storage_for
 from timeline.timeline import ActiveTimeline, Timeline, load_active_timeline
 
@@ -56,6 +59,17 @@ class HudiTable:
         self.config = read_config(self.storage, self.base)
         self._timeline = None
         return self
+
+    def new_instant_time(self, *, after: str = "") -> str:
+        """A fresh instant time in the table's timeline zone, later than every time on the
+        timeline (requested and completed) and than `after`, as Hudi's time generator makes
+        them: the clock, or one millisecond past the latest time if the clock is behind."""
+        timeline = self.reload().timeline
+        latest = max([after, *(i.requested_time for i in timeline), *(i.completion_time or "" for i in timeline)])
+        now = format_instant_time(datetime.now(timezone.utc).astimezone(zone_of(self.config.timezone)))
+        if now > latest:
+            return now
+        return f"{int(latest[:17].ljust(17, '0')) + 1:017d}"
 
     def path(self, *parts: str) -> str:
         return Storage.join(self.base, *parts)

@@ -10,7 +10,6 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any
 
 from timeline import metadata
@@ -18,7 +17,7 @@ from timeline.clean.config import CleanConfig
 from timeline.clean.planner import CleanPlan
 from timeline.config import MDT_PARTITIONS, MDT_PARTITIONS_INFLIGHT, update_config
 from timeline.exceptions import CleanlineError, StorageError
-from timeline.instant import CLEAN, Instant, State, format_instant_time, zone_of
+from timeline.instant import CLEAN, Instant, State
 from timeline.storage import Storage
 from timeline.table import HudiTable
 
@@ -53,17 +52,6 @@ class CleanResult:
     failed: int
     bytes_deleted: int
     metadata: dict[str, Any]
-
-
-def new_instant_time(table: HudiTable, *, after: str = "") -> str:
-    """A fresh instant time in the table's timeline zone, later than every time on the
-    timeline (requested and completed) and than `after`."""
-    timeline = table.reload().timeline
-    latest = max([after, *(i.requested_time for i in timeline), *(i.completion_time or "" for i in timeline)])
-    now = format_instant_time(datetime.now(timezone.utc).astimezone(zone_of(table.config.timezone)))
-    if now > latest:
-        return now
-    return f"{int(latest[:17].ljust(17, '0')) + 1:017d}"
 
 
 def drop_metadata_table(table: HudiTable) -> None:
@@ -115,7 +103,7 @@ def schedule_clean(table: HudiTable, plan: CleanPlan, config: CleanConfig, *,
         raise CleanRefused(f"{table.uri}: fewer than {config.trigger_max_commits} commits completed since the "
                            "last clean (hoodie.clean.trigger.max.commits)")
     _check_metadata_table(table, drop_metadata)
-    instant = Instant(new_instant_time(table), CLEAN, State.REQUESTED)
+    instant = Instant(table.new_instant_time(), CLEAN, State.REQUESTED)
     _write_state(table, instant, plan.to_avro())
     table.reload()
     return instant
@@ -205,7 +193,7 @@ def _run(table: HudiTable, clean: Instant, progress: ProgressCallback | None, pa
     for partition in deleted_partitions:
         table.storage.delete_dir(table.path(partition))
     content = _clean_metadata(clean, plan, outcomes, deleted_partitions, started)
-    done_at = new_instant_time(table, after=clean.requested_time) if table.config.layout_version >= 2 else None
+    done_at = table.new_instant_time(after=clean.requested_time) if table.config.layout_version >= 2 else None
     completed = Instant(clean.requested_time, CLEAN, State.COMPLETED, done_at)
     _write_state(table, completed, content)
     table.reload()

@@ -1,0 +1,172 @@
+"""Savepoints as Hudi's SavepointActionExecutor and SavepointHelpers make and delete them
+(hudi-format.md §8.1-8.2), with a stricter check that no file a savepoint would name is gone."""
+
+from __future__ import annotations
+
+import getpass
+import time
+from dataclasses import dataclass
+
+from timeline import metadata
+from timeline.exceptions import CleanlineError, InvalidFileNameError
+from timeline.files import base_file_of, is_base_file_name, parse_log_file
+from timeline.fsview import FileSlice
+from timeline.instant import COMMIT, DELTA_COMMIT, REPLACE_COMMIT, SAVEPOINT, Instant, State
+from timeline.storage import Storage
+from timeline.table import HudiTable
+
+SAVEPOINT_METADATA_VERSION = 1
+SAVEPOINTABLE = frozenset({COMMIT, DELTA_COMMIT, REPLACE_COMMIT})
+KEEP_MAX_COMMITS = ("hoodie.keep.max.commits", "30")
+
+
+class SavepointRefused(CleanlineError):
+    """The savepoint cannot be made or removed; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class SavepointInfo:
+    """One completed savepoint and what it protects."""
+
+    instant: Instant
+    savepointed_by: str
+    savepointed_at_ms: int
+    comments: str
+    files: int
+    bytes: int
+    missing_files: int
+    holds_back_archival: bool
+
+
+def _slices_as_of(table: HudiTable, time_: str) -> dict[str, list[FileSlice]]:
+    view = table.file_system_view(as_of=time_)
+    by_partition: dict[str, list[FileSlice]] = {p: [] for p in view.partitions}
+    for piece in view.latest_slices():
+        by_partition[piece.partition].append(piece)
+    return by_partition
+
+
+def _cleaned_groups(table: HudiTable) -> dict[tuple[str, str], set[str]]:
+    """(partition, file id) -> base instants of base files that completed cleans deleted."""
+    cleaned: dict[tuple[str, str], set[str]] = {}
+    for clean in table.timeline.cleans().completed():
+        content = table.read_instant(clean) or {}
+        for partition, meta in (content.get("partitionMetadata") or {}).items():
+            for name in meta.get("successDeleteFiles") or ():
+                name = name.rsplit("/", 1)[-1]
+                try:
+                    if is_base_file_name(name):
+                        base = base_file_of(name)
+                        cleaned.setdefault((partition, base.file_id), set()).add(base.instant_time)
+                    else:
+                        log = parse_log_file(name)
+                        cleaned.setdefault((partition, log.file_id), set()).add(log.instant_time)
+                except InvalidFileNameError:
+                    continue
+    return cleaned
+
+
+def _check_not_cleaned(table: HudiTable, instant: Instant, slices: dict[str, list[FileSlice]]) -> None:
+    """Refuse when a clean deleted a file of a slice the savepoint would hold: for some file
+    group, a cleaned file's instant is later than the slice the view still shows as of the
+    savepoint (or the group has no slice left), yet not later than the savepoint."""
+    t = instant.requested_time
+    shown = {(p, s.file_id): s.base_instant_time for p, pieces in slices.items() for s in pieces}
+    for (partition, file_id), instants in _cleaned_groups(table).items():
+        newest = max((i for i in instants if i <= t), default=None)
+        if newest is not None and newest > shown.get((partition, file_id), ""):
+            raise SavepointRefused(
+                f"{table.uri}: cannot savepoint {t}: file group {file_id} in partition {partition or '(none)'} "
+                f"lost its slice {newest} to a clean; the table can no longer be read as of {t}")
+
+
+def _check_hudi_rule(table: HudiTable, instant: Instant) -> None:
+    """SavepointActionExecutor: not older than the last clean's earliest commit to retain."""
+    cleans = table.timeline.cleans()
+    last = cleans.last()
+    if last is None:
+        return
+    if last.is_completed:
+        retained = (table.read_instant(last, fields=("earliestCommitToRetain",)) or {}).get("earliestCommitToRetain")
+    else:
+        plan = table.read_instant(last, State.REQUESTED) or {}
+        retained = (plan.get("earliestInstantToRetain") or {}).get("timestamp")
+    if retained and instant.requested_time < retained:
+        raise SavepointRefused(
+            f"{table.uri}: cannot savepoint {instant.requested_time}: it is older than the last clean's "
+            f"earliest retained commit {retained}, so its files may be gone")
+
+
+def create_savepoint(table: HudiTable, requested_time: str, *, user: str | None = None,
+                     comment: str = "") -> Instant:
+    """Savepoint the completed write at `requested_time`: `<t>.savepoint.inflight`, then the
+    completed savepoint holding the file names of the latest slices as of `t`."""
+    table.reload()
+    timeline = table.timeline
+    instant = next((i for i in timeline.completed() if i.requested_time == requested_time
+                    and i.action in SAVEPOINTABLE), None)
+    if instant is None:
+        raise SavepointRefused(f"{table.uri}: {requested_time} is not a completed commit, deltacommit or "
+                               "replacecommit on the active timeline")
+    if timeline.savepoints().find(requested_time) is not None:
+        raise SavepointRefused(f"{table.uri}: {requested_time} is already savepointed")
+    _check_hudi_rule(table, instant)
+    slices = _slices_as_of(table, requested_time)
+    _check_not_cleaned(table, instant, slices)
+    content = {
+        "savepointedBy": user or getpass.getuser(),
+        "savepointedAt": int(time.time() * 1000),
+        "comments": comment,
+        "partitionMetadata": {
+            partition: {"partitionPath": partition,
+                        "savepointDataFile": [name for piece in pieces for name in piece.file_names]}
+            for partition, pieces in slices.items()},
+        "version": SAVEPOINT_METADATA_VERSION,
+    }
+    layout = table.config.layout_version
+    folder = timeline.folder
+    table.storage.write(Storage.join(folder, Instant(requested_time, SAVEPOINT, State.INFLIGHT).file_name(layout)), b"")
+    completion = table.new_instant_time(after=requested_time) if layout >= 2 else None
+    done = Instant(requested_time, SAVEPOINT, State.COMPLETED, completion)
+    data = metadata.encode(content, action=SAVEPOINT, state=State.COMPLETED, layout=layout)
+    table.storage.write(Storage.join(folder, done.file_name(layout)), data)
+    table.reload()
+    return done
+
+
+def delete_savepoint(table: HudiTable, requested_time: str) -> None:
+    """SavepointHelpers.deleteSavepoint: revert to inflight, then delete the inflight file."""
+    table.reload()
+    savepoint = table.timeline.savepoints().find(requested_time)
+    if savepoint is None or not savepoint.is_completed:
+        raise SavepointRefused(f"{table.uri}: there is no completed savepoint {requested_time}")
+    files = table.timeline.files_of(savepoint)
+    inflight = Storage.join(table.timeline.folder,
+                            Instant(requested_time, SAVEPOINT, State.INFLIGHT).file_name(table.config.layout_version))
+    if State.INFLIGHT not in files:
+        table.storage.write(inflight, b"")
+    table.storage.delete(files[State.COMPLETED].path)
+    table.storage.delete(inflight)
+    table.reload()
+
+
+def list_savepoints(table: HudiTable) -> list[SavepointInfo]:
+    """Completed savepoints, oldest first, with the files and bytes they protect (files that
+    no longer exist are counted apart) and whether they hold back archival."""
+    timeline = table.timeline
+    listing = table.list_partitions()
+    sizes = {(p, s.name): s.size for p, statuses in listing.partitions.items() for s in statuses}
+    keep_max = int(table.config.get(*KEEP_MAX_COMMITS) or KEEP_MAX_COMMITS[1])
+    commits = [i.requested_time for i in timeline.commits().completed()]
+    result = []
+    for index, savepoint in enumerate(timeline.savepoints().completed()):
+        content = table.read_instant(savepoint) or {}
+        names = [(p, n) for p, meta in (content.get("partitionMetadata") or {}).items()
+                 for n in meta.get("savepointDataFile") or ()]
+        present = [sizes[key] for key in names if key in sizes]
+        commits_from = sum(1 for t in commits if t >= savepoint.requested_time)
+        result.append(SavepointInfo(
+            savepoint, content.get("savepointedBy") or "", int(content.get("savepointedAt") or 0),
+            content.get("comments") or "", len(names), sum(present), len(names) - len(present),
+            holds_back_archival=index == 0 and commits_from > keep_max))
+    return result
