@@ -18,11 +18,16 @@ from timeline.clean.config import CleanConfig, CleanPolicy
 from timeline.clean.executor import Progress, run_pending_cleans, schedule_clean
 from timeline.clean.planner import CleanPlan, plan_clean
 from timeline.exceptions import CleanlineError, InvalidInstantError
+from timeline.savepoint import create_savepoint, delete_savepoint, list_savepoints
 from timeline.fsview import FileSlice
 from timeline.instant import Instant, State, parse_instant_time, zone_of
 from timeline.table import HudiTable
 
 Handler = Callable[[argparse.Namespace], Any]
+
+
+class Cancelled(CleanlineError):
+    """The person at the terminal said no."""
 
 
 def _render_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -227,6 +232,48 @@ def _clean_show(args: argparse.Namespace) -> None:
         + _render_table(["partition", "file", "outcome"], rows)))
 
 
+def _confirm(args: argparse.Namespace, question: str) -> None:
+    """Ask before a destructive step unless --yes; no answer (no terminal) means no."""
+    if args.yes:
+        return
+    print(f"{question} [y/N] ", end="", file=sys.stderr, flush=True)
+    answer = sys.stdin.readline().strip().lower() if sys.stdin and not sys.stdin.closed else ""
+    if answer not in ("y", "yes"):
+        raise Cancelled("cancelled: nothing was changed (pass --yes to skip this question)")
+
+
+def _savepoint_create(args: argparse.Namespace) -> None:
+    done = create_savepoint(HudiTable.open(args.path), args.instant, user=args.user, comment=args.comment)
+    print(f"savepoint {done.requested_time} created")
+
+
+def _savepoint_delete(args: argparse.Namespace) -> None:
+    table = HudiTable.open(args.path)
+    _confirm(args, f"Delete savepoint {args.instant} of {table.uri}? Its files may then be cleaned.")
+    delete_savepoint(table, args.instant)
+    print(f"savepoint {args.instant} deleted")
+
+
+def _savepoint_list(args: argparse.Namespace) -> None:
+    infos = list_savepoints(HudiTable.open(args.path))
+    now_ms = int(datetime.now().timestamp() * 1000)
+    data = [{"instant": _instant_json(i.instant), "savepointedBy": i.savepointed_by,
+             "savepointedAt": i.savepointed_at_ms, "ageSeconds": max(0, (now_ms - i.savepointed_at_ms) // 1000),
+             "comments": i.comments, "files": i.files, "bytes": i.bytes, "missingFiles": i.missing_files,
+             "holdsBackArchival": i.holds_back_archival} for i in infos]
+    _emit(args, data, lambda: _render_table(
+        ["savepoint", "by", "age", "files", "bytes", "missing", "holds back archival", "comment"],
+        [(d["instant"]["requestedTime"], d["savepointedBy"], _age(d["ageSeconds"]), d["files"], d["bytes"],
+          d["missingFiles"], "yes" if d["holdsBackArchival"] else "no", d["comments"]) for d in data]))
+
+
+def _age(seconds: int) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="cleanline", description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="log warnings and details to stderr")
@@ -277,6 +324,18 @@ def build_parser() -> argparse.ArgumentParser:
     show = command(clean, "show", _clean_show, "report a completed clean (the latest by default)")
     show.add_argument("instant", nargs="?", metavar="T", help="the clean's instant time")
     show.add_argument("--json", action="store_true", help="print JSON")
+
+    savepoint = commands.add_parser("savepoint", help="create, delete and list savepoints").add_subparsers(
+        dest="sub", required=True)
+    create = command(savepoint, "create", _savepoint_create, "savepoint a completed commit")
+    create.add_argument("--instant", required=True, metavar="T", help="the completed commit to savepoint")
+    create.add_argument("--comment", default="", help="why (kept in the savepoint)")
+    create.add_argument("--user", help="who (default: the OS user)")
+    delete = command(savepoint, "delete", _savepoint_delete, "delete a savepoint (its files become cleanable)")
+    delete.add_argument("--instant", required=True, metavar="T", help="the savepoint to delete")
+    delete.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    listing = command(savepoint, "list", _savepoint_list, "list savepoints with what they protect")
+    listing.add_argument("--json", action="store_true", help="print JSON")
 
     instant = commands.add_parser("instant", help="instant-level commands").add_subparsers(dest="sub", required=True)
     show = command(instant, "show", _instant_show, "print the decoded content of one instant as JSON")

@@ -1,0 +1,137 @@
+"""Savepoints: create, delete and list as Hudi does, refusing what would be unreadable."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.lakes import Lake
+from timeline.clean.config import CleanConfig, CleanPolicy
+from timeline.clean.executor import run_pending_cleans, schedule_clean
+from timeline.clean.planner import plan_clean
+from timeline.instant import State
+from timeline.metadata import avro
+from timeline.savepoint import SavepointRefused, create_savepoint, delete_savepoint, list_savepoints
+from timeline.storage import MemoryStorage
+from timeline.table import HudiTable
+
+T = [f"2026110100{i:02d}00000" for i in range(20)]
+P, Q = "city=sf", "city=nyc"
+
+
+@pytest.fixture(params=[6, 8], ids=["v6", "v8"])
+def lake(request: pytest.FixtureRequest) -> Lake:
+    lake = Lake(MemoryStorage(), "/t", version=request.param, table_type="MERGE_ON_READ")
+    for t in T[:4]:
+        lake.commit(t, {P: [lake.base_file(P, "fg1", t)], Q: [lake.base_file(Q, "fg2", t)]})
+    return lake
+
+
+def table(lake: Lake) -> HudiTable:
+    return HudiTable.load(lake.storage, lake.base)
+
+
+def test_savepoint_create_writes_inflight_then_completed_metadata(lake: Lake) -> None:
+    done = create_savepoint(table(lake), T[1], user="ada", comment="before the backfill")
+    folder = table(lake).timeline.folder
+    assert lake.storage.read(f"{folder}/{T[1]}.savepoint.inflight") == b""
+    data = lake.storage.read(f"{folder}/{done.file_name(lake.layout)}")
+    assert avro.record_name(data) == "org.apache.hudi.avro.model.HoodieSavepointMetadata"
+    meta = avro.decode(data, path="sp")
+    assert (meta["savepointedBy"], meta["comments"], meta["version"]) == ("ada", "before the backfill", 1)
+    assert meta["partitionMetadata"][P] == {"partitionPath": P, "savepointDataFile": [f"fg1_0-1-0_{T[1]}.parquet"]}
+    assert meta["partitionMetadata"][Q]["savepointDataFile"] == [f"fg2_0-1-0_{T[1]}.parquet"]
+    if lake.layout == 2:
+        assert done.completion_time is not None and done.completion_time > T[3]
+
+
+def test_savepoint_refuses_non_writes_unknown_and_repeated(lake: Lake) -> None:
+    with pytest.raises(SavepointRefused, match="not a completed commit"):
+        create_savepoint(table(lake), "20200101000000000")
+    lake.commit(T[5], {}, state=State.INFLIGHT)
+    with pytest.raises(SavepointRefused, match="not a completed commit"):
+        create_savepoint(table(lake), T[5])
+    create_savepoint(table(lake), T[2])
+    with pytest.raises(SavepointRefused, match="already savepointed"):
+        create_savepoint(table(lake), T[2])
+
+
+def test_savepoint_refused_after_commits_clean_removed_its_slice(lake: Lake) -> None:
+    config = CleanConfig(commits_retained=1)
+    t = table(lake)
+    schedule_clean(t, plan_clean(t, config), config)
+    run_pending_cleans(t)
+    with pytest.raises(SavepointRefused, match="older than the last clean's earliest retained commit"):
+        create_savepoint(table(lake), T[0])
+
+
+def test_savepoint_refused_after_file_versions_clean_where_hudi_lets_it_through(lake: Lake) -> None:
+    config = CleanConfig(policy=CleanPolicy.KEEP_LATEST_FILE_VERSIONS, file_versions_retained=1)
+    t = table(lake)
+    schedule_clean(t, plan_clean(t, config), config)
+    run_pending_cleans(t)
+    # Hudi compares T1 with the clean's empty earliest commit ("") and accepts it; its files are gone.
+    with pytest.raises(SavepointRefused, match=f"lost its slice {T[1]} to a clean"):
+        create_savepoint(table(lake), T[1])
+    create_savepoint(table(lake), T[3])  # the latest slices are all there
+
+
+def test_savepoint_protects_files_from_an_aggressive_clean(lake: Lake) -> None:
+    create_savepoint(table(lake), T[1])
+    for config in (CleanConfig(commits_retained=1),
+                   CleanConfig(policy=CleanPolicy.KEEP_LATEST_FILE_VERSIONS, file_versions_retained=1)):
+        t = table(lake)
+        plan = plan_clean(t, config)
+        if not plan.is_empty:
+            schedule_clean(t, plan, config, force=True)
+            run_pending_cleans(t)
+    assert lake.storage.exists(f"/t/{P}/fg1_0-1-0_{T[1]}.parquet")
+    assert not lake.storage.exists(f"/t/{P}/fg1_0-1-0_{T[0]}.parquet")
+
+
+def test_savepoint_delete_removes_every_state_file(lake: Lake) -> None:
+    create_savepoint(table(lake), T[2])
+    delete_savepoint(table(lake), T[2])
+    assert not table(lake).timeline.savepoints()
+    assert not [name for name in lake.storage.files if ".savepoint" in name]
+    with pytest.raises(SavepointRefused, match="no completed savepoint"):
+        delete_savepoint(table(lake), T[2])
+
+
+def test_savepoint_list_reports_files_bytes_and_archival(lake: Lake) -> None:
+    create_savepoint(table(lake), T[1], user="ada")
+    create_savepoint(table(lake), T[3], user="bob")
+    lake.storage.delete(f"/t/{Q}/fg2_0-1-0_{T[3]}.parquet")
+    first, second = list_savepoints(table(lake))
+    assert (first.instant.requested_time, first.savepointed_by, first.files, first.bytes) == (T[1], "ada", 2, 200)
+    assert (second.files, second.missing_files, second.bytes) == (2, 1, 100)
+    assert not first.holds_back_archival  # 3 commits from it, fewer than hoodie.keep.max.commits
+    lake2 = Lake(MemoryStorage(), "/u", version=8, extra_props={"hoodie.keep.max.commits": "2"})
+    for t in T[:4]:
+        lake2.commit(t, {P: [lake2.base_file(P, "g", t)]})
+    create_savepoint(HudiTable.load(lake2.storage, "/u"), T[0])
+    (only,) = list_savepoints(HudiTable.load(lake2.storage, "/u"))
+    assert only.holds_back_archival
+
+
+def test_savepoint_cli_create_list_delete_with_confirmation(table_copy) -> None:
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    cleanline = str(Path(sys.executable).with_name("cleanline"))
+    path = str(table_copy("sample_table/cow/v9_txns_simple_nometa"))
+    commits = [i.requested_time for i in HudiTable.open(path).timeline.commits().completed()]
+    run = lambda *a, stdin="": subprocess.run([cleanline, *a], input=stdin, capture_output=True, text=True, timeout=60)  # noqa: E731
+    created = run("savepoint", "create", path, "--instant", commits[-2], "--comment", "keep", "--user", "ada")
+    assert created.returncode == 0, created.stderr
+    (listed,) = json.loads(run("savepoint", "list", path, "--json").stdout)
+    assert listed["instant"]["requestedTime"] == commits[-2] and listed["savepointedBy"] == "ada"
+    assert listed["files"] > 0 and listed["bytes"] > 0 and listed["missingFiles"] == 0
+    refused = run("savepoint", "delete", path, "--instant", commits[-2], stdin="n\n")
+    assert refused.returncode == 2 and "cancelled" in refused.stderr
+    assert HudiTable.open(path).timeline.savepoints()
+    assert run("savepoint", "delete", path, "--instant", commits[-2], stdin="y\n").returncode == 0
+    assert not HudiTable.open(path).timeline.savepoints()
+    bad = run("savepoint", "create", path, "--instant", "19990101000000000")
+    assert bad.returncode == 2 and "not a completed commit" in bad.stderr
