@@ -8,6 +8,7 @@ from tests.lakes import Lake
 from timeline.clean.config import CleanConfig
 from timeline.clean.executor import CleanRefused, Progress, run_pending_cleans, schedule_clean
 from timeline.clean.planner import plan_clean
+from timeline.mdt import MetadataTableEnabledError
 from timeline.config import checksum, read_config
 from timeline.instant import State
 from timeline.metadata import avro
@@ -111,7 +112,7 @@ def test_executor_refuses_a_table_with_a_metadata_table_unless_dropped() -> None
     for t in T[:5]:
         lake.commit(t, {P: [lake.base_file(P, "fg1", t)]})
     lake.storage.write("/t/.hoodie/metadata/.hoodie/hoodie.properties", b"hoodie.table.name=lake_metadata\n")
-    with pytest.raises(CleanRefused, match="metadata table is enabled"):
+    with pytest.raises(MetadataTableEnabledError, match="metadata table is enabled"):
         schedule(lake)
     assert lake.storage.exists("/t/.hoodie/metadata/.hoodie/hoodie.properties")
     assert not HudiTable.load(lake.storage, "/t").timeline.cleans()

@@ -13,6 +13,7 @@ import pytest
 from timeline.clean.config import CleanConfig, CleanPolicy
 from timeline.clean.executor import CleanRefused, run_pending_cleans, schedule_clean
 from timeline.clean.planner import plan_clean
+from timeline.mdt import MetadataTableEnabledError
 from timeline.metadata import avro
 from timeline.table import HudiTable
 
@@ -94,7 +95,7 @@ def test_fixture_clean_of_a_table_with_a_metadata_table_is_refused_then_drops_it
     table = HudiTable.open(str(path))
     config = CleanConfig(commits_retained=1)
     plan = plan_clean(table, config)
-    with pytest.raises(CleanRefused, match="metadata table is enabled"):
+    with pytest.raises(MetadataTableEnabledError, match="metadata table is enabled"):
         schedule_clean(table, plan, config)
     assert (path / ".hoodie" / "metadata").exists()
     latest = rows(path)

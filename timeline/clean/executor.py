@@ -15,9 +15,9 @@ from typing import Any
 from timeline import metadata
 from timeline.clean.config import CleanConfig
 from timeline.clean.planner import CleanPlan
-from timeline.config import MDT_PARTITIONS, MDT_PARTITIONS_INFLIGHT, update_config
 from timeline.exceptions import CleanlineError, StorageError
 from timeline.instant import CLEAN, Instant, State
+from timeline.mdt import guard_metadata_table
 from timeline.storage import Storage
 from timeline.table import HudiTable
 
@@ -54,25 +54,6 @@ class CleanResult:
     metadata: dict[str, Any]
 
 
-def drop_metadata_table(table: HudiTable) -> None:
-    """HoodieTableMetadataUtil.deleteMetadataTable: remove `.hoodie/metadata` and clear the
-    metadata partitions in `hoodie.properties` (checksum kept valid). Hudi writers rebuild it."""
-    table.storage.delete_dir(table.path(".hoodie", "metadata"))
-    update_config(table.storage, table.base, {MDT_PARTITIONS: "", MDT_PARTITIONS_INFLIGHT: ""})
-    table.reload()
-
-
-def _check_metadata_table(table: HudiTable, drop: bool) -> None:
-    if not table.config.metadata_table_enabled:
-        return
-    if not drop:
-        raise CleanRefused(
-            f"{table.uri}: the metadata table is enabled ({', '.join(table.config.metadata_partitions)}); "
-            "a clean here would leave its file listing stale. Re-run with the option to drop the "
-            "metadata table (Hudi writers rebuild it), or clean with a Hudi writer.")
-    drop_metadata_table(table)
-
-
 def needs_cleaning(table: HudiTable, config: CleanConfig) -> bool:
     """The NUM_COMMITS trigger: at least `trigger_max_commits` completed commits since the last
     completed clean's last completed commit."""
@@ -102,7 +83,7 @@ def schedule_clean(table: HudiTable, plan: CleanPlan, config: CleanConfig, *,
     if not force and not needs_cleaning(table, config):
         raise CleanRefused(f"{table.uri}: fewer than {config.trigger_max_commits} commits completed since the "
                            "last clean (hoodie.clean.trigger.max.commits)")
-    _check_metadata_table(table, drop_metadata)
+    guard_metadata_table(table, drop=drop_metadata, action="a clean")
     instant = Instant(table.new_instant_time(), CLEAN, State.REQUESTED)
     _write_state(table, instant, plan.to_avro())
     table.reload()
@@ -130,7 +111,7 @@ def run_pending_cleans(table: HudiTable, *, progress: ProgressCallback | None = 
     if instant is not None and not pending:
         raise CleanRefused(f"{table.uri}: no pending clean at {instant}")
     if pending:
-        _check_metadata_table(table, drop_metadata)
+        guard_metadata_table(table, drop=drop_metadata, action="a clean")
     threads = parallelism or table.storage.io_threads
     return [_run(table, clean, progress, threads, sizes) for clean in pending]
 

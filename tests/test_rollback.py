@@ -1,0 +1,125 @@
+"""Rollback of failed and completed writes, checked with hudi-rs on real tables."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.clean.test_fixture_cleans import rows
+from tests.lakes import Lake
+from timeline.instant import State
+from timeline.metadata import avro
+from timeline.rollback import RollbackRefused, failed_writes, plan_rollback, rollback, rollback_failed_writes
+from timeline.savepoint import create_savepoint
+from timeline.storage import MemoryStorage
+from timeline.table import HudiTable
+
+T = [f"2026110100{i:02d}00000" for i in range(20)]
+P = "city=sf"
+
+
+def fake_failed_write(path: Path, time: str, *, markers: bool) -> list[Path]:
+    """A write that died: requested + inflight instant files, copies of real base files named
+    for `time`, and (optionally) direct markers for them."""
+    table = HudiTable.open(str(path))
+    folder = Path(table.timeline.folder)
+    (folder / f"{time}.commit.requested").write_bytes(b"")
+    (folder / f"{time}.inflight").write_bytes(b"")
+    written = []
+    for piece in table.file_system_view().latest_slices()[:2]:
+        assert piece.base_file is not None
+        partition = path / piece.partition if piece.partition else path
+        name = f"{piece.file_id}_9-9-9_{time}.parquet"
+        shutil.copy(partition / piece.base_file.name, partition / name)
+        written.append(partition / name)
+        if markers:
+            marker = path / ".hoodie" / ".temp" / time / piece.partition / f"{name}.marker.MERGE"
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            marker.write_bytes(b"")
+    return written
+
+
+@pytest.mark.parametrize("markers", [True, False], ids=["markers", "listing"])
+def test_rollback_failed_write_deletes_its_files_and_reads_the_same(table_copy, markers: bool) -> None:
+    path = table_copy("sample_table/cow/v9_txns_simple_nometa")
+    before = rows(path)
+    written = fake_failed_write(path, "20990101000000000", markers=markers)
+    table = HudiTable.open(str(path))
+    assert [i.requested_time for i in failed_writes(table)] == []  # EAGER: the newest may still be running
+    (failed,) = [i for i in table.timeline.pending() if i.requested_time == "20990101000000000"]
+    preview = plan_rollback(table, failed)
+    assert sorted(Path(p) for _, p, _ in preview.files_to_delete) == sorted(written)
+    assert preview.bytes_to_delete == sum(f.stat().st_size for f in written)
+    done = rollback(table, "20990101000000000")
+    assert not any(f.exists() for f in written)
+    assert not (path / ".hoodie" / ".temp" / "20990101000000000").exists()
+    timeline = HudiTable.open(str(path)).timeline
+    assert timeline.find("20990101000000000") is None
+    assert timeline.rollbacks().completed().last() == done
+    folder = Path(timeline.folder)
+    meta = avro.decode((folder / done.file_name(2)).read_bytes(), path="rb")
+    assert meta["commitsRollback"] == ["20990101000000000"] and meta["version"] == 1
+    assert meta["totalFilesDeleted"] == 2
+    plan = avro.decode((folder / f"{done.requested_time}.rollback.requested").read_bytes(), path="plan")
+    assert plan["instantToRollback"] == {"commitTime": "20990101000000000", "action": "commit"}
+    assert len(plan["RollbackRequests"]) >= 1
+    assert rows(path) == before
+
+
+def test_rollback_completed_commit_reads_as_the_commit_before(table_copy) -> None:
+    path = table_copy("sample_table/cow/v9_txns_simple_nometa")
+    table = HudiTable.open(str(path))
+    *_, previous, last = table.timeline.commits().completed()
+    expected = rows(path, previous.requested_time)
+    rollback(table, last.requested_time)
+    assert HudiTable.open(str(path)).timeline.commits().completed().last() == previous
+    assert rows(path) == expected
+
+
+def test_rollback_v6_mor_delta_commit_writes_a_rollback_block(table_copy) -> None:
+    path = table_copy("quickstart_trips_table/mor/avro/v6_trips_8i1u")
+    table = HudiTable.open(str(path))
+    first, second = table.timeline.commits().completed()
+    expected = rows(path, first.requested_time)
+    logs_before = {p.name for p in path.rglob(".*.log.*")}
+    done = rollback(table, second.requested_time)
+    new_logs = {p.name for p in path.rglob(".*.log.*")} - logs_before
+    assert len(new_logs) == 1 and next(iter(new_logs)).endswith("_1-0-1")
+    meta = HudiTable.open(str(path)).read_instant(HudiTable.open(str(path)).timeline.rollbacks().last())  # type: ignore[arg-type]
+    assert meta is not None and meta["commitsRollback"] == [second.requested_time]
+    (partition,) = [m for m in meta["partitionMetadata"].values() if m["rollbackLogFiles"]]
+    assert list(partition["logFilesFromFailedCommit"]) and done.is_completed
+    assert rows(path) == expected
+
+
+def test_rollback_refuses_a_savepointed_commit(table_copy) -> None:
+    path = table_copy("sample_table/cow/v9_txns_simple_nometa")
+    table = HudiTable.open(str(path))
+    last = table.timeline.commits().completed().last()
+    assert last is not None
+    create_savepoint(table, last.requested_time)
+    with pytest.raises(RollbackRefused, match="savepointed commit"):
+        rollback(HudiTable.open(str(path)), last.requested_time)
+
+
+def test_rollback_failed_writes_eager_and_lazy() -> None:
+    lake = Lake(MemoryStorage(), "/t", version=8)
+    lake.commit(T[0], {P: [lake.base_file(P, "g", T[0])]})
+    lake.commit(T[1], {P: [lake.base_file(P, "g", T[1])]}, state=State.INFLIGHT)
+    lake.commit(T[2], {}, state=State.REQUESTED)
+    lake.commit(T[3], {P: [lake.base_file(P, "h", T[3])]}, state=State.INFLIGHT)
+    table = HudiTable.load(lake.storage, "/t")
+    assert [i.requested_time for i in failed_writes(table)] == [T[2], T[1]]
+    lazy = Lake(MemoryStorage(), "/u", version=8, extra_props={"hoodie.clean.failed.writes.policy": "LAZY"})
+    lazy.commit(T[1], {}, state=State.INFLIGHT)
+    lazy.commit(T[2], {}, state=State.INFLIGHT)
+    lazy.storage.write(f"/u/.hoodie/.heartbeat/{T[2]}", b"")
+    lazy_table = HudiTable.load(lazy.storage, "/u")
+    beat = lazy.storage.status(f"/u/.hoodie/.heartbeat/{T[2]}").mtime_ms
+    assert [i.requested_time for i in failed_writes(lazy_table, now_ms=beat + 1000)] == [T[1]]
+    assert [i.requested_time for i in failed_writes(lazy_table, now_ms=beat + 600_001)] == [T[2], T[1]]
+    done = rollback_failed_writes(table)
+    assert len(done) == 2 and not lake.storage.exists(f"/t/{P}/g_0-1-0_{T[1]}.parquet")
+    assert lake.storage.exists(f"/t/{P}/h_0-1-0_{T[3]}.parquet")  # the newest write may still be running

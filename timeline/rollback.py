@@ -1,0 +1,316 @@
+"""Rolling back writes as Hudi's rollback executors do (hudi-format.md §9): a plan
+(HoodieRollbackPlan v1) from markers or from a listing, then the deletion of what the write
+made, a rollback command block for v6 merge-on-read logs, and HoodieRollbackMetadata v1.
+Also finds failed writes under the EAGER and LAZY policies."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from timeline import metadata
+from timeline.exceptions import CleanlineError, FileNotFound, InvalidFileNameError
+from timeline.files import base_file_of, is_base_file_name, log_file_name, parse_log_file
+from timeline.instant import (
+    COMMIT, DELTA_COMMIT, REPLACE_COMMIT, ROLLBACK, Instant, State, comparable_action,
+)
+from timeline.logformat import command_block
+from timeline.mdt import guard_metadata_table
+from timeline.storage import Storage
+from timeline.table import HudiTable
+
+ROLLBACK_PLAN_VERSION = 1
+ROLLBACK_METADATA_VERSION = 1
+ROLLBACKABLE = frozenset({COMMIT, DELTA_COMMIT, REPLACE_COMMIT})
+UNKNOWN_WRITE_TOKEN = "1-0-1"
+MARKER_SUFFIXES = (".marker.CREATE", ".marker.MERGE", ".marker.APPEND")
+
+
+class RollbackRefused(CleanlineError):
+    """Hudi would not roll this instant back; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class RollbackPreview:
+    """What a rollback would do, before anything is written."""
+
+    instant: Instant
+    plan: dict[str, Any]
+    files_to_delete: tuple[tuple[str, str, int], ...]  # (partition, path, bytes)
+    logs_to_mark: tuple[tuple[str, str, int], ...]     # v6 logs that get a rollback block
+
+    @property
+    def bytes_to_delete(self) -> int:
+        return sum(size for _, _, size in self.files_to_delete)
+
+
+# Failed writes
+
+def failed_writes(table: HudiTable, *, now_ms: int | None = None) -> list[Instant]:
+    """Pending commits, deltacommits and replacecommits that failed, newest first: under EAGER
+    (the default) every one but the newest in progress; under LAZY those whose heartbeat
+    (`.hoodie/.heartbeat/<t>`) expired; none under NEVER. Compaction and clustering plans are
+    never failed writes, and neither is a pending replacecommit that is a clustering."""
+    props = table.config.props
+    policy = (props.get("hoodie.clean.failed.writes.policy") or props.get("hoodie.cleaner.policy.failed.writes")
+              or "EAGER").upper()
+    pending = [i for i in table.timeline.pending() if i.action in ROLLBACKABLE and not _is_clustering(table, i)]
+    if policy == "NEVER" or not pending:
+        return []
+    if policy == "LAZY":
+        interval = int(props.get("hoodie.client.heartbeat.interval_in_ms", "60000"))
+        misses = int(props.get("hoodie.client.heartbeat.tolerable.misses", "10"))
+        now = int(time.time() * 1000) if now_ms is None else now_ms
+        expired = [i for i in pending if now - _heartbeat_ms(table, i) > interval * misses]
+        return sorted(expired, key=lambda i: i.sort_key, reverse=True)
+    return sorted(pending[:-1], key=lambda i: i.sort_key, reverse=True)
+
+
+def _heartbeat_ms(table: HudiTable, instant: Instant) -> int:
+    try:
+        return table.storage.status(table.path(".hoodie", ".heartbeat", instant.requested_time)).mtime_ms
+    except FileNotFound:
+        return 0  # a missing heartbeat counts as expired
+
+
+def _is_clustering(table: HudiTable, instant: Instant) -> bool:
+    if instant.action != REPLACE_COMMIT:
+        return False
+    plan = table.read_instant(instant, State.REQUESTED) if State.REQUESTED in table.timeline.files_of(instant) else None
+    return bool(plan) and (plan or {}).get("operationType") == "cluster"
+
+
+# Planning
+
+def _instant_files(table: HudiTable, instant: Instant) -> dict[str, list[str]]:
+    """Partition -> data file names that carry the instant's time (base files; v8 logs)."""
+    t = instant.requested_time
+    content = _write_metadata(table, instant)
+    partitions = set(content.get("partitionToWriteStats") or {}) | set(content.get("partitionToReplaceFileIds") or {})
+    listing = table.list_partitions().partitions
+    found: dict[str, list[str]] = {}
+    for partition, files in listing.items():
+        if partitions and partition not in partitions:
+            continue
+        for status in files:
+            name = status.name
+            try:
+                if is_base_file_name(name) and base_file_of(name).instant_time == t:
+                    found.setdefault(partition, []).append(name)
+                elif name.startswith(".") and table.version >= 8 and parse_log_file(name).instant_time == t:
+                    found.setdefault(partition, []).append(name)
+            except InvalidFileNameError:
+                continue
+    return found
+
+
+def _write_metadata(table: HudiTable, instant: Instant) -> dict[str, Any]:
+    """The instant's commit metadata, or its inflight workload profile when pending."""
+    for state in (State.COMPLETED, State.INFLIGHT):
+        if state in table.timeline.files_of(instant) and (state is State.INFLIGHT or instant.is_completed):
+            try:
+                return table.read_instant(instant, state) or {}
+            except CleanlineError:
+                continue
+    return {}
+
+
+def _marker_names(table: HudiTable, instant: Instant) -> list[str] | None:
+    """Marker entries (`<partition>/<file>.marker.<TYPE>`) of an instant, or None without markers."""
+    folder = table.path(".hoodie", ".temp", instant.requested_time)
+    if not table.storage.exists(folder):
+        return None
+    names: list[str] = []
+    prefix = len(folder) + 1
+    for status in table.storage.list_recursive(folder):
+        relative = status.path[prefix:]
+        if relative.startswith("MARKERS") and relative != "MARKERS.type":
+            names += [line.strip() for line in table.storage.read(status.path).decode().splitlines() if line.strip()]
+        elif relative.endswith(MARKER_SUFFIXES):
+            names.append(relative)
+    return names
+
+
+def _v6_log_blocks(table: HudiTable, instant: Instant) -> dict[tuple[str, str], tuple[str, str]]:
+    """v6 merge-on-read: (partition, file id) -> (base instant, log file name) of the log files
+    the delta commit appended to, from its metadata (updates carry their log's path)."""
+    updated: dict[tuple[str, str], tuple[str, str]] = {}
+    for partition, stats in (_write_metadata(table, instant).get("partitionToWriteStats") or {}).items():
+        for stat in stats or ():
+            name = (stat.get("path") or "").rsplit("/", 1)[-1]
+            if name.startswith(".") and ".log." in name:
+                log = parse_log_file(name)
+                updated[(partition, log.file_id)] = (log.instant_time, name)
+    return updated
+
+
+def plan_rollback(table: HudiTable, instant: Instant) -> RollbackPreview:
+    """The HoodieRollbackPlan for `instant` and what it would delete; writes nothing."""
+    if instant.action not in ROLLBACKABLE:
+        raise RollbackRefused(f"{table.uri}: {instant.action} {instant.requested_time} is not a write Cleanline "
+                              "rolls back (compaction and clustering plans are kept)")
+    if table.timeline.savepoints().find(instant.requested_time) is not None:
+        raise RollbackRefused(f"{table.uri}: could not roll back a savepointed commit {instant.requested_time}")
+    sizes = {(p, s.name): s.size for p, files in table.list_partitions().partitions.items() for s in files}
+    requests: list[dict[str, Any]] = []
+    deletes: list[tuple[str, str, int]] = []
+    marks: list[tuple[str, str, int]] = []
+    markers = _marker_names(table, instant) if instant.is_pending else None
+    by_partition: dict[str, list[str]] = {}
+    appended: dict[tuple[str, str], tuple[str, str]] = {}
+    if markers is not None:
+        for marker in markers:
+            relative, _, io_type = marker.rpartition(".marker.")
+            partition, _, name = relative.rpartition("/")
+            if io_type == "APPEND" and table.version < 8:
+                log = parse_log_file(name)
+                appended[(partition, log.file_id)] = (log.instant_time, name)
+            elif (partition, name) in sizes:
+                by_partition.setdefault(partition, []).append(name)
+    elif instant.is_requested:
+        pass  # a requested-only write made no files (Hudi plans no requests)
+    else:
+        by_partition = _instant_files(table, instant)
+        if table.version < 8 and table.config.is_mor and instant.action == DELTA_COMMIT:
+            appended = _v6_log_blocks(table, instant)
+    for partition, names in sorted(by_partition.items()):
+        folder = table.path(partition) if partition else table.base
+        paths = [Storage.join(folder, n) for n in sorted(names)]
+        requests.append({"partitionPath": partition, "fileId": "", "latestBaseInstant": "",
+                         "filesToBeDeleted": paths, "logBlocksToBeDeleted": {}})
+        deletes += [(partition, p, sizes.get((partition, n), 0)) for p, n in zip(paths, sorted(names))]
+    for (partition, file_id), (base_instant, name) in sorted(appended.items()):
+        if (partition, name) not in sizes:
+            continue
+        folder = table.path(partition) if partition else table.base
+        path = table.storage.uri(Storage.join(folder, name))
+        requests.append({"partitionPath": partition, "fileId": file_id, "latestBaseInstant": base_instant,
+                         "filesToBeDeleted": [], "logBlocksToBeDeleted": {path: sizes[(partition, name)]}})
+        marks.append((partition, path, sizes[(partition, name)]))
+    plan = {"instantToRollback": {"commitTime": instant.requested_time, "action": instant.action},
+            "RollbackRequests": requests, "version": ROLLBACK_PLAN_VERSION}
+    return RollbackPreview(instant, plan, tuple(deletes), tuple(marks))
+
+
+# Execution
+
+def _state_path(table: HudiTable, instant: Instant) -> str:
+    return Storage.join(table.timeline.folder, instant.file_name(table.config.layout_version))
+
+
+def _write(table: HudiTable, instant: Instant, content: Mapping[str, Any] | None) -> None:
+    data = b"" if content is None else metadata.encode(content, action=instant.action, state=instant.state,
+                                                       layout=table.config.layout_version)
+    if not table.storage.exists(_state_path(table, instant)):
+        table.storage.write(_state_path(table, instant), data)
+
+
+def execute_rollback_plan(table: HudiTable, rollback_time: str, plan: Mapping[str, Any],
+                          target: Instant) -> dict[str, Any]:
+    """Carry out a rollback plan (idempotently) and return its HoodieRollbackMetadata; the
+    caller publishes it. Deletes the rolled-back instant's state files and markers."""
+    started = time.monotonic()
+    files = table.timeline.files_of(target)
+    if State.COMPLETED in files:  # "revert to inflight"
+        _write(table, Instant(target.requested_time, target.action, State.INFLIGHT), None)
+        table.storage.delete(files[State.COMPLETED].path)
+    partitions: dict[str, dict[str, Any]] = {}
+    for request in plan.get("RollbackRequests") or ():
+        partition = request.get("partitionPath") or ""
+        entry = partitions.setdefault(partition, {"partitionPath": partition, "successDeleteFiles": [],
+                                                  "failedDeleteFiles": [], "rollbackLogFiles": {},
+                                                  "logFilesFromFailedCommit": {}})
+        for path in request.get("filesToBeDeleted") or ():
+            try:
+                table.storage.delete(table.storage.path_of(path))
+                entry["successDeleteFiles"].append(path)  # gone already counts as deleted (master)
+            except CleanlineError:
+                entry["failedDeleteFiles"].append(path)
+        for log_path, size in (request.get("logBlocksToBeDeleted") or {}).items():
+            block_path = _append_rollback_block(table, rollback_time, target.requested_time, log_path)
+            entry["rollbackLogFiles"][block_path] = table.storage.status(table.storage.path_of(block_path)).size
+            entry["logFilesFromFailedCommit"][log_path] = size
+    for state in (State.INFLIGHT, State.REQUESTED):
+        table.storage.delete(_state_path(table, Instant(target.requested_time, _pending_action(target), state)))
+    table.storage.delete_dir(table.path(".hoodie", ".temp", target.requested_time))
+    return {
+        "startRollbackTime": rollback_time,
+        "timeTakenInMillis": int((time.monotonic() - started) * 1000),
+        "totalFilesDeleted": sum(len(e["successDeleteFiles"]) for e in partitions.values()),
+        "commitsRollback": [target.requested_time],
+        "partitionMetadata": partitions,
+        "version": ROLLBACK_METADATA_VERSION,
+        "instantsRollback": [{"commitTime": target.requested_time, "action": target.action}],
+    }
+
+
+def _pending_action(instant: Instant) -> str:
+    return instant.action if instant.is_pending else comparable_action(instant.action)
+
+
+def _append_rollback_block(table: HudiTable, rollback_time: str, target: str, log_uri: str) -> str:
+    """A v6 ROLLBACK command block for `target`, written as the next version of the log file
+    (what Hudi does on stores that cannot append). Idempotent: a re-run finds its block."""
+    storage = table.storage
+    log_path = storage.path_of(log_uri)
+    folder, _, name = log_path.rpartition("/")
+    log = parse_log_file(name)
+    siblings = [parse_log_file(s.name) for s in storage.list(folder)
+                if s.name.startswith(f".{log.file_id}_{log.instant_time}.log.")]
+    block = command_block(rollback_time, target)
+    for sibling in siblings:
+        path = Storage.join(folder, sibling.name)
+        if sibling.version > log.version and storage.read(path) == block:
+            return storage.uri(path)
+    version = max(s.version for s in siblings) + 1
+    path = Storage.join(folder, log_file_name(log.file_id, log.instant_time, version, UNKNOWN_WRITE_TOKEN))
+    storage.write(path, block)
+    return storage.uri(path)
+
+
+def rollback(table: HudiTable, requested_time: str, *, drop_metadata: bool = False) -> Instant:
+    """Roll back the write at `requested_time` (pending or completed): requested and inflight
+    rollback, deletion of what it wrote, completed rollback. A pending rollback of the same
+    instant is resumed."""
+    table.reload()
+    target = next((i for i in table.timeline if i.requested_time == requested_time
+                   and i.action in ROLLBACKABLE | {"clustering"}), None)
+    if target is None:
+        raise RollbackRefused(f"{table.uri}: no write {requested_time} on the active timeline")
+    guard_metadata_table(table, drop=drop_metadata, action="a rollback")
+    existing = _pending_rollback_of(table, requested_time)
+    if existing is not None:
+        rollback_instant, plan = existing
+    else:
+        preview = plan_rollback(table, target)
+        rollback_instant = Instant(table.new_instant_time(), ROLLBACK, State.REQUESTED)
+        plan = preview.plan
+        _write(table, rollback_instant, plan)
+    _write(table, Instant(rollback_instant.requested_time, ROLLBACK, State.INFLIGHT), None)
+    content = execute_rollback_plan(table, rollback_instant.requested_time, plan, target)
+    completion = table.new_instant_time(after=rollback_instant.requested_time) if table.config.layout_version >= 2 else None
+    done = Instant(rollback_instant.requested_time, ROLLBACK, State.COMPLETED, completion)
+    _write(table, done, content)
+    table.reload()
+    return done
+
+
+def _pending_rollback_of(table: HudiTable, requested_time: str) -> tuple[Instant, dict[str, Any]] | None:
+    for pending in table.timeline.rollbacks().pending():
+        plan = table.read_instant(pending, State.REQUESTED) or {}
+        if (plan.get("instantToRollback") or {}).get("commitTime") == requested_time:
+            return pending, plan
+    return None
+
+
+def rollback_failed_writes(table: HudiTable, *, now_ms: int | None = None,
+                           drop_metadata: bool = False) -> list[Instant]:
+    """Roll back every failed write (see `failed_writes`), newest first."""
+    return [rollback(table, i.requested_time, drop_metadata=drop_metadata)
+            for i in failed_writes(table, now_ms=now_ms)]
+
+
+def preview_failed_writes(table: HudiTable, *, now_ms: int | None = None) -> list[RollbackPreview]:
+    return [plan_rollback(table, i) for i in failed_writes(table, now_ms=now_ms)]
