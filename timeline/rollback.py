@@ -14,7 +14,7 @@ from timeline import metadata
 from timeline.exceptions import CleanlineError, FileNotFound, InvalidFileNameError
 from timeline.files import base_file_of, is_base_file_name, log_file_name, parse_log_file
 from timeline.instant import (
-    COMMIT, DELTA_COMMIT, REPLACE_COMMIT, ROLLBACK, Instant, State, comparable_action,
+    COMMIT, DELTA_COMMIT, REPLACE_COMMIT, ROLLBACK, Instant, State,
 )
 from timeline.logformat import command_block
 from timeline.mdt import guard_metadata_table
@@ -56,7 +56,7 @@ def failed_writes(table: HudiTable, *, now_ms: int | None = None) -> list[Instan
     props = table.config.props
     policy = (props.get("hoodie.clean.failed.writes.policy") or props.get("hoodie.cleaner.policy.failed.writes")
               or "EAGER").upper()
-    pending = [i for i in table.timeline.pending() if i.action in ROLLBACKABLE and not _is_clustering(table, i)]
+    pending = [i for i in table.timeline.pending() if i.action in ROLLBACKABLE and not is_clustering(table, i)]
     if policy == "NEVER" or not pending:
         return []
     if policy == "LAZY":
@@ -75,7 +75,7 @@ def _heartbeat_ms(table: HudiTable, instant: Instant) -> int:
         return 0  # a missing heartbeat counts as expired
 
 
-def _is_clustering(table: HudiTable, instant: Instant) -> bool:
+def is_clustering(table: HudiTable, instant: Instant) -> bool:
     if instant.action != REPLACE_COMMIT:
         return False
     plan = table.read_instant(instant, State.REQUESTED) if State.REQUESTED in table.timeline.files_of(instant) else None
@@ -200,7 +200,8 @@ def _state_path(table: HudiTable, instant: Instant) -> str:
     return Storage.join(table.timeline.folder, instant.file_name(table.config.layout_version))
 
 
-def _write(table: HudiTable, instant: Instant, content: Mapping[str, Any] | None) -> None:
+def write_state(table: HudiTable, instant: Instant, content: Mapping[str, Any] | None) -> None:
+    """Write an instant's state file unless it is there already (re-runs are idempotent)."""
     data = b"" if content is None else metadata.encode(content, action=instant.action, state=instant.state,
                                                        layout=table.config.layout_version)
     if not table.storage.exists(_state_path(table, instant)):
@@ -213,8 +214,7 @@ def execute_rollback_plan(table: HudiTable, rollback_time: str, plan: Mapping[st
     caller publishes it. Deletes the rolled-back instant's state files and markers."""
     started = time.monotonic()
     files = table.timeline.files_of(target)
-    if State.COMPLETED in files:  # "revert to inflight"
-        _write(table, Instant(target.requested_time, target.action, State.INFLIGHT), None)
+    if State.COMPLETED in files:  # first, so that a crash leaves a pending write to retry
         table.storage.delete(files[State.COMPLETED].path)
     partitions: dict[str, dict[str, Any]] = {}
     for request in plan.get("RollbackRequests") or ():
@@ -233,7 +233,8 @@ def execute_rollback_plan(table: HudiTable, rollback_time: str, plan: Mapping[st
             entry["rollbackLogFiles"][block_path] = table.storage.status(table.storage.path_of(block_path)).size
             entry["logFilesFromFailedCommit"][log_path] = size
     for state in (State.INFLIGHT, State.REQUESTED):
-        table.storage.delete(_state_path(table, Instant(target.requested_time, _pending_action(target), state)))
+        if state in files:
+            table.storage.delete(files[state].path)
     table.storage.delete_dir(table.path(".hoodie", ".temp", target.requested_time))
     return {
         "startRollbackTime": rollback_time,
@@ -244,10 +245,6 @@ def execute_rollback_plan(table: HudiTable, rollback_time: str, plan: Mapping[st
         "version": ROLLBACK_METADATA_VERSION,
         "instantsRollback": [{"commitTime": target.requested_time, "action": target.action}],
     }
-
-
-def _pending_action(instant: Instant) -> str:
-    return instant.action if instant.is_pending else comparable_action(instant.action)
 
 
 def _append_rollback_block(table: HudiTable, rollback_time: str, target: str, log_uri: str) -> str:
@@ -280,24 +277,24 @@ def rollback(table: HudiTable, requested_time: str, *, drop_metadata: bool = Fal
     if target is None:
         raise RollbackRefused(f"{table.uri}: no write {requested_time} on the active timeline")
     guard_metadata_table(table, drop=drop_metadata, action="a rollback")
-    existing = _pending_rollback_of(table, requested_time)
+    existing = pending_rollback_of(table, requested_time)
     if existing is not None:
         rollback_instant, plan = existing
     else:
         preview = plan_rollback(table, target)
         rollback_instant = Instant(table.new_instant_time(), ROLLBACK, State.REQUESTED)
         plan = preview.plan
-        _write(table, rollback_instant, plan)
-    _write(table, Instant(rollback_instant.requested_time, ROLLBACK, State.INFLIGHT), None)
+        write_state(table, rollback_instant, plan)
+    write_state(table, Instant(rollback_instant.requested_time, ROLLBACK, State.INFLIGHT), None)
     content = execute_rollback_plan(table, rollback_instant.requested_time, plan, target)
     completion = table.new_instant_time(after=rollback_instant.requested_time) if table.config.layout_version >= 2 else None
     done = Instant(rollback_instant.requested_time, ROLLBACK, State.COMPLETED, completion)
-    _write(table, done, content)
+    write_state(table, done, content)
     table.reload()
     return done
 
 
-def _pending_rollback_of(table: HudiTable, requested_time: str) -> tuple[Instant, dict[str, Any]] | None:
+def pending_rollback_of(table: HudiTable, requested_time: str) -> tuple[Instant, dict[str, Any]] | None:
     for pending in table.timeline.rollbacks().pending():
         plan = table.read_instant(pending, State.REQUESTED) or {}
         if (plan.get("instantToRollback") or {}).get("commitTime") == requested_time:

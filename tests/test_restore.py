@@ -1,0 +1,89 @@
+"""Restore to a savepoint on real tables: hudi-rs then reads what it read as of the savepoint."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.clean.test_fixture_cleans import retained_files, rows
+from timeline.clean.config import CleanConfig, CleanPolicy
+from timeline.clean.executor import run_pending_cleans, schedule_clean
+from timeline.clean.planner import plan_clean
+from timeline.metadata import avro
+from timeline.restore import RestoreRefused, preview_restore, restore
+from timeline.savepoint import create_savepoint
+from timeline.table import HudiTable
+
+TABLES = [
+    "sample_table/cow/v6_simplekeygen_nonhivestyle_overwritetable",
+    "sample_table/mor/parquet/v6_nonpartitioned_rollback",
+    "sample_table/mor/parquet/v6_simplekeygen_nonhivestyle_overwritetable",
+    "quickstart_trips_table/mor/avro/v6_trips_8i1u",
+    "quickstart_trips_table/mor/avro/v8_trips_8i3u1d",
+    "sample_table/cow/v9_txns_simple_nometa",
+    "sample_table/mor/avro/v9_txns_simple_nometa",
+    "sample_table/mor/avro/v9_nonpartitioned_rollback",
+]
+
+
+def savepoint_target(table: HudiTable) -> str:
+    """A commit in the middle: the second completed write (deltacommit or commit)."""
+    writes = [i for i in table.timeline.commits().completed() if i.action in ("commit", "deltacommit")]
+    return writes[min(1, len(writes) - 1)].requested_time
+
+
+@pytest.mark.parametrize("table_id", TABLES)
+def test_restore_reads_as_the_savepoint(table_copy, table_id: str) -> None:
+    path = table_copy(table_id)
+    table = HudiTable.open(str(path))
+    k = savepoint_target(table)
+    expected = rows(path, k)
+    drop = table.config.metadata_table_enabled
+    if drop:
+        from timeline.mdt import drop_metadata_table
+        drop_metadata_table(table)
+    create_savepoint(table, k)
+    preview = preview_restore(table, k)
+    later = [i.requested_time for i in table.timeline.writes() if i.requested_time > k]
+    assert sorted(i.requested_time for i in preview.instants) == sorted(later)
+    done = restore(table, k)
+    after = HudiTable.open(str(path))
+    assert [i for i in after.timeline.writes() if i.requested_time > k] == []
+    assert not after.timeline.rollbacks().filter(lambda i: i.requested_time > k)
+    assert rows(path) == expected
+    for file in retained_files(after, "0"):
+        assert file.exists(), file
+    meta = avro.decode(Path(after.timeline.path_of(after.timeline.restores().last())).read_bytes(), path="r")  # type: ignore[arg-type]
+    assert meta["startRestoreTime"] == done.requested_time and meta["version"] == 1
+    assert sorted(meta["instantsToRollback"]) == sorted(later)
+    assert set(meta["hoodieRestoreMetadata"]) == set(later)
+
+
+def test_restore_refuses_a_later_savepoint_and_a_pending_clean(table_copy) -> None:
+    path = table_copy("sample_table/cow/v9_txns_simple_nometa")
+    table = HudiTable.open(str(path))
+    commits = [i.requested_time for i in table.timeline.commits().completed()]
+    create_savepoint(table, commits[1])
+    create_savepoint(table, commits[3])
+    with pytest.raises(RestoreRefused, match=f"savepoint {commits[3]} is later"):
+        restore(table, commits[1])
+    with pytest.raises(RestoreRefused, match="no completed savepoint"):
+        restore(table, commits[2])
+
+
+def test_restore_still_works_after_an_aggressive_clean(table_copy) -> None:
+    path = table_copy("sample_table/mor/avro/v9_txns_simple_nometa")
+    table = HudiTable.open(str(path))
+    k = savepoint_target(table)
+    expected = rows(path, k)
+    create_savepoint(table, k)
+    for config in (CleanConfig(commits_retained=1),
+                   CleanConfig(policy=CleanPolicy.KEEP_LATEST_FILE_VERSIONS, file_versions_retained=1)):
+        table = HudiTable.open(str(path))
+        plan = plan_clean(table, config)
+        if not plan.is_empty:
+            schedule_clean(table, plan, config, force=True)
+            run_pending_cleans(table)
+    restore(HudiTable.open(str(path)), k)
+    assert rows(path) == expected

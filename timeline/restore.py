@@ -1,0 +1,172 @@
+"""Restore to a savepoint as Hudi's restore executors do (hudi-format.md §8.3): a plan
+(HoodieRestorePlan v2) of every write after the savepoint, newest first, one rollback per
+planned instant (never published as a completed rollback), HoodieRestoreMetadata, and the
+removal of the rollback instants after the savepoint. Resumable; previewed."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from timeline.exceptions import CleanlineError
+from timeline.instant import (
+    CLUSTERING, COMMIT, COMPACTION, REPLACE_COMMIT, RESTORE, ROLLBACK, Instant, State,
+)
+from timeline.mdt import guard_metadata_table
+from timeline.rollback import (
+    RollbackPreview, execute_rollback_plan, is_clustering, pending_rollback_of, plan_rollback, write_state,
+)
+from timeline.table import HudiTable
+
+RESTORE_PLAN_VERSION = 2
+RESTORE_METADATA_VERSION = 1
+
+
+class RestoreRefused(CleanlineError):
+    """Hudi would not restore to this savepoint now; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class RestorePreview:
+    """The instants a restore rolls back (newest first) and what each would delete."""
+
+    savepoint: str
+    instants: tuple[Instant, ...]
+    rollbacks: tuple[RollbackPreview, ...]
+
+    @property
+    def bytes_to_delete(self) -> int:
+        return sum(r.bytes_to_delete for r in self.rollbacks)
+
+    def per_partition(self) -> dict[str, tuple[int, int]]:
+        """Partition -> (files, bytes) the restore deletes."""
+        totals: dict[str, tuple[int, int]] = {}
+        for preview in self.rollbacks:
+            for partition, _, size in preview.files_to_delete:
+                files, size_sum = totals.get(partition, (0, 0))
+                totals[partition] = (files + 1, size_sum + size)
+        return totals
+
+
+def _instants_after(table: HudiTable, savepoint: Instant) -> list[Instant]:
+    """RestorePlanActionExecutor: pending clusterings after the savepoint, newest first, then
+    every other write after it (v6: by requested time; v8+: by completion time, pending ones
+    first, compactions on merge-on-read compared by requested time)."""
+    timeline = table.timeline
+    t = savepoint.requested_time
+    writes = [i for i in timeline.writes() if i.requested_time != t]
+    clustering = sorted((i for i in writes if i.is_pending and i.requested_time > t
+                         and (i.action == CLUSTERING or is_clustering(table, i))),
+                        key=lambda i: i.sort_key, reverse=True)
+    rest = [i for i in writes if i not in clustering]
+    if table.version < 8:
+        after = sorted((i for i in rest if i.requested_time > t), key=lambda i: i.sort_key, reverse=True)
+        return clustering + after
+    commit = timeline.find(t, COMMIT) or timeline.find(t)
+    sp_done = (commit.completion_time if commit else None) or t
+
+    def later(i: Instant) -> bool:
+        if table.config.is_mor and i.action in (COMPACTION, COMMIT):
+            return i.requested_time > t
+        return i.is_pending or (i.completion_time or "") > sp_done
+
+    pending = sorted((i for i in rest if i.is_pending and later(i)), key=lambda i: i.sort_key, reverse=True)
+    done = sorted((i for i in rest if i.is_completed and later(i)), key=lambda i: i.completion_time or "",
+                  reverse=True)
+    return clustering + pending + done
+
+
+def _check(table: HudiTable, savepoint_time: str) -> Instant:
+    timeline = table.timeline
+    savepoint = timeline.savepoints().completed().find(savepoint_time)
+    if savepoint is None:
+        raise RestoreRefused(f"{table.uri}: there is no completed savepoint {savepoint_time}")
+    later = [i.requested_time for i in timeline.savepoints() if i.requested_time > savepoint_time]
+    if later:
+        raise RestoreRefused(f"{table.uri}: savepoint {later[0]} is later than {savepoint_time}; delete it first "
+                             "(Hudi cannot roll back a savepointed commit)")
+    if timeline.cleans().pending():
+        raise RestoreRefused(f"{table.uri}: clean {timeline.cleans().pending().instants[0].requested_time} is "
+                             "pending; run it first")
+    for pending in timeline.restores().pending():
+        plan = table.read_instant(pending, State.REQUESTED) or {}
+        if plan.get("savepointToRestoreTimestamp") != savepoint_time:
+            raise RestoreRefused(f"{table.uri}: restore {pending.requested_time} to savepoint "
+                                 f"{plan.get('savepointToRestoreTimestamp')} is pending; finish it first")
+    if table.config.get("hoodie.archive.beyond.savepoint", "false") == "true":
+        raise RestoreRefused(f"{table.uri}: hoodie.archive.beyond.savepoint is on; commits after the savepoint "
+                             "may be archived, so Hudi does not restore")
+    return savepoint
+
+
+def preview_restore(table: HudiTable, savepoint_time: str) -> RestorePreview:
+    """What restoring to `savepoint_time` would roll back and delete; writes nothing."""
+    table.reload()
+    savepoint = _check(table, savepoint_time)
+    instants = _instants_after(table, savepoint)
+    return RestorePreview(savepoint_time, tuple(instants), tuple(plan_rollback(table, i) for i in instants))
+
+
+def restore(table: HudiTable, savepoint_time: str, *, drop_metadata: bool = False) -> Instant:
+    """Restore the table to the savepoint: every later write is rolled back. A pending restore
+    to the same savepoint is resumed."""
+    table.reload()
+    savepoint = _check(table, savepoint_time)
+    guard_metadata_table(table, drop=drop_metadata, action="a restore")
+    started = time.monotonic()
+    resumed = next(iter(table.timeline.restores().pending()), None)
+    if resumed is not None:
+        plan = table.read_instant(resumed, State.REQUESTED) or {}
+        restore_instant = resumed
+    else:
+        instants = _instants_after(table, savepoint)
+        plan = {"instantsToRollback": [{"commitTime": i.requested_time, "action": i.action} for i in instants],
+                "version": RESTORE_PLAN_VERSION, "savepointToRestoreTimestamp": savepoint_time}
+        restore_instant = Instant(table.new_instant_time(), RESTORE, State.REQUESTED)
+        write_state(table, restore_instant, plan)
+    write_state(table, Instant(restore_instant.requested_time, RESTORE, State.INFLIGHT), None)
+    rolled_back: dict[str, list[dict[str, Any]]] = {}
+    for entry in plan.get("instantsToRollback") or ():
+        rolled_back[entry["commitTime"]] = [_roll_back_for_restore(table, entry)]
+        table.reload()
+    content = {
+        "startRestoreTime": restore_instant.requested_time,
+        "timeTakenInMillis": int((time.monotonic() - started) * 1000),
+        "instantsToRollback": [e["commitTime"] for e in plan.get("instantsToRollback") or ()],
+        "hoodieRestoreMetadata": rolled_back,
+        "version": RESTORE_METADATA_VERSION,
+        "restoreInstantInfo": [{"commitTime": e["commitTime"], "action": e["action"]}
+                               for e in plan.get("instantsToRollback") or ()],
+    }
+    completion = table.new_instant_time(after=restore_instant.requested_time) if table.config.layout_version >= 2 else None
+    done = Instant(restore_instant.requested_time, RESTORE, State.COMPLETED, completion)
+    write_state(table, done, content)
+    table.reload()
+    for rollback_instant in table.timeline.rollbacks():
+        if rollback_instant.requested_time > savepoint_time:
+            for status in table.timeline.files_of(rollback_instant).values():
+                table.storage.delete(status.path)
+    return done
+
+
+def _roll_back_for_restore(table: HudiTable, entry: dict[str, Any]) -> dict[str, Any]:
+    """One planned rollback: resumed from its pending rollback instant when a crashed run left
+    one, else planned now; never published as a completed rollback (as in Hudi)."""
+    existing = pending_rollback_of(table, entry["commitTime"])
+    target = next((i for i in table.timeline if i.requested_time == entry["commitTime"]
+                   and i.action in (entry["action"], *([REPLACE_COMMIT] if entry["action"] == CLUSTERING else []))),
+                  None)
+    if existing is not None:
+        rollback_instant, plan = existing
+        target = target or Instant(entry["commitTime"], entry["action"], State.INFLIGHT)
+    elif target is None:
+        return {"startRollbackTime": "", "timeTakenInMillis": 0, "totalFilesDeleted": 0,
+                "commitsRollback": [entry["commitTime"]], "partitionMetadata": {}, "version": 1,
+                "instantsRollback": [{"commitTime": entry["commitTime"], "action": entry["action"]}]}
+    else:
+        plan = plan_rollback(table, target).plan
+        rollback_instant = Instant(table.new_instant_time(), ROLLBACK, State.REQUESTED)
+        write_state(table, rollback_instant, plan)
+    write_state(table, Instant(rollback_instant.requested_time, ROLLBACK, State.INFLIGHT), None)
+    return execute_rollback_plan(table, rollback_instant.requested_time, plan, target)
