@@ -87,3 +87,37 @@ def test_restore_still_works_after_an_aggressive_clean(table_copy) -> None:
             run_pending_cleans(table)
     restore(HudiTable.open(str(path)), k)
     assert rows(path) == expected
+
+
+def test_restore_and_rollback_cli_preview_confirm_and_run(table_copy) -> None:
+    import json
+    import subprocess
+    import sys
+
+    from tests.conftest import tree_snapshot
+
+    cleanline = str(Path(sys.executable).with_name("cleanline"))
+    path = table_copy("sample_table/cow/v9_txns_simple_nometa")
+    run = lambda *a, stdin="": subprocess.run([cleanline, *a], input=stdin, capture_output=True, text=True,  # noqa: E731
+                                              timeout=60)
+    commits = [i.requested_time for i in HudiTable.open(str(path)).timeline.commits().completed()]
+    k = commits[2]
+    expected = rows(path, k)
+    assert run("savepoint", "create", str(path), "--instant", k).returncode == 0
+    before = tree_snapshot(path)
+    preview = json.loads(run("restore", str(path), "--savepoint", k, "--preview", "--json").stdout)
+    assert {p["instant"]["requestedTime"] for p in preview["instantsToRollback"]} == {t for t in commits if t > k}
+    assert preview["bytesToDelete"] == sum(v["bytes"] for v in preview["perPartition"].values()) > 0
+    declined = run("restore", str(path), "--savepoint", k, stdin="no\n")
+    assert declined.returncode == 2 and "cancelled" in declined.stderr
+    assert tree_snapshot(path) == before
+    done = run("restore", str(path), "--savepoint", k, "--yes")
+    assert done.returncode == 0, done.stderr
+    assert rows(path) == expected
+    last = HudiTable.open(str(path)).timeline.commits().completed().last()
+    assert last is not None and last.requested_time == k
+    refused = run("rollback", str(path), "--instant", k, "--yes")
+    assert refused.returncode == 2 and "savepointed commit" in refused.stderr
+    previewed = json.loads(run("rollback", str(path), "--instant", commits[1], "--preview", "--json").stdout)
+    assert previewed[0]["instant"]["requestedTime"] == commits[1] and previewed[0]["filesToDelete"]
+    assert run("rollback", str(path), "--failed").stdout.strip() == "no failed writes"

@@ -18,6 +18,8 @@ from timeline.clean.config import CleanConfig, CleanPolicy
 from timeline.clean.executor import Progress, run_pending_cleans, schedule_clean
 from timeline.clean.planner import CleanPlan, plan_clean
 from timeline.exceptions import CleanlineError, InvalidInstantError
+from timeline.restore import preview_restore, restore
+from timeline.rollback import RollbackPreview, plan_rollback, preview_failed_writes, rollback
 from timeline.savepoint import create_savepoint, delete_savepoint, list_savepoints
 from timeline.fsview import FileSlice
 from timeline.instant import Instant, State, parse_instant_time, zone_of
@@ -267,6 +269,54 @@ def _savepoint_list(args: argparse.Namespace) -> None:
           d["missingFiles"], "yes" if d["holdsBackArchival"] else "no", d["comments"]) for d in data]))
 
 
+def _preview_json(preview: RollbackPreview) -> dict[str, Any]:
+    return {"instant": _instant_json(preview.instant),
+            "filesToDelete": [{"partition": p, "path": path, "bytes": size} for p, path, size in preview.files_to_delete],
+            "logFilesGettingRollbackBlocks": [{"partition": p, "path": path, "bytes": size}
+                                              for p, path, size in preview.logs_to_mark],
+            "bytesToDelete": preview.bytes_to_delete}
+
+
+def _restore(args: argparse.Namespace) -> None:
+    table = HudiTable.open(args.path)
+    preview = preview_restore(table, args.savepoint)
+    data = {"savepoint": args.savepoint, "instantsToRollback": [_preview_json(p) for p in preview.rollbacks],
+            "perPartition": {p: {"files": f, "bytes": b} for p, (f, b) in sorted(preview.per_partition().items())},
+            "bytesToDelete": preview.bytes_to_delete}
+    _emit(args, data, lambda: (
+        f"restore to savepoint {args.savepoint} rolls back {len(preview.instants)} instants and deletes "
+        f"{sum(f for f, _ in preview.per_partition().values())} files ({preview.bytes_to_delete} bytes)\n\n"
+        + _render_table(["instant", "action", "state", "files", "bytes"],
+                        [(p.instant.requested_time, p.instant.action, p.instant.state.name, len(p.files_to_delete),
+                          p.bytes_to_delete) for p in preview.rollbacks])))
+    if args.preview:
+        return
+    _confirm(args, f"Restore {table.uri} to savepoint {args.savepoint}? The writes above are rolled back.")
+    done = restore(table, args.savepoint, drop_metadata=args.drop_metadata_table)
+    print(f"restored to {args.savepoint} (restore {done.requested_time})", file=sys.stderr)
+
+
+def _rollback(args: argparse.Namespace) -> None:
+    table = HudiTable.open(args.path)
+    if args.failed:
+        previews = preview_failed_writes(table)
+    else:
+        target = next((i for i in table.timeline if i.requested_time == args.instant), None)
+        if target is None:
+            raise InvalidInstantError(f"{table.uri}: no instant {args.instant} on the active timeline")
+        previews = [plan_rollback(table, target)]
+    _emit(args, [_preview_json(p) for p in previews], lambda: _render_table(
+        ["instant", "action", "state", "files to delete", "bytes", "logs to mark"],
+        [(p.instant.requested_time, p.instant.action, p.instant.state.name, len(p.files_to_delete),
+          p.bytes_to_delete, len(p.logs_to_mark)) for p in previews]) if previews else "no failed writes")
+    if args.preview or not previews:
+        return
+    _confirm(args, f"Roll back {len(previews)} write(s) of {table.uri}?")
+    for preview in previews:
+        done = rollback(table, preview.instant.requested_time, drop_metadata=args.drop_metadata_table)
+        print(f"rolled back {preview.instant.requested_time} (rollback {done.requested_time})", file=sys.stderr)
+
+
 def _age(seconds: int) -> str:
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
         if seconds >= size:
@@ -336,6 +386,19 @@ def build_parser() -> argparse.ArgumentParser:
     delete.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     listing = command(savepoint, "list", _savepoint_list, "list savepoints with what they protect")
     listing.add_argument("--json", action="store_true", help="print JSON")
+
+    rs = command(commands, "restore", _restore, "restore a table to a savepoint (previewed first)")
+    rs.add_argument("--savepoint", required=True, metavar="T", help="the savepoint to restore to")
+    rb = command(commands, "rollback", _rollback, "roll back a write, or every failed write")
+    which = rb.add_mutually_exclusive_group(required=True)
+    which.add_argument("--instant", metavar="T", help="the write to roll back")
+    which.add_argument("--failed", action="store_true", help="every failed write (EAGER or LAZY policy)")
+    for cmd in (rs, rb):
+        cmd.add_argument("--preview", action="store_true", help="show what would happen; write nothing")
+        cmd.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+        cmd.add_argument("--drop-metadata-table", action="store_true",
+                         help="delete an enabled metadata table first (Hudi writers rebuild it)")
+        cmd.add_argument("--json", action="store_true", help="print the preview as JSON")
 
     instant = commands.add_parser("instant", help="instant-level commands").add_subparsers(dest="sub", required=True)
     show = command(instant, "show", _instant_show, "print the decoded content of one instant as JSON")
