@@ -121,3 +121,26 @@ def test_restore_and_rollback_cli_preview_confirm_and_run(table_copy) -> None:
     previewed = json.loads(run("rollback", str(path), "--instant", commits[1], "--preview", "--json").stdout)
     assert previewed[0]["instant"]["requestedTime"] == commits[1] and previewed[0]["filesToDelete"]
     assert run("rollback", str(path), "--failed").stdout.strip() == "no failed writes"
+
+
+def test_restore_rolls_back_a_pending_compaction_after_the_savepoint() -> None:
+    from tests.lakes import Lake
+    from timeline.instant import State
+    from timeline.storage import MemoryStorage
+
+    lake = Lake(MemoryStorage(), "/t", version=8, table_type="MERGE_ON_READ")
+    times = [f"2026110100{i:02d}00000" for i in range(6)]
+    base = lake.base_file("p=1", "g", times[0])
+    lake.commit(times[0], {"p=1": [base]})
+    log = lake.log_file("p=1", "g", times[1])
+    lake.commit(times[1], {"p=1": [log]})
+    lake.schedule_compaction(times[2], [("p=1", "g", times[0])], state=State.INFLIGHT)
+    half = lake.base_file("p=1", "g", times[2])  # written by the running compaction
+    table = HudiTable.load(lake.storage, "/t")
+    create_savepoint(table, times[1])
+    preview = preview_restore(table, times[1])
+    assert [i.requested_time for i in preview.instants] == [times[2]]
+    restore(table, times[1])
+    after = HudiTable.load(lake.storage, "/t")
+    assert not after.timeline.pending_compactions()
+    assert not lake.storage.exists(f"/t/p=1/{half}") and lake.storage.exists(f"/t/p=1/{log}")

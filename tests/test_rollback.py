@@ -123,3 +123,22 @@ def test_rollback_failed_writes_eager_and_lazy() -> None:
     done = rollback_failed_writes(table)
     assert len(done) == 2 and not lake.storage.exists(f"/t/{P}/g_0-1-0_{T[1]}.parquet")
     assert lake.storage.exists(f"/t/{P}/h_0-1-0_{T[3]}.parquet")  # the newest write may still be running
+
+
+def test_rollback_reads_timeline_server_markers() -> None:
+    lake = Lake(MemoryStorage(), "/t", version=6)
+    lake.commit(T[0], {P: [lake.base_file(P, "g", T[0])]})
+    written = lake.base_file(P, "g", T[1])
+    other = lake.base_file(P, "h", T[1])
+    lake.commit(T[1], {}, state=State.INFLIGHT)
+    lake.commit(T[2], {}, state=State.REQUESTED)
+    lake.storage.write(f"/t/.hoodie/.temp/{T[1]}/MARKERS.type", b"TIMELINE_SERVER_BASED")
+    lake.storage.write(f"/t/.hoodie/.temp/{T[1]}/MARKERS0", f"{P}/{written}.marker.CREATE\n".encode())
+    lake.storage.write(f"/t/.hoodie/.temp/{T[1]}/MARKERS1", f"{P}/{other}.marker.MERGE\n".encode())
+    table = HudiTable.load(lake.storage, "/t")
+    (failed,) = [p.instant for p in [plan_rollback(table, i) for i in failed_writes(table)]]
+    preview = plan_rollback(table, failed)
+    assert sorted(p.rsplit("/", 1)[-1] for _, p, _ in preview.files_to_delete) == sorted([written, other])
+    rollback(table, T[1])
+    assert not lake.storage.exists(f"/t/{P}/{written}") and not lake.storage.exists(f"/t/{P}/{other}")
+    assert not lake.storage.exists(f"/t/.hoodie/.temp/{T[1]}/MARKERS0")

@@ -105,7 +105,8 @@ def preview_restore(table: HudiTable, savepoint_time: str) -> RestorePreview:
     table.reload()
     savepoint = _check(table, savepoint_time)
     instants = _instants_after(table, savepoint)
-    return RestorePreview(savepoint_time, tuple(instants), tuple(plan_rollback(table, i) for i in instants))
+    return RestorePreview(savepoint_time, tuple(instants),
+                          tuple(plan_rollback(table, i, for_restore=True) for i in instants))
 
 
 def restore(table: HudiTable, savepoint_time: str, *, drop_metadata: bool = False) -> Instant:
@@ -165,7 +166,7 @@ def _roll_back_for_restore(table: HudiTable, entry: dict[str, Any]) -> dict[str,
                 "commitsRollback": [entry["commitTime"]], "partitionMetadata": {}, "version": 1,
                 "instantsRollback": [{"commitTime": entry["commitTime"], "action": entry["action"]}]}
     else:
-        plan = plan_rollback(table, target).plan
+        plan = plan_rollback(table, target, for_restore=True).plan
         rollback_instant = Instant(table.new_instant_time(), ROLLBACK, State.REQUESTED)
         write_state(table, rollback_instant, plan)
     write_state(table, Instant(rollback_instant.requested_time, ROLLBACK, State.INFLIGHT), None)

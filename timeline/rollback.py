@@ -20,6 +20,7 @@ from timeline.logformat import command_block
 from timeline.mdt import guard_metadata_table
 from timeline.storage import Storage
 from timeline.table import HudiTable
+from timeline.timeline import WRITE_ACTIONS
 
 ROLLBACK_PLAN_VERSION = 1
 ROLLBACK_METADATA_VERSION = 1
@@ -146,9 +147,10 @@ def _v6_log_blocks(table: HudiTable, instant: Instant) -> dict[tuple[str, str], 
     return updated
 
 
-def plan_rollback(table: HudiTable, instant: Instant) -> RollbackPreview:
-    """The HoodieRollbackPlan for `instant` and what it would delete; writes nothing."""
-    if instant.action not in ROLLBACKABLE:
+def plan_rollback(table: HudiTable, instant: Instant, *, for_restore: bool = False) -> RollbackPreview:
+    """The HoodieRollbackPlan for `instant` and what it would delete; writes nothing. Table
+    services (compaction, log compaction, clustering) are rolled back only by a restore."""
+    if instant.action not in (WRITE_ACTIONS if for_restore else ROLLBACKABLE):
         raise RollbackRefused(f"{table.uri}: {instant.action} {instant.requested_time} is not a write Cleanline "
                               "rolls back (compaction and clustering plans are kept)")
     if table.timeline.savepoints().find(instant.requested_time) is not None:
