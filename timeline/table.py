@@ -115,26 +115,28 @@ class HudiTable:
         with paused_gc():
             return list_partitions(self.storage, self.base)
 
-    def file_system_view(self, *, as_of: str | None = None, listing: TableListing | None = None) -> FileSystemView:
-        """The file-system view Hudi readers see now, or as of a completed instant (time
-        travel: slices based on completed writes up to `as_of`). As in Hudi, a slice's log
-        files are those of every completed delta commit, also later ones: readers skip their
-        blocks by instant time."""
+    def view_inputs(self, *, as_of: str | None = None) -> ViewInputs:
+        """What a file-system view needs from the timeline: the visible instants, completion
+        times, replaced file groups and pending compactions."""
         writes = self.timeline.writes()
         if as_of is None:
             visible = writes.completed_and_compaction()
         else:
             visible = writes.completed().before_or_on(as_of)
-        completion_times = {
-            i.requested_time: i.completion_time for i in writes.completed() if i.completion_time
-        }
-        inputs = ViewInputs(
+        return ViewInputs(
             visible=visible,
             table_version=self.version,
-            completion_times=completion_times,
+            completion_times={i.requested_time: i.completion_time for i in writes.completed() if i.completion_time},
             replaced=self.replaced_file_groups(visible),
             pending_compactions=self.pending_operations(COMPACTION) if as_of is None else {},
             pending_log_compactions=self.pending_operations(LOG_COMPACTION) if as_of is None else {},
         )
+
+    def file_system_view(self, *, as_of: str | None = None, listing: TableListing | None = None) -> FileSystemView:
+        """The file-system view Hudi readers see now, or as of a completed instant (time
+        travel: slices based on completed writes up to `as_of`). As in Hudi, a slice's log
+        files are those of every completed delta commit, also later ones: readers skip their
+        blocks by instant time."""
+        inputs = self.view_inputs(as_of=as_of)
         with paused_gc():  # one pause for listing and building: see timeline/perf.py
             return build_view(listing or list_partitions(self.storage, self.base), inputs)

@@ -11,10 +11,10 @@ from typing import Any, NamedTuple
 
 from timeline.clean.config import CleanConfig, CleanConfigError, CleanPolicy
 from timeline.clean.retention import earliest_commit_to_retain
-from timeline.fsview import FileGroup, FileSlice, FileSystemView, TableListing
+from timeline.fsview import FileGroup, FileSlice, TableListing, ViewInputs, build_view
 from timeline.instant import CLUSTERING, REPLACE_COMMIT, Instant, State
 from timeline.perf import paused_gc
-from timeline.storage import FileStatus
+from timeline.storage import FileStatus, Storage
 from timeline.table import HudiTable
 from timeline.timeline import Timeline
 
@@ -101,9 +101,35 @@ class _Protection:
     clustering: Mapping[str, str]         # file name -> pending clustering instant
 
 
-def plan_clean(table: HudiTable, config: CleanConfig, *, now: datetime | None = None,
-               listing: TableListing | None = None) -> CleanPlan:
-    """Plan a clean of `table` under `config`, as of `now` for the hours policy.
+@dataclass(frozen=True, slots=True)
+class PlanContext:
+    """Everything planning one partition needs, read once from the timeline. Picklable, so
+    Spark executors plan their partitions with it (`timeline/spark/clean.py`)."""
+
+    table_uri: str
+    base: str
+    config: CleanConfig
+    ectr: Instant | None
+    inputs: ViewInputs
+    protection: _Protection
+    replaced_since_ectr: frozenset[str]
+    with_logs: bool
+
+
+@dataclass(frozen=True, slots=True)
+class PlanStart:
+    """The table-level half of a plan: its header, the context for partitions, and which
+    partitions to list (None: every partition)."""
+
+    header: dict[str, Any]
+    context: PlanContext | None
+    partitions: tuple[str, ...] | None
+    incremental: bool
+    notes: tuple[str, ...]
+
+
+def start_plan(table: HudiTable, config: CleanConfig, *, now: datetime | None = None) -> PlanStart:
+    """Decide the retained window and the partitions to consider; read what protects files.
 
     Bootstrap source files are never planned: with `hoodie.clean.delete.bootstrap.base.file`
     off (Hudi's default) Hudi keeps them too; turning it on for a bootstrapped table is refused,
@@ -116,37 +142,53 @@ def plan_clean(table: HudiTable, config: CleanConfig, *, now: datetime | None = 
     ectr = earliest_commit_to_retain(timeline, config, now=now, timeline_timezone=table.config.timezone)
     last_commit = timeline.commits().completed().last()
     savepoints = tuple(i.requested_time for i in timeline.savepoints().completed())
-    base = dict(
+    header = dict(
         table=table.uri, policy=config.policy, earliest_instant_to_retain=ectr,
         last_completed_commit=last_commit.requested_time if last_commit else "",
         savepointed_timestamps=savepoints if table.config.is_partitioned else (),
     )
+    pending = tuple(f"clean {i.requested_time} is still pending ({i.state.name.lower()}): run it first"
+                    for i in timeline.cleans().pending())
     by_commits = config.policy is not CleanPolicy.KEEP_LATEST_FILE_VERSIONS
     if by_commits and ectr is None:
-        return CleanPlan(**base, decisions=(), partitions_to_delete=(), partitions_considered=(),
-                         incremental=False, notes=(_why_no_ectr(timeline, config),))
+        return PlanStart(header, None, (), False, (_why_no_ectr(timeline, config), *pending))
     incremental_from, note = _incremental_start(table, config) if by_commits else (None, "")
+    partitions = None
     if incremental_from is not None and ectr is not None:
-        partitions = _partitions_touched(table, timeline, incremental_from, ectr.requested_time)
-        listing = _list_some(table, partitions)
+        partitions = tuple(_partitions_touched(table, timeline, incremental_from, ectr.requested_time))
+    context = PlanContext(
+        table_uri=table.uri, base=table.base, config=config, ectr=ectr, inputs=table.view_inputs(),
+        protection=_protection(table),
+        replaced_since_ectr=frozenset(_replaced_since(table, ectr.requested_time) if ectr else ()),
+        with_logs=table.config.is_mor or table.config.get("hoodie.table.cdc.enabled", "false") == "true",
+    )
+    return PlanStart(header, context, partitions, incremental_from is not None,
+                     ((note,) if note else ()) + pending)
+
+
+def finish_plan(start: PlanStart, results: Iterable[tuple[str, list[FileDecision], bool]]) -> CleanPlan:
+    """Assemble a plan from each considered partition's decisions and deletion flag."""
+    ordered = sorted(results, key=lambda r: r[0])
+    return CleanPlan(**start.header, decisions=tuple(d for _, files, _ in ordered for d in files),
+                     partitions_to_delete=tuple(p for p, _, drop in ordered if drop and p),
+                     partitions_considered=tuple(p for p, _, _ in ordered),
+                     incremental=start.incremental, notes=start.notes)
+
+
+def plan_clean(table: HudiTable, config: CleanConfig, *, now: datetime | None = None,
+               listing: TableListing | None = None) -> CleanPlan:
+    """Plan a clean of `table` under `config`, as of `now` for the hours policy."""
+    start = start_plan(table, config, now=now)
+    if start.context is None:
+        return finish_plan(start, ())
+    if start.partitions is not None:
+        listing = _list_some(table, start.partitions)
     else:
         listing = listing or table.list_partitions()
     with paused_gc():
-        view = table.file_system_view(listing=listing)
-        protection = _protection(table)
-        decisions: list[FileDecision] = []
-        deleted_partitions: list[str] = []
-        for partition in sorted(listing.partitions):
-            files, drop = _plan_partition(table, config, view, partition, ectr, protection)
-            decisions.extend(files)
-            if drop and partition:
-                deleted_partitions.append(partition)
-    notes = [note] if note else []
-    notes += [f"clean {i.requested_time} is still pending ({i.state.name.lower()}): run it first"
-              for i in timeline.cleans().pending()]
-    return CleanPlan(**base, decisions=tuple(decisions), partitions_to_delete=tuple(deleted_partitions),
-                     partitions_considered=tuple(sorted(listing.partitions)),
-                     incremental=incremental_from is not None, notes=tuple(notes))
+        return finish_plan(start, [
+            (partition, *plan_partition(start.context, table.storage, partition, files))
+            for partition, files in listing.partitions.items()])
 
 
 def _why_no_ectr(timeline: Timeline, config: CleanConfig) -> str:
@@ -247,11 +289,11 @@ def _slice_savepoint(piece: FileSlice, savepointed: Mapping[str, str]) -> str | 
 class _Decider:
     """Turns slices into file decisions for one partition."""
 
-    def __init__(self, table: HudiTable, partition: str) -> None:
-        folder = table.path(partition) if partition else table.base
-        self.prefix = table.storage.uri(folder).rstrip("/") + "/"
+    def __init__(self, context: PlanContext, storage: Storage, partition: str) -> None:
+        folder = Storage.join(context.base, partition) if partition else context.base
+        self.prefix = storage.uri(folder).rstrip("/") + "/"
         self.partition = partition
-        self.with_logs = table.config.is_mor or table.config.get("hoodie.table.cdc.enabled", "false") == "true"
+        self.with_logs = context.with_logs
         self.decisions: list[FileDecision] = []
 
     def slice(self, piece: FileSlice, delete: bool, reason: str) -> None:
@@ -267,11 +309,14 @@ class _Decider:
                              piece.file_id, piece.base_instant_time))
 
 
-def _plan_partition(table: HudiTable, config: CleanConfig, view: FileSystemView, partition: str,
-                    ectr: Instant | None, protection: _Protection) -> tuple[list[FileDecision], bool]:
-    decider = _Decider(table, partition)
+def plan_partition(context: PlanContext, storage: Storage, partition: str,
+                   files: tuple[FileStatus, ...]) -> tuple[list[FileDecision], bool]:
+    """The decisions for one partition's files, and whether the partition itself goes."""
+    decider = _Decider(context, storage, partition)
+    view = build_view(TableListing({partition: files}), context.inputs)
     groups = list(view.all_file_groups(partition))
     live = [g for g in groups if g.replaced_by is None]
+    ectr, protection, config = context.ectr, context.protection, context.config
     for group in groups:
         if group.replaced_by is not None:
             _replaced(decider, group, ectr, protection)
@@ -283,7 +328,7 @@ def _plan_partition(table: HudiTable, config: CleanConfig, view: FileSystemView,
         assert ectr is not None
         for group in live:
             _keep_commits(decider, group, config.policy, ectr, protection)
-        drop = not live and not _replaced_since(table, ectr.requested_time, partition)
+        drop = not live and partition not in context.replaced_since_ectr
     return decider.decisions, drop
 
 
@@ -363,12 +408,11 @@ def _keep_versions(decider: _Decider, group: FileGroup, retained: int, protectio
             decider.slice(piece, True, f"older than the {retained} newest versions retained")
 
 
-def _replaced_since(table: HudiTable, ectr: str, partition: str) -> bool:
-    """noSubsequentReplaceCommit, negated: a completed replacecommit at or after the ECTR
-    replaced file groups in this partition."""
+def _replaced_since(table: HudiTable, ectr: str) -> set[str]:
+    """Partitions where a completed replacecommit at or after the ECTR replaced file groups
+    (noSubsequentReplaceCommit, negated): they are not deleted even when left empty."""
+    partitions: set[str] = set()
     for instant in table.timeline.completed().with_actions({REPLACE_COMMIT}):
         if instant.requested_time >= ectr:
-            content = table.read_instant(instant) or {}
-            if partition in (content.get("partitionToReplaceFileIds") or {}):
-                return True
-    return False
+            partitions.update((table.read_instant(instant) or {}).get("partitionToReplaceFileIds") or {})
+    return partitions
