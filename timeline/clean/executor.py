@@ -97,6 +97,18 @@ def _write_state(table: HudiTable, instant: Instant, content: dict[str, Any] | N
     table.storage.write(path, data)
 
 
+def pending_cleans(table: HudiTable, *, instant: str | None = None, drop_metadata: bool = False) -> list[Instant]:
+    """The pending cleans to run (all, or the one at `instant`), in timeline order, after the
+    metadata-table guard."""
+    table.reload()
+    pending = [i for i in table.timeline.cleans().pending() if instant is None or i.requested_time == instant]
+    if instant is not None and not pending:
+        raise CleanRefused(f"{table.uri}: no pending clean at {instant}")
+    if pending:
+        guard_metadata_table(table, drop=drop_metadata, action="a clean")
+    return pending
+
+
 def run_pending_cleans(table: HudiTable, *, progress: ProgressCallback | None = None,
                        parallelism: int | None = None, instant: str | None = None, drop_metadata: bool = False,
                        sizes: Mapping[str, int] | None = None) -> list[CleanResult]:
@@ -106,51 +118,68 @@ def run_pending_cleans(table: HudiTable, *, progress: ProgressCallback | None = 
     spares a status call per file; without it each file's size is read before it goes, for
     the bytes reclaimed. `parallelism` defaults to what the storage backend handles well.
     `progress` may be called from worker threads."""
-    table.reload()
-    pending = [i for i in table.timeline.cleans().pending() if instant is None or i.requested_time == instant]
-    if instant is not None and not pending:
-        raise CleanRefused(f"{table.uri}: no pending clean at {instant}")
-    if pending:
-        guard_metadata_table(table, drop=drop_metadata, action="a clean")
     threads = parallelism or table.storage.io_threads
-    return [_run(table, clean, progress, threads, sizes) for clean in pending]
+    results = []
+    for clean in pending_cleans(table, instant=instant, drop_metadata=drop_metadata):
+        started = time.monotonic()
+        plan, targets = begin_clean(table, clean)
+        outcomes = _delete_all(table.storage, targets, sizes, progress, clean.requested_time, threads)
+        results.append(finish_clean(table, clean, plan, outcomes, started))
+    return results
+
+
+Outcome = tuple[str, str, str, bool, int]  # (path, partition, "deleted" | "gone" | "failed", bootstrap, bytes)
+
+
+def delete_target(storage: Storage, target: tuple[str, str, bool], sizes: Mapping[str, int] | None) -> Outcome:
+    """Delete one planned file. A file already gone counts as deleted (apache/hudi#18035)."""
+    partition, uri, bootstrap = target
+    path = storage.path_of(uri)
+    size = sizes.get(uri, 0) if sizes is not None else _size(storage, path)
+    try:
+        outcome = "deleted" if storage.delete(path) else "gone"
+    except StorageError:
+        outcome = "failed"
+    return uri, partition, outcome, bootstrap, size if outcome == "deleted" else 0
 
 
 def _delete_all(storage: Storage, targets: list[tuple[str, str, bool]], sizes: Mapping[str, int] | None,
-                progress: ProgressCallback | None, instant: str,
-                parallelism: int) -> tuple[dict[str, tuple[str, str, bool]], int]:
-    """Delete every target; path -> (partition, "deleted" | "gone" | "failed", is bootstrap).
-
-    Workers take whole chunks of at least CHUNK files (a task per file costs more than a
-    local unlink). Progress is reported from the workers, under a lock, about a thousand
-    times per clean at most."""
+                progress: ProgressCallback | None, instant: str, parallelism: int) -> list[Outcome]:
+    """Delete every target with a few threads. Workers take whole chunks of at least CHUNK
+    files (a task per file costs more than a local unlink). Progress is reported from the
+    workers, under a lock, about a thousand times per clean at most."""
     total = len(targets)
     workers = max(1, min(parallelism, -(-total // CHUNK)))
-    step = max(1, total // 1000)
-    lock = threading.Lock()
-    counters = [0, 0]  # files done, bytes deleted
+    report = ProgressCounter(instant, total, progress)
 
-    def work(chunk: list[tuple[str, str, bool]]) -> list[tuple[str, str, str, bool]]:
-        results = []
-        for partition, uri, bootstrap in chunk:
-            path = storage.path_of(uri)
-            size = sizes.get(uri, 0) if sizes is not None else _size(storage, path)
-            try:
-                outcome = "deleted" if storage.delete(path) else "gone"
-            except StorageError:
-                outcome = "failed"
-            results.append((uri, partition, outcome, bootstrap))
-            with lock:
-                counters[0] += 1
-                counters[1] += size if outcome == "deleted" else 0
-                if progress is not None and (counters[0] % step == 0 or counters[0] == total):
-                    progress(Progress(instant, counters[0], total, counters[1]))
-        return results
+    def work(chunk: list[tuple[str, str, bool]]) -> list[Outcome]:
+        done = []
+        for target in chunk:
+            done.append(delete_target(storage, target, sizes))
+            report.add(1, done[-1][4])
+        return done
 
     chunks = [targets[i::workers] for i in range(workers)]
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="cleanline-clean") as pool:
-        done = [row for rows in pool.map(work, chunks) for row in rows]
-    return {uri: (partition, outcome, bootstrap) for uri, partition, outcome, bootstrap in done}, counters[1]
+        return [row for rows in pool.map(work, chunks) for row in rows]
+
+
+class ProgressCounter:
+    """Files done and bytes deleted, reported about a thousand times per clean at most."""
+
+    def __init__(self, instant: str, total: int, progress: ProgressCallback | None) -> None:
+        self.instant, self.total, self.progress = instant, total, progress
+        self.step = max(1, total // 1000)
+        self.files = self.bytes = 0
+        self.lock = threading.Lock()
+
+    def add(self, files: int, size: int) -> None:
+        with self.lock:
+            before = self.files
+            self.files += files
+            self.bytes += size
+            if self.progress is not None and (self.files // self.step > before // self.step or self.files == self.total):
+                self.progress(Progress(self.instant, self.files, self.total, self.bytes))
 
 
 def _size(storage: Storage, path: str) -> int:
@@ -160,26 +189,31 @@ def _size(storage: Storage, path: str) -> int:
         return 0
 
 
-def _run(table: HudiTable, clean: Instant, progress: ProgressCallback | None, parallelism: int,
-         sizes: Mapping[str, int] | None) -> CleanResult:
-    started = time.monotonic()
+def begin_clean(table: HudiTable, clean: Instant) -> tuple[dict[str, Any], list[tuple[str, str, bool]]]:
+    """Read a pending clean's plan and move it to inflight (a copy of the plan)."""
     requested = table.timeline.path_of(clean, State.REQUESTED)
     plan = table.read_instant(clean, State.REQUESTED) or {}
-    if clean.is_requested:  # the inflight file is a copy of the plan
+    if clean.is_requested:
         inflight = Instant(clean.requested_time, CLEAN, State.INFLIGHT).file_name(table.config.layout_version)
         table.storage.write(Storage.join(table.timeline.folder, inflight), table.storage.read(requested))
-    targets = _targets(table, plan)
-    outcomes, bytes_deleted = _delete_all(table.storage, targets, sizes, progress, clean.requested_time, parallelism)
+    return plan, _targets(table, plan)
+
+
+def finish_clean(table: HudiTable, clean: Instant, plan: dict[str, Any], outcomes: list[Outcome],
+                 started: float) -> CleanResult:
+    """Delete the plan's partitions, then publish the completed clean with its metadata."""
     deleted_partitions = [p for p in plan.get("partitionsToBeDeleted") or () if p]
     for partition in deleted_partitions:
         table.storage.delete_dir(table.path(partition))
-    content = _clean_metadata(clean, plan, outcomes, deleted_partitions, started)
+    by_path = {uri: (partition, outcome, bootstrap) for uri, partition, outcome, bootstrap, _ in outcomes}
+    content = _clean_metadata(clean, plan, by_path, deleted_partitions, started)
     done_at = table.new_instant_time(after=clean.requested_time) if table.config.layout_version >= 2 else None
     completed = Instant(clean.requested_time, CLEAN, State.COMPLETED, done_at)
     _write_state(table, completed, content)
     table.reload()
-    counts = {kind: sum(1 for o in outcomes.values() if o[1] == kind) for kind in ("deleted", "gone", "failed")}
-    return CleanResult(completed, counts["deleted"], counts["gone"], counts["failed"], bytes_deleted, content)
+    counts = {kind: sum(1 for o in outcomes if o[2] == kind) for kind in ("deleted", "gone", "failed")}
+    return CleanResult(completed, counts["deleted"], counts["gone"], counts["failed"],
+                       sum(o[4] for o in outcomes), content)
 
 
 def _targets(table: HudiTable, plan: dict[str, Any]) -> list[tuple[str, str, bool]]:
