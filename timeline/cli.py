@@ -158,7 +158,13 @@ def _now(table: HudiTable, value: str | None) -> datetime | None:
 def _plan(args: argparse.Namespace) -> tuple[HudiTable, CleanConfig, CleanPlan]:
     table = HudiTable.open(args.path)
     config = _clean_config(table, args)
-    return table, config, plan_clean(table, config, now=_now(table, args.now))
+    now = _now(table, args.now)
+    if getattr(args, "engine", "local") == "spark":
+        from timeline.spark.clean import plan_clean_spark
+        from timeline.spark.session import spark_session
+
+        return table, config, plan_clean_spark(spark_session(), table.uri, config, now=now)
+    return table, config, plan_clean(table, config, now=now)
 
 
 def _plan_json(plan: CleanPlan) -> dict[str, Any]:
@@ -209,7 +215,14 @@ def _clean_run(args: argparse.Namespace) -> None:
             print(f"\rclean {p.instant} [{'#' * filled}{'.' * (30 - filled)}] {p.files_done}/{p.files_total} files, "
                   f"{p.bytes_deleted} bytes", end="\n" if p.files_done == p.files_total else "", file=sys.stderr)
 
-    results = run_pending_cleans(table, progress=bar, instant=args.instant, drop_metadata=args.drop_metadata_table)
+    if args.engine == "spark":
+        from timeline.spark.clean import run_pending_cleans_spark
+        from timeline.spark.session import spark_session
+
+        results = run_pending_cleans_spark(spark_session(), table.uri, progress=bar, instant=args.instant,
+                                           drop_metadata=args.drop_metadata_table)
+    else:
+        results = run_pending_cleans(table, progress=bar, instant=args.instant, drop_metadata=args.drop_metadata_table)
     if not results:
         print("no pending clean")
     for result in results:
@@ -363,12 +376,16 @@ def build_parser() -> argparse.ArgumentParser:
         cmd.add_argument("--no-incremental", action="store_true", help="list every partition")
         if name == "plan":
             cmd.add_argument("--json", action="store_true", help="print JSON (HoodieCleanerPlan names + reasons)")
+            cmd.add_argument("--engine", choices=["local", "spark"], default="local",
+                             help="plan in this process, or fan out over partitions on Spark (SPARK_MASTER)")
         else:
             cmd.add_argument("--drop-metadata-table", action="store_true",
                              help="delete an enabled metadata table first (Hudi writers rebuild it)")
             cmd.add_argument("--force", action="store_true", help="ignore hoodie.clean.trigger.max.commits")
     run = command(clean, "run", _clean_run, "run pending cleans (requested or inflight) with progress")
     run.add_argument("--instant", metavar="T", help="only the pending clean at T")
+    run.add_argument("--engine", choices=["local", "spark"], default="local",
+                     help="delete with local threads, or fan out over files on Spark (SPARK_MASTER)")
     run.add_argument("--drop-metadata-table", action="store_true",
                      help="delete an enabled metadata table first (Hudi writers rebuild it)")
     show = command(clean, "show", _clean_show, "report a completed clean (the latest by default)")

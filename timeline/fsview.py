@@ -129,6 +129,22 @@ def list_partitions(storage: Storage, base: str) -> TableListing:
     return TableListing(partitions)
 
 
+def partition_paths(storage: Storage, base: str) -> list[str]:
+    """The partitions of a table without listing their files: a folder is a partition when
+    its partition metadata file exists (text, or the base-format variant)."""
+    markers = [PARTITION_METADATA_PREFIX, *(PARTITION_METADATA_PREFIX + ext for ext in (".parquet", ".orc"))]
+    prefix = len(base.rstrip("/")) + 1
+    found: list[str] = []
+    stack = [base]
+    while stack:
+        folder = stack.pop()
+        if any(storage.exists(Storage.join(folder, marker)) for marker in markers):
+            found.append(folder[prefix:] if folder != base else "")
+            continue
+        stack.extend(e.path for e in storage.list(folder) if e.is_dir and e.name != META_FOLDER)
+    return sorted(found)
+
+
 @dataclass(frozen=True, slots=True)
 class ViewInputs:
     """What a view needs besides the listing, all read from the timeline beforehand.
@@ -244,7 +260,7 @@ def _partition_groups(partition: str, files: Iterable[FileStatus], inputs: ViewI
     bases, logs = _parse_files(files)
     by_completion = inputs.table_version >= 8
     groups = []
-    for file_id in bases.keys() | logs.keys():
+    for file_id in sorted(bases.keys() | logs.keys()):  # a stable order across processes
         key = (partition, file_id)
         pending = inputs.pending_compactions.get(key)
         slices: dict[str, BaseFile | None] = {}
