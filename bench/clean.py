@@ -80,7 +80,7 @@ if str(ROOT) not in sys.path:
 
 from bench.fsview import (  # noqa: E402 - generic generation and timing helpers
     BASE_BYTES, avro_schema, default_root, file_ids, file_system_of, instant_at, make_meta_folders,
-    progress, raw_walk, write_file, write_partition_metadata,
+    profile_lines, progress, raw_walk, record_section, target_lines, write_file, write_partition_metadata,
 )
 from timeline import metadata  # noqa: E402
 from timeline.clean.config import CleanConfig  # noqa: E402
@@ -91,7 +91,6 @@ from timeline.instant import CLEAN, Instant, State, format_instant_time, parse_i
 from timeline.properties import dumps  # noqa: E402
 from timeline.table import HudiTable  # noqa: E402
 
-RESULTS_FILE = Path(__file__).with_name("RESULTS.md")
 SECTION_BEGIN = "<!-- bench/clean.py: begin -->"
 SECTION_END = "<!-- bench/clean.py: end -->"
 TABLE = "clean_cow_v6"
@@ -601,32 +600,17 @@ def markdown_section(result: dict[str, Any]) -> str:
         "",
         f"Peak memory of the full plan of the generated table: {memory_text(result['memory'])}.",
         "",
-        "| target | measured | result |",
-        "|---|---|---|",
+        *target_lines(result["targets"]),
     ]
-    for t in result["targets"]:
-        lines.append(f"| {t['target']} | {t['value']} | {'PASS' if t['passed'] else 'FAIL'} |")
     for name, prof in (result.get("profile") or {}).items():
         lines += ["", f"cProfile of {name} (total {prof['total_s']:.2f} s with profiler overhead), top by own time:",
-                  "", "| own share | own (s) | cumulative (s) | calls | function |", "|---:|---:|---:|---:|---|"]
-        for r in prof["functions"][:10]:
-            lines.append(f"| {r['own_share']:.1%} | {r['own_s']:.3f} | {r['cumulative_s']:.3f} | {r['calls']:,} "
-                         f"| `{r['function']}` |")
+                  "", *profile_lines(prof["functions"])]
     lines.append(SECTION_END)
     return "\n".join(lines) + "\n"
 
 
 def record(result: dict[str, Any]) -> None:
-    """Replace this benchmark's section of RESULTS.md, or append it."""
-    section = markdown_section(result)
-    text = RESULTS_FILE.read_text(encoding="utf-8") if RESULTS_FILE.exists() else ""
-    begin, end = text.find(SECTION_BEGIN), text.find(SECTION_END)
-    if begin != -1 and end != -1:
-        text = text[:begin] + section + text[end + len(SECTION_END):].lstrip("\n")
-    else:
-        text = text.rstrip("\n") + ("\n\n" if text else "") + section
-    RESULTS_FILE.write_text(text, encoding="utf-8")
-    progress(f"recorded in {RESULTS_FILE}")
+    record_section(markdown_section(result), SECTION_BEGIN, SECTION_END)
 
 
 # ----------------------------------------------------------------------------------------

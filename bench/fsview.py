@@ -697,33 +697,44 @@ def markdown_section(result: dict[str, Any]) -> str:
     for name, r in result["timelines"].items():
         lines.append(f"| {name} | {r['layout']} | {r['instants']:,} | {r['timeline_files']:,} | {r['ours_s']:.3f} "
                      f"| {r['raw_s']:.3f} | {r['ours_over_raw']:.2f} |")
-    lines += ["", "| target | measured | result |", "|---|---|---|"]
-    for t in result["targets"]:
-        lines.append(f"| {t['target']} | {t['value']} | {'PASS' if t['passed'] else 'FAIL'} |")
+    lines += ["", *target_lines(result["targets"])]
     for name, prof in (result.get("profile") or {}).items():
         what = "HudiTable.open(path).file_system_view()" if name in VIEW_TABLES else "HudiTable.open(path).timeline"
         phases = "; ".join(f"{phase} {seconds:.3f} s" for phase, seconds in prof["phases"].items())
         lines += ["", f"**{name}**, wall clock without profiler: {phases}.", "",
                   f"cProfile of `{what}` (total {prof['total_s']:.2f} s with profiler overhead), top by own time:",
-                  "", "| own share | own (s) | cumulative (s) | calls | function |", "|---:|---:|---:|---:|---|"]
-        for r in prof["functions"][:10]:
-            lines.append(f"| {r['own_share']:.1%} | {r['own_s']:.3f} | {r['cumulative_s']:.3f} | {r['calls']:,} "
-                         f"| `{r['function']}` |")
+                  "", *profile_lines(prof["functions"])]
     lines.append(SECTION_END)
     return "\n".join(lines) + "\n"
 
 
-def record(result: dict[str, Any]) -> None:
-    """Replace this benchmark's section of RESULTS.md, or append it."""
-    section = markdown_section(result)
+def record_section(section: str, begin: str, end: str) -> None:
+    """Replace one benchmark's section (between its markers) of RESULTS.md, or append it."""
     text = RESULTS_FILE.read_text(encoding="utf-8") if RESULTS_FILE.exists() else ""
-    begin, end = text.find(SECTION_BEGIN), text.find(SECTION_END)
-    if begin != -1 and end != -1:
-        text = text[:begin] + section + text[end + len(SECTION_END):].lstrip("\n")
+    start, stop = text.find(begin), text.find(end)
+    if start != -1 and stop != -1:
+        text = text[:start] + section + text[stop + len(end):].lstrip("\n")
     else:
         text = text.rstrip("\n") + ("\n\n" if text else "") + section
     RESULTS_FILE.write_text(text, encoding="utf-8")
     progress(f"recorded in {RESULTS_FILE}")
+
+
+def record(result: dict[str, Any]) -> None:
+    record_section(markdown_section(result), SECTION_BEGIN, SECTION_END)
+
+
+def target_lines(targets: list[dict[str, Any]]) -> list[str]:
+    """The PASS/FAIL table of a result's targets, as Markdown lines."""
+    lines = ["| target | measured | result |", "|---|---|---|"]
+    return lines + [f"| {t['target']} | {t['value']} | {'PASS' if t['passed'] else 'FAIL'} |" for t in targets]
+
+
+def profile_lines(functions: list[dict[str, Any]]) -> list[str]:
+    """The top functions of a cProfile run, as Markdown table lines."""
+    lines = ["| own share | own (s) | cumulative (s) | calls | function |", "|---:|---:|---:|---:|---|"]
+    return lines + [f"| {r['own_share']:.1%} | {r['own_s']:.3f} | {r['cumulative_s']:.3f} | {r['calls']:,} "
+                    f"| `{r['function']}` |" for r in functions[:10]]
 
 
 # ----------------------------------------------------------------------------------------
