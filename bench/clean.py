@@ -80,7 +80,8 @@ if str(ROOT) not in sys.path:
 
 from bench.fsview import (  # noqa: E402 - generic generation and timing helpers
     BASE_BYTES, avro_schema, default_root, file_ids, file_system_of, instant_at, make_meta_folders,
-    profile_lines, progress, raw_walk, record_section, target_lines, write_file, write_partition_metadata,
+    RESULTS_FILE, profile_lines, progress, raw_walk, record_section, target_lines, write_file,
+    write_partition_metadata,
 )
 from timeline import metadata  # noqa: E402
 from timeline.clean.config import CleanConfig  # noqa: E402
