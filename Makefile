@@ -22,11 +22,12 @@ test: setup
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 demo-lake: setup
-	$(PY) scripts/demo_lake.py $(FIXTURES) $(DEMO_LAKE)
+	$(VENV)/bin/cleanline demo $(DEMO_LAKE)
+	$(PY) scripts/demo_lake.py $(FIXTURES) $(DEMO_LAKE)/fixtures
 
 run: setup demo-lake
 	bash scripts/ensure-redis.sh
-	@for t in $(DEMO_LAKE)/*; do $(VENV)/bin/cleanline table info "$$t"; echo; done
+	@for t in $(DEMO_LAKE)/*_v6 $(DEMO_LAKE)/*_v8; do $(VENV)/bin/cleanline table info "$$t"; echo; done
 	@echo "Demo lake ready in $(DEMO_LAKE). Try: $(VENV)/bin/cleanline timeline $(DEMO_LAKE)/<table>"
 
 bench: setup

@@ -330,6 +330,16 @@ def _rollback(args: argparse.Namespace) -> None:
         print(f"rolled back {preview.instant.requested_time} (rollback {done.requested_time})", file=sys.stderr)
 
 
+def _demo(args: argparse.Namespace) -> None:
+    from timeline.spark.demo import build_demo_lake
+    from timeline.spark.session import spark_session
+
+    spark = spark_session(app_name="cleanline-demo")
+    spark.sparkContext.setLogLevel("ERROR")
+    for path in build_demo_lake(spark, args.path, progress=lambda m: print(m, file=sys.stderr)):
+        print(path)
+
+
 def _age(seconds: int) -> str:
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
         if seconds >= size:
@@ -416,6 +426,10 @@ def build_parser() -> argparse.ArgumentParser:
         cmd.add_argument("--drop-metadata-table", action="store_true",
                          help="delete an enabled metadata table first (Hudi writers rebuild it)")
         cmd.add_argument("--json", action="store_true", help="print the preview as JSON")
+
+    demo = commands.add_parser("demo", help="build a demo lake with the Spark writer (SPARK_MASTER)")
+    demo.add_argument("path", help="folder for the demo tables (existing tables are kept)")
+    demo.set_defaults(handler=_demo)
 
     instant = commands.add_parser("instant", help="instant-level commands").add_subparsers(dest="sub", required=True)
     show = command(instant, "show", _instant_show, "print the decoded content of one instant as JSON")

@@ -52,8 +52,9 @@ class RollbackPreview:
 def failed_writes(table: HudiTable, *, now_ms: int | None = None) -> list[Instant]:
     """Pending commits, deltacommits and replacecommits that failed, newest first: under EAGER
     (the default) every one but the newest in progress; under LAZY those whose heartbeat
-    (`.hoodie/.heartbeat/<t>`) expired; none under NEVER. Compaction and clustering plans are
-    never failed writes, and neither is a pending replacecommit that is a clustering."""
+    (`.hoodie/.heartbeat/<t>`) expired; none under NEVER. Under EAGER (one writer) a pending
+    write is failed unless it is the newest write of all, which may still be running.
+    Compaction and clustering plans are never failed writes."""
     props = table.config.props
     policy = (props.get("hoodie.clean.failed.writes.policy") or props.get("hoodie.cleaner.policy.failed.writes")
               or "EAGER").upper()
@@ -66,7 +67,8 @@ def failed_writes(table: HudiTable, *, now_ms: int | None = None) -> list[Instan
         now = int(time.time() * 1000) if now_ms is None else now_ms
         expired = [i for i in pending if now - _heartbeat_ms(table, i) > interval * misses]
         return sorted(expired, key=lambda i: i.sort_key, reverse=True)
-    return sorted(pending[:-1], key=lambda i: i.sort_key, reverse=True)
+    newest = table.timeline.writes().last()
+    return sorted((i for i in pending if i != newest), key=lambda i: i.sort_key, reverse=True)
 
 
 def _heartbeat_ms(table: HudiTable, instant: Instant) -> int:
