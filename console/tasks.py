@@ -1,0 +1,44 @@
+"""Celery tasks: thin, take an id, claim the row, call a service, record the result."""
+
+from __future__ import annotations
+
+from celery import shared_task
+from django.db import transaction
+
+from console import services
+from console.models import SyncStatus, Table
+from timeline.exceptions import CleanlineError
+
+
+@shared_task(bind=True, acks_late=True)
+def sync_table(self, table_id: int) -> dict[str, int | bool]:  # type: ignore[no-untyped-def]
+    """Mirror one table's timeline into the database."""
+    table = Table.objects.filter(pk=table_id).first()
+    if table is None:
+        return {"changed": False, "created": 0, "updated": 0, "deleted": 0}
+    Table.objects.filter(pk=table_id).update(sync_status=SyncStatus.RUNNING, sync_task_id=self.request.id or "")
+    try:
+        result = services.table_sync(table=table)
+    except CleanlineError as exc:
+        services.table_sync_failed(table=table, error=str(exc))
+        return {"changed": False, "created": 0, "updated": 0, "deleted": 0}
+    return {"changed": result.changed, "created": result.created, "updated": result.updated, "deleted": result.deleted}
+
+
+@shared_task
+def sync_all_tables() -> int:
+    """The periodic sync (beat): queue a sync of every registered table."""
+    ids = list(Table.objects.values_list("pk", flat=True))
+    for table_id in ids:
+        enqueue_sync(table_id)
+    return len(ids)
+
+
+def enqueue_sync(table_id: int) -> None:
+    """Queue a sync once the current transaction commits, recording the task id on the row."""
+
+    def send() -> None:
+        result = sync_table.delay(table_id)
+        Table.objects.filter(pk=table_id).update(sync_status=SyncStatus.QUEUED, sync_task_id=result.id or "")
+
+    transaction.on_commit(send)
