@@ -124,6 +124,8 @@ def table_sync(*, table: Table) -> SyncResult:
     changes = dict(_rows(lake, (i for i in archived if (i.requested_time, i.action) not in active_keys), True, known))
     changes.update(_rows(lake, lake.timeline, False, known))
     present = active_keys | {(i.requested_time, i.action) for i in archived}
+    listing = lake.list_partitions()
+    sizes = [s.size for files in listing.partitions.values() for s in files]
     stale = [key for key in known if key not in present]
     created = [key for key in changes if key not in known]
     with transaction.atomic():
@@ -136,7 +138,7 @@ def table_sync(*, table: Table) -> SyncResult:
             update_fields=["completion_time", "state", "archived", "partitions", "files", "records", "bytes"])
         Table.objects.filter(pk=table.pk).update(
             timeline_fingerprint=print_, sync_status=SyncStatus.OK, sync_error="", synced_at=timezone.now(),
-            **_table_fields(lake))
+            total_bytes=sum(sizes), total_files=len(sizes), **_table_fields(lake))
     table.refresh_from_db()
     return SyncResult(True, len(created), len(changes) - len(created), len(stale))
 

@@ -93,8 +93,9 @@ class CleanPlan:
 
 
 @dataclass(frozen=True, slots=True)
-class _Protection:
-    """What keeps files from being cleaned, read once from the timeline."""
+class Protection:
+    """What keeps files from being cleaned, read once from the timeline: savepointed file
+    names, file groups in pending (log) compaction plans, files read by pending clusterings."""
 
     savepointed: Mapping[str, str]        # file name -> savepoint time
     pending_ops: Mapping[tuple[str, str], tuple[str, str, str]]  # group -> (base instant, kind, instant)
@@ -111,7 +112,7 @@ class PlanContext:
     config: CleanConfig
     ectr: Instant | None
     inputs: ViewInputs
-    protection: _Protection
+    protection: Protection
     replaced_since_ectr: frozenset[str]
     with_logs: bool
 
@@ -158,7 +159,7 @@ def start_plan(table: HudiTable, config: CleanConfig, *, now: datetime | None = 
         partitions = tuple(_partitions_touched(table, timeline, incremental_from, ectr.requested_time))
     context = PlanContext(
         table_uri=table.uri, base=table.base, config=config, ectr=ectr, inputs=table.view_inputs(),
-        protection=_protection(table),
+        protection=read_protection(table),
         replaced_since_ectr=frozenset(_replaced_since(table, ectr.requested_time) if ectr else ()),
         with_logs=table.config.is_mor or table.config.get("hoodie.table.cdc.enabled", "false") == "true",
     )
@@ -248,7 +249,7 @@ def _partitions_touched(table: HudiTable, timeline: Timeline, start: str, end: s
 
 # What protects files
 
-def _protection(table: HudiTable) -> _Protection:
+def read_protection(table: HudiTable) -> Protection:
     timeline = table.timeline
     savepointed: dict[str, str] = {}
     for savepoint in timeline.savepoints().completed():
@@ -272,7 +273,7 @@ def _protection(table: HudiTable) -> _Protection:
                     for path in [piece.get("dataFilePath"), *(piece.get("deltaFilePaths") or ())]:
                         if path:
                             clustering[path.rsplit("/", 1)[-1]] = instant.requested_time
-    return _Protection(savepointed, pending_ops, clustering)
+    return Protection(savepointed, pending_ops, clustering)
 
 
 def _slice_savepoint(piece: FileSlice, savepointed: Mapping[str, str]) -> str | None:
@@ -332,7 +333,7 @@ def plan_partition(context: PlanContext, storage: Storage, partition: str,
     return decider.decisions, drop
 
 
-def _replaced(decider: _Decider, group: FileGroup, ectr: Instant | None, protection: _Protection) -> None:
+def _replaced(decider: _Decider, group: FileGroup, ectr: Instant | None, protection: Protection) -> None:
     """getReplacedFilesEligibleToClean: groups replaced before the ECTR (any, without one)."""
     replaced = group.replaced_by or ""
     eligible = ectr is None or replaced < ectr.requested_time
@@ -348,7 +349,7 @@ def _replaced(decider: _Decider, group: FileGroup, ectr: Instant | None, protect
                                        + (f", before the earliest retained commit {ectr.requested_time}" if ectr else ""))
 
 
-def _pending_reason(group: FileGroup, piece: FileSlice, protection: _Protection) -> str | None:
+def _pending_reason(group: FileGroup, piece: FileSlice, protection: Protection) -> str | None:
     if not protection.pending_ops and not protection.clustering:
         return None
     op = protection.pending_ops.get(group.id)
@@ -361,7 +362,7 @@ def _pending_reason(group: FileGroup, piece: FileSlice, protection: _Protection)
 
 
 def _keep_commits(decider: _Decider, group: FileGroup, policy: CleanPolicy, ectr: Instant,
-                  protection: _Protection) -> None:
+                  protection: Protection) -> None:
     """getFilesToCleanKeepingLatestCommits (also the hours policy, with no retained count)."""
     slices = group.slices
     if not slices:
@@ -388,7 +389,7 @@ def _keep_commits(decider: _Decider, group: FileGroup, policy: CleanPolicy, ectr
                                        f"slice {before or last_version}")
 
 
-def _keep_versions(decider: _Decider, group: FileGroup, retained: int, protection: _Protection) -> None:
+def _keep_versions(decider: _Decider, group: FileGroup, retained: int, protection: Protection) -> None:
     """getFilesToCleanKeepingLatestVersions."""
     keep = retained - (1 if group.id in protection.pending_ops else 0)
     kept = 0
@@ -416,3 +417,12 @@ def _replaced_since(table: HudiTable, ectr: str) -> set[str]:
         if instant.requested_time >= ectr:
             partitions.update((table.read_instant(instant) or {}).get("partitionToReplaceFileIds") or {})
     return partitions
+
+
+def why_protected(group: FileGroup, piece: FileSlice, protection: Protection) -> str | None:
+    """Why a slice may not be cleaned whatever the policy: a savepoint holds a file of it, or a
+    pending compaction, log compaction or clustering reads it."""
+    savepoint = _slice_savepoint(piece, protection.savepointed)
+    if savepoint is not None:
+        return f"savepoint {savepoint}"
+    return _pending_reason(group, piece, protection)

@@ -1,0 +1,195 @@
+"""Reads for the pages: database rows for lists, the library for what only the lake knows
+(instant contents, file groups). No Hudi rule is decided here."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.core.paginator import Page, Paginator
+from django.db.models import Count, Max, Q, QuerySet
+
+from console.models import Instant, Table
+from timeline.clean.config import CleanConfig
+from timeline.clean.planner import read_protection, why_protected
+from timeline.exceptions import CleanlineError, InvalidInstantError
+from timeline.instant import State, parse_instant_time
+from timeline.table import HudiTable
+
+PAGE_SIZE = 50
+
+
+def catalog() -> QuerySet[Table]:
+    """Every table with its instant counts, last clean and savepoints."""
+    return Table.objects.annotate(
+        instant_count=Count("instants"),
+        pending_count=Count("instants", filter=~Q(instants__state="COMPLETED")),
+        savepoint_count=Count("instants", filter=Q(instants__action="savepoint", instants__state="COMPLETED")),
+        last_clean=Max("instants__requested_time", filter=Q(instants__action="clean", instants__state="COMPLETED")),
+    ).order_by("name")
+
+
+@dataclass(frozen=True, slots=True)
+class TimelineFilters:
+    action: str = ""
+    state: str = ""
+    since: str = ""
+    until: str = ""
+    search: str = ""
+
+
+def timeline_page(table: Table, filters: TimelineFilters, page: int | str | None) -> Page:
+    """One page of a table's instants, newest first, filtered."""
+    rows = table.instants.all()
+    if filters.action:
+        rows = rows.filter(action=filters.action)
+    if filters.state:
+        rows = rows.filter(state=filters.state)
+    if filters.since:
+        rows = rows.filter(requested_time__gte=filters.since)
+    if filters.until:
+        rows = rows.filter(requested_time__lte=filters.until.ljust(17, "9"))
+    if filters.search:
+        rows = rows.filter(requested_time__startswith=filters.search)
+    return Paginator(rows.order_by("-requested_time", "action"), PAGE_SIZE).get_page(page)
+
+
+def actions_of(table: Table) -> list[str]:
+    return sorted(table.instants.values_list("action", flat=True).distinct())
+
+
+def _moment(value: str) -> datetime | None:
+    try:
+        return parse_instant_time(value) if value else None
+    except InvalidInstantError:
+        return None
+
+
+def time_axis(instants: list[Instant], width: int = 600) -> list[dict[str, Any]]:
+    """Bars for a page's instants from requested to completed time, scaled to the page."""
+    spans = [(i, _moment(i.requested_time), _moment(i.completion_time) or _moment(i.requested_time)) for i in instants]
+    known = [(s, e) for _, s, e in spans if s and e]
+    if not known:
+        return []
+    start = min(s for s, _ in known)
+    total = max((max(e for _, e in known) - start).total_seconds(), 1.0)
+    bars = []
+    for index, (instant, begin, end) in enumerate(spans):
+        if begin is None or end is None:
+            continue
+        x = (begin - start).total_seconds() / total * width
+        bars.append({"y": index * 14, "x": round(x, 1),
+                     "w": round(max((end - begin).total_seconds() / total * width, 2.0), 1),
+                     "seconds": round((end - begin).total_seconds(), 3), "instant": instant})
+    return bars
+
+
+@dataclass(frozen=True, slots=True)
+class StateContent:
+    state: str
+    file: str
+    content: dict[str, Any] | None
+    error: str = ""
+
+    @property
+    def raw(self) -> str:
+        return json.dumps(self.content, indent=2, default=lambda v: v.hex() if isinstance(v, bytes) else str(v))
+
+
+def instant_contents(table: Table, instant: Instant) -> list[StateContent]:
+    """The decoded content of every state file of an instant (newest state first)."""
+    lake = HudiTable.open(table.path)
+    found = lake.timeline.find(instant.requested_time, instant.action)
+    if found is None:
+        return []
+    contents = []
+    for state, status in sorted(lake.timeline.files_of(found).items(), reverse=True):
+        try:
+            contents.append(StateContent(state.name, status.name, lake.read_instant(found, state)))
+        except CleanlineError as exc:
+            contents.append(StateContent(state.name, status.name, None, str(exc)))
+    return contents
+
+
+def write_stats(content: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Rows of a commit's write stats."""
+    return [dict(stat, partition=partition) for partition, stats in ((content or {}).get("partitionToWriteStats") or {}).items()
+            for stat in stats or ()]
+
+
+def per_partition_files(content: dict[str, Any] | None, key: str) -> list[tuple[str, list[str]]]:
+    """(partition, file names) from a clean plan, clean metadata or savepoint."""
+    content = content or {}
+    if key == "filePathsToBeDeletedPerPartition":
+        return [(p, [i["filePath"] for i in infos or ()]) for p, infos in (content.get(key) or {}).items()]
+    return [(p, list(meta.get(key) or ())) for p, meta in (content.get("partitionMetadata") or {}).items()]
+
+
+@dataclass(frozen=True, slots=True)
+class Overview:
+    clean_config: CleanConfig
+    commits_per_day: list[tuple[str, int]]
+    bytes_per_partition: list[tuple[str, int]]
+    versions_histogram: list[tuple[int, int]]
+    total_bytes: int
+    total_files: int
+
+
+def overview(table: Table) -> Overview:
+    lake = HudiTable.open(table.path)
+    days = Counter(t[:8] for t in table.instants.filter(action__in=("commit", "deltacommit", "replacecommit"),
+                                                          state="COMPLETED").values_list("requested_time", flat=True))
+    view = lake.file_system_view()
+    per_partition: Counter[str] = Counter()
+    versions: Counter[int] = Counter()
+    files = 0
+    for group in view.all_file_groups():
+        versions[len(group.slices)] += 1
+        for piece in group.slices:
+            per_partition[group.partition or "(none)"] += piece.size
+            files += len(piece.file_names)
+    return Overview(CleanConfig.from_properties(lake.config.props), sorted(days.items()),
+                    per_partition.most_common(30), sorted(versions.items()), sum(per_partition.values()), files)
+
+
+@dataclass(frozen=True, slots=True)
+class SliceRow:
+    base_instant: str
+    files: tuple[str, ...]
+    size: int
+    age: str
+    protected: str | None
+
+
+def file_groups(table: Table, partition: str | None) -> tuple[list[str], str, list[dict[str, Any]]]:
+    """Partitions, the chosen one, and its file groups with slices and what protects them."""
+    lake = HudiTable.open(table.path)
+    view = lake.file_system_view()
+    partitions = view.partitions
+    chosen = partition if partition in partitions else (partitions[0] if partitions else "")
+    protection = read_protection(lake)
+    now = datetime.now()
+    groups = []
+    for group in view.all_file_groups(chosen):
+        slices = [SliceRow(s.base_instant_time, s.file_names, s.size, _age(now, s.base_instant_time),
+                           why_protected(group, s, protection)) for s in group.slices]
+        groups.append({"file_id": group.file_id, "replaced_by": group.replaced_by, "slices": slices,
+                       "pending_compaction": group.pending_compaction, "size": sum(s.size for s in slices)})
+    return partitions, chosen, groups
+
+
+def _age(now: datetime, instant_time: str) -> str:
+    moment = _moment(instant_time)
+    if moment is None:
+        return ""
+    seconds = int((now - moment).total_seconds())
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if abs(seconds) >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+STATES = [s.name for s in State]
