@@ -28,7 +28,9 @@ def database_from_url(url: str) -> dict[str, object]:
     parsed = urlparse(url)
     if parsed.scheme == "sqlite":
         name = unquote(parsed.path[1:] if parsed.path.startswith("//") else parsed.path) or str(BASE_DIR / "db.sqlite3")
-        return {"ENGINE": "django.db.backends.sqlite3", "NAME": name, "OPTIONS": {"timeout": 20}}
+        # Tests use a file too, so that Celery worker processes started by them share it.
+        return {"ENGINE": "django.db.backends.sqlite3", "NAME": name, "OPTIONS": {"timeout": 20},
+                "TEST": {"NAME": str(BASE_DIR / "var" / "test-db.sqlite3")}}
     if parsed.scheme in ("postgres", "postgresql"):
         return {"ENGINE": "django.db.backends.postgresql", "NAME": unquote(parsed.path.lstrip("/")),
                 "USER": unquote(parsed.username or ""), "PASSWORD": unquote(parsed.password or ""),
