@@ -27,8 +27,7 @@ demo-lake: setup
 
 run: setup demo-lake
 	bash scripts/ensure-redis.sh
-	@for t in $(DEMO_LAKE)/*_v6 $(DEMO_LAKE)/*_v8; do $(VENV)/bin/cleanline table info "$$t"; echo; done
-	@echo "Demo lake ready in $(DEMO_LAKE). Try: $(VENV)/bin/cleanline timeline $(DEMO_LAKE)/<table>"
+	DEMO_LAKE=$(DEMO_LAKE) bash scripts/run.sh
 
 bench: setup
 	$(PY) bench/fsview.py
