@@ -17,9 +17,12 @@ $(STAMP): pyproject.toml scripts/ensure-system.sh
 	$(PY) -m pip install -q -e ".[test]"
 	touch $(STAMP)
 
+# Tests use Redis database 15 so that a running `make run` (database 0) never sees their tasks.
+TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
+
 test: setup
-	bash scripts/ensure-redis.sh
-	$(PY) -m pytest $(PYTEST_ARGS)
+	REDIS_URL=$(TEST_REDIS_URL) bash scripts/ensure-redis.sh
+	REDIS_URL=$(TEST_REDIS_URL) $(PY) -m pytest $(PYTEST_ARGS)
 
 demo-lake: setup
 	$(VENV)/bin/cleanline demo $(DEMO_LAKE)

@@ -68,23 +68,22 @@ def _moment(value: str) -> datetime | None:
         return None
 
 
-def time_axis(instants: list[Instant], width: int = 600) -> list[dict[str, Any]]:
-    """Bars for a page's instants from requested to completed time, scaled to the page."""
+def time_axis(instants: list[Instant], width: int = 240) -> list[dict[str, Any]]:
+    """Each instant of a page with a bar from its requested to its completed time, on one
+    time axis scaled to the page (x and w in pixels; None when the times are unreadable)."""
     spans = [(i, _moment(i.requested_time), _moment(i.completion_time) or _moment(i.requested_time)) for i in instants]
     known = [(s, e) for _, s, e in spans if s and e]
-    if not known:
-        return []
-    start = min(s for s, _ in known)
-    total = max((max(e for _, e in known) - start).total_seconds(), 1.0)
-    bars = []
-    for index, (instant, begin, end) in enumerate(spans):
-        if begin is None or end is None:
-            continue
-        x = (begin - start).total_seconds() / total * width
-        bars.append({"y": index * 14, "x": round(x, 1),
-                     "w": round(max((end - begin).total_seconds() / total * width, 2.0), 1),
-                     "seconds": round((end - begin).total_seconds(), 3), "instant": instant})
-    return bars
+    start = min((s for s, _ in known), default=None)
+    total = max((max(e for _, e in known) - start).total_seconds(), 1.0) if start else 1.0
+    rows = []
+    for instant, begin, end in spans:
+        bar = None
+        if start is not None and begin is not None and end is not None:
+            bar = {"x": round((begin - start).total_seconds() / total * width, 1),
+                   "w": round(max((end - begin).total_seconds() / total * width, 2.0), 1),
+                   "seconds": round((end - begin).total_seconds(), 3)}
+        rows.append({"instant": instant, "bar": bar})
+    return rows
 
 
 @dataclass(frozen=True, slots=True)

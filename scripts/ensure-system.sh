@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the operating-system packages Cleanline needs when they are missing:
-# Python 3.11 with venv, Java 17 (PySpark 4) and Redis (Celery broker). Debian/Ubuntu, as root.
+# Python 3.11 with venv, Java 17 (PySpark 4), Redis (Celery broker) and Chromium (browser
+# tests). Debian/Ubuntu, as root.
 set -euo pipefail
 
 need=()
@@ -10,6 +11,7 @@ if ! java -version 2>&1 | grep -Eq 'version "(1[7-9]|2[0-9])'; then
   need+=(openjdk-17-jre-headless)
 fi
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+command -v chromium >/dev/null 2>&1 || need+=(chromium)  # browser tests (Playwright drives it)
 
 if [ ${#need[@]} -eq 0 ]; then
   exit 0

@@ -19,17 +19,12 @@ from console import services
 from console.models import SyncStatus, Table
 from timeline.table import HudiTable
 
-REDIS_URL = os.environ.get("CLEANLINE_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
-
-
 @pytest.fixture
-def worker(transactional_db, settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[subprocess.Popen[bytes]]:
-    from console.celery import app
-
-    redis.Redis.from_url(REDIS_URL).flushdb()
-    monkeypatch.setitem(app.conf, "broker_url", REDIS_URL)
-    monkeypatch.setitem(app.conf, "result_backend", REDIS_URL)
-    env = {**os.environ, "REDIS_URL": REDIS_URL, "DATABASE_URL": f"sqlite:///{connection.settings_dict['NAME']}",
+def worker(transactional_db, settings) -> Iterator[subprocess.Popen[bytes]]:
+    """A worker on the broker the app uses (`make test` points REDIS_URL at a database of its
+    own), sharing the test database."""
+    redis.Redis.from_url(settings.REDIS_URL).flushdb()
+    env = {**os.environ, "REDIS_URL": settings.REDIS_URL, "DATABASE_URL": f"sqlite:///{connection.settings_dict['NAME']}",
            "CLEANLINE_ALLOWED_ROOTS": ",".join(settings.CLEANLINE_ALLOWED_ROOTS)}
     process = subprocess.Popen([sys.executable, "-m", "celery", "-A", "console", "worker", "--pool", "solo",
                                 "--concurrency", "1", "--loglevel", "WARNING", "--without-gossip", "--without-mingle"],

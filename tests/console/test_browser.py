@@ -1,0 +1,74 @@
+"""The console in a real browser: headless Chromium (Debian's) driven by Playwright. Logs in,
+opens the catalog, a table's timeline with a filter and an instant's detail, and saves
+screenshots of each page under docs/screenshots/."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import Group, User
+from playwright.sync_api import Browser, sync_playwright
+
+from console import services
+
+SHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run"]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    # Playwright's sync API keeps an event loop on this thread; the ORM calls the test makes
+    # meanwhile are still synchronous (Django's documented switch for this case).
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    chromium = shutil.which("chromium")
+    assert chromium, "Debian's chromium is installed by `make test` (scripts/ensure-system.sh)"
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, args=ARGS)
+        yield browser
+        browser.close()
+    del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
+
+
+def test_browser_login_catalog_timeline_and_instant(browser: Browser, live_server, settings, tmp_path: Path,
+                                                    table_copy) -> None:
+    settings.CLEANLINE_ALLOWED_ROOTS = [str(tmp_path)]
+    table = services.table_register(path=str(table_copy("sample_table/mor/avro/v9_txns_simple_nometa")), user=None)
+    services.table_sync(table=table)
+    user = User.objects.create_user("ada", password="correct horse")
+    user.groups.add(Group.objects.get(name="viewer"))
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page = browser.new_page(viewport={"width": 1360, "height": 900})
+    page.goto(f"{live_server.url}/")
+    assert "/login/" in page.url
+    page.fill("input[name=username]", "ada")
+    page.fill("input[name=password]", "correct horse")
+    page.click("button[type=submit]")
+    page.wait_for_selector("h1:has-text('Tables')")
+    assert page.locator("table.grid tbody tr").count() == 1
+    assert page.locator("text=Register a table").count() == 0  # a viewer may not register
+    page.screenshot(path=str(SHOTS / "catalog.png"), full_page=True)
+    page.click(f"text={table.name}")
+    page.wait_for_selector("h1")
+    page.click("header nav >> text=Timeline")
+    page.select_option("select[name=action]", "deltacommit")
+    page.click("form.filters button[type=submit]")
+    page.wait_for_load_state()
+    rows = page.locator("table.grid tbody tr")
+    assert rows.count() == table.instants.filter(action="deltacommit").count()
+    assert all("deltacommit" in rows.nth(i).inner_text() for i in range(rows.count()))
+    assert page.locator("svg.axis rect").count() == rows.count()
+    page.screenshot(path=str(SHOTS / "timeline.png"), full_page=True)
+    rows.first.locator("a").click()
+    page.wait_for_selector("text=Write stats")
+    assert page.locator("details pre").first.inner_text().strip().startswith("{")
+    page.screenshot(path=str(SHOTS / "instant.png"), full_page=True)
+    page.goto(f"{live_server.url}/tables/{table.pk}/file-groups")
+    page.wait_for_selector("section.group")
+    page.screenshot(path=str(SHOTS / "file-groups.png"), full_page=True)
+    page.close()
+    assert all((SHOTS / f"{name}.png").stat().st_size > 10_000 for name in ("catalog", "timeline", "instant"))
