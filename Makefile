@@ -22,6 +22,7 @@ TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
 
 test: setup
 	REDIS_URL=$(TEST_REDIS_URL) bash scripts/ensure-redis.sh
+	bash scripts/ensure-postgres.sh
 	REDIS_URL=$(TEST_REDIS_URL) $(PY) -m pytest $(PYTEST_ARGS)
 
 demo-lake: setup
