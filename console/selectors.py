@@ -16,6 +16,7 @@ from console.models import Instant, Table
 from timeline.clean.config import CleanConfig
 from timeline.clean.planner import read_protection, why_protected
 from timeline.exceptions import CleanlineError, InvalidInstantError
+from timeline.instant import Instant as LakeInstant
 from timeline.instant import State, parse_instant_time
 from timeline.table import HudiTable
 
@@ -101,15 +102,14 @@ class StateContent:
 def instant_contents(table: Table, instant: Instant) -> list[StateContent]:
     """The decoded content of every state file of an instant (newest state first)."""
     lake = HudiTable.open(table.path)
-    found = lake.timeline.find(instant.requested_time, instant.action)
-    if found is None:
-        return []
+    wanted = LakeInstant(instant.requested_time, instant.action, State[instant.state], instant.completion_time or None)
     contents = []
-    for state, status in sorted(lake.timeline.files_of(found).items(), reverse=True):
+    for state, path in sorted(lake.state_files(wanted).items(), reverse=True):
+        name = path.rsplit("/", 1)[-1]
         try:
-            contents.append(StateContent(state.name, status.name, lake.read_instant(found, state)))
+            contents.append(StateContent(state.name, name, lake.read_state_file(path)))
         except CleanlineError as exc:
-            contents.append(StateContent(state.name, status.name, None, str(exc)))
+            contents.append(StateContent(state.name, name, None, str(exc)))
     return contents
 
 

@@ -127,3 +127,11 @@ def test_timeline_first_non_savepoint_skips_savepointed_commits_left_by_archival
     assert first is not None and first.requested_time == "5"
     assert timeline.is_before_start("4") and not timeline.is_before_start("5")
     assert timeline.contains_or_before_start("1")
+
+
+@pytest.mark.parametrize("table_id", FIXTURE_IDS)
+def test_timeline_state_files_found_by_name_equal_the_loaded_ones(fixture_lake: dict[str, Path], table_id: str) -> None:
+    table = HudiTable.open(str(fixture_lake[table_id]))
+    for instant in table.timeline:
+        expected = {state: status.path for state, status in table.timeline.files_of(instant).items()}
+        assert table.state_files(instant) == expected, instant

@@ -12,7 +12,7 @@ from timeline.config import TableConfig, read_config
 from timeline.fsview import FileGroupId, FileSystemView, TableListing, ViewInputs, build_view, list_partitions
 from timeline.perf import paused_gc
 from timeline.instant import (
-    COMPACTION, LOG_COMPACTION, Instant, State, format_instant_time, parse_file_name, zone_of,
+    COMPACTION, COMPLETED_ACTION, LOG_COMPACTION, Instant, State, format_instant_time, parse_file_name, zone_of,
 )
 from timeline.storage import Storage, storage_for
 from timeline.timeline import ActiveTimeline, Timeline, load_active_timeline
@@ -82,13 +82,34 @@ class HudiTable:
         the file is empty. `fields` reads only those top-level fields of Avro content. Raises
         CorruptInstantError naming the file."""
         wanted = instant.state if state is None else state
-        path = self.timeline.path_of(instant, wanted)
+        return self.read_state_file(self.timeline.path_of(instant, wanted), fields=fields)
+
+    def read_state_file(self, path: str, *, fields: Collection[str] | None = None) -> dict[str, Any] | None:
+        """The decoded content of one instant state file, by its path."""
         name = path.rsplit("/", 1)[-1]
         layout = self.config.layout_version
-        legacy = layout >= 2 and wanted is State.COMPLETED and "_" not in name
-        action = parse_file_name(name, layout).action  # a completed compaction's plan is "compaction"
-        return metadata.decode(self.storage.read(path), path=path, action=action, state=wanted,
+        parsed = parse_file_name(name, layout)  # a completed compaction's plan is "compaction"
+        legacy = layout >= 2 and parsed.is_completed and parsed.completion_time is None
+        return metadata.decode(self.storage.read(path), path=path, action=parsed.action, state=parsed.state,
                                layout=layout, legacy=legacy, fields=fields)
+
+    def state_files(self, instant: Instant) -> dict[State, str]:
+        """The state files of one instant found by name, without loading the timeline (a page
+        about one instant of a 100,000-instant table should not list them all)."""
+        folder = self.path(self.config.timeline_folder)
+        layout = self.config.layout_version
+        actions = [instant.action, *(p for p, done in COMPLETED_ACTION.items() if done == instant.action)]
+        found: dict[State, str] = {}
+        for state in State:
+            for action in actions:
+                for completion in ({instant.completion_time, None} if state is State.COMPLETED else {None}):
+                    candidate = Instant(instant.requested_time, action, state, completion)
+                    if state is State.COMPLETED:
+                        candidate = candidate.at(State.COMPLETED, completion)
+                    path = Storage.join(folder, candidate.file_name(layout))
+                    if state not in found and self.storage.exists(path):
+                        found[state] = path
+        return found
 
     # File-system view
 

@@ -1,0 +1,147 @@
+"""Console benchmark: a table with 100,000 instants synced into the database, then the timeline
+page's first and a middle page and an instant's detail, timed through Django's test client.
+
+Targets: the sync of 100,000 instants under 10 s; each page under 200 ms at the median.
+Run: `.venv/bin/python bench/console.py [--instants N] [--repeat N] [--json] [--record]`.
+The database is a fresh SQLite file (or DATABASE_URL's, whose test database is created and
+dropped as Django's test runner does)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.contrib.auth.models import Group, User  # noqa: E402
+from django.test import Client  # noqa: E402
+from django.test.utils import setup_test_environment  # noqa: E402
+from django.urls import reverse  # noqa: E402
+
+from bench.fsview import default_root, generate_timeline, machine, progress, record_section, target_lines  # noqa: E402
+from console import services  # noqa: E402
+
+SECTION_BEGIN = "<!-- bench/console.py: begin -->"
+SECTION_END = "<!-- bench/console.py: end -->"
+SYNC_LIMIT_S = 10.0
+PAGE_LIMIT_MS = 200.0
+
+
+def _database() -> Any:
+    """A fresh test database, as the test runner makes it."""
+    from django.db import connection
+
+    setup_test_environment()
+    return connection.creation.create_test_db(verbosity=0, autoclobber=True)
+
+
+def run(instants: int, repeat: int) -> dict[str, Any]:
+    root, created = default_root()
+    base = os.path.join(root, "timeline")
+    progress(f"generating a table with {instants:,} instants in {base}")
+    generate_timeline(base, instants, 1)
+    from django.conf import settings
+
+    settings.CLEANLINE_ALLOWED_ROOTS = [root]
+    _database()
+    try:
+        table = services.table_register(path=base, user=None)
+        started = time.perf_counter()
+        result = services.table_sync(table=table)
+        sync_s = time.perf_counter() - started
+        assert result.created == instants, result
+        started = time.perf_counter()
+        again = services.table_sync(table=table)
+        resync_s = time.perf_counter() - started
+        assert not again.changed
+        user = User.objects.create_user("bench", password="pw")
+        user.groups.add(Group.objects.get(name="viewer"))
+        client = Client()
+        client.force_login(user)
+        middle = max(1, instants // 50 // 2)
+        instant = table.instants.order_by("requested_time")[instants // 2]
+        urls = {"timeline, first page": reverse("console:timeline", args=[table.pk]),
+                f"timeline, page {middle}": reverse("console:timeline", args=[table.pk]) + f"?page={middle}",
+                "timeline, filtered search": reverse("console:timeline", args=[table.pk])
+                + f"?search={instant.requested_time[:12]}",
+                "instant detail": reverse("console:instant", args=[table.pk, instant.pk])}
+        pages = {}
+        for name, url in urls.items():
+            client.get(url)  # warm
+            samples = []
+            for _ in range(repeat):
+                started = time.perf_counter()
+                response = client.get(url)
+                samples.append((time.perf_counter() - started) * 1000)
+                assert response.status_code == 200, (url, response.status_code)
+            pages[name] = {"median_ms": statistics.median(samples), "max_ms": max(samples)}
+    finally:
+        from django.db import connection
+
+        connection.creation.destroy_test_db(connection.settings_dict["NAME"], verbosity=0)
+        if created:
+            shutil.rmtree(root, ignore_errors=True)
+    targets = [{"target": f"sync of {instants:,} instants under {SYNC_LIMIT_S:.0f} s", "value": f"{sync_s:.2f} s",
+                "passed": sync_s < SYNC_LIMIT_S}]
+    targets += [{"target": f"{name} under {PAGE_LIMIT_MS:.0f} ms at the median", "value": f"{p['median_ms']:.1f} ms",
+                 "passed": p["median_ms"] < PAGE_LIMIT_MS} for name, p in pages.items()]
+    return {"machine": machine(), "instants": instants, "repeat": repeat, "sync_s": sync_s, "resync_s": resync_s,
+            "pages": pages, "database": settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1],
+            "targets": targets}
+
+
+def text_report(result: dict[str, Any]) -> str:
+    lines = [f"Console benchmark ({result['database']}), {result['instants']:,} instants, pages best of "
+             f"{result['repeat']} requests (median)",
+             f"sync                 {result['sync_s']:8.2f} s", f"re-sync (unchanged)  {result['resync_s']:8.2f} s"]
+    lines += [f"{name:<28} {p['median_ms']:8.1f} ms (max {p['max_ms']:.1f})" for name, p in result["pages"].items()]
+    lines += [""] + [f"{'PASS' if t['passed'] else 'FAIL'}  {t['target']}  ({t['value']})" for t in result["targets"]]
+    return "\n".join(lines)
+
+
+def markdown_section(result: dict[str, Any]) -> str:
+    m = result["machine"]
+    lines = [SECTION_BEGIN, "## Console pages and sync (`bench/console.py`)", "",
+             f"Recorded {m['date']} on {m['platform']}: `nproc` = {m['nproc']}, Python {m['python']}, "
+             f"database {result['database']}. A v6 table whose active timeline holds {result['instants']:,} completed "
+             "commits (three state files each) is registered and synced; pages are requested through Django's test "
+             f"client as a viewer, {result['repeat']} times each after a warm-up, median kept.", "",
+             "| measurement | result |", "|---|---:|",
+             f"| sync of {result['instants']:,} instants | {result['sync_s']:.2f} s |",
+             f"| re-sync of the unchanged table | {result['resync_s']:.2f} s |"]
+    lines += [f"| {name} | {p['median_ms']:.1f} ms (max {p['max_ms']:.1f}) |" for name, p in result["pages"].items()]
+    lines += ["", *target_lines(result["targets"]), SECTION_END]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--instants", type=int, default=100_000)
+    parser.add_argument("--repeat", "-n", type=int, default=15, help="requests per page")
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--record", action="store_true", help="rewrite this benchmark's section of RESULTS.md")
+    args = parser.parse_args(argv)
+    result = run(args.instants, args.repeat)
+    print(json.dumps(result, indent=2) if args.json else text_report(result))
+    if args.record:
+        record_section(markdown_section(result), SECTION_BEGIN, SECTION_END)
+    return 0 if all(t["passed"] for t in result["targets"]) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
