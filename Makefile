@@ -36,6 +36,7 @@ run: setup demo-lake
 bench: setup
 	$(PY) bench/fsview.py
 	$(PY) bench/clean.py
+	$(PY) bench/console.py
 
 clean:
 	rm -rf var .pytest_cache

@@ -59,7 +59,7 @@ def timeline_page(table: Table, filters: TimelineFilters, page: int | str | None
 
 
 def actions_of(table: Table) -> list[str]:
-    return sorted(table.instants.values_list("action", flat=True).distinct())
+    return sorted(table.instants.order_by().values_list("action", flat=True).distinct())
 
 
 def _moment(value: str) -> datetime | None:

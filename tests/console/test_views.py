@@ -102,3 +102,9 @@ def test_views_operator_can_queue_a_sync_and_viewer_cannot(table: Table) -> None
     other.groups.add(Group.objects.get(name="viewer"))
     viewer.force_login(other)
     assert viewer.post(reverse("console:sync", args=[table.pk])).status_code == 403
+
+
+def test_views_timeline_action_filter_lists_each_action_once(table: Table) -> None:
+    from console import selectors
+
+    assert selectors.actions_of(table) == sorted(set(table.instants.values_list("action", flat=True)))
