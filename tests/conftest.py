@@ -10,6 +10,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = (ROOT.parent / "shared" / "fixtures" / "hudi-rs-tables").resolve()
+(ROOT / "var").mkdir(exist_ok=True)  # the SQLite test database lives there (console.settings)
 
 
 def fixture_zips() -> list[Path]:
