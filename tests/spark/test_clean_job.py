@@ -44,6 +44,7 @@ def test_spark_clean_run_keeps_retained_reads(spark: SparkSession, table_copy) -
     (result,) = run_pending_cleans_spark(spark, str(path), progress=seen.append)
     assert result.deleted == len(plan.files_to_delete) and result.failed == 0
     assert seen[-1].files_done == seen[-1].files_total == len(plan.files_to_delete)
+    assert seen[-1].bytes_deleted == plan.bytes_to_delete
     assert result.bytes_deleted == plan.bytes_to_delete
     assert rows(path) == latest
     assert all(rows(path, t) == before[t] for t in retained)

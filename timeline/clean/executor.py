@@ -175,11 +175,18 @@ class ProgressCounter:
 
     def add(self, files: int, size: int) -> None:
         with self.lock:
-            before = self.files
-            self.files += files
-            self.bytes += size
-            if self.progress is not None and (self.files // self.step > before // self.step or self.files == self.total):
-                self.progress(Progress(self.instant, self.files, self.total, self.bytes))
+            self._moved(self.files + files, self.bytes + size)
+
+    def set_files(self, files: int, size: int | None = None) -> None:
+        """Report an absolute count (from a Spark accumulator); bytes only when known."""
+        with self.lock:
+            self._moved(files, self.bytes if size is None else size)
+
+    def _moved(self, files: int, size: int) -> None:
+        before, before_bytes, self.files, self.bytes = self.files, self.bytes, files, size
+        finished = files == self.total and (files, size) != (before, before_bytes)
+        if self.progress is not None and (files // self.step > before // self.step or finished):
+            self.progress(Progress(self.instant, files, self.total, size))
 
 
 def _size(storage: Storage, path: str) -> int:

@@ -4,15 +4,17 @@ to the driver as tasks finish. Both give what the local engine gives for the sam
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
 
+from pyspark import Accumulator
 from pyspark.sql import SparkSession
 
 from timeline.clean.config import CleanConfig
 from timeline.clean.executor import (
-    CHUNK, CleanResult, Outcome, ProgressCallback, ProgressCounter, begin_clean, delete_target, finish_clean,
+    CleanResult, Outcome, ProgressCallback, ProgressCounter, begin_clean, delete_target, finish_clean,
     pending_cleans,
 )
 from timeline.clean.planner import CleanPlan, FileDecision, PlanContext, finish_plan, plan_partition, start_plan
@@ -21,6 +23,8 @@ from timeline.storage import Storage, storage_for
 from timeline.table import HudiTable
 
 PARTITIONS_PER_TASK = 16
+TASKS_PER_CORE = 4
+POLL_SECONDS = 0.5
 
 
 def _plan_partitions(context: PlanContext, partitions: Iterable[str]) -> Iterator[tuple[str, list[FileDecision], bool]]:
@@ -48,19 +52,23 @@ def plan_clean_spark(spark: SparkSession, uri: str, config: CleanConfig, *,
     return finish_plan(start, rdd.mapPartitions(lambda part: _plan_partitions(context, part)).collect())
 
 
-def _delete_chunk(uri: str, targets: Iterable[tuple[str, str, bool]],
-                  sizes: Mapping[str, int] | None) -> Iterator[list[Outcome]]:
-    """Runs on an executor: delete a task's files, yielding its outcomes as one batch."""
+def _delete_chunk(uri: str, targets: Iterable[tuple[str, str, bool, int | None]], done: Accumulator[int],
+                  ) -> Iterator[Outcome]:
+    """Runs on an executor: delete a task's files; each target carries its size when known."""
     storage, _ = storage_for(uri)
-    yield [delete_target(storage, target, sizes) for target in targets]
+    for partition, path, bootstrap, size in targets:
+        yield delete_target(storage, (partition, path, bootstrap), None if size is None else {path: size})
+        done.add(1)
 
 
 def run_pending_cleans_spark(spark: SparkSession, uri: str, *, progress: ProgressCallback | None = None,
                              instant: str | None = None, drop_metadata: bool = False,
                              sizes: Mapping[str, int] | None = None) -> list[CleanResult]:
-    """`run_pending_cleans` with the deletes on the executors; the driver moves each clean to
-    inflight, reports progress as tasks finish, and publishes the completed clean."""
+    """`run_pending_cleans` with the deletes on the executors, in one job of a few tasks per
+    core; the driver moves each clean to inflight, reports progress from an accumulator while
+    the job runs, and publishes the completed clean."""
     table = HudiTable.open(uri)
+    context = spark.sparkContext
     results = []
     for clean in pending_cleans(table, instant=instant, drop_metadata=drop_metadata):
         started = time.monotonic()
@@ -68,9 +76,38 @@ def run_pending_cleans_spark(spark: SparkSession, uri: str, *, progress: Progres
         counter = ProgressCounter(clean.requested_time, len(targets), progress)
         outcomes: list[Outcome] = []
         if targets:
-            rdd = spark.sparkContext.parallelize(targets, max(1, -(-len(targets) // CHUNK)))
-            for batch in rdd.mapPartitions(lambda part: _delete_chunk(uri, part, sizes)).toLocalIterator():
-                outcomes.extend(batch)
-                counter.add(len(batch), sum(o[4] for o in batch))
+            done = context.accumulator(0)
+            sized = [(p, path, b, sizes.get(path) if sizes is not None else None) for p, path, b in targets]
+            rdd = context.parallelize(sized, max(1, min(len(sized), context.defaultParallelism * TASKS_PER_CORE)))
+            job = _Job(lambda: rdd.mapPartitions(lambda part: _delete_chunk(uri, part, done)).collect())
+            while not job.finished(POLL_SECONDS):
+                counter.set_files(done.value)
+            outcomes = job.result()
+            counter.set_files(len(outcomes), sum(o[4] for o in outcomes))
         results.append(finish_clean(table, clean, plan, outcomes, started))
     return results
+
+
+class _Job:
+    """A Spark action run on a driver thread, so the caller can report progress meanwhile."""
+
+    def __init__(self, action: Callable[[], list[Outcome]]) -> None:
+        self._result: list[Outcome] = []
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(action,), name="cleanline-spark-job", daemon=True)
+        self._thread.start()
+
+    def _run(self, action: Callable[[], list[Outcome]]) -> None:
+        try:
+            self._result = action()
+        except BaseException as exc:  # re-raised on the caller's thread
+            self._error = exc
+
+    def finished(self, wait: float) -> bool:
+        self._thread.join(wait)
+        return not self._thread.is_alive()
+
+    def result(self) -> list[Outcome]:
+        if self._error is not None:
+            raise self._error
+        return self._result
