@@ -37,6 +37,7 @@ bench: setup
 	$(PY) bench/fsview.py
 	$(PY) bench/clean.py
 	$(PY) bench/console.py
+	$(PY) bench/spark.py
 
 clean:
 	rm -rf var .pytest_cache

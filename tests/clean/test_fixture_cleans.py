@@ -7,8 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import hudi
-import pyarrow as pa
 import pytest
+
+from tests.readers import hudi_read
 
 from timeline.clean.config import CleanConfig, CleanPolicy
 from timeline.clean.executor import CleanRefused, run_pending_cleans, schedule_clean
@@ -36,13 +37,10 @@ CONFIGS = {
 
 
 def rows(path: Path, as_of: str | None = None) -> list[tuple]:
-    options = hudi.HudiReadOptions()
-    if as_of is not None:
-        options = options.with_as_of_timestamp(as_of)
-    batches = hudi.HudiTable(str(path)).read(options)
-    if not batches:
+    """Every row hudi-rs reads (all columns but the file name), sorted."""
+    table = hudi_read(path, as_of)
+    if table is None:
         return []
-    table = pa.Table.from_batches(batches)
     columns = [c for c in table.column_names if c != "_hoodie_file_name"]
     return sorted(map(tuple, (list(r.values()) for r in table.select(columns).to_pylist())), key=repr)
 

@@ -19,6 +19,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from tests.conftest import FIXTURES
+from tests.readers import hudi_read
 from tests.test_fsview_hudi_rs import ours, theirs
 from timeline.config import checksum
 from timeline.instant import State
@@ -77,13 +78,8 @@ def _order(row: dict[str, Any]) -> tuple[str, str]:
 
 
 def hudi_rows(path: Path, as_of: str | None = None) -> list[dict[str, Any]]:
-    options = hudi.HudiReadOptions()
-    if as_of is not None:
-        options = options.with_as_of_timestamp(as_of)
-    batches = hudi.HudiTable(str(path)).read(options)
-    if not batches:
-        return []
-    return sorted(pa.Table.from_batches(batches).select(COLUMNS).to_pylist(), key=_order)
+    table = hudi_read(path, as_of)
+    return [] if table is None else sorted(table.select(COLUMNS).to_pylist(), key=_order)
 
 
 INSERT = [(f"k{i:02d}", "abc"[i % 3], 10, float(i)) for i in range(15)]
