@@ -75,3 +75,109 @@ class Instant(models.Model):
 
     def __str__(self) -> str:
         return f"{self.requested_time} {self.action} {self.state}"
+
+
+class PlanStatus(models.TextChoices):
+    PLANNING = "planning", "planning"
+    DRAFT = "draft", "draft"
+    STALE = "stale", "stale"
+    REJECTED = "rejected", "rejected"
+    APPROVED = "approved", "approved"
+    RUNNING = "running", "running"
+    COMPLETED = "completed", "completed"
+    FAILED = "failed", "failed"
+
+
+class CleanPlan(models.Model):
+    """A clean plan under review: made by the library's planner, stored file by file, written
+    to the timeline only once an admin approves it."""
+
+    table = models.ForeignKey(Table, related_name="clean_plans", on_delete=models.CASCADE)
+    status = models.CharField(max_length=16, choices=PlanStatus.choices, default=PlanStatus.PLANNING)
+    settings = models.JSONField(default=dict, help_text="cleaning settings the plan was made with")
+    automatic = models.BooleanField(default=False)
+    requested_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL,
+                                     related_name="+")
+    requested_at = models.DateTimeField(auto_now_add=True)
+    decided_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decision_note = models.TextField(blank=True)
+    policy = models.CharField(max_length=32, blank=True)
+    earliest_retained = models.CharField(max_length=32, blank=True)
+    last_completed_commit = models.CharField(max_length=32, blank=True)
+    incremental = models.BooleanField(default=False)
+    files_to_delete = models.BigIntegerField(default=0)
+    bytes_to_delete = models.BigIntegerField(default=0)
+    files_kept = models.BigIntegerField(default=0)
+    partitions_with_deletes = models.IntegerField(default=0)
+    partitions_to_delete = models.JSONField(default=list)
+    warnings = models.JSONField(default=list)
+    notes = models.JSONField(default=list)
+    stale_reasons = models.JSONField(default=list)
+    clean_instant = models.CharField(max_length=32, blank=True, help_text="the requested clean on the timeline")
+    task_id = models.CharField(max_length=64, blank=True)
+    progress_done = models.BigIntegerField(default=0)
+    progress_total = models.BigIntegerField(default=0)
+    progress_bytes = models.BigIntegerField(default=0)
+    error = models.TextField(blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-requested_at"]
+
+
+class PlanFile(models.Model):
+    """One file of a considered slice: deleted or kept, why, and (after the run) what happened."""
+
+    class Outcome(models.TextChoices):
+        PENDING = "", "not run"
+        DELETED = "deleted", "deleted"
+        GONE = "gone", "already gone"
+        FAILED = "failed", "failed"
+
+    plan = models.ForeignKey(CleanPlan, related_name="files", on_delete=models.CASCADE)
+    partition = models.CharField(max_length=512)
+    file_name = models.CharField(max_length=512)
+    path = models.CharField(max_length=2048)
+    size = models.BigIntegerField()
+    delete = models.BooleanField()
+    reason = models.CharField(max_length=512)
+    file_id = models.CharField(max_length=128)
+    base_instant = models.CharField(max_length=32)
+    outcome = models.CharField(max_length=8, choices=Outcome.choices, default=Outcome.PENDING, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["plan", "delete", "partition", "file_name"]),
+                   models.Index(fields=["plan", "file_name"])]
+
+
+class TableLock(models.Model):
+    """At most one mutating job per table: the row exists while one holds the table."""
+
+    table = models.OneToOneField(Table, related_name="lock", on_delete=models.CASCADE)
+    holder = models.CharField(max_length=128, help_text="what holds it, e.g. clean-plan:12")
+    acquired_at = models.DateTimeField(auto_now_add=True)
+
+
+class AuditEvent(models.Model):
+    """Append-only: who did what, when, with what parameters and result."""
+
+    at = models.DateTimeField(auto_now_add=True, db_index=True)
+    user = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    username = models.CharField(max_length=150, blank=True)
+    action = models.CharField(max_length=64, db_index=True)
+    table = models.ForeignKey(Table, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    parameters = models.JSONField(default=dict)
+    result = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-at", "-pk"]
+
+    def save(self, *args: object, **kwargs: object) -> None:
+        if self.pk is not None:
+            raise PermissionError("audit events cannot be changed")
+        super().save(*args, **kwargs)  # type: ignore[arg-type]
+
+    def delete(self, *args: object, **kwargs: object) -> tuple[int, dict[str, int]]:
+        raise PermissionError("audit events cannot be deleted")

@@ -4,17 +4,23 @@ mirrors what the library reads into the database."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from console.models import Instant, SyncStatus, Table
+from console.models import AuditEvent, CleanPlan, Instant, PlanFile, PlanStatus, SyncStatus, Table, TableLock
+from timeline.clean.config import CleanConfig
+from timeline.clean.executor import Progress, run_pending_cleans, schedule_clean
+from timeline.clean.planner import CleanPlan as LakePlan
+from timeline.clean.planner import plan_clean
 from timeline.archive import load_archived_timeline
 from timeline.exceptions import CleanlineError
 from timeline.instant import Instant as LakeInstant
@@ -73,9 +79,9 @@ def fingerprint(lake: HudiTable) -> str:
     """A hash of the active timeline's listing (names, sizes, modification times) and of the
     table config: equal fingerprints mean nothing to sync."""
     digest = hashlib.sha256()
-    for (time, action), states in sorted(lake.timeline.state_files.items()):
+    for (requested, action), states in sorted(lake.timeline.state_files.items()):
         for state, status in sorted(states.items()):
-            digest.update(f"{time}|{action}|{state}|{status.size}|{status.mtime_ms}\n".encode())
+            digest.update(f"{requested}|{action}|{state}|{status.size}|{status.mtime_ms}\n".encode())
     digest.update(repr(sorted(lake.config.props.items())).encode())
     return digest.hexdigest()
 
@@ -151,3 +157,224 @@ def table_sync_failed(*, table: Table, error: str) -> None:
     Table.objects.filter(pk=table.pk).update(sync_status=SyncStatus.FAILED, sync_error=error[:2000])
 
 
+
+
+# Audit and locks
+
+def audit(*, user: User | None, action: str, table: Table | None = None,
+          parameters: Mapping[str, Any] | None = None, result: str = "") -> AuditEvent:
+    """Append one event to the audit log."""
+    return AuditEvent.objects.create(user=user, username=user.get_username() if user else "system", action=action,
+                                     table=table, parameters=dict(parameters or {}), result=result)
+
+
+class TableBusy(ValidationError):
+    """Another mutating job holds the table."""
+
+
+@contextmanager
+def table_lock(table: Table, holder: str) -> Iterator[None]:
+    """Hold the table's lock for `holder` (re-entrant for the same holder, e.g. a re-delivered
+    task); anyone else gets TableBusy with who holds it."""
+    try:
+        with transaction.atomic():
+            lock, created = TableLock.objects.get_or_create(table=table, defaults={"holder": holder})
+    except IntegrityError:
+        lock, created = TableLock.objects.get(table=table), False
+    if not created and lock.holder != holder:
+        raise TableBusy(f"{table.name} is busy: {lock.holder} has held it since {lock.acquired_at:%Y-%m-%d %H:%M:%S} UTC.")
+    try:
+        yield
+    finally:
+        TableLock.objects.filter(table=table, holder=holder).delete()
+
+
+def check_table_free(table: Table) -> None:
+    lock = TableLock.objects.filter(table=table).first()
+    if lock is not None:
+        raise TableBusy(f"{table.name} is busy: {lock.holder} has held it since {lock.acquired_at:%Y-%m-%d %H:%M:%S} UTC.")
+
+
+# Clean plans
+
+def _config(table: Table, overrides: Mapping[str, Any]) -> CleanConfig:
+    return CleanConfig.from_properties(table.properties, **{k: v for k, v in overrides.items() if v not in ("", None)})
+
+
+def plan_request(*, table: Table, user: User | None, overrides: Mapping[str, Any], automatic: bool = False) -> CleanPlan:
+    """Ask for a clean plan with the table's settings and `overrides`; a task builds it."""
+    try:
+        config = _config(table, overrides)
+    except CleanlineError as exc:
+        raise ValidationError(str(exc)) from exc
+    plan = CleanPlan.objects.create(table=table, requested_by=user, settings=config.as_properties(),
+                                    policy=config.policy.value, automatic=automatic)
+    audit(user=user, action="clean.plan.requested", table=table, parameters=plan.settings)
+    return plan
+
+
+def plan_build(*, plan: CleanPlan) -> CleanPlan:
+    """Run the library's planner and store the plan file by file as a DRAFT."""
+    table = plan.table
+    lake = HudiTable.open(table.path)
+    config = CleanConfig.from_properties(plan.settings)
+    result = _make_plan(lake, config)
+    PlanFile.objects.filter(plan=plan).delete()
+    for start in range(0, len(result.decisions), PLAN_BATCH):
+        PlanFile.objects.bulk_create([
+            PlanFile(plan=plan, partition=d.partition, file_name=d.file_name, path=d.path, size=d.size,
+                     delete=d.delete, reason=d.reason[:512], file_id=d.file_id, base_instant=d.base_instant_time)
+            for d in result.decisions[start:start + PLAN_BATCH]])
+    ectr = result.earliest_instant_to_retain
+    CleanPlan.objects.filter(pk=plan.pk).update(
+        status=PlanStatus.DRAFT, earliest_retained=ectr.requested_time if ectr else "",
+        last_completed_commit=result.last_completed_commit, incremental=result.incremental,
+        files_to_delete=len(result.files_to_delete), bytes_to_delete=result.bytes_to_delete,
+        files_kept=len(result.decisions) - len(result.files_to_delete),
+        partitions_with_deletes=len({d.partition for d in result.files_to_delete}),
+        partitions_to_delete=list(result.partitions_to_delete), notes=list(result.notes),
+        warnings=_warnings(lake, table, config))
+    plan.refresh_from_db()
+    audit(user=None, action="clean.plan.built", table=table, parameters={"plan": plan.pk},
+          result=f"{plan.files_to_delete} files ({plan.bytes_to_delete} bytes) to delete")
+    return plan
+
+
+PLAN_BATCH = 5000
+
+
+def _make_plan(lake: HudiTable, config: CleanConfig) -> LakePlan:
+    """The planner, on Spark for tables large enough to be worth it, in this process otherwise."""
+    if lake.version and settings.CLEANLINE_SPARK_PLAN_MIN_FILES and Table.objects.filter(
+            path=lake.uri, total_files__gte=settings.CLEANLINE_SPARK_PLAN_MIN_FILES).exists():
+        from timeline.spark.clean import plan_clean_spark
+        from timeline.spark.session import spark_session
+
+        return plan_clean_spark(spark_session(master=settings.SPARK_MASTER), lake.uri, config)
+    return plan_clean(lake, config)
+
+
+def _warnings(lake: HudiTable, table: Table, config: CleanConfig) -> list[str]:
+    warnings = []
+    timeline = lake.timeline
+    if timeline.savepoints().completed():
+        times = ", ".join(i.requested_time for i in timeline.savepoints().completed())
+        warnings.append(f"savepoints {times} protect their files")
+    if timeline.pending_compactions() or timeline.pending_log_compactions():
+        warnings.append("pending compactions protect the slices they read")
+    if lake.config.metadata_table_enabled:
+        warnings.append("the metadata table is enabled: approving drops it (Hudi writers rebuild it)")
+    table_config = CleanConfig.from_properties(table.properties)
+    if config.commits_retained < table_config.commits_retained:
+        warnings.append(f"retains {config.commits_retained} commits, fewer than the table's configured "
+                        f"{table_config.commits_retained}")
+    if config.file_versions_retained < table_config.file_versions_retained:
+        warnings.append(f"retains {config.file_versions_retained} file versions, fewer than the table's configured "
+                        f"{table_config.file_versions_retained}")
+    return warnings
+
+
+def plan_reject(*, plan: CleanPlan, user: User | None, note: str = "") -> CleanPlan:
+    if plan.status != PlanStatus.DRAFT:
+        raise ValidationError(f"Only a draft plan can be rejected; this one is {plan.status}.")
+    CleanPlan.objects.filter(pk=plan.pk).update(status=PlanStatus.REJECTED, decided_by=user,
+                                                decided_at=timezone.now(), decision_note=note)
+    audit(user=user, action="clean.plan.rejected", table=plan.table, parameters={"plan": plan.pk, "note": note})
+    plan.refresh_from_db()
+    return plan
+
+
+def plan_approve(*, plan: CleanPlan, user: User | None) -> CleanPlan:
+    """Re-validate the draft against the current timeline; if any file it would delete is
+    now protected, or the policy now gives another plan, it becomes STALE with the
+    difference. Otherwise the requested clean is written to the timeline (APPROVED)."""
+    if plan.status != PlanStatus.DRAFT:
+        raise ValidationError(f"Only a draft plan can be approved; this one is {plan.status}.")
+    if (settings.CLEANLINE_APPROVER_MUST_DIFFER and not plan.automatic and user is not None
+            and plan.requested_by_id == user.pk):
+        raise ValidationError("The approver must differ from the requester (CLEANLINE_APPROVER_MUST_DIFFER).")
+    table = plan.table
+    check_table_free(table)
+    lake = HudiTable.open(table.path)
+    config = CleanConfig.from_properties(plan.settings)
+    now_plan = plan_clean(lake, config)
+    reasons = _differences(plan, now_plan)
+    if reasons:
+        CleanPlan.objects.filter(pk=plan.pk).update(status=PlanStatus.STALE, stale_reasons=reasons[:200],
+                                                    decided_by=user, decided_at=timezone.now())
+        audit(user=user, action="clean.plan.stale", table=table, parameters={"plan": plan.pk},
+              result=f"{len(reasons)} differences")
+        plan.refresh_from_db()
+        return plan
+    try:
+        instant = schedule_clean(lake, now_plan, config, drop_metadata=lake.config.metadata_table_enabled, force=True)
+    except CleanlineError as exc:
+        raise ValidationError(str(exc)) from exc
+    CleanPlan.objects.filter(pk=plan.pk).update(status=PlanStatus.APPROVED, decided_by=user, decided_at=timezone.now(),
+                                                clean_instant=instant.requested_time,
+                                                progress_total=plan.files_to_delete)
+    audit(user=user, action="clean.plan.approved", table=table,
+          parameters={"plan": plan.pk, "clean": instant.requested_time,
+                      "metadata_table_dropped": lake.config.metadata_table_enabled})
+    plan.refresh_from_db()
+    return plan
+
+
+def _differences(plan: CleanPlan, now_plan: LakePlan) -> list[str]:
+    """Why a stored plan is no longer what the planner gives, file by file."""
+    stored = dict(plan.files.filter(delete=True).values_list("path", "reason"))
+    now = {d.path: d for d in now_plan.decisions}
+    reasons = [f"{path}: now kept ({now[path].reason})" if path in now and not now[path].delete
+               else f"{path}: no longer in the table's listing" for path in stored
+               if path not in now or not now[path].delete]
+    reasons += [f"{d.path}: would now also be deleted ({d.reason})" for d in now_plan.files_to_delete
+                if d.path not in stored]
+    return reasons
+
+
+def plan_run(*, plan: CleanPlan, task_id: str = "") -> CleanPlan:
+    """Run an approved plan's clean under the table lock, with progress on the row; re-running
+    after a lost worker finishes the same clean."""
+    if plan.status not in (PlanStatus.APPROVED, PlanStatus.RUNNING):
+        raise ValidationError(f"Only an approved plan runs; this one is {plan.status}.")
+    table = plan.table
+    with table_lock(table, f"clean-plan:{plan.pk}"):
+        CleanPlan.objects.filter(pk=plan.pk).update(status=PlanStatus.RUNNING, task_id=task_id,
+                                                    started_at=plan.started_at or timezone.now(), error="")
+        sizes = dict(plan.files.filter(delete=True).values_list("path", "size"))
+        last = [0.0]
+
+        def progress(p: Progress) -> None:
+            if time.monotonic() - last[0] > 0.5 or p.files_done == p.files_total:
+                last[0] = time.monotonic()
+                CleanPlan.objects.filter(pk=plan.pk).update(progress_done=p.files_done, progress_total=p.files_total,
+                                                            progress_bytes=p.bytes_deleted)
+
+        try:
+            lake = HudiTable.open(table.path)
+            (result,) = run_pending_cleans(lake, instant=plan.clean_instant, progress=progress, sizes=sizes,
+                                           drop_metadata=lake.config.metadata_table_enabled)
+        except (CleanlineError, ValueError) as exc:
+            CleanPlan.objects.filter(pk=plan.pk).update(status=PlanStatus.FAILED, error=str(exc),
+                                                        finished_at=timezone.now())
+            audit(user=None, action="clean.run.failed", table=table, parameters={"plan": plan.pk}, result=str(exc))
+            plan.refresh_from_db()
+            return plan
+        _record_outcomes(plan, result.metadata)
+        CleanPlan.objects.filter(pk=plan.pk).update(
+            status=PlanStatus.COMPLETED, finished_at=timezone.now(), progress_done=plan.files_to_delete,
+            progress_bytes=result.bytes_deleted)
+    audit(user=None, action="clean.run.completed", table=table, parameters={"plan": plan.pk, "clean": plan.clean_instant},
+          result=f"{result.deleted} deleted, {result.already_gone} already gone, {result.failed} failed")
+    plan.refresh_from_db()
+    return plan
+
+
+def _record_outcomes(plan: CleanPlan, content: Mapping[str, Any]) -> None:
+    for partition, meta in (content.get("partitionMetadata") or {}).items():
+        for outcome, names in ((PlanFile.Outcome.DELETED, meta.get("successDeleteFiles") or ()),
+                               (PlanFile.Outcome.FAILED, meta.get("failedDeleteFiles") or ())):
+            names = list(names)
+            for start in range(0, len(names), PLAN_BATCH):
+                plan.files.filter(delete=True, partition=partition,
+                                  file_name__in=names[start:start + PLAN_BATCH]).update(outcome=outcome)

@@ -98,6 +98,10 @@ CLEANLINE_ALLOWED_ROOTS = [
     if r.strip()
 ]
 CLEANLINE_SYNC_INTERVAL_SECONDS = int(os.environ.get("CLEANLINE_SYNC_INTERVAL_SECONDS", "300"))
+# An approver must differ from the plan's requester (automatic plans excepted).
+CLEANLINE_APPROVER_MUST_DIFFER = os.environ.get("CLEANLINE_APPROVER_MUST_DIFFER", "true").lower() in ("1", "true", "yes")
+# Plans of tables with at least this many files run on Spark (0: never).
+CLEANLINE_SPARK_PLAN_MIN_FILES = int(os.environ.get("CLEANLINE_SPARK_PLAN_MIN_FILES", "200000"))
 
 CELERY_BROKER_URL = REDIS_URL
 CELERY_RESULT_BACKEND = REDIS_URL

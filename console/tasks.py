@@ -6,7 +6,7 @@ from celery import shared_task
 from django.db import transaction
 
 from console import services
-from console.models import SyncStatus, Table
+from console.models import CleanPlan, PlanStatus, SyncStatus, Table
 from timeline.exceptions import CleanlineError
 
 
@@ -42,3 +42,32 @@ def enqueue_sync(table_id: int) -> None:
         Table.objects.filter(pk=table_id).update(sync_status=SyncStatus.QUEUED, sync_task_id=result.id or "")
 
     transaction.on_commit(send)
+
+
+@shared_task(bind=True, acks_late=True)
+def build_clean_plan(self, plan_id: int) -> str:  # type: ignore[no-untyped-def]
+    """Run the planner for a requested plan; a failure leaves the plan FAILED with the reason."""
+    plan = CleanPlan.objects.filter(pk=plan_id).select_related("table").first()
+    if plan is None or plan.status != PlanStatus.PLANNING:
+        return "skipped"
+    CleanPlan.objects.filter(pk=plan_id).update(task_id=self.request.id or "")
+    try:
+        services.plan_build(plan=plan)
+    except CleanlineError as exc:
+        CleanPlan.objects.filter(pk=plan_id).update(status=PlanStatus.FAILED, error=str(exc))
+        return "failed"
+    return "draft"
+
+
+@shared_task(bind=True, acks_late=True)
+def run_clean_plan(self, plan_id: int) -> str:  # type: ignore[no-untyped-def]
+    """Run an approved plan's clean. Re-delivered after a lost worker, it finishes the clean."""
+    plan = CleanPlan.objects.filter(pk=plan_id).select_related("table").first()
+    if plan is None or plan.status not in (PlanStatus.APPROVED, PlanStatus.RUNNING):
+        return "skipped"
+    return str(services.plan_run(plan=plan, task_id=self.request.id or "").status)
+
+
+def enqueue(task: object, *args: object) -> None:
+    """Queue a task once the current transaction commits."""
+    transaction.on_commit(lambda: task.delay(*args))  # type: ignore[attr-defined]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +23,7 @@ from timeline.table import HudiTable
 
 CLEAN_METADATA_VERSION = 2
 CHUNK = 1000  # files per delete task
+PROGRESS_SECONDS = 0.2
 
 
 class CleanRefused(CleanlineError):
@@ -117,7 +118,7 @@ def run_pending_cleans(table: HudiTable, *, progress: ProgressCallback | None = 
     `sizes` (file path as in the plan -> bytes), when the caller has them from the plan,
     spares a status call per file; without it each file's size is read before it goes, for
     the bytes reclaimed. `parallelism` defaults to what the storage backend handles well.
-    `progress` may be called from worker threads."""
+    `progress` is called on this thread."""
     threads = parallelism or table.storage.io_threads
     results = []
     for clean in pending_cleans(table, instant=instant, drop_metadata=drop_metadata):
@@ -146,46 +147,56 @@ def delete_target(storage: Storage, target: tuple[str, str, bool], sizes: Mappin
 def _delete_all(storage: Storage, targets: list[tuple[str, str, bool]], sizes: Mapping[str, int] | None,
                 progress: ProgressCallback | None, instant: str, parallelism: int) -> list[Outcome]:
     """Delete every target with a few threads. Workers take whole chunks of at least CHUNK
-    files (a task per file costs more than a local unlink). Progress is reported from the
-    workers, under a lock, about a thousand times per clean at most."""
+    files (a task per file costs more than a local unlink) and count what they do; progress is
+    reported from the calling thread while they run."""
     total = len(targets)
     workers = max(1, min(parallelism, -(-total // CHUNK)))
-    report = ProgressCounter(instant, total, progress)
+    counter = ProgressCounter(instant, total, progress)
 
     def work(chunk: list[tuple[str, str, bool]]) -> list[Outcome]:
         done = []
         for target in chunk:
             done.append(delete_target(storage, target, sizes))
-            report.add(1, done[-1][4])
+            counter.add(1, done[-1][4])
         return done
 
-    chunks = [targets[i::workers] for i in range(workers)]
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="cleanline-clean") as pool:
-        return [row for rows in pool.map(work, chunks) for row in rows]
+        futures = [pool.submit(work, targets[i::workers]) for i in range(workers)]
+        while wait(futures, timeout=PROGRESS_SECONDS).not_done:
+            counter.report()
+        counter.report()
+        return [row for future in futures for row in future.result()]
 
 
 class ProgressCounter:
-    """Files done and bytes deleted, reported about a thousand times per clean at most."""
+    """Files done and bytes deleted, counted from any thread and reported from the caller's
+    thread, about a thousand times per clean at most."""
 
     def __init__(self, instant: str, total: int, progress: ProgressCallback | None) -> None:
         self.instant, self.total, self.progress = instant, total, progress
         self.step = max(1, total // 1000)
         self.files = self.bytes = 0
+        self.reported = (-1, -1)
         self.lock = threading.Lock()
 
     def add(self, files: int, size: int) -> None:
         with self.lock:
-            self._moved(self.files + files, self.bytes + size)
+            self.files += files
+            self.bytes += size
 
-    def set_files(self, files: int, size: int | None = None) -> None:
-        """Report an absolute count (from a Spark accumulator); bytes only when known."""
+    def set(self, files: int, size: int | None = None) -> None:
+        """An absolute count (from a Spark accumulator); bytes only when known."""
         with self.lock:
-            self._moved(files, self.bytes if size is None else size)
+            self.files = files
+            self.bytes = self.bytes if size is None else size
 
-    def _moved(self, files: int, size: int) -> None:
-        before, before_bytes, self.files, self.bytes = self.files, self.bytes, files, size
-        finished = files == self.total and (files, size) != (before, before_bytes)
-        if self.progress is not None and (files // self.step > before // self.step or finished):
+    def report(self) -> None:
+        with self.lock:
+            files, size = self.files, self.bytes
+        last_files = self.reported[0]
+        finished = files == self.total and (files, size) != self.reported
+        if self.progress is not None and (files // self.step > last_files // self.step or finished):
+            self.reported = (files, size)
             self.progress(Progress(self.instant, files, self.total, size))
 
 

@@ -81,9 +81,11 @@ def run_pending_cleans_spark(spark: SparkSession, uri: str, *, progress: Progres
             rdd = context.parallelize(sized, max(1, min(len(sized), context.defaultParallelism * TASKS_PER_CORE)))
             job = _Job(lambda: rdd.mapPartitions(lambda part: _delete_chunk(uri, part, done)).collect())
             while not job.finished(POLL_SECONDS):
-                counter.set_files(done.value)
+                counter.set(done.value)
+                counter.report()
             outcomes = job.result()
-            counter.set_files(len(outcomes), sum(o[4] for o in outcomes))
+            counter.set(len(outcomes), sum(o[4] for o in outcomes))
+            counter.report()
         results.append(finish_clean(table, clean, plan, outcomes, started))
     return results
 

@@ -1,0 +1,130 @@
+"""Clean plans through every transition: planning, draft, stale, rejected, approved, running,
+completed and failed, with the table lock and the audit entries each writes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import Group, User
+from django.core.exceptions import ValidationError
+
+from console import services
+from console.models import AuditEvent, CleanPlan, PlanFile, PlanStatus, Table
+from tests.clean.test_fixture_cleans import rows
+from timeline.savepoint import create_savepoint
+from timeline.table import HudiTable
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def table(settings, tmp_path: Path, table_copy) -> Table:
+    settings.CLEANLINE_ALLOWED_ROOTS = [str(tmp_path)]
+    table = services.table_register(path=str(table_copy("sample_table/mor/avro/v9_txns_simple_nometa")), user=None)
+    services.table_sync(table=table)
+    return table
+
+
+def person(name: str, role: str) -> User:
+    user = User.objects.create_user(name, password="pw")
+    user.groups.add(Group.objects.get(name=role))
+    return user
+
+
+def drafted(table: Table, user: User, **overrides: object) -> CleanPlan:
+    plan = services.plan_request(table=table, user=user, overrides={"commits_retained": 1, **overrides})
+    assert plan.status == PlanStatus.PLANNING
+    return services.plan_build(plan=plan)
+
+
+def actions(table: Table) -> list[str]:
+    return list(AuditEvent.objects.filter(table=table).order_by("pk").values_list("action", flat=True))
+
+
+def test_plan_draft_stores_every_file_with_reasons_and_totals(table: Table) -> None:
+    plan = drafted(table, person("op", "operator"))
+    lake = HudiTable.open(table.path)
+    assert plan.status == PlanStatus.DRAFT and plan.policy == "KEEP_LATEST_COMMITS"
+    assert plan.files_to_delete == PlanFile.objects.filter(plan=plan, delete=True).count() > 0
+    assert plan.files_kept == PlanFile.objects.filter(plan=plan, delete=False).count() > 0
+    assert plan.bytes_to_delete == sum(PlanFile.objects.filter(plan=plan, delete=True).values_list("size", flat=True))
+    assert all(PlanFile.objects.filter(plan=plan).values_list("reason", flat=True))
+    assert not lake.timeline.cleans()  # nothing touches the timeline before approval
+    assert any("fewer than the table's configured" in w for w in plan.warnings)
+    assert actions(table) == ["clean.plan.requested", "clean.plan.built"]
+
+
+def test_plan_approve_run_complete_and_the_report(table: Table) -> None:
+    plan = drafted(table, person("op", "operator"))
+    path = Path(table.path.removeprefix("file:"))
+    latest = rows(path)
+    plan = services.plan_approve(plan=plan, user=person("boss", "admin"))
+    assert plan.status == PlanStatus.APPROVED and plan.clean_instant
+    lake = HudiTable.open(table.path)
+    assert [i.requested_time for i in lake.timeline.cleans().pending()] == [plan.clean_instant]
+    plan = services.plan_run(plan=plan, task_id="t-1")
+    assert plan.status == PlanStatus.COMPLETED and plan.progress_done == plan.files_to_delete
+    assert plan.progress_bytes == plan.bytes_to_delete
+    assert set(PlanFile.objects.filter(plan=plan, delete=True).values_list("outcome", flat=True)) == {"deleted"}
+    assert set(PlanFile.objects.filter(plan=plan, delete=False).values_list("outcome", flat=True)) == {""}
+    assert rows(path) == latest
+    assert actions(table)[-2:] == ["clean.plan.approved", "clean.run.completed"]
+
+
+def test_plan_goes_stale_when_a_new_savepoint_protects_a_file(table: Table) -> None:
+    plan = drafted(table, person("op", "operator"), policy="KEEP_LATEST_FILE_VERSIONS", file_versions_retained=1)
+    lake = HudiTable.open(table.path)
+    doomed = PlanFile.objects.filter(plan=plan, delete=True).exclude(file_name__startswith=".").first()
+    assert doomed is not None
+    target = next(i for i in lake.timeline.commits().completed() if i.requested_time == doomed.base_instant)
+    create_savepoint(lake, target.requested_time)
+    plan = services.plan_approve(plan=plan, user=person("boss", "admin"))
+    assert plan.status == PlanStatus.STALE
+    assert any(doomed.path in reason and "savepoint" in reason for reason in plan.stale_reasons)
+    assert not HudiTable.open(table.path).timeline.cleans()
+    assert actions(table)[-1] == "clean.plan.stale"
+
+
+def test_plan_reject_and_rules_on_who_decides(table: Table) -> None:
+    operator = person("op", "operator")
+    plan = drafted(table, operator)
+    with pytest.raises(ValidationError, match="approver must differ"):
+        services.plan_approve(plan=plan, user=operator)
+    plan = services.plan_reject(plan=plan, user=person("boss", "admin"), note="too aggressive")
+    assert plan.status == PlanStatus.REJECTED and plan.decision_note == "too aggressive"
+    with pytest.raises(ValidationError, match="Only a draft"):
+        services.plan_approve(plan=plan, user=person("boss2", "admin"))
+    assert actions(table)[-1] == "clean.plan.rejected"
+
+
+def test_plan_lock_conflict_is_a_clear_message(table: Table) -> None:
+    plan = drafted(table, person("op", "operator"))
+    with services.table_lock(table, "restore:7"):
+        with pytest.raises(services.TableBusy, match="busy: restore:7"):
+            services.plan_approve(plan=plan, user=person("boss", "admin"))
+        with services.table_lock(table, "restore:7"):  # the same holder may re-enter
+            pass
+    assert services.plan_approve(plan=plan, user=person("boss2", "admin")).status == PlanStatus.APPROVED
+
+
+def test_plan_run_failure_is_truthful(table: Table) -> None:
+    plan = services.plan_approve(plan=drafted(table, person("op", "operator")), user=person("boss", "admin"))
+    lake = HudiTable.open(table.path)
+    (pending,) = lake.timeline.cleans().pending()
+    for status in lake.timeline.files_of(pending).values():
+        Path(status.path).unlink()  # someone removed the requested clean
+    plan = services.plan_run(plan=plan)
+    assert plan.status == PlanStatus.FAILED and "no pending clean" in plan.error
+    assert actions(table)[-1] == "clean.run.failed"
+
+
+def test_plan_audit_is_append_only(table: Table) -> None:
+    drafted(table, person("op", "operator"))
+    event = AuditEvent.objects.filter(table=table).first()
+    assert event is not None
+    event.result = "changed"
+    with pytest.raises(PermissionError):
+        event.save()
+    with pytest.raises(PermissionError):
+        event.delete()
