@@ -14,3 +14,18 @@ class TimelineFilterForm(forms.Form):
     since = forms.RegexField(regex=r"^\d{0,17}$", required=False, label="from (yyyyMMdd...)")
     until = forms.RegexField(regex=r"^\d{0,17}$", required=False, label="to (yyyyMMdd...)")
     search = forms.RegexField(regex=r"^\d{0,17}$", required=False, label="instant time starts with")
+
+
+class PlanForm(forms.Form):
+    """Policy and retention for a plan; blank fields take the table's settings."""
+
+    policy = forms.ChoiceField(required=False, choices=[("", "table's policy"), ("KEEP_LATEST_COMMITS", "keep latest commits"),
+                                                        ("KEEP_LATEST_FILE_VERSIONS", "keep latest file versions"),
+                                                        ("KEEP_LATEST_BY_HOURS", "keep latest by hours")])
+    commits_retained = forms.IntegerField(required=False, min_value=0, label="commits retained")
+    file_versions_retained = forms.IntegerField(required=False, min_value=1, label="file versions retained")
+    hours_retained = forms.IntegerField(required=False, min_value=0, label="hours retained")
+
+
+class DecisionForm(forms.Form):
+    note = forms.CharField(required=False, max_length=2000, widget=forms.TextInput(attrs={"size": 50}))

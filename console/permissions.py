@@ -13,6 +13,8 @@ from console.models import Table
 VIEW = "console.view_table"
 REGISTER = "console.register_table"
 SYNC = "console.plan_clean"  # operators and admins may ask for a sync
+PLAN = "console.plan_clean"
+APPROVE = "console.approve_clean"
 
 
 def can_view(user: AbstractBaseUser | AnonymousUser) -> bool:

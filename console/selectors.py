@@ -3,16 +3,19 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from django.core.paginator import Page, Paginator
-from django.db.models import Count, Max, Q, QuerySet
+from django.db.models import Count, Max, Q, QuerySet, Sum
 
-from console.models import Instant, Table
+from console.models import CleanPlan, Instant, Table
 from timeline.clean.config import CleanConfig
 from timeline.clean.planner import read_protection, why_protected
 from timeline.exceptions import CleanlineError, InvalidInstantError
@@ -192,3 +195,40 @@ def _age(now: datetime, instant_time: str) -> str:
 
 
 STATES = [s.name for s in State]
+
+
+def plans_of(table: Table) -> QuerySet[CleanPlan]:
+    return table.clean_plans.select_related("requested_by", "decided_by").order_by("-requested_at")
+
+
+def plan_files(plan: CleanPlan, *, delete: bool | None, search: str, page: int | str | None) -> Page:
+    """A page of a plan's files, to delete or kept, optionally searched by name or partition."""
+    rows = plan.files.all()
+    if delete is not None:
+        rows = rows.filter(delete=delete)
+    if search:
+        rows = rows.filter(Q(file_name__contains=search) | Q(partition__contains=search))
+    return Paginator(rows.order_by("partition", "file_name").only(
+        "partition", "file_name", "size", "delete", "reason", "outcome", "base_instant"), PAGE_SIZE).get_page(page)
+
+
+def plan_partitions(plan: CleanPlan) -> list[dict[str, Any]]:
+    """Per partition: files and bytes to delete, and (after the run) reclaimed and failed."""
+    return list(plan.files.filter(delete=True).values("partition").annotate(
+        files=Count("id"), bytes=Sum("size"),
+        reclaimed=Sum("size", filter=Q(outcome__in=("deleted", "gone"))),
+        failed=Count("id", filter=Q(outcome="failed"))).order_by("partition"))
+
+
+def plan_csv_rows(plan: CleanPlan) -> Iterator[str]:
+    """The plan's files as CSV lines, streamed from the database."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(["partition", "file", "bytes", "decision", "reason", "outcome", "path"])
+    for row in plan.files.order_by("partition", "file_name").values_list(
+            "partition", "file_name", "size", "delete", "reason", "outcome", "path").iterator(chunk_size=5000):
+        writer.writerow([row[0], row[1], row[2], "delete" if row[3] else "keep", row[4], row[5] or "", row[6]])
+        yield buffer.getvalue()
+        buffer.seek(0)
+        buffer.truncate()
+    yield buffer.getvalue()

@@ -15,6 +15,12 @@ console_patterns = [
     path("tables/<int:pk>/file-groups", views.file_groups, name="file_groups"),
     path("tables/<int:pk>/sync", views.sync, name="sync"),
     path("tables/<int:pk>/sync-status", views.sync_status, name="sync_status"),
+    path("tables/<int:pk>/plans", views.plan_request, name="plan_request"),
+    path("tables/<int:pk>/plans/<int:plan_id>", views.plan_detail, name="plan"),
+    path("tables/<int:pk>/plans/<int:plan_id>/progress", views.plan_progress, name="plan_progress"),
+    path("tables/<int:pk>/plans/<int:plan_id>/approve", views.plan_decide, {"decision": "approve"}, name="plan_approve"),
+    path("tables/<int:pk>/plans/<int:plan_id>/reject", views.plan_decide, {"decision": "reject"}, name="plan_reject"),
+    path("tables/<int:pk>/plans/<int:plan_id>/report.csv", views.plan_report_csv, name="plan_csv"),
 ]
 
 urlpatterns = [

@@ -5,14 +5,14 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from console import permissions, selectors, services
-from console.forms import RegisterTableForm, TimelineFilterForm
-from console.models import SyncStatus
-from console.tasks import enqueue_sync
+from console.forms import DecisionForm, PlanForm, RegisterTableForm, TimelineFilterForm
+from console.models import PlanStatus, SyncStatus
+from console.tasks import build_clean_plan, enqueue, enqueue_sync, run_clean_plan
 
 
 @login_required
@@ -46,7 +46,9 @@ def register(request: HttpRequest) -> HttpResponse:
 @require_GET
 def overview(request: HttpRequest, pk: int) -> HttpResponse:
     table = permissions.visible_table(request.user, pk)
-    return render(request, "console/overview.html", {"table": table, "overview": selectors.overview(table)})
+    return render(request, "console/overview.html", {
+        "table": table, "overview": selectors.overview(table), "plans": selectors.plans_of(table)[:20],
+        "plan_form": PlanForm()})
 
 
 @login_required
@@ -108,3 +110,87 @@ def sync_status(request: HttpRequest, pk: int) -> HttpResponse:
     table = permissions.visible_table(request.user, pk)
     live = table.sync_status in (SyncStatus.QUEUED, SyncStatus.RUNNING)
     return render(request, "console/_sync_status.html", {"table": table, "live": live})
+
+
+@login_required
+@require_POST
+def plan_request(request: HttpRequest, pk: int) -> HttpResponse:
+    table = permissions.visible_table(request.user, pk)
+    permissions.require(request.user, permissions.PLAN)
+    form = PlanForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Check the plan settings: " + "; ".join(
+            f"{f}: {', '.join(e)}" for f, e in form.errors.items()))
+        return redirect("console:overview", pk=table.pk)
+    try:
+        plan = services.plan_request(table=table, user=request.user, overrides=form.cleaned_data)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        messages.error(request, "; ".join(exc.messages))
+        return redirect("console:overview", pk=table.pk)
+    enqueue(build_clean_plan, plan.pk)
+    return redirect("console:plan", pk=table.pk, plan_id=plan.pk)
+
+
+@login_required
+@require_GET
+def plan_detail(request: HttpRequest, pk: int, plan_id: int) -> HttpResponse:
+    table = permissions.visible_table(request.user, pk)
+    plan = get_object_or_404(table.clean_plans, pk=plan_id)
+    show = request.GET.get("show", "delete")
+    delete = {"delete": True, "keep": False}.get(show)
+    search = request.GET.get("q", "").strip()
+    return render(request, "console/plan.html", {
+        "table": table, "plan": plan, "show": show, "q": search,
+        "files": selectors.plan_files(plan, delete=delete, search=search, page=request.GET.get("page")),
+        "partitions": selectors.plan_partitions(plan), "decision": DecisionForm(),
+        "can_decide": request.user.has_perm(permissions.APPROVE)})
+
+
+@login_required
+@require_GET
+def plan_progress(request: HttpRequest, pk: int, plan_id: int) -> HttpResponse:
+    """The plan's status and progress bar; htmx polls it while the plan is being made or run."""
+    table = permissions.visible_table(request.user, pk)
+    plan = get_object_or_404(table.clean_plans, pk=plan_id)
+    response = render(request, "console/_plan_progress.html", {"table": table, "plan": plan})
+    if request.headers.get("HX-Request") and plan.status not in LIVE_PLAN_STATES:
+        response["HX-Refresh"] = "true"  # the plan settled: show the whole page (report, decisions)
+    return response
+
+
+LIVE_PLAN_STATES = (PlanStatus.PLANNING, PlanStatus.APPROVED, PlanStatus.RUNNING)
+
+
+@login_required
+@require_POST
+def plan_decide(request: HttpRequest, pk: int, plan_id: int, decision: str) -> HttpResponse:
+    table = permissions.visible_table(request.user, pk)
+    permissions.require(request.user, permissions.APPROVE)
+    plan = get_object_or_404(table.clean_plans, pk=plan_id)
+    form = DecisionForm(request.POST)
+    note = form.cleaned_data["note"] if form.is_valid() else ""
+    try:
+        if decision == "approve":
+            plan = services.plan_approve(plan=plan, user=request.user)  # type: ignore[arg-type]
+            if plan.status == PlanStatus.APPROVED:
+                enqueue(run_clean_plan, plan.pk)
+                messages.success(request, f"Approved: clean {plan.clean_instant} is running.")
+            else:
+                messages.warning(request, "The table changed since this plan was made: it is stale and nothing ran.")
+        else:
+            services.plan_reject(plan=plan, user=request.user, note=note)  # type: ignore[arg-type]
+            messages.info(request, "Plan rejected.")
+    except ValidationError as exc:
+        messages.error(request, "; ".join(exc.messages))
+    return redirect("console:plan", pk=table.pk, plan_id=plan.pk)
+
+
+@login_required
+@require_GET
+def plan_report_csv(request: HttpRequest, pk: int, plan_id: int) -> HttpResponse:
+    """Every file of the plan with its decision, reason, size and outcome, as CSV."""
+    table = permissions.visible_table(request.user, pk)
+    plan = get_object_or_404(table.clean_plans, pk=plan_id)
+    response = StreamingHttpResponse(selectors.plan_csv_rows(plan), content_type="text/csv")
+    response["Content-Disposition"] = f'attachment; filename="{table.name}-clean-plan-{plan.pk}.csv"'
+    return response

@@ -1,0 +1,70 @@
+"""The clean plan pages: request, review, approve, reject, progress and the CSV report."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import Group, User
+from django.test import Client
+from django.urls import reverse
+
+from console import services
+from console.models import CleanPlan, PlanStatus, Table
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def table(settings, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, table_copy) -> Table:
+    from console.celery import app
+
+    settings.CLEANLINE_ALLOWED_ROOTS = [str(tmp_path)]
+    monkeypatch.setitem(app.conf, "task_always_eager", True)
+    table = services.table_register(path=str(table_copy("sample_table/mor/avro/v9_txns_simple_nometa")), user=None)
+    services.table_sync(table=table)
+    return table
+
+
+def login(role: str) -> Client:
+    user = User.objects.create_user(f"u-{role}", password="pw")
+    user.groups.add(Group.objects.get(name=role))
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def test_plan_views_operator_plans_admin_approves_and_downloads_the_report(
+        table: Table, django_capture_on_commit_callbacks) -> None:
+    operator, admin = login("operator"), login("admin")
+    with django_capture_on_commit_callbacks(execute=True):
+        response = operator.post(reverse("console:plan_request", args=[table.pk]), {"commits_retained": "1"})
+    plan = CleanPlan.objects.get()
+    assert response.status_code == 302 and plan.status == PlanStatus.DRAFT
+    page = operator.get(reverse("console:plan", args=[table.pk, plan.pk]))
+    assert b"Approve and run" not in page.content and str(plan.files_to_delete).encode() in page.content
+    kept = operator.get(reverse("console:plan", args=[table.pk, plan.pk]), {"show": "keep", "q": "region=eu"})
+    assert b"latest version" in kept.content
+    assert operator.post(reverse("console:plan_approve", args=[table.pk, plan.pk])).status_code == 403
+    assert admin.get(reverse("console:plan_approve", args=[table.pk, plan.pk])).status_code == 405
+    with django_capture_on_commit_callbacks(execute=True):
+        admin.post(reverse("console:plan_approve", args=[table.pk, plan.pk]))
+    plan.refresh_from_db()
+    assert plan.status == PlanStatus.COMPLETED and plan.progress_done == plan.files_to_delete
+    progress = admin.get(reverse("console:plan_progress", args=[table.pk, plan.pk]), HTTP_HX_REQUEST="true")
+    assert progress["HX-Refresh"] == "true" and b"reclaimed" in progress.content
+    report = admin.get(reverse("console:plan_csv", args=[table.pk, plan.pk]))
+    lines = list(csv.reader(io.StringIO(b"".join(report.streaming_content).decode())))
+    assert lines[0] == ["partition", "file", "bytes", "decision", "reason", "outcome", "path"]
+    assert sum(1 for line in lines[1:] if line[3] == "delete" and line[5] == "deleted") == plan.files_to_delete
+
+
+def test_plan_views_reject_and_viewer_cannot_plan(table: Table) -> None:
+    assert login("viewer").post(reverse("console:plan_request", args=[table.pk]), {}).status_code == 403
+    plan = services.plan_build(plan=services.plan_request(table=table, user=None, overrides={"commits_retained": 1}))
+    admin = login("admin")
+    admin.post(reverse("console:plan_reject", args=[table.pk, plan.pk]), {"note": "not today"})
+    plan.refresh_from_db()
+    assert plan.status == PlanStatus.REJECTED and plan.decision_note == "not today"
