@@ -181,3 +181,32 @@ class AuditEvent(models.Model):
 
     def delete(self, *args: object, **kwargs: object) -> tuple[int, dict[str, int]]:
         raise PermissionError("audit events cannot be deleted")
+
+
+class JobStatus(models.TextChoices):
+    QUEUED = "queued", "queued"
+    RUNNING = "running", "running"
+    COMPLETED = "completed", "completed"
+    FAILED = "failed", "failed"
+
+
+class Job(models.Model):
+    """A long mutation other than a clean (a restore, a rollback), run by a Celery task."""
+
+    class Kind(models.TextChoices):
+        RESTORE = "restore", "restore"
+        ROLLBACK = "rollback", "rollback"
+
+    table = models.ForeignKey(Table, related_name="jobs", on_delete=models.CASCADE)
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    target = models.CharField(max_length=32, help_text="savepoint or instant time")
+    status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.QUEUED)
+    requested_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    requested_at = models.DateTimeField(auto_now_add=True)
+    task_id = models.CharField(max_length=64, blank=True)
+    result = models.JSONField(default=dict)
+    error = models.TextField(blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-requested_at"]

@@ -15,6 +15,9 @@ REGISTER = "console.register_table"
 SYNC = "console.plan_clean"  # operators and admins may ask for a sync
 PLAN = "console.plan_clean"
 APPROVE = "console.approve_clean"
+CREATE_SAVEPOINT = "console.create_savepoint"
+DELETE_SAVEPOINT = "console.delete_savepoint"
+RESTORE = "console.restore_table"
 
 
 def can_view(user: AbstractBaseUser | AnonymousUser) -> bool:

@@ -15,10 +15,13 @@ from typing import Any
 from django.core.paginator import Page, Paginator
 from django.db.models import Count, Max, Q, QuerySet, Sum
 
-from console.models import CleanPlan, Instant, Table
+from console.models import AuditEvent, CleanPlan, Instant, Table
 from timeline.clean.config import CleanConfig
 from timeline.clean.planner import read_protection, why_protected
 from timeline.exceptions import CleanlineError, InvalidInstantError
+from timeline.restore import preview_restore
+from timeline.rollback import preview_failed_writes
+from timeline.savepoint import list_savepoints
 from timeline.instant import Instant as LakeInstant
 from timeline.instant import State, parse_instant_time
 from timeline.table import HudiTable
@@ -232,3 +235,27 @@ def plan_csv_rows(plan: CleanPlan) -> Iterator[str]:
         buffer.seek(0)
         buffer.truncate()
     yield buffer.getvalue()
+
+
+def savepoints(table: Table) -> list[Any]:
+    """The table's savepoints with what they protect (read from the lake)."""
+    return list_savepoints(HudiTable.open(table.path))
+
+
+def restore_preview(table: Table, savepoint: str) -> Any:
+    return preview_restore(HudiTable.open(table.path), savepoint)
+
+
+def failed_write_previews(table: Table) -> list[Any]:
+    return preview_failed_writes(HudiTable.open(table.path))
+
+
+def audit_page(*, action: str, username: str, table_id: str, page: int | str | None) -> Page:
+    rows = AuditEvent.objects.select_related("table")
+    if action:
+        rows = rows.filter(action__startswith=action)
+    if username:
+        rows = rows.filter(username=username)
+    if table_id.isdigit():
+        rows = rows.filter(table_id=int(table_id))
+    return Paginator(rows.order_by("-at", "-pk"), PAGE_SIZE).get_page(page)

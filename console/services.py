@@ -4,6 +4,7 @@ mirrors what the library reads into the database."""
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -16,7 +17,9 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from console.models import AuditEvent, CleanPlan, Instant, PlanFile, PlanStatus, SyncStatus, Table, TableLock
+from console.models import (
+    AuditEvent, CleanPlan, Instant, Job, JobStatus, PlanFile, PlanStatus, SyncStatus, Table, TableLock,
+)
 from timeline.clean.config import CleanConfig
 from timeline.clean.executor import Progress, run_pending_cleans, schedule_clean
 from timeline.clean.planner import CleanPlan as LakePlan
@@ -24,6 +27,9 @@ from timeline.clean.planner import plan_clean
 from timeline.archive import load_archived_timeline
 from timeline.exceptions import CleanlineError
 from timeline.instant import Instant as LakeInstant
+from timeline.restore import restore
+from timeline.rollback import rollback
+from timeline.savepoint import create_savepoint, delete_savepoint
 from timeline.storage import storage_for
 from timeline.table import HudiTable
 
@@ -378,3 +384,75 @@ def _record_outcomes(plan: CleanPlan, content: Mapping[str, Any]) -> None:
             for start in range(0, len(names), PLAN_BATCH):
                 plan.files.filter(delete=True, partition=partition,
                                   file_name__in=names[start:start + PLAN_BATCH]).update(outcome=outcome)
+
+
+# Savepoints, restores, rollbacks
+
+def savepoint_create(*, table: Table, user: User | None, instant_time: str, comment: str) -> str:
+    with table_lock(table, f"savepoint:{instant_time}"):
+        try:
+            done = create_savepoint(HudiTable.open(table.path), instant_time,
+                                    user=user.get_username() if user else "cleanline", comment=comment)
+        except CleanlineError as exc:
+            audit(user=user, action="savepoint.refused", table=table, parameters={"instant": instant_time},
+                  result=str(exc))
+            raise ValidationError(str(exc)) from exc
+    audit(user=user, action="savepoint.created", table=table, parameters={"instant": instant_time, "comment": comment})
+    table_sync(table=table)
+    return done.requested_time
+
+
+def savepoint_delete(*, table: Table, user: User | None, instant_time: str) -> None:
+    with table_lock(table, f"savepoint:{instant_time}"):
+        try:
+            delete_savepoint(HudiTable.open(table.path), instant_time)
+        except CleanlineError as exc:
+            raise ValidationError(str(exc)) from exc
+    audit(user=user, action="savepoint.deleted", table=table, parameters={"instant": instant_time})
+    table_sync(table=table)
+
+
+def job_request(*, table: Table, user: User | None, kind: str, target: str, confirm_name: str | None = None) -> Job:
+    """Queue a restore (the table's name typed as confirmation) or a rollback."""
+    if kind == Job.Kind.RESTORE and confirm_name != table.name:
+        raise ValidationError(f"Type the table's name ({table.name}) to confirm the restore.")
+    check_table_free(table)
+    job = Job.objects.create(table=table, kind=kind, target=target, requested_by=user)
+    audit(user=user, action=f"{kind}.requested", table=table, parameters={"target": target, "job": job.pk})
+    return job
+
+
+def job_run(*, job: Job, task_id: str = "") -> Job:
+    """Run a queued restore or rollback under the table lock; a re-run resumes it (the library
+    resumes pending restores and rollbacks). A restore is checked afterwards: the latest file
+    slices must be those the table had as of the savepoint."""
+    table = job.table
+    with table_lock(table, f"{job.kind}:{job.pk}"):
+        Job.objects.filter(pk=job.pk).update(status=JobStatus.RUNNING, task_id=task_id, error="")
+        lake = HudiTable.open(table.path)
+        drop = lake.config.metadata_table_enabled
+        try:
+            if job.kind == Job.Kind.RESTORE:
+                expected = _slice_files(lake, as_of=job.target)
+                done = restore(lake, job.target, drop_metadata=drop)
+                verified = _slice_files(HudiTable.open(table.path), as_of=None) == expected
+                result = {"restore": done.requested_time, "verified": verified, "metadata_table_dropped": drop}
+            else:
+                done = rollback(lake, job.target, drop_metadata=drop)
+                result = {"rollback": done.requested_time, "metadata_table_dropped": drop}
+        except CleanlineError as exc:
+            Job.objects.filter(pk=job.pk).update(status=JobStatus.FAILED, error=str(exc), finished_at=timezone.now())
+            audit(user=None, action=f"{job.kind}.failed", table=table, parameters={"job": job.pk}, result=str(exc))
+            job.refresh_from_db()
+            return job
+        Job.objects.filter(pk=job.pk).update(status=JobStatus.COMPLETED, result=result, finished_at=timezone.now())
+    audit(user=None, action=f"{job.kind}.completed", table=table, parameters={"job": job.pk, "target": job.target},
+          result=json.dumps(result))
+    table_sync(table=table)
+    job.refresh_from_db()
+    return job
+
+
+def _slice_files(lake: HudiTable, *, as_of: str | None) -> set[tuple[str, str]]:
+    return {(s.partition, name) for s in lake.file_system_view(as_of=as_of).latest_slices()
+            if s.base_file is not None for name in [s.base_file.name]}

@@ -6,7 +6,7 @@ from celery import shared_task
 from django.db import transaction
 
 from console import services
-from console.models import CleanPlan, PlanStatus, SyncStatus, Table
+from console.models import CleanPlan, Job, JobStatus, PlanStatus, SyncStatus, Table
 from timeline.exceptions import CleanlineError
 
 
@@ -71,3 +71,12 @@ def run_clean_plan(self, plan_id: int) -> str:  # type: ignore[no-untyped-def]
 def enqueue(task: object, *args: object) -> None:
     """Queue a task once the current transaction commits."""
     transaction.on_commit(lambda: task.delay(*args))  # type: ignore[attr-defined]
+
+
+@shared_task(bind=True, acks_late=True)
+def run_job(self, job_id: int) -> str:  # type: ignore[no-untyped-def]
+    """Run a queued restore or rollback; re-delivered after a lost worker, it resumes."""
+    job = Job.objects.filter(pk=job_id).select_related("table").first()
+    if job is None or job.status not in (JobStatus.QUEUED, JobStatus.RUNNING):
+        return "skipped"
+    return str(services.job_run(job=job, task_id=self.request.id or "").status)

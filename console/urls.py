@@ -21,6 +21,15 @@ console_patterns = [
     path("tables/<int:pk>/plans/<int:plan_id>/approve", views.plan_decide, {"decision": "approve"}, name="plan_approve"),
     path("tables/<int:pk>/plans/<int:plan_id>/reject", views.plan_decide, {"decision": "reject"}, name="plan_reject"),
     path("tables/<int:pk>/plans/<int:plan_id>/report.csv", views.plan_report_csv, name="plan_csv"),
+    path("tables/<int:pk>/savepoints", views.savepoints, name="savepoints"),
+    path("tables/<int:pk>/savepoints/create", views.savepoint_create, name="savepoint_create"),
+    path("tables/<int:pk>/savepoints/<str:instant>/delete", views.savepoint_delete, name="savepoint_delete"),
+    path("tables/<int:pk>/restore/<str:savepoint>", views.restore_preview, name="restore"),
+    path("tables/<int:pk>/jobs/restore", views.job_request, {"kind": "restore"}, name="restore_run"),
+    path("tables/<int:pk>/jobs/rollback", views.job_request, {"kind": "rollback"}, name="rollback_run"),
+    path("tables/<int:pk>/jobs/<int:job_id>", views.job_detail, name="job"),
+    path("tables/<int:pk>/failed-writes", views.failed_writes, name="failed_writes"),
+    path("audit", views.audit_log, name="audit"),
 ]
 
 urlpatterns = [

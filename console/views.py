@@ -10,9 +10,10 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from console import permissions, selectors, services
+from timeline.exceptions import CleanlineError
 from console.forms import DecisionForm, PlanForm, RegisterTableForm, TimelineFilterForm
-from console.models import PlanStatus, SyncStatus
-from console.tasks import build_clean_plan, enqueue, enqueue_sync, run_clean_plan
+from console.models import Job, PlanStatus, SyncStatus
+from console.tasks import build_clean_plan, enqueue, enqueue_sync, run_clean_plan, run_job
 
 
 @login_required
@@ -194,3 +195,105 @@ def plan_report_csv(request: HttpRequest, pk: int, plan_id: int) -> HttpResponse
     response = StreamingHttpResponse(selectors.plan_csv_rows(plan), content_type="text/csv")
     response["Content-Disposition"] = f'attachment; filename="{table.name}-clean-plan-{plan.pk}.csv"'
     return response
+
+
+@login_required
+@require_GET
+def savepoints(request: HttpRequest, pk: int) -> HttpResponse:
+    table = permissions.visible_table(request.user, pk)
+    commits = table.instants.filter(action__in=("commit", "deltacommit", "replacecommit"), state="COMPLETED")
+    return render(request, "console/savepoints.html", {
+        "table": table, "savepoints": selectors.savepoints(table), "commits": commits.order_by("-requested_time")[:200]})
+
+
+@login_required
+@require_POST
+def savepoint_create(request: HttpRequest, pk: int) -> HttpResponse:
+    table = permissions.visible_table(request.user, pk)
+    permissions.require(request.user, permissions.CREATE_SAVEPOINT)
+    try:
+        done = services.savepoint_create(table=table, user=request.user, instant_time=request.POST.get("instant", ""),  # type: ignore[arg-type]
+                                         comment=request.POST.get("comment", "")[:500])
+        messages.success(request, f"Savepoint {done} created.")
+    except ValidationError as exc:
+        messages.error(request, "; ".join(exc.messages))
+    return redirect("console:savepoints", pk=table.pk)
+
+
+@login_required
+@require_POST
+def savepoint_delete(request: HttpRequest, pk: int, instant: str) -> HttpResponse:
+    table = permissions.visible_table(request.user, pk)
+    permissions.require(request.user, permissions.DELETE_SAVEPOINT)
+    if request.POST.get("confirm") != instant:
+        messages.error(request, f"Type the savepoint's time ({instant}) to delete it.")
+        return redirect("console:savepoints", pk=table.pk)
+    try:
+        services.savepoint_delete(table=table, user=request.user, instant_time=instant)  # type: ignore[arg-type]
+        messages.success(request, f"Savepoint {instant} deleted.")
+    except ValidationError as exc:
+        messages.error(request, "; ".join(exc.messages))
+    return redirect("console:savepoints", pk=table.pk)
+
+
+@login_required
+@require_GET
+def restore_preview(request: HttpRequest, pk: int, savepoint: str) -> HttpResponse:
+    table = permissions.visible_table(request.user, pk)
+    try:
+        preview, error = selectors.restore_preview(table, savepoint), ""
+    except CleanlineError as exc:
+        preview, error = None, str(exc)
+    return render(request, "console/restore.html", {
+        "table": table, "savepoint": savepoint, "preview": preview, "error": error,
+        "partitions": sorted(preview.per_partition().items()) if preview else [],
+        "jobs": table.jobs.filter(kind=Job.Kind.RESTORE)[:10],
+        "can_restore": request.user.has_perm(permissions.RESTORE)})
+
+
+@login_required
+@require_POST
+def job_request(request: HttpRequest, pk: int, kind: str) -> HttpResponse:
+    table = permissions.visible_table(request.user, pk)
+    permissions.require(request.user, permissions.RESTORE)
+    target = request.POST.get("target", "")
+    try:
+        job = services.job_request(table=table, user=request.user, kind=kind, target=target,  # type: ignore[arg-type]
+                                   confirm_name=request.POST.get("confirm"))
+    except ValidationError as exc:
+        messages.error(request, "; ".join(exc.messages))
+        return redirect("console:restore", pk=table.pk, savepoint=target) if kind == "restore" else redirect(
+            "console:failed_writes", pk=table.pk)
+    enqueue(run_job, job.pk)
+    return redirect("console:job", pk=table.pk, job_id=job.pk)
+
+
+@login_required
+@require_GET
+def job_detail(request: HttpRequest, pk: int, job_id: int) -> HttpResponse:
+    table = permissions.visible_table(request.user, pk)
+    job = get_object_or_404(table.jobs, pk=job_id)
+    template = "console/_job.html" if request.headers.get("HX-Request") else "console/job.html"
+    return render(request, template, {"table": table, "job": job})
+
+
+@login_required
+@require_GET
+def failed_writes(request: HttpRequest, pk: int) -> HttpResponse:
+    table = permissions.visible_table(request.user, pk)
+    return render(request, "console/failed_writes.html", {
+        "table": table, "previews": selectors.failed_write_previews(table),
+        "jobs": table.jobs.filter(kind=Job.Kind.ROLLBACK)[:10],
+        "can_rollback": request.user.has_perm(permissions.RESTORE)})
+
+
+@login_required
+@require_GET
+def audit_log(request: HttpRequest) -> HttpResponse:
+    permissions.require_view(request.user)
+    page = selectors.audit_page(action=request.GET.get("action", ""), username=request.GET.get("user", ""),
+                                table_id=request.GET.get("table", ""), page=request.GET.get("page"))
+    query = request.GET.copy()
+    query.pop("page", None)
+    return render(request, "console/audit.html", {"page": page, "query": query.urlencode(),
+                                                  "tables": selectors.catalog()})

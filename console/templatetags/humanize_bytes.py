@@ -20,3 +20,11 @@ def human_bytes(value: int | None) -> str:
 def bar(value: int, largest: int) -> int:
     """Width in pixels (0-300) of a bar for `value` out of `largest`."""
     return int(300 * value / largest) if largest else 0
+
+
+@register.filter
+def epoch_ms(value: int | None) -> str:
+    """Epoch milliseconds as a UTC time."""
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp((value or 0) / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M UTC") if value else ""

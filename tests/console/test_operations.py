@@ -1,0 +1,116 @@
+"""Savepoints, restores and rollbacks from the console: services, pages, audit, locks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import Group, User
+from django.core.exceptions import ValidationError
+from django.test import Client
+from django.urls import reverse
+
+from console import services
+from console.models import AuditEvent, Job, JobStatus, Table
+from tests.clean.test_fixture_cleans import rows
+from tests.test_rollback import fake_failed_write
+from timeline.table import HudiTable
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def table(settings, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, table_copy) -> Table:
+    from console.celery import app
+
+    settings.CLEANLINE_ALLOWED_ROOTS = [str(tmp_path)]
+    monkeypatch.setitem(app.conf, "task_always_eager", True)
+    table = services.table_register(path=str(table_copy("sample_table/cow/v9_txns_simple_nometa")), user=None)
+    services.table_sync(table=table)
+    return table
+
+
+def login(role: str) -> Client:
+    user = User.objects.create_user(f"u-{role}", password="pw")
+    user.groups.add(Group.objects.get(name=role))
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def path_of(table: Table) -> Path:
+    return Path(table.path.removeprefix("file:"))
+
+
+def commits(table: Table) -> list[str]:
+    return [i.requested_time for i in HudiTable.open(table.path).timeline.commits().completed()]
+
+
+def test_operations_savepoint_create_restore_preview_and_restore(table: Table, django_capture_on_commit_callbacks) -> None:
+    operator, admin = login("operator"), login("admin")
+    k = commits(table)[2]
+    expected = rows(path_of(table), k)
+    operator.post(reverse("console:savepoint_create", args=[table.pk]), {"instant": k, "comment": "before"})
+    page = operator.get(reverse("console:savepoints", args=[table.pk]))
+    assert k.encode() in page.content and b"before" in page.content
+    preview = operator.get(reverse("console:restore", args=[table.pk, k]))
+    assert b"Rolls back" in preview.content and b"Restore</button>" not in preview.content
+    assert operator.post(reverse("console:restore_run", args=[table.pk]), {"target": k, "confirm": table.name}).status_code == 403
+    wrong = admin.post(reverse("console:restore_run", args=[table.pk]), {"target": k, "confirm": "nope"})
+    assert wrong.status_code == 302 and not Job.objects.exists()
+    with django_capture_on_commit_callbacks(execute=True):
+        done = admin.post(reverse("console:restore_run", args=[table.pk]), {"target": k, "confirm": table.name})
+    job = Job.objects.get()
+    assert done.status_code == 302 and job.status == JobStatus.COMPLETED and job.result["verified"] is True
+    assert rows(path_of(table)) == expected
+    assert b"Checked: the table" in admin.get(reverse("console:job", args=[table.pk, job.pk])).content
+    logged = list(AuditEvent.objects.filter(table=table).values_list("action", flat=True))
+    assert {"savepoint.created", "restore.requested", "restore.completed"} <= set(logged)
+
+
+def test_operations_savepoint_delete_needs_admin_and_typed_time(table: Table) -> None:
+    k = commits(table)[1]
+    services.savepoint_create(table=table, user=None, instant_time=k, comment="x")
+    assert login("operator").post(reverse("console:savepoint_delete", args=[table.pk, k]), {"confirm": k}).status_code == 403
+    admin = login("admin")
+    admin.post(reverse("console:savepoint_delete", args=[table.pk, k]), {"confirm": "no"})
+    assert HudiTable.open(table.path).timeline.savepoints()
+    admin.post(reverse("console:savepoint_delete", args=[table.pk, k]), {"confirm": k})
+    assert not HudiTable.open(table.path).timeline.savepoints()
+    assert AuditEvent.objects.filter(action="savepoint.deleted").exists()
+
+
+def test_operations_failed_write_rolled_back_from_the_page(table: Table, django_capture_on_commit_callbacks) -> None:
+    path = path_of(table)
+    before = rows(path)
+    written = fake_failed_write(path, "20990101000000000", markers=True)
+    later = HudiTable.open(table.path)
+    (Path(later.timeline.folder) / "20990102000000000.commit.requested").write_bytes(b"")  # a newer write
+    admin = login("admin")
+    page = admin.get(reverse("console:failed_writes", args=[table.pk]))
+    assert b"20990101000000000" in page.content
+    with django_capture_on_commit_callbacks(execute=True):
+        admin.post(reverse("console:rollback_run", args=[table.pk]), {"target": "20990101000000000"})
+    job = Job.objects.get(kind="rollback")
+    assert job.status == JobStatus.COMPLETED and not any(f.exists() for f in written)
+    assert rows(path) == before
+
+
+def test_operations_lock_conflict_and_refusals_are_clear(table: Table) -> None:
+    k = commits(table)[1]
+    with services.table_lock(table, "clean-plan:99"):
+        with pytest.raises(services.TableBusy, match="busy: clean-plan:99"):
+            services.savepoint_create(table=table, user=None, instant_time=k, comment="")
+        with pytest.raises(services.TableBusy):
+            services.job_request(table=table, user=None, kind="restore", target=k, confirm_name=table.name)
+    with pytest.raises(ValidationError, match="not a completed commit"):
+        services.savepoint_create(table=table, user=None, instant_time="19990101000000000", comment="")
+    assert AuditEvent.objects.filter(action="savepoint.refused").exists()
+
+
+def test_operations_audit_page_filters(table: Table) -> None:
+    services.savepoint_create(table=table, user=None, instant_time=commits(table)[1], comment="")
+    viewer = login("viewer")
+    page = viewer.get(reverse("console:audit"), {"action": "savepoint"})
+    assert b"savepoint.created" in page.content
+    assert b"savepoint.created" not in viewer.get(reverse("console:audit"), {"action": "restore"}).content
