@@ -29,3 +29,9 @@ class PlanForm(forms.Form):
 
 class DecisionForm(forms.Form):
     note = forms.CharField(required=False, max_length=2000, widget=forms.TextInput(attrs={"size": 50}))
+
+
+class TableSettingsForm(forms.Form):
+    auto_clean = forms.BooleanField(required=False, label="automatic mode")
+    auto_max_files = forms.IntegerField(min_value=0, label="approve automatically up to (files)")
+    auto_max_bytes = forms.IntegerField(min_value=0, label="and up to (bytes)")

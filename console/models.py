@@ -33,6 +33,9 @@ class Table(models.Model):
                                             help_text="hash of the timeline listing at the last sync")
     total_bytes = models.BigIntegerField(default=0)
     total_files = models.BigIntegerField(default=0)
+    auto_clean = models.BooleanField(default=False, help_text="plan cleans periodically")
+    auto_max_files = models.BigIntegerField(default=1000, help_text="automatic approval up to this many files")
+    auto_max_bytes = models.BigIntegerField(default=10 * 1024**3, help_text="automatic approval up to this many bytes")
     registered_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL)
     registered_at = models.DateTimeField(auto_now_add=True)
 
@@ -191,11 +194,13 @@ class JobStatus(models.TextChoices):
 
 
 class Job(models.Model):
-    """A long mutation other than a clean (a restore, a rollback), run by a Celery task."""
+    """A long mutation other than an approved plan (a restore, a rollback, a pending clean found
+    on the timeline), run by a Celery task."""
 
     class Kind(models.TextChoices):
         RESTORE = "restore", "restore"
         ROLLBACK = "rollback", "rollback"
+        CLEAN = "clean", "pending clean"
 
     table = models.ForeignKey(Table, related_name="jobs", on_delete=models.CASCADE)
     kind = models.CharField(max_length=16, choices=Kind.choices)

@@ -18,6 +18,7 @@ APPROVE = "console.approve_clean"
 CREATE_SAVEPOINT = "console.create_savepoint"
 DELETE_SAVEPOINT = "console.delete_savepoint"
 RESTORE = "console.restore_table"
+SETTINGS = "console.change_settings"
 
 
 def can_view(user: AbstractBaseUser | AnonymousUser) -> bool:

@@ -224,7 +224,7 @@ def plan_build(*, plan: CleanPlan) -> CleanPlan:
     table = plan.table
     lake = HudiTable.open(table.path)
     config = CleanConfig.from_properties(plan.settings)
-    result = _make_plan(lake, config)
+    result = _make_plan(table, lake, config)
     PlanFile.objects.filter(plan=plan).delete()
     for start in range(0, len(result.decisions), PLAN_BATCH):
         PlanFile.objects.bulk_create([
@@ -249,15 +249,33 @@ def plan_build(*, plan: CleanPlan) -> CleanPlan:
 PLAN_BATCH = 5000
 
 
-def _make_plan(lake: HudiTable, config: CleanConfig) -> LakePlan:
-    """The planner, on Spark for tables large enough to be worth it, in this process otherwise."""
-    if lake.version and settings.CLEANLINE_SPARK_PLAN_MIN_FILES and Table.objects.filter(
-            path=lake.uri, total_files__gte=settings.CLEANLINE_SPARK_PLAN_MIN_FILES).exists():
-        from timeline.spark.clean import plan_clean_spark
-        from timeline.spark.session import spark_session
+def _on_spark(table: Table) -> bool:
+    """Large tables are planned and cleaned by PySpark jobs; small ones in the worker."""
+    return 0 < settings.CLEANLINE_SPARK_MIN_FILES <= table.total_files
 
-        return plan_clean_spark(spark_session(master=settings.SPARK_MASTER), lake.uri, config)
+
+def _spark() -> Any:
+    from timeline.spark.session import spark_session
+
+    return spark_session(master=settings.SPARK_MASTER)
+
+
+def _make_plan(table: Table, lake: HudiTable, config: CleanConfig) -> LakePlan:
+    if _on_spark(table):
+        from timeline.spark.clean import plan_clean_spark
+
+        return plan_clean_spark(_spark(), lake.uri, config)
     return plan_clean(lake, config)
+
+
+def _run_clean(table: Table, lake: HudiTable, instant: str, progress: Any, sizes: Mapping[str, int]) -> Any:
+    drop = lake.config.metadata_table_enabled
+    if _on_spark(table):
+        from timeline.spark.clean import run_pending_cleans_spark
+
+        return run_pending_cleans_spark(_spark(), lake.uri, instant=instant, progress=progress, sizes=sizes,
+                                        drop_metadata=drop)
+    return run_pending_cleans(lake, instant=instant, progress=progress, sizes=sizes, drop_metadata=drop)
 
 
 def _warnings(lake: HudiTable, table: Table, config: CleanConfig) -> list[str]:
@@ -357,9 +375,7 @@ def plan_run(*, plan: CleanPlan, task_id: str = "") -> CleanPlan:
                                                             progress_bytes=p.bytes_deleted)
 
         try:
-            lake = HudiTable.open(table.path)
-            (result,) = run_pending_cleans(lake, instant=plan.clean_instant, progress=progress, sizes=sizes,
-                                           drop_metadata=lake.config.metadata_table_enabled)
+            (result,) = _run_clean(table, HudiTable.open(table.path), plan.clean_instant, progress, sizes)
         except (CleanlineError, ValueError) as exc:
             CleanPlan.objects.filter(pk=plan.pk).update(status=PlanStatus.FAILED, error=str(exc),
                                                         finished_at=timezone.now())
@@ -432,7 +448,11 @@ def job_run(*, job: Job, task_id: str = "") -> Job:
         lake = HudiTable.open(table.path)
         drop = lake.config.metadata_table_enabled
         try:
-            if job.kind == Job.Kind.RESTORE:
+            if job.kind == Job.Kind.CLEAN:
+                (done_clean,) = run_pending_cleans(lake, instant=job.target, drop_metadata=drop)
+                result = {"deleted": done_clean.deleted, "already_gone": done_clean.already_gone,
+                          "failed": done_clean.failed, "bytes": done_clean.bytes_deleted}
+            elif job.kind == Job.Kind.RESTORE:
                 expected = _slice_files(lake, as_of=job.target)
                 done = restore(lake, job.target, drop_metadata=drop)
                 verified = _slice_files(HudiTable.open(table.path), as_of=None) == expected
@@ -456,3 +476,33 @@ def job_run(*, job: Job, task_id: str = "") -> Job:
 def _slice_files(lake: HudiTable, *, as_of: str | None) -> set[tuple[str, str]]:
     return {(s.partition, name) for s in lake.file_system_view(as_of=as_of).latest_slices()
             if s.base_file is not None for name in [s.base_file.name]}
+
+
+def table_settings_update(*, table: Table, user: User | None, auto_clean: bool, auto_max_files: int,
+                          auto_max_bytes: int) -> Table:
+    Table.objects.filter(pk=table.pk).update(auto_clean=auto_clean, auto_max_files=auto_max_files,
+                                             auto_max_bytes=auto_max_bytes)
+    audit(user=user, action="table.settings.changed", table=table,
+          parameters={"auto_clean": auto_clean, "auto_max_files": auto_max_files, "auto_max_bytes": auto_max_bytes})
+    table.refresh_from_db()
+    return table
+
+
+def auto_clean(*, table: Table) -> CleanPlan | None:
+    """Automatic mode: plan with the table's settings; a plan within the table's thresholds
+    is approved automatically (and recorded so), a larger one waits for an admin. One clean
+    at a time: nothing is planned while a plan of the table is open or the table is busy."""
+    open_states = (PlanStatus.PLANNING, PlanStatus.DRAFT, PlanStatus.APPROVED, PlanStatus.RUNNING)
+    if table.clean_plans.filter(status__in=open_states).exists() or TableLock.objects.filter(table=table).exists():
+        return None
+    plan = plan_build(plan=plan_request(table=table, user=None, overrides={}, automatic=True))
+    if plan.files_to_delete == 0 and not plan.partitions_to_delete:
+        CleanPlan.objects.filter(pk=plan.pk).update(status=PlanStatus.REJECTED, decision_note="nothing to clean")
+        plan.refresh_from_db()
+        return plan
+    if plan.files_to_delete <= table.auto_max_files and plan.bytes_to_delete <= table.auto_max_bytes:
+        plan = plan_approve(plan=plan, user=None)
+        if plan.status == PlanStatus.APPROVED:
+            audit(user=None, action="clean.plan.auto-approved", table=table,
+                  parameters={"plan": plan.pk, "files": plan.files_to_delete, "bytes": plan.bytes_to_delete})
+    return plan

@@ -100,8 +100,8 @@ CLEANLINE_ALLOWED_ROOTS = [
 CLEANLINE_SYNC_INTERVAL_SECONDS = int(os.environ.get("CLEANLINE_SYNC_INTERVAL_SECONDS", "300"))
 # An approver must differ from the plan's requester (automatic plans excepted).
 CLEANLINE_APPROVER_MUST_DIFFER = os.environ.get("CLEANLINE_APPROVER_MUST_DIFFER", "true").lower() in ("1", "true", "yes")
-# Plans of tables with at least this many files run on Spark (0: never).
-CLEANLINE_SPARK_PLAN_MIN_FILES = int(os.environ.get("CLEANLINE_SPARK_PLAN_MIN_FILES", "200000"))
+# Tables with at least this many files are planned and cleaned by PySpark jobs (0: never).
+CLEANLINE_SPARK_MIN_FILES = int(os.environ.get("CLEANLINE_SPARK_MIN_FILES", "200000"))
 
 CELERY_BROKER_URL = REDIS_URL
 CELERY_RESULT_BACKEND = REDIS_URL
@@ -113,6 +113,8 @@ CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 60
 CELERY_TASK_ALWAYS_EAGER = _flag("CELERY_TASK_ALWAYS_EAGER")
 CELERY_BEAT_SCHEDULE = {
     "sync-all-tables": {"task": "console.tasks.sync_all_tables", "schedule": CLEANLINE_SYNC_INTERVAL_SECONDS},
+    "automatic-cleans": {"task": "console.tasks.auto_clean_tables",
+                         "schedule": int(os.environ.get("CLEANLINE_AUTO_CLEAN_INTERVAL_SECONDS", "3600"))},
 }
 
 LOGGING = {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from celery import shared_task
+from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from console import services
@@ -80,3 +81,19 @@ def run_job(self, job_id: int) -> str:  # type: ignore[no-untyped-def]
     if job is None or job.status not in (JobStatus.QUEUED, JobStatus.RUNNING):
         return "skipped"
     return str(services.job_run(job=job, task_id=self.request.id or "").status)
+
+
+@shared_task
+def auto_clean_tables() -> int:
+    """Automatic mode (beat): plan every table that has it on; approved plans are run."""
+    started = 0
+    for table in Table.objects.filter(auto_clean=True):
+        try:
+            plan = services.auto_clean(table=table)
+        except (CleanlineError, ValidationError) as exc:
+            services.audit(user=None, action="clean.auto.failed", table=table, result=str(exc))
+            continue
+        if plan is not None and plan.status == PlanStatus.APPROVED:
+            run_clean_plan.delay(plan.pk)
+            started += 1
+    return started

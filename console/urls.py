@@ -30,6 +30,8 @@ console_patterns = [
     path("tables/<int:pk>/jobs/<int:job_id>", views.job_detail, name="job"),
     path("tables/<int:pk>/failed-writes", views.failed_writes, name="failed_writes"),
     path("audit", views.audit_log, name="audit"),
+    path("tables/<int:pk>/settings", views.table_settings, name="table_settings"),
+    path("tables/<int:pk>/cleans/<str:instant>/run", views.clean_run_pending, name="clean_run_pending"),
 ]
 
 urlpatterns = [

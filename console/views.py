@@ -11,7 +11,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from console import permissions, selectors, services
 from timeline.exceptions import CleanlineError
-from console.forms import DecisionForm, PlanForm, RegisterTableForm, TimelineFilterForm
+from console.forms import DecisionForm, PlanForm, RegisterTableForm, TableSettingsForm, TimelineFilterForm
 from console.models import Job, PlanStatus, SyncStatus
 from console.tasks import build_clean_plan, enqueue, enqueue_sync, run_clean_plan, run_job
 
@@ -49,7 +49,10 @@ def overview(request: HttpRequest, pk: int) -> HttpResponse:
     table = permissions.visible_table(request.user, pk)
     return render(request, "console/overview.html", {
         "table": table, "overview": selectors.overview(table), "plans": selectors.plans_of(table)[:20],
-        "plan_form": PlanForm()})
+        "plan_form": PlanForm(), "settings_form": TableSettingsForm(initial={
+            "auto_clean": table.auto_clean, "auto_max_files": table.auto_max_files,
+            "auto_max_bytes": table.auto_max_bytes}),
+        "pending_cleans": table.instants.filter(action="clean").exclude(state="COMPLETED")})
 
 
 @login_required
@@ -297,3 +300,34 @@ def audit_log(request: HttpRequest) -> HttpResponse:
     query.pop("page", None)
     return render(request, "console/audit.html", {"page": page, "query": query.urlencode(),
                                                   "tables": selectors.catalog()})
+
+
+@login_required
+@require_POST
+def table_settings(request: HttpRequest, pk: int) -> HttpResponse:
+    table = permissions.visible_table(request.user, pk)
+    permissions.require(request.user, permissions.SETTINGS)
+    form = TableSettingsForm(request.POST)
+    if form.is_valid():
+        services.table_settings_update(table=table, user=request.user, **form.cleaned_data)  # type: ignore[arg-type]
+        messages.success(request, "Settings saved.")
+    else:
+        messages.error(request, "Check the settings: " + "; ".join(f"{f}: {', '.join(e)}" for f, e in form.errors.items()))
+    return redirect("console:overview", pk=table.pk)
+
+
+@login_required
+@require_POST
+def clean_run_pending(request: HttpRequest, pk: int, instant: str) -> HttpResponse:
+    """Run a requested or inflight clean found on the timeline (one a Hudi writer left)."""
+    table = permissions.visible_table(request.user, pk)
+    permissions.require(request.user, permissions.APPROVE)
+    try:
+        services.check_table_free(table)
+    except ValidationError as exc:
+        messages.error(request, "; ".join(exc.messages))
+        return redirect("console:overview", pk=table.pk)
+    job = Job.objects.create(table=table, kind=Job.Kind.CLEAN, target=instant, requested_by=request.user)
+    services.audit(user=request.user, action="clean.pending.run", table=table, parameters={"clean": instant})  # type: ignore[arg-type]
+    enqueue(run_job, job.pk)
+    return redirect("console:job", pk=table.pk, job_id=job.pk)

@@ -114,3 +114,45 @@ def test_operations_audit_page_filters(table: Table) -> None:
     page = viewer.get(reverse("console:audit"), {"action": "savepoint"})
     assert b"savepoint.created" in page.content
     assert b"savepoint.created" not in viewer.get(reverse("console:audit"), {"action": "restore"}).content
+
+
+def test_operations_automatic_mode_approves_small_plans_and_leaves_large_ones(table: Table) -> None:
+    from console.models import CleanPlan, PlanStatus
+    from console.tasks import auto_clean_tables
+
+    admin = login("admin")
+    admin.post(reverse("console:table_settings", args=[table.pk]),
+               {"auto_clean": "on", "auto_max_files": "1", "auto_max_bytes": "10"})
+    table.refresh_from_db()
+    assert table.auto_clean and AuditEvent.objects.filter(action="table.settings.changed").exists()
+    Table.objects.filter(pk=table.pk).update(properties={**table.properties, "hoodie.clean.commits.retained": "1"})
+    table.refresh_from_db()
+    assert auto_clean_tables() == 0  # the plan is above the thresholds: it waits for an admin
+    plan = CleanPlan.objects.get()
+    assert plan.automatic and plan.status == PlanStatus.DRAFT and plan.requested_by is None
+    assert services.auto_clean(table=table) is None  # one open plan at a time
+    services.plan_reject(plan=plan, user=None)
+    Table.objects.filter(pk=table.pk).update(auto_max_files=10**6, auto_max_bytes=10**12)
+    assert auto_clean_tables() == 1  # eager: the approved plan ran
+    latest = CleanPlan.objects.order_by("-pk").first()
+    assert latest is not None and latest.status == PlanStatus.COMPLETED
+    assert AuditEvent.objects.filter(action="clean.plan.auto-approved").exists()
+
+
+def test_operations_pending_clean_left_on_the_timeline_runs_from_the_page(
+        table: Table, django_capture_on_commit_callbacks) -> None:
+    from timeline.clean.config import CleanConfig
+    from timeline.clean.executor import schedule_clean
+    from timeline.clean.planner import plan_clean
+
+    lake = HudiTable.open(table.path)
+    config = CleanConfig(commits_retained=1)
+    pending = schedule_clean(lake, plan_clean(lake, config), config)
+    services.table_sync(table=table)
+    admin = login("admin")
+    assert pending.requested_time.encode() in admin.get(reverse("console:overview", args=[table.pk])).content
+    with django_capture_on_commit_callbacks(execute=True):
+        admin.post(reverse("console:clean_run_pending", args=[table.pk, pending.requested_time]))
+    job = Job.objects.get(kind="clean")
+    assert job.status == JobStatus.COMPLETED and job.result["deleted"] > 0
+    assert not HudiTable.open(table.path).timeline.cleans().pending()
