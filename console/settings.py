@@ -111,6 +111,10 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_TIME_LIMIT = int(os.environ.get("CLEANLINE_TASK_TIME_LIMIT", "21600"))
 CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 60
 CELERY_TASK_ALWAYS_EAGER = _flag("CELERY_TASK_ALWAYS_EAGER")
+# A task whose worker died is delivered again after this many seconds (Redis keeps it unacked).
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": int(os.environ.get("CLEANLINE_REDELIVERY_SECONDS", str(CELERY_TASK_TIME_LIMIT + 600))),
+}
 CELERY_BEAT_SCHEDULE = {
     "sync-all-tables": {"task": "console.tasks.sync_all_tables", "schedule": CLEANLINE_SYNC_INTERVAL_SECONDS},
     "automatic-cleans": {"task": "console.tasks.auto_clean_tables",

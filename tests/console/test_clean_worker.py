@@ -1,0 +1,128 @@
+"""The whole clean journey on real services: Redis, Celery worker processes and Spark local[2].
+Plan, approve, execute; hudi-rs reads the retained instants as before and the report lists
+exactly the planned files. Then a worker killed in the middle of a clean: a new worker finishes
+it and the plan's row tells the truth."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import redis
+from django.db import connection
+
+from console import services
+from console.models import CleanPlan, PlanFile, PlanStatus, TableLock
+from tests.clean.test_fixture_cleans import rows
+from tests.lakes import Lake
+from timeline.storage.arrow import LocalStorage
+from timeline.table import HudiTable
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def start_worker(transactional_db, settings) -> Iterator[Callable[[], subprocess.Popen[bytes]]]:
+    """Start Celery workers (Spark for every table: CLEANLINE_SPARK_MIN_FILES=1) sharing the test
+    database; a dead worker's task is delivered again after 3 s."""
+    redis.Redis.from_url(settings.REDIS_URL).flushdb()
+    started: list[subprocess.Popen[bytes]] = []
+    env = {**os.environ, "REDIS_URL": settings.REDIS_URL, "DATABASE_URL": f"sqlite:///{connection.settings_dict['NAME']}",
+           "CLEANLINE_SPARK_MIN_FILES": "1", "SPARK_MASTER": "local[2]", "CLEANLINE_REDELIVERY_SECONDS": "3",
+           "CLEANLINE_APPROVER_MUST_DIFFER": "false"}
+
+    def start() -> subprocess.Popen[bytes]:
+        process = subprocess.Popen([sys.executable, "-m", "celery", "-A", "console", "worker", "--pool", "solo",
+                                    "--loglevel", "WARNING", "--without-gossip", "--without-mingle"],
+                                   env=env, cwd=ROOT, start_new_session=True)
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+
+
+def wait_for(condition: Callable[[], bool], seconds: float, what: str) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def status(plan: CleanPlan) -> str:
+    return CleanPlan.objects.get(pk=plan.pk).status
+
+
+def test_clean_worker_plan_approve_execute_on_spark(start_worker, settings, tmp_path: Path, table_copy) -> None:
+    settings.CLEANLINE_ALLOWED_ROOTS = [str(tmp_path)]
+    settings.CLEANLINE_SPARK_MIN_FILES = 1
+    from console.tasks import build_clean_plan, run_clean_plan
+
+    path = table_copy("sample_table/mor/avro/v9_txns_simple_nometa")
+    table = services.table_register(path=str(path), user=None)
+    services.table_sync(table=table)
+    start_worker()
+    plan = services.plan_request(table=table, user=None, overrides={"commits_retained": 1})
+    build_clean_plan.delay(plan.pk).get(timeout=300)
+    plan.refresh_from_db()
+    assert plan.status == PlanStatus.DRAFT and plan.files_to_delete > 0
+    ectr = plan.earliest_retained
+    retained = [i.requested_time for i in HudiTable.open(table.path).timeline.writes().completed() if i.requested_time >= ectr]
+    before = {t: rows(path, t) for t in retained}
+    plan = services.plan_approve(plan=plan, user=None)
+    assert plan.status == PlanStatus.APPROVED
+    run_clean_plan.delay(plan.pk).get(timeout=300)
+    plan.refresh_from_db()
+    assert plan.status == PlanStatus.COMPLETED and plan.progress_done == plan.files_to_delete
+    assert all(rows(path, t) == before[t] for t in retained)
+    planned = set(PlanFile.objects.filter(plan=plan, delete=True).values_list("file_name", flat=True))
+    reported = set(PlanFile.objects.filter(plan=plan, outcome="deleted").values_list("file_name", flat=True))
+    clean = HudiTable.open(table.path).read_instant(HudiTable.open(table.path).timeline.cleans().last())  # type: ignore[arg-type]
+    listed = {n for meta in (clean or {})["partitionMetadata"].values() for n in meta["successDeleteFiles"]}
+    assert planned == reported == listed
+
+
+def test_clean_worker_killed_mid_clean_a_new_worker_finishes_it(start_worker, settings, tmp_path: Path) -> None:
+    settings.CLEANLINE_ALLOWED_ROOTS = [str(tmp_path)]
+    settings.CLEANLINE_SPARK_MIN_FILES = 1
+    from console.tasks import build_clean_plan, run_clean_plan
+
+    lake = Lake(LocalStorage(), str(tmp_path / "big"), version=8)
+    times = [f"2026110100{i:02d}00000" for i in range(4)]
+    for t in times:
+        lake.commit(t, {f"p={p}": [lake.base_file(f"p={p}", f"g{g}", t, size=10) for g in range(100)] for p in range(40)})
+    table = services.table_register(path=str(tmp_path / "big"), user=None)
+    services.table_sync(table=table)
+    first = start_worker()
+    plan = services.plan_request(table=table, user=None, overrides={"commits_retained": 1})
+    build_clean_plan.delay(plan.pk).get(timeout=300)
+    plan = services.plan_approve(plan=CleanPlan.objects.get(pk=plan.pk), user=None)
+    doomed = [Path(p.removeprefix("file:")) for p in PlanFile.objects.filter(plan=plan, delete=True).values_list("path", flat=True)]
+    assert len(doomed) == 8000
+    run_clean_plan.delay(plan.pk)
+    wait_for(lambda: sum(1 for p in doomed[::50] if not p.exists()) > 0, 300, "the first deletes")
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait(timeout=30)
+    left = sum(1 for p in doomed if p.exists())
+    assert status(plan) == PlanStatus.RUNNING  # the row says what it knows: the worker took it and died
+    assert 0 < left < len(doomed), "the worker must die part-way for this test to mean anything"
+    start_worker()
+    wait_for(lambda: status(plan) == PlanStatus.COMPLETED, 300, "the clean to finish on a new worker")
+    plan.refresh_from_db()
+    assert plan.progress_done == len(doomed) and not any(p.exists() for p in doomed)
+    assert PlanFile.objects.filter(plan=plan, delete=True).exclude(outcome="deleted").count() == 0
+    assert not TableLock.objects.filter(table=table).exists()
+    assert not HudiTable.open(table.path).timeline.cleans().pending()
