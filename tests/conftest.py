@@ -78,3 +78,23 @@ def tree_snapshot(path: Path) -> dict[str, tuple[int, int]]:
 def copy_tree(src: Path, dest: Path) -> Path:
     shutil.copytree(src, dest)
     return dest
+
+
+@pytest.fixture(scope="session")
+def spark():  # type: ignore[no-untyped-def]
+    """One real Spark session (local[2], UI off) for the whole run."""
+    from timeline.spark.session import spark_session
+
+    session = spark_session(app_name="cleanline-tests", master="local[2]")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def demo_lake(spark, tmp_path_factory: pytest.TempPathFactory) -> Path:  # type: ignore[no-untyped-def]
+    """The demo lake (`cleanline demo`), built once per run; copy a table before changing it."""
+    from timeline.spark.demo import build_demo_lake
+
+    root = tmp_path_factory.mktemp("demo-lake")
+    build_demo_lake(spark, str(root))
+    return root

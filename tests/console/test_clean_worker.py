@@ -7,15 +7,10 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-import redis
-from django.db import connection
 
 from console import services
 from console.models import CleanPlan, PlanFile, PlanStatus, TableLock
@@ -24,34 +19,6 @@ from tests.lakes import Lake
 from timeline.storage.arrow import LocalStorage
 from timeline.table import HudiTable
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def start_worker(transactional_db, settings) -> Iterator[Callable[[], subprocess.Popen[bytes]]]:
-    """Start Celery workers (Spark for every table: CLEANLINE_SPARK_MIN_FILES=1) sharing the test
-    database; a dead worker's task is delivered again after 3 s."""
-    redis.Redis.from_url(settings.REDIS_URL).flushdb()
-    started: list[subprocess.Popen[bytes]] = []
-    env = {**os.environ, "REDIS_URL": settings.REDIS_URL, "DATABASE_URL": f"sqlite:///{connection.settings_dict['NAME']}",
-           "CLEANLINE_SPARK_MIN_FILES": "1", "SPARK_MASTER": "local[2]", "CLEANLINE_REDELIVERY_SECONDS": "3",
-           "CLEANLINE_APPROVER_MUST_DIFFER": "false"}
-
-    def start() -> subprocess.Popen[bytes]:
-        process = subprocess.Popen([sys.executable, "-m", "celery", "-A", "console", "worker", "--pool", "solo",
-                                    "--loglevel", "WARNING", "--without-gossip", "--without-mingle"],
-                                   env=env, cwd=ROOT, start_new_session=True)
-        started.append(process)
-        return process
-
-    yield start
-    for process in started:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
 
 
 def wait_for(condition: Callable[[], bool], seconds: float, what: str) -> None:
@@ -74,7 +41,7 @@ def test_clean_worker_plan_approve_execute_on_spark(start_worker, settings, tmp_
     path = table_copy("sample_table/mor/avro/v9_txns_simple_nometa")
     table = services.table_register(path=str(path), user=None)
     services.table_sync(table=table)
-    start_worker()
+    start_worker(spark=True)
     plan = services.plan_request(table=table, user=None, overrides={"commits_retained": 1})
     build_clean_plan.delay(plan.pk).get(timeout=300)
     plan.refresh_from_db()
@@ -106,7 +73,7 @@ def test_clean_worker_killed_mid_clean_a_new_worker_finishes_it(start_worker, se
         lake.commit(t, {f"p={p}": [lake.base_file(f"p={p}", f"g{g}", t, size=10) for g in range(100)] for p in range(40)})
     table = services.table_register(path=str(tmp_path / "big"), user=None)
     services.table_sync(table=table)
-    first = start_worker()
+    first = start_worker(spark=True)
     plan = services.plan_request(table=table, user=None, overrides={"commits_retained": 1})
     build_clean_plan.delay(plan.pk).get(timeout=300)
     plan = services.plan_approve(plan=CleanPlan.objects.get(pk=plan.pk), user=None)
@@ -119,7 +86,7 @@ def test_clean_worker_killed_mid_clean_a_new_worker_finishes_it(start_worker, se
     left = sum(1 for p in doomed if p.exists())
     assert status(plan) == PlanStatus.RUNNING  # the row says what it knows: the worker took it and died
     assert 0 < left < len(doomed), "the worker must die part-way for this test to mean anything"
-    start_worker()
+    start_worker(spark=True)
     wait_for(lambda: status(plan) == PlanStatus.COMPLETED, 300, "the clean to finish on a new worker")
     plan.refresh_from_db()
     assert plan.progress_done == len(doomed) and not any(p.exists() for p in doomed)

@@ -15,8 +15,9 @@ from timeline.spark.demo import build_demo_lake
 from timeline.table import HudiTable
 
 
-def test_demo_lake_has_everything_worth_looking_at(spark: SparkSession, tmp_path: Path) -> None:
-    trips, events, orders = (HudiTable.open(p) for p in build_demo_lake(spark, str(tmp_path / "lake")))
+def test_demo_lake_has_everything_worth_looking_at(spark: SparkSession, demo_lake: Path) -> None:
+    trips, events, orders = (HudiTable.open(str(demo_lake / name)) for name in ("trips_cow_v6", "events_mor_v6",
+                                                                                "orders_cow_v8"))
     assert (trips.version, trips.config.is_mor, events.version, events.config.is_mor, orders.version) == (6, False, 6, True, 8)
     actions = [i.action for i in trips.timeline.commits().completed()]
     assert len(actions) >= 30 and "replacecommit" in actions
@@ -30,6 +31,6 @@ def test_demo_lake_has_everything_worth_looking_at(spark: SparkSession, tmp_path
     for table in (trips, events, orders):
         assert hudi.HudiTable(table.base).read(), table.base
         assert ours(table) == theirs(Path(table.base))
-    again = build_demo_lake(spark, str(tmp_path / "lake"))  # existing tables are kept
+    again = build_demo_lake(spark, str(demo_lake))  # existing tables are kept
     assert [HudiTable.open(p).timeline for p in again] == [trips.reload().timeline, events.reload().timeline,
                                                              orders.reload().timeline]

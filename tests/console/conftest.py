@@ -1,0 +1,44 @@
+"""Console test fixtures: Celery worker processes on the test Redis and database."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import redis
+from django.db import connection
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def start_worker(transactional_db, settings) -> Iterator[Callable[..., subprocess.Popen[bytes]]]:
+    """Start Celery workers sharing the test database; with `spark=True` every table is planned
+    and cleaned by PySpark jobs (local[2]). A dead worker's task is delivered again after 3 s."""
+    redis.Redis.from_url(settings.REDIS_URL).flushdb()
+    started: list[subprocess.Popen[bytes]] = []
+    env = {**os.environ, "REDIS_URL": settings.REDIS_URL, "DATABASE_URL": f"sqlite:///{connection.settings_dict['NAME']}",
+           "SPARK_MASTER": "local[2]", "CLEANLINE_REDELIVERY_SECONDS": "3",
+           "CLEANLINE_ALLOWED_ROOTS": ",".join(settings.CLEANLINE_ALLOWED_ROOTS)}
+
+    def start(*, spark: bool = False) -> subprocess.Popen[bytes]:
+        process = subprocess.Popen([sys.executable, "-m", "celery", "-A", "console", "worker", "--pool", "solo",
+                                    "--loglevel", "WARNING", "--without-gossip", "--without-mingle"],
+                                   env={**env, "CLEANLINE_SPARK_MIN_FILES": "1" if spark else "0"}, cwd=ROOT,
+                                   start_new_session=True)
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
