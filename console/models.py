@@ -114,6 +114,7 @@ class CleanPlan(models.Model):
     files_kept = models.BigIntegerField(default=0)
     partitions_with_deletes = models.IntegerField(default=0)
     partitions_to_delete = models.JSONField(default=list)
+    partition_summary = models.JSONField(default=list, help_text="per partition: files, bytes, reclaimed, failed")
     warnings = models.JSONField(default=list)
     notes = models.JSONField(default=list)
     stale_reasons = models.JSONField(default=list)

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from django.core.paginator import Page, Paginator
-from django.db.models import Count, Max, Q, QuerySet, Sum
+from django.db.models import Count, Max, Q, QuerySet
 
 from console.models import AuditEvent, CleanPlan, Instant, Table
 from timeline.clean.config import CleanConfig
@@ -213,14 +213,6 @@ def plan_files(plan: CleanPlan, *, delete: bool | None, search: str, page: int |
         rows = rows.filter(Q(file_name__contains=search) | Q(partition__contains=search))
     return Paginator(rows.order_by("partition", "file_name").only(
         "partition", "file_name", "size", "delete", "reason", "outcome", "base_instant"), PAGE_SIZE).get_page(page)
-
-
-def plan_partitions(plan: CleanPlan) -> list[dict[str, Any]]:
-    """Per partition: files and bytes to delete, and (after the run) reclaimed and failed."""
-    return list(plan.files.filter(delete=True).values("partition").annotate(
-        files=Count("id"), bytes=Sum("size"),
-        reclaimed=Sum("size", filter=Q(outcome__in=("deleted", "gone"))),
-        failed=Count("id", filter=Q(outcome="failed"))).order_by("partition"))
 
 
 def plan_csv_rows(plan: CleanPlan) -> Iterator[str]:

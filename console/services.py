@@ -15,6 +15,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
+from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from console.models import (
@@ -224,26 +225,37 @@ def plan_build(*, plan: CleanPlan) -> CleanPlan:
     table = plan.table
     lake = HudiTable.open(table.path)
     config = CleanConfig.from_properties(plan.settings)
-    result = _make_plan(table, lake, config)
-    PlanFile.objects.filter(plan=plan).delete()
-    for start in range(0, len(result.decisions), PLAN_BATCH):
-        PlanFile.objects.bulk_create([
-            PlanFile(plan=plan, partition=d.partition, file_name=d.file_name, path=d.path, size=d.size,
-                     delete=d.delete, reason=d.reason[:512], file_id=d.file_id, base_instant=d.base_instant_time)
-            for d in result.decisions[start:start + PLAN_BATCH]])
-    ectr = result.earliest_instant_to_retain
-    CleanPlan.objects.filter(pk=plan.pk).update(
-        status=PlanStatus.DRAFT, earliest_retained=ectr.requested_time if ectr else "",
-        last_completed_commit=result.last_completed_commit, incremental=result.incremental,
-        files_to_delete=len(result.files_to_delete), bytes_to_delete=result.bytes_to_delete,
-        files_kept=len(result.decisions) - len(result.files_to_delete),
-        partitions_with_deletes=len({d.partition for d in result.files_to_delete}),
-        partitions_to_delete=list(result.partitions_to_delete), notes=list(result.notes),
-        warnings=_warnings(lake, table, config))
+    plan_store(plan=plan, result=_make_plan(table, lake, config), warnings=_warnings(lake, table, config))
     plan.refresh_from_db()
     audit(user=None, action="clean.plan.built", table=table, parameters={"plan": plan.pk},
           result=f"{plan.files_to_delete} files ({plan.bytes_to_delete} bytes) to delete")
     return plan
+
+
+def plan_store(*, plan: CleanPlan, result: LakePlan, warnings: list[str]) -> None:
+    """Store a planner's result: one row per file (in batches), totals and per-partition sums."""
+    PlanFile.objects.filter(plan=plan).delete()
+    decisions = result.decisions
+    for start in range(0, len(decisions), PLAN_BATCH):
+        PlanFile.objects.bulk_create([
+            PlanFile(plan=plan, partition=d.partition, file_name=d.file_name, path=d.path, size=d.size,
+                     delete=d.delete, reason=d.reason[:512], file_id=d.file_id, base_instant=d.base_instant_time)
+            for d in decisions[start:start + PLAN_BATCH]], batch_size=PLAN_BATCH)
+    doomed = result.files_to_delete
+    per_partition: dict[str, list[int]] = {}
+    for d in doomed:
+        totals = per_partition.setdefault(d.partition, [0, 0])
+        totals[0] += 1
+        totals[1] += d.size
+    ectr = result.earliest_instant_to_retain
+    CleanPlan.objects.filter(pk=plan.pk).update(
+        status=PlanStatus.DRAFT, earliest_retained=ectr.requested_time if ectr else "",
+        last_completed_commit=result.last_completed_commit, incremental=result.incremental,
+        files_to_delete=len(doomed), bytes_to_delete=result.bytes_to_delete,
+        files_kept=len(decisions) - len(doomed), partitions_with_deletes=len(per_partition),
+        partitions_to_delete=list(result.partitions_to_delete), notes=list(result.notes), warnings=warnings,
+        partition_summary=[{"partition": p, "files": f, "bytes": b, "reclaimed": 0, "failed": 0}
+                           for p, (f, b) in sorted(per_partition.items())])
 
 
 PLAN_BATCH = 5000
@@ -383,6 +395,7 @@ def plan_run(*, plan: CleanPlan, task_id: str = "") -> CleanPlan:
             plan.refresh_from_db()
             return plan
         _record_outcomes(plan, result.metadata)
+        CleanPlan.objects.filter(pk=plan.pk).update(partition_summary=_partition_summary(plan))
         CleanPlan.objects.filter(pk=plan.pk).update(
             status=PlanStatus.COMPLETED, finished_at=timezone.now(), progress_done=plan.files_to_delete,
             progress_bytes=result.bytes_deleted)
@@ -506,3 +519,11 @@ def auto_clean(*, table: Table) -> CleanPlan | None:
             audit(user=None, action="clean.plan.auto-approved", table=table,
                   parameters={"plan": plan.pk, "files": plan.files_to_delete, "bytes": plan.bytes_to_delete})
     return plan
+
+
+def _partition_summary(plan: CleanPlan) -> list[dict[str, Any]]:
+    """Per partition: files and bytes planned, bytes reclaimed and files failed (after a run)."""
+    return [dict(row, reclaimed=row["reclaimed"] or 0) for row in plan.files.filter(delete=True).values(
+        "partition").annotate(files=Count("id"), bytes=Sum("size"),
+                              reclaimed=Sum("size", filter=Q(outcome__in=("deleted", "gone"))),
+                              failed=Count("id", filter=Q(outcome="failed"))).order_by("partition")]

@@ -146,7 +146,7 @@ def plan_detail(request: HttpRequest, pk: int, plan_id: int) -> HttpResponse:
     return render(request, "console/plan.html", {
         "table": table, "plan": plan, "show": show, "q": search,
         "files": selectors.plan_files(plan, delete=delete, search=search, page=request.GET.get("page")),
-        "partitions": selectors.plan_partitions(plan), "decision": DecisionForm(),
+        "partitions": plan.partition_summary, "decision": DecisionForm(),
         "can_decide": request.user.has_perm(permissions.APPROVE)})
 
 
