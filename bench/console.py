@@ -35,11 +35,16 @@ from django.urls import reverse  # noqa: E402
 
 from bench.fsview import default_root, generate_timeline, machine, progress, record_section, target_lines  # noqa: E402
 from console import services  # noqa: E402
+from timeline.clean.config import CleanPolicy  # noqa: E402
+from timeline.clean.planner import CleanPlan as LakePlan  # noqa: E402
+from timeline.clean.planner import FileDecision  # noqa: E402
 
 SECTION_BEGIN = "<!-- bench/console.py: begin -->"
 SECTION_END = "<!-- bench/console.py: end -->"
 SYNC_LIMIT_S = 10.0
 PAGE_LIMIT_MS = 200.0
+PLAN_LIMIT_S = 60.0
+PLAN_PAGE_LIMIT_MS = 300.0
 
 
 def _database() -> Any:
@@ -50,7 +55,44 @@ def _database() -> Any:
     return connection.creation.create_test_db(verbosity=0, autoclobber=True)
 
 
-def run(instants: int, repeat: int) -> dict[str, Any]:
+def synthetic_plan(files: int) -> LakePlan:
+    """A planner result of `files` files over 1,000 partitions, 70% of them to delete."""
+    decisions = tuple(
+        FileDecision(f"city={i % 1000:04d}", f"{i:08x}-0000-0000-0000-000000000000-0_0-1-0_2026010100000000{i % 7}.parquet",
+                     f"file:/lake/t/city={i % 1000:04d}/{i:08x}.parquet", 4096 + i % 500, i % 10 < 7,
+                     "older than the earliest retained commit 20260101000000009 and superseded by slice "
+                     "20260101000000010" if i % 10 < 7 else "latest version", f"{i:08x}-0", "20260101000000001")
+        for i in range(files))
+    return LakePlan(table="file:/lake/t", policy=CleanPolicy.KEEP_LATEST_COMMITS, earliest_instant_to_retain=None,
+                    last_completed_commit="20260101000000020", decisions=decisions, partitions_to_delete=(),
+                    partitions_considered=tuple(sorted({d.partition for d in decisions[:1000]})), incremental=False)
+
+
+def big_plan(table: Any, client: Client, files: int, repeat: int) -> tuple[float, dict[str, Any]]:
+    """Store a plan of `files` files as the plan task does, then time its review pages."""
+    plan = services.plan_request(table=table, user=None, overrides={})
+    result = synthetic_plan(files)
+    progress(f"storing a {files:,}-file plan")
+    started = time.perf_counter()
+    services.plan_store(plan=plan, result=result, warnings=[])
+    stored_s = time.perf_counter() - started
+    base = reverse("console:plan", args=[table.pk, plan.pk])
+    urls = {"plan review, first page": base, "plan review, search": base + "?show=all&q=000abc",
+            "plan review, kept files page 100": base + "?show=keep&page=100"}
+    pages = {}
+    for name, url in urls.items():
+        client.get(url)
+        samples = []
+        for _ in range(repeat):
+            started = time.perf_counter()
+            response = client.get(url)
+            samples.append((time.perf_counter() - started) * 1000)
+            assert response.status_code == 200, (url, response.status_code)
+        pages[name] = {"median_ms": statistics.median(samples), "max_ms": max(samples)}
+    return stored_s, pages
+
+
+def run(instants: int, repeat: int, plan_files: int = 1_000_000) -> dict[str, Any]:
     root, created = default_root()
     base = os.path.join(root, "timeline")
     progress(f"generating a table with {instants:,} instants in {base}")
@@ -90,6 +132,7 @@ def run(instants: int, repeat: int) -> dict[str, Any]:
                 samples.append((time.perf_counter() - started) * 1000)
                 assert response.status_code == 200, (url, response.status_code)
             pages[name] = {"median_ms": statistics.median(samples), "max_ms": max(samples)}
+        plan_s, plan_pages = big_plan(table, client, plan_files, repeat)
     finally:
         from django.db import connection
 
@@ -100,15 +143,22 @@ def run(instants: int, repeat: int) -> dict[str, Any]:
                 "passed": sync_s < SYNC_LIMIT_S}]
     targets += [{"target": f"{name} under {PAGE_LIMIT_MS:.0f} ms at the median", "value": f"{p['median_ms']:.1f} ms",
                  "passed": p["median_ms"] < PAGE_LIMIT_MS} for name, p in pages.items()]
+    targets.append({"target": f"a {plan_files:,}-file plan stored in under {PLAN_LIMIT_S:.0f} s",
+                    "value": f"{plan_s:.1f} s", "passed": plan_s < PLAN_LIMIT_S})
+    targets += [{"target": f"{name} under {PLAN_PAGE_LIMIT_MS:.0f} ms at the median",
+                 "value": f"{p['median_ms']:.1f} ms", "passed": p["median_ms"] < PLAN_PAGE_LIMIT_MS}
+                for name, p in plan_pages.items()]
+    pages.update(plan_pages)
     return {"machine": machine(), "instants": instants, "repeat": repeat, "sync_s": sync_s, "resync_s": resync_s,
-            "pages": pages, "database": settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1],
+            "plan_files": plan_files, "plan_store_s": plan_s, "pages": pages, "database": settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1],
             "targets": targets}
 
 
 def text_report(result: dict[str, Any]) -> str:
     lines = [f"Console benchmark ({result['database']}), {result['instants']:,} instants, pages best of "
              f"{result['repeat']} requests (median)",
-             f"sync                 {result['sync_s']:8.2f} s", f"re-sync (unchanged)  {result['resync_s']:8.2f} s"]
+             f"sync                 {result['sync_s']:8.2f} s", f"re-sync (unchanged)  {result['resync_s']:8.2f} s",
+             f"plan of {result['plan_files']:,} files stored {result['plan_store_s']:8.1f} s"]
     lines += [f"{name:<28} {p['median_ms']:8.1f} ms (max {p['max_ms']:.1f})" for name, p in result["pages"].items()]
     lines += [""] + [f"{'PASS' if t['passed'] else 'FAIL'}  {t['target']}  ({t['value']})" for t in result["targets"]]
     return "\n".join(lines)
@@ -123,7 +173,8 @@ def markdown_section(result: dict[str, Any]) -> str:
              f"client as a viewer, {result['repeat']} times each after a warm-up, median kept.", "",
              "| measurement | result |", "|---|---:|",
              f"| sync of {result['instants']:,} instants | {result['sync_s']:.2f} s |",
-             f"| re-sync of the unchanged table | {result['resync_s']:.2f} s |"]
+             f"| re-sync of the unchanged table | {result['resync_s']:.2f} s |",
+             f"| a {result['plan_files']:,}-file plan stored | {result['plan_store_s']:.1f} s |"]
     lines += [f"| {name} | {p['median_ms']:.1f} ms (max {p['max_ms']:.1f}) |" for name, p in result["pages"].items()]
     lines += ["", *target_lines(result["targets"]), SECTION_END]
     return "\n".join(lines) + "\n"
@@ -133,10 +184,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--instants", type=int, default=100_000)
     parser.add_argument("--repeat", "-n", type=int, default=15, help="requests per page")
+    parser.add_argument("--plan-files", type=int, default=1_000_000, help="files of the stored plan")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--record", action="store_true", help="rewrite this benchmark's section of RESULTS.md")
     args = parser.parse_args(argv)
-    result = run(args.instants, args.repeat)
+    result = run(args.instants, args.repeat, args.plan_files)
     print(json.dumps(result, indent=2) if args.json else text_report(result))
     if args.record:
         record_section(markdown_section(result), SECTION_BEGIN, SECTION_END)

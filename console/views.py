@@ -143,9 +143,11 @@ def plan_detail(request: HttpRequest, pk: int, plan_id: int) -> HttpResponse:
     show = request.GET.get("show", "delete")
     delete = {"delete": True, "keep": False}.get(show)
     search = request.GET.get("q", "").strip()
+    partition = request.GET.get("partition", "")
     return render(request, "console/plan.html", {
-        "table": table, "plan": plan, "show": show, "q": search,
-        "files": selectors.plan_files(plan, delete=delete, search=search, page=request.GET.get("page")),
+        "table": table, "plan": plan, "show": show, "q": search, "partition": partition,
+        "files": selectors.plan_files(plan, delete=delete, search=search, partition=partition,
+                                      page=request.GET.get("page")),
         "partitions": plan.partition_summary, "decision": DecisionForm(),
         "can_decide": request.user.has_perm(permissions.APPROVE)})
 

@@ -50,7 +50,7 @@ def test_journey_plan_review_approve_report_savepoint_restore(
     assert operator.locator("text=Approve and run").count() == 0
     shot(operator, "1-review")
     operator.select_option("select[name=show]", "keep")
-    operator.fill("input[name=q]", "paris")
+    operator.select_option("select[name=partition]", "paris")
     operator.click("form.filters button[type=submit]")
     operator.wait_for_selector("td:has-text('latest version')")
     shot(operator, "2-kept-files")

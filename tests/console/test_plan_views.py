@@ -12,7 +12,7 @@ from django.test import Client
 from django.urls import reverse
 
 from console import services
-from console.models import CleanPlan, PlanStatus, Table
+from console.models import CleanPlan, PlanFile, PlanStatus, Table
 
 pytestmark = pytest.mark.django_db
 
@@ -45,8 +45,13 @@ def test_plan_views_operator_plans_admin_approves_and_downloads_the_report(
     assert response.status_code == 302 and plan.status == PlanStatus.DRAFT
     page = operator.get(reverse("console:plan", args=[table.pk, plan.pk]))
     assert b"Approve and run" not in page.content and str(plan.files_to_delete).encode() in page.content
-    kept = operator.get(reverse("console:plan", args=[table.pk, plan.pk]), {"show": "keep", "q": "region=eu"})
-    assert b"latest version" in kept.content
+    kept = operator.get(reverse("console:plan", args=[table.pk, plan.pk]), {"show": "keep", "partition": "region=eu"})
+    assert b"latest version" in kept.content and b"region=us" not in kept.content.split(b"<h2>Files</h2>")[1].split(
+        b"</select>")[-1]
+    first = PlanFile.objects.filter(plan=plan, delete=True).order_by("file_name").first()
+    assert first is not None
+    found = operator.get(reverse("console:plan", args=[table.pk, plan.pk]), {"q": first.file_name[:12]})
+    assert first.file_name.encode() in found.content
     assert operator.post(reverse("console:plan_approve", args=[table.pk, plan.pk])).status_code == 403
     assert admin.get(reverse("console:plan_approve", args=[table.pk, plan.pk])).status_code == 405
     with django_capture_on_commit_callbacks(execute=True):
