@@ -4,12 +4,7 @@ from __future__ import annotations
 
 from django.db import migrations
 
-ROLES = {
-    "viewer": ["view_table", "view_instant"],
-    "operator": ["view_table", "view_instant", "plan_clean", "create_savepoint"],
-    "admin": ["view_table", "view_instant", "plan_clean", "create_savepoint", "approve_clean",
-              "delete_savepoint", "restore_table", "change_settings", "register_table"],
-}
+from console.roles import ROLES
 
 
 def create_roles(apps, schema_editor):  # type: ignore[no-untyped-def]

@@ -16,6 +16,21 @@ from django.db import connection
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.fixture(autouse=True)
+def roles(request: pytest.FixtureRequest) -> None:
+    """The role groups, also after a transactional test flushed what migrations created."""
+    names = set(request.fixturenames)
+    if names & {"live_server", "transactional_db"}:
+        request.getfixturevalue("transactional_db")
+    elif "db" in names or request.node.get_closest_marker("django_db"):
+        request.getfixturevalue("db")
+    else:
+        return
+    from console.roles import ensure_roles
+
+    ensure_roles()
+
+
 @pytest.fixture
 def start_worker(transactional_db, settings) -> Iterator[Callable[..., subprocess.Popen[bytes]]]:
     """Start Celery workers sharing the test database; with `spark=True` every table is planned
