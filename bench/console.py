@@ -79,6 +79,11 @@ def big_plan(table: Any, client: Client, files: int, repeat: int) -> tuple[float
     base = reverse("console:plan", args=[table.pk, plan.pk])
     urls = {"plan review, first page": base, "plan review, search": base + "?show=all&q=000abc",
             "plan review, kept files page 100": base + "?show=keep&page=100"}
+    return stored_s, time_pages(client, urls, repeat)
+
+
+def time_pages(client: Client, urls: dict[str, str], repeat: int) -> dict[str, dict[str, float]]:
+    """Median and slowest time of each page over `repeat` requests after a warm-up one."""
     pages = {}
     for name, url in urls.items():
         client.get(url)
@@ -89,7 +94,7 @@ def big_plan(table: Any, client: Client, files: int, repeat: int) -> tuple[float
             samples.append((time.perf_counter() - started) * 1000)
             assert response.status_code == 200, (url, response.status_code)
         pages[name] = {"median_ms": statistics.median(samples), "max_ms": max(samples)}
-    return stored_s, pages
+    return pages
 
 
 def run(instants: int, repeat: int, plan_files: int = 1_000_000) -> dict[str, Any]:
@@ -122,16 +127,7 @@ def run(instants: int, repeat: int, plan_files: int = 1_000_000) -> dict[str, An
                 "timeline, filtered search": reverse("console:timeline", args=[table.pk])
                 + f"?search={instant.requested_time[:12]}",
                 "instant detail": reverse("console:instant", args=[table.pk, instant.pk])}
-        pages = {}
-        for name, url in urls.items():
-            client.get(url)  # warm
-            samples = []
-            for _ in range(repeat):
-                started = time.perf_counter()
-                response = client.get(url)
-                samples.append((time.perf_counter() - started) * 1000)
-                assert response.status_code == 200, (url, response.status_code)
-            pages[name] = {"median_ms": statistics.median(samples), "max_ms": max(samples)}
+        pages = time_pages(client, urls, repeat)
         plan_s, plan_pages = big_plan(table, client, plan_files, repeat)
     finally:
         from django.db import connection

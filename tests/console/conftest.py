@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
+from typing import Any
 from pathlib import Path
 
 import pytest
@@ -57,3 +58,32 @@ def start_worker(transactional_db, settings) -> Iterator[Callable[..., subproces
                 process.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 os.killpg(process.pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def console_table(settings, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, table_copy) -> Callable[[str], Any]:
+    """Factory: a registered and synced copy of a fixture table, Celery tasks run eagerly."""
+    from console import services
+    from console.celery import app
+
+    settings.CLEANLINE_ALLOWED_ROOTS = [str(tmp_path)]
+    monkeypatch.setitem(app.conf, "task_always_eager", True)
+
+    def make(table_id: str) -> Any:
+        table = services.table_register(path=str(table_copy(table_id)), user=None)
+        services.table_sync(table=table)
+        return table
+
+    return make
+
+
+def login(role: str) -> Any:
+    """A test client logged in as a new user with `role`."""
+    from django.contrib.auth.models import Group, User
+    from django.test import Client
+
+    user = User.objects.create_user(f"u-{role}", password="pw")
+    user.groups.add(Group.objects.get(name=role))
+    client = Client()
+    client.force_login(user)
+    return client

@@ -5,14 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from django.contrib.auth.models import Group, User
 from django.core.exceptions import ValidationError
-from django.test import Client
 from django.urls import reverse
 
 from console import services
 from console.models import AuditEvent, Job, JobStatus, Table
 from tests.clean.test_fixture_cleans import rows
+from tests.console.conftest import login
 from tests.test_rollback import fake_failed_write
 from timeline.table import HudiTable
 
@@ -20,22 +19,8 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def table(settings, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, table_copy) -> Table:
-    from console.celery import app
-
-    settings.CLEANLINE_ALLOWED_ROOTS = [str(tmp_path)]
-    monkeypatch.setitem(app.conf, "task_always_eager", True)
-    table = services.table_register(path=str(table_copy("sample_table/cow/v9_txns_simple_nometa")), user=None)
-    services.table_sync(table=table)
-    return table
-
-
-def login(role: str) -> Client:
-    user = User.objects.create_user(f"u-{role}", password="pw")
-    user.groups.add(Group.objects.get(name=role))
-    client = Client()
-    client.force_login(user)
-    return client
+def table(console_table) -> Table:
+    return console_table("sample_table/cow/v9_txns_simple_nometa")
 
 
 def path_of(table: Table) -> Path:

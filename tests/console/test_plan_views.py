@@ -4,36 +4,20 @@ from __future__ import annotations
 
 import csv
 import io
-from pathlib import Path
 
 import pytest
-from django.contrib.auth.models import Group, User
-from django.test import Client
 from django.urls import reverse
 
 from console import services
 from console.models import CleanPlan, PlanFile, PlanStatus, Table
+from tests.console.conftest import login
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def table(settings, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, table_copy) -> Table:
-    from console.celery import app
-
-    settings.CLEANLINE_ALLOWED_ROOTS = [str(tmp_path)]
-    monkeypatch.setitem(app.conf, "task_always_eager", True)
-    table = services.table_register(path=str(table_copy("sample_table/mor/avro/v9_txns_simple_nometa")), user=None)
-    services.table_sync(table=table)
-    return table
-
-
-def login(role: str) -> Client:
-    user = User.objects.create_user(f"u-{role}", password="pw")
-    user.groups.add(Group.objects.get(name=role))
-    client = Client()
-    client.force_login(user)
-    return client
+def table(console_table) -> Table:
+    return console_table("sample_table/mor/avro/v9_txns_simple_nometa")
 
 
 def test_plan_views_operator_plans_admin_approves_and_downloads_the_report(
