@@ -80,7 +80,7 @@ if str(ROOT) not in sys.path:
 
 from bench.fsview import (  # noqa: E402 - generic generation and timing helpers
     BASE_BYTES, avro_schema, default_root, file_ids, file_system_of, instant_at, make_meta_folders,
-    RESULTS_FILE, profile_lines, progress, raw_walk, record_section, target_lines, write_file,
+    RESULTS_FILE, profile_lines, progress, publish, raw_walk, target_lines, write_file,
     write_partition_metadata,
 )
 from timeline import metadata  # noqa: E402
@@ -610,10 +610,6 @@ def markdown_section(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def record(result: dict[str, Any]) -> None:
-    record_section(markdown_section(result), SECTION_BEGIN, SECTION_END)
-
-
 # ----------------------------------------------------------------------------------------
 
 
@@ -686,12 +682,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if created:
                 shutil.rmtree(root, ignore_errors=True)
     result["total_s"] = time.perf_counter() - started
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        print(text_report(result), end="")
-    if args.record:
-        record(result)
+    publish(result, args, text_report, markdown_section, SECTION_BEGIN, SECTION_END)
     return 0
 
 

@@ -720,8 +720,15 @@ def record_section(section: str, begin: str, end: str) -> None:
     progress(f"recorded in {RESULTS_FILE}")
 
 
-def record(result: dict[str, Any]) -> None:
-    record_section(markdown_section(result), SECTION_BEGIN, SECTION_END)
+def publish(result: dict[str, Any], args: argparse.Namespace, text: Callable[[dict[str, Any]], str],
+            section: Callable[[dict[str, Any]], str], begin: str, end: str) -> None:
+    """Print a benchmark's result (text or --json) and, with --record, rewrite its section."""
+    if args.json:
+        print(json.dumps(result, indent=2, default=str))
+    else:
+        print(text(result), end="")
+    if args.record:
+        record_section(section(result), begin, end)
 
 
 def target_lines(targets: list[dict[str, Any]]) -> list[str]:
@@ -795,12 +802,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             progress("removing the generated tables")
             remove_tables(root, specs, created_root=created)
     result["total_s"] = time.perf_counter() - started
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        print(text_report(result), end="")
-    if args.record:
-        record(result)
+    publish(result, args, text_report, markdown_section, SECTION_BEGIN, SECTION_END)
     return 0
 
 

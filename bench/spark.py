@@ -59,7 +59,6 @@ import argparse
 import datetime as dt
 import gc
 import io
-import json
 import os
 import pickle
 import platform
@@ -87,7 +86,7 @@ from bench.clean import LAYOUT, Shape, cprofile, full_plan, interleaved, reset_t
 from bench.clean import TABLE as CLEAN_TABLE  # noqa: E402
 from bench.clean import generate as generate_clean_table  # noqa: E402
 from bench.fsview import (  # noqa: E402 - generic helpers
-    RESULTS_FILE, default_root, file_system_of, profile_lines, progress, record_section, target_lines,
+    RESULTS_FILE, default_root, file_system_of, profile_lines, progress, publish, target_lines,
 )
 from timeline.clean.config import CleanConfig  # noqa: E402
 from timeline.clean.executor import (  # noqa: E402
@@ -838,12 +837,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if created:
                 shutil.rmtree(root, ignore_errors=True)
     result["total_s"] = time.perf_counter() - started
-    if args.json:
-        print(json.dumps(result, indent=2, default=str))
-    else:
-        print(text_report(result), end="")
-    if args.record:
-        record_section(markdown_section(result), SECTION_BEGIN, SECTION_END)
+    publish(result, args, text_report, markdown_section, SECTION_BEGIN, SECTION_END)
     return 0
 
 

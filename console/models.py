@@ -33,6 +33,8 @@ class Table(models.Model):
                                             help_text="hash of the timeline listing at the last sync")
     total_bytes = models.BigIntegerField(default=0)
     total_files = models.BigIntegerField(default=0)
+    layout_summary = models.JSONField(default=dict, help_text="bytes per partition and file versions per "
+                                                              "file group, from the last sync")
     auto_clean = models.BooleanField(default=False, help_text="plan cleans periodically")
     auto_max_files = models.BigIntegerField(default=1000, help_text="automatic approval up to this many files")
     auto_max_bytes = models.BigIntegerField(default=10 * 1024**3, help_text="automatic approval up to this many bytes")

@@ -139,25 +139,16 @@ class Overview:
     commits_per_day: list[tuple[str, int]]
     bytes_per_partition: list[tuple[str, int]]
     versions_histogram: list[tuple[int, int]]
-    total_bytes: int
-    total_files: int
 
 
 def overview(table: Table) -> Overview:
-    lake = HudiTable.open(table.path)
+    """The overview's figures, all from the database (the sync computed the layout ones)."""
     days = Counter(t[:8] for t in table.instants.filter(action__in=("commit", "deltacommit", "replacecommit"),
                                                           state="COMPLETED").values_list("requested_time", flat=True))
-    view = lake.file_system_view()
-    per_partition: Counter[str] = Counter()
-    versions: Counter[int] = Counter()
-    files = 0
-    for group in view.all_file_groups():
-        versions[len(group.slices)] += 1
-        for piece in group.slices:
-            per_partition[group.partition or "(none)"] += piece.size
-            files += len(piece.file_names)
-    return Overview(CleanConfig.from_properties(lake.config.props), sorted(days.items()),
-                    per_partition.most_common(30), sorted(versions.items()), sum(per_partition.values()), files)
+    layout = table.layout_summary or {}
+    return Overview(CleanConfig.from_properties(table.properties), sorted(days.items()),
+                    [tuple(p) for p in layout.get("bytes_per_partition", [])],
+                    [tuple(v) for v in layout.get("versions", [])])
 
 
 @dataclass(frozen=True, slots=True)

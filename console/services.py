@@ -4,6 +4,7 @@ mirrors what the library reads into the database."""
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 import json
 import time
 from collections.abc import Iterable, Iterator, Mapping
@@ -27,6 +28,7 @@ from timeline.clean.planner import CleanPlan as LakePlan
 from timeline.clean.planner import plan_clean
 from timeline.archive import load_archived_timeline
 from timeline.exceptions import CleanlineError
+from timeline.fsview import FileSystemView
 from timeline.instant import Instant as LakeInstant
 from timeline.restore import restore
 from timeline.rollback import rollback
@@ -139,6 +141,7 @@ def table_sync(*, table: Table) -> SyncResult:
     present = active_keys | {(i.requested_time, i.action) for i in archived}
     listing = lake.list_partitions()
     sizes = [s.size for files in listing.partitions.values() for s in files]
+    layout = _layout_summary(lake.file_system_view(listing=listing))
     stale = [key for key in known if key not in present]
     created = [key for key in changes if key not in known]
     with transaction.atomic():
@@ -151,9 +154,21 @@ def table_sync(*, table: Table) -> SyncResult:
             update_fields=["completion_time", "state", "archived", "partitions", "files", "records", "bytes"])
         Table.objects.filter(pk=table.pk).update(
             timeline_fingerprint=print_, sync_status=SyncStatus.OK, sync_error="", synced_at=timezone.now(),
-            total_bytes=sum(sizes), total_files=len(sizes), **_table_fields(lake))
+            total_bytes=sum(sizes), total_files=len(sizes), layout_summary=layout, **_table_fields(lake))
     table.refresh_from_db()
     return SyncResult(True, len(created), len(changes) - len(created), len(stale))
+
+
+def _layout_summary(view: FileSystemView) -> dict[str, Any]:
+    """For the overview's charts, from the sync's listing: bytes of committed slices per
+    partition (largest 30) and how many file groups have how many versions."""
+    per_partition: Counter[str] = Counter()
+    versions: Counter[int] = Counter()
+    for group in view.all_file_groups():
+        versions[len(group.slices)] += 1
+        for piece in group.slices:
+            per_partition[group.partition or "(none)"] += piece.size
+    return {"bytes_per_partition": per_partition.most_common(30), "versions": sorted(versions.items())}
 
 
 def _has_archive(lake: HudiTable) -> bool:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from timeline.config import BACKUP_FILE, PROPERTIES_FILE, TableConfig
 from timeline.exceptions import InvalidInstantError
 from timeline.instant import (
-    CLEAN, CLUSTERING, COMMIT, COMPACTION, DELTA_COMMIT, INDEXING, LOG_COMPACTION, REPLACE_COMMIT,
+    CLEAN, CLUSTERING, COMMIT, COMPACTION, DELTA_COMMIT, LOG_COMPACTION, REPLACE_COMMIT,
     COMPLETED_ACTION, RESTORE, ROLLBACK, SAVEPOINT, Instant, State, comparable_action,
     instant_time_from_epoch_ms, split_file_name, zone_of,
 )
@@ -87,19 +87,11 @@ class Timeline:
     def restores(self) -> Timeline:
         return self.with_actions({RESTORE})
 
-    def indexing(self) -> Timeline:
-        return self.with_actions({INDEXING})
-
     def pending_compactions(self) -> Timeline:
         return self.filter(lambda i: i.is_pending and i.action == COMPACTION)
 
     def pending_log_compactions(self) -> Timeline:
         return self.filter(lambda i: i.is_pending and i.action == LOG_COMPACTION)
-
-    def pending_clusterings(self) -> Timeline:
-        """Pending clustering: `clustering.*` in layout 2; in layout 1 a pending replacecommit
-        whose plan says `cluster` (decided by the caller from the plan)."""
-        return self.filter(lambda i: i.is_pending and i.action in (CLUSTERING, REPLACE_COMMIT))
 
     # Positions
     def first(self) -> Instant | None:

@@ -19,11 +19,8 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def table(settings, tmp_path: Path, table_copy) -> Table:
-    settings.CLEANLINE_ALLOWED_ROOTS = [str(tmp_path)]
-    table = services.table_register(path=str(table_copy("sample_table/mor/avro/v9_txns_simple_nometa")), user=None)
-    services.table_sync(table=table)
-    return table
+def table(console_table) -> Table:
+    return console_table("sample_table/mor/avro/v9_txns_simple_nometa")
 
 
 def person(name: str, role: str) -> User:

@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
-from console import selectors, services
+from console import selectors
 from console.models import Table
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def table(settings, tmp_path: Path, table_copy) -> Table:
-    settings.CLEANLINE_ALLOWED_ROOTS = [str(tmp_path)]
-    table = services.table_register(path=str(table_copy("sample_table/mor/avro/v9_txns_simple_nometa")), user=None)
-    services.table_sync(table=table)
-    return table
+def table(console_table) -> Table:
+    return console_table("sample_table/mor/avro/v9_txns_simple_nometa")
 
 
 def test_selectors_catalog_counts(table: Table) -> None:

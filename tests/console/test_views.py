@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import Group, User
 from django.test import Client
 from django.urls import reverse
 
-from console import services
 from console.models import Table
 
 pytestmark = pytest.mark.django_db
@@ -17,14 +15,8 @@ ROLES = ("viewer", "operator", "admin")
 
 
 @pytest.fixture
-def table(settings, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, table_copy) -> Table:
-    from console.celery import app
-
-    settings.CLEANLINE_ALLOWED_ROOTS = [str(tmp_path)]
-    monkeypatch.setitem(app.conf, "task_always_eager", True)
-    table = services.table_register(path=str(table_copy("sample_table/cow/v9_txns_simple_nometa")), user=None)
-    services.table_sync(table=table)
-    return table
+def table(console_table) -> Table:
+    return console_table("sample_table/cow/v9_txns_simple_nometa")
 
 
 def client_for(role: str | None) -> Client:
