@@ -177,15 +177,31 @@ def _meta(base: str) -> str:
 
 
 def read_config(storage: Storage, base: str) -> TableConfig:
-    """Read `<base>/.hoodie/hoodie.properties`, falling back to the backup file as Hudi does."""
+    """Read `<base>/.hoodie/hoodie.properties`, falling back to the backup file as Hudi's
+    HoodieTableConfig.fetchConfigs does: when the main file is missing, unreadable, or carries
+    a `hoodie.table.checksum` that does not match its table name. If neither file is good,
+    TableConfigError names both problems: the table is not used."""
     meta = _meta(base)
+    problems: list[str] = []
     for name in (PROPERTIES_FILE, BACKUP_FILE):
         path = Storage.join(meta, name)
         try:
             data = storage.read(path)
         except FileNotFound:
             continue
+        try:
+            props = properties.loads(data.decode("latin-1"))
+        except ValueError as exc:
+            problems.append(f"{name}: unreadable properties: {exc}")
+            continue
+        stored = props.get(CHECKSUM)
+        if stored is not None and NAME in props and stored.strip() != str(checksum(props)):
+            problems.append(f"{name}: {CHECKSUM} {stored.strip()} does not match the table name "
+                            f"(expected {checksum(props)})")
+            continue
         return _parse(path, data)
+    if problems:
+        raise TableConfigError(meta, "no valid table config: " + "; ".join(problems))
     if not storage.exists(base):
         raise NotAHudiTableError(base, "the path does not exist")
     if not storage.exists(meta):

@@ -100,10 +100,59 @@ def _check(table: HudiTable, savepoint_time: str) -> Instant:
     return savepoint
 
 
+def savepoint_files(table: HudiTable, savepoint_time: str) -> set[tuple[str, str]]:
+    """(partition, file name) of every file the completed savepoint holds."""
+    savepoint = table.timeline.savepoints().completed().find(savepoint_time)
+    content = (table.read_instant(savepoint) if savepoint is not None else None) or {}
+    return {(partition, name) for partition, meta in (content.get("partitionMetadata") or {}).items()
+            for name in meta.get("savepointDataFile") or ()}
+
+
+def _present(table: HudiTable) -> set[tuple[str, str]]:
+    return {(p, s.name) for p, statuses in table.list_partitions().partitions.items() for s in statuses}
+
+
+def _check_savepoint_intact(table: HudiTable, savepoint_time: str) -> None:
+    """Cleanline's own rule (Hudi does not check): a restore whose savepoint lost a file would
+    leave the table unreadable as of the savepoint, so it is refused before anything changes."""
+    missing = sorted(savepoint_files(table, savepoint_time) - _present(table))
+    if missing:
+        shown = ", ".join(f"{p}/{n}" if p else n for p, n in missing[:5])
+        raise RestoreRefused(f"{table.uri}: savepoint {savepoint_time} holds {len(missing)} file(s) that no longer "
+                             f"exist ({shown}{', ...' if len(missing) > 5 else ''}); restoring would not give the "
+                             "table as of the savepoint")
+
+
+@dataclass(frozen=True, slots=True)
+class RestoreVerification:
+    """A finished restore checked against the savepoint's own file list: every file it holds
+    exists, and the latest file slices have no base file the savepoint does not hold."""
+
+    savepoint: str
+    missing: tuple[str, ...]
+    unexpected: tuple[str, ...]
+
+    @property
+    def verified(self) -> bool:
+        return not self.missing and not self.unexpected
+
+
+def verify_restore(table: HudiTable, savepoint_time: str) -> RestoreVerification:
+    table.reload()
+    held = savepoint_files(table, savepoint_time)
+    present = _present(table)
+    missing = sorted(f"{p}/{n}" if p else n for p, n in held - present)
+    unexpected = sorted(f"{s.partition}/{s.base_file.name}" if s.partition else s.base_file.name
+                        for s in table.file_system_view().latest_slices()
+                        if s.base_file is not None and (s.partition, s.base_file.name) not in held)
+    return RestoreVerification(savepoint_time, tuple(missing), tuple(unexpected))
+
+
 def preview_restore(table: HudiTable, savepoint_time: str) -> RestorePreview:
     """What restoring to `savepoint_time` would roll back and delete; writes nothing."""
     table.reload()
     savepoint = _check(table, savepoint_time)
+    _check_savepoint_intact(table, savepoint_time)
     instants = _instants_after(table, savepoint)
     return RestorePreview(savepoint_time, tuple(instants),
                           tuple(plan_rollback(table, i, for_restore=True) for i in instants))
@@ -113,7 +162,9 @@ def restore(table: HudiTable, savepoint_time: str, *, drop_metadata: bool = Fals
     """Restore the table to the savepoint: every later write is rolled back. A pending restore
     to the same savepoint is resumed."""
     table.reload()
+    table.ensure_intact()
     savepoint = _check(table, savepoint_time)
+    _check_savepoint_intact(table, savepoint_time)
     guard_metadata_table(table, drop=drop_metadata, action="a restore")
     started = time.monotonic()
     resumed = next(iter(table.timeline.restores().pending()), None)

@@ -157,6 +157,9 @@ def plan_rollback(table: HudiTable, instant: Instant, *, for_restore: bool = Fal
                               "rolls back (compaction and clustering plans are kept)")
     if table.timeline.savepoints().find(instant.requested_time) is not None:
         raise RollbackRefused(f"{table.uri}: could not roll back a savepointed commit {instant.requested_time}")
+    existing = pending_rollback_of(table, instant.requested_time)
+    if existing is not None:  # what will really run is the pending plan: preview that one
+        return preview_of_plan(table, instant, existing[1])
     sizes = {(p, s.name): s.size for p, files in table.list_partitions().partitions.items() for s in files}
     requests: list[dict[str, Any]] = []
     deletes: list[tuple[str, str, int]] = []
@@ -198,6 +201,43 @@ def plan_rollback(table: HudiTable, instant: Instant, *, for_restore: bool = Fal
     return RollbackPreview(instant, plan, tuple(deletes), tuple(marks))
 
 
+def preview_of_plan(table: HudiTable, instant: Instant, plan: Mapping[str, Any]) -> RollbackPreview:
+    """What an existing rollback plan (a pending `.rollback.requested`) deletes, every path
+    checked by the containment rule first (OutsideTableError names the first bad entry)."""
+    containment = table.containment
+    deletes: list[tuple[str, str, int]] = []
+    marks: list[tuple[str, str, int]] = []
+    for request in plan.get("RollbackRequests") or ():
+        partition = request.get("partitionPath") or ""
+        for path in request.get("filesToBeDeleted") or ():
+            deletes.append((partition, path, _size_of(table, containment.data_path(path))))
+        for path, size in (request.get("logBlocksToBeDeleted") or {}).items():
+            containment.data_path(path)
+            marks.append((partition, path, int(size or 0)))
+    return RollbackPreview(instant, dict(plan), tuple(deletes), tuple(marks))
+
+
+def _size_of(table: HudiTable, path: str) -> int:
+    try:
+        return table.storage.status(path).size
+    except CleanlineError:
+        return 0
+
+
+def check_rollback_sequence(table: HudiTable, instant: Instant) -> None:
+    """BaseRollbackActionExecutor.validateRollbackCommitSequence (EAGER failed-writes policy,
+    Hudi's default): a completed write is rolled back only when no later completed write
+    follows it ("Found commits after time ..., please rollback greater commits first")."""
+    if not instant.is_completed:
+        return
+    later = [i.requested_time for i in table.timeline.writes().completed()
+             if i.requested_time > instant.requested_time]
+    if later:
+        raise RollbackRefused(f"{table.uri}: found commits after {instant.requested_time} ({', '.join(later[:3])}"
+                              f"{', ...' if len(later) > 3 else ''}); Hudi rolls back the latest commits first, "
+                              "or restores to a savepoint")
+
+
 # Execution
 
 def _state_path(table: HudiTable, instant: Instant) -> str:
@@ -217,6 +257,7 @@ def execute_rollback_plan(table: HudiTable, rollback_time: str, plan: Mapping[st
     """Carry out a rollback plan (idempotently) and return its HoodieRollbackMetadata; the
     caller publishes it. Deletes the rolled-back instant's state files and markers."""
     started = time.monotonic()
+    preview_of_plan(table, target, plan)  # every path inside the table, or nothing is deleted
     files = table.timeline.files_of(target)
     if State.COMPLETED in files:  # first, so that a crash leaves a pending write to retry
         table.storage.delete(files[State.COMPLETED].path)
@@ -228,7 +269,7 @@ def execute_rollback_plan(table: HudiTable, rollback_time: str, plan: Mapping[st
                                                   "logFilesFromFailedCommit": {}})
         for path in request.get("filesToBeDeleted") or ():
             try:
-                table.storage.delete(table.storage.path_of(path))
+                table.storage.delete(table.containment.data_path(path))
                 entry["successDeleteFiles"].append(path)  # gone already counts as deleted (master)
             except CleanlineError:
                 entry["failedDeleteFiles"].append(path)
@@ -280,6 +321,8 @@ def rollback(table: HudiTable, requested_time: str, *, drop_metadata: bool = Fal
                    and i.action in ROLLBACKABLE | {"clustering"}), None)
     if target is None:
         raise RollbackRefused(f"{table.uri}: no write {requested_time} on the active timeline")
+    table.ensure_intact()
+    check_rollback_sequence(table, target)
     guard_metadata_table(table, drop=drop_metadata, action="a rollback")
     existing = pending_rollback_of(table, requested_time)
     if existing is not None:
@@ -306,6 +349,18 @@ def pending_rollback_of(table: HudiTable, requested_time: str) -> tuple[Instant,
     return None
 
 
+def rollback_failed_write(table: HudiTable, requested_time: str, *, now_ms: int | None = None,
+                          drop_metadata: bool = False) -> Instant:
+    """Roll back one write only if it is a failed write now (see `failed_writes`), or resume
+    its pending rollback; a completed or still-running write is refused."""
+    table.reload()
+    if pending_rollback_of(table, requested_time) is None and requested_time not in {
+            i.requested_time for i in failed_writes(table, now_ms=now_ms)}:
+        raise RollbackRefused(f"{table.uri}: {requested_time} is not a failed write under the table's failed-writes "
+                              "policy (completed writes are undone by a restore to a savepoint)")
+    return rollback(table, requested_time, drop_metadata=drop_metadata)
+
+
 def rollback_failed_writes(table: HudiTable, *, now_ms: int | None = None,
                            drop_metadata: bool = False) -> list[Instant]:
     """Roll back every failed write (see `failed_writes`), newest first."""
@@ -315,3 +370,15 @@ def rollback_failed_writes(table: HudiTable, *, now_ms: int | None = None,
 
 def preview_failed_writes(table: HudiTable, *, now_ms: int | None = None) -> list[RollbackPreview]:
     return [plan_rollback(table, i) for i in failed_writes(table, now_ms=now_ms)]
+
+
+def preview_failed_write(table: HudiTable, requested_time: str, *, now_ms: int | None = None) -> RollbackPreview:
+    """What rolling back one failed write would delete (a pending rollback plan of it is what
+    runs, so that is what is previewed); refused for anything but a failed write and for a
+    plan naming a path outside the table."""
+    table.reload()
+    for instant in failed_writes(table, now_ms=now_ms):
+        if instant.requested_time == requested_time:
+            return plan_rollback(table, instant)
+    raise RollbackRefused(f"{table.uri}: {requested_time} is not a failed write under the table's failed-writes "
+                          "policy (completed writes are undone by a restore to a savepoint)")

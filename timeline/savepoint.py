@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass
 
 from timeline import metadata
+from timeline.clean.executor import plan_targets
 from timeline.exceptions import CleanlineError, InvalidFileNameError
 from timeline.files import base_file_of, is_base_file_name, parse_log_file
 from timeline.fsview import FileSlice
@@ -97,6 +98,22 @@ def _check_hudi_rule(table: HudiTable, instant: Instant) -> None:
             f"earliest retained commit {retained}, so its files may be gone")
 
 
+def _check_no_pending_clean_deletes(table: HudiTable, instant: Instant, slices: dict[str, list[FileSlice]]) -> None:
+    """Cleanline's own rule: refuse while a requested or inflight clean (an approved plan on
+    the timeline) would delete a file this savepoint would hold; Hudi's executor does not look
+    again, so the savepoint would lose it. Run or withdraw the clean first."""
+    held = {(p, name) for p, pieces in slices.items() for piece in pieces for name in piece.file_names}
+    for clean in table.timeline.cleans().pending():
+        plan = table.read_instant(clean, State.REQUESTED) or {}
+        doomed = sorted({(p, uri.rsplit("/", 1)[-1]) for p, uri, _ in plan_targets(table, plan)} & held)
+        if doomed:
+            partition, name = doomed[0]
+            raise SavepointRefused(
+                f"{table.uri}: cannot savepoint {instant.requested_time}: pending clean {clean.requested_time} would "
+                f"delete {len(doomed)} of its files (e.g. {partition + '/' if partition else ''}{name}); run the "
+                "clean first, or wait until it is done")
+
+
 def create_savepoint(table: HudiTable, requested_time: str, *, user: str | None = None,
                      comment: str = "") -> Instant:
     """Savepoint the completed write at `requested_time`: `<t>.savepoint.inflight`, then the
@@ -110,9 +127,11 @@ def create_savepoint(table: HudiTable, requested_time: str, *, user: str | None 
                                "replacecommit on the active timeline")
     if timeline.savepoints().find(requested_time) is not None:
         raise SavepointRefused(f"{table.uri}: {requested_time} is already savepointed")
+    table.ensure_intact()
     _check_hudi_rule(table, instant)
     slices = _slices_as_of(table, requested_time)
     _check_not_cleaned(table, instant, slices)
+    _check_no_pending_clean_deletes(table, instant, slices)
     content = {
         "savepointedBy": user or getpass.getuser(),
         "savepointedAt": int(time.time() * 1000),

@@ -14,8 +14,13 @@ from timeline.perf import paused_gc
 from timeline.instant import (
     COMPACTION, COMPLETED_ACTION, LOG_COMPACTION, Instant, State, format_instant_time, parse_file_name, zone_of,
 )
-from timeline.storage import Storage, storage_for
+from timeline.storage import Containment, Storage, storage_for
 from timeline.timeline import ActiveTimeline, Timeline, load_active_timeline
+
+
+# Pending instants whose requested file holds a plan that table services read.
+PLANNED_ACTIONS = frozenset({"clean", "compaction", "logcompaction", "clustering", "replacecommit", "rollback",
+                             "restore"})
 
 
 class HudiTable:
@@ -44,6 +49,11 @@ class HudiTable:
         return self.storage.uri(self.base)
 
     @property
+    def containment(self) -> Containment:
+        """The containment rule for paths this table's plans name (nothing outside the table)."""
+        return Containment(self.storage, self.base, self.uri)
+
+    @property
     def version(self) -> int:
         return self.config.version
 
@@ -59,6 +69,20 @@ class HudiTable:
         self.config = read_config(self.storage, self.base)
         self._timeline = None
         return self
+
+    def ensure_intact(self) -> None:
+        """Refuse to plan or mutate a table whose timeline holds an undecodable state file:
+        every completed instant's metadata and every pending instant's non-empty plan must
+        decode (Hudi fails on the same files when it reads them). Raises CorruptInstantError
+        naming the file. `hoodie.properties` was checked when the config was read."""
+        for instant in self.timeline:
+            if not instant.is_completed and instant.action not in PLANNED_ACTIONS:
+                continue
+            state = State.COMPLETED if instant.is_completed else State.REQUESTED
+            status = self.timeline.files_of(instant).get(state)
+            if status is None or status.size == 0:
+                continue
+            self.read_state_file(status.path)
 
     def new_instant_time(self, *, after: str = "") -> str:
         """A fresh instant time in the table's timeline zone, later than every time on the

@@ -14,7 +14,7 @@ from typing import Any
 
 from timeline import metadata
 from timeline.clean.config import CleanConfig
-from timeline.clean.planner import CleanPlan
+from timeline.clean.planner import CleanPlan, protection_conflicts
 from timeline.exceptions import CleanlineError, StorageError
 from timeline.instant import CLEAN, Instant, State
 from timeline.mdt import guard_metadata_table
@@ -75,6 +75,7 @@ def schedule_clean(table: HudiTable, plan: CleanPlan, config: CleanConfig, *,
     commits completed since the last clean (unless `force`), or when the metadata table is
     enabled and `drop_metadata` is not given."""
     table.reload()
+    table.ensure_intact()
     if plan.is_empty:
         raise CleanRefused(f"{table.uri}: the plan deletes nothing; no clean is scheduled")
     pending = table.timeline.cleans().pending()
@@ -208,21 +209,52 @@ def _size(storage: Storage, path: str) -> int:
 
 
 def begin_clean(table: HudiTable, clean: Instant) -> tuple[dict[str, Any], list[tuple[str, str, bool]]]:
-    """Read a pending clean's plan and move it to inflight (a copy of the plan)."""
+    """Read a pending clean's plan, check it, and move it to inflight (a copy of the plan).
+
+    Immediately before the first delete (the caller holds the table lock), the timeline is
+    read again and the plan is refused whole when any path it names lies outside the table
+    (`timeline/storage/containment.py`) or any file it deletes is now protected: held by a
+    savepoint, read by a pending compaction, log compaction or clustering
+    (`planner.protection_conflicts`). A refused clean that is still only requested is
+    withdrawn (its requested file removed), so that no Hudi writer runs it either."""
+    table.reload()
+    table.ensure_intact()
     requested = table.timeline.path_of(clean, State.REQUESTED)
     plan = table.read_instant(clean, State.REQUESTED) or {}
+    targets = plan_targets(table, plan)
+    containment = table.containment
+    for _, uri, _ in targets:
+        containment.data_path(uri)
+    for partition in _partitions_to_delete(plan):
+        containment.partition_path(partition)
+    conflicts = protection_conflicts(table, [(partition, uri) for partition, uri, _ in targets])
+    if conflicts:
+        withdrawn = clean.is_requested and State.INFLIGHT not in table.timeline.files_of(clean)
+        if withdrawn:
+            table.storage.delete(requested)
+            table.reload()
+        raise CleanRefused(
+            f"{table.uri}: clean {clean.requested_time} refused before any delete: {len(conflicts)} of its files are "
+            f"now protected ({'; '.join(conflicts[:5])}{'; ...' if len(conflicts) > 5 else ''}). "
+            + ("The requested clean was withdrawn; plan again." if withdrawn else
+               "It is inflight and was left as it is; remove the protection or finish it with a Hudi writer."))
     if clean.is_requested:
         inflight = Instant(clean.requested_time, CLEAN, State.INFLIGHT).file_name(table.config.layout_version)
         table.storage.write(Storage.join(table.timeline.folder, inflight), table.storage.read(requested))
-    return plan, _targets(table, plan)
+    return plan, targets
+
+
+def _partitions_to_delete(plan: Mapping[str, Any]) -> list[str]:
+    return [p for p in plan.get("partitionsToBeDeleted") or () if p]
 
 
 def finish_clean(table: HudiTable, clean: Instant, plan: dict[str, Any], outcomes: list[Outcome],
                  started: float) -> CleanResult:
     """Delete the plan's partitions, then publish the completed clean with its metadata."""
-    deleted_partitions = [p for p in plan.get("partitionsToBeDeleted") or () if p]
+    deleted_partitions = _partitions_to_delete(plan)
+    containment = table.containment
     for partition in deleted_partitions:
-        table.storage.delete_dir(table.path(partition))
+        table.storage.delete_dir(containment.partition_path(partition))
     by_path = {uri: (partition, outcome, bootstrap) for uri, partition, outcome, bootstrap, _ in outcomes}
     content = _clean_metadata(clean, plan, by_path, deleted_partitions, started)
     done_at = table.new_instant_time(after=clean.requested_time) if table.config.layout_version >= 2 else None
@@ -234,7 +266,7 @@ def finish_clean(table: HudiTable, clean: Instant, plan: dict[str, Any], outcome
                        sum(o[4] for o in outcomes), content)
 
 
-def _targets(table: HudiTable, plan: dict[str, Any]) -> list[tuple[str, str, bool]]:
+def plan_targets(table: HudiTable, plan: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
     """(partition, path, is bootstrap) of every file of a plan; v1 plans name files relative
     to their partition (CleanPlanV2MigrationHandler)."""
     targets = []

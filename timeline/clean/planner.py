@@ -11,6 +11,8 @@ from typing import Any, NamedTuple
 
 from timeline.clean.config import CleanConfig, CleanConfigError, CleanPolicy
 from timeline.clean.retention import earliest_commit_to_retain
+from timeline.exceptions import InvalidFileNameError
+from timeline.files import base_file_of, is_base_file_name, parse_log_file
 from timeline.fsview import FileGroup, FileSlice, TableListing, ViewInputs, build_view
 from timeline.instant import CLUSTERING, REPLACE_COMMIT, Instant, State
 from timeline.perf import paused_gc
@@ -139,6 +141,7 @@ def start_plan(table: HudiTable, config: CleanConfig, *, now: datetime | None = 
         raise CleanConfigError(
             f"{table.uri}: hoodie.clean.delete.bootstrap.base.file is on, but Cleanline does not read the "
             "bootstrap index to find bootstrap source files; plan with it off (Hudi's default) to keep them")
+    table.ensure_intact()
     timeline = table.timeline
     ectr = earliest_commit_to_retain(timeline, config, now=now, timeline_timezone=table.config.timezone)
     last_commit = timeline.commits().completed().last()
@@ -426,3 +429,37 @@ def why_protected(group: FileGroup, piece: FileSlice, protection: Protection) ->
     if savepoint is not None:
         return f"savepoint {savepoint}"
     return _pending_reason(group, piece, protection)
+
+
+def protection_conflicts(table: HudiTable, targets: Iterable[tuple[str, str]]) -> list[str]:
+    """Which of a plan's (partition, path) targets the timeline protects now: a savepoint
+    holds the file, or a pending compaction, log compaction or clustering reads its file
+    group. The executor calls this under the table lock right before the first delete (a
+    savepoint or a table service may have appeared since the plan was made). Stricter than
+    `why_protected` for pending compactions: any log file of a group being compacted counts,
+    so a re-validation may keep more than the plan did, never less."""
+    protection = read_protection(table)
+    conflicts = []
+    for partition, path in targets:
+        name = path.rsplit("/", 1)[-1]
+        if name in protection.savepointed:
+            conflicts.append(f"{name}: savepoint {protection.savepointed[name]}")
+            continue
+        if name in protection.clustering:
+            conflicts.append(f"{name}: pending clustering {protection.clustering[name]} reads it")
+            continue
+        if not protection.pending_ops:
+            continue
+        try:
+            if is_base_file_name(name):
+                base = base_file_of(name)
+                file_id, instant, is_log = base.file_id, base.instant_time, False
+            else:
+                log = parse_log_file(name)
+                file_id, instant, is_log = log.file_id, log.instant_time, True
+        except InvalidFileNameError:
+            continue
+        op = protection.pending_ops.get((partition, file_id))
+        if op is not None and (is_log or instant >= op[0]):
+            conflicts.append(f"{name}: {op[1]} {op[2]} reads its file group")
+    return conflicts

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from timeline.storage.base import FileStatus, Storage, storage_for
+from timeline.storage.containment import (
+    Containment, OutsideTableError, UnsupportedLocationError, parse_location, within_roots,
+)
 from timeline.storage.memory import MemoryStorage
 
-__all__ = ["FileStatus", "MemoryStorage", "Storage", "storage_for"]
+__all__ = ["Containment", "FileStatus", "MemoryStorage", "OutsideTableError", "Storage", "UnsupportedLocationError",
+           "parse_location", "storage_for", "within_roots"]

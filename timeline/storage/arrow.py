@@ -142,6 +142,9 @@ class LocalStorage(ArrowStorage):
     def uri(self, path: str) -> str:
         return f"file:{path}"
 
+    def resolve(self, path: str) -> str:
+        return os.path.realpath(path)
+
     def path_of(self, uri: str) -> str:
         if uri.startswith("file:/") and not uri.startswith("file://"):
             return uri[5:]  # the form `uri` writes and Hudi uses for local tables

@@ -82,6 +82,11 @@ class Storage(ABC):
             return parsed.path if parsed.scheme else uri
         return f"{parsed.netloc}{parsed.path}"
 
+    def resolve(self, path: str) -> str:
+        """The path with `.` and `..` segments resolved (and, on local storage, symbolic
+        links), for containment checks (`timeline/storage/containment.py`)."""
+        return posixpath.normpath(path) if path else path
+
     @staticmethod
     def join(*parts: str) -> str:
         return posixpath.join(*[p for p in parts if p != ""]) if any(parts) else ""

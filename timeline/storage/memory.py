@@ -47,6 +47,9 @@ class MemoryStorage(Storage):
         prefix = norm.rstrip("/") + "/"
         return any(p.startswith(prefix) for p in self.files)
 
+    def resolve(self, path: str) -> str:
+        return self._norm(path)
+
     def list(self, path: str) -> list[FileStatus]:
         norm = self._check(path)
         if not self._is_dir(norm):

@@ -1,0 +1,161 @@
+"""Nothing outside the table: the one containment rule every destructive path applies.
+
+A plan on the timeline (a clean's `filePath`s and `partitionsToBeDeleted`, a rollback's
+`filesToBeDeleted` and `logBlocksToBeDeleted`) is data from the lake, written by whoever could
+write there. Before anything is deleted, every path it names is resolved (URI scheme and
+bucket, `..`, percent-encoded forms, and, on local storage, symbolic links) and must lie inside
+the table's base path and outside `.hoodie/`; otherwise the whole action is refused with the
+offending entry named (`OutsideTableError`). Registration uses `within_roots`, which parses a
+path or URI and matches it on whole resolved segments against the allowed roots without
+creating a storage object or sending a request.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from collections.abc import Iterable
+from urllib.parse import unquote, urlparse
+
+from timeline.exceptions import CleanlineError
+from timeline.storage.base import Storage
+
+META_FOLDER = ".hoodie"
+# Schemes the library can open; a path with any other scheme is refused before it is opened.
+LOCAL_SCHEMES = frozenset({"", "file"})
+OBJECT_SCHEMES = {"s3": "s3", "s3a": "s3", "s3n": "s3", "gs": "gs", "gcs": "gs", "hdfs": "hdfs",
+                  "viewfs": "viewfs", "abfs": "abfs", "abfss": "abfss", "memory": "memory"}
+
+
+class OutsideTableError(CleanlineError):
+    """A plan or instant names a path outside the table (or inside `.hoodie/` where data files
+    belong); the whole action is refused and nothing was deleted."""
+
+    def __init__(self, table: str, entry: str, reason: str) -> None:
+        super().__init__(f"{table}: refused, nothing was deleted: {entry!r} {reason}")
+        self.table = table
+        self.entry = entry
+        self.reason = reason
+
+
+class UnsupportedLocationError(CleanlineError, ValueError):
+    """A path or URI whose scheme the library does not open."""
+
+
+def _is_inside(path: str, folder: str) -> bool:
+    """Whether `path` is `folder` or below it, on whole segments."""
+    folder = folder.rstrip("/") or "/"
+    return path == folder or path.startswith(folder if folder == "/" else folder + "/")
+
+
+class Containment:
+    """Resolves the paths a plan names for one table and refuses any outside it."""
+
+    def __init__(self, storage: Storage, base: str, table_uri: str) -> None:
+        self.storage = storage
+        self.table_uri = table_uri
+        self.base = storage.resolve(base)
+        self.meta = posixpath.join(self.base, META_FOLDER)
+
+    def _resolve(self, entry: str) -> list[str]:
+        """The backend path(s) an entry may mean: as written, and percent-decoded when that
+        differs (Hadoop's Path decodes URIs; a raw `%2e%2e` must not slip past)."""
+        if "\x00" in entry or "\\" in entry:
+            raise OutsideTableError(self.table_uri, entry, "holds a NUL or backslash")
+        forms = [entry] if unquote(entry) == entry else [entry, unquote(entry)]
+        resolved = []
+        for form in forms:
+            parsed = urlparse(form)
+            scheme = parsed.scheme.lower()
+            if len(scheme) == 1:  # a Windows drive letter is no scheme here
+                scheme = ""
+            ours = self.storage.scheme
+            if scheme == "":
+                pass  # a plain path is in the backend's own namespace (checked below)
+            elif scheme == "file":
+                if ours not in ("file", ""):
+                    raise OutsideTableError(self.table_uri, entry, f"is a local path; the table is on {ours}://")
+                if parsed.netloc not in ("", "localhost"):
+                    raise OutsideTableError(self.table_uri, entry, f"names another host ({parsed.netloc})")
+            elif OBJECT_SCHEMES.get(scheme) != OBJECT_SCHEMES.get(ours, ours):
+                raise OutsideTableError(self.table_uri, entry, f"uses the {scheme}:// scheme; the table is on "
+                                                               f"{ours or 'file'}://")
+            path = self.storage.path_of(form)
+            if not path.startswith("/") and (ours in ("file", "") or scheme == ""):
+                raise OutsideTableError(self.table_uri, entry, "is not an absolute path")
+            resolved.append(self.storage.resolve(path))
+        return resolved
+
+    def data_path(self, entry: str) -> str:
+        """The backend path of a data file a plan deletes: inside the table, not `.hoodie/`."""
+        paths = self._resolve(entry)
+        for path in paths:
+            if not _is_inside(path, self.base) or path == self.base:
+                raise OutsideTableError(self.table_uri, entry, f"lies outside the table {self.base}")
+            if _is_inside(path, self.meta):
+                raise OutsideTableError(self.table_uri, entry, "lies inside .hoodie/, where no data file is")
+        return self.storage.path_of(entry)
+
+    def partition_path(self, partition: str) -> str:
+        """The backend path of a partition folder a plan deletes whole (relative to the base)."""
+        if partition.startswith("/") or urlparse(partition).scheme:
+            raise OutsideTableError(self.table_uri, partition, "is not a partition path relative to the table")
+        for form in {partition, unquote(partition)}:
+            path = self.storage.resolve(posixpath.join(self.base, form))
+            if not _is_inside(path, self.base) or path == self.base:
+                raise OutsideTableError(self.table_uri, partition, f"lies outside the table {self.base}")
+            if _is_inside(path, self.meta):
+                raise OutsideTableError(self.table_uri, partition, "lies inside .hoodie/")
+        return Storage.join(self.storage.resolve(self.base), partition)
+
+    def meta_path(self, *parts: str) -> str:
+        """The backend path of a folder inside `.hoodie/` that an action removes whole (the
+        metadata table), refused if it resolves anywhere else (a symbolic link out)."""
+        path = Storage.join(self.meta, *parts)
+        resolved = self.storage.resolve(path)
+        if not _is_inside(resolved, self.meta) or resolved == self.meta:
+            raise OutsideTableError(self.table_uri, "/".join(parts), f"resolves to {resolved}, outside {self.meta}")
+        return path
+
+    def check_all(self, entries: Iterable[str]) -> list[str]:
+        """`data_path` of every entry, or OutsideTableError for the first bad one."""
+        return [self.data_path(entry) for entry in entries]
+
+
+def parse_location(location: str) -> tuple[str, str]:
+    """(scheme, resolved path) of a path or URI, without opening it: local paths and `file:`
+    URIs are made absolute and resolved through symbolic links; object-store URIs keep their
+    bucket as the first segment (`s3a://b/k` -> ("s3", "b/k")). Unknown schemes raise
+    UnsupportedLocationError."""
+    location = location.strip()
+    if not location or "\x00" in location:
+        raise UnsupportedLocationError("give a path or URI")
+    parsed = urlparse(location)
+    scheme = parsed.scheme.lower()
+    if scheme in LOCAL_SCHEMES or len(scheme) == 1:
+        if scheme == "file" and parsed.netloc not in ("", "localhost"):
+            raise UnsupportedLocationError(f"{location}: a file URI must name this machine")
+        raw = unquote(parsed.path) if scheme == "file" else location
+        return "file", os.path.realpath(os.path.abspath(raw))
+    if scheme not in OBJECT_SCHEMES:
+        raise UnsupportedLocationError(f"{location}: unsupported scheme {parsed.scheme!r} (use a local path, "
+                                       f"file:, {', '.join(sorted(s + ':' for s in OBJECT_SCHEMES))})")
+    if not parsed.netloc:
+        raise UnsupportedLocationError(f"{location}: the URI names no bucket or host")
+    path = posixpath.normpath("/" + unquote(parsed.path).lstrip("/"))
+    return OBJECT_SCHEMES[scheme], f"{parsed.netloc}{'' if path == '/' else path}"
+
+
+def within_roots(location: str, roots: Iterable[str]) -> bool:
+    """Whether a path or URI lies under one of `roots` (compared on whole resolved segments,
+    scheme and bucket included). Sends no request; raises UnsupportedLocationError for an
+    unknown scheme in `location`. A root with an unknown scheme matches nothing."""
+    scheme, path = parse_location(location)
+    for root in roots:
+        try:
+            root_scheme, root_path = parse_location(root)
+        except UnsupportedLocationError:
+            continue
+        if root_scheme == scheme and _is_inside(path, root_path):
+            return True
+    return False
