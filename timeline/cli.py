@@ -203,7 +203,8 @@ def _clean_plan(args: argparse.Namespace) -> None:
 def _clean_schedule(args: argparse.Namespace) -> None:
     table, config, plan = _plan(args)
     instant = schedule_clean(table, plan, config, drop_metadata=args.drop_metadata_table, force=args.force)
-    print(instant.requested_time)
+    print("nothing to clean: the plan deletes no file, so no clean was scheduled" if instant is None
+          else instant.requested_time)
 
 
 def _clean_run(args: argparse.Namespace) -> None:

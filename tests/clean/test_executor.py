@@ -83,8 +83,10 @@ def test_executor_resumes_an_inflight_clean_and_accounts_for_every_planned_file(
 
 def test_executor_refuses_an_empty_plan_and_a_second_pending_clean(lake: Lake) -> None:
     table = HudiTable.load(lake.storage, "/t")
-    with pytest.raises(CleanRefused, match="deletes nothing"):
-        schedule_clean(table, plan_clean(table, CleanConfig(commits_retained=10)), CleanConfig(commits_retained=10))
+    # CleanPlanActionExecutor.requestClean: an empty plan is no error and writes no instant.
+    assert schedule_clean(table, plan_clean(table, CleanConfig(commits_retained=10)),
+                          CleanConfig(commits_retained=10)) is None
+    assert not table.reload().timeline.cleans()
     _, pending, _ = schedule(lake)
     lake.commit(T[6], {P: [lake.base_file(P, "fg1", T[6])]})
     assert f"clean {pending} is still pending (requested): run it first" in plan_clean(

@@ -69,15 +69,16 @@ def needs_cleaning(table: HudiTable, config: CleanConfig) -> bool:
 
 
 def schedule_clean(table: HudiTable, plan: CleanPlan, config: CleanConfig, *,
-                   drop_metadata: bool = False, force: bool = False) -> Instant:
-    """Write `<t>.clean.requested` holding the plan. Refused when the plan deletes nothing,
-    when another clean is pending and `hoodie.clean.multiple.enabled` is off, when too few
+                   drop_metadata: bool = False, force: bool = False) -> Instant | None:
+    """Write `<t>.clean.requested` holding the plan. A plan that deletes nothing writes no
+    instant and returns None (CleanPlanActionExecutor.requestClean returns an empty option).
+    Refused when another clean is pending and `hoodie.clean.multiple.enabled` is off, when too few
     commits completed since the last clean (unless `force`), or when the metadata table is
     enabled and `drop_metadata` is not given."""
     table.reload()
     table.ensure_intact()
     if plan.is_empty:
-        raise CleanRefused(f"{table.uri}: the plan deletes nothing; no clean is scheduled")
+        return None
     pending = table.timeline.cleans().pending()
     if pending and not config.multiple_enabled:
         raise CleanRefused(f"{table.uri}: clean {pending.instants[0].requested_time} is still pending; run it "

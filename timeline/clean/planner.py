@@ -80,7 +80,8 @@ class CleanPlan:
                 per_partition.setdefault(d.partition, []).append(
                     {"filePath": d.path, "isBootstrapBaseFile": d.is_bootstrap_base_file})
         ectr = self.earliest_instant_to_retain
-        extra = {SAVEPOINTED_TIMESTAMPS: ",".join(self.savepointed_timestamps)} if self.savepointed_timestamps else None
+        # CleanPlanActionExecutor.prepareExtraMetadata: an empty map when no savepoint exists.
+        extra = {SAVEPOINTED_TIMESTAMPS: ",".join(self.savepointed_timestamps)} if self.savepointed_timestamps else {}
         return {
             "earliestInstantToRetain": None if ectr is None else {
                 "timestamp": ectr.requested_time, "action": ectr.action, "state": State.COMPLETED.name},
@@ -341,12 +342,13 @@ def _replaced(decider: _Decider, group: FileGroup, ectr: Instant | None, protect
     replaced = group.replaced_by or ""
     eligible = ectr is None or replaced < ectr.requested_time
     for piece in group.slices:
-        base_saved = piece.base_file is not None and piece.base_file.name in protection.savepointed
+        # isFileSliceExistInSavepointedFiles: any file of the slice, base or log, in a savepoint.
+        savepoint = _slice_savepoint(piece, protection.savepointed)
         if not eligible:
             decider.slice(piece, False, f"replaced by replacecommit {replaced}, which is inside the retained window "
                                         f"(earliest retained commit {ectr.requested_time if ectr else ''})")
-        elif base_saved:
-            decider.slice(piece, False, f"savepoint {protection.savepointed[piece.base_file.name]}")  # type: ignore[union-attr]
+        elif savepoint is not None:
+            decider.slice(piece, False, f"savepoint {savepoint}")
         else:
             decider.slice(piece, True, f"file group replaced by replacecommit {replaced}"
                                        + (f", before the earliest retained commit {ectr.requested_time}" if ectr else ""))

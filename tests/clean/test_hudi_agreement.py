@@ -1,0 +1,71 @@
+"""Cleanline decides as Apache Hudi does: each test is named after the Hudi method it follows
+and runs on a hand-made timeline (hudi-format.md §7; tests/KNOWN_DIFFERENCES.md lists the
+closed disagreements)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.lakes import Lake
+from timeline.clean.config import CleanConfig
+from timeline.clean.executor import schedule_clean
+from timeline.clean.planner import plan_clean
+from timeline.metadata import avro
+from timeline.storage import MemoryStorage
+from timeline.table import HudiTable
+
+T = [f"2026110100{i:02d}00000" for i in range(20)]
+P = "city=sf"
+
+
+def test_getReplacedFilesEligibleToClean_keeps_a_replaced_slice_whose_log_is_savepointed() -> None:
+    """isFileSliceExistInSavepointedFiles: any file of the slice, base or log. A v6 MOR
+    log-only file group, savepointed, then replaced; a clean retaining 2 commits keeps it."""
+    lake = Lake(MemoryStorage(), "/t", version=6, table_type="MERGE_ON_READ")
+    log = lake.log_file(P, "fgL", T[1])
+    lake.commit(T[1], {P: [log]})
+    lake.savepoint(T[1], {P: [log]})
+    new = lake.base_file(P, "fgN", T[2])
+    lake.commit(T[2], {P: [new]}, replaced={P: ["fgL"]})
+    for t in T[3:7]:
+        lake.commit(t, {P: [lake.base_file(P, f"fg{t}", t)]})
+    table = HudiTable.load(lake.storage, lake.base)
+    result = plan_clean(table, CleanConfig(commits_retained=2))
+    (decision,) = [d for d in result.decisions if d.file_name == log]
+    assert not decision.delete and decision.reason == f"savepoint {T[1]}"
+    assert log not in {d.file_name for d in result.files_to_delete}
+
+
+def test_prepareExtraMetadata_is_an_empty_map_without_savepoints() -> None:
+    lake = Lake(MemoryStorage(), "/t", version=8)
+    for t in T[:5]:
+        lake.commit(t, {P: [lake.base_file(P, "fg1", t)]})
+    table = HudiTable.load(lake.storage, lake.base)
+    config = CleanConfig(commits_retained=2)
+    clean = schedule_clean(table, plan_clean(table, config), config)
+    assert clean is not None
+    content = avro.decode(lake.storage.read(table.timeline.path_of(clean)), path="requested")
+    assert content["extraMetadata"] == {}
+
+
+def test_requestClean_writes_nothing_for_a_plan_that_deletes_nothing() -> None:
+    lake = Lake(MemoryStorage(), "/t", version=6)
+    for t in T[:3]:
+        lake.commit(t, {P: [lake.base_file(P, "fg1", t)]})
+    table = HudiTable.load(lake.storage, lake.base)
+    config = CleanConfig(commits_retained=10)
+    assert schedule_clean(table, plan_clean(table, config), config) is None
+    assert not table.reload().timeline.cleans()
+
+
+@pytest.mark.parametrize("version", [6, 8])
+def test_getReplacedFilesEligibleToClean_keeps_a_savepointed_base_of_a_replaced_group(version: int) -> None:
+    lake = Lake(MemoryStorage(), "/t", version=version)
+    old = lake.base_file(P, "fgA", T[1])
+    lake.commit(T[1], {P: [old]})
+    lake.savepoint(T[1], {P: [old]})
+    lake.commit(T[2], {P: [lake.base_file(P, "fgB", T[2])]}, replaced={P: ["fgA"]})
+    for t in T[3:7]:
+        lake.commit(t, {P: [lake.base_file(P, "fgB", t)]})
+    result = plan_clean(HudiTable.load(lake.storage, lake.base), CleanConfig(commits_retained=2))
+    assert old not in {d.file_name for d in result.files_to_delete}
