@@ -242,8 +242,22 @@ def test_planner_pending_clustering_protects_the_files_it_reads() -> None:
                                      "partitionPath": P}], "numOutputFileGroups": 1}], "version": 1}}
     lake.instant_file(Instant(T[6], "clustering", State.REQUESTED), plan_record)
     got = decisions(plan(lake, commits_retained=1, policy="KEEP_LATEST_FILE_VERSIONS", file_versions_retained=1))
-    assert got[names[0]] == (False, f"pending clustering {T[6]} reads this file")
+    assert got[names[0]][0] is False and got[names[0]][1].startswith(f"pending clustering {T[6]} reads this file")
     assert got[names[1]][0] is True
+
+
+def test_getFilesToCleanKeepingLatestVersions_counts_a_slice_a_pending_clustering_reads() -> None:
+    """Hudi's CleanPlanner leaves only pending compactions out of the version count; a slice a
+    pending clustering reads is counted (and, were it to go, kept by Cleanline's own rule)."""
+    lake = Lake(MemoryStorage(), "/t", version=8)
+    names = rewrite_history(lake, T[:5])
+    plan_record = {"operationType": "cluster", "version": 1, "clusteringPlan": {
+        "inputGroups": [{"slices": [{"dataFilePath": f"{P}/{names[4]}", "deltaFilePaths": [], "fileId": "fg1",
+                                     "partitionPath": P}], "numOutputFileGroups": 1}], "version": 1}}
+    lake.instant_file(Instant(T[6], "clustering", State.REQUESTED), plan_record)
+    got = decisions(plan(lake, policy="KEEP_LATEST_FILE_VERSIONS", file_versions_retained=1))
+    assert got[names[4]] == (False, "latest version")
+    assert all(got[n][0] is True for n in names[:4])
 
 
 def test_planner_pending_log_compaction_protects_slices_from_its_base_instant() -> None:

@@ -355,14 +355,25 @@ def _replaced(decider: _Decider, group: FileGroup, ectr: Instant | None, protect
 
 
 def _pending_reason(group: FileGroup, piece: FileSlice, protection: Protection) -> str | None:
-    if not protection.pending_ops and not protection.clustering:
-        return None
-    op = protection.pending_ops.get(group.id)
+    """Why a pending table service keeps this slice: Hudi's
+    isFileSliceNeededForPendingMajorOrMinorCompaction, then Cleanline's own protection of the
+    inputs of a pending clustering (Hudi's CleanPlanner has none; keeping them keeps more)."""
+    return _compaction_reason(group, piece, protection) or _clustering_reason(piece, protection)
+
+
+def _compaction_reason(group: FileGroup, piece: FileSlice, protection: Protection) -> str | None:
+    op = protection.pending_ops.get(group.id) if protection.pending_ops else None
     if op is not None and piece.base_instant_time >= op[0]:
         return f"{op[1]} {op[2]} reads this slice"
-    for name in piece.file_names:
-        if name in protection.clustering:
-            return f"pending clustering {protection.clustering[name]} reads this file"
+    return None
+
+
+def _clustering_reason(piece: FileSlice, protection: Protection) -> str | None:
+    if protection.clustering:
+        for name in piece.file_names:
+            if name in protection.clustering:
+                return (f"pending clustering {protection.clustering[name]} reads this file (Cleanline keeps it; "
+                        "Hudi's cleaner does not check)")
     return None
 
 
@@ -396,20 +407,25 @@ def _keep_commits(decider: _Decider, group: FileGroup, policy: CleanPolicy, ectr
 
 def _keep_versions(decider: _Decider, group: FileGroup, retained: int, protection: Protection) -> None:
     """getFilesToCleanKeepingLatestVersions."""
+    # Slices a pending compaction reads are left out of the count, and the compaction's own
+    # version counts as one kept (isFileGroupInPendingMajorOrMinorCompaction: keepVersions--).
     keep = retained - (1 if group.id in protection.pending_ops else 0)
     kept = 0
     for piece in group.slices:
-        pending = _pending_reason(group, piece, protection)
-        if pending is not None:
-            decider.slice(piece, False, pending)
+        compaction = _compaction_reason(group, piece, protection)
+        if compaction is not None:
+            decider.slice(piece, False, compaction)
             continue
         if kept < keep:
             kept += 1
             decider.slice(piece, False, "latest version" if kept == 1 else f"version {kept} of {retained} retained")
             continue
         savepoint = _slice_savepoint(piece, protection.savepointed)
+        clustering = _clustering_reason(piece, protection)
         if savepoint is not None:
             decider.slice(piece, False, f"savepoint {savepoint}")
+        elif clustering is not None:
+            decider.slice(piece, False, clustering)
         else:
             decider.slice(piece, True, f"older than the {retained} newest versions retained")
 
