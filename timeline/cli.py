@@ -151,7 +151,8 @@ def _clean_config(table: HudiTable, args: argparse.Namespace) -> CleanConfig:
 def _now(table: HudiTable, value: str | None) -> datetime | None:
     if value is None:
         return None
-    moment = parse_instant_time(value)
+    # A 14-digit --now means that second exactly (.000), not Hudi's 999 filler for instant times.
+    moment = parse_instant_time(value if len(value) >= 17 else value + "000")
     return moment.replace(tzinfo=zone_of(table.config.timezone) or datetime.now().astimezone().tzinfo)
 
 

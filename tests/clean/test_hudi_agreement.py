@@ -4,10 +4,13 @@ closed disagreements)."""
 
 from __future__ import annotations
 
+import time
+from datetime import datetime, timezone
+
 import pytest
 
 from tests.lakes import Lake
-from timeline.clean.config import CleanConfig
+from timeline.clean.config import CleanConfig, CleanPolicy
 from timeline.clean.executor import schedule_clean
 from timeline.clean.planner import plan_clean
 from timeline.metadata import avro
@@ -69,3 +72,46 @@ def test_getReplacedFilesEligibleToClean_keeps_a_savepointed_base_of_a_replaced_
         lake.commit(t, {P: [lake.base_file(P, "fgB", t)]})
     result = plan_clean(HudiTable.load(lake.storage, lake.base), CleanConfig(commits_retained=2))
     assert old not in {d.file_name for d in result.files_to_delete}
+
+
+@pytest.fixture
+def process_zone(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """Run with this process's local zone set by TZ (the zone a JVM would default to)."""
+    def set_zone(name: str) -> None:
+        monkeypatch.setenv("TZ", name)
+        time.tzset()
+
+    yield set_zone
+    monkeypatch.undo()
+    time.tzset()
+
+
+@pytest.mark.parametrize("zone, expected_ectr", [
+    ("America/Anchorage", T[1]),   # UTC-9: the process's cutoff (01:00 UTC) is the earlier one
+    ("Pacific/Kiritimati", T[10]), # UTC+14: the table's UTC cutoff is the earlier one
+])
+def test_getEarliestCommitToRetain_by_hours_takes_the_earlier_of_the_table_and_process_zone_cutoffs(
+        process_zone, zone: str, expected_ectr: str) -> None:
+    """CleanPlanner formats now - hours in the JVM's zone (HoodieInstantTimeGenerator); the
+    table writes UTC instant times. Cleanline takes the earlier cutoff and says so."""
+    process_zone(zone)
+    lake = Lake(MemoryStorage(), "/t", version=8, extra_props={"hoodie.table.timeline.timezone": "UTC"})
+    times = ["20261101000000000", "20261101010000000", "20261101100000000", "20261101113000000"]
+    for t in times:
+        lake.commit(t, {P: [lake.base_file(P, "fg1", t)]})
+    table = HudiTable.load(lake.storage, lake.base)
+    now = datetime(2026, 11, 1, 12, 0, tzinfo=timezone.utc)
+    result = plan_clean(table, CleanConfig(policy=CleanPolicy.KEEP_LATEST_BY_HOURS, hours_retained=2), now=now)
+    expected = {T[1]: times[1], T[10]: times[2]}[expected_ectr]
+    assert result.earliest_instant_to_retain is not None
+    assert result.earliest_instant_to_retain.requested_time == expected
+    assert any("the earlier" in note and "20261101100000000" in note for note in result.notes)
+
+
+def test_clean_cli_now_of_14_digits_is_that_second_exactly() -> None:
+    from timeline.cli import _now
+
+    lake = Lake(MemoryStorage(), "/t", version=8, extra_props={"hoodie.table.timeline.timezone": "UTC"})
+    table = HudiTable.load(lake.storage, lake.base)
+    assert _now(table, "20261101120000") == datetime(2026, 11, 1, 12, 0, tzinfo=timezone.utc)
+    assert _now(table, "20261101120000123").microsecond == 123000

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any, NamedTuple
 
 from timeline.clean.config import CleanConfig, CleanConfigError, CleanPolicy
-from timeline.clean.retention import earliest_commit_to_retain
+from timeline.clean.retention import earliest_commit_to_retain, hours_cutoffs
 from timeline.exceptions import InvalidFileNameError
 from timeline.files import base_file_of, is_base_file_name, parse_log_file
 from timeline.fsview import FileGroup, FileSlice, TableListing, ViewInputs, build_view
@@ -143,6 +143,8 @@ def start_plan(table: HudiTable, config: CleanConfig, *, now: datetime | None = 
             f"{table.uri}: hoodie.clean.delete.bootstrap.base.file is on, but Cleanline does not read the "
             "bootstrap index to find bootstrap source files; plan with it off (Hudi's default) to keep them")
     table.ensure_intact()
+    if config.policy is CleanPolicy.KEEP_LATEST_BY_HOURS and now is None:
+        now = datetime.now(timezone.utc)  # one moment for the window and its note
     timeline = table.timeline
     ectr = earliest_commit_to_retain(timeline, config, now=now, timeline_timezone=table.config.timezone)
     last_commit = timeline.commits().completed().last()
@@ -153,7 +155,7 @@ def start_plan(table: HudiTable, config: CleanConfig, *, now: datetime | None = 
         savepointed_timestamps=savepoints if table.config.is_partitioned else (),
     )
     pending = tuple(f"clean {i.requested_time} is still pending ({i.state.name.lower()}): run it first"
-                    for i in timeline.cleans().pending())
+                    for i in timeline.cleans().pending()) + _hours_note(table, config, now)
     by_commits = config.policy is not CleanPolicy.KEEP_LATEST_FILE_VERSIONS
     if by_commits and ectr is None:
         return PlanStart(header, None, (), False, (_why_no_ectr(timeline, config), *pending))
@@ -169,6 +171,18 @@ def start_plan(table: HudiTable, config: CleanConfig, *, now: datetime | None = 
     )
     return PlanStart(header, context, partitions, incremental_from is not None,
                      ((note,) if note else ()) + pending)
+
+
+def _hours_note(table: HudiTable, config: CleanConfig, now: datetime | None) -> tuple[str, ...]:
+    if config.policy is not CleanPolicy.KEEP_LATEST_BY_HOURS:
+        return ()
+    in_table, in_process = hours_cutoffs(now or datetime.now(timezone.utc), config.hours_retained,
+                                         table.config.timezone)
+    if in_table == in_process:
+        return ()
+    return (f"the {config.hours_retained}-hour cutoff is {in_table} in the table's timeline zone "
+            f"({table.config.timezone}) and {in_process} in this process's zone, which stands in for the zone of "
+            f"Hudi's JVM (HoodieInstantTimeGenerator); the earlier, {min(in_table, in_process)}, is used",)
 
 
 def finish_plan(start: PlanStart, results: Iterable[tuple[str, list[FileDecision], bool]]) -> CleanPlan:

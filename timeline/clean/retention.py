@@ -9,15 +9,25 @@ from timeline.instant import Instant, format_instant_time, zone_of
 from timeline.timeline import Timeline
 
 
-def hours_cutoff(now: datetime, hours: int, timeline_timezone: str) -> str:
-    """`now - hours` as an instant time in the zone the table writes instant times in.
+def hours_cutoffs(now: datetime, hours: int, timeline_timezone: str) -> tuple[str, str]:
+    """`now - hours` (exact to the millisecond) as an instant time in the table's timeline zone
+    and in this process's local zone.
 
-    Hudi formats this cutoff in the JVM's default zone even when the table's timeline is UTC
-    (a known bug that skews the window by the zone offset); Cleanline formats it in the
-    table's own timeline zone, which is what its instant times mean."""
+    CleanPlanner.getEarliestCommitToRetain formats the cutoff with HoodieInstantTimeGenerator in
+    the JVM's default zone, even when the table writes its instant times in UTC. Which JVM
+    zone the table's other cleaners run in is unknown here, so this process's zone stands in
+    for it; `hours_cutoff` takes the earlier of the two, so that neither reading deletes what
+    the other keeps."""
     if now.tzinfo is None:
         raise ValueError("now must carry a time zone")
-    return format_instant_time((now - timedelta(hours=hours)).astimezone(zone_of(timeline_timezone)))
+    moment = now - timedelta(hours=hours)
+    return (format_instant_time(moment.astimezone(zone_of(timeline_timezone))),
+            format_instant_time(moment.astimezone()))
+
+
+def hours_cutoff(now: datetime, hours: int, timeline_timezone: str) -> str:
+    """The earlier of `hours_cutoffs` (keeps the more of the two windows)."""
+    return min(hours_cutoffs(now, hours, timeline_timezone))
 
 
 def earliest_commit_to_retain(timeline: Timeline, config: CleanConfig, *, now: datetime | None = None,
