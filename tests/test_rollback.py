@@ -47,7 +47,8 @@ def test_rollback_failed_write_deletes_its_files_and_reads_the_same(table_copy, 
     before = rows(path)
     written = fake_failed_write(path, "20990101000000000", markers=markers)
     table = HudiTable.open(str(path))
-    assert [i.requested_time for i in failed_writes(table)] == []  # EAGER: the newest may still be running
+    # EAGER (getInstantsToRollback): every pending write, the newest included
+    assert [i.requested_time for i in failed_writes(table)] == ["20990101000000000"]
     (failed,) = [i for i in table.timeline.pending() if i.requested_time == "20990101000000000"]
     preview = plan_rollback(table, failed)
     assert sorted(Path(p) for _, p, _ in preview.files_to_delete) == sorted(written)
@@ -111,7 +112,7 @@ def test_rollback_failed_writes_eager_and_lazy() -> None:
     lake.commit(T[2], {}, state=State.REQUESTED)
     lake.commit(T[3], {P: [lake.base_file(P, "h", T[3])]}, state=State.INFLIGHT)
     table = HudiTable.load(lake.storage, "/t")
-    assert [i.requested_time for i in failed_writes(table)] == [T[2], T[1]]
+    assert [i.requested_time for i in failed_writes(table)] == [T[3], T[2], T[1]]
     lazy = Lake(MemoryStorage(), "/u", version=8, extra_props={"hoodie.clean.failed.writes.policy": "LAZY"})
     lazy.commit(T[1], {}, state=State.INFLIGHT)
     lazy.commit(T[2], {}, state=State.INFLIGHT)
@@ -120,9 +121,41 @@ def test_rollback_failed_writes_eager_and_lazy() -> None:
     beat = lazy.storage.status(f"/u/.hoodie/.heartbeat/{T[2]}").mtime_ms
     assert [i.requested_time for i in failed_writes(lazy_table, now_ms=beat + 1000)] == [T[1]]
     assert [i.requested_time for i in failed_writes(lazy_table, now_ms=beat + 600_001)] == [T[2], T[1]]
-    done = rollback_failed_writes(table)
-    assert len(done) == 2 and not lake.storage.exists(f"/t/{P}/g_0-1-0_{T[1]}.parquet")
-    assert lake.storage.exists(f"/t/{P}/h_0-1-0_{T[3]}.parquet")  # the newest write may still be running
+    done = rollback_failed_writes(table)  # newest first, so each passes validateRollbackCommitSequence
+    assert len(done) == 3 and not lake.storage.exists(f"/t/{P}/g_0-1-0_{T[1]}.parquet")
+    assert not lake.storage.exists(f"/t/{P}/h_0-1-0_{T[3]}.parquet")
+    assert lake.storage.exists(f"/t/{P}/g_0-1-0_{T[0]}.parquet")
+
+
+def test_getInstantsToRollback_lazy_heartbeat_defaults_and_inference() -> None:
+    """HoodieWriteConfig: tolerable misses default 2 (x 60,000 ms); multi-writer concurrency
+    modes make the policy LAZY whatever it says."""
+    lake = Lake(MemoryStorage(), "/u", version=8, extra_props={
+        "hoodie.write.concurrency.mode": "optimistic_concurrency_control"})
+    lake.commit(T[1], {}, state=State.INFLIGHT)
+    lake.storage.write(f"/u/.hoodie/.heartbeat/{T[1]}", b"")
+    table = HudiTable.load(lake.storage, "/u")
+    beat = lake.storage.status(f"/u/.hoodie/.heartbeat/{T[1]}").mtime_ms
+    assert failed_writes(table, now_ms=beat + 120_000) == []          # alive: 2 misses allowed
+    assert [i.requested_time for i in failed_writes(table, now_ms=beat + 120_001)] == [T[1]]
+
+
+def test_validateRollbackCommitSequence_refuses_a_pending_write_with_later_commits() -> None:
+    lake = Lake(MemoryStorage(), "/t", version=8)
+    lake.commit(T[0], {P: [lake.base_file(P, "g", T[0])]})
+    lake.commit(T[1], {P: [lake.base_file(P, "g", T[1])]}, state=State.INFLIGHT)
+    lake.commit(T[2], {P: [lake.base_file(P, "h", T[2])]})
+    lake.commit(T[3], {}, state=State.REQUESTED)
+    table = HudiTable.load(lake.storage, "/t")
+    with pytest.raises(RollbackRefused, match=f"found commits after {T[1]}"):
+        rollback(table, T[1])
+    lake.storage.write(f"/t/.hoodie/.heartbeat/{T[1]}", b"")  # a LAZY remnant: Hudi lets it go...
+    with pytest.raises(RollbackRefused, match=f"found pending writes after {T[1]}"):
+        rollback(table, T[1])                                # ...once the newer pending write is gone
+    assert lake.storage.exists(f"/t/{P}/g_0-1-0_{T[1]}.parquet")
+    rollback(table, T[3])
+    rollback(table, T[1])
+    assert not lake.storage.exists(f"/t/{P}/g_0-1-0_{T[1]}.parquet")
 
 
 def test_rollback_reads_timeline_server_markers() -> None:
@@ -136,9 +169,11 @@ def test_rollback_reads_timeline_server_markers() -> None:
     lake.storage.write(f"/t/.hoodie/.temp/{T[1]}/MARKERS0", f"{P}/{written}.marker.CREATE\n".encode())
     lake.storage.write(f"/t/.hoodie/.temp/{T[1]}/MARKERS1", f"{P}/{other}.marker.MERGE\n".encode())
     table = HudiTable.load(lake.storage, "/t")
-    (failed,) = [p.instant for p in [plan_rollback(table, i) for i in failed_writes(table)]]
+    assert [i.requested_time for i in failed_writes(table)] == [T[2], T[1]]
+    failed = failed_writes(table)[-1]
     preview = plan_rollback(table, failed)
     assert sorted(p.rsplit("/", 1)[-1] for _, p, _ in preview.files_to_delete) == sorted([written, other])
+    rollback(table, T[2])  # the newer failed write first (validateRollbackCommitSequence)
     rollback(table, T[1])
     assert not lake.storage.exists(f"/t/{P}/{written}") and not lake.storage.exists(f"/t/{P}/{other}")
     assert not lake.storage.exists(f"/t/.hoodie/.temp/{T[1]}/MARKERS0")

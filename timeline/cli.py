@@ -19,7 +19,9 @@ from timeline.clean.executor import Progress, run_pending_cleans, schedule_clean
 from timeline.clean.planner import CleanPlan, plan_clean
 from timeline.exceptions import CleanlineError, InvalidInstantError
 from timeline.restore import preview_restore, restore
-from timeline.rollback import RollbackPreview, plan_rollback, preview_failed_writes, rollback
+from timeline.rollback import (
+    RollbackPreview, RollbackRefused, plan_rollback, preview_failed_writes, rollback, rollback_failed_writes,
+)
 from timeline.savepoint import create_savepoint, delete_savepoint, list_savepoints
 from timeline.fsview import FileSlice
 from timeline.instant import Instant, State, parse_instant_time, zone_of
@@ -314,7 +316,11 @@ def _restore(args: argparse.Namespace) -> None:
 def _rollback(args: argparse.Namespace) -> None:
     table = HudiTable.open(args.path)
     if args.failed:
-        previews = preview_failed_writes(table)
+        rows = preview_failed_writes(table)
+        refused = [row for row in rows if row.preview is None]
+        if refused and len(refused) == len(rows):
+            raise RollbackRefused(refused[0].refusal)
+        previews = [row.preview for row in rows if row.preview is not None]
     else:
         target = next((i for i in table.timeline if i.requested_time == args.instant), None)
         if target is None:
@@ -327,6 +333,10 @@ def _rollback(args: argparse.Namespace) -> None:
     if args.preview or not previews:
         return
     _confirm(args, f"Roll back {len(previews)} write(s) of {table.uri}?")
+    if args.failed:  # newest first, each checked again as the one before it goes
+        for done in rollback_failed_writes(table, drop_metadata=args.drop_metadata_table):
+            print(f"rolled back a failed write (rollback {done.requested_time})", file=sys.stderr)
+        return
     for preview in previews:
         done = rollback(table, preview.instant.requested_time, drop_metadata=args.drop_metadata_table)
         print(f"rolled back {preview.instant.requested_time} (rollback {done.requested_time})", file=sys.stderr)

@@ -49,26 +49,46 @@ class RollbackPreview:
 
 # Failed writes
 
-def failed_writes(table: HudiTable, *, now_ms: int | None = None) -> list[Instant]:
-    """Pending commits, deltacommits and replacecommits that failed, newest first: under EAGER
-    (the default) every one but the newest in progress; under LAZY those whose heartbeat
-    (`.hoodie/.heartbeat/<t>`) expired; none under NEVER. Under EAGER (one writer) a pending
-    write is failed unless it is the newest write of all, which may still be running.
-    Compaction and clustering plans are never failed writes."""
+MULTI_WRITER_MODES = frozenset({"OPTIMISTIC_CONCURRENCY_CONTROL", "NON_BLOCKING_CONCURRENCY_CONTROL"})
+
+
+def failed_writes_policy(table: HudiTable) -> str:
+    """`hoodie.clean.failed.writes.policy` (old key `hoodie.cleaner.policy.failed.writes`),
+    EAGER by default; LAZY whenever `hoodie.write.concurrency.mode` allows several writers
+    (HoodieWriteConfig infers it: other writers' pending instants are alive until their
+    heartbeats expire)."""
     props = table.config.props
-    policy = (props.get("hoodie.clean.failed.writes.policy") or props.get("hoodie.cleaner.policy.failed.writes")
-              or "EAGER").upper()
+    mode = (props.get("hoodie.write.concurrency.mode") or "").upper()
+    if mode in MULTI_WRITER_MODES:
+        return "LAZY"
+    return (props.get("hoodie.clean.failed.writes.policy") or props.get("hoodie.cleaner.policy.failed.writes")
+            or "EAGER").upper()
+
+
+def _pending_writes(table: HudiTable) -> list[Instant]:
+    """getInflightTimelineExcludeCompactionAndClustering, newest first."""
     pending = [i for i in table.timeline.pending() if i.action in ROLLBACKABLE and not is_clustering(table, i)]
+    return sorted(pending, key=lambda i: i.sort_key, reverse=True)
+
+
+def failed_writes(table: HudiTable, *, now_ms: int | None = None) -> list[Instant]:
+    """Pending commits, deltacommits and replacecommits that failed, newest first, as
+    BaseHoodieTableServiceClient.getInstantsToRollback finds them: under EAGER (the default,
+    one writer) every one of them (a writer starting up rolls back all others); under LAZY
+    those whose heartbeat (`.hoodie/.heartbeat/<t>`) is older than interval x tolerable misses
+    (60,000 ms x 2 by default; a missing heartbeat counts as expired); none under NEVER.
+    Compaction and clustering plans are never failed writes."""
+    pending = _pending_writes(table)
+    policy = failed_writes_policy(table)
     if policy == "NEVER" or not pending:
         return []
     if policy == "LAZY":
+        props = table.config.props
         interval = int(props.get("hoodie.client.heartbeat.interval_in_ms", "60000"))
-        misses = int(props.get("hoodie.client.heartbeat.tolerable.misses", "10"))
+        misses = int(props.get("hoodie.client.heartbeat.tolerable.misses", "2"))
         now = int(time.time() * 1000) if now_ms is None else now_ms
-        expired = [i for i in pending if now - _heartbeat_ms(table, i) > interval * misses]
-        return sorted(expired, key=lambda i: i.sort_key, reverse=True)
-    newest = table.timeline.writes().last()
-    return sorted((i for i in pending if i != newest), key=lambda i: i.sort_key, reverse=True)
+        return [i for i in pending if now - _heartbeat_ms(table, i) > interval * misses]
+    return pending
 
 
 def _heartbeat_ms(table: HudiTable, instant: Instant) -> int:
@@ -225,17 +245,23 @@ def _size_of(table: HudiTable, path: str) -> int:
 
 
 def check_rollback_sequence(table: HudiTable, instant: Instant) -> None:
-    """BaseRollbackActionExecutor.validateRollbackCommitSequence (EAGER failed-writes policy,
-    Hudi's default): a completed write is rolled back only when no later completed write
-    follows it ("Found commits after time ..., please rollback greater commits first")."""
-    if not instant.is_completed:
+    """BaseRollbackActionExecutor.validateRollbackCommitSequence, under the EAGER policy only:
+    refused when a completed write follows the instant (unless the instant has a heartbeat
+    file: the remnant of an earlier LAZY setting), or when the instant is not the newest
+    pending non-clustering write ("please rollback greater commits first")."""
+    if failed_writes_policy(table) != "EAGER":
         return
-    later = [i.requested_time for i in table.timeline.writes().completed()
-             if i.requested_time > instant.requested_time]
-    if later:
-        raise RollbackRefused(f"{table.uri}: found commits after {instant.requested_time} ({', '.join(later[:3])}"
+    t = instant.requested_time
+    later = [i.requested_time for i in table.timeline.writes().completed() if i.requested_time > t]
+    heartbeat = table.storage.exists(table.path(".hoodie", ".heartbeat", t))
+    if later and not heartbeat:
+        raise RollbackRefused(f"{table.uri}: found commits after {t} ({', '.join(later[:3])}"
                               f"{', ...' if len(later) > 3 else ''}); Hudi rolls back the latest commits first, "
                               "or restores to a savepoint")
+    pending = [i.requested_time for i in _pending_writes(table)]
+    if pending and pending[0] != t:
+        raise RollbackRefused(f"{table.uri}: found pending writes after {t} ({', '.join(p for p in pending if p > t)[:60]}"
+                              "); roll back the newer ones first")
 
 
 # Execution
@@ -363,22 +389,46 @@ def rollback_failed_write(table: HudiTable, requested_time: str, *, now_ms: int 
 
 def rollback_failed_writes(table: HudiTable, *, now_ms: int | None = None,
                            drop_metadata: bool = False) -> list[Instant]:
-    """Roll back every failed write (see `failed_writes`), newest first."""
+    """Roll back every failed write (see `failed_writes`), newest first, as
+    BaseHoodieTableServiceClient.rollbackFailedWrites does."""
     return [rollback(table, i.requested_time, drop_metadata=drop_metadata)
             for i in failed_writes(table, now_ms=now_ms)]
 
 
-def preview_failed_writes(table: HudiTable, *, now_ms: int | None = None) -> list[RollbackPreview]:
-    return [plan_rollback(table, i) for i in failed_writes(table, now_ms=now_ms)]
+@dataclass(frozen=True, slots=True)
+class FailedWrite:
+    """A failed write and what rolling it back deletes, or why it cannot be rolled back now
+    (a newer failed write first, a plan naming a path outside the table, ...)."""
+
+    instant: Instant
+    preview: RollbackPreview | None
+    refusal: str
+    age_seconds: int
+
+
+def preview_failed_writes(table: HudiTable, *, now_ms: int | None = None) -> list[FailedWrite]:
+    """Every failed write, newest first, with its rollback preview or the reason it is refused."""
+    table.reload()
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    rows = []
+    for instant in failed_writes(table, now_ms=now_ms):
+        newest = max((s.mtime_ms for s in table.timeline.files_of(instant).values()), default=now)
+        try:
+            check_rollback_sequence(table, instant)
+            rows.append(FailedWrite(instant, plan_rollback(table, instant), "", max(0, (now - newest) // 1000)))
+        except CleanlineError as exc:
+            rows.append(FailedWrite(instant, None, str(exc), max(0, (now - newest) // 1000)))
+    return rows
 
 
 def preview_failed_write(table: HudiTable, requested_time: str, *, now_ms: int | None = None) -> RollbackPreview:
     """What rolling back one failed write would delete (a pending rollback plan of it is what
-    runs, so that is what is previewed); refused for anything but a failed write and for a
-    plan naming a path outside the table."""
+    runs, so that is what is previewed); refused for anything but a failed write that Hudi's
+    sequence rule lets go now, and for a plan naming a path outside the table."""
     table.reload()
     for instant in failed_writes(table, now_ms=now_ms):
         if instant.requested_time == requested_time:
+            check_rollback_sequence(table, instant)
             return plan_rollback(table, instant)
     raise RollbackRefused(f"{table.uri}: {requested_time} is not a failed write under the table's failed-writes "
                           "policy (completed writes are undone by a restore to a savepoint)")
