@@ -74,10 +74,23 @@ def _v6_instants(storage: Storage, folder: str) -> list[Instant]:
     return instants
 
 
-def _lsm_files(storage: Storage, folder: str) -> list[str]:
+_MANIFEST = re.compile(r"^manifest_([0-9]+)$", re.ASCII)
+
+
+def _latest_snapshot_version(storage: Storage, folder: str) -> int | None:
+    """LSMTimeline.latestSnapshotVersion: the number in `_version_`, or, when that file is
+    missing or unreadable, the highest `manifest_N` (None: an empty archive)."""
     try:
-        version = storage.read(Storage.join(folder, VERSION_FILE)).decode().strip()
-    except FileNotFound:
+        return int(storage.read(Storage.join(folder, VERSION_FILE)).decode().strip())
+    except (FileNotFound, ValueError, UnicodeDecodeError):
+        pass
+    versions = [int(m.group(1)) for s in storage.list(folder) if (m := _MANIFEST.match(s.name)) and not s.is_dir]
+    return max(versions) if versions else None
+
+
+def _lsm_files(storage: Storage, folder: str) -> list[str]:
+    version = _latest_snapshot_version(storage, folder)
+    if version is None:
         return []
     manifest_path = Storage.join(folder, f"manifest_{version}")
     try:

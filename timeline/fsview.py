@@ -163,6 +163,10 @@ class ViewInputs:
     replaced: Mapping[FileGroupId, str] = field(default_factory=dict)
     pending_compactions: Mapping[FileGroupId, str] = field(default_factory=dict)
     pending_log_compactions: Mapping[FileGroupId, str] = field(default_factory=dict)
+    # CompletionTimeQueryViewV2: the first instant of the active timeline (any action, any
+    # state) and, for earlier instants, completion times from the archived (LSM) timeline.
+    completion_cursor: str | None = None
+    archived_completion_times: Mapping[str, str] = field(default_factory=dict)
 
 
 class FileSystemView:
@@ -189,9 +193,23 @@ class FileSystemView:
 
     def latest_slices(self, partition: str | None = None) -> list[FileSlice]:
         """Hudi's getLatestFileSlices: the newest committed slice of every live group, with a
-        base file produced by a pending compaction hidden."""
+        base file produced by a pending compaction hidden and, on table version 8+, the log
+        files of writes not completed left out (AbstractTableFileSystemView.filterUncommittedLogs;
+        the file group itself keeps them in its newest slice, where the cleaner keeps them)."""
         with paused_gc():
-            return [s for g in self.file_groups(partition) if (s := _latest_visible(g)) is not None]
+            slices = [s for g in self.file_groups(partition) if (s := _latest_visible(g)) is not None]
+        if self.inputs.table_version < 8:
+            return slices
+        return [s if all(self._log_committed(log.instant_time) for log in s.log_files)
+                else s._replace(log_files=tuple(log for log in s.log_files if self._log_committed(log.instant_time)))
+                for s in slices]
+
+    def _log_committed(self, instant: str) -> bool:
+        """CompletionTimeQueryView.isCompleted: completed on the active timeline, or older than
+        it (archived)."""
+        inputs = self.inputs
+        return (instant in inputs.completion_times or instant in inputs.archived_completion_times
+                or (inputs.completion_cursor is not None and instant < inputs.completion_cursor))
 
 
 def _latest_visible(group: FileGroup) -> FileSlice | None:
@@ -273,7 +291,7 @@ def _partition_groups(partition: str, files: Iterable[FileStatus], inputs: ViewI
         if group_logs:
             group_logs.sort(key=LOG_ORDER)
             if by_completion:
-                slice_logs = _place_by_completion(group_logs, slices, inputs.completion_times, visibility.start)
+                slice_logs = _place_by_completion(group_logs, slices, inputs)
             else:
                 for log in group_logs:
                     _append(slice_logs, log.instant_time, log)
@@ -287,28 +305,40 @@ def _partition_groups(partition: str, files: Iterable[FileStatus], inputs: ViewI
 
 
 def _place_by_completion(logs: list[LogFile], slices: dict[str, BaseFile | None],
-                         completion_times: Mapping[str, str], start: str | None) -> dict[str, list[LogFile]]:
+                         inputs: ViewInputs) -> dict[str, list[LogFile]]:
     """HoodieFileGroup.getBaseInstantTime for table version 8+, for a group's logs in log
-    order: a log joins the newest slice whose base instant is at or before the completion
-    time of its delta commit; with no such slice its own delta commit time starts one. Logs
-    of delta commits that are not completed are not visible. Adds new slices to `slices`."""
+    order. The completion time of a log's delta commit comes from the active timeline, or, for
+    an instant before its first instant (CompletionTimeQueryViewV2's cursor), from the
+    archived one. A completed log joins the newest slice whose base instant is at or before
+    that completion time (its own delta commit time starts a slice when there is none); a log
+    whose write has no completion time (pending, or unknown to the archive) belongs to the
+    newest slice; the first log of a group without slices starts its own. Adds new slices to
+    `slices`."""
     placed: dict[str, list[LogFile]] = {}
     keys = sorted(slices, reverse=True)
+    active, archived, cursor = inputs.completion_times, inputs.archived_completion_times, inputs.completion_cursor
     for log in logs:
         instant = log.instant_time
-        completion = completion_times.get(instant)
-        if completion is None:
-            if start is None or instant >= start:
-                continue
-            completion = instant  # older than the active timeline: archived, so completed
-        for key in keys:
-            if completion >= key:
-                slot = key
-                break
-        else:
+        if not keys:
             slot = instant
             slices[slot] = None
-            keys = sorted(slices, reverse=True)
+            keys = [slot]
+        else:
+            completion = active.get(instant)
+            if completion is None and (cursor is None or instant < cursor):
+                completion = archived.get(instant)
+            if completion is None:
+                slot = keys[0]  # "the log file is still pending, it always belongs to the latest file slice"
+            else:
+                for key in keys:
+                    # a completion time of another length (a legacy instant) compares by requested time
+                    if (completion if len(completion) == len(key) else instant) >= key:
+                        slot = key
+                        break
+                else:
+                    slot = instant
+                    slices[slot] = None
+                    keys = sorted(slices, reverse=True)
         found = placed.get(slot)
         if found is None:
             placed[slot] = [log]

@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from timeline import metadata
+from timeline.archive import load_archived_timeline
 from timeline.config import TableConfig, read_config
 from timeline.fsview import FileGroupId, FileSystemView, TableListing, ViewInputs, build_view, list_partitions
 from timeline.perf import paused_gc
@@ -32,6 +33,7 @@ class HudiTable:
         self.base = base
         self.config = config
         self._timeline: ActiveTimeline | None = None
+        self._archived_completion: dict[str, str] | None = None
 
     @classmethod
     def open(cls, uri: str) -> HudiTable:
@@ -68,6 +70,7 @@ class HudiTable:
         """Forget the loaded timeline and config so the next access re-reads them."""
         self.config = read_config(self.storage, self.base)
         self._timeline = None
+        self._archived_completion = None
         return self
 
     def ensure_intact(self) -> None:
@@ -168,14 +171,27 @@ class HudiTable:
             visible = writes.completed_and_compaction()
         else:
             visible = writes.completed().before_or_on(as_of)
+        first = self.timeline.first()
         return ViewInputs(
             visible=visible,
             table_version=self.version,
-            completion_times={i.requested_time: i.completion_time for i in writes.completed() if i.completion_time},
+            completion_times={i.requested_time: i.completion_time for i in self.timeline.completed()
+                              if i.completion_time},
+            completion_cursor=first.requested_time if first is not None else None,
+            archived_completion_times=self.archived_completion_times() if self.version >= 8 else {},
             replaced=self.replaced_file_groups(visible),
             pending_compactions=self.pending_operations(COMPACTION) if as_of is None else {},
             pending_log_compactions=self.pending_operations(LOG_COMPACTION) if as_of is None else {},
         )
+
+    def archived_completion_times(self) -> dict[str, str]:
+        """Requested -> completion time of every instant in the archived (LSM) timeline, read
+        once per table object (what CompletionTimeQueryViewV2 loads for instants older than
+        the active timeline)."""
+        if self._archived_completion is None:
+            self._archived_completion = {i.requested_time: i.completion_time for i in load_archived_timeline(self)
+                                         if i.completion_time}
+        return self._archived_completion
 
     def file_system_view(self, *, as_of: str | None = None, listing: TableListing | None = None) -> FileSystemView:
         """The file-system view Hudi readers see now, or as of a completed instant (time

@@ -4,15 +4,21 @@ closed disagreements)."""
 
 from __future__ import annotations
 
+import io
+import json
 import time
 from datetime import datetime, timezone
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from tests.lakes import Lake
 from timeline.clean.config import CleanConfig, CleanPolicy
 from timeline.clean.executor import schedule_clean
+from timeline.archive import load_archived_timeline
 from timeline.clean.planner import plan_clean
+from timeline.instant import State
 from timeline.metadata import avro
 from timeline.storage import MemoryStorage
 from timeline.table import HudiTable
@@ -115,3 +121,69 @@ def test_clean_cli_now_of_14_digits_is_that_second_exactly() -> None:
     table = HudiTable.load(lake.storage, lake.base)
     assert _now(table, "20261101120000") == datetime(2026, 11, 1, 12, 0, tzinfo=timezone.utc)
     assert _now(table, "20261101120000123").microsecond == 123000
+
+
+def archive_v8(lake: Lake, instants: list[tuple[str, str, str]]) -> None:
+    """Move instants to the LSM history as Hudi's archiver does: their rows in a Parquet file
+    named by the latest manifest, their state files gone from the active timeline."""
+    rows = pa.table({"instantTime": [r[0] for r in instants], "completionTime": [r[1] for r in instants],
+                     "action": [r[2] for r in instants], "metadata": [b""] * len(instants),
+                     "plan": [None] * len(instants), "version": [1] * len(instants)})
+    sink = io.BytesIO()
+    pq.write_table(rows, sink)
+    history = f"{lake.timeline_folder}/history"
+    name = f"{instants[0][0]}_{instants[-1][0]}_0.parquet"
+    lake.storage.write(f"{history}/{name}", sink.getvalue())
+    lake.storage.write(f"{history}/manifest_1", json.dumps({"files": [{"fileName": name, "fileLen": 1}]}).encode())
+    lake.storage.write(f"{history}/_version_", b"1")
+    for status in list(lake.storage.list(lake.timeline_folder)):
+        if not status.is_dir and status.name[:17] in {r[0] for r in instants}:
+            lake.storage.delete(status.path)
+
+
+def test_getBaseInstantTime_places_an_archived_log_by_its_archived_completion_time() -> None:
+    """HoodieFileGroup.getBaseInstantTime with CompletionTimeQueryViewV2: a log written before a
+    compaction but completed after it belongs to the compacted slice, also once its delta
+    commit is archived (the completion time then comes from the LSM history). Cleaning the
+    old slice must not take it: its records are in no base file."""
+    lake = Lake(MemoryStorage(), "/t", version=8, table_type="MERGE_ON_READ")
+    b1 = lake.base_file(P, "fg1", T[1])
+    lake.commit(T[1], {P: [b1]}, completion=T[1][:-3] + "500")
+    late = lake.log_file(P, "fg1", T[3])                   # delta commit T3...
+    b4 = lake.base_file(P, "fg1", T[4])
+    lake.schedule_compaction(T[4], [(P, "fg1", T[1])])
+    lake.complete_compaction(T[4], {P: [b4]}, completion=T[4][:-3] + "500")
+    lake.commit(T[3], {P: [late]}, completion=T[5])        # ...completes after compaction T4
+    for t in T[6:12]:
+        lake.commit(t, {"city=la": [lake.base_file("city=la", "other", t)]})
+    archive_v8(lake, [(T[1], T[1][:-3] + "500", "deltacommit"), (T[3], T[5], "deltacommit"),
+                      (T[4], T[4][:-3] + "500", "commit")])
+    table = HudiTable.load(lake.storage, lake.base)
+    (group,) = table.file_system_view().file_groups(P)
+    assert [(s.base_instant_time, [log.name for log in s.log_files]) for s in group.slices] == [
+        (T[4], [late]), (T[1], [])]
+    result = plan_clean(table, CleanConfig(commits_retained=2))
+    doomed = {d.file_name for d in result.files_to_delete}
+    assert b1 in doomed and late not in doomed
+
+
+def test_getBaseInstantTime_puts_a_pending_log_in_the_newest_slice() -> None:
+    """'the log file is still pending, it always belongs to the latest file slice'; readers do
+    not see it (filterUncommittedLogs), the cleaner keeps it with that slice."""
+    lake = Lake(MemoryStorage(), "/t", version=8, table_type="MERGE_ON_READ")
+    b1 = lake.base_file(P, "fg1", T[1])
+    lake.commit(T[1], {P: [b1]})
+    pending = lake.log_file(P, "fg1", T[2])
+    lake.commit(T[2], {P: [pending]}, state=State.INFLIGHT)
+    view = HudiTable.load(lake.storage, lake.base).file_system_view()
+    (group,) = view.file_groups(P)
+    assert [log.name for log in group.slices[0].log_files] == [pending]
+    assert view.latest_slices(P)[0].log_files == ()
+
+
+def test_latestSnapshotVersion_falls_back_to_the_highest_manifest() -> None:
+    lake = Lake(MemoryStorage(), "/t", version=8)
+    archive_v8(lake, [("20250101000000000", "20250101000000500", "commit")])
+    lake.storage.delete(f"{lake.timeline_folder}/history/_version_")
+    archived = load_archived_timeline(HudiTable.load(lake.storage, lake.base))
+    assert [i.requested_time for i in archived] == ["20250101000000000"]
