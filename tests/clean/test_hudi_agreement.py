@@ -187,3 +187,22 @@ def test_latestSnapshotVersion_falls_back_to_the_highest_manifest() -> None:
     lake.storage.delete(f"{lake.timeline_folder}/history/_version_")
     archived = load_archived_timeline(HudiTable.load(lake.storage, lake.base))
     assert [i.requested_time for i in archived] == ["20250101000000000"]
+
+
+@pytest.mark.parametrize("version", [6, 8])
+def test_getDeletePaths_partition_deletion_looks_at_groups_replaced_since_the_ectr(version: int) -> None:
+    """CleanPlanner deletes a partition left with no file group when no group of it (still
+    listed) was replaced at or after the earliest commit to retain (noSubsequentReplaceCommit);
+    an insert_overwrite_table naming the partition with no file ids does not block it."""
+    Q = "city=la"
+    lake = Lake(MemoryStorage(), "/t", version=version)
+    old = lake.base_file(Q, "fgQ", T[1])
+    lake.commit(T[1], {Q: [old]})
+    lake.commit(T[2], {P: [lake.base_file(P, "fgP", T[2])]}, replaced={Q: ["fgQ"]})
+    for t in T[3:6]:
+        lake.commit(t, {P: [lake.base_file(P, "fgP", t)]})
+    lake.commit(T[6], {P: [lake.base_file(P, "fgP2", T[6])]}, replaced={Q: [], P: []})
+    result = plan_clean(HudiTable.load(lake.storage, lake.base), CleanConfig(commits_retained=2))
+    assert result.earliest_instant_to_retain is not None and result.earliest_instant_to_retain.requested_time == T[5]
+    assert old in {d.file_name for d in result.files_to_delete}
+    assert result.partitions_to_delete == (Q,)

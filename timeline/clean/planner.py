@@ -116,7 +116,6 @@ class PlanContext:
     ectr: Instant | None
     inputs: ViewInputs
     protection: Protection
-    replaced_since_ectr: frozenset[str]
     with_logs: bool
 
 
@@ -166,7 +165,6 @@ def start_plan(table: HudiTable, config: CleanConfig, *, now: datetime | None = 
     context = PlanContext(
         table_uri=table.uri, base=table.base, config=config, ectr=ectr, inputs=table.view_inputs(),
         protection=read_protection(table),
-        replaced_since_ectr=frozenset(_replaced_since(table, ectr.requested_time) if ectr else ()),
         with_logs=table.config.is_mor or table.config.get("hoodie.table.cdc.enabled", "false") == "true",
     )
     return PlanStart(header, context, partitions, incremental_from is not None,
@@ -347,7 +345,9 @@ def plan_partition(context: PlanContext, storage: Storage, partition: str,
         assert ectr is not None
         for group in live:
             _keep_commits(decider, group, config.policy, ectr, protection)
-        drop = not live and partition not in context.replaced_since_ectr
+        # noSubsequentReplaceCommit: no file group of this partition (still listed) was
+        # replaced at or after the earliest commit to retain.
+        drop = not live and not any((g.replaced_by or "") >= ectr.requested_time for g in groups)
     return decider.decisions, drop
 
 
@@ -442,16 +442,6 @@ def _keep_versions(decider: _Decider, group: FileGroup, retained: int, protectio
             decider.slice(piece, False, clustering)
         else:
             decider.slice(piece, True, f"older than the {retained} newest versions retained")
-
-
-def _replaced_since(table: HudiTable, ectr: str) -> set[str]:
-    """Partitions where a completed replacecommit at or after the ECTR replaced file groups
-    (noSubsequentReplaceCommit, negated): they are not deleted even when left empty."""
-    partitions: set[str] = set()
-    for instant in table.timeline.completed().with_actions({REPLACE_COMMIT}):
-        if instant.requested_time >= ectr:
-            partitions.update((table.read_instant(instant) or {}).get("partitionToReplaceFileIds") or {})
-    return partitions
 
 
 def why_protected(group: FileGroup, piece: FileSlice, protection: Protection) -> str | None:
