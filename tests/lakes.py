@@ -87,7 +87,7 @@ class Lake:
                 break
             content = None
             if step is State.COMPLETED:
-                content = self.commit_metadata(files or {}, replaced, operation)
+                content = self.commit_metadata(files or {}, replaced, operation, time=time)
             elif step is State.REQUESTED and action == "replacecommit":
                 content = {"operationType": "INSERT_OVERWRITE"}
             self.instant_file(done.at(step, done.completion_time) if step is State.COMPLETED
@@ -95,11 +95,11 @@ class Lake:
         return done if state is State.COMPLETED else Instant(time, action, state)
 
     def commit_metadata(self, files: Mapping[str, Sequence[str]], replaced: Mapping[str, Sequence[str]] | None,
-                        operation: str) -> dict:
+                        operation: str, *, time: str = "") -> dict:
         stats = {
             partition: [{"fileId": name.lstrip(".").split("_")[0], "path": f"{partition}/{name}" if partition else name,
-                         "prevCommit": "null", "numWrites": 1, "partitionPath": partition,
-                         "totalWriteBytes": 100, "fileSizeInBytes": 100}
+                         "prevCommit": self._previous(partition, name.lstrip(".").split("_")[0], time),
+                         "numWrites": 1, "partitionPath": partition, "totalWriteBytes": 100, "fileSizeInBytes": 100}
                         for name in names]
             for partition, names in files.items()
         }
@@ -108,6 +108,22 @@ class Lake:
         if replaced is not None:
             content["partitionToReplaceFileIds"] = {p: list(ids) for p, ids in replaced.items()}
         return content
+
+    def _previous(self, partition: str, file_id: str, time: str) -> str:
+        """A write stat's prevCommit: the newest earlier base or log instant of the file group
+        ("null" for a new file group), as Hudi records an update."""
+        folder = self.partition_path(partition)
+        earlier = []
+        for status in self.storage.list(folder) if self.storage.exists(folder) else ():
+            name = status.name
+            stem = name.lstrip(".")
+            if not stem.startswith(file_id + "_"):
+                continue
+            instant = (stem.split("_")[1].split(".log.")[0] if name.startswith(".")
+                       else stem.rsplit("_", 1)[-1].split(".")[0])
+            if instant < time:
+                earlier.append(instant)
+        return max(earlier) if earlier else "null"
 
     def schedule_compaction(self, time: str, operations: Sequence[tuple[str, str, str]],
                             state: State = State.REQUESTED) -> Instant:

@@ -206,3 +206,25 @@ def test_getDeletePaths_partition_deletion_looks_at_groups_replaced_since_the_ec
     assert result.earliest_instant_to_retain is not None and result.earliest_instant_to_retain.requested_time == T[5]
     assert old in {d.file_name for d in result.files_to_delete}
     assert result.partitions_to_delete == (Q,)
+
+
+def test_getPartitionPathsForIncrementalCleaning_skips_partitions_that_only_got_new_file_groups() -> None:
+    """PR #18016 (getWritePartitionPathsWithExistingFileGroupsModified): after a clean, the
+    next incremental plan lists the partitions where a commit updated or replaced an existing
+    file group, not those that only received new ones."""
+    Q = "city=la"
+    lake = Lake(MemoryStorage(), "/t", version=8)
+    for t in T[:4]:
+        lake.commit(t, {P: [lake.base_file(P, "fg1", t)]})
+    table = HudiTable.load(lake.storage, lake.base)
+    config = CleanConfig(commits_retained=2)
+    from timeline.clean.executor import run_pending_cleans
+
+    schedule_clean(table, plan_clean(table, config), config)
+    run_pending_cleans(table)
+    lake.commit(T[10], {Q: [lake.base_file(Q, "new1", T[10])]})          # insert only: a new file group
+    lake.commit(T[11], {P: [lake.base_file(P, "fg1", T[11])]})            # an update of fg1
+    lake.commit(T[12], {Q: [lake.base_file(Q, "new2", T[12])]})
+    lake.commit(T[13], {P: [lake.base_file(P, "fg1", T[13])]})
+    result = plan_clean(table.reload(), config)
+    assert result.incremental and result.partitions_considered == (P,)

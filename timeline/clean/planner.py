@@ -254,13 +254,25 @@ def _incremental_start(table: HudiTable, config: CleanConfig) -> tuple[str | Non
 
 
 def _partitions_touched(table: HudiTable, timeline: Timeline, start: str, end: str) -> list[str]:
+    """CleanPlanner.getPartitionPathsForIncrementalCleaning on Hudi master (PR #18016,
+    getWritePartitionPathsWithExistingFileGroupsModified): the partitions in which the completed
+    commits from the previous to the new earliest commit to retain left older files behind:
+    every partition of a replacecommit's `partitionToReplaceFileIds`, and partitions with a
+    write stat that updated an existing file group (`prevCommit` set). Partitions that only
+    received new file groups have nothing to clean."""
     partitions: set[str] = set()
     for instant in timeline.commits().completed():
         if start <= instant.requested_time < end:
             content = table.read_instant(instant) or {}
-            partitions.update(k for k in (content.get("partitionToWriteStats") or {}) if k is not None)
+            for partition, stats in (content.get("partitionToWriteStats") or {}).items():
+                if partition is not None and any(_updates_a_group(stat) for stat in stats or ()):
+                    partitions.add(partition)
             partitions.update(k for k in (content.get("partitionToReplaceFileIds") or {}) if k is not None)
     return sorted(partitions)
+
+
+def _updates_a_group(stat: Mapping[str, Any]) -> bool:
+    return (stat.get("prevCommit") or "null") != "null"
 
 
 # What protects files
