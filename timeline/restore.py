@@ -178,18 +178,24 @@ def restore(table: HudiTable, savepoint_time: str, *, drop_metadata: bool = Fals
         restore_instant = Instant(table.new_instant_time(), RESTORE, State.REQUESTED)
         write_state(table, restore_instant, plan)
     write_state(table, Instant(restore_instant.requested_time, RESTORE, State.INFLIGHT), None)
+    # BaseRestoreActionExecutor: an instant no longer on the write timeline was rolled back by
+    # an earlier, interrupted run ("Ignoring already rolledback instant"); the metadata lists
+    # only the instants this run rolled back.
     rolled_back: dict[str, list[dict[str, Any]]] = {}
+    done_now: list[dict[str, Any]] = []
     for entry in plan.get("instantsToRollback") or ():
-        rolled_back[entry["commitTime"]] = [_roll_back_for_restore(table, entry)]
+        result = _roll_back_for_restore(table, entry)
+        if result is not None:
+            rolled_back[entry["commitTime"]] = [result]
+            done_now.append(entry)
         table.reload()
     content = {
         "startRestoreTime": restore_instant.requested_time,
         "timeTakenInMillis": int((time.monotonic() - started) * 1000),
-        "instantsToRollback": [e["commitTime"] for e in plan.get("instantsToRollback") or ()],
+        "instantsToRollback": [e["commitTime"] for e in done_now],
         "hoodieRestoreMetadata": rolled_back,
         "version": RESTORE_METADATA_VERSION,
-        "restoreInstantInfo": [{"commitTime": e["commitTime"], "action": e["action"]}
-                               for e in plan.get("instantsToRollback") or ()],
+        "restoreInstantInfo": [{"commitTime": e["commitTime"], "action": e["action"]} for e in done_now],
     }
     completion = table.new_instant_time(after=restore_instant.requested_time) if table.config.layout_version >= 2 else None
     done = Instant(restore_instant.requested_time, RESTORE, State.COMPLETED, completion)
@@ -202,20 +208,18 @@ def restore(table: HudiTable, savepoint_time: str, *, drop_metadata: bool = Fals
     return done
 
 
-def _roll_back_for_restore(table: HudiTable, entry: dict[str, Any]) -> dict[str, Any]:
+def _roll_back_for_restore(table: HudiTable, entry: dict[str, Any]) -> dict[str, Any] | None:
     """One planned rollback: resumed from its pending rollback instant when a crashed run left
-    one, else planned now; never published as a completed rollback (as in Hudi)."""
+    one, else planned now; never published as a completed rollback. None when the instant is
+    already gone from the timeline (rolled back by an earlier run: its files went first)."""
     existing = pending_rollback_of(table, entry["commitTime"])
     target = next((i for i in table.timeline if i.requested_time == entry["commitTime"]
                    and i.action in (entry["action"], *([REPLACE_COMMIT] if entry["action"] == CLUSTERING else []))),
                   None)
+    if target is None:
+        return None
     if existing is not None:
         rollback_instant, plan = existing
-        target = target or Instant(entry["commitTime"], entry["action"], State.INFLIGHT)
-    elif target is None:
-        return {"startRollbackTime": "", "timeTakenInMillis": 0, "totalFilesDeleted": 0,
-                "commitsRollback": [entry["commitTime"]], "partitionMetadata": {}, "version": 1,
-                "instantsRollback": [{"commitTime": entry["commitTime"], "action": entry["action"]}]}
     else:
         plan = plan_rollback(table, target, for_restore=True).plan
         rollback_instant = Instant(table.new_instant_time(), ROLLBACK, State.REQUESTED)

@@ -228,3 +228,27 @@ def test_getPartitionPathsForIncrementalCleaning_skips_partitions_that_only_got_
     lake.commit(T[13], {P: [lake.base_file(P, "fg1", T[13])]})
     result = plan_clean(table.reload(), config)
     assert result.incremental and result.partitions_considered == (P,)
+
+
+@pytest.mark.parametrize("version", [6, 8])
+def test_BaseRestoreActionExecutor_skips_instants_an_interrupted_run_rolled_back(version: int) -> None:
+    from timeline.instant import Instant
+    from timeline.restore import _roll_back_for_restore, restore
+    from timeline.savepoint import create_savepoint
+
+    lake = Lake(MemoryStorage(), "/t", version=version)
+    for t in T[:5]:
+        lake.commit(t, {P: [lake.base_file(P, "fg1", t)]})
+    table = HudiTable.load(lake.storage, lake.base)
+    create_savepoint(table, T[2])
+    entries = [{"commitTime": T[4], "action": "commit"}, {"commitTime": T[3], "action": "commit"}]
+    pending = Instant(table.new_instant_time(), "restore", State.REQUESTED)
+    lake.instant_file(pending, {"instantsToRollback": entries, "version": 2, "savepointToRestoreTimestamp": T[2]})
+    lake.instant_file(Instant(pending.requested_time, "restore", State.INFLIGHT))
+    assert _roll_back_for_restore(table.reload(), entries[0]) is not None  # the run that was cut off
+    done = restore(table.reload(), T[2])
+    assert done.requested_time == pending.requested_time
+    content = table.read_instant(table.timeline.find(done.requested_time))
+    assert content["instantsToRollback"] == [T[3]] and list(content["hoodieRestoreMetadata"]) == [T[3]]
+    assert [i["commitTime"] for i in content["restoreInstantInfo"]] == [T[3]]
+    assert not lake.storage.exists(f"/t/{P}/fg1_0-1-0_{T[4]}.parquet")
