@@ -136,6 +136,16 @@ class TableConfig:
         return self.props.get(BASE_FORMAT, "PARQUET").upper()
 
     @property
+    def base_file_extensions(self) -> frozenset[str]:
+        """Extensions Hudi counts as base files (AbstractTableFileSystemView
+        .convertFileStatusesToBaseFiles): the table's base file format, or every supported one
+        when `hoodie.table.multiple.base.file.formats.enable` is on. Other files are not in
+        any file slice, so no clean deletes them."""
+        if _flag(self.props.get("hoodie.table.multiple.base.file.formats.enable")):
+            return frozenset({".parquet", ".orc", ".hfile"})
+        return frozenset({"." + self.base_file_format.lower()})
+
+    @property
     def timezone(self) -> str:
         """`LOCAL` (the default) or `UTC`: the zone instant times are written in."""
         return self.props.get(TIMEZONE, "LOCAL").upper()

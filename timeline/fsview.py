@@ -167,6 +167,7 @@ class ViewInputs:
     # state) and, for earlier instants, completion times from the archived (LSM) timeline.
     completion_cursor: str | None = None
     archived_completion_times: Mapping[str, str] = field(default_factory=dict)
+    base_file_extensions: frozenset[str] = BASE_FILE_EXTENSIONS
 
 
 class FileSystemView:
@@ -251,7 +252,8 @@ def _append(groups: dict[str, list[T]], key: str, item: T) -> None:
         found.append(item)
 
 
-def _parse_files(files: Iterable[FileStatus]) -> tuple[dict[str, list[BaseFile]], dict[str, list[LogFile]]]:
+def _parse_files(files: Iterable[FileStatus],
+                 extensions: frozenset[str] = BASE_FILE_EXTENSIONS) -> tuple[dict[str, list[BaseFile]], dict[str, list[LogFile]]]:
     bases: dict[str, list[BaseFile]] = {}
     logs: dict[str, list[LogFile]] = {}
     for status in files:
@@ -265,7 +267,7 @@ def _parse_files(files: Iterable[FileStatus]) -> tuple[dict[str, list[BaseFile]]
                         logs[log.file_id] = [log]
                     else:
                         found.append(log)
-            elif name[name.rfind("."):] in BASE_FILE_EXTENSIONS:
+            elif name[name.rfind("."):] in extensions:
                 base = base_file_of(name, status.size)
                 _append(bases, base.file_id, base)
         except InvalidFileNameError:
@@ -275,7 +277,7 @@ def _parse_files(files: Iterable[FileStatus]) -> tuple[dict[str, list[BaseFile]]
 
 def _partition_groups(partition: str, files: Iterable[FileStatus], inputs: ViewInputs,
                       visibility: _Visibility) -> list[FileGroup]:
-    bases, logs = _parse_files(files)
+    bases, logs = _parse_files(files, inputs.base_file_extensions)
     by_completion = inputs.table_version >= 8
     groups = []
     for file_id in sorted(bases.keys() | logs.keys()):  # a stable order across processes

@@ -179,6 +179,7 @@ class HudiTable:
                               if i.completion_time},
             completion_cursor=first.requested_time if first is not None else None,
             archived_completion_times=self.archived_completion_times() if self.version >= 8 else {},
+            base_file_extensions=self.config.base_file_extensions,
             replaced=self.replaced_file_groups(visible),
             pending_compactions=self.pending_operations(COMPACTION) if as_of is None else {},
             pending_log_compactions=self.pending_operations(LOG_COMPACTION) if as_of is None else {},

@@ -18,7 +18,7 @@ from timeline.clean.config import CleanConfig, CleanPolicy
 from timeline.clean.executor import schedule_clean
 from timeline.archive import load_archived_timeline
 from timeline.clean.planner import plan_clean
-from timeline.instant import State
+from timeline.instant import Instant, State
 from timeline.metadata import avro
 from timeline.storage import MemoryStorage
 from timeline.table import HudiTable
@@ -252,3 +252,29 @@ def test_BaseRestoreActionExecutor_skips_instants_an_interrupted_run_rolled_back
     assert content["instantsToRollback"] == [T[3]] and list(content["hoodieRestoreMetadata"]) == [T[3]]
     assert [i["commitTime"] for i in content["restoreInstantInfo"]] == [T[3]]
     assert not lake.storage.exists(f"/t/{P}/fg1_0-1-0_{T[4]}.parquet")
+
+
+def test_convertFileStatusesToBaseFiles_counts_only_the_tables_base_format() -> None:
+    lake = Lake(MemoryStorage(), "/t", version=8)
+    stray = lake.data_file(P, f"fg9_0-1-0_{T[0]}.orc")  # named like a base file, but not the table's format
+    lake.commit(T[0], {P: [lake.base_file(P, "fg1", T[0])]})
+    for t in T[1:4]:
+        lake.commit(t, {P: [lake.base_file(P, "fg1", t), lake.base_file(P, "fg9", t)]})
+    result = plan_clean(HudiTable.load(lake.storage, lake.base), CleanConfig(commits_retained=1))
+    assert stray not in {d.file_name for d in result.decisions}
+    assert f"fg1_0-1-0_{T[0]}.parquet" in {d.file_name for d in result.files_to_delete}
+
+
+def test_isFileSliceNeededForPendingMajorOrMinorCompaction_checks_both_plans() -> None:
+    lake = Lake(MemoryStorage(), "/t", version=8, table_type="MERGE_ON_READ")
+    names = [lake.base_file(P, "fg1", t) for t in T[:4]]
+    for t, name in zip(T[:4], names):
+        lake.commit(t, {P: [name]}, action="commit")
+    lake.schedule_compaction(T[10], [(P, "fg1", T[1])])       # reads slices from T1 on
+    plan = {"operations": [{"baseInstantTime": T[3], "fileId": "fg1", "partitionPath": P,
+                            "deltaFilePaths": [], "dataFilePath": names[3]}], "version": 2}
+    lake.instant_file(Instant(T[11], "logcompaction", State.REQUESTED), plan)  # later plan, later base
+    result = plan_clean(HudiTable.load(lake.storage, lake.base),
+                        CleanConfig(policy=CleanPolicy.KEEP_LATEST_FILE_VERSIONS, file_versions_retained=1))
+    doomed = {d.file_name for d in result.files_to_delete}
+    assert names[1] not in doomed and names[2] not in doomed

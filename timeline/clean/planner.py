@@ -293,7 +293,11 @@ def read_protection(table: HudiTable) -> Protection:
             kind = "pending compaction" if instant.action == "compaction" else "pending log compaction"
             for op in plan.get("operations") or ():
                 key = (op.get("partitionPath") or "", op["fileId"])
-                pending_ops[key] = (op.get("baseInstantTime") or "", kind, instant.requested_time)
+                entry = (op.get("baseInstantTime") or "", kind, instant.requested_time)
+                # A group in both a compaction and a log compaction plan: Hudi checks each map;
+                # keeping the older base instant protects every slice either one reads.
+                if key not in pending_ops or entry[0] < pending_ops[key][0]:
+                    pending_ops[key] = entry
         elif instant.action in (CLUSTERING, REPLACE_COMMIT):
             plan = table.read_instant(instant, State.REQUESTED) or {}
             for group in ((plan.get("clusteringPlan") or {}).get("inputGroups") or ()):
