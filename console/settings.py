@@ -6,15 +6,48 @@ REDIS_URL         Celery broker and result backend (default redis://127.0.0.1:63
 SPARK_MASTER      where Spark jobs run (default local[*])
 CLEANLINE_ALLOWED_ROOTS  comma-separated paths/URIs tables may be registered from
                   (default: the demo lake, var/demo-lake)
-SECRET_KEY        required when DEBUG is off outside tests; a development key otherwise
+CLEANLINE_SYNC_INTERVAL_SECONDS, CLEANLINE_AUTO_CLEAN_INTERVAL_SECONDS  beat's schedules
+                  (default 300 and 3600)
+CLEANLINE_APPROVER_MUST_DIFFER  an approver must differ from the plan's requester (default true)
+CLEANLINE_LOCK_EXPIRY_SECONDS  a table lock whose run stopped heartbeating is free after this (default 120)
+CLEANLINE_BUSY_RETRY_SECONDS, CLEANLINE_BUSY_RETRY_MAX_SECONDS  a task finding its table busy
+                  retries after this, doubling up to the max (default 30 and 600)
+CLEANLINE_BUSY_MAX_RETRIES  after this many retries its plan or job fails with the reason (default 20)
+CLEANLINE_SPARK_MIN_FILES  tables with at least this many files run on Spark (default 200000)
+CLEANLINE_TASK_TIME_LIMIT, CLEANLINE_REDELIVERY_SECONDS  Celery's hard time limit per task and
+                  when a dead worker's task is delivered again (default 21600 and limit + 600)
+LOG_LEVEL         the root logger's level (default WARNING)
+
+SECRET_KEY        required when DEBUG is off: start-up fails without it. Generate one with
+                  `python -c "import secrets; print(secrets.token_urlsafe(50))"`. With DEBUG on a
+                  development key is used; under pytest (PYTEST_VERSION set) a tests-only key.
 DEBUG             off unless "1"/"true"/"yes"
-ALLOWED_HOSTS     comma-separated (default 127.0.0.1,localhost)"""
+ALLOWED_HOSTS     comma-separated (default 127.0.0.1,localhost)
+CSRF_TRUSTED_ORIGINS  comma-separated origins allowed to POST, e.g. https://cleanline.example.com
+                  (needed when the console is reached through another host name or port)
+CLEANLINE_HTTPS   "true" when the console is served over HTTPS only (by itself or behind a
+                  TLS-terminating proxy): redirects HTTP to HTTPS, secure session and CSRF
+                  cookies, HSTS with includeSubDomains (default off)
+CLEANLINE_HSTS_SECONDS  HSTS max-age with CLEANLINE_HTTPS (default 31536000, one year)
+CLEANLINE_HSTS_PRELOAD  "true" adds HSTS preload (default off: the browsers' preload list is a
+                  commitment hard to undo, so `check --deploy`'s W021 is silenced until it is on)
+CLEANLINE_TRUSTED_PROXY_SSL_HEADER  the header a TLS-terminating proxy sets on HTTPS requests,
+                  `X-Forwarded-Proto` (value https) or `Name=value`; set it only when that proxy
+                  always sets or strips the header, else a client could claim HTTPS. Behind such a
+                  proxy CLEANLINE_HTTPS needs it, or every request is redirected again.
+CLEANLINE_LOGIN_FAILURE_LIMIT  failed logins of one username from one IP address before both are
+                  locked out (django-axes; default 5)
+CLEANLINE_LOGIN_COOLOFF_MINUTES  how long a lockout lasts (default 15)
+Passwords are checked by Django's four validators (at least 12 characters)."""
 
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 from urllib.parse import unquote, urlparse
+
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -38,9 +71,39 @@ def database_from_url(url: str) -> dict[str, object]:
     raise ValueError(f"DATABASE_URL: unsupported scheme {parsed.scheme!r} (use sqlite:/// or postgres://)")
 
 
+def _list(name: str, default: str = "") -> list[str]:
+    return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
+
+
+def secret_key(*, debug: bool) -> str:
+    """SECRET_KEY from the environment; published keys only for development and tests."""
+    key = os.environ.get("SECRET_KEY", "").strip()
+    if key:
+        return key
+    if debug:
+        return "cleanline-development-only-key-change-me"
+    # pytest sets PYTEST_VERSION for its run (the Celery workers tests start inherit it); a conftest
+    # cannot provide the key, as pytest-django imports these settings before any conftest.py.
+    if os.environ.get("PYTEST_VERSION"):
+        return "cleanline-tests-only-key-never-use-it-elsewhere-0123456789"
+    raise ImproperlyConfigured(
+        "SECRET_KEY is not set and DEBUG is off. Set the SECRET_KEY environment variable to a long "
+        "random string kept secret, e.g. the output of "
+        "`python -c \"import secrets; print(secrets.token_urlsafe(50))\"` (or set DEBUG=1 for development).")
+
+
+def proxy_ssl_header(value: str) -> tuple[str, str] | None:
+    """`X-Forwarded-Proto` or `X-Forwarded-Proto=https` -> ("HTTP_X_FORWARDED_PROTO", "https")."""
+    name, _, expected = value.partition("=")
+    if not name.strip():
+        return None
+    return "HTTP_" + name.strip().upper().replace("-", "_"), expected.strip() or "https"
+
+
 DEBUG = _flag("DEBUG")
-SECRET_KEY = os.environ.get("SECRET_KEY", "cleanline-development-only-key-change-me")
-ALLOWED_HOSTS = [h.strip() for h in os.environ.get("ALLOWED_HOSTS", "127.0.0.1,localhost").split(",") if h.strip()]
+SECRET_KEY = secret_key(debug=DEBUG)
+ALLOWED_HOSTS = _list("ALLOWED_HOSTS", "127.0.0.1,localhost")
+CSRF_TRUSTED_ORIGINS = _list("CSRF_TRUSTED_ORIGINS")
 
 INSTALLED_APPS = [
     "django.contrib.auth",
@@ -48,6 +111,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "axes",
     "console",
 ]
 
@@ -59,6 +123,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: turns a locked-out login into its 429 answer.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "console.urls"
@@ -86,6 +152,36 @@ LOGOUT_REDIRECT_URL = "login"
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False
 
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 12}},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+# Login throttling (django-axes): its backend first refuses a locked-out username + IP address.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = int(os.environ.get("CLEANLINE_LOGIN_FAILURE_LIMIT", "5"))
+AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("CLEANLINE_LOGIN_COOLOFF_MINUTES", "15")))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+
+# HTTPS only (CLEANLINE_HTTPS), behind a proxy that says which requests came over HTTPS.
+CLEANLINE_HTTPS = _flag("CLEANLINE_HTTPS")
+SECURE_PROXY_SSL_HEADER = proxy_ssl_header(os.environ.get("CLEANLINE_TRUSTED_PROXY_SSL_HEADER", ""))
+SECURE_SSL_REDIRECT = CLEANLINE_HTTPS
+SESSION_COOKIE_SECURE = CLEANLINE_HTTPS
+CSRF_COOKIE_SECURE = CLEANLINE_HTTPS
+SECURE_HSTS_SECONDS = int(os.environ.get("CLEANLINE_HSTS_SECONDS", "31536000")) if CLEANLINE_HTTPS else 0
+SECURE_HSTS_INCLUDE_SUBDOMAINS = CLEANLINE_HTTPS
+SECURE_HSTS_PRELOAD = CLEANLINE_HTTPS and _flag("CLEANLINE_HSTS_PRELOAD")
+# W021 asks for HSTS preload, a commitment to browsers' built-in lists that is slow to undo:
+# it is the operator's choice (CLEANLINE_HSTS_PRELOAD), not a deployment mistake.
+SILENCED_SYSTEM_CHECKS = [] if SECURE_HSTS_PRELOAD else ["security.W021"]
+
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "var" / "static"
 USE_TZ = True
@@ -100,6 +196,13 @@ CLEANLINE_ALLOWED_ROOTS = [
 CLEANLINE_SYNC_INTERVAL_SECONDS = int(os.environ.get("CLEANLINE_SYNC_INTERVAL_SECONDS", "300"))
 # An approver must differ from the plan's requester (automatic plans excepted).
 CLEANLINE_APPROVER_MUST_DIFFER = os.environ.get("CLEANLINE_APPROVER_MUST_DIFFER", "true").lower() in ("1", "true", "yes")
+# The per-table lock is a lease: its owner heartbeats (every quarter of this, at most every 10 s);
+# once it has not for this long, another run may take the table over.
+CLEANLINE_LOCK_EXPIRY_SECONDS = float(os.environ.get("CLEANLINE_LOCK_EXPIRY_SECONDS", "120"))
+# A task whose table is busy is retried after this many seconds, doubling up to the max, this many times.
+CLEANLINE_BUSY_RETRY_SECONDS = float(os.environ.get("CLEANLINE_BUSY_RETRY_SECONDS", "30"))
+CLEANLINE_BUSY_RETRY_MAX_SECONDS = float(os.environ.get("CLEANLINE_BUSY_RETRY_MAX_SECONDS", "600"))
+CLEANLINE_BUSY_MAX_RETRIES = int(os.environ.get("CLEANLINE_BUSY_MAX_RETRIES", "20"))
 # Tables with at least this many files are planned and cleaned by PySpark jobs (0: never).
 CLEANLINE_SPARK_MIN_FILES = int(os.environ.get("CLEANLINE_SPARK_MIN_FILES", "200000"))
 

@@ -197,8 +197,13 @@ def plan_report_csv(request: HttpRequest, pk: int, plan_id: int) -> HttpResponse
     """Every file of the plan with its decision, reason, size and outcome, as CSV."""
     table = permissions.visible_table(request.user, pk)
     plan = get_object_or_404(table.clean_plans, pk=plan_id)
+    from django.utils.http import content_disposition_header
+
+    # The name comes from the table's own properties: only letters, digits, "-", "_" and "." go
+    # into the header (non-ASCII letters as RFC 6266's filename*), never quotes or line breaks.
+    stem = "".join(c if c.isalnum() or c in "-_." else "-" for c in table.name).strip("-.") or "table"
     response = StreamingHttpResponse(selectors.plan_csv_rows(plan), content_type="text/csv")
-    response["Content-Disposition"] = f'attachment; filename="{table.name}-clean-plan-{plan.pk}.csv"'
+    response["Content-Disposition"] = content_disposition_header(True, f"{stem}-clean-plan-{plan.pk}.csv")
     return response
 
 

@@ -7,6 +7,17 @@ PY=.venv/bin/python
 LAKE="${DEMO_LAKE:-var/demo-lake}"
 export CLEANLINE_ALLOWED_ROOTS="${CLEANLINE_ALLOWED_ROOTS:-$PWD/$LAKE}"
 mkdir -p var
+# DEBUG is on for runserver only: the other commands need a SECRET_KEY of their own. One random key
+# is made on the first run and kept in var/secret-key (readable by this user only, never tracked).
+if [ -z "${SECRET_KEY:-}" ]; then
+  if [ ! -s var/secret-key ]; then
+    (umask 077 && $PY -c "import secrets; print(secrets.token_urlsafe(50))" > var/secret-key.tmp)
+    mv var/secret-key.tmp var/secret-key
+  fi
+  chmod 600 var/secret-key
+  SECRET_KEY="$(cat var/secret-key)"
+  export SECRET_KEY
+fi
 $PY manage.py migrate --noinput -v 0
 $PY manage.py bootstrap "$LAKE"
 
