@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 FIXTURES ?= ../shared/fixtures/hudi-rs-tables
 DEMO_LAKE ?= var/demo-lake
 
-.PHONY: setup test run bench demo-lake clean
+.PHONY: setup test run bench demo-lake clean screenshots
 
 setup: $(STAMP)
 
@@ -24,6 +24,11 @@ test: setup
 	REDIS_URL=$(TEST_REDIS_URL) bash scripts/ensure-redis.sh
 	bash scripts/ensure-postgres.sh
 	REDIS_URL=$(TEST_REDIS_URL) $(PY) -m pytest $(PYTEST_ARGS)
+
+# Refresh the README's screenshots (tests write them to var/screenshots otherwise).
+screenshots: setup
+	REDIS_URL=$(TEST_REDIS_URL) bash scripts/ensure-redis.sh
+	CLEANLINE_SCREENSHOTS=$(CURDIR)/docs/screenshots REDIS_URL=$(TEST_REDIS_URL) $(PY) -m pytest tests/console/test_browser.py tests/console/test_journey.py
 
 demo-lake: setup
 	$(VENV)/bin/cleanline demo $(DEMO_LAKE)

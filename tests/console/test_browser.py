@@ -1,6 +1,6 @@
 """The console in a real browser: headless Chromium (Debian's) driven by Playwright. Logs in,
 opens the catalog, a table's timeline with a filter and an instant's detail, and saves
-screenshots of each page under docs/screenshots/."""
+screenshots of each page under var/screenshots/ (docs/screenshots/ with `make screenshots`)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,9 @@ from playwright.sync_api import Browser, sync_playwright
 
 from console import services
 
-SHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+# Screenshots go to var/screenshots (untracked) unless CLEANLINE_SCREENSHOTS names another
+# folder: `make screenshots` points it at docs/screenshots to refresh the README's pictures.
+SHOTS = Path(os.environ.get("CLEANLINE_SCREENSHOTS") or Path(__file__).resolve().parents[2] / "var" / "screenshots")
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run"]
 

@@ -1,7 +1,7 @@
 """The admin journey in headless Chromium on a table of the demo lake, with a real Celery worker:
 an operator plans a clean and reviews it; an admin approves it, watches the progress bar finish,
 opens the deleted-file report, creates a savepoint and opens a restore preview. Screenshots of
-each step go to docs/screenshots/journey-*.png."""
+each step go to var/screenshots/journey-*.png (docs/screenshots/ with `make screenshots`)."""
 
 from __future__ import annotations
 
