@@ -130,7 +130,7 @@ def test_instant_name_round_trip(spec: tuple[str, str, str, State], layout: int)
     instant = Instant(t, action, state, c if (state is State.COMPLETED and layout == 2) else None)
     if (action, state) in NO_SUCH_FILE or (layout == 1 and action == "clustering"):
         with pytest.raises(InvalidInstantError):
-            format_file_name(instant, layout)
+            parse_file_name(format_file_name(instant, layout), layout)
         return
     assert parse_file_name(format_file_name(instant, layout), layout) == instant
 
