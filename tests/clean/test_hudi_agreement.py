@@ -4,16 +4,12 @@ closed disagreements)."""
 
 from __future__ import annotations
 
-import io
-import json
 import time
 from datetime import datetime, timezone
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
-from tests.lakes import Lake
+from tests.lakes import Lake, archive_instants
 from timeline.clean.config import CleanConfig, CleanPolicy
 from timeline.clean.executor import schedule_clean
 from timeline.archive import load_archived_timeline
@@ -124,21 +120,7 @@ def test_clean_cli_now_of_14_digits_is_that_second_exactly() -> None:
 
 
 def archive_v8(lake: Lake, instants: list[tuple[str, str, str]]) -> None:
-    """Move instants to the LSM history as Hudi's archiver does: their rows in a Parquet file
-    named by the latest manifest, their state files gone from the active timeline."""
-    rows = pa.table({"instantTime": [r[0] for r in instants], "completionTime": [r[1] for r in instants],
-                     "action": [r[2] for r in instants], "metadata": [b""] * len(instants),
-                     "plan": [None] * len(instants), "version": [1] * len(instants)})
-    sink = io.BytesIO()
-    pq.write_table(rows, sink)
-    history = f"{lake.timeline_folder}/history"
-    name = f"{instants[0][0]}_{instants[-1][0]}_0.parquet"
-    lake.storage.write(f"{history}/{name}", sink.getvalue())
-    lake.storage.write(f"{history}/manifest_1", json.dumps({"files": [{"fileName": name, "fileLen": 1}]}).encode())
-    lake.storage.write(f"{history}/_version_", b"1")
-    for status in list(lake.storage.list(lake.timeline_folder)):
-        if not status.is_dir and status.name[:17] in {r[0] for r in instants}:
-            lake.storage.delete(status.path)
+    archive_instants(lake.storage, lake.timeline_folder, instants)
 
 
 def test_getBaseInstantTime_places_an_archived_log_by_its_archived_completion_time() -> None:
@@ -278,3 +260,29 @@ def test_isFileSliceNeededForPendingMajorOrMinorCompaction_checks_both_plans() -
                         CleanConfig(policy=CleanPolicy.KEEP_LATEST_FILE_VERSIONS, file_versions_retained=1))
     doomed = {d.file_name for d in result.files_to_delete}
     assert names[1] not in doomed and names[2] not in doomed
+
+
+def test_getBaseInstantTime_real_table_with_archived_delta_commits_round_trip(table_copy) -> None:
+    """A real v9 MOR table written by Hudi, its first delta commits moved to the LSM history:
+    after an aggressive clean hudi-rs reads the latest snapshot and every retained instant with
+    the rows it read before."""
+    from tests.clean.test_fixture_cleans import rows
+    from timeline.clean.executor import run_pending_cleans
+
+    path = table_copy("sample_table/mor/avro/v9_txns_simple_nometa")
+    table = HudiTable.open(str(path))
+    first = table.timeline.completed().instants[:3]
+    archive_instants(table.storage, table.timeline.folder,
+                     [(i.requested_time, i.completion_time or "", i.action) for i in first])
+    table.reload()
+    assert [i.requested_time for i in load_archived_timeline(table)] == [i.requested_time for i in first]
+    config = CleanConfig(commits_retained=1)
+    plan = plan_clean(table, config)
+    retained = [i.requested_time for i in table.timeline.writes().completed()
+                if plan.earliest_instant_to_retain and i.requested_time >= plan.earliest_instant_to_retain.requested_time]
+    before = {t: rows(path, t) for t in retained}
+    latest = rows(path)
+    assert schedule_clean(table, plan, config) is not None
+    run_pending_cleans(table)
+    assert rows(path) == latest
+    assert {t: rows(path, t) for t in retained} == before
