@@ -85,6 +85,7 @@ class Instant(models.Model):
 class PlanStatus(models.TextChoices):
     PLANNING = "planning", "planning"
     DRAFT = "draft", "draft"
+    APPROVING = "approving", "being approved"
     STALE = "stale", "stale"
     REJECTED = "rejected", "rejected"
     APPROVED = "approved", "approved"
@@ -122,6 +123,8 @@ class CleanPlan(models.Model):
     stale_reasons = models.JSONField(default=list)
     clean_instant = models.CharField(max_length=32, blank=True, help_text="the requested clean on the timeline")
     task_id = models.CharField(max_length=64, blank=True)
+    run_token = models.CharField(max_length=64, blank=True, help_text="the table lock token of the run that "
+                                                                      "claimed the plan (approval or clean)")
     progress_done = models.BigIntegerField(default=0)
     progress_total = models.BigIntegerField(default=0)
     progress_bytes = models.BigIntegerField(default=0)
@@ -159,11 +162,16 @@ class PlanFile(models.Model):
 
 
 class TableLock(models.Model):
-    """At most one mutating job per table: the row exists while one holds the table."""
+    """At most one mutating run per table: a lease owned by one run (its random token), kept
+    alive by the run's heartbeat and free for another run to take once it expires."""
 
     table = models.OneToOneField(Table, related_name="lock", on_delete=models.CASCADE)
     holder = models.CharField(max_length=128, help_text="what holds it, e.g. clean-plan:12")
+    token = models.CharField(max_length=64, default="", help_text="the owning run's random token")
     acquired_at = models.DateTimeField(auto_now_add=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True, help_text="the owner's last heartbeat")
+    expires_at = models.DateTimeField(null=True, blank=True,
+                                      help_text="free to take over from then on unless the owner beats again")
 
 
 class AuditEvent(models.Model):
@@ -212,6 +220,8 @@ class Job(models.Model):
     requested_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     requested_at = models.DateTimeField(auto_now_add=True)
     task_id = models.CharField(max_length=64, blank=True)
+    run_token = models.CharField(max_length=64, blank=True, help_text="the table lock token of the run that "
+                                                                      "claimed the job")
     result = models.JSONField(default=dict)
     error = models.TextField(blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

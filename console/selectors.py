@@ -14,8 +14,9 @@ from typing import Any
 
 from django.core.paginator import Page, Paginator
 from django.db.models import Count, Max, Q, QuerySet
+from django.utils import timezone
 
-from console.models import AuditEvent, CleanPlan, Instant, Table
+from console.models import AuditEvent, CleanPlan, Instant, Table, TableLock
 from timeline.clean.config import CleanConfig
 from timeline.clean.planner import read_protection, why_protected
 from timeline.exceptions import CleanlineError, InvalidInstantError
@@ -262,3 +263,24 @@ def audit_page(*, action: str, username: str, table_id: str, page: int | str | N
     if table_id.isdigit():
         rows = rows.filter(table_id=int(table_id))
     return Paginator(rows.order_by("-at", "-pk"), PAGE_SIZE).get_page(page)
+
+
+@dataclass(frozen=True, slots=True)
+class LockState:
+    """Who holds a table's lock, since when and their last heartbeat; stale once it expired
+    (the run stopped heartbeating: another run may take the table over, an admin may break it)."""
+
+    holder: str
+    token: str
+    acquired_at: datetime
+    heartbeat_at: datetime | None
+    expires_at: datetime | None
+    stale: bool
+
+
+def table_lock_state(table: Table) -> LockState | None:
+    lock = TableLock.objects.filter(table=table).first()
+    if lock is None:
+        return None
+    stale = lock.expires_at is None or lock.expires_at <= timezone.now()
+    return LockState(lock.holder, lock.token, lock.acquired_at, lock.heartbeat_at, lock.expires_at, stale)

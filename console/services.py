@@ -6,24 +6,30 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 import json
+import logging
+import math
+import secrets
+import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, transaction
-from django.db.models import Count, Q, Sum
+from django.db import IntegrityError, connections, transaction
+from django.db.models import Count, DateTimeField, Q, QuerySet, Sum, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from console.models import (
     AuditEvent, CleanPlan, Instant, Job, JobStatus, PlanFile, PlanStatus, SyncStatus, Table, TableLock,
 )
 from timeline.clean.config import CleanConfig
-from timeline.clean.executor import Progress, run_pending_cleans, schedule_clean
+from timeline.clean.executor import CleanResult, Progress, run_pending_cleans, schedule_clean
 from timeline.clean.planner import CleanPlan as LakePlan
 from timeline.clean.planner import plan_clean
 from timeline.archive import load_archived_timeline
@@ -35,6 +41,8 @@ from timeline.rollback import rollback
 from timeline.savepoint import create_savepoint, delete_savepoint
 from timeline.storage import storage_for
 from timeline.table import HudiTable
+
+logger = logging.getLogger(__name__)
 
 
 def _normalised(path: str) -> str:
@@ -103,14 +111,31 @@ def summary(lake: HudiTable, instant: LakeInstant) -> dict[str, int]:
     if "partitionToWriteStats" in content:
         stats = [s for group in (content.get("partitionToWriteStats") or {}).values() for s in group or ()]
         return {"partitions": len(content.get("partitionToWriteStats") or {}), "files": len(stats),
-                "records": sum(s.get("numWrites") or 0 for s in stats),
-                "bytes": sum(s.get("totalWriteBytes") or 0 for s in stats)}
+                "records": sum(_number(s.get("numWrites")) for s in stats),
+                "bytes": sum(_number(s.get("totalWriteBytes")) for s in stats)}
     if "totalFilesDeleted" in content:
-        return {"partitions": len(content.get("partitionMetadata") or {}), "files": content["totalFilesDeleted"]}
+        return {"partitions": len(content.get("partitionMetadata") or {}),
+                "files": _number(content["totalFilesDeleted"])}
     if "savepointedBy" in content:
         meta = content.get("partitionMetadata") or {}
         return {"partitions": len(meta), "files": sum(len(m.get("savepointDataFile") or ()) for m in meta.values())}
     return {}
+
+
+def _number(value: Any) -> int:
+    """A count from instant metadata; what is not a number (e.g. "lots" written by hand) counts as 0."""
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value) if math.isfinite(value) else 0
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            return 0
+    return 0
 
 
 def _rows(lake: HudiTable, instants: Iterable[LakeInstant], archived: bool,
@@ -191,30 +216,175 @@ def audit(*, user: User | None, action: str, table: Table | None = None,
 
 
 class TableBusy(ValidationError):
-    """Another mutating job holds the table."""
+    """Another run holds the table's lock (and is alive: it heartbeats). `holder` says what."""
+
+    def __init__(self, message: str, *, holder: str = "") -> None:
+        super().__init__(message)
+        self.holder = holder
+
+
+class LockLost(Exception):
+    """This run's table lock expired and another run took the table over: stop, write nothing."""
+
+
+def _expired(now: datetime) -> Q:
+    """Locks free to take over at `now` (a lock without expiry was left by an older version)."""
+    return Q(expires_at__isnull=True) | Q(expires_at__lte=now)
+
+
+def _expiry() -> timedelta:
+    return timedelta(seconds=settings.CLEANLINE_LOCK_EXPIRY_SECONDS)
+
+
+def _busy(table: Table, lock: TableLock) -> TableBusy:
+    beat = f", last heartbeat {lock.heartbeat_at:%H:%M:%S} UTC" if lock.heartbeat_at else ""
+    return TableBusy(f"{table.name} is busy: {lock.holder} has held it since {lock.acquired_at:%Y-%m-%d %H:%M:%S} "
+                     f"UTC{beat}.", holder=lock.holder)
+
+
+class Lease:
+    """One run's hold on a table's lock: a random token, a heartbeat that pushes the expiry
+    forward, and `lost` once another run took the table over after an expiry."""
+
+    def __init__(self, table: Table, holder: str, token: str) -> None:
+        self.table, self.holder, self.token = table, holder, token
+        self.lost = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._last = time.monotonic()
+
+    @staticmethod
+    def interval() -> float:
+        """Seconds between heartbeats: a quarter of the expiry, at most 10."""
+        return max(0.1, min(10.0, settings.CLEANLINE_LOCK_EXPIRY_SECONDS / 4))
+
+    def owned(self) -> bool:
+        """Beat: push the expiry forward if this run still owns the lock; False once it lost it."""
+        now = timezone.now()
+        self._last = time.monotonic()
+        if not TableLock.objects.filter(table_id=self.table.pk, token=self.token).update(
+                heartbeat_at=now, expires_at=now + _expiry()):
+            self.lost.set()
+        return not self.lost.is_set()
+
+    def check(self, *, now: bool = False) -> None:
+        """Raise LockLost if another run took the table; beats first when one is due (or `now`)."""
+        if not self.lost.is_set() and (now or time.monotonic() - self._last >= self.interval()):
+            self.owned()
+        if self.lost.is_set():
+            raise LockLost(f"{self.table.name}: the lock of {self.holder} (run {self.token[:8]}) expired and another "
+                           "run took the table over; this run stopped")
+
+    def start(self) -> None:
+        """Beat on a thread of its own while the run works. Not inside a transaction: another
+        connection would not see the lock row (and SQLite would wait for this one's writes)."""
+        if not transaction.get_connection().in_atomic_block:
+            self._thread = threading.Thread(target=self._beat, name=f"cleanline-lock-{self.table.pk}", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+
+    def _beat(self) -> None:
+        try:
+            while not self._stop.wait(self.interval()):
+                try:
+                    if not self.owned():
+                        logger.warning("%s: lost the lock of %s (run %s)", self.table.name, self.holder, self.token)
+                        return
+                except Exception:  # the database hiccupped: the next beat tries again
+                    logger.exception("%s: heartbeat of %s failed", self.table.name, self.holder)
+        finally:
+            connections.close_all()  # this thread's connections only
+
+
+_held = threading.local()
+
+
+def _acquire(table: Table, holder: str) -> Lease:
+    """Take the table's lock for a new run: insert it, or take over an expired one with one
+    conditional update (of two takers exactly one wins). A live lock raises TableBusy."""
+    token = secrets.token_hex(16)
+    for _ in range(5):
+        now = timezone.now()
+        fields = {"holder": holder, "token": token, "acquired_at": now, "heartbeat_at": now,
+                  "expires_at": now + _expiry()}
+        current = TableLock.objects.filter(table=table).first()
+        if current is None:
+            try:
+                with transaction.atomic():
+                    TableLock.objects.create(table=table, **fields)
+                return Lease(table, holder, token)
+            except IntegrityError:
+                continue  # another run inserted it first: look again
+        if current.expires_at is not None and current.expires_at > now:
+            raise _busy(table, current)
+        if TableLock.objects.filter(pk=current.pk, token=current.token).filter(_expired(now)).update(**fields):
+            logger.warning("%s: %s took over the expired lock of %s", table.name, holder, current.holder)
+            audit(user=None, action="table.lock.taken-over", table=table,
+                  parameters={"holder": holder, "token": token, "previous_holder": current.holder,
+                              "previous_token": current.token,
+                              "previous_heartbeat": current.heartbeat_at.isoformat() if current.heartbeat_at else None})
+            return Lease(table, holder, token)
+    lock = TableLock.objects.filter(table=table).first()
+    raise _busy(table, lock) if lock is not None else TableBusy(f"{table.name} is busy: its lock keeps changing hands.")
 
 
 @contextmanager
-def table_lock(table: Table, holder: str) -> Iterator[None]:
-    """Hold the table's lock for `holder` (re-entrant for the same holder, e.g. a re-delivered
-    task); anyone else gets TableBusy with who holds it."""
+def table_lock(table: Table, holder: str) -> Iterator[Lease]:
+    """Hold the table's lock for one run of `holder` (a random token per run, a heartbeat while
+    it works, free for another run once it stops heartbeating for CLEANLINE_LOCK_EXPIRY_SECONDS).
+    Re-entrant for the same holder on the same thread only: a re-delivered copy of a task is
+    another run and gets TableBusy while the first is alive. Released by its owner only."""
+    held: dict[int, Lease] = _held.__dict__.setdefault("leases", {})
+    outer = held.get(table.pk)
+    if outer is not None and outer.holder == holder:
+        yield outer
+        return
+    lease = _acquire(table, holder)
+    held[table.pk] = lease
+    lease.start()
     try:
-        with transaction.atomic():
-            lock, created = TableLock.objects.get_or_create(table=table, defaults={"holder": holder})
-    except IntegrityError:
-        lock, created = TableLock.objects.get(table=table), False
-    if not created and lock.holder != holder:
-        raise TableBusy(f"{table.name} is busy: {lock.holder} has held it since {lock.acquired_at:%Y-%m-%d %H:%M:%S} UTC.")
-    try:
-        yield
+        yield lease
     finally:
-        TableLock.objects.filter(table=table, holder=holder).delete()
+        lease.stop()
+        if outer is None:
+            held.pop(table.pk, None)
+        else:
+            held[table.pk] = outer
+        TableLock.objects.filter(table_id=table.pk, token=lease.token).delete()
+
+
+def live_lock(table: Table) -> TableLock | None:
+    """The table's lock if a run holds it and heartbeats; an expired one counts as free."""
+    return TableLock.objects.filter(table=table).exclude(_expired(timezone.now())).first()
 
 
 def check_table_free(table: Table) -> None:
-    lock = TableLock.objects.filter(table=table).first()
+    lock = live_lock(table)
     if lock is not None:
-        raise TableBusy(f"{table.name} is busy: {lock.holder} has held it since {lock.acquired_at:%Y-%m-%d %H:%M:%S} UTC.")
+        raise _busy(table, lock)
+
+
+def table_lock_break(*, table: Table, user: User | None, token: str) -> None:
+    """Remove the table's lock with `token` once it has expired (its run stopped heartbeating);
+    a live lock is refused. Audited with the holder, token and age."""
+    now = timezone.now()
+    lock = TableLock.objects.filter(table=table, token=token).first() if token else None
+    if lock is None:
+        raise ValidationError("That lock is no longer held; nothing to break.")
+    if lock.expires_at is not None and lock.expires_at > now:
+        raise ValidationError(f"{lock.holder} still heartbeats (last {lock.heartbeat_at or lock.acquired_at:%H:%M:%S} "
+                              "UTC): only an expired lock can be broken.")
+    deleted, _ = TableLock.objects.filter(pk=lock.pk, token=token).filter(_expired(now)).delete()
+    if not deleted:
+        raise ValidationError("The lock changed meanwhile; look again.")
+    audit(user=user, action="table.lock.broken", table=table,
+          parameters={"holder": lock.holder, "token": lock.token, "acquired_at": lock.acquired_at.isoformat(),
+                      "last_heartbeat": lock.heartbeat_at.isoformat() if lock.heartbeat_at else None,
+                      "age_seconds": int((now - lock.acquired_at).total_seconds())})
 
 
 # Clean plans
@@ -328,42 +498,78 @@ def _warnings(lake: HudiTable, table: Table, config: CleanConfig) -> list[str]:
 def plan_reject(*, plan: CleanPlan, user: User | None, note: str = "") -> CleanPlan:
     if plan.status != PlanStatus.DRAFT:
         raise ValidationError(f"Only a draft plan can be rejected; this one is {plan.status}.")
-    CleanPlan.objects.filter(pk=plan.pk).update(status=PlanStatus.REJECTED, decided_by=user,
-                                                decided_at=timezone.now(), decision_note=note)
+    if not CleanPlan.objects.filter(pk=plan.pk, status=PlanStatus.DRAFT).update(
+            status=PlanStatus.REJECTED, decided_by=user, decided_at=timezone.now(), decision_note=note):
+        plan.refresh_from_db()  # an approval claimed it meanwhile
+        raise ValidationError(f"Only a draft plan can be rejected; this one is {plan.status}.")
     audit(user=user, action="clean.plan.rejected", table=plan.table, parameters={"plan": plan.pk, "note": note})
     plan.refresh_from_db()
     return plan
 
 
+def plan_holder(plan: CleanPlan) -> str:
+    """What holds the table's lock while the plan's clean runs."""
+    return f"clean-plan:{plan.pk}"
+
+
 def plan_approve(*, plan: CleanPlan, user: User | None) -> CleanPlan:
     """Re-validate the draft against the current timeline; if any file it would delete is
     now protected, or the policy now gives another plan, it becomes STALE with the
-    difference. Otherwise the requested clean is written to the timeline (APPROVED)."""
-    if plan.status != PlanStatus.DRAFT:
+    difference. Otherwise the requested clean is written to the timeline (APPROVED).
+
+    Exactly one approval wins: under the table lock the plan is claimed (DRAFT to APPROVING)
+    by one conditional update before anything is written to the lake; the others get a
+    ValidationError. A failure puts the claim back to DRAFT with the error."""
+    if plan.status not in (PlanStatus.DRAFT, PlanStatus.APPROVING):
         raise ValidationError(f"Only a draft plan can be approved; this one is {plan.status}.")
     if (settings.CLEANLINE_APPROVER_MUST_DIFFER and not plan.automatic and user is not None
             and plan.requested_by_id == user.pk):
         raise ValidationError("The approver must differ from the requester (CLEANLINE_APPROVER_MUST_DIFFER).")
-    table = plan.table
-    check_table_free(table)
-    lake = HudiTable.open(table.path)
-    config = CleanConfig.from_properties(plan.settings)
-    now_plan = plan_clean(lake, config)
-    reasons = _differences(plan, now_plan)
-    if reasons:
-        CleanPlan.objects.filter(pk=plan.pk).update(status=PlanStatus.STALE, stale_reasons=reasons[:200],
-                                                    decided_by=user, decided_at=timezone.now())
-        audit(user=user, action="clean.plan.stale", table=table, parameters={"plan": plan.pk},
-              result=f"{len(reasons)} differences")
-        plan.refresh_from_db()
-        return plan
+    holder = f"clean-plan-approval:{plan.pk}"
     try:
+        with table_lock(plan.table, holder) as lease:
+            return _approve_claimed(plan, user, lease)
+    except TableBusy as exc:
+        if exc.holder == holder:
+            raise TableBusy(f"Plan #{plan.pk} is already being approved by someone else.", holder=holder) from exc
+        raise
+
+
+def _approve_claimed(plan: CleanPlan, user: User | None, lease: Lease) -> CleanPlan:
+    table = plan.table
+    # Under the table lock, a plan still APPROVING was claimed by an approval that died.
+    if not CleanPlan.objects.filter(pk=plan.pk, status__in=(PlanStatus.DRAFT, PlanStatus.APPROVING)).update(
+            status=PlanStatus.APPROVING, run_token=lease.token, decided_by=user, decided_at=timezone.now(), error=""):
+        plan.refresh_from_db()
+        raise ValidationError(f"Only a draft plan can be approved; this one is {plan.status}.")
+    claim = CleanPlan.objects.filter(pk=plan.pk, status=PlanStatus.APPROVING, run_token=lease.token)
+    try:
+        lake = HudiTable.open(table.path)
+        config = CleanConfig.from_properties(plan.settings)
+        now_plan = plan_clean(lake, config)
+        reasons = _differences(plan, now_plan)
+        if reasons:
+            claim.update(status=PlanStatus.STALE, stale_reasons=reasons[:200], run_token="")
+            audit(user=user, action="clean.plan.stale", table=table, parameters={"plan": plan.pk},
+                  result=f"{len(reasons)} differences")
+            plan.refresh_from_db()
+            return plan
+        lease.check(now=True)  # still this approval's table, immediately before the first write
         instant = schedule_clean(lake, now_plan, config, drop_metadata=lake.config.metadata_table_enabled, force=True)
-    except CleanlineError as exc:
-        raise ValidationError(str(exc)) from exc
-    CleanPlan.objects.filter(pk=plan.pk).update(status=PlanStatus.APPROVED, decided_by=user, decided_at=timezone.now(),
-                                                clean_instant=instant.requested_time,
-                                                progress_total=plan.files_to_delete)
+    except Exception as exc:
+        expected = isinstance(exc, (CleanlineError, LockLost))
+        message = str(exc) if expected else f"{type(exc).__name__}: {exc}"
+        claim.update(status=PlanStatus.DRAFT, run_token="", decided_by=None, decided_at=None, error=message[:2000])
+        if not expected:
+            logger.exception("approval of clean plan %s failed", plan.pk)
+            raise
+        raise ValidationError(message) from exc
+    if not claim.update(status=PlanStatus.APPROVED, clean_instant=instant.requested_time,
+                        progress_total=plan.files_to_delete, run_token=""):
+        logger.error("clean plan %s: clean %s was requested but the approval lost its claim", plan.pk,
+                     instant.requested_time)
+        raise ValidationError(f"Clean {instant.requested_time} was requested on the timeline but this approval lost "
+                              "its claim on the plan; run the pending clean from the table's overview.")
     audit(user=user, action="clean.plan.approved", table=table,
           parameters={"plan": plan.pk, "clean": instant.requested_time,
                       "metadata_table_dropped": lake.config.metadata_table_enabled})
@@ -383,41 +589,110 @@ def _differences(plan: CleanPlan, now_plan: LakePlan) -> list[str]:
     return reasons
 
 
+def _kind(row: CleanPlan | Job) -> str:
+    return "plan" if isinstance(row, CleanPlan) else "job"
+
+
+@contextmanager
+def _run_claim(row: CleanPlan | Job, lease: Lease, *, ready: tuple[str, ...], failed_action: str,
+               **fields: Any) -> Iterator[QuerySet[Any] | None]:
+    """Claim a plan or job for this run (status RUNNING with the run's lock token) by one
+    conditional update, under the table lock. Yields the row's queryset, through which only
+    this run's updates land, or None when an earlier run settled it (COMPLETED, FAILED): then
+    there is nothing to do. An unexpected error marks the row FAILED with the reason (never
+    left RUNNING) and is raised again."""
+    model = type(row)
+    if not model.objects.filter(pk=row.pk, status__in=ready).update(status="running", run_token=lease.token, **fields):
+        yield None
+        return
+    mine = model.objects.filter(pk=row.pk, status="running", run_token=lease.token)
+    try:
+        yield mine
+    except Exception as exc:
+        logger.exception("%s %s failed", model.__name__, row.pk)
+        error = f"{type(exc).__name__}: {exc}"
+        if mine.update(status="failed", error=error[:2000], finished_at=timezone.now()):
+            audit(user=None, action=failed_action, table=row.table, parameters={_kind(row): row.pk},
+                  result=error)
+        raise
+
+
+def _run_stopped(row: CleanPlan | Job, action: str, lease: Lease, reason: str) -> None:
+    """This run lost the table to another (its lock expired): it records nothing more."""
+    logger.warning("%s %s: %s", type(row).__name__, row.pk, reason)
+    audit(user=None, action=action, table=row.table, parameters={_kind(row): row.pk, "token": lease.token},
+          result=reason)
+
+
 def plan_run(*, plan: CleanPlan, task_id: str = "") -> CleanPlan:
-    """Run an approved plan's clean under the table lock, with progress on the row; re-running
-    after a lost worker finishes the same clean."""
+    """Run an approved plan's clean under the table lock, with progress on the row. The run
+    claims the plan first: a copy that finds it already settled does nothing; one that took
+    the table over from a dead run finishes the same clean (the library resumes it); one that
+    lost the table to another run (it stopped heartbeating) stops and records nothing."""
     if plan.status not in (PlanStatus.APPROVED, PlanStatus.RUNNING):
         raise ValidationError(f"Only an approved plan runs; this one is {plan.status}.")
     table = plan.table
-    with table_lock(table, f"clean-plan:{plan.pk}"):
-        CleanPlan.objects.filter(pk=plan.pk).update(status=PlanStatus.RUNNING, task_id=task_id,
-                                                    started_at=plan.started_at or timezone.now(), error="")
+    started = Coalesce("started_at", Value(timezone.now(), output_field=DateTimeField()))
+    with table_lock(table, plan_holder(plan)) as lease, _run_claim(
+            plan, lease, ready=(PlanStatus.APPROVED, PlanStatus.RUNNING), failed_action="clean.run.failed",
+            task_id=task_id, started_at=started, error="") as mine:
+        if mine is None:
+            plan.refresh_from_db()
+            return plan
         sizes = dict(plan.files.filter(delete=True).values_list("path", "size"))
         last = [0.0]
 
         def progress(p: Progress) -> None:
+            lease.check(now=p.files_done == p.files_total)  # before the completed clean is written
             if time.monotonic() - last[0] > 0.5 or p.files_done == p.files_total:
                 last[0] = time.monotonic()
-                CleanPlan.objects.filter(pk=plan.pk).update(progress_done=p.files_done, progress_total=p.files_total,
-                                                            progress_bytes=p.bytes_deleted)
+                mine.update(progress_done=p.files_done, progress_total=p.files_total, progress_bytes=p.bytes_deleted)
 
         try:
-            (result,) = _run_clean(table, HudiTable.open(table.path), plan.clean_instant, progress, sizes)
+            result, bytes_deleted = _clean_of_plan(table, plan, progress, sizes)
+            lease.check(now=True)
+        except LockLost as exc:
+            _run_stopped(plan, "clean.run.stopped", lease, str(exc))
+            plan.refresh_from_db()
+            return plan
         except (CleanlineError, ValueError) as exc:
-            CleanPlan.objects.filter(pk=plan.pk).update(status=PlanStatus.FAILED, error=str(exc),
-                                                        finished_at=timezone.now())
-            audit(user=None, action="clean.run.failed", table=table, parameters={"plan": plan.pk}, result=str(exc))
+            if not lease.owned():
+                _run_stopped(plan, "clean.run.stopped", lease, f"lost the table's lock, then: {exc}")
+            elif mine.update(status=PlanStatus.FAILED, error=str(exc), finished_at=timezone.now()):
+                audit(user=None, action="clean.run.failed", table=table, parameters={"plan": plan.pk}, result=str(exc))
             plan.refresh_from_db()
             return plan
         _record_outcomes(plan, result.metadata)
-        CleanPlan.objects.filter(pk=plan.pk).update(partition_summary=_partition_summary(plan))
-        CleanPlan.objects.filter(pk=plan.pk).update(
-            status=PlanStatus.COMPLETED, finished_at=timezone.now(), progress_done=plan.files_to_delete,
-            progress_bytes=result.bytes_deleted)
-    audit(user=None, action="clean.run.completed", table=table, parameters={"plan": plan.pk, "clean": plan.clean_instant},
-          result=f"{result.deleted} deleted, {result.already_gone} already gone, {result.failed} failed")
+        if bytes_deleted is None:
+            bytes_deleted = plan.files.filter(delete=True, outcome=PlanFile.Outcome.DELETED).aggregate(
+                total=Sum("size"))["total"] or 0
+        mine.update(partition_summary=_partition_summary(plan))
+        completed = mine.update(status=PlanStatus.COMPLETED, finished_at=timezone.now(),
+                                progress_done=plan.files_to_delete, progress_bytes=bytes_deleted)
+    if not completed:
+        _run_stopped(plan, "clean.run.stopped", lease, "lost the table's lock to another run; recorded nothing more")
+    else:
+        audit(user=None, action="clean.run.completed", table=table,
+              parameters={"plan": plan.pk, "clean": plan.clean_instant},
+              result=f"{result.deleted} deleted, {result.already_gone} already gone, {result.failed} failed")
     plan.refresh_from_db()
     return plan
+
+
+def _clean_of_plan(table: Table, plan: CleanPlan, progress: Any,
+                   sizes: Mapping[str, int]) -> tuple[CleanResult, int | None]:
+    """Run the plan's pending clean; if an earlier run already completed it on the timeline
+    (and died before recording so), its metadata is the result (bytes then come from the
+    plan's rows: None)."""
+    lake = HudiTable.open(table.path)
+    done = next((i for i in lake.timeline.cleans().completed() if i.requested_time == plan.clean_instant), None)
+    if done is not None:
+        content = lake.read_instant(done) or {}
+        meta = (content.get("partitionMetadata") or {}).values()
+        return CleanResult(done, sum(len(m.get("successDeleteFiles") or ()) for m in meta), 0,
+                           sum(len(m.get("failedDeleteFiles") or ()) for m in meta), 0, content), None
+    (result,) = _run_clean(table, lake, plan.clean_instant, progress, sizes)
+    return result, result.bytes_deleted
 
 
 def _record_outcomes(plan: CleanPlan, content: Mapping[str, Any]) -> None:
@@ -466,13 +741,38 @@ def job_request(*, table: Table, user: User | None, kind: str, target: str, conf
     return job
 
 
+def run_gave_up(*, row: CleanPlan | Job, error: str, running: bool = True) -> bool:
+    """A task gave up on a plan or job (its table stayed busy, or it failed before claiming
+    it): the row fails with the reason and an audit event, unless a run settled it meanwhile
+    (or, with `running` false, a run claimed it). False if nothing changed."""
+    if isinstance(row, CleanPlan):
+        ready, action = (PlanStatus.APPROVED, PlanStatus.RUNNING), "clean.run.failed"
+    else:
+        ready, action = (JobStatus.QUEUED, JobStatus.RUNNING), f"{row.kind}.failed"
+    ready = ready if running else ready[:1]
+    if not type(row).objects.filter(pk=row.pk, status__in=ready).update(
+            status="failed", error=error[:2000], finished_at=timezone.now()):
+        return False
+    audit(user=None, action=action, table=row.table, parameters={_kind(row): row.pk}, result=error)
+    return True
+
+
+def job_holder(job: Job) -> str:
+    """What holds the table's lock while the job runs."""
+    return f"{job.kind}:{job.pk}"
+
+
 def job_run(*, job: Job, task_id: str = "") -> Job:
     """Run a queued restore or rollback under the table lock; a re-run resumes it (the library
     resumes pending restores and rollbacks). A restore is checked afterwards: the latest file
     slices must be those the table had as of the savepoint."""
     table = job.table
-    with table_lock(table, f"{job.kind}:{job.pk}"):
-        Job.objects.filter(pk=job.pk).update(status=JobStatus.RUNNING, task_id=task_id, error="")
+    with table_lock(table, job_holder(job)) as lease, _run_claim(
+            job, lease, ready=(JobStatus.QUEUED, JobStatus.RUNNING), failed_action=f"{job.kind}.failed",
+            task_id=task_id, error="") as mine:
+        if mine is None:  # an earlier run settled it: nothing to do
+            job.refresh_from_db()
+            return job
         lake = HudiTable.open(table.path)
         drop = lake.config.metadata_table_enabled
         try:
@@ -489,11 +789,17 @@ def job_run(*, job: Job, task_id: str = "") -> Job:
                 done = rollback(lake, job.target, drop_metadata=drop)
                 result = {"rollback": done.requested_time, "metadata_table_dropped": drop}
         except CleanlineError as exc:
-            Job.objects.filter(pk=job.pk).update(status=JobStatus.FAILED, error=str(exc), finished_at=timezone.now())
-            audit(user=None, action=f"{job.kind}.failed", table=table, parameters={"job": job.pk}, result=str(exc))
+            if mine.update(status=JobStatus.FAILED, error=str(exc), finished_at=timezone.now()):
+                audit(user=None, action=f"{job.kind}.failed", table=table, parameters={"job": job.pk}, result=str(exc))
+            else:
+                _run_stopped(job, f"{job.kind}.stopped", lease, f"lost the table's lock, then: {exc}")
             job.refresh_from_db()
             return job
-        Job.objects.filter(pk=job.pk).update(status=JobStatus.COMPLETED, result=result, finished_at=timezone.now())
+        completed = mine.update(status=JobStatus.COMPLETED, result=result, finished_at=timezone.now())
+    if not completed:
+        _run_stopped(job, f"{job.kind}.stopped", lease, "lost the table's lock to another run; recorded nothing")
+        job.refresh_from_db()
+        return job
     audit(user=None, action=f"{job.kind}.completed", table=table, parameters={"job": job.pk, "target": job.target},
           result=json.dumps(result))
     table_sync(table=table)
@@ -520,8 +826,9 @@ def auto_clean(*, table: Table) -> CleanPlan | None:
     """Automatic mode: plan with the table's settings; a plan within the table's thresholds
     is approved automatically (and recorded so), a larger one waits for an admin. One clean
     at a time: nothing is planned while a plan of the table is open or the table is busy."""
-    open_states = (PlanStatus.PLANNING, PlanStatus.DRAFT, PlanStatus.APPROVED, PlanStatus.RUNNING)
-    if table.clean_plans.filter(status__in=open_states).exists() or TableLock.objects.filter(table=table).exists():
+    open_states = (PlanStatus.PLANNING, PlanStatus.DRAFT, PlanStatus.APPROVING, PlanStatus.APPROVED,
+                   PlanStatus.RUNNING)
+    if table.clean_plans.filter(status__in=open_states).exists() or live_lock(table) is not None:
         return None
     plan = plan_build(plan=plan_request(table=table, user=None, overrides={}, automatic=True))
     if plan.files_to_delete == 0 and not plan.partitions_to_delete:

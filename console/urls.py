@@ -15,6 +15,7 @@ console_patterns = [
     path("tables/<int:pk>/file-groups", views.file_groups, name="file_groups"),
     path("tables/<int:pk>/sync", views.sync, name="sync"),
     path("tables/<int:pk>/sync-status", views.sync_status, name="sync_status"),
+    path("tables/<int:pk>/lock/break", views.lock_break, name="lock_break"),
     path("tables/<int:pk>/plans", views.plan_request, name="plan_request"),
     path("tables/<int:pk>/plans/<int:plan_id>", views.plan_detail, name="plan"),
     path("tables/<int:pk>/plans/<int:plan_id>/progress", views.plan_progress, name="plan_progress"),

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
+from functools import wraps
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
@@ -14,6 +18,25 @@ from timeline.exceptions import CleanlineError
 from console.forms import DecisionForm, PlanForm, RegisterTableForm, TableSettingsForm, TimelineFilterForm
 from console.models import Job, PlanStatus, SyncStatus
 from console.tasks import build_clean_plan, enqueue, enqueue_sync, run_clean_plan, run_job
+
+logger = logging.getLogger(__name__)
+
+
+def lake_page(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """For a table's pages that read the lake: when the library cannot read the table (its
+    folder was removed or moved, its files are unreadable), the page says so in a banner
+    naming the problem instead of failing."""
+
+    @wraps(view)
+    def page(request: HttpRequest, pk: int, *args: object, **kwargs: object) -> HttpResponse:
+        try:
+            return view(request, pk, *args, **kwargs)
+        except CleanlineError as exc:
+            table = permissions.visible_table(request.user, pk)
+            logger.warning("%s: %s unavailable: %s", table.path, request.path, exc)
+            return render(request, "console/unavailable.html", {"table": table, "error": str(exc)})
+
+    return page
 
 
 @login_required
@@ -45,10 +68,12 @@ def register(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_GET
+@lake_page
 def overview(request: HttpRequest, pk: int) -> HttpResponse:
     table = permissions.visible_table(request.user, pk)
     return render(request, "console/overview.html", {
         "table": table, "overview": selectors.overview(table), "plans": selectors.plans_of(table)[:20],
+        "lock": selectors.table_lock_state(table), "can_break_lock": request.user.has_perm(permissions.APPROVE),
         "plan_form": PlanForm(), "settings_form": TableSettingsForm(initial={
             "auto_clean": table.auto_clean, "auto_max_files": table.auto_max_files,
             "auto_max_bytes": table.auto_max_bytes}),
@@ -71,6 +96,7 @@ def timeline(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 @require_GET
+@lake_page
 def instant_detail(request: HttpRequest, pk: int, instant_id: int) -> HttpResponse:
     table = permissions.visible_table(request.user, pk)
     instant = get_object_or_404(table.instants, pk=instant_id)
@@ -90,6 +116,7 @@ def instant_detail(request: HttpRequest, pk: int, instant_id: int) -> HttpRespon
 
 @login_required
 @require_GET
+@lake_page
 def file_groups(request: HttpRequest, pk: int) -> HttpResponse:
     table = permissions.visible_table(request.user, pk)
     partitions, chosen, groups = selectors.file_groups(table, request.GET.get("partition"))
@@ -209,6 +236,7 @@ def plan_report_csv(request: HttpRequest, pk: int, plan_id: int) -> HttpResponse
 
 @login_required
 @require_GET
+@lake_page
 def savepoints(request: HttpRequest, pk: int) -> HttpResponse:
     table = permissions.visible_table(request.user, pk)
     commits = table.instants.filter(action__in=("commit", "deltacommit", "replacecommit"), state="COMPLETED")
@@ -248,6 +276,7 @@ def savepoint_delete(request: HttpRequest, pk: int, instant: str) -> HttpRespons
 
 @login_required
 @require_GET
+@lake_page
 def restore_preview(request: HttpRequest, pk: int, savepoint: str) -> HttpResponse:
     table = permissions.visible_table(request.user, pk)
     try:
@@ -289,6 +318,7 @@ def job_detail(request: HttpRequest, pk: int, job_id: int) -> HttpResponse:
 
 @login_required
 @require_GET
+@lake_page
 def failed_writes(request: HttpRequest, pk: int) -> HttpResponse:
     table = permissions.visible_table(request.user, pk)
     return render(request, "console/failed_writes.html", {
@@ -338,3 +368,17 @@ def clean_run_pending(request: HttpRequest, pk: int, instant: str) -> HttpRespon
     services.audit(user=request.user, action="clean.pending.run", table=table, parameters={"clean": instant})  # type: ignore[arg-type]
     enqueue(run_job, job.pk)
     return redirect("console:job", pk=table.pk, job_id=job.pk)
+
+
+@login_required
+@require_POST
+def lock_break(request: HttpRequest, pk: int) -> HttpResponse:
+    """Break the table's lock once it expired (its run stopped heartbeating); audited."""
+    table = permissions.visible_table(request.user, pk)
+    permissions.require(request.user, permissions.APPROVE)
+    try:
+        services.table_lock_break(table=table, user=request.user, token=request.POST.get("token", ""))  # type: ignore[arg-type]
+        messages.success(request, "The stale lock was broken.")
+    except ValidationError as exc:
+        messages.error(request, "; ".join(exc.messages))
+    return redirect("console:overview", pk=table.pk)

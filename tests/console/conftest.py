@@ -35,17 +35,23 @@ def roles(request: pytest.FixtureRequest) -> None:
 @pytest.fixture
 def start_worker(transactional_db, settings) -> Iterator[Callable[..., subprocess.Popen[bytes]]]:
     """Start Celery workers sharing the test database; with `spark=True` every table is planned
-    and cleaned by PySpark jobs (local[2]). A dead worker's task is delivered again after 3 s."""
+    and cleaned by PySpark jobs (local[2]); keyword arguments are more environment variables
+    (e.g. CLEANLINE_LOCK_EXPIRY_SECONDS="3"). A dead worker's task is delivered again after 3 s,
+    its table lock expires after 5 s."""
     redis.Redis.from_url(settings.REDIS_URL).flushdb()
     started: list[subprocess.Popen[bytes]] = []
     env = {**os.environ, "REDIS_URL": settings.REDIS_URL, "DATABASE_URL": f"sqlite:///{connection.settings_dict['NAME']}",
            "SPARK_MASTER": "local[2]", "CLEANLINE_REDELIVERY_SECONDS": "3",
+           # a dead worker's table lock expires after 5 s; a task finding the table busy retries within 2 s
+           "CLEANLINE_LOCK_EXPIRY_SECONDS": "5", "CLEANLINE_BUSY_RETRY_SECONDS": "1",
+           "CLEANLINE_BUSY_RETRY_MAX_SECONDS": "2",
            "CLEANLINE_ALLOWED_ROOTS": ",".join(settings.CLEANLINE_ALLOWED_ROOTS)}
 
-    def start(*, spark: bool = False) -> subprocess.Popen[bytes]:
+    def start(*, spark: bool = False, **extra_env: str) -> subprocess.Popen[bytes]:
         process = subprocess.Popen([sys.executable, "-m", "celery", "-A", "console", "worker", "--pool", "solo",
                                     "--loglevel", "WARNING", "--without-gossip", "--without-mingle"],
-                                   env={**env, "CLEANLINE_SPARK_MIN_FILES": "1" if spark else "0"}, cwd=ROOT,
+                                   env={**env, **extra_env, "CLEANLINE_SPARK_MIN_FILES": "1" if spark else "0"},
+                                   cwd=ROOT,
                                    start_new_session=True)
         started.append(process)
         return process
