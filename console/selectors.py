@@ -21,7 +21,7 @@ from timeline.clean.config import CleanConfig
 from timeline.clean.planner import read_protection, why_protected
 from timeline.exceptions import CleanlineError, InvalidInstantError
 from timeline.restore import preview_restore
-from timeline.rollback import preview_failed_writes
+from timeline.rollback import FailedWrite, preview_failed_writes
 from timeline.savepoint import list_savepoints
 from timeline.instant import Instant as LakeInstant
 from timeline.instant import State, parse_instant_time
@@ -250,7 +250,7 @@ def restore_preview(table: Table, savepoint: str) -> Any:
     return preview_restore(HudiTable.open(table.path), savepoint)
 
 
-def failed_write_previews(table: Table) -> list[Any]:
+def failed_write_previews(table: Table) -> list[FailedWrite]:
     return preview_failed_writes(HudiTable.open(table.path))
 
 

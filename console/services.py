@@ -36,37 +36,45 @@ from timeline.archive import load_archived_timeline
 from timeline.exceptions import CleanlineError
 from timeline.fsview import FileSystemView
 from timeline.instant import Instant as LakeInstant
-from timeline.restore import restore
-from timeline.rollback import rollback
+from timeline.restore import restore, verify_restore
+from timeline.rollback import preview_failed_write, rollback_failed_write
 from timeline.savepoint import create_savepoint, delete_savepoint
-from timeline.storage import storage_for
+from timeline.storage import UnsupportedLocationError, parse_location, within_roots
 from timeline.table import HudiTable
 
 logger = logging.getLogger(__name__)
 
 
-def _normalised(path: str) -> str:
-    storage, base = storage_for(path)
-    return storage.uri(base)
-
-
 def is_allowed(path: str) -> bool:
-    """Whether `path` lies under one of CLEANLINE_ALLOWED_ROOTS (compared as URIs)."""
-    uri = _normalised(path).rstrip("/") + "/"
-    return any(uri.startswith(_normalised(root).rstrip("/") + "/") for root in settings.CLEANLINE_ALLOWED_ROOTS)
+    """Whether `path` lies under one of CLEANLINE_ALLOWED_ROOTS: parsed and matched on whole
+    resolved segments (symbolic links followed) before any storage object exists or any
+    request is sent. Raises UnsupportedLocationError for a scheme the library does not open."""
+    return within_roots(path, settings.CLEANLINE_ALLOWED_ROOTS)
+
+
+def _resolved_location(path: str) -> str:
+    """The path to open: local paths resolved (a symbolic link is registered as its target,
+    so that swapping the link later cannot point the table elsewhere); URIs as given."""
+    scheme, resolved = parse_location(path)
+    return resolved if scheme == "file" else path
 
 
 def table_register(*, path: str, user: User | None) -> Table:
-    """Register the table at `path`. Refused, with nothing written, when the path is outside
-    the allowed roots, already registered, not a Hudi table, or unreadable."""
+    """Register the table at `path`. Refused, with nothing written and no request sent to a
+    store, when the path is outside the allowed roots or has an unknown scheme; refused with
+    nothing written when it is already registered, not a Hudi table, or unreadable."""
     path = path.strip()
     if not path:
         raise ValidationError("Give the table's base path.")
-    if not is_allowed(path):
+    try:
+        allowed = is_allowed(path)
+    except UnsupportedLocationError as exc:
+        raise ValidationError(str(exc)) from exc
+    if not allowed:
         roots = ", ".join(settings.CLEANLINE_ALLOWED_ROOTS)
         raise ValidationError(f"{path} is outside the allowed roots ({roots}); see CLEANLINE_ALLOWED_ROOTS.")
     try:
-        lake = HudiTable.open(path)
+        lake = HudiTable.open(_resolved_location(path))
     except CleanlineError as exc:
         raise ValidationError(str(exc)) from exc
     if Table.objects.filter(path=lake.uri).exists():
@@ -154,6 +162,7 @@ def table_sync(*, table: Table) -> SyncResult:
     requested time, action), rows of instants no longer there removed. An unchanged table
     costs one timeline listing and no writes."""
     lake = HudiTable.open(table.path)
+    lake.ensure_intact()  # a corrupt instant fails the sync, as it stops planning and mutations
     print_ = fingerprint(lake)
     if print_ == table.timeline_fingerprint and table.sync_status == SyncStatus.OK:
         return SyncResult(False, 0, 0, 0)
@@ -522,6 +531,9 @@ def plan_approve(*, plan: CleanPlan, user: User | None) -> CleanPlan:
     ValidationError. A failure puts the claim back to DRAFT with the error."""
     if plan.status not in (PlanStatus.DRAFT, PlanStatus.APPROVING):
         raise ValidationError(f"Only a draft plan can be approved; this one is {plan.status}.")
+    if plan.files_to_delete == 0 and not plan.partitions_to_delete:
+        raise ValidationError("Nothing to clean: this plan deletes no file, so there is nothing to approve "
+                              "(Hudi schedules no clean for it either).")
     if (settings.CLEANLINE_APPROVER_MUST_DIFFER and not plan.automatic and user is not None
             and plan.requested_by_id == user.pk):
         raise ValidationError("The approver must differ from the requester (CLEANLINE_APPROVER_MUST_DIFFER).")
@@ -556,6 +568,8 @@ def _approve_claimed(plan: CleanPlan, user: User | None, lease: Lease) -> CleanP
             return plan
         lease.check(now=True)  # still this approval's table, immediately before the first write
         instant = schedule_clean(lake, now_plan, config, drop_metadata=lake.config.metadata_table_enabled, force=True)
+        if instant is None:  # the timeline changed so that nothing is left to clean
+            raise CleanRefused(f"{table.name}: the plan now deletes nothing; no clean was scheduled")
     except Exception as exc:
         expected = isinstance(exc, (CleanlineError, LockLost))
         message = str(exc) if expected else f"{type(exc).__name__}: {exc}"
@@ -732,9 +746,19 @@ def savepoint_delete(*, table: Table, user: User | None, instant_time: str) -> N
 
 
 def job_request(*, table: Table, user: User | None, kind: str, target: str, confirm_name: str | None = None) -> Job:
-    """Queue a restore (the table's name typed as confirmation) or a rollback."""
+    """Queue a restore (the table's name typed as confirmation) or the rollback of a failed
+    write (its instant time typed; anything but a failed write is refused, as is a rollback
+    plan naming a path outside the table)."""
     if kind == Job.Kind.RESTORE and confirm_name != table.name:
         raise ValidationError(f"Type the table's name ({table.name}) to confirm the restore.")
+    if kind == Job.Kind.ROLLBACK:
+        if confirm_name != target:
+            raise ValidationError(f"Type the failed write's instant time ({target}) to confirm the rollback.")
+        try:
+            preview_failed_write(HudiTable.open(table.path), target)
+        except CleanlineError as exc:
+            audit(user=user, action="rollback.refused", table=table, parameters={"target": target}, result=str(exc))
+            raise ValidationError(str(exc)) from exc
     check_table_free(table)
     job = Job.objects.create(table=table, kind=kind, target=target, requested_by=user)
     audit(user=user, action=f"{kind}.requested", table=table, parameters={"target": target, "job": job.pk})
@@ -781,12 +805,12 @@ def job_run(*, job: Job, task_id: str = "") -> Job:
                 result = {"deleted": done_clean.deleted, "already_gone": done_clean.already_gone,
                           "failed": done_clean.failed, "bytes": done_clean.bytes_deleted}
             elif job.kind == Job.Kind.RESTORE:
-                expected = _slice_files(lake, as_of=job.target)
                 done = restore(lake, job.target, drop_metadata=drop)
-                verified = _slice_files(HudiTable.open(table.path), as_of=None) == expected
-                result = {"restore": done.requested_time, "verified": verified, "metadata_table_dropped": drop}
+                check = verify_restore(HudiTable.open(table.path), job.target)
+                result = {"restore": done.requested_time, "verified": check.verified, "missing": list(check.missing[:50]),
+                          "unexpected": list(check.unexpected[:50]), "metadata_table_dropped": drop}
             else:
-                done = rollback(lake, job.target, drop_metadata=drop)
+                done = rollback_failed_write(lake, job.target, drop_metadata=drop)
                 result = {"rollback": done.requested_time, "metadata_table_dropped": drop}
         except CleanlineError as exc:
             if mine.update(status=JobStatus.FAILED, error=str(exc), finished_at=timezone.now()):
@@ -805,11 +829,6 @@ def job_run(*, job: Job, task_id: str = "") -> Job:
     table_sync(table=table)
     job.refresh_from_db()
     return job
-
-
-def _slice_files(lake: HudiTable, *, as_of: str | None) -> set[tuple[str, str]]:
-    return {(s.partition, name) for s in lake.file_system_view(as_of=as_of).latest_slices()
-            if s.base_file is not None for name in [s.base_file.name]}
 
 
 def table_settings_update(*, table: Table, user: User | None, auto_clean: bool, auto_max_files: int,

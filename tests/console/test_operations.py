@@ -69,13 +69,14 @@ def test_operations_failed_write_rolled_back_from_the_page(table: Table, django_
     path = path_of(table)
     before = rows(path)
     written = fake_failed_write(path, "20990101000000000", markers=True)
-    later = HudiTable.open(table.path)
-    (Path(later.timeline.folder) / "20990102000000000.commit.requested").write_bytes(b"")  # a newer write
     admin = login("admin")
     page = admin.get(reverse("console:failed_writes", args=[table.pk]))
     assert b"20990101000000000" in page.content
+    admin.post(reverse("console:rollback_run", args=[table.pk]), {"target": "20990101000000000"})
+    assert not Job.objects.exists() and all(f.exists() for f in written)  # not typed: nothing queued
     with django_capture_on_commit_callbacks(execute=True):
-        admin.post(reverse("console:rollback_run", args=[table.pk]), {"target": "20990101000000000"})
+        admin.post(reverse("console:rollback_run", args=[table.pk]),
+                   {"target": "20990101000000000", "confirm": "20990101000000000"})
     job = Job.objects.get(kind="rollback")
     assert job.status == JobStatus.COMPLETED and not any(f.exists() for f in written)
     assert rows(path) == before
