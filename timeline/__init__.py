@@ -1,7 +1,41 @@
-"""Cleanline's library: reads and writes Apache Hudi table timelines. Knows nothing of Django."""
+"""Cleanline's library: reads and changes Apache Hudi tables the way Apache Hudi does. Knows
+nothing of Django or Celery; PySpark is imported only by `timeline.spark`, when asked for.
+
+The public surface is what this module exports: open a table with `HudiTable.open(uri)`, ask
+`table.inspect` and act through `table.maintenance()`. The console and the `cleanline`
+command use nothing else (tests/test_boundaries.py checks it)."""
 
 from __future__ import annotations
 
-__all__ = ["__version__"]
+from timeline.clean.config import CleanConfig, CleanConfigError, CleanPolicy
+from timeline.clean.executor import CleanRefused, CleanResult, Progress, ProgressCallback
+from timeline.clean.planner import CleanPlan, FileDecision
+from timeline.config import TableConfig
+from timeline.exceptions import (
+    CleanlineError, CorruptInstantError, FileNotFound, InvalidInstantError, NotAHudiTableError, StorageError,
+    TableConfigError,
+)
+from timeline.fsview import FileGroup, FileSlice, FileSystemView
+from timeline.inspect import Inspect, MetadataTableState, SliceProtection, StateFile
+from timeline.instant import Instant, State, format_instant_time, parse_instant_time
+from timeline.maintenance import Maintenance
+from timeline.mdt import MetadataTableEnabledError
+from timeline.restore import RestorePreview, RestoreRefused, RestoreVerification
+from timeline.rollback import FailedWrite, RollbackPreview, RollbackRefused
+from timeline.savepoint import SavepointInfo, SavepointRefused
+from timeline.storage import OutsideTableError, UnsupportedLocationError, parse_location, within_roots
+from timeline.table import HudiTable
+from timeline.timeline import Timeline
 
 __version__ = "0.1.0"
+
+__all__ = [
+    "CleanConfig", "CleanConfigError", "CleanPlan", "CleanPolicy", "CleanRefused", "CleanResult", "CleanlineError",
+    "CorruptInstantError", "FailedWrite", "FileDecision", "FileGroup", "FileNotFound", "FileSlice", "FileSystemView",
+    "HudiTable", "Inspect", "Instant", "InvalidInstantError", "Maintenance", "MetadataTableEnabledError",
+    "MetadataTableState", "NotAHudiTableError", "OutsideTableError", "Progress", "ProgressCallback",
+    "RestorePreview", "RestoreRefused", "RestoreVerification", "RollbackPreview", "RollbackRefused",
+    "SavepointInfo", "SavepointRefused", "SliceProtection", "State", "StateFile", "StorageError", "TableConfig",
+    "TableConfigError", "Timeline", "UnsupportedLocationError", "__version__", "format_instant_time",
+    "parse_instant_time", "parse_location", "within_roots",
+]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from timeline import metadata
 from timeline.archive import load_archived_timeline
@@ -17,6 +17,10 @@ from timeline.instant import (
 )
 from timeline.storage import Containment, Storage, storage_for
 from timeline.timeline import ActiveTimeline, Timeline, load_active_timeline
+
+if TYPE_CHECKING:
+    from timeline.inspect import Inspect
+    from timeline.maintenance import Maintenance
 
 
 # Pending instants whose requested file holds a plan that table services read.
@@ -49,6 +53,20 @@ class HudiTable:
     @property
     def uri(self) -> str:
         return self.storage.uri(self.base)
+
+    @property
+    def inspect(self) -> Inspect:
+        """Read-only questions about the table (`timeline/inspect.py`)."""
+        from timeline.inspect import Inspect  # the namespaces use the rule modules, which use HudiTable
+
+        return Inspect(self)
+
+    def maintenance(self, *, spark: Any = None) -> Maintenance:
+        """The table services (`timeline/maintenance.py`); with a SparkSession they run as
+        PySpark jobs."""
+        from timeline.maintenance import Maintenance
+
+        return Maintenance(self, spark=spark)
 
     @property
     def containment(self) -> Containment:

@@ -1,0 +1,91 @@
+"""`HudiTable.maintenance`: every change Cleanline makes to a table, in the manner of
+PyIceberg's `table.maintenance` and delta-rs's `vacuum(dry_run=...)`: plan first, then act.
+Each action comes from the one module that holds its rule; this namespace only gathers them
+and chooses the engine (the local one, or PySpark jobs for large tables) in one place."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from timeline.clean.config import CleanConfig
+from timeline.clean.executor import CleanResult, ProgressCallback, run_pending_cleans, schedule_clean
+from timeline.clean.planner import CleanPlan, plan_clean, protection_conflicts
+from timeline.instant import Instant
+from timeline.mdt import drop_metadata_table
+from timeline.restore import RestoreVerification, restore, verify_restore
+from timeline.rollback import RollbackPreview, preview_failed_write, rollback_failed_write, rollback_failed_writes
+from timeline.savepoint import create_savepoint, delete_savepoint
+
+if TYPE_CHECKING:
+    from timeline.table import HudiTable
+
+
+class Maintenance:
+    """The table services of one table. `spark` (a SparkSession) runs planning and cleaning
+    as PySpark jobs; without it they run in this process."""
+
+    def __init__(self, table: HudiTable, *, spark: Any = None) -> None:
+        self.table = table
+        self.spark = spark
+
+    # Cleaning
+
+    def plan_clean(self, config: CleanConfig, *, now: datetime | None = None) -> CleanPlan:
+        """The plan, with a reason for every file; writes nothing."""
+        if self.spark is not None:
+            from timeline.spark.clean import plan_clean_spark
+
+            return plan_clean_spark(self.spark, self.table.uri, config, now=now)
+        return plan_clean(self.table, config, now=now)
+
+    def revalidate(self, plan: CleanPlan) -> list[str]:
+        """Which files the plan deletes that the timeline protects now (empty: still safe)."""
+        self.table.reload()
+        return protection_conflicts(self.table, [(d.partition, d.path) for d in plan.files_to_delete])
+
+    def schedule_clean(self, plan: CleanPlan, config: CleanConfig, *, force: bool = False,
+                       drop_metadata: bool = False) -> Instant | None:
+        """`<t>.clean.requested` for a plan that deletes something; None otherwise."""
+        return schedule_clean(self.table, plan, config, force=force, drop_metadata=drop_metadata)
+
+    def run_cleans(self, *, instant: str | None = None, progress: ProgressCallback | None = None,
+                   sizes: Mapping[str, int] | None = None, drop_metadata: bool = False) -> list[CleanResult]:
+        """Run the pending cleans (or the one at `instant`), each checked again right before
+        its first delete."""
+        if self.spark is not None:
+            from timeline.spark.clean import run_pending_cleans_spark
+
+            return run_pending_cleans_spark(self.spark, self.table.uri, instant=instant, progress=progress,
+                                            sizes=sizes, drop_metadata=drop_metadata)
+        return run_pending_cleans(self.table, instant=instant, progress=progress, sizes=sizes,
+                                  drop_metadata=drop_metadata)
+
+    # Savepoints, restore, rollback
+
+    def create_savepoint(self, instant: str, *, user: str | None = None, comment: str = "") -> Instant:
+        return create_savepoint(self.table, instant, user=user, comment=comment)
+
+    def delete_savepoint(self, instant: str) -> None:
+        delete_savepoint(self.table, instant)
+
+    def restore(self, savepoint: str, *, drop_metadata: bool = False) -> Instant:
+        return restore(self.table, savepoint, drop_metadata=drop_metadata)
+
+    def verify_restore(self, savepoint: str) -> RestoreVerification:
+        return verify_restore(self.table, savepoint)
+
+    def preview_rollback(self, instant: str) -> RollbackPreview:
+        """What rolling back one failed write deletes; refused for anything else."""
+        return preview_failed_write(self.table, instant)
+
+    def rollback_failed_write(self, instant: str, *, drop_metadata: bool = False) -> Instant:
+        return rollback_failed_write(self.table, instant, drop_metadata=drop_metadata)
+
+    def rollback_failed_writes(self, *, drop_metadata: bool = False) -> list[Instant]:
+        return rollback_failed_writes(self.table, drop_metadata=drop_metadata)
+
+    def drop_metadata_table(self) -> None:
+        """The explicit repair action: remove `.hoodie/metadata` (Hudi writers rebuild it)."""
+        drop_metadata_table(self.table)
