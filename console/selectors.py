@@ -17,15 +17,8 @@ from django.db.models import Count, Max, Q, QuerySet
 from django.utils import timezone
 
 from console.models import AuditEvent, CleanPlan, Instant, Table, TableLock
-from timeline.clean.config import CleanConfig
-from timeline.clean.planner import read_protection, why_protected
-from timeline.exceptions import CleanlineError, InvalidInstantError
-from timeline.restore import preview_restore
-from timeline.rollback import FailedWrite, preview_failed_writes
-from timeline.savepoint import list_savepoints
-from timeline.instant import Instant as LakeInstant
-from timeline.instant import State, parse_instant_time
-from timeline.table import HudiTable
+from timeline import CleanConfig, CleanlineError, FailedWrite, HudiTable, InvalidInstantError, State, parse_instant_time
+from timeline import Instant as LakeInstant
 
 PAGE_SIZE = 50
 
@@ -163,16 +156,16 @@ class SliceRow:
 
 def file_groups(table: Table, partition: str | None) -> tuple[list[str], str, list[dict[str, Any]]]:
     """Partitions, the chosen one, and its file groups with slices and what protects them."""
-    lake = HudiTable.open(table.path)
-    view = lake.file_system_view()
+    inspect = HudiTable.open(table.path).inspect
+    view = inspect.file_system_view()
     partitions = view.partitions
     chosen = partition if partition in partitions else (partitions[0] if partitions else "")
-    protection = read_protection(lake)
+    protection = inspect.protection()
     now = datetime.now()
     groups = []
     for group in view.all_file_groups(chosen):
         slices = [SliceRow(s.base_instant_time, s.file_names, s.size, _age(now, s.base_instant_time),
-                           why_protected(group, s, protection)) for s in group.slices]
+                           inspect.why_protected(group, s, protection)) for s in group.slices]
         groups.append({"file_id": group.file_id, "replaced_by": group.replaced_by, "slices": slices,
                        "pending_compaction": group.pending_compaction, "size": sum(s.size for s in slices)})
     return partitions, chosen, groups
@@ -243,15 +236,15 @@ def plan_csv_rows(plan: CleanPlan) -> Iterator[str]:
 
 def savepoints(table: Table) -> list[Any]:
     """The table's savepoints with what they protect (read from the lake)."""
-    return list_savepoints(HudiTable.open(table.path))
+    return HudiTable.open(table.path).inspect.savepoints()
 
 
 def restore_preview(table: Table, savepoint: str) -> Any:
-    return preview_restore(HudiTable.open(table.path), savepoint)
+    return HudiTable.open(table.path).inspect.restore_preview(savepoint)
 
 
 def failed_write_previews(table: Table) -> list[FailedWrite]:
-    return preview_failed_writes(HudiTable.open(table.path))
+    return HudiTable.open(table.path).inspect.failed_writes()
 
 
 def audit_page(*, action: str, username: str, table_id: str, page: int | str | None) -> Page:

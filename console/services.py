@@ -28,19 +28,12 @@ from django.utils import timezone
 from console.models import (
     AuditEvent, CleanPlan, Instant, Job, JobStatus, PlanFile, PlanStatus, SyncStatus, Table, TableLock,
 )
-from timeline.clean.config import CleanConfig
-from timeline.clean.executor import CleanResult, Progress, run_pending_cleans, schedule_clean
-from timeline.clean.planner import CleanPlan as LakePlan
-from timeline.clean.planner import plan_clean
-from timeline.archive import load_archived_timeline
-from timeline.exceptions import CleanlineError
-from timeline.fsview import FileSystemView
-from timeline.instant import Instant as LakeInstant
-from timeline.restore import restore, verify_restore
-from timeline.rollback import preview_failed_write, rollback_failed_write
-from timeline.savepoint import create_savepoint, delete_savepoint
-from timeline.storage import UnsupportedLocationError, parse_location, within_roots
-from timeline.table import HudiTable
+from timeline import (
+    CleanConfig, CleanlineError, CleanRefused, CleanResult, FileSystemView, HudiTable, Maintenance, Progress,
+    UnsupportedLocationError, parse_location, spark_session, within_roots,
+)
+from timeline import CleanPlan as LakePlan
+from timeline import Instant as LakeInstant
 
 logger = logging.getLogger(__name__)
 
@@ -168,7 +161,7 @@ def table_sync(*, table: Table) -> SyncResult:
         return SyncResult(False, 0, 0, 0)
     known = {(r[0], r[1]): (r[2], r[3], r[4]) for r in table.instants.values_list(
         "requested_time", "action", "completion_time", "state", "archived")}
-    archived = load_archived_timeline(lake) if _has_archive(lake) else ()
+    archived = lake.inspect.archived_instants() if _has_archive(lake) else ()
     active_keys = {(i.requested_time, i.action) for i in lake.timeline}
     changes = dict(_rows(lake, (i for i in archived if (i.requested_time, i.action) not in active_keys), True, known))
     changes.update(_rows(lake, lake.timeline, False, known))
@@ -461,27 +454,21 @@ def _on_spark(table: Table) -> bool:
 
 
 def _spark() -> Any:
-    from timeline.spark.session import spark_session
-
     return spark_session(master=settings.SPARK_MASTER)
 
 
-def _make_plan(table: Table, lake: HudiTable, config: CleanConfig) -> LakePlan:
-    if _on_spark(table):
-        from timeline.spark.clean import plan_clean_spark
+def _maintenance(table: Table, lake: HudiTable) -> Maintenance:
+    """The table's services on the engine its size calls for."""
+    return lake.maintenance(spark=_spark() if _on_spark(table) else None)
 
-        return plan_clean_spark(_spark(), lake.uri, config)
-    return plan_clean(lake, config)
+
+def _make_plan(table: Table, lake: HudiTable, config: CleanConfig) -> LakePlan:
+    return _maintenance(table, lake).plan_clean(config)
 
 
 def _run_clean(table: Table, lake: HudiTable, instant: str, progress: Any, sizes: Mapping[str, int]) -> Any:
-    drop = lake.config.metadata_table_enabled
-    if _on_spark(table):
-        from timeline.spark.clean import run_pending_cleans_spark
-
-        return run_pending_cleans_spark(_spark(), lake.uri, instant=instant, progress=progress, sizes=sizes,
-                                        drop_metadata=drop)
-    return run_pending_cleans(lake, instant=instant, progress=progress, sizes=sizes, drop_metadata=drop)
+    return _maintenance(table, lake).run_cleans(instant=instant, progress=progress, sizes=sizes,
+                                                drop_metadata=lake.config.metadata_table_enabled)
 
 
 def _warnings(lake: HudiTable, table: Table, config: CleanConfig) -> list[str]:
@@ -558,7 +545,7 @@ def _approve_claimed(plan: CleanPlan, user: User | None, lease: Lease) -> CleanP
     try:
         lake = HudiTable.open(table.path)
         config = CleanConfig.from_properties(plan.settings)
-        now_plan = plan_clean(lake, config)
+        now_plan = lake.maintenance().plan_clean(config)
         reasons = _differences(plan, now_plan)
         if reasons:
             claim.update(status=PlanStatus.STALE, stale_reasons=reasons[:200], run_token="")
@@ -567,7 +554,8 @@ def _approve_claimed(plan: CleanPlan, user: User | None, lease: Lease) -> CleanP
             plan.refresh_from_db()
             return plan
         lease.check(now=True)  # still this approval's table, immediately before the first write
-        instant = schedule_clean(lake, now_plan, config, drop_metadata=lake.config.metadata_table_enabled, force=True)
+        instant = lake.maintenance().schedule_clean(now_plan, config, force=True,
+                                                    drop_metadata=lake.config.metadata_table_enabled)
         if instant is None:  # the timeline changed so that nothing is left to clean
             raise CleanRefused(f"{table.name}: the plan now deletes nothing; no clean was scheduled")
     except Exception as exc:
@@ -724,7 +712,7 @@ def _record_outcomes(plan: CleanPlan, content: Mapping[str, Any]) -> None:
 def savepoint_create(*, table: Table, user: User | None, instant_time: str, comment: str) -> str:
     with table_lock(table, f"savepoint:{instant_time}"):
         try:
-            done = create_savepoint(HudiTable.open(table.path), instant_time,
+            done = HudiTable.open(table.path).maintenance().create_savepoint(instant_time,
                                     user=user.get_username() if user else "cleanline", comment=comment)
         except CleanlineError as exc:
             audit(user=user, action="savepoint.refused", table=table, parameters={"instant": instant_time},
@@ -738,7 +726,7 @@ def savepoint_create(*, table: Table, user: User | None, instant_time: str, comm
 def savepoint_delete(*, table: Table, user: User | None, instant_time: str) -> None:
     with table_lock(table, f"savepoint:{instant_time}"):
         try:
-            delete_savepoint(HudiTable.open(table.path), instant_time)
+            HudiTable.open(table.path).maintenance().delete_savepoint(instant_time)
         except CleanlineError as exc:
             raise ValidationError(str(exc)) from exc
     audit(user=user, action="savepoint.deleted", table=table, parameters={"instant": instant_time})
@@ -755,7 +743,7 @@ def job_request(*, table: Table, user: User | None, kind: str, target: str, conf
         if confirm_name != target:
             raise ValidationError(f"Type the failed write's instant time ({target}) to confirm the rollback.")
         try:
-            preview_failed_write(HudiTable.open(table.path), target)
+            HudiTable.open(table.path).maintenance().preview_rollback(target)
         except CleanlineError as exc:
             audit(user=user, action="rollback.refused", table=table, parameters={"target": target}, result=str(exc))
             raise ValidationError(str(exc)) from exc
@@ -801,16 +789,16 @@ def job_run(*, job: Job, task_id: str = "") -> Job:
         drop = lake.config.metadata_table_enabled
         try:
             if job.kind == Job.Kind.CLEAN:
-                (done_clean,) = run_pending_cleans(lake, instant=job.target, drop_metadata=drop)
+                (done_clean,) = lake.maintenance().run_cleans(instant=job.target, drop_metadata=drop)
                 result = {"deleted": done_clean.deleted, "already_gone": done_clean.already_gone,
                           "failed": done_clean.failed, "bytes": done_clean.bytes_deleted}
             elif job.kind == Job.Kind.RESTORE:
-                done = restore(lake, job.target, drop_metadata=drop)
-                check = verify_restore(HudiTable.open(table.path), job.target)
+                done = lake.maintenance().restore(job.target, drop_metadata=drop)
+                check = HudiTable.open(table.path).maintenance().verify_restore(job.target)
                 result = {"restore": done.requested_time, "verified": check.verified, "missing": list(check.missing[:50]),
                           "unexpected": list(check.unexpected[:50]), "metadata_table_dropped": drop}
             else:
-                done = rollback_failed_write(lake, job.target, drop_metadata=drop)
+                done = lake.maintenance().rollback_failed_write(job.target, drop_metadata=drop)
                 result = {"rollback": done.requested_time, "metadata_table_dropped": drop}
         except CleanlineError as exc:
             if mine.update(status=JobStatus.FAILED, error=str(exc), finished_at=timezone.now()):

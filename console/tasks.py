@@ -12,7 +12,7 @@ from django.db import transaction
 
 from console import services
 from console.models import CleanPlan, Job, JobStatus, PlanStatus, SyncStatus, Table
-from timeline.exceptions import CleanlineError
+from timeline import CleanlineError
 
 logger = logging.getLogger(__name__)
 

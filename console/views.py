@@ -14,7 +14,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from console import permissions, selectors, services
-from timeline.exceptions import CleanlineError
+from timeline import CleanlineError
 from console.forms import DecisionForm, PlanForm, RegisterTableForm, TableSettingsForm, TimelineFilterForm
 from console.models import Job, PlanStatus, SyncStatus
 from console.tasks import build_clean_plan, enqueue, enqueue_sync, run_clean_plan, run_job

@@ -50,3 +50,31 @@ def test_boundaries_table_files_are_touched_only_through_storage() -> None:
     offenders = {str(p.relative_to(LIBRARY)): calls for p in LIBRARY.rglob("*.py")
                  if storage not in p.parents and (calls := file_io_calls(p))}
     assert offenders == {}
+
+
+CONSOLE = Path(__file__).resolve().parents[1] / "console"
+
+
+def library_imports(path: Path) -> list[str]:
+    """Every `timeline...` module a file imports (at any depth of the file)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found += [a.name for a in node.names if a.name.split(".")[0] == "timeline"]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "timeline":
+            found.append(node.module)
+    return found
+
+
+def test_boundaries_console_and_cli_use_only_the_public_surface() -> None:
+    """The console and the CLI import only what `timeline/__init__.py` exports."""
+    import timeline
+
+    users = [*CONSOLE.rglob("*.py"), LIBRARY / "cli.py"]
+    offenders = {str(p): [m for m in library_imports(p) if m != "timeline"] for p in users}
+    assert {p: m for p, m in offenders.items() if m} == {}
+    public = set(timeline.__all__)
+    for path in users:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module == "timeline":
+                assert {a.name for a in node.names} <= public, path

@@ -17,7 +17,8 @@ from timeline.exceptions import (
 )
 from timeline.fsview import FileGroup, FileSlice, FileSystemView
 from timeline.inspect import Inspect, MetadataTableState, SliceProtection, StateFile
-from timeline.instant import Instant, State, format_instant_time, parse_instant_time
+from timeline.instant import Instant, State, format_instant_time, moment_of, parse_instant_time
+from timeline.engine import build_demo_lake, spark_session
 from timeline.maintenance import Maintenance
 from timeline.mdt import MetadataTableEnabledError
 from timeline.restore import RestorePreview, RestoreRefused, RestoreVerification
@@ -36,6 +37,7 @@ __all__ = [
     "MetadataTableState", "NotAHudiTableError", "OutsideTableError", "Progress", "ProgressCallback",
     "RestorePreview", "RestoreRefused", "RestoreVerification", "RollbackPreview", "RollbackRefused",
     "SavepointInfo", "SavepointRefused", "SliceProtection", "State", "StateFile", "StorageError", "TableConfig",
-    "TableConfigError", "Timeline", "UnsupportedLocationError", "__version__", "format_instant_time",
-    "parse_instant_time", "parse_location", "within_roots",
+    "TableConfigError", "Timeline", "UnsupportedLocationError", "__version__", "build_demo_lake", "format_instant_time",
+    "moment_of",
+    "parse_instant_time", "parse_location", "spark_session", "within_roots",
 ]

@@ -13,19 +13,10 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from timeline.archive import load_archived_timeline
-from timeline.clean.config import CleanConfig, CleanPolicy
-from timeline.clean.executor import Progress, run_pending_cleans, schedule_clean
-from timeline.clean.planner import CleanPlan, plan_clean
-from timeline.exceptions import CleanlineError, InvalidInstantError
-from timeline.restore import preview_restore, restore
-from timeline.rollback import (
-    RollbackPreview, RollbackRefused, plan_rollback, preview_failed_writes, rollback, rollback_failed_writes,
+from timeline import (
+    CleanConfig, CleanlineError, CleanPlan, CleanPolicy, FileSlice, HudiTable, Instant, InvalidInstantError, Progress,
+    RollbackPreview, State, build_demo_lake, moment_of, parse_instant_time, spark_session,
 )
-from timeline.savepoint import create_savepoint, delete_savepoint, list_savepoints
-from timeline.fsview import FileSlice
-from timeline.instant import Instant, State, parse_instant_time, zone_of
-from timeline.table import HudiTable
 
 Handler = Callable[[argparse.Namespace], Any]
 
@@ -90,7 +81,7 @@ def _timeline(args: argparse.Namespace) -> None:
     table = HudiTable.open(args.path)
     rows: list[tuple[str, Instant]] = []
     if args.archived:
-        rows += [("archived", i) for i in load_archived_timeline(table)]
+        rows += [("archived", i) for i in table.inspect.archived_instants()]
     rows += [("active", i) for i in table.timeline]
     _emit(args, [_instant_json(i) for _, i in rows], lambda: _render_table(
         ["requested", "completed", "action", "state", "timeline"],
@@ -151,23 +142,14 @@ def _clean_config(table: HudiTable, args: argparse.Namespace) -> CleanConfig:
 
 
 def _now(table: HudiTable, value: str | None) -> datetime | None:
-    if value is None:
-        return None
-    # A 14-digit --now means that second exactly (.000), not Hudi's 999 filler for instant times.
-    moment = parse_instant_time(value if len(value) >= 17 else value + "000")
-    return moment.replace(tzinfo=zone_of(table.config.timezone) or datetime.now().astimezone().tzinfo)
+    return None if value is None else moment_of(value, table.config.timezone)
 
 
 def _plan(args: argparse.Namespace) -> tuple[HudiTable, CleanConfig, CleanPlan]:
     table = HudiTable.open(args.path)
     config = _clean_config(table, args)
-    now = _now(table, args.now)
-    if getattr(args, "engine", "local") == "spark":
-        from timeline.spark.clean import plan_clean_spark
-        from timeline.spark.session import spark_session
-
-        return table, config, plan_clean_spark(spark_session(), table.uri, config, now=now)
-    return table, config, plan_clean(table, config, now=now)
+    maintenance = table.maintenance(spark=spark_session() if getattr(args, "engine", "local") == "spark" else None)
+    return table, config, maintenance.plan_clean(config, now=_now(table, args.now))
 
 
 def _plan_json(plan: CleanPlan) -> dict[str, Any]:
@@ -205,7 +187,7 @@ def _clean_plan(args: argparse.Namespace) -> None:
 
 def _clean_schedule(args: argparse.Namespace) -> None:
     table, config, plan = _plan(args)
-    instant = schedule_clean(table, plan, config, drop_metadata=args.drop_metadata_table, force=args.force)
+    instant = table.maintenance().schedule_clean(plan, config, drop_metadata=args.drop_metadata_table, force=args.force)
     print("nothing to clean: the plan deletes no file, so no clean was scheduled" if instant is None
           else instant.requested_time)
 
@@ -219,14 +201,8 @@ def _clean_run(args: argparse.Namespace) -> None:
             print(f"\rclean {p.instant} [{'#' * filled}{'.' * (30 - filled)}] {p.files_done}/{p.files_total} files, "
                   f"{p.bytes_deleted} bytes", end="\n" if p.files_done == p.files_total else "", file=sys.stderr)
 
-    if args.engine == "spark":
-        from timeline.spark.clean import run_pending_cleans_spark
-        from timeline.spark.session import spark_session
-
-        results = run_pending_cleans_spark(spark_session(), table.uri, progress=bar, instant=args.instant,
-                                           drop_metadata=args.drop_metadata_table)
-    else:
-        results = run_pending_cleans(table, progress=bar, instant=args.instant, drop_metadata=args.drop_metadata_table)
+    maintenance = table.maintenance(spark=spark_session() if args.engine == "spark" else None)
+    results = maintenance.run_cleans(progress=bar, instant=args.instant, drop_metadata=args.drop_metadata_table)
     if not results:
         print("no pending clean")
     for result in results:
@@ -262,19 +238,19 @@ def _confirm(args: argparse.Namespace, question: str) -> None:
 
 
 def _savepoint_create(args: argparse.Namespace) -> None:
-    done = create_savepoint(HudiTable.open(args.path), args.instant, user=args.user, comment=args.comment)
+    done = HudiTable.open(args.path).maintenance().create_savepoint(args.instant, user=args.user, comment=args.comment)
     print(f"savepoint {done.requested_time} created")
 
 
 def _savepoint_delete(args: argparse.Namespace) -> None:
     table = HudiTable.open(args.path)
     _confirm(args, f"Delete savepoint {args.instant} of {table.uri}? Its files may then be cleaned.")
-    delete_savepoint(table, args.instant)
+    table.maintenance().delete_savepoint(args.instant)
     print(f"savepoint {args.instant} deleted")
 
 
 def _savepoint_list(args: argparse.Namespace) -> None:
-    infos = list_savepoints(HudiTable.open(args.path))
+    infos = HudiTable.open(args.path).inspect.savepoints()
     now_ms = int(datetime.now().timestamp() * 1000)
     data = [{"instant": _instant_json(i.instant), "savepointedBy": i.savepointed_by,
              "savepointedAt": i.savepointed_at_ms, "ageSeconds": max(0, (now_ms - i.savepointed_at_ms) // 1000),
@@ -296,7 +272,7 @@ def _preview_json(preview: RollbackPreview) -> dict[str, Any]:
 
 def _restore(args: argparse.Namespace) -> None:
     table = HudiTable.open(args.path)
-    preview = preview_restore(table, args.savepoint)
+    preview = table.inspect.restore_preview(args.savepoint)
     data = {"savepoint": args.savepoint, "instantsToRollback": [_preview_json(p) for p in preview.rollbacks],
             "perPartition": {p: {"files": f, "bytes": b} for p, (f, b) in sorted(preview.per_partition().items())},
             "bytesToDelete": preview.bytes_to_delete}
@@ -309,23 +285,17 @@ def _restore(args: argparse.Namespace) -> None:
     if args.preview:
         return
     _confirm(args, f"Restore {table.uri} to savepoint {args.savepoint}? The writes above are rolled back.")
-    done = restore(table, args.savepoint, drop_metadata=args.drop_metadata_table)
+    done = table.maintenance().restore(args.savepoint, drop_metadata=args.drop_metadata_table)
     print(f"restored to {args.savepoint} (restore {done.requested_time})", file=sys.stderr)
 
 
 def _rollback(args: argparse.Namespace) -> None:
     table = HudiTable.open(args.path)
+    maintenance = table.maintenance()
     if args.failed:
-        rows = preview_failed_writes(table)
-        refused = [row for row in rows if row.preview is None]
-        if refused and len(refused) == len(rows):
-            raise RollbackRefused(refused[0].refusal)
-        previews = [row.preview for row in rows if row.preview is not None]
+        previews = maintenance.preview_rollback_failed_writes()
     else:
-        target = next((i for i in table.timeline if i.requested_time == args.instant), None)
-        if target is None:
-            raise InvalidInstantError(f"{table.uri}: no instant {args.instant} on the active timeline")
-        previews = [plan_rollback(table, target)]
+        previews = [maintenance.plan_rollback(args.instant)]
     _emit(args, [_preview_json(p) for p in previews], lambda: _render_table(
         ["instant", "action", "state", "files to delete", "bytes", "logs to mark"],
         [(p.instant.requested_time, p.instant.action, p.instant.state.name, len(p.files_to_delete),
@@ -334,21 +304,16 @@ def _rollback(args: argparse.Namespace) -> None:
         return
     _confirm(args, f"Roll back {len(previews)} write(s) of {table.uri}?")
     if args.failed:  # newest first, each checked again as the one before it goes
-        for done in rollback_failed_writes(table, drop_metadata=args.drop_metadata_table):
+        for done in maintenance.rollback_failed_writes(drop_metadata=args.drop_metadata_table):
             print(f"rolled back a failed write (rollback {done.requested_time})", file=sys.stderr)
         return
     for preview in previews:
-        done = rollback(table, preview.instant.requested_time, drop_metadata=args.drop_metadata_table)
+        done = maintenance.rollback(preview.instant.requested_time, drop_metadata=args.drop_metadata_table)
         print(f"rolled back {preview.instant.requested_time} (rollback {done.requested_time})", file=sys.stderr)
 
 
 def _demo(args: argparse.Namespace) -> None:
-    from timeline.spark.demo import build_demo_lake
-    from timeline.spark.session import spark_session
-
-    spark = spark_session(app_name="cleanline-demo")
-    spark.sparkContext.setLogLevel("ERROR")
-    for path in build_demo_lake(spark, args.path, progress=lambda m: print(m, file=sys.stderr)):
+    for path in build_demo_lake(args.path, progress=lambda m: print(m, file=sys.stderr)):
         print(path)
 
 

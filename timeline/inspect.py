@@ -74,6 +74,11 @@ class Inspect:
     def protection(self) -> Protection:
         return read_protection(self.table)
 
+    @staticmethod
+    def why_protected(group: FileGroup, piece: FileSlice, protection: Protection) -> str | None:
+        """What keeps a slice from any clean now (a savepoint, a pending table service)."""
+        return why_protected(group, piece, protection)
+
     def file_slices(self, partition: str | None = None) -> Iterator[SliceProtection]:
         """Every committed slice of every file group with what protects it (a savepoint, a
         pending compaction, log compaction or clustering)."""

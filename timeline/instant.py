@@ -212,6 +212,13 @@ def parse_instant_time(value: str) -> datetime:
     return base + timedelta(milliseconds=int(millis))
 
 
+def moment_of(value: str, timeline_timezone: str) -> datetime:
+    """A time typed by a person (yyyyMMddHHmmss[SSS]) as an aware datetime in the table's
+    timeline zone; 14 digits mean that second exactly (.000), not Hudi's 999 filler."""
+    moment = parse_instant_time(value if len(value) >= 17 else value + "000")
+    return moment.replace(tzinfo=zone_of(timeline_timezone) or datetime.now().astimezone().tzinfo)
+
+
 def format_instant_time(moment: datetime) -> str:
     """A datetime as a 17-digit instant time (`yyyyMMddHHmmssSSS`)."""
     return moment.strftime(INSTANT_TIME_FORMAT) + f"{moment.microsecond // 1000:03d}"

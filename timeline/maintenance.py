@@ -15,7 +15,11 @@ from timeline.clean.planner import CleanPlan, plan_clean, protection_conflicts
 from timeline.instant import Instant
 from timeline.mdt import drop_metadata_table
 from timeline.restore import RestoreVerification, restore, verify_restore
-from timeline.rollback import RollbackPreview, preview_failed_write, rollback_failed_write, rollback_failed_writes
+from timeline.exceptions import InvalidInstantError
+from timeline.rollback import (
+    RollbackPreview, check_rollback_sequence, plan_rollback, preview_failed_write, preview_rollback_failed_writes,
+    rollback, rollback_failed_write, rollback_failed_writes,
+)
 from timeline.savepoint import create_savepoint, delete_savepoint
 
 if TYPE_CHECKING:
@@ -76,12 +80,28 @@ class Maintenance:
     def verify_restore(self, savepoint: str) -> RestoreVerification:
         return verify_restore(self.table, savepoint)
 
+    def plan_rollback(self, instant: str) -> RollbackPreview:
+        """What rolling back any write on the active timeline deletes, if Hudi's sequence rule
+        lets it go now (the latest completed commit, or the newest pending write)."""
+        target = next((i for i in self.table.reload().timeline if i.requested_time == instant), None)
+        if target is None:
+            raise InvalidInstantError(f"{self.table.uri}: no instant {instant} on the active timeline")
+        check_rollback_sequence(self.table, target)
+        return plan_rollback(self.table, target)
+
+    def rollback(self, instant: str, *, drop_metadata: bool = False) -> Instant:
+        return rollback(self.table, instant, drop_metadata=drop_metadata)
+
     def preview_rollback(self, instant: str) -> RollbackPreview:
         """What rolling back one failed write deletes; refused for anything else."""
         return preview_failed_write(self.table, instant)
 
     def rollback_failed_write(self, instant: str, *, drop_metadata: bool = False) -> Instant:
         return rollback_failed_write(self.table, instant, drop_metadata=drop_metadata)
+
+    def preview_rollback_failed_writes(self) -> list[RollbackPreview]:
+        """What `rollback_failed_writes` deletes, newest first (refused whole if one cannot go)."""
+        return preview_rollback_failed_writes(self.table)
 
     def rollback_failed_writes(self, *, drop_metadata: bool = False) -> list[Instant]:
         return rollback_failed_writes(self.table, drop_metadata=drop_metadata)

@@ -206,7 +206,7 @@ def plan_rollback(table: HudiTable, instant: Instant, *, for_restore: bool = Fal
         folder = table.path(partition) if partition else table.base
         paths = [Storage.join(folder, n) for n in sorted(names)]
         requests.append({"partitionPath": partition, "fileId": "", "latestBaseInstant": "",
-                         "filesToBeDeleted": paths, "logBlocksToBeDeleted": {}})
+                         "filesToBeDeleted": [table.storage.uri(p) for p in paths], "logBlocksToBeDeleted": {}})
         deletes += [(partition, p, sizes.get((partition, n), 0)) for p, n in zip(paths, sorted(names))]
     for (partition, file_id), (base_instant, name) in sorted(appended.items()):
         if (partition, name) not in sizes:
@@ -244,7 +244,7 @@ def _size_of(table: HudiTable, path: str) -> int:
         return 0
 
 
-def check_rollback_sequence(table: HudiTable, instant: Instant) -> None:
+def check_rollback_sequence(table: HudiTable, instant: Instant, *, newer_go_first: frozenset[str] = frozenset()) -> None:
     """BaseRollbackActionExecutor.validateRollbackCommitSequence, under the EAGER policy only:
     refused when a completed write follows the instant (unless the instant has a heartbeat
     file: the remnant of an earlier LAZY setting), or when the instant is not the newest
@@ -258,7 +258,7 @@ def check_rollback_sequence(table: HudiTable, instant: Instant) -> None:
         raise RollbackRefused(f"{table.uri}: found commits after {t} ({', '.join(later[:3])}"
                               f"{', ...' if len(later) > 3 else ''}); Hudi rolls back the latest commits first, "
                               "or restores to a savepoint")
-    pending = [i.requested_time for i in _pending_writes(table)]
+    pending = [i.requested_time for i in _pending_writes(table) if i.requested_time not in newer_go_first]
     if pending and pending[0] != t:
         raise RollbackRefused(f"{table.uri}: found pending writes after {t} ({', '.join(p for p in pending if p > t)[:60]}"
                               "); roll back the newer ones first")
@@ -419,6 +419,18 @@ def preview_failed_writes(table: HudiTable, *, now_ms: int | None = None) -> lis
         except CleanlineError as exc:
             rows.append(FailedWrite(instant, None, str(exc), max(0, (now - newest) // 1000)))
     return rows
+
+
+def preview_rollback_failed_writes(table: HudiTable, *, now_ms: int | None = None) -> list[RollbackPreview]:
+    """What `rollback_failed_writes` deletes, newest first; refused whole (RollbackRefused or
+    OutsideTableError) when any of them could not go even after the newer ones."""
+    table.reload()
+    writes = failed_writes(table, now_ms=now_ms)
+    previews = []
+    for index, instant in enumerate(writes):
+        check_rollback_sequence(table, instant, newer_go_first=frozenset(i.requested_time for i in writes[:index]))
+        previews.append(plan_rollback(table, instant))
+    return previews
 
 
 def preview_failed_write(table: HudiTable, requested_time: str, *, now_ms: int | None = None) -> RollbackPreview:
