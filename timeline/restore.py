@@ -9,13 +9,14 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from timeline import transition
 from timeline.exceptions import CleanlineError
 from timeline.instant import (
     CLUSTERING, COMMIT, COMPACTION, REPLACE_COMMIT, RESTORE, ROLLBACK, Instant, State,
 )
 from timeline.mdt import guard_metadata_table
 from timeline.rollback import (
-    RollbackPreview, execute_rollback_plan, is_clustering, pending_rollback_of, plan_rollback, write_state,
+    RollbackPreview, execute_rollback_plan, is_clustering, pending_rollback_of, plan_rollback,
 )
 from timeline.table import HudiTable
 
@@ -175,9 +176,8 @@ def restore(table: HudiTable, savepoint_time: str, *, drop_metadata: bool = Fals
         instants = _instants_after(table, savepoint)
         plan = {"instantsToRollback": [{"commitTime": i.requested_time, "action": i.action} for i in instants],
                 "version": RESTORE_PLAN_VERSION, "savepointToRestoreTimestamp": savepoint_time}
-        restore_instant = Instant(table.new_instant_time(), RESTORE, State.REQUESTED)
-        write_state(table, restore_instant, plan)
-    write_state(table, Instant(restore_instant.requested_time, RESTORE, State.INFLIGHT), None)
+        restore_instant = transition.request(table, RESTORE, plan)
+    transition.start(table, restore_instant)
     # BaseRestoreActionExecutor: an instant no longer on the write timeline was rolled back by
     # an earlier, interrupted run ("Ignoring already rolledback instant"); the metadata lists
     # only the instants this run rolled back.
@@ -197,10 +197,7 @@ def restore(table: HudiTable, savepoint_time: str, *, drop_metadata: bool = Fals
         "version": RESTORE_METADATA_VERSION,
         "restoreInstantInfo": [{"commitTime": e["commitTime"], "action": e["action"]} for e in done_now],
     }
-    completion = table.new_instant_time(after=restore_instant.requested_time) if table.config.layout_version >= 2 else None
-    done = Instant(restore_instant.requested_time, RESTORE, State.COMPLETED, completion)
-    write_state(table, done, content)
-    table.reload()
+    done = transition.complete(table, restore_instant, content)
     for rollback_instant in table.timeline.rollbacks():
         if rollback_instant.requested_time > savepoint_time:
             for status in table.timeline.files_of(rollback_instant).values():
@@ -222,7 +219,6 @@ def _roll_back_for_restore(table: HudiTable, entry: dict[str, Any]) -> dict[str,
         rollback_instant, plan = existing
     else:
         plan = plan_rollback(table, target, for_restore=True).plan
-        rollback_instant = Instant(table.new_instant_time(), ROLLBACK, State.REQUESTED)
-        write_state(table, rollback_instant, plan)
-    write_state(table, Instant(rollback_instant.requested_time, ROLLBACK, State.INFLIGHT), None)
+        rollback_instant = transition.request(table, ROLLBACK, plan)
+    transition.start(table, rollback_instant)
     return execute_rollback_plan(table, rollback_instant.requested_time, plan, target)

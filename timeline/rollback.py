@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from timeline import metadata
+from timeline import transition
 from timeline.exceptions import CleanlineError, FileNotFound, InvalidFileNameError
 from timeline.files import base_file_of, is_base_file_name, log_file_name, parse_log_file
 from timeline.instant import (
@@ -266,18 +266,6 @@ def check_rollback_sequence(table: HudiTable, instant: Instant, *, newer_go_firs
 
 # Execution
 
-def _state_path(table: HudiTable, instant: Instant) -> str:
-    return Storage.join(table.timeline.folder, instant.file_name(table.config.layout_version))
-
-
-def write_state(table: HudiTable, instant: Instant, content: Mapping[str, Any] | None) -> None:
-    """Write an instant's state file unless it is there already (re-runs are idempotent)."""
-    data = b"" if content is None else metadata.encode(content, action=instant.action, state=instant.state,
-                                                       layout=table.config.layout_version)
-    if not table.storage.exists(_state_path(table, instant)):
-        table.storage.write(_state_path(table, instant), data)
-
-
 def execute_rollback_plan(table: HudiTable, rollback_time: str, plan: Mapping[str, Any],
                           target: Instant) -> dict[str, Any]:
     """Carry out a rollback plan (idempotently) and return its HoodieRollbackMetadata; the
@@ -354,17 +342,11 @@ def rollback(table: HudiTable, requested_time: str, *, drop_metadata: bool = Fal
     if existing is not None:
         rollback_instant, plan = existing
     else:
-        preview = plan_rollback(table, target)
-        rollback_instant = Instant(table.new_instant_time(), ROLLBACK, State.REQUESTED)
-        plan = preview.plan
-        write_state(table, rollback_instant, plan)
-    write_state(table, Instant(rollback_instant.requested_time, ROLLBACK, State.INFLIGHT), None)
+        plan = plan_rollback(table, target).plan
+        rollback_instant = transition.request(table, ROLLBACK, plan)
+    transition.start(table, rollback_instant)
     content = execute_rollback_plan(table, rollback_instant.requested_time, plan, target)
-    completion = table.new_instant_time(after=rollback_instant.requested_time) if table.config.layout_version >= 2 else None
-    done = Instant(rollback_instant.requested_time, ROLLBACK, State.COMPLETED, completion)
-    write_state(table, done, content)
-    table.reload()
-    return done
+    return transition.complete(table, rollback_instant, content)
 
 
 def pending_rollback_of(table: HudiTable, requested_time: str) -> tuple[Instant, dict[str, Any]] | None:

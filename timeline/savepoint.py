@@ -7,7 +7,7 @@ import getpass
 import time
 from dataclasses import dataclass
 
-from timeline import metadata
+from timeline import transition
 from timeline.clean.executor import plan_targets
 from timeline.exceptions import CleanlineError, InvalidFileNameError
 from timeline.files import base_file_of, is_base_file_name, parse_log_file
@@ -142,15 +142,9 @@ def create_savepoint(table: HudiTable, requested_time: str, *, user: str | None 
             for partition, pieces in slices.items()},
         "version": SAVEPOINT_METADATA_VERSION,
     }
-    layout = table.config.layout_version
-    folder = timeline.folder
-    table.storage.write(Storage.join(folder, Instant(requested_time, SAVEPOINT, State.INFLIGHT).file_name(layout)), b"")
-    completion = table.new_instant_time(after=requested_time) if layout >= 2 else None
-    done = Instant(requested_time, SAVEPOINT, State.COMPLETED, completion)
-    data = metadata.encode(content, action=SAVEPOINT, state=State.COMPLETED, layout=layout)
-    table.storage.write(Storage.join(folder, done.file_name(layout)), data)
-    table.reload()
-    return done
+    # A savepoint has no requested state: it starts inflight, at the savepointed commit's time.
+    savepoint = transition.start(table, Instant(requested_time, SAVEPOINT, State.REQUESTED))
+    return transition.complete(table, savepoint, content)
 
 
 def delete_savepoint(table: HudiTable, requested_time: str) -> None:
@@ -160,12 +154,9 @@ def delete_savepoint(table: HudiTable, requested_time: str) -> None:
     if savepoint is None or not savepoint.is_completed:
         raise SavepointRefused(f"{table.uri}: there is no completed savepoint {requested_time}")
     files = table.timeline.files_of(savepoint)
-    inflight = Storage.join(table.timeline.folder,
-                            Instant(requested_time, SAVEPOINT, State.INFLIGHT).file_name(table.config.layout_version))
-    if State.INFLIGHT not in files:
-        table.storage.write(inflight, b"")
+    inflight = transition.start(table, savepoint)
     table.storage.delete(files[State.COMPLETED].path)
-    table.storage.delete(inflight)
+    table.storage.delete(transition.state_path(table, inflight))
     table.reload()
 
 

@@ -1,0 +1,65 @@
+"""The one place an instant moves through its states and is published (HoodieActiveTimeline's
+createNewInstant / transitionRequestedToInflight / saveAsComplete).
+
+Every action Cleanline writes (clean, savepoint, rollback, restore) goes through these three
+functions: a new requested instant with a fresh time, the inflight state, and the completed
+state with its metadata. Layout 2 (table version 8+) names a completed file with its
+completion time, a fresh time later than every time on the timeline; layout 1 has none (Hudi
+reads it from the file's modification time). Each write is create-if-absent, so a re-run after
+a crash finds what it wrote and goes on (idempotent)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from timeline import metadata
+from timeline.instant import Instant, State
+from timeline.storage import Storage
+
+if TYPE_CHECKING:
+    from timeline.table import HudiTable
+
+
+def state_path(table: HudiTable, instant: Instant) -> str:
+    return Storage.join(table.path(table.config.timeline_folder), instant.file_name(table.config.layout_version))
+
+
+def write_state(table: HudiTable, instant: Instant, content: Mapping[str, Any] | bytes | None) -> None:
+    """Write one state file unless it is there already: Avro or JSON as the table's layout
+    wants (`bytes` are written as they are, e.g. a copy of the requested plan)."""
+    path = state_path(table, instant)
+    if table.storage.exists(path):
+        return
+    if isinstance(content, bytes):
+        data = content
+    elif content is None:
+        data = b""
+    else:
+        data = metadata.encode(dict(content), action=instant.action, state=instant.state,
+                               layout=table.config.layout_version)
+    table.storage.write(path, data)
+
+
+def request(table: HudiTable, action: str, content: Mapping[str, Any] | None) -> Instant:
+    """createNewInstant: a requested instant at a fresh time."""
+    instant = Instant(table.new_instant_time(), action, State.REQUESTED)
+    write_state(table, instant, content)
+    return instant
+
+
+def start(table: HudiTable, instant: Instant, content: Mapping[str, Any] | bytes | None = None) -> Instant:
+    """transitionRequestedToInflight."""
+    inflight = Instant(instant.requested_time, instant.action, State.INFLIGHT)
+    write_state(table, inflight, content)
+    return inflight
+
+
+def complete(table: HudiTable, instant: Instant, content: Mapping[str, Any] | None) -> Instant:
+    """saveAsComplete: the completed state with its metadata, named with a completion time on
+    layout 2. The table's timeline is reloaded."""
+    completion = table.new_instant_time(after=instant.requested_time) if table.config.layout_version >= 2 else None
+    done = Instant(instant.requested_time, instant.action, State.COMPLETED, completion)
+    write_state(table, done, content)
+    table.reload()
+    return done
