@@ -1,0 +1,64 @@
+"""Writes, by entity (HackSoft style: `<entity>_<action>(*, ...)`). Lake rules stay in `timeline/`;
+these modules mirror what the library reads and record who did what."""
+
+from __future__ import annotations
+
+from console.services.audit import audit
+from console.services.locks import Lease, LockLost, TableBusy, check_table_free, live_lock, table_lock, table_lock_break
+from console.services.operations import job_holder, job_request, job_run, savepoint_create, savepoint_delete
+from console.services.plans import (
+    PLAN_BATCH,
+    auto_clean,
+    plan_approve,
+    plan_build,
+    plan_holder,
+    plan_reject,
+    plan_request,
+    plan_run,
+    plan_store,
+)
+from console.services.runs import run_gave_up
+from console.services.tables import (
+    SyncResult,
+    fingerprint,
+    is_allowed,
+    summary,
+    table_register,
+    table_settings_update,
+    table_sync,
+    table_sync_failed,
+)
+
+__all__ = [
+    "Lease",
+    "LockLost",
+    "PLAN_BATCH",
+    "SyncResult",
+    "TableBusy",
+    "audit",
+    "auto_clean",
+    "check_table_free",
+    "fingerprint",
+    "is_allowed",
+    "job_holder",
+    "job_request",
+    "job_run",
+    "live_lock",
+    "plan_approve",
+    "plan_build",
+    "plan_holder",
+    "plan_reject",
+    "plan_request",
+    "plan_run",
+    "plan_store",
+    "run_gave_up",
+    "savepoint_create",
+    "savepoint_delete",
+    "summary",
+    "table_lock",
+    "table_lock_break",
+    "table_register",
+    "table_settings_update",
+    "table_sync",
+    "table_sync_failed",
+]

@@ -1,0 +1,117 @@
+"""Savepoints, restores and rollbacks of failed writes, run as jobs."""
+
+from __future__ import annotations
+
+import json
+
+from django.contrib.auth.models import User
+from django.core.exceptions import ValidationError
+from django.utils import timezone
+
+from console.models import (
+    Job,
+    JobStatus,
+    Table,
+)
+from console.services.audit import audit
+from console.services.locks import check_table_free, table_lock
+from console.services.runs import _run_claim, _run_stopped
+from console.services.tables import table_sync
+from timeline import (
+    CleanlineError,
+    HudiTable,
+)
+
+
+def savepoint_create(*, table: Table, user: User | None, instant_time: str, comment: str) -> str:
+    with table_lock(table, f"savepoint:{instant_time}"):
+        try:
+            done = HudiTable.open(table.path).maintenance().create_savepoint(instant_time,
+                                    user=user.get_username() if user else "cleanline", comment=comment)
+        except CleanlineError as exc:
+            audit(user=user, action="savepoint.refused", table=table, parameters={"instant": instant_time},
+                  result=str(exc))
+            raise ValidationError(str(exc)) from exc
+    audit(user=user, action="savepoint.created", table=table, parameters={"instant": instant_time, "comment": comment})
+    table_sync(table=table)
+    return done.requested_time
+
+
+def savepoint_delete(*, table: Table, user: User | None, instant_time: str) -> None:
+    with table_lock(table, f"savepoint:{instant_time}"):
+        try:
+            HudiTable.open(table.path).maintenance().delete_savepoint(instant_time)
+        except CleanlineError as exc:
+            raise ValidationError(str(exc)) from exc
+    audit(user=user, action="savepoint.deleted", table=table, parameters={"instant": instant_time})
+    table_sync(table=table)
+
+
+def job_request(*, table: Table, user: User | None, kind: str, target: str, confirm_name: str | None = None) -> Job:
+    """Queue a restore (the table's name typed as confirmation) or the rollback of a failed
+    write (its instant time typed; anything but a failed write is refused, as is a rollback
+    plan naming a path outside the table)."""
+    if kind == Job.Kind.RESTORE and confirm_name != table.name:
+        raise ValidationError(f"Type the table's name ({table.name}) to confirm the restore.")
+    if kind == Job.Kind.ROLLBACK:
+        if confirm_name != target:
+            raise ValidationError(f"Type the failed write's instant time ({target}) to confirm the rollback.")
+        try:
+            HudiTable.open(table.path).maintenance().preview_rollback(target)
+        except CleanlineError as exc:
+            audit(user=user, action="rollback.refused", table=table, parameters={"target": target}, result=str(exc))
+            raise ValidationError(str(exc)) from exc
+    check_table_free(table)
+    job = Job.objects.create(table=table, kind=kind, target=target, requested_by=user)
+    audit(user=user, action=f"{kind}.requested", table=table, parameters={"target": target, "job": job.pk})
+    return job
+
+
+def job_holder(job: Job) -> str:
+    """What holds the table's lock while the job runs."""
+    return f"{job.kind}:{job.pk}"
+
+
+def job_run(*, job: Job, task_id: str = "") -> Job:
+    """Run a queued restore or rollback under the table lock; a re-run resumes it (the library
+    resumes pending restores and rollbacks). A restore is checked afterwards: the latest file
+    slices must be those the table had as of the savepoint."""
+    table = job.table
+    with table_lock(table, job_holder(job)) as lease, _run_claim(
+            job, lease, ready=(JobStatus.QUEUED, JobStatus.RUNNING), failed_action=f"{job.kind}.failed",
+            task_id=task_id, error="") as mine:
+        if mine is None:  # an earlier run settled it: nothing to do
+            job.refresh_from_db()
+            return job
+        lake = HudiTable.open(table.path)
+        drop = lake.config.metadata_table_enabled
+        try:
+            if job.kind == Job.Kind.CLEAN:
+                (done_clean,) = lake.maintenance().run_cleans(instant=job.target, drop_metadata=drop)
+                result = {"deleted": done_clean.deleted, "already_gone": done_clean.already_gone,
+                          "failed": done_clean.failed, "bytes": done_clean.bytes_deleted}
+            elif job.kind == Job.Kind.RESTORE:
+                done = lake.maintenance().restore(job.target, drop_metadata=drop)
+                check = HudiTable.open(table.path).maintenance().verify_restore(job.target)
+                result = {"restore": done.requested_time, "verified": check.verified, "missing": list(check.missing[:50]),
+                          "unexpected": list(check.unexpected[:50]), "metadata_table_dropped": drop}
+            else:
+                done = lake.maintenance().rollback_failed_write(job.target, drop_metadata=drop)
+                result = {"rollback": done.requested_time, "metadata_table_dropped": drop}
+        except CleanlineError as exc:
+            if mine.update(status=JobStatus.FAILED, error=str(exc), finished_at=timezone.now()):
+                audit(user=None, action=f"{job.kind}.failed", table=table, parameters={"job": job.pk}, result=str(exc))
+            else:
+                _run_stopped(job, f"{job.kind}.stopped", lease, f"lost the table's lock, then: {exc}")
+            job.refresh_from_db()
+            return job
+        completed = mine.update(status=JobStatus.COMPLETED, result=result, finished_at=timezone.now())
+    if not completed:
+        _run_stopped(job, f"{job.kind}.stopped", lease, "lost the table's lock to another run; recorded nothing")
+        job.refresh_from_db()
+        return job
+    audit(user=None, action=f"{job.kind}.completed", table=table, parameters={"job": job.pk, "target": job.target},
+          result=json.dumps(result))
+    table_sync(table=table)
+    job.refresh_from_db()
+    return job

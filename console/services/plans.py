@@ -1,0 +1,348 @@
+"""Clean plans: request, build, review (approve, reject), run, automatic mode."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.core.exceptions import ValidationError
+from django.db.models import Count, DateTimeField, Q, Sum, Value
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from console.models import (
+    CleanPlan,
+    PlanFile,
+    PlanStatus,
+    Table,
+)
+from console.services.audit import audit
+from console.services.locks import Lease, LockLost, TableBusy, live_lock, table_lock
+from console.services.runs import _run_claim, _run_stopped
+from timeline import (
+    CleanConfig,
+    CleanlineError,
+    CleanRefused,
+    CleanResult,
+    HudiTable,
+    Maintenance,
+    Progress,
+    spark_session,
+)
+from timeline import CleanPlan as LakePlan
+
+logger = logging.getLogger(__name__)
+
+
+def _config(table: Table, overrides: Mapping[str, Any]) -> CleanConfig:
+    return CleanConfig.from_properties(table.properties, **{k: v for k, v in overrides.items() if v not in ("", None)})
+
+
+def plan_request(*, table: Table, user: User | None, overrides: Mapping[str, Any], automatic: bool = False) -> CleanPlan:
+    """Ask for a clean plan with the table's settings and `overrides`; a task builds it."""
+    try:
+        config = _config(table, overrides)
+    except CleanlineError as exc:
+        raise ValidationError(str(exc)) from exc
+    plan = CleanPlan.objects.create(table=table, requested_by=user, settings=config.as_properties(),
+                                    policy=config.policy.value, automatic=automatic)
+    audit(user=user, action="clean.plan.requested", table=table, parameters=plan.settings)
+    return plan
+
+
+def plan_build(*, plan: CleanPlan) -> CleanPlan:
+    """Run the library's planner and store the plan file by file as a DRAFT."""
+    table = plan.table
+    lake = HudiTable.open(table.path)
+    config = CleanConfig.from_properties(plan.settings)
+    plan_store(plan=plan, result=_make_plan(table, lake, config), warnings=_warnings(lake, table, config))
+    plan.refresh_from_db()
+    audit(user=None, action="clean.plan.built", table=table, parameters={"plan": plan.pk},
+          result=f"{plan.files_to_delete} files ({plan.bytes_to_delete} bytes) to delete")
+    return plan
+
+
+def plan_store(*, plan: CleanPlan, result: LakePlan, warnings: list[str]) -> None:
+    """Store a planner's result: one row per file (in batches), totals and per-partition sums."""
+    PlanFile.objects.filter(plan=plan).delete()
+    decisions = result.decisions
+    for start in range(0, len(decisions), PLAN_BATCH):
+        PlanFile.objects.bulk_create([
+            PlanFile(plan=plan, partition=d.partition, file_name=d.file_name, path=d.path, size=d.size,
+                     delete=d.delete, reason=d.reason[:512], file_id=d.file_id, base_instant=d.base_instant_time)
+            for d in decisions[start:start + PLAN_BATCH]], batch_size=PLAN_BATCH)
+    doomed = result.files_to_delete
+    per_partition: dict[str, list[int]] = {}
+    for d in doomed:
+        totals = per_partition.setdefault(d.partition, [0, 0])
+        totals[0] += 1
+        totals[1] += d.size
+    ectr = result.earliest_instant_to_retain
+    CleanPlan.objects.filter(pk=plan.pk).update(
+        status=PlanStatus.DRAFT, earliest_retained=ectr.requested_time if ectr else "",
+        last_completed_commit=result.last_completed_commit, incremental=result.incremental,
+        files_to_delete=len(doomed), bytes_to_delete=result.bytes_to_delete,
+        files_kept=len(decisions) - len(doomed), partitions_with_deletes=len(per_partition),
+        partitions_to_delete=list(result.partitions_to_delete), notes=list(result.notes), warnings=warnings,
+        partition_summary=[{"partition": p, "files": f, "bytes": b, "reclaimed": 0, "failed": 0}
+                           for p, (f, b) in sorted(per_partition.items())])
+
+
+PLAN_BATCH = 5000
+
+
+def _on_spark(table: Table) -> bool:
+    """Large tables are planned and cleaned by PySpark jobs; small ones in the worker."""
+    return 0 < settings.CLEANLINE_SPARK_MIN_FILES <= table.total_files
+
+
+def _spark() -> Any:
+    return spark_session(master=settings.SPARK_MASTER)
+
+
+def _maintenance(table: Table, lake: HudiTable) -> Maintenance:
+    """The table's services on the engine its size calls for."""
+    return lake.maintenance(spark=_spark() if _on_spark(table) else None)
+
+
+def _make_plan(table: Table, lake: HudiTable, config: CleanConfig) -> LakePlan:
+    return _maintenance(table, lake).plan_clean(config)
+
+
+def _run_clean(table: Table, lake: HudiTable, instant: str, progress: Any, sizes: Mapping[str, int]) -> Any:
+    return _maintenance(table, lake).run_cleans(instant=instant, progress=progress, sizes=sizes,
+                                                drop_metadata=lake.config.metadata_table_enabled)
+
+
+def _warnings(lake: HudiTable, table: Table, config: CleanConfig) -> list[str]:
+    warnings = []
+    timeline = lake.timeline
+    if timeline.savepoints().completed():
+        times = ", ".join(i.requested_time for i in timeline.savepoints().completed())
+        warnings.append(f"savepoints {times} protect their files")
+    if timeline.pending_compactions() or timeline.pending_log_compactions():
+        warnings.append("pending compactions protect the slices they read")
+    if lake.config.metadata_table_enabled:
+        warnings.append("the metadata table is enabled: approving drops it (Hudi writers rebuild it)")
+    table_config = CleanConfig.from_properties(table.properties)
+    if config.commits_retained < table_config.commits_retained:
+        warnings.append(f"retains {config.commits_retained} commits, fewer than the table's configured "
+                        f"{table_config.commits_retained}")
+    if config.file_versions_retained < table_config.file_versions_retained:
+        warnings.append(f"retains {config.file_versions_retained} file versions, fewer than the table's configured "
+                        f"{table_config.file_versions_retained}")
+    return warnings
+
+
+def plan_reject(*, plan: CleanPlan, user: User | None, note: str = "") -> CleanPlan:
+    if plan.status != PlanStatus.DRAFT:
+        raise ValidationError(f"Only a draft plan can be rejected; this one is {plan.status}.")
+    if not CleanPlan.objects.filter(pk=plan.pk, status=PlanStatus.DRAFT).update(
+            status=PlanStatus.REJECTED, decided_by=user, decided_at=timezone.now(), decision_note=note):
+        plan.refresh_from_db()  # an approval claimed it meanwhile
+        raise ValidationError(f"Only a draft plan can be rejected; this one is {plan.status}.")
+    audit(user=user, action="clean.plan.rejected", table=plan.table, parameters={"plan": plan.pk, "note": note})
+    plan.refresh_from_db()
+    return plan
+
+
+def plan_holder(plan: CleanPlan) -> str:
+    """What holds the table's lock while the plan's clean runs."""
+    return f"clean-plan:{plan.pk}"
+
+
+def plan_approve(*, plan: CleanPlan, user: User | None) -> CleanPlan:
+    """Re-validate the draft against the current timeline; if any file it would delete is
+    now protected, or the policy now gives another plan, it becomes STALE with the
+    difference. Otherwise the requested clean is written to the timeline (APPROVED).
+
+    Exactly one approval wins: under the table lock the plan is claimed (DRAFT to APPROVING)
+    by one conditional update before anything is written to the lake; the others get a
+    ValidationError. A failure puts the claim back to DRAFT with the error."""
+    if plan.status not in (PlanStatus.DRAFT, PlanStatus.APPROVING):
+        raise ValidationError(f"Only a draft plan can be approved; this one is {plan.status}.")
+    if plan.files_to_delete == 0 and not plan.partitions_to_delete:
+        raise ValidationError("Nothing to clean: this plan deletes no file, so there is nothing to approve "
+                              "(Hudi schedules no clean for it either).")
+    if (settings.CLEANLINE_APPROVER_MUST_DIFFER and not plan.automatic and user is not None
+            and plan.requested_by_id == user.pk):
+        raise ValidationError("The approver must differ from the requester (CLEANLINE_APPROVER_MUST_DIFFER).")
+    holder = f"clean-plan-approval:{plan.pk}"
+    try:
+        with table_lock(plan.table, holder) as lease:
+            return _approve_claimed(plan, user, lease)
+    except TableBusy as exc:
+        if exc.holder == holder:
+            raise TableBusy(f"Plan #{plan.pk} is already being approved by someone else.", holder=holder) from exc
+        raise
+
+
+def _approve_claimed(plan: CleanPlan, user: User | None, lease: Lease) -> CleanPlan:
+    table = plan.table
+    # Under the table lock, a plan still APPROVING was claimed by an approval that died.
+    if not CleanPlan.objects.filter(pk=plan.pk, status__in=(PlanStatus.DRAFT, PlanStatus.APPROVING)).update(
+            status=PlanStatus.APPROVING, run_token=lease.token, decided_by=user, decided_at=timezone.now(), error=""):
+        plan.refresh_from_db()
+        raise ValidationError(f"Only a draft plan can be approved; this one is {plan.status}.")
+    claim = CleanPlan.objects.filter(pk=plan.pk, status=PlanStatus.APPROVING, run_token=lease.token)
+    try:
+        lake = HudiTable.open(table.path)
+        config = CleanConfig.from_properties(plan.settings)
+        now_plan = lake.maintenance().plan_clean(config)
+        reasons = _differences(plan, now_plan)
+        if reasons:
+            claim.update(status=PlanStatus.STALE, stale_reasons=reasons[:200], run_token="")
+            audit(user=user, action="clean.plan.stale", table=table, parameters={"plan": plan.pk},
+                  result=f"{len(reasons)} differences")
+            plan.refresh_from_db()
+            return plan
+        lease.check(now=True)  # still this approval's table, immediately before the first write
+        instant = lake.maintenance().schedule_clean(now_plan, config, force=True,
+                                                    drop_metadata=lake.config.metadata_table_enabled)
+        if instant is None:  # the timeline changed so that nothing is left to clean
+            raise CleanRefused(f"{table.name}: the plan now deletes nothing; no clean was scheduled")
+    except Exception as exc:
+        expected = isinstance(exc, (CleanlineError, LockLost))
+        message = str(exc) if expected else f"{type(exc).__name__}: {exc}"
+        claim.update(status=PlanStatus.DRAFT, run_token="", decided_by=None, decided_at=None, error=message[:2000])
+        if not expected:
+            logger.exception("approval of clean plan %s failed", plan.pk)
+            raise
+        raise ValidationError(message) from exc
+    if not claim.update(status=PlanStatus.APPROVED, clean_instant=instant.requested_time,
+                        progress_total=plan.files_to_delete, run_token=""):
+        logger.error("clean plan %s: clean %s was requested but the approval lost its claim", plan.pk,
+                     instant.requested_time)
+        raise ValidationError(f"Clean {instant.requested_time} was requested on the timeline but this approval lost "
+                              "its claim on the plan; run the pending clean from the table's overview.")
+    audit(user=user, action="clean.plan.approved", table=table,
+          parameters={"plan": plan.pk, "clean": instant.requested_time,
+                      "metadata_table_dropped": lake.config.metadata_table_enabled})
+    plan.refresh_from_db()
+    return plan
+
+
+def _differences(plan: CleanPlan, now_plan: LakePlan) -> list[str]:
+    """Why a stored plan is no longer what the planner gives, file by file."""
+    stored = dict(plan.files.filter(delete=True).values_list("path", "reason"))
+    now = {d.path: d for d in now_plan.decisions}
+    reasons = [f"{path}: now kept ({now[path].reason})" if path in now and not now[path].delete
+               else f"{path}: no longer in the table's listing" for path in stored
+               if path not in now or not now[path].delete]
+    reasons += [f"{d.path}: would now also be deleted ({d.reason})" for d in now_plan.files_to_delete
+                if d.path not in stored]
+    return reasons
+
+
+def plan_run(*, plan: CleanPlan, task_id: str = "") -> CleanPlan:
+    """Run an approved plan's clean under the table lock, with progress on the row. The run
+    claims the plan first: a copy that finds it already settled does nothing; one that took
+    the table over from a dead run finishes the same clean (the library resumes it); one that
+    lost the table to another run (it stopped heartbeating) stops and records nothing."""
+    if plan.status not in (PlanStatus.APPROVED, PlanStatus.RUNNING):
+        raise ValidationError(f"Only an approved plan runs; this one is {plan.status}.")
+    table = plan.table
+    started = Coalesce("started_at", Value(timezone.now(), output_field=DateTimeField()))
+    with table_lock(table, plan_holder(plan)) as lease, _run_claim(
+            plan, lease, ready=(PlanStatus.APPROVED, PlanStatus.RUNNING), failed_action="clean.run.failed",
+            task_id=task_id, started_at=started, error="") as mine:
+        if mine is None:
+            plan.refresh_from_db()
+            return plan
+        sizes = dict(plan.files.filter(delete=True).values_list("path", "size"))
+        last = [0.0]
+
+        def progress(p: Progress) -> None:
+            lease.check(now=p.files_done == p.files_total)  # before the completed clean is written
+            if time.monotonic() - last[0] > 0.5 or p.files_done == p.files_total:
+                last[0] = time.monotonic()
+                mine.update(progress_done=p.files_done, progress_total=p.files_total, progress_bytes=p.bytes_deleted)
+
+        try:
+            result, bytes_deleted = _clean_of_plan(table, plan, progress, sizes)
+            lease.check(now=True)
+        except LockLost as exc:
+            _run_stopped(plan, "clean.run.stopped", lease, str(exc))
+            plan.refresh_from_db()
+            return plan
+        except (CleanlineError, ValueError) as exc:
+            if not lease.owned():
+                _run_stopped(plan, "clean.run.stopped", lease, f"lost the table's lock, then: {exc}")
+            elif mine.update(status=PlanStatus.FAILED, error=str(exc), finished_at=timezone.now()):
+                audit(user=None, action="clean.run.failed", table=table, parameters={"plan": plan.pk}, result=str(exc))
+            plan.refresh_from_db()
+            return plan
+        _record_outcomes(plan, result.metadata)
+        if bytes_deleted is None:
+            bytes_deleted = plan.files.filter(delete=True, outcome=PlanFile.Outcome.DELETED).aggregate(
+                total=Sum("size"))["total"] or 0
+        mine.update(partition_summary=_partition_summary(plan))
+        completed = mine.update(status=PlanStatus.COMPLETED, finished_at=timezone.now(),
+                                progress_done=plan.files_to_delete, progress_bytes=bytes_deleted)
+    if not completed:
+        _run_stopped(plan, "clean.run.stopped", lease, "lost the table's lock to another run; recorded nothing more")
+    else:
+        audit(user=None, action="clean.run.completed", table=table,
+              parameters={"plan": plan.pk, "clean": plan.clean_instant},
+              result=f"{result.deleted} deleted, {result.already_gone} already gone, {result.failed} failed")
+    plan.refresh_from_db()
+    return plan
+
+
+def _clean_of_plan(table: Table, plan: CleanPlan, progress: Any,
+                   sizes: Mapping[str, int]) -> tuple[CleanResult, int | None]:
+    """Run the plan's pending clean; if an earlier run already completed it on the timeline
+    (and died before recording so), its metadata is the result (bytes then come from the
+    plan's rows: None)."""
+    lake = HudiTable.open(table.path)
+    done = next((i for i in lake.timeline.cleans().completed() if i.requested_time == plan.clean_instant), None)
+    if done is not None:
+        content = lake.read_instant(done) or {}
+        meta = (content.get("partitionMetadata") or {}).values()
+        return CleanResult(done, sum(len(m.get("successDeleteFiles") or ()) for m in meta), 0,
+                           sum(len(m.get("failedDeleteFiles") or ()) for m in meta), 0, content), None
+    (result,) = _run_clean(table, lake, plan.clean_instant, progress, sizes)
+    return result, result.bytes_deleted
+
+
+def _record_outcomes(plan: CleanPlan, content: Mapping[str, Any]) -> None:
+    for partition, meta in (content.get("partitionMetadata") or {}).items():
+        for outcome, names in ((PlanFile.Outcome.DELETED, meta.get("successDeleteFiles") or ()),
+                               (PlanFile.Outcome.FAILED, meta.get("failedDeleteFiles") or ())):
+            names = list(names)
+            for start in range(0, len(names), PLAN_BATCH):
+                plan.files.filter(delete=True, partition=partition,
+                                  file_name__in=names[start:start + PLAN_BATCH]).update(outcome=outcome)
+
+
+def auto_clean(*, table: Table) -> CleanPlan | None:
+    """Automatic mode: plan with the table's settings; a plan within the table's thresholds
+    is approved automatically (and recorded so), a larger one waits for an admin. One clean
+    at a time: nothing is planned while a plan of the table is open or the table is busy."""
+    open_states = (PlanStatus.PLANNING, PlanStatus.DRAFT, PlanStatus.APPROVING, PlanStatus.APPROVED,
+                   PlanStatus.RUNNING)
+    if table.clean_plans.filter(status__in=open_states).exists() or live_lock(table) is not None:
+        return None
+    plan = plan_build(plan=plan_request(table=table, user=None, overrides={}, automatic=True))
+    if plan.files_to_delete == 0 and not plan.partitions_to_delete:
+        CleanPlan.objects.filter(pk=plan.pk).update(status=PlanStatus.REJECTED, decision_note="nothing to clean")
+        plan.refresh_from_db()
+        return plan
+    if plan.files_to_delete <= table.auto_max_files and plan.bytes_to_delete <= table.auto_max_bytes:
+        plan = plan_approve(plan=plan, user=None)
+        if plan.status == PlanStatus.APPROVED:
+            audit(user=None, action="clean.plan.auto-approved", table=table,
+                  parameters={"plan": plan.pk, "files": plan.files_to_delete, "bytes": plan.bytes_to_delete})
+    return plan
+
+
+def _partition_summary(plan: CleanPlan) -> list[dict[str, Any]]:
+    """Per partition: files and bytes planned, bytes reclaimed and files failed (after a run)."""
+    return [dict(row, reclaimed=row["reclaimed"] or 0) for row in plan.files.filter(delete=True).values(
+        "partition").annotate(files=Count("id"), bytes=Sum("size"),
+                              reclaimed=Sum("size", filter=Q(outcome__in=("deleted", "gone"))),
+                              failed=Count("id", filter=Q(outcome="failed"))).order_by("partition")]

@@ -1,0 +1,73 @@
+"""Claiming a plan or job for one run, and giving up on it, shared by plans and operations."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from console.models import (
+    CleanPlan,
+    Job,
+    JobStatus,
+    PlanStatus,
+)
+from console.services.audit import audit
+from console.services.locks import Lease
+
+logger = logging.getLogger(__name__)
+
+
+def _kind(row: CleanPlan | Job) -> str:
+    return "plan" if isinstance(row, CleanPlan) else "job"
+
+
+@contextmanager
+def _run_claim(row: CleanPlan | Job, lease: Lease, *, ready: tuple[str, ...], failed_action: str,
+               **fields: Any) -> Iterator[QuerySet[Any] | None]:
+    """Claim a plan or job for this run (status RUNNING with the run's lock token) by one
+    conditional update, under the table lock. Yields the row's queryset, through which only
+    this run's updates land, or None when an earlier run settled it (COMPLETED, FAILED): then
+    there is nothing to do. An unexpected error marks the row FAILED with the reason (never
+    left RUNNING) and is raised again."""
+    model = type(row)
+    if not model.objects.filter(pk=row.pk, status__in=ready).update(status="running", run_token=lease.token, **fields):
+        yield None
+        return
+    mine = model.objects.filter(pk=row.pk, status="running", run_token=lease.token)
+    try:
+        yield mine
+    except Exception as exc:
+        logger.exception("%s %s failed", model.__name__, row.pk)
+        error = f"{type(exc).__name__}: {exc}"
+        if mine.update(status="failed", error=error[:2000], finished_at=timezone.now()):
+            audit(user=None, action=failed_action, table=row.table, parameters={_kind(row): row.pk},
+                  result=error)
+        raise
+
+
+def _run_stopped(row: CleanPlan | Job, action: str, lease: Lease, reason: str) -> None:
+    """This run lost the table to another (its lock expired): it records nothing more."""
+    logger.warning("%s %s: %s", type(row).__name__, row.pk, reason)
+    audit(user=None, action=action, table=row.table, parameters={_kind(row): row.pk, "token": lease.token},
+          result=reason)
+
+
+def run_gave_up(*, row: CleanPlan | Job, error: str, running: bool = True) -> bool:
+    """A task gave up on a plan or job (its table stayed busy, or it failed before claiming
+    it): the row fails with the reason and an audit event, unless a run settled it meanwhile
+    (or, with `running` false, a run claimed it). False if nothing changed."""
+    if isinstance(row, CleanPlan):
+        ready, action = (PlanStatus.APPROVED, PlanStatus.RUNNING), "clean.run.failed"
+    else:
+        ready, action = (JobStatus.QUEUED, JobStatus.RUNNING), f"{row.kind}.failed"
+    ready = ready if running else ready[:1]
+    if not type(row).objects.filter(pk=row.pk, status__in=ready).update(
+            status="failed", error=error[:2000], finished_at=timezone.now()):
+        return False
+    audit(user=None, action=action, table=row.table, parameters={_kind(row): row.pk}, result=error)
+    return True

@@ -1,0 +1,210 @@
+"""Registering, syncing and configuring tables: the database mirrors what the library reads."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from console.models import (
+    Instant,
+    SyncStatus,
+    Table,
+)
+from console.services.audit import audit
+from timeline import (
+    CleanlineError,
+    FileSystemView,
+    HudiTable,
+    UnsupportedLocationError,
+    parse_location,
+    within_roots,
+)
+from timeline import Instant as LakeInstant
+
+
+def is_allowed(path: str) -> bool:
+    """Whether `path` lies under one of CLEANLINE_ALLOWED_ROOTS: parsed and matched on whole
+    resolved segments (symbolic links followed) before any storage object exists or any
+    request is sent. Raises UnsupportedLocationError for a scheme the library does not open."""
+    return within_roots(path, settings.CLEANLINE_ALLOWED_ROOTS)
+
+
+def _resolved_location(path: str) -> str:
+    """The path to open: local paths resolved (a symbolic link is registered as its target,
+    so that swapping the link later cannot point the table elsewhere); URIs as given."""
+    scheme, resolved = parse_location(path)
+    return resolved if scheme == "file" else path
+
+
+def table_register(*, path: str, user: User | None) -> Table:
+    """Register the table at `path`. Refused, with nothing written and no request sent to a
+    store, when the path is outside the allowed roots or has an unknown scheme; refused with
+    nothing written when it is already registered, not a Hudi table, or unreadable."""
+    path = path.strip()
+    if not path:
+        raise ValidationError("Give the table's base path.")
+    try:
+        allowed = is_allowed(path)
+    except UnsupportedLocationError as exc:
+        raise ValidationError(str(exc)) from exc
+    if not allowed:
+        roots = ", ".join(settings.CLEANLINE_ALLOWED_ROOTS)
+        raise ValidationError(f"{path} is outside the allowed roots ({roots}); see CLEANLINE_ALLOWED_ROOTS.")
+    try:
+        lake = HudiTable.open(_resolved_location(path))
+    except CleanlineError as exc:
+        raise ValidationError(str(exc)) from exc
+    if Table.objects.filter(path=lake.uri).exists():
+        raise ValidationError(f"{lake.uri} is already registered.")
+    table = Table.objects.create(path=lake.uri, registered_by=user, **_table_fields(lake))
+    return table
+
+
+def _table_fields(lake: HudiTable) -> dict[str, Any]:
+    config = lake.config
+    return {
+        "name": config.name, "table_type": config.table_type.value, "table_version": config.version,
+        "layout_version": config.layout_version, "partition_fields": list(config.partition_fields),
+        "properties": dict(config.props), "metadata_table_enabled": config.metadata_table_enabled,
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class SyncResult:
+    changed: bool
+    created: int
+    updated: int
+    deleted: int
+
+
+def fingerprint(lake: HudiTable) -> str:
+    """A hash of the active timeline's listing (names, sizes, modification times) and of the
+    table config: equal fingerprints mean nothing to sync."""
+    digest = hashlib.sha256()
+    for (requested, action), states in sorted(lake.timeline.state_files.items()):
+        for state, status in sorted(states.items()):
+            digest.update(f"{requested}|{action}|{state}|{status.size}|{status.mtime_ms}\n".encode())
+    digest.update(repr(sorted(lake.config.props.items())).encode())
+    return digest.hexdigest()
+
+
+def summary(lake: HudiTable, instant: LakeInstant) -> dict[str, int]:
+    """Partitions, files, records and bytes an instant's metadata reports."""
+    if not instant.is_completed:
+        return {}
+    content = lake.read_instant(instant) or {}
+    if "partitionToWriteStats" in content:
+        stats = [s for group in (content.get("partitionToWriteStats") or {}).values() for s in group or ()]
+        return {"partitions": len(content.get("partitionToWriteStats") or {}), "files": len(stats),
+                "records": sum(_number(s.get("numWrites")) for s in stats),
+                "bytes": sum(_number(s.get("totalWriteBytes")) for s in stats)}
+    if "totalFilesDeleted" in content:
+        return {"partitions": len(content.get("partitionMetadata") or {}),
+                "files": _number(content["totalFilesDeleted"])}
+    if "savepointedBy" in content:
+        meta = content.get("partitionMetadata") or {}
+        return {"partitions": len(meta), "files": sum(len(m.get("savepointDataFile") or ()) for m in meta.values())}
+    return {}
+
+
+def _number(value: Any) -> int:
+    """A count from instant metadata; what is not a number (e.g. "lots" written by hand) counts as 0."""
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value) if math.isfinite(value) else 0
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            return 0
+    return 0
+
+
+def _rows(lake: HudiTable, instants: Iterable[LakeInstant], archived: bool,
+          known: Mapping[tuple[str, str], tuple[str, str, bool]]) -> Iterable[tuple[tuple[str, str], dict[str, Any]]]:
+    for instant in instants:
+        key = (instant.requested_time, instant.action)
+        values = (instant.completion_time or "", instant.state.name, archived)
+        if known.get(key) == values:
+            continue
+        yield key, {"completion_time": values[0], "state": values[1], "archived": archived,
+                    **({} if archived else summary(lake, instant))}
+
+
+def table_sync(*, table: Table) -> SyncResult:
+    """Make the table's rows equal to the lake: an idempotent upsert keyed by (table,
+    requested time, action), rows of instants no longer there removed. An unchanged table
+    costs one timeline listing and no writes."""
+    lake = HudiTable.open(table.path)
+    lake.ensure_intact()  # a corrupt instant fails the sync, as it stops planning and mutations
+    print_ = fingerprint(lake)
+    if print_ == table.timeline_fingerprint and table.sync_status == SyncStatus.OK:
+        return SyncResult(False, 0, 0, 0)
+    known = {(r[0], r[1]): (r[2], r[3], r[4]) for r in table.instants.values_list(
+        "requested_time", "action", "completion_time", "state", "archived")}
+    archived = lake.inspect.archived_instants() if _has_archive(lake) else ()
+    active_keys = {(i.requested_time, i.action) for i in lake.timeline}
+    changes = dict(_rows(lake, (i for i in archived if (i.requested_time, i.action) not in active_keys), True, known))
+    changes.update(_rows(lake, lake.timeline, False, known))
+    present = active_keys | {(i.requested_time, i.action) for i in archived}
+    listing = lake.list_partitions()
+    sizes = [s.size for files in listing.partitions.values() for s in files]
+    layout = _layout_summary(lake.file_system_view(listing=listing))
+    stale = [key for key in known if key not in present]
+    created = [key for key in changes if key not in known]
+    with transaction.atomic():
+        if stale:
+            for time, action in stale:
+                table.instants.filter(requested_time=time, action=action).delete()
+        rows = [Instant(table=table, requested_time=t, action=a, **v) for (t, a), v in changes.items()]
+        Instant.objects.bulk_create(
+            rows, batch_size=2000, update_conflicts=True, unique_fields=["table", "requested_time", "action"],
+            update_fields=["completion_time", "state", "archived", "partitions", "files", "records", "bytes"])
+        Table.objects.filter(pk=table.pk).update(
+            timeline_fingerprint=print_, sync_status=SyncStatus.OK, sync_error="", synced_at=timezone.now(),
+            total_bytes=sum(sizes), total_files=len(sizes), layout_summary=layout, **_table_fields(lake))
+    table.refresh_from_db()
+    return SyncResult(True, len(created), len(changes) - len(created), len(stale))
+
+
+def _layout_summary(view: FileSystemView) -> dict[str, Any]:
+    """For the overview's charts, from the sync's listing: bytes of committed slices per
+    partition (largest 30) and how many file groups have how many versions."""
+    per_partition: Counter[str] = Counter()
+    versions: Counter[int] = Counter()
+    for group in view.all_file_groups():
+        versions[len(group.slices)] += 1
+        for piece in group.slices:
+            per_partition[group.partition or "(none)"] += piece.size
+    return {"bytes_per_partition": per_partition.most_common(30), "versions": sorted(versions.items())}
+
+
+def _has_archive(lake: HudiTable) -> bool:
+    return lake.storage.exists(lake.path(lake.config.archive_folder))
+
+
+def table_sync_failed(*, table: Table, error: str) -> None:
+    Table.objects.filter(pk=table.pk).update(sync_status=SyncStatus.FAILED, sync_error=error[:2000])
+
+
+def table_settings_update(*, table: Table, user: User | None, auto_clean: bool, auto_max_files: int,
+                          auto_max_bytes: int) -> Table:
+    Table.objects.filter(pk=table.pk).update(auto_clean=auto_clean, auto_max_files=auto_max_files,
+                                             auto_max_bytes=auto_max_bytes)
+    audit(user=user, action="table.settings.changed", table=table,
+          parameters={"auto_clean": auto_clean, "auto_max_files": auto_max_files, "auto_max_bytes": auto_max_bytes})
+    table.refresh_from_db()
+    return table
