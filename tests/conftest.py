@@ -98,3 +98,39 @@ def demo_lake(spark, tmp_path_factory: pytest.TempPathFactory) -> Path:  # type:
     root = tmp_path_factory.mktemp("demo-lake")
     build_demo_lake(spark, str(root))
     return root
+
+
+# ----------------------------------------------------------------------------------------
+# S3: a real S3-protocol server (moto_server) on 127.0.0.1; nothing else may reach a cloud.
+
+from tests.s3 import S3Server, offline_aws_environment  # noqa: E402
+
+offline_aws_environment()  # AWS_ENDPOINT_URL at a closed local port until s3_server starts
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> S3Server:  # type: ignore[misc]
+    """One `moto_server` for the session; its endpoint, test credentials and region are in
+    this process's environment (and so in every subprocess a test starts) while it runs."""
+    import os
+
+    server = S3Server(tmp_path_factory.mktemp("s3-server")).start()
+    saved = {name: os.environ.get(name) for name in server.env}
+    os.environ.update(server.env)
+    yield server
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    server.stop()
+
+
+@pytest.fixture
+def s3_table(s3_server: S3Server, tmp_path: Path):  # type: ignore[no-untyped-def]
+    """Factory: a fixture table uploaded to a fresh bucket; returns its `s3://bucket/name` URI."""
+
+    def make(table_id: str) -> str:
+        return s3_server.upload(unzip_table(FIXTURES / f"{table_id}.zip", tmp_path / "s3-upload" / table_id))
+
+    return make

@@ -105,28 +105,35 @@ class TableListing:
 def list_partitions(storage: Storage, base: str) -> TableListing:
     """Walk the table as Hudi's FileSystemBackedTableMetadata does: a folder holding a
     `.hoodie_partition_metadata` file is a partition (and is not descended into); `.hoodie`
-    is never entered. The base path itself is the partition "" of a non-partitioned table."""
+    is never entered. The base path itself is the partition "" of a non-partitioned table.
+    `Storage.walk` lists folders concurrently on object stores (one round trip each), one
+    by one on local storage."""
     partitions: dict[str, tuple[FileStatus, ...]] = {}
     prefix = len(base.rstrip("/")) + 1
-    stack = [base]
-    while stack:
-        folder = stack.pop()
-        files: list[FileStatus] = []
-        folders: list[str] = []
-        is_partition = False
-        for entry in storage.list(folder):
-            if entry.is_dir:
-                if entry.name != META_FOLDER:
-                    folders.append(entry.path)
-            else:
-                files.append(entry)
-                if not is_partition and entry.name.startswith(PARTITION_METADATA_PREFIX):
-                    is_partition = True
-        if is_partition:
-            partitions[folder[prefix:] if folder != base else ""] = tuple(files)
-        else:
-            stack.extend(folders)
+    children: dict[str, list[str]] = {}
+    for folder, entries in storage.walk(base, lambda folder, _: children.pop(folder)):
+        files, folders = _split_folder(entries)
+        if files is not None:
+            partitions[folder[prefix:] if folder != base else ""] = files
+        children[folder] = folders
     return TableListing(partitions)
+
+
+def _split_folder(entries: list[FileStatus]) -> tuple[tuple[FileStatus, ...] | None, list[str]]:
+    """(the files of a partition folder, nothing to descend into), or (None, the sub-folders
+    to walk) for a folder without partition metadata; `.hoodie` is never walked."""
+    files: list[FileStatus] = []
+    folders: list[str] = []
+    is_partition = False
+    for entry in entries:
+        if entry.is_dir:
+            if entry.name != META_FOLDER:
+                folders.append(entry.path)
+        else:
+            files.append(entry)
+            if not is_partition and entry.name.startswith(PARTITION_METADATA_PREFIX):
+                is_partition = True
+    return (tuple(files), []) if is_partition else (None, folders)
 
 
 def partition_paths(storage: Storage, base: str) -> list[str]:

@@ -5,6 +5,7 @@ already gone counts as deleted."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -20,6 +21,8 @@ from timeline.instant import CLEAN, Instant, State
 from timeline.mdt import guard_metadata_table
 from timeline.storage import Storage
 from timeline.table import HudiTable
+
+log = logging.getLogger(__name__)
 
 CLEAN_METADATA_VERSION = 2
 CHUNK = 1000  # files per delete task
@@ -146,24 +149,84 @@ def delete_target(storage: Storage, target: tuple[str, str, bool], sizes: Mappin
     return uri, partition, outcome, bootstrap, size if outcome == "deleted" else 0
 
 
+def delete_targets(storage: Storage, targets: list[tuple[str, str, bool]], sizes: Mapping[str, int] | None
+                   ) -> list[Outcome]:
+    """Delete planned files with the storage's batch delete (`Storage.delete_many`: one
+    request per `delete_batch_size` files on object stores). A file the store reports gone
+    counts as deleted; a refused one is logged with the store's reason and counted failed."""
+    paths = [storage.path_of(uri) for _, uri, _ in targets]
+    answers = storage.delete_many(paths)
+    outcomes: list[Outcome] = []
+    failures: list[tuple[str, str]] = []
+    for (partition, uri, bootstrap), path in zip(targets, paths):
+        answer = answers.get(path, "failed: no answer from the store")
+        outcome = "failed" if answer.startswith("failed") else answer
+        if outcome == "failed":
+            failures.append((uri, answer.removeprefix("failed: ")))
+        size = (sizes.get(uri, 0) if sizes is not None else 0) if outcome == "deleted" else 0
+        outcomes.append((uri, partition, outcome, bootstrap, size))
+    if failures:
+        log.warning("clean: %d of %d files could not be deleted, first %s: %s", len(failures), len(targets),
+                    *failures[0])
+    return outcomes
+
+
+def _listed_sizes(storage: Storage, targets: list[tuple[str, str, bool]], parallelism: int) -> dict[str, int]:
+    """Sizes of the targets from one listing of each folder they are in (on an object store
+    a listing returns 1,000 sizes a request where a status call returns one)."""
+    by_folder: dict[str, list[str]] = {}
+    for _, uri, _ in targets:
+        path = storage.path_of(uri)
+        by_folder.setdefault(path.rsplit("/", 1)[0], []).append(uri)
+
+    def sizes_in(folder: str) -> dict[str, int]:
+        try:
+            listed = {status.path: status.size for status in storage.list(folder)}
+        except StorageError:
+            return {}
+        return {uri: listed[storage.path_of(uri)] for uri in by_folder[folder] if storage.path_of(uri) in listed}
+
+    found: dict[str, int] = {}
+    with ThreadPoolExecutor(max_workers=max(1, min(parallelism, len(by_folder))),
+                            thread_name_prefix="cleanline-sizes") as pool:
+        for part in pool.map(sizes_in, by_folder):
+            found.update(part)
+    return found
+
+
 def _delete_all(storage: Storage, targets: list[tuple[str, str, bool]], sizes: Mapping[str, int] | None,
                 progress: ProgressCallback | None, instant: str, parallelism: int) -> list[Outcome]:
     """Delete every target with a few threads. Workers take whole chunks of at least CHUNK
     files (a task per file costs more than a local unlink) and count what they do; progress is
-    reported from the calling thread while they run."""
+    reported from the calling thread while they run. On a store with a batch delete (object
+    stores), each task is one `delete_many` of `delete_batch_size` files (one request), with
+    the sizes read beforehand from one listing per folder when the caller has none."""
     total = len(targets)
-    workers = max(1, min(parallelism, -(-total // CHUNK)))
     counter = ProgressCounter(instant, total, progress)
+    batch = storage.delete_batch_size
+    if batch > 1:
+        if sizes is None and targets:
+            sizes = _listed_sizes(storage, targets, parallelism)
+        chunks = [targets[i:i + batch] for i in range(0, total, batch)]
+        workers = max(1, min(parallelism, len(chunks)))
 
-    def work(chunk: list[tuple[str, str, bool]]) -> list[Outcome]:
-        done = []
-        for target in chunk:
-            done.append(delete_target(storage, target, sizes))
-            counter.add(1, done[-1][4])
-        return done
+        def work(chunk: list[tuple[str, str, bool]]) -> list[Outcome]:
+            done = delete_targets(storage, chunk, sizes)
+            counter.add(len(done), sum(row[4] for row in done))
+            return done
+    else:
+        workers = max(1, min(parallelism, -(-total // CHUNK)))
+        chunks = [targets[i::workers] for i in range(workers)]
+
+        def work(chunk: list[tuple[str, str, bool]]) -> list[Outcome]:
+            done = []
+            for target in chunk:
+                done.append(delete_target(storage, target, sizes))
+                counter.add(1, done[-1][4])
+            return done
 
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="cleanline-clean") as pool:
-        futures = [pool.submit(work, targets[i::workers]) for i in range(workers)]
+        futures = [pool.submit(work, chunk) for chunk in chunks]
         while wait(futures, timeout=PROGRESS_SECONDS).not_done:
             counter.report()
         counter.report()

@@ -47,6 +47,9 @@ def _status(info: pafs.FileInfo) -> FileStatus:
 class ArrowStorage(Storage):
     """Any file system pyarrow.fs knows (S3, GCS, HDFS, local)."""
 
+    # Remote stores answer each folder listing in a round trip: list many at once.
+    listing_threads = 16
+
     def __init__(self, fs: pafs.FileSystem, *, scheme: str = "", netloc: str = "") -> None:
         self.fs = fs
         self.scheme = scheme
@@ -135,6 +138,7 @@ class LocalStorage(ArrowStorage):
 
     # Deletes wait on system calls but the work around them holds the GIL: a few threads.
     io_threads = 2 * (os.cpu_count() or 1)
+    listing_threads = 1  # os.scandir is faster than a hand-off between threads
 
     def __init__(self) -> None:
         super().__init__(pafs.LocalFileSystem(), scheme="file")

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import posixpath
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import NamedTuple
 from urllib.parse import urlparse
+
+from timeline.exceptions import StorageError
 
 
 class FileStatus(NamedTuple):
@@ -32,6 +35,12 @@ class Storage(ABC):
     # How many concurrent calls pay off for bulk work such as a clean's deletes: object stores
     # answer round trips in parallel; local backends override this.
     io_threads: int = 32
+    # Folders listed at once by `walk`: object stores answer each listing in a round trip and
+    # gain from many at a time; local backends list faster than a thread hand-off and use 1.
+    listing_threads: int = 1
+    # Files one `delete_many` request removes (S3's DeleteObjects takes 1,000 keys); 0 when
+    # the backend has no batch delete and `delete_many` deletes file by file.
+    delete_batch_size: int = 0
 
     @abstractmethod
     def list(self, path: str) -> list[FileStatus]:
@@ -53,6 +62,48 @@ class Storage(ABC):
     @abstractmethod
     def delete(self, path: str) -> bool:
         """Delete a file. True if it was there, False if it was already gone."""
+
+    def delete_many(self, paths: Iterable[str]) -> dict[str, str]:
+        """Delete files: path -> "deleted", "gone" (it was already missing) or "failed: <reason>".
+        Never raises for a single file's failure. Backends with a batch API (S3's
+        DeleteObjects) send `delete_batch_size` paths a request; this default deletes one by one.
+        """
+        results: dict[str, str] = {}
+        for path in paths:
+            try:
+                results[path] = "deleted" if self.delete(path) else "gone"
+            except StorageError as exc:
+                results[path] = f"failed: {exc.reason}"
+        return results
+
+    def walk(self, path: str, descend: Callable[[str, list[FileStatus]], Iterable[str]]
+             ) -> Iterator[tuple[str, list[FileStatus]]]:
+        """List `path`, then every folder `descend(folder, entries)` names, and so on: yields
+        (folder, its direct entries) for each folder listed, in no fixed order. With
+        `listing_threads` > 1, up to that many folders are listed at once (a walk over an
+        object store is one round trip per folder, so it pays to have many in flight)."""
+        if self.listing_threads <= 1:
+            stack = [path]
+            while stack:
+                folder = stack.pop()
+                entries = self.list(folder)
+                yield folder, entries
+                stack.extend(descend(folder, entries))
+            return
+        with ThreadPoolExecutor(self.listing_threads, thread_name_prefix="cleanline-list") as pool:
+            running: dict[Future[list[FileStatus]], str] = {pool.submit(self.list, path): path}
+            try:
+                while running:
+                    done, _ = wait(running, return_when=FIRST_COMPLETED)
+                    for future in done:
+                        folder = running.pop(future)
+                        entries = future.result()
+                        yield folder, entries
+                        for child in descend(folder, entries):
+                            running[pool.submit(self.list, child)] = child
+            finally:
+                for future in running:
+                    future.cancel()
 
     @abstractmethod
     def delete_dir(self, path: str) -> bool:
@@ -95,8 +146,9 @@ class Storage(ABC):
 def storage_for(uri: str) -> tuple[Storage, str]:
     """The backend for a URI or local path, and the path of the URI inside it.
 
-    Local paths and `file://` use the local file system; `s3://`, `s3a://`, `gs://`, `gcs://`
-    and `hdfs://` go through pyarrow.fs; `memory://name/...` is a process-wide in-memory store
+    Local paths and `file://` use the local file system; `s3://`, `s3a://` and `s3n://` use
+    `S3Storage` (pyarrow.fs plus batched deletes, configured from `AWS_*` variables, see
+    `timeline/storage/s3.py`); `gs://`, `gcs://` and `hdfs://` go through pyarrow.fs; `memory://name/...` is a process-wide in-memory store
     for tests and demos.
     """
     from timeline.storage.arrow import ArrowStorage, LocalStorage
@@ -110,9 +162,12 @@ def storage_for(uri: str) -> tuple[Storage, str]:
         return LocalStorage(), posixpath.normpath(parsed.path or "/")
     if scheme == "memory":
         return MemoryStorage.named(parsed.netloc), parsed.path.rstrip("/") or "/"
-    if scheme in ("s3", "s3a", "gs", "gcs", "hdfs", "viewfs", "abfs", "abfss"):
-        storage = ArrowStorage.from_uri(uri)
-        return storage, storage.path_of(uri).rstrip("/")
-    from timeline.exceptions import StorageError
+    if scheme in ("s3", "s3a", "s3n", "gs", "gcs", "hdfs", "viewfs", "abfs", "abfss"):
+        if scheme in ("s3", "s3a", "s3n"):
+            from timeline.storage.s3 import S3Storage
 
+            storage: Storage = S3Storage.from_uri(uri)
+        else:
+            storage = ArrowStorage.from_uri(uri)
+        return storage, storage.path_of(uri).rstrip("/")
     raise StorageError(uri, f"unsupported URI scheme {parsed.scheme!r}")

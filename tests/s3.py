@@ -1,0 +1,195 @@
+"""A real S3-protocol server for tests and benchmarks: `moto_server` (moto[server]) on
+127.0.0.1, in its own process, on a free port.
+
+`S3Server.start()` waits until it answers; `env` holds the variables that point the library,
+boto3, hudi-rs and any subprocess at it (`AWS_ENDPOINT_URL`, test credentials, region).
+`upload(folder, bucket)` copies a local table into a fresh bucket and returns its `s3://` URI.
+`recording()` counts what the server received (moto's own request recorder), so a test can
+assert how many requests an operation took without wrapping the client it tests.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REGION = "us-east-1"
+# Credentials the server accepts (moto checks none); never real ones.
+ACCESS_KEY = "cleanline-test-key"
+SECRET_KEY = "cleanline-test-secret"
+
+# Outside an S3 test nothing may reach a cloud endpoint: the endpoint points at a closed local
+# port, the instance-metadata lookup is off and no profile or credentials file is read.
+OFFLINE_ENV = {
+    "AWS_ENDPOINT_URL": "http://127.0.0.1:9",
+    "AWS_EC2_METADATA_DISABLED": "true",
+    "AWS_ACCESS_KEY_ID": ACCESS_KEY,
+    "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
+    "AWS_REGION": REGION,
+    "AWS_DEFAULT_REGION": REGION,
+    "AWS_CONFIG_FILE": os.devnull,
+    "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+}
+CLEARED_ENV = ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL_S3",
+               "AWS_ROLE_ARN", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+               "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI")
+
+
+def offline_aws_environment() -> None:
+    """Point every AWS client of this process (and its subprocesses) away from the cloud."""
+    for name in CLEARED_ENV:
+        os.environ.pop(name, None)
+    os.environ.update(OFFLINE_ENV)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def moto_server_command() -> str:
+    found = Path(sys.executable).with_name("moto_server")
+    if found.exists():
+        return str(found)
+    which = shutil.which("moto_server")
+    if which is None:
+        raise RuntimeError("moto_server not found: install the test extra (pip install -e '.[test]')")
+    return which
+
+
+@dataclass
+class S3Server:
+    """One `moto_server` process on 127.0.0.1."""
+
+    workdir: Path
+    port: int = 0
+    process: subprocess.Popen[bytes] | None = None
+    _client: Any = field(default=None, repr=False)
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def env(self) -> dict[str, str]:
+        """What points AWS clients at this server."""
+        return {**OFFLINE_ENV, "AWS_ENDPOINT_URL": self.endpoint}
+
+    @property
+    def hudi_options(self) -> dict[str, str]:
+        """The same for hudi-rs (object_store's option names)."""
+        return {"aws_endpoint_url": self.endpoint, "aws_allow_http": "true", "aws_access_key_id": ACCESS_KEY,
+                "aws_secret_access_key": SECRET_KEY, "aws_region": REGION}
+
+    def start(self, *, attempts: int = 5) -> S3Server:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        log = open(self.workdir / "moto_server.log", "ab")  # noqa: SIM115 - closed with the process
+        for _ in range(attempts):
+            self.port = free_port()
+            env = {**os.environ, "MOTO_RECORDER_FILEPATH": str(self.workdir / "requests.jsonl")}
+            self.process = subprocess.Popen([moto_server_command(), "-H", "127.0.0.1", "-p", str(self.port)],
+                                            stdout=log, stderr=subprocess.STDOUT, env=env, cwd=self.workdir)
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and self.process.poll() is None:
+                try:
+                    with urllib.request.urlopen(f"{self.endpoint}/moto-api/", timeout=1):
+                        log.close()
+                        return self
+                except OSError:
+                    time.sleep(0.1)
+            self.stop()  # the port was taken between the probe and the bind, or it hung: again
+        log.close()
+        raise RuntimeError(f"moto_server did not start; see {self.workdir / 'moto_server.log'}")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.process = None
+
+    def client(self) -> Any:
+        """A boto3 S3 client for test set-up (never the client under test)."""
+        if self._client is None:
+            import boto3
+            from botocore.config import Config
+
+            self._client = boto3.client("s3", endpoint_url=self.endpoint, region_name=REGION,
+                                        aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY,
+                                        config=Config(max_pool_connections=32))
+        return self._client
+
+    def new_bucket(self, prefix: str = "lake") -> str:
+        name = f"{prefix}-{uuid.uuid4().hex[:12]}"
+        self.client().create_bucket(Bucket=name)
+        return name
+
+    def upload(self, folder: Path, bucket: str | None = None, *, key_prefix: str | None = None) -> str:
+        """Copy every file below `folder` to `s3://bucket/<key_prefix or folder name>/...`
+        (a fresh bucket unless given) and return that URI."""
+        bucket = bucket or self.new_bucket()
+        prefix = key_prefix if key_prefix is not None else folder.name
+        files = [p for p in folder.rglob("*") if p.is_file()]
+        client = self.client()
+
+        def put(path: Path) -> None:
+            client.put_object(Bucket=bucket, Key=f"{prefix}/{path.relative_to(folder).as_posix()}",
+                              Body=path.read_bytes())
+
+        with ThreadPoolExecutor(16) as pool:
+            list(pool.map(put, files))
+        return f"s3://{bucket}/{prefix}"
+
+    def keys(self, bucket: str, prefix: str = "") -> dict[str, int]:
+        """Key -> size of every object under a prefix."""
+        found: dict[str, int] = {}
+        for page in self.client().get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+            found.update({o["Key"]: o["Size"] for o in page.get("Contents", ())})
+        return found
+
+    def put_many(self, bucket: str, keys: list[str], body: bytes = b"x", *, threads: int = 32) -> None:
+        client = self.client()
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(lambda key: client.put_object(Bucket=bucket, Key=key, Body=body), keys))
+
+    def _moto_api(self, path: str, *, post: bool = False) -> bytes:
+        request = urllib.request.Request(f"{self.endpoint}/moto-api/{path}", method="POST" if post else "GET",
+                                         data=b"" if post else None)
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return bytes(response.read())
+
+    @contextmanager
+    def recording(self) -> Iterator[list[dict[str, Any]]]:
+        """The requests the server receives inside the block (moto's recorder), each as
+        {"method", "url", "body"} with the body decoded, filled in when the block ends."""
+        requests: list[dict[str, Any]] = []
+        self._moto_api("recorder/reset-recording", post=True)
+        self._moto_api("recorder/start-recording", post=True)
+        try:
+            yield requests
+        finally:
+            self._moto_api("recorder/stop-recording", post=True)
+            for line in self._moto_api("recorder/download-recording").decode().splitlines():
+                if line.strip():
+                    entry = json.loads(line)
+                    body = entry.get("body") or ""
+                    entry["body"] = base64.b64decode(body) if entry.get("body_encoded") else body.encode()
+                    requests.append(entry)
