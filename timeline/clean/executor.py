@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
 
-from timeline import metadata
+from timeline import transition
 from timeline.clean.config import CleanConfig
 from timeline.clean.planner import CleanPlan, protection_conflicts
 from timeline.exceptions import CleanlineError, StorageError
@@ -90,17 +90,9 @@ def schedule_clean(table: HudiTable, plan: CleanPlan, config: CleanConfig, *,
         raise CleanRefused(f"{table.uri}: fewer than {config.trigger_max_commits} commits completed since the "
                            "last clean (hoodie.clean.trigger.max.commits)")
     guard_metadata_table(table, drop=drop_metadata, action="a clean")
-    instant = Instant(table.new_instant_time(), CLEAN, State.REQUESTED)
-    _write_state(table, instant, plan.to_avro())
+    instant = transition.request(table, CLEAN, plan.to_avro())
     table.reload()
     return instant
-
-
-def _write_state(table: HudiTable, instant: Instant, content: dict[str, Any] | None) -> None:
-    layout = table.config.layout_version
-    data = b"" if content is None else metadata.encode(content, action=CLEAN, state=instant.state, layout=layout)
-    path = Storage.join(table.timeline.folder, instant.file_name(layout))
-    table.storage.write(path, data)
 
 
 def pending_cleans(table: HudiTable, *, instant: str | None = None, drop_metadata: bool = False) -> list[Instant]:
@@ -302,9 +294,8 @@ def begin_clean(table: HudiTable, clean: Instant) -> tuple[dict[str, Any], list[
             f"now protected ({'; '.join(conflicts[:5])}{'; ...' if len(conflicts) > 5 else ''}). "
             + ("The requested clean was withdrawn; plan again." if withdrawn else
                "It is inflight and was left as it is; remove the protection or finish it with a Hudi writer."))
-    if clean.is_requested:
-        inflight = Instant(clean.requested_time, CLEAN, State.INFLIGHT).file_name(table.config.layout_version)
-        table.storage.write(Storage.join(table.timeline.folder, inflight), table.storage.read(requested))
+    if clean.is_requested:  # the inflight state holds a copy of the plan
+        transition.start(table, clean, table.storage.read(requested))
     return plan, targets
 
 
@@ -321,10 +312,7 @@ def finish_clean(table: HudiTable, clean: Instant, plan: dict[str, Any], outcome
         table.storage.delete_dir(containment.partition_path(partition))
     by_path = {uri: (partition, outcome, bootstrap) for uri, partition, outcome, bootstrap, _ in outcomes}
     content = _clean_metadata(clean, plan, by_path, deleted_partitions, started)
-    done_at = table.new_instant_time(after=clean.requested_time) if table.config.layout_version >= 2 else None
-    completed = Instant(clean.requested_time, CLEAN, State.COMPLETED, done_at)
-    _write_state(table, completed, content)
-    table.reload()
+    completed = transition.complete(table, clean, content)
     counts = {kind: sum(1 for o in outcomes if o[2] == kind) for kind in ("deleted", "gone", "failed")}
     return CleanResult(completed, counts["deleted"], counts["gone"], counts["failed"],
                        sum(o[4] for o in outcomes), content)
