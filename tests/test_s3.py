@@ -21,7 +21,7 @@ import pytest
 
 from tests import test_storage
 from tests.lakes import Lake
-from tests.s3 import S3Server
+from tests.s3 import FaultyProxy, S3Server
 from timeline.clean.config import CleanConfig
 from timeline.clean.executor import run_pending_cleans, schedule_clean
 from timeline.clean.planner import plan_clean
@@ -215,18 +215,26 @@ def test_s3_fsview_equals_hudi_rs_on_s3_and_the_local_table(
 def test_s3_listing_lists_partition_folders_concurrently_and_skips_hoodie(
         s3_server: S3Server, s3_table: Any) -> None:
     uri = s3_table(V6_COW)
-    storage, base = storage_for(uri)
+    bucket, prefix = split(uri)
+    siblings = threading.Barrier(3, timeout=20)  # the three byteField= folders, listed at once or never
+
+    class Probe(S3Storage):
+        def list(self, path: str) -> Any:
+            if path.rsplit("/", 1)[-1].startswith("byteField="):
+                siblings.wait()
+            return super().list(path)
+
+    storage = Probe(bucket=bucket)
     with s3_server.recording() as requests:
-        listing = list_partitions(storage, base)
+        listing = list_partitions(storage, f"{bucket}/{prefix}")
     listings = [r for r in requests if r["method"] == "GET" and "list-type=2" in r["url"]]
     assert len(listings) == len(requests)  # one ListObjectsV2 per folder walked, nothing else
     assert not any(".hoodie" in r["url"] for r in listings)
     # the base, the byteField= folders and the partitions below them, nothing below a partition
-    walked = {base} | {f"{base}/{p}" for p in listing.partitions} \
-        | {f"{base}/{p.split('/')[0]}" for p in listing.partitions}
+    walked = {prefix} | {f"{prefix}/{p}" for p in listing.partitions} | {f"{prefix}/{p.split('/')[0]}"
+                                                                          for p in listing.partitions}
     assert len(listing.partitions) == 3 and len(walked) == 7  # byteField=10, 20 and 30
-    assert sorted(r["url"].split("prefix=")[1] for r in listings) == sorted(
-        quote(f"{w.split('/', 1)[1]}/", safe="") for w in walked)
+    assert sorted(r["url"].split("prefix=")[1] for r in listings) == sorted(quote(f"{w}/", safe="") for w in walked)
 
 
 # ----------------------------------------------------------------------------------------
@@ -466,3 +474,27 @@ def test_s3_subprocesses_see_the_server_and_nothing_else(s3_server: S3Server) ->
     printed = subprocess.run([sys.executable, "-c", "import os; print(os.environ['AWS_ENDPOINT_URL'])"],
                              capture_output=True, text=True, timeout=60)
     assert printed.stdout.strip() == s3_server.endpoint
+
+
+def test_s3_delete_many_retries_throttled_requests_and_keys(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch) -> None:
+    bucket = s3_server.new_bucket()
+    keys = [f"t/f{n}" for n in range(3)]
+    s3_server.put_many(bucket, keys)
+    paths = [f"{bucket}/{k}" for k in keys]
+    with FaultyProxy(s3_server.endpoint, throttle=2, slow_keys=1) as proxy:
+        monkeypatch.setenv("AWS_ENDPOINT_URL", proxy.endpoint)
+        storage, _ = storage_for(f"s3://{bucket}/t")
+        assert isinstance(storage, S3Storage)
+        storage.retry_base_seconds = 0.01
+        # two 503 SlowDown answers, then an answer with a per-key SlowDown, then the retry of that key
+        assert storage.delete_many(paths) == {p: "deleted" for p in paths}
+        assert proxy.deletes == 4
+        assert s3_server.keys(bucket) == {}
+        s3_server.put_many(bucket, keys)
+        proxy.throttle, proxy.deletes = 1000, 0  # throttled for good: reported, never raised
+        storage, _ = storage_for(f"s3://{bucket}/t")
+        storage.request_attempts = 2
+        results = storage.delete_many(paths)
+        assert all(r.startswith("failed: SlowDown") for r in results.values()) and len(results) == 3, results
+        assert proxy.deletes == 2
+        assert set(s3_server.keys(bucket)) == set(keys)
