@@ -23,7 +23,8 @@ from tests.readers import hudi_read
 from tests.test_fsview_hudi_rs import ours, theirs
 from timeline.config import checksum
 from timeline.instant import State
-from timeline.spark.writer import WriteError, _schedule_compaction, compact, write
+from timeline.spark.writer import WriteError, compact, write
+from timeline.spark.writer.compaction import _schedule_compaction
 from timeline.table import HudiTable
 
 SCHEMA = "id string, part string, ts long, value double"
