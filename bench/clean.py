@@ -79,8 +79,20 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.fsview import (  # noqa: E402 - generic generation and timing helpers
-    BASE_BYTES, avro_schema, default_root, file_ids, file_system_of, instant_at, make_meta_folders,
-    RESULTS_FILE, profile_lines, progress, publish, raw_walk, target_lines, write_file,
+    BASE_BYTES,
+    RESULTS_FILE,
+    avro_schema,
+    default_root,
+    file_ids,
+    file_system_of,
+    instant_at,
+    make_meta_folders,
+    profile_lines,
+    progress,
+    publish,
+    raw_walk,
+    target_lines,
+    write_file,
     write_partition_metadata,
 )
 from timeline import metadata  # noqa: E402
@@ -496,7 +508,8 @@ def machine() -> dict[str, Any]:
 
 
 def memory_text(m: dict[str, Any]) -> str:
-    text = (f"peak RSS (VmHWM) grew {m['peak_rss_growth_mib']:.0f} MiB during the plan (to {m['peak_rss_mib']:.0f} MiB, "
+    text = (f"peak RSS (VmHWM) grew {m['peak_rss_growth_mib']:.0f} MiB during the plan "
+            f"(to {m['peak_rss_mib']:.0f} MiB, "
             f"from {m['baseline_rss_mib']:.0f} MiB after imports; fresh subprocess)")
     if m["tracemalloc_peak_mib"] is not None:
         text += (f"; tracemalloc peak {m['tracemalloc_peak_mib']:.0f} MiB (another subprocess, plan "
@@ -543,7 +556,8 @@ def text_report(result: dict[str, Any]) -> str:
     for t in result["targets"]:
         print(f"{'PASS' if t['passed'] else 'FAIL'}  {t['target']}  ({t['value']})", file=out)
     for name, prof in (result.get("profile") or {}).items():
-        print(f"\ncProfile of {name} (total {prof['total_s']:.2f} s with profiler overhead), top by own time:", file=out)
+        print(f"\ncProfile of {name} (total {prof['total_s']:.2f} s with profiler overhead), top by own time:",
+              file=out)
         for r in prof["functions"]:
             print(f"  {r['own_share']:6.1%} own {r['own_s']:6.3f} s  cum {r['cumulative_s']:6.3f} s  "
                   f"{r['calls']:>9,} calls  {r['function']}", file=out)
@@ -573,15 +587,17 @@ def markdown_section(result: dict[str, Any]) -> str:
         f"{s['trickle']} rewrite those of {s['hot']} hot partitions. `commits_retained={s['retained']}`. "
         "Full plan = `plan_clean(HudiTable.open(path), CleanConfig(commits_retained=10, incremental=False))`; "
         "raw listing = `os.scandir` recursion outside `.hoodie` collecting (name, size) with `entry.stat()`; "
-        "execution = `run_pending_cleans(HudiTable.open(path), sizes=<the plan's sizes>)` on the scheduled full plan (threads: "
-        "the storage's io_threads, 2 per core locally); os.unlink loop = the same number of files at the same relative paths in an "
+        "execution = `run_pending_cleans(HudiTable.open(path), sizes=<the plan's sizes>)` on the scheduled full plan "
+        "(threads: the storage's io_threads, 2 per core locally); os.unlink loop = the same number of files at the "
+        "same relative paths in an "
         f"equivalent generated set. Incremental plan: after that clean, {len(i['new_commits'])} commits "
         f"rewrite the {s['hot']} hot partitions, then `plan_clean(HudiTable.open(path), "
         "CleanConfig(commits_retained=10))` against the full plan of the same table.",
         "",
         "| measurement | table | seconds | detail |",
         "|---|---|---:|---|",
-        f"| full plan | generated, {f['data_files']:,} files | {f['full_plan_s']:.3f} | deletes {f['files_to_delete']:,}, "
+        f"| full plan | generated, {f['data_files']:,} files | {f['full_plan_s']:.3f} | "
+        f"deletes {f['files_to_delete']:,}, "
         f"keeps {f['files_kept']:,} files |",
         f"| raw listing | generated | {f['raw_listing_s']:.3f} | full/raw = {f['full_over_raw']:.2f} |",
         f"| run_pending_cleans | scheduled full plan | {e['execution_s']:.3f} | {e['files_deleted']:,} files, "

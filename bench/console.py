@@ -61,7 +61,8 @@ def _database() -> Any:
 def synthetic_plan(files: int) -> LakePlan:
     """A planner result of `files` files over 1,000 partitions, 70% of them to delete."""
     decisions = tuple(
-        FileDecision(f"city={i % 1000:04d}", f"{i:08x}-0000-0000-0000-000000000000-0_0-1-0_2026010100000000{i % 7}.parquet",
+        FileDecision(f"city={i % 1000:04d}",
+                     f"{i:08x}-0000-0000-0000-000000000000-0_0-1-0_2026010100000000{i % 7}.parquet",
                      f"file:/lake/t/city={i % 1000:04d}/{i:08x}.parquet", 4096 + i % 500, i % 10 < 7,
                      "older than the earliest retained commit 20260101000000009 and superseded by slice "
                      "20260101000000010" if i % 10 < 7 else "latest version", f"{i:08x}-0", "20260101000000001")
@@ -149,7 +150,8 @@ def run(instants: int, repeat: int, plan_files: int = 1_000_000) -> dict[str, An
                 for name, p in plan_pages.items()]
     pages.update(plan_pages)
     return {"machine": machine(), "instants": instants, "repeat": repeat, "sync_s": sync_s, "resync_s": resync_s,
-            "plan_files": plan_files, "plan_store_s": plan_s, "pages": pages, "database": settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1],
+            "plan_files": plan_files, "plan_store_s": plan_s, "pages": pages,
+            "database": settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1],
             "targets": targets}
 
 

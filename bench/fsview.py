@@ -644,7 +644,8 @@ def text_report(result: dict[str, Any]) -> str:
               f"{r['ours_over_raw']:>8.2f}", file=out)
     print("", file=out)
     generated = sum(result["generation_s"].values())
-    print(f"generation {generated:.0f} s (tables reused: {len(result['views']) + len(result['timelines']) - len(result['generation_s'])}), "
+    print(f"generation {generated:.0f} s (tables reused: "
+          f"{len(result['views']) + len(result['timelines']) - len(result['generation_s'])}), "
           f"whole run {result['total_s']:.0f} s", file=out)
     print("", file=out)
     for t in result["targets"]:
@@ -687,8 +688,9 @@ def markdown_section(result: dict[str, Any]) -> str:
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for name, r in result["views"].items():
-        lines.append(f"| {name} | {r['partitions']:,} | {r['data_files']:,} | {r['latest_slices']:,} | {r['ours_s']:.3f} "
-                     f"| {r['hudi_rs_s']:.3f} | {r['raw_s']:.3f} | {r['ours_over_raw']:.2f} | {r['hudi_rs_over_raw']:.2f} "
+        lines.append(f"| {name} | {r['partitions']:,} | {r['data_files']:,} | {r['latest_slices']:,} "
+                     f"| {r['ours_s']:.3f} | {r['hudi_rs_s']:.3f} | {r['raw_s']:.3f} | {r['ours_over_raw']:.2f} "
+                     f"| {r['hudi_rs_over_raw']:.2f} "
                      f"| {r['ours_over_hudi_rs']:.2f} | {'yes' if r['same_slices_as_hudi_rs'] else 'no'} |")
     lines += ["", "Timeline load = `HudiTable.open(path).timeline` over completed commits (requested, inflight "
               "and completed file each, empty); raw listing = `os.scandir` + `entry.stat()` of the timeline folder.",

@@ -86,18 +86,35 @@ from bench.clean import LAYOUT, Shape, cprofile, full_plan, interleaved, reset_t
 from bench.clean import TABLE as CLEAN_TABLE  # noqa: E402
 from bench.clean import generate as generate_clean_table  # noqa: E402
 from bench.fsview import (  # noqa: E402 - generic helpers
-    RESULTS_FILE, default_root, file_system_of, profile_lines, progress, publish, target_lines,
+    RESULTS_FILE,
+    default_root,
+    file_system_of,
+    profile_lines,
+    progress,
+    publish,
+    target_lines,
 )
 from timeline.clean.config import CleanConfig  # noqa: E402
 from timeline.clean.executor import (  # noqa: E402
-    CHUNK, CleanResult, Outcome, begin_clean, delete_target, finish_clean, pending_cleans, run_pending_cleans,
+    CHUNK,
+    CleanResult,
+    Outcome,
+    begin_clean,
+    delete_target,
+    finish_clean,
+    pending_cleans,
+    run_pending_cleans,
     schedule_clean,
 )
 from timeline.clean.planner import finish_plan, start_plan  # noqa: E402
 from timeline.fsview import partition_paths  # noqa: E402
 from timeline.instant import CLEAN, Instant, State  # noqa: E402
 from timeline.spark.clean import (  # noqa: E402
-    PARTITIONS_PER_TASK, _delete_chunk, _plan_partitions, plan_clean_spark, run_pending_cleans_spark,
+    PARTITIONS_PER_TASK,
+    _delete_chunk,
+    _plan_partitions,
+    plan_clean_spark,
+    run_pending_cleans_spark,
 )
 from timeline.spark.session import spark_session  # noqa: E402
 from timeline.spark.writer import write  # noqa: E402
@@ -318,7 +335,8 @@ def profile_plan(spark: SparkSession, path: str, shape: Shape) -> dict[str, Any]
         lambda: partition_paths(table.storage, table.base))
     slices = max(1, min(len(partitions), -(-len(partitions) // PARTITIONS_PER_TASK)))
     phases[f"the job: {slices} tasks list and plan, collect()"], collected = seconds(
-        lambda: sc.parallelize(partitions, slices).mapPartitions(lambda part: _plan_partitions(context, part)).collect())
+        lambda: sc.parallelize(partitions, slices).mapPartitions(
+            lambda part: _plan_partitions(context, part)).collect())
     phases["finish_plan (driver)"], _ = seconds(lambda: finish_plan(start, collected))
     phases[f"no-op job of the same {slices} tasks, PlanContext in the closure, collect()"], _ = seconds(
         lambda: sc.parallelize(partitions, slices).mapPartitions(partial(_count_holding, context)).collect())
@@ -380,8 +398,8 @@ def profile_execution(spark: SparkSession, path: str, clean: Instant, files: Seq
     reset_to_scheduled(path, clean, files)
     few = SUGGESTED_TASKS_PER_CORE * sc.defaultParallelism
     for name, count in ((f"experiment: sizes in the targets, one job collected, {tasks} tasks (suggested 1+2)", None),
-                        (f"experiment: the same with {few} tasks ({SUGGESTED_TASKS_PER_CORE} per core; suggested 1+2+3)",
-                         few)):
+                        (f"experiment: the same with {few} tasks ({SUGGESTED_TASKS_PER_CORE} per core; "
+                         "suggested 1+2+3)", few)):
         variants[name], done = seconds(lambda n=count: suggested_execution(spark, path, sizes, tasks=n))
         assert done[0].deleted == len(files), f"{name}: deleted {done[0].deleted}"
         reset_to_scheduled(path, clean, files)
@@ -539,7 +557,8 @@ def writer_lines(writer: dict[str, Any], rows: int, partitions: int) -> list[str
         for op in ("insert", "upsert"):
             r = w[op]
             groups = f"{r['file_groups']:,} ({r['new_file_groups']:,} new, {r['existing_file_groups']:,} existing)"
-            lines.append(f"  {w['table_type']:<14} {op:<9} {r['rows']:>10,} {r['seconds']:>8.1f} {r['rows_per_s']:>8,.0f} "
+            lines.append(f"  {w['table_type']:<14} {op:<9} {r['rows']:>10,} {r['seconds']:>8.1f} "
+                         f"{r['rows_per_s']:>8,.0f} "
                          f"{r['files_written']:>6,}  {groups:<32} {r['bytes_written'] / 2**20:>6.1f}")
     return lines
 
@@ -661,8 +680,8 @@ def profile_text(prof: dict[str, Any]) -> list[str]:
     lines += [f"  {sec:8.3f} s  {name}" for name, sec in e["variants"].items()]
     d = e["driver"]
     lines += [f"cProfile of run_pending_cleans_spark on the driver (total {d['total_s']:.2f} s), top by own time:"]
-    lines += [f"  {r['own_share']:6.1%} own {r['own_s']:6.3f} s  cum {r['cumulative_s']:6.3f} s  {r['calls']:>9,} calls  "
-              f"{r['function']}" for r in d["functions"][:10]]
+    lines += [f"  {r['own_share']:6.1%} own {r['own_s']:6.3f} s  cum {r['cumulative_s']:6.3f} s  "
+              f"{r['calls']:>9,} calls  {r['function']}" for r in d["functions"][:10]]
     return lines
 
 
@@ -670,7 +689,8 @@ def comparison_rows(c: dict[str, Any]) -> list[str]:
     s, p, e = c["session"], c["plan"], c["execution"]
     return [
         f"| full plan | {s['master']} | {p['local_s']:.3f} | {p['spark_s']:.3f} | {p['spark_over_local']:.2f} | "
-        f"same plan: {'yes' if p['same_plan'] else 'no'}; deletes {p['files_to_delete']:,}, keeps {p['files_kept']:,} |",
+        f"same plan: {'yes' if p['same_plan'] else 'no'}; deletes {p['files_to_delete']:,}, "
+        f"keeps {p['files_kept']:,} |",
         f"| execution | {s['master']} | {e['local_s']:.3f} | {e['spark_s']:.3f} | {e['spark_over_local']:.2f} | "
         f"{e['files_deleted']:,} files: {e['local_files_per_s']:,.0f} vs {e['spark_files_per_s']:,.0f} files/s; local "
         f"engine {e['local_threads']} threads; same completed clean: {'yes' if e['same_completed_clean'] else 'no'} |",
@@ -723,7 +743,8 @@ def markdown_section(result: dict[str, Any]) -> str:
         for w in result["writer"].values():
             for op in ("insert", "upsert"):
                 r = w[op]
-                lines.append(f"| {w['table_type']} | {op} | {r['rows']:,} | {r['seconds']:.1f} | {r['rows_per_s']:,.0f} "
+                lines.append(f"| {w['table_type']} | {op} | {r['rows']:,} | {r['seconds']:.1f} "
+                             f"| {r['rows_per_s']:,.0f} "
                              f"| {r['files_written']:,} | {r['file_groups']:,} ({r['new_file_groups']:,} + "
                              f"{r['existing_file_groups']:,}) | {r['bytes_written'] / 2**20:.1f} |")
         lines.append("")
@@ -761,7 +782,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--master", default="local[2]", help="Spark master of the main comparison (local[2])")
     parser.add_argument("--more-cores-master", default="local[*]",
                         help="master of the more-cores comparison, run when os.cpu_count() > 2 (local[*])")
-    parser.add_argument("--dir", help="where to write the tables; default: a fresh temp dir, on /dev/shm when available")
+    parser.add_argument("--dir",
+                        help="where to write the tables; default: a fresh temp dir, on /dev/shm when available")
     parser.add_argument("--keep", action="store_true", help="keep the tables")
     parser.add_argument("--repeat", "-n", type=int, default=3, help="timed runs per contender (best is kept)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")

@@ -19,7 +19,8 @@ class TimelineFilterForm(forms.Form):
 class PlanForm(forms.Form):
     """Policy and retention for a plan; blank fields take the table's settings."""
 
-    policy = forms.ChoiceField(required=False, choices=[("", "table's policy"), ("KEEP_LATEST_COMMITS", "keep latest commits"),
+    policy = forms.ChoiceField(required=False, choices=[("", "table's policy"),
+                                                        ("KEEP_LATEST_COMMITS", "keep latest commits"),
                                                         ("KEEP_LATEST_FILE_VERSIONS", "keep latest file versions"),
                                                         ("KEEP_LATEST_BY_HOURS", "keep latest by hours")])
     commits_retained = forms.IntegerField(required=False, min_value=0, label="commits retained")

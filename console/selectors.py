@@ -115,7 +115,8 @@ def instant_contents(table: Table, instant: Instant) -> list[StateContent]:
 
 def write_stats(content: dict[str, Any] | None) -> list[dict[str, Any]]:
     """Rows of a commit's write stats."""
-    return [dict(stat, partition=partition) for partition, stats in ((content or {}).get("partitionToWriteStats") or {}).items()
+    return [dict(stat, partition=partition)
+            for partition, stats in ((content or {}).get("partitionToWriteStats") or {}).items()
             for stat in stats or ()]
 
 

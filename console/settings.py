@@ -195,7 +195,8 @@ CLEANLINE_ALLOWED_ROOTS = [
 ]
 CLEANLINE_SYNC_INTERVAL_SECONDS = int(os.environ.get("CLEANLINE_SYNC_INTERVAL_SECONDS", "300"))
 # An approver must differ from the plan's requester (automatic plans excepted).
-CLEANLINE_APPROVER_MUST_DIFFER = os.environ.get("CLEANLINE_APPROVER_MUST_DIFFER", "true").lower() in ("1", "true", "yes")
+CLEANLINE_APPROVER_MUST_DIFFER = os.environ.get("CLEANLINE_APPROVER_MUST_DIFFER", "true").lower() in (
+    "1", "true", "yes")
 # The per-table lock is a lease: its owner heartbeats (every quarter of this, at most every 10 s);
 # once it has not for this long, another run may take the table over.
 CLEANLINE_LOCK_EXPIRY_SECONDS = float(os.environ.get("CLEANLINE_LOCK_EXPIRY_SECONDS", "120"))

@@ -5,7 +5,6 @@ from django.urls import include, path
 
 from console import views
 
-
 console_patterns = [
     path("", views.catalog, name="catalog"),
     path("tables/register", views.register, name="register"),
@@ -19,7 +18,8 @@ console_patterns = [
     path("tables/<int:pk>/plans", views.plan_request, name="plan_request"),
     path("tables/<int:pk>/plans/<int:plan_id>", views.plan_detail, name="plan"),
     path("tables/<int:pk>/plans/<int:plan_id>/progress", views.plan_progress, name="plan_progress"),
-    path("tables/<int:pk>/plans/<int:plan_id>/approve", views.plan_decide, {"decision": "approve"}, name="plan_approve"),
+    path("tables/<int:pk>/plans/<int:plan_id>/approve", views.plan_decide, {"decision": "approve"},
+         name="plan_approve"),
     path("tables/<int:pk>/plans/<int:plan_id>/reject", views.plan_decide, {"decision": "reject"}, name="plan_reject"),
     path("tables/<int:pk>/plans/<int:plan_id>/report.csv", views.plan_report_csv, name="plan_csv"),
     path("tables/<int:pk>/savepoints", views.savepoints, name="savepoints"),

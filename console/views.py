@@ -14,10 +14,10 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from console import permissions, selectors, services
-from timeline import CleanlineError
 from console.forms import DecisionForm, PlanForm, RegisterTableForm, TableSettingsForm, TimelineFilterForm
 from console.models import Job, PlanStatus, SyncStatus
 from console.tasks import build_clean_plan, enqueue, enqueue_sync, run_clean_plan, run_job
+from timeline import CleanlineError
 
 logger = logging.getLogger(__name__)
 
@@ -241,7 +241,8 @@ def savepoints(request: HttpRequest, pk: int) -> HttpResponse:
     table = permissions.visible_table(request.user, pk)
     commits = table.instants.filter(action__in=("commit", "deltacommit", "replacecommit"), state="COMPLETED")
     return render(request, "console/savepoints.html", {
-        "table": table, "savepoints": selectors.savepoints(table), "commits": commits.order_by("-requested_time")[:200]})
+        "table": table, "savepoints": selectors.savepoints(table),
+        "commits": commits.order_by("-requested_time")[:200]})
 
 
 @login_required
@@ -349,7 +350,8 @@ def table_settings(request: HttpRequest, pk: int) -> HttpResponse:
         services.table_settings_update(table=table, user=request.user, **form.cleaned_data)  # type: ignore[arg-type]
         messages.success(request, "Settings saved.")
     else:
-        messages.error(request, "Check the settings: " + "; ".join(f"{f}: {', '.join(e)}" for f, e in form.errors.items()))
+        messages.error(request, "Check the settings: " + "; ".join(
+            f"{f}: {', '.join(e)}" for f, e in form.errors.items()))
     return redirect("console:overview", pk=table.pk)
 
 

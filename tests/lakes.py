@@ -141,7 +141,8 @@ class Lake:
             self.instant_file(Instant(time, COMPACTION, State.INFLIGHT))
         return Instant(time, COMPACTION, state)
 
-    def complete_compaction(self, time: str, files: Mapping[str, Sequence[str]], completion: str | None = None) -> Instant:
+    def complete_compaction(self, time: str, files: Mapping[str, Sequence[str]],
+                            completion: str | None = None) -> Instant:
         done = Instant(time, "commit", State.COMPLETED, completion or (time[:-3] + "999" if self.layout == 2 else None))
         content = self.commit_metadata(files, None, "COMPACT")
         content["compacted"] = True

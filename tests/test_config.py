@@ -38,7 +38,8 @@ def test_config_properties_store_escapes_like_java_and_round_trips() -> None:
 
 
 def test_config_checksum_matches_hudi_samples() -> None:
-    assert checksum({"hoodie.database.name": "default", "hoodie.table.name": "v6_simplekeygen_nonhivestyle"}) == 616688896
+    assert checksum({"hoodie.database.name": "default",
+                     "hoodie.table.name": "v6_simplekeygen_nonhivestyle"}) == 616688896
     assert checksum({"hoodie.table.name": "v8_trips_8i3u1d_metadata"}) == 380169000
 
 
@@ -104,7 +105,8 @@ def test_config_reader_falls_back_to_backup_after_a_crash_mid_update() -> None:
     (lambda s: None, NotAHudiTableError, "does not exist"),
     (lambda s: s.makedirs("/t/data"), NotAHudiTableError, "no .hoodie folder"),
     (lambda s: s.makedirs("/t/.hoodie"), NotAHudiTableError, "no .hoodie/hoodie.properties"),
-    (lambda s: _write(s, "hoodie.table.name=t\nhoodie.table.version=5\n"), TableConfigError, "version 5 is not supported"),
+    (lambda s: _write(s, "hoodie.table.name=t\nhoodie.table.version=5\n"), TableConfigError,
+     "version 5 is not supported"),
     (lambda s: _write(s, "hoodie.table.name=t\nhoodie.table.version=x\n"), TableConfigError, "not a number"),
     (lambda s: _write(s, "hoodie.table.version=6\n"), TableConfigError, "hoodie.table.name is missing"),
     (lambda s: _write(s, "hoodie.table.name=t\nhoodie.table.version=6\nhoodie.table.type=WEIRD\n"),

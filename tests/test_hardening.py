@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from tests.lakes import Lake
-from timeline import metadata
 from timeline.clean.config import CleanConfig, CleanPolicy
 from timeline.clean.executor import CleanRefused, run_pending_cleans, schedule_clean
 from timeline.clean.planner import plan_clean
@@ -22,7 +21,10 @@ from timeline.instant import CLEAN, Instant, State
 from timeline.mdt import drop_metadata_table
 from timeline.restore import RestoreRefused, restore, verify_restore
 from timeline.rollback import (
-    RollbackRefused, plan_rollback, preview_failed_write, rollback, rollback_failed_write,
+    RollbackRefused,
+    preview_failed_write,
+    rollback,
+    rollback_failed_write,
 )
 from timeline.savepoint import SavepointRefused, create_savepoint
 from timeline.storage import OutsideTableError, UnsupportedLocationError, parse_location, within_roots
@@ -105,7 +107,8 @@ def test_hardening_symlinks_out_of_the_table_are_refused(lake: Lake) -> None:
     out = Path(lake.base).parent / "elsewhere"
     (Path(lake.base) / "city=la").symlink_to(out / "dir", target_is_directory=True)  # a partition pointing out
     (Path(lake.base) / P / "link.parquet").symlink_to(out / "victim.txt")            # a file pointing out
-    for files, partitions in (([f"file:{lake.base}/city=la/inner.txt"], []), ([f"file:{lake.base}/{P}/link.parquet"], []),
+    for files, partitions in (([f"file:{lake.base}/city=la/inner.txt"], []),
+                              ([f"file:{lake.base}/{P}/link.parquet"], []),
                               ([own_file(lake, T[0])], ["city=la"])):
         hostile_clean(lake, T[10], files=files, partitions=partitions)
         table = HudiTable.load(lake.storage, lake.base)

@@ -8,7 +8,12 @@ from hypothesis import strategies as st
 
 from timeline.exceptions import InvalidInstantError
 from timeline.instant import (
-    ACTIONS, Instant, State, format_file_name, parse_file_name, parse_instant_time,
+    ACTIONS,
+    Instant,
+    State,
+    format_file_name,
+    parse_file_name,
+    parse_instant_time,
 )
 
 T = "20261101093000123"

@@ -11,14 +11,19 @@ from timeline.clean.config import CleanConfig, CleanConfigError, CleanPolicy
 from timeline.clean.executor import CleanRefused, CleanResult, Progress, ProgressCallback
 from timeline.clean.planner import CleanPlan, FileDecision
 from timeline.config import TableConfig
+from timeline.engine import build_demo_lake, spark_session
 from timeline.exceptions import (
-    CleanlineError, CorruptInstantError, FileNotFound, InvalidInstantError, NotAHudiTableError, StorageError,
+    CleanlineError,
+    CorruptInstantError,
+    FileNotFound,
+    InvalidInstantError,
+    NotAHudiTableError,
+    StorageError,
     TableConfigError,
 )
 from timeline.fsview import FileGroup, FileSlice, FileSystemView
 from timeline.inspect import Inspect, MetadataTableState, SliceProtection, StateFile
 from timeline.instant import Instant, State, format_instant_time, moment_of, parse_instant_time
-from timeline.engine import build_demo_lake, spark_session
 from timeline.maintenance import Maintenance
 from timeline.mdt import MetadataTableEnabledError
 from timeline.restore import RestorePreview, RestoreRefused, RestoreVerification

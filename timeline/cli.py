@@ -14,8 +14,21 @@ from datetime import datetime
 from typing import Any
 
 from timeline import (
-    CleanConfig, CleanlineError, CleanPlan, CleanPolicy, FileSlice, HudiTable, Instant, InvalidInstantError, Progress,
-    RollbackPreview, State, build_demo_lake, moment_of, parse_instant_time, spark_session,
+    CleanConfig,
+    CleanlineError,
+    CleanPlan,
+    CleanPolicy,
+    FileSlice,
+    HudiTable,
+    Instant,
+    InvalidInstantError,
+    Progress,
+    RollbackPreview,
+    State,
+    build_demo_lake,
+    moment_of,
+    parse_instant_time,
+    spark_session,
 )
 
 Handler = Callable[[argparse.Namespace], Any]
@@ -171,7 +184,8 @@ def _plan_json(plan: CleanPlan) -> dict[str, Any]:
 def _plan_text(plan: CleanPlan) -> str:
     ectr = plan.earliest_instant_to_retain
     head = [f"policy {plan.policy.value}; earliest commit to retain "
-            f"{ectr.requested_time if ectr else '(none)'}; last completed commit {plan.last_completed_commit or '(none)'}",
+            f"{ectr.requested_time if ectr else '(none)'}; "
+            f"last completed commit {plan.last_completed_commit or '(none)'}",
             *plan.notes,
             f"{len(plan.files_to_delete)} files to delete ({plan.bytes_to_delete} bytes), "
             f"{len(plan.files_kept)} kept, {len(plan.partitions_to_delete)} partitions to delete"]
@@ -252,7 +266,7 @@ def _savepoint_delete(args: argparse.Namespace) -> None:
 def _savepoint_list(args: argparse.Namespace) -> None:
     infos = HudiTable.open(args.path).inspect.savepoints()
     now_ms = int(datetime.now().timestamp() * 1000)
-    data = [{"instant": _instant_json(i.instant), "savepointedBy": i.savepointed_by,
+    data: list[dict[str, Any]] = [{"instant": _instant_json(i.instant), "savepointedBy": i.savepointed_by,
              "savepointedAt": i.savepointed_at_ms, "ageSeconds": max(0, (now_ms - i.savepointed_at_ms) // 1000),
              "comments": i.comments, "files": i.files, "bytes": i.bytes, "missingFiles": i.missing_files,
              "holdsBackArchival": i.holds_back_archival} for i in infos]
@@ -264,7 +278,8 @@ def _savepoint_list(args: argparse.Namespace) -> None:
 
 def _preview_json(preview: RollbackPreview) -> dict[str, Any]:
     return {"instant": _instant_json(preview.instant),
-            "filesToDelete": [{"partition": p, "path": path, "bytes": size} for p, path, size in preview.files_to_delete],
+            "filesToDelete": [{"partition": p, "path": path, "bytes": size}
+                              for p, path, size in preview.files_to_delete],
             "logFilesGettingRollbackBlocks": [{"partition": p, "path": path, "bytes": size}
                                               for p, path, size in preview.logs_to_mark],
             "bytesToDelete": preview.bytes_to_delete}
@@ -330,7 +345,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     def command(sub: Any, name: str, handler: Handler, help_text: str) -> argparse.ArgumentParser:
-        cmd = sub.add_parser(name, help=help_text, description=help_text)
+        cmd: argparse.ArgumentParser = sub.add_parser(name, help=help_text, description=help_text)
         cmd.add_argument("path", help="table base path or URI (file://, s3://, gs://, hdfs://)")
         cmd.set_defaults(handler=handler)
         return cmd

@@ -6,7 +6,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from enum import Enum
 
 from timeline import properties
@@ -257,7 +257,7 @@ def write_config(storage: Storage, base: str, config: TableConfig) -> TableConfi
     storage.write(backup, storage.read(main), overwrite=True)
     new = config.with_updates({})
     storage.delete(main)
-    storage.write(main, _render(new, datetime.now(timezone.utc)))
+    storage.write(main, _render(new, datetime.now(UTC)))
     written = read_config(storage, base)
     if written.stored_checksum != checksum(written.props):
         raise StorageError(main, "checksum mismatch after writing; the backup file was kept")

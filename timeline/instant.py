@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone, tzinfo
+from datetime import UTC, datetime, timedelta, tzinfo
 from enum import IntEnum
 from functools import lru_cache
 
@@ -233,9 +233,9 @@ def instant_time_from_epoch_ms(epoch_ms: int, zone: tzinfo | None) -> str:
 @lru_cache(maxsize=4096)
 def _seconds_in_zone(epoch_seconds: int, zone: tzinfo | None) -> str:
     # Files of one timeline share few distinct seconds; the cache spares a datetime each.
-    return datetime.fromtimestamp(epoch_seconds, tz=timezone.utc).astimezone(zone).strftime(INSTANT_TIME_FORMAT)
+    return datetime.fromtimestamp(epoch_seconds, tz=UTC).astimezone(zone).strftime(INSTANT_TIME_FORMAT)
 
 
 def zone_of(timeline_timezone: str) -> tzinfo | None:
     """The zone instant times are written in: UTC, or None for the local zone."""
-    return timezone.utc if timeline_timezone.upper() == "UTC" else None
+    return UTC if timeline_timezone.upper() == "UTC" else None

@@ -12,13 +12,19 @@ from typing import TYPE_CHECKING, Any
 from timeline.clean.config import CleanConfig
 from timeline.clean.executor import CleanResult, ProgressCallback, run_pending_cleans, schedule_clean
 from timeline.clean.planner import CleanPlan, plan_clean, protection_conflicts
+from timeline.exceptions import InvalidInstantError
 from timeline.instant import Instant
 from timeline.mdt import drop_metadata_table
 from timeline.restore import RestoreVerification, restore, verify_restore
-from timeline.exceptions import InvalidInstantError
 from timeline.rollback import (
-    RollbackPreview, check_rollback_sequence, plan_rollback, preview_failed_write, preview_rollback_failed_writes,
-    rollback, rollback_failed_write, rollback_failed_writes,
+    RollbackPreview,
+    check_rollback_sequence,
+    plan_rollback,
+    preview_failed_write,
+    preview_rollback_failed_writes,
+    rollback,
+    rollback_failed_write,
+    rollback_failed_writes,
 )
 from timeline.savepoint import create_savepoint, delete_savepoint
 

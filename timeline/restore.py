@@ -12,11 +12,22 @@ from typing import Any
 from timeline import transition
 from timeline.exceptions import CleanlineError
 from timeline.instant import (
-    CLUSTERING, COMMIT, COMPACTION, REPLACE_COMMIT, RESTORE, ROLLBACK, Instant, State,
+    CLUSTERING,
+    COMMIT,
+    COMPACTION,
+    REPLACE_COMMIT,
+    RESTORE,
+    ROLLBACK,
+    Instant,
+    State,
 )
 from timeline.mdt import guard_metadata_table
 from timeline.rollback import (
-    RollbackPreview, execute_rollback_plan, is_clustering, pending_rollback_of, plan_rollback,
+    RollbackPreview,
+    execute_rollback_plan,
+    is_clustering,
+    pending_rollback_of,
+    plan_rollback,
 )
 from timeline.table import HudiTable
 

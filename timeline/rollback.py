@@ -14,7 +14,12 @@ from timeline import transition
 from timeline.exceptions import CleanlineError, FileNotFound, InvalidFileNameError
 from timeline.files import base_file_of, is_base_file_name, log_file_name, parse_log_file
 from timeline.instant import (
-    COMMIT, DELTA_COMMIT, REPLACE_COMMIT, ROLLBACK, Instant, State,
+    COMMIT,
+    DELTA_COMMIT,
+    REPLACE_COMMIT,
+    ROLLBACK,
+    Instant,
+    State,
 )
 from timeline.logformat import command_block
 from timeline.mdt import guard_metadata_table
@@ -244,7 +249,8 @@ def _size_of(table: HudiTable, path: str) -> int:
         return 0
 
 
-def check_rollback_sequence(table: HudiTable, instant: Instant, *, newer_go_first: frozenset[str] = frozenset()) -> None:
+def check_rollback_sequence(table: HudiTable, instant: Instant, *,
+                            newer_go_first: frozenset[str] = frozenset()) -> None:
     """BaseRollbackActionExecutor.validateRollbackCommitSequence, under the EAGER policy only:
     refused when a completed write follows the instant (unless the instant has a heartbeat
     file: the remnant of an earlier LAZY setting), or when the instant is not the newest
@@ -260,7 +266,8 @@ def check_rollback_sequence(table: HudiTable, instant: Instant, *, newer_go_firs
                               "or restores to a savepoint")
     pending = [i.requested_time for i in _pending_writes(table) if i.requested_time not in newer_go_first]
     if pending and pending[0] != t:
-        raise RollbackRefused(f"{table.uri}: found pending writes after {t} ({', '.join(p for p in pending if p > t)[:60]}"
+        raise RollbackRefused(f"{table.uri}: found pending writes after {t} "
+                              f"({', '.join(p for p in pending if p > t)[:60]}"
                               "); roll back the newer ones first")
 
 

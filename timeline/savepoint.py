@@ -13,7 +13,6 @@ from timeline.exceptions import CleanlineError, InvalidFileNameError
 from timeline.files import base_file_of, is_base_file_name, parse_log_file
 from timeline.fsview import FileSlice
 from timeline.instant import COMMIT, DELTA_COMMIT, REPLACE_COMMIT, SAVEPOINT, Instant, State
-from timeline.storage import Storage
 from timeline.table import HudiTable
 
 SAVEPOINT_METADATA_VERSION = 1

@@ -4,17 +4,24 @@ file-system view."""
 from __future__ import annotations
 
 from collections.abc import Collection
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from timeline import metadata
 from timeline.archive import load_archived_timeline
 from timeline.config import TableConfig, read_config
 from timeline.fsview import FileGroupId, FileSystemView, TableListing, ViewInputs, build_view, list_partitions
-from timeline.perf import paused_gc
 from timeline.instant import (
-    COMPACTION, COMPLETED_ACTION, LOG_COMPACTION, Instant, State, format_instant_time, parse_file_name, zone_of,
+    COMPACTION,
+    COMPLETED_ACTION,
+    LOG_COMPACTION,
+    Instant,
+    State,
+    format_instant_time,
+    parse_file_name,
+    zone_of,
 )
+from timeline.perf import paused_gc
 from timeline.storage import Containment, Storage, storage_for
 from timeline.timeline import ActiveTimeline, Timeline, load_active_timeline
 
@@ -111,7 +118,7 @@ class HudiTable:
         them: the clock, or one millisecond past the latest time if the clock is behind."""
         timeline = self.reload().timeline
         latest = max([after, *(i.requested_time for i in timeline), *(i.completion_time or "" for i in timeline)])
-        now = format_instant_time(datetime.now(timezone.utc).astimezone(zone_of(self.config.timezone)))
+        now = format_instant_time(datetime.now(UTC).astimezone(zone_of(self.config.timezone)))
         if now > latest:
             return now
         return f"{int(latest[:17].ljust(17, '0')) + 1:017d}"

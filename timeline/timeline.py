@@ -10,9 +10,23 @@ from dataclasses import dataclass, field
 from timeline.config import BACKUP_FILE, PROPERTIES_FILE, TableConfig
 from timeline.exceptions import InvalidInstantError
 from timeline.instant import (
-    CLEAN, CLUSTERING, COMMIT, COMPACTION, DELTA_COMMIT, LOG_COMPACTION, REPLACE_COMMIT,
-    COMPLETED_ACTION, RESTORE, ROLLBACK, SAVEPOINT, Instant, State, comparable_action,
-    instant_time_from_epoch_ms, split_file_name, zone_of,
+    CLEAN,
+    CLUSTERING,
+    COMMIT,
+    COMPACTION,
+    COMPLETED_ACTION,
+    DELTA_COMMIT,
+    LOG_COMPACTION,
+    REPLACE_COMMIT,
+    RESTORE,
+    ROLLBACK,
+    SAVEPOINT,
+    Instant,
+    State,
+    comparable_action,
+    instant_time_from_epoch_ms,
+    split_file_name,
+    zone_of,
 )
 from timeline.storage import FileStatus, Storage
 

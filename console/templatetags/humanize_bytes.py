@@ -25,6 +25,6 @@ def bar(value: int, largest: int) -> int:
 @register.filter
 def epoch_ms(value: int | None) -> str:
     """Epoch milliseconds as a UTC time."""
-    from datetime import datetime, timezone
+    from datetime import UTC, datetime
 
-    return datetime.fromtimestamp((value or 0) / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M UTC") if value else ""
+    return datetime.fromtimestamp((value or 0) / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M UTC") if value else ""

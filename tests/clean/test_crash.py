@@ -47,7 +47,8 @@ def final_metadata(base: Path) -> dict:
     assert clean is not None
     meta = table.read_instant(clean) or {}
     return {p: sorted(m["successDeleteFiles"]) for p, m in meta["partitionMetadata"].items()} | {
-        "total": meta["totalFilesDeleted"], "failed": sum(len(m["failedDeleteFiles"]) for m in meta["partitionMetadata"].values())}
+        "total": meta["totalFilesDeleted"],
+        "failed": sum(len(m["failedDeleteFiles"]) for m in meta["partitionMetadata"].values())}
 
 
 def schedule(base: Path) -> tuple[str, list[Path]]:

@@ -8,9 +8,9 @@ from tests.lakes import Lake
 from timeline.clean.config import CleanConfig
 from timeline.clean.executor import CleanRefused, Progress, run_pending_cleans, schedule_clean
 from timeline.clean.planner import plan_clean
-from timeline.mdt import MetadataTableEnabledError
 from timeline.config import checksum, read_config
 from timeline.instant import State
+from timeline.mdt import MetadataTableEnabledError
 from timeline.metadata import avro
 from timeline.storage import MemoryStorage
 from timeline.table import HudiTable
@@ -111,7 +111,8 @@ def test_executor_trigger_needs_enough_commits_since_the_last_clean(lake: Lake) 
 
 
 def test_executor_refuses_a_table_with_a_metadata_table_unless_dropped() -> None:
-    lake = Lake(MemoryStorage(), "/t", version=8, extra_props={"hoodie.table.metadata.partitions": "files,column_stats"})
+    lake = Lake(MemoryStorage(), "/t", version=8,
+                extra_props={"hoodie.table.metadata.partitions": "files,column_stats"})
     for t in T[:5]:
         lake.commit(t, {P: [lake.base_file(P, "fg1", t)]})
     lake.storage.write("/t/.hoodie/metadata/.hoodie/hoodie.properties", b"hoodie.table.name=lake_metadata\n")

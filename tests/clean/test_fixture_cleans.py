@@ -10,9 +10,8 @@ import hudi
 import pytest
 
 from tests.readers import hudi_read
-
 from timeline.clean.config import CleanConfig, CleanPolicy
-from timeline.clean.executor import CleanRefused, run_pending_cleans, schedule_clean
+from timeline.clean.executor import run_pending_cleans, schedule_clean
 from timeline.clean.planner import plan_clean
 from timeline.mdt import MetadataTableEnabledError
 from timeline.metadata import avro
@@ -82,7 +81,8 @@ def test_fixture_clean_keeps_every_retained_read_identical(table_copy, table_id:
     folder = Path(table.timeline.folder)
     requested = (folder / f"{clean.requested_time}.clean.requested").read_bytes()
     assert avro.record_name(requested) == "org.apache.hudi.avro.model.HoodieCleanerPlan"
-    (completed,) = [p for p in folder.iterdir() if p.name.startswith(clean.requested_time) and p.name.endswith(".clean")]
+    (completed,) = [p for p in folder.iterdir()
+                    if p.name.startswith(clean.requested_time) and p.name.endswith(".clean")]
     assert avro.record_name(completed.read_bytes()) == "org.apache.hudi.avro.model.HoodieCleanMetadata"
     assert hudi.HudiTable(str(path)).get_timeline().get_completed_commits() is not None
 

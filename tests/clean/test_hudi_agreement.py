@@ -5,14 +5,14 @@ closed disagreements)."""
 from __future__ import annotations
 
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
 from tests.lakes import Lake, archive_instants
+from timeline.archive import load_archived_timeline
 from timeline.clean.config import CleanConfig, CleanPolicy
 from timeline.clean.executor import schedule_clean
-from timeline.archive import load_archived_timeline
 from timeline.clean.planner import plan_clean
 from timeline.instant import Instant, State
 from timeline.metadata import avro
@@ -102,7 +102,7 @@ def test_getEarliestCommitToRetain_by_hours_takes_the_earlier_of_the_table_and_p
     for t in times:
         lake.commit(t, {P: [lake.base_file(P, "fg1", t)]})
     table = HudiTable.load(lake.storage, lake.base)
-    now = datetime(2026, 11, 1, 12, 0, tzinfo=timezone.utc)
+    now = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
     result = plan_clean(table, CleanConfig(policy=CleanPolicy.KEEP_LATEST_BY_HOURS, hours_retained=2), now=now)
     expected = {T[1]: times[1], T[10]: times[2]}[expected_ectr]
     assert result.earliest_instant_to_retain is not None
@@ -115,7 +115,7 @@ def test_clean_cli_now_of_14_digits_is_that_second_exactly() -> None:
 
     lake = Lake(MemoryStorage(), "/t", version=8, extra_props={"hoodie.table.timeline.timezone": "UTC"})
     table = HudiTable.load(lake.storage, lake.base)
-    assert _now(table, "20261101120000") == datetime(2026, 11, 1, 12, 0, tzinfo=timezone.utc)
+    assert _now(table, "20261101120000") == datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
     assert _now(table, "20261101120000123").microsecond == 123000
 
 
@@ -279,7 +279,8 @@ def test_getBaseInstantTime_real_table_with_archived_delta_commits_round_trip(ta
     config = CleanConfig(commits_retained=1)
     plan = plan_clean(table, config)
     retained = [i.requested_time for i in table.timeline.writes().completed()
-                if plan.earliest_instant_to_retain and i.requested_time >= plan.earliest_instant_to_retain.requested_time]
+                if plan.earliest_instant_to_retain
+                and i.requested_time >= plan.earliest_instant_to_retain.requested_time]
     before = {t: rows(path, t) for t in retained}
     latest = rows(path)
     assert schedule_clean(table, plan, config) is not None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -146,7 +146,8 @@ def test_planner_replaced_groups_go_only_before_the_retained_window(version: int
     lake.commit(T[6], {Q: [q_new]}, replaced={Q: ["q-old"]}, operation="INSERT_OVERWRITE")
     result = plan(lake, commits_retained=3)  # ECTR = T[4]
     got = decisions(result)
-    assert got[old] == (True, f"file group replaced by replacecommit {T[1]}, before the earliest retained commit {T[4]}")
+    assert got[old] == (True, f"file group replaced by replacecommit {T[1]}, "
+                              f"before the earliest retained commit {T[4]}")
     assert got[late_old][0] is False and "inside the retained window" in got[late_old][1]
 
 
@@ -213,9 +214,10 @@ def test_planner_by_hours_keeps_the_version_before_the_window() -> None:
     hourly = [f"20261101{h:02d}0000000" for h in range(6)]
     names = rewrite_history(lake, hourly)
     config = CleanConfig(policy=CleanPolicy.KEEP_LATEST_BY_HOURS, hours_retained=1)
-    now = datetime(2026, 11, 1, 4, 0, tzinfo=timezone.utc)  # cutoff 03:00 -> ECTR at 03:00
+    now = datetime(2026, 11, 1, 4, 0, tzinfo=UTC)  # cutoff 03:00 -> ECTR at 03:00
     result = plan_clean(HudiTable.load(lake.storage, "/t"), config, now=now)
-    assert result.earliest_instant_to_retain is not None and result.earliest_instant_to_retain.requested_time == hourly[3]
+    assert result.earliest_instant_to_retain is not None
+    assert result.earliest_instant_to_retain.requested_time == hourly[3]
     assert sorted(d.file_name for d in result.files_to_delete) == names[:2]
 
 

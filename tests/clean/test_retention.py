@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -48,8 +48,8 @@ def test_retention_candidate_before_the_pending_instant_is_kept() -> None:
 
 
 def test_retention_ignores_non_write_actions() -> None:
-    timeline = commits(*FIFTEEN[:3], ("20261101000001500", "clean", DONE), ("20261101000001600", "rollback", State.INFLIGHT),
-                       ("20261101000001700", "savepoint", DONE))
+    timeline = commits(*FIFTEEN[:3], ("20261101000001500", "clean", DONE),
+                       ("20261101000001600", "rollback", State.INFLIGHT), ("20261101000001700", "savepoint", DONE))
     ectr = earliest_commit_to_retain(timeline, CleanConfig(commits_retained=1))
     assert ectr is not None and ectr.requested_time == FIFTEEN[2][0]
 
@@ -60,7 +60,7 @@ def test_retention_file_versions_policy_has_none() -> None:
 
 
 def test_retention_by_hours_uses_the_table_timezone() -> None:
-    now = datetime(2026, 11, 1, 12, 0, tzinfo=timezone.utc)
+    now = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
     assert hours_cutoff(now, 2, "UTC") == "20261101100000000"
     timeline = commits(("20261101095959999", "commit", DONE), ("20261101100000000", "commit", DONE),
                        ("20261101110000000", "commit", DONE))
@@ -73,7 +73,8 @@ def test_retention_by_hours_uses_the_table_timezone() -> None:
 
 
 def test_retention_config_reads_new_and_old_keys_and_overrides() -> None:
-    config = CleanConfig.from_properties({"hoodie.cleaner.commits.retained": "4", "hoodie.clean.policy": "keep_latest_by_hours",
+    config = CleanConfig.from_properties({"hoodie.cleaner.commits.retained": "4",
+                                          "hoodie.clean.policy": "keep_latest_by_hours",
                                           "hoodie.cleaner.hours.retained": "6", "hoodie.clean.hours.retained": "7"})
     assert (config.policy, config.commits_retained, config.hours_retained) == (CleanPolicy.KEEP_LATEST_BY_HOURS, 4, 7)
     assert CleanConfig.from_properties({}, commits_retained=2, policy=None).commits_retained == 2

@@ -7,8 +7,8 @@ import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis

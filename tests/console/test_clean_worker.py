@@ -11,14 +11,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-
 from console import services
 from console.models import CleanPlan, PlanFile, PlanStatus, TableLock
 from tests.clean.test_fixture_cleans import rows
 from tests.lakes import Lake
 from timeline.storage.arrow import LocalStorage
 from timeline.table import HudiTable
-
 
 
 def wait_for(condition: Callable[[], bool], seconds: float, what: str) -> None:
@@ -47,7 +45,8 @@ def test_clean_worker_plan_approve_execute_on_spark(start_worker, settings, tmp_
     plan.refresh_from_db()
     assert plan.status == PlanStatus.DRAFT and plan.files_to_delete > 0
     ectr = plan.earliest_retained
-    retained = [i.requested_time for i in HudiTable.open(table.path).timeline.writes().completed() if i.requested_time >= ectr]
+    retained = [i.requested_time for i in HudiTable.open(table.path).timeline.writes().completed()
+                if i.requested_time >= ectr]
     before = {t: rows(path, t) for t in retained}
     plan = services.plan_approve(plan=plan, user=None)
     assert plan.status == PlanStatus.APPROVED
@@ -70,14 +69,16 @@ def test_clean_worker_killed_mid_clean_a_new_worker_finishes_it(start_worker, se
     lake = Lake(LocalStorage(), str(tmp_path / "big"), version=8)
     times = [f"2026110100{i:02d}00000" for i in range(4)]
     for t in times:
-        lake.commit(t, {f"p={p}": [lake.base_file(f"p={p}", f"g{g}", t, size=10) for g in range(100)] for p in range(40)})
+        lake.commit(t, {f"p={p}": [lake.base_file(f"p={p}", f"g{g}", t, size=10) for g in range(100)]
+                        for p in range(40)})
     table = services.table_register(path=str(tmp_path / "big"), user=None)
     services.table_sync(table=table)
     first = start_worker(spark=True)
     plan = services.plan_request(table=table, user=None, overrides={"commits_retained": 1})
     build_clean_plan.delay(plan.pk).get(timeout=300)
     plan = services.plan_approve(plan=CleanPlan.objects.get(pk=plan.pk), user=None)
-    doomed = [Path(p.removeprefix("file:")) for p in PlanFile.objects.filter(plan=plan, delete=True).values_list("path", flat=True)]
+    doomed = [Path(p.removeprefix("file:"))
+              for p in PlanFile.objects.filter(plan=plan, delete=True).values_list("path", flat=True)]
     assert len(doomed) == 8000
     run_clean_plan.delay(plan.pk)
     wait_for(lambda: sum(1 for p in doomed[::50] if not p.exists()) > 0, 300, "the first deletes")

@@ -142,7 +142,8 @@ def test_hardening_rollback_of_a_completed_commit_is_refused(table: Table) -> No
     lake = HudiTable.open(table.path)
     older = lake.timeline.commits().completed().instants[-2].requested_time
     before = sorted(p for p in base(table).rglob("*.parquet"))
-    response = login("admin").post(reverse("console:rollback_run", args=[table.pk]), {"target": older, "confirm": older})
+    response = login("admin").post(reverse("console:rollback_run", args=[table.pk]),
+                                   {"target": older, "confirm": older})
     assert response.status_code == 302 and not Job.objects.exists()
     assert sorted(p for p in base(table).rglob("*.parquet")) == before
     assert HudiTable.open(table.path).timeline.find(older).is_completed
@@ -210,7 +211,8 @@ def test_hardening_bad_properties_checksum_without_backup_stops_the_table(table:
     props.write_text(text.replace("hoodie.table.checksum=", "hoodie.table.checksum=1"))
     with pytest.raises(ValidationError, match="does not match"):
         services.savepoint_create(table=table, user=None,
-                                  instant_time=table.instants.filter(action="commit").first().requested_time, comment="")
+                                  instant_time=table.instants.filter(action="commit").first().requested_time,
+                                  comment="")
 
 
 def test_plan_that_deletes_nothing_shows_nothing_to_clean_and_cannot_be_approved(console_table) -> None:

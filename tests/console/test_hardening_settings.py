@@ -169,7 +169,8 @@ def test_audit_protection_on_postgresql() -> None:
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     assert "3 passed" in run.stdout
     vendor = subprocess.run(
-        [sys.executable, "-c", "import django; django.setup(); from django.db import connection; print(connection.vendor)"],
+        [sys.executable, "-c",
+         "import django; django.setup(); from django.db import connection; print(connection.vendor)"],
         cwd=ROOT, env={**env, "DJANGO_SETTINGS_MODULE": "console.settings"}, capture_output=True, text=True, timeout=60)
     assert vendor.stdout.strip() == "postgresql", vendor.stderr
 
@@ -182,5 +183,6 @@ def test_plan_csv_downloads_when_the_table_name_has_line_breaks_quotes_or_accent
     response = login("viewer").get(reverse("console:plan_csv", args=[table.pk, plan.pk]))
     assert response.status_code == 200
     disposition = response["Content-Disposition"]
-    assert disposition == f"attachment; filename*=utf-8''trips--Set-Cookie--a--1---%C3%A9t%C3%A9-clean-plan-{plan.pk}.csv"
+    assert disposition == ("attachment; filename*=utf-8''"
+                           f"trips--Set-Cookie--a--1---%C3%A9t%C3%A9-clean-plan-{plan.pk}.csv")
     assert b"".join(response.streaming_content).decode().startswith("partition,file,bytes,decision")

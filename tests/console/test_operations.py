@@ -31,7 +31,8 @@ def commits(table: Table) -> list[str]:
     return [i.requested_time for i in HudiTable.open(table.path).timeline.commits().completed()]
 
 
-def test_operations_savepoint_create_restore_preview_and_restore(table: Table, django_capture_on_commit_callbacks) -> None:
+def test_operations_savepoint_create_restore_preview_and_restore(table: Table,
+                                                                 django_capture_on_commit_callbacks) -> None:
     operator, admin = login("operator"), login("admin")
     k = commits(table)[2]
     expected = rows(path_of(table), k)
@@ -40,7 +41,8 @@ def test_operations_savepoint_create_restore_preview_and_restore(table: Table, d
     assert k.encode() in page.content and b"before" in page.content
     preview = operator.get(reverse("console:restore", args=[table.pk, k]))
     assert b"Rolls back" in preview.content and b"Restore</button>" not in preview.content
-    assert operator.post(reverse("console:restore_run", args=[table.pk]), {"target": k, "confirm": table.name}).status_code == 403
+    assert operator.post(reverse("console:restore_run", args=[table.pk]),
+                         {"target": k, "confirm": table.name}).status_code == 403
     wrong = admin.post(reverse("console:restore_run", args=[table.pk]), {"target": k, "confirm": "nope"})
     assert wrong.status_code == 302 and not Job.objects.exists()
     with django_capture_on_commit_callbacks(execute=True):
@@ -56,7 +58,8 @@ def test_operations_savepoint_create_restore_preview_and_restore(table: Table, d
 def test_operations_savepoint_delete_needs_admin_and_typed_time(table: Table) -> None:
     k = commits(table)[1]
     services.savepoint_create(table=table, user=None, instant_time=k, comment="x")
-    assert login("operator").post(reverse("console:savepoint_delete", args=[table.pk, k]), {"confirm": k}).status_code == 403
+    assert login("operator").post(reverse("console:savepoint_delete", args=[table.pk, k]),
+                                  {"confirm": k}).status_code == 403
     admin = login("admin")
     admin.post(reverse("console:savepoint_delete", args=[table.pk, k]), {"confirm": "no"})
     assert HudiTable.open(table.path).timeline.savepoints()

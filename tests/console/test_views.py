@@ -193,7 +193,8 @@ OPERATOR_MAY = {"sync", "plan_request", "savepoint_create"}
 def named_patterns(patterns: list[Any], namespace: str = "") -> Iterator[tuple[str, URLPattern]]:
     for entry in patterns:
         if isinstance(entry, URLResolver):
-            yield from named_patterns(entry.url_patterns, f"{namespace}{entry.namespace}:" if entry.namespace else namespace)
+            inner = f"{namespace}{entry.namespace}:" if entry.namespace else namespace
+            yield from named_patterns(entry.url_patterns, inner)
         else:
             assert entry.name, f"{entry.pattern} has no name"
             yield f"{namespace}{entry.name}", entry

@@ -19,6 +19,7 @@ from console import services
 from console.models import SyncStatus, Table
 from timeline.table import HudiTable
 
+
 @pytest.fixture
 def worker(transactional_db, settings) -> Iterator[subprocess.Popen[bytes]]:
     """A worker on the broker the app uses (`make test` points REDIS_URL at a database of its

@@ -36,7 +36,8 @@ def test_spark_clean_run_keeps_retained_reads(spark: SparkSession, table_copy) -
     plan = plan_clean_spark(spark, str(path), config)
     ectr = plan.earliest_instant_to_retain
     assert ectr is not None and plan.files_to_delete
-    retained = [i.requested_time for i in table.timeline.writes().completed() if i.requested_time >= ectr.requested_time]
+    retained = [i.requested_time for i in table.timeline.writes().completed()
+                if i.requested_time >= ectr.requested_time]
     before = {t: rows(path, t) for t in retained}
     latest = rows(path)
     schedule_clean(table, plan, config)

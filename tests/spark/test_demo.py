@@ -18,7 +18,8 @@ from timeline.table import HudiTable
 def test_demo_lake_has_everything_worth_looking_at(spark: SparkSession, demo_lake: Path) -> None:
     trips, events, orders = (HudiTable.open(str(demo_lake / name)) for name in ("trips_cow_v6", "events_mor_v6",
                                                                                 "orders_cow_v8"))
-    assert (trips.version, trips.config.is_mor, events.version, events.config.is_mor, orders.version) == (6, False, 6, True, 8)
+    assert (trips.version, trips.config.is_mor, events.version, events.config.is_mor, orders.version) == (
+        6, False, 6, True, 8)
     actions = [i.action for i in trips.timeline.commits().completed()]
     assert len(actions) >= 30 and "replacecommit" in actions
     assert len(trips.timeline.savepoints().completed()) == 1

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import zipfile
 from collections.abc import Iterable
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -288,7 +288,7 @@ WIDE = ("id string, part string, ts long, n int, ok boolean, d date, t timestamp
 
 
 def wide_row(i: int, ts: int) -> tuple[Any, ...]:
-    return (f"k{i}", "x", ts, i, i % 2 == 0, date(2024, 1, i + 1), datetime(2024, 1, 1, 12, i, tzinfo=timezone.utc),
+    return (f"k{i}", "x", ts, i, i % 2 == 0, date(2024, 1, i + 1), datetime(2024, 1, 1, 12, i, tzinfo=UTC),
             Decimal(f"{i}.25"), bytes([i]), i / 2)
 
 

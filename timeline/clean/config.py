@@ -80,7 +80,8 @@ class CleanConfig:
         out = {}
         for name, (key, _, _) in KEYS.items():
             value = getattr(self, name)
-            out[key] = value.value if isinstance(value, Enum) else str(value).lower() if isinstance(value, bool) else str(value)
+            out[key] = (value.value if isinstance(value, Enum)
+                        else str(value).lower() if isinstance(value, bool) else str(value))
         return out
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from timeline.clean.config import CleanConfig, CleanConfigError, CleanPolicy
@@ -143,7 +143,7 @@ def start_plan(table: HudiTable, config: CleanConfig, *, now: datetime | None = 
             "bootstrap index to find bootstrap source files; plan with it off (Hudi's default) to keep them")
     table.ensure_intact()
     if config.policy is CleanPolicy.KEEP_LATEST_BY_HOURS and now is None:
-        now = datetime.now(timezone.utc)  # one moment for the window and its note
+        now = datetime.now(UTC)  # one moment for the window and its note
     timeline = table.timeline
     ectr = earliest_commit_to_retain(timeline, config, now=now, timeline_timezone=table.config.timezone)
     last_commit = timeline.commits().completed().last()
@@ -174,7 +174,7 @@ def start_plan(table: HudiTable, config: CleanConfig, *, now: datetime | None = 
 def _hours_note(table: HudiTable, config: CleanConfig, now: datetime | None) -> tuple[str, ...]:
     if config.policy is not CleanPolicy.KEEP_LATEST_BY_HOURS:
         return ()
-    in_table, in_process = hours_cutoffs(now or datetime.now(timezone.utc), config.hours_retained,
+    in_table, in_process = hours_cutoffs(now or datetime.now(UTC), config.hours_retained,
                                          table.config.timezone)
     if in_table == in_process:
         return ()
@@ -381,7 +381,7 @@ def _replaced(decider: _Decider, group: FileGroup, ectr: Instant | None, protect
             decider.slice(piece, False, f"savepoint {savepoint}")
         else:
             decider.slice(piece, True, f"file group replaced by replacecommit {replaced}"
-                                       + (f", before the earliest retained commit {ectr.requested_time}" if ectr else ""))
+                          + (f", before the earliest retained commit {ectr.requested_time}" if ectr else ""))
 
 
 def _pending_reason(group: FileGroup, piece: FileSlice, protection: Protection) -> str | None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from timeline.clean.config import CleanConfig, CleanPolicy
 from timeline.instant import Instant, format_instant_time, zone_of
@@ -52,6 +52,6 @@ def earliest_commit_to_retain(timeline: Timeline, config: CleanConfig, *, now: d
         before = [i for i in completed if i.requested_time < pending.requested_time]
         return before[-1] if before else None
     if config.policy is CleanPolicy.KEEP_LATEST_BY_HOURS:
-        cutoff = hours_cutoff(now or datetime.now(timezone.utc), config.hours_retained, timeline_timezone)
+        cutoff = hours_cutoff(now or datetime.now(UTC), config.hours_retained, timeline_timezone)
         return next((i for i in completed if i.requested_time >= cutoff), None)
     return None

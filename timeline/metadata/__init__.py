@@ -9,8 +9,19 @@ from typing import Any
 
 from timeline.exceptions import CorruptInstantError
 from timeline.instant import (
-    CLEAN, CLUSTERING, COMMIT, COMPACTION, DELTA_COMMIT, INDEXING, LOG_COMPACTION, REPLACE_COMMIT,
-    RESTORE, ROLLBACK, SAVEPOINT, SCHEMA_COMMIT, State,
+    CLEAN,
+    CLUSTERING,
+    COMMIT,
+    COMPACTION,
+    DELTA_COMMIT,
+    INDEXING,
+    LOG_COMPACTION,
+    REPLACE_COMMIT,
+    RESTORE,
+    ROLLBACK,
+    SAVEPOINT,
+    SCHEMA_COMMIT,
+    State,
 )
 from timeline.metadata import avro, jsonmeta
 

@@ -14,7 +14,7 @@ import os
 from collections.abc import Collection, Mapping
 from functools import cache, lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import fastavro
 from fastavro.schema import SchemaParseException
@@ -126,7 +126,7 @@ def writer_schema_json(name: str) -> str:
 def schema(name: str) -> dict[str, Any]:
     """The fastavro-parsed, self-contained schema of a Hudi record given its short name, e.g.
     `"HoodieCleanerPlan"` or a nested record such as `"HoodieWriteStat"`."""
-    parsed: dict[str, Any] = fastavro.parse_schema(json.loads(writer_schema_json(name)))
+    parsed = cast(dict[str, Any], fastavro.parse_schema(json.loads(writer_schema_json(name))))
     return parsed
 
 
@@ -163,7 +163,7 @@ def decode(data: bytes, *, path: str, fields: Collection[str] | None = None) -> 
     try:
         reader = fastavro.reader(io.BytesIO(data))
         if fields is not None:
-            writer = reader.writer_schema
+            writer = cast(dict[str, Any], reader.writer_schema)
             projected = {**writer, "fields": [f for f in writer["fields"] if f["name"] in fields]}
             reader = fastavro.reader(io.BytesIO(data), reader_schema=projected)
         records = list(reader)
@@ -180,7 +180,7 @@ def decode(data: bytes, *, path: str, fields: Collection[str] | None = None) -> 
 def record_name(data: bytes, *, path: str = "<avro>") -> str:
     """Full name of the record type in the writer schema embedded in an Avro container file."""
     try:
-        writer_schema: dict[str, Any] = fastavro.reader(io.BytesIO(data)).writer_schema
+        writer_schema = cast(dict[str, Any], fastavro.reader(io.BytesIO(data)).writer_schema)
         full_name: str = writer_schema["name"]
     except _DECODE_ERRORS as exc:
         raise CorruptInstantError(path, f"invalid Avro container: {exc}") from exc
@@ -195,6 +195,6 @@ def _parsed_writer_schema(writer_schema_json: str) -> Any:
 def decode_datum(data: bytes, writer_schema_json: str) -> dict[str, Any]:
     """One schemaless Avro binary record (as in Hudi log data blocks) read with its writer
     schema given as JSON text."""
-    record: dict[str, Any] = fastavro.schemaless_reader(
-        io.BytesIO(data), _parsed_writer_schema(writer_schema_json))
+    record = cast(dict[str, Any], fastavro.schemaless_reader(
+        io.BytesIO(data), _parsed_writer_schema(writer_schema_json)))
     return record

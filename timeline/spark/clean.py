@@ -14,7 +14,13 @@ from pyspark.sql import SparkSession
 
 from timeline.clean.config import CleanConfig
 from timeline.clean.executor import (
-    CleanResult, Outcome, ProgressCallback, ProgressCounter, begin_clean, delete_target, finish_clean,
+    CleanResult,
+    Outcome,
+    ProgressCallback,
+    ProgressCounter,
+    begin_clean,
+    delete_target,
+    finish_clean,
     pending_cleans,
 )
 from timeline.clean.planner import CleanPlan, FileDecision, PlanContext, finish_plan, plan_partition, start_plan
@@ -79,7 +85,8 @@ def run_pending_cleans_spark(spark: SparkSession, uri: str, *, progress: Progres
             done = context.accumulator(0)
             sized = [(p, path, b, sizes.get(path) if sizes is not None else None) for p, path, b in targets]
             rdd = context.parallelize(sized, max(1, min(len(sized), context.defaultParallelism * TASKS_PER_CORE)))
-            job = _Job(lambda: rdd.mapPartitions(lambda part: _delete_chunk(uri, part, done)).collect())
+            # the job finishes within this iteration, before rdd and done are rebound
+            job = _Job(lambda: rdd.mapPartitions(lambda part: _delete_chunk(uri, part, done)).collect())  # noqa: B023
             while not job.finished(POLL_SECONDS):
                 counter.set(done.value)
                 counter.report()

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import PurePosixPath
+from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -21,8 +22,8 @@ from timeline.clean.planner import plan_clean
 from timeline.files import base_file_name
 from timeline.instant import COMMIT, Instant, State
 from timeline.savepoint import create_savepoint
-from timeline.storage import Storage, storage_for
 from timeline.spark.writer import compact, write
+from timeline.storage import Storage, storage_for
 from timeline.table import HudiTable
 
 CITIES = ["amsterdam", "berlin", "chennai", "delhi", "lisbon", "madrid", "nairobi", "oslo", "paris",
@@ -31,7 +32,7 @@ Progress = Callable[[str], None]
 
 
 def _rows(spark: SparkSession, rng: random.Random, keys: list[int], commit: int) -> DataFrame:
-    start = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    start = datetime(2026, 1, 1, tzinfo=UTC)
     return spark.createDataFrame(
         [(f"trip-{k:05d}", CITIES[k % len(CITIES)], commit * 1000 + k % 1000, round(rng.uniform(3, 90), 2),
           start + timedelta(minutes=k)) for k in keys],
@@ -39,8 +40,9 @@ def _rows(spark: SparkSession, rng: random.Random, keys: list[int], commit: int)
 
 
 def _trips(spark: SparkSession, path: str, rng: random.Random, say: Progress) -> None:
-    common = dict(table_name="trips_cow_v6", record_key="id", precombine_field="ts", partition_by="city",
-                  table_type="COPY_ON_WRITE", table_version=6, max_file_size=64 * 1024)
+    common: dict[str, Any] = dict(table_name="trips_cow_v6", record_key="id", precombine_field="ts",
+                                  partition_by="city", table_type="COPY_ON_WRITE", table_version=6,
+                                  max_file_size=64 * 1024)
     keys = list(range(2400))
     write(spark, _rows(spark, rng, keys, 0), path, operation="insert", **common)
     for commit in range(1, 29):
@@ -59,8 +61,8 @@ def _trips(spark: SparkSession, path: str, rng: random.Random, say: Progress) ->
 
 
 def _events(spark: SparkSession, path: str, rng: random.Random, say: Progress) -> None:
-    common = dict(table_name="events_mor_v6", record_key="id", precombine_field="ts", partition_by="city",
-                  table_type="MERGE_ON_READ", table_version=6)
+    common: dict[str, Any] = dict(table_name="events_mor_v6", record_key="id", precombine_field="ts",
+                                  partition_by="city", table_type="MERGE_ON_READ", table_version=6)
     keys = list(range(600))
     write(spark, _rows(spark, rng, keys, 0), path, operation="insert", **common)
     for commit in range(1, 9):
@@ -76,8 +78,8 @@ def _events(spark: SparkSession, path: str, rng: random.Random, say: Progress) -
 
 
 def _orders(spark: SparkSession, path: str, rng: random.Random, say: Progress) -> None:
-    common = dict(table_name="orders_cow_v8", record_key="id", precombine_field="ts", partition_by="city",
-                  table_type="COPY_ON_WRITE", table_version=8)
+    common: dict[str, Any] = dict(table_name="orders_cow_v8", record_key="id", precombine_field="ts",
+                                  partition_by="city", table_type="COPY_ON_WRITE", table_version=8)
     keys = list(range(900))
     write(spark, _rows(spark, rng, keys, 0), path, operation="insert", **common)
     for commit in range(1, 5):

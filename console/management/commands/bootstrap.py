@@ -29,7 +29,8 @@ class Command(BaseCommand):
             user.groups.add(Group.objects.get(name="admin"))
             self.stdout.write(f"login: {username} / {password}")
         else:
-            self.stdout.write(f"login: {username} (existing account; set a password with `.venv/bin/python manage.py changepassword {username}`)")
+            self.stdout.write(f"login: {username} (existing account; set a password with "
+                              f"`.venv/bin/python manage.py changepassword {username}`)")
         admin = User.objects.get(username=username)
         for properties in sorted(Path(lake).glob("*/.hoodie/hoodie.properties")) + sorted(
                 Path(lake).glob("*/*/.hoodie/hoodie.properties")):
