@@ -134,3 +134,21 @@ def s3_table(s3_server: S3Server, tmp_path: Path):  # type: ignore[no-untyped-de
         return s3_server.upload(unzip_table(FIXTURES / f"{table_id}.zip", tmp_path / "s3-upload" / table_id))
 
     return make
+
+
+@pytest.fixture
+def no_store(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Records every pyarrow-backed storage object created (local, S3, HDFS, ...): a check
+    that must not reach any store (the allowed-roots check) leaves it empty. A spy on the real
+    class, not a stand-in: creation still happens as usual."""
+    from timeline.storage.arrow import ArrowStorage
+
+    made: list[str] = []
+    original = ArrowStorage.__init__
+
+    def spy(self: ArrowStorage, *args: object, **kwargs: object) -> None:
+        made.append(type(self).__name__)
+        original(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ArrowStorage, "__init__", spy)
+    return made

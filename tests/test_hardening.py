@@ -28,7 +28,7 @@ from timeline.rollback import (
 )
 from timeline.savepoint import SavepointRefused, create_savepoint
 from timeline.storage import OutsideTableError, UnsupportedLocationError, parse_location, within_roots
-from timeline.storage.arrow import ArrowStorage, LocalStorage
+from timeline.storage.arrow import LocalStorage
 from timeline.table import HudiTable
 
 T = [f"2026110100{i:02d}00000" for i in range(20)]
@@ -229,15 +229,6 @@ def test_hardening_bad_checksum_falls_back_to_the_backup_or_stops(lake: Lake) ->
 
 
 # Allowed roots: parsed, never opened
-
-@pytest.fixture
-def no_store(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Records every object-store backend created (none may be, for a roots check)."""
-    made: list[str] = []
-    original = ArrowStorage.from_uri.__func__  # type: ignore[attr-defined]
-    monkeypatch.setattr(ArrowStorage, "from_uri", classmethod(lambda cls, uri: made.append(uri) or original(cls, uri)))
-    return made
-
 
 def test_hardening_roots_match_whole_resolved_segments(tmp_path: Path, no_store: list[str]) -> None:
     root = tmp_path / "root"

@@ -19,7 +19,6 @@ from tests.test_rollback import fake_failed_write
 from timeline import metadata
 from timeline.instant import Instant as LakeInstant
 from timeline.instant import State
-from timeline.storage.arrow import ArrowStorage
 from timeline.table import HudiTable
 
 pytestmark = pytest.mark.django_db
@@ -55,14 +54,6 @@ def write_state(table: Table, instant: LakeInstant, content: dict) -> None:
 
 
 # Registration (items 2 and 11)
-
-@pytest.fixture
-def no_store(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    made: list[str] = []
-    original = ArrowStorage.from_uri.__func__  # type: ignore[attr-defined]
-    monkeypatch.setattr(ArrowStorage, "from_uri", classmethod(lambda cls, uri: made.append(uri) or original(cls, uri)))
-    return made
-
 
 def test_hardening_register_symlink_out_of_the_root_is_refused(settings, tmp_path: Path, table_copy) -> None:
     outside = table_copy("sample_table/cow/v9_txns_simple_nometa")
