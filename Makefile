@@ -21,6 +21,8 @@ $(STAMP): pyproject.toml scripts/ensure-system.sh
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
 
 test: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 	REDIS_URL=$(TEST_REDIS_URL) bash scripts/ensure-redis.sh
 	bash scripts/ensure-postgres.sh
 	REDIS_URL=$(TEST_REDIS_URL) $(PY) -m pytest $(PYTEST_ARGS)
