@@ -7,11 +7,17 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple, TypeVar
 
-from timeline.files import (
-    BASE_FILE_EXTENSIONS, LOG_ORDER, PARTITION_METADATA_PREFIX, BaseFile, LogFile, base_file_of, parse_log_file,
-)
 from timeline.config import META_FOLDER
 from timeline.exceptions import InvalidFileNameError
+from timeline.files import (
+    BASE_FILE_EXTENSIONS,
+    LOG_ORDER,
+    PARTITION_METADATA_PREFIX,
+    BaseFile,
+    LogFile,
+    base_file_of,
+    parse_log_file,
+)
 from timeline.perf import paused_gc
 from timeline.storage import FileStatus, Storage
 from timeline.timeline import Timeline
@@ -259,8 +265,9 @@ def _append(groups: dict[str, list[T]], key: str, item: T) -> None:
         found.append(item)
 
 
-def _parse_files(files: Iterable[FileStatus],
-                 extensions: frozenset[str] = BASE_FILE_EXTENSIONS) -> tuple[dict[str, list[BaseFile]], dict[str, list[LogFile]]]:
+def _parse_files(
+    files: Iterable[FileStatus], extensions: frozenset[str] = BASE_FILE_EXTENSIONS,
+) -> tuple[dict[str, list[BaseFile]], dict[str, list[LogFile]]]:
     bases: dict[str, list[BaseFile]] = {}
     logs: dict[str, list[LogFile]] = {}
     for status in files:

@@ -1,4 +1,5 @@
-"""The per-table lock: owned by one run (a token), kept alive by its heartbeat, taken over only after it expired, released by its owner."""
+"""The per-table lock: owned by one run (a token), kept alive by its heartbeat, taken over only
+after it expired, released by its owner."""
 
 from __future__ import annotations
 

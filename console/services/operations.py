@@ -93,7 +93,8 @@ def job_run(*, job: Job, task_id: str = "") -> Job:
             elif job.kind == Job.Kind.RESTORE:
                 done = lake.maintenance().restore(job.target, drop_metadata=drop)
                 check = HudiTable.open(table.path).maintenance().verify_restore(job.target)
-                result = {"restore": done.requested_time, "verified": check.verified, "missing": list(check.missing[:50]),
+                result = {"restore": done.requested_time, "verified": check.verified,
+                          "missing": list(check.missing[:50]),
                           "unexpected": list(check.unexpected[:50]), "metadata_table_dropped": drop}
             else:
                 done = lake.maintenance().rollback_failed_write(job.target, drop_metadata=drop)

@@ -42,7 +42,8 @@ def _config(table: Table, overrides: Mapping[str, Any]) -> CleanConfig:
     return CleanConfig.from_properties(table.properties, **{k: v for k, v in overrides.items() if v not in ("", None)})
 
 
-def plan_request(*, table: Table, user: User | None, overrides: Mapping[str, Any], automatic: bool = False) -> CleanPlan:
+def plan_request(*, table: Table, user: User | None, overrides: Mapping[str, Any],
+                 automatic: bool = False) -> CleanPlan:
     """Ask for a clean plan with the table's settings and `overrides`; a task builds it."""
     try:
         config = _config(table, overrides)
