@@ -45,6 +45,7 @@ bench: setup
 	$(PY) bench/clean.py
 	$(PY) bench/console.py
 	$(PY) bench/spark.py
+	$(PY) bench/s3.py
 
 clean:
 	rm -rf var .pytest_cache

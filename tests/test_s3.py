@@ -114,7 +114,7 @@ def test_s3_settings_read_endpoint_and_region_as_aws_sdks_do() -> None:
     settings = S3Settings.from_environ({"AWS_ENDPOINT_URL": "http://127.0.0.1:9000", "AWS_DEFAULT_REGION": "eu-west-1"})
     assert settings == S3Settings("http://127.0.0.1:9000", "eu-west-1")
     assert settings.arrow_options("b") == {"scheme": "http", "endpoint_override": "127.0.0.1:9000",
-                                           "region": "eu-west-1"}
+                                           "region": "eu-west-1", "request_timeout": 120, "connect_timeout": 10}
     specific = S3Settings.from_environ({"AWS_ENDPOINT_URL": "http://a:1", "AWS_ENDPOINT_URL_S3": "https://s3.local:9443",
                                         "AWS_REGION": "ap-south-1", "AWS_DEFAULT_REGION": "eu-west-1"})
     assert specific == S3Settings("https://s3.local:9443", "ap-south-1")
@@ -348,7 +348,8 @@ def test_s3_clean_naming_another_bucket_or_a_folder_outside_the_table_deletes_no
         plan = {"earliestInstantToRetain": None, "lastCompletedCommitTimestamp": "20261101020000000",
                 "policy": "KEEP_LATEST_COMMITS", "filesToBeDeletedPerPartition": {}, "version": 2,
                 "filePathsToBeDeletedPerPartition": {"city=sf": [
-                    {"filePath": own, "isBootstrapBaseFile": False}, {"filePath": entry, "isBootstrapBaseFile": False}]},
+                    {"filePath": own, "isBootstrapBaseFile": False},
+                    {"filePath": entry, "isBootstrapBaseFile": False}]},
                 "partitionsToBeDeleted": [], "extraMetadata": None}
         clean = Instant("20261101030000000", CLEAN, State.REQUESTED)
         lake.instant_file(clean, plan)
@@ -422,7 +423,8 @@ def deny_deletes(server: S3Server, bucket: str, pattern: str) -> None:
     policy = {"Version": "2012-10-17", "Statement": [
         {"Effect": "Allow", "Principal": "*", "Action": "s3:*", "Resource": [f"arn:aws:s3:::{bucket}",
                                                                             f"arn:aws:s3:::{bucket}/*"]},
-        {"Effect": "Deny", "Principal": "*", "Action": "s3:DeleteObject", "Resource": f"arn:aws:s3:::{bucket}/{pattern}"}]}
+        {"Effect": "Deny", "Principal": "*", "Action": "s3:DeleteObject",
+         "Resource": f"arn:aws:s3:::{bucket}/{pattern}"}]}
     server.client().put_bucket_policy(Bucket=bucket, Policy=json.dumps(policy))
 
 
@@ -476,7 +478,8 @@ def test_s3_subprocesses_see_the_server_and_nothing_else(s3_server: S3Server) ->
     assert printed.stdout.strip() == s3_server.endpoint
 
 
-def test_s3_delete_many_retries_throttled_requests_and_keys(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_s3_delete_many_retries_throttled_requests_and_keys(s3_server: S3Server,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     bucket = s3_server.new_bucket()
     keys = [f"t/f{n}" for n in range(3)]
     s3_server.put_many(bucket, keys)

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from timeline.storage.base import FileStatus, Storage, storage_for
 from timeline.storage.containment import (
-    Containment, OutsideTableError, UnsupportedLocationError, parse_location, within_roots,
+    Containment,
+    OutsideTableError,
+    UnsupportedLocationError,
+    parse_location,
+    within_roots,
 )
 from timeline.storage.memory import MemoryStorage
 

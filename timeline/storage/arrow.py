@@ -161,7 +161,7 @@ class LocalStorage(ArrowStorage):
         stack = [path]
         while stack:
             folder = stack.pop()
-            for status in _guard(folder, lambda: _scan(folder)):
+            for status in _guard(folder, lambda folder=folder: _scan(folder)):
                 if status.is_dir:
                     stack.append(status.path)
                 else:
@@ -222,5 +222,6 @@ def _scan(path: str) -> list[FileStatus]:
         for entry in entries:
             st = entry.stat(follow_symlinks=False)
             is_dir = entry.is_dir(follow_symlinks=False)
-            add(new(FileStatus, (entry.path, entry.name, 0 if is_dir else st.st_size, st.st_mtime_ns // 1_000_000, is_dir)))
+            size = 0 if is_dir else st.st_size
+            add(new(FileStatus, (entry.path, entry.name, size, st.st_mtime_ns // 1_000_000, is_dir)))
     return result

@@ -148,8 +148,8 @@ def storage_for(uri: str) -> tuple[Storage, str]:
 
     Local paths and `file://` use the local file system; `s3://`, `s3a://` and `s3n://` use
     `S3Storage` (pyarrow.fs plus batched deletes, configured from `AWS_*` variables, see
-    `timeline/storage/s3.py`); `gs://`, `gcs://` and `hdfs://` go through pyarrow.fs; `memory://name/...` is a process-wide in-memory store
-    for tests and demos.
+    `timeline/storage/s3.py`); `gs://`, `gcs://` and `hdfs://` go through pyarrow.fs;
+    `memory://name/...` is a process-wide in-memory store for tests and demos.
     """
     from timeline.storage.arrow import ArrowStorage, LocalStorage
     from timeline.storage.memory import MemoryStorage

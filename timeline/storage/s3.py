@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import os
 import random
+import threading
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -30,11 +31,18 @@ from urllib.parse import urlparse
 
 import pyarrow.fs as pafs
 
-from timeline.exceptions import FileExists, StorageError
+from timeline.exceptions import FileExists, FileNotFound, StorageError
 from timeline.storage.arrow import ArrowStorage, _guard
 from timeline.storage.base import FileStatus
 
 log = logging.getLogger(__name__)
+
+REQUEST_TIMEOUT_SECONDS = 120
+
+# boto3 clients by (process, endpoint, region, attempts, credential variables).
+_CLIENTS: dict[tuple[Any, ...], Any] = {}
+_CLIENTS_LOCK = threading.Lock()
+_CREDENTIAL_VARIABLES = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE")
 
 # Error codes S3 (or an S3-compatible store) gives for a key it may delete on a later try.
 TRANSIENT_CODES = frozenset({"SlowDown", "Throttling", "ThrottlingException", "RequestLimitExceeded",
@@ -57,8 +65,10 @@ class S3Settings:
         return cls(endpoint, region)
 
     def arrow_options(self, bucket: str) -> dict[str, Any]:
-        """Keyword arguments of `pyarrow.fs.S3FileSystem`."""
-        options: dict[str, Any] = {}
+        """Keyword arguments of `pyarrow.fs.S3FileSystem`. The request timeout is raised from
+        the SDK's 3 seconds (a request that sends nothing for that long fails): a busy store
+        answering many listings at once can be that slow without being down."""
+        options: dict[str, Any] = {"request_timeout": REQUEST_TIMEOUT_SECONDS, "connect_timeout": 10}
         if self.endpoint_url:
             parsed = urlparse(self.endpoint_url if "://" in self.endpoint_url else f"https://{self.endpoint_url}")
             options["scheme"] = parsed.scheme or "https"
@@ -102,21 +112,51 @@ class S3Storage(ArrowStorage):
 
     @property
     def client(self) -> Any:
-        """The boto3 S3 client (built on first use; boto3 clients are thread-safe)."""
+        """The boto3 S3 client for these settings (boto3 clients are thread-safe; building
+        one takes a tenth of a second, so one per process and configuration is kept)."""
         if self._client is None:
-            import boto3
-            from botocore.config import Config
-
-            config = Config(retries={"mode": "standard", "total_max_attempts": self.request_attempts},
-                            max_pool_connections=max(self.io_threads, self.listing_threads) + 4,
-                            connect_timeout=10, read_timeout=120)
             endpoint = self.settings.endpoint_url
             if endpoint and "://" not in endpoint:
                 endpoint = f"https://{endpoint}"
             region = self.settings.region or self.fs.region or None
-            self._client = boto3.session.Session().client("s3", endpoint_url=endpoint, region_name=region,
-                                                          config=config)
+            key = (os.getpid(), endpoint, region, self.request_attempts,
+                   *(os.environ.get(name) for name in _CREDENTIAL_VARIABLES))
+            with _CLIENTS_LOCK:
+                if key not in _CLIENTS:
+                    import boto3
+                    from botocore.config import Config
+
+                    config = Config(retries={"mode": "standard", "total_max_attempts": self.request_attempts},
+                                    max_pool_connections=max(self.io_threads, self.listing_threads) + 4,
+                                    connect_timeout=10, read_timeout=REQUEST_TIMEOUT_SECONDS)
+                    _CLIENTS[key] = boto3.session.Session().client("s3", endpoint_url=endpoint, region_name=region,
+                                                                   config=config)
+                self._client = _CLIENTS[key]
         return self._client
+
+    def path_of(self, uri: str) -> str:
+        """`bucket/key` of an `s3://`, `s3a://` or `s3n://` URI (a clean plan names every file
+        this way: no URL parser for the common case), or of a plain path."""
+        head, sep, rest = uri.partition("://")
+        if sep and head in ("s3", "s3a", "s3n") and "?" not in rest and "#" not in rest and "%" not in rest:
+            return rest
+        return super().path_of(uri)
+
+    def read(self, path: str) -> bytes:
+        """One GET (pyarrow's input stream sends a HEAD first)."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        bucket, key = self._split(path)
+        if not key:
+            raise StorageError(path, "not an object key (bucket/key)")
+        try:
+            return bytes(self.client.get_object(Bucket=bucket, Key=key)["Body"].read())
+        except ClientError as exc:
+            if _code(exc) in ("NoSuchKey", "404", "NotFound"):
+                raise FileNotFound(path) from exc
+            raise StorageError(path, _reason(exc)) from exc
+        except BotoCoreError as exc:
+            raise StorageError(path, _reason(exc)) from exc
 
     @staticmethod
     def _split(path: str) -> tuple[str, str]:
