@@ -17,6 +17,8 @@ CLEANLINE_SPARK_MIN_FILES  tables with at least this many files run on Spark (de
 CLEANLINE_TASK_TIME_LIMIT, CLEANLINE_REDELIVERY_SECONDS  Celery's hard time limit per task and
                   when a dead worker's task is delivered again (default 21600 and limit + 600)
 LOG_LEVEL         the root logger's level (default WARNING)
+CLEANLINE_TEST_DB  the SQLite file tests use (default var/test-db.sqlite3); two test runs in one
+                  checkout need two files and two REDIS_URL databases
 
 SECRET_KEY        required when DEBUG is off: start-up fails without it. Generate one with
                   `python -c "import secrets; print(secrets.token_urlsafe(50))"`. With DEBUG on a
@@ -63,7 +65,7 @@ def database_from_url(url: str) -> dict[str, object]:
         name = unquote(parsed.path[1:] if parsed.path.startswith("//") else parsed.path) or str(BASE_DIR / "db.sqlite3")
         # Tests use a file too, so that Celery worker processes started by them share it.
         return {"ENGINE": "django.db.backends.sqlite3", "NAME": name, "OPTIONS": {"timeout": 20},
-                "TEST": {"NAME": str(BASE_DIR / "var" / "test-db.sqlite3")}}
+                "TEST": {"NAME": os.environ.get("CLEANLINE_TEST_DB") or str(BASE_DIR / "var" / "test-db.sqlite3")}}
     if parsed.scheme in ("postgres", "postgresql"):
         return {"ENGINE": "django.db.backends.postgresql", "NAME": unquote(parsed.path.lstrip("/")),
                 "USER": unquote(parsed.username or ""), "PASSWORD": unquote(parsed.password or ""),

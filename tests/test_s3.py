@@ -22,6 +22,7 @@ import pytest
 from tests import test_storage
 from tests.lakes import Lake
 from tests.s3 import FaultyProxy, S3Server
+from timeline import FileStatus
 from timeline.clean.config import CleanConfig
 from timeline.clean.executor import run_pending_cleans, schedule_clean
 from timeline.clean.planner import plan_clean
@@ -323,10 +324,12 @@ def test_s3_clean_reports_files_the_store_refuses_as_failed(s3_server: S3Server)
     schedule_clean(table, plan, config)
     (result,) = run_pending_cleans(table)
     assert (result.deleted, result.failed) == (1, 1)
-    meta = result.metadata["partitionMetadata"]
-    assert meta["city=la"]["failedDeleteFiles"] == ["fg1_0-1-0_20261101000000000.parquet"]
-    assert not meta["city=la"]["successDeleteFiles"]
-    assert meta["city=sf"]["successDeleteFiles"] == ["fg1_0-1-0_20261101000000000.parquet"]
+    meta = result.metadata.partitions
+    assert meta["city=la"].failed_delete_files == ("fg1_0-1-0_20261101000000000.parquet",)
+    assert not meta["city=la"].success_delete_files
+    assert meta["city=sf"].success_delete_files == ("fg1_0-1-0_20261101000000000.parquet",)
+    (failed,) = [o for o in result.outcomes if o.status is FileStatus.FAILED]
+    assert failed.partition == "city=la" and failed.error  # the store's reason is kept
     assert sum(1 for k in s3_server.keys(bucket, "lake/city=la/") if k.endswith(".parquet")) == 3
     assert sum(1 for k in s3_server.keys(bucket, "lake/city=sf/") if k.endswith(".parquet")) == 2
 

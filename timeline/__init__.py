@@ -8,7 +8,8 @@ command use nothing else (tests/test_boundaries.py checks it)."""
 from __future__ import annotations
 
 from timeline.clean.config import CleanConfig, CleanConfigError, CleanPolicy
-from timeline.clean.executor import CleanRefused, CleanResult, Progress, ProgressCallback
+from timeline.clean.executor import CleanRefused, CleanResult, FileOutcome, Progress, ProgressCallback
+from timeline.clean.executor import Status as FileStatus
 from timeline.clean.planner import CleanPlan, FileDecision
 from timeline.config import TableConfig
 from timeline.engine import build_demo_lake, spark_session
@@ -22,10 +23,25 @@ from timeline.exceptions import (
     TableConfigError,
 )
 from timeline.fsview import FileGroup, FileSlice, FileSystemView
-from timeline.inspect import Inspect, MetadataTableState, SliceProtection, StateFile
+from timeline.inspect import Inspect, InstantSummary, MetadataTableState, SliceProtection, StateFile
 from timeline.instant import Instant, State, format_instant_time, moment_of, parse_instant_time
 from timeline.maintenance import Maintenance
 from timeline.mdt import MetadataTableEnabledError
+from timeline.metadata.records import (
+    CleanerPlan,
+    CleanMetadata,
+    CommitMetadata,
+    CompactionPlan,
+    InstantRef,
+    Record,
+    RequestedReplace,
+    RestoreMetadata,
+    RestorePlan,
+    RollbackMetadata,
+    RollbackPlan,
+    SavepointMetadata,
+    WriteStat,
+)
 from timeline.restore import RestorePreview, RestoreRefused, RestoreVerification
 from timeline.rollback import FailedWrite, RollbackPreview, RollbackRefused
 from timeline.savepoint import SavepointInfo, SavepointRefused
@@ -36,6 +52,9 @@ from timeline.timeline import Timeline
 __version__ = "0.1.0"
 
 __all__ = [
+    "CleanMetadata", "CleanerPlan", "CommitMetadata", "CompactionPlan", "FileOutcome", "FileStatus", "InstantRef",
+    "InstantSummary", "Record", "RequestedReplace", "RestoreMetadata", "RestorePlan", "RollbackMetadata",
+    "RollbackPlan", "SavepointMetadata", "WriteStat",
     "CleanConfig", "CleanConfigError", "CleanPlan", "CleanPolicy", "CleanRefused", "CleanResult", "CleanlineError",
     "CorruptInstantError", "FailedWrite", "FileDecision", "FileGroup", "FileNotFound", "FileSlice", "FileSystemView",
     "HudiTable", "Inspect", "Instant", "InvalidInstantError", "Maintenance", "MetadataTableEnabledError",

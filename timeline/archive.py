@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 from timeline.exceptions import CorruptInstantError, FileNotFound
 from timeline.instant import Instant, State, comparable_action
 from timeline.logformat import BlockType, HeaderKey, decode_avro_records, read_blocks
+from timeline.metadata.records import LSM_INSTANT_COLUMNS, ArchivedEntry, lsm_manifest_files
 from timeline.storage import Storage
 from timeline.timeline import Timeline
 
@@ -58,19 +59,19 @@ def archived_entries(storage: Storage, folder: str) -> Iterator[dict[str, Any]]:
 
 
 def _v6_instants(storage: Storage, folder: str) -> list[Instant]:
-    best: dict[tuple[str, str], tuple[State, dict[str, Any]]] = {}
-    for entry in archived_entries(storage, folder):
-        time, action = entry.get("commitTime"), entry.get("actionType")
-        if not time or not action:
+    best: dict[tuple[str, str], tuple[State, ArchivedEntry]] = {}
+    for raw in archived_entries(storage, folder):
+        entry = ArchivedEntry.from_raw(raw)
+        if not entry.time or not entry.action:
             continue
-        state = _STATES.get(str(entry.get("actionState") or "COMPLETED"), State.COMPLETED)
-        key = (time, comparable_action(action))
+        state = _STATES.get(entry.state, State.COMPLETED)
+        key = (entry.time, comparable_action(entry.action))
         if key not in best or state > best[key][0]:
             best[key] = (state, entry)
     instants = []
     for (time, _), (state, entry) in best.items():
-        completion = entry.get("stateTransitionTime") if state is State.COMPLETED else None
-        instants.append(Instant(time, entry["actionType"], state, completion or None))
+        completion = entry.completion_time if state is State.COMPLETED else None
+        instants.append(Instant(time, entry.action, state, completion or None))
     return instants
 
 
@@ -95,7 +96,7 @@ def _lsm_files(storage: Storage, folder: str) -> list[str]:
     manifest_path = Storage.join(folder, f"manifest_{version}")
     try:
         manifest = json.loads(storage.read(manifest_path))
-        return [Storage.join(folder, entry["fileName"]) for entry in manifest["files"]]
+        return [Storage.join(folder, name) for name in lsm_manifest_files(manifest)]
     except (ValueError, KeyError, TypeError) as exc:
         raise CorruptInstantError(manifest_path, f"invalid LSM timeline manifest: {exc}") from exc
 
@@ -103,10 +104,10 @@ def _lsm_files(storage: Storage, folder: str) -> list[str]:
 def _lsm_instants(storage: Storage, folder: str) -> Iterable[Instant]:
     for path in _lsm_files(storage, folder):
         try:
-            rows = pq.read_table(pa.BufferReader(storage.read(path)),
-                                 columns=["instantTime", "completionTime", "action"]).to_pylist()
+            read = pq.read_table(pa.BufferReader(storage.read(path)), columns=list(LSM_INSTANT_COLUMNS))
+            columns = [read.column(name) for name in LSM_INSTANT_COLUMNS]
         except (pa.ArrowException, KeyError) as exc:
             raise CorruptInstantError(path, f"unreadable LSM timeline file: {exc}") from exc
-        for row in rows:
-            if row["instantTime"] and row["action"]:
-                yield Instant(row["instantTime"], row["action"], State.COMPLETED, row["completionTime"])
+        for time, completion, action in zip(*(c.to_pylist() for c in columns)):
+            if time and action:
+                yield Instant(time, action, State.COMPLETED, completion)

@@ -166,8 +166,7 @@ def _plan(args: argparse.Namespace) -> tuple[HudiTable, CleanConfig, CleanPlan]:
 
 
 def _plan_json(plan: CleanPlan) -> dict[str, Any]:
-    record = plan.to_avro()
-    record.pop("filesToBeDeletedPerPartition")
+    record = plan.to_record().to_json()
     record["files"] = [
         {"partition": d.partition, "fileName": d.file_name, "filePath": d.path, "sizeBytes": d.size,
          "fileId": d.file_id, "baseInstantTime": d.base_instant_time, "delete": d.delete, "reason": d.reason}
@@ -230,14 +229,12 @@ def _clean_show(args: argparse.Namespace) -> None:
     clean = cleans.find(args.instant, "clean") if args.instant else cleans.last()
     if clean is None:
         raise InvalidInstantError(f"{table.uri}: no completed clean {args.instant or ''}".rstrip())
-    content = table.read_instant(clean) or {}
-    rows = [(p or "(none)", name, "deleted") for p, meta in sorted((content.get("partitionMetadata") or {}).items())
-            for name in meta.get("successDeleteFiles") or ()]
-    rows += [(p or "(none)", name, "FAILED") for p, meta in sorted((content.get("partitionMetadata") or {}).items())
-             for name in meta.get("failedDeleteFiles") or ()]
-    _emit(args, {"instant": _instant_json(clean), "metadata": content}, lambda: (
-        f"clean {clean.requested_time}: {content.get('totalFilesDeleted', 0)} files deleted, earliest commit "
-        f"retained {content.get('earliestCommitToRetain') or '(none)'}, {content.get('timeTakenInMillis', 0)} ms\n\n"
+    report = table.inspect.clean_report(clean)
+    rows = [(p or "(none)", name, "deleted") for p, name in sorted(report.deleted_files())]
+    rows += [(p or "(none)", name, "FAILED") for p, name in sorted(report.failed_files())]
+    _emit(args, {"instant": _instant_json(clean), "metadata": dict(report.raw)}, lambda: (
+        f"clean {clean.requested_time}: {report.total_files_deleted} files deleted, earliest commit "
+        f"retained {report.earliest_commit_to_retain or '(none)'}, {report.time_taken_ms} ms\n\n"
         + _render_table(["partition", "file", "outcome"], rows)))
 
 

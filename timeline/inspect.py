@@ -13,6 +13,7 @@ from timeline.clean.planner import Protection, read_protection, why_protected
 from timeline.config import MDT_PARTITIONS_INFLIGHT
 from timeline.fsview import FileGroup, FileSlice, FileSystemView
 from timeline.instant import Instant, State
+from timeline.metadata.records import CleanMetadata, CommitMetadata, Record, SavepointMetadata
 from timeline.restore import RestorePreview, preview_restore
 from timeline.rollback import FailedWrite, preview_failed_writes
 from timeline.savepoint import SavepointInfo, list_savepoints
@@ -33,11 +34,36 @@ class SliceProtection:
 
 @dataclass(frozen=True, slots=True)
 class StateFile:
-    """One state file of an instant and its decoded content."""
+    """One state file of an instant: its payload as Hudi wrote it (`content`, for the JSON
+    view) and as a typed record (None for an empty file)."""
 
     state: State
     path: str
     content: dict[str, Any] | None
+    record: Record | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class InstantSummary:
+    """What a completed instant's metadata reports: partitions and files touched (written,
+    deleted by a clean or held by a savepoint), records and bytes written."""
+
+    partitions: int = 0
+    files: int = 0
+    records: int | None = None
+    bytes: int | None = None
+
+    @classmethod
+    def of(cls, record: Record | None) -> InstantSummary | None:
+        if isinstance(record, CommitMetadata) and record.has_write_stats:
+            stats = record.stats()
+            return cls(len(record.write_stats), len(stats), sum(s.num_writes for s in stats),
+                       sum(s.total_write_bytes for s in stats))
+        if isinstance(record, CleanMetadata):
+            return cls(len(record.partitions), record.total_files_deleted)
+        if isinstance(record, SavepointMetadata):
+            return cls(len(record.files), len(record.file_names()))
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +92,26 @@ class Inspect:
         """Every state file of an instant, newest state first, read by name (the timeline is
         not loaded, so a page about one instant stays cheap on a large table)."""
         found = sorted(self.table.state_files(instant).items(), reverse=True)
-        return [StateFile(state, path, self.table.read_state_file(path)) for state, path in found]
+        files = []
+        for state, path in found:
+            raw = self.table.read_state_file(path)
+            files.append(StateFile(state, path, raw, None if raw is None else self.table.record_of(path, raw)))
+        return files
+
+    def record(self, instant: Instant, state: State | None = None) -> Record | None:
+        """The typed record of an instant in `state` (its own by default); None when empty."""
+        return self.table.read_record_file(self.table.timeline.path_of(instant, instant.state if state is None
+                                                                       else state))
+
+    def summary(self, instant: Instant) -> InstantSummary | None:
+        """What a completed instant reports (None for a pending one or one that reports nothing)."""
+        if not instant.is_completed:
+            return None
+        return InstantSummary.of(self.record(instant, State.COMPLETED))
+
+    def clean_report(self, instant: Instant) -> CleanMetadata:
+        """A completed clean's HoodieCleanMetadata: per partition the files it deleted or failed to."""
+        return self.table.read(instant, CleanMetadata)
 
     def file_system_view(self, *, as_of: str | None = None) -> FileSystemView:
         return self.table.file_system_view(as_of=as_of)

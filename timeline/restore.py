@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
 
 from timeline import transition
 from timeline.exceptions import CleanlineError
@@ -22,6 +21,7 @@ from timeline.instant import (
     State,
 )
 from timeline.mdt import guard_metadata_table
+from timeline.metadata.records import InstantRef, RestoreMetadata, RestorePlan, RollbackMetadata, SavepointMetadata
 from timeline.rollback import (
     RollbackPreview,
     execute_rollback_plan,
@@ -102,10 +102,10 @@ def _check(table: HudiTable, savepoint_time: str) -> Instant:
         raise RestoreRefused(f"{table.uri}: clean {timeline.cleans().pending().instants[0].requested_time} is "
                              "pending; run it first")
     for pending in timeline.restores().pending():
-        plan = table.read_instant(pending, State.REQUESTED) or {}
-        if plan.get("savepointToRestoreTimestamp") != savepoint_time:
+        plan = table.read(pending, RestorePlan, State.REQUESTED)
+        if plan.savepoint != savepoint_time:
             raise RestoreRefused(f"{table.uri}: restore {pending.requested_time} to savepoint "
-                                 f"{plan.get('savepointToRestoreTimestamp')} is pending; finish it first")
+                                 f"{plan.savepoint} is pending; finish it first")
     if table.config.get("hoodie.archive.beyond.savepoint", "false") == "true":
         raise RestoreRefused(f"{table.uri}: hoodie.archive.beyond.savepoint is on; commits after the savepoint "
                              "may be archived, so Hudi does not restore")
@@ -115,9 +115,9 @@ def _check(table: HudiTable, savepoint_time: str) -> Instant:
 def savepoint_files(table: HudiTable, savepoint_time: str) -> set[tuple[str, str]]:
     """(partition, file name) of every file the completed savepoint holds."""
     savepoint = table.timeline.savepoints().completed().find(savepoint_time)
-    content = (table.read_instant(savepoint) if savepoint is not None else None) or {}
-    return {(partition, name) for partition, meta in (content.get("partitionMetadata") or {}).items()
-            for name in meta.get("savepointDataFile") or ()}
+    if savepoint is None:
+        return set()
+    return set(table.read(savepoint, SavepointMetadata).file_names())
 
 
 def _present(table: HudiTable) -> set[tuple[str, str]]:
@@ -181,34 +181,29 @@ def restore(table: HudiTable, savepoint_time: str, *, drop_metadata: bool = Fals
     started = time.monotonic()
     resumed = next(iter(table.timeline.restores().pending()), None)
     if resumed is not None:
-        plan = table.read_instant(resumed, State.REQUESTED) or {}
+        plan = table.read(resumed, RestorePlan, State.REQUESTED)
         restore_instant = resumed
     else:
         instants = _instants_after(table, savepoint)
-        plan = {"instantsToRollback": [{"commitTime": i.requested_time, "action": i.action} for i in instants],
-                "version": RESTORE_PLAN_VERSION, "savepointToRestoreTimestamp": savepoint_time}
-        restore_instant = transition.request(table, RESTORE, plan)
+        plan = RestorePlan(instants_to_rollback=tuple(InstantRef(i.requested_time, i.action) for i in instants),
+                           savepoint=savepoint_time, version=RESTORE_PLAN_VERSION)
+        restore_instant = transition.request(table, RESTORE, plan.to_raw())
     transition.start(table, restore_instant)
     # BaseRestoreActionExecutor: an instant no longer on the write timeline was rolled back by
     # an earlier, interrupted run ("Ignoring already rolledback instant"); the metadata lists
     # only the instants this run rolled back.
-    rolled_back: dict[str, list[dict[str, Any]]] = {}
-    done_now: list[dict[str, Any]] = []
-    for entry in plan.get("instantsToRollback") or ():
+    rolled_back: dict[str, tuple[RollbackMetadata, ...]] = {}
+    done_now: list[InstantRef] = []
+    for entry in plan.instants_to_rollback:
         result = _roll_back_for_restore(table, entry)
         if result is not None:
-            rolled_back[entry["commitTime"]] = [result]
+            rolled_back[entry.time] = (result,)
             done_now.append(entry)
         table.reload()
-    content = {
-        "startRestoreTime": restore_instant.requested_time,
-        "timeTakenInMillis": int((time.monotonic() - started) * 1000),
-        "instantsToRollback": [e["commitTime"] for e in done_now],
-        "hoodieRestoreMetadata": rolled_back,
-        "version": RESTORE_METADATA_VERSION,
-        "restoreInstantInfo": [{"commitTime": e["commitTime"], "action": e["action"]} for e in done_now],
-    }
-    done = transition.complete(table, restore_instant, content)
+    content = RestoreMetadata(start_restore_time=restore_instant.requested_time,
+                              time_taken_ms=int((time.monotonic() - started) * 1000), rolled_back=rolled_back,
+                              instants=tuple(done_now), version=RESTORE_METADATA_VERSION)
+    done = transition.complete(table, restore_instant, content.to_raw())
     for rollback_instant in table.timeline.rollbacks():
         if rollback_instant.requested_time > savepoint_time:
             for status in table.timeline.files_of(rollback_instant).values():
@@ -216,13 +211,13 @@ def restore(table: HudiTable, savepoint_time: str, *, drop_metadata: bool = Fals
     return done
 
 
-def _roll_back_for_restore(table: HudiTable, entry: dict[str, Any]) -> dict[str, Any] | None:
+def _roll_back_for_restore(table: HudiTable, entry: InstantRef) -> RollbackMetadata | None:
     """One planned rollback: resumed from its pending rollback instant when a crashed run left
     one, else planned now; never published as a completed rollback. None when the instant is
     already gone from the timeline (rolled back by an earlier run: its files went first)."""
-    existing = pending_rollback_of(table, entry["commitTime"])
-    target = next((i for i in table.timeline if i.requested_time == entry["commitTime"]
-                   and i.action in (entry["action"], *([REPLACE_COMMIT] if entry["action"] == CLUSTERING else []))),
+    existing = pending_rollback_of(table, entry.time)
+    target = next((i for i in table.timeline if i.requested_time == entry.time
+                   and i.action in (entry.action, *([REPLACE_COMMIT] if entry.action == CLUSTERING else []))),
                   None)
     if target is None:
         return None
@@ -230,6 +225,6 @@ def _roll_back_for_restore(table: HudiTable, entry: dict[str, Any]) -> dict[str,
         rollback_instant, plan = existing
     else:
         plan = plan_rollback(table, target, for_restore=True).plan
-        rollback_instant = transition.request(table, ROLLBACK, plan)
+        rollback_instant = transition.request(table, ROLLBACK, plan.to_raw())
     transition.start(table, rollback_instant)
     return execute_rollback_plan(table, rollback_instant.requested_time, plan, target)

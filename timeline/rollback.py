@@ -6,9 +6,7 @@ Also finds failed writes under the EAGER and LAZY policies."""
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from timeline import transition
 from timeline.exceptions import CleanlineError, FileNotFound, InvalidFileNameError
@@ -23,6 +21,15 @@ from timeline.instant import (
 )
 from timeline.logformat import command_block
 from timeline.mdt import guard_metadata_table
+from timeline.metadata.records import (
+    CommitMetadata,
+    InstantRef,
+    RequestedReplace,
+    RollbackMetadata,
+    RollbackPartitionMetadata,
+    RollbackPlan,
+    RollbackRequest,
+)
 from timeline.storage import Storage
 from timeline.table import HudiTable
 from timeline.timeline import WRITE_ACTIONS
@@ -43,7 +50,7 @@ class RollbackPreview:
     """What a rollback would do, before anything is written."""
 
     instant: Instant
-    plan: dict[str, Any]
+    plan: RollbackPlan
     files_to_delete: tuple[tuple[str, str, int], ...]  # (partition, path, bytes)
     logs_to_mark: tuple[tuple[str, str, int], ...]     # v6 logs that get a rollback block
 
@@ -106,8 +113,9 @@ def _heartbeat_ms(table: HudiTable, instant: Instant) -> int:
 def is_clustering(table: HudiTable, instant: Instant) -> bool:
     if instant.action != REPLACE_COMMIT:
         return False
-    plan = table.read_instant(instant, State.REQUESTED) if State.REQUESTED in table.timeline.files_of(instant) else None
-    return bool(plan) and (plan or {}).get("operationType") == "cluster"
+    if State.REQUESTED not in table.timeline.files_of(instant):
+        return False
+    return table.read(instant, RequestedReplace, State.REQUESTED).is_clustering
 
 
 # Planning
@@ -115,8 +123,7 @@ def is_clustering(table: HudiTable, instant: Instant) -> bool:
 def _instant_files(table: HudiTable, instant: Instant) -> dict[str, list[str]]:
     """Partition -> data file names that carry the instant's time (base files; v8 logs)."""
     t = instant.requested_time
-    content = _write_metadata(table, instant)
-    partitions = set(content.get("partitionToWriteStats") or {}) | set(content.get("partitionToReplaceFileIds") or {})
+    partitions = _write_metadata(table, instant).partitions
     listing = table.list_partitions().partitions
     found: dict[str, list[str]] = {}
     for partition, files in listing.items():
@@ -134,15 +141,15 @@ def _instant_files(table: HudiTable, instant: Instant) -> dict[str, list[str]]:
     return found
 
 
-def _write_metadata(table: HudiTable, instant: Instant) -> dict[str, Any]:
+def _write_metadata(table: HudiTable, instant: Instant) -> CommitMetadata:
     """The instant's commit metadata, or its inflight workload profile when pending."""
     for state in (State.COMPLETED, State.INFLIGHT):
         if state in table.timeline.files_of(instant) and (state is State.INFLIGHT or instant.is_completed):
             try:
-                return table.read_instant(instant, state) or {}
-            except CleanlineError:
+                return table.read(instant, CommitMetadata, state)
+            except (CleanlineError, TypeError):
                 continue
-    return {}
+    return CommitMetadata()
 
 
 def _marker_names(table: HudiTable, instant: Instant) -> list[str] | None:
@@ -165,9 +172,9 @@ def _v6_log_blocks(table: HudiTable, instant: Instant) -> dict[tuple[str, str], 
     """v6 merge-on-read: (partition, file id) -> (base instant, log file name) of the log files
     the delta commit appended to, from its metadata (updates carry their log's path)."""
     updated: dict[tuple[str, str], tuple[str, str]] = {}
-    for partition, stats in (_write_metadata(table, instant).get("partitionToWriteStats") or {}).items():
-        for stat in stats or ():
-            name = (stat.get("path") or "").rsplit("/", 1)[-1]
+    for partition, stats in _write_metadata(table, instant).write_stats.items():
+        for stat in stats:
+            name = stat.file_name
             if name.startswith(".") and ".log." in name:
                 log = parse_log_file(name)
                 updated[(partition, log.file_id)] = (log.instant_time, name)
@@ -186,7 +193,7 @@ def plan_rollback(table: HudiTable, instant: Instant, *, for_restore: bool = Fal
     if existing is not None:  # what will really run is the pending plan: preview that one
         return preview_of_plan(table, instant, existing[1])
     sizes = {(p, s.name): s.size for p, files in table.list_partitions().partitions.items() for s in files}
-    requests: list[dict[str, Any]] = []
+    requests: list[RollbackRequest] = []
     deletes: list[tuple[str, str, int]] = []
     marks: list[tuple[str, str, int]] = []
     markers = _marker_names(table, instant) if instant.is_pending else None
@@ -210,43 +217,41 @@ def plan_rollback(table: HudiTable, instant: Instant, *, for_restore: bool = Fal
     for partition, names in sorted(by_partition.items()):
         folder = table.path(partition) if partition else table.base
         paths = [Storage.join(folder, n) for n in sorted(names)]
-        requests.append({"partitionPath": partition, "fileId": "", "latestBaseInstant": "",
-                         "filesToBeDeleted": [table.storage.uri(p) for p in paths], "logBlocksToBeDeleted": {}})
+        requests.append(RollbackRequest(partition, files_to_delete=tuple(table.storage.uri(p) for p in paths)))
         deletes += [(partition, p, sizes.get((partition, n), 0)) for p, n in zip(paths, sorted(names))]
     for (partition, file_id), (base_instant, name) in sorted(appended.items()):
         if (partition, name) not in sizes:
             continue
         folder = table.path(partition) if partition else table.base
         path = table.storage.uri(Storage.join(folder, name))
-        requests.append({"partitionPath": partition, "fileId": file_id, "latestBaseInstant": base_instant,
-                         "filesToBeDeleted": [], "logBlocksToBeDeleted": {path: sizes[(partition, name)]}})
+        requests.append(RollbackRequest(partition, file_id, base_instant,
+                                        log_blocks_to_delete={path: sizes[(partition, name)]}))
         marks.append((partition, path, sizes[(partition, name)]))
-    plan = {"instantToRollback": {"commitTime": instant.requested_time, "action": instant.action},
-            "RollbackRequests": requests, "version": ROLLBACK_PLAN_VERSION}
+    plan = RollbackPlan(instant_to_rollback=InstantRef(instant.requested_time, instant.action),
+                        requests=tuple(requests), version=ROLLBACK_PLAN_VERSION).with_raw()
     return RollbackPreview(instant, plan, tuple(deletes), tuple(marks))
 
 
-def preview_of_plan(table: HudiTable, instant: Instant, plan: Mapping[str, Any]) -> RollbackPreview:
+def preview_of_plan(table: HudiTable, instant: Instant, plan: RollbackPlan) -> RollbackPreview:
     """What an existing rollback plan (a pending `.rollback.requested`) deletes, every path
     checked by the containment rule first (OutsideTableError names the first bad entry)."""
     containment = table.containment
     deletes: list[tuple[str, str, int]] = []
     marks: list[tuple[str, str, int]] = []
-    for request in plan.get("RollbackRequests") or ():
-        partition = request.get("partitionPath") or ""
-        for path in request.get("filesToBeDeleted") or ():
-            deletes.append((partition, path, _size_of(table, containment.data_path(path))))
-        for path, size in (request.get("logBlocksToBeDeleted") or {}).items():
+    for request in plan.requests:
+        for path in request.files_to_delete:
+            deletes.append((request.partition, path, _size_of(table, containment.data_path(path))))
+        for path, size in request.log_blocks_to_delete.items():
             containment.data_path(path)
-            marks.append((partition, path, int(size or 0)))
-    return RollbackPreview(instant, dict(plan), tuple(deletes), tuple(marks))
+            marks.append((request.partition, path, size))
+    return RollbackPreview(instant, plan, tuple(deletes), tuple(marks))
 
 
-def check_plan_paths(table: HudiTable, plan: Mapping[str, Any]) -> None:
+def check_plan_paths(table: HudiTable, plan: RollbackPlan) -> None:
     """The containment rule on every path a rollback plan names (no storage call per file)."""
     containment = table.containment
-    for request in plan.get("RollbackRequests") or ():
-        for path in [*(request.get("filesToBeDeleted") or ()), *(request.get("logBlocksToBeDeleted") or {})]:
+    for request in plan.requests:
+        for path in [*request.files_to_delete, *request.log_blocks_to_delete]:
             containment.data_path(path)
 
 
@@ -281,8 +286,8 @@ def check_rollback_sequence(table: HudiTable, instant: Instant, *,
 
 # Execution
 
-def execute_rollback_plan(table: HudiTable, rollback_time: str, plan: Mapping[str, Any],
-                          target: Instant) -> dict[str, Any]:
+def execute_rollback_plan(table: HudiTable, rollback_time: str, plan: RollbackPlan,
+                          target: Instant) -> RollbackMetadata:
     """Carry out a rollback plan (idempotently) and return its HoodieRollbackMetadata; the
     caller publishes it. Deletes the rolled-back instant's state files and markers."""
     started = time.monotonic()
@@ -290,35 +295,28 @@ def execute_rollback_plan(table: HudiTable, rollback_time: str, plan: Mapping[st
     files = table.timeline.files_of(target)
     if State.COMPLETED in files:  # first, so that a crash leaves a pending write to retry
         table.storage.delete(files[State.COMPLETED].path)
-    partitions: dict[str, dict[str, Any]] = {}
-    for request in plan.get("RollbackRequests") or ():
-        partition = request.get("partitionPath") or ""
-        entry = partitions.setdefault(partition, {"partitionPath": partition, "successDeleteFiles": [],
-                                                  "failedDeleteFiles": [], "rollbackLogFiles": {},
-                                                  "logFilesFromFailedCommit": {}})
-        for path in request.get("filesToBeDeleted") or ():
+    found: dict[str, tuple[list[str], list[str], dict[str, int], dict[str, int]]] = {}
+    for request in plan.requests:
+        deleted, failed, blocks, logs = found.setdefault(request.partition, ([], [], {}, {}))
+        for path in request.files_to_delete:
             try:
                 table.storage.delete(table.containment.data_path(path))
-                entry["successDeleteFiles"].append(path)  # gone already counts as deleted (master)
+                deleted.append(path)  # gone already counts as deleted (master)
             except CleanlineError:
-                entry["failedDeleteFiles"].append(path)
-        for log_path, size in (request.get("logBlocksToBeDeleted") or {}).items():
+                failed.append(path)
+        for log_path, size in request.log_blocks_to_delete.items():
             block_path = _append_rollback_block(table, rollback_time, target.requested_time, log_path)
-            entry["rollbackLogFiles"][block_path] = table.storage.status(table.storage.path_of(block_path)).size
-            entry["logFilesFromFailedCommit"][log_path] = size
+            blocks[block_path] = table.storage.status(table.storage.path_of(block_path)).size
+            logs[log_path] = size
     for state in (State.INFLIGHT, State.REQUESTED):
         if state in files:
             table.storage.delete(files[state].path)
     table.storage.delete_dir(table.path(".hoodie", ".temp", target.requested_time))
-    return {
-        "startRollbackTime": rollback_time,
-        "timeTakenInMillis": int((time.monotonic() - started) * 1000),
-        "totalFilesDeleted": sum(len(e["successDeleteFiles"]) for e in partitions.values()),
-        "commitsRollback": [target.requested_time],
-        "partitionMetadata": partitions,
-        "version": ROLLBACK_METADATA_VERSION,
-        "instantsRollback": [{"commitTime": target.requested_time, "action": target.action}],
-    }
+    return RollbackMetadata(
+        start_rollback_time=rollback_time, time_taken_ms=int((time.monotonic() - started) * 1000),
+        commits_rollback=(target.requested_time,),
+        partitions={p: RollbackPartitionMetadata(p, tuple(d), tuple(f), b, lg) for p, (d, f, b, lg) in found.items()},
+        instants_rollback=(InstantRef(target.requested_time, target.action),), version=ROLLBACK_METADATA_VERSION)
 
 
 def _append_rollback_block(table: HudiTable, rollback_time: str, target: str, log_uri: str) -> str:
@@ -358,16 +356,16 @@ def rollback(table: HudiTable, requested_time: str, *, drop_metadata: bool = Fal
         rollback_instant, plan = existing
     else:
         plan = plan_rollback(table, target).plan
-        rollback_instant = transition.request(table, ROLLBACK, plan)
+        rollback_instant = transition.request(table, ROLLBACK, plan.to_raw())
     transition.start(table, rollback_instant)
     content = execute_rollback_plan(table, rollback_instant.requested_time, plan, target)
-    return transition.complete(table, rollback_instant, content)
+    return transition.complete(table, rollback_instant, content.to_raw())
 
 
-def pending_rollback_of(table: HudiTable, requested_time: str) -> tuple[Instant, dict[str, Any]] | None:
+def pending_rollback_of(table: HudiTable, requested_time: str) -> tuple[Instant, RollbackPlan] | None:
     for pending in table.timeline.rollbacks().pending():
-        plan = table.read_instant(pending, State.REQUESTED) or {}
-        if (plan.get("instantToRollback") or {}).get("commitTime") == requested_time:
+        plan = table.read(pending, RollbackPlan, State.REQUESTED)
+        if plan.instant_to_rollback is not None and plan.instant_to_rollback.time == requested_time:
             return pending, plan
     return None
 

@@ -13,6 +13,7 @@ from timeline.exceptions import CleanlineError, InvalidFileNameError
 from timeline.files import base_file_of, is_base_file_name, parse_log_file
 from timeline.fsview import FileSlice
 from timeline.instant import COMMIT, DELTA_COMMIT, REPLACE_COMMIT, SAVEPOINT, Instant, State
+from timeline.metadata.records import CleanerPlan, CleanMetadata, SavepointMetadata
 from timeline.table import HudiTable
 
 SAVEPOINT_METADATA_VERSION = 1
@@ -50,19 +51,17 @@ def _cleaned_groups(table: HudiTable) -> dict[tuple[str, str], set[str]]:
     """(partition, file id) -> base instants of base files that completed cleans deleted."""
     cleaned: dict[tuple[str, str], set[str]] = {}
     for clean in table.timeline.cleans().completed():
-        content = table.read_instant(clean) or {}
-        for partition, meta in (content.get("partitionMetadata") or {}).items():
-            for name in meta.get("successDeleteFiles") or ():
-                name = name.rsplit("/", 1)[-1]
-                try:
-                    if is_base_file_name(name):
-                        base = base_file_of(name)
-                        cleaned.setdefault((partition, base.file_id), set()).add(base.instant_time)
-                    else:
-                        log = parse_log_file(name)
-                        cleaned.setdefault((partition, log.file_id), set()).add(log.instant_time)
-                except InvalidFileNameError:
-                    continue
+        for partition, name in table.read(clean, CleanMetadata).deleted_files():
+            name = name.rsplit("/", 1)[-1]
+            try:
+                if is_base_file_name(name):
+                    base = base_file_of(name)
+                    cleaned.setdefault((partition, base.file_id), set()).add(base.instant_time)
+                else:
+                    log = parse_log_file(name)
+                    cleaned.setdefault((partition, log.file_id), set()).add(log.instant_time)
+            except InvalidFileNameError:
+                continue
     return cleaned
 
 
@@ -87,10 +86,10 @@ def _check_hudi_rule(table: HudiTable, instant: Instant) -> None:
     if last is None:
         return
     if last.is_completed:
-        retained = (table.read_instant(last, fields=("earliestCommitToRetain",)) or {}).get("earliestCommitToRetain")
+        retained = table.read(last, CleanMetadata, fields=("earliest_commit_to_retain",)).earliest_commit_to_retain
     else:
-        plan = table.read_instant(last, State.REQUESTED) or {}
-        retained = (plan.get("earliestInstantToRetain") or {}).get("timestamp")
+        ectr = table.read(last, CleanerPlan, State.REQUESTED).earliest_instant_to_retain
+        retained = "" if ectr is None else ectr.time
     if retained and instant.requested_time < retained:
         raise SavepointRefused(
             f"{table.uri}: cannot savepoint {instant.requested_time}: it is older than the last clean's "
@@ -103,8 +102,8 @@ def _check_no_pending_clean_deletes(table: HudiTable, instant: Instant, slices: 
     again, so the savepoint would lose it. Run or withdraw the clean first."""
     held = {(p, name) for p, pieces in slices.items() for piece in pieces for name in piece.file_names}
     for clean in table.timeline.cleans().pending():
-        plan = table.read_instant(clean, State.REQUESTED) or {}
-        doomed = sorted({(p, uri.rsplit("/", 1)[-1]) for p, uri, _ in plan_targets(table, plan)} & held)
+        plan = table.read(clean, CleanerPlan, State.REQUESTED)
+        doomed = sorted({(t.partition, t.path.rsplit("/", 1)[-1]) for t in plan_targets(table, plan)} & held)
         if doomed:
             partition, name = doomed[0]
             raise SavepointRefused(
@@ -131,19 +130,14 @@ def create_savepoint(table: HudiTable, requested_time: str, *, user: str | None 
     slices = _slices_as_of(table, requested_time)
     _check_not_cleaned(table, instant, slices)
     _check_no_pending_clean_deletes(table, instant, slices)
-    content = {
-        "savepointedBy": user or getpass.getuser(),
-        "savepointedAt": int(time.time() * 1000),
-        "comments": comment,
-        "partitionMetadata": {
-            partition: {"partitionPath": partition,
-                        "savepointDataFile": [name for piece in pieces for name in piece.file_names]}
-            for partition, pieces in slices.items()},
-        "version": SAVEPOINT_METADATA_VERSION,
-    }
+    content = SavepointMetadata(
+        savepointed_by=user or getpass.getuser(), savepointed_at_ms=int(time.time() * 1000), comments=comment,
+        files={partition: tuple(name for piece in pieces for name in piece.file_names)
+               for partition, pieces in slices.items()},
+        version=SAVEPOINT_METADATA_VERSION)
     # A savepoint has no requested state: it starts inflight, at the savepointed commit's time.
     savepoint = transition.start(table, Instant(requested_time, SAVEPOINT, State.REQUESTED))
-    return transition.complete(table, savepoint, content)
+    return transition.complete(table, savepoint, content.to_raw())
 
 
 def delete_savepoint(table: HudiTable, requested_time: str) -> None:
@@ -169,13 +163,12 @@ def list_savepoints(table: HudiTable) -> list[SavepointInfo]:
     commits = [i.requested_time for i in timeline.commits().completed()]
     result = []
     for index, savepoint in enumerate(timeline.savepoints().completed()):
-        content = table.read_instant(savepoint) or {}
-        names = [(p, n) for p, meta in (content.get("partitionMetadata") or {}).items()
-                 for n in meta.get("savepointDataFile") or ()]
+        content = table.read(savepoint, SavepointMetadata)
+        names = content.file_names()
         present = [sizes[key] for key in names if key in sizes]
         commits_from = sum(1 for t in commits if t >= savepoint.requested_time)
         result.append(SavepointInfo(
-            savepoint, content.get("savepointedBy") or "", int(content.get("savepointedAt") or 0),
-            content.get("comments") or "", len(names), sum(present), len(names) - len(present),
+            savepoint, content.savepointed_by, content.savepointed_at_ms,
+            content.comments, len(names), sum(present), len(names) - len(present),
             holds_back_archival=index == 0 and commits_from > keep_max))
     return result

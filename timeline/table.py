@@ -3,7 +3,7 @@ file-system view."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +21,7 @@ from timeline.instant import (
     parse_file_name,
     zone_of,
 )
+from timeline.metadata.records import CommitMetadata, CompactionPlan, R, Record, expect, hudi_fields, to_record
 from timeline.perf import paused_gc
 from timeline.storage import Containment, Storage, storage_for
 from timeline.timeline import ActiveTimeline, Timeline, load_active_timeline
@@ -128,16 +129,37 @@ class HudiTable:
 
     # Instant contents
 
+    def read(self, instant: Instant, kind: type[R], state: State | None = None, *,
+             fields: Collection[str] | None = None) -> R:
+        """The typed record (`timeline.metadata.records`) of an instant in `state` (its own
+        state by default): an empty `kind` when the file is empty. `fields` names the record
+        attributes to read (Avro content is then read only for those). Raises
+        CorruptInstantError naming the file, TypeError when the file holds another record."""
+        wanted = instant.state if state is None else state
+        path = self.timeline.path_of(instant, wanted)
+        raw = self.read_state_file(path, fields=None if fields is None else hudi_fields(kind, fields))
+        return kind() if raw is None else expect(self.record_of(path, raw), kind)
+
+    def read_record_file(self, path: str) -> Record | None:
+        """The typed record of one state file, by its path; None when the file is empty."""
+        raw = self.read_state_file(path)
+        return None if raw is None else self.record_of(path, raw)
+
+    def record_of(self, path: str, raw: Mapping[str, Any]) -> Record:
+        """The typed record of a payload decoded from the state file at `path`."""
+        parsed = parse_file_name(path.rsplit("/", 1)[-1], self.config.layout_version)
+        return to_record(raw, action=parsed.action, state=parsed.state)
+
     def read_instant(self, instant: Instant, state: State | None = None, *,
                      fields: Collection[str] | None = None) -> dict[str, Any] | None:
-        """The decoded content of an instant in `state` (its own state by default); None when
-        the file is empty. `fields` reads only those top-level fields of Avro content. Raises
-        CorruptInstantError naming the file."""
+        """The decoded payload of an instant in `state` as Hudi wrote it (for the JSON view;
+        code reads typed records with `read`); None when the file is empty. `fields` reads
+        only those top-level fields of Avro content. Raises CorruptInstantError naming the file."""
         wanted = instant.state if state is None else state
         return self.read_state_file(self.timeline.path_of(instant, wanted), fields=fields)
 
     def read_state_file(self, path: str, *, fields: Collection[str] | None = None) -> dict[str, Any] | None:
-        """The decoded content of one instant state file, by its path."""
+        """The decoded payload of one instant state file, by its path."""
         name = path.rsplit("/", 1)[-1]
         layout = self.config.layout_version
         parsed = parse_file_name(name, layout)  # a completed compaction's plan is "compaction"
@@ -169,9 +191,8 @@ class HudiTable:
         """File groups replaced by the completed replacecommits of `timeline`."""
         replaced: dict[FileGroupId, str] = {}
         for instant in timeline.completed().with_actions({"replacecommit"}):
-            content = self.read_instant(instant) or {}
-            for partition, file_ids in (content.get("partitionToReplaceFileIds") or {}).items():
-                for file_id in file_ids or ():
+            for partition, file_ids in self.read(instant, CommitMetadata).replaced_file_ids.items():
+                for file_id in file_ids:
                     replaced[(partition, file_id)] = instant.requested_time
         return replaced
 
@@ -179,9 +200,8 @@ class HudiTable:
         """File groups in a pending compaction or log compaction plan -> the plan's instant."""
         pending: dict[FileGroupId, str] = {}
         for instant in self.timeline.filter(lambda i: i.is_pending and i.action == action):
-            plan = self.read_instant(instant, State.REQUESTED) or {}
-            for op in plan.get("operations") or ():
-                pending[(op.get("partitionPath") or "", op["fileId"])] = instant.requested_time
+            for op in self.read(instant, CompactionPlan, State.REQUESTED).operations:
+                pending[(op.partition, op.file_id)] = instant.requested_time
         return pending
 
     def list_partitions(self) -> TableListing:

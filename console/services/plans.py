@@ -28,6 +28,7 @@ from timeline import (
     CleanlineError,
     CleanRefused,
     CleanResult,
+    FileStatus,
     HudiTable,
     Maintenance,
     Progress,
@@ -277,7 +278,7 @@ def plan_run(*, plan: CleanPlan, task_id: str = "") -> CleanPlan:
                 audit(user=None, action="clean.run.failed", table=table, parameters={"plan": plan.pk}, result=str(exc))
             plan.refresh_from_db()
             return plan
-        _record_outcomes(plan, result.metadata)
+        _record_outcomes(plan, result)
         if bytes_deleted is None:
             bytes_deleted = plan.files.filter(delete=True, outcome=PlanFile.Outcome.DELETED).aggregate(
                 total=Sum("size"))["total"] or 0
@@ -302,22 +303,25 @@ def _clean_of_plan(table: Table, plan: CleanPlan, progress: Any,
     lake = HudiTable.open(table.path)
     done = next((i for i in lake.timeline.cleans().completed() if i.requested_time == plan.clean_instant), None)
     if done is not None:
-        content = lake.read_instant(done) or {}
-        meta = (content.get("partitionMetadata") or {}).values()
-        return CleanResult(done, sum(len(m.get("successDeleteFiles") or ()) for m in meta), 0,
-                           sum(len(m.get("failedDeleteFiles") or ()) for m in meta), 0, content), None
+        return CleanResult.from_report(done, lake.inspect.clean_report(done)), None
     (result,) = _run_clean(table, lake, plan.clean_instant, progress, sizes)
     return result, result.bytes_deleted
 
 
-def _record_outcomes(plan: CleanPlan, content: Mapping[str, Any]) -> None:
-    for partition, meta in (content.get("partitionMetadata") or {}).items():
-        for outcome, names in ((PlanFile.Outcome.DELETED, meta.get("successDeleteFiles") or ()),
-                               (PlanFile.Outcome.FAILED, meta.get("failedDeleteFiles") or ())):
-            names = list(names)
-            for start in range(0, len(names), PLAN_BATCH):
-                plan.files.filter(delete=True, partition=partition,
-                                  file_name__in=names[start:start + PLAN_BATCH]).update(outcome=outcome)
+_OUTCOMES = {FileStatus.DELETED: PlanFile.Outcome.DELETED, FileStatus.GONE: PlanFile.Outcome.GONE,
+             FileStatus.FAILED: PlanFile.Outcome.FAILED}
+
+
+def _record_outcomes(plan: CleanPlan, result: CleanResult) -> None:
+    """Each planned file's outcome: deleted by this clean, already gone, or failed."""
+    names: dict[tuple[FileStatus, str], list[str]] = {}
+    for o in result.outcomes:
+        if not o.is_bootstrap:
+            names.setdefault((o.status, o.partition), []).append(o.file_name)
+    for (status, partition), found in names.items():
+        for start in range(0, len(found), PLAN_BATCH):
+            plan.files.filter(delete=True, partition=partition,
+                              file_name__in=found[start:start + PLAN_BATCH]).update(outcome=_OUTCOMES[status])
 
 
 def auto_clean(*, table: Table) -> CleanPlan | None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -100,37 +99,11 @@ def fingerprint(lake: HudiTable) -> str:
 
 def summary(lake: HudiTable, instant: LakeInstant) -> dict[str, int]:
     """Partitions, files, records and bytes an instant's metadata reports."""
-    if not instant.is_completed:
+    found = lake.inspect.summary(instant)
+    if found is None:
         return {}
-    content = lake.read_instant(instant) or {}
-    if "partitionToWriteStats" in content:
-        stats = [s for group in (content.get("partitionToWriteStats") or {}).values() for s in group or ()]
-        return {"partitions": len(content.get("partitionToWriteStats") or {}), "files": len(stats),
-                "records": sum(_number(s.get("numWrites")) for s in stats),
-                "bytes": sum(_number(s.get("totalWriteBytes")) for s in stats)}
-    if "totalFilesDeleted" in content:
-        return {"partitions": len(content.get("partitionMetadata") or {}),
-                "files": _number(content["totalFilesDeleted"])}
-    if "savepointedBy" in content:
-        meta = content.get("partitionMetadata") or {}
-        return {"partitions": len(meta), "files": sum(len(m.get("savepointDataFile") or ()) for m in meta.values())}
-    return {}
-
-
-def _number(value: Any) -> int:
-    """A count from instant metadata; what is not a number (e.g. "lots" written by hand) counts as 0."""
-    if isinstance(value, bool):
-        return 0
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        return int(value) if math.isfinite(value) else 0
-    if isinstance(value, str):
-        try:
-            return int(value.strip())
-        except ValueError:
-            return 0
-    return 0
+    values = {"partitions": found.partitions, "files": found.files, "records": found.records, "bytes": found.bytes}
+    return {k: v for k, v in values.items() if v is not None}
 
 
 def _rows(lake: HudiTable, instants: Iterable[LakeInstant], archived: bool,

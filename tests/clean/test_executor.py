@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.lakes import Lake
+from timeline import FileStatus
 from timeline.clean.config import CleanConfig
 from timeline.clean.executor import CleanRefused, Progress, run_pending_cleans, schedule_clean
 from timeline.clean.planner import plan_clean
@@ -67,8 +68,12 @@ def test_executor_a_file_already_gone_counts_as_deleted(lake: Lake) -> None:
     lake.storage.delete(f"/t/{P}/{doomed[0]}")
     (result,) = run_pending_cleans(table)
     assert (result.deleted, result.already_gone, result.failed) == (1, 1, 0)
-    assert sorted(result.metadata["partitionMetadata"][P]["successDeleteFiles"]) == sorted(doomed)
-    assert result.metadata["totalFilesDeleted"] == 2
+    # Hudi's metadata lists the gone file as deleted; Cleanline's outcomes keep it apart, with no bytes.
+    assert sorted(result.metadata.partitions[P].success_delete_files) == sorted(doomed)
+    assert result.metadata.total_files_deleted == 2
+    gone = [o for o in result.outcomes if o.status is FileStatus.GONE]
+    assert [o.file_name for o in gone] == [doomed[0]] and gone[0].bytes == 0
+    assert result.bytes_deleted == sum(o.bytes for o in result.outcomes if o.file_name == doomed[1]) > 0
 
 
 def test_executor_resumes_an_inflight_clean_and_accounts_for_every_planned_file(lake: Lake) -> None:
@@ -77,7 +82,7 @@ def test_executor_resumes_an_inflight_clean_and_accounts_for_every_planned_file(
     lake.storage.write(f"{table.timeline.folder}/{t}.clean.inflight", plan)  # crashed after inflight...
     lake.storage.delete(f"/t/{P}/{doomed[1]}")                               # ...and one delete
     (result,) = run_pending_cleans(HudiTable.load(lake.storage, "/t"))
-    assert sorted(result.metadata["partitionMetadata"][P]["successDeleteFiles"]) == sorted(doomed)
+    assert sorted(result.metadata.partitions[P].success_delete_files) == sorted(doomed)
     assert not run_pending_cleans(HudiTable.load(lake.storage, "/t"))  # nothing left pending
 
 

@@ -73,7 +73,7 @@ def test_planner_savepoint_protects_its_files(version: int) -> None:
     assert got[names[0]] == (False, f"savepoint {T[0]}")
     assert got[names[1]][0] is True
     assert result.savepointed_timestamps == (T[0],)
-    assert result.to_avro()["extraMetadata"] == {"savepointed_timestamps": T[0]}
+    assert result.to_record().to_raw()["extraMetadata"] == {"savepointed_timestamps": T[0]}
 
 
 def test_planner_pending_compaction_protects_slices_from_its_base_instant(version: int) -> None:
@@ -162,7 +162,7 @@ def test_planner_partition_with_only_replaced_groups_is_deleted(version: int) ->
     result = plan(lake, commits_retained=2)
     assert result.partitions_to_delete == (Q,)
     assert decisions(result)[gone][0] is True
-    assert result.to_avro()["partitionsToBeDeleted"] == [Q]
+    assert result.to_record().to_raw()["partitionsToBeDeleted"] == [Q]
 
 
 def history_with_clean(lake: Lake, clean) -> None:
@@ -224,7 +224,7 @@ def test_planner_by_hours_keeps_the_version_before_the_window() -> None:
 def test_planner_plan_serialises_as_hoodie_cleaner_plan_v2(version: int) -> None:
     lake = Lake(MemoryStorage(), "/t", version=version)
     rewrite_history(lake, T[:5])
-    record = plan(lake, commits_retained=2).to_avro()
+    record = plan(lake, commits_retained=2).to_record().to_raw()
     data = avro.encode("HoodieCleanerPlan", record)
     assert avro.record_name(data) == "org.apache.hudi.avro.model.HoodieCleanerPlan"
     decoded = avro.decode(data, path="plan")

@@ -11,7 +11,8 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Any
+from enum import Enum
+from typing import NamedTuple
 
 from timeline import transition
 from timeline.clean.config import CleanConfig
@@ -19,6 +20,7 @@ from timeline.clean.planner import CleanPlan, protection_conflicts
 from timeline.exceptions import CleanlineError, StorageError
 from timeline.instant import CLEAN, Instant, State
 from timeline.mdt import guard_metadata_table
+from timeline.metadata.records import CleanerPlan, CleanMetadata, CleanPartitionMetadata
 from timeline.storage import Storage
 from timeline.table import HudiTable
 
@@ -46,16 +48,76 @@ class Progress:
 ProgressCallback = Callable[[Progress], None]
 
 
+class Status(Enum):
+    """What happened to one planned file."""
+
+    DELETED = "deleted"    # this clean deleted it
+    GONE = "gone"          # it was already gone (Hudi's metadata counts it deleted, apache/hudi#18035)
+    FAILED = "failed"      # the store refused; `error` says why
+
+
+class Target(NamedTuple):
+    """One file of a clean plan: its partition, its path as the plan names it, and whether it
+    is a bootstrap source file."""
+
+    partition: str
+    path: str
+    is_bootstrap: bool = False
+
+
+class FileOutcome(NamedTuple):
+    """What a clean did to one file. `bytes` counts only what this clean deleted (a NamedTuple:
+    a clean makes one per file)."""
+
+    partition: str
+    path: str
+    status: Status
+    is_bootstrap: bool = False
+    bytes: int = 0
+    error: str = ""
+
+    @property
+    def file_name(self) -> str:
+        return self.path if self.is_bootstrap else self.path.rsplit("/", 1)[-1]
+
+
 @dataclass(frozen=True, slots=True)
 class CleanResult:
-    """What one run did: files deleted now, found already gone, failed; bytes reclaimed."""
+    """What one run did: every file's outcome and the published HoodieCleanMetadata."""
 
     instant: Instant
-    deleted: int
-    already_gone: int
-    failed: int
-    bytes_deleted: int
-    metadata: dict[str, Any]
+    outcomes: tuple[FileOutcome, ...]
+    metadata: CleanMetadata
+
+    def count(self, status: Status) -> int:
+        return sum(1 for o in self.outcomes if o.status is status)
+
+    @property
+    def deleted(self) -> int:
+        return self.count(Status.DELETED)
+
+    @property
+    def already_gone(self) -> int:
+        return self.count(Status.GONE)
+
+    @property
+    def failed(self) -> int:
+        return self.count(Status.FAILED)
+
+    @property
+    def bytes_deleted(self) -> int:
+        """Bytes this clean reclaimed: files already gone count nothing."""
+        return sum(o.bytes for o in self.outcomes if o.status is Status.DELETED)
+
+    @classmethod
+    def from_report(cls, instant: Instant, metadata: CleanMetadata) -> CleanResult:
+        """A completed clean read back from its metadata (a run that died after publishing it):
+        files listed deleted count as deleted (Hudi lists files already gone there too), with
+        no bytes known."""
+        outcomes = [FileOutcome(p, n, Status.DELETED) for p, n in metadata.deleted_files()]
+        outcomes += [FileOutcome(p, n, Status.FAILED, error="listed failed by the clean") for p, n in
+                     metadata.failed_files()]
+        return cls(instant, tuple(outcomes), metadata)
 
 
 def needs_cleaning(table: HudiTable, config: CleanConfig) -> bool:
@@ -65,8 +127,7 @@ def needs_cleaning(table: HudiTable, config: CleanConfig) -> bool:
     last_clean = timeline.cleans().completed().last()
     since = ""
     if last_clean is not None:
-        content = table.read_instant(last_clean, fields=("lastCompletedCommitTimestamp",)) or {}
-        since = content.get("lastCompletedCommitTimestamp") or ""
+        since = table.read(last_clean, CleanMetadata, fields=("last_completed_commit",)).last_completed_commit
     count = sum(1 for i in timeline.commits().completed() if i.requested_time > since)
     return count >= config.trigger_max_commits
 
@@ -90,7 +151,7 @@ def schedule_clean(table: HudiTable, plan: CleanPlan, config: CleanConfig, *,
         raise CleanRefused(f"{table.uri}: fewer than {config.trigger_max_commits} commits completed since the "
                            "last clean (hoodie.clean.trigger.max.commits)")
     guard_metadata_table(table, drop=drop_metadata, action="a clean")
-    instant = transition.request(table, CLEAN, plan.to_avro())
+    instant = transition.request(table, CLEAN, plan.to_record().to_raw())
     table.reload()
     return instant
 
@@ -126,50 +187,48 @@ def run_pending_cleans(table: HudiTable, *, progress: ProgressCallback | None = 
     return results
 
 
-Outcome = tuple[str, str, str, bool, int]  # (path, partition, "deleted" | "gone" | "failed", bootstrap, bytes)
-
-
-def delete_target(storage: Storage, target: tuple[str, str, bool], sizes: Mapping[str, int] | None) -> Outcome:
-    """Delete one planned file. A file already gone counts as deleted (apache/hudi#18035)."""
-    partition, uri, bootstrap = target
-    path = storage.path_of(uri)
-    size = sizes.get(uri, 0) if sizes is not None else _size(storage, path)
+def delete_target(storage: Storage, target: Target, sizes: Mapping[str, int] | None) -> FileOutcome:
+    """Delete one planned file: deleted, already gone, or failed with the store's error."""
+    path = storage.path_of(target.path)
+    size = sizes.get(target.path, 0) if sizes is not None else _size(storage, path)
     try:
-        outcome = "deleted" if storage.delete(path) else "gone"
-    except StorageError:
-        outcome = "failed"
-    return uri, partition, outcome, bootstrap, size if outcome == "deleted" else 0
+        status = Status.DELETED if storage.delete(path) else Status.GONE
+    except StorageError as exc:
+        return FileOutcome(target.partition, target.path, Status.FAILED, target.is_bootstrap, 0, str(exc))
+    return FileOutcome(target.partition, target.path, status, target.is_bootstrap,
+                       size if status is Status.DELETED else 0)
 
 
-def delete_targets(storage: Storage, targets: list[tuple[str, str, bool]], sizes: Mapping[str, int] | None
-                   ) -> list[Outcome]:
+def delete_targets(storage: Storage, targets: list[Target], sizes: Mapping[str, int] | None) -> list[FileOutcome]:
     """Delete planned files with the storage's batch delete (`Storage.delete_many`: one
-    request per `delete_batch_size` files on object stores). A file the store reports gone
-    counts as deleted; a refused one is logged with the store's reason and counted failed."""
-    paths = [storage.path_of(uri) for _, uri, _ in targets]
+    request per `delete_batch_size` files on object stores). A refused file is logged with the
+    store's reason and counted failed."""
+    paths = [storage.path_of(t.path) for t in targets]
     answers = storage.delete_many(paths)
-    outcomes: list[Outcome] = []
-    failures: list[tuple[str, str]] = []
-    for (partition, uri, bootstrap), path in zip(targets, paths):
+    outcomes: list[FileOutcome] = []
+    for target, path in zip(targets, paths):
         answer = answers.get(path, "failed: no answer from the store")
-        outcome = "failed" if answer.startswith("failed") else answer
-        if outcome == "failed":
-            failures.append((uri, answer.removeprefix("failed: ")))
-        size = (sizes.get(uri, 0) if sizes is not None else 0) if outcome == "deleted" else 0
-        outcomes.append((uri, partition, outcome, bootstrap, size))
+        if answer.startswith("failed"):
+            outcomes.append(FileOutcome(target.partition, target.path, Status.FAILED, target.is_bootstrap, 0,
+                                        answer.removeprefix("failed: ")))
+            continue
+        status = Status(answer)
+        size = (sizes.get(target.path, 0) if sizes is not None else 0) if status is Status.DELETED else 0
+        outcomes.append(FileOutcome(target.partition, target.path, status, target.is_bootstrap, size))
+    failures = [o for o in outcomes if o.status is Status.FAILED]
     if failures:
         log.warning("clean: %d of %d files could not be deleted, first %s: %s", len(failures), len(targets),
-                    *failures[0])
+                    failures[0].path, failures[0].error)
     return outcomes
 
 
-def _listed_sizes(storage: Storage, targets: list[tuple[str, str, bool]], parallelism: int) -> dict[str, int]:
+def _listed_sizes(storage: Storage, targets: list[Target], parallelism: int) -> dict[str, int]:
     """Sizes of the targets from one listing of each folder they are in (on an object store
     a listing returns 1,000 sizes a request where a status call returns one)."""
     by_folder: dict[str, list[str]] = {}
-    for _, uri, _ in targets:
-        path = storage.path_of(uri)
-        by_folder.setdefault(path.rsplit("/", 1)[0], []).append(uri)
+    for target in targets:
+        path = storage.path_of(target.path)
+        by_folder.setdefault(path.rsplit("/", 1)[0], []).append(target.path)
 
     def sizes_in(folder: str) -> dict[str, int]:
         try:
@@ -186,8 +245,8 @@ def _listed_sizes(storage: Storage, targets: list[tuple[str, str, bool]], parall
     return found
 
 
-def _delete_all(storage: Storage, targets: list[tuple[str, str, bool]], sizes: Mapping[str, int] | None,
-                progress: ProgressCallback | None, instant: str, parallelism: int) -> list[Outcome]:
+def _delete_all(storage: Storage, targets: list[Target], sizes: Mapping[str, int] | None,
+                progress: ProgressCallback | None, instant: str, parallelism: int) -> list[FileOutcome]:
     """Delete every target with a few threads. Workers take whole chunks of at least CHUNK
     files (a task per file costs more than a local unlink) and count what they do; progress is
     reported from the calling thread while they run. On a store with a batch delete (object
@@ -202,19 +261,19 @@ def _delete_all(storage: Storage, targets: list[tuple[str, str, bool]], sizes: M
         chunks = [targets[i:i + batch] for i in range(0, total, batch)]
         workers = max(1, min(parallelism, len(chunks)))
 
-        def work(chunk: list[tuple[str, str, bool]]) -> list[Outcome]:
+        def work(chunk: list[Target]) -> list[FileOutcome]:
             done = delete_targets(storage, chunk, sizes)
-            counter.add(len(done), sum(row[4] for row in done))
+            counter.add(len(done), sum(row.bytes for row in done))
             return done
     else:
         workers = max(1, min(parallelism, -(-total // CHUNK)))
         chunks = [targets[i::workers] for i in range(workers)]
 
-        def work(chunk: list[tuple[str, str, bool]]) -> list[Outcome]:
+        def work(chunk: list[Target]) -> list[FileOutcome]:
             done = []
             for target in chunk:
                 done.append(delete_target(storage, target, sizes))
-                counter.add(1, done[-1][4])
+                counter.add(1, done[-1].bytes)
             return done
 
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="cleanline-clean") as pool:
@@ -264,7 +323,7 @@ def _size(storage: Storage, path: str) -> int:
         return 0
 
 
-def begin_clean(table: HudiTable, clean: Instant) -> tuple[dict[str, Any], list[tuple[str, str, bool]]]:
+def begin_clean(table: HudiTable, clean: Instant) -> tuple[CleanerPlan, list[Target]]:
     """Read a pending clean's plan, check it, and move it to inflight (a copy of the plan).
 
     Immediately before the first delete (the caller holds the table lock), the timeline is
@@ -276,14 +335,14 @@ def begin_clean(table: HudiTable, clean: Instant) -> tuple[dict[str, Any], list[
     table.reload()
     table.ensure_intact()
     requested = table.timeline.path_of(clean, State.REQUESTED)
-    plan = table.read_instant(clean, State.REQUESTED) or {}
+    plan = table.read(clean, CleanerPlan, State.REQUESTED)
     targets = plan_targets(table, plan)
     containment = table.containment
-    for _, uri, _ in targets:
-        containment.data_path(uri)
-    for partition in _partitions_to_delete(plan):
+    for target in targets:
+        containment.data_path(target.path)
+    for partition in plan.partitions_to_delete:
         containment.partition_path(partition)
-    conflicts = protection_conflicts(table, [(partition, uri) for partition, uri, _ in targets])
+    conflicts = protection_conflicts(table, [(t.partition, t.path) for t in targets])
     if conflicts:
         withdrawn = clean.is_requested and State.INFLIGHT not in table.timeline.files_of(clean)
         if withdrawn:
@@ -299,67 +358,51 @@ def begin_clean(table: HudiTable, clean: Instant) -> tuple[dict[str, Any], list[
     return plan, targets
 
 
-def _partitions_to_delete(plan: Mapping[str, Any]) -> list[str]:
-    return [p for p in plan.get("partitionsToBeDeleted") or () if p]
-
-
-def finish_clean(table: HudiTable, clean: Instant, plan: dict[str, Any], outcomes: list[Outcome],
+def finish_clean(table: HudiTable, clean: Instant, plan: CleanerPlan, outcomes: list[FileOutcome],
                  started: float) -> CleanResult:
     """Delete the plan's partitions, then publish the completed clean with its metadata."""
-    deleted_partitions = _partitions_to_delete(plan)
     containment = table.containment
-    for partition in deleted_partitions:
+    for partition in plan.partitions_to_delete:
         table.storage.delete_dir(containment.partition_path(partition))
-    by_path = {uri: (partition, outcome, bootstrap) for uri, partition, outcome, bootstrap, _ in outcomes}
-    content = _clean_metadata(clean, plan, by_path, deleted_partitions, started)
-    completed = transition.complete(table, clean, content)
-    counts = {kind: sum(1 for o in outcomes if o[2] == kind) for kind in ("deleted", "gone", "failed")}
-    return CleanResult(completed, counts["deleted"], counts["gone"], counts["failed"],
-                       sum(o[4] for o in outcomes), content)
+    done = {o.path: o for o in outcomes}  # a file planned twice has one outcome
+    content = clean_metadata(clean, plan, list(done.values()), started)
+    completed = transition.complete(table, clean, content.to_raw())
+    return CleanResult(completed, tuple(outcomes), content)
 
 
-def plan_targets(table: HudiTable, plan: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
-    """(partition, path, is bootstrap) of every file of a plan; v1 plans name files relative
-    to their partition (CleanPlanV2MigrationHandler)."""
-    targets = []
-    for partition, infos in (plan.get("filePathsToBeDeletedPerPartition") or {}).items():
-        for info in infos or ():
-            targets.append((partition, info["filePath"], bool(info.get("isBootstrapBaseFile"))))
+def plan_targets(table: HudiTable, plan: CleanerPlan) -> list[Target]:
+    """Every file of a plan; v1 plans name files relative to their partition
+    (CleanPlanV2MigrationHandler)."""
+    targets = [Target(p, info.path, info.is_bootstrap_base_file) for p, infos in plan.files.items() for info in infos]
     if not targets:
-        for partition, names in (plan.get("filesToBeDeletedPerPartition") or {}).items():
+        for partition, names in plan.legacy_file_names.items():
             folder = table.path(partition) if partition else table.base
-            targets.extend((partition, table.storage.uri(Storage.join(folder, n)), False) for n in names or ())
+            targets.extend(Target(partition, table.storage.uri(Storage.join(folder, n))) for n in names)
     return targets
 
 
-def _clean_metadata(clean: Instant, plan: dict[str, Any], outcomes: dict[str, tuple[str, str, bool]],
-                    deleted_partitions: list[str], started: float) -> dict[str, Any]:
+def clean_metadata(clean: Instant, plan: CleanerPlan, outcomes: list[FileOutcome], started: float) -> CleanMetadata:
     """CleanerUtils.convertCleanMetadata: per partition the deleted and failed file names;
-    bootstrap source files (full paths) in their own map."""
-    policy = plan.get("policy") or ""
-    regular: dict[str, dict[str, Any]] = {}
-    bootstrap: dict[str, dict[str, Any]] = {}
-    for path, (partition, outcome, is_bootstrap) in outcomes.items():
-        target = bootstrap if is_bootstrap else regular
-        name = path if is_bootstrap else path.rsplit("/", 1)[-1]
-        entry = target.setdefault(partition, {
-            "partitionPath": partition, "policy": policy, "deletePathPatterns": [],
-            "successDeleteFiles": [], "failedDeleteFiles": [], "isPartitionDeleted": False})
-        entry["deletePathPatterns"].append(name)
-        # A file already gone counts as deleted (apache/hudi#18035).
-        entry["failedDeleteFiles" if outcome == "failed" else "successDeleteFiles"].append(name)
-    for partition in deleted_partitions:
-        if partition in regular:
-            regular[partition]["isPartitionDeleted"] = True
-    ectr = plan.get("earliestInstantToRetain") or {}
-    return {
-        "startCleanTime": clean.requested_time,
-        "timeTakenInMillis": int((time.monotonic() - started) * 1000),
-        "totalFilesDeleted": sum(len(e["successDeleteFiles"]) for e in regular.values()),
-        "earliestCommitToRetain": ectr.get("timestamp") or "",
-        "lastCompletedCommitTimestamp": plan.get("lastCompletedCommitTimestamp") or "",
-        "partitionMetadata": regular,
-        "version": CLEAN_METADATA_VERSION,
-        "bootstrapPartitionMetadata": bootstrap,
-        "extraMetadata": plan.get("extraMetadata"),
-    }
+    bootstrap source files (full paths) in their own map. A file already gone is listed as
+    deleted, as Hudi does (apache/hudi#18035); Cleanline's own report keeps them apart."""
+    regular: dict[str, dict[str, list[str]]] = {}
+    bootstrap: dict[str, dict[str, list[str]]] = {}
+    for o in outcomes:
+        entry = (bootstrap if o.is_bootstrap else regular).setdefault(o.partition, {"all": [], "ok": [], "failed": []})
+        entry["all"].append(o.file_name)
+        entry["failed" if o.status is Status.FAILED else "ok"].append(o.file_name)
+
+    def partitions(found: dict[str, dict[str, list[str]]], marks_deleted: bool) -> dict[str, CleanPartitionMetadata]:
+        return {p: CleanPartitionMetadata(p, plan.policy, tuple(e["all"]), tuple(e["ok"]), tuple(e["failed"]),
+                                          marks_deleted and p in plan.partitions_to_delete)
+                for p, e in found.items()}
+
+    ectr = plan.earliest_instant_to_retain
+    regular_meta = partitions(regular, True)
+    return CleanMetadata(
+        start_clean_time=clean.requested_time, time_taken_ms=int((time.monotonic() - started) * 1000),
+        total_files_deleted=sum(len(m.success_delete_files) for m in regular_meta.values()),
+        earliest_commit_to_retain="" if ectr is None else ectr.time,
+        last_completed_commit=plan.last_completed_commit, partitions=regular_meta,
+        bootstrap_partitions=partitions(bootstrap, False), extra_metadata=plan.extra_metadata,
+        version=CLEAN_METADATA_VERSION)

@@ -15,6 +15,16 @@ from timeline.exceptions import InvalidFileNameError
 from timeline.files import base_file_of, is_base_file_name, parse_log_file
 from timeline.fsview import FileGroup, FileSlice, TableListing, ViewInputs, build_view
 from timeline.instant import CLUSTERING, REPLACE_COMMIT, Instant, State
+from timeline.metadata.records import (
+    CleanerPlan,
+    CleanFileInfo,
+    CleanMetadata,
+    CommitMetadata,
+    CompactionPlan,
+    InstantRef,
+    RequestedReplace,
+    SavepointMetadata,
+)
 from timeline.perf import paused_gc
 from timeline.storage import FileStatus, Storage
 from timeline.table import HudiTable
@@ -72,27 +82,29 @@ class CleanPlan:
         """Hudi persists a plan only when it deletes a file or a partition."""
         return not self.partitions_to_delete and not any(d.delete for d in self.decisions)
 
-    def to_avro(self) -> dict[str, Any]:
+    def to_record(self) -> CleanerPlan:
         """The plan as HoodieCleanerPlan version 2, for `<t>.clean.requested`."""
-        per_partition: dict[str, list[dict[str, Any]]] = {}
+        per_partition: dict[str, list[CleanFileInfo]] = {}
         for d in self.decisions:
             if d.delete:
-                per_partition.setdefault(d.partition, []).append(
-                    {"filePath": d.path, "isBootstrapBaseFile": d.is_bootstrap_base_file})
+                per_partition.setdefault(d.partition, []).append(CleanFileInfo(d.path, d.is_bootstrap_base_file))
         ectr = self.earliest_instant_to_retain
         # CleanPlanActionExecutor.prepareExtraMetadata: an empty map when no savepoint exists.
         extra = {SAVEPOINTED_TIMESTAMPS: ",".join(self.savepointed_timestamps)} if self.savepointed_timestamps else {}
-        return {
-            "earliestInstantToRetain": None if ectr is None else {
-                "timestamp": ectr.requested_time, "action": ectr.action, "state": State.COMPLETED.name},
-            "lastCompletedCommitTimestamp": self.last_completed_commit,
-            "policy": self.policy.value,
-            "filesToBeDeletedPerPartition": {},
-            "version": CLEANER_PLAN_VERSION,
-            "filePathsToBeDeletedPerPartition": per_partition,
-            "partitionsToBeDeleted": list(self.partitions_to_delete),
-            "extraMetadata": extra,
-        }
+        return CleanerPlan(
+            earliest_instant_to_retain=None if ectr is None else InstantRef(ectr.requested_time, ectr.action,
+                                                                             State.COMPLETED.name),
+            last_completed_commit=self.last_completed_commit, policy=self.policy.value,
+            files={p: tuple(infos) for p, infos in per_partition.items()},
+            partitions_to_delete=self.partitions_to_delete, extra_metadata=extra, version=CLEANER_PLAN_VERSION)
+
+
+class PendingOperation(NamedTuple):
+    """A file group read by a pending compaction or log compaction plan."""
+
+    base_instant: str
+    kind: str        # "pending compaction" | "pending log compaction"
+    instant: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +113,7 @@ class Protection:
     names, file groups in pending (log) compaction plans, files read by pending clusterings."""
 
     savepointed: Mapping[str, str]        # file name -> savepoint time
-    pending_ops: Mapping[tuple[str, str], tuple[str, str, str]]  # group -> (base instant, kind, instant)
+    pending_ops: Mapping[tuple[str, str], PendingOperation]  # (partition, file id) -> its pending plan
     clustering: Mapping[str, str]         # file name -> pending clustering instant
 
 
@@ -237,15 +249,15 @@ def _incremental_start(table: HudiTable, config: CleanConfig) -> tuple[str | Non
     last_clean = table.timeline.cleans().completed().last()
     if last_clean is None:
         return None, "no earlier clean: every partition is listed"
-    metadata = table.read_instant(last_clean, fields=("earliestCommitToRetain", "extraMetadata"))
-    if not metadata:
+    metadata = table.read(last_clean, CleanMetadata, fields=("earliest_commit_to_retain", "extra_metadata"))
+    if not metadata.raw:
         return None, f"the last clean {last_clean.requested_time} is empty: every partition is listed"
-    previous = (metadata.get("earliestCommitToRetain") or "").strip()
+    previous = metadata.earliest_commit_to_retain
     if not previous:
         return None, f"the last clean {last_clean.requested_time} kept no commit window: every partition is listed"
     if table.timeline.commits().is_before_start(previous):
         return None, f"the last clean's retained commit {previous} is archived: every partition is listed"
-    listed = (metadata.get("extraMetadata") or {}).get(SAVEPOINTED_TIMESTAMPS, "")
+    listed = metadata.extra_metadata.get(SAVEPOINTED_TIMESTAMPS, "")
     current = {i.requested_time for i in table.timeline.savepoints().completed()}
     gone = [t for t in listed.split(",") if t and t not in current]
     if gone:
@@ -263,16 +275,12 @@ def _partitions_touched(table: HudiTable, timeline: Timeline, start: str, end: s
     partitions: set[str] = set()
     for instant in timeline.commits().completed():
         if start <= instant.requested_time < end:
-            content = table.read_instant(instant) or {}
-            for partition, stats in (content.get("partitionToWriteStats") or {}).items():
-                if partition is not None and any(_updates_a_group(stat) for stat in stats or ()):
+            content = table.read(instant, CommitMetadata)
+            for partition, stats in content.write_stats.items():
+                if any(stat.updates_a_group for stat in stats):
                     partitions.add(partition)
-            partitions.update(k for k in (content.get("partitionToReplaceFileIds") or {}) if k is not None)
+            partitions.update(content.replaced_file_ids)
     return sorted(partitions)
-
-
-def _updates_a_group(stat: Mapping[str, Any]) -> bool:
-    return (stat.get("prevCommit") or "null") != "null"
 
 
 # What protects files
@@ -281,30 +289,24 @@ def read_protection(table: HudiTable) -> Protection:
     timeline = table.timeline
     savepointed: dict[str, str] = {}
     for savepoint in timeline.savepoints().completed():
-        content = table.read_instant(savepoint) or {}
-        for meta in (content.get("partitionMetadata") or {}).values():
-            for name in meta.get("savepointDataFile") or ():
-                savepointed.setdefault(name, savepoint.requested_time)
-    pending_ops: dict[tuple[str, str], tuple[str, str, str]] = {}
+        for _, name in table.read(savepoint, SavepointMetadata).file_names():
+            savepointed.setdefault(name, savepoint.requested_time)
+    pending_ops: dict[tuple[str, str], PendingOperation] = {}
     clustering: dict[str, str] = {}
     for instant in timeline.pending():
         if instant.action in ("compaction", "logcompaction"):
-            plan = table.read_instant(instant, State.REQUESTED) or {}
             kind = "pending compaction" if instant.action == "compaction" else "pending log compaction"
-            for op in plan.get("operations") or ():
-                key = (op.get("partitionPath") or "", op["fileId"])
-                entry = (op.get("baseInstantTime") or "", kind, instant.requested_time)
+            for op in table.read(instant, CompactionPlan, State.REQUESTED).operations:
+                key = (op.partition, op.file_id)
+                entry = PendingOperation(op.base_instant_time, kind, instant.requested_time)
                 # A group in both a compaction and a log compaction plan: Hudi checks each map;
                 # keeping the older base instant protects every slice either one reads.
-                if key not in pending_ops or entry[0] < pending_ops[key][0]:
+                if key not in pending_ops or entry.base_instant < pending_ops[key].base_instant:
                     pending_ops[key] = entry
         elif instant.action in (CLUSTERING, REPLACE_COMMIT):
-            plan = table.read_instant(instant, State.REQUESTED) or {}
-            for group in ((plan.get("clusteringPlan") or {}).get("inputGroups") or ()):
-                for piece in group.get("slices") or ():
-                    for path in [piece.get("dataFilePath"), *(piece.get("deltaFilePaths") or ())]:
-                        if path:
-                            clustering[path.rsplit("/", 1)[-1]] = instant.requested_time
+            for piece in table.read(instant, RequestedReplace, State.REQUESTED).input_slices:
+                for name in piece.file_names:
+                    clustering[name] = instant.requested_time
     return Protection(savepointed, pending_ops, clustering)
 
 
@@ -393,8 +395,8 @@ def _pending_reason(group: FileGroup, piece: FileSlice, protection: Protection) 
 
 def _compaction_reason(group: FileGroup, piece: FileSlice, protection: Protection) -> str | None:
     op = protection.pending_ops.get(group.id) if protection.pending_ops else None
-    if op is not None and piece.base_instant_time >= op[0]:
-        return f"{op[1]} {op[2]} reads this slice"
+    if op is not None and piece.base_instant_time >= op.base_instant:
+        return f"{op.kind} {op.instant} reads this slice"
     return None
 
 
@@ -498,6 +500,6 @@ def protection_conflicts(table: HudiTable, targets: Iterable[tuple[str, str]]) -
         except InvalidFileNameError:
             continue
         op = protection.pending_ops.get((partition, file_id))
-        if op is not None and (is_log or instant >= op[0]):
-            conflicts.append(f"{name}: {op[1]} {op[2]} reads its file group")
+        if op is not None and (is_log or instant >= op.base_instant):
+            conflicts.append(f"{name}: {op.kind} {op.instant} reads its file group")
     return conflicts

@@ -15,9 +15,10 @@ from pyspark.sql import SparkSession
 from timeline.clean.config import CleanConfig
 from timeline.clean.executor import (
     CleanResult,
-    Outcome,
+    FileOutcome,
     ProgressCallback,
     ProgressCounter,
+    Target,
     begin_clean,
     delete_target,
     finish_clean,
@@ -59,11 +60,11 @@ def plan_clean_spark(spark: SparkSession, uri: str, config: CleanConfig, *,
 
 
 def _delete_chunk(uri: str, targets: Iterable[tuple[str, str, bool, int | None]], done: Accumulator[int],
-                  ) -> Iterator[Outcome]:
+                  ) -> Iterator[FileOutcome]:
     """Runs on an executor: delete a task's files; each target carries its size when known."""
     storage, _ = storage_for(uri)
     for partition, path, bootstrap, size in targets:
-        yield delete_target(storage, (partition, path, bootstrap), None if size is None else {path: size})
+        yield delete_target(storage, Target(partition, path, bootstrap), None if size is None else {path: size})
         done.add(1)
 
 
@@ -80,7 +81,7 @@ def run_pending_cleans_spark(spark: SparkSession, uri: str, *, progress: Progres
         started = time.monotonic()
         plan, targets = begin_clean(table, clean)
         counter = ProgressCounter(clean.requested_time, len(targets), progress)
-        outcomes: list[Outcome] = []
+        outcomes: list[FileOutcome] = []
         if targets:
             done = context.accumulator(0)
             sized = [(p, path, b, sizes.get(path) if sizes is not None else None) for p, path, b in targets]
@@ -91,7 +92,7 @@ def run_pending_cleans_spark(spark: SparkSession, uri: str, *, progress: Progres
                 counter.set(done.value)
                 counter.report()
             outcomes = job.result()
-            counter.set(len(outcomes), sum(o[4] for o in outcomes))
+            counter.set(len(outcomes), sum(o.bytes for o in outcomes))
             counter.report()
         results.append(finish_clean(table, clean, plan, outcomes, started))
     return results
@@ -100,13 +101,13 @@ def run_pending_cleans_spark(spark: SparkSession, uri: str, *, progress: Progres
 class _Job:
     """A Spark action run on a driver thread, so the caller can report progress meanwhile."""
 
-    def __init__(self, action: Callable[[], list[Outcome]]) -> None:
-        self._result: list[Outcome] = []
+    def __init__(self, action: Callable[[], list[FileOutcome]]) -> None:
+        self._result: list[FileOutcome] = []
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, args=(action,), name="cleanline-spark-job", daemon=True)
         self._thread.start()
 
-    def _run(self, action: Callable[[], list[Outcome]]) -> None:
+    def _run(self, action: Callable[[], list[FileOutcome]]) -> None:
         try:
             self._result = action()
         except BaseException as exc:  # re-raised on the caller's thread
@@ -116,7 +117,7 @@ class _Job:
         self._thread.join(wait)
         return not self._thread.is_alive()
 
-    def result(self) -> list[Outcome]:
+    def result(self) -> list[FileOutcome]:
         if self._error is not None:
             raise self._error
         return self._result

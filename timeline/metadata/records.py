@@ -1,0 +1,632 @@
+"""Typed, frozen records for every instant payload Cleanline reads or writes. Each record is
+decoded once from what `timeline.metadata.decode` returns (`from_raw`, keeping the payload as
+`.raw` for the JSON view) and, where Cleanline writes it, encoded back in Hudi's field order
+(`to_raw`). This module and the schemas beside it are the only place Hudi's payload field names
+are spelled; everything else reads attributes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar, TypeVar
+
+from timeline.instant import (
+    CLEAN,
+    CLUSTERING,
+    COMMIT,
+    COMPACTION,
+    DELTA_COMMIT,
+    LOG_COMPACTION,
+    REPLACE_COMMIT,
+    RESTORE,
+    ROLLBACK,
+    SAVEPOINT,
+    State,
+)
+
+Raw = Mapping[str, Any]
+_EMPTY: Mapping[str, Any] = {}
+
+
+def camel(name: str) -> str:
+    """`earliest_commit_to_retain` -> `earliestCommitToRetain`."""
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def hudi_fields(kind: type[Record], attributes: Iterable[str]) -> list[str]:
+    """Hudi's top-level field names of record attributes, for partial Avro reads."""
+    known = {f.name for f in fields(kind)}
+    names = []
+    for attribute in attributes:
+        if attribute not in known or attribute == "raw":
+            raise ValueError(f"{kind.__name__} has no field {attribute}")
+        names.append(kind.renamed.get(attribute, camel(attribute)))
+    return names
+
+
+def _text(raw: Raw, key: str) -> str:
+    value = raw.get(key)
+    return "" if value is None else str(value)
+
+
+def _int(raw: Raw, key: str) -> int:
+    """A count; what is not a number (e.g. "lots" written by hand) counts as 0."""
+    value = raw.get(key)
+    if isinstance(value, bool):
+        return 0
+    try:
+        return int(value) if value is not None else 0
+    except (TypeError, ValueError, OverflowError):
+        return 0
+
+
+def _names(value: Any) -> tuple[str, ...]:
+    return tuple(str(v) for v in value or () if v is not None)
+
+
+def _map(raw: Raw, key: str) -> Mapping[str, Any]:
+    value = raw.get(key)
+    return value if isinstance(value, Mapping) else _EMPTY
+
+
+def _extra(raw: Raw) -> Mapping[str, str]:
+    return {str(k): "" if v is None else str(v) for k, v in _map(raw, "extraMetadata").items()}
+
+
+def _file_name(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """Base of every payload record: `raw` is the decoded payload, as Hudi wrote it."""
+
+    raw: Raw = field(default_factory=dict, repr=False, compare=False)
+    kind: ClassVar[str] = ""
+    # attributes whose Hudi field name is not their camelCase form
+    renamed: ClassVar[Mapping[str, str]] = {}
+
+
+R = TypeVar("R", bound=Record)
+
+
+@dataclass(frozen=True, slots=True)
+class InstantRef:
+    """An instant named inside a payload (HoodieActionInstant, HoodieInstantInfo)."""
+
+    time: str
+    action: str
+    state: str = ""
+
+    def action_instant(self) -> dict[str, Any]:
+        return {"timestamp": self.time, "action": self.action, "state": self.state or State.COMPLETED.name}
+
+    def instant_info(self) -> dict[str, Any]:
+        return {"commitTime": self.time, "action": self.action}
+
+    @classmethod
+    def from_action_instant(cls, raw: Raw | None) -> InstantRef | None:
+        if not raw or not raw.get("timestamp"):
+            return None
+        return cls(_text(raw, "timestamp"), _text(raw, "action"), _text(raw, "state"))
+
+    @classmethod
+    def from_instant_info(cls, raw: Raw) -> InstantRef:
+        return cls(_text(raw, "commitTime"), _text(raw, "action"))
+
+
+# Clean
+
+@dataclass(frozen=True, slots=True)
+class CleanFileInfo:
+    path: str
+    is_bootstrap_base_file: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CleanerPlan(Record):
+    """HoodieCleanerPlan (`<t>.clean.requested` / `.inflight`). `files` holds version-2 full
+    paths; `legacy_file_names` a version-1 plan's names relative to their partition."""
+
+    kind: ClassVar[str] = "HoodieCleanerPlan"
+    renamed: ClassVar[Mapping[str, str]] = {"last_completed_commit": "lastCompletedCommitTimestamp",
+                                            "files": "filePathsToBeDeletedPerPartition",
+                                            "legacy_file_names": "filesToBeDeletedPerPartition",
+                                            "partitions_to_delete": "partitionsToBeDeleted"}
+    earliest_instant_to_retain: InstantRef | None = None
+    last_completed_commit: str = ""
+    policy: str = ""
+    files: Mapping[str, tuple[CleanFileInfo, ...]] = field(default_factory=dict)
+    legacy_file_names: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    partitions_to_delete: tuple[str, ...] = ()
+    extra_metadata: Mapping[str, str] = field(default_factory=dict)
+    version: int = 2
+
+    @classmethod
+    def from_raw(cls, raw: Raw) -> CleanerPlan:
+        files = {str(p): tuple(CleanFileInfo(_text(i, "filePath"), bool(i.get("isBootstrapBaseFile")))
+                               for i in infos or ())
+                 for p, infos in _map(raw, "filePathsToBeDeletedPerPartition").items()}
+        legacy = {str(p): _names(names) for p, names in _map(raw, "filesToBeDeletedPerPartition").items()}
+        return cls(raw, InstantRef.from_action_instant(raw.get("earliestInstantToRetain")),
+                   _text(raw, "lastCompletedCommitTimestamp"), _text(raw, "policy"), files, legacy,
+                   tuple(p for p in _names(raw.get("partitionsToBeDeleted")) if p), _extra(raw),
+                   _int(raw, "version"))
+
+    def to_raw(self) -> dict[str, Any]:
+        ectr = self.earliest_instant_to_retain
+        return {
+            "earliestInstantToRetain": None if ectr is None else ectr.action_instant(),
+            "lastCompletedCommitTimestamp": self.last_completed_commit,
+            "policy": self.policy,
+            "filesToBeDeletedPerPartition": {p: list(n) for p, n in self.legacy_file_names.items()},
+            "version": self.version,
+            "filePathsToBeDeletedPerPartition": {
+                p: [{"filePath": i.path, "isBootstrapBaseFile": i.is_bootstrap_base_file} for i in infos]
+                for p, infos in self.files.items()},
+            "partitionsToBeDeleted": list(self.partitions_to_delete),
+            "extraMetadata": dict(self.extra_metadata),
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        """The plan's fields as the CLI shows them: without the deprecated version-1 map."""
+        raw = self.to_raw()
+        del raw["filesToBeDeletedPerPartition"]
+        return raw
+
+
+@dataclass(frozen=True, slots=True)
+class CleanPartitionMetadata:
+    partition: str
+    policy: str = ""
+    delete_path_patterns: tuple[str, ...] = ()
+    success_delete_files: tuple[str, ...] = ()
+    failed_delete_files: tuple[str, ...] = ()
+    is_partition_deleted: bool = False
+
+    @classmethod
+    def from_raw(cls, partition: str, raw: Raw) -> CleanPartitionMetadata:
+        return cls(_text(raw, "partitionPath") or partition, _text(raw, "policy"),
+                   _names(raw.get("deletePathPatterns")), _names(raw.get("successDeleteFiles")),
+                   _names(raw.get("failedDeleteFiles")), bool(raw.get("isPartitionDeleted")))
+
+    def to_raw(self) -> dict[str, Any]:
+        return {"partitionPath": self.partition, "policy": self.policy,
+                "deletePathPatterns": list(self.delete_path_patterns),
+                "successDeleteFiles": list(self.success_delete_files),
+                "failedDeleteFiles": list(self.failed_delete_files), "isPartitionDeleted": self.is_partition_deleted}
+
+
+@dataclass(frozen=True, slots=True)
+class CleanMetadata(Record):
+    """HoodieCleanMetadata (a completed clean). Bootstrap source files (full paths) are kept in
+    `bootstrap_partitions`, as CleanerUtils.convertCleanMetadata writes them."""
+
+    kind: ClassVar[str] = "HoodieCleanMetadata"
+    renamed: ClassVar[Mapping[str, str]] = {"time_taken_ms": "timeTakenInMillis",
+                                            "last_completed_commit": "lastCompletedCommitTimestamp",
+                                            "partitions": "partitionMetadata",
+                                            "bootstrap_partitions": "bootstrapPartitionMetadata"}
+    start_clean_time: str = ""
+    time_taken_ms: int = 0
+    total_files_deleted: int = 0
+    earliest_commit_to_retain: str = ""
+    last_completed_commit: str = ""
+    partitions: Mapping[str, CleanPartitionMetadata] = field(default_factory=dict)
+    bootstrap_partitions: Mapping[str, CleanPartitionMetadata] = field(default_factory=dict)
+    extra_metadata: Mapping[str, str] = field(default_factory=dict)
+    version: int = 2
+
+    @classmethod
+    def from_raw(cls, raw: Raw) -> CleanMetadata:
+        return cls(raw, _text(raw, "startCleanTime"), _int(raw, "timeTakenInMillis"), _int(raw, "totalFilesDeleted"),
+                   _text(raw, "earliestCommitToRetain").strip(), _text(raw, "lastCompletedCommitTimestamp"),
+                   {str(p): CleanPartitionMetadata.from_raw(str(p), m or {})
+                    for p, m in _map(raw, "partitionMetadata").items()},
+                   {str(p): CleanPartitionMetadata.from_raw(str(p), m or {})
+                    for p, m in _map(raw, "bootstrapPartitionMetadata").items()},
+                   _extra(raw), _int(raw, "version"))
+
+    def to_raw(self) -> dict[str, Any]:
+        return {
+            "startCleanTime": self.start_clean_time,
+            "timeTakenInMillis": self.time_taken_ms,
+            "totalFilesDeleted": self.total_files_deleted,
+            "earliestCommitToRetain": self.earliest_commit_to_retain,
+            "lastCompletedCommitTimestamp": self.last_completed_commit,
+            "partitionMetadata": {p: m.to_raw() for p, m in self.partitions.items()},
+            "version": self.version,
+            "bootstrapPartitionMetadata": {p: m.to_raw() for p, m in self.bootstrap_partitions.items()},
+            "extraMetadata": dict(self.extra_metadata),
+        }
+
+    def deleted_files(self) -> list[tuple[str, str]]:
+        """(partition, file name) of every file the clean reports deleted."""
+        return [(p, n) for p, m in self.partitions.items() for n in m.success_delete_files]
+
+    def failed_files(self) -> list[tuple[str, str]]:
+        return [(p, n) for p, m in self.partitions.items() for n in m.failed_delete_files]
+
+
+# Writes
+
+@dataclass(frozen=True, slots=True)
+class WriteStat:
+    """One file's HoodieWriteStat (HoodieDeltaWriteStat for a log): the fields Cleanline reads."""
+
+    partition: str
+    file_id: str
+    path: str
+    prev_commit: str = "null"
+    num_writes: int = 0
+    num_inserts: int = 0
+    num_update_writes: int = 0
+    num_deletes: int = 0
+    total_write_bytes: int = 0
+    file_size: int = 0
+
+    @property
+    def file_name(self) -> str:
+        return _file_name(self.path)
+
+    @property
+    def updates_a_group(self) -> bool:
+        """The write replaced or appended to an existing file group (`prevCommit` set)."""
+        return (self.prev_commit or "null") != "null"
+
+    @classmethod
+    def from_raw(cls, partition: str, raw: Raw) -> WriteStat:
+        return cls(_text(raw, "partitionPath") or partition, _text(raw, "fileId"), _text(raw, "path"),
+                   _text(raw, "prevCommit") or "null", _int(raw, "numWrites"), _int(raw, "numInserts"),
+                   _int(raw, "numUpdateWrites"), _int(raw, "numDeletes"), _int(raw, "totalWriteBytes"),
+                   _int(raw, "fileSizeInBytes"))
+
+
+@dataclass(frozen=True, slots=True)
+class CommitMetadata(Record):
+    """HoodieCommitMetadata / HoodieReplaceCommitMetadata: a completed write's stats, or an
+    inflight write's workload profile (same fields in Hudi's v6 JSON and v8 Avro)."""
+
+    kind: ClassVar[str] = "HoodieCommitMetadata"
+    write_stats: Mapping[str, tuple[WriteStat, ...]] = field(default_factory=dict)
+    replaced_file_ids: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    operation_type: str = ""
+    extra_metadata: Mapping[str, str] = field(default_factory=dict)
+    has_write_stats: bool = False
+
+    @classmethod
+    def from_raw(cls, raw: Raw) -> CommitMetadata:
+        stats = {str(p): tuple(WriteStat.from_raw(str(p), s) for s in group or ())
+                 for p, group in _map(raw, "partitionToWriteStats").items() if p is not None}
+        replaced = {str(p): _names(ids) for p, ids in _map(raw, "partitionToReplaceFileIds").items() if p is not None}
+        return cls(raw, stats, replaced, _text(raw, "operationType"), _extra(raw), "partitionToWriteStats" in raw)
+
+    @property
+    def partitions(self) -> set[str]:
+        return set(self.write_stats) | set(self.replaced_file_ids)
+
+    def stats(self) -> list[WriteStat]:
+        return [s for group in self.write_stats.values() for s in group]
+
+
+@dataclass(frozen=True, slots=True)
+class SliceInfo:
+    """A file slice named by a compaction operation or a clustering group (file names as the
+    plan gives them: relative to the partition, or full paths in older plans)."""
+
+    partition: str
+    file_id: str
+    base_instant_time: str = ""
+    data_file: str = ""
+    log_files: tuple[str, ...] = ()
+
+    @property
+    def file_names(self) -> list[str]:
+        return [_file_name(p) for p in (self.data_file, *self.log_files) if p]
+
+    @classmethod
+    def from_raw(cls, raw: Raw) -> SliceInfo:
+        return cls(_text(raw, "partitionPath"), _text(raw, "fileId"), _text(raw, "baseInstantTime"),
+                   _text(raw, "dataFilePath"), _names(raw.get("deltaFilePaths")))
+
+    def compaction_operation(self, metrics: Mapping[str, float]) -> dict[str, Any]:
+        """A HoodieCompactionOperation (plan version 2) for this slice."""
+        return {"baseInstantTime": self.base_instant_time, "deltaFilePaths": list(self.log_files),
+                "dataFilePath": self.data_file, "fileId": self.file_id, "partitionPath": self.partition,
+                "metrics": dict(metrics), "bootstrapFilePath": None}
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionPlan(Record):
+    """HoodieCompactionPlan (compaction and log compaction)."""
+
+    kind: ClassVar[str] = "HoodieCompactionPlan"
+    operations: tuple[SliceInfo, ...] = ()
+
+    @classmethod
+    def from_raw(cls, raw: Raw) -> CompactionPlan:
+        return cls(raw, tuple(SliceInfo.from_raw(op) for op in raw.get("operations") or ()))
+
+    @staticmethod
+    def build(operations: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+        return {"operations": list(operations), "extraMetadata": None, "version": 2, "strategy": None,
+                "preserveHoodieMetadata": False}
+
+
+@dataclass(frozen=True, slots=True)
+class RequestedReplace(Record):
+    """HoodieRequestedReplaceMetadata: a clustering's plan (`operation_type` "cluster"), or the
+    empty one an insert_overwrite requests."""
+
+    kind: ClassVar[str] = "HoodieRequestedReplaceMetadata"
+    operation_type: str = ""
+    input_slices: tuple[SliceInfo, ...] = ()
+
+    @classmethod
+    def from_raw(cls, raw: Raw) -> RequestedReplace:
+        groups = _map(raw, "clusteringPlan").get("inputGroups") or ()
+        slices = tuple(SliceInfo.from_raw(s) for g in groups for s in (g or {}).get("slices") or ())
+        return cls(raw, _text(raw, "operationType"), slices)
+
+    @property
+    def is_clustering(self) -> bool:
+        return self.operation_type == "cluster"
+
+    @staticmethod
+    def empty() -> dict[str, Any]:
+        """What insert_overwrite requests: every field null, even the version."""
+        return {"operationType": None, "clusteringPlan": None, "extraMetadata": None, "version": None}
+
+
+# Savepoint
+
+@dataclass(frozen=True, slots=True)
+class SavepointMetadata(Record):
+    """HoodieSavepointMetadata: the file names each partition holds at the savepoint."""
+
+    kind: ClassVar[str] = "HoodieSavepointMetadata"
+    savepointed_by: str = ""
+    savepointed_at_ms: int = 0
+    comments: str = ""
+    files: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    version: int = 1
+
+    @classmethod
+    def from_raw(cls, raw: Raw) -> SavepointMetadata:
+        files = {str(p): _names((m or {}).get("savepointDataFile")) for p, m in _map(raw, "partitionMetadata").items()}
+        return cls(raw, _text(raw, "savepointedBy"), _int(raw, "savepointedAt"), _text(raw, "comments"), files,
+                   _int(raw, "version"))
+
+    def file_names(self) -> list[tuple[str, str]]:
+        return [(p, n) for p, names in self.files.items() for n in names]
+
+    def to_raw(self) -> dict[str, Any]:
+        return {"savepointedBy": self.savepointed_by, "savepointedAt": self.savepointed_at_ms,
+                "comments": self.comments,
+                "partitionMetadata": {p: {"partitionPath": p, "savepointDataFile": list(n)}
+                                      for p, n in self.files.items()},
+                "version": self.version}
+
+
+# Rollback
+
+@dataclass(frozen=True, slots=True)
+class RollbackRequest:
+    """One HoodieRollbackRequest: files to delete, or log files to mark with a rollback block
+    (path -> size)."""
+
+    partition: str
+    file_id: str = ""
+    latest_base_instant: str = ""
+    files_to_delete: tuple[str, ...] = ()
+    log_blocks_to_delete: Mapping[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def from_raw(cls, raw: Raw) -> RollbackRequest:
+        blocks = {str(k): int(v or 0) for k, v in _map(raw, "logBlocksToBeDeleted").items()}
+        return cls(_text(raw, "partitionPath"), _text(raw, "fileId"), _text(raw, "latestBaseInstant"),
+                   _names(raw.get("filesToBeDeleted")), blocks)
+
+    def to_raw(self) -> dict[str, Any]:
+        return {"partitionPath": self.partition, "fileId": self.file_id, "latestBaseInstant": self.latest_base_instant,
+                "filesToBeDeleted": list(self.files_to_delete),
+                "logBlocksToBeDeleted": dict(self.log_blocks_to_delete)}
+
+
+@dataclass(frozen=True, slots=True)
+class RollbackPlan(Record):
+    """HoodieRollbackPlan (`<t>.rollback.requested`)."""
+
+    kind: ClassVar[str] = "HoodieRollbackPlan"
+    instant_to_rollback: InstantRef | None = None
+    requests: tuple[RollbackRequest, ...] = ()
+    version: int = 1
+
+    @classmethod
+    def from_raw(cls, raw: Raw) -> RollbackPlan:
+        target = raw.get("instantToRollback")
+        return cls(raw, InstantRef.from_instant_info(target) if target else None,
+                   tuple(RollbackRequest.from_raw(r) for r in raw.get("RollbackRequests") or ()),
+                   _int(raw, "version"))
+
+    def to_raw(self) -> dict[str, Any]:
+        return {"instantToRollback": None if self.instant_to_rollback is None else
+                self.instant_to_rollback.instant_info(),
+                "RollbackRequests": [r.to_raw() for r in self.requests], "version": self.version}
+
+    def with_raw(self) -> RollbackPlan:
+        """The same plan with `raw` filled from its fields (for a plan built in memory)."""
+        return RollbackPlan(self.to_raw(), self.instant_to_rollback, self.requests, self.version)
+
+
+@dataclass(frozen=True, slots=True)
+class RollbackPartitionMetadata:
+    partition: str
+    success_delete_files: tuple[str, ...] = ()
+    failed_delete_files: tuple[str, ...] = ()
+    rollback_log_files: Mapping[str, int] = field(default_factory=dict)
+    log_files_from_failed_commit: Mapping[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def from_raw(cls, partition: str, raw: Raw) -> RollbackPartitionMetadata:
+        return cls(_text(raw, "partitionPath") or partition, _names(raw.get("successDeleteFiles")),
+                   _names(raw.get("failedDeleteFiles")),
+                   {str(k): int(v or 0) for k, v in _map(raw, "rollbackLogFiles").items()},
+                   {str(k): int(v or 0) for k, v in _map(raw, "logFilesFromFailedCommit").items()})
+
+    def to_raw(self) -> dict[str, Any]:
+        return {"partitionPath": self.partition, "successDeleteFiles": list(self.success_delete_files),
+                "failedDeleteFiles": list(self.failed_delete_files), "rollbackLogFiles": dict(self.rollback_log_files),
+                "logFilesFromFailedCommit": dict(self.log_files_from_failed_commit)}
+
+
+@dataclass(frozen=True, slots=True)
+class RollbackMetadata(Record):
+    """HoodieRollbackMetadata (a completed rollback, and each entry of a restore)."""
+
+    kind: ClassVar[str] = "HoodieRollbackMetadata"
+    start_rollback_time: str = ""
+    time_taken_ms: int = 0
+    commits_rollback: tuple[str, ...] = ()
+    partitions: Mapping[str, RollbackPartitionMetadata] = field(default_factory=dict)
+    instants_rollback: tuple[InstantRef, ...] = ()
+    version: int = 1
+
+    @property
+    def total_files_deleted(self) -> int:
+        return sum(len(m.success_delete_files) for m in self.partitions.values())
+
+    @classmethod
+    def from_raw(cls, raw: Raw) -> RollbackMetadata:
+        return cls(raw, _text(raw, "startRollbackTime"), _int(raw, "timeTakenInMillis"),
+                   _names(raw.get("commitsRollback")),
+                   {str(p): RollbackPartitionMetadata.from_raw(str(p), m or {})
+                    for p, m in _map(raw, "partitionMetadata").items()},
+                   tuple(InstantRef.from_instant_info(i) for i in raw.get("instantsRollback") or ()),
+                   _int(raw, "version"))
+
+    def to_raw(self) -> dict[str, Any]:
+        return {"startRollbackTime": self.start_rollback_time, "timeTakenInMillis": self.time_taken_ms,
+                "totalFilesDeleted": self.total_files_deleted, "commitsRollback": list(self.commits_rollback),
+                "partitionMetadata": {p: m.to_raw() for p, m in self.partitions.items()},
+                "version": self.version, "instantsRollback": [i.instant_info() for i in self.instants_rollback]}
+
+
+# Restore
+
+@dataclass(frozen=True, slots=True)
+class RestorePlan(Record):
+    """HoodieRestorePlan: the instants to roll back, newest first, and the savepoint."""
+
+    kind: ClassVar[str] = "HoodieRestorePlan"
+    instants_to_rollback: tuple[InstantRef, ...] = ()
+    savepoint: str = ""
+    version: int = 1
+
+    @classmethod
+    def from_raw(cls, raw: Raw) -> RestorePlan:
+        return cls(raw, tuple(InstantRef.from_instant_info(i) for i in raw.get("instantsToRollback") or ()),
+                   _text(raw, "savepointToRestoreTimestamp"), _int(raw, "version"))
+
+    def to_raw(self) -> dict[str, Any]:
+        return {"instantsToRollback": [i.instant_info() for i in self.instants_to_rollback],
+                "version": self.version, "savepointToRestoreTimestamp": self.savepoint}
+
+
+@dataclass(frozen=True, slots=True)
+class RestoreMetadata(Record):
+    """HoodieRestoreMetadata: per rolled-back instant, its rollback metadata."""
+
+    kind: ClassVar[str] = "HoodieRestoreMetadata"
+    start_restore_time: str = ""
+    time_taken_ms: int = 0
+    rolled_back: Mapping[str, tuple[RollbackMetadata, ...]] = field(default_factory=dict)
+    instants: tuple[InstantRef, ...] = ()
+    version: int = 1
+
+    @classmethod
+    def from_raw(cls, raw: Raw) -> RestoreMetadata:
+        rolled = {str(t): tuple(RollbackMetadata.from_raw(m or {}) for m in ms or ())
+                  for t, ms in _map(raw, "hoodieRestoreMetadata").items()}
+        return cls(raw, _text(raw, "startRestoreTime"), _int(raw, "timeTakenInMillis"), rolled,
+                   tuple(InstantRef.from_instant_info(i) for i in raw.get("restoreInstantInfo") or ()),
+                   _int(raw, "version"))
+
+    def to_raw(self) -> dict[str, Any]:
+        return {"startRestoreTime": self.start_restore_time, "timeTakenInMillis": self.time_taken_ms,
+                "instantsToRollback": [i.time for i in self.instants],
+                "hoodieRestoreMetadata": {t: [m.to_raw() for m in ms] for t, ms in self.rolled_back.items()},
+                "version": self.version, "restoreInstantInfo": [i.instant_info() for i in self.instants]}
+
+
+@dataclass(frozen=True, slots=True)
+class Opaque(Record):
+    """A payload Cleanline shows but does not interpret (indexing, schema commits)."""
+
+    @classmethod
+    def from_raw(cls, raw: Raw) -> Opaque:
+        return cls(raw)
+
+
+_R, _I, _C = State.REQUESTED, State.INFLIGHT, State.COMPLETED
+_WRITES = (COMMIT, DELTA_COMMIT)
+
+RECORDS: Mapping[tuple[str, State], type[Record]] = {
+    **{(a, s): CommitMetadata for a in _WRITES for s in (_R, _I, _C)},
+    (REPLACE_COMMIT, _R): RequestedReplace, (REPLACE_COMMIT, _I): CommitMetadata, (REPLACE_COMMIT, _C): CommitMetadata,
+    (CLUSTERING, _R): RequestedReplace, (CLUSTERING, _I): CommitMetadata, (CLUSTERING, _C): CommitMetadata,
+    (COMPACTION, _R): CompactionPlan, (COMPACTION, _I): CompactionPlan, (COMPACTION, _C): CommitMetadata,
+    (LOG_COMPACTION, _R): CompactionPlan, (LOG_COMPACTION, _I): CompactionPlan,
+    (LOG_COMPACTION, _C): CommitMetadata,
+    (CLEAN, _R): CleanerPlan, (CLEAN, _I): CleanerPlan, (CLEAN, _C): CleanMetadata,
+    (ROLLBACK, _R): RollbackPlan, (ROLLBACK, _I): RollbackPlan, (ROLLBACK, _C): RollbackMetadata,
+    (RESTORE, _R): RestorePlan, (RESTORE, _I): RestorePlan, (RESTORE, _C): RestoreMetadata,
+    (SAVEPOINT, _I): SavepointMetadata, (SAVEPOINT, _C): SavepointMetadata,
+}
+
+
+def record_type(action: str, state: State) -> type[Record]:
+    return RECORDS.get((action, state), Opaque)
+
+
+def to_record(raw: Raw, *, action: str, state: State) -> Record:
+    """The typed record of one decoded payload."""
+    cls = record_type(action, state)
+    return cls.from_raw(raw)  # type: ignore[attr-defined, no-any-return]
+
+
+def expect(record: Record | None, cls: type[R]) -> R:
+    """`record` as `cls`, or an empty `cls` for a missing or empty payload."""
+    if record is None:
+        return cls()
+    if not isinstance(record, cls):
+        raise TypeError(f"expected {cls.__name__}, found {type(record).__name__}")
+    return record
+
+
+# Archived timeline
+
+@dataclass(frozen=True, slots=True)
+class ArchivedEntry:
+    """One HoodieArchivedMetaEntry of a v6 archive (only the instant it names)."""
+
+    time: str
+    action: str
+    state: str
+    completion_time: str
+
+    @classmethod
+    def from_raw(cls, raw: Raw) -> ArchivedEntry:
+        return cls(_text(raw, "commitTime"), _text(raw, "actionType"), _text(raw, "actionState") or "COMPLETED",
+                   _text(raw, "stateTransitionTime"))
+
+
+# The columns of an LSM timeline file (HoodieLSMTimelineInstant) that name its instants, in
+# the order (instant time, completion time, action).
+LSM_INSTANT_COLUMNS = ("instantTime", "completionTime", "action")
+
+
+def lsm_manifest_files(manifest: Raw) -> list[str]:
+    """The file names an LSM timeline manifest lists (raises KeyError/TypeError when malformed)."""
+    return [str(entry["fileName"]) for entry in manifest["files"]]
