@@ -78,3 +78,51 @@ def test_boundaries_console_and_cli_use_only_the_public_surface() -> None:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.module == "timeline":
                 assert {a.name for a in node.names} <= public, path
+
+
+def hudi_field_names() -> set[str]:
+    """Every camelCase field name of the Avro records Hudi writes on its timeline."""
+    import json
+
+    names: set[str] = set()
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            for field in node.get("fields") or ():
+                if isinstance(field, dict) and field.get("name"):
+                    names.add(field["name"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    for schema in (LIBRARY / "metadata" / "schemas").glob("*.avsc"):
+        walk(json.loads(schema.read_text()))
+    return {n for n in names if n != n.lower()}
+
+
+def spelled_hudi_fields(path: Path, fields: set[str]) -> list[str]:
+    """String constants naming a Hudi field. In cli.py the keys of the dicts it prints are its
+    own JSON output (which reuses some names), so only reads are flagged there."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    output_keys: set[int] = set()
+    if path.name == "cli.py":
+        output_keys = {id(k) for node in ast.walk(tree) if isinstance(node, ast.Dict) for k in node.keys if k}
+    return [f"{node.value} at line {node.lineno}" for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and node.value in fields and id(node) not in output_keys]
+
+
+def test_boundaries_hudi_field_names_are_spelled_only_in_timeline_metadata() -> None:
+    """Instant payloads are read and written through the typed records of
+    timeline/metadata/records.py; nothing else spells their field names (log-block formats
+    live in timeline/logformat.py)."""
+    fields = hudi_field_names()
+    assert {"partitionToWriteStats", "successDeleteFiles", "savepointDataFile", "earliestInstantToRetain"} <= fields
+    sources = [p for p in [*LIBRARY.rglob("*.py"), *CONSOLE.rglob("*.py")]
+               if LIBRARY / "metadata" not in p.parents and p.name != "logformat.py" and "migrations" not in p.parts]
+    offenders = {str(p.relative_to(p.parents[1])): found for p in sources if (found := spelled_hudi_fields(p, fields))}
+    assert offenders == {}
+    templates = {str(p.name): [f for f in fields if f".{f}" in p.read_text()]
+                 for p in (CONSOLE / "templates").rglob("*.html")}
+    assert {p: f for p, f in templates.items() if f} == {}

@@ -269,8 +269,8 @@ def _savepoint_list(args: argparse.Namespace) -> None:
              "holdsBackArchival": i.holds_back_archival} for i in infos]
     _emit(args, data, lambda: _render_table(
         ["savepoint", "by", "age", "files", "bytes", "missing", "holds back archival", "comment"],
-        [(d["instant"]["requestedTime"], d["savepointedBy"], _age(d["ageSeconds"]), d["files"], d["bytes"],
-          d["missingFiles"], "yes" if d["holdsBackArchival"] else "no", d["comments"]) for d in data]))
+        [(i.instant.requested_time, i.savepointed_by, _age(max(0, (now_ms - i.savepointed_at_ms) // 1000)), i.files,
+          i.bytes, i.missing_files, "yes" if i.holds_back_archival else "no", i.comments) for i in infos]))
 
 
 def _preview_json(preview: RollbackPreview) -> dict[str, Any]:

@@ -5,7 +5,6 @@ does."""
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
 from contextlib import suppress
 from functools import partial
 from typing import Any
@@ -17,11 +16,12 @@ from timeline.files import base_file_name
 from timeline.fsview import FileSlice
 from timeline.instant import COMPACTION, Instant, State
 from timeline.mdt import guard_metadata_table
+from timeline.metadata.records import CompactionPlan, SliceInfo, by_partition, commit_metadata
 from timeline.spark.writer.create import CREATE_SCHEMA, PRECOMBINE_FIELD
 from timeline.spark.writer.files import Files, Task, file_stat, parquet
 from timeline.spark.writer.merge import CommittedInstants, merge_slice
 from timeline.spark.writer.model import FILE_NAME, IOType, WriteError
-from timeline.spark.writer.publish import by_partition, commit_metadata, complete, publish
+from timeline.spark.writer.publish import complete, publish
 from timeline.spark.writer.tasks import InstantContext
 from timeline.table import HudiTable
 
@@ -54,12 +54,11 @@ def _compaction_operation(slice_: FileSlice) -> dict[str, Any]:
     assert slice_.base_file is not None
     logs = sum(log.size for log in slice_.log_files)
     read, written = (slice_.base_file.size + logs) // _MB, slice_.base_file.size // _MB
-    return {"baseInstantTime": slice_.base_instant_time, "deltaFilePaths": [log.name for log in slice_.log_files],
-            "dataFilePath": slice_.base_file.name, "fileId": slice_.file_id, "partitionPath": slice_.partition,
-            "metrics": {"TOTAL_LOG_FILES": float(len(slice_.log_files)), "TOTAL_IO_READ_MB": float(read),
-                        "TOTAL_IO_WRITE_MB": float(written), "TOTAL_IO_MB": float(read + written),
-                        "TOTAL_LOG_FILES_SIZE": float(logs)},
-            "bootstrapFilePath": None}
+    info = SliceInfo(slice_.partition, slice_.file_id, slice_.base_instant_time, slice_.base_file.name,
+                     tuple(log.name for log in slice_.log_files))
+    return info.compaction_operation({
+        "TOTAL_LOG_FILES": float(len(slice_.log_files)), "TOTAL_IO_READ_MB": float(read),
+        "TOTAL_IO_WRITE_MB": float(written), "TOTAL_IO_MB": float(read + written), "TOTAL_LOG_FILES_SIZE": float(logs)})
 
 
 def _schedule_compaction(table: HudiTable) -> str | None:
@@ -67,18 +66,17 @@ def _schedule_compaction(table: HudiTable) -> str | None:
     if not slices:
         return None
     instant = table.new_instant_time()
-    plan = {"operations": [_compaction_operation(s) for s in slices], "extraMetadata": None, "version": 2,
-            "strategy": None, "preserveHoodieMetadata": False}
+    plan = CompactionPlan.build(_compaction_operation(s) for s in slices)
     publish(table, Instant(instant, COMPACTION, State.REQUESTED), plan)
     return instant
 
 
-def _compact_group(ctx: InstantContext, operation: Mapping[str, Any]) -> dict[str, Any]:
+def _compact_group(ctx: InstantContext, operation: SliceInfo) -> dict[str, Any]:
     """Runs on an executor: merge one file group's base file and logs into a new base file."""
     started, task = time.monotonic(), Task.current()
-    partition, file_id, base = operation.get("partitionPath") or "", operation["fileId"], operation["dataFilePath"]
+    partition, file_id, base = operation.partition, operation.file_id, operation.data_file
     files = Files(ctx.uri, ctx.instant)
-    logs = operation.get("deltaFilePaths") or []
+    logs = list(operation.log_files)
     merged = merge_slice(files, partition, base, logs, ctx.precombine, ctx.committed)
     assert merged.schema is not None
     name = base_file_name(file_id, task.token, ctx.instant)
@@ -87,19 +85,18 @@ def _compact_group(ctx: InstantContext, operation: Mapping[str, Any]) -> dict[st
     size = files.create(partition, name, parquet(rows, merged.schema.remove_metadata(),
                                                  footer.decode() if footer else None), IOType.MERGE)
     updated = sum(1 for key, row in merged.records.items() if key in merged.base and row is not merged.base[key])
-    extra = {"prevBaseFile": base} if ctx.version >= 8 else {}
-    return file_stat(partition, file_id, name, size, started, "upsert", prevCommit=operation["baseInstantTime"],
-                     numWrites=len(rows), numDeletes=sum(1 for key in merged.base if key not in merged.records),
-                     numUpdateWrites=updated, numInserts=len(rows) - updated, totalLogRecords=merged.log_records,
-                     totalLogFilesCompacted=len(logs), totalLogSizeCompacted=merged.log_bytes,
-                     totalUpdatedRecordsCompacted=updated, totalLogBlocks=merged.log_blocks, **extra)
+    extra = {"prev_base_file": base} if ctx.version >= 8 else {}
+    return file_stat(partition, file_id, name, size, started, "upsert", prev_commit=operation.base_instant_time,
+                     num_writes=len(rows), num_deletes=sum(1 for key in merged.base if key not in merged.records),
+                     num_update_writes=updated, num_inserts=len(rows) - updated, total_log_records=merged.log_records,
+                     total_log_files_compacted=len(logs), total_log_size_compacted=merged.log_bytes,
+                     total_updated_records_compacted=updated, total_log_blocks=merged.log_blocks, **extra)
 
 
 def _run_compaction(spark: SparkSession, table: HudiTable, instant: str) -> None:
     requested = Instant(instant, COMPACTION, State.REQUESTED)
-    plan = table.read_instant(requested, State.REQUESTED) or {}
-    operations = list(plan.get("operations") or ())
-    log_only = [f"{op.get('partitionPath') or ''}/{op['fileId']}" for op in operations if not op.get("dataFilePath")]
+    operations = list(table.read(requested, CompactionPlan, State.REQUESTED).operations)
+    log_only = [f"{op.partition}/{op.file_id}" for op in operations if not op.data_file]
     if log_only:
         raise WriteError(f"{table.uri}: compaction {instant} includes file groups without a base file "
                          f"({', '.join(log_only)}); this writer compacts only file groups with one")

@@ -17,9 +17,9 @@ from timeline import properties
 from timeline.config import META_FOLDER
 from timeline.exceptions import FileExists
 from timeline.logformat import BlockType, DeleteRecord, HeaderKey, OrderingValue, encode_block, encode_delete_records
+from timeline.metadata.records import partition_metafile, runtime_stats, write_stat
 from timeline.spark.writer.create import java_date
 from timeline.spark.writer.model import COMMIT_SEQNO, COMMIT_TIME, FILE_NAME, PARTITION_PATH, RECORD_KEY, IOType
-from timeline.spark.writer.publish import write_stat
 from timeline.storage import Storage, storage_for
 
 
@@ -66,7 +66,7 @@ class Files:
         if self.storage.exists(path):
             return
         depth = partition.count("/") + 1 if partition else 0
-        text = properties.dumps({"commitTime": self.instant, "partitionDepth": str(depth)},
+        text = properties.dumps(partition_metafile(self.instant, depth),
                                 comments=["partition metadata", java_date(datetime.now(UTC))])
         with suppress(FileExists):  # another task of this write was first
             self.storage.write(path, text.encode("ascii"))
@@ -108,12 +108,11 @@ def delete_block(records: Sequence[dict[str, Any]], instant: str, avro: str) -> 
 def _runtime(started: float, phase: str) -> dict[str, int]:
     """`runtimeStats` with the elapsed milliseconds under `phase` ("create" or "upsert")."""
     elapsed = int((time.monotonic() - started) * 1000)
-    return {"totalScanTime": 0, "totalUpsertTime": elapsed if phase == "upsert" else 0,
-            "totalCreateTime": elapsed if phase == "create" else 0}
+    return runtime_stats(upsert_ms=elapsed if phase == "upsert" else 0, create_ms=elapsed if phase == "create" else 0)
 
 
 def file_stat(partition: str, file_id: str, name: str, size: int, started: float, phase: str,
               **counts: Any) -> dict[str, Any]:
     """The write stat of one data file just written."""
-    return write_stat(fileId=file_id, path=relative(partition, name), **counts, totalWriteBytes=size,
-                      partitionPath=partition, fileSizeInBytes=size, runtimeStats=_runtime(started, phase))
+    return write_stat(file_id=file_id, path=relative(partition, name), **counts, total_write_bytes=size,
+                      partition_path=partition, file_size_in_bytes=size, runtime_stats=_runtime(started, phase))

@@ -7,6 +7,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from timeline.config import TableType
 from timeline.instant import Instant, State
+from timeline.metadata.records import by_partition, commit_metadata
 from timeline.spark.writer.create import TableSpec, check_table, create_table, existing_table, table_spec
 from timeline.spark.writer.merge import CommittedInstants, deduplicated
 from timeline.spark.writer.model import META_FIELDS, Operation, WriteError
@@ -19,7 +20,7 @@ from timeline.spark.writer.plan import (
     workload_profile,
     workload_stats,
 )
-from timeline.spark.writer.publish import action, by_partition, commit_metadata, complete, start
+from timeline.spark.writer.publish import action, complete, start
 from timeline.spark.writer.schema import RecordSchema, aligned, keyed_records, record_schema
 from timeline.spark.writer.tasks import InstantContext, WriteContext
 from timeline.storage import storage_for

@@ -18,8 +18,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from timeline.fsview import FileSlice, FileSystemView
+from timeline.metadata.records import write_stat
 from timeline.spark.writer.model import PARTITION_PATH, RECORD_KEY, IOType, Operation, WriteError
-from timeline.spark.writer.publish import write_stat
 from timeline.spark.writer.tasks import (
     FileGroupJob,
     InstantContext,
@@ -136,8 +136,8 @@ def workload_stats(profile: Profile, slices: Mapping[tuple[str, str], FileSlice]
     """The inflight content's stats: per partition one insert stat, then one per updated group."""
     stats: dict[str, list[dict[str, Any]]] = {}
     for partition in profile.partitions:
-        stats[partition] = [write_stat(numInserts=profile.inserts.get(partition, 0))]
+        stats[partition] = [write_stat(num_inserts=profile.inserts.get(partition, 0))]
     for (partition, file_id), count in sorted(profile.updates.items()):
-        stats[partition].append(write_stat(fileId=file_id, prevCommit=slices[(partition, file_id)].base_instant_time,
-                                           numUpdateWrites=count))
+        stats[partition].append(write_stat(file_id=file_id, prev_commit=slices[(partition, file_id)].base_instant_time,
+                                           num_update_writes=count))
     return stats

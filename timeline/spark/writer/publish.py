@@ -4,49 +4,16 @@ file's write stat — in the metadata format of the table version (v6 JSON, v8 A
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from timeline import metadata
 from timeline.config import META_FOLDER
 from timeline.instant import COMMIT, DELTA_COMMIT, REPLACE_COMMIT, Instant, State
+from timeline.metadata.records import CommitMetadata, RequestedReplace
 from timeline.spark.writer.model import Operation
 from timeline.storage import Storage
 from timeline.table import HudiTable
-
-# HoodieWriteStat in the field order of Hudi's v6 JSON, with Hudi's defaults.
-_STAT_DEFAULTS: Mapping[str, Any] = {
-    "fileId": "", "path": None, "cdcStats": None, "prevCommit": "null", "numWrites": 0, "numDeletes": 0,
-    "numUpdateWrites": 0, "numInserts": 0, "totalWriteBytes": 0, "totalWriteErrors": 0, "tempPath": None,
-    "partitionPath": None, "totalLogRecords": 0, "totalLogFilesCompacted": 0, "totalLogSizeCompacted": 0,
-    "totalUpdatedRecordsCompacted": 0, "totalLogBlocks": 0, "totalCorruptLogBlock": 0, "totalRollbackBlocks": 0,
-    "fileSizeInBytes": 0, "minEventTime": None, "maxEventTime": None, "runtimeStats": None,
-}
-
-# HoodieRequestedReplaceMetadata of insert_overwrite: every field null, even the version.
-_REQUESTED_OVERWRITE = {"operationType": None, "clusteringPlan": None, "extraMetadata": None, "version": None}
-
-
-def write_stat(**values: Any) -> dict[str, Any]:
-    """A write stat: Hudi's fields and defaults, then any further fields in the order given."""
-    return {**_STAT_DEFAULTS, **values}
-
-
-def commit_metadata(stats: Mapping[str, list[dict[str, Any]]], operation: str, schema: str | None, *,
-                    compacted: bool = False, replaced: Mapping[str, list[str]] | None = None) -> dict[str, Any]:
-    """HoodieCommitMetadata (HoodieReplaceCommitMetadata with `replaced`), fields in Hudi's order."""
-    content: dict[str, Any] = {"partitionToWriteStats": dict(stats), "compacted": compacted,
-                               "extraMetadata": {"schema": schema} if schema else {}, "operationType": operation}
-    if replaced is not None:
-        content["partitionToReplaceFileIds"] = dict(replaced)
-    return content
-
-
-def by_partition(stats: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    grouped: dict[str, list[dict[str, Any]]] = {}
-    for stat in sorted(stats, key=lambda s: (s["partitionPath"], s["fileId"])):
-        grouped.setdefault(stat["partitionPath"], []).append(stat)
-    return grouped
 
 
 def action(operation: Operation, is_mor: bool) -> str:
@@ -83,7 +50,7 @@ def _remove_unlisted(table: HudiTable, instant: str, written: set[str]) -> None:
 def start(table: HudiTable, requested: Instant, workload: dict[str, Any]) -> Instant:
     """Publish the requested instant (an overwrite's with its empty replace metadata), then
     the inflight one holding the workload profile."""
-    publish(table, requested, _REQUESTED_OVERWRITE if requested.action == REPLACE_COMMIT else None)
+    publish(table, requested, RequestedReplace.empty() if requested.action == REPLACE_COMMIT else None)
     inflight = requested.at(State.INFLIGHT)
     publish(table, inflight, workload)
     return inflight
@@ -91,7 +58,7 @@ def start(table: HudiTable, requested: Instant, workload: dict[str, Any]) -> Ins
 
 def complete(table: HudiTable, inflight: Instant, content: dict[str, Any]) -> Instant:
     """Publish the completed instant (v8: with a fresh completion time), then drop its markers."""
-    written = {stat["path"] for stats in content["partitionToWriteStats"].values() for stat in stats}
+    written = {stat.path for stat in CommitMetadata.from_raw(content).stats()}
     _remove_unlisted(table, inflight.requested_time, written)
     layout = table.config.layout_version
     completion = table.new_instant_time(after=inflight.requested_time) if layout >= 2 else None

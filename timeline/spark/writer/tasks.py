@@ -54,8 +54,8 @@ def _create(ctx: WriteContext, job: FileGroupJob, records: list[dict[str, Any]])
     name = base_file_name(job.file_id, task.token, ctx.instant.instant)
     rows = stamped(records, ctx.instant.instant, task, name)
     size = files.create(job.partition, name, parquet(rows, ctx.schema.arrow, ctx.schema.avro), IOType.CREATE)
-    return file_stat(job.partition, job.file_id, name, size, started, "create", numWrites=len(rows),
-                     numInserts=len(rows))
+    return file_stat(job.partition, job.file_id, name, size, started, "create", num_writes=len(rows),
+                     num_inserts=len(rows))
 
 
 def _merge(ctx: WriteContext, job: FileGroupJob, records: list[dict[str, Any]]) -> dict[str, Any]:
@@ -75,10 +75,10 @@ def _merge(ctx: WriteContext, job: FileGroupJob, records: list[dict[str, Any]]) 
             upsert(current, record, ctx.instant.precombine)
     rows = [{**row, FILE_NAME: name} for row in current.values()]
     size = files.create(job.partition, name, parquet(rows, ctx.schema.arrow, ctx.schema.avro), IOType.MERGE)
-    return file_stat(job.partition, job.file_id, name, size, started, "upsert", prevCommit=job.slice.base_instant_time,
-                     numWrites=len(rows), numDeletes=matched if deleting else 0,
-                     numUpdateWrites=0 if deleting else matched,
-                     numInserts=0 if deleting else len(records) - matched)
+    return file_stat(job.partition, job.file_id, name, size, started, "upsert", prev_commit=job.slice.base_instant_time,
+                     num_writes=len(rows), num_deletes=matched if deleting else 0,
+                     num_update_writes=0 if deleting else matched,
+                     num_inserts=0 if deleting else len(records) - matched)
 
 
 def _log_target(ctx: WriteContext, slice_: FileSlice) -> tuple[str, int]:
@@ -92,10 +92,10 @@ def _log_target(ctx: WriteContext, slice_: FileSlice) -> tuple[str, int]:
 def _delta_fields(ctx: WriteContext, slice_: FileSlice, name: str, version: int) -> dict[str, Any]:
     """HoodieDeltaWriteStat's fields: v6 names the slice's files, v8 (as Hudi 1.x) only the new log."""
     if ctx.instant.version >= 8:
-        return {"logVersion": version, "logOffset": 0, "baseFile": "", "logFiles": [name]}
+        return {"log_version": version, "log_offset": 0, "base_file": "", "log_files": [name]}
     base = slice_.base_file.name if slice_.base_file else ""
-    return {"logVersion": version, "logOffset": 0, "baseFile": base,
-            "logFiles": [*(log.name for log in slice_.log_files), name], "recordsStats": {"val": None}}
+    return {"log_version": version, "log_offset": 0, "base_file": base,
+            "log_files": [*(log.name for log in slice_.log_files), name], "records_stats": {"val": None}}
 
 
 def _append(ctx: WriteContext, job: FileGroupJob, records: list[dict[str, Any]]) -> dict[str, Any]:
@@ -115,8 +115,8 @@ def _append(ctx: WriteContext, job: FileGroupJob, records: list[dict[str, Any]])
     size = files.create(job.partition, name, block, marker)
     prev = ctx.instant.instant if ctx.instant.version >= 8 else job.slice.base_instant_time
     writes = 0 if deleting else len(records)
-    return file_stat(job.partition, job.file_id, name, size, started, "upsert", prevCommit=prev, numWrites=writes,
-                     numDeletes=len(records) - writes, numUpdateWrites=writes,
+    return file_stat(job.partition, job.file_id, name, size, started, "upsert", prev_commit=prev, num_writes=writes,
+                     num_deletes=len(records) - writes, num_update_writes=writes,
                      **_delta_fields(ctx, job.slice, name, version))
 
 
