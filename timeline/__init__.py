@@ -11,6 +11,7 @@ from timeline.clean.config import CleanConfig, CleanConfigError, CleanPolicy
 from timeline.clean.executor import CleanRefused, CleanResult, FileOutcome, Progress, ProgressCallback
 from timeline.clean.executor import Status as FileStatus
 from timeline.clean.planner import CleanPlan, FileDecision
+from timeline.clean.retention import RetentionTooShort
 from timeline.config import TableConfig
 from timeline.engine import build_demo_lake, spark_session
 from timeline.exceptions import (
@@ -54,7 +55,7 @@ __version__ = "0.1.0"
 __all__ = [
     "CleanMetadata", "CleanerPlan", "CommitMetadata", "CompactionPlan", "FileOutcome", "FileStatus", "InstantRef",
     "InstantSummary", "Record", "RequestedReplace", "RestoreMetadata", "RestorePlan", "RollbackMetadata",
-    "RollbackPlan", "SavepointMetadata", "WriteStat",
+    "RetentionTooShort", "RollbackPlan", "SavepointMetadata", "WriteStat",
     "CleanConfig", "CleanConfigError", "CleanPlan", "CleanPolicy", "CleanRefused", "CleanResult", "CleanlineError",
     "CorruptInstantError", "FailedWrite", "FileDecision", "FileGroup", "FileNotFound", "FileSlice", "FileSystemView",
     "HudiTable", "Inspect", "Instant", "InvalidInstantError", "Maintenance", "MetadataTableEnabledError",

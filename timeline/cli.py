@@ -162,7 +162,8 @@ def _plan(args: argparse.Namespace) -> tuple[HudiTable, CleanConfig, CleanPlan]:
     table = HudiTable.open(args.path)
     config = _clean_config(table, args)
     maintenance = table.maintenance(spark=spark_session() if getattr(args, "engine", "local") == "spark" else None)
-    return table, config, maintenance.plan_clean(config, now=_now(table, args.now))
+    return table, config, maintenance.plan_clean(config, now=_now(table, args.now),
+                                                 enforce_retention=not args.allow_short_retention)
 
 
 def _plan_json(plan: CleanPlan) -> dict[str, Any]:
@@ -373,6 +374,8 @@ def build_parser() -> argparse.ArgumentParser:
         cmd.add_argument("--retain-hours", type=int, metavar="H", help="KEEP_LATEST_BY_HOURS: hours retained")
         cmd.add_argument("--now", metavar="yyyyMMddHHmmss", help="plan as of this time (table timezone)")
         cmd.add_argument("--no-incremental", action="store_true", help="list every partition")
+        cmd.add_argument("--allow-short-retention", action="store_true",
+                         help="allow retaining less than the table's own clean settings (refused otherwise)")
         if name == "plan":
             cmd.add_argument("--json", action="store_true", help="print JSON (HoodieCleanerPlan names + reasons)")
             cmd.add_argument("--engine", choices=["local", "spark"], default="local",

@@ -6,12 +6,14 @@ and chooses the engine (the local one, or PySpark jobs for large tables) in one 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from timeline.clean.config import CleanConfig
 from timeline.clean.executor import CleanResult, ProgressCallback, run_pending_cleans, schedule_clean
 from timeline.clean.planner import CleanPlan, plan_clean, protection_conflicts
+from timeline.clean.retention import check_retention, retention_shortfall
 from timeline.exceptions import InvalidInstantError
 from timeline.instant import Instant
 from timeline.mdt import drop_metadata_table
@@ -42,13 +44,23 @@ class Maintenance:
 
     # Cleaning
 
-    def plan_clean(self, config: CleanConfig, *, now: datetime | None = None) -> CleanPlan:
-        """The plan, with a reason for every file; writes nothing."""
+    def plan_clean(self, config: CleanConfig, *, now: datetime | None = None,
+                   enforce_retention: bool = True) -> CleanPlan:
+        """The plan, with a reason for every file; writes nothing. With `enforce_retention`
+        (the default) a configuration that keeps less than the table's own clean settings is
+        refused (RetentionTooShort); without it such a plan carries a note saying so."""
+        shortfall = retention_shortfall(self.table.config.props, config)
+        if enforce_retention:
+            check_retention(self.table.uri, self.table.config.props, config)
         if self.spark is not None:
             from timeline.spark.clean import plan_clean_spark
 
-            return plan_clean_spark(self.spark, self.table.uri, config, now=now)
-        return plan_clean(self.table, config, now=now)
+            plan = plan_clean_spark(self.spark, self.table.uri, config, now=now)
+        else:
+            plan = plan_clean(self.table, config, now=now)
+        if shortfall is None:
+            return plan
+        return replace(plan, notes=(*plan.notes, f"retention check off: {shortfall}"))
 
     def revalidate(self, plan: CleanPlan) -> list[str]:
         """Which files the plan deletes that the timeline protects now (empty: still safe)."""

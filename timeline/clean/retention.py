@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 
-from timeline.clean.config import CleanConfig, CleanPolicy
+from timeline.clean.config import CleanConfig, CleanConfigError, CleanPolicy
 from timeline.instant import Instant, format_instant_time, zone_of
 from timeline.timeline import Timeline
 
@@ -55,3 +56,34 @@ def earliest_commit_to_retain(timeline: Timeline, config: CleanConfig, *, now: d
         cutoff = hours_cutoff(now or datetime.now(UTC), config.hours_retained, timeline_timezone)
         return next((i for i in completed if i.requested_time >= cutoff), None)
     return None
+
+
+# Retention minimums (in the manner of delta-rs's `vacuum(enforce_retention_duration=True)`)
+
+class RetentionTooShort(CleanConfigError):
+    """A clean would keep less history than the table's own clean settings ask for."""
+
+
+_RETAINED = {CleanPolicy.KEEP_LATEST_COMMITS: ("commits_retained", "commits"),
+             CleanPolicy.KEEP_LATEST_FILE_VERSIONS: ("file_versions_retained", "file versions"),
+             CleanPolicy.KEEP_LATEST_BY_HOURS: ("hours_retained", "hours")}
+
+
+def retention_shortfall(table_props: Mapping[str, str], config: CleanConfig) -> str | None:
+    """Why `config` keeps less than the table's own settings for its policy (the table's
+    `hoodie.properties`, Hudi's defaults where a key is unset: 10 commits, 3 file versions,
+    24 hours); None when it keeps at least as much."""
+    field_name, unit = _RETAINED[config.policy]
+    minimum = getattr(CleanConfig.from_properties(table_props), field_name)
+    wanted = getattr(config, field_name)
+    if wanted < minimum:
+        return f"retains {wanted} {unit}, fewer than the table's configured {minimum}"
+    return None
+
+
+def check_retention(table_uri: str, table_props: Mapping[str, str], config: CleanConfig) -> None:
+    """Refuse (RetentionTooShort) a configuration that keeps less than the table's settings."""
+    why = retention_shortfall(table_props, config)
+    if why is not None:
+        raise RetentionTooShort(f"{table_uri}: {why}; plan with enforce_retention off (CLI "
+                                "--allow-short-retention) to clean more than the table's settings allow")
