@@ -228,7 +228,8 @@ def test_BaseRestoreActionExecutor_skips_instants_an_interrupted_run_rolled_back
     pending = Instant(table.new_instant_time(), "restore", State.REQUESTED)
     lake.instant_file(pending, {"instantsToRollback": entries, "version": 2, "savepointToRestoreTimestamp": T[2]})
     lake.instant_file(Instant(pending.requested_time, "restore", State.INFLIGHT))
-    assert _roll_back_for_restore(table.reload(), InstantRef.from_instant_info(entries[0])) is not None  # the run that was cut off
+    # the run that was cut off
+    assert _roll_back_for_restore(table.reload(), InstantRef.from_instant_info(entries[0])) is not None
     done = restore(table.reload(), T[2])
     assert done.requested_time == pending.requested_time
     content = table.read_instant(table.timeline.find(done.requested_time))
