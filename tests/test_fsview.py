@@ -172,3 +172,17 @@ def test_fsview_pending_log_compaction_keeps_the_slice_and_hides_its_log() -> No
     (group,) = view.file_groups(P)
     assert (group.pending_compaction, group.pending_log_compaction) == (None, T3)
     assert slices(open_table(lake)) == [(T1, b1, (l2,))]
+
+
+def test_fsview_partition_rule_is_the_same_for_the_walk_and_the_partition_listing() -> None:
+    """HoodiePartitionMetadata.hasPartitionMetadata: exact names (text, .parquet, .orc); a file
+    that merely starts with the name marks nothing. Both listings follow the one rule."""
+    from timeline.fsview import list_partitions, partition_paths
+
+    storage = MemoryStorage()
+    storage.write("/t/.hoodie/hoodie.properties", b"")
+    storage.write("/t/a/.hoodie_partition_metadata", b"")
+    storage.write("/t/b/.hoodie_partition_metadata.parquet", b"")
+    storage.write("/t/c/.hoodie_partition_metadata_copy", b"")
+    storage.write("/t/c/d/.hoodie_partition_metadata.orc", b"")
+    assert sorted(list_partitions(storage, "/t").partitions) == partition_paths(storage, "/t") == ["a", "b", "c/d"]

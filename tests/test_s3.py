@@ -246,17 +246,18 @@ def test_s3_clean_plan_schedule_run_matches_the_local_table(
         s3_server: S3Server, s3_table: Any, table_copy: Any) -> None:
     uri, local = s3_table(V9_MOR), str(table_copy(V9_MOR))
     before_rows = rows(s3_server, uri)
-    planned = cli("clean", "plan", uri, "--retain-commits", "1", "--json")
+    planned = cli("clean", "plan", uri, "--retain-commits", "1", "--allow-short-retention", "--json")
     assert planned.returncode == 0, planned.stderr
     plan = json.loads(planned.stdout)
-    local_plan = json.loads(cli("clean", "plan", local, "--retain-commits", "1", "--json").stdout)
+    local_plan = json.loads(cli("clean", "plan", local, "--retain-commits", "1", "--allow-short-retention",
+                                "--json").stdout)
     assert json.dumps(plan).replace(uri, "BASE") == json.dumps(local_plan).replace(f"file:{local}", "BASE")
     doomed = {f["filePath"].removeprefix(uri + "/") for f in plan["files"] if f["delete"]}
     assert doomed and all(f.endswith((".parquet",)) or ".log." in f for f in doomed)
     before = data_keys(s3_server, uri)
     assert doomed <= before
 
-    scheduled = cli("clean", "schedule", uri, "--retain-commits", "1")
+    scheduled = cli("clean", "schedule", uri, "--retain-commits", "1", "--allow-short-retention")
     assert scheduled.returncode == 0, scheduled.stderr
     instant = scheduled.stdout.strip()
     with s3_server.recording() as requests:
@@ -280,7 +281,7 @@ def test_s3_clean_plan_schedule_run_matches_the_local_table(
     body = s3_server.client().get_object(Bucket=bucket, Key=completed)["Body"].read()
     assert avro.record_name(body) == "org.apache.hudi.avro.model.HoodieCleanMetadata"
     # the same clean on the local copy deletes the same files
-    assert cli("clean", "schedule", local, "--retain-commits", "1").returncode == 0
+    assert cli("clean", "schedule", local, "--retain-commits", "1", "--allow-short-retention").returncode == 0
     assert cli("clean", "run", local).returncode == 0
     assert {str(p.relative_to(local)) for p in Path(local).rglob("*") if p.is_file() and ".hoodie" not in p.parts} \
         == data_keys(s3_server, uri)

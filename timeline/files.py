@@ -10,6 +10,10 @@ from timeline.exceptions import InvalidFileNameError
 
 BASE_FILE_EXTENSIONS = frozenset({".parquet", ".orc", ".hfile", ".lance"})
 PARTITION_METADATA_PREFIX = ".hoodie_partition_metadata"
+# HoodiePartitionMetadata.hasPartitionMetadata: the text file or its base-format variants mark a
+# partition folder (one rule for every listing).
+PARTITION_METADATA_FILES = frozenset({PARTITION_METADATA_PREFIX, PARTITION_METADATA_PREFIX + ".parquet",
+                                      PARTITION_METADATA_PREFIX + ".orc"})
 
 # FSUtils.LOG_FILE_PATTERN (matched with find(), so trailing text is tolerated).
 _TOKEN = re.compile(r"[0-9]+-[0-9]+-[0-9]+\Z", re.ASCII)

@@ -12,7 +12,7 @@ from timeline.exceptions import InvalidFileNameError
 from timeline.files import (
     BASE_FILE_EXTENSIONS,
     LOG_ORDER,
-    PARTITION_METADATA_PREFIX,
+    PARTITION_METADATA_FILES,
     BaseFile,
     LogFile,
     base_file_of,
@@ -125,6 +125,13 @@ def list_partitions(storage: Storage, base: str) -> TableListing:
     return TableListing(partitions)
 
 
+def list_partition(storage: Storage, base: str, partition: str) -> tuple[FileStatus, ...]:
+    """The files of one partition ("" for the base of a non-partitioned table); a partition
+    that is gone lists as empty."""
+    folder = Storage.join(base, partition) if partition else base
+    return tuple(s for s in storage.list(folder) if not s.is_dir) if storage.exists(folder) else ()
+
+
 def _split_folder(entries: list[FileStatus]) -> tuple[tuple[FileStatus, ...] | None, list[str]]:
     """(the files of a partition folder, nothing to descend into), or (None, the sub-folders
     to walk) for a folder without partition metadata; `.hoodie` is never walked."""
@@ -137,7 +144,7 @@ def _split_folder(entries: list[FileStatus]) -> tuple[tuple[FileStatus, ...] | N
                 folders.append(entry.path)
         else:
             files.append(entry)
-            if not is_partition and entry.name.startswith(PARTITION_METADATA_PREFIX):
+            if not is_partition and entry.name in PARTITION_METADATA_FILES:
                 is_partition = True
     return (tuple(files), []) if is_partition else (None, folders)
 
@@ -145,7 +152,7 @@ def _split_folder(entries: list[FileStatus]) -> tuple[tuple[FileStatus, ...] | N
 def partition_paths(storage: Storage, base: str) -> list[str]:
     """The partitions of a table without listing their files: a folder is a partition when
     its partition metadata file exists (text, or the base-format variant)."""
-    markers = [PARTITION_METADATA_PREFIX, *(PARTITION_METADATA_PREFIX + ext for ext in (".parquet", ".orc"))]
+    markers = sorted(PARTITION_METADATA_FILES)
     prefix = len(base.rstrip("/")) + 1
     found: list[str] = []
     stack = [base]

@@ -21,7 +21,7 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 def test_clean_cli_plan_json_schedule_run_show(table_copy) -> None:
     path = str(table_copy(TABLE))
     before = tree_snapshot(Path(path))
-    planned = run("clean", "plan", path, "--retain-commits", "1", "--json")
+    planned = run("clean", "plan", path, "--retain-commits", "1", "--allow-short-retention", "--json")
     assert planned.returncode == 0, planned.stderr
     plan = json.loads(planned.stdout)
     assert tree_snapshot(Path(path)) == before  # plan writes nothing
@@ -32,10 +32,10 @@ def test_clean_cli_plan_json_schedule_run_show(table_copy) -> None:
     assert plan["totals"]["filesToDelete"] == len(doomed) > 0
     assert sum(len(v) for v in plan["filePathsToBeDeletedPerPartition"].values()) == len(doomed)
     assert all(f["reason"] and f["sizeBytes"] > 0 for f in plan["files"])
-    text = run("clean", "plan", path, "--retain-commits", "1")
+    text = run("clean", "plan", path, "--retain-commits", "1", "--allow-short-retention")
     assert "DELETE" in text.stdout and "latest version" in text.stdout
 
-    scheduled = run("clean", "schedule", path, "--retain-commits", "1")
+    scheduled = run("clean", "schedule", path, "--retain-commits", "1", "--allow-short-retention")
     instant = scheduled.stdout.strip()
     assert scheduled.returncode == 0 and len(instant) == 17
     ran = run("clean", "run", path)
@@ -48,7 +48,7 @@ def test_clean_cli_plan_json_schedule_run_show(table_copy) -> None:
 
 def test_clean_cli_refusals_are_one_line(table_copy) -> None:
     path = str(table_copy("sample_table/cow/v9_txns_simple_meta"))
-    refused = run("clean", "schedule", path, "--retain-commits", "1")
+    refused = run("clean", "schedule", path, "--retain-commits", "1", "--allow-short-retention")
     assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1
     assert "metadata table is enabled" in refused.stderr
     nothing = run("clean", "schedule", path, "--retain-commits", "50")

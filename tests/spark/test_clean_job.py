@@ -61,9 +61,10 @@ def test_spark_engine_from_the_cli_plans_like_the_local_engine(table_copy) -> No
     cleanline = str(Path(sys.executable).with_name("cleanline"))
     path = str(table_copy("sample_table/cow/v9_txns_simple_nometa"))
     env = {**os.environ, "SPARK_MASTER": "local[2]"}
-    local = subprocess.run([cleanline, "clean", "plan", path, "--retain-commits", "1", "--json"],
-                           capture_output=True, text=True, timeout=300, env=env)
-    spark = subprocess.run([cleanline, "clean", "plan", path, "--retain-commits", "1", "--json", "--engine", "spark"],
+    short = ["--retain-commits", "1", "--allow-short-retention", "--json"]
+    local = subprocess.run([cleanline, "clean", "plan", path, *short], capture_output=True, text=True, timeout=300,
+                           env=env)
+    spark = subprocess.run([cleanline, "clean", "plan", path, *short, "--engine", "spark"],
                            capture_output=True, text=True, timeout=300, env=env)
     assert local.returncode == spark.returncode == 0, spark.stderr[-2000:]
     assert spark.stdout == local.stdout and '"delete": true' in local.stdout

@@ -13,7 +13,7 @@ from timeline.clean.config import CleanConfig, CleanConfigError, CleanPolicy
 from timeline.clean.retention import earliest_commit_to_retain, hours_cutoffs
 from timeline.exceptions import InvalidFileNameError
 from timeline.files import base_file_of, is_base_file_name, parse_log_file
-from timeline.fsview import FileGroup, FileSlice, TableListing, ViewInputs, build_view
+from timeline.fsview import FileGroup, FileSlice, TableListing, ViewInputs, build_view, list_partition
 from timeline.instant import CLUSTERING, REPLACE_COMMIT, Instant, State
 from timeline.metadata.records import (
     CleanerPlan,
@@ -231,12 +231,7 @@ def _why_no_ectr(timeline: Timeline, config: CleanConfig) -> str:
 
 def _list_some(table: HudiTable, partitions: Iterable[str]) -> TableListing:
     """List only the given partitions; a partition that is gone lists as empty."""
-    found: dict[str, tuple[FileStatus, ...]] = {}
-    for partition in partitions:
-        folder = table.path(partition) if partition else table.base
-        found[partition] = tuple(s for s in table.storage.list(folder) if not s.is_dir) \
-            if table.storage.exists(folder) else ()
-    return TableListing(found)
+    return TableListing({partition: list_partition(table.storage, table.base, partition) for partition in partitions})
 
 
 # Incremental partition selection (CleanPlanner.getPartitionPathsForCleanByCommits)

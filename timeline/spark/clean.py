@@ -25,8 +25,8 @@ from timeline.clean.executor import (
     pending_cleans,
 )
 from timeline.clean.planner import CleanPlan, FileDecision, PlanContext, finish_plan, plan_partition, start_plan
-from timeline.fsview import partition_paths
-from timeline.storage import Storage, storage_for
+from timeline.fsview import list_partition, partition_paths
+from timeline.storage import storage_for
 from timeline.table import HudiTable
 
 PARTITIONS_PER_TASK = 16
@@ -38,9 +38,7 @@ def _plan_partitions(context: PlanContext, partitions: Iterable[str]) -> Iterato
     """Runs on an executor: list and plan each partition."""
     storage, base = storage_for(context.table_uri)
     for partition in partitions:
-        folder = Storage.join(base, partition) if partition else base
-        files = tuple(s for s in storage.list(folder) if not s.is_dir) if storage.exists(folder) else ()
-        yield (partition, *plan_partition(context, storage, partition, files))
+        yield (partition, *plan_partition(context, storage, partition, list_partition(storage, base, partition)))
 
 
 def plan_clean_spark(spark: SparkSession, uri: str, config: CleanConfig, *,
