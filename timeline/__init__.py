@@ -11,7 +11,7 @@ from timeline.clean.config import CleanConfig, CleanConfigError, CleanPolicy
 from timeline.clean.executor import CleanRefused, CleanResult, FileOutcome, Progress, ProgressCallback
 from timeline.clean.executor import Status as FileStatus
 from timeline.clean.planner import CleanPlan, FileDecision
-from timeline.clean.retention import RetentionTooShort
+from timeline.clean.retention import RetentionTooShort, retention_shortfall
 from timeline.config import TableConfig
 from timeline.engine import build_demo_lake, spark_session
 from timeline.exceptions import (
@@ -64,5 +64,5 @@ __all__ = [
     "SavepointInfo", "SavepointRefused", "SliceProtection", "State", "StateFile", "StorageError", "TableConfig",
     "TableConfigError", "Timeline", "UnsupportedLocationError", "__version__", "build_demo_lake", "format_instant_time",
     "moment_of",
-    "parse_instant_time", "parse_location", "spark_session", "within_roots",
+    "parse_instant_time", "parse_location", "retention_shortfall", "spark_session", "within_roots",
 ]

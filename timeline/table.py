@@ -3,7 +3,7 @@ file-system view."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +21,16 @@ from timeline.instant import (
     parse_file_name,
     zone_of,
 )
-from timeline.metadata.records import CommitMetadata, CompactionPlan, R, Record, expect, hudi_fields, to_record
+from timeline.metadata.records import (
+    CommitMetadata,
+    CompactionPlan,
+    R,
+    Record,
+    SliceInfo,
+    expect,
+    hudi_fields,
+    to_record,
+)
 from timeline.perf import paused_gc
 from timeline.storage import Containment, Storage, storage_for
 from timeline.timeline import ActiveTimeline, Timeline, load_active_timeline
@@ -196,13 +205,17 @@ class HudiTable:
                     replaced[(partition, file_id)] = instant.requested_time
         return replaced
 
-    def pending_operations(self, action: str) -> dict[FileGroupId, str]:
-        """File groups in a pending compaction or log compaction plan -> the plan's instant."""
-        pending: dict[FileGroupId, str] = {}
+    def pending_compaction_plans(self, action: str) -> Iterator[tuple[Instant, SliceInfo]]:
+        """Every operation of the pending compaction (or log compaction) plans, with its plan's
+        instant, in timeline order."""
         for instant in self.timeline.filter(lambda i: i.is_pending and i.action == action):
             for op in self.read(instant, CompactionPlan, State.REQUESTED).operations:
-                pending[(op.partition, op.file_id)] = instant.requested_time
-        return pending
+                yield instant, op
+
+    def pending_operations(self, action: str) -> dict[FileGroupId, str]:
+        """File groups in a pending compaction or log compaction plan -> the plan's instant."""
+        return {(op.partition, op.file_id): instant.requested_time
+                for instant, op in self.pending_compaction_plans(action)}
 
     def list_partitions(self) -> TableListing:
         with paused_gc():

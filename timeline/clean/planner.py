@@ -14,13 +14,12 @@ from timeline.clean.retention import earliest_commit_to_retain, hours_cutoffs
 from timeline.exceptions import InvalidFileNameError
 from timeline.files import base_file_of, is_base_file_name, parse_log_file
 from timeline.fsview import FileGroup, FileSlice, TableListing, ViewInputs, build_view, list_partition
-from timeline.instant import CLUSTERING, REPLACE_COMMIT, Instant, State
+from timeline.instant import CLUSTERING, COMPACTION, LOG_COMPACTION, REPLACE_COMMIT, Instant, State
 from timeline.metadata.records import (
     CleanerPlan,
     CleanFileInfo,
     CleanMetadata,
     CommitMetadata,
-    CompactionPlan,
     InstantRef,
     RequestedReplace,
     SavepointMetadata,
@@ -288,17 +287,16 @@ def read_protection(table: HudiTable) -> Protection:
             savepointed.setdefault(name, savepoint.requested_time)
     pending_ops: dict[tuple[str, str], PendingOperation] = {}
     clustering: dict[str, str] = {}
+    for action, kind in ((COMPACTION, "pending compaction"), (LOG_COMPACTION, "pending log compaction")):
+        for instant, op in table.pending_compaction_plans(action):
+            key = (op.partition, op.file_id)
+            entry = PendingOperation(op.base_instant_time, kind, instant.requested_time)
+            # A group in both a compaction and a log compaction plan: Hudi checks each map;
+            # keeping the older base instant protects every slice either one reads.
+            if key not in pending_ops or entry.base_instant < pending_ops[key].base_instant:
+                pending_ops[key] = entry
     for instant in timeline.pending():
-        if instant.action in ("compaction", "logcompaction"):
-            kind = "pending compaction" if instant.action == "compaction" else "pending log compaction"
-            for op in table.read(instant, CompactionPlan, State.REQUESTED).operations:
-                key = (op.partition, op.file_id)
-                entry = PendingOperation(op.base_instant_time, kind, instant.requested_time)
-                # A group in both a compaction and a log compaction plan: Hudi checks each map;
-                # keeping the older base instant protects every slice either one reads.
-                if key not in pending_ops or entry.base_instant < pending_ops[key].base_instant:
-                    pending_ops[key] = entry
-        elif instant.action in (CLUSTERING, REPLACE_COMMIT):
+        if instant.action in (CLUSTERING, REPLACE_COMMIT):
             for piece in table.read(instant, RequestedReplace, State.REQUESTED).input_slices:
                 for name in piece.file_names:
                     clustering[name] = instant.requested_time
