@@ -8,6 +8,7 @@ import posixpath
 import shutil
 import stat
 from collections.abc import Callable, Iterator
+from functools import partial
 from typing import TypeVar
 from urllib.parse import urlparse
 
@@ -126,7 +127,7 @@ class ArrowStorage(Storage):
 
     def exists(self, path: str) -> bool:
         info = _guard(path, lambda: self.fs.get_file_info(path))
-        return info.type != pafs.FileType.NotFound
+        return bool(info.type != pafs.FileType.NotFound)
 
     def makedirs(self, path: str) -> None:
         _guard(path, lambda: self.fs.create_dir(path, recursive=True))
@@ -161,7 +162,7 @@ class LocalStorage(ArrowStorage):
         stack = [path]
         while stack:
             folder = stack.pop()
-            for status in _guard(folder, lambda folder=folder: _scan(folder)):
+            for status in _guard(folder, partial(_scan, folder)):
                 if status.is_dir:
                     stack.append(status.path)
                 else:
@@ -216,7 +217,7 @@ class LocalStorage(ArrowStorage):
 
 def _scan(path: str) -> list[FileStatus]:
     """One folder's entries; the loop is inlined because it runs once per file of a table."""
-    result = []
+    result: list[FileStatus] = []
     add, new = result.append, tuple.__new__  # FileStatus without its Python-level __new__
     with os.scandir(path) as entries:
         for entry in entries:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import posixpath
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
@@ -76,8 +77,8 @@ class Storage(ABC):
                 results[path] = f"failed: {exc.reason}"
         return results
 
-    def walk(self, path: str, descend: Callable[[str, list[FileStatus]], Iterable[str]]
-             ) -> Iterator[tuple[str, list[FileStatus]]]:
+    def walk(self, path: str, descend: Callable[[str, builtins.list[FileStatus]], Iterable[str]]
+             ) -> Iterator[tuple[str, builtins.list[FileStatus]]]:
         """List `path`, then every folder `descend(folder, entries)` names, and so on: yields
         (folder, its direct entries) for each folder listed, in no fixed order. With
         `listing_threads` > 1, up to that many folders are listed at once (a walk over an
