@@ -1,5 +1,6 @@
-"""Hand-made Hudi tables for tests: a builder that writes `hoodie.properties`, instant files
-with real content (v6 JSON or v8 Avro) and data files into any Storage."""
+"""Hand-made Hudi tables for tests: a builder that creates a table with the library's
+`create_table` (its `.hoodie` folders and `hoodie.properties`), then writes instant files with
+real content (v6 JSON or v8 Avro) and data files into any Storage."""
 
 from __future__ import annotations
 
@@ -12,10 +13,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from timeline import metadata
-from timeline.config import checksum
 from timeline.files import base_file_name, log_file_name
 from timeline.instant import COMPACTION, Instant, State
-from timeline.properties import dumps
+from timeline.spark.writer.create import create_table
 from timeline.storage import Storage
 
 TOKEN = "0-1-0"
@@ -40,10 +40,7 @@ class Lake:
             "hoodie.table.partition.fields": "city" if self.partitioned else "",
             **self.extra_props,
         }
-        props["hoodie.table.checksum"] = str(checksum(props))
-        self.storage.write(f"{self.base}/.hoodie/hoodie.properties",
-                           dumps(props, comments=["Updated by tests"]).encode())
-        self.storage.makedirs(self.timeline_folder)
+        create_table(self.storage, self.base, props, comments=["Updated by tests"])
 
     @property
     def layout(self) -> int:
