@@ -48,29 +48,26 @@ Usage (from the repository root):
     .venv/bin/python bench/clean.py --dir D --keep  # write the table in D and leave it there
 
 Progress goes to stderr. The table is always regenerated (a run cleans it); `--keep` leaves it
-in its final state (cleaned, plus the new commits). The generator writes with plain `os` calls
-(it is not library code), by default to a fresh `tempfile.mkdtemp` on `/dev/shm` when there is
-one, as bench/fsview.py does. Every figure is taken with warm caches (dropping OS caches needs
-root).
+in its final state (cleaned, plus the new commits). The generator (bench/common.py, shared with
+bench/spark.py and bench/s3.py) creates the table with the library's `create_table` and writes
+the rest with plain `os` calls (it is not library code), by default to a fresh
+`tempfile.mkdtemp` on `/dev/shm` when there is one, as every benchmark does. Every figure is
+taken with warm caches (dropping OS caches needs root).
 """
 
 from __future__ import annotations
 
 import argparse
-import cProfile
 import datetime as dt
-import gc
 import io
 import json
 import os
-import platform
-import pstats
 import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -78,37 +75,42 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.fsview import (  # noqa: E402 - generic generation and timing helpers
-    BASE_BYTES,
-    RESULTS_FILE,
+from bench.common import (  # noqa: E402
+    CLEAN_TABLE,
+    CleanShape,
+    argument_parser,
     avro_schema,
-    default_root,
-    file_ids,
+    bench_root,
+    count_files,
+    cprofile,
     file_system_of,
-    instant_at,
-    make_meta_folders,
+    full_plan,
+    generate_clean_table,
+    interleaved,
+    machine,
+    partition_name,
     profile_lines,
+    profile_text,
     progress,
     publish,
+    put_back,
     raw_walk,
+    reset_to_scheduled,
+    schedule_full_plan,
     target_lines,
-    write_file,
-    write_partition_metadata,
+    target_text,
+    timed,
+    write_versions,
 )
-from timeline import metadata  # noqa: E402
 from timeline.clean.config import CleanConfig  # noqa: E402
-from timeline.clean.executor import run_pending_cleans, schedule_clean  # noqa: E402
+from timeline.clean.executor import run_pending_cleans  # noqa: E402
 from timeline.clean.planner import CleanPlan, plan_clean  # noqa: E402
-from timeline.config import checksum  # noqa: E402
-from timeline.instant import CLEAN, Instant, State, format_instant_time, parse_instant_time  # noqa: E402
-from timeline.properties import dumps  # noqa: E402
+from timeline.instant import format_instant_time, parse_instant_time  # noqa: E402
 from timeline.table import HudiTable  # noqa: E402
 
 SECTION_BEGIN = "<!-- bench/clean.py: begin -->"
 SECTION_END = "<!-- bench/clean.py: end -->"
-TABLE = "clean_cow_v6"
 RAW_FILES = "unlink_files"
-LAYOUT = 1
 
 # Limits of the targets.
 FULL_VS_RAW_LIMIT = 3.0
@@ -120,124 +122,7 @@ EXECUTION_VS_UNLINK_MIN = 0.5
 # Generation
 
 
-@dataclass(frozen=True, slots=True)
-class Shape:
-    """`partitions` x `groups` file groups; `versions` backfill commits rewrite all of them,
-    then `trickle` commits rewrite the groups of `hot` partitions; `new_commits` more trickle
-    commits come after the first clean. The planner retains `retained` commits."""
-
-    partitions: int = 1000
-    groups: int = 10
-    versions: int = 20
-    trickle: int = 10
-    hot: int = 10
-    new_commits: int = 3
-    retained: int = 10
-
-    @property
-    def commits(self) -> int:
-        return self.versions + self.trickle
-
-    @property
-    def data_files(self) -> int:
-        return self.partitions * self.groups * self.versions + self.hot * self.groups * self.trickle
-
-    def hot_partitions(self) -> list[int]:
-        return sorted({i * self.partitions // self.hot for i in range(self.hot)})
-
-    def expected_full(self) -> tuple[int, int]:
-        """(files deleted, files kept) by the full plan of the generated table: the earliest
-        commit to retain is commit `e` (0-based); a group keeps its latest version, the latest
-        one before `e` and those at or after `e`."""
-        e = self.commits - self.retained
-        hot_groups = len(self.hot_partitions()) * self.groups
-        cold_groups = self.partitions * self.groups - hot_groups
-        deleted = cold_groups * (self.versions - 1) + hot_groups * (e - 1)
-        return deleted, self.data_files - deleted
-
-    def expected_incremental(self) -> int:
-        """Files the plan deletes after the first clean and `new_commits` hot commits: the
-        window moved by `new_commits`, so each hot group loses as many versions."""
-        return len(self.hot_partitions()) * self.groups * self.new_commits
-
-
-def partition_name(p: int) -> str:
-    return f"city={p:04d}"
-
-
-def base_name(file_id: str, g: int, k: int, time_: str) -> str:
-    return f"{file_id}_{g}-{10 + k}-{100 * k + g}_{time_}.parquet"
-
-
-def write_properties(base: str, props: dict[str, str]) -> None:
-    props = {**props, "hoodie.table.checksum": str(checksum(props))}
-    text = dumps(props, comments=["Written by bench/clean.py", dt.datetime.now().strftime("%c")])
-    write_file(f"{base}/.hoodie/hoodie.properties", text.encode("latin-1"))
-
-
-def write_commit(timeline: str, time_: str, stats: dict[str, list[dict[str, Any]]], schema: str) -> None:
-    """A completed v6 commit: requested, inflight and completed file, the last holding JSON
-    commit metadata with the write stats."""
-    content = {"partitionToWriteStats": stats, "compacted": False,
-               "extraMetadata": {"schema": schema}, "operationType": "UPSERT"}
-    write_file(f"{timeline}/{time_}.commit.requested")
-    write_file(f"{timeline}/{time_}.inflight")
-    write_file(f"{timeline}/{time_}.commit",
-               metadata.encode(content, action="commit", state=State.COMPLETED, layout=LAYOUT))
-
-
-def write_stat(partition: str, file_id: str, name: str, previous: str) -> dict[str, Any]:
-    size = len(BASE_BYTES)
-    return {"fileId": file_id, "path": f"{partition}/{name}", "prevCommit": previous, "numWrites": 1,
-            "numDeletes": 0, "numUpdateWrites": 0 if previous == "null" else 1, "numInserts": 1,
-            "partitionPath": partition, "totalWriteBytes": size, "fileSizeInBytes": size, "totalWriteErrors": 0}
-
-
-def write_versions(base: str, timeline: str, schema: str, shape: Shape, partitions: Sequence[int],
-                   commits: Sequence[tuple[int, str]], previous: dict[tuple[int, int], str]) -> None:
-    """Commit after commit ((index, time) pairs), rewrite every file group of `partitions`:
-    one new base file per group, and the commit's metadata naming them. `previous` maps
-    (partition, group) to its latest commit time and is updated."""
-    for k, time_ in commits:
-        stats: dict[str, list[dict[str, Any]]] = {}
-        for p in partitions:
-            partition = partition_name(p)
-            folder = f"{base}/{partition}"
-            written = stats[partition] = []
-            for g, file_id in enumerate(file_ids(p, shape.groups)):
-                name = base_name(file_id, g, k, time_)
-                write_file(f"{folder}/{name}", BASE_BYTES)
-                written.append(write_stat(partition, file_id, name, previous.get((p, g), "null")))
-                previous[(p, g)] = time_
-        write_commit(timeline, time_, stats, schema)
-
-
-def generate(base: str, shape: Shape) -> dict[tuple[int, int], str]:
-    """Write the table; returns each file group's latest commit time."""
-    timeline = make_meta_folders(base, LAYOUT)
-    write_properties(base, {
-        "hoodie.table.name": "bench_clean_cow_v6", "hoodie.database.name": "default",
-        "hoodie.table.type": "COPY_ON_WRITE", "hoodie.table.version": "6",
-        "hoodie.timeline.layout.version": "1", "hoodie.table.partition.fields": "city",
-        "hoodie.datasource.write.hive_style_partitioning": "true",
-        "hoodie.table.recordkey.fields": "id", "hoodie.table.precombine.field": "ts",
-        "hoodie.table.base.file.format": "PARQUET", "hoodie.archivelog.folder": "archived",
-        "hoodie.table.keygenerator.class": "org.apache.hudi.keygen.SimpleKeyGenerator",
-        "hoodie.populate.meta.fields": "true", "hoodie.table.metadata.partitions": "",
-    })
-    schema = avro_schema(["city"])
-    times = [instant_at(k) for k in range(shape.commits)]
-    for p in range(shape.partitions):
-        write_partition_metadata(f"{base}/{partition_name(p)}", times[0], 1)
-    previous: dict[tuple[int, int], str] = {}
-    every = range(shape.partitions)
-    write_versions(base, timeline, schema, shape, every, list(enumerate(times))[:shape.versions], previous)
-    write_versions(base, timeline, schema, shape, shape.hot_partitions(),
-                   list(enumerate(times))[shape.versions:], previous)
-    return previous
-
-
-def add_hot_commits(base: str, shape: Shape, previous: dict[tuple[int, int], str]) -> list[str]:
+def add_hot_commits(base: str, shape: CleanShape, previous: dict[tuple[int, int], str]) -> list[str]:
     """`new_commits` trickle commits after everything on the timeline (the clean included)."""
     start = parse_instant_time(HudiTable.open(base).new_instant_time())
     times = [format_instant_time(start + dt.timedelta(seconds=1 + n)) for n in range(shape.new_commits)]
@@ -246,37 +131,11 @@ def add_hot_commits(base: str, shape: Shape, previous: dict[tuple[int, int], str
     return times
 
 
-def put_back(base: str, files: Sequence[tuple[str, str]]) -> None:
-    """(Re)create data files at `base/partition/name`, as the generator wrote them."""
-    made: set[str] = set()
-    for partition, name in files:
-        folder = f"{base}/{partition}"
-        if partition not in made:
-            os.makedirs(folder, exist_ok=True)
-            made.add(partition)
-        write_file(f"{folder}/{name}", BASE_BYTES)
-
-
-def reset_to_scheduled(base: str, clean: Instant, files: Sequence[tuple[str, str]]) -> None:
-    """Undo an executed clean: its inflight and completed files go, the deleted files come
-    back; the requested plan stays."""
-    for state in (State.INFLIGHT, State.COMPLETED):
-        try:
-            os.unlink(f"{base}/.hoodie/{Instant(clean.requested_time, CLEAN, state).file_name(LAYOUT)}")
-        except FileNotFoundError:
-            pass
-    put_back(base, files)
-
-
 # ----------------------------------------------------------------------------------------
 # The contenders
 
 
-def full_plan(path: str, shape: Shape) -> CleanPlan:
-    return plan_clean(HudiTable.open(path), CleanConfig(commits_retained=shape.retained, incremental=False))
-
-
-def incremental_plan(path: str, shape: Shape) -> CleanPlan:
+def incremental_plan(path: str, shape: CleanShape) -> CleanPlan:
     return plan_clean(HudiTable.open(path), CleanConfig(commits_retained=shape.retained))
 
 
@@ -289,28 +148,7 @@ def raw_unlink(paths: Sequence[str]) -> None:
 # Timing
 
 
-def timed(fn: Callable[[], Any]) -> float:
-    gc.collect()
-    started = time.perf_counter()
-    result = fn()
-    elapsed = time.perf_counter() - started
-    del result
-    return elapsed
-
-
-def interleaved(contenders: dict[str, Callable[[], Any]], repeat: int) -> dict[str, list[float]]:
-    """One warm-up run of each, then `repeat` interleaved rounds (A B C, A B C, ...) so that
-    background load hits all alike."""
-    for fn in contenders.values():
-        fn()
-    runs: dict[str, list[float]] = {name: [] for name in contenders}
-    for _ in range(repeat):
-        for name, fn in contenders.items():
-            runs[name].append(timed(fn))
-    return runs
-
-
-def memory_probe(path: str, shape: Shape, mode: str) -> dict[str, Any]:
+def memory_probe(path: str, shape: CleanShape, mode: str) -> dict[str, Any]:
     """Peak memory of one full plan, in a fresh interpreter. `rss`: the growth of the peak
     resident set size (VmHWM of /proc/self/status) across the call, modules imported and the
     table opened once before.
@@ -346,32 +184,12 @@ print(json.dumps({{"before_kib": before, "after_kib": after, "tracemalloc_peak":
     return found
 
 
-def cprofile(fn: Callable[[], Any], top: int) -> dict[str, Any]:
-    """The functions with the most own time under cProfile (and the largest cumulative ones)."""
-    profiler = cProfile.Profile()
-    gc.collect()
-    profiler.enable()
-    fn()
-    profiler.disable()
-    stats = pstats.Stats(profiler, stream=io.StringIO())
-    total = stats.total_tt  # type: ignore[attr-defined]
-    rows = []
-    for (file_name, line, func), (_, calls, tottime, cumtime, _) in stats.stats.items():  # type: ignore[attr-defined]
-        rows.append({"function": f"{Path(file_name).name}:{line}({func})", "calls": calls,
-                     "own_s": tottime, "own_share": tottime / total if total else 0.0,
-                     "cumulative_s": cumtime, "cumulative_share": cumtime / total if total else 0.0})
-    by_own = sorted(rows, key=lambda r: r["own_s"], reverse=True)[:top]
-    by_cumulative = sorted(rows, key=lambda r: r["cumulative_s"], reverse=True)[:top]
-    return {"total_s": total, "functions": by_own, "cumulative": by_cumulative}
-
-
 # ----------------------------------------------------------------------------------------
 # The phases
 
 
-def phase_full(path: str, shape: Shape, repeat: int) -> dict[str, Any]:
-    files = raw_walk(path)
-    partitions = sum(1 for name, _ in files if name == ".hoodie_partition_metadata")
+def phase_full(path: str, shape: CleanShape, repeat: int) -> dict[str, Any]:
+    data_files, partitions = count_files(path)
     plan = full_plan(path, shape)
     deleted, kept = len(plan.files_to_delete), len(plan.files_kept)
     want = shape.expected_full()
@@ -380,13 +198,13 @@ def phase_full(path: str, shape: Shape, repeat: int) -> dict[str, Any]:
     del plan
     progress(f"timing the full plan against the raw listing, best of {repeat}")
     runs = interleaved({"full": lambda: full_plan(path, shape), "raw": lambda: raw_walk(path)}, repeat)
-    full_s, raw_s = min(runs["full"]), min(runs["raw"])
-    return {"partitions": partitions, "data_files": len(files) - partitions, "files_to_delete": deleted,
+    full_s, raw_s = runs["full"].best, runs["raw"].best
+    return {"partitions": partitions, "data_files": data_files, "files_to_delete": deleted,
             "files_kept": kept, "full_plan_s": full_s, "raw_listing_s": raw_s, "full_over_raw": full_s / raw_s,
-            "full_plan_runs_s": runs["full"], "raw_listing_runs_s": runs["raw"]}
+            "full_plan_runs_s": runs["full"].runs, "raw_listing_runs_s": runs["raw"].runs}
 
 
-def phase_memory(path: str, shape: Shape, tracemalloc: bool) -> dict[str, Any]:
+def phase_memory(path: str, shape: CleanShape, tracemalloc: bool) -> dict[str, Any]:
     progress("peak memory of the full plan (subprocess)")
     rss = memory_probe(path, shape, "rss")
     found = {"peak_rss_growth_mib": (rss["after_kib"] - rss["before_kib"]) / 1024,
@@ -398,20 +216,15 @@ def phase_memory(path: str, shape: Shape, tracemalloc: bool) -> dict[str, Any]:
     return found
 
 
-def phase_execution(path: str, raw_root: str, shape: Shape, repeat: int,
+def phase_execution(path: str, raw_root: str, shape: CleanShape, repeat: int,
                     profile_top: int) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """Schedule the full plan once, then per repetition: run it (table reset to the scheduled
     state first), and unlink as many files from a freshly written equivalent set."""
-    config = CleanConfig(commits_retained=shape.retained, incremental=False)
-    table = HudiTable.open(path)
-    plan = plan_clean(table, config)
-    files = [(d.partition, d.file_name) for d in plan.files_to_delete]
+    scheduled = schedule_full_plan(path, shape)
+    clean, files = scheduled.clean, scheduled.files
     # The console runs an approved plan with the sizes it planned; the CLI has none and
     # reads each file's size before deleting it (timed once, reported beside).
-    sizes = {d.path: d.size for d in plan.files_to_delete}
-    ectr = plan.earliest_instant_to_retain
-    clean = schedule_clean(table, plan, config)
-    del plan, table
+    sizes = scheduled.sizes
     progress(f"scheduled clean {clean.requested_time}: {len(files):,} files; timing run_pending_cleans "
              f"against an os.unlink loop, {repeat} runs")
     raw_paths = [f"{raw_root}/{partition}/{name}" for partition, name in files]
@@ -420,18 +233,17 @@ def phase_execution(path: str, raw_root: str, shape: Shape, repeat: int,
     for r in range(repeat):
         if r:
             reset_to_scheduled(path, clean, files)
-        results: list[Any] = []
-        runs["execution"].append(timed(lambda into=results: into.extend(
-            run_pending_cleans(HudiTable.open(path), sizes=sizes))))
+        elapsed, results = timed(lambda: run_pending_cleans(HudiTable.open(path), sizes=sizes))
+        runs["execution"].append(elapsed)
         assert len(results) == 1, f"{len(results)} cleans ran"
         result = results[0]
         assert (result.deleted, result.already_gone, result.failed) == (len(files), 0, 0), \
             f"clean deleted {result.deleted}, already gone {result.already_gone}, failed {result.failed}"
         put_back(raw_root, files)
-        runs["unlink"].append(timed(lambda: raw_unlink(raw_paths)))
+        runs["unlink"].append(timed(lambda: raw_unlink(raw_paths))[0])
     assert result is not None
     reset_to_scheduled(path, clean, files)
-    without_sizes = timed(lambda: run_pending_cleans(HudiTable.open(path)))
+    without_sizes, _ = timed(lambda: run_pending_cleans(HudiTable.open(path)))
     profiled = None
     if profile_top:
         reset_to_scheduled(path, clean, files)
@@ -439,7 +251,7 @@ def phase_execution(path: str, raw_root: str, shape: Shape, repeat: int,
         profiled = cprofile(lambda: run_pending_cleans(HudiTable.open(path), sizes=sizes), profile_top)
     done = HudiTable.open(path)
     recorded = (done.read_instant(done.timeline.cleans().completed().last()) or {}).get("earliestCommitToRetain")
-    assert ectr is not None and recorded == ectr.requested_time, f"clean recorded {recorded}"
+    assert recorded is not None and recorded == scheduled.earliest_commit_to_retain, f"clean recorded {recorded}"
     exec_s, unlink_s = min(runs["execution"]), min(runs["unlink"])
     n = len(files)
     return {"clean_instant": clean.requested_time, "earliest_commit_to_retain": recorded, "files_deleted": n,
@@ -449,7 +261,7 @@ def phase_execution(path: str, raw_root: str, shape: Shape, repeat: int,
             "execution_without_sizes_s": without_sizes}, profiled
 
 
-def phase_incremental(path: str, shape: Shape, repeat: int, previous: dict[tuple[int, int], str],
+def phase_incremental(path: str, shape: CleanShape, repeat: int, previous: dict[tuple[int, int], str],
                       full_s_before: float) -> dict[str, Any]:
     new_times = add_hot_commits(path, shape, previous)
     progress(f"added {len(new_times)} commits rewriting {len(shape.hot_partitions())} partitions")
@@ -462,8 +274,7 @@ def phase_incremental(path: str, shape: Shape, repeat: int, previous: dict[tuple
     assert same, "incremental and full plans delete different files"
     deleted = len(incremental.files_to_delete)
     assert deleted == shape.expected_incremental(), f"incremental plan deletes {deleted} files"
-    files = raw_walk(path)
-    partitions = sum(1 for name, _ in files if name == ".hoodie_partition_metadata")
+    data_files, partitions = count_files(path)
     considered = len(incremental.partitions_considered)
     hot_files = sum(len(os.listdir(f"{path}/{partition}")) - 1 for partition in hot)  # minus partition metadata
     note = incremental.notes[0] if incremental.notes else ""
@@ -471,14 +282,15 @@ def phase_incremental(path: str, shape: Shape, repeat: int, previous: dict[tuple
     progress(f"timing the incremental plan against the full plan and the raw listing, best of {repeat}")
     runs = interleaved({"incremental": lambda: incremental_plan(path, shape), "full": lambda: full_plan(path, shape),
                         "raw": lambda: raw_walk(path)}, repeat)
-    inc_s, full_s, raw_s = min(runs["incremental"]), min(runs["full"]), min(runs["raw"])
-    return {"new_commits": new_times, "partitions": partitions, "data_files": len(files) - partitions,
+    inc_s, full_s, raw_s = runs["incremental"].best, runs["full"].best, runs["raw"].best
+    return {"new_commits": new_times, "partitions": partitions, "data_files": data_files,
             "partitions_considered": considered, "considered_share": considered / partitions,
             "files_considered": hot_files,
             "files_to_delete": deleted, "note": note,
             "incremental_plan_s": inc_s, "full_plan_s": full_s, "raw_listing_s": raw_s,
             "full_over_incremental": full_s / inc_s, "generated_full_over_incremental": full_s_before / inc_s,
-            "incremental_runs_s": runs["incremental"], "full_runs_s": runs["full"], "raw_runs_s": runs["raw"]}
+            "incremental_runs_s": runs["incremental"].runs, "full_runs_s": runs["full"].runs,
+            "raw_runs_s": runs["raw"].runs}
 
 
 def targets(full: dict[str, Any], execution: dict[str, Any], incremental: dict[str, Any]) -> list[dict[str, Any]]:
@@ -500,11 +312,6 @@ def targets(full: dict[str, Any], execution: dict[str, Any], incremental: dict[s
 
 # ----------------------------------------------------------------------------------------
 # Reporting
-
-
-def machine() -> dict[str, Any]:
-    return {"date": dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"), "nproc": os.cpu_count(),
-            "python": platform.python_version(), "platform": platform.platform()}
 
 
 def memory_text(m: dict[str, Any]) -> str:
@@ -553,18 +360,14 @@ def text_report(result: dict[str, Any]) -> str:
     print(file=out)
     print(f"generation {result['generation_s']:.0f} s, whole run {result['total_s']:.0f} s", file=out)
     print(file=out)
-    for t in result["targets"]:
-        print(f"{'PASS' if t['passed'] else 'FAIL'}  {t['target']}  ({t['value']})", file=out)
+    for line in target_text(result["targets"]):
+        print(line, file=out)
     for name, prof in (result.get("profile") or {}).items():
         print(f"\ncProfile of {name} (total {prof['total_s']:.2f} s with profiler overhead), top by own time:",
               file=out)
-        for r in prof["functions"]:
-            print(f"  {r['own_share']:6.1%} own {r['own_s']:6.3f} s  cum {r['cumulative_s']:6.3f} s  "
-                  f"{r['calls']:>9,} calls  {r['function']}", file=out)
-        print("  top by cumulative time:", file=out)
-        for r in prof["cumulative"]:
-            print(f"  {r['cumulative_share']:6.1%} cum {r['cumulative_s']:6.3f} s  own {r['own_s']:6.3f} s  "
-                  f"{r['calls']:>9,} calls  {r['function']}", file=out)
+        for line in [*profile_text(prof["functions"]), "  top by cumulative time:",
+                     *profile_text(prof["cumulative"], cumulative=True)]:
+            print(line, file=out)
     return out.getvalue()
 
 
@@ -630,16 +433,11 @@ def markdown_section(result: dict[str, Any]) -> str:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--dir", help="where to write the table (regenerated every run); "
-                                      "default: a fresh temp dir, on /dev/shm when available")
-    parser.add_argument("--keep", action="store_true", help="keep the table (in its final, cleaned state)")
-    parser.add_argument("--repeat", "-n", type=int, default=3, help="timed runs per contender (best is kept)")
-    parser.add_argument("--json", action="store_true", help="print the results as JSON")
-    parser.add_argument("--record", action="store_true", help=f"update {RESULTS_FILE.name}")
+    parser = argument_parser(__doc__, tables="table (regenerated every run)",
+                             keep="keep the table (in its final, cleaned state)")
     parser.add_argument("--profile", action="store_true", help="cProfile the plans and one execution too")
     parser.add_argument("--no-tracemalloc", action="store_true", help="skip the tracemalloc memory probe")
-    default = Shape()
+    default = CleanShape()
     parser.add_argument("--partitions", type=int, default=default.partitions)
     parser.add_argument("--groups", type=int, default=default.groups, help="file groups per partition")
     parser.add_argument("--versions", type=int, default=default.versions,
@@ -652,22 +450,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    shape = Shape(partitions=args.partitions, groups=args.groups, versions=args.versions)
-    if args.dir:
-        root, created = os.path.abspath(args.dir), not os.path.exists(args.dir)
-        os.makedirs(root, exist_ok=True)
-    else:
-        root, created = default_root()
-    path, raw_root = os.path.join(root, TABLE), os.path.join(root, RAW_FILES)
+    shape = CleanShape(partitions=args.partitions, groups=args.groups, versions=args.versions)
+    root, created = bench_root(args.dir)
+    path, raw_root = os.path.join(root, CLEAN_TABLE), os.path.join(root, RAW_FILES)
     top = 25 if args.profile else 0
     started = time.perf_counter()
     try:
         for folder in (path, raw_root):
             shutil.rmtree(folder, ignore_errors=True)
         progress(f"generating {shape.data_files:,} data files in {path} ({file_system_of(root)})")
-        began = time.perf_counter()
-        previous = generate(path, shape)
-        generation_s = time.perf_counter() - began
+        generation_s, previous = timed(lambda: generate_clean_table(path, shape))
         progress(f"generated in {generation_s:.1f} s")
         full = phase_full(path, shape, args.repeat)
         memory = phase_memory(path, shape, not args.no_tracemalloc)

@@ -8,8 +8,6 @@ dropped as Django's test runner does)."""
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import secrets
 import shutil
@@ -36,7 +34,16 @@ from django.test import Client  # noqa: E402
 from django.test.utils import setup_test_environment  # noqa: E402
 from django.urls import reverse  # noqa: E402
 
-from bench.fsview import default_root, generate_timeline, machine, progress, record_section, target_lines  # noqa: E402
+from bench.common import (  # noqa: E402
+    argument_parser,
+    bench_root,
+    generate_timeline,
+    machine,
+    progress,
+    publish,
+    target_lines,
+    target_text,
+)
 from console import services  # noqa: E402
 from timeline.clean.config import CleanPolicy  # noqa: E402
 from timeline.clean.planner import CleanPlan as LakePlan  # noqa: E402
@@ -102,7 +109,7 @@ def time_pages(client: Client, urls: dict[str, str], repeat: int) -> dict[str, d
 
 
 def run(instants: int, repeat: int, plan_files: int = 1_000_000) -> dict[str, Any]:
-    root, created = default_root()
+    root, created = bench_root()
     base = os.path.join(root, "timeline")
     progress(f"generating a table with {instants:,} instants in {base}")
     generate_timeline(base, instants, 1)
@@ -161,8 +168,8 @@ def text_report(result: dict[str, Any]) -> str:
              f"sync                 {result['sync_s']:8.2f} s", f"re-sync (unchanged)  {result['resync_s']:8.2f} s",
              f"plan of {result['plan_files']:,} files stored {result['plan_store_s']:8.1f} s"]
     lines += [f"{name:<28} {p['median_ms']:8.1f} ms (max {p['max_ms']:.1f})" for name, p in result["pages"].items()]
-    lines += [""] + [f"{'PASS' if t['passed'] else 'FAIL'}  {t['target']}  ({t['value']})" for t in result["targets"]]
-    return "\n".join(lines)
+    lines += ["", *target_text(result["targets"])]
+    return "\n".join(lines) + "\n"
 
 
 def markdown_section(result: dict[str, Any]) -> str:
@@ -182,17 +189,12 @@ def markdown_section(result: dict[str, Any]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser = argument_parser(__doc__, repeat=15, repeat_help="requests per page")
     parser.add_argument("--instants", type=int, default=100_000)
-    parser.add_argument("--repeat", "-n", type=int, default=15, help="requests per page")
     parser.add_argument("--plan-files", type=int, default=1_000_000, help="files of the stored plan")
-    parser.add_argument("--json", action="store_true")
-    parser.add_argument("--record", action="store_true", help="rewrite this benchmark's section of RESULTS.md")
     args = parser.parse_args(argv)
     result = run(args.instants, args.repeat, args.plan_files)
-    print(json.dumps(result, indent=2) if args.json else text_report(result))
-    if args.record:
-        record_section(markdown_section(result), SECTION_BEGIN, SECTION_END)
+    publish(result, args, text_report, markdown_section, SECTION_BEGIN, SECTION_END)
     return 0 if all(t["passed"] for t in result["targets"]) else 1
 
 

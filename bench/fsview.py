@@ -18,31 +18,27 @@ Usage (from the repository root):
     .venv/bin/python bench/fsview.py --profile       # cProfile of our file_system_view()
     .venv/bin/python bench/fsview.py --dir D --keep  # keep tables in D; later runs reuse them
 
-Progress goes to stderr. The tables are written with plain `os` calls (the generator is not
-library code). By default they go to a fresh `tempfile.mkdtemp` on a RAM file system
-(`/dev/shm`) when there is one, because creating ~900,000 files on this project's VM disk
-takes minutes; pass `--dir` to measure another file system. Every figure is taken with warm
-caches (dropping OS caches needs root).
+Progress goes to stderr. The tables are created with the library's `create_table` and filled
+with plain `os` calls (the generator is not library code; its helpers are in bench/common.py).
+By default they go to a fresh `tempfile.mkdtemp` on a RAM file system (`/dev/shm`) when there
+is one, because creating ~900,000 files on this project's VM disk takes minutes; pass `--dir`
+to measure another file system. Every figure is taken with warm caches (dropping OS caches
+needs root).
 """
 
 from __future__ import annotations
 
 import argparse
-import cProfile
-import datetime as dt
 import gc
 import io
 import json
 import os
-import platform
-import pstats
 import shutil
 import sys
-import tempfile
 import time
-import uuid
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -52,21 +48,43 @@ if str(ROOT) not in sys.path:
 
 import hudi  # noqa: E402
 
+from bench.common import (  # noqa: E402
+    BASE_BYTES,
+    argument_parser,
+    avro_schema,
+    base_name,
+    bench_root,
+    commit_metadata,
+    count_files,
+    cprofile,
+    file_ids,
+    file_system_of,
+    generate_timeline,
+    instant_at,
+    interleaved,
+    machine,
+    new_table,
+    partition_name,
+    profile_lines,
+    profile_text,
+    progress,
+    publish,
+    raw_walk,
+    target_lines,
+    target_text,
+    write_file,
+    write_instant,
+    write_partition_metadata,
+)
 from timeline import metadata  # noqa: E402
-from timeline.config import checksum  # noqa: E402
-from timeline.instant import State, format_instant_time  # noqa: E402
-from timeline.properties import dumps  # noqa: E402
+from timeline.instant import State  # noqa: E402
 from timeline.table import HudiTable  # noqa: E402
 
-RESULTS_FILE = Path(__file__).with_name("RESULTS.md")
 SECTION_BEGIN = "<!-- bench/fsview.py: begin -->"
 SECTION_END = "<!-- bench/fsview.py: end -->"
 MANIFEST = "bench-manifest.json"
 
 VIEW_TABLES = ("cow_v6", "mor_v8")
-START = dt.datetime(2026, 1, 1)
-FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
-BASE_BYTES = b"PAR1"    # the data files are tiny: listing never reads them
 LOG_BYTES = b"#HUDI#"
 
 # Limits of the targets.
@@ -89,69 +107,10 @@ class Shape:
     instants: tuple[int, ...] = (10_000, 100_000)
 
 
-def instant_at(minutes: float) -> str:
-    return format_instant_time(START + dt.timedelta(minutes=minutes))
-
-
-def write_file(path: str, data: bytes = b"") -> None:
-    fd = os.open(path, FLAGS, 0o644)
-    try:
-        if data:
-            os.write(fd, data)
-    finally:
-        os.close(fd)
-
-
-def avro_schema(partition_fields: Sequence[str]) -> str:
-    """The writer schema stored in commit metadata (`extraMetadata.schema`); hudi-rs reads it
-    from the latest commit and checks that the partition fields are in it."""
-    fields = [{"name": "id", "type": "string"}, {"name": "ts", "type": "long"},
-              {"name": "rider", "type": ["null", "string"], "default": None},
-              {"name": "fare", "type": ["null", "double"], "default": None}]
-    fields += [{"name": f, "type": "string"} for f in partition_fields]
-    return json.dumps({"type": "record", "name": "bench_record", "namespace": "hoodie.bench",
-                       "fields": fields})
-
-
-def commit_metadata(schema: str, operation: str, *, compacted: bool = False) -> dict[str, Any]:
-    """Valid commit metadata without write stats (hudi-rs only needs the schema; leaving the
-    stats out keeps the file small, which favours hudi-rs, the only reader of it here)."""
-    return {"partitionToWriteStats": {}, "compacted": compacted,
-            "extraMetadata": {"schema": schema}, "operationType": operation}
-
-
-def write_properties(base: str, props: dict[str, str]) -> None:
-    props = {**props, "hoodie.table.checksum": str(checksum(props))}
-    text = dumps(props, comments=["Written by bench/fsview.py", dt.datetime.now().strftime("%c")])
-    write_file(f"{base}/.hoodie/hoodie.properties", text.encode("latin-1"))
-
-
-def make_meta_folders(base: str, layout: int) -> str:
-    """The folders Hudi creates with a table; returns the active timeline folder."""
-    for sub in (".temp", ".aux/.bootstrap/.partitions", ".aux/.bootstrap/.fileids", ".schema"):
-        os.makedirs(f"{base}/.hoodie/{sub}", exist_ok=True)
-    if layout == 2:
-        os.makedirs(f"{base}/.hoodie/timeline/history", exist_ok=True)
-        return f"{base}/.hoodie/timeline"
-    os.makedirs(f"{base}/.hoodie/archived", exist_ok=True)
-    return f"{base}/.hoodie"
-
-
-def file_ids(partition_index: int, groups: int) -> list[str]:
-    return [f"{uuid.uuid5(uuid.NAMESPACE_URL, f'bench/{partition_index}/{g}')}-0" for g in range(groups)]
-
-
-def write_partition_metadata(folder: str, commit: str, depth: int) -> None:
-    os.makedirs(folder, exist_ok=True)
-    write_file(f"{folder}/.hoodie_partition_metadata",
-               f"#partition metadata\n#{START:%c}\ncommitTime={commit}\npartitionDepth={depth}\n".encode())
-
-
 def generate_cow_v6(base: str, shape: Shape) -> None:
     """Table version 6, COPY_ON_WRITE, hive-style partitions `city=0000`..; `shape.slices`
     commits, each rewriting every file group (one new base file per group per commit)."""
-    timeline = make_meta_folders(base, 1)
-    write_properties(base, {
+    timeline = new_table(base, {
         "hoodie.table.name": "bench_cow_v6", "hoodie.database.name": "default",
         "hoodie.table.type": "COPY_ON_WRITE", "hoodie.table.version": "6",
         "hoodie.timeline.layout.version": "1", "hoodie.table.partition.fields": "city",
@@ -165,15 +124,13 @@ def generate_cow_v6(base: str, shape: Shape) -> None:
     content = metadata.encode(commit_metadata(avro_schema(["city"]), "UPSERT"),
                               action="commit", state=State.COMPLETED, layout=1)
     for time_ in commits:
-        write_file(f"{timeline}/{time_}.commit.requested")
-        write_file(f"{timeline}/{time_}.inflight")
-        write_file(f"{timeline}/{time_}.commit", content)
+        write_instant(timeline, time_, "commit", content, layout=1)
     for p in range(shape.partitions):
-        folder = f"{base}/city={p:04d}"
+        folder = f"{base}/{partition_name(p)}"
         write_partition_metadata(folder, commits[0], 1)
         for g, file_id in enumerate(file_ids(p, shape.groups)):
             for k, time_ in enumerate(commits):
-                write_file(f"{folder}/{file_id}_{g}-{10 + k}-{100 * k + g}_{time_}.parquet", BASE_BYTES)
+                write_file(f"{folder}/{base_name(file_id, g, k, time_)}", BASE_BYTES)
 
 
 def mor_plan(slices: int) -> tuple[list[tuple[str, str, str | None]], str, int]:
@@ -198,8 +155,7 @@ def generate_mor_v8(base: str, shape: Shape) -> None:
     """Table version 8, MERGE_ON_READ, partitions `yyyy/mm/dd` (three fields, not hive
     style); deltacommits writing base files then v8 log files (named by the deltacommit that
     wrote them), one compaction in the middle, all completed."""
-    timeline = make_meta_folders(base, 2)
-    write_properties(base, {
+    timeline = new_table(base, {
         "hoodie.table.name": "bench_mor_v8", "hoodie.database.name": "default",
         "hoodie.table.type": "MERGE_ON_READ", "hoodie.table.version": "8",
         "hoodie.table.initial.version": "8", "hoodie.timeline.layout.version": "2",
@@ -224,9 +180,7 @@ def generate_mor_v8(base: str, shape: Shape) -> None:
             write_file(f"{timeline}/{time_}.compaction.inflight")
             write_file(f"{timeline}/{time_}_{completion}.commit", compacted)
         else:
-            write_file(f"{timeline}/{time_}.deltacommit.requested")
-            write_file(f"{timeline}/{time_}.deltacommit.inflight")
-            write_file(f"{timeline}/{time_}_{completion}.deltacommit", delta)
+            write_instant(timeline, time_, "deltacommit", delta, layout=2, completion=completion)
     for p in range(shape.partitions):
         year, rest = divmod(p, 250)
         folder = f"{base}/{2023 + year}/{rest // 25 + 1:02d}/{rest % 25 + 1:02d}"
@@ -238,28 +192,6 @@ def generate_mor_v8(base: str, shape: Shape) -> None:
                     write_file(f"{folder}/.{file_id}_{time_}.log.1_{token}", LOG_BYTES)
                 else:
                     write_file(f"{folder}/{file_id}_{token}_{time_}.parquet", BASE_BYTES)
-
-
-def generate_timeline(base: str, instants: int, layout: int) -> None:
-    """A COW table whose active timeline holds `instants` completed commits, each with its
-    requested, inflight and completed file (empty: loading only lists names)."""
-    timeline = make_meta_folders(base, layout)
-    version = "8" if layout == 2 else "6"
-    write_properties(base, {
-        "hoodie.table.name": f"bench_timeline_{instants}", "hoodie.database.name": "default",
-        "hoodie.table.type": "COPY_ON_WRITE", "hoodie.table.version": version,
-        "hoodie.timeline.layout.version": str(layout), "hoodie.table.partition.fields": "",
-    })
-    start = START
-    second = dt.timedelta(seconds=1)
-    for k in range(instants):
-        time_ = format_instant_time(start + k * second)
-        write_file(f"{timeline}/{time_}.commit.requested")
-        write_file(f"{timeline}/{time_}.inflight")
-        if layout == 2:
-            write_file(f"{timeline}/{time_}_{time_[:-3]}500.commit")
-        else:
-            write_file(f"{timeline}/{time_}.commit")
 
 
 @dataclass(frozen=True, slots=True)
@@ -345,23 +277,6 @@ def hudi_rs_view(path: str) -> list[Any]:
     return hudi.HudiTable(path).get_file_slices()
 
 
-def raw_walk(path: str) -> list[tuple[str, int]]:
-    """Every file below `path` outside `.hoodie`, as (name, size): the least any listing-based
-    view has to do."""
-    found: list[tuple[str, int]] = []
-    stack = [path]
-    while stack:
-        folder = stack.pop()
-        with os.scandir(folder) as entries:
-            for entry in entries:
-                if entry.is_dir(follow_symlinks=False):
-                    if entry.name != ".hoodie":
-                        stack.append(entry.path)
-                else:
-                    found.append((entry.name, entry.stat(follow_symlinks=False).st_size))
-    return found
-
-
 def ours_timeline(path: str) -> Any:
     return HudiTable.open(path).timeline
 
@@ -398,72 +313,17 @@ def expected_latest(spec: TableSpec) -> tuple[int, int]:
 # Timing
 
 
-@dataclass(slots=True)
-class Timing:
-    runs: list[float] = field(default_factory=list)
-    sizes: set[int] = field(default_factory=set)   # len() of the result of every run
-
-    @property
-    def best(self) -> float:
-        return min(self.runs)
-
-
-def timed(fn: Callable[[str], Any], arg: str) -> tuple[float, int]:
-    started = time.perf_counter()
-    result = fn(arg)
-    elapsed = time.perf_counter() - started
-    size = len(result)
-    del result
-    return elapsed, size
-
-
-def measure(contenders: dict[str, tuple[Callable[[str], Any], str]], repeat: int) -> dict[str, Timing]:
-    """Interleaved runs (A B C, A B C, ...) so that background load hits all alike; the
-    caller has warmed everything up once."""
-    timings = {name: Timing() for name in contenders}
-    for _ in range(repeat):
-        for name, (fn, arg) in contenders.items():
-            gc.collect()
-            elapsed, size = timed(fn, arg)
-            timings[name].runs.append(elapsed)
-            timings[name].sizes.add(size)
-    return timings
-
-
-def progress(message: str) -> None:
-    print(f"[bench] {message}", file=sys.stderr, flush=True)
-
-
-def file_system_of(path: str) -> str:
-    """The mount type holding `path` (from /proc/mounts), e.g. tmpfs or ext4."""
-    real = os.path.realpath(path)
-    best, kind = "", "unknown"
-    try:
-        with open("/proc/mounts", encoding="utf-8") as handle:
-            for line in handle:
-                parts = line.split()
-                if len(parts) >= 3 and (real == parts[1] or real.startswith(parts[1].rstrip("/") + "/")):
-                    if len(parts[1]) > len(best):
-                        best, kind = parts[1], parts[2]
-    except OSError:
-        pass
-    return kind
-
-
-def count_files(path: str) -> tuple[int, int]:
-    """(data files, partitions) outside `.hoodie`; partition metadata files are not data."""
-    files = raw_walk(path)
-    partitions = sum(1 for name, _ in files if name == ".hoodie_partition_metadata")
-    return len(files) - partitions, partitions
+def tables(root: str, specs: Sequence[TableSpec], kind: str) -> Iterator[tuple[TableSpec, str]]:
+    """The specs of one kind, each with its table's path."""
+    for spec in specs:
+        if spec.kind == kind:
+            yield spec, os.path.join(root, spec.name)
 
 
 def run_views(root: str, specs: Sequence[TableSpec], repeat: int) -> dict[str, Any]:
     results: dict[str, Any] = {}
-    contenders: dict[str, tuple[Callable[[str], Any], str]] = {}
-    for spec in specs:
-        if spec.kind != "view":
-            continue
-        path = os.path.join(root, spec.name)
+    contenders: dict[str, Callable[[], Any]] = {}
+    for spec, path in tables(root, specs, "view"):
         data_files, partitions = count_files(path)
         progress(f"{spec.name}: warm-up and cross-check ({data_files:,} data files, {partitions:,} partitions)")
         ours = sorted(slice_key_ours(s) for s in ours_view(path))
@@ -481,12 +341,12 @@ def run_views(root: str, specs: Sequence[TableSpec], repeat: int) -> dict[str, A
             "partitions": partitions, "data_files": data_files, "latest_slices": len(ours),
             "files_per_latest_slice": want_files, "same_slices_as_hudi_rs": ours == theirs,
         }
-        contenders[f"{spec.name}/ours"] = (ours_view, path)
-        contenders[f"{spec.name}/hudi-rs"] = (hudi_rs_view, path)
-        contenders[f"{spec.name}/raw"] = (raw_walk, path)
+        contenders[f"{spec.name}/ours"] = partial(ours_view, path)
+        contenders[f"{spec.name}/hudi-rs"] = partial(hudi_rs_view, path)
+        contenders[f"{spec.name}/raw"] = partial(raw_walk, path)
         del ours, theirs
     progress(f"timing file-system views, best of {repeat}")
-    timings = measure(contenders, repeat)
+    timings = interleaved(contenders, repeat, warm_up=False)
     for name, entry in results.items():
         sizes = timings[f"{name}/ours"].sizes, timings[f"{name}/hudi-rs"].sizes
         assert sizes[0] == sizes[1] == {entry["latest_slices"]}, f"{name}: slice counts {sizes}"
@@ -504,11 +364,8 @@ def run_views(root: str, specs: Sequence[TableSpec], repeat: int) -> dict[str, A
 
 def run_timelines(root: str, specs: Sequence[TableSpec], repeat: int) -> dict[str, Any]:
     results: dict[str, Any] = {}
-    contenders: dict[str, tuple[Callable[[str], Any], str]] = {}
-    for spec in specs:
-        if spec.kind != "timeline":
-            continue
-        path = os.path.join(root, spec.name)
+    contenders: dict[str, Callable[[], Any]] = {}
+    for spec, path in tables(root, specs, "timeline"):
         folder = f"{path}/.hoodie/timeline" if spec.params["layout"] == 2 else f"{path}/.hoodie"
         loaded = ours_timeline(path)
         assert len(loaded) == spec.params["instants"], f"{spec.name}: {len(loaded)} instants loaded"
@@ -516,10 +373,10 @@ def run_timelines(root: str, specs: Sequence[TableSpec], repeat: int) -> dict[st
         del loaded
         results[spec.name] = {"instants": spec.params["instants"], "layout": spec.params["layout"],
                               "timeline_files": files}
-        contenders[f"{spec.name}/ours"] = (ours_timeline, path)
-        contenders[f"{spec.name}/raw"] = (raw_timeline, folder)
+        contenders[f"{spec.name}/ours"] = partial(ours_timeline, path)
+        contenders[f"{spec.name}/raw"] = partial(raw_timeline, folder)
     progress(f"timing timeline loads, best of {repeat}")
-    timings = measure(contenders, repeat)
+    timings = interleaved(contenders, repeat, warm_up=False)
     for name, entry in results.items():
         ours_s, raw_s = timings[f"{name}/ours"].best, timings[f"{name}/raw"].best
         entry.update({"ours_s": ours_s, "raw_s": raw_s, "ours_runs_s": timings[f"{name}/ours"].runs,
@@ -561,23 +418,6 @@ def best_of(fn: Callable[[], Any], repeat: int, *, pause_gc: bool = False) -> fl
     return best
 
 
-def cprofile(fn: Callable[[], Any], top: int) -> dict[str, Any]:
-    """The functions with the most own time under cProfile, with their share of the total."""
-    profiler = cProfile.Profile()
-    profiler.enable()
-    fn()
-    profiler.disable()
-    stats = pstats.Stats(profiler, stream=io.StringIO())
-    total = stats.total_tt  # type: ignore[attr-defined]
-    rows = []
-    for (file_name, line, func), (_, calls, tottime, cumtime, _) in stats.stats.items():  # type: ignore[attr-defined]
-        rows.append({"function": f"{Path(file_name).name}:{line}({func})", "calls": calls,
-                     "own_s": tottime, "own_share": tottime / total if total else 0.0,
-                     "cumulative_s": cumtime, "cumulative_share": cumtime / total if total else 0.0})
-    rows.sort(key=lambda r: r["own_s"], reverse=True)
-    return {"total_s": total, "functions": rows[:top]}
-
-
 def profile(root: str, specs: Sequence[TableSpec], repeat: int, top: int) -> dict[str, Any]:
     """Where our time goes: wall-clock phases without a profiler (config, timeline, listing,
     view from a listing; the whole view with the garbage collector paused), then cProfile of
@@ -615,14 +455,6 @@ def profile(root: str, specs: Sequence[TableSpec], repeat: int, top: int) -> dic
 # Reporting
 
 
-def machine() -> dict[str, Any]:
-    return {
-        "date": dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
-        "nproc": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
-        "hudi_rs": getattr(hudi, "__version__", "?"),
-    }
-
-
 def text_report(result: dict[str, Any]) -> str:
     out = io.StringIO()
     m = result["machine"]
@@ -648,8 +480,8 @@ def text_report(result: dict[str, Any]) -> str:
           f"{len(result['views']) + len(result['timelines']) - len(result['generation_s'])}), "
           f"whole run {result['total_s']:.0f} s", file=out)
     print("", file=out)
-    for t in result["targets"]:
-        print(f"{'PASS' if t['passed'] else 'FAIL'}  {t['target']}  ({t['value']})", file=out)
+    for line in target_text(result["targets"]):
+        print(line, file=out)
     for name, prof in (result.get("profile") or {}).items():
         what = "HudiTable.open(path).file_system_view()" if name in VIEW_TABLES else "HudiTable.open(path).timeline"
         print(f"\n{name}: wall clock, best of {result['repeat']}, no profiler:", file=out)
@@ -657,9 +489,8 @@ def text_report(result: dict[str, Any]) -> str:
             print(f"  {seconds:8.3f} s  {phase}", file=out)
         print(f"cProfile of {what} (total {prof['total_s']:.2f} s, profiler overhead and no GC time "
               "attribution), top by own time:", file=out)
-        for r in prof["functions"]:
-            print(f"  {r['own_share']:6.1%} own {r['own_s']:6.3f} s  cum {r['cumulative_s']:6.3f} s  "
-                  f"{r['calls']:>8,} calls  {r['function']}", file=out)
+        for line in profile_text(prof["functions"]):
+            print(line, file=out)
     return out.getvalue()
 
 
@@ -710,59 +541,12 @@ def markdown_section(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def record_section(section: str, begin: str, end: str) -> None:
-    """Replace one benchmark's section (between its markers) of RESULTS.md, or append it."""
-    text = RESULTS_FILE.read_text(encoding="utf-8") if RESULTS_FILE.exists() else ""
-    start, stop = text.find(begin), text.find(end)
-    if start != -1 and stop != -1:
-        text = text[:start] + section + text[stop + len(end):].lstrip("\n")
-    else:
-        text = text.rstrip("\n") + ("\n\n" if text else "") + section
-    RESULTS_FILE.write_text(text, encoding="utf-8")
-    progress(f"recorded in {RESULTS_FILE}")
-
-
-def publish(result: dict[str, Any], args: argparse.Namespace, text: Callable[[dict[str, Any]], str],
-            section: Callable[[dict[str, Any]], str], begin: str, end: str) -> None:
-    """Print a benchmark's result (text or --json) and, with --record, rewrite its section."""
-    if args.json:
-        print(json.dumps(result, indent=2, default=str))
-    else:
-        print(text(result), end="")
-    if args.record:
-        record_section(section(result), begin, end)
-
-
-def target_lines(targets: list[dict[str, Any]]) -> list[str]:
-    """The PASS/FAIL table of a result's targets, as Markdown lines."""
-    lines = ["| target | measured | result |", "|---|---|---|"]
-    return lines + [f"| {t['target']} | {t['value']} | {'PASS' if t['passed'] else 'FAIL'} |" for t in targets]
-
-
-def profile_lines(functions: list[dict[str, Any]]) -> list[str]:
-    """The top functions of a cProfile run, as Markdown table lines."""
-    lines = ["| own share | own (s) | cumulative (s) | calls | function |", "|---:|---:|---:|---:|---|"]
-    return lines + [f"| {r['own_share']:.1%} | {r['own_s']:.3f} | {r['cumulative_s']:.3f} | {r['calls']:,} "
-                    f"| `{r['function']}` |" for r in functions[:10]]
-
-
 # ----------------------------------------------------------------------------------------
 
 
-def default_root() -> tuple[str, bool]:
-    ram = "/dev/shm"
-    parent = ram if os.path.isdir(ram) and os.access(ram, os.W_OK) else None
-    return tempfile.mkdtemp(prefix="cleanline-bench-", dir=parent), True
-
-
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--dir", help="where to write the tables (kept tables there are reused); "
-                                      "default: a fresh temp dir, on /dev/shm when available")
-    parser.add_argument("--keep", action="store_true", help="keep the generated tables")
-    parser.add_argument("--repeat", "-n", type=int, default=3, help="timed runs per contender (best is kept)")
-    parser.add_argument("--json", action="store_true", help="print the results as JSON")
-    parser.add_argument("--record", action="store_true", help=f"update {RESULTS_FILE.name}")
+    parser = argument_parser(__doc__, tables="tables (kept tables there are reused)",
+                             keep="keep the generated tables")
     parser.add_argument("--profile", action="store_true", help="cProfile our file_system_view() too")
     default = Shape()
     parser.add_argument("--partitions", type=int, default=default.partitions)
@@ -779,11 +563,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     shape = Shape(args.partitions, args.groups, args.slices,
                   tuple(int(n) for n in args.instants.split(",") if n.strip()))
-    if args.dir:
-        root, created = os.path.abspath(args.dir), not os.path.exists(args.dir)
-        os.makedirs(root, exist_ok=True)
-    else:
-        root, created = default_root()
+    root, created = bench_root(args.dir)
     specs = table_specs(shape)
     started = time.perf_counter()
     try:
@@ -792,7 +572,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         views = run_views(root, specs, args.repeat)
         timelines = run_timelines(root, specs, args.repeat)
         result: dict[str, Any] = {
-            "machine": machine(), "dir": root, "file_system": file_system_of(root), "repeat": args.repeat,
+            "machine": machine(hudi_rs=getattr(hudi, "__version__", "?")), "dir": root,
+            "file_system": file_system_of(root), "repeat": args.repeat,
             "shape": asdict(shape), "generation_s": generated, "views": views, "timelines": timelines,
             "targets": targets(views, timelines),
         }

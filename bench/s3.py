@@ -1,18 +1,20 @@
 """S3 listing and clean-delete benchmark on a local S3-protocol server, measured side by side
 in one run.
 
-Starts moto's S3 server (moto[server], the server the tests use) on 127.0.0.1 in a child
-process of this script (`--serve PORT`): moto's own WSGI application, plus one route of the
-benchmark, `POST /_bench/seed`, that loads objects from a local folder straight into the
-server's store. Every measured request goes through the S3 API; the route only makes the
-set-up affordable (moto answers about 150 PUTs a second, so putting 100,000 objects would take
-11 minutes, and every repetition of the delete puts 50,000 back).
+Starts moto's S3 server (moto[server], the server the tests use, started and stopped by the
+tests' `S3Server` of tests/s3.py) on 127.0.0.1 in a child process of this script
+(`--serve PORT`): moto's own WSGI application, plus one route of the benchmark,
+`POST /_bench/seed`, that loads objects from a local folder straight into the server's store.
+Every measured request goes through the S3 API; the route only makes the set-up affordable
+(moto answers about 150 PUTs a second, so putting 100,000 objects would take 11 minutes, and
+every repetition of the delete puts 50,000 back).
 
-The table is bench/clean.py's generator (table version 6, COPY_ON_WRITE, JSON commit metadata
-listing every file written), by default 100 partitions x 500 file groups: two commits rewrite
-every file group, a third rewrites those of one partition, so 100,500 data files of 4 bytes;
-with `commits_retained=1` the full plan deletes 50,000 of them. It is written to a local temp
-dir (on /dev/shm when there is one) and seeded to `s3://cleanline-bench/table`.
+The table is the clean benchmark's (`generate_clean_table` of bench/common.py: table version 6,
+COPY_ON_WRITE, JSON commit metadata listing every file written), by default 100 partitions x
+500 file groups: two commits rewrite every file group, a third rewrites those of one
+partition, so 100,500 data files of 4 bytes; with `commits_retained=1` the full plan deletes
+50,000 of them. It is written to a local temp dir (on /dev/shm when there is one) and seeded
+to `s3://cleanline-bench/table`.
 
 Timed, best of N, contenders interleaved:
 
@@ -48,8 +50,6 @@ import argparse
 import json
 import os
 import shutil
-import socket
-import subprocess
 import sys
 import time
 import urllib.request
@@ -63,28 +63,31 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.clean import Shape, generate  # noqa: E402 - the clean benchmark's table generator
-from bench.fsview import (  # noqa: E402 - generic timing and reporting helpers
-    RESULTS_FILE,
-    default_root,
+from bench.common import (  # noqa: E402
+    CleanShape,
+    argument_parser,
+    bench_root,
+    clean_state_file,
     file_system_of,
+    generate_clean_table,
+    interleaved,
     machine,
-    measure,
     progress,
     publish,
+    schedule_full_plan,
     target_lines,
+    target_text,
+    timed,
 )
-from timeline.clean.config import CleanConfig  # noqa: E402
+from tests.s3 import S3Server, offline_aws_environment  # noqa: E402 - the tests' moto server
 from timeline.clean.executor import (  # noqa: E402
     begin_clean,
     delete_targets,
     finish_clean,
     pending_cleans,
     run_pending_cleans,
-    schedule_clean,
 )
-from timeline.clean.planner import plan_clean  # noqa: E402
-from timeline.instant import CLEAN, Instant, State  # noqa: E402
+from timeline.instant import Instant, State  # noqa: E402
 from timeline.storage.arrow import ArrowStorage  # noqa: E402
 from timeline.table import HudiTable  # noqa: E402
 
@@ -95,12 +98,8 @@ RAW_BUCKET = "cleanline-bench-raw"  # the raw delete set: moto scans a whole buc
 TABLE = "table"
 RAW = "raw"
 THREADS = 32
-LAYOUT = 1
 SEED_ROUTE = "/_bench/seed"
 RATIO_MIN = 0.5
-ENV = {"AWS_ACCESS_KEY_ID": "cleanline-bench-key", "AWS_SECRET_ACCESS_KEY": "cleanline-bench-secret",
-       "AWS_REGION": "us-east-1", "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true",
-       "AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull}
 
 
 # ----------------------------------------------------------------------------------------
@@ -143,25 +142,12 @@ def serve(port: int) -> None:
     run_simple("127.0.0.1", port, bench_app, threaded=True)
 
 
-class Server:
-    """The child server: start, seed, stop."""
+class Server(S3Server):
+    """tests/s3.py's server (start-up, environment, shutdown) running `serve` in a child
+    process of this script; `seed` loads objects through the seeding route."""
 
-    def __init__(self) -> None:
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            self.port = int(sock.getsockname()[1])
-        self.endpoint = f"http://127.0.0.1:{self.port}"
-        self.process = subprocess.Popen([sys.executable, __file__, "--serve", str(self.port)],
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{self.endpoint}/moto-api/", timeout=1):
-                    break
-            except OSError:
-                if self.process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("the S3 server did not start") from None
-                time.sleep(0.1)
+    def command(self, port: int) -> list[str]:
+        return [sys.executable, __file__, "--serve", str(port)]
 
     def seed(self, root: str, prefix: str, files: Sequence[str] | None = None, *, bucket: str = BUCKET) -> int:
         body = json.dumps({"bucket": bucket, "root": root, "prefix": prefix,
@@ -169,14 +155,6 @@ class Server:
         request = urllib.request.Request(f"{self.endpoint}{SEED_ROUTE}", data=body, method="POST")
         with urllib.request.urlopen(request, timeout=600) as response:
             return int(json.loads(response.read())["seeded"])
-
-    def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
 
 
 def s3_client(endpoint: str) -> Any:
@@ -234,14 +212,12 @@ def files_of(listing: Any) -> list[Any]:
 def phase_listing(uri: str, client: Any, repeat: int) -> dict[str, Any]:
     table = HudiTable.open(uri)
     storage: ArrowStorage = table.storage  # type: ignore[assignment]
-    contenders: dict[str, tuple[Callable[[str], Any], str]] = {
-        "ours": (lambda _: files_of(table.list_partitions()), ""),
-        "raw": (lambda _: raw_list(client, TABLE), ""),
+    contenders: dict[str, Callable[[], Any]] = {
+        "ours": lambda: files_of(table.list_partitions()),
+        "raw": lambda: raw_list(client, TABLE),
     }
-    for fn, arg in contenders.values():  # warm-up
-        fn(arg)
     progress(f"timing the listings, {repeat} interleaved runs")
-    timings = measure(contenders, repeat)
+    timings = interleaved(contenders, repeat)
     (ours_n,), (raw_n,) = (timings[n].sizes for n in ("ours", "raw"))
     assert ours_n == raw_n, f"ours listed {ours_n} files, raw {raw_n}"
     ours_s, raw_s = timings["ours"].best, timings["raw"].best
@@ -257,15 +233,8 @@ def reset_to_scheduled(server: Server, client: Any, local: str, clean: Instant, 
     """Undo an executed clean: its inflight and completed state files go, the deleted objects
     come back; the requested plan stays."""
     for state in (State.INFLIGHT, State.COMPLETED):
-        name = Instant(clean.requested_time, CLEAN, state).file_name(LAYOUT)
-        client.delete_object(Bucket=BUCKET, Key=f"{TABLE}/.hoodie/{name}")
+        client.delete_object(Bucket=BUCKET, Key=f"{TABLE}/.hoodie/{clean_state_file(clean, state)}")
     server.seed(local, TABLE, doomed)
-
-
-def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
-    started = time.perf_counter()
-    result = fn()
-    return time.perf_counter() - started, result
 
 
 def phased_clean(uri: str, sizes: dict[str, int]) -> dict[str, float]:
@@ -288,18 +257,13 @@ def phased_clean(uri: str, sizes: dict[str, int]) -> dict[str, float]:
     return {"begin_s": began - started, "deletes_s": deleted - began, "finish_s": time.perf_counter() - deleted}
 
 
-def phase_deletes(server: Server, uri: str, local: str, client: Any, shape: Shape, repeat: int,
+def phase_deletes(server: Server, uri: str, local: str, client: Any, shape: CleanShape, repeat: int,
                   sample: int) -> dict[str, Any]:
-    config = CleanConfig(commits_retained=shape.retained, incremental=False)
-    table = HudiTable.open(uri)
-    plan = plan_clean(table, config)
-    doomed = [f"{d.partition}/{d.file_name}" for d in plan.files_to_delete]
+    scheduled = schedule_full_plan(uri, shape)
+    clean, sizes = scheduled.clean, scheduled.sizes
+    doomed = [f"{partition}/{name}" for partition, name in scheduled.files]
     expected, _ = shape.expected_full()
     assert len(doomed) == expected, f"the plan deletes {len(doomed)} files, expected {expected}"
-    sizes = {d.path: d.size for d in plan.files_to_delete}
-    clean = schedule_clean(table, plan, config)
-    assert clean is not None
-    del plan, table
     raw_keys = [f"{RAW}/{relative}" for relative in doomed]
     n = len(doomed)
     progress(f"scheduled clean {clean.requested_time}: {n:,} files; timing run_pending_cleans against raw "
@@ -370,7 +334,7 @@ def text_report(result: dict[str, Any]) -> str:
         f"{de['per_file_files_per_s']:,.0f} files/s over {de['per_file_sample']:,} files)",
         "",
     ]
-    lines += [f"{'PASS' if t['passed'] else 'FAIL'}  {t['target']}  ({t['value']})" for t in result["targets"]]
+    lines += target_text(result["targets"])
     return "\n".join(lines) + "\n"
 
 
@@ -434,11 +398,8 @@ def markdown_section(result: dict[str, Any]) -> str:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser = argument_parser(__doc__)
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)  # the child server
-    parser.add_argument("--repeat", "-n", type=int, default=3, help="timed runs per contender (best is kept)")
-    parser.add_argument("--json", action="store_true", help="print the results as JSON")
-    parser.add_argument("--record", action="store_true", help=f"update {RESULTS_FILE.name}")
     parser.add_argument("--partitions", type=int, default=100)
     parser.add_argument("--groups", type=int, default=500, help="file groups per partition")
     parser.add_argument("--per-file-sample", type=int, default=2000, help="objects deleted one request each")
@@ -455,20 +416,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     from importlib.metadata import version
 
-    shape = Shape(partitions=args.partitions, groups=args.groups, versions=2, trickle=1, hot=1, new_commits=0,
+    shape = CleanShape(partitions=args.partitions, groups=args.groups, versions=2, trickle=1, hot=1, new_commits=0,
                   retained=1)
-    root, _ = default_root()
+    root, _ = bench_root()
     local = os.path.join(root, TABLE)
     started = time.perf_counter()
-    server = Server()
-    os.environ.update(ENV, AWS_ENDPOINT_URL=server.endpoint)
-    os.environ.pop("AWS_ENDPOINT_URL_S3", None)
-    os.environ.pop("AWS_PROFILE", None)
+    server = Server(Path(root) / "s3-server").start()
+    offline_aws_environment()
+    os.environ.update(server.env)
     try:
         progress(f"S3 server at {server.endpoint}; generating {shape.data_files:,} data files in {local} "
                  f"({file_system_of(root)})")
         began = time.perf_counter()
-        generate(local, shape)
+        generate_clean_table(local, shape)
         client = s3_client(server.endpoint)
         client.create_bucket(Bucket=BUCKET)
         client.create_bucket(Bucket=RAW_BUCKET)

@@ -56,12 +56,9 @@ another place, `--keep` leaves them). A run takes about 4 minutes on two cores, 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import gc
 import io
 import os
 import pickle
-import platform
 import re
 import shutil
 import sys
@@ -82,19 +79,29 @@ from pyspark import cloudpickle  # noqa: E402
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
-from bench.clean import LAYOUT, Shape, cprofile, full_plan, interleaved, reset_to_scheduled  # noqa: E402
-from bench.clean import TABLE as CLEAN_TABLE  # noqa: E402
-from bench.clean import generate as generate_clean_table  # noqa: E402
-from bench.fsview import (  # noqa: E402 - generic helpers
-    RESULTS_FILE,
-    default_root,
+from bench.common import (  # noqa: E402
+    CLEAN_TABLE,
+    CleanShape,
+    argument_parser,
+    bench_root,
+    clean_state_file,
+    cprofile,
     file_system_of,
+    full_config,
+    full_plan,
+    generate_clean_table,
+    interleaved,
+    machine,
     profile_lines,
+    profile_text,
     progress,
     publish,
+    reset_to_scheduled,
+    schedule_full_plan,
     target_lines,
+    target_text,
+    timed,
 )
-from timeline.clean.config import CleanConfig  # noqa: E402
 from timeline.clean.executor import (  # noqa: E402
     CHUNK,
     CleanResult,
@@ -104,11 +111,10 @@ from timeline.clean.executor import (  # noqa: E402
     finish_clean,
     pending_cleans,
     run_pending_cleans,
-    schedule_clean,
 )
 from timeline.clean.planner import finish_plan, start_plan  # noqa: E402
 from timeline.fsview import partition_paths  # noqa: E402
-from timeline.instant import CLEAN, Instant, State  # noqa: E402
+from timeline.instant import Instant, State  # noqa: E402
 from timeline.spark.clean import (  # noqa: E402
     PARTITIONS_PER_TASK,
     _delete_chunk,
@@ -166,13 +172,9 @@ def start_session(master: str) -> tuple[SparkSession, dict[str, Any]]:
 # The clean job
 
 
-def clean_config(shape: Shape) -> CleanConfig:
-    return CleanConfig(commits_retained=shape.retained, incremental=False)
-
-
-def phase_plan(spark: SparkSession, path: str, shape: Shape, repeat: int) -> dict[str, Any]:
+def phase_plan(spark: SparkSession, path: str, shape: CleanShape, repeat: int) -> dict[str, Any]:
     """The full plan on Spark against the local engine, after checking they are equal."""
-    config = clean_config(shape)
+    config = full_config(shape)
     local, distributed = full_plan(path, shape), plan_clean_spark(spark, path, config)
     same = distributed == local
     if not same:
@@ -183,25 +185,17 @@ def phase_plan(spark: SparkSession, path: str, shape: Shape, repeat: int) -> dic
     progress(f"timing the full plan, Spark against the local engine, best of {repeat}")
     runs = interleaved({"local": lambda: full_plan(path, shape),
                         "spark": lambda: plan_clean_spark(spark, path, config)}, repeat)
-    local_s, spark_s = min(runs["local"]), min(runs["spark"])
+    local_s, spark_s = runs["local"].best, runs["spark"].best
     return {"same_plan": same, "files_to_delete": deleted, "files_kept": kept, "local_s": local_s,
-            "spark_s": spark_s, "spark_over_local": spark_s / local_s, "local_runs_s": runs["local"],
-            "spark_runs_s": runs["spark"]}
-
-
-def schedule(path: str, shape: Shape) -> tuple[Instant, list[tuple[str, str]], dict[str, int]]:
-    """Schedule the full plan; the clean, its files (partition, name) and its sizes by path."""
-    plan = full_plan(path, shape)
-    clean = schedule_clean(HudiTable.open(path), plan, clean_config(shape))
-    return clean, [(d.partition, d.file_name) for d in plan.files_to_delete], \
-        {d.path: d.size for d in plan.files_to_delete}
+            "spark_s": spark_s, "spark_over_local": spark_s / local_s, "local_runs_s": runs["local"].runs,
+            "spark_runs_s": runs["spark"].runs}
 
 
 @contextmanager
 def unscheduled(path: str, clean: Instant) -> Iterator[None]:
     """The table without its scheduled clean (its requested file moved out of the timeline
     and back), so that plans are taken as on the generated table."""
-    requested = f"{path}/.hoodie/{Instant(clean.requested_time, CLEAN, State.REQUESTED).file_name(LAYOUT)}"
+    requested = f"{path}/.hoodie/{clean_state_file(clean, State.REQUESTED)}"
     aside = f"{path}.requested-clean"
     os.rename(requested, aside)
     try:
@@ -233,10 +227,7 @@ def phase_execution(engines: Mapping[str, Callable[[], list[CleanResult]]], path
     published: dict[str, dict[str, Any]] = {}
     for _ in range(repeat):
         for name, run in engines.items():
-            gc.collect()
-            started = time.perf_counter()
-            results = run()
-            elapsed = time.perf_counter() - started
+            elapsed, results = timed(run)
             assert len(results) == 1, f"{name}: {len(results)} cleans ran"
             done = results[0]
             assert (done.deleted, done.already_gone, done.failed) == (len(files), 0, 0), \
@@ -249,7 +240,7 @@ def phase_execution(engines: Mapping[str, Callable[[], list[CleanResult]]], path
             "same_completed_clean": all(content == first for content in published.values())}
 
 
-def clean_comparison(spark: SparkSession, session: dict[str, Any], path: str, shape: Shape, repeat: int,
+def clean_comparison(spark: SparkSession, session: dict[str, Any], path: str, shape: CleanShape, repeat: int,
                      clean: Instant, files: Sequence[tuple[str, str]], sizes: Mapping[str, int]) -> dict[str, Any]:
     """Plan and execution on this session against the local engine."""
     with unscheduled(path, clean):
@@ -316,32 +307,25 @@ def suggested_execution(spark: SparkSession, path: str, sizes: Mapping[str, int]
     return results
 
 
-def seconds(fn: Callable[[], Any]) -> tuple[float, Any]:
-    gc.collect()
-    started = time.perf_counter()
-    result = fn()
-    return time.perf_counter() - started, result
-
-
-def profile_plan(spark: SparkSession, path: str, shape: Shape) -> dict[str, Any]:
+def profile_plan(spark: SparkSession, path: str, shape: CleanShape) -> dict[str, Any]:
     """The steps of `plan_clean_spark`, timed one by one, and what it ships."""
-    config, sc = clean_config(shape), spark.sparkContext
+    config, sc = full_config(shape), spark.sparkContext
     phases: dict[str, float] = {}
-    phases["open + start_plan (driver: timeline, commit metadata, protection)"], start = seconds(
+    phases["open + start_plan (driver: timeline, commit metadata, protection)"], start = timed(
         lambda: start_plan(HudiTable.open(path), config))
     table = HudiTable.open(path)
     context = start.context
-    phases["partition_paths (driver: one exists() per folder)"], partitions = seconds(
+    phases["partition_paths (driver: one exists() per folder)"], partitions = timed(
         lambda: partition_paths(table.storage, table.base))
     slices = max(1, min(len(partitions), -(-len(partitions) // PARTITIONS_PER_TASK)))
-    phases[f"the job: {slices} tasks list and plan, collect()"], collected = seconds(
+    phases[f"the job: {slices} tasks list and plan, collect()"], collected = timed(
         lambda: sc.parallelize(partitions, slices).mapPartitions(
             lambda part: _plan_partitions(context, part)).collect())
-    phases["finish_plan (driver)"], _ = seconds(lambda: finish_plan(start, collected))
-    phases[f"no-op job of the same {slices} tasks, PlanContext in the closure, collect()"], _ = seconds(
+    phases["finish_plan (driver)"], _ = timed(lambda: finish_plan(start, collected))
+    phases[f"no-op job of the same {slices} tasks, PlanContext in the closure, collect()"], _ = timed(
         lambda: sc.parallelize(partitions, slices).mapPartitions(partial(_count_holding, context)).collect())
     pickled_results = pickle.dumps(collected, protocol=pickle.HIGHEST_PROTOCOL)
-    phases["unpickling the collected decisions once (driver)"], _ = seconds(lambda: pickle.loads(pickled_results))
+    phases["unpickling the collected decisions once (driver)"], _ = timed(lambda: pickle.loads(pickled_results))
     return {"phases": phases, "tasks": slices,
             "context_bytes": len(cloudpickle.dumps(context)), "results_bytes": len(pickled_results),
             "decisions": sum(len(files) for _, files, _ in collected)}
@@ -356,7 +340,7 @@ def profile_execution(spark: SparkSession, path: str, clean: Instant, files: Seq
     phases: dict[str, float] = {}
     table = HudiTable.open(path)
     (pending,) = pending_cleans(table)
-    phases["pending_cleans + begin_clean (driver: read the plan, write inflight)"], (plan, targets) = seconds(
+    phases["pending_cleans + begin_clean (driver: read the plan, write inflight)"], (plan, targets) = timed(
         lambda: begin_clean(table, pending))
     tasks = max(1, -(-len(targets) // CHUNK))
     outcomes: list[Outcome] = []
@@ -366,8 +350,8 @@ def profile_execution(spark: SparkSession, path: str, clean: Instant, files: Seq
         for batch in rdd.mapPartitions(lambda part: _delete_chunk(uri, part, sizes)).toLocalIterator():
             outcomes.extend(batch)
 
-    phases[f"the job: {tasks} tasks delete, toLocalIterator()"], _ = seconds(job)
-    phases["finish_clean (driver: clean metadata, completed file)"], _ = seconds(
+    phases[f"the job: {tasks} tasks delete, toLocalIterator()"], _ = timed(job)
+    phases["finish_clean (driver: clean metadata, completed file)"], _ = timed(
         lambda: finish_clean(table, pending, plan, outcomes, time.monotonic()))
     reset_to_scheduled(path, clean, files)
     noop = {
@@ -384,23 +368,23 @@ def profile_execution(spark: SparkSession, path: str, clean: Instant, files: Seq
     }
     for name, fn in noop.items():
         progress(f"profile: {name.strip()}")
-        phases[name], counted = seconds(fn)
+        phases[name], counted = timed(fn)
         assert counted == len(targets), f"{name}: {counted} targets"
     command = cloudpickle.dumps(lambda part: _delete_chunk(uri, part, sizes))
-    phases["unpickling the task closure with the sizes mapping once"], _ = seconds(lambda: pickle.loads(command))
+    phases["unpickling the task closure with the sizes mapping once"], _ = timed(lambda: pickle.loads(command))
     variants: dict[str, float] = {}
     progress("profile: the executions without sizes and the suggested variant")
-    variants["run_pending_cleans_spark without sizes (a status call per file, no sizes shipped)"], _ = seconds(
+    variants["run_pending_cleans_spark without sizes (a status call per file, no sizes shipped)"], _ = timed(
         lambda: run_pending_cleans_spark(spark, path))
     reset_to_scheduled(path, clean, files)
-    variants["run_pending_cleans without sizes (local engine, a status call per file)"], _ = seconds(
+    variants["run_pending_cleans without sizes (local engine, a status call per file)"], _ = timed(
         lambda: run_pending_cleans(HudiTable.open(path)))
     reset_to_scheduled(path, clean, files)
     few = SUGGESTED_TASKS_PER_CORE * sc.defaultParallelism
     for name, count in ((f"experiment: sizes in the targets, one job collected, {tasks} tasks (suggested 1+2)", None),
                         (f"experiment: the same with {few} tasks ({SUGGESTED_TASKS_PER_CORE} per core; "
                          "suggested 1+2+3)", few)):
-        variants[name], done = seconds(lambda n=count: suggested_execution(spark, path, sizes, tasks=n))
+        variants[name], done = timed(lambda n=count: suggested_execution(spark, path, sizes, tasks=n))
         assert done[0].deleted == len(files), f"{name}: deleted {done[0].deleted}"
         reset_to_scheduled(path, clean, files)
     progress("profile: cProfile of run_pending_cleans_spark on the driver")
@@ -462,10 +446,7 @@ def phase_writer(spark: SparkSession, root: str, rows: int, partitions: int, tab
             data = writer_rows(spark, first, rows, commit, partitions).cache()
             assert data.count() == rows
             progress(f"writer: {kind} v8 {operation} of {rows:,} rows (measured once)")
-            gc.collect()
-            started = time.perf_counter()
-            instant = write(spark, data, path, operation=operation, **common)
-            elapsed = time.perf_counter() - started
+            elapsed, instant = timed(lambda: write(spark, data, path, operation=operation, **common))
             data.unpersist()
             stats = write_stats(path, instant)
             groups = {(s["partitionPath"], s["fileId"]) for s in stats}
@@ -523,15 +504,6 @@ def targets(main: dict[str, Any], more: dict[str, Any] | None, more_note: str) -
 
 def cores_text(cores: int | None) -> str:
     return "the cluster" if cores is None else "two cores" if cores == 2 else f"{cores} cores"
-
-
-def verdict(passed: bool | None) -> str:
-    return "n/a" if passed is None else "PASS" if passed else "FAIL"
-
-
-def machine() -> dict[str, Any]:
-    return {"date": dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"), "nproc": os.cpu_count(),
-            "python": platform.python_version(), "platform": platform.platform(), "pyspark": pyspark.__version__}
 
 
 def comparison_lines(c: dict[str, Any]) -> list[str]:
@@ -651,12 +623,12 @@ def text_report(result: dict[str, Any]) -> str:
     print(file=out)
     print(f"whole run {result['total_s']:.0f} s", file=out)
     print(file=out)
-    for t in result["targets"]:
-        print(f"{verdict(t['passed']):<4}  {t['target']}  ({t['value']})", file=out)
+    for line in target_text(result["targets"]):
+        print(line, file=out)
     prof = result.get("profile")
     if prof:
         print(file=out)
-        for line in profile_text(prof):
+        for line in profile_report(prof):
             print(line, file=out)
     if result.get("findings"):
         print(file=out)
@@ -665,7 +637,7 @@ def text_report(result: dict[str, Any]) -> str:
     return out.getvalue()
 
 
-def profile_text(prof: dict[str, Any]) -> list[str]:
+def profile_report(prof: dict[str, Any]) -> list[str]:
     p, e = prof["plan"], prof["execution"]
     lines = [f"where plan_clean_spark's time goes ({p['tasks']} tasks; PlanContext pickles to "
              f"{p['context_bytes'] / 1024:.0f} KiB; the collected decisions ({p['decisions']:,}) to "
@@ -680,9 +652,7 @@ def profile_text(prof: dict[str, Any]) -> list[str]:
     lines += [f"  {sec:8.3f} s  {name}" for name, sec in e["variants"].items()]
     d = e["driver"]
     lines += [f"cProfile of run_pending_cleans_spark on the driver (total {d['total_s']:.2f} s), top by own time:"]
-    lines += [f"  {r['own_share']:6.1%} own {r['own_s']:6.3f} s  cum {r['cumulative_s']:6.3f} s  "
-              f"{r['calls']:>9,} calls  {r['function']}" for r in d["functions"][:10]]
-    return lines
+    return lines + profile_text(d["functions"][:10])
 
 
 def comparison_rows(c: dict[str, Any]) -> list[str]:
@@ -748,9 +718,7 @@ def markdown_section(result: dict[str, Any]) -> str:
                              f"| {r['files_written']:,} | {r['file_groups']:,} ({r['new_file_groups']:,} + "
                              f"{r['existing_file_groups']:,}) | {r['bytes_written'] / 2**20:.1f} |")
         lines.append("")
-    decided = [t for t in result["targets"] if t["passed"] is not None]
-    lines += target_lines(decided)
-    lines += [f"| {t['target']} | {t['value']} | n/a |" for t in result["targets"] if t["passed"] is None]
+    lines += target_lines(result["targets"])
     prof = result.get("profile")
     if prof:
         p, e = prof["plan"], prof["execution"]
@@ -778,26 +746,20 @@ def markdown_section(result: dict[str, Any]) -> str:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser = argument_parser(__doc__, tables="tables")
     parser.add_argument("--master", default="local[2]", help="Spark master of the main comparison (local[2])")
     parser.add_argument("--more-cores-master", default="local[*]",
                         help="master of the more-cores comparison, run when os.cpu_count() > 2 (local[*])")
-    parser.add_argument("--dir",
-                        help="where to write the tables; default: a fresh temp dir, on /dev/shm when available")
-    parser.add_argument("--keep", action="store_true", help="keep the tables")
-    parser.add_argument("--repeat", "-n", type=int, default=3, help="timed runs per contender (best is kept)")
-    parser.add_argument("--json", action="store_true", help="print the results as JSON")
-    parser.add_argument("--record", action="store_true", help=f"update {RESULTS_FILE.name}")
     parser.add_argument("--profile", action="store_true", help="where the Spark clean's time goes")
-    parser.add_argument("--partitions", type=int, default=Shape().partitions,
+    parser.add_argument("--partitions", type=int, default=CleanShape().partitions,
                         help="partitions of the clean table (1,000; 10 file groups each)")
     parser.add_argument("--rows", type=int, default=1_000_000, help="rows per write (1,000,000)")
     parser.add_argument("--writer-partitions", type=int, default=36, help="partitions of the writer's tables (36)")
     parser.add_argument("--table-types", default="cow,mor", help="writer tables: cow, mor or both (cow,mor)")
     args = parser.parse_args(argv)
     args.table_types = [t.strip().lower() for t in args.table_types.split(",") if t.strip()]
-    if args.repeat < 1 or args.rows < 10 or args.writer_partitions < 1 or args.partitions < Shape().hot:
-        parser.error(f"--repeat and --writer-partitions must be >= 1, --rows >= 10, --partitions >= {Shape().hot}")
+    if args.repeat < 1 or args.rows < 10 or args.writer_partitions < 1 or args.partitions < CleanShape().hot:
+        parser.error(f"--repeat and --writer-partitions must be >= 1, --rows >= 10, --partitions >= {CleanShape().hot}")
     if unknown := [t for t in args.table_types if t not in TABLE_TYPES]:
         parser.error(f"unknown table types {unknown}: use cow and/or mor")
     return args
@@ -805,12 +767,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    shape = Shape(partitions=args.partitions)
-    if args.dir:
-        root, created = os.path.abspath(args.dir), not os.path.exists(args.dir)
-        os.makedirs(root, exist_ok=True)
-    else:
-        root, created = default_root()
+    shape = CleanShape(partitions=args.partitions)
+    root, created = bench_root(args.dir)
     path = os.path.join(root, CLEAN_TABLE)
     cpus = os.cpu_count() or 1
     started = time.perf_counter()
@@ -821,8 +779,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         writer = phase_writer(spark, root, args.rows, args.writer_partitions, args.table_types, keep=args.keep)
         shutil.rmtree(path, ignore_errors=True)
         progress(f"generating the clean table ({shape.data_files:,} data files) in {path} ({file_system_of(root)})")
-        generation_s, _ = seconds(lambda: generate_clean_table(path, shape))
-        clean, files, sizes = schedule(path, shape)
+        generation_s, _ = timed(lambda: generate_clean_table(path, shape))
+        scheduled = schedule_full_plan(path, shape)
+        clean, files, sizes = scheduled.clean, scheduled.files, scheduled.sizes
         main_cmp = clean_comparison(spark, session, path, shape, args.repeat, clean, files, sizes)
         profiled = None
         if args.profile:
@@ -840,7 +799,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             spark, more_session = start_session(args.more_cores_master)
             more = clean_comparison(spark, more_session, path, shape, args.repeat, clean, files, sizes)
         result: dict[str, Any] = {
-            "machine": machine(), "dir": root, "file_system": file_system_of(root), "repeat": args.repeat,
+            "machine": machine(pyspark=pyspark.__version__), "dir": root,
+            "file_system": file_system_of(root), "repeat": args.repeat,
             "shape": asdict(shape), "generation_s": generation_s, "main": main_cmp, "more_cores": more,
             "more_cores_note": more_note, "writer": writer, "rows": args.rows,
             "writer_partitions": args.writer_partitions, "targets": targets(main_cmp, more, more_note),

@@ -3,6 +3,9 @@
 
 `S3Server.start()` waits until it answers; `env` holds the variables that point the library,
 boto3, hudi-rs and any subprocess at it (`AWS_ENDPOINT_URL`, test credentials, region).
+`command(port)` is the server's command line: bench/s3.py overrides it to serve moto's
+application with a seeding route of its own, and so shares the start-up, the environment and
+the shutdown (this module needs no pytest).
 `upload(folder, bucket)` copies a local table into a fresh bucket and returns its `s3://` URI.
 `recording()` counts what the server received (moto's own request recorder), so a test can
 assert how many requests an operation took without wrapping the client it tests.
@@ -97,14 +100,18 @@ class S3Server:
         return {"aws_endpoint_url": self.endpoint, "aws_allow_http": "true", "aws_access_key_id": ACCESS_KEY,
                 "aws_secret_access_key": SECRET_KEY, "aws_region": REGION}
 
+    def command(self, port: int) -> list[str]:
+        """The server's command line, listening on 127.0.0.1:`port`."""
+        return [moto_server_command(), "-H", "127.0.0.1", "-p", str(port)]
+
     def start(self, *, attempts: int = 5) -> S3Server:
         self.workdir.mkdir(parents=True, exist_ok=True)
         log = open(self.workdir / "moto_server.log", "ab")  # noqa: SIM115 - closed with the process
         for _ in range(attempts):
             self.port = free_port()
             env = {**os.environ, "MOTO_RECORDER_FILEPATH": str(self.workdir / "requests.jsonl")}
-            self.process = subprocess.Popen([moto_server_command(), "-H", "127.0.0.1", "-p", str(self.port)],
-                                            stdout=log, stderr=subprocess.STDOUT, env=env, cwd=self.workdir)
+            self.process = subprocess.Popen(self.command(self.port), stdout=log, stderr=subprocess.STDOUT, env=env,
+                                            cwd=self.workdir)
             deadline = time.monotonic() + 30
             while time.monotonic() < deadline and self.process.poll() is None:
                 try:
@@ -115,7 +122,7 @@ class S3Server:
                     time.sleep(0.1)
             self.stop()  # the port was taken between the probe and the bind, or it hung: again
         log.close()
-        raise RuntimeError(f"moto_server did not start; see {self.workdir / 'moto_server.log'}")
+        raise RuntimeError(f"the S3 server did not start; see {self.workdir / 'moto_server.log'}")
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
