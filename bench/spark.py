@@ -105,7 +105,7 @@ from bench.common import (  # noqa: E402
 from timeline.clean.executor import (  # noqa: E402
     CHUNK,
     CleanResult,
-    Outcome,
+    FileOutcome,
     begin_clean,
     delete_target,
     finish_clean,
@@ -280,7 +280,7 @@ def _count_holding(captured: object, part: Iterable[Any]) -> Iterator[int]:
     yield sum(1 for _ in part)
 
 
-def _delete_sized(uri: str, part: Iterable[tuple[str, str, bool, int]]) -> Iterator[list[Outcome]]:
+def _delete_sized(uri: str, part: Iterable[tuple[str, str, bool, int]]) -> Iterator[list[FileOutcome]]:
     """The suggested task: each target carries its size, so a task ships only its own."""
     storage, _ = storage_for(uri)
     rows = list(part)
@@ -343,7 +343,7 @@ def profile_execution(spark: SparkSession, path: str, clean: Instant, files: Seq
     phases["pending_cleans + begin_clean (driver: read the plan, write inflight)"], (plan, targets) = timed(
         lambda: begin_clean(table, pending))
     tasks = max(1, -(-len(targets) // CHUNK))
-    outcomes: list[Outcome] = []
+    outcomes: list[FileOutcome] = []
 
     def job() -> None:
         rdd = sc.parallelize(targets, tasks)
