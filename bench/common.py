@@ -75,6 +75,21 @@ def new_table(base: str, props: Mapping[str, str]) -> str:
     return f"{base}/{config.timeline_folder}"
 
 
+def cow_v6_props(name: str) -> dict[str, str]:
+    """`hoodie.properties` of a version 6 COPY_ON_WRITE table (layout 1) partitioned by `city`,
+    hive style, as Hudi 0.x writes it."""
+    return {
+        "hoodie.table.name": name, "hoodie.database.name": "default",
+        "hoodie.table.type": "COPY_ON_WRITE", "hoodie.table.version": "6",
+        "hoodie.timeline.layout.version": "1", "hoodie.table.partition.fields": "city",
+        "hoodie.datasource.write.hive_style_partitioning": "true",
+        "hoodie.table.recordkey.fields": "id", "hoodie.table.precombine.field": "ts",
+        "hoodie.table.base.file.format": "PARQUET", "hoodie.archivelog.folder": "archived",
+        "hoodie.table.keygenerator.class": "org.apache.hudi.keygen.SimpleKeyGenerator",
+        "hoodie.populate.meta.fields": "true", "hoodie.table.metadata.partitions": "",
+    }
+
+
 def write_instant(timeline: str, time_: str, action: str, content: bytes = b"", *, layout: int,
                   completion: str | None = None) -> None:
     """A completed instant: its requested and inflight files (empty) and its completed file
@@ -214,16 +229,7 @@ def write_versions(base: str, timeline: str, schema: str, shape: CleanShape, par
 def generate_clean_table(base: str, shape: CleanShape) -> dict[tuple[int, int], str]:
     """Write the clean table (version 6, COPY_ON_WRITE, layout 1, hive-style partitions
     `city=NNNN`); returns each file group's latest commit time."""
-    timeline = new_table(base, {
-        "hoodie.table.name": "bench_clean_cow_v6", "hoodie.database.name": "default",
-        "hoodie.table.type": "COPY_ON_WRITE", "hoodie.table.version": "6",
-        "hoodie.timeline.layout.version": str(CLEAN_LAYOUT), "hoodie.table.partition.fields": "city",
-        "hoodie.datasource.write.hive_style_partitioning": "true",
-        "hoodie.table.recordkey.fields": "id", "hoodie.table.precombine.field": "ts",
-        "hoodie.table.base.file.format": "PARQUET", "hoodie.archivelog.folder": "archived",
-        "hoodie.table.keygenerator.class": "org.apache.hudi.keygen.SimpleKeyGenerator",
-        "hoodie.populate.meta.fields": "true", "hoodie.table.metadata.partitions": "",
-    })
+    timeline = new_table(base, cow_v6_props("bench_clean_cow_v6"))
     schema = avro_schema(["city"])
     times = [instant_at(k) for k in range(shape.commits)]
     for p in range(shape.partitions):

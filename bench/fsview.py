@@ -56,6 +56,7 @@ from bench.common import (  # noqa: E402
     bench_root,
     commit_metadata,
     count_files,
+    cow_v6_props,
     cprofile,
     file_ids,
     file_system_of,
@@ -110,16 +111,7 @@ class Shape:
 def generate_cow_v6(base: str, shape: Shape) -> None:
     """Table version 6, COPY_ON_WRITE, hive-style partitions `city=0000`..; `shape.slices`
     commits, each rewriting every file group (one new base file per group per commit)."""
-    timeline = new_table(base, {
-        "hoodie.table.name": "bench_cow_v6", "hoodie.database.name": "default",
-        "hoodie.table.type": "COPY_ON_WRITE", "hoodie.table.version": "6",
-        "hoodie.timeline.layout.version": "1", "hoodie.table.partition.fields": "city",
-        "hoodie.datasource.write.hive_style_partitioning": "true",
-        "hoodie.table.recordkey.fields": "id", "hoodie.table.precombine.field": "ts",
-        "hoodie.table.base.file.format": "PARQUET", "hoodie.archivelog.folder": "archived",
-        "hoodie.table.keygenerator.class": "org.apache.hudi.keygen.SimpleKeyGenerator",
-        "hoodie.populate.meta.fields": "true", "hoodie.table.metadata.partitions": "",
-    })
+    timeline = new_table(base, cow_v6_props("bench_cow_v6"))
     commits = [instant_at(k) for k in range(shape.slices)]
     content = metadata.encode(commit_metadata(avro_schema(["city"]), "UPSERT"),
                               action="commit", state=State.COMPLETED, layout=1)
