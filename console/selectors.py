@@ -17,7 +17,7 @@ from django.db.models import Count, Max, Q, QuerySet
 from django.utils import timezone
 
 from console.models import AuditEvent, CleanPlan, Instant, Table, TableLock
-from timeline import CleanConfig, CleanlineError, FailedWrite, HudiTable, InvalidInstantError, State, parse_instant_time
+from timeline import CleanConfig, CleanlineError, FailedWrite, HudiTable, State
 from timeline import Instant as LakeInstant
 
 PAGE_SIZE = 50
@@ -60,31 +60,6 @@ def timeline_page(table: Table, filters: TimelineFilters, page: int | str | None
 
 def actions_of(table: Table) -> list[str]:
     return sorted(table.instants.order_by().values_list("action", flat=True).distinct())
-
-
-def _moment(value: str) -> datetime | None:
-    try:
-        return parse_instant_time(value) if value else None
-    except InvalidInstantError:
-        return None
-
-
-def time_axis(instants: list[Instant], width: int = 240) -> list[dict[str, Any]]:
-    """Each instant of a page with a bar from its requested to its completed time, on one
-    time axis scaled to the page (x and w in pixels; None when the times are unreadable)."""
-    spans = [(i, _moment(i.requested_time), _moment(i.completion_time) or _moment(i.requested_time)) for i in instants]
-    known = [(s, e) for _, s, e in spans if s and e]
-    start = min((s for s, _ in known), default=None)
-    total = max((max(e for _, e in known) - start).total_seconds(), 1.0) if start else 1.0
-    rows = []
-    for instant, begin, end in spans:
-        bar = None
-        if start is not None and begin is not None and end is not None:
-            bar = {"x": round((begin - start).total_seconds() / total * width, 1),
-                   "w": round(max((end - begin).total_seconds() / total * width, 2.0), 1),
-                   "seconds": round((end - begin).total_seconds(), 3)}
-        rows.append({"instant": instant, "bar": bar})
-    return rows
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,7 +126,6 @@ class SliceRow:
     base_instant: str
     files: tuple[str, ...]
     size: int
-    age: str
     protected: str | None
 
 
@@ -162,25 +136,13 @@ def file_groups(table: Table, partition: str | None) -> tuple[list[str], str, li
     partitions = view.partitions
     chosen = partition if partition in partitions else (partitions[0] if partitions else "")
     protection = inspect.protection()
-    now = datetime.now()
     groups = []
     for group in view.all_file_groups(chosen):
-        slices = [SliceRow(s.base_instant_time, s.file_names, s.size, _age(now, s.base_instant_time),
-                           inspect.why_protected(group, s, protection)) for s in group.slices]
+        slices = [SliceRow(s.base_instant_time, s.file_names, s.size, inspect.why_protected(group, s, protection))
+                  for s in group.slices]
         groups.append({"file_id": group.file_id, "replaced_by": group.replaced_by, "slices": slices,
                        "pending_compaction": group.pending_compaction, "size": sum(s.size for s in slices)})
     return partitions, chosen, groups
-
-
-def _age(now: datetime, instant_time: str) -> str:
-    moment = _moment(instant_time)
-    if moment is None:
-        return ""
-    seconds = int((now - moment).total_seconds())
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if abs(seconds) >= size:
-            return f"{seconds // size}{unit}"
-    return f"{seconds}s"
 
 
 STATES = [s.name for s in State]

@@ -90,7 +90,7 @@ def timeline(request: HttpRequest, pk: int) -> HttpResponse:
     query = request.GET.copy()
     query.pop("page", None)
     return render(request, "console/timeline.html", {
-        "table": table, "form": form, "page": page, "axis": selectors.time_axis(list(page.object_list)),
+        "table": table, "form": form, "page": page,
         "actions": selectors.actions_of(table), "states": selectors.STATES, "query": query.urlencode()})
 
 

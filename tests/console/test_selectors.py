@@ -1,4 +1,4 @@
-"""Selectors: catalog counts, timeline filters and pages, the time axis, file groups."""
+"""Selectors: catalog counts, timeline filters and pages, file groups."""
 
 from __future__ import annotations
 
@@ -34,13 +34,6 @@ def test_selectors_timeline_filters_and_pages(table: Table) -> None:
     window = selectors.timeline_page(table, selectors.TimelineFilters(since=times[3], until=times[1]), 1)
     assert [i.requested_time for i in window] == times[1:4]
     assert selectors.timeline_page(table, selectors.TimelineFilters(state="INFLIGHT"), 1).paginator.count == 0
-
-
-def test_selectors_time_axis_scales_bars_to_the_page(table: Table) -> None:
-    rows = selectors.time_axis(list(table.instants.all()), width=100)
-    bars = [r["bar"] for r in rows]
-    assert all(b is not None and 0 <= b["x"] <= 100 and b["w"] >= 2 for b in bars)
-    assert min(b["x"] for b in bars) == 0
 
 
 def test_selectors_file_groups_show_slices_and_replacements(table: Table) -> None:
