@@ -1,14 +1,22 @@
-"""Celery tasks: thin, take an id, claim the row, call a service, record the result. A task
-never leaves its row in a live state: any failure is recorded on it."""
+"""Celery tasks, thin (HackSoft style): take an id, claim the row, call a service, record the
+result. A task is sent only once the transaction that asked for it commits (`enqueue`), with
+its id written on its row first. Each claims its row with one conditional update, so that a
+second delivery of it finds the claim taken or the row settled and does nothing; a task whose
+worker died is delivered again (after CLEANLINE_REDELIVERY_SECONDS) and finishes the work.
+Only a transient condition is retried: a busy table (TableBusy), with back-off. Any other
+failure is recorded on the row, never left live."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
-from celery import shared_task
+from celery import Task, shared_task
+from celery.utils import uuid
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import Q
 
 from console import services
 from console.models import CleanPlan, Job, JobStatus, PlanStatus, SyncStatus, Table
@@ -16,56 +24,84 @@ from timeline import CleanlineError
 
 logger = logging.getLogger(__name__)
 
+NOTHING_SYNCED = {"changed": False, "created": 0, "updated": 0, "deleted": 0}
+
 
 def _reason(exc: BaseException) -> str:
     """The library's errors name what is involved; anything else also says what it is."""
     return str(exc) if isinstance(exc, CleanlineError) else f"{type(exc).__name__}: {exc}"
 
 
+def enqueue(task: Task, row: Table | CleanPlan | Job, **fields: object) -> None:
+    """Send `task` for `row` once the current transaction commits: nothing is sent for a row
+    that a rolled-back transaction made, and the task never runs before its row is visible.
+    The task's id (and `fields`) are written on the row before it is sent."""
+    task_id = uuid()
+    model, pk = type(row), row.pk
+    id_field = "sync_task_id" if model is Table else "task_id"
+
+    def send() -> None:
+        model.objects.filter(pk=pk).update(**{id_field: task_id}, **fields)
+        task.apply_async((pk,), task_id=task_id)
+
+    transaction.on_commit(send)
+
+
+def enqueue_sync(table: Table) -> None:
+    """Queue a sync of `table` on commit; the row says QUEUED (with the task's id) until the
+    task claims it."""
+    enqueue(sync_table, table, sync_status=SyncStatus.QUEUED)
+
+
 @shared_task(bind=True, acks_late=True)
-def sync_table(self, table_id: int) -> dict[str, int | bool]:  # type: ignore[no-untyped-def]
-    """Mirror one table's timeline into the database; any failure leaves it FAILED with the reason."""
+def sync_table(self: Task, table_id: int) -> dict[str, int | bool]:
+    """Mirror one table's timeline into the database; any failure leaves it FAILED with the reason.
+
+    The claim (RUNNING with this task's id) is taken when the table waits for a sync or was
+    settled by another sync; this very task finding it RUNNING is its own second delivery after
+    its worker died (it syncs again: the sync is an idempotent upsert). A sync another task is
+    running, or one this task already settled, is left alone."""
+    task_id = self.request.id or ""
+    ready = (Q(sync_status__in=(SyncStatus.NEVER, SyncStatus.QUEUED))
+             | Q(sync_status__in=(SyncStatus.OK, SyncStatus.FAILED)) & ~Q(sync_task_id=task_id)
+             | Q(sync_status=SyncStatus.RUNNING, sync_task_id=task_id))
     table = Table.objects.filter(pk=table_id).first()
-    if table is None:
-        return {"changed": False, "created": 0, "updated": 0, "deleted": 0}
-    Table.objects.filter(pk=table_id).update(sync_status=SyncStatus.RUNNING, sync_task_id=self.request.id or "")
+    if table is None or not Table.objects.filter(ready, pk=table_id).update(sync_status=SyncStatus.RUNNING,
+                                                                             sync_task_id=task_id):
+        return dict(NOTHING_SYNCED)
     try:
         result = services.table_sync(table=table)
     except Exception as exc:
         logger.exception("sync of table %s (%s) failed", table_id, table.path)
         services.table_sync_failed(table=table, error=_reason(exc))
-        return {"changed": False, "created": 0, "updated": 0, "deleted": 0}
+        return dict(NOTHING_SYNCED)
+    if not result.changed:  # the rows were in sync and the service wrote nothing: the claim ends
+        Table.objects.filter(pk=table_id, sync_status=SyncStatus.RUNNING, sync_task_id=task_id).update(
+            sync_status=SyncStatus.OK)
     return {"changed": result.changed, "created": result.created, "updated": result.updated, "deleted": result.deleted}
 
 
 @shared_task
 def sync_all_tables() -> int:
     """The periodic sync (beat): queue a sync of every registered table."""
-    ids = list(Table.objects.values_list("pk", flat=True))
-    for table_id in ids:
-        enqueue_sync(table_id)
-    return len(ids)
-
-
-def enqueue_sync(table_id: int) -> None:
-    """Queue a sync once the current transaction commits, recording the task id on the row.
-    The row says QUEUED before the task is sent: a task that finishes first is not overwritten."""
-
-    def send() -> None:
-        Table.objects.filter(pk=table_id).update(sync_status=SyncStatus.QUEUED)
-        result = sync_table.delay(table_id)
-        Table.objects.filter(pk=table_id, sync_status=SyncStatus.QUEUED).update(sync_task_id=result.id or "")
-
-    transaction.on_commit(send)
+    tables = list(Table.objects.only("pk"))
+    for table in tables:
+        enqueue_sync(table)
+    return len(tables)
 
 
 @shared_task(bind=True, acks_late=True)
-def build_clean_plan(self, plan_id: int) -> str:  # type: ignore[no-untyped-def]
-    """Run the planner for a requested plan; any failure leaves the plan FAILED with the reason."""
-    plan = CleanPlan.objects.filter(pk=plan_id).select_related("table").first()
-    if plan is None or plan.status != PlanStatus.PLANNING:
+def build_clean_plan(self: Task, plan_id: int) -> str:
+    """Run the planner for a requested plan; any failure leaves the plan FAILED with the reason.
+
+    The plan is claimed by writing this task's id on it while it is PLANNING and carries no
+    other task's id: a copy sent for the plan under another id, or any copy once the plan is
+    settled, does nothing; a second delivery of this very task (its worker died) plans again."""
+    task_id = self.request.id or ""
+    if not CleanPlan.objects.filter(pk=plan_id, status=PlanStatus.PLANNING, task_id__in=("", task_id)).update(
+            task_id=task_id):
         return "skipped"
-    CleanPlan.objects.filter(pk=plan_id).update(task_id=self.request.id or "")
+    plan = CleanPlan.objects.select_related("table").get(pk=plan_id)
     try:
         services.plan_build(plan=plan)
     except Exception as exc:
@@ -76,57 +112,49 @@ def build_clean_plan(self, plan_id: int) -> str:  # type: ignore[no-untyped-def]
     return "draft"
 
 
-def _table_busy(task, row: CleanPlan | Job, holder: str, exc: services.TableBusy) -> str:  # type: ignore[no-untyped-def]
-    """The row's table is busy: retry with back-off (CLEANLINE_BUSY_RETRY_SECONDS, doubling up
-    to CLEANLINE_BUSY_RETRY_MAX_SECONDS, CLEANLINE_BUSY_MAX_RETRIES times). Then the row fails
-    with the reason, unless what holds the table is another live run of this very row (a
-    re-delivered copy of this task): that run records the outcome."""
-    retries = task.request.retries
-    if retries < settings.CLEANLINE_BUSY_MAX_RETRIES:
-        countdown = min(settings.CLEANLINE_BUSY_RETRY_SECONDS * 2**retries, settings.CLEANLINE_BUSY_RETRY_MAX_SECONDS)
-        logger.info("%s: %s; retry %d in %.1f s", holder, exc.messages[0], retries + 1, countdown)
-        raise task.retry(countdown=countdown, max_retries=settings.CLEANLINE_BUSY_MAX_RETRIES)
-    if exc.holder == holder:
-        return "running elsewhere"
-    services.run_gave_up(row=row, error=f"Gave up after {retries} retries: {exc.messages[0]}")
-    return "failed"
+def _run(task: Task, row: CleanPlan | Job, run: Callable[..., CleanPlan | Job], holder: str) -> str:
+    """Call the run service of a plan or job, which claims the row under the table lock and
+    stores the task's id on it. A busy table is retried with back-off (CLEANLINE_BUSY_RETRY_SECONDS,
+    doubling up to CLEANLINE_BUSY_RETRY_MAX_SECONDS, CLEANLINE_BUSY_MAX_RETRIES times); then the
+    row fails with the reason, unless what holds the table is another live run of this very row
+    (a re-delivered copy of this task): that run records the outcome. Any other error is not
+    retried: a row the run had not claimed yet fails here with the reason."""
+    try:
+        return str(run(task_id=task.request.id or "").status)
+    except services.TableBusy as exc:
+        retries = task.request.retries
+        if retries < settings.CLEANLINE_BUSY_MAX_RETRIES:
+            countdown = min(settings.CLEANLINE_BUSY_RETRY_SECONDS * 2**retries,
+                            settings.CLEANLINE_BUSY_RETRY_MAX_SECONDS)
+            logger.info("%s: %s; retry %d in %.1f s", holder, exc.messages[0], retries + 1, countdown)
+            raise task.retry(countdown=countdown, max_retries=settings.CLEANLINE_BUSY_MAX_RETRIES) from exc
+        if exc.holder == holder:
+            return "running elsewhere"
+        services.run_gave_up(row=row, error=f"Gave up after {retries} retries: {exc.messages[0]}")
+        return "failed"
+    except Exception as exc:  # a run that claimed the row marked it FAILED; one that did not yet, here
+        services.run_gave_up(row=row, error=_reason(exc), running=False)
+        raise
 
 
 @shared_task(bind=True, acks_late=True)
-def run_clean_plan(self, plan_id: int) -> str:  # type: ignore[no-untyped-def]
+def run_clean_plan(self: Task, plan_id: int) -> str:
     """Run an approved plan's clean. Re-delivered after a lost worker, it finishes the clean;
     while the table is busy it is retried, then the plan fails with the reason."""
     plan = CleanPlan.objects.filter(pk=plan_id).select_related("table").first()
     if plan is None or plan.status not in (PlanStatus.APPROVED, PlanStatus.RUNNING):
         return "skipped"
-    try:
-        return str(services.plan_run(plan=plan, task_id=self.request.id or "").status)
-    except services.TableBusy as exc:
-        return _table_busy(self, plan, services.plan_holder(plan), exc)
-    except Exception as exc:  # a run that claimed the plan marked it FAILED; one that did not yet, here
-        services.run_gave_up(row=plan, error=_reason(exc), running=False)
-        raise
-
-
-def enqueue(task: object, *args: object) -> None:
-    """Queue a task once the current transaction commits."""
-    transaction.on_commit(lambda: task.delay(*args))  # type: ignore[attr-defined]
+    return _run(self, plan, lambda **claim: services.plan_run(plan=plan, **claim), services.plan_holder(plan))
 
 
 @shared_task(bind=True, acks_late=True)
-def run_job(self, job_id: int) -> str:  # type: ignore[no-untyped-def]
+def run_job(self: Task, job_id: int) -> str:
     """Run a queued restore, rollback or pending clean; re-delivered after a lost worker, it
     resumes; while the table is busy it is retried, then the job fails with the reason."""
     job = Job.objects.filter(pk=job_id).select_related("table").first()
     if job is None or job.status not in (JobStatus.QUEUED, JobStatus.RUNNING):
         return "skipped"
-    try:
-        return str(services.job_run(job=job, task_id=self.request.id or "").status)
-    except services.TableBusy as exc:
-        return _table_busy(self, job, services.job_holder(job), exc)
-    except Exception as exc:  # a run that claimed the job marked it FAILED; one that did not yet, here
-        services.run_gave_up(row=job, error=_reason(exc), running=False)
-        raise
+    return _run(self, job, lambda **claim: services.job_run(job=job, **claim), services.job_holder(job))
 
 
 @shared_task
@@ -140,6 +168,6 @@ def auto_clean_tables() -> int:
             services.audit(user=None, action="clean.auto.failed", table=table, result=str(exc))
             continue
         if plan is not None and plan.status == PlanStatus.APPROVED:
-            run_clean_plan.delay(plan.pk)
+            enqueue(run_clean_plan, plan)
             started += 1
     return started

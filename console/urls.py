@@ -1,38 +1,45 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth import views as auth_views
-from django.urls import include, path
+from django.urls import URLPattern, include, path
 
 from console import views
+
+
+def of_table(route: str, view: Any, name: str, **kwargs: str) -> URLPattern:
+    """A page or action of one table: `tables/<pk>/route`; `kwargs` are passed to the view."""
+    return path(f"tables/<int:pk>/{route}", view, kwargs, name=name)
+
 
 console_patterns = [
     path("", views.catalog, name="catalog"),
     path("tables/register", views.register, name="register"),
-    path("tables/<int:pk>/", views.overview, name="overview"),
-    path("tables/<int:pk>/timeline", views.timeline, name="timeline"),
-    path("tables/<int:pk>/instants/<int:instant_id>", views.instant_detail, name="instant"),
-    path("tables/<int:pk>/file-groups", views.file_groups, name="file_groups"),
-    path("tables/<int:pk>/sync", views.sync, name="sync"),
-    path("tables/<int:pk>/sync-status", views.sync_status, name="sync_status"),
-    path("tables/<int:pk>/lock/break", views.lock_break, name="lock_break"),
-    path("tables/<int:pk>/plans", views.plan_request, name="plan_request"),
-    path("tables/<int:pk>/plans/<int:plan_id>", views.plan_detail, name="plan"),
-    path("tables/<int:pk>/plans/<int:plan_id>/progress", views.plan_progress, name="plan_progress"),
-    path("tables/<int:pk>/plans/<int:plan_id>/approve", views.plan_decide, {"decision": "approve"},
-         name="plan_approve"),
-    path("tables/<int:pk>/plans/<int:plan_id>/reject", views.plan_decide, {"decision": "reject"}, name="plan_reject"),
-    path("tables/<int:pk>/plans/<int:plan_id>/report.csv", views.plan_report_csv, name="plan_csv"),
-    path("tables/<int:pk>/savepoints", views.savepoints, name="savepoints"),
-    path("tables/<int:pk>/savepoints/create", views.savepoint_create, name="savepoint_create"),
-    path("tables/<int:pk>/savepoints/<str:instant>/delete", views.savepoint_delete, name="savepoint_delete"),
-    path("tables/<int:pk>/restore/<str:savepoint>", views.restore_preview, name="restore"),
-    path("tables/<int:pk>/jobs/restore", views.job_request, {"kind": "restore"}, name="restore_run"),
-    path("tables/<int:pk>/jobs/rollback", views.job_request, {"kind": "rollback"}, name="rollback_run"),
-    path("tables/<int:pk>/jobs/<int:job_id>", views.job_detail, name="job"),
-    path("tables/<int:pk>/failed-writes", views.failed_writes, name="failed_writes"),
     path("audit", views.audit_log, name="audit"),
-    path("tables/<int:pk>/settings", views.table_settings, name="table_settings"),
-    path("tables/<int:pk>/cleans/<str:instant>/run", views.clean_run_pending, name="clean_run_pending"),
+    of_table("", views.overview, "overview"),
+    of_table("timeline", views.timeline, "timeline"),
+    of_table("instants/<int:instant_id>", views.instant_detail, "instant"),
+    of_table("file-groups", views.file_groups, "file_groups"),
+    of_table("sync", views.sync, "sync"),
+    of_table("sync-status", views.sync_status, "sync_status"),
+    of_table("lock/break", views.lock_break, "lock_break"),
+    of_table("settings", views.table_settings, "table_settings"),
+    of_table("plans", views.plan_request, "plan_request"),
+    of_table("plans/<int:plan_id>", views.plan_detail, "plan"),
+    of_table("plans/<int:plan_id>/progress", views.plan_progress, "plan_progress"),
+    of_table("plans/<int:plan_id>/approve", views.plan_decide, "plan_approve", decision="approve"),
+    of_table("plans/<int:plan_id>/reject", views.plan_decide, "plan_reject", decision="reject"),
+    of_table("plans/<int:plan_id>/report.csv", views.plan_report_csv, "plan_csv"),
+    of_table("savepoints", views.savepoints, "savepoints"),
+    of_table("savepoints/create", views.savepoint_create, "savepoint_create"),
+    of_table("savepoints/<str:instant>/delete", views.savepoint_delete, "savepoint_delete"),
+    of_table("restore/<str:savepoint>", views.restore_preview, "restore"),
+    of_table("jobs/restore", views.job_request, "restore_run", kind="restore"),
+    of_table("jobs/rollback", views.job_request, "rollback_run", kind="rollback"),
+    of_table("jobs/<int:job_id>", views.job_detail, "job"),
+    of_table("failed-writes", views.failed_writes, "failed_writes"),
+    of_table("cleans/<str:instant>/run", views.clean_run_pending, "clean_run_pending"),
 ]
 
 urlpatterns = [

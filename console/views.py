@@ -6,6 +6,7 @@ import logging
 from collections.abc import Callable
 from functools import wraps
 
+from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
@@ -15,28 +16,66 @@ from django.views.decorators.http import require_GET, require_POST
 
 from console import permissions, selectors, services
 from console.forms import DecisionForm, PlanForm, RegisterTableForm, TableSettingsForm, TimelineFilterForm
-from console.models import Job, PlanStatus, SyncStatus
+from console.models import Job, PlanStatus, SyncStatus, Table
 from console.tasks import build_clean_plan, enqueue, enqueue_sync, run_clean_plan, run_job
 from timeline import CleanlineError
 
 logger = logging.getLogger(__name__)
 
+TableView = Callable[..., HttpResponse]
 
-def lake_page(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
-    """For a table's pages that read the lake: when the library cannot read the table (its
-    folder was removed or moved, its files are unreadable), the page says so in a banner
-    naming the problem instead of failing."""
+
+def _of_table(view: TableView, *, method: Callable[[TableView], TableView], permission: str | None = None,
+              reads_lake: bool = False) -> TableView:
+    """Log in; `method` (GET or POST only); the table the URL names, if the user may see tables
+    (else 404); then `permission` (else 403). The view is called with the table instead of its
+    id. With `reads_lake`, when the library cannot read the table (its folder was removed or
+    moved, its files are unreadable), the page says so in a banner naming the problem."""
 
     @wraps(view)
-    def page(request: HttpRequest, pk: int, *args: object, **kwargs: object) -> HttpResponse:
+    def call(request: HttpRequest, pk: int, **kwargs: object) -> HttpResponse:
+        table = permissions.visible_table(request.user, pk)
+        if permission is not None:
+            permissions.require(request.user, permission)
         try:
-            return view(request, pk, *args, **kwargs)
+            return view(request, table, **kwargs)
         except CleanlineError as exc:
-            table = permissions.visible_table(request.user, pk)
+            if not reads_lake:
+                raise
             logger.warning("%s: %s unavailable: %s", table.path, request.path, exc)
             return render(request, "console/unavailable.html", {"table": table, "error": str(exc)})
 
-    return page
+    return login_required(method(call))
+
+
+def table_page(*, reads_lake: bool = False) -> Callable[[TableView], TableView]:
+    """A page of one table: GET only, for every role."""
+    return lambda view: _of_table(view, method=require_GET, reads_lake=reads_lake)
+
+
+def table_action(permission: str) -> Callable[[TableView], TableView]:
+    """A mutation of one table: POST only (with CSRF), for roles with `permission`."""
+    return lambda view: _of_table(view, method=require_POST, permission=permission)
+
+
+def _refused(request: HttpRequest, exc: ValidationError) -> None:
+    messages.error(request, "; ".join(exc.messages))
+
+
+def _attempt(request: HttpRequest, work: Callable[[], str]) -> None:
+    """Call a service: its success message is shown, or why it was refused."""
+    try:
+        messages.success(request, work())
+    except ValidationError as exc:
+        _refused(request, exc)
+
+
+def _form_errors(form: forms.Form) -> str:
+    return "; ".join(f"{field}: {', '.join(errors)}" for field, errors in form.errors.items())
+
+
+def _overview(table: Table) -> HttpResponse:
+    return redirect("console:overview", pk=table.pk)
 
 
 @login_required
@@ -59,18 +98,15 @@ def register(request: HttpRequest) -> HttpResponse:
         except ValidationError as exc:
             form.add_error("path", exc)
         else:
-            enqueue_sync(table.pk)
+            enqueue_sync(table)
             messages.success(request, f"{table.name} registered; its timeline is being synced.")
-            return redirect("console:overview", pk=table.pk)
+            return _overview(table)
     return render(request, "console/catalog.html", {"tables": selectors.catalog(), "form": form,
                                                     "can_register": True}, status=400)
 
 
-@login_required
-@require_GET
-@lake_page
-def overview(request: HttpRequest, pk: int) -> HttpResponse:
-    table = permissions.visible_table(request.user, pk)
+@table_page(reads_lake=True)
+def overview(request: HttpRequest, table: Table) -> HttpResponse:
     return render(request, "console/overview.html", {
         "table": table, "overview": selectors.overview(table), "plans": selectors.plans_of(table)[:20],
         "lock": selectors.table_lock_state(table), "can_break_lock": request.user.has_perm(permissions.APPROVE),
@@ -80,10 +116,8 @@ def overview(request: HttpRequest, pk: int) -> HttpResponse:
         "pending_cleans": table.instants.filter(action="clean").exclude(state="COMPLETED")})
 
 
-@login_required
-@require_GET
-def timeline(request: HttpRequest, pk: int) -> HttpResponse:
-    table = permissions.visible_table(request.user, pk)
+@table_page()
+def timeline(request: HttpRequest, table: Table) -> HttpResponse:
     form = TimelineFilterForm(request.GET)
     filters = selectors.TimelineFilters(**form.cleaned_data) if form.is_valid() else selectors.TimelineFilters()
     page = selectors.timeline_page(table, filters, request.GET.get("page"))
@@ -94,11 +128,8 @@ def timeline(request: HttpRequest, pk: int) -> HttpResponse:
         "actions": selectors.actions_of(table), "states": selectors.STATES, "query": query.urlencode()})
 
 
-@login_required
-@require_GET
-@lake_page
-def instant_detail(request: HttpRequest, pk: int, instant_id: int) -> HttpResponse:
-    table = permissions.visible_table(request.user, pk)
+@table_page(reads_lake=True)
+def instant_detail(request: HttpRequest, table: Table, instant_id: int) -> HttpResponse:
     instant = get_object_or_404(table.instants, pk=instant_id)
     contents = selectors.instant_contents(table, instant)
     latest = contents[0].content if contents else None
@@ -114,58 +145,44 @@ def instant_detail(request: HttpRequest, pk: int, instant_id: int) -> HttpRespon
         else []})
 
 
-@login_required
-@require_GET
-@lake_page
-def file_groups(request: HttpRequest, pk: int) -> HttpResponse:
-    table = permissions.visible_table(request.user, pk)
+@table_page(reads_lake=True)
+def file_groups(request: HttpRequest, table: Table) -> HttpResponse:
     partitions, chosen, groups = selectors.file_groups(table, request.GET.get("partition"))
     return render(request, "console/file_groups.html", {
         "table": table, "partitions": partitions, "partition": chosen, "groups": groups})
 
 
-@login_required
-@require_POST
-def sync(request: HttpRequest, pk: int) -> HttpResponse:
-    table = permissions.visible_table(request.user, pk)
-    permissions.require(request.user, permissions.SYNC)
-    enqueue_sync(table.pk)
+@table_action(permissions.SYNC)
+def sync(request: HttpRequest, table: Table) -> HttpResponse:
+    enqueue_sync(table)
     messages.info(request, f"Sync of {table.name} queued.")
-    return redirect("console:overview", pk=table.pk)
+    return _overview(table)
 
 
-@login_required
-@require_GET
-def sync_status(request: HttpRequest, pk: int) -> HttpResponse:
+@table_page()
+def sync_status(request: HttpRequest, table: Table) -> HttpResponse:
     """The sync badge; htmx polls it while a sync is queued or running."""
-    table = permissions.visible_table(request.user, pk)
     live = table.sync_status in (SyncStatus.QUEUED, SyncStatus.RUNNING)
     return render(request, "console/_sync_status.html", {"table": table, "live": live})
 
 
-@login_required
-@require_POST
-def plan_request(request: HttpRequest, pk: int) -> HttpResponse:
-    table = permissions.visible_table(request.user, pk)
-    permissions.require(request.user, permissions.PLAN)
+@table_action(permissions.PLAN)
+def plan_request(request: HttpRequest, table: Table) -> HttpResponse:
     form = PlanForm(request.POST)
     if not form.is_valid():
-        messages.error(request, "Check the plan settings: " + "; ".join(
-            f"{f}: {', '.join(e)}" for f, e in form.errors.items()))
-        return redirect("console:overview", pk=table.pk)
+        messages.error(request, "Check the plan settings: " + _form_errors(form))
+        return _overview(table)
     try:
         plan = services.plan_request(table=table, user=request.user, overrides=form.cleaned_data)  # type: ignore[arg-type]
     except ValidationError as exc:
-        messages.error(request, "; ".join(exc.messages))
-        return redirect("console:overview", pk=table.pk)
-    enqueue(build_clean_plan, plan.pk)
+        _refused(request, exc)
+        return _overview(table)
+    enqueue(build_clean_plan, plan)
     return redirect("console:plan", pk=table.pk, plan_id=plan.pk)
 
 
-@login_required
-@require_GET
-def plan_detail(request: HttpRequest, pk: int, plan_id: int) -> HttpResponse:
-    table = permissions.visible_table(request.user, pk)
+@table_page()
+def plan_detail(request: HttpRequest, table: Table, plan_id: int) -> HttpResponse:
     plan = get_object_or_404(table.clean_plans, pk=plan_id)
     show = request.GET.get("show", "delete")
     delete = {"delete": True, "keep": False}.get(show)
@@ -179,11 +196,9 @@ def plan_detail(request: HttpRequest, pk: int, plan_id: int) -> HttpResponse:
         "can_decide": request.user.has_perm(permissions.APPROVE)})
 
 
-@login_required
-@require_GET
-def plan_progress(request: HttpRequest, pk: int, plan_id: int) -> HttpResponse:
+@table_page()
+def plan_progress(request: HttpRequest, table: Table, plan_id: int) -> HttpResponse:
     """The plan's status and progress bar; htmx polls it while the plan is being made or run."""
-    table = permissions.visible_table(request.user, pk)
     plan = get_object_or_404(table.clean_plans, pk=plan_id)
     response = render(request, "console/_plan_progress.html", {"table": table, "plan": plan})
     if request.headers.get("HX-Request") and plan.status not in LIVE_PLAN_STATES:
@@ -194,11 +209,8 @@ def plan_progress(request: HttpRequest, pk: int, plan_id: int) -> HttpResponse:
 LIVE_PLAN_STATES = (PlanStatus.PLANNING, PlanStatus.APPROVED, PlanStatus.RUNNING)
 
 
-@login_required
-@require_POST
-def plan_decide(request: HttpRequest, pk: int, plan_id: int, decision: str) -> HttpResponse:
-    table = permissions.visible_table(request.user, pk)
-    permissions.require(request.user, permissions.APPROVE)
+@table_action(permissions.APPROVE)
+def plan_decide(request: HttpRequest, table: Table, plan_id: int, decision: str) -> HttpResponse:
     plan = get_object_or_404(table.clean_plans, pk=plan_id)
     form = DecisionForm(request.POST)
     note = form.cleaned_data["note"] if form.is_valid() else ""
@@ -206,7 +218,7 @@ def plan_decide(request: HttpRequest, pk: int, plan_id: int, decision: str) -> H
         if decision == "approve":
             plan = services.plan_approve(plan=plan, user=request.user)  # type: ignore[arg-type]
             if plan.status == PlanStatus.APPROVED:
-                enqueue(run_clean_plan, plan.pk)
+                enqueue(run_clean_plan, plan)
                 messages.success(request, f"Approved: clean {plan.clean_instant} is running.")
             else:
                 messages.warning(request, "The table changed since this plan was made: it is stale and nothing ran.")
@@ -214,15 +226,13 @@ def plan_decide(request: HttpRequest, pk: int, plan_id: int, decision: str) -> H
             services.plan_reject(plan=plan, user=request.user, note=note)  # type: ignore[arg-type]
             messages.info(request, "Plan rejected.")
     except ValidationError as exc:
-        messages.error(request, "; ".join(exc.messages))
+        _refused(request, exc)
     return redirect("console:plan", pk=table.pk, plan_id=plan.pk)
 
 
-@login_required
-@require_GET
-def plan_report_csv(request: HttpRequest, pk: int, plan_id: int) -> HttpResponse:
+@table_page()
+def plan_report_csv(request: HttpRequest, table: Table, plan_id: int) -> HttpResponse:
     """Every file of the plan with its decision, reason, size and outcome, as CSV."""
-    table = permissions.visible_table(request.user, pk)
     plan = get_object_or_404(table.clean_plans, pk=plan_id)
     from django.utils.http import content_disposition_header
 
@@ -234,52 +244,41 @@ def plan_report_csv(request: HttpRequest, pk: int, plan_id: int) -> HttpResponse
     return response
 
 
-@login_required
-@require_GET
-@lake_page
-def savepoints(request: HttpRequest, pk: int) -> HttpResponse:
-    table = permissions.visible_table(request.user, pk)
+@table_page(reads_lake=True)
+def savepoints(request: HttpRequest, table: Table) -> HttpResponse:
     commits = table.instants.filter(action__in=("commit", "deltacommit", "replacecommit"), state="COMPLETED")
     return render(request, "console/savepoints.html", {
         "table": table, "savepoints": selectors.savepoints(table),
         "commits": commits.order_by("-requested_time")[:200]})
 
 
-@login_required
-@require_POST
-def savepoint_create(request: HttpRequest, pk: int) -> HttpResponse:
-    table = permissions.visible_table(request.user, pk)
-    permissions.require(request.user, permissions.CREATE_SAVEPOINT)
-    try:
-        done = services.savepoint_create(table=table, user=request.user, instant_time=request.POST.get("instant", ""),  # type: ignore[arg-type]
+@table_action(permissions.CREATE_SAVEPOINT)
+def savepoint_create(request: HttpRequest, table: Table) -> HttpResponse:
+    def create() -> str:
+        done = services.savepoint_create(table=table, user=request.user,  # type: ignore[arg-type]
+                                         instant_time=request.POST.get("instant", ""),
                                          comment=request.POST.get("comment", "")[:500])
-        messages.success(request, f"Savepoint {done} created.")
-    except ValidationError as exc:
-        messages.error(request, "; ".join(exc.messages))
+        return f"Savepoint {done} created."
+
+    _attempt(request, create)
     return redirect("console:savepoints", pk=table.pk)
 
 
-@login_required
-@require_POST
-def savepoint_delete(request: HttpRequest, pk: int, instant: str) -> HttpResponse:
-    table = permissions.visible_table(request.user, pk)
-    permissions.require(request.user, permissions.DELETE_SAVEPOINT)
+@table_action(permissions.DELETE_SAVEPOINT)
+def savepoint_delete(request: HttpRequest, table: Table, instant: str) -> HttpResponse:
+    def delete() -> str:
+        services.savepoint_delete(table=table, user=request.user, instant_time=instant)  # type: ignore[arg-type]
+        return f"Savepoint {instant} deleted."
+
     if request.POST.get("confirm") != instant:
         messages.error(request, f"Type the savepoint's time ({instant}) to delete it.")
-        return redirect("console:savepoints", pk=table.pk)
-    try:
-        services.savepoint_delete(table=table, user=request.user, instant_time=instant)  # type: ignore[arg-type]
-        messages.success(request, f"Savepoint {instant} deleted.")
-    except ValidationError as exc:
-        messages.error(request, "; ".join(exc.messages))
+    else:
+        _attempt(request, delete)
     return redirect("console:savepoints", pk=table.pk)
 
 
-@login_required
-@require_GET
-@lake_page
-def restore_preview(request: HttpRequest, pk: int, savepoint: str) -> HttpResponse:
-    table = permissions.visible_table(request.user, pk)
+@table_page(reads_lake=True)
+def restore_preview(request: HttpRequest, table: Table, savepoint: str) -> HttpResponse:
     try:
         preview, error = selectors.restore_preview(table, savepoint), ""
     except CleanlineError as exc:
@@ -291,37 +290,29 @@ def restore_preview(request: HttpRequest, pk: int, savepoint: str) -> HttpRespon
         "can_restore": request.user.has_perm(permissions.RESTORE)})
 
 
-@login_required
-@require_POST
-def job_request(request: HttpRequest, pk: int, kind: str) -> HttpResponse:
-    table = permissions.visible_table(request.user, pk)
-    permissions.require(request.user, permissions.RESTORE)
+@table_action(permissions.RESTORE)
+def job_request(request: HttpRequest, table: Table, kind: str) -> HttpResponse:
     target = request.POST.get("target", "")
     try:
         job = services.job_request(table=table, user=request.user, kind=kind, target=target,  # type: ignore[arg-type]
                                    confirm_name=request.POST.get("confirm"))
     except ValidationError as exc:
-        messages.error(request, "; ".join(exc.messages))
+        _refused(request, exc)
         return redirect("console:restore", pk=table.pk, savepoint=target) if kind == "restore" else redirect(
             "console:failed_writes", pk=table.pk)
-    enqueue(run_job, job.pk)
+    enqueue(run_job, job)
     return redirect("console:job", pk=table.pk, job_id=job.pk)
 
 
-@login_required
-@require_GET
-def job_detail(request: HttpRequest, pk: int, job_id: int) -> HttpResponse:
-    table = permissions.visible_table(request.user, pk)
+@table_page()
+def job_detail(request: HttpRequest, table: Table, job_id: int) -> HttpResponse:
     job = get_object_or_404(table.jobs, pk=job_id)
     template = "console/_job.html" if request.headers.get("HX-Request") else "console/job.html"
     return render(request, template, {"table": table, "job": job})
 
 
-@login_required
-@require_GET
-@lake_page
-def failed_writes(request: HttpRequest, pk: int) -> HttpResponse:
-    table = permissions.visible_table(request.user, pk)
+@table_page(reads_lake=True)
+def failed_writes(request: HttpRequest, table: Table) -> HttpResponse:
     return render(request, "console/failed_writes.html", {
         "table": table, "previews": selectors.failed_write_previews(table),
         "jobs": table.jobs.filter(kind=Job.Kind.ROLLBACK)[:10],
@@ -340,47 +331,37 @@ def audit_log(request: HttpRequest) -> HttpResponse:
                                                   "tables": selectors.catalog()})
 
 
-@login_required
-@require_POST
-def table_settings(request: HttpRequest, pk: int) -> HttpResponse:
-    table = permissions.visible_table(request.user, pk)
-    permissions.require(request.user, permissions.SETTINGS)
+@table_action(permissions.SETTINGS)
+def table_settings(request: HttpRequest, table: Table) -> HttpResponse:
     form = TableSettingsForm(request.POST)
     if form.is_valid():
         services.table_settings_update(table=table, user=request.user, **form.cleaned_data)  # type: ignore[arg-type]
         messages.success(request, "Settings saved.")
     else:
-        messages.error(request, "Check the settings: " + "; ".join(
-            f"{f}: {', '.join(e)}" for f, e in form.errors.items()))
-    return redirect("console:overview", pk=table.pk)
+        messages.error(request, "Check the settings: " + _form_errors(form))
+    return _overview(table)
 
 
-@login_required
-@require_POST
-def clean_run_pending(request: HttpRequest, pk: int, instant: str) -> HttpResponse:
+@table_action(permissions.APPROVE)
+def clean_run_pending(request: HttpRequest, table: Table, instant: str) -> HttpResponse:
     """Run a requested or inflight clean found on the timeline (one a Hudi writer left)."""
-    table = permissions.visible_table(request.user, pk)
-    permissions.require(request.user, permissions.APPROVE)
     try:
         services.check_table_free(table)
     except ValidationError as exc:
-        messages.error(request, "; ".join(exc.messages))
-        return redirect("console:overview", pk=table.pk)
+        _refused(request, exc)
+        return _overview(table)
     job = Job.objects.create(table=table, kind=Job.Kind.CLEAN, target=instant, requested_by=request.user)
     services.audit(user=request.user, action="clean.pending.run", table=table, parameters={"clean": instant})  # type: ignore[arg-type]
-    enqueue(run_job, job.pk)
+    enqueue(run_job, job)
     return redirect("console:job", pk=table.pk, job_id=job.pk)
 
 
-@login_required
-@require_POST
-def lock_break(request: HttpRequest, pk: int) -> HttpResponse:
+@table_action(permissions.APPROVE)
+def lock_break(request: HttpRequest, table: Table) -> HttpResponse:
     """Break the table's lock once it expired (its run stopped heartbeating); audited."""
-    table = permissions.visible_table(request.user, pk)
-    permissions.require(request.user, permissions.APPROVE)
-    try:
+    def break_lock() -> str:
         services.table_lock_break(table=table, user=request.user, token=request.POST.get("token", ""))  # type: ignore[arg-type]
-        messages.success(request, "The stale lock was broken.")
-    except ValidationError as exc:
-        messages.error(request, "; ".join(exc.messages))
-    return redirect("console:overview", pk=table.pk)
+        return "The stale lock was broken."
+
+    _attempt(request, break_lock)
+    return _overview(table)

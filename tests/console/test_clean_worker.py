@@ -7,24 +7,15 @@ from __future__ import annotations
 
 import os
 import signal
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 from console import services
 from console.models import CleanPlan, PlanFile, PlanStatus, TableLock
 from tests.clean.test_fixture_cleans import rows
+from tests.console.waiting import wait_for
 from tests.lakes import Lake
 from timeline.storage.arrow import LocalStorage
 from timeline.table import HudiTable
-
-
-def wait_for(condition: Callable[[], bool], seconds: float, what: str) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def status(plan: CleanPlan) -> str:

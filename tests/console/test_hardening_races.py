@@ -30,18 +30,11 @@ from django.utils import timezone
 from console import services
 from console.models import AuditEvent, CleanPlan, Job, JobStatus, PlanStatus, SyncStatus, Table, TableLock
 from tests.console.conftest import login
+from tests.console.waiting import wait_for
 from timeline.table import HudiTable
 
 ROOT = Path(__file__).resolve().parents[2]
 POSTGRES_URL = os.environ.get("CLEANLINE_TEST_POSTGRES_URL", "postgres://postgres:postgres@127.0.0.1:5432/postgres")
-
-
-def wait_for(condition: Callable[[], bool], seconds: float, what: str) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def person(name: str, role: str) -> User:

@@ -105,7 +105,8 @@ def test_operations_audit_page_filters(table: Table) -> None:
     assert b"savepoint.created" not in viewer.get(reverse("console:audit"), {"action": "restore"}).content
 
 
-def test_operations_automatic_mode_approves_small_plans_and_leaves_large_ones(table: Table) -> None:
+def test_operations_automatic_mode_approves_small_plans_and_leaves_large_ones(
+        table: Table, django_capture_on_commit_callbacks) -> None:
     from console.models import CleanPlan, PlanStatus
     from console.tasks import auto_clean_tables
 
@@ -122,7 +123,9 @@ def test_operations_automatic_mode_approves_small_plans_and_leaves_large_ones(ta
     assert services.auto_clean(table=table) is None  # one open plan at a time
     services.plan_reject(plan=plan, user=None)
     Table.objects.filter(pk=table.pk).update(auto_max_files=10**6, auto_max_bytes=10**12)
-    assert auto_clean_tables() == 1  # eager: the approved plan ran
+    with django_capture_on_commit_callbacks(execute=True) as sent:
+        assert auto_clean_tables() == 1
+    assert len(sent) == 1  # the approved plan's run, sent on commit (eager: it ran)
     latest = CleanPlan.objects.order_by("-pk").first()
     assert latest is not None and latest.status == PlanStatus.COMPLETED
     assert AuditEvent.objects.filter(action="clean.plan.auto-approved").exists()

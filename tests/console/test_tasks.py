@@ -1,0 +1,143 @@
+"""Celery tasks in the HackSoft manner: sent only once the transaction that asked for them
+commits, with their id on the row first; each claims its row, so that a second delivery does
+nothing; only a busy table (transient) is retried. Tasks run eagerly here, with explicit ids
+standing for the broker's deliveries; tests/console/test_worker.py and test_hardening_races.py
+run them on real workers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from celery.signals import task_prerun
+from django.db import transaction
+
+from console import services
+from console.models import CleanPlan, Job, JobStatus, PlanFile, PlanStatus, SyncStatus, Table
+from console.tasks import build_clean_plan, enqueue, enqueue_sync, run_clean_plan, run_job, sync_table
+from tests.test_rollback import fake_failed_write
+from timeline import HudiTable
+
+pytestmark = pytest.mark.django_db
+FAILED_WRITE = "20990101000000000"
+
+
+@pytest.fixture
+def table(console_table) -> Table:
+    return console_table("sample_table/cow/v9_txns_simple_nometa")
+
+
+def requested(table: Table) -> CleanPlan:
+    """A plan with the table's own settings (it keeps every file of this table: rows all the same)."""
+    return services.plan_request(table=table, user=None, overrides={})
+
+
+@pytest.fixture
+def started() -> Iterator[list[str]]:
+    """The ids of the tasks that start (eagerly, here) while the test runs."""
+    ids: list[str] = []
+
+    def record(task_id: str, **_: object) -> None:
+        ids.append(task_id)
+
+    task_prerun.connect(record, weak=False)
+    yield ids
+    task_prerun.disconnect(record)
+
+
+def break_lake(table: Table) -> None:
+    (Path(table.path.removeprefix("file:")) / ".hoodie" / "hoodie.properties").unlink()
+
+
+def test_tasks_enqueue_sends_on_commit_with_the_task_id_on_the_row(table: Table, started: list[str],
+                                                                   django_capture_on_commit_callbacks) -> None:
+    plan = requested(table)
+    with django_capture_on_commit_callbacks() as callbacks:
+        enqueue(build_clean_plan, plan)
+        enqueue_sync(table)
+    plan.refresh_from_db()
+    assert len(callbacks) == 2 and started == []  # nothing sent before the commit
+    assert plan.task_id == "" and plan.status == PlanStatus.PLANNING
+    for send in callbacks:
+        send()  # the commit: the row gets the task's id, then the (eager) task runs under it
+    plan.refresh_from_db()
+    table.refresh_from_db()
+    assert plan.status == PlanStatus.DRAFT and table.sync_status == SyncStatus.OK
+    assert started == [plan.task_id, table.sync_task_id] and plan.task_id != table.sync_task_id
+
+
+def test_tasks_enqueue_in_a_rolled_back_transaction_sends_nothing(table: Table, started: list[str],
+                                                                  django_capture_on_commit_callbacks) -> None:
+    with django_capture_on_commit_callbacks() as callbacks:
+        with pytest.raises(RuntimeError), transaction.atomic():
+            plan = requested(table)
+            enqueue(build_clean_plan, plan)
+            raise RuntimeError("the request failed after asking for the plan")
+    assert callbacks == [] and started == [] and not CleanPlan.objects.exists()
+
+
+def test_tasks_build_claims_its_plan_and_a_second_delivery_does_nothing(table: Table) -> None:
+    plan = requested(table)
+    assert build_clean_plan.apply(args=[plan.pk], task_id="build-1").get() == "draft"
+    plan.refresh_from_db()
+    files = PlanFile.objects.filter(plan=plan).count()
+    assert plan.status == PlanStatus.DRAFT and plan.task_id == "build-1" and files == plan.files_kept > 0
+    assert build_clean_plan.apply(args=[plan.pk], task_id="build-1").get() == "skipped"  # delivered again
+    assert PlanFile.objects.filter(plan=plan).count() == files
+    other = requested(table)
+    CleanPlan.objects.filter(pk=other.pk).update(task_id="build-2")  # claimed by (or sent as) build-2
+    assert build_clean_plan.apply(args=[other.pk], task_id="build-3").get() == "skipped"  # a stray copy
+    assert CleanPlan.objects.get(pk=other.pk).status == PlanStatus.PLANNING
+    assert build_clean_plan.apply(args=[other.pk], task_id="build-2").get() == "draft"  # its worker died: again
+
+
+def test_tasks_sync_claims_its_table_and_a_second_delivery_does_nothing(table: Table) -> None:
+    def status() -> tuple[str, str]:
+        row = Table.objects.get(pk=table.pk)
+        return row.sync_status, row.sync_task_id
+
+    sync_table.apply(args=[table.pk], task_id="sync-1")
+    assert status() == (SyncStatus.OK, "sync-1")  # nothing changed on the lake: the claim ended
+    break_lake(table)  # from here on, a sync that runs fails the row
+    sync_table.apply(args=[table.pk], task_id="sync-1")  # delivered again: it did its work already
+    assert status() == (SyncStatus.OK, "sync-1")
+    Table.objects.filter(pk=table.pk).update(sync_status=SyncStatus.RUNNING, sync_task_id="sync-2")
+    sync_table.apply(args=[table.pk], task_id="sync-3")  # another sync is running
+    assert status() == (SyncStatus.RUNNING, "sync-2")
+    sync_table.apply(args=[table.pk], task_id="sync-2")  # its own second delivery: its worker died
+    assert status() == (SyncStatus.FAILED, "sync-2")
+    sync_table.apply(args=[table.pk], task_id="sync-4")  # a new sync after a settled one runs
+    assert status() == (SyncStatus.FAILED, "sync-4")
+
+
+def test_tasks_run_stores_its_id_and_a_second_delivery_does_nothing(table: Table) -> None:
+    written = fake_failed_write(Path(table.path.removeprefix("file:")), FAILED_WRITE, markers=True)
+    job = Job.objects.create(table=table, kind=Job.Kind.ROLLBACK, target=FAILED_WRITE)
+    assert run_job.apply(args=[job.pk], task_id="run-1").get() == JobStatus.COMPLETED
+    job.refresh_from_db()
+    assert job.task_id == "run-1" and not any(f.exists() for f in written)
+    rollbacks = len(HudiTable.open(table.path).timeline.rollbacks())
+    assert run_job.apply(args=[job.pk], task_id="run-1").get() == "skipped"  # delivered again
+    assert len(HudiTable.open(table.path).timeline.rollbacks()) == rollbacks
+    plan = services.plan_build(plan=requested(table))
+    assert run_clean_plan.apply(args=[plan.pk], task_id="run-2").get() == "skipped"  # a draft does not run
+
+
+def test_tasks_busy_table_is_retried_then_the_job_fails_with_the_reason(table: Table, settings) -> None:
+    settings.CLEANLINE_BUSY_MAX_RETRIES = 2
+    settings.CLEANLINE_BUSY_RETRY_SECONDS = settings.CLEANLINE_BUSY_RETRY_MAX_SECONDS = 0
+    job = Job.objects.create(table=table, kind=Job.Kind.ROLLBACK, target=FAILED_WRITE)
+    with services.table_lock(table, "restore:99"):
+        assert run_job.apply(args=[job.pk], task_id="job-1").get() == "failed"
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED and "Gave up after 2 retries" in job.error and "restore:99" in job.error
+
+
+def test_tasks_other_errors_are_not_retried(table: Table) -> None:
+    job = Job.objects.create(table=table, kind=Job.Kind.ROLLBACK, target=FAILED_WRITE)
+    break_lake(table)
+    result = run_job.apply(args=[job.pk], task_id="job-2")
+    assert result.state == "FAILURE" and "not a Hudi table" in str(result.result)  # raised, not retried
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED and job.task_id == "job-2" and "not a Hudi table" in job.error
