@@ -2,6 +2,8 @@ from __future__ import annotations
 
 from django import forms
 
+from timeline import CleanPolicy
+
 
 class RegisterTableForm(forms.Form):
     path = forms.CharField(max_length=1024, label="Base path or URI",
@@ -19,13 +21,12 @@ class TimelineFilterForm(forms.Form):
 class PlanForm(forms.Form):
     """Policy and retention for a plan; blank fields take the table's settings."""
 
-    policy = forms.ChoiceField(required=False, choices=[("", "table's policy"),
-                                                        ("KEEP_LATEST_COMMITS", "keep latest commits"),
-                                                        ("KEEP_LATEST_FILE_VERSIONS", "keep latest file versions"),
-                                                        ("KEEP_LATEST_BY_HOURS", "keep latest by hours")])
+    policy = forms.ChoiceField(required=False, choices=[("", "table's policy"), *(
+        (p.value, p.value.lower().replace("_", " ")) for p in CleanPolicy)])
     commits_retained = forms.IntegerField(required=False, min_value=0, label="commits retained")
     file_versions_retained = forms.IntegerField(required=False, min_value=1, label="file versions retained")
     hours_retained = forms.IntegerField(required=False, min_value=0, label="hours retained")
+    allow_short_retention = forms.BooleanField(required=False, label="allow less retention than the table's settings")
 
 
 class DecisionForm(forms.Form):

@@ -17,7 +17,20 @@ from django.db.models import Count, Max, Q, QuerySet
 from django.utils import timezone
 
 from console.models import AuditEvent, CleanPlan, Instant, Table, TableLock
-from timeline import CleanConfig, CleanlineError, FailedWrite, HudiTable, State
+from timeline import (
+    CleanConfig,
+    CleanerPlan,
+    CleanlineError,
+    CleanMetadata,
+    CommitMetadata,
+    FailedWrite,
+    HudiTable,
+    Record,
+    RollbackMetadata,
+    SavepointMetadata,
+    State,
+    WriteStat,
+)
 from timeline import Instant as LakeInstant
 
 PAGE_SIZE = 50
@@ -68,6 +81,7 @@ class StateContent:
     file: str
     content: dict[str, Any] | None
     error: str = ""
+    record: Record | None = None
 
     @property
     def raw(self) -> str:
@@ -82,25 +96,40 @@ def instant_contents(table: Table, instant: Instant) -> list[StateContent]:
     for state, path in sorted(lake.state_files(wanted).items(), reverse=True):
         name = path.rsplit("/", 1)[-1]
         try:
-            contents.append(StateContent(state.name, name, lake.read_state_file(path)))
+            raw = lake.read_state_file(path)
+            record = None if raw is None else lake.record_of(path, raw)
+            contents.append(StateContent(state.name, name, raw, record=record))
         except CleanlineError as exc:
             contents.append(StateContent(state.name, name, None, str(exc)))
     return contents
 
 
-def write_stats(content: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """Rows of a commit's write stats."""
-    return [dict(stat, partition=partition)
-            for partition, stats in ((content or {}).get("partitionToWriteStats") or {}).items()
-            for stat in stats or ()]
+@dataclass(frozen=True, slots=True)
+class InstantFiles:
+    """What the instant page lists from an instant's records: a commit's write stats, the files
+    a clean plans to delete, the files a clean or rollback deleted, the files a savepoint holds."""
+
+    write_stats: list[WriteStat]
+    plan_files: list[tuple[str, list[str]]]
+    deleted_files: list[tuple[str, list[str]]]
+    savepoint_files: list[tuple[str, list[str]]]
 
 
-def per_partition_files(content: dict[str, Any] | None, key: str) -> list[tuple[str, list[str]]]:
-    """(partition, file names) from a clean plan, clean metadata or savepoint."""
-    content = content or {}
-    if key == "filePathsToBeDeletedPerPartition":
-        return [(p, [i["filePath"] for i in infos or ()]) for p, infos in (content.get(key) or {}).items()]
-    return [(p, list(meta.get(key) or ())) for p, meta in (content.get("partitionMetadata") or {}).items()]
+def instant_files(contents: list[StateContent]) -> InstantFiles:
+    """The lists of the instant page, from the newest state's record and a clean's plan."""
+    latest = contents[0].record if contents else None
+    plan = next((c.record for c in contents if isinstance(c.record, CleanerPlan)), None)
+    deleted: list[tuple[str, list[str]]] = []
+    if isinstance(latest, CleanMetadata):
+        deleted = [(p, list(m.success_delete_files)) for p, m in latest.partitions.items()]
+    elif isinstance(latest, RollbackMetadata):
+        deleted = [(p, list(m.success_delete_files)) for p, m in latest.partitions.items()]
+    return InstantFiles(
+        write_stats=latest.stats() if isinstance(latest, CommitMetadata) else [],
+        plan_files=[(p, [i.path for i in infos]) for p, infos in plan.files.items()] if plan is not None else [],
+        deleted_files=deleted,
+        savepoint_files=[(p, list(n)) for p, n in latest.files.items()] if isinstance(latest, SavepointMetadata)
+        else [])
 
 
 @dataclass(frozen=True, slots=True)

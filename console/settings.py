@@ -65,7 +65,7 @@ def database_from_url(url: str) -> dict[str, object]:
         name = unquote(parsed.path[1:] if parsed.path.startswith("//") else parsed.path) or str(BASE_DIR / "db.sqlite3")
         # Tests use a file too, so that Celery worker processes started by them share it.
         return {"ENGINE": "django.db.backends.sqlite3", "NAME": name, "OPTIONS": {"timeout": 20},
-                "TEST": {"NAME": os.environ.get("CLEANLINE_TEST_DB") or str(BASE_DIR / "var" / "test-db.sqlite3")}}
+                "TEST": {"NAME": str(BASE_DIR / (os.environ.get("CLEANLINE_TEST_DB") or "var/test-db.sqlite3"))}}
     if parsed.scheme in ("postgres", "postgresql"):
         return {"ENGINE": "django.db.backends.postgresql", "NAME": unquote(parsed.path.lstrip("/")),
                 "USER": unquote(parsed.username or ""), "PASSWORD": unquote(parsed.password or ""),

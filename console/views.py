@@ -132,17 +132,10 @@ def timeline(request: HttpRequest, table: Table) -> HttpResponse:
 def instant_detail(request: HttpRequest, table: Table, instant_id: int) -> HttpResponse:
     instant = get_object_or_404(table.instants, pk=instant_id)
     contents = selectors.instant_contents(table, instant)
-    latest = contents[0].content if contents else None
+    files = selectors.instant_files(contents)
     return render(request, "console/instant.html", {
-        "table": table, "instant": instant, "contents": contents,
-        "write_stats": selectors.write_stats(latest),
-        "plan_files": selectors.per_partition_files(
-            next((c.content for c in contents if c.state == "REQUESTED" and instant.action == "clean"), None),
-            "filePathsToBeDeletedPerPartition"),
-        "deleted_files": selectors.per_partition_files(latest, "successDeleteFiles") if instant.action in (
-            "clean", "rollback") else [],
-        "savepoint_files": selectors.per_partition_files(latest, "savepointDataFile") if instant.action == "savepoint"
-        else []})
+        "table": table, "instant": instant, "contents": contents, "write_stats": files.write_stats,
+        "plan_files": files.plan_files, "deleted_files": files.deleted_files, "savepoint_files": files.savepoint_files})
 
 
 @table_page(reads_lake=True)

@@ -32,6 +32,7 @@ from timeline import (
     HudiTable,
     Maintenance,
     Progress,
+    retention_shortfall,
     spark_session,
 )
 from timeline import CleanPlan as LakePlan
@@ -39,29 +40,53 @@ from timeline import CleanPlan as LakePlan
 logger = logging.getLogger(__name__)
 
 
+# In a plan's settings: "false" when the requester allowed less retention than the table's own.
+ENFORCE_RETENTION = "cleanline.clean.enforce.retention"
+
 def _config(table: Table, overrides: Mapping[str, Any]) -> CleanConfig:
     return CleanConfig.from_properties(table.properties, **{k: v for k, v in overrides.items() if v not in ("", None)})
 
 
 def plan_request(*, table: Table, user: User | None, overrides: Mapping[str, Any],
                  automatic: bool = False) -> CleanPlan:
-    """Ask for a clean plan with the table's settings and `overrides`; a task builds it."""
+    """Ask for a clean plan with the table's settings and `overrides`; a task builds it. A
+    plan keeping less than the table's own settings is refused (the library's retention rule)
+    unless `overrides` has `allow_short_retention`; the plan's settings then record it."""
+    overrides = dict(overrides)
+    allow_short = bool(overrides.pop("allow_short_retention", False))
     try:
         config = _config(table, overrides)
     except CleanlineError as exc:
         raise ValidationError(str(exc)) from exc
-    plan = CleanPlan.objects.create(table=table, requested_by=user, settings=config.as_properties(),
+    shortfall = retention_shortfall(table.properties, config)
+    if shortfall is not None and not allow_short:
+        raise ValidationError(f"The plan {shortfall}; tick \"allow less retention than the table's settings\" "
+                              "to plan it anyway.")
+    settings = config.as_properties()
+    if allow_short:
+        settings[ENFORCE_RETENTION] = "false"
+    plan = CleanPlan.objects.create(table=table, requested_by=user, settings=settings,
                                     policy=config.policy.value, automatic=automatic)
     audit(user=user, action="clean.plan.requested", table=table, parameters=plan.settings)
     return plan
 
 
 def plan_build(*, plan: CleanPlan) -> CleanPlan:
-    """Run the library's planner and store the plan file by file as a DRAFT."""
+    """Run the library's planner and store the plan file by file as a DRAFT. When the library
+    refuses (a retention below the table's settings, a corrupt timeline, ...) the plan is
+    FAILED with its reason and audited; other errors propagate."""
     table = plan.table
-    lake = HudiTable.open(table.path)
-    config = CleanConfig.from_properties(plan.settings)
-    plan_store(plan=plan, result=_make_plan(table, lake, config), warnings=_warnings(lake, table, config))
+    try:
+        lake = HudiTable.open(table.path)
+        config = CleanConfig.from_properties(plan.settings)
+        result = _make_plan(table, lake, config, _enforced(plan))
+    except CleanlineError as exc:
+        CleanPlan.objects.filter(pk=plan.pk, status=PlanStatus.PLANNING).update(
+            status=PlanStatus.FAILED, error=str(exc)[:2000], finished_at=timezone.now())
+        audit(user=None, action="clean.plan.failed", table=table, parameters={"plan": plan.pk}, result=str(exc))
+        plan.refresh_from_db()
+        return plan
+    plan_store(plan=plan, result=result, warnings=_warnings(lake))
     plan.refresh_from_db()
     audit(user=None, action="clean.plan.built", table=table, parameters={"plan": plan.pk},
           result=f"{plan.files_to_delete} files ({plan.bytes_to_delete} bytes) to delete")
@@ -111,8 +136,13 @@ def _maintenance(table: Table, lake: HudiTable) -> Maintenance:
     return lake.maintenance(spark=_spark() if _on_spark(table) else None)
 
 
-def _make_plan(table: Table, lake: HudiTable, config: CleanConfig) -> LakePlan:
-    return _maintenance(table, lake).plan_clean(config)
+def _enforced(plan: CleanPlan) -> bool:
+    """Whether the plan's retention must meet the table's settings (the default)."""
+    return plan.settings.get(ENFORCE_RETENTION, "true") != "false"
+
+
+def _make_plan(table: Table, lake: HudiTable, config: CleanConfig, enforce_retention: bool) -> LakePlan:
+    return _maintenance(table, lake).plan_clean(config, enforce_retention=enforce_retention)
 
 
 def _run_clean(table: Table, lake: HudiTable, instant: str, progress: Any, sizes: Mapping[str, int]) -> Any:
@@ -120,7 +150,7 @@ def _run_clean(table: Table, lake: HudiTable, instant: str, progress: Any, sizes
                                                 drop_metadata=lake.config.metadata_table_enabled)
 
 
-def _warnings(lake: HudiTable, table: Table, config: CleanConfig) -> list[str]:
+def _warnings(lake: HudiTable) -> list[str]:
     warnings = []
     timeline = lake.timeline
     if timeline.savepoints().completed():
@@ -130,13 +160,6 @@ def _warnings(lake: HudiTable, table: Table, config: CleanConfig) -> list[str]:
         warnings.append("pending compactions protect the slices they read")
     if lake.config.metadata_table_enabled:
         warnings.append("the metadata table is enabled: approving drops it (Hudi writers rebuild it)")
-    table_config = CleanConfig.from_properties(table.properties)
-    if config.commits_retained < table_config.commits_retained:
-        warnings.append(f"retains {config.commits_retained} commits, fewer than the table's configured "
-                        f"{table_config.commits_retained}")
-    if config.file_versions_retained < table_config.file_versions_retained:
-        warnings.append(f"retains {config.file_versions_retained} file versions, fewer than the table's configured "
-                        f"{table_config.file_versions_retained}")
     return warnings
 
 
@@ -194,7 +217,7 @@ def _approve_claimed(plan: CleanPlan, user: User | None, lease: Lease) -> CleanP
     try:
         lake = HudiTable.open(table.path)
         config = CleanConfig.from_properties(plan.settings)
-        now_plan = lake.maintenance().plan_clean(config)
+        now_plan = lake.maintenance().plan_clean(config, enforce_retention=_enforced(plan))
         reasons = _differences(plan, now_plan)
         if reasons:
             claim.update(status=PlanStatus.STALE, stale_reasons=reasons[:200], run_token="")
@@ -333,6 +356,8 @@ def auto_clean(*, table: Table) -> CleanPlan | None:
     if table.clean_plans.filter(status__in=open_states).exists() or live_lock(table) is not None:
         return None
     plan = plan_build(plan=plan_request(table=table, user=None, overrides={}, automatic=True))
+    if plan.status != PlanStatus.DRAFT:  # the library refused it: FAILED with the reason
+        return plan
     if plan.files_to_delete == 0 and not plan.partitions_to_delete:
         CleanPlan.objects.filter(pk=plan.pk).update(status=PlanStatus.REJECTED, decision_note="nothing to clean")
         plan.refresh_from_db()

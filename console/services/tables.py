@@ -122,10 +122,11 @@ def table_sync(*, table: Table) -> SyncResult:
     requested time, action), rows of instants no longer there removed. An unchanged table
     costs one timeline listing and no writes."""
     lake = HudiTable.open(table.path)
-    lake.ensure_intact()  # a corrupt instant fails the sync, as it stops planning and mutations
     print_ = fingerprint(lake)
-    if print_ == table.timeline_fingerprint and table.sync_status == SyncStatus.OK:
+    # unchanged since a sync that succeeded (queued or running now): it was intact then
+    if print_ == table.timeline_fingerprint and table.sync_status != SyncStatus.FAILED:
         return SyncResult(False, 0, 0, 0)
+    lake.ensure_intact()  # a corrupt instant fails the sync, as it stops planning and mutations
     known = {(r[0], r[1]): (r[2], r[3], r[4]) for r in table.instants.values_list(
         "requested_time", "action", "completion_time", "state", "archived")}
     archived = lake.inspect.archived_instants() if _has_archive(lake) else ()

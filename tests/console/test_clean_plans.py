@@ -12,6 +12,7 @@ from django.core.exceptions import ValidationError
 from console import services
 from console.models import AuditEvent, CleanPlan, PlanFile, PlanStatus, Table
 from tests.clean.test_fixture_cleans import rows
+from tests.console.retention import SHORT_RETENTION
 from timeline.savepoint import create_savepoint
 from timeline.table import HudiTable
 
@@ -30,7 +31,7 @@ def person(name: str, role: str) -> User:
 
 
 def drafted(table: Table, user: User, **overrides: object) -> CleanPlan:
-    plan = services.plan_request(table=table, user=user, overrides={"commits_retained": 1, **overrides})
+    plan = services.plan_request(table=table, user=user, overrides={**SHORT_RETENTION, **overrides})
     assert plan.status == PlanStatus.PLANNING
     return services.plan_build(plan=plan)
 
@@ -48,7 +49,7 @@ def test_plan_draft_stores_every_file_with_reasons_and_totals(table: Table) -> N
     assert plan.bytes_to_delete == sum(PlanFile.objects.filter(plan=plan, delete=True).values_list("size", flat=True))
     assert all(PlanFile.objects.filter(plan=plan).values_list("reason", flat=True))
     assert not lake.timeline.cleans()  # nothing touches the timeline before approval
-    assert any("fewer than the table's configured" in w for w in plan.warnings)
+    assert any("retention check off: retains 1 commits, fewer than the table's configured" in n for n in plan.notes)
     assert actions(table) == ["clean.plan.requested", "clean.plan.built"]
 
 
@@ -125,3 +126,23 @@ def test_plan_audit_is_append_only(table: Table) -> None:
         event.save()
     with pytest.raises(PermissionError):
         event.delete()
+
+
+def test_plan_short_retention_is_refused_unless_allowed_and_then_recorded(table: Table) -> None:
+    """The library's retention minimum, asked of the console: a plan keeping fewer commits than
+    the table's configured 10 is refused with nothing stored; allowed explicitly, its settings
+    and audit entry say so and the library plans it with the check off."""
+    user = person("op", "operator")
+    with pytest.raises(ValidationError) as refused:
+        services.plan_request(table=table, user=user, overrides={"commits_retained": 1})
+    assert "retains 1 commits, fewer than the table's configured 10" in refused.value.messages[0]
+    assert not CleanPlan.objects.exists() and not AuditEvent.objects.exists()
+    plan = services.plan_request(table=table, user=user, overrides=SHORT_RETENTION)
+    assert plan.settings["cleanline.clean.enforce.retention"] == "false"
+    assert AuditEvent.objects.get(action="clean.plan.requested").parameters["cleanline.clean.enforce.retention"] \
+        == "false"
+    plan = services.plan_build(plan=plan)
+    assert plan.status == PlanStatus.DRAFT and plan.files_to_delete > 0
+    at_minimum = services.plan_build(plan=services.plan_request(table=table, user=user,
+                                                                overrides={"commits_retained": 10}))
+    assert at_minimum.status == PlanStatus.DRAFT and "cleanline.clean.enforce.retention" not in at_minimum.settings

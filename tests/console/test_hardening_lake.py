@@ -15,6 +15,7 @@ from django.urls import reverse
 from console import services
 from console.models import AuditEvent, CleanPlan, Job, JobStatus, PlanStatus, SyncStatus, Table
 from tests.console.conftest import login
+from tests.console.retention import SHORT_RETENTION
 from tests.test_rollback import fake_failed_write
 from timeline import metadata
 from timeline.instant import Instant as LakeInstant
@@ -146,7 +147,8 @@ def test_hardening_savepoint_refused_while_an_approved_clean_would_delete_its_fi
     table = console_table("sample_table/mor/avro/v9_txns_simple_nometa")
     plan = services.plan_build(plan=services.plan_request(
         table=table, user=person("op", "operator"),
-        overrides={"policy": "KEEP_LATEST_FILE_VERSIONS", "file_versions_retained": 1}))
+        overrides={"policy": "KEEP_LATEST_FILE_VERSIONS", "file_versions_retained": 1,
+                   "allow_short_retention": True}))
     doomed = plan.files.filter(delete=True).exclude(file_name__startswith=".").first()
     assert doomed is not None
     plan = services.plan_approve(plan=plan, user=person("boss", "admin"))
@@ -189,7 +191,7 @@ def test_hardening_truncated_latest_commit_stops_planning_and_cleaning(table: Ta
     sync_table.apply(args=[table.pk])
     table.refresh_from_db()
     assert table.sync_status == SyncStatus.FAILED and latest.name in table.sync_error
-    plan = services.plan_request(table=table, user=None, overrides={"commits_retained": 1})
+    plan = services.plan_request(table=table, user=None, overrides=SHORT_RETENTION)
     build_clean_plan.apply(args=[plan.pk])
     plan = CleanPlan.objects.get(pk=plan.pk)
     assert plan.status == PlanStatus.FAILED and latest.name in plan.error

@@ -30,6 +30,7 @@ from django.utils import timezone
 from console import services
 from console.models import AuditEvent, CleanPlan, Job, JobStatus, PlanStatus, SyncStatus, Table, TableLock
 from tests.console.conftest import login
+from tests.console.retention import SHORT_RETENTION
 from tests.console.waiting import wait_for
 from timeline.table import HudiTable
 
@@ -44,7 +45,7 @@ def person(name: str, role: str) -> User:
 
 
 def drafted(table: Table) -> CleanPlan:
-    plan = services.plan_request(table=table, user=person("op", "operator"), overrides={"commits_retained": 1})
+    plan = services.plan_request(table=table, user=person("op", "operator"), overrides=SHORT_RETENTION)
     plan = services.plan_build(plan=plan)
     assert plan.status == PlanStatus.DRAFT and plan.files_to_delete > 0
     return plan

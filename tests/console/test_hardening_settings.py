@@ -23,6 +23,7 @@ from django.urls import reverse
 from console import services
 from console.models import AuditEvent, Table
 from tests.console.conftest import login
+from tests.console.retention import SHORT_RETENTION
 
 ROOT = Path(__file__).resolve().parents[2]
 # The database PostgreSQL's run of these tests uses (its test database: test_cleanline_hardening).
@@ -139,7 +140,7 @@ def test_audit_queryset_update_and_delete_are_refused_by_the_database(console_ta
 def test_audit_deleting_a_table_or_user_keeps_their_events(console_table) -> None:
     table = console_table("sample_table/cow/v9_txns_simple_nometa")
     user = User.objects.create_user("olga", password=STRONG_PASSWORD)
-    services.plan_build(plan=services.plan_request(table=table, user=user, overrides={"commits_retained": 1}))
+    services.plan_build(plan=services.plan_request(table=table, user=user, overrides=SHORT_RETENTION))
     before = list(AuditEvent.objects.filter(table=table).order_by("pk").values_list("pk", "username", "action",
                                                                                     "parameters", "result", "at"))
     assert len(before) >= 2
@@ -178,7 +179,7 @@ def test_audit_protection_on_postgresql() -> None:
 @pytest.mark.django_db
 def test_plan_csv_downloads_when_the_table_name_has_line_breaks_quotes_or_accents(console_table) -> None:
     table = console_table("sample_table/mor/avro/v9_txns_simple_nometa")
-    plan = services.plan_build(plan=services.plan_request(table=table, user=None, overrides={"commits_retained": 1}))
+    plan = services.plan_build(plan=services.plan_request(table=table, user=None, overrides=SHORT_RETENTION))
     Table.objects.filter(pk=table.pk).update(name='trips\r\nSet-Cookie: a="1"; été')
     response = login("viewer").get(reverse("console:plan_csv", args=[table.pk, plan.pk]))
     assert response.status_code == 200

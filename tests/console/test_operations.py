@@ -109,14 +109,20 @@ def test_operations_automatic_mode_approves_small_plans_and_leaves_large_ones(
         table: Table, django_capture_on_commit_callbacks) -> None:
     from console.models import CleanPlan, PlanStatus
     from console.tasks import auto_clean_tables
+    from timeline.config import update_config
+    from timeline.table import HudiTable
 
     admin = login("admin")
     admin.post(reverse("console:table_settings", args=[table.pk]),
                {"auto_clean": "on", "auto_max_files": "1", "auto_max_bytes": "10"})
     table.refresh_from_db()
     assert table.auto_clean and AuditEvent.objects.filter(action="table.settings.changed").exists()
-    Table.objects.filter(pk=table.pk).update(properties={**table.properties, "hoodie.clean.commits.retained": "1"})
+    # the table itself retains one commit (as a Hudi writer configured it), and the console syncs it
+    lake = HudiTable.open(table.path)
+    update_config(lake.storage, lake.base, {"hoodie.clean.commits.retained": "1"})
+    services.table_sync(table=table)
     table.refresh_from_db()
+    assert table.properties["hoodie.clean.commits.retained"] == "1"
     assert auto_clean_tables() == 0  # the plan is above the thresholds: it waits for an admin
     plan = CleanPlan.objects.get()
     assert plan.automatic and plan.status == PlanStatus.DRAFT and plan.requested_by is None

@@ -11,6 +11,7 @@ from django.urls import reverse
 from console import services
 from console.models import CleanPlan, PlanFile, PlanStatus, Table
 from tests.console.conftest import login
+from tests.console.retention import SHORT_RETENTION, SHORT_RETENTION_FORM
 
 pytestmark = pytest.mark.django_db
 
@@ -24,7 +25,7 @@ def test_plan_views_operator_plans_admin_approves_and_downloads_the_report(
         table: Table, django_capture_on_commit_callbacks) -> None:
     operator, admin = login("operator"), login("admin")
     with django_capture_on_commit_callbacks(execute=True):
-        response = operator.post(reverse("console:plan_request", args=[table.pk]), {"commits_retained": "1"})
+        response = operator.post(reverse("console:plan_request", args=[table.pk]), SHORT_RETENTION_FORM)
     plan = CleanPlan.objects.get()
     assert response.status_code == 302 and plan.status == PlanStatus.DRAFT
     page = operator.get(reverse("console:plan", args=[table.pk, plan.pk]))
@@ -52,7 +53,7 @@ def test_plan_views_operator_plans_admin_approves_and_downloads_the_report(
 
 def test_plan_views_reject_and_viewer_cannot_plan(table: Table) -> None:
     assert login("viewer").post(reverse("console:plan_request", args=[table.pk]), {}).status_code == 403
-    plan = services.plan_build(plan=services.plan_request(table=table, user=None, overrides={"commits_retained": 1}))
+    plan = services.plan_build(plan=services.plan_request(table=table, user=None, overrides=SHORT_RETENTION))
     admin = login("admin")
     admin.post(reverse("console:plan_reject", args=[table.pk, plan.pk]), {"note": "not today"})
     plan.refresh_from_db()

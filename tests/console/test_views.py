@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from console import services
 from console.models import AuditEvent, Job, PlanStatus, Table, TableLock
+from tests.console.retention import SHORT_RETENTION, SHORT_RETENTION_FORM
 
 pytestmark = pytest.mark.django_db
 ROLES = ("viewer", "operator", "admin")
@@ -115,13 +116,13 @@ def _lock_break(table: Table, table_copy: Callable[[str], Path]) -> Case:
 
 
 def _plan_request(table: Table, table_copy: Callable[[str], Path]) -> Case:
-    return Case(reverse("console:plan_request", args=[table.pk]), {"commits_retained": "1"},
+    return Case(reverse("console:plan_request", args=[table.pk]), SHORT_RETENTION_FORM,
                 lambda queued: table.clean_plans.exists() and len(queued) == 1)
 
 
 def _draft_plan(table: Table) -> int:
     """A draft plan that deletes files (12 of them with one commit retained)."""
-    plan = services.plan_build(plan=services.plan_request(table=table, user=None, overrides={"commits_retained": 1}))
+    plan = services.plan_build(plan=services.plan_request(table=table, user=None, overrides=SHORT_RETENTION))
     assert plan.status == PlanStatus.DRAFT and plan.files_to_delete > 0
     return plan.pk
 
