@@ -30,27 +30,18 @@ than the local engine with more cores (not measurable on a machine with two core
 For the two-core comparison the local engine gets the threads it would have on two cores (its
 default is 2 per core); with more cores it uses its default.
 
-`--profile` adds where the Spark clean's time goes: the phases of both jobs timed one by one
-(the steps of `plan_clean_spark` / `run_pending_cleans_spark` replayed), no-op Spark jobs of the
-same shape (one job per task through `toLocalIterator`, with and without the `sizes` mapping
-in the task closure, and one job through `collect`), the pickled sizes of what is shipped, a
-cProfile of the driver, and, as experiments, the execution done as suggested (sizes carried
-in the targets, one job collected, with the library's task size and with a few tasks per
-core); then findings computed from those figures.
-
 Usage (from the repository root):
 
     .venv/bin/python bench/spark.py                    # generate, measure, print, clean up
     .venv/bin/python bench/spark.py --json             # results as JSON on stdout
     .venv/bin/python bench/spark.py --record           # also update bench/RESULTS.md
-    .venv/bin/python bench/spark.py --profile          # where the Spark clean's time goes
     .venv/bin/python bench/spark.py --master local[4]  # another master for the main comparison
     .venv/bin/python bench/spark.py --rows 100000      # a smaller writer run
     .venv/bin/python bench/spark.py --table-types cow  # the copy-on-write writer only
 
 Progress goes to stderr (Spark's own start-up warnings too). Tables go to a fresh
 `tempfile.mkdtemp` on `/dev/shm` when there is one, as in the other benchmarks (`--dir` picks
-another place, `--keep` leaves them). A run takes about 4 minutes on two cores, 6 with `--profile`.
+another place, `--keep` leaves them). A run takes about 4 minutes on two cores.
 """
 
 from __future__ import annotations
@@ -58,15 +49,13 @@ from __future__ import annotations
 import argparse
 import io
 import os
-import pickle
 import re
 import shutil
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -75,7 +64,6 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import pyspark  # noqa: E402
-from pyspark import cloudpickle  # noqa: E402
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
@@ -85,15 +73,12 @@ from bench.common import (  # noqa: E402
     argument_parser,
     bench_root,
     clean_state_file,
-    cprofile,
     file_system_of,
     full_config,
     full_plan,
     generate_clean_table,
     interleaved,
     machine,
-    profile_lines,
-    profile_text,
     progress,
     publish,
     reset_to_scheduled,
@@ -103,28 +88,16 @@ from bench.common import (  # noqa: E402
     timed,
 )
 from timeline.clean.executor import (  # noqa: E402
-    CHUNK,
     CleanResult,
-    FileOutcome,
-    begin_clean,
-    delete_target,
-    finish_clean,
-    pending_cleans,
     run_pending_cleans,
 )
-from timeline.clean.planner import finish_plan, start_plan  # noqa: E402
-from timeline.fsview import partition_paths  # noqa: E402
 from timeline.instant import Instant, State  # noqa: E402
 from timeline.spark.clean import (  # noqa: E402
-    PARTITIONS_PER_TASK,
-    _delete_chunk,
-    _plan_partitions,
     plan_clean_spark,
     run_pending_cleans_spark,
 )
 from timeline.spark.session import spark_session  # noqa: E402
 from timeline.spark.writer import write  # noqa: E402
-from timeline.storage import storage_for  # noqa: E402
 from timeline.table import HudiTable  # noqa: E402
 
 SECTION_BEGIN = "<!-- bench/spark.py: begin -->"
@@ -134,7 +107,6 @@ TABLE_TYPES = {"cow": "COPY_ON_WRITE", "mor": "MERGE_ON_READ"}
 # Limits of the targets.
 EXECUTION_VS_LOCAL_LIMIT = 1.5
 
-SUGGESTED_TASKS_PER_CORE = 4  # the experiment's task count: this many per default parallelism
 
 
 # ----------------------------------------------------------------------------------------
@@ -264,144 +236,6 @@ def clean_comparison(spark: SparkSession, session: dict[str, Any], path: str, sh
         "local_files_per_s": n / local_s, "spark_files_per_s": n / spark_s,
         "local_runs_s": executed["runs_s"]["local"], "spark_runs_s": executed["runs_s"]["spark"],
         "same_completed_clean": executed["same_completed_clean"]}}
-
-
-# ----------------------------------------------------------------------------------------
-# Where the Spark clean's time goes (--profile)
-
-
-def _count(part: Iterable[Any]) -> Iterator[int]:
-    yield sum(1 for _ in part)
-
-
-def _count_holding(captured: object, part: Iterable[Any]) -> Iterator[int]:
-    """A no-op task whose closure holds `captured`: shipped and unpickled with the task, unused."""
-    del captured
-    yield sum(1 for _ in part)
-
-
-def _delete_sized(uri: str, part: Iterable[tuple[str, str, bool, int]]) -> Iterator[list[FileOutcome]]:
-    """The suggested task: each target carries its size, so a task ships only its own."""
-    storage, _ = storage_for(uri)
-    rows = list(part)
-    sizes = {path: size for _, path, _, size in rows}
-    yield [delete_target(storage, (partition, path, bootstrap), sizes) for partition, path, bootstrap, _ in rows]
-
-
-def suggested_execution(spark: SparkSession, path: str, sizes: Mapping[str, int], *,
-                        tasks: int | None = None) -> list[CleanResult]:
-    """An experiment, not library code: `run_pending_cleans_spark` with the sizes zipped into
-    the targets and the outcomes collected by one job (its tasks run in parallel) instead of
-    `toLocalIterator` (one job per task, in turn); `tasks` tasks (default: one per CHUNK
-    files, as the library does). Progress is left out here; the library could report it from
-    a driver thread polling an accumulator or the status tracker while the job runs."""
-    table = HudiTable.open(path)
-    results = []
-    for clean in pending_cleans(table):
-        started = time.monotonic()
-        plan, targets = begin_clean(table, clean)
-        rows = [(partition, uri, bootstrap, sizes.get(uri, 0)) for partition, uri, bootstrap in targets]
-        rdd = spark.sparkContext.parallelize(rows, max(1, min(len(rows), tasks or -(-len(rows) // CHUNK))))
-        batches = rdd.mapPartitions(partial(_delete_sized, table.uri)).collect()
-        results.append(finish_clean(table, clean, plan, [o for batch in batches for o in batch], started))
-    return results
-
-
-def profile_plan(spark: SparkSession, path: str, shape: CleanShape) -> dict[str, Any]:
-    """The steps of `plan_clean_spark`, timed one by one, and what it ships."""
-    config, sc = full_config(shape), spark.sparkContext
-    phases: dict[str, float] = {}
-    phases["open + start_plan (driver: timeline, commit metadata, protection)"], start = timed(
-        lambda: start_plan(HudiTable.open(path), config))
-    table = HudiTable.open(path)
-    context = start.context
-    phases["partition_paths (driver: one exists() per folder)"], partitions = timed(
-        lambda: partition_paths(table.storage, table.base))
-    slices = max(1, min(len(partitions), -(-len(partitions) // PARTITIONS_PER_TASK)))
-    phases[f"the job: {slices} tasks list and plan, collect()"], collected = timed(
-        lambda: sc.parallelize(partitions, slices).mapPartitions(
-            lambda part: _plan_partitions(context, part)).collect())
-    phases["finish_plan (driver)"], _ = timed(lambda: finish_plan(start, collected))
-    phases[f"no-op job of the same {slices} tasks, PlanContext in the closure, collect()"], _ = timed(
-        lambda: sc.parallelize(partitions, slices).mapPartitions(partial(_count_holding, context)).collect())
-    pickled_results = pickle.dumps(collected, protocol=pickle.HIGHEST_PROTOCOL)
-    phases["unpickling the collected decisions once (driver)"], _ = timed(lambda: pickle.loads(pickled_results))
-    return {"phases": phases, "tasks": slices,
-            "context_bytes": len(cloudpickle.dumps(context)), "results_bytes": len(pickled_results),
-            "decisions": sum(len(files) for _, files, _ in collected)}
-
-
-def profile_execution(spark: SparkSession, path: str, clean: Instant, files: Sequence[tuple[str, str]],
-                      sizes: Mapping[str, int], top: int) -> dict[str, Any]:
-    """The steps of `run_pending_cleans_spark`, timed one by one on the scheduled clean; no-op
-    jobs of the same shape; what the tasks are shipped; a driver cProfile; the variants."""
-    sc = spark.sparkContext
-    uri = HudiTable.open(path).uri
-    phases: dict[str, float] = {}
-    table = HudiTable.open(path)
-    (pending,) = pending_cleans(table)
-    phases["pending_cleans + begin_clean (driver: read the plan, write inflight)"], (plan, targets) = timed(
-        lambda: begin_clean(table, pending))
-    tasks = max(1, -(-len(targets) // CHUNK))
-    outcomes: list[FileOutcome] = []
-
-    def job() -> None:
-        rdd = sc.parallelize(targets, tasks)
-        for batch in rdd.mapPartitions(lambda part: _delete_chunk(uri, part, sizes)).toLocalIterator():
-            outcomes.extend(batch)
-
-    phases[f"the job: {tasks} tasks delete, toLocalIterator()"], _ = timed(job)
-    phases["finish_clean (driver: clean metadata, completed file)"], _ = timed(
-        lambda: finish_clean(table, pending, plan, outcomes, time.monotonic()))
-    reset_to_scheduled(path, clean, files)
-    noop = {
-        f"no-op job, same {tasks} tasks, toLocalIterator() (one Spark job per task, in turn)":
-            lambda: sum(sc.parallelize(targets, tasks).mapPartitions(_count).toLocalIterator()),
-        "  the same with the sizes mapping in the task closure (as the clean job ships it)":
-            lambda: sum(sc.parallelize(targets, tasks).mapPartitions(partial(_count_holding, sizes)).toLocalIterator()),
-        "  the same, toLocalIterator(prefetchPartitions=True)":
-            lambda: sum(sc.parallelize(targets, tasks).mapPartitions(_count).toLocalIterator(prefetchPartitions=True)),
-        "  the same, collect() (one job, tasks in parallel)":
-            lambda: sum(sc.parallelize(targets, tasks).mapPartitions(_count).collect()),
-        "  the same with the sizes mapping in the task closure, collect()":
-            lambda: sum(sc.parallelize(targets, tasks).mapPartitions(partial(_count_holding, sizes)).collect()),
-    }
-    for name, fn in noop.items():
-        progress(f"profile: {name.strip()}")
-        phases[name], counted = timed(fn)
-        assert counted == len(targets), f"{name}: {counted} targets"
-    command = cloudpickle.dumps(lambda part: _delete_chunk(uri, part, sizes))
-    phases["unpickling the task closure with the sizes mapping once"], _ = timed(lambda: pickle.loads(command))
-    variants: dict[str, float] = {}
-    progress("profile: the executions without sizes and the suggested variant")
-    variants["run_pending_cleans_spark without sizes (a status call per file, no sizes shipped)"], _ = timed(
-        lambda: run_pending_cleans_spark(spark, path))
-    reset_to_scheduled(path, clean, files)
-    variants["run_pending_cleans without sizes (local engine, a status call per file)"], _ = timed(
-        lambda: run_pending_cleans(HudiTable.open(path)))
-    reset_to_scheduled(path, clean, files)
-    few = SUGGESTED_TASKS_PER_CORE * sc.defaultParallelism
-    for name, count in ((f"experiment: sizes in the targets, one job collected, {tasks} tasks (suggested 1+2)", None),
-                        (f"experiment: the same with {few} tasks ({SUGGESTED_TASKS_PER_CORE} per core; "
-                         "suggested 1+2+3)", few)):
-        variants[name], done = timed(lambda n=count: suggested_execution(spark, path, sizes, tasks=n))
-        assert done[0].deleted == len(files), f"{name}: deleted {done[0].deleted}"
-        reset_to_scheduled(path, clean, files)
-    progress("profile: cProfile of run_pending_cleans_spark on the driver")
-    driver = cprofile(lambda: run_pending_cleans_spark(spark, path, sizes=sizes), top)
-    reset_to_scheduled(path, clean, files)
-    return {"phases": phases, "variants": variants, "tasks": tasks, "closure_bytes": len(command),
-            "targets_bytes": len(pickle.dumps(targets, protocol=pickle.HIGHEST_PROTOCOL)),
-            "broadcast_threshold_bytes": broadcast_threshold(spark), "driver": driver}
-
-
-def broadcast_threshold(spark: SparkSession) -> int:
-    """PySpark broadcasts a pickled task closure larger than this (1 MiB by default)."""
-    sc = spark.sparkContext
-    try:
-        return int(sc._jvm.PythonUtils.getBroadcastThreshold(sc._jsc))  # type: ignore[union-attr]
-    except Exception:  # noqa: BLE001 - an informative figure only
-        return 1 << 20
 
 
 # ----------------------------------------------------------------------------------------
@@ -535,69 +369,6 @@ def writer_lines(writer: dict[str, Any], rows: int, partitions: int) -> list[str
     return lines
 
 
-def findings(result: dict[str, Any]) -> list[str]:
-    """Where the Spark clean's time goes, from the profile's figures, and what to change."""
-    prof = result.get("profile")
-    if not prof:
-        return []
-    main = result["main"]
-    local_s = main["execution"]["local_s"]
-    p, e = prof["plan"], prof["execution"]
-    ph, var = e["phases"], e["variants"]
-    tasks, cores = e["tasks"], main["session"]["default_parallelism"]
-
-    def phase(start: str, where: dict[str, float] = ph) -> float:
-        return next(sec for name, sec in where.items() if name.strip().startswith(start))
-
-    job = phase("the job:")
-    noop_iter, noop_sizes_iter = phase("no-op job"), phase("the same with the sizes mapping in the task closure (")
-    noop_prefetch, noop_collect = phase("the same, toLocalIterator(prefetch"), phase("the same, collect()")
-    noop_sizes_collect = phase("the same with the sizes mapping in the task closure, collect()")
-    unpickle = phase("unpickling the task closure")
-    begin, finish = phase("pending_cleans + begin_clean"), phase("finish_clean")
-    no_sizes, local_no_sizes = phase("run_pending_cleans_spark without", var), phase("run_pending_cleans without", var)
-    chunked, few = phase("experiment: sizes in the targets", var), phase("experiment: the same with", var)
-    few_tasks = SUGGESTED_TASKS_PER_CORE * cores
-    per_task_ms = 1000 * noop_collect * cores / tasks
-    recv = sum(r["own_s"] for r in e["driver"]["functions"] if "recv_into" in r["function"])
-    plan = main["plan"]
-    plan_job = phase("the job:", p["phases"])
-    plan_noop = phase("no-op job", p["phases"])
-    plan_unpickle = phase("unpickling the collected", p["phases"])
-    return [
-        "Findings (from this run's figures):",
-        "",
-        f"- `run_pending_cleans_spark` took {main['execution']['spark_s']:.1f} s against {local_s:.1f} s for the "
-        f"local engine. Its job ({job:.1f} s of it) is {tasks} tasks of {CHUNK:,} files consumed with "
-        f"`toLocalIterator()`, which runs one Spark job per task, one after another: a no-op job of the same "
-        f"{tasks} tasks takes {noop_iter:.1f} s that way ({noop_prefetch:.1f} s with `prefetchPartitions=True`) "
-        f"and {noop_collect:.1f} s through `collect()` (about {per_task_ms:.0f} ms per Python task here).",
-        f"- Its task closure captures the whole `sizes` mapping: {e['closure_bytes'] / 2**20:.1f} MiB pickled, over "
-        f"the {e['broadcast_threshold_bytes'] / 2**20:.0f} MiB threshold, so PySpark broadcasts it, and every one of "
-        f"the {tasks} tasks fetches and unpickles all of it ({unpickle:.3f} s per unpickling, "
-        f"{unpickle * tasks:.1f} s in all). The no-op job carrying it takes {noop_sizes_iter:.1f} s instead of "
-        f"{noop_iter:.1f} s ({noop_sizes_collect:.1f} s instead of {noop_collect:.1f} s through `collect()`). "
-        f"Without sizes the Spark job takes {no_sizes:.1f} s (a status call per file; the local engine without "
-        f"sizes {local_no_sizes:.1f} s).",
-        f"- The driver's own work is small: begin_clean {begin:.2f} s, finish_clean {finish:.2f} s; the driver "
-        f"spends {recv:.1f} s of {e['driver']['total_s']:.1f} s profiled waiting on the result socket.",
-        f"- Suggested change to `timeline/spark/clean.py` (not made here): (1) carry each file's size in its target "
-        "tuple instead of capturing `sizes` in the closure, so a task ships only its own sizes; (2) run one job "
-        "and `collect()` its outcomes instead of `toLocalIterator()`, reporting progress from a driver thread that "
-        "polls an accumulator or `sc.statusTracker()` while the job runs; (3) size the tasks by the cluster, a "
-        f"small multiple of `defaultParallelism` ({SUGGESTED_TASKS_PER_CORE} per core, {few_tasks} here), not by "
-        f"CHUNK: a Python task costs about {per_task_ms:.0f} ms. Measured in this run as experiments in this "
-        f"script: (1)+(2) {chunked:.2f} s ({chunked / local_s:.2f}x the local engine), (1)+(2)+(3) {few:.2f} s "
-        f"({few / local_s:.2f}x). Returning per-task counts and only the failed or already-gone paths, instead of "
-        "one outcome tuple per file, would cut what comes back to the driver further.",
-        f"- The plan (no target) took {plan['spark_s']:.1f} s on Spark against {plan['local_s']:.1f} s locally: a "
-        f"no-op job of its {p['tasks']} tasks costs {plan_noop:.1f} s of the job's {plan_job:.1f} s, and its "
-        f"{p['decisions']:,} decisions come back as {p['results_bytes'] / 2**20:.0f} MiB of pickles that the driver "
-        f"unpickles in {plan_unpickle:.2f} s. Fewer, larger tasks (the same sizing as (3)) and slimmer decisions "
-        "(`FileDecision.path` repeats partition and file name; reasons could travel as codes) would narrow it.",
-    ]
-
-
 def text_report(result: dict[str, Any]) -> str:
     out = io.StringIO()
     m, s = result["machine"], result["shape"]
@@ -625,34 +396,7 @@ def text_report(result: dict[str, Any]) -> str:
     print(file=out)
     for line in target_text(result["targets"]):
         print(line, file=out)
-    prof = result.get("profile")
-    if prof:
-        print(file=out)
-        for line in profile_report(prof):
-            print(line, file=out)
-    if result.get("findings"):
-        print(file=out)
-        for line in result["findings"]:
-            print(line, file=out)
     return out.getvalue()
-
-
-def profile_report(prof: dict[str, Any]) -> list[str]:
-    p, e = prof["plan"], prof["execution"]
-    lines = [f"where plan_clean_spark's time goes ({p['tasks']} tasks; PlanContext pickles to "
-             f"{p['context_bytes'] / 1024:.0f} KiB; the collected decisions ({p['decisions']:,}) to "
-             f"{p['results_bytes'] / 2**20:.1f} MiB):"]
-    lines += [f"  {sec:8.3f} s  {name}" for name, sec in p["phases"].items()]
-    lines += [f"where run_pending_cleans_spark's time goes ({e['tasks']} tasks of {CHUNK:,} files; the task closure "
-              f"with the sizes mapping pickles to {e['closure_bytes'] / 2**20:.1f} MiB, over PySpark's "
-              f"{e['broadcast_threshold_bytes'] / 2**20:.0f} MiB broadcast threshold; the targets to "
-              f"{e['targets_bytes'] / 2**20:.1f} MiB):"]
-    lines += [f"  {sec:8.3f} s  {name}" for name, sec in e["phases"].items()]
-    lines += ["variants (one run each, from the scheduled state):"]
-    lines += [f"  {sec:8.3f} s  {name}" for name, sec in e["variants"].items()]
-    d = e["driver"]
-    lines += [f"cProfile of run_pending_cleans_spark on the driver (total {d['total_s']:.2f} s), top by own time:"]
-    return lines + profile_text(d["functions"][:10])
 
 
 def comparison_rows(c: dict[str, Any]) -> list[str]:
@@ -719,25 +463,6 @@ def markdown_section(result: dict[str, Any]) -> str:
                              f"{r['existing_file_groups']:,}) | {r['bytes_written'] / 2**20:.1f} |")
         lines.append("")
     lines += target_lines(result["targets"])
-    prof = result.get("profile")
-    if prof:
-        p, e = prof["plan"], prof["execution"]
-        lines += ["", f"Where `plan_clean_spark`'s time goes ({p['tasks']} tasks; the PlanContext pickles to "
-                  f"{p['context_bytes'] / 1024:.0f} KiB, the collected {p['decisions']:,} decisions to "
-                  f"{p['results_bytes'] / 2**20:.1f} MiB), one run each:", "",
-                  "| seconds | step |", "|---:|---|",
-                  *(f"| {sec:.3f} | {name.strip()} |" for name, sec in p["phases"].items()),
-                  "", f"Where `run_pending_cleans_spark`'s time goes ({e['tasks']} tasks of {CHUNK:,} files; the task "
-                  f"closure holding the sizes mapping pickles to {e['closure_bytes'] / 2**20:.1f} MiB, over PySpark's "
-                  f"{e['broadcast_threshold_bytes'] / 2**20:.0f} MiB broadcast threshold; the targets to "
-                  f"{e['targets_bytes'] / 2**20:.1f} MiB), one run each:", "",
-                  "| seconds | step |", "|---:|---|",
-                  *(f"| {sec:.3f} | {name.strip()} |" for name, sec in e["phases"].items()),
-                  *(f"| {sec:.3f} | {name} |" for name, sec in e["variants"].items()),
-                  "", f"cProfile of `run_pending_cleans_spark` on the driver (total {e['driver']['total_s']:.2f} s), "
-                  "top by own time:", "", *profile_lines(e["driver"]["functions"])]
-    if result.get("findings"):
-        lines += ["", *result["findings"]]
     lines.append(SECTION_END)
     return "\n".join(lines) + "\n"
 
@@ -750,7 +475,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--master", default="local[2]", help="Spark master of the main comparison (local[2])")
     parser.add_argument("--more-cores-master", default="local[*]",
                         help="master of the more-cores comparison, run when os.cpu_count() > 2 (local[*])")
-    parser.add_argument("--profile", action="store_true", help="where the Spark clean's time goes")
     parser.add_argument("--partitions", type=int, default=CleanShape().partitions,
                         help="partitions of the clean table (1,000; 10 file groups each)")
     parser.add_argument("--rows", type=int, default=1_000_000, help="rows per write (1,000,000)")
@@ -783,11 +507,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         scheduled = schedule_full_plan(path, shape)
         clean, files, sizes = scheduled.clean, scheduled.files, scheduled.sizes
         main_cmp = clean_comparison(spark, session, path, shape, args.repeat, clean, files, sizes)
-        profiled = None
-        if args.profile:
-            progress("profiling the Spark clean job")
-            profiled = {"plan": profile_plan(spark, path, shape),
-                        "execution": profile_execution(spark, path, clean, files, sizes, 25)}
         more, more_note = None, ""
         more_cores = master_cores(args.more_cores_master)
         if cpus <= 2:
@@ -805,9 +524,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             "more_cores_note": more_note, "writer": writer, "rows": args.rows,
             "writer_partitions": args.writer_partitions, "targets": targets(main_cmp, more, more_note),
         }
-        if profiled:
-            result["profile"] = profiled
-            result["findings"] = findings(result)
     finally:
         if spark is not None:
             spark.stop()
