@@ -25,6 +25,7 @@ test: setup
 	$(VENV)/bin/mypy
 	REDIS_URL=$(TEST_REDIS_URL) bash scripts/ensure-redis.sh
 	bash scripts/ensure-postgres.sh
+	bash scripts/ensure-zookeeper.sh
 	REDIS_URL=$(TEST_REDIS_URL) $(PY) -m pytest $(PYTEST_ARGS)
 
 # Refresh the README's screenshots (tests write them to var/screenshots otherwise).

@@ -238,7 +238,7 @@ class S3StorageLockClient(StorageLockClient):
         return self.storage.client  # type: ignore[attr-defined]
 
     def read_current_lock_file(self) -> tuple[LockGetResult, StorageLockFile | None]:
-        from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
+        from botocore.exceptions import BotoCoreError, ClientError
 
         try:
             response = self._client.get_object(Bucket=self.bucket, Key=self.key)

@@ -63,7 +63,7 @@ def sorted_children(children: list[str]) -> list[str]:
 
 def _require_kazoo() -> None:
     try:
-        import kazoo  # type: ignore[import-untyped]  # noqa: F401
+        import kazoo  # noqa: F401
     except ImportError as exc:  # pragma: no cover - kazoo is a dependency
         raise LockError("the ZooKeeper lock needs the kazoo package (pip install kazoo)") from exc
 
@@ -122,9 +122,9 @@ class ZookeeperBasedLock(HudiLock):
         connection timeouts and the retry policy, blocked until connected
         (`blockUntilConnected`), then `createPathIfNotExists`."""
         _require_kazoo()
-        from kazoo.client import KazooClient  # type: ignore[import-untyped]
-        from kazoo.handlers.threading import KazooTimeoutError  # type: ignore[import-untyped]
-        from kazoo.retry import KazooRetry  # type: ignore[import-untyped]
+        from kazoo.client import KazooClient
+        from kazoo.handlers.threading import KazooTimeoutError
+        from kazoo.retry import KazooRetry
 
         s = self.settings
         retry = KazooRetry(max_tries=s.num_retries, delay=s.retry_wait_ms / 1000, backoff=2,
@@ -153,7 +153,7 @@ class ZookeeperBasedLock(HudiLock):
 
     def _create_path_if_not_exists(self, client: Any) -> None:
         """`createPathIfNotExists`: persistent nodes for every part of `<base_path>/<lock_key>`."""
-        from kazoo.exceptions import KazooException, NodeExistsError  # type: ignore[import-untyped]
+        from kazoo.exceptions import KazooException, NodeExistsError
 
         current = ""
         try:
@@ -181,7 +181,7 @@ class ZookeeperBasedLock(HudiLock):
 
     def _on_state(self, client: Any, state: str) -> None:
         """kazoo connection listener (on kazoo's thread; must not block)."""
-        from kazoo.protocol.states import KazooState  # type: ignore[import-untyped]
+        from kazoo.protocol.states import KazooState
 
         if client is not self._client:
             return
