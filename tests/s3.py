@@ -66,6 +66,17 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def stop_process(process: subprocess.Popen[Any] | None) -> None:
+    """Stop a test server's process: terminate, then kill after 10 s."""
+    if process is not None and process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
 def moto_server_command() -> str:
     found = Path(sys.executable).with_name("moto_server")
     if found.exists():
@@ -125,13 +136,7 @@ class S3Server:
         raise RuntimeError(f"the S3 server did not start; see {self.workdir / 'moto_server.log'}")
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_process(self.process)
         self.process = None
 
     def client(self) -> Any:

@@ -38,6 +38,7 @@ from timeline.locks import (
     STORAGE_BASED_LOCK_PROVIDER,
     ZOOKEEPER_BASED_LOCK_PROVIDER,
     CorruptLockFile,
+    HudiLock,
     LockConfigError,
     LockLost,
     LockNotHeld,
@@ -296,15 +297,18 @@ def test_locks_storage_corrupt_lock_file_is_never_taken_over(store: Store) -> No
 # ----------------------------------------------------------------------------------------
 # Storage-based lock: exclusion, expiry, renewal, owners
 
-def test_locks_storage_contenders_in_threads_exclude_each_other(store: Store) -> None:
+def contend_in_threads(make_lock: Callable[[str], HudiLock], rounds: int, *, threads: int = 3,
+                       close: bool = False) -> tuple[list[tuple[float, float, str]], list[LockUnavailable]]:
+    """`threads` contenders each take the lock `rounds` times (retrying while it is held) and
+    record when they held it; any error fails the test."""
     intervals: list[tuple[float, float, str]] = []
     errors: list[BaseException] = []
     unavailable: list[LockUnavailable] = []
 
     def contender(name: str) -> None:
-        lock = store.lock(validity_seconds=10, renew_interval_seconds=1)
+        lock = make_lock(name)
         try:
-            for _ in range(6):
+            for _ in range(rounds):
                 while True:
                     try:
                         lock.acquire(0.05)
@@ -319,14 +323,21 @@ def test_locks_storage_contenders_in_threads_exclude_each_other(store: Store) ->
         except BaseException as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
         finally:
-            lock.close()
+            if close:
+                lock.close()
 
-    threads = [threading.Thread(target=contender, args=(f"t{n}",)) for n in range(3)]
-    for t in threads:
+    started = [threading.Thread(target=contender, args=(f"t{n}",)) for n in range(threads)]
+    for t in started:
         t.start()
-    for t in threads:
+    for t in started:
         t.join(120)
-    assert errors == [] and len(intervals) == 18
+    assert errors == [] and len(intervals) == rounds * threads
+    return intervals, unavailable
+
+
+def test_locks_storage_contenders_in_threads_exclude_each_other(store: Store) -> None:
+    intervals, unavailable = contend_in_threads(
+        lambda _: store.lock(validity_seconds=10, renew_interval_seconds=1), 6, close=True)
     assert overlaps(intervals) == []
     assert unavailable, "the contenders never met: the test proved nothing"
     assert all(exc.holder is None or exc.holder.owner for exc in unavailable)
@@ -518,34 +529,7 @@ def zk_children(zookeeper: ZooKeeperServer, path: str) -> list[str]:
 
 def test_locks_zookeeper_contenders_in_threads_exclude_each_other(zk_lock: Callable[..., ZookeeperBasedLock]
                                                                   ) -> None:
-    intervals: list[tuple[float, float, str]] = []
-    errors: list[BaseException] = []
-    unavailable: list[LockUnavailable] = []
-
-    def run(name: str) -> None:
-        lock = zk_lock(name)
-        try:
-            for _ in range(5):
-                while True:
-                    try:
-                        lock.acquire(0.05)
-                        break
-                    except LockUnavailable as exc:
-                        unavailable.append(exc)
-                start = time.time()
-                lock.check_held()
-                time.sleep(0.01)
-                intervals.append((start, time.time(), name))
-                lock.release()
-        except BaseException as exc:  # noqa: BLE001 - reported below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=run, args=(f"t{n}",)) for n in range(3)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
-    assert errors == [] and len(intervals) == 15
+    intervals, unavailable = contend_in_threads(zk_lock, 5)
     assert overlaps(intervals) == []
     assert unavailable and all(exc.holder and exc.holder.owner.startswith("application_id=t") for exc in unavailable)
 

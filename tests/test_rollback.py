@@ -150,6 +150,9 @@ def test_validateRollbackCommitSequence_refuses_a_pending_write_with_later_commi
     with pytest.raises(RollbackRefused, match=f"found commits after {T[1]}"):
         rollback(table, T[1])
     lake.storage.write(f"/t/.hoodie/.heartbeat/{T[1]}", b"")  # a LAZY remnant: Hudi lets it go...
+    with pytest.raises(RollbackRefused, match="still being written"):  # (not while it is fresh)
+        rollback(table, T[1])
+    lake.storage.set_mtime(f"/t/.hoodie/.heartbeat/{T[1]}", 0)
     with pytest.raises(RollbackRefused, match=f"found pending writes after {T[1]}"):
         rollback(table, T[1])                                # ...once the newer pending write is gone
     assert lake.storage.exists(f"/t/{P}/g_0-1-0_{T[1]}.parquet")

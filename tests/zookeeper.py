@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.s3 import free_port
+from tests.s3 import free_port, stop_process
 
 DEBIAN_CLASSPATH = "/usr/share/java/zookeeper.jar"  # its manifest lists the jars it needs
 
@@ -103,13 +103,7 @@ class ZooKeeperServer:
         raise RuntimeError(f"ZooKeeper did not start; see {self.workdir / 'zookeeper.log'}")
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_process(self.process)
         self.process = None
 
     def expire_session(self, client_id: tuple[int, bytes]) -> None:

@@ -20,6 +20,7 @@ from timeline.mdt import drop_metadata_table
 from timeline.restore import RestoreVerification, restore, verify_restore
 from timeline.rollback import (
     RollbackPreview,
+    check_not_running,
     check_rollback_sequence,
     plan_rollback,
     preview_failed_write,
@@ -29,6 +30,7 @@ from timeline.rollback import (
     rollback_failed_writes,
 )
 from timeline.savepoint import create_savepoint, delete_savepoint
+from timeline.transactions import Transactions
 
 if TYPE_CHECKING:
     from timeline.table import HudiTable
@@ -36,11 +38,15 @@ if TYPE_CHECKING:
 
 class Maintenance:
     """The table services of one table. `spark` (a SparkSession) runs planning and cleaning
-    as PySpark jobs; without it they run in this process."""
+    as PySpark jobs; without it they run in this process. Every change takes the table's Hudi
+    lock when its writers lock (`options`: writer options over `hoodie.properties`), at the
+    moments Hudi's table services take it (timeline/transactions.py)."""
 
-    def __init__(self, table: HudiTable, *, spark: Any = None) -> None:
+    def __init__(self, table: HudiTable, *, spark: Any = None, options: Mapping[str, str] | None = None) -> None:
         self.table = table
         self.spark = spark
+        self.transactions = Transactions(table, options)
+        self._locked = self.transactions.state_change
 
     # Cleaning
 
@@ -69,8 +75,10 @@ class Maintenance:
 
     def schedule_clean(self, plan: CleanPlan, config: CleanConfig, *, force: bool = False,
                        drop_metadata: bool = False) -> Instant | None:
-        """`<t>.clean.requested` for a plan that deletes something; None otherwise."""
-        return schedule_clean(self.table, plan, config, force=force, drop_metadata=drop_metadata)
+        """`<t>.clean.requested` for a plan that deletes something; None otherwise. Under the
+        table's lock the timeline is read again: a plan it invalidates raises PlanInvalidated."""
+        with self._locked():
+            return schedule_clean(self.table, plan, config, force=force, drop_metadata=drop_metadata)
 
     def run_cleans(self, *, instant: str | None = None, progress: ProgressCallback | None = None,
                    sizes: Mapping[str, int] | None = None, drop_metadata: bool = False) -> list[CleanResult]:
@@ -80,20 +88,24 @@ class Maintenance:
             from timeline.spark.clean import run_pending_cleans_spark
 
             return run_pending_cleans_spark(self.spark, self.table.uri, instant=instant, progress=progress,
-                                            sizes=sizes, drop_metadata=drop_metadata)
+                                            sizes=sizes, drop_metadata=drop_metadata, guard=self._locked,
+                                            table=self.table)
         return run_pending_cleans(self.table, instant=instant, progress=progress, sizes=sizes,
-                                  drop_metadata=drop_metadata)
+                                  drop_metadata=drop_metadata, guard=self._locked)
 
     # Savepoints, restore, rollback
 
     def create_savepoint(self, instant: str, *, user: str | None = None, comment: str = "") -> Instant:
-        return create_savepoint(self.table, instant, user=user, comment=comment)
+        with self._locked():
+            return create_savepoint(self.table, instant, user=user, comment=comment)
 
     def delete_savepoint(self, instant: str) -> None:
-        delete_savepoint(self.table, instant)
+        with self._locked():
+            delete_savepoint(self.table, instant)
 
     def restore(self, savepoint: str, *, drop_metadata: bool = False) -> Instant:
-        return restore(self.table, savepoint, drop_metadata=drop_metadata)
+        with self._locked():
+            return restore(self.table, savepoint, drop_metadata=drop_metadata)
 
     def verify_restore(self, savepoint: str) -> RestoreVerification:
         return verify_restore(self.table, savepoint)
@@ -104,26 +116,31 @@ class Maintenance:
         target = next((i for i in self.table.reload().timeline if i.requested_time == instant), None)
         if target is None:
             raise InvalidInstantError(f"{self.table.uri}: no instant {instant} on the active timeline")
+        check_not_running(self.table, target)
         check_rollback_sequence(self.table, target)
         return plan_rollback(self.table, target)
 
     def rollback(self, instant: str, *, drop_metadata: bool = False) -> Instant:
-        return rollback(self.table, instant, drop_metadata=drop_metadata)
+        with self._locked():
+            return rollback(self.table, instant, drop_metadata=drop_metadata)
 
     def preview_rollback(self, instant: str) -> RollbackPreview:
         """What rolling back one failed write deletes; refused for anything else."""
         return preview_failed_write(self.table, instant)
 
     def rollback_failed_write(self, instant: str, *, drop_metadata: bool = False) -> Instant:
-        return rollback_failed_write(self.table, instant, drop_metadata=drop_metadata)
+        with self._locked():
+            return rollback_failed_write(self.table, instant, drop_metadata=drop_metadata)
 
     def preview_rollback_failed_writes(self) -> list[RollbackPreview]:
         """What `rollback_failed_writes` deletes, newest first (refused whole if one cannot go)."""
         return preview_rollback_failed_writes(self.table)
 
     def rollback_failed_writes(self, *, drop_metadata: bool = False) -> list[Instant]:
-        return rollback_failed_writes(self.table, drop_metadata=drop_metadata)
+        with self._locked():
+            return rollback_failed_writes(self.table, drop_metadata=drop_metadata)
 
     def drop_metadata_table(self) -> None:
         """The explicit repair action: remove `.hoodie/metadata` (Hudi writers rebuild it)."""
-        drop_metadata_table(self.table)
+        with self._locked():
+            drop_metadata_table(self.table)

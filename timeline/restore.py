@@ -24,6 +24,8 @@ from timeline.mdt import guard_metadata_table
 from timeline.metadata.records import InstantRef, RestoreMetadata, RestorePlan, RollbackMetadata, SavepointMetadata
 from timeline.rollback import (
     RollbackPreview,
+    RollbackRefused,
+    check_not_running,
     execute_rollback_plan,
     is_clustering,
     pending_rollback_of,
@@ -112,6 +114,16 @@ def _check(table: HudiTable, savepoint_time: str) -> Instant:
     return savepoint
 
 
+def _check_none_running(table: HudiTable, instants: list[Instant]) -> None:
+    """Cleanline's own rule: no restore while a write it would roll back is still being
+    written (its heartbeat alive); Hudi's restore assumes no other writer is running."""
+    for instant in instants:
+        try:
+            check_not_running(table, instant)
+        except RollbackRefused as exc:
+            raise RestoreRefused(f"{exc}; the restore would roll it back under its writer") from exc
+
+
 def savepoint_files(table: HudiTable, savepoint_time: str) -> set[tuple[str, str]]:
     """(partition, file name) of every file the completed savepoint holds."""
     savepoint = table.timeline.savepoints().completed().find(savepoint_time)
@@ -166,6 +178,7 @@ def preview_restore(table: HudiTable, savepoint_time: str) -> RestorePreview:
     savepoint = _check(table, savepoint_time)
     _check_savepoint_intact(table, savepoint_time)
     instants = _instants_after(table, savepoint)
+    _check_none_running(table, instants)
     return RestorePreview(savepoint_time, tuple(instants),
                           tuple(plan_rollback(table, i, for_restore=True) for i in instants))
 
@@ -185,6 +198,7 @@ def restore(table: HudiTable, savepoint_time: str, *, drop_metadata: bool = Fals
         restore_instant = resumed
     else:
         instants = _instants_after(table, savepoint)
+        _check_none_running(table, instants)
         plan = RestorePlan(instants_to_rollback=tuple(InstantRef(i.requested_time, i.action) for i in instants),
                            savepoint=savepoint_time, version=RESTORE_PLAN_VERSION)
         restore_instant = transition.request(table, RESTORE, plan.to_raw())

@@ -89,18 +89,43 @@ def failed_writes(table: HudiTable, *, now_ms: int | None = None) -> list[Instan
     one writer) every one of them (a writer starting up rolls back all others); under LAZY
     those whose heartbeat (`.hoodie/.heartbeat/<t>`) is older than interval x tolerable misses
     (60,000 ms x 2 by default; a missing heartbeat counts as expired); none under NEVER.
+    Under either policy a write whose heartbeat is alive is left alone (see `live_writes`).
     Compaction and clustering plans are never failed writes."""
     pending = _pending_writes(table)
     policy = failed_writes_policy(table)
     if policy == "NEVER" or not pending:
         return []
-    if policy == "LAZY":
-        props = table.config.props
-        interval = int(props.get("hoodie.client.heartbeat.interval_in_ms", "60000"))
-        misses = int(props.get("hoodie.client.heartbeat.tolerable.misses", "2"))
-        now = int(time.time() * 1000) if now_ms is None else now_ms
-        return [i for i in pending if now - _heartbeat_ms(table, i) > interval * misses]
-    return pending
+    # LAZY: only expired heartbeats. EAGER (one writer, which rolls back every other pending
+    # write when it starts): Cleanline is not that writer, so a write whose heartbeat is alive
+    # is never taken for failed either: its writer is still running (Cleanline keeps more
+    # than Hudi here; `live_writes` says which and why).
+    return [i for i in pending if not _heartbeat_alive(table, i, now_ms)]
+
+
+def live_writes(table: HudiTable, *, now_ms: int | None = None) -> list[tuple[Instant, int]]:
+    """Pending writes whose heartbeat is alive, newest first, with the heartbeat's age in
+    seconds: never rolled back, whatever the failed-writes policy."""
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    return [(i, max(0, (now - _heartbeat_ms(table, i)) // 1000)) for i in _pending_writes(table)
+            if _heartbeat_alive(table, i, now_ms)]
+
+
+def check_not_running(table: HudiTable, instant: Instant, *, now_ms: int | None = None) -> None:
+    """Refuse to roll back a pending write whose heartbeat is alive: its writer is running it."""
+    if instant.is_pending and _heartbeat_alive(table, instant, now_ms):
+        raise RollbackRefused(f"{table.uri}: {instant.action} {instant.requested_time} is still being written (its "
+                              "heartbeat is alive); wait until its writer finishes or its heartbeat expires")
+
+
+def _heartbeat_alive(table: HudiTable, instant: Instant, now_ms: int | None) -> bool:
+    """HoodieHeartbeatClient.isHeartbeatExpired, negated: the heartbeat file was touched within
+    interval x tolerable misses (60,000 ms x 2 by default); a missing one counts as expired."""
+    props = table.config.props
+    interval = int(props.get("hoodie.client.heartbeat.interval_in_ms", "60000"))
+    misses = int(props.get("hoodie.client.heartbeat.tolerable.misses", "2"))
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    beat = _heartbeat_ms(table, instant)
+    return beat > 0 and now - beat <= interval * misses
 
 
 def _heartbeat_ms(table: HudiTable, instant: Instant) -> int:
@@ -349,6 +374,7 @@ def rollback(table: HudiTable, requested_time: str, *, drop_metadata: bool = Fal
     if target is None:
         raise RollbackRefused(f"{table.uri}: no write {requested_time} on the active timeline")
     table.ensure_intact()
+    check_not_running(table, target)
     check_rollback_sequence(table, target)
     guard_metadata_table(table, drop=drop_metadata, action="a rollback")
     existing = pending_rollback_of(table, requested_time)
@@ -405,7 +431,8 @@ def preview_failed_writes(table: HudiTable, *, now_ms: int | None = None) -> lis
     """Every failed write, newest first, with its rollback preview or the reason it is refused."""
     table.reload()
     now = int(time.time() * 1000) if now_ms is None else now_ms
-    rows = []
+    rows = [FailedWrite(i, None, f"its heartbeat is alive (touched {age} s ago): its writer is still running it",
+                        age) for i, age in live_writes(table, now_ms=now_ms)]
     for instant in failed_writes(table, now_ms=now_ms):
         newest = max((s.mtime_ms for s in table.timeline.files_of(instant).values()), default=now)
         try:
@@ -413,7 +440,7 @@ def preview_failed_writes(table: HudiTable, *, now_ms: int | None = None) -> lis
             rows.append(FailedWrite(instant, plan_rollback(table, instant), "", max(0, (now - newest) // 1000)))
         except CleanlineError as exc:
             rows.append(FailedWrite(instant, None, str(exc), max(0, (now - newest) // 1000)))
-    return rows
+    return sorted(rows, key=lambda r: r.instant.sort_key, reverse=True)
 
 
 def preview_rollback_failed_writes(table: HudiTable, *, now_ms: int | None = None) -> list[RollbackPreview]:

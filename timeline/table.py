@@ -3,7 +3,7 @@ file-system view."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -55,6 +55,9 @@ class HudiTable:
         self.config = config
         self._timeline: ActiveTimeline | None = None
         self._archived_completion: dict[str, str] | None = None
+        # Called before every state file `timeline.transition` publishes: while a state change
+        # holds the table's lock, it checks the lock is still held (timeline/transactions.py).
+        self.publish_check: Callable[[], None] | None = None
 
     @classmethod
     def open(cls, uri: str) -> HudiTable:
@@ -78,12 +81,14 @@ class HudiTable:
 
         return Inspect(self)
 
-    def maintenance(self, *, spark: Any = None) -> Maintenance:
+    def maintenance(self, *, spark: Any = None, options: Mapping[str, str] | None = None) -> Maintenance:
         """The table services (`timeline/maintenance.py`); with a SparkSession they run as
-        PySpark jobs."""
+        PySpark jobs. `options` are Hudi writer options (`hoodie.write.concurrency.mode`,
+        `hoodie.write.lock.*`, ...) over `hoodie.properties`, as a Hudi writer of the table is
+        given them: they choose the lock Cleanline shares with the table's writers."""
         from timeline.maintenance import Maintenance
 
-        return Maintenance(self, spark=spark)
+        return Maintenance(self, spark=spark, options=options)
 
     @property
     def containment(self) -> Containment:

@@ -31,6 +31,8 @@ def write_state(table: HudiTable, instant: Instant, content: Mapping[str, Any] |
     path = state_path(table, instant)
     if table.storage.exists(path):
         return
+    if table.publish_check is not None:
+        table.publish_check()  # LockLost: the table's lock is no longer ours, publish nothing
     if isinstance(content, bytes):
         data = content
     elif content is None:

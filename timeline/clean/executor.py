@@ -10,13 +10,14 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor, wait
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from enum import Enum
 from typing import NamedTuple
 
 from timeline import transition
 from timeline.clean.config import CleanConfig
-from timeline.clean.planner import CleanPlan, protection_conflicts
+from timeline.clean.planner import CleanPlan, plan_invalidations, protection_conflicts
 from timeline.exceptions import CleanlineError, StorageError
 from timeline.instant import CLEAN, Instant, State
 from timeline.mdt import guard_metadata_table
@@ -35,6 +36,15 @@ class CleanRefused(CleanlineError):
     """Hudi (or Cleanline's safety rules) would not schedule or run this clean now."""
 
 
+class PlanInvalidated(CleanRefused):
+    """The timeline, re-read right before the plan would be published, invalidates it: plan again."""
+
+    def __init__(self, uri: str, reasons: list[str]) -> None:
+        self.reasons = reasons
+        shown = "; ".join(reasons[:5]) + ("; ..." if len(reasons) > 5 else "")
+        super().__init__(f"{uri}: the plan is stale, nothing was scheduled: {shown}")
+
+
 @dataclass(frozen=True, slots=True)
 class Progress:
     """Where a running clean is: files done of total, and bytes deleted so far."""
@@ -46,6 +56,8 @@ class Progress:
 
 
 ProgressCallback = Callable[[Progress], None]
+# A context manager factory held around a clean's state changes (the table's lock, or nothing).
+Guard = Callable[[], AbstractContextManager[None]]
 
 
 class Status(Enum):
@@ -151,6 +163,9 @@ def schedule_clean(table: HudiTable, plan: CleanPlan, config: CleanConfig, *,
         raise CleanRefused(f"{table.uri}: fewer than {config.trigger_max_commits} commits completed since the "
                            "last clean (hoodie.clean.trigger.max.commits)")
     guard_metadata_table(table, drop=drop_metadata, action="a clean")
+    invalid = plan_invalidations(table, plan)
+    if invalid:
+        raise PlanInvalidated(table.uri, invalid)
     instant = transition.request(table, CLEAN, plan.to_record().to_raw())
     table.reload()
     return instant
@@ -170,20 +185,24 @@ def pending_cleans(table: HudiTable, *, instant: str | None = None, drop_metadat
 
 def run_pending_cleans(table: HudiTable, *, progress: ProgressCallback | None = None,
                        parallelism: int | None = None, instant: str | None = None, drop_metadata: bool = False,
-                       sizes: Mapping[str, int] | None = None) -> list[CleanResult]:
+                       sizes: Mapping[str, int] | None = None, guard: Guard = nullcontext) -> list[CleanResult]:
     """Run every pending clean (or the one at `instant`) in timeline order.
 
     `sizes` (file path as in the plan -> bytes), when the caller has them from the plan,
     spares a status call per file; without it each file's size is read before it goes, for
     the bytes reclaimed. `parallelism` defaults to what the storage backend handles well.
-    `progress` is called on this thread."""
+    `progress` is called on this thread. `guard` is held while a clean is re-validated and
+    moved to inflight, and again while it is completed (the table's lock: see
+    timeline/transactions.py); the deletes run without it."""
     threads = parallelism or table.storage.io_threads
     results = []
     for clean in pending_cleans(table, instant=instant, drop_metadata=drop_metadata):
         started = time.monotonic()
-        plan, targets = begin_clean(table, clean)
+        with guard():
+            plan, targets = begin_clean(table, clean)
         outcomes = _delete_all(table.storage, targets, sizes, progress, clean.requested_time, threads)
-        results.append(finish_clean(table, clean, plan, outcomes, started))
+        with guard():
+            results.append(finish_clean(table, clean, plan, outcomes, started))
     return results
 
 

@@ -14,7 +14,7 @@ from timeline.clean.retention import earliest_commit_to_retain, hours_cutoffs
 from timeline.exceptions import InvalidFileNameError
 from timeline.files import base_file_of, is_base_file_name, parse_log_file
 from timeline.fsview import FileGroup, FileSlice, TableListing, ViewInputs, build_view, list_partition
-from timeline.instant import CLUSTERING, COMPACTION, LOG_COMPACTION, REPLACE_COMMIT, Instant, State
+from timeline.instant import CLUSTERING, COMPACTION, LOG_COMPACTION, REPLACE_COMMIT, RESTORE, ROLLBACK, Instant, State
 from timeline.metadata.records import (
     CleanerPlan,
     CleanFileInfo,
@@ -63,6 +63,8 @@ class CleanPlan:
     incremental: bool
     savepointed_timestamps: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default=())
+    # the latest time (requested or completed) on the timeline the plan was made from
+    timeline_end: str = ""
 
     @property
     def files_to_delete(self) -> list[FileDecision]:
@@ -163,6 +165,7 @@ def start_plan(table: HudiTable, config: CleanConfig, *, now: datetime | None = 
         table=table.uri, policy=config.policy, earliest_instant_to_retain=ectr,
         last_completed_commit=last_commit.requested_time if last_commit else "",
         savepointed_timestamps=savepoints if table.config.is_partitioned else (),
+        timeline_end=max((t for i in timeline for t in (i.requested_time, i.completion_time or "")), default=""),
     )
     pending = tuple(f"clean {i.requested_time} is still pending ({i.state.name.lower()}): run it first"
                     for i in timeline.cleans().pending()) + _hours_note(table, config, now)
@@ -462,6 +465,18 @@ def why_protected(group: FileGroup, piece: FileSlice, protection: Protection) ->
     if savepoint is not None:
         return f"savepoint {savepoint}"
     return _pending_reason(group, piece, protection)
+
+
+def plan_invalidations(table: HudiTable, plan: CleanPlan) -> list[str]:
+    """Why the table's timeline as it is now (re-read under the table lock) invalidates a plan
+    made earlier: a file it deletes is now protected (`protection_conflicts`), or a rollback or
+    restore was requested after the plan was made (either can make a superseded file the
+    latest again). Empty: the plan may be published."""
+    reasons = protection_conflicts(table, [(d.partition, d.path) for d in plan.files_to_delete])
+    if plan.timeline_end:
+        reasons += [f"{i.action} {i.requested_time} was requested after the plan was made"
+                    for i in table.timeline if i.action in (ROLLBACK, RESTORE) and i.requested_time > plan.timeline_end]
+    return reasons
 
 
 def protection_conflicts(table: HudiTable, targets: Iterable[tuple[str, str]]) -> list[str]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import nullcontext
 from datetime import datetime
 
 from pyspark import Accumulator
@@ -16,6 +17,7 @@ from timeline.clean.config import CleanConfig
 from timeline.clean.executor import (
     CleanResult,
     FileOutcome,
+    Guard,
     ProgressCallback,
     ProgressCounter,
     Target,
@@ -68,16 +70,18 @@ def _delete_chunk(uri: str, targets: Iterable[tuple[str, str, bool, int | None]]
 
 def run_pending_cleans_spark(spark: SparkSession, uri: str, *, progress: ProgressCallback | None = None,
                              instant: str | None = None, drop_metadata: bool = False,
-                             sizes: Mapping[str, int] | None = None) -> list[CleanResult]:
+                             sizes: Mapping[str, int] | None = None, guard: Guard = nullcontext,
+                             table: HudiTable | None = None) -> list[CleanResult]:
     """`run_pending_cleans` with the deletes on the executors, in one job of a few tasks per
     core; the driver moves each clean to inflight, reports progress from an accumulator while
     the job runs, and publishes the completed clean."""
-    table = HudiTable.open(uri)
+    table = table if table is not None else HudiTable.open(uri)
     context = spark.sparkContext
     results = []
     for clean in pending_cleans(table, instant=instant, drop_metadata=drop_metadata):
         started = time.monotonic()
-        plan, targets = begin_clean(table, clean)
+        with guard():
+            plan, targets = begin_clean(table, clean)
         counter = ProgressCounter(clean.requested_time, len(targets), progress)
         outcomes: list[FileOutcome] = []
         if targets:
@@ -92,7 +96,8 @@ def run_pending_cleans_spark(spark: SparkSession, uri: str, *, progress: Progres
             outcomes = job.result()
             counter.set(len(outcomes), sum(o.bytes for o in outcomes))
             counter.report()
-        results.append(finish_clean(table, clean, plan, outcomes, started))
+        with guard():
+            results.append(finish_clean(table, clean, plan, outcomes, started))
     return results
 
 
