@@ -45,6 +45,11 @@ PLANNED_ACTIONS = frozenset({"clean", "compaction", "logcompaction", "clustering
                              "restore"})
 
 
+# State files that decoded in this process, by URI, size and modification time (ensure_intact).
+_INTACT: set[str] = set()
+_INTACT_MAX = 1_000_000
+
+
 class HudiTable:
     """A Hudi table at a base path. The active timeline is loaded once and kept until
     `reload()`; everything else is read on demand."""
@@ -117,7 +122,11 @@ class HudiTable:
         """Refuse to plan or mutate a table whose timeline holds an undecodable state file:
         every completed instant's metadata and every pending instant's non-empty plan must
         decode (Hudi fails on the same files when it reads them). Raises CorruptInstantError
-        naming the file. `hoodie.properties` was checked when the config was read."""
+        naming the file. `hoodie.properties` was checked when the config was read.
+
+        A state file that decoded before in this process is not decoded again while its size
+        and modification time are unchanged (a worker plans, approves and runs cleans of the
+        same table over and over; the first check of a large table decodes every instant)."""
         for instant in self.timeline:
             if not instant.is_completed and instant.action not in PLANNED_ACTIONS:
                 continue
@@ -125,7 +134,15 @@ class HudiTable:
             status = self.timeline.files_of(instant).get(state)
             if status is None or status.size == 0:
                 continue
+            storage = self.storage
+            where = f"{id(storage)}:{status.path}" if storage.private_namespace else storage.uri(status.path)
+            key = f"{where}|{status.size}|{status.mtime_ms}"
+            if key in _INTACT:
+                continue
             self.read_state_file(status.path)
+            if len(_INTACT) >= _INTACT_MAX:
+                _INTACT.clear()
+            _INTACT.add(key)
 
     def new_instant_time(self, *, after: str = "") -> str:
         """A fresh instant time in the table's timeline zone, later than every time on the

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, NamedTuple, TypeVar
 
 from timeline.instant import (
     CLEAN,
@@ -118,8 +118,9 @@ class InstantRef:
 
 # Clean
 
-@dataclass(frozen=True, slots=True)
-class CleanFileInfo:
+class CleanFileInfo(NamedTuple):
+    """One file of a clean plan (a NamedTuple: a plan names one per file it deletes)."""
+
     path: str
     is_bootstrap_base_file: bool = False
 

@@ -150,6 +150,13 @@ class LocalStorage(ArrowStorage):
     def resolve(self, path: str) -> str:
         return os.path.realpath(path)
 
+    def symlinks(self, folder: str) -> frozenset[str]:
+        try:
+            with os.scandir(folder) as entries:  # file types from the directory itself, no stat each
+                return frozenset(e.name for e in entries if e.is_symlink())
+        except FileNotFoundError:
+            return frozenset()
+
     def path_of(self, uri: str) -> str:
         if uri.startswith("file:/") and not uri.startswith("file://"):
             return uri[5:]  # the form `uri` writes and Hudi uses for local tables

@@ -36,6 +36,8 @@ class Storage(ABC):
     # How many concurrent calls pay off for bulk work such as a clean's deletes: object stores
     # answer round trips in parallel; local backends override this.
     io_threads: int = 32
+    # True when two objects of the class may hold different files under the same URI (memory)
+    private_namespace: bool = False
     # Folders listed at once by `walk`: object stores answer each listing in a round trip and
     # gain from many at a time; local backends list faster than a thread hand-off and use 1.
     listing_threads: int = 1
@@ -139,6 +141,10 @@ class Storage(ABC):
         links), for containment checks (`timeline/storage/containment.py`)."""
         return posixpath.normpath(path) if path else path
 
+    def symlinks(self, folder: str) -> frozenset[str]:
+        """Names of the symbolic links directly in `folder` (none on object stores)."""
+        return frozenset()
+
     @staticmethod
     def join(*parts: str) -> str:
         return posixpath.join(*[p for p in parts if p != ""]) if any(parts) else ""
@@ -148,8 +154,9 @@ def storage_for(uri: str) -> tuple[Storage, str]:
     """The backend for a URI or local path, and the path of the URI inside it.
 
     Local paths and `file://` use the local file system; `s3://`, `s3a://` and `s3n://` use
-    `S3Storage` (pyarrow.fs plus batched deletes, configured from `AWS_*` variables, see
-    `timeline/storage/s3.py`); `gs://`, `gcs://` and `hdfs://` go through pyarrow.fs;
+    `S3Storage` (pyarrow.fs plus batched deletes, configured by the root the URI lies in,
+    `configure_s3`, over the `AWS_*` variables, see `timeline/storage/s3.py`); `gs://`,
+    `gcs://` and `hdfs://` go through pyarrow.fs;
     `memory://name/...` is a process-wide in-memory store for tests and demos.
     """
     from timeline.storage.arrow import ArrowStorage, LocalStorage

@@ -56,6 +56,31 @@ class Containment:
         self.table_uri = table_uri
         self.base = storage.resolve(base)
         self.meta = posixpath.join(self.base, META_FOLDER)
+        self._raw_base = base.rstrip("/")
+        self._prefix = storage.uri(self._raw_base) + "/"
+        # partition as written -> its resolved folder and the symbolic links in it
+        self._folders: dict[str, tuple[str, frozenset[str]]] = {}
+
+    def _plain(self, entry: str) -> str | None:
+        """The resolved path of an entry of the form the table writes itself (its own URI, a
+        partition of plain segments, a file name), with each partition folder resolved once:
+        a plan names hundreds of thousands of files in a few folders. None for any other form,
+        which `_resolve` checks in full."""
+        if not entry.startswith(self._prefix):
+            return None
+        rest = entry[len(self._prefix):]
+        if "%" in rest or "\\" in rest or "\x00" in rest or ":" in rest:
+            return None
+        folder, _, name = rest.rpartition("/")
+        if name in ("", ".", "..") or any(p in ("", ".", "..") for p in folder.split("/") if folder):
+            return None
+        known = self._folders.get(folder)
+        if known is None:
+            resolved = self.storage.resolve(Storage.join(self._raw_base, folder))
+            known = self._folders[folder] = (resolved, self.storage.symlinks(resolved))
+        resolved, links = known
+        path = f"{resolved}/{name}"
+        return self.storage.resolve(path) if name in links else path
 
     def _resolve(self, entry: str) -> list[str]:
         """The backend path(s) an entry may mean: as written, and percent-decoded when that
@@ -88,7 +113,8 @@ class Containment:
 
     def data_path(self, entry: str) -> str:
         """The backend path of a data file a plan deletes: inside the table, not `.hoodie/`."""
-        paths = self._resolve(entry)
+        plain = self._plain(entry)
+        paths = [plain] if plain is not None else self._resolve(entry)
         for path in paths:
             if not _is_inside(path, self.base) or path == self.base:
                 raise OutsideTableError(self.table_uri, entry, f"lies outside the table {self.base}")

@@ -18,6 +18,7 @@ class MemoryStorage(Storage):
 
     scheme = "memory"
     io_threads = 1
+    private_namespace = True
     _named: ClassVar[dict[str, MemoryStorage]] = {}
 
     def __init__(self) -> None:
