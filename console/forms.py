@@ -6,8 +6,8 @@ from timeline import CleanPolicy
 
 
 class RegisterTableForm(forms.Form):
-    path = forms.CharField(max_length=1024, label="Base path or URI",
-                           widget=forms.TextInput(attrs={"placeholder": "/lake/warehouse/trips", "size": 60}))
+    path = forms.CharField(max_length=1024, label="Base path or URI", widget=forms.TextInput(
+        attrs={"placeholder": "/lake/warehouse/trips or s3://bucket/warehouse/trips", "size": 60}))
 
 
 class TimelineFilterForm(forms.Form):

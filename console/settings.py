@@ -6,6 +6,19 @@ REDIS_URL         Celery broker and result backend (default redis://127.0.0.1:63
 SPARK_MASTER      where Spark jobs run (default local[*])
 CLEANLINE_ALLOWED_ROOTS  comma-separated paths/URIs tables may be registered from
                   (default: the demo lake, var/demo-lake)
+CLEANLINE_S3_ROOTS  per-root S3 settings, a JSON object keyed by s3:// root (default: none; every
+                  s3:// table then uses the AWS_* variables), e.g.
+                  {"s3://lake-bucket/warehouse": {"endpoint_url": "https://minio.internal:9000",
+                   "region": "us-east-1", "access_key_id_env": "LAKE_KEY_ID",
+                   "secret_access_key_env": "LAKE_SECRET"}}
+                  Keys, all optional: endpoint_url, region, and credentials as the names of
+                  environment variables holding them (access_key_id_env, secret_access_key_env,
+                  session_token_env) or a profile of the AWS config files (profile). Secrets are
+                  never written inline (refused). A table at or below a root uses the longest
+                  such root's settings; what a root leaves unset comes from AWS_ENDPOINT_URL(_S3),
+                  AWS_REGION and the AWS default credential chain. Read at start-up by every
+                  process (web, worker, beat): a bad value, or a named variable that is unset,
+                  stops start-up naming the root and key.
 CLEANLINE_SYNC_INTERVAL_SECONDS, CLEANLINE_AUTO_CLEAN_INTERVAL_SECONDS  beat's schedules
                   (default 300 and 3600)
 CLEANLINE_APPROVER_MUST_DIFFER  an approver must differ from the plan's requester (default true)
@@ -51,6 +64,8 @@ from urllib.parse import unquote, urlparse
 
 from django.core.exceptions import ImproperlyConfigured
 
+from timeline import S3ConfigError, S3Settings, configure_s3, parse_s3_roots
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -92,6 +107,14 @@ def secret_key(*, debug: bool) -> str:
         "SECRET_KEY is not set and DEBUG is off. Set the SECRET_KEY environment variable to a long "
         "random string kept secret, e.g. the output of "
         "`python -c \"import secrets; print(secrets.token_urlsafe(50))\"` (or set DEBUG=1 for development).")
+
+
+def s3_roots(text: str) -> dict[str, S3Settings]:
+    """CLEANLINE_S3_ROOTS parsed, credentials read from the variables it names."""
+    try:
+        return parse_s3_roots(text)
+    except S3ConfigError as exc:
+        raise ImproperlyConfigured(f"CLEANLINE_S3_ROOTS: {exc}") from exc
 
 
 def proxy_ssl_header(value: str) -> tuple[str, str] | None:
@@ -195,6 +218,10 @@ CLEANLINE_ALLOWED_ROOTS = [
     r.strip() for r in os.environ.get("CLEANLINE_ALLOWED_ROOTS", str(BASE_DIR / "var" / "demo-lake")).split(",")
     if r.strip()
 ]
+# The library opens s3:// tables below these roots with their settings (this process's registry;
+# console.services.tables applies a changed value, such as a test's settings override).
+CLEANLINE_S3_ROOTS = s3_roots(os.environ.get("CLEANLINE_S3_ROOTS", ""))
+configure_s3(CLEANLINE_S3_ROOTS)
 CLEANLINE_SYNC_INTERVAL_SECONDS = int(os.environ.get("CLEANLINE_SYNC_INTERVAL_SECONDS", "300"))
 # An approver must differ from the plan's requester (automatic plans excepted).
 CLEANLINE_APPROVER_MUST_DIFFER = os.environ.get("CLEANLINE_APPROVER_MUST_DIFFER", "true").lower() in (

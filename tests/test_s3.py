@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -21,8 +23,8 @@ import pytest
 
 from tests import test_storage
 from tests.lakes import Lake
-from tests.s3 import FaultyProxy, S3Server
-from timeline import FileStatus
+from tests.s3 import REGION, FaultyProxy, S3Server
+from timeline import CleanlineError, FileStatus, S3ConfigError, configure_s3, parse_s3_roots
 from timeline.clean.config import CleanConfig
 from timeline.clean.executor import run_pending_cleans, schedule_clean
 from timeline.clean.planner import plan_clean
@@ -35,7 +37,7 @@ from timeline.rollback import failed_writes, plan_rollback, rollback
 from timeline.savepoint import create_savepoint, list_savepoints
 from timeline.storage import OutsideTableError, storage_for
 from timeline.storage.arrow import LocalStorage
-from timeline.storage.s3 import S3Settings, S3Storage
+from timeline.storage.s3 import S3Settings, S3Storage, s3_settings_for
 from timeline.table import HudiTable
 
 CLEANLINE = Path(sys.executable).with_name("cleanline")
@@ -136,6 +138,130 @@ def test_s3_storage_honours_the_endpoint_variables(s3_server: S3Server, monkeypa
     with pytest.raises(StorageError):
         elsewhere.write(f"{bucket}/t/b", b"x")
     assert s3_server.keys(bucket) == {"t/a": 4}
+
+
+# ----------------------------------------------------------------------------------------
+# Per-root settings (configure_s3, parse_s3_roots): each root its endpoint, region, credentials
+
+CLOSED = "http://127.0.0.1:9"  # nothing listens: a request that goes by the environment fails
+
+
+@pytest.fixture
+def s3_roots() -> Iterator[Callable[[Mapping[str, S3Settings]], dict[str, S3Settings]]]:
+    """`configure_s3` for one test: the process's roots before it are put back afterwards."""
+    previous = configure_s3({})
+    yield configure_s3
+    configure_s3(previous)
+
+
+def signers(requests: list[dict[str, Any]]) -> set[str]:
+    """The access key ids recorded requests were signed with ("unsigned" for none)."""
+    found = (re.search(r"Credential=([^/]+)/", r["headers"].get("Authorization", "")) for r in requests)
+    return {m.group(1) if m else "unsigned" for m in found}
+
+
+def test_s3_roots_parse_reads_credentials_from_the_variables_named() -> None:
+    text = json.dumps({
+        "s3://lake/warehouse": {"endpoint_url": "http://127.0.0.1:9000", "region": "eu-west-1",
+                                "access_key_id_env": "LAKE_KEY", "secret_access_key_env": "LAKE_SECRET",
+                                "session_token_env": "LAKE_TOKEN"},
+        "s3a://other": {"profile": "ops"}, "s3://third/x": {}})
+    roots = parse_s3_roots(text, {"LAKE_KEY": "key-1", "LAKE_SECRET": "secret-1", "LAKE_TOKEN": "token-1"})
+    assert roots == {"s3://lake/warehouse": S3Settings("http://127.0.0.1:9000", "eu-west-1", "key-1", "secret-1",
+                                                       "token-1"),
+                     "s3a://other": S3Settings(profile="ops"), "s3://third/x": S3Settings()}
+    assert "secret-1" not in repr(roots) and "token-1" not in repr(roots)
+    assert parse_s3_roots("  ") == {}
+
+
+@pytest.mark.parametrize("text, message", [
+    ('{"s3://b/l": {"secret_access_key": "x"}}', "'secret_access_key' would hold a secret inline"),
+    ('{"s3://b/l": {"aws_access_key_id": "x"}}', "'aws_access_key_id' would hold a secret inline"),
+    ('{"s3://b/l": {"endpoint": "http://h:1"}}', "unknown key 'endpoint'"),
+    ('{"s3://b/l": {"access_key_id_env": "KEY", "secret_access_key_env": "UNSET"}}', "names UNSET, which is not set"),
+    ('{"s3://b/l": {"access_key_id_env": "KEY"}}', "give both or neither"),
+    ('{"s3://b/l": {"session_token_env": "KEY"}}', "a session token needs"),
+    ('{"s3://b/l": {"profile": "p", "access_key_id_env": "KEY", "secret_access_key_env": "KEY"}}', "not both"),
+    ('{"s3://b/l": {"endpoint_url": "127.0.0.1:9000"}}', "not an http:// or https:// URL"),
+    ('{"s3://b/l": {"region": 5}}', "non-empty string"),
+    ('{"s3://b/l": "http://h:1"}', "give an object of settings"),
+    ('{"gs://b/l": {}}', "not an s3:// URI"),
+    ('{"/lake": {}}', "not an s3:// URI"),
+    ('{"s3://b/l": {}, "s3a://b/l/": {}}', "'s3a://b/l/' is given twice"),
+    ('["s3://b/l"]', "give a JSON object"),
+    ('{"s3://b/l": ', "not valid JSON"),
+])
+def test_s3_roots_parse_refuses_what_it_cannot_use_naming_root_and_key(text: str, message: str) -> None:
+    with pytest.raises(S3ConfigError, match=re.escape(message)) as refused:
+        parse_s3_roots(text, {"KEY": "k"})
+    if "JSON" not in message:
+        assert "S3 root" in str(refused.value)
+
+
+def test_s3_settings_for_takes_the_longest_root_on_whole_segments_over_the_environment(s3_roots: Any) -> None:
+    s3_roots({"s3://b/lake": S3Settings("http://root:1", None, "k", "s"), "s3://b/lake/hot": S3Settings(region="r2"),
+              "s3://b": S3Settings(profile="p")})
+    env = {"AWS_ENDPOINT_URL": "http://env:9", "AWS_REGION": "env-region"}
+    assert s3_settings_for("s3a://b/lake/t", env) == S3Settings("http://root:1", "env-region", "k", "s")
+    assert s3_settings_for("s3://b/lake", env) == S3Settings("http://root:1", "env-region", "k", "s")
+    # the longest root wins whole: its own region, the environment's endpoint and credentials
+    assert s3_settings_for("s3n://b/lake/hot/t", env) == S3Settings("http://env:9", "r2")
+    assert s3_settings_for("s3://b/lakehouse/t", env) == S3Settings("http://env:9", "env-region", profile="p")
+    assert s3_settings_for("s3://b2/lake/t", env) == S3Settings("http://env:9", "env-region")
+    assert s3_roots({}) == {"s3://b/lake": S3Settings("http://root:1", None, "k", "s"),
+                            "s3://b/lake/hot": S3Settings(region="r2"), "s3://b": S3Settings(profile="p")}
+    assert s3_settings_for("s3://b/lake/t", env) == S3Settings("http://env:9", "env-region")
+    with pytest.raises(S3ConfigError, match="not an s3:// URI"):
+        s3_roots({"hdfs://nn/lake": S3Settings()})
+
+
+def test_s3_root_settings_open_tables_below_it_with_its_endpoint_and_credentials(
+        s3_server: S3Server, s3_table: Any, fixture_lake: dict[str, Path], monkeypatch: pytest.MonkeyPatch,
+        s3_roots: Any) -> None:
+    uri = s3_table(V9_MOR_NONPART)
+    bucket, _ = split(uri)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", CLOSED)
+    with pytest.raises(CleanlineError):
+        HudiTable.open(uri)  # by the environment: nothing answers
+    s3_roots({f"s3://{bucket}": S3Settings(s3_server.endpoint, REGION, "root-key", "root-secret")})
+    with s3_server.recording() as requests:
+        table = HudiTable.open(uri)
+        assert ours(table) == ours(HudiTable.open(str(fixture_lake[V9_MOR_NONPART])))
+        k = [i for i in table.timeline.commits().completed() if i.action in ("commit", "deltacommit")][1]
+        create_savepoint(table, k.requested_time, user="tester")  # boto3's conditional PUT
+    assert {r["method"] for r in requests} >= {"GET", "HEAD", "PUT"}
+    assert signers(requests) == {"root-key"}
+    assert [i.instant.requested_time for i in list_savepoints(HudiTable.open(uri))] == [k.requested_time]
+    other = s3_server.new_bucket()  # another bucket, outside the root: the environment's closed endpoint
+    s3_server.client().put_object(Bucket=other, Key="t/a", Body=b"x")
+    storage, path = storage_for(f"s3://{other}/t/a")
+    with pytest.raises(StorageError):
+        storage.read(path)
+    # settings given to storage_for are used as they are (what a Spark executor would be handed)
+    given = S3Settings(s3_server.endpoint, REGION, "given-key", "given-secret")
+    with s3_server.recording() as requests:
+        storage, path = storage_for(f"s3://{other}/t/a", s3=given)
+        assert storage.read(path) == b"x"
+    assert signers(requests) == {"given-key"}
+
+
+def test_s3_root_profile_signs_with_the_profile_from_the_aws_files(
+        s3_server: S3Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, s3_roots: Any) -> None:
+    credentials = tmp_path / "credentials"
+    credentials.write_text("[lake-ops]\naws_access_key_id = profile-key\naws_secret_access_key = profile-secret\n")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(credentials))
+    monkeypatch.setenv("AWS_ENDPOINT_URL", CLOSED)
+    bucket = s3_server.new_bucket()
+    s3_server.put_many(bucket, ["t/p/a", "t/p/b"])
+    s3_roots({f"s3://{bucket}/t": S3Settings(s3_server.endpoint, REGION, profile="lake-ops")})
+    storage, base = storage_for(f"s3://{bucket}/t")
+    with s3_server.recording() as requests:
+        assert sorted(s.name for s in storage.list(f"{base}/p")) == ["a", "b"]  # pyarrow
+        assert storage.delete_many([f"{base}/p/a"]) == {f"{base}/p/a": "deleted"}  # boto3
+    assert signers(requests) == {"profile-key"} and len(requests) == 2
+    s3_roots({f"s3://{bucket}/t": S3Settings(s3_server.endpoint, REGION, profile="no-such-profile")})
+    with pytest.raises(StorageError, match="no-such-profile"):
+        storage_for(f"s3://{bucket}/t")
 
 
 @pytest.mark.parametrize("contract", [

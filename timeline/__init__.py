@@ -46,7 +46,16 @@ from timeline.metadata.records import (
 from timeline.restore import RestorePreview, RestoreRefused, RestoreVerification
 from timeline.rollback import FailedWrite, RollbackPreview, RollbackRefused
 from timeline.savepoint import SavepointInfo, SavepointRefused
-from timeline.storage import OutsideTableError, UnsupportedLocationError, parse_location, within_roots
+from timeline.storage import (
+    OutsideTableError,
+    S3ConfigError,
+    S3Settings,
+    UnsupportedLocationError,
+    configure_s3,
+    parse_location,
+    parse_s3_roots,
+    within_roots,
+)
 from timeline.table import HudiTable
 from timeline.timeline import Timeline
 
@@ -61,8 +70,8 @@ __all__ = [
     "HudiTable", "Inspect", "Instant", "InvalidInstantError", "Maintenance", "MetadataTableEnabledError",
     "MetadataTableState", "NotAHudiTableError", "OutsideTableError", "Progress", "ProgressCallback",
     "RestorePreview", "RestoreRefused", "RestoreVerification", "RollbackPreview", "RollbackRefused",
-    "SavepointInfo", "SavepointRefused", "SliceProtection", "State", "StateFile", "StorageError", "TableConfig",
-    "TableConfigError", "Timeline", "UnsupportedLocationError", "__version__", "build_demo_lake", "format_instant_time",
-    "moment_of",
-    "parse_instant_time", "parse_location", "retention_shortfall", "spark_session", "within_roots",
+    "S3ConfigError", "S3Settings", "SavepointInfo", "SavepointRefused", "SliceProtection", "State", "StateFile",
+    "StorageError", "TableConfig", "TableConfigError", "Timeline", "UnsupportedLocationError", "__version__",
+    "build_demo_lake", "configure_s3", "format_instant_time", "moment_of",
+    "parse_instant_time", "parse_location", "parse_s3_roots", "retention_shortfall", "spark_session", "within_roots",
 ]

@@ -11,7 +11,9 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
+from django.core.signals import setting_changed
 from django.db import transaction
+from django.dispatch import receiver
 from django.utils import timezone
 
 from console.models import (
@@ -25,10 +27,19 @@ from timeline import (
     FileSystemView,
     HudiTable,
     UnsupportedLocationError,
+    configure_s3,
     parse_location,
     within_roots,
 )
 from timeline import Instant as LakeInstant
+
+
+@receiver(setting_changed)
+def s3_roots_changed(*, setting: str, value: Any, **_: Any) -> None:
+    """A changed CLEANLINE_S3_ROOTS (a test's settings override) reaches the library's
+    per-root registry, as console/settings.py set it at start-up."""
+    if setting == "CLEANLINE_S3_ROOTS":
+        configure_s3(value or {})
 
 
 def is_allowed(path: str) -> bool:
@@ -48,7 +59,8 @@ def _resolved_location(path: str) -> str:
 def table_register(*, path: str, user: User | None) -> Table:
     """Register the table at `path`. Refused, with nothing written and no request sent to a
     store, when the path is outside the allowed roots or has an unknown scheme; refused with
-    nothing written when it is already registered, not a Hudi table, or unreadable."""
+    nothing written when it is already registered, not a Hudi table, or unreadable. An
+    `s3://` table is opened with its root's CLEANLINE_S3_ROOTS settings (the library's registry)."""
     path = path.strip()
     if not path:
         raise ValidationError("Give the table's base path.")

@@ -11,6 +11,8 @@ from timeline.storage.containment import (
     within_roots,
 )
 from timeline.storage.memory import MemoryStorage
+from timeline.storage.s3 import S3ConfigError, S3Settings, configure_s3, parse_s3_roots, s3_settings_for
 
-__all__ = ["Containment", "FileStatus", "MemoryStorage", "OutsideTableError", "Storage", "UnsupportedLocationError",
-           "parse_location", "storage_for", "within_roots"]
+__all__ = ["Containment", "FileStatus", "MemoryStorage", "OutsideTableError", "S3ConfigError", "S3Settings", "Storage",
+           "UnsupportedLocationError", "configure_s3", "parse_location", "parse_s3_roots", "s3_settings_for",
+           "storage_for", "within_roots"]

@@ -7,10 +7,13 @@ import posixpath
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import urlparse
 
 from timeline.exceptions import StorageError
+
+if TYPE_CHECKING:
+    from timeline.storage.s3 import S3Settings
 
 
 class FileStatus(NamedTuple):
@@ -150,13 +153,13 @@ class Storage(ABC):
         return posixpath.join(*[p for p in parts if p != ""]) if any(parts) else ""
 
 
-def storage_for(uri: str) -> tuple[Storage, str]:
+def storage_for(uri: str, *, s3: S3Settings | None = None) -> tuple[Storage, str]:
     """The backend for a URI or local path, and the path of the URI inside it.
 
     Local paths and `file://` use the local file system; `s3://`, `s3a://` and `s3n://` use
     `S3Storage` (pyarrow.fs plus batched deletes, configured by the root the URI lies in,
-    `configure_s3`, over the `AWS_*` variables, see `timeline/storage/s3.py`); `gs://`,
-    `gcs://` and `hdfs://` go through pyarrow.fs;
+    `configure_s3`, over the `AWS_*` variables, or with `s3` as given; see
+    `timeline/storage/s3.py`); `gs://`, `gcs://` and `hdfs://` go through pyarrow.fs;
     `memory://name/...` is a process-wide in-memory store for tests and demos.
     """
     from timeline.storage.arrow import ArrowStorage, LocalStorage
@@ -174,7 +177,7 @@ def storage_for(uri: str) -> tuple[Storage, str]:
         if scheme in ("s3", "s3a", "s3n"):
             from timeline.storage.s3 import S3Storage
 
-            storage: Storage = S3Storage.from_uri(uri)
+            storage: Storage = S3Storage.from_uri(uri, settings=s3)
         else:
             storage = ArrowStorage.from_uri(uri)
         return storage, storage.path_of(uri).rstrip("/")

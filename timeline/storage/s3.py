@@ -12,6 +12,14 @@ same `S3Settings`, read from the environment as the AWS SDKs read it:
 - credentials: the AWS default chain (`AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY` /
   `AWS_SESSION_TOKEN`, `AWS_PROFILE`, web identity, instance role).
 
+Per-root settings: `configure_s3({"s3://bucket/lake": S3Settings(...)})` gives the tables below
+a root their own endpoint, region and credentials (an access key pair, or a profile of the AWS
+config files); `storage_for` uses the longest root a URI lies in (whole segments; `s3a://` and
+`s3n://` URIs match `s3://` roots), and what a root leaves unset comes from the environment as
+above. `parse_s3_roots` reads them from JSON whose credentials name environment variables or a
+profile, never hold secrets inline. The registry is per process: nothing is configured unless a
+caller configures it.
+
 Deletes: S3 answers "deleted" for a key that was not there, so `delete_many` reports such a
 key as "deleted", never "gone". Telling them apart would take a HEAD per key, and the clean
 executor counts a file already gone as deleted anyway, as Hudi does (apache/hudi#18035).
@@ -19,27 +27,29 @@ executor counts a file already gone as deleted anyway, as Hudi does (apache/hudi
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import random
 import threading
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
 
 import pyarrow.fs as pafs
 
-from timeline.exceptions import FileExists, FileNotFound, StorageError
+from timeline.exceptions import CleanlineError, FileExists, FileNotFound, StorageError
 from timeline.storage.arrow import ArrowStorage, _guard
 from timeline.storage.base import FileStatus
+from timeline.storage.containment import UnsupportedLocationError, _is_inside, parse_location
 
 log = logging.getLogger(__name__)
 
 REQUEST_TIMEOUT_SECONDS = 120
 
-# boto3 clients by (process, endpoint, region, attempts, credential variables).
+# boto3 clients by (process, endpoint, region, attempts, settings' credentials, credential variables).
 _CLIENTS: dict[tuple[Any, ...], Any] = {}
 _CLIENTS_LOCK = threading.Lock()
 _CREDENTIAL_VARIABLES = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE")
@@ -50,12 +60,32 @@ TRANSIENT_CODES = frozenset({"SlowDown", "Throttling", "ThrottlingException", "R
                              "503", "500"})
 
 
+class S3ConfigError(CleanlineError, ValueError):
+    """Per-root S3 settings that cannot be used (bad JSON, an unknown key, a secret inline, an
+    environment variable named but unset); the message names the root and the key."""
+
+
 @dataclass(frozen=True, slots=True)
 class S3Settings:
-    """Where S3 requests go: endpoint (None for AWS) and region (None: looked up)."""
+    """Where S3 requests go and who signs them: endpoint (None: AWS's own), region (None:
+    looked up); credentials an access key pair (with a session token for temporary ones), or a
+    profile of the AWS config files, or neither (the AWS default chain). Secrets stay out of
+    `repr`."""
 
     endpoint_url: str | None = None
     region: str | None = None
+    access_key_id: str | None = None
+    secret_access_key: str | None = field(default=None, repr=False)
+    session_token: str | None = field(default=None, repr=False)
+    profile: str | None = None
+
+    def __post_init__(self) -> None:
+        if bool(self.access_key_id) != bool(self.secret_access_key):
+            raise S3ConfigError("an access key id and a secret access key go together: give both or neither")
+        if self.session_token and not self.access_key_id:
+            raise S3ConfigError("a session token needs an access key id and a secret access key")
+        if self.profile and self.access_key_id:
+            raise S3ConfigError("give an access key pair or a profile, not both")
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> S3Settings:
@@ -63,6 +93,33 @@ class S3Settings:
         endpoint = (env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL") or "").strip() or None
         region = (env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "").strip() or None
         return cls(endpoint, region)
+
+    def over(self, base: S3Settings) -> S3Settings:
+        """These settings, with the endpoint and region they leave unset taken from `base`
+        (the environment's); credentials are these if any are set, else `base`'s."""
+        signer = self if self.access_key_id or self.profile else base
+        return S3Settings(self.endpoint_url or base.endpoint_url, self.region or base.region, signer.access_key_id,
+                          signer.secret_access_key, signer.session_token, signer.profile)
+
+    def credentials(self) -> tuple[str, str, str | None] | None:
+        """(access key id, secret, session token) to sign with, None for the default chain. A
+        profile is read from the AWS config files now (temporary credentials it yields are
+        good for the life of the storage object that asked)."""
+        if self.access_key_id and self.secret_access_key:
+            return self.access_key_id, self.secret_access_key, self.session_token
+        if not self.profile:
+            return None
+        import boto3
+        from botocore.exceptions import BotoCoreError
+
+        try:
+            found = boto3.session.Session(profile_name=self.profile).get_credentials()
+        except BotoCoreError as exc:
+            raise StorageError(f"AWS profile {self.profile!r}", _reason(exc)) from exc
+        if found is None:
+            raise StorageError(f"AWS profile {self.profile!r}", "holds no credentials")
+        frozen = found.get_frozen_credentials()
+        return frozen.access_key, frozen.secret_key, frozen.token
 
     def arrow_options(self, bucket: str) -> dict[str, Any]:
         """Keyword arguments of `pyarrow.fs.S3FileSystem`. The request timeout is raised from
@@ -81,7 +138,122 @@ class S3Settings:
                 region = None  # the SDK's own default; a wrong region answers with a clear error
         if region:
             options["region"] = region
+        credentials = self.credentials()
+        if credentials is not None:
+            options["access_key"], options["secret_key"] = credentials[:2]
+            if credentials[2]:
+                options["session_token"] = credentials[2]
         return options
+
+
+# Per-root settings of this process (`configure_s3`), as given and keyed by (scheme,
+# bucket/path); both replaced whole, so a reader sees the old or the new ones.
+_ROOTS_GIVEN: dict[str, S3Settings] = {}
+_ROOTS: dict[tuple[str, str], S3Settings] = {}
+
+# Keys of one root in `parse_s3_roots`'s JSON. Credentials are named, never given inline.
+ROOT_KEYS = ("endpoint_url", "region", "profile", "access_key_id_env", "secret_access_key_env", "session_token_env")
+_INLINE_SECRETS = ("access_key_id", "secret_access_key", "session_token", "aws_access_key_id",
+                   "aws_secret_access_key", "aws_session_token")
+
+
+def _root_key(root: str) -> tuple[str, str]:
+    """(scheme, bucket/path) of an `s3://`, `s3a://` or `s3n://` root, as `parse_location` gives it."""
+    try:
+        scheme, path = parse_location(root)
+    except UnsupportedLocationError as exc:
+        raise S3ConfigError(f"S3 root {root!r}: {exc}") from exc
+    if scheme != "s3":
+        raise S3ConfigError(f"S3 root {root!r}: not an s3:// URI (s3://bucket or s3://bucket/prefix)")
+    return scheme, path
+
+
+def _keyed(roots: Mapping[str, S3Settings]) -> dict[tuple[str, str], S3Settings]:
+    keyed: dict[tuple[str, str], S3Settings] = {}
+    for root, settings in roots.items():
+        key = _root_key(root)
+        if key in keyed:
+            raise S3ConfigError(f"S3 root {root!r} is given twice")
+        keyed[key] = settings
+    return keyed
+
+
+def configure_s3(roots: Mapping[str, S3Settings]) -> dict[str, S3Settings]:
+    """Set this process's per-root S3 settings, replacing those before (an empty mapping
+    clears them), and return those before. Roots are `s3://bucket[/prefix]` URIs; tables at
+    or below a root are opened with its settings (`s3_settings_for`)."""
+    keyed = _keyed(roots)
+    global _ROOTS, _ROOTS_GIVEN
+    previous = _ROOTS_GIVEN
+    _ROOTS, _ROOTS_GIVEN = keyed, dict(roots)
+    return previous
+
+
+def s3_settings_for(uri: str, environ: Mapping[str, str] | None = None) -> S3Settings:
+    """The settings an `s3://` (`s3a://`, `s3n://`) URI is opened with: those of the longest
+    configured root it lies in, over the environment's (`S3Settings.from_environ`); the
+    environment's alone when no root holds it."""
+    base, roots = S3Settings.from_environ(environ), _ROOTS
+    if not roots:
+        return base
+    try:
+        scheme, path = parse_location(uri)
+    except UnsupportedLocationError:
+        return base
+    inside = [(len(root), settings) for (root_scheme, root), settings in roots.items()
+              if root_scheme == scheme and _is_inside(path, root)]
+    return max(inside, key=lambda found: found[0])[1].over(base) if inside else base
+
+
+def parse_s3_roots(text: str, environ: Mapping[str, str] | None = None) -> dict[str, S3Settings]:
+    """Per-root settings from JSON: `{"s3://bucket/lake": {"endpoint_url": ..., "region": ...,
+    "access_key_id_env": "VAR", "secret_access_key_env": "VAR", "session_token_env": "VAR"}}`
+    or `{"profile": "name"}` for credentials; every key optional. Credentials are read from
+    the environment variables named (they must be set), so the JSON holds no secret. Empty
+    text: no roots. Raises S3ConfigError naming the root and key."""
+    if not text.strip():
+        return {}
+    try:
+        spec = json.loads(text)
+    except ValueError as exc:
+        raise S3ConfigError(f"not valid JSON: {exc}") from exc
+    if not isinstance(spec, dict):
+        raise S3ConfigError('give a JSON object: {"s3://bucket/prefix": {"endpoint_url": ..., ...}}')
+    env = os.environ if environ is None else environ
+    roots: dict[str, S3Settings] = {}
+    for root, values in spec.items():
+        _root_key(root)
+        if not isinstance(values, dict):
+            raise S3ConfigError(f"S3 root {root!r}: give an object of settings")
+        inline = sorted(set(values) & set(_INLINE_SECRETS))
+        if inline:
+            raise S3ConfigError(f"S3 root {root!r}: {inline[0]!r} would hold a secret inline; name the "
+                                f"environment variable that holds it ({inline[0].removeprefix('aws_')}_env) "
+                                "or use a profile")
+        unknown = sorted(set(values) - set(ROOT_KEYS))
+        if unknown:
+            raise S3ConfigError(f"S3 root {root!r}: unknown key {unknown[0]!r} (known: {', '.join(ROOT_KEYS)})")
+        if any(not isinstance(v, str) or not v.strip() for v in values.values()):
+            raise S3ConfigError(f"S3 root {root!r}: every value must be a non-empty string")
+        found = {key: value.strip() for key, value in values.items()}
+        endpoint = found.get("endpoint_url")
+        parsed = urlparse(endpoint or "")
+        if endpoint is not None and (parsed.scheme not in ("http", "https") or not parsed.netloc):
+            raise S3ConfigError(f"S3 root {root!r}: endpoint_url {endpoint!r} is not an http:// or https:// URL")
+        secrets: dict[str, str | None] = {}
+        for name in ("access_key_id", "secret_access_key", "session_token"):
+            variable = found.get(f"{name}_env")
+            if variable is not None:
+                secrets[name] = env.get(variable) or None
+                if secrets[name] is None:
+                    raise S3ConfigError(f"S3 root {root!r}: {name}_env names {variable}, which is not set")
+        try:
+            roots[root] = S3Settings(endpoint_url=endpoint, region=found.get("region"), profile=found.get("profile"),
+                                     **secrets)
+        except S3ConfigError as exc:
+            raise S3ConfigError(f"S3 root {root!r}: {exc}") from exc
+    _keyed(roots)
+    return roots
 
 
 class S3Storage(ArrowStorage):
@@ -104,22 +276,26 @@ class S3Storage(ArrowStorage):
         self._client: Any = None
 
     @classmethod
-    def from_uri(cls, uri: str) -> S3Storage:
-        """The store of an `s3://`, `s3a://` or `s3n://` URI; `uri()` keeps that scheme, so
-        paths Cleanline writes into plans name the table as its writers do."""
+    def from_uri(cls, uri: str, *, settings: S3Settings | None = None) -> S3Storage:
+        """The store of an `s3://`, `s3a://` or `s3n://` URI, with `settings` as given or else
+        those of the root it lies in (`s3_settings_for`); `uri()` keeps that scheme, so paths
+        Cleanline writes into plans name the table as its writers do."""
         parsed = urlparse(uri)
-        return cls(bucket=parsed.netloc, scheme=parsed.scheme.lower() or "s3")
+        return cls(bucket=parsed.netloc, scheme=parsed.scheme.lower() or "s3",
+                   settings=settings or s3_settings_for(uri))
 
     @property
     def client(self) -> Any:
         """The boto3 S3 client for these settings (boto3 clients are thread-safe; building
         one takes a tenth of a second, so one per process and configuration is kept)."""
         if self._client is None:
-            endpoint = self.settings.endpoint_url
+            settings = self.settings
+            endpoint = settings.endpoint_url
             if endpoint and "://" not in endpoint:
                 endpoint = f"https://{endpoint}"
-            region = self.settings.region or self.fs.region or None
-            key = (os.getpid(), endpoint, region, self.request_attempts,
+            region = settings.region or self.fs.region or None
+            key = (os.getpid(), endpoint, region, self.request_attempts, settings.access_key_id,
+                   settings.secret_access_key, settings.session_token, settings.profile,
                    *(os.environ.get(name) for name in _CREDENTIAL_VARIABLES))
             with _CLIENTS_LOCK:
                 if key not in _CLIENTS:
@@ -129,8 +305,12 @@ class S3Storage(ArrowStorage):
                     config = Config(retries={"mode": "standard", "total_max_attempts": self.request_attempts},
                                     max_pool_connections=max(self.io_threads, self.listing_threads) + 4,
                                     connect_timeout=10, read_timeout=REQUEST_TIMEOUT_SECONDS)
-                    _CLIENTS[key] = boto3.session.Session().client("s3", endpoint_url=endpoint, region_name=region,
-                                                                   config=config)
+                    # a profile (found when the store was made) outranks AWS_* credential variables
+                    session = boto3.session.Session(profile_name=settings.profile)
+                    _CLIENTS[key] = session.client("s3", endpoint_url=endpoint, region_name=region, config=config,
+                                                   aws_access_key_id=settings.access_key_id,
+                                                   aws_secret_access_key=settings.secret_access_key,
+                                                   aws_session_token=settings.session_token)
                 self._client = _CLIENTS[key]
         return self._client
 

@@ -1,0 +1,146 @@
+"""The console on an `s3://` table, on the real S3 server (tests/s3.py): the table's root has
+its endpoint, region and credentials in CLEANLINE_S3_ROOTS, credentials named as environment
+variables. The environment's own endpoint (AWS_ENDPOINT_URL) is a closed port in this process
+and in the worker, so every request that reaches the server went by the root's settings, and
+each recorded request is signed with the root's access key. The worker gets the settings from
+its environment through console/settings.py, never from this process's memory."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from django.urls import reverse
+
+from console import selectors, services
+from console.models import CleanPlan, Job, JobStatus, PlanFile, PlanStatus, SyncStatus, Table
+from console.settings import s3_roots
+from tests.conftest import FIXTURES, unzip_table
+from tests.console.conftest import ROOT, login
+from tests.console.retention import SHORT_RETENTION
+from tests.s3 import REGION, S3Server
+from tests.test_s3 import V9_MOR, data_keys, rows, signers, split
+from timeline.table import HudiTable
+
+CLOSED = "http://127.0.0.1:9"
+ROOT_KEY, ROOT_SECRET = "lake-root-key", "lake-root-secret"
+SECRETS = {"LAKE_S3_KEY_ID": ROOT_KEY, "LAKE_S3_SECRET": ROOT_SECRET}
+
+
+def roots_json(root: str, endpoint: str) -> str:
+    return json.dumps({root: {"endpoint_url": endpoint, "region": REGION, "access_key_id_env": "LAKE_S3_KEY_ID",
+                              "secret_access_key_env": "LAKE_S3_SECRET"}})
+
+
+@contextmanager
+def by_the_root(server: S3Server) -> Iterator[None]:
+    """Every request the server receives inside the block is signed with the root's key."""
+    with server.recording() as requests:
+        yield
+    assert requests and signers(requests) == {ROOT_KEY}
+
+
+def test_s3_console_register_sync_plan_approve_run_savepoint_rollback_with_the_roots_settings(
+        start_worker, settings, s3_server: S3Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from console.tasks import build_clean_plan, run_clean_plan, run_job, sync_table
+
+    bucket = s3_server.new_bucket()
+    uri = s3_server.upload(unzip_table(FIXTURES / f"{V9_MOR}.zip", tmp_path / "upload"), bucket,
+                           key_prefix="lake/trips")
+    root = f"s3://{bucket}/lake"
+    configured = roots_json(root, s3_server.endpoint)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", CLOSED)
+    for name, value in SECRETS.items():
+        monkeypatch.setenv(name, value)
+    settings.CLEANLINE_ALLOWED_ROOTS = [root]
+    settings.CLEANLINE_S3_ROOTS = s3_roots(configured)
+    start_worker(CLEANLINE_S3_ROOTS=configured, CLEANLINE_ALLOWED_ROOTS=root, AWS_ENDPOINT_URL=CLOSED, **SECRETS)
+
+    with by_the_root(s3_server):
+        table = services.table_register(path=uri, user=None)
+    assert table.path == uri
+    with by_the_root(s3_server):
+        synced = sync_table.delay(table.pk).get(timeout=120)
+    table.refresh_from_db()
+    assert table.sync_status == SyncStatus.OK and synced["created"] == len(HudiTable.open(uri).timeline) > 0
+
+    # a savepoint on the latest write, before the clean (after it, timeline/savepoint.py counts the
+    # replaced file groups the clean deleted as lost slices and refuses the latest write)
+    latest = HudiTable.open(uri).timeline.writes().completed().last()
+    assert latest is not None
+    with by_the_root(s3_server):
+        services.savepoint_create(table=table, user=None, instant_time=latest.requested_time, comment="s3")
+        assert [s.instant.requested_time for s in selectors.savepoints(table)] == [latest.requested_time]
+
+    plan = services.plan_request(table=table, user=None, overrides=SHORT_RETENTION)
+    with by_the_root(s3_server):
+        assert build_clean_plan.delay(plan.pk).get(timeout=120) == "draft"
+    plan.refresh_from_db()
+    assert plan.status == PlanStatus.DRAFT and plan.files_to_delete > 0
+    retained = [i.requested_time for i in HudiTable.open(uri).timeline.writes().completed()
+                if i.requested_time >= plan.earliest_retained]
+    before = {t: rows(s3_server, uri, t) for t in retained}
+    with by_the_root(s3_server):
+        plan = services.plan_approve(plan=plan, user=None)
+    assert plan.status == PlanStatus.APPROVED
+    with by_the_root(s3_server):
+        run_clean_plan.delay(plan.pk).get(timeout=120)
+    plan = CleanPlan.objects.get(pk=plan.pk)
+    assert plan.status == PlanStatus.COMPLETED and plan.progress_done == plan.files_to_delete
+
+    # the report: every planned file deleted, as the completed clean on the lake says; retained instants read as before
+    planned = set(PlanFile.objects.filter(plan=plan, delete=True).values_list("path", flat=True))
+    reported = set(PlanFile.objects.filter(plan=plan, outcome="deleted").values_list("path", flat=True))
+    lake = HudiTable.open(uri)
+    clean = lake.read_instant(lake.timeline.cleans().last())  # type: ignore[arg-type]
+    listed = {n for meta in (clean or {})["partitionMetadata"].values() for n in meta["successDeleteFiles"]}
+    assert planned == reported and {p.rsplit("/", 1)[-1] for p in planned} == listed
+    _, prefix = split(uri)
+    assert not {p.removeprefix(f"{uri}/") for p in planned} & data_keys(s3_server, uri)
+    assert all(rows(s3_server, uri, t) == before[t] for t in retained)
+    assert [s.instant.requested_time for s in selectors.savepoints(table)] == [latest.requested_time]
+    admin = login("admin")
+    with by_the_root(s3_server):
+        report = admin.get(reverse("console:plan_csv", args=[table.pk, plan.pk]))
+        assert report.status_code == 200 and len(b"".join(report.streaming_content).splitlines()) > len(planned)
+        assert admin.get(reverse("console:file_groups", args=[table.pk])).status_code == 200
+
+    # a failed write after the savepoint, rolled back on the worker
+    before_rows, before_keys = rows(s3_server, uri), data_keys(s3_server, uri)
+    failed = "20990101000000000"
+    client = s3_server.client()
+    for state in ("deltacommit.requested", "deltacommit.inflight"):
+        client.put_object(Bucket=bucket, Key=f"{prefix}/.hoodie/timeline/{failed}.{state}", Body=b"")
+    piece = next(s for s in lake.file_system_view().latest_slices() if s.base_file is not None)
+    folder = f"{prefix}/{piece.partition}" if piece.partition else prefix
+    client.copy_object(Bucket=bucket, Key=f"{folder}/{piece.file_id}_9-9-9_{failed}.parquet",
+                       CopySource={"Bucket": bucket, "Key": f"{folder}/{piece.base_file.name}"})  # type: ignore[union-attr]
+    with by_the_root(s3_server):
+        page = admin.get(reverse("console:failed_writes", args=[table.pk]))
+        assert page.status_code == 200 and failed.encode() in page.content
+        job = services.job_request(table=table, user=None, kind=Job.Kind.ROLLBACK, target=failed, confirm_name=failed)
+        run_job.delay(job.pk).get(timeout=120)
+    job.refresh_from_db()
+    assert job.status == JobStatus.COMPLETED, job.error
+    assert data_keys(s3_server, uri) == before_keys and rows(s3_server, uri) == before_rows
+    assert HudiTable.open(uri).timeline.find(failed) is None
+    assert Table.objects.get(pk=table.pk).instants.filter(action="rollback").exists()
+
+
+@pytest.mark.parametrize("configured, message", [
+    ('{"s3://b/lake": {"secret_access_key": "inline-secret-value"}}', "would hold a secret inline"),
+    ('{"s3://b/lake": {"access_key_id_env": "LAKE_S3_KEY_ID", "secret_access_key_env": "NOT_SET_ANYWHERE"}}',
+     "names NOT_SET_ANYWHERE, which is not set"),
+])
+def test_s3_console_a_bad_s3_roots_setting_stops_start_up_naming_root_and_key(configured: str, message: str) -> None:
+    started = subprocess.run([sys.executable, "manage.py", "check"], cwd=ROOT, capture_output=True, text=True,
+                             timeout=120, env={**os.environ, "CLEANLINE_S3_ROOTS": configured, **SECRETS})
+    assert started.returncode != 0
+    assert "CLEANLINE_S3_ROOTS: S3 root 's3://b/lake': " in started.stderr and message in started.stderr
+    assert "inline-secret-value" not in started.stderr
