@@ -42,6 +42,11 @@ class UnsupportedLocationError(CleanlineError, ValueError):
     """A path or URI whose scheme the library does not open."""
 
 
+# Segments and characters that send a path to the full check (`Containment._resolve`).
+_SPECIAL_NAMES = frozenset({"", ".", ".."})
+_SPECIAL_CHARS = ("%", "\\", "\x00", ":")
+
+
 def _is_inside(path: str, folder: str) -> bool:
     """Whether `path` is `folder` or below it, on whole segments."""
     folder = folder.rstrip("/") or "/"
@@ -58,29 +63,34 @@ class Containment:
         self.meta = posixpath.join(self.base, META_FOLDER)
         self._raw_base = base.rstrip("/")
         self._prefix = storage.uri(self._raw_base) + "/"
-        # partition as written -> its resolved folder and the symbolic links in it
-        self._folders: dict[str, tuple[str, frozenset[str]]] = {}
+        # partition as written -> its resolved folder and the symbolic links in it, or ()
+        self._folders: dict[str, tuple[str, frozenset[str]] | tuple[()]] = {}
 
-    def _plain(self, entry: str) -> str | None:
-        """The resolved path of an entry of the form the table writes itself (its own URI, a
-        partition of plain segments, a file name), with each partition folder resolved once:
-        a plan names hundreds of thousands of files in a few folders. None for any other form,
-        which `_resolve` checks in full."""
+    def _plain(self, entry: str) -> bool:
+        """Whether an entry of the form the table writes itself (its own URI, a partition of
+        plain segments, a plain file name that is no symbolic link) lies inside the table,
+        decided once per partition folder: a plan names hundreds of thousands of files in a
+        few folders. False means "check in full" (`_resolve`), not "outside"."""
         if not entry.startswith(self._prefix):
-            return None
-        rest = entry[len(self._prefix):]
-        if "%" in rest or "\\" in rest or "\x00" in rest or ":" in rest:
-            return None
-        folder, _, name = rest.rpartition("/")
-        if name in ("", ".", "..") or any(p in ("", ".", "..") for p in folder.split("/") if folder):
-            return None
+            return False
+        folder, _, name = entry[len(self._prefix):].rpartition("/")
         known = self._folders.get(folder)
         if known is None:
-            resolved = self.storage.resolve(Storage.join(self._raw_base, folder))
-            known = self._folders[folder] = (resolved, self.storage.symlinks(resolved))
-        resolved, links = known
-        path = f"{resolved}/{name}"
-        return self.storage.resolve(path) if name in links else path
+            known = self._folders[folder] = self._folder(folder)
+        if not known or name in _SPECIAL_NAMES or name in known[1] or any(c in name for c in _SPECIAL_CHARS):
+            return False
+        return not (name == META_FOLDER and known[0] == self.base)
+
+    def _folder(self, folder: str) -> tuple[str, frozenset[str]] | tuple[()]:
+        """A partition folder as written: resolved, with its symbolic links, when it lies inside
+        the table and outside `.hoodie/`; () for anything the full check must look at."""
+        if any(c in folder for c in _SPECIAL_CHARS) or (folder and any(
+                p in _SPECIAL_NAMES for p in folder.split("/"))):
+            return ()
+        resolved = self.storage.resolve(Storage.join(self._raw_base, folder))
+        if not _is_inside(resolved, self.base) or _is_inside(resolved, self.meta):
+            return ()
+        return resolved, self.storage.symlinks(resolved)
 
     def _resolve(self, entry: str) -> list[str]:
         """The backend path(s) an entry may mean: as written, and percent-decoded when that
@@ -113,9 +123,9 @@ class Containment:
 
     def data_path(self, entry: str) -> str:
         """The backend path of a data file a plan deletes: inside the table, not `.hoodie/`."""
-        plain = self._plain(entry)
-        paths = [plain] if plain is not None else self._resolve(entry)
-        for path in paths:
+        if self._plain(entry):
+            return self.storage.path_of(entry)
+        for path in self._resolve(entry):
             if not _is_inside(path, self.base) or path == self.base:
                 raise OutsideTableError(self.table_uri, entry, f"lies outside the table {self.base}")
             if _is_inside(path, self.meta):

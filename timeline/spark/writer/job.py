@@ -3,6 +3,9 @@ driver, run one task per file group, publish the instant."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
+
 from pyspark.sql import DataFrame, SparkSession
 
 from timeline.config import TableType
@@ -20,11 +23,12 @@ from timeline.spark.writer.plan import (
     workload_profile,
     workload_stats,
 )
-from timeline.spark.writer.publish import action, complete, start
+from timeline.spark.writer.publish import action, complete, request, start
 from timeline.spark.writer.schema import RecordSchema, aligned, keyed_records, record_schema
 from timeline.spark.writer.tasks import InstantContext, WriteContext
 from timeline.storage import storage_for
 from timeline.table import HudiTable
+from timeline.transactions import Transactions
 
 DEFAULT_MAX_FILE_SIZE = 120 * 1024 * 1024  # hoodie.parquet.max.file.size
 RECORD_SIZE_ESTIMATE = 1024  # hoodie.copyonwrite.record.size.estimate: bytes per record
@@ -33,7 +37,8 @@ RECORD_SIZE_ESTIMATE = 1024  # hoodie.copyonwrite.record.size.estimate: bytes pe
 def write(spark: SparkSession, df: DataFrame, path: str, *, table_name: str, record_key: str,
           precombine_field: str, partition_by: str | None, operation: str | Operation,
           table_type: str | TableType = TableType.COPY_ON_WRITE, table_version: int = 8,
-          hive_style_partitioning: bool = False, max_file_size: int = DEFAULT_MAX_FILE_SIZE) -> str:
+          hive_style_partitioning: bool = False, max_file_size: int = DEFAULT_MAX_FILE_SIZE,
+          options: Mapping[str, str] | None = None) -> str:
     """Write `df` to the Hudi table at `path` (created on first use) with `operation` (insert,
     upsert, delete, insert_overwrite, insert_overwrite_table; any case) and return the write's
     instant time.
@@ -46,7 +51,10 @@ def write(spark: SparkSession, df: DataFrame, path: str, *, table_name: str, rec
     existing table must agree on type, version, keys and partitioning, and `df` must have the
     table's columns (deletes too: whole records, as read from the table). Raises WriteError
     before writing anything on bad input, MetadataTableEnabledError on a table whose metadata
-    table is enabled (the writer does not maintain it)."""
+    table is enabled (the writer does not maintain it). `options` are Hudi writer options over
+    `hoodie.properties`: with optimistic concurrency control (`hoodie.write.concurrency.mode`,
+    `hoodie.write.lock.*`) the write takes the table's lock to start its instant and to
+    complete it, as a Hudi writer does (timeline/transactions.py)."""
     spec = table_spec(table_name, table_type, table_version, record_key, precombine_field, partition_by,
                       hive_style_partitioning)
     try:
@@ -69,12 +77,16 @@ def write(spark: SparkSession, df: DataFrame, path: str, *, table_name: str, rec
         create_table(storage, base, spec.properties(schema.data_avro))
         table = HudiTable.load(storage, base)
     records_per_file = max(1, max_file_size // RECORD_SIZE_ESTIMATE)
-    return _write(spark, table, spec, schema, op, keyed_records(data, spec, schema), records_per_file)
+    return _write(spark, table, spec, schema, op, keyed_records(data, spec, schema), records_per_file,
+                  Transactions(table, options, application_id=f"cleanline-writer-{os.getpid()}"))
 
 
 def _write(spark: SparkSession, table: HudiTable, spec: TableSpec, schema: RecordSchema, operation: Operation,
-           keyed: DataFrame, records_per_file: int) -> str:
-    instant = table.new_instant_time()
+           keyed: DataFrame, records_per_file: int, transactions: Transactions) -> str:
+    with transactions.state_change():  # the instant time is taken and requested under the lock
+        requested = Instant(table.new_instant_time(), action(operation, table.config.is_mor), State.REQUESTED)
+        request(table, requested)
+    instant = requested.requested_time
     ctx = WriteContext(InstantContext(table.uri, instant, spec.version, spec.precombine_field,
                                       CommittedInstants.of(table)), operation, schema)
     view = table.file_system_view()
@@ -84,12 +96,12 @@ def _write(spark: SparkSession, table: HudiTable, spec: TableSpec, schema: Recor
     try:
         profile = workload_profile(tagged, spec.record_key)
         jobs, routes = plan_jobs(profile, slices, table.config.is_mor, records_per_file)
-        inflight = start(table, Instant(instant, action(operation, table.config.is_mor), State.REQUESTED),
-                         commit_metadata(workload_stats(profile, slices), operation.value, None))
+        inflight = start(table, requested, commit_metadata(workload_stats(profile, slices), operation.value, None))
         stats = execute(spark, tagged, ctx, jobs, routes)
     finally:
         tagged.unpersist()
     content = commit_metadata(by_partition(stats), operation.value, schema.data_avro,
                               replaced=replaced_file_groups(view, profile, operation))
-    complete(table, inflight, content)
+    with transactions.state_change():  # completed under the lock, as Hudi's commit is
+        complete(table, inflight, content)
     return instant

@@ -25,6 +25,8 @@ def action(operation: Operation, is_mor: bool) -> str:
 
 def publish(table: HudiTable, instant: Instant, content: Mapping[str, Any] | None) -> None:
     """Create one instant state file (never overwritten) in the table's metadata format."""
+    if table.publish_check is not None:
+        table.publish_check()  # LockLost: the table's lock is no longer ours, publish nothing
     layout = table.config.layout_version
     data = b"" if content is None else metadata.encode(content, action=instant.action, state=instant.state,
                                                        layout=layout)
@@ -47,10 +49,13 @@ def _remove_unlisted(table: HudiTable, instant: str, written: set[str]) -> None:
             table.storage.delete(Storage.join(table.base, relative))
 
 
-def start(table: HudiTable, requested: Instant, workload: dict[str, Any]) -> Instant:
-    """Publish the requested instant (an overwrite's with its empty replace metadata), then
-    the inflight one holding the workload profile."""
+def request(table: HudiTable, requested: Instant) -> None:
+    """Publish the requested instant (an overwrite's with its empty replace metadata)."""
     publish(table, requested, RequestedReplace.empty() if requested.action == REPLACE_COMMIT else None)
+
+
+def start(table: HudiTable, requested: Instant, workload: dict[str, Any]) -> Instant:
+    """Publish the inflight instant holding the workload profile."""
     inflight = requested.at(State.INFLIGHT)
     publish(table, inflight, workload)
     return inflight
