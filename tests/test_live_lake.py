@@ -166,3 +166,30 @@ def test_live_lake_no_restore_while_a_write_it_would_roll_back_is_being_written(
     with pytest.raises(RestoreRefused, match="still being written"):
         table.inspect.restore_preview(T[3])
     assert timeline_files(tmp_path) == before
+
+
+def test_live_lake_cli_takes_the_lock_its_hoodie_conf_names(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    cleanline = Path(sys.executable).with_name("cleanline")
+    occ_table(tmp_path, props={})
+    path = str(tmp_path / "t")
+    conf = [arg for key, value in OCC.items() for arg in ("--hoodie-conf", f"{key}={value}")]
+    writer = lock_for_table(f"file:{path}", OCC, owner="a-hudi-writer")
+    writer.acquire(5)
+    before = timeline_files(tmp_path)
+    try:
+        held = subprocess.run([str(cleanline), *conf, "savepoint", "create", path, "--instant", T[5]],
+                              capture_output=True, text=True, timeout=120)
+        assert held.returncode == 2 and "a-hudi-writer" in held.stderr, held.stderr
+        assert timeline_files(tmp_path) == before
+    finally:
+        writer.release()
+        writer.close()
+    done = subprocess.run([str(cleanline), *conf, "savepoint", "create", path, "--instant", T[5]],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    bad = subprocess.run([str(cleanline), "--hoodie-conf", "novalue", "timeline", path], capture_output=True,
+                         text=True, timeout=120)
+    assert bad.returncode == 2 and "KEY=VALUE" in bad.stderr

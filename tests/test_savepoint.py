@@ -135,3 +135,24 @@ def test_savepoint_cli_create_list_delete_with_confirmation(table_copy) -> None:
     assert not HudiTable.open(path).timeline.savepoints()
     bad = run("savepoint", "create", path, "--instant", "19990101000000000")
     assert bad.returncode == 2 and "not a completed commit" in bad.stderr
+
+
+@pytest.mark.parametrize("table_id", ["sample_table/cow/v9_txns_simple_nometa",
+                                      "sample_table/mor/avro/v9_txns_simple_nometa",
+                                      "sample_table/cow/v9_txns_nonpart_nometa"])
+def test_savepoint_of_the_latest_write_after_a_clean_of_replaced_groups(table_copy, table_id: str) -> None:
+    """A clean that deleted file groups a clustering or overwrite had replaced took nothing a
+    read as of a later write needs: savepointing that write is allowed (it was refused)."""
+    from timeline import CleanConfig
+
+    path = str(table_copy(table_id))
+    table = HudiTable.open(path)
+    config = CleanConfig(commits_retained=1)
+    maintenance = table.maintenance()
+    assert maintenance.schedule_clean(maintenance.plan_clean(config, enforce_retention=False), config, force=True)
+    (result,) = maintenance.run_cleans()
+    assert result.deleted > 0
+    latest = table.reload().timeline.writes().completed().last()
+    assert latest is not None
+    maintenance.create_savepoint(latest.requested_time)
+    assert table.reload().timeline.savepoints().completed().find(latest.requested_time) is not None

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -22,12 +23,15 @@ from timeline import (
     HudiTable,
     Instant,
     InvalidInstantError,
+    Maintenance,
     Progress,
     RollbackPreview,
     State,
     build_demo_lake,
+    configure_s3,
     moment_of,
     parse_instant_time,
+    parse_s3_roots,
     spark_session,
 )
 
@@ -158,10 +162,24 @@ def _now(table: HudiTable, value: str | None) -> datetime | None:
     return None if value is None else moment_of(value, table.config.timezone)
 
 
+def _maintenance(table: HudiTable, args: argparse.Namespace) -> Maintenance:
+    """The table's services on the chosen engine, with the writer options given by --hoodie-conf
+    (the lock Hudi writers of the table share)."""
+    spark = spark_session() if getattr(args, "engine", "local") == "spark" else None
+    return table.maintenance(spark=spark, options=dict(args.hoodie_conf or ()))
+
+
+def _conf(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, not {text!r}")
+    return key.strip(), value.strip()
+
+
 def _plan(args: argparse.Namespace) -> tuple[HudiTable, CleanConfig, CleanPlan]:
     table = HudiTable.open(args.path)
     config = _clean_config(table, args)
-    maintenance = table.maintenance(spark=spark_session() if getattr(args, "engine", "local") == "spark" else None)
+    maintenance = _maintenance(table, args)
     return table, config, maintenance.plan_clean(config, now=_now(table, args.now),
                                                  enforce_retention=not args.allow_short_retention)
 
@@ -201,7 +219,8 @@ def _clean_plan(args: argparse.Namespace) -> None:
 
 def _clean_schedule(args: argparse.Namespace) -> None:
     table, config, plan = _plan(args)
-    instant = table.maintenance().schedule_clean(plan, config, drop_metadata=args.drop_metadata_table, force=args.force)
+    instant = _maintenance(table, args).schedule_clean(plan, config, drop_metadata=args.drop_metadata_table,
+                                                       force=args.force)
     print("nothing to clean: the plan deletes no file, so no clean was scheduled" if instant is None
           else instant.requested_time)
 
@@ -215,7 +234,7 @@ def _clean_run(args: argparse.Namespace) -> None:
             print(f"\rclean {p.instant} [{'#' * filled}{'.' * (30 - filled)}] {p.files_done}/{p.files_total} files, "
                   f"{p.bytes_deleted} bytes", end="\n" if p.files_done == p.files_total else "", file=sys.stderr)
 
-    maintenance = table.maintenance(spark=spark_session() if args.engine == "spark" else None)
+    maintenance = _maintenance(table, args)
     results = maintenance.run_cleans(progress=bar, instant=args.instant, drop_metadata=args.drop_metadata_table)
     if not results:
         print("no pending clean")
@@ -250,14 +269,15 @@ def _confirm(args: argparse.Namespace, question: str) -> None:
 
 
 def _savepoint_create(args: argparse.Namespace) -> None:
-    done = HudiTable.open(args.path).maintenance().create_savepoint(args.instant, user=args.user, comment=args.comment)
+    done = _maintenance(HudiTable.open(args.path), args).create_savepoint(args.instant, user=args.user,
+                                                                          comment=args.comment)
     print(f"savepoint {done.requested_time} created")
 
 
 def _savepoint_delete(args: argparse.Namespace) -> None:
     table = HudiTable.open(args.path)
     _confirm(args, f"Delete savepoint {args.instant} of {table.uri}? Its files may then be cleaned.")
-    table.maintenance().delete_savepoint(args.instant)
+    _maintenance(table, args).delete_savepoint(args.instant)
     print(f"savepoint {args.instant} deleted")
 
 
@@ -298,13 +318,13 @@ def _restore(args: argparse.Namespace) -> None:
     if args.preview:
         return
     _confirm(args, f"Restore {table.uri} to savepoint {args.savepoint}? The writes above are rolled back.")
-    done = table.maintenance().restore(args.savepoint, drop_metadata=args.drop_metadata_table)
+    done = _maintenance(table, args).restore(args.savepoint, drop_metadata=args.drop_metadata_table)
     print(f"restored to {args.savepoint} (restore {done.requested_time})", file=sys.stderr)
 
 
 def _rollback(args: argparse.Namespace) -> None:
     table = HudiTable.open(args.path)
-    maintenance = table.maintenance()
+    maintenance = _maintenance(table, args)
     if args.failed:
         previews = maintenance.preview_rollback_failed_writes()
     else:
@@ -340,6 +360,10 @@ def _age(seconds: int) -> str:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="cleanline", description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="log warnings and details to stderr")
+    parser.add_argument("--hoodie-conf", action="append", type=_conf, metavar="KEY=VALUE",
+                        help="a Hudi writer option over hoodie.properties, repeatable: the table's concurrency "
+                             "mode and lock (hoodie.write.concurrency.mode, hoodie.write.lock.*), taken by every "
+                             "change")
     commands = parser.add_subparsers(dest="command", required=True)
 
     def command(sub: Any, name: str, handler: Handler, help_text: str) -> argparse.ArgumentParser:
@@ -435,6 +459,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="cleanline: %(message)s")
     try:
+        configure_s3(parse_s3_roots(os.environ.get("CLEANLINE_S3_ROOTS", "")))
         args.handler(args)
     except CleanlineError as exc:
         print(f"cleanline: error: {exc}", file=sys.stderr)

@@ -68,10 +68,14 @@ def _cleaned_groups(table: HudiTable) -> dict[tuple[str, str], set[str]]:
 def _check_not_cleaned(table: HudiTable, instant: Instant, slices: dict[str, list[FileSlice]]) -> None:
     """Refuse when a clean deleted a file of a slice the savepoint would hold: for some file
     group, a cleaned file's instant is later than the slice the view still shows as of the
-    savepoint (or the group has no slice left), yet not later than the savepoint."""
+    savepoint (or the group has no slice left), yet not later than the savepoint. A group
+    replaced at or before the savepoint is not read as of it, whatever was cleaned of it."""
     t = instant.requested_time
     shown = {(p, s.file_id): s.base_instant_time for p, pieces in slices.items() for s in pieces}
+    replaced = table.replaced_file_groups(table.timeline)
     for (partition, file_id), instants in _cleaned_groups(table).items():
+        if replaced.get((partition, file_id), "~") <= t:
+            continue  # replaced by then (clustering, overwrite): no slice of it is read as of t
         newest = max((i for i in instants if i <= t), default=None)
         if newest is not None and newest > shown.get((partition, file_id), ""):
             raise SavepointRefused(

@@ -29,6 +29,7 @@ from timeline.clean.executor import (
 from timeline.clean.planner import CleanPlan, FileDecision, PlanContext, finish_plan, plan_partition, start_plan
 from timeline.fsview import list_partition, partition_paths
 from timeline.storage import storage_for
+from timeline.storage.s3 import S3Settings, s3_settings_for
 from timeline.table import HudiTable
 
 PARTITIONS_PER_TASK = 16
@@ -36,9 +37,16 @@ TASKS_PER_CORE = 4
 POLL_SECONDS = 0.5
 
 
-def _plan_partitions(context: PlanContext, partitions: Iterable[str]) -> Iterator[tuple[str, list[FileDecision], bool]]:
+def _s3(uri: str) -> S3Settings | None:
+    """The driver's S3 settings for the table (its root's, `configure_s3`), shipped to the
+    executors, whose processes have no such registry; None for other stores."""
+    return s3_settings_for(uri) if uri.split(":", 1)[0].lower() in ("s3", "s3a", "s3n") else None
+
+
+def _plan_partitions(context: PlanContext, s3: S3Settings | None, partitions: Iterable[str]
+                     ) -> Iterator[tuple[str, list[FileDecision], bool]]:
     """Runs on an executor: list and plan each partition."""
-    storage, base = storage_for(context.table_uri)
+    storage, base = storage_for(context.table_uri, s3=s3)
     for partition in partitions:
         yield (partition, *plan_partition(context, storage, partition, list_partition(storage, base, partition)))
 
@@ -56,13 +64,14 @@ def plan_clean_spark(spark: SparkSession, uri: str, config: CleanConfig, *,
         return finish_plan(start, ())
     slices = max(1, min(len(partitions), -(-len(partitions) // PARTITIONS_PER_TASK)))
     rdd = spark.sparkContext.parallelize(partitions, slices)
-    return finish_plan(start, rdd.mapPartitions(lambda part: _plan_partitions(context, part)).collect())
+    s3 = _s3(table.uri)
+    return finish_plan(start, rdd.mapPartitions(lambda part: _plan_partitions(context, s3, part)).collect())
 
 
-def _delete_chunk(uri: str, targets: Iterable[tuple[str, str, bool, int | None]], done: Accumulator[int],
-                  ) -> Iterator[FileOutcome]:
+def _delete_chunk(uri: str, s3: S3Settings | None, targets: Iterable[tuple[str, str, bool, int | None]],
+                  done: Accumulator[int]) -> Iterator[FileOutcome]:
     """Runs on an executor: delete a task's files; each target carries its size when known."""
-    storage, _ = storage_for(uri)
+    storage, _ = storage_for(uri, s3=s3)
     for partition, path, bootstrap, size in targets:
         yield delete_target(storage, Target(partition, path, bootstrap), None if size is None else {path: size})
         done.add(1)
@@ -89,7 +98,8 @@ def run_pending_cleans_spark(spark: SparkSession, uri: str, *, progress: Progres
             sized = [(p, path, b, sizes.get(path) if sizes is not None else None) for p, path, b in targets]
             rdd = context.parallelize(sized, max(1, min(len(sized), context.defaultParallelism * TASKS_PER_CORE)))
             # the job finishes within this iteration, before rdd and done are rebound
-            job = _Job(lambda: rdd.mapPartitions(lambda part: _delete_chunk(uri, part, done)).collect())  # noqa: B023
+            s3 = _s3(uri)
+            job = _Job(lambda: rdd.mapPartitions(lambda part: _delete_chunk(uri, s3, part, done)).collect())  # noqa: B023
             while not job.finished(POLL_SECONDS):
                 counter.set(done.value)
                 counter.report()
