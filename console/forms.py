@@ -37,3 +37,21 @@ class TableSettingsForm(forms.Form):
     auto_clean = forms.BooleanField(required=False, label="automatic mode")
     auto_max_files = forms.IntegerField(min_value=0, label="approve automatically up to (files)")
     auto_max_bytes = forms.IntegerField(min_value=0, label="and up to (bytes)")
+    write_options = forms.CharField(
+        required=False, label="Hudi writer options (KEY=VALUE, one a line)",
+        widget=forms.Textarea(attrs={"rows": 3, "cols": 60, "placeholder": "hoodie.write.concurrency.mode="
+                                     "optimistic_concurrency_control\nhoodie.write.lock.provider=..."}))
+
+    def clean_write_options(self) -> dict[str, str]:
+        """Hudi's `hoodie.*` keys only, one KEY=VALUE a line; blank lines and # comments ignored."""
+        options: dict[str, str] = {}
+        for number, line in enumerate(self.cleaned_data.get("write_options", "").splitlines(), start=1):
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            key, sep, value = line.partition("=")
+            key = key.strip()
+            if not sep or not key.startswith("hoodie."):
+                raise forms.ValidationError(f"line {number}: expected hoodie.KEY=VALUE")
+            options[key] = value.strip()
+        return options

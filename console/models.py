@@ -38,6 +38,9 @@ class Table(models.Model):
     auto_clean = models.BooleanField(default=False, help_text="plan cleans periodically")
     auto_max_files = models.BigIntegerField(default=1000, help_text="automatic approval up to this many files")
     auto_max_bytes = models.BigIntegerField(default=10 * 1024**3, help_text="automatic approval up to this many bytes")
+    write_options = models.JSONField(default=dict, blank=True,
+                                     help_text="Hudi writer options over hoodie.properties (the table's concurrency "
+                                               "mode and lock: hoodie.write.concurrency.mode, hoodie.write.lock.*)")
     registered_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL)
     registered_at = models.DateTimeField(auto_now_add=True)
 

@@ -112,7 +112,8 @@ def overview(request: HttpRequest, table: Table) -> HttpResponse:
         "lock": selectors.table_lock_state(table), "can_break_lock": request.user.has_perm(permissions.APPROVE),
         "plan_form": PlanForm(), "settings_form": TableSettingsForm(initial={
             "auto_clean": table.auto_clean, "auto_max_files": table.auto_max_files,
-            "auto_max_bytes": table.auto_max_bytes}),
+            "auto_max_bytes": table.auto_max_bytes,
+            "write_options": "\n".join(f"{k}={v}" for k, v in sorted(table.write_options.items()))}),
         "pending_cleans": table.instants.filter(action="clean").exclude(state="COMPLETED")})
 
 
@@ -328,8 +329,11 @@ def audit_log(request: HttpRequest) -> HttpResponse:
 def table_settings(request: HttpRequest, table: Table) -> HttpResponse:
     form = TableSettingsForm(request.POST)
     if form.is_valid():
-        services.table_settings_update(table=table, user=request.user, **form.cleaned_data)  # type: ignore[arg-type]
-        messages.success(request, "Settings saved.")
+        def save() -> str:
+            services.table_settings_update(table=table, user=request.user, **form.cleaned_data)  # type: ignore[arg-type]
+            return "Settings saved."
+
+        _attempt(request, save)
     else:
         messages.error(request, "Check the settings: " + _form_errors(form))
     return _overview(table)

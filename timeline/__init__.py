@@ -8,7 +8,7 @@ command use nothing else (tests/test_boundaries.py checks it)."""
 from __future__ import annotations
 
 from timeline.clean.config import CleanConfig, CleanConfigError, CleanPolicy
-from timeline.clean.executor import CleanRefused, CleanResult, FileOutcome, Progress, ProgressCallback
+from timeline.clean.executor import CleanRefused, CleanResult, FileOutcome, PlanInvalidated, Progress, ProgressCallback
 from timeline.clean.executor import Status as FileStatus
 from timeline.clean.planner import CleanPlan, FileDecision
 from timeline.clean.retention import RetentionTooShort, retention_shortfall
@@ -64,7 +64,7 @@ __version__ = "0.1.0"
 __all__ = [
     "CleanMetadata", "CleanerPlan", "CommitMetadata", "CompactionPlan", "FileOutcome", "FileStatus", "InstantRef",
     "InstantSummary", "Record", "RequestedReplace", "RestoreMetadata", "RestorePlan", "RollbackMetadata",
-    "RetentionTooShort", "RollbackPlan", "SavepointMetadata", "WriteStat",
+    "PlanInvalidated", "RetentionTooShort", "RollbackPlan", "SavepointMetadata", "WriteStat",
     "CleanConfig", "CleanConfigError", "CleanPlan", "CleanPolicy", "CleanRefused", "CleanResult", "CleanlineError",
     "CorruptInstantError", "FailedWrite", "FileDecision", "FileGroup", "FileNotFound", "FileSlice", "FileSystemView",
     "HudiTable", "Inspect", "Instant", "InvalidInstantError", "Maintenance", "MetadataTableEnabledError",

@@ -56,6 +56,13 @@ class Transactions:
         """Whether Hudi writers of this table lock at all (OCC or NBCC)."""
         return lock_required(self.properties)
 
+    def check(self) -> None:
+        """Refuse (UnsupportedLockProvider, LockConfigError) settings whose lock Cleanline
+        could not take, without taking it."""
+        if self.required:
+            lock_for_table(self.table.uri, self.properties, storage=self.table.storage,
+                           application_id=self.application_id).close()
+
     @contextmanager
     def state_change(self) -> Iterator[None]:
         """Hold the table's lock (when its writers lock) for one state change: acquired with

@@ -16,7 +16,7 @@ from console.models import (
 from console.services.audit import audit
 from console.services.locks import check_table_free, table_lock
 from console.services.runs import _run_claim, _run_stopped
-from console.services.tables import table_sync
+from console.services.tables import table_services, table_sync
 from timeline import (
     CleanlineError,
     HudiTable,
@@ -26,7 +26,7 @@ from timeline import (
 def savepoint_create(*, table: Table, user: User | None, instant_time: str, comment: str) -> str:
     with table_lock(table, f"savepoint:{instant_time}"):
         try:
-            done = HudiTable.open(table.path).maintenance().create_savepoint(instant_time,
+            done = table_services(table).create_savepoint(instant_time,
                                     user=user.get_username() if user else "cleanline", comment=comment)
         except CleanlineError as exc:
             audit(user=user, action="savepoint.refused", table=table, parameters={"instant": instant_time},
@@ -40,7 +40,7 @@ def savepoint_create(*, table: Table, user: User | None, instant_time: str, comm
 def savepoint_delete(*, table: Table, user: User | None, instant_time: str) -> None:
     with table_lock(table, f"savepoint:{instant_time}"):
         try:
-            HudiTable.open(table.path).maintenance().delete_savepoint(instant_time)
+            table_services(table).delete_savepoint(instant_time)
         except CleanlineError as exc:
             raise ValidationError(str(exc)) from exc
     audit(user=user, action="savepoint.deleted", table=table, parameters={"instant": instant_time})
@@ -57,7 +57,7 @@ def job_request(*, table: Table, user: User | None, kind: str, target: str, conf
         if confirm_name != target:
             raise ValidationError(f"Type the failed write's instant time ({target}) to confirm the rollback.")
         try:
-            HudiTable.open(table.path).maintenance().preview_rollback(target)
+            table_services(table).preview_rollback(target)
         except CleanlineError as exc:
             audit(user=user, action="rollback.refused", table=table, parameters={"target": target}, result=str(exc))
             raise ValidationError(str(exc)) from exc
@@ -87,17 +87,17 @@ def job_run(*, job: Job, task_id: str = "") -> Job:
         drop = lake.config.metadata_table_enabled
         try:
             if job.kind == Job.Kind.CLEAN:
-                (done_clean,) = lake.maintenance().run_cleans(instant=job.target, drop_metadata=drop)
+                (done_clean,) = table_services(table, lake).run_cleans(instant=job.target, drop_metadata=drop)
                 result = {"deleted": done_clean.deleted, "already_gone": done_clean.already_gone,
                           "failed": done_clean.failed, "bytes": done_clean.bytes_deleted}
             elif job.kind == Job.Kind.RESTORE:
-                done = lake.maintenance().restore(job.target, drop_metadata=drop)
-                check = HudiTable.open(table.path).maintenance().verify_restore(job.target)
+                done = table_services(table, lake).restore(job.target, drop_metadata=drop)
+                check = table_services(table).verify_restore(job.target)
                 result = {"restore": done.requested_time, "verified": check.verified,
                           "missing": list(check.missing[:50]),
                           "unexpected": list(check.unexpected[:50]), "metadata_table_dropped": drop}
             else:
-                done = lake.maintenance().rollback_failed_write(job.target, drop_metadata=drop)
+                done = table_services(table, lake).rollback_failed_write(job.target, drop_metadata=drop)
                 result = {"rollback": done.requested_time, "metadata_table_dropped": drop}
         except CleanlineError as exc:
             if mine.update(status=JobStatus.FAILED, error=str(exc), finished_at=timezone.now()):

@@ -23,6 +23,7 @@ from console.models import (
 from console.services.audit import audit
 from console.services.locks import Lease, LockLost, TableBusy, live_lock, table_lock
 from console.services.runs import _run_claim, _run_stopped
+from console.services.tables import table_services
 from timeline import (
     CleanConfig,
     CleanlineError,
@@ -31,6 +32,7 @@ from timeline import (
     FileStatus,
     HudiTable,
     Maintenance,
+    PlanInvalidated,
     Progress,
     retention_shortfall,
     spark_session,
@@ -133,7 +135,7 @@ def _spark() -> Any:
 
 def _maintenance(table: Table, lake: HudiTable) -> Maintenance:
     """The table's services on the engine its size calls for."""
-    return lake.maintenance(spark=_spark() if _on_spark(table) else None)
+    return table_services(table, lake, spark=_spark() if _on_spark(table) else None)
 
 
 def _enforced(plan: CleanPlan) -> bool:
@@ -217,7 +219,7 @@ def _approve_claimed(plan: CleanPlan, user: User | None, lease: Lease) -> CleanP
     try:
         lake = HudiTable.open(table.path)
         config = CleanConfig.from_properties(plan.settings)
-        now_plan = lake.maintenance().plan_clean(config, enforce_retention=_enforced(plan))
+        now_plan = table_services(table, lake).plan_clean(config, enforce_retention=_enforced(plan))
         reasons = _differences(plan, now_plan)
         if reasons:
             claim.update(status=PlanStatus.STALE, stale_reasons=reasons[:200], run_token="")
@@ -226,8 +228,15 @@ def _approve_claimed(plan: CleanPlan, user: User | None, lease: Lease) -> CleanP
             plan.refresh_from_db()
             return plan
         lease.check(now=True)  # still this approval's table, immediately before the first write
-        instant = lake.maintenance().schedule_clean(now_plan, config, force=True,
-                                                    drop_metadata=lake.config.metadata_table_enabled)
+        try:
+            instant = table_services(table, lake).schedule_clean(now_plan, config, force=True,
+                                                                 drop_metadata=lake.config.metadata_table_enabled)
+        except PlanInvalidated as exc:  # the timeline re-read under the table's Hudi lock
+            claim.update(status=PlanStatus.STALE, stale_reasons=exc.reasons[:200], run_token="")
+            audit(user=user, action="clean.plan.stale", table=table, parameters={"plan": plan.pk},
+                  result=f"{len(exc.reasons)} differences under the table lock")
+            plan.refresh_from_db()
+            return plan
         if instant is None:  # the timeline changed so that nothing is left to clean
             raise CleanRefused(f"{table.name}: the plan now deletes nothing; no clean was scheduled")
     except Exception as exc:

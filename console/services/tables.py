@@ -26,6 +26,7 @@ from timeline import (
     CleanlineError,
     FileSystemView,
     HudiTable,
+    Maintenance,
     UnsupportedLocationError,
     configure_s3,
     parse_location,
@@ -187,10 +188,25 @@ def table_sync_failed(*, table: Table, error: str) -> None:
 
 
 def table_settings_update(*, table: Table, user: User | None, auto_clean: bool, auto_max_files: int,
-                          auto_max_bytes: int) -> Table:
+                          auto_max_bytes: int, write_options: Mapping[str, str] | None = None) -> Table:
+    """Automatic mode's thresholds and the table's Hudi writer options (its concurrency mode
+    and lock, which every change then takes). The options are checked by the library first:
+    a lock Cleanline cannot take is refused here, by name."""
+    options = dict(write_options or {})
+    try:
+        HudiTable.open(table.path).maintenance(options=options).transactions.check()
+    except CleanlineError as exc:
+        raise ValidationError(str(exc)) from exc
     Table.objects.filter(pk=table.pk).update(auto_clean=auto_clean, auto_max_files=auto_max_files,
-                                             auto_max_bytes=auto_max_bytes)
+                                             auto_max_bytes=auto_max_bytes, write_options=options)
     audit(user=user, action="table.settings.changed", table=table,
-          parameters={"auto_clean": auto_clean, "auto_max_files": auto_max_files, "auto_max_bytes": auto_max_bytes})
+          parameters={"auto_clean": auto_clean, "auto_max_files": auto_max_files, "auto_max_bytes": auto_max_bytes,
+                      "write_options": options})
     table.refresh_from_db()
     return table
+
+
+def table_services(table: Table, lake: HudiTable | None = None, *, spark: Any = None) -> Maintenance:
+    """The library's services for a registered table, with its Hudi writer options (so every
+    change takes the lock the table's writers share)."""
+    return (lake or HudiTable.open(table.path)).maintenance(spark=spark, options=table.write_options)
