@@ -598,7 +598,7 @@ def test_s3_delete_many_default_deletes_one_by_one_and_tells_gone(tmp_path: Path
     results = storage.delete_many([f"{base}/a", f"{base}/b", f"{base}/locked"])
     assert results[f"{base}/a"] == "deleted" and results[f"{base}/b"] == "gone"
     assert results[f"{base}/locked"].startswith("failed: ")
-    assert storage.delete_batch_size == 0
+    assert storage.delete_batch_size == 1000  # local: a tight unlink loop a clean task
 
 
 def test_s3_subprocesses_see_the_server_and_nothing_else(s3_server: S3Server) -> None:

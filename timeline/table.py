@@ -134,15 +134,18 @@ class HudiTable:
             status = self.timeline.files_of(instant).get(state)
             if status is None or status.size == 0:
                 continue
-            storage = self.storage
-            where = f"{id(storage)}:{status.path}" if storage.private_namespace else storage.uri(status.path)
-            key = f"{where}|{status.size}|{status.mtime_ms}"
+            key = self._intact_key(status.path, status.size, status.mtime_ms)
             if key in _INTACT:
                 continue
             self.read_state_file(status.path)
             if len(_INTACT) >= _INTACT_MAX:
                 _INTACT.clear()
             _INTACT.add(key)
+
+    def _intact_key(self, path: str, size: int, mtime_ms: int) -> str:
+        storage = self.storage
+        where = f"{id(storage)}:{path}" if storage.private_namespace else storage.uri(path)
+        return f"{where}|{size}|{mtime_ms}"
 
     def new_instant_time(self, *, after: str = "") -> str:
         """A fresh instant time in the table's timeline zone, later than every time on the
@@ -169,6 +172,9 @@ class HudiTable:
         wanted = instant.state if state is None else state
         path = self.timeline.path_of(instant, wanted)
         raw = self.read_state_file(path, fields=None if fields is None else hudi_fields(kind, fields))
+        status = self.timeline.files_of(instant).get(wanted)
+        if fields is None and status is not None:
+            _INTACT.add(self._intact_key(status.path, status.size, status.mtime_ms))  # it decoded whole
         return kind() if raw is None else expect(self.record_of(path, raw), kind)
 
     def read_record_file(self, path: str) -> Record | None:

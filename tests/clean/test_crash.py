@@ -20,15 +20,17 @@ from timeline.clean.executor import run_pending_cleans
 from timeline.storage.arrow import LocalStorage
 from timeline.table import HudiTable
 limit, count, lock = int(sys.argv[2]), [0], threading.Lock()
-real_delete = LocalStorage.delete
-def delete(self, path):
-    gone = real_delete(self, path)
-    with lock:
-        count[0] += 1
-        if count[0] >= limit:
-            os.kill(os.getpid(), signal.SIGKILL)
-    return gone
-LocalStorage.delete = delete
+real_delete_many = LocalStorage.delete_many
+def delete_many(self, paths):
+    answers = {}
+    for path in paths:
+        answers.update(real_delete_many(self, [path]))
+        with lock:
+            count[0] += 1
+            if count[0] >= limit:
+                os.kill(os.getpid(), signal.SIGKILL)
+    return answers
+LocalStorage.delete_many = delete_many
 run_pending_cleans(HudiTable.open(sys.argv[1]), parallelism=4)
 """
 

@@ -21,7 +21,7 @@ from timeline.clean.planner import CleanPlan, plan_invalidations, protection_con
 from timeline.exceptions import CleanlineError, StorageError
 from timeline.instant import CLEAN, Instant, State
 from timeline.mdt import guard_metadata_table
-from timeline.metadata.records import CleanerPlan, CleanMetadata, CleanPartitionMetadata
+from timeline.metadata.records import CleanerPlan, CleanFileInfo, CleanMetadata, CleanPartitionMetadata
 from timeline.storage import Storage
 from timeline.table import HudiTable
 
@@ -68,13 +68,9 @@ class Status(Enum):
     FAILED = "failed"      # the store refused; `error` says why
 
 
-class Target(NamedTuple):
-    """One file of a clean plan: its partition, its path as the plan names it, and whether it
-    is a bootstrap source file."""
-
-    partition: str
-    path: str
-    is_bootstrap: bool = False
+# One file of a clean plan: its partition, its path as the plan names it, and whether it is a
+# bootstrap source file (the plan's own records, worked on as they are).
+Target = CleanFileInfo
 
 
 class FileOutcome(NamedTuple):
@@ -213,8 +209,9 @@ def delete_target(storage: Storage, target: Target, sizes: Mapping[str, int] | N
     try:
         status = Status.DELETED if storage.delete(path) else Status.GONE
     except StorageError as exc:
-        return FileOutcome(target.partition, target.path, Status.FAILED, target.is_bootstrap, 0, str(exc))
-    return FileOutcome(target.partition, target.path, status, target.is_bootstrap,
+        return FileOutcome(target.partition, target.path, Status.FAILED, target.is_bootstrap_base_file, 0,
+                           str(exc))
+    return FileOutcome(target.partition, target.path, status, target.is_bootstrap_base_file,
                        size if status is Status.DELETED else 0)
 
 
@@ -228,12 +225,13 @@ def delete_targets(storage: Storage, targets: list[Target], sizes: Mapping[str, 
     for target, path in zip(targets, paths):
         answer = answers.get(path, "failed: no answer from the store")
         if answer.startswith("failed"):
-            outcomes.append(FileOutcome(target.partition, target.path, Status.FAILED, target.is_bootstrap, 0,
+            outcomes.append(FileOutcome(target.partition, target.path, Status.FAILED,
+                                        target.is_bootstrap_base_file, 0,
                                         answer.removeprefix("failed: ")))
             continue
         status = Status(answer)
         size = (sizes.get(target.path, 0) if sizes is not None else 0) if status is Status.DELETED else 0
-        outcomes.append(FileOutcome(target.partition, target.path, status, target.is_bootstrap, size))
+        outcomes.append(FileOutcome(target.partition, target.path, status, target.is_bootstrap_base_file, size))
     failures = [o for o in outcomes if o.status is Status.FAILED]
     if failures:
         log.warning("clean: %d of %d files could not be deleted, first %s: %s", len(failures), len(targets),
@@ -352,13 +350,12 @@ def begin_clean(table: HudiTable, clean: Instant) -> tuple[CleanerPlan, list[Tar
     (`planner.protection_conflicts`). A refused clean that is still only requested is
     withdrawn (its requested file removed), so that no Hudi writer runs it either."""
     table.reload()
-    table.ensure_intact()
     requested = table.timeline.path_of(clean, State.REQUESTED)
-    plan = table.read(clean, CleanerPlan, State.REQUESTED)
+    plan = table.read(clean, CleanerPlan, State.REQUESTED)  # first: ensure_intact then skips it
+    table.ensure_intact()
     targets = plan_targets(table, plan)
     containment = table.containment
-    for target in targets:
-        containment.data_path(target.path)
+    containment.check_data_paths(t.path for t in targets)
     for partition in plan.partitions_to_delete:
         containment.partition_path(partition)
     conflicts = protection_conflicts(table, [(t.partition, t.path) for t in targets])
@@ -392,7 +389,7 @@ def finish_clean(table: HudiTable, clean: Instant, plan: CleanerPlan, outcomes: 
 def plan_targets(table: HudiTable, plan: CleanerPlan) -> list[Target]:
     """Every file of a plan; v1 plans name files relative to their partition
     (CleanPlanV2MigrationHandler)."""
-    targets = [Target(p, info.path, info.is_bootstrap_base_file) for p, infos in plan.files.items() for info in infos]
+    targets = [info for infos in plan.files.values() for info in infos]
     if not targets:
         for partition, names in plan.legacy_file_names.items():
             folder = table.path(partition) if partition else table.base
@@ -408,8 +405,9 @@ def clean_metadata(clean: Instant, plan: CleanerPlan, outcomes: list[FileOutcome
     bootstrap: dict[str, dict[str, list[str]]] = {}
     for o in outcomes:
         entry = (bootstrap if o.is_bootstrap else regular).setdefault(o.partition, {"all": [], "ok": [], "failed": []})
-        entry["all"].append(o.file_name)
-        entry["failed" if o.status is Status.FAILED else "ok"].append(o.file_name)
+        name = o.file_name
+        entry["all"].append(name)
+        entry["failed" if o.status is Status.FAILED else "ok"].append(name)
 
     def partitions(found: dict[str, dict[str, list[str]]], marks_deleted: bool) -> dict[str, CleanPartitionMetadata]:
         return {p: CleanPartitionMetadata(p, plan.policy, tuple(e["all"]), tuple(e["ok"]), tuple(e["failed"]),

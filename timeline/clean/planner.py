@@ -88,7 +88,8 @@ class CleanPlan:
         per_partition: dict[str, list[CleanFileInfo]] = {}
         for d in self.decisions:
             if d.delete:
-                per_partition.setdefault(d.partition, []).append(CleanFileInfo(d.path, d.is_bootstrap_base_file))
+                info = CleanFileInfo(d.partition, d.path, d.is_bootstrap_base_file)
+                per_partition.setdefault(d.partition, []).append(info)
         ectr = self.earliest_instant_to_retain
         # CleanPlanActionExecutor.prepareExtraMetadata: an empty map when no savepoint exists.
         extra = {SAVEPOINTED_TIMESTAMPS: ",".join(self.savepointed_timestamps)} if self.savepointed_timestamps else {}

@@ -119,8 +119,10 @@ class InstantRef:
 # Clean
 
 class CleanFileInfo(NamedTuple):
-    """One file of a clean plan (a NamedTuple: a plan names one per file it deletes)."""
+    """One file of a clean plan, with its partition (a NamedTuple: a plan names one per file
+    it deletes, and the executor works on them as they are)."""
 
+    partition: str
     path: str
     is_bootstrap_base_file: bool = False
 
@@ -146,8 +148,8 @@ class CleanerPlan(Record):
 
     @classmethod
     def from_raw(cls, raw: Raw) -> CleanerPlan:
-        files = {str(p): tuple(CleanFileInfo(_text(i, "filePath"), bool(i.get("isBootstrapBaseFile")))
-                               for i in infos or ())
+        files = {str(p): tuple(CleanFileInfo(str(p), i.get("filePath") or "", bool(i.get("isBootstrapBaseFile")))
+                               for i in infos or ())  # one per planned file: no helper call per file
                  for p, infos in _map(raw, "filePathsToBeDeletedPerPartition").items()}
         legacy = {str(p): _names(names) for p, names in _map(raw, "filesToBeDeletedPerPartition").items()}
         return cls(raw, InstantRef.from_action_instant(raw.get("earliestInstantToRetain")),
