@@ -83,6 +83,15 @@ def console_table(settings, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, tab
     return make
 
 
+def person(name: str, role: str, password: str = "a long enough password 1") -> Any:
+    """A new user with `role`."""
+    from django.contrib.auth.models import Group, User
+
+    user = User.objects.create_user(name, password=password)
+    user.groups.add(Group.objects.get(name=role))
+    return user
+
+
 def login(role: str) -> Any:
     """A test client logged in as a new user with `role`."""
     from django.contrib.auth.models import Group, User

@@ -6,12 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 
 from console import services
 from console.models import AuditEvent, CleanPlan, PlanFile, PlanStatus, Table
 from tests.clean.test_fixture_cleans import rows
+from tests.console.conftest import person
 from tests.console.retention import SHORT_RETENTION
 from timeline.savepoint import create_savepoint
 from timeline.table import HudiTable
@@ -23,11 +24,6 @@ pytestmark = pytest.mark.django_db
 def table(console_table) -> Table:
     return console_table("sample_table/mor/avro/v9_txns_simple_nometa")
 
-
-def person(name: str, role: str) -> User:
-    user = User.objects.create_user(name, password="pw")
-    user.groups.add(Group.objects.get(name=role))
-    return user
 
 
 def drafted(table: Table, user: User, **overrides: object) -> CleanPlan:

@@ -8,13 +8,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from django.contrib.auth.models import Group, User
 from django.core.exceptions import ValidationError
 from django.urls import reverse
 
 from console import services
 from console.models import AuditEvent, CleanPlan, Job, JobStatus, PlanStatus, SyncStatus, Table
-from tests.console.conftest import login
+from tests.console.conftest import login, person
 from tests.console.retention import SHORT_RETENTION
 from tests.test_rollback import fake_failed_write
 from timeline import metadata
@@ -41,11 +40,6 @@ def victim(tmp_path: Path) -> Path:
 def base(table: Table) -> Path:
     return Path(table.path.removeprefix("file:"))
 
-
-def person(name: str, role: str) -> User:
-    user = User.objects.create_user(name, password="a long enough password 1")
-    user.groups.add(Group.objects.get(name=role))
-    return user
 
 
 def write_state(table: Table, instant: LakeInstant, content: dict) -> None:

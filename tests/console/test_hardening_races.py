@@ -20,7 +20,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import connection
 from django.test import Client
@@ -29,7 +29,7 @@ from django.utils import timezone
 
 from console import services
 from console.models import AuditEvent, CleanPlan, Job, JobStatus, PlanStatus, SyncStatus, Table, TableLock
-from tests.console.conftest import login
+from tests.console.conftest import login, person
 from tests.console.retention import SHORT_RETENTION
 from tests.console.waiting import wait_for
 from timeline.table import HudiTable
@@ -37,11 +37,6 @@ from timeline.table import HudiTable
 ROOT = Path(__file__).resolve().parents[2]
 POSTGRES_URL = os.environ.get("CLEANLINE_TEST_POSTGRES_URL", "postgres://postgres:postgres@127.0.0.1:5432/postgres")
 
-
-def person(name: str, role: str) -> User:
-    user = User.objects.create_user(name, password="pw")
-    user.groups.add(Group.objects.get(name=role))
-    return user
 
 
 def drafted(table: Table) -> CleanPlan:

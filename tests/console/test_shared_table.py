@@ -9,13 +9,12 @@ import time
 from pathlib import Path
 
 import pytest
-from django.contrib.auth.models import Group, User
 from django.core.exceptions import ValidationError
 from django.urls import reverse
 
 from console import services
 from console.models import AuditEvent, CleanPlan, PlanStatus, Table
-from tests.console.conftest import login
+from tests.console.conftest import login, person
 from tests.console.retention import SHORT_RETENTION
 from timeline.instant import Instant, State
 from timeline.locks import STORAGE_BASED_LOCK_PROVIDER, lock_for_table
@@ -33,11 +32,6 @@ OCC = {"hoodie.write.concurrency.mode": "optimistic_concurrency_control",
 def table(console_table) -> Table:
     return console_table("sample_table/cow/v9_txns_simple_nometa")
 
-
-def person(name: str, role: str) -> User:
-    user = User.objects.create_user(name, password="pw")
-    user.groups.add(Group.objects.get(name=role))
-    return user
 
 
 def settings_form(options: dict[str, str]) -> dict[str, str]:
