@@ -631,3 +631,24 @@ def test_s3_delete_many_retries_throttled_requests_and_keys(s3_server: S3Server,
         assert all(r.startswith("failed: SlowDown") for r in results.values()) and len(results) == 3, results
         assert proxy.deletes == 2
         assert set(s3_server.keys(bucket)) == set(keys)
+
+
+def test_s3_spark_clean_job_deletes_in_batches_too(s3_server: S3Server, spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The Spark engine's executors delete with DeleteObjects batches as the local engine does
+    (they did one DELETE a file), sizes from one listing per folder when the plan has none."""
+    from timeline.spark.clean import run_pending_cleans_spark
+
+    lake = Lake(LocalStorage(), str(tmp_path / "lake"), version=8)
+    partitions = [f"city=c{p}" for p in range(4)]
+    for t in ("20261101000000000", "20261101010000000"):
+        lake.commit(t, {p: [lake.base_file(p, f"fg{g}", t, size=3) for g in range(30)] for p in partitions})
+    lake.commit("20261101020000000", {"city=c0": [lake.base_file("city=c0", "fg0", "20261101020000000")]})
+    uri = s3_server.upload(tmp_path / "lake")
+    table = HudiTable.open(uri)
+    config = CleanConfig(commits_retained=1)
+    assert schedule_clean(table, plan_clean(table, config), config) is not None
+    with s3_server.recording() as requests:
+        (result,) = run_pending_cleans_spark(spark, uri)
+    assert (result.deleted, result.failed, result.bytes_deleted) == (120, 0, 120 * 3)
+    assert sum(r["body"].count(b"<Key>") for r in delete_requests(requests)) == 120
+    assert not [r for r in requests if r["method"] in ("DELETE", "HEAD") and "/.hoodie/" not in r["url"]]

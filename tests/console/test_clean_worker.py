@@ -85,8 +85,10 @@ def test_clean_worker_killed_mid_clean_a_new_worker_finishes_it(start_worker, se
     wait_for(lambda: status(plan) == PlanStatus.COMPLETED, 300, "the clean to finish on a new worker")
     plan.refresh_from_db()
     assert plan.progress_done == len(doomed) and not any(p.exists() for p in doomed)
-    # the dead worker's deletes are "already gone" to the new one; the rest it deleted itself
+    # the dead worker's deletes are "already gone" to the new one; the rest it deleted itself (a
+    # few more may go after `left` was counted: the dead worker's Spark executors finish their task)
     outcomes = dict(PlanFile.objects.filter(plan=plan, delete=True).values_list("outcome").annotate(n=Count("pk")))
-    assert outcomes == {"deleted": left, "gone": len(doomed) - left}
+    assert set(outcomes) == {"deleted", "gone"} and sum(outcomes.values()) == len(doomed)
+    assert 0 < outcomes["deleted"] <= left and outcomes["gone"] >= len(doomed) - left
     assert not TableLock.objects.filter(table=table).exists()
     assert not HudiTable.open(table.path).timeline.cleans().pending()

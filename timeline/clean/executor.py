@@ -239,7 +239,7 @@ def delete_targets(storage: Storage, targets: list[Target], sizes: Mapping[str, 
     return outcomes
 
 
-def _listed_sizes(storage: Storage, targets: list[Target], parallelism: int) -> dict[str, int]:
+def listed_sizes(storage: Storage, targets: list[Target], parallelism: int) -> dict[str, int]:
     """Sizes of the targets from one listing of each folder they are in (on an object store
     a listing returns 1,000 sizes a request where a status call returns one)."""
     by_folder: dict[str, list[str]] = {}
@@ -274,7 +274,7 @@ def _delete_all(storage: Storage, targets: list[Target], sizes: Mapping[str, int
     batch = storage.delete_batch_size
     if batch > 1:
         if sizes is None and targets:
-            sizes = _listed_sizes(storage, targets, parallelism)
+            sizes = listed_sizes(storage, targets, parallelism)
         chunks = [targets[i:i + batch] for i in range(0, total, batch)]
         workers = max(1, min(parallelism, len(chunks)))
 

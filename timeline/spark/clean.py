@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import nullcontext
 from datetime import datetime
+from itertools import islice
 
 from pyspark import Accumulator
 from pyspark.sql import SparkSession
@@ -23,7 +24,9 @@ from timeline.clean.executor import (
     Target,
     begin_clean,
     delete_target,
+    delete_targets,
     finish_clean,
+    listed_sizes,
     pending_cleans,
 )
 from timeline.clean.planner import CleanPlan, FileDecision, PlanContext, finish_plan, plan_partition, start_plan
@@ -70,11 +73,25 @@ def plan_clean_spark(spark: SparkSession, uri: str, config: CleanConfig, *,
 
 def _delete_chunk(uri: str, s3: S3Settings | None, targets: Iterable[tuple[str, str, bool, int | None]],
                   done: Accumulator[int]) -> Iterator[FileOutcome]:
-    """Runs on an executor: delete a task's files; each target carries its size when known."""
+    """Runs on an executor: delete a task's files; each target carries its size when known.
+    On a store with a batch delete (S3's DeleteObjects, the local unlink loop) the files go
+    `delete_batch_size` at a time, sizes not given read from one listing per folder, as the
+    local engine does; otherwise one by one."""
     storage, _ = storage_for(uri, s3=s3)
-    for partition, path, bootstrap, size in targets:
-        yield delete_target(storage, Target(partition, path, bootstrap), None if size is None else {path: size})
-        done.add(1)
+    if storage.delete_batch_size <= 1:
+        for partition, path, bootstrap, size in targets:
+            yield delete_target(storage, Target(partition, path, bootstrap), None if size is None else {path: size})
+            done.add(1)
+        return
+    rows = iter(targets)
+    while chunk := list(islice(rows, storage.delete_batch_size)):
+        batch = [Target(partition, path, bootstrap) for partition, path, bootstrap, _ in chunk]
+        sizes = {path: size for _, path, _, size in chunk if size is not None}
+        unknown = [t for t, (_, _, _, size) in zip(batch, chunk) if size is None]
+        if unknown:
+            sizes.update(listed_sizes(storage, unknown, storage.io_threads))
+        yield from delete_targets(storage, batch, sizes)
+        done.add(len(chunk))
 
 
 def run_pending_cleans_spark(spark: SparkSession, uri: str, *, progress: ProgressCallback | None = None,

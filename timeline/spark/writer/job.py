@@ -83,9 +83,7 @@ def write(spark: SparkSession, df: DataFrame, path: str, *, table_name: str, rec
 
 def _write(spark: SparkSession, table: HudiTable, spec: TableSpec, schema: RecordSchema, operation: Operation,
            keyed: DataFrame, records_per_file: int, transactions: Transactions) -> str:
-    with transactions.state_change():  # the instant time is taken and requested under the lock
-        requested = Instant(table.new_instant_time(), action(operation, table.config.is_mor), State.REQUESTED)
-        request(table, requested)
+    requested = Instant(table.new_instant_time(), action(operation, table.config.is_mor), State.REQUESTED)
     instant = requested.requested_time
     ctx = WriteContext(InstantContext(table.uri, instant, spec.version, spec.precombine_field,
                                       CommittedInstants.of(table)), operation, schema)
@@ -96,7 +94,10 @@ def _write(spark: SparkSession, table: HudiTable, spec: TableSpec, schema: Recor
     try:
         profile = workload_profile(tagged, spec.record_key)
         jobs, routes = plan_jobs(profile, slices, table.config.is_mor, records_per_file)
-        inflight = start(table, requested, commit_metadata(workload_stats(profile, slices), operation.value, None))
+        with transactions.state_change():  # requested and started under the lock, once the write is planned
+            request(table, requested)
+            inflight = start(table, requested, commit_metadata(workload_stats(profile, slices), operation.value,
+                                                               None))
         stats = execute(spark, tagged, ctx, jobs, routes)
     finally:
         tagged.unpersist()
