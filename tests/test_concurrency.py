@@ -1,5 +1,5 @@
 """A live table: a Hudi writer process (the project's Spark writer, configured for optimistic
-concurrency with the storage-based lock) commits upserts in a loop while Cleanline plans,
+concurrency with the storage-based lock, or ZooKeeper) commits upserts in a loop while Cleanline plans,
 schedules and runs cleans and takes a savepoint on the same table, sharing the lock.
 
 Afterwards: the lock was never held by two parties at once (both sides log every interval
@@ -16,11 +16,15 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 from tests.readers import hudi_read
+from tests.zookeeper import ZooKeeperServer
 from timeline import CleanConfig, CleanlineError, HudiTable
-from timeline.locks import STORAGE_BASED_LOCK_PROVIDER
+from timeline.locks import STORAGE_BASED_LOCK_PROVIDER, ZOOKEEPER_BASED_LOCK_PROVIDER
 from timeline.metadata.records import CleanMetadata, CommitMetadata
 
 OCC = {"hoodie.write.concurrency.mode": "optimistic_concurrency_control",
@@ -28,6 +32,25 @@ OCC = {"hoodie.write.concurrency.mode": "optimistic_concurrency_control",
        "hoodie.write.lock.storage.validity.timeout.secs": "30",
        "hoodie.write.lock.storage.renew.interval.secs": "2",
        "hoodie.write.lock.wait_time_ms": "120000"}
+
+
+@pytest.fixture(params=["storage", "zookeeper"])
+def lock_options(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """The writer's and Cleanline's lock: Hudi's storage-based lock file, or ZooKeeper (a real
+    server on 127.0.0.1, Curator's recipe)."""
+    if request.param == "storage":
+        yield OCC
+        return
+    server = ZooKeeperServer(tmp_path_factory.mktemp("zookeeper")).start()
+    try:
+        yield {"hoodie.write.concurrency.mode": "optimistic_concurrency_control",
+               "hoodie.write.lock.provider": ZOOKEEPER_BASED_LOCK_PROVIDER,
+               "hoodie.write.lock.zookeeper.url": server.hosts,
+               "hoodie.write.lock.zookeeper.base_path": "/hudi/locks",
+               "hoodie.write.lock.zookeeper.lock_key": "live",
+               "hoodie.write.lock.wait_time_ms": "120000"}
+    finally:
+        server.stop()
 COMMITS = 8
 KEYS = 12
 
@@ -70,7 +93,8 @@ class _Intervals(logging.Handler):
                                   "released": record.released}) + "\n")  # type: ignore[attr-defined]
 
 
-def test_concurrency_a_writer_and_cleanline_share_the_lock_and_the_table_stays_readable(tmp_path: Path) -> None:
+def test_concurrency_a_writer_and_cleanline_share_the_lock_and_the_table_stays_readable(
+        tmp_path: Path, lock_options: dict[str, str]) -> None:
     path = tmp_path / "live"
     log = tmp_path / "intervals.jsonl"
     handler = _Intervals(log)
@@ -78,7 +102,7 @@ def test_concurrency_a_writer_and_cleanline_share_the_lock_and_the_table_stays_r
     intervals.setLevel(logging.INFO)
     intervals.addHandler(handler)
     writer = subprocess.Popen(
-        [sys.executable, "-c", WRITER, str(path), str(log), str(COMMITS), str(KEYS), json.dumps(OCC)],
+        [sys.executable, "-c", WRITER, str(path), str(log), str(COMMITS), str(KEYS), json.dumps(lock_options)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
     committed: dict[str, int] = {}
@@ -92,7 +116,7 @@ def test_concurrency_a_writer_and_cleanline_share_the_lock_and_the_table_stays_r
         deadline = time.monotonic() + 900
         while (writer.poll() is None or cleans == 0) and time.monotonic() < deadline:
             table = HudiTable.open(str(path))
-            maintenance = table.maintenance(options=OCC)
+            maintenance = table.maintenance(options=lock_options)
             try:
                 if savepoints == 0 and len(table.timeline.commits().completed()) >= 3:
                     latest = table.timeline.commits().completed().last()
