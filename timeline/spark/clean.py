@@ -21,6 +21,7 @@ from timeline.clean.executor import (
     Guard,
     ProgressCallback,
     ProgressCounter,
+    Status,
     Target,
     begin_clean,
     delete_target,
@@ -71,8 +72,19 @@ def plan_clean_spark(spark: SparkSession, uri: str, config: CleanConfig, *,
     return finish_plan(start, rdd.mapPartitions(lambda part: _plan_partitions(context, s3, part)).collect())
 
 
+# An outcome as it travels back from an executor: FileOutcome's fields with the status's value
+# (a NamedTuple holding an Enum pickles about five times slower, per file).
+Shipped = tuple[str, str, str, bool, int, str]
+_STATUS = {s.value: s for s in Status}
+
+
+def _shipped(outcomes: Iterable[FileOutcome]) -> Iterator[Shipped]:
+    for o in outcomes:
+        yield o.partition, o.path, o.status.value, o.is_bootstrap, o.bytes, o.error
+
+
 def _delete_chunk(uri: str, s3: S3Settings | None, targets: Iterable[tuple[str, str, bool, int | None]],
-                  done: Accumulator[int]) -> Iterator[FileOutcome]:
+                  done: Accumulator[int]) -> Iterator[Shipped]:
     """Runs on an executor: delete a task's files; each target carries its size when known.
     On a store with a batch delete (S3's DeleteObjects, the local unlink loop) the files go
     `delete_batch_size` at a time, sizes not given read from one listing per folder, as the
@@ -80,7 +92,8 @@ def _delete_chunk(uri: str, s3: S3Settings | None, targets: Iterable[tuple[str, 
     storage, _ = storage_for(uri, s3=s3)
     if storage.delete_batch_size <= 1:
         for partition, path, bootstrap, size in targets:
-            yield delete_target(storage, Target(partition, path, bootstrap), None if size is None else {path: size})
+            yield from _shipped([delete_target(storage, Target(partition, path, bootstrap),
+                                               None if size is None else {path: size})])
             done.add(1)
         return
     rows = iter(targets)
@@ -90,7 +103,7 @@ def _delete_chunk(uri: str, s3: S3Settings | None, targets: Iterable[tuple[str, 
         unknown = [t for t, (_, _, _, size) in zip(batch, chunk) if size is None]
         if unknown:
             sizes.update(listed_sizes(storage, unknown, storage.io_threads))
-        yield from delete_targets(storage, batch, sizes)
+        yield from _shipped(delete_targets(storage, batch, sizes))
         done.add(len(chunk))
 
 
@@ -120,7 +133,7 @@ def run_pending_cleans_spark(spark: SparkSession, uri: str, *, progress: Progres
             while not job.finished(POLL_SECONDS):
                 counter.set(done.value)
                 counter.report()
-            outcomes = job.result()
+            outcomes = [FileOutcome(p, path, _STATUS[code], b, n, e) for p, path, code, b, n, e in job.result()]
             counter.set(len(outcomes), sum(o.bytes for o in outcomes))
             counter.report()
         with guard():
@@ -131,13 +144,13 @@ def run_pending_cleans_spark(spark: SparkSession, uri: str, *, progress: Progres
 class _Job:
     """A Spark action run on a driver thread, so the caller can report progress meanwhile."""
 
-    def __init__(self, action: Callable[[], list[FileOutcome]]) -> None:
-        self._result: list[FileOutcome] = []
+    def __init__(self, action: Callable[[], list[Shipped]]) -> None:
+        self._result: list[Shipped] = []
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, args=(action,), name="cleanline-spark-job", daemon=True)
         self._thread.start()
 
-    def _run(self, action: Callable[[], list[FileOutcome]]) -> None:
+    def _run(self, action: Callable[[], list[Shipped]]) -> None:
         try:
             self._result = action()
         except BaseException as exc:  # re-raised on the caller's thread
@@ -147,7 +160,7 @@ class _Job:
         self._thread.join(wait)
         return not self._thread.is_alive()
 
-    def result(self) -> list[FileOutcome]:
+    def result(self) -> list[Shipped]:
         if self._error is not None:
             raise self._error
         return self._result
