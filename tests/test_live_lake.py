@@ -193,3 +193,14 @@ def test_live_lake_cli_takes_the_lock_its_hoodie_conf_names(tmp_path: Path) -> N
     bad = subprocess.run([str(cleanline), "--hoodie-conf", "novalue", "timeline", path], capture_output=True,
                          text=True, timeout=120)
     assert bad.returncode == 2 and "KEY=VALUE" in bad.stderr
+
+
+def test_live_lake_revalidate_gives_the_reasons_schedule_would_refuse_with(tmp_path: Path) -> None:
+    lake, table = occ_table(tmp_path)
+    config = CleanConfig(commits_retained=2)
+    plan = table.maintenance().plan_clean(config, enforce_retention=False)
+    assert table.maintenance().revalidate(plan) == []
+    lake.instant_file(Instant("20261101009900000", "rollback", State.REQUESTED),
+                      {"instantToRollback": {"commitTime": T[5], "action": "commit"}, "RollbackRequests": [],
+                       "version": 1})
+    assert table.maintenance().revalidate(plan) == ["rollback 20261101009900000 was requested after the plan was made"]

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from timeline.clean.config import CleanConfig
 from timeline.clean.executor import CleanResult, ProgressCallback, run_pending_cleans, schedule_clean
-from timeline.clean.planner import CleanPlan, plan_clean, protection_conflicts
+from timeline.clean.planner import CleanPlan, plan_clean, plan_invalidations
 from timeline.clean.retention import check_retention, retention_shortfall
 from timeline.exceptions import InvalidInstantError
 from timeline.instant import Instant
@@ -69,9 +69,10 @@ class Maintenance:
         return replace(plan, notes=(*plan.notes, f"retention check off: {shortfall}"))
 
     def revalidate(self, plan: CleanPlan) -> list[str]:
-        """Which files the plan deletes that the timeline protects now (empty: still safe)."""
+        """Why the timeline as it is now invalidates the plan (empty: it may be scheduled); the
+        same check `schedule_clean` makes under the table's lock."""
         self.table.reload()
-        return protection_conflicts(self.table, [(d.partition, d.path) for d in plan.files_to_delete])
+        return plan_invalidations(self.table, plan)
 
     def schedule_clean(self, plan: CleanPlan, config: CleanConfig, *, force: bool = False,
                        drop_metadata: bool = False) -> Instant | None:

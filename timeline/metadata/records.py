@@ -83,7 +83,6 @@ class Record:
     """Base of every payload record: `raw` is the decoded payload, as Hudi wrote it."""
 
     raw: Raw = field(default_factory=dict, repr=False, compare=False)
-    kind: ClassVar[str] = ""
     # attributes whose Hudi field name is not their camelCase form
     renamed: ClassVar[Mapping[str, str]] = {}
 
@@ -132,7 +131,6 @@ class CleanerPlan(Record):
     """HoodieCleanerPlan (`<t>.clean.requested` / `.inflight`). `files` holds version-2 full
     paths; `legacy_file_names` a version-1 plan's names relative to their partition."""
 
-    kind: ClassVar[str] = "HoodieCleanerPlan"
     renamed: ClassVar[Mapping[str, str]] = {"last_completed_commit": "lastCompletedCommitTimestamp",
                                             "files": "filePathsToBeDeletedPerPartition",
                                             "legacy_file_names": "filesToBeDeletedPerPartition",
@@ -206,7 +204,6 @@ class CleanMetadata(Record):
     """HoodieCleanMetadata (a completed clean). Bootstrap source files (full paths) are kept in
     `bootstrap_partitions`, as CleanerUtils.convertCleanMetadata writes them."""
 
-    kind: ClassVar[str] = "HoodieCleanMetadata"
     renamed: ClassVar[Mapping[str, str]] = {"time_taken_ms": "timeTakenInMillis",
                                             "last_completed_commit": "lastCompletedCommitTimestamp",
                                             "partitions": "partitionMetadata",
@@ -291,7 +288,6 @@ class CommitMetadata(Record):
     """HoodieCommitMetadata / HoodieReplaceCommitMetadata: a completed write's stats, or an
     inflight write's workload profile (same fields in Hudi's v6 JSON and v8 Avro)."""
 
-    kind: ClassVar[str] = "HoodieCommitMetadata"
     write_stats: Mapping[str, tuple[WriteStat, ...]] = field(default_factory=dict)
     replaced_file_ids: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     operation_type: str = ""
@@ -344,7 +340,6 @@ class SliceInfo:
 class CompactionPlan(Record):
     """HoodieCompactionPlan (compaction and log compaction)."""
 
-    kind: ClassVar[str] = "HoodieCompactionPlan"
     operations: tuple[SliceInfo, ...] = ()
 
     @classmethod
@@ -362,7 +357,6 @@ class RequestedReplace(Record):
     """HoodieRequestedReplaceMetadata: a clustering's plan (`operation_type` "cluster"), or the
     empty one an insert_overwrite requests."""
 
-    kind: ClassVar[str] = "HoodieRequestedReplaceMetadata"
     operation_type: str = ""
     input_slices: tuple[SliceInfo, ...] = ()
 
@@ -435,7 +429,6 @@ def partition_metafile(commit_time: str, depth: int) -> dict[str, str]:
 class SavepointMetadata(Record):
     """HoodieSavepointMetadata: the file names each partition holds at the savepoint."""
 
-    kind: ClassVar[str] = "HoodieSavepointMetadata"
     savepointed_by: str = ""
     savepointed_at_ms: int = 0
     comments: str = ""
@@ -488,7 +481,6 @@ class RollbackRequest:
 class RollbackPlan(Record):
     """HoodieRollbackPlan (`<t>.rollback.requested`)."""
 
-    kind: ClassVar[str] = "HoodieRollbackPlan"
     instant_to_rollback: InstantRef | None = None
     requests: tuple[RollbackRequest, ...] = ()
     version: int = 1
@@ -535,7 +527,6 @@ class RollbackPartitionMetadata:
 class RollbackMetadata(Record):
     """HoodieRollbackMetadata (a completed rollback, and each entry of a restore)."""
 
-    kind: ClassVar[str] = "HoodieRollbackMetadata"
     start_rollback_time: str = ""
     time_taken_ms: int = 0
     commits_rollback: tuple[str, ...] = ()
@@ -569,7 +560,6 @@ class RollbackMetadata(Record):
 class RestorePlan(Record):
     """HoodieRestorePlan: the instants to roll back, newest first, and the savepoint."""
 
-    kind: ClassVar[str] = "HoodieRestorePlan"
     instants_to_rollback: tuple[InstantRef, ...] = ()
     savepoint: str = ""
     version: int = 1
@@ -588,7 +578,6 @@ class RestorePlan(Record):
 class RestoreMetadata(Record):
     """HoodieRestoreMetadata: per rolled-back instant, its rollback metadata."""
 
-    kind: ClassVar[str] = "HoodieRestoreMetadata"
     start_restore_time: str = ""
     time_taken_ms: int = 0
     rolled_back: Mapping[str, tuple[RollbackMetadata, ...]] = field(default_factory=dict)

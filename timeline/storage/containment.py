@@ -161,10 +161,6 @@ class Containment:
             if not plain(entry):
                 self.data_path(entry)
 
-    def check_all(self, entries: Iterable[str]) -> list[str]:
-        """`data_path` of every entry, or OutsideTableError for the first bad one."""
-        return [self.data_path(entry) for entry in entries]
-
 
 def parse_location(location: str) -> tuple[str, str]:
     """(scheme, resolved path) of a path or URI, without opening it: local paths and `file:`
