@@ -79,6 +79,8 @@ def own_file(lake: Lake, t: str) -> str:
     "file://otherhost{base}/city=sf/x.parquet",    # another host
     "file:{base}/.hoodie/hoodie.properties",       # the table's own config
     "file:{base}",                                 # the table itself
+    "file:{base}/city=sf/..",                      # .. as the name, beside the table's own file
+    "file:{base}/city=sf/%2e%2e",                  # an encoded .. as the name
 ])
 def test_hardening_clean_naming_a_path_outside_the_table_deletes_nothing(lake: Lake, entry: str) -> None:
     out = str(Path(lake.base).parent / "elsewhere")
@@ -109,6 +111,7 @@ def test_hardening_symlinks_out_of_the_table_are_refused(lake: Lake) -> None:
     (Path(lake.base) / P / "link.parquet").symlink_to(out / "victim.txt")            # a file pointing out
     for files, partitions in (([f"file:{lake.base}/city=la/inner.txt"], []),
                               ([f"file:{lake.base}/{P}/link.parquet"], []),
+                              ([own_file(lake, T[0]), f"file:{lake.base}/{P}/link.parquet"], []),  # one folder
                               ([own_file(lake, T[0])], ["city=la"])):
         hostile_clean(lake, T[10], files=files, partitions=partitions)
         table = HudiTable.load(lake.storage, lake.base)

@@ -3,14 +3,20 @@ of the retained instants are unchanged."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from pyspark.sql import SparkSession
 
 from tests.clean.test_fixture_cleans import retained_files, rows
+from tests.lakes import TOKEN, Lake
 from timeline.clean.config import CleanConfig, CleanPolicy
-from timeline.clean.executor import Progress, schedule_clean
+from timeline.clean.executor import FileOutcome, Progress, Status, Target, run_pending_cleans, schedule_clean
 from timeline.clean.planner import plan_clean
-from timeline.spark.clean import plan_clean_spark, run_pending_cleans_spark
+from timeline.files import base_file_name
+from timeline.instant import CLEAN, Instant, State
+from timeline.spark.clean import batches, outcomes_of, plan_clean_spark, run_pending_cleans_spark
+from timeline.storage.arrow import LocalStorage
 from timeline.table import HudiTable
 
 TABLES = ["sample_table/mor/avro/v9_txns_simple_nometa", "sample_table/cow/v9_txns_complex_nometa",
@@ -68,3 +74,64 @@ def test_spark_engine_from_the_cli_plans_like_the_local_engine(table_copy) -> No
                            capture_output=True, text=True, timeout=300, env=env)
     assert local.returncode == spark.returncode == 0, spark.stderr[-2000:]
     assert spark.stdout == local.stdout and '"delete": true' in local.stdout
+
+
+def _mixed_lake(base: Path) -> Lake:
+    """A table whose pending clean names deleted-to-be files in two partitions, a file already
+    gone, a directory where a file should be (the store refuses it) and a bootstrap-flagged
+    file inside the table."""
+    lake = Lake(LocalStorage(), str(base))
+    times = [f"2026110100{i:02d}00000" for i in range(4)]
+    for t in times[:3]:
+        lake.commit(t, {"city=sf": [lake.base_file("city=sf", "fg1", t)],
+                        "city=la": [lake.base_file("city=la", "fg2", t)]})
+    Path(lake.base, "city=sf", "dir.parquet").mkdir()
+    files = {"city=sf": [f"file:{lake.base}/city=sf/{base_file_name('fg1', TOKEN, times[0])}",
+                         f"file:{lake.base}/city=sf/{base_file_name('fg1', TOKEN, 'gone')}",
+                         f"file:{lake.base}/city=sf/dir.parquet"],
+             "city=la": [f"file:{lake.base}/city=la/{base_file_name('fg2', TOKEN, times[0])}",
+                         f"file:{lake.base}/city=la/{base_file_name('fg2', TOKEN, times[1])}"]}
+    plan = {"earliestInstantToRetain": None, "lastCompletedCommitTimestamp": times[2],
+            "policy": "KEEP_LATEST_COMMITS", "filesToBeDeletedPerPartition": {}, "version": 2,
+            "filePathsToBeDeletedPerPartition": {
+                p: [{"filePath": f, "isBootstrapBaseFile": p == "city=la" and i == 1} for i, f in enumerate(fs)]
+                for p, fs in files.items()},
+            "partitionsToBeDeleted": [], "extraMetadata": None}
+    lake.instant_file(Instant(times[3], CLEAN, State.REQUESTED), plan)
+    return lake
+
+
+def test_spark_clean_reports_each_outcome_as_the_local_engine(spark: SparkSession, tmp_path: Path) -> None:
+    """Deleted, already gone and failed outcomes, bootstrap flags and bytes travel back from the
+    executors unchanged: the Spark run reports what the local engine reports on a twin table."""
+    runs = {}
+    for name in ("local", "spark"):
+        lake = _mixed_lake(tmp_path / name)
+        if name == "local":
+            (result,) = run_pending_cleans(HudiTable.open(lake.base))
+        else:
+            (result,) = run_pending_cleans_spark(spark, lake.base)
+        runs[name] = (sorted((o.partition, o.path.replace(lake.base, "BASE"), o.status, o.is_bootstrap, o.bytes,
+                              bool(o.error)) for o in result.outcomes), result.metadata.total_files_deleted)
+    outcomes, deleted = runs["spark"]
+    assert runs["spark"] == runs["local"]
+    assert [o[2] for o in outcomes].count(Status.DELETED) == 3
+    assert deleted == 3  # Hudi's count: the regular files deleted and the one gone; the bootstrap file apart
+    assert [o[2] for o in outcomes].count(Status.GONE) == 1
+    assert [(o[2], o[5]) for o in outcomes].count((Status.FAILED, True)) == 1
+    assert sum(o[4] for o in outcomes) == 300 and [o[3] for o in outcomes].count(True) == 1
+
+
+def test_spark_batches_split_partitions_and_come_back_in_order() -> None:
+    targets = [Target("a", f"file:/t/a/{i}", i == 2) for i in range(5)] + [Target("b", "file:/t/b/0")]
+    work = batches(targets, {"file:/t/a/1": 7}, size=2)
+    assert [(b[0], b[1]) for b in work] == [("a", ["file:/t/a/0", "file:/t/a/1"]),
+                                            ("a", ["file:/t/a/2", "file:/t/a/3"]),
+                                            ("a", ["file:/t/a/4"]), ("b", ["file:/t/b/0"])]
+    assert work[0][2] is None and work[1][2] == [True, False] and work[0][3] == [None, 7]
+    shipped = [([0, 7], None, {}), ([0, 0], ["gone", "failed"], {1: "denied"}), ([1], None, {}), ([2], None, {})]
+    outcomes = [o for b, s in zip(work, shipped) for o in outcomes_of(b, s)]
+    assert outcomes[1] == FileOutcome("a", "file:/t/a/1", Status.DELETED, False, 7)
+    assert outcomes[2] == FileOutcome("a", "file:/t/a/2", Status.GONE, True, 0)
+    assert outcomes[3] == FileOutcome("a", "file:/t/a/3", Status.FAILED, False, 0, "denied")
+    assert [o.path for o in outcomes] == [t.path for t in targets]

@@ -13,6 +13,8 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from enum import Enum
+from itertools import groupby
+from operator import attrgetter
 from typing import NamedTuple
 
 from timeline import transition
@@ -22,6 +24,7 @@ from timeline.exceptions import CleanlineError, StorageError
 from timeline.instant import CLEAN, Instant, State
 from timeline.mdt import guard_metadata_table
 from timeline.metadata.records import CleanerPlan, CleanFileInfo, CleanMetadata, CleanPartitionMetadata
+from timeline.perf import paused_gc
 from timeline.storage import Storage
 from timeline.table import HudiTable
 
@@ -215,6 +218,9 @@ def delete_target(storage: Storage, target: Target, sizes: Mapping[str, int] | N
                        size if status is Status.DELETED else 0)
 
 
+_ANSWERED = {"deleted": Status.DELETED, "gone": Status.GONE}  # `Storage.delete_many`'s answers other than "failed: ..."
+
+
 def delete_targets(storage: Storage, targets: list[Target], sizes: Mapping[str, int] | None) -> list[FileOutcome]:
     """Delete planned files with the storage's batch delete (`Storage.delete_many`: one
     request per `delete_batch_size` files on object stores). A refused file is logged with the
@@ -222,15 +228,16 @@ def delete_targets(storage: Storage, targets: list[Target], sizes: Mapping[str, 
     paths = [storage.path_of(t.path) for t in targets]
     answers = storage.delete_many(paths)
     outcomes: list[FileOutcome] = []
+    known = sizes if sizes is not None else {}
     for target, path in zip(targets, paths):
         answer = answers.get(path, "failed: no answer from the store")
-        if answer.startswith("failed"):
+        status = _ANSWERED.get(answer)
+        if status is None:
             outcomes.append(FileOutcome(target.partition, target.path, Status.FAILED,
                                         target.is_bootstrap_base_file, 0,
                                         answer.removeprefix("failed: ")))
             continue
-        status = Status(answer)
-        size = (sizes.get(target.path, 0) if sizes is not None else 0) if status is Status.DELETED else 0
+        size = known.get(target.path, 0) if status is Status.DELETED else 0
         outcomes.append(FileOutcome(target.partition, target.path, status, target.is_bootstrap_base_file, size))
     failures = [o for o in outcomes if o.status is Status.FAILED]
     if failures:
@@ -293,7 +300,7 @@ def _delete_all(storage: Storage, targets: list[Target], sizes: Mapping[str, int
                 counter.add(1, done[-1].bytes)
             return done
 
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="cleanline-clean") as pool:
+    with paused_gc(), ThreadPoolExecutor(max_workers=workers, thread_name_prefix="cleanline-clean") as pool:
         futures = [pool.submit(work, chunk) for chunk in chunks]
         while wait(futures, timeout=PROGRESS_SECONDS).not_done:
             counter.report()
@@ -351,14 +358,16 @@ def begin_clean(table: HudiTable, clean: Instant) -> tuple[CleanerPlan, list[Tar
     withdrawn (its requested file removed), so that no Hudi writer runs it either."""
     table.reload()
     requested = table.timeline.path_of(clean, State.REQUESTED)
-    plan = table.read(clean, CleanerPlan, State.REQUESTED)  # first: ensure_intact then skips it
-    table.ensure_intact()
-    targets = plan_targets(table, plan)
-    containment = table.containment
-    containment.check_data_paths(t.path for t in targets)
-    for partition in plan.partitions_to_delete:
-        containment.partition_path(partition)
-    conflicts = protection_conflicts(table, [(t.partition, t.path) for t in targets])
+    with paused_gc():  # a record and a path or two per planned file
+        plan = table.read(clean, CleanerPlan, State.REQUESTED)  # first: ensure_intact then skips it
+        table.ensure_intact()
+        targets = plan_targets(table, plan)
+        containment = table.containment
+        for _, run in groupby(targets, key=attrgetter("partition")):  # a plan lists its files by partition
+            containment.check_data_paths([t.path for t in run])
+        for partition in plan.partitions_to_delete:
+            containment.partition_path(partition)
+        conflicts = protection_conflicts(table, [(t.partition, t.path) for t in targets])
     if conflicts:
         withdrawn = clean.is_requested and State.INFLIGHT not in table.timeline.files_of(clean)
         if withdrawn:
@@ -380,8 +389,9 @@ def finish_clean(table: HudiTable, clean: Instant, plan: CleanerPlan, outcomes: 
     containment = table.containment
     for partition in plan.partitions_to_delete:
         table.storage.delete_dir(containment.partition_path(partition))
-    done = {o.path: o for o in outcomes}  # a file planned twice has one outcome
-    content = clean_metadata(clean, plan, list(done.values()), started)
+    with paused_gc():
+        done = {o.path: o for o in outcomes}  # a file planned twice has one outcome
+        content = clean_metadata(clean, plan, list(done.values()), started)
     completed = transition.complete(table, clean, content.to_raw())
     return CleanResult(completed, tuple(outcomes), content)
 
@@ -403,11 +413,14 @@ def clean_metadata(clean: Instant, plan: CleanerPlan, outcomes: list[FileOutcome
     deleted, as Hudi does (apache/hudi#18035); Cleanline's own report keeps them apart."""
     regular: dict[str, dict[str, list[str]]] = {}
     bootstrap: dict[str, dict[str, list[str]]] = {}
-    for o in outcomes:
-        entry = (bootstrap if o.is_bootstrap else regular).setdefault(o.partition, {"all": [], "ok": [], "failed": []})
-        name = o.file_name
+    failed = Status.FAILED
+    for partition, path, status, is_bootstrap, _, _ in outcomes:  # FileOutcome, unpacked: one per file
+        entry = (bootstrap if is_bootstrap else regular).get(partition)
+        if entry is None:
+            entry = (bootstrap if is_bootstrap else regular)[partition] = {"all": [], "ok": [], "failed": []}
+        name = path if is_bootstrap else path.rpartition("/")[2]  # FileOutcome.file_name
         entry["all"].append(name)
-        entry["failed" if o.status is Status.FAILED else "ok"].append(name)
+        entry["failed" if status is failed else "ok"].append(name)
 
     def partitions(found: dict[str, dict[str, list[str]]], marks_deleted: bool) -> dict[str, CleanPartitionMetadata]:
         return {p: CleanPartitionMetadata(p, plan.policy, tuple(e["all"]), tuple(e["ok"]), tuple(e["failed"]),

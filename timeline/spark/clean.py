@@ -9,7 +9,8 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import nullcontext
 from datetime import datetime
-from itertools import islice
+from itertools import chain, groupby, repeat
+from operator import attrgetter
 
 from pyspark import Accumulator
 from pyspark.sql import SparkSession
@@ -32,6 +33,7 @@ from timeline.clean.executor import (
 )
 from timeline.clean.planner import CleanPlan, FileDecision, PlanContext, finish_plan, plan_partition, start_plan
 from timeline.fsview import list_partition, partition_paths
+from timeline.perf import paused_gc
 from timeline.storage import storage_for
 from timeline.storage.s3 import S3Settings, s3_settings_for
 from timeline.table import HudiTable
@@ -72,39 +74,63 @@ def plan_clean_spark(spark: SparkSession, uri: str, config: CleanConfig, *,
     return finish_plan(start, rdd.mapPartitions(lambda part: _plan_partitions(context, s3, part)).collect())
 
 
-# An outcome as it travels back from an executor: FileOutcome's fields with the status's value
-# (a NamedTuple holding an Enum pickles about five times slower, per file).
-Shipped = tuple[str, str, str, bool, int, str]
+# What travels to an executor: one batch of a partition's files (paths, bootstrap flags or None
+# when none is one, sizes or None when unknown), and what travels back: per file the bytes
+# deleted, the statuses' values (None when every file was deleted) and the errors by position.
+# Columns of plain values: a tuple per file, let alone a NamedTuple holding an Enum, pickles
+# several times slower, and the driver rebuilds the outcomes with C-level maps.
+Batch = tuple[str, list[str], list[bool] | None, list[int | None] | None]
+Shipped = tuple[list[int], list[str] | None, dict[int, str]]
+BATCH_FILES = 1000
 _STATUS = {s.value: s for s in Status}
 
 
-def _shipped(outcomes: Iterable[FileOutcome]) -> Iterator[Shipped]:
-    for o in outcomes:
-        yield o.partition, o.path, o.status.value, o.is_bootstrap, o.bytes, o.error
+def batches(targets: list[Target], sizes: Mapping[str, int] | None, size: int = BATCH_FILES) -> list[Batch]:
+    """The targets as batches of at most `size` files of one partition, in plan order."""
+    found: list[Batch] = []
+    for partition, run in groupby(targets, key=attrgetter("partition")):
+        files = list(run)
+        for first in range(0, len(files), size):
+            chunk = files[first:first + size]
+            paths = [t.path for t in chunk]
+            flags = [t.is_bootstrap_base_file for t in chunk]
+            found.append((partition, paths, flags if any(flags) else None,
+                          None if sizes is None else [sizes.get(p) for p in paths]))
+    return found
 
 
-def _delete_chunk(uri: str, s3: S3Settings | None, targets: Iterable[tuple[str, str, bool, int | None]],
-                  done: Accumulator[int]) -> Iterator[Shipped]:
-    """Runs on an executor: delete a task's files; each target carries its size when known.
-    On a store with a batch delete (S3's DeleteObjects, the local unlink loop) the files go
-    `delete_batch_size` at a time, sizes not given read from one listing per folder, as the
-    local engine does; otherwise one by one."""
+def outcomes_of(batch: Batch, shipped: Shipped) -> Iterator[FileOutcome]:
+    """The outcomes of one batch from what its executor sent back."""
+    partition, paths, flags, _ = batch
+    sent, codes, errors = shipped
+    statuses = repeat(Status.DELETED) if codes is None else map(_STATUS.__getitem__, codes)
+    problems = repeat("") if not errors else (errors.get(i, "") for i in range(len(paths)))
+    return map(tuple.__new__, repeat(FileOutcome), zip(repeat(partition), paths, statuses,
+                                                      repeat(False) if flags is None else flags, sent, problems))
+
+
+def _ship(outcomes: list[FileOutcome]) -> Shipped:
+    codes = [o.status.value for o in outcomes]
+    return ([o.bytes for o in outcomes], None if all(c == "deleted" for c in codes) else codes,
+            {i: o.error for i, o in enumerate(outcomes) if o.error})
+
+
+def _delete_batches(uri: str, s3: S3Settings | None, part: Iterable[Batch], done: Accumulator[int]
+                    ) -> Iterator[Shipped]:
+    """Runs on an executor: delete a task's batches, one `delete_many` each on a store with a
+    batch delete (S3's DeleteObjects, the local unlink loop), sizes not given read from one
+    listing per folder, as the local engine does; otherwise file by file."""
     storage, _ = storage_for(uri, s3=s3)
-    if storage.delete_batch_size <= 1:
-        for partition, path, bootstrap, size in targets:
-            yield from _shipped([delete_target(storage, Target(partition, path, bootstrap),
-                                               None if size is None else {path: size})])
-            done.add(1)
-        return
-    rows = iter(targets)
-    while chunk := list(islice(rows, storage.delete_batch_size)):
-        batch = [Target(partition, path, bootstrap) for partition, path, bootstrap, _ in chunk]
-        sizes = {path: size for _, path, _, size in chunk if size is not None}
-        unknown = [t for t, (_, _, _, size) in zip(batch, chunk) if size is None]
-        if unknown:
-            sizes.update(listed_sizes(storage, unknown, storage.io_threads))
-        yield from _shipped(delete_targets(storage, batch, sizes))
-        done.add(len(chunk))
+    for partition, paths, flags, sizes in part:
+        targets = [Target(partition, path, flag) for path, flag in zip(paths, flags or repeat(False))]
+        known = {path: n for path, n in zip(paths, sizes or ()) if n is not None}
+        if storage.delete_batch_size > 1:
+            if len(known) < len(paths):
+                known.update(listed_sizes(storage, [t for t in targets if t.path not in known], storage.io_threads))
+            yield _ship(delete_targets(storage, targets, known))
+        else:
+            yield _ship([delete_target(storage, t, known if t.path in known else None) for t in targets])
+        done.add(len(paths))
 
 
 def run_pending_cleans_spark(spark: SparkSession, uri: str, *, progress: ProgressCallback | None = None,
@@ -125,15 +151,19 @@ def run_pending_cleans_spark(spark: SparkSession, uri: str, *, progress: Progres
         outcomes: list[FileOutcome] = []
         if targets:
             done = context.accumulator(0)
-            sized = [(p, path, b, sizes.get(path) if sizes is not None else None) for p, path, b in targets]
-            rdd = context.parallelize(sized, max(1, min(len(sized), context.defaultParallelism * TASKS_PER_CORE)))
+            work = batches(targets, sizes)
+            rdd = context.parallelize(work, max(1, min(len(work), context.defaultParallelism * TASKS_PER_CORE)))
             # the job finishes within this iteration, before rdd and done are rebound
             s3 = _s3(uri)
-            job = _Job(lambda: rdd.mapPartitions(lambda part: _delete_chunk(uri, s3, part, done)).collect())  # noqa: B023
+            job = _Job(lambda: rdd.mapPartitions(lambda part: _delete_batches(uri, s3, part, done)).collect())  # noqa: B023
             while not job.finished(POLL_SECONDS):
                 counter.set(done.value)
                 counter.report()
-            outcomes = [FileOutcome(p, path, _STATUS[code], b, n, e) for p, path, code, b, n, e in job.result()]
+            shipped = job.result()  # collect() keeps the batches' order
+            if len(shipped) != len(work):
+                raise RuntimeError(f"clean {clean.requested_time}: {len(work)} batches sent, {len(shipped)} answered")
+            with paused_gc():
+                outcomes = list(chain.from_iterable(map(outcomes_of, work, shipped)))
             counter.set(len(outcomes), sum(o.bytes for o in outcomes))
             counter.report()
         with guard():

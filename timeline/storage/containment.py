@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import posixpath
 from collections.abc import Iterable
+from itertools import repeat
 from urllib.parse import unquote, urlparse
 
 from timeline.exceptions import CleanlineError
@@ -155,11 +156,37 @@ class Containment:
         return path
 
     def check_data_paths(self, entries: Iterable[str]) -> None:
-        """`data_path` of every entry, for its refusal only (a clean's hundreds of thousands)."""
+        """`data_path` of every entry, for its refusal only (a clean's hundreds of thousands).
+        Give the entries of one partition together: a run of entries in one plain folder is
+        decided with a few whole-list operations (`_plain_run`), anything else entry by entry."""
+        entries = list(entries)
+        if self._plain_run(entries):
+            return
         plain = self._plain
         for entry in entries:
             if not plain(entry):
                 self.data_path(entry)
+
+    def _plain_run(self, entries: list[str]) -> bool:
+        """Whether every entry is `_plain` and all lie in the same folder, decided for the list
+        at once: one folder lookup, then prefix, separator, character and name-set checks over
+        the whole list. False means "check entry by entry", not "outside"."""
+        if not entries or not self._plain(entries[0]):
+            return False
+        folder = entries[0].rpartition("/")[0] + "/"
+        if not all(map(str.startswith, entries, repeat(folder))):
+            return False
+        cut = len(folder)
+        names = [entry[cut:] for entry in entries]
+        joined = "\n".join(names)
+        if any(c in joined for c in ("/", *_SPECIAL_CHARS)):
+            return False
+        known = self._folders[folder[len(self._prefix):-1]]  # known: the first entry is plain
+        if not known:
+            return False
+        resolved, links = known
+        forbidden = _SPECIAL_NAMES | links | ({META_FOLDER} if resolved == self.base else set())
+        return forbidden.isdisjoint(names)
 
 
 def parse_location(location: str) -> tuple[str, str]:
