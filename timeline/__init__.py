@@ -24,10 +24,12 @@ from timeline.exceptions import (
     TableConfigError,
 )
 from timeline.fsview import FileGroup, FileSlice, FileSystemView
-from timeline.inspect import Inspect, InstantSummary, MetadataTableState, SliceProtection, StateFile
+from timeline.inspect import Inspect, InstantSummary, SliceProtection, StateFile
 from timeline.instant import Instant, State, format_instant_time, moment_of, parse_instant_time
 from timeline.maintenance import Maintenance
 from timeline.mdt import MetadataTableEnabledError
+from timeline.mdt.reader import MetadataTableMissing, MetadataTableState
+from timeline.mdt.validate import PartitionDifference, Validation
 from timeline.metadata.records import (
     CleanerPlan,
     CleanMetadata,
@@ -68,7 +70,8 @@ __all__ = [
     "CleanConfig", "CleanConfigError", "CleanPlan", "CleanPolicy", "CleanRefused", "CleanResult", "CleanlineError",
     "CorruptInstantError", "FailedWrite", "FileDecision", "FileGroup", "FileNotFound", "FileSlice", "FileSystemView",
     "HudiTable", "Inspect", "Instant", "InvalidInstantError", "Maintenance", "MetadataTableEnabledError",
-    "MetadataTableState", "NotAHudiTableError", "OutsideTableError", "Progress", "ProgressCallback",
+    "MetadataTableMissing", "MetadataTableState", "NotAHudiTableError",
+    "PartitionDifference", "Validation", "OutsideTableError", "Progress", "ProgressCallback",
     "RestorePreview", "RestoreRefused", "RestoreVerification", "RollbackPreview", "RollbackRefused",
     "S3ConfigError", "S3Settings", "SavepointInfo", "SavepointRefused", "SliceProtection", "State", "StateFile",
     "StorageError", "TableConfig", "TableConfigError", "Timeline", "UnsupportedLocationError", "__version__",

@@ -345,6 +345,54 @@ def _rollback(args: argparse.Namespace) -> None:
         print(f"rolled back {preview.instant.requested_time} (rollback {done.requested_time})", file=sys.stderr)
 
 
+def _mdt_show(args: argparse.Namespace) -> None:
+    state = HudiTable.open(args.path).inspect.metadata_table()
+    data = {"enabled": state.enabled, "partitions": list(state.partitions), "inflight": list(state.inflight),
+            "lastInstant": state.last_instant, "fileGroups": dict(state.file_groups)}
+    _emit(args, data, lambda: _render_table(["partition", "state", "file groups"], [
+        (p, "inflight" if p in state.inflight else "available", state.file_groups.get(p, ""))
+        for p in (*state.partitions, *state.inflight)]) + f"\nlast instant: {state.last_instant or '-'}"
+        if state.enabled else "no metadata table (hoodie.table.metadata.partitions holds no files partition)")
+
+
+def _mdt_validate(args: argparse.Namespace) -> int:
+    result = HudiTable.open(args.path).inspect.validate_metadata_table()
+    data = {"ok": result.ok, "partitions": result.partitions, "files": result.files,
+            "differences": [{"partition": d.partition, "onlyOnStorage": list(d.only_on_storage),
+                             "onlyInMetadataTable": list(d.only_in_metadata),
+                             "sizes": [{"file": f, "storage": a, "metadataTable": b} for f, a, b in d.sizes]}
+                            for d in result.differences],
+            "uncommitted": {d.partition: list(d.uncommitted) for d in result.uncommitted}}
+
+    def text() -> str:
+        lines = [f"{result.partitions} partitions, {result.files} files on storage: "
+                 + ("the metadata table lists the same files" if result.ok else
+                    f"{len(result.differences)} partition(s) differ")]
+        for d in result.differences:
+            lines += [f"  {d.partition or '(root)'}: only on storage: {name}" for name in d.only_on_storage]
+            lines += [f"  {d.partition or '(root)'}: only in the metadata table: {name}" for name in d.only_in_metadata]
+            lines += [f"  {d.partition or '(root)'}: {f} is {a} bytes on storage, {b} in the metadata table"
+                      for f, a, b in d.sizes]
+        for d in result.uncommitted:
+            lines += [f"  {d.partition or '(root)'}: not committed yet (ignored): {name}" for name in d.uncommitted]
+        return "\n".join(lines)
+
+    _emit(args, data, text)
+    return 0 if result.ok else 1
+
+
+def _mdt_drop(args: argparse.Namespace) -> None:
+    table = HudiTable.open(args.path)
+    if not table.config.metadata_table_enabled and not table.config.metadata_partitions:
+        print(f"{table.uri}: no metadata table to drop", file=sys.stderr)
+        return
+    if args.confirm != table.config.name:
+        _confirm(args, f"Drop the metadata table of {table.uri} ({', '.join(table.config.metadata_partitions)})? "
+                       "Hudi writers rebuild it, reading every file")
+    _maintenance(table, args).drop_metadata_table()
+    print(f"dropped the metadata table of {table.uri}", file=sys.stderr)
+
+
 def _demo(args: argparse.Namespace) -> None:
     for path in build_demo_lake(args.path, progress=lambda m: print(m, file=sys.stderr)):
         print(path)
@@ -443,6 +491,17 @@ def build_parser() -> argparse.ArgumentParser:
                          help="delete an enabled metadata table first (Hudi writers rebuild it)")
         cmd.add_argument("--json", action="store_true", help="print the preview as JSON")
 
+    mdt = commands.add_parser("mdt", help="the metadata table (.hoodie/metadata)").add_subparsers(
+        dest="sub", required=True)
+    shown = command(mdt, "show", _mdt_show, "the metadata table's partitions, last instant and file groups")
+    shown.add_argument("--json", action="store_true", help="print JSON")
+    valid = command(mdt, "validate", _mdt_validate, "compare the metadata table's file listing with storage, "
+                                                     "per partition; exit 1 on a difference")
+    valid.add_argument("--json", action="store_true", help="print JSON")
+    drop = command(mdt, "drop", _mdt_drop, "delete the metadata table (a repair action: Hudi writers rebuild it)")
+    drop.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    drop.add_argument("--confirm", metavar="TABLE_NAME", help="the table's name, instead of answering the question")
+
     demo = commands.add_parser("demo", help="build a demo lake with the Spark writer (SPARK_MASTER)")
     demo.add_argument("path", help="folder for the demo tables (existing tables are kept)")
     demo.set_defaults(handler=_demo)
@@ -460,13 +519,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="cleanline: %(message)s")
     try:
         configure_s3(parse_s3_roots(os.environ.get("CLEANLINE_S3_ROOTS", "")))
-        args.handler(args)
+        code = args.handler(args)
     except CleanlineError as exc:
         print(f"cleanline: error: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0
-    return 0
+    return code if isinstance(code, int) else 0
 
 
 if __name__ == "__main__":

@@ -156,6 +156,11 @@ class TableConfig:
         return tuple(p.strip() for p in raw.split(",") if p.strip())
 
     @property
+    def metadata_partitions_inflight(self) -> tuple[str, ...]:
+        raw = self.props.get(MDT_PARTITIONS_INFLIGHT, "")
+        return tuple(p.strip() for p in raw.split(",") if p.strip())
+
+    @property
     def metadata_table_enabled(self) -> bool:
         """Whether Hudi readers and writers use the metadata table (its `files` partition is
         complete), so that a mutation here would leave it stale."""

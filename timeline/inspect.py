@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING, Any
 
 from timeline.archive import load_archived_timeline
 from timeline.clean.planner import Protection, read_protection, why_protected
-from timeline.config import MDT_PARTITIONS_INFLIGHT
 from timeline.fsview import FileGroup, FileSlice, FileSystemView
 from timeline.instant import Instant, State
+from timeline.mdt.reader import MetadataTableMissing, MetadataTableState, metadata_table
+from timeline.mdt.validate import Validation, validate_files
 from timeline.metadata.records import CleanMetadata, CommitMetadata, Record, SavepointMetadata
 from timeline.restore import RestorePreview, preview_restore
 from timeline.rollback import FailedWrite, preview_failed_writes
@@ -64,15 +65,6 @@ class InstantSummary:
         if isinstance(record, SavepointMetadata):
             return cls(len(record.files), len(record.file_names()))
         return None
-
-
-@dataclass(frozen=True, slots=True)
-class MetadataTableState:
-    """Whether the table keeps a metadata table, and which of its partitions are available."""
-
-    enabled: bool
-    partitions: tuple[str, ...]
-    inflight: tuple[str, ...]
 
 
 class Inspect:
@@ -142,6 +134,17 @@ class Inspect:
         return preview_failed_writes(self.table)
 
     def metadata_table(self) -> MetadataTableState:
-        config = self.table.config
-        inflight = tuple(p for p in (config.get(MDT_PARTITIONS_INFLIGHT) or "").split(",") if p)
-        return MetadataTableState(config.metadata_table_enabled, tuple(config.metadata_partitions), inflight)
+        """The metadata table's partitions, last instant and file groups (`timeline.mdt`)."""
+        mdt = metadata_table(self.table)
+        if mdt is None:
+            config = self.table.config
+            return MetadataTableState(False, config.metadata_partitions, config.metadata_partitions_inflight)
+        return mdt.state()
+
+    def validate_metadata_table(self) -> Validation:
+        """The metadata table's file listing against storage (`cleanline mdt validate`);
+        raises MetadataTableMissing when the table has none."""
+        mdt = metadata_table(self.table)
+        if mdt is None:
+            raise MetadataTableMissing(f"{self.table.uri}: the metadata table is not enabled")
+        return validate_files(mdt)

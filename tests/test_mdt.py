@@ -1,0 +1,107 @@
+"""Reading the metadata table (timeline/mdt/): the `files` partition merged from base HFiles and
+log blocks as HoodieMetadataPayload merges them, valid instants only, validated against storage
+(`cleanline mdt validate`) on every fixture that has a metadata table."""
+
+from __future__ import annotations
+
+import io
+import shutil
+from pathlib import Path
+
+import hudi
+import pytest
+
+from tests.conftest import FIXTURES, unzip_table
+from timeline import HudiTable
+from timeline.cli import main
+from timeline.mdt.reader import MetadataTable, MetadataTableMissing
+from timeline.metadata.mdt_payload import (
+    DELETED,
+    FileInfo,
+    MetadataRecord,
+    combine,
+    combine_files,
+    files_record,
+    partition_list_record,
+)
+
+MDT_FIXTURES = sorted(p for p in FIXTURES.rglob("*.zip") if p.stem.endswith("_meta") or p.stem == "v8_trips_8i3u1d")
+
+
+@pytest.fixture(params=MDT_FIXTURES, ids=[p.stem + "-" + p.parent.name for p in MDT_FIXTURES])
+def lake(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
+    return unzip_table(request.param, tmp_path)
+
+
+def test_fixture_metadata_tables_list_what_storage_holds(lake: Path) -> None:
+    table = HudiTable.open(str(lake))
+    result = table.inspect.validate_metadata_table()
+    assert result.ok and result.files > 0, result.differences
+    mdt = MetadataTable(table)
+    assert set(mdt.files()) == set(mdt.partition_paths())
+    # hudi-rs lists file slices through the metadata table on v8+: every base file it names is listed
+    listed = {name for files in mdt.files().values() for name in files}
+    slices = hudi.HudiTable(str(lake)).get_file_slices()
+    assert slices and all(s.base_file_name in listed for s in slices if s.base_file_name)
+    state = table.inspect.metadata_table()
+    assert state.enabled and "files" in state.partitions and state.file_groups["files"] >= 1
+    assert state.last_instant == mdt.mdt.timeline.completed().last().requested_time
+
+
+def test_validate_names_differences_and_exits_1(lake: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    partition = next(p for p in sorted(lake.iterdir()) if p.is_dir() and p.name != ".hoodie" and
+                     any(p.glob("*.parquet"))) if any(lake.glob("*/*.parquet")) else lake
+    victim = sorted(partition.glob("*.parquet"))[0]
+    victim.unlink()
+    (partition / "stray.parquet").write_bytes(b"x")
+    assert main(["mdt", "validate", str(lake)]) == 1
+    out = capsys.readouterr().out
+    assert f"only in the metadata table: {victim.name}" in out and "only on storage: stray.parquet" in out
+
+
+def test_uncommitted_files_are_no_difference(tmp_path: Path) -> None:
+    lake = unzip_table(next(p for p in MDT_FIXTURES if p.stem == "v9_txns_simple_meta"), tmp_path)
+    table = HudiTable.open(str(lake))
+    timeline_folder = lake / ".hoodie" / "timeline"
+    (timeline_folder / "20990101000000000.commit.requested").write_bytes(b"")
+    (lake / "region=us" / "abc-0_0-1-1_20990101000000000.parquet").write_bytes(b"x" * 10)
+    result = table.reload().inspect.validate_metadata_table()
+    assert result.ok and result.uncommitted[0].uncommitted == ("abc-0_0-1-1_20990101000000000.parquet",)
+
+
+def test_no_metadata_table_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    lake = unzip_table(FIXTURES / "sample_table" / "cow" / "v9_txns_simple_nometa.zip", tmp_path)
+    with pytest.raises(MetadataTableMissing):
+        HudiTable.open(str(lake)).inspect.validate_metadata_table()
+    assert main(["mdt", "validate", str(lake)]) == 2
+    assert "not enabled" in capsys.readouterr().err
+
+
+def test_mdt_drop_asks_and_needs_the_table_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    lake = unzip_table(next(p for p in MDT_FIXTURES if p.stem == "v9_txns_simple_meta"), tmp_path)
+    monkeypatch.setattr("sys.stdin", io.StringIO("n\n"))
+    assert main(["mdt", "drop", str(lake)]) == 2  # answered no: nothing changed
+    assert main(["mdt", "drop", str(lake), "--confirm", "another_table"]) == 2
+    assert (lake / ".hoodie" / "metadata").exists()
+    name = HudiTable.open(str(lake)).config.name
+    assert main(["mdt", "drop", str(lake), "--confirm", name]) == 0
+    assert not (lake / ".hoodie" / "metadata").exists()
+    assert not HudiTable.open(str(lake)).config.metadata_partitions
+    shutil.rmtree(lake)
+
+
+def test_files_records_merge_as_hoodie_metadata_payload() -> None:
+    """HoodieTableMetadataUtil.combineFileSystemMetadata: a tombstone cancels an add and is
+    dropped, an unknown tombstone is carried, sizes take the larger value, an add revives."""
+    older = {"a": FileInfo(10), "b": FileInfo(5), "gone": DELETED}
+    newer = {"a": DELETED, "b": FileInfo(3), "c": DELETED, "gone": FileInfo(7)}
+    assert combine_files(older, newer) == {"b": FileInfo(5), "c": DELETED, "gone": FileInfo(7)}
+    first = files_record("p", added={"x": 1})
+    assert combine(first, None) is None                      # a delete block wins
+    assert combine(None, first) == first                     # an add after a delete stands alone
+    merged = combine(first, files_record("p", deleted=["x"]))
+    assert merged is not None and merged.files == {}
+    listing = partition_list_record(["p"], deleted=True)
+    assert listing == MetadataRecord("__all_partitions__", 1, {"p": DELETED})
+    with pytest.raises(ValueError):
+        files_record("p", added={"empty": 0})

@@ -1,0 +1,440 @@
+"""HFile, the key-value file format of Hudi's metadata table: its base files (`*.hfile`) and
+the content of its log files' HFILE_DATA blocks are HFiles (HBase's HFile version 3 as Apache
+Hudi 1.x writes it with its own writer in `hudi-io`: `org.apache.hudi.io.hfile.HFileWriterImpl`,
+read by `HFileReaderImpl`).
+
+Layout (offsets from the file start; every integer big-endian):
+
+    data blocks          "DATABLK*", cells sorted by key, one block per `block_size` bytes of cells
+    meta blocks          "METABLKc", e.g. Hudi's bloom filter ("bloomFilter")
+    data root index      "IDXROOT2", per data block: offset, on-disk size, first key   <- load-on-open
+    meta root index      "IDXROOT2", per meta block: offset, on-disk size, name
+    file info            "FILEINF2", "PBUF" + a delimited protobuf map (Hudi's "schema", ...)
+    trailer              "TRABLK\"$" + a delimited protobuf, padded to 4,096 bytes, version int
+
+A block = a 33-byte header (magic, on-disk size without header, uncompressed size without
+header, previous block offset, checksum type, bytes per checksum, on-disk data size with header)
++ the (GZ-compressed) body + 4 checksum bytes per `bytes_per_checksum` chunk (Hudi writes checksum
+type NULL: zeros). A cell = int key length, int value length, key (short row length, row, family
+length byte 0, timestamp Long.MAX_VALUE, type byte 4 = Put), value, one MVCC varint byte 0.
+
+Only what Hudi's metadata table uses is supported: major version 3, codecs NONE and GZ, one or
+more index levels on read. Anything else raises CorruptHFileError naming the file.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from timeline.exceptions import CleanlineError
+
+MAGIC_LENGTH = 8
+DATA = b"DATABLK*"
+ENCODED_DATA = b"DATABLKE"
+LEAF_INDEX = b"IDXLEAF2"
+INTERMEDIATE_INDEX = b"IDXINTE2"
+ROOT_INDEX = b"IDXROOT2"
+META = b"METABLKc"
+FILE_INFO = b"FILEINF2"
+TRAILER = b'TRABLK"$'
+PBUF = b"PBUF"
+
+HEADER = struct.Struct(">8siiqbii")  # HFileBlock header with checksum fields (33 bytes)
+CELL_HEADER = struct.Struct(">ii")
+TRAILER_SIZE = 4096                  # FixedFileTrailer of major version 3
+MAJOR_VERSION = 3
+MINOR_VERSION = 0
+CHECKSUM_NULL = 0
+BYTES_PER_CHECKSUM = 16 * 1024
+CHECKSUM_SIZE = 4
+LATEST_TIMESTAMP = (1 << 63) - 1     # HConstants.LATEST_TIMESTAMP, every Hudi cell's timestamp
+PUT = 4                              # KeyValue.Type.Put
+NO_PREVIOUS_BLOCK = -1
+CODEC_NONE = 2                       # Compression.Algorithm ordinals: LZO 0, GZ 1, NONE 2, ...
+CODEC_GZ = 1
+COMPARATOR = "org.apache.hudi.io.storage.HoodieHBaseKVComparator"
+
+
+class CorruptHFileError(CleanlineError):
+    """An HFile this module cannot read: not an HFile, truncated, or a feature Hudi's metadata
+    table does not use."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: not a readable HFile: {reason}")
+        self.path = path
+
+
+@dataclass(frozen=True)
+class Trailer:
+    """FixedFileTrailer (`HFileTrailer` in hudi-io), protobuf fields by number."""
+
+    file_info_offset: int = 0                 # 1
+    load_on_open_offset: int = 0              # 2
+    uncompressed_data_index_size: int = 0     # 3
+    total_uncompressed_bytes: int | None = None  # 4 (Hudi's writer leaves it out)
+    data_index_count: int = 0                 # 5
+    meta_index_count: int = 0                 # 6
+    entry_count: int = 0                      # 7
+    data_index_levels: int = 1                # 8
+    first_data_block_offset: int = 0          # 9
+    last_data_block_offset: int = 0           # 10
+    comparator: str = ""                      # 11
+    codec: int = CODEC_NONE                   # 12
+    major_version: int = MAJOR_VERSION
+    minor_version: int = MINOR_VERSION
+
+
+@dataclass(frozen=True)
+class HFile:
+    """The cells of one HFile in key order (row key bytes, value bytes), its file info and
+    meta blocks (by name), and its trailer."""
+
+    cells: tuple[tuple[bytes, bytes], ...]
+    file_info: Mapping[bytes, bytes] = field(default_factory=dict)
+    meta: Mapping[str, bytes] = field(default_factory=dict)
+    trailer: Trailer = field(default_factory=Trailer)
+
+    def keys(self) -> list[bytes]:
+        return [key for key, _ in self.cells]
+
+
+# ---------------------------------------------------------------------------------------
+# Protobuf wire format (the trailer and file info are two small messages; varints and
+# length-delimited fields only)
+
+
+def _varint(data: bytes, offset: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        if offset >= len(data):
+            raise ValueError("truncated varint")
+        byte = data[offset]
+        offset += 1
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return result, offset
+        shift += 7
+
+
+def _put_varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _fields(message: bytes) -> Iterator[tuple[int, int | bytes]]:
+    """(field number, value) of a protobuf message: ints for varints, bytes for the rest."""
+    offset = 0
+    while offset < len(message):
+        key, offset = _varint(message, offset)
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            value, offset = _varint(message, offset)
+            yield number, value
+        elif wire == 2:
+            length, offset = _varint(message, offset)
+            if offset + length > len(message):
+                raise ValueError("truncated field")
+            yield number, message[offset:offset + length]
+            offset += length
+        elif wire == 1:
+            yield number, message[offset:offset + 8]
+            offset += 8
+        elif wire == 5:
+            yield number, message[offset:offset + 4]
+            offset += 4
+        else:
+            raise ValueError(f"unsupported protobuf wire type {wire}")
+
+
+def _delimited(data: bytes, offset: int = 0) -> bytes:
+    length, start = _varint(data, offset)
+    if start + length > len(data):
+        raise ValueError("truncated message")
+    return data[start:start + length]
+
+
+def _int_field(number: int, value: int) -> bytes:
+    return _put_varint(number << 3) + _put_varint(value)
+
+
+def _bytes_field(number: int, value: bytes) -> bytes:
+    return _put_varint(number << 3 | 2) + _put_varint(len(value)) + value
+
+
+# ---------------------------------------------------------------------------------------
+# Hadoop's WritableUtils variable-length longs (root index key lengths)
+
+
+def _read_vlong(data: bytes, offset: int) -> tuple[int, int]:
+    first = struct.unpack_from(">b", data, offset)[0]
+    if first >= -112:
+        return first, offset + 1
+    negative = first < -120
+    size = (-119 - first) if negative else (-111 - first)
+    value = 0
+    for i in range(1, size):
+        value = (value << 8) | data[offset + i]
+    return (~value if negative else value), offset + size
+
+
+def _write_vlong(value: int) -> bytes:
+    if -112 <= value <= 127:
+        return struct.pack(">b", value)
+    length = -112
+    if value < 0:
+        value = ~value
+        length = -120
+    tmp = value
+    while tmp:
+        tmp >>= 8
+        length -= 1
+    size = (-(length + 120)) if length < -120 else (-(length + 112))
+    return struct.pack(">b", length) + value.to_bytes(size, "big")
+
+
+# ---------------------------------------------------------------------------------------
+# Reading
+
+
+def _block(data: bytes, offset: int, codec: int, path: str) -> tuple[bytes, bytes, int]:
+    """(magic, uncompressed body, offset of the next block) of the block at `offset`."""
+    if offset + HEADER.size > len(data):
+        raise CorruptHFileError(path, f"block header at {offset} past the end")
+    magic, on_disk, uncompressed, _, _, per_checksum, data_with_header = HEADER.unpack_from(data, offset)
+    end = offset + HEADER.size + on_disk
+    if on_disk < 0 or end > len(data) or data_with_header < HEADER.size or data_with_header > HEADER.size + on_disk:
+        raise CorruptHFileError(path, f"block at {offset} claims {on_disk} bytes")
+    body = data[offset + HEADER.size:offset + data_with_header]
+    if codec == CODEC_GZ:
+        try:
+            inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            body = inflater.decompress(body)
+        except zlib.error as exc:
+            raise CorruptHFileError(path, f"block at {offset}: {exc}") from exc
+    elif codec != CODEC_NONE:
+        raise CorruptHFileError(path, f"compression codec {codec} (only NONE and GZ are read)")
+    if len(body) != uncompressed:
+        raise CorruptHFileError(path, f"block at {offset}: {len(body)} bytes, header says {uncompressed}")
+    return magic, body, end
+
+
+def _cells(body: bytes, path: str) -> Iterator[tuple[bytes, bytes]]:
+    offset = 0
+    while offset < len(body):
+        key_length, value_length = CELL_HEADER.unpack_from(body, offset)
+        key_start = offset + CELL_HEADER.size
+        row_length = struct.unpack_from(">H", body, key_start)[0]
+        value_start = key_start + key_length
+        if row_length + 2 > key_length or value_start + value_length >= len(body) + 1:
+            raise CorruptHFileError(path, f"cell at {offset} runs past its block")
+        yield body[key_start + 2:key_start + 2 + row_length], body[value_start:value_start + value_length]
+        offset = value_start + value_length + 1  # the MVCC varint: Hudi writes 0 (one byte)
+
+
+def read_trailer(data: bytes, *, path: str) -> Trailer:
+    if len(data) < TRAILER_SIZE or data[-TRAILER_SIZE:-TRAILER_SIZE + MAGIC_LENGTH] != TRAILER:
+        raise CorruptHFileError(path, "no HFile trailer")
+    block = data[-TRAILER_SIZE:]
+    minor, major = block[-4], int.from_bytes(block[-3:], "big")
+    if major != MAJOR_VERSION:
+        raise CorruptHFileError(path, f"HFile version {major}.{minor} (only 3 is read)")
+    names = {1: "file_info_offset", 2: "load_on_open_offset", 3: "uncompressed_data_index_size",
+             4: "total_uncompressed_bytes", 5: "data_index_count", 6: "meta_index_count", 7: "entry_count",
+             8: "data_index_levels", 9: "first_data_block_offset", 10: "last_data_block_offset",
+             11: "comparator", 12: "codec"}
+    values: dict[str, int | str | None] = {}
+    try:
+        for number, value in _fields(_delimited(block, MAGIC_LENGTH)):
+            if number in names:
+                values[names[number]] = value.decode() if isinstance(value, bytes) else value
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise CorruptHFileError(path, f"trailer: {exc}") from exc
+    return Trailer(**values, major_version=major, minor_version=minor)  # type: ignore[arg-type]
+
+
+def _root_index(body: bytes, count: int) -> list[tuple[int, int, bytes]]:
+    entries, offset = [], 0
+    for _ in range(count):
+        block_offset, size = struct.unpack_from(">qi", body, offset)
+        length, offset = _read_vlong(body, offset + 12)
+        entries.append((block_offset, size, body[offset:offset + length]))
+        offset += length
+    return entries
+
+
+def read_hfile(data: bytes, *, path: str) -> HFile:
+    """Every cell of an HFile, its file info and meta blocks. The cells are read block by block
+    from the first data block to the last (the trailer's offsets), and their number is checked
+    against the trailer's entry count."""
+    trailer = read_trailer(data, path=path)
+    codec = trailer.codec
+    cells: list[tuple[bytes, bytes]] = []
+    if trailer.entry_count:
+        offset = trailer.first_data_block_offset
+        while offset <= trailer.last_data_block_offset:
+            magic, body, offset = _block(data, offset, codec, path)
+            if magic not in (DATA, ENCODED_DATA):
+                if magic in (LEAF_INDEX, INTERMEDIATE_INDEX, META):  # inline blocks between data blocks
+                    continue
+                raise CorruptHFileError(path, f"unexpected {magic!r} among the data blocks")
+            if magic == ENCODED_DATA:
+                raise CorruptHFileError(path, "encoded data blocks are not read")
+            cells.extend(_cells(body, path))
+    if len(cells) != trailer.entry_count:
+        raise CorruptHFileError(path, f"{len(cells)} cells read, the trailer says {trailer.entry_count}")
+    offset = trailer.load_on_open_offset
+    meta: dict[str, bytes] = {}
+    try:
+        _, _, offset = _block(data, offset, codec, path)  # the data root index
+        magic, body, _ = _block(data, offset, codec, path)
+        if magic != ROOT_INDEX:
+            raise CorruptHFileError(path, f"expected the meta index, found {magic!r}")
+        for block_offset, _, name in _root_index(body, trailer.meta_index_count):
+            _, meta_body, _ = _block(data, block_offset, codec, path)
+            meta[name.decode()] = meta_body
+        magic, body, _ = _block(data, trailer.file_info_offset, codec, path)
+        if magic != FILE_INFO or not body.startswith(PBUF):
+            raise CorruptHFileError(path, "no file info block")
+        info: dict[bytes, bytes] = {}
+        for number, entry in _fields(_delimited(body, len(PBUF))):
+            if number == 1 and isinstance(entry, bytes):
+                pair = dict(_fields(entry))
+                first, second = pair.get(1, b""), pair.get(2, b"")
+                if not isinstance(first, bytes) or not isinstance(second, bytes):
+                    raise ValueError("a file info entry that is not two byte strings")
+                info[first] = second
+    except (ValueError, struct.error, UnicodeDecodeError) as exc:
+        raise CorruptHFileError(path, str(exc)) from exc
+    return HFile(tuple(cells), info, meta, trailer)
+
+
+def cell_key(row: bytes) -> bytes:
+    """The full HBase key of a cell Hudi writes: row, no family or qualifier, the latest
+    timestamp, type Put."""
+    return struct.pack(">H", len(row)) + row + b"\x00" + struct.pack(">qB", LATEST_TIMESTAMP, PUT)
+
+
+def index_key(row: bytes) -> bytes:
+    """The key a root index entry names: Hudi's writer indexes the row with its length only."""
+    return struct.pack(">H", len(row)) + row
+
+
+# ---------------------------------------------------------------------------------------
+# Writing (the file a HFILE_DATA log block holds; Hudi's writer with its metadata-table
+# defaults: GZ, 16 KiB checksum chunks of type NULL, no meta blocks)
+
+DEFAULT_BLOCK_SIZE = 1024 * 1024
+_GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x00"  # java.util.zip.GZIPOutputStream's
+
+
+def _gzip(body: bytes) -> bytes:
+    """GZIPOutputStream's bytes: its fixed header, a default-level deflate stream, CRC-32 and size."""
+    deflater = zlib.compressobj(6, zlib.DEFLATED, -zlib.MAX_WBITS)
+    return (_GZIP_HEADER + deflater.compress(body) + deflater.flush()
+            + struct.pack("<II", zlib.crc32(body), len(body) & 0xFFFFFFFF))
+
+
+def _write_block(magic: bytes, body: bytes, codec: int) -> bytes:
+    """One block: header, body (compressed with `codec`), and the NULL checksum's zero bytes,
+    4 per `BYTES_PER_CHECKSUM` chunk of the header and body."""
+    data = _gzip(body) if codec == CODEC_GZ else body
+    with_header = HEADER.size + len(data)
+    checksums = CHECKSUM_SIZE * -(-with_header // BYTES_PER_CHECKSUM)
+    header = HEADER.pack(magic, len(data) + checksums, len(body), NO_PREVIOUS_BLOCK, CHECKSUM_NULL,
+                         BYTES_PER_CHECKSUM, with_header)
+    return header + data + bytes(checksums)
+
+
+def java_hashmap_order(keys: Sequence[str]) -> list[str]:
+    """The iteration order of a java.util.HashMap<String, ?> filled with `keys` in this order:
+    by bucket (String.hashCode spread as HashMap.hash does, modulo the table size, which
+    doubles past 3/4 full), then insertion order. Hudi's writer keeps its file info so."""
+    capacity = 16
+    while len(keys) > capacity * 3 // 4:
+        capacity *= 2
+
+    def bucket(key: str) -> int:
+        h = 0
+        for unit in struct.unpack(f">{len(key.encode('utf-16-be')) // 2}H", key.encode("utf-16-be")):
+            h = (31 * h + unit) & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & (capacity - 1)
+
+    return sorted(keys, key=bucket)  # sorted() is stable: insertion order within a bucket
+
+
+def write_hfile(cells: Sequence[tuple[bytes, bytes]], file_info: Sequence[tuple[str, bytes]] = (), *,
+                created_ms: int, block_size: int = DEFAULT_BLOCK_SIZE, codec: int = CODEC_GZ) -> bytes:
+    """An HFile of `cells` (row, value), rows strictly ascending (Hudi refuses duplicate keys in
+    one block), with `file_info` entries (e.g. Hudi's "schema") before the writer's own
+    (`hfile.LASTKEY`, average key and value lengths, `KEY_VALUE_VERSION`, `MAX_MEMSTORE_TS_KEY`,
+    `hfile.CREATE_TIME_TS` = `created_ms`). A data block is closed once its cells reach
+    `block_size` bytes."""
+    rows = [row for row, _ in cells]
+    if any(a >= b for a, b in zip(rows, rows[1:])):
+        raise ValueError("HFile cells must have strictly ascending, unique keys")
+    out = bytearray()
+    index: list[tuple[int, int, bytes]] = []
+    uncompressed = 0
+    block = bytearray()
+    first: bytes | None = None
+
+    def close() -> None:
+        nonlocal uncompressed
+        if first is None:
+            return
+        start = len(out)
+        out.extend(_write_block(DATA, bytes(block), codec))
+        index.append((start, len(out) - start, index_key(first)))
+        uncompressed += len(block)
+
+    for row, value in cells:
+        if first is not None and len(block) >= block_size:
+            close()
+            block.clear()
+            first = None
+        if first is None:
+            first = row
+        key = cell_key(row)
+        block += CELL_HEADER.pack(len(key), len(value)) + key + value + b"\x00"
+    close()
+    last_data = index[-1][0] if index else 0
+    load_on_open = len(out)
+    out.extend(_write_block(ROOT_INDEX, b"".join(struct.pack(">qi", o, n) + _write_vlong(len(k)) + k
+                                                   for o, n, k in index), codec))
+    out.extend(_write_block(ROOT_INDEX, b"", codec))  # no meta blocks
+    own: dict[str, bytes] = {
+        "hfile.LASTKEY": index_key(rows[-1]) if rows else b"",
+        "hfile.AVG_KEY_LEN": struct.pack(">i", sum(map(len, rows)) // len(rows) if rows else 0),
+        "hfile.AVG_VALUE_LEN": struct.pack(">i", sum(len(v) for _, v in cells) // len(cells) if cells else 0),
+        "KEY_VALUE_VERSION": struct.pack(">i", 1),
+        "MAX_MEMSTORE_TS_KEY": struct.pack(">q", 0),
+        "hfile.CREATE_TIME_TS": struct.pack(">q", created_ms),
+    }
+    entries = dict(file_info)
+    entries.update({k: v for k, v in own.items() if k not in entries})
+    info = b"".join(_bytes_field(1, _bytes_field(1, k.encode()) + _bytes_field(2, entries[k]))
+                    for k in java_hashmap_order(list(entries)))
+    file_info_offset = len(out)
+    out.extend(_write_block(FILE_INFO, PBUF + _put_varint(len(info)) + info, codec))
+    trailer = (_int_field(1, file_info_offset) + _int_field(2, load_on_open) + _int_field(3, uncompressed)
+               + _int_field(5, len(index)) + _int_field(6, 0) + _int_field(7, len(cells)) + _int_field(8, 1)
+               + _int_field(9, 0) + _int_field(10, last_data) + _bytes_field(11, COMPARATOR.encode())
+               + _int_field(12, codec))
+    block_bytes = TRAILER + _put_varint(len(trailer)) + trailer
+    out.extend(block_bytes + bytes(TRAILER_SIZE - 4 - len(block_bytes))
+               + bytes([MINOR_VERSION]) + MAJOR_VERSION.to_bytes(3, "big"))
+    return bytes(out)
+
+
+__all__ = ["HFile", "Trailer", "CorruptHFileError", "read_hfile", "read_trailer", "write_hfile", "cell_key",
+           "index_key", "java_hashmap_order"]
