@@ -105,3 +105,36 @@ def test_files_records_merge_as_hoodie_metadata_payload() -> None:
     assert listing == MetadataRecord("__all_partitions__", 1, {"p": DELETED})
     with pytest.raises(ValueError):
         files_record("p", added={"empty": 0})
+
+
+@pytest.mark.parametrize("crashed", [False, True], ids=["latest-commit", "failed-write"])
+def test_rollback_rolls_the_metadata_table_back_too(tmp_path: Path, crashed: bool) -> None:
+    """v8/v9: the MDT deltacommit of the rolled-back write is itself rolled back (an MDT rollback
+    at the data-table rollback's time, before the write's instant files go); `mdt validate` is
+    clean and hudi-rs reads what it read before the write. `crashed`: the writer died after
+    completing the MDT deltacommit and before the data-table commit (a failed write)."""
+    lake = unzip_table(next(p for p in MDT_FIXTURES if p.stem == "v9_txns_simple_meta"), tmp_path)
+    table = HudiTable.open(str(lake))
+    writes = table.timeline.writes().completed()
+    target, previous = writes.instants[-1], writes.instants[-2]
+    expected = rows_of(lake, previous.requested_time)
+    if crashed:
+        (lake / ".hoodie" / "timeline" / target.file_name(2)).unlink()
+        table.reload()
+    mdt_times = {i.requested_time for i in MetadataTable(table).mdt.timeline}
+    assert target.requested_time in mdt_times
+    done = table.maintenance().rollback(target.requested_time)
+    mdt = MetadataTable(table.reload())
+    assert target.requested_time not in {i.requested_time for i in mdt.mdt.timeline}
+    (mdt_rollback,) = [i for i in mdt.mdt.timeline.rollbacks().completed()]
+    assert mdt_rollback.requested_time == done.requested_time
+    assert not [p for p in (lake / ".hoodie" / "metadata").rglob(f"*{target.requested_time}*")
+                if ".hoodie" not in p.relative_to(lake / ".hoodie" / "metadata").parts]
+    assert table.inspect.validate_metadata_table().ok
+    assert rows_of(lake) == expected
+
+
+def rows_of(path: Path, as_of: str | None = None) -> list[tuple]:
+    from tests.clean.test_fixture_cleans import rows
+
+    return rows(path, as_of)

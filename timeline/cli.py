@@ -219,8 +219,7 @@ def _clean_plan(args: argparse.Namespace) -> None:
 
 def _clean_schedule(args: argparse.Namespace) -> None:
     table, config, plan = _plan(args)
-    instant = _maintenance(table, args).schedule_clean(plan, config, drop_metadata=args.drop_metadata_table,
-                                                       force=args.force)
+    instant = _maintenance(table, args).schedule_clean(plan, config, force=args.force)
     print("nothing to clean: the plan deletes no file, so no clean was scheduled" if instant is None
           else instant.requested_time)
 
@@ -235,7 +234,7 @@ def _clean_run(args: argparse.Namespace) -> None:
                   f"{p.bytes_deleted} bytes", end="\n" if p.files_done == p.files_total else "", file=sys.stderr)
 
     maintenance = _maintenance(table, args)
-    results = maintenance.run_cleans(progress=bar, instant=args.instant, drop_metadata=args.drop_metadata_table)
+    results = maintenance.run_cleans(progress=bar, instant=args.instant)
     if not results:
         print("no pending clean")
     for result in results:
@@ -337,11 +336,11 @@ def _rollback(args: argparse.Namespace) -> None:
         return
     _confirm(args, f"Roll back {len(previews)} write(s) of {table.uri}?")
     if args.failed:  # newest first, each checked again as the one before it goes
-        for done in maintenance.rollback_failed_writes(drop_metadata=args.drop_metadata_table):
+        for done in maintenance.rollback_failed_writes():
             print(f"rolled back a failed write (rollback {done.requested_time})", file=sys.stderr)
         return
     for preview in previews:
-        done = maintenance.rollback(preview.instant.requested_time, drop_metadata=args.drop_metadata_table)
+        done = maintenance.rollback(preview.instant.requested_time)
         print(f"rolled back {preview.instant.requested_time} (rollback {done.requested_time})", file=sys.stderr)
 
 
@@ -453,15 +452,11 @@ def build_parser() -> argparse.ArgumentParser:
             cmd.add_argument("--engine", choices=["local", "spark"], default="local",
                              help="plan in this process, or fan out over partitions on Spark (SPARK_MASTER)")
         else:
-            cmd.add_argument("--drop-metadata-table", action="store_true",
-                             help="delete an enabled metadata table first (Hudi writers rebuild it)")
             cmd.add_argument("--force", action="store_true", help="ignore hoodie.clean.trigger.max.commits")
     run = command(clean, "run", _clean_run, "run pending cleans (requested or inflight) with progress")
     run.add_argument("--instant", metavar="T", help="only the pending clean at T")
     run.add_argument("--engine", choices=["local", "spark"], default="local",
                      help="delete with local threads, or fan out over files on Spark (SPARK_MASTER)")
-    run.add_argument("--drop-metadata-table", action="store_true",
-                     help="delete an enabled metadata table first (Hudi writers rebuild it)")
     show = command(clean, "show", _clean_show, "report a completed clean (the latest by default)")
     show.add_argument("instant", nargs="?", metavar="T", help="the clean's instant time")
     show.add_argument("--json", action="store_true", help="print JSON")
@@ -487,9 +482,10 @@ def build_parser() -> argparse.ArgumentParser:
     for cmd in (rs, rb):
         cmd.add_argument("--preview", action="store_true", help="show what would happen; write nothing")
         cmd.add_argument("--yes", action="store_true", help="do not ask for confirmation")
-        cmd.add_argument("--drop-metadata-table", action="store_true",
-                         help="delete an enabled metadata table first (Hudi writers rebuild it)")
         cmd.add_argument("--json", action="store_true", help="print the preview as JSON")
+    rs.add_argument("--drop-metadata-table", action="store_true",
+                    help="delete an enabled metadata table first (Cleanline does not restore it yet; Hudi writers "
+                         "rebuild it)")
 
     mdt = commands.add_parser("mdt", help="the metadata table (.hoodie/metadata)").add_subparsers(
         dest="sub", required=True)

@@ -344,13 +344,13 @@ def _gzip(body: bytes) -> bytes:
             + struct.pack("<II", zlib.crc32(body), len(body) & 0xFFFFFFFF))
 
 
-def _write_block(magic: bytes, body: bytes, codec: int) -> bytes:
+def _write_block(magic: bytes, body: bytes, codec: int, previous: int = NO_PREVIOUS_BLOCK) -> bytes:
     """One block: header, body (compressed with `codec`), and the NULL checksum's zero bytes,
     4 per `BYTES_PER_CHECKSUM` chunk of the header and body."""
     data = _gzip(body) if codec == CODEC_GZ else body
     with_header = HEADER.size + len(data)
     checksums = CHECKSUM_SIZE * -(-with_header // BYTES_PER_CHECKSUM)
-    header = HEADER.pack(magic, len(data) + checksums, len(body), NO_PREVIOUS_BLOCK, CHECKSUM_NULL,
+    header = HEADER.pack(magic, len(data) + checksums, len(body), previous, CHECKSUM_NULL,
                          BYTES_PER_CHECKSUM, with_header)
     return header + data + bytes(checksums)
 
@@ -377,8 +377,12 @@ def write_hfile(cells: Sequence[tuple[bytes, bytes]], file_info: Sequence[tuple[
     """An HFile of `cells` (row, value), rows strictly ascending (Hudi refuses duplicate keys in
     one block), with `file_info` entries (e.g. Hudi's "schema") before the writer's own
     (`hfile.LASTKEY`, average key and value lengths, `KEY_VALUE_VERSION`, `MAX_MEMSTORE_TS_KEY`,
-    `hfile.CREATE_TIME_TS` = `created_ms`). A data block is closed once its cells reach
-    `block_size` bytes."""
+    `hfile.CREATE_TIME_TS` = `created_ms`). Blocks split as `HFileWriterImpl.append` does: a
+    cell that would take the block past `block_size` starts a new one (a cell alone larger than
+    `block_size` has a block to itself). Each block names the previous data block's offset (1.1
+    and 1.2 wrote the block's own offset there, apache/hudi#19083; readers ignore it); index key
+    lengths are Hadoop variable-length ints, as HBase's writer and Hudi's since apache/hudi#18465
+    write them (the same bytes as 1.1's protobuf varints for keys under 126 bytes)."""
     rows = [row for row, _ in cells]
     if any(a >= b for a, b in zip(rows, rows[1:])):
         raise ValueError("HFile cells must have strictly ascending, unique keys")
@@ -393,12 +397,12 @@ def write_hfile(cells: Sequence[tuple[bytes, bytes]], file_info: Sequence[tuple[
         if first is None:
             return
         start = len(out)
-        out.extend(_write_block(DATA, bytes(block), codec))
+        out.extend(_write_block(DATA, bytes(block), codec, index[-1][0] if index else NO_PREVIOUS_BLOCK))
         index.append((start, len(out) - start, index_key(first)))
         uncompressed += len(block)
 
     for row, value in cells:
-        if first is not None and len(block) >= block_size:
+        if first is not None and len(block) + len(row) + len(value) + 21 > block_size:  # 21: a cell's framing
             close()
             block.clear()
             first = None

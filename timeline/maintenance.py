@@ -74,25 +74,23 @@ class Maintenance:
         self.table.reload()
         return plan_invalidations(self.table, plan)
 
-    def schedule_clean(self, plan: CleanPlan, config: CleanConfig, *, force: bool = False,
-                       drop_metadata: bool = False) -> Instant | None:
+    def schedule_clean(self, plan: CleanPlan, config: CleanConfig, *, force: bool = False) -> Instant | None:
         """`<t>.clean.requested` for a plan that deletes something; None otherwise. Under the
         table's lock the timeline is read again: a plan it invalidates raises PlanInvalidated."""
         with self._locked():
-            return schedule_clean(self.table, plan, config, force=force, drop_metadata=drop_metadata)
+            return schedule_clean(self.table, plan, config, force=force)
 
     def run_cleans(self, *, instant: str | None = None, progress: ProgressCallback | None = None,
-                   sizes: Mapping[str, int] | None = None, drop_metadata: bool = False) -> list[CleanResult]:
+                   sizes: Mapping[str, int] | None = None) -> list[CleanResult]:
         """Run the pending cleans (or the one at `instant`), each checked again right before
-        its first delete."""
+        its first delete; the metadata table, when the table has one, is updated with each."""
         if self.spark is not None:
             from timeline.spark.clean import run_pending_cleans_spark
 
             return run_pending_cleans_spark(self.spark, self.table.uri, instant=instant, progress=progress,
-                                            sizes=sizes, drop_metadata=drop_metadata, guard=self._locked,
+                                            sizes=sizes, guard=self._locked,
                                             table=self.table)
-        return run_pending_cleans(self.table, instant=instant, progress=progress, sizes=sizes,
-                                  drop_metadata=drop_metadata, guard=self._locked)
+        return run_pending_cleans(self.table, instant=instant, progress=progress, sizes=sizes, guard=self._locked)
 
     # Savepoints, restore, rollback
 

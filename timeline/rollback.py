@@ -6,6 +6,7 @@ Also finds failed writes under the EAGER and LAZY policies."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from timeline import transition
@@ -20,7 +21,9 @@ from timeline.instant import (
     State,
 )
 from timeline.logformat import command_block
-from timeline.mdt import guard_metadata_table
+from timeline.mdt import check_maintained, guard_metadata_table
+from timeline.mdt.reader import metadata_table
+from timeline.mdt.writer import rollback_in_metadata_table
 from timeline.metadata.records import (
     CommitMetadata,
     InstantRef,
@@ -312,9 +315,11 @@ def check_rollback_sequence(table: HudiTable, instant: Instant, *,
 # Execution
 
 def execute_rollback_plan(table: HudiTable, rollback_time: str, plan: RollbackPlan,
-                          target: Instant) -> RollbackMetadata:
+                          target: Instant, *, before_state_files: Callable[[], object] | None = None
+                          ) -> RollbackMetadata:
     """Carry out a rollback plan (idempotently) and return its HoodieRollbackMetadata; the
-    caller publishes it. Deletes the rolled-back instant's state files and markers."""
+    caller publishes it. Deletes the rolled-back instant's state files and markers, after
+    `before_state_files` (the metadata table's rollback) has run."""
     started = time.monotonic()
     check_plan_paths(table, plan)  # every path inside the table, or nothing is deleted
     files = table.timeline.files_of(target)
@@ -333,6 +338,8 @@ def execute_rollback_plan(table: HudiTable, rollback_time: str, plan: RollbackPl
             block_path = _append_rollback_block(table, rollback_time, target.requested_time, log_path)
             blocks[block_path] = table.storage.status(table.storage.path_of(block_path)).size
             logs[log_path] = size
+    if before_state_files is not None:
+        before_state_files()
     for state in (State.INFLIGHT, State.REQUESTED):
         if state in files:
             table.storage.delete(files[state].path)
@@ -376,7 +383,10 @@ def rollback(table: HudiTable, requested_time: str, *, drop_metadata: bool = Fal
     table.ensure_intact()
     check_not_running(table, target)
     check_rollback_sequence(table, target)
-    guard_metadata_table(table, drop=drop_metadata, action="a rollback")
+    if drop_metadata:
+        guard_metadata_table(table, drop=True, action="a rollback")
+    check_maintained(table, "a rollback")
+    mdt = metadata_table(table)
     existing = pending_rollback_of(table, requested_time)
     if existing is not None:
         rollback_instant, plan = existing
@@ -384,7 +394,9 @@ def rollback(table: HudiTable, requested_time: str, *, drop_metadata: bool = Fal
         plan = plan_rollback(table, target).plan
         rollback_instant = transition.request(table, ROLLBACK, plan.to_raw())
     transition.start(table, rollback_instant)
-    content = execute_rollback_plan(table, rollback_instant.requested_time, plan, target)
+    rollback_time = rollback_instant.requested_time
+    content = execute_rollback_plan(table, rollback_time, plan, target, before_state_files=None if mdt is None else (
+        lambda: rollback_in_metadata_table(mdt, requested_time, rollback_time)))
     return transition.complete(table, rollback_instant, content.to_raw())
 
 

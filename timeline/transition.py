@@ -57,10 +57,12 @@ def start(table: HudiTable, instant: Instant, content: Mapping[str, Any] | bytes
     return inflight
 
 
-def complete(table: HudiTable, instant: Instant, content: Mapping[str, Any] | None) -> Instant:
+def complete(table: HudiTable, instant: Instant, content: Mapping[str, Any] | None, *, after: str = "") -> Instant:
     """saveAsComplete: the completed state with its metadata, named with a completion time on
-    layout 2. The table's timeline is reloaded."""
-    completion = table.new_instant_time(after=instant.requested_time) if table.config.layout_version >= 2 else None
+    layout 2 (later than `after` too: the metadata table's deltacommit completes first). The
+    table's timeline is reloaded."""
+    completion = (table.new_instant_time(after=max(instant.requested_time, after))
+                  if table.config.layout_version >= 2 else None)
     done = Instant(instant.requested_time, instant.action, State.COMPLETED, completion)
     write_state(table, done, content)
     table.reload()

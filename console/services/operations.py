@@ -87,7 +87,7 @@ def job_run(*, job: Job, task_id: str = "") -> Job:
         drop = lake.config.metadata_table_enabled
         try:
             if job.kind == Job.Kind.CLEAN:
-                (done_clean,) = table_services(table, lake).run_cleans(instant=job.target, drop_metadata=drop)
+                (done_clean,) = table_services(table, lake).run_cleans(instant=job.target)
                 result = {"deleted": done_clean.deleted, "already_gone": done_clean.already_gone,
                           "failed": done_clean.failed, "bytes": done_clean.bytes_deleted}
             elif job.kind == Job.Kind.RESTORE:
@@ -97,8 +97,8 @@ def job_run(*, job: Job, task_id: str = "") -> Job:
                           "missing": list(check.missing[:50]),
                           "unexpected": list(check.unexpected[:50]), "metadata_table_dropped": drop}
             else:
-                done = table_services(table, lake).rollback_failed_write(job.target, drop_metadata=drop)
-                result = {"rollback": done.requested_time, "metadata_table_dropped": drop}
+                done = table_services(table, lake).rollback_failed_write(job.target)
+                result = {"rollback": done.requested_time, "metadata_table_updated": lake.config.metadata_table_enabled}
         except CleanlineError as exc:
             if mine.update(status=JobStatus.FAILED, error=str(exc), finished_at=timezone.now()):
                 audit(user=None, action=f"{job.kind}.failed", table=table, parameters={"job": job.pk}, result=str(exc))

@@ -148,8 +148,7 @@ def _make_plan(table: Table, lake: HudiTable, config: CleanConfig, enforce_reten
 
 
 def _run_clean(table: Table, lake: HudiTable, instant: str, progress: Any, sizes: Mapping[str, int]) -> Any:
-    return _maintenance(table, lake).run_cleans(instant=instant, progress=progress, sizes=sizes,
-                                                drop_metadata=lake.config.metadata_table_enabled)
+    return _maintenance(table, lake).run_cleans(instant=instant, progress=progress, sizes=sizes)
 
 
 def _warnings(lake: HudiTable) -> list[str]:
@@ -161,7 +160,8 @@ def _warnings(lake: HudiTable) -> list[str]:
     if timeline.pending_compactions() or timeline.pending_log_compactions():
         warnings.append("pending compactions protect the slices they read")
     if lake.config.metadata_table_enabled:
-        warnings.append("the metadata table is enabled: approving drops it (Hudi writers rebuild it)")
+        warnings.append("the metadata table's files partition is updated with the clean (a deltacommit at the "
+                        "clean's time, written before the clean completes)")
     return warnings
 
 
@@ -229,8 +229,7 @@ def _approve_claimed(plan: CleanPlan, user: User | None, lease: Lease) -> CleanP
             return plan
         lease.check(now=True)  # still this approval's table, immediately before the first write
         try:
-            instant = table_services(table, lake).schedule_clean(now_plan, config, force=True,
-                                                                 drop_metadata=lake.config.metadata_table_enabled)
+            instant = table_services(table, lake).schedule_clean(now_plan, config, force=True)
         except PlanInvalidated as exc:  # the timeline re-read under the table's Hudi lock
             claim.update(status=PlanStatus.STALE, stale_reasons=exc.reasons[:200], run_token="")
             audit(user=user, action="clean.plan.stale", table=table, parameters={"plan": plan.pk},
@@ -255,7 +254,7 @@ def _approve_claimed(plan: CleanPlan, user: User | None, lease: Lease) -> CleanP
                               "its claim on the plan; run the pending clean from the table's overview.")
     audit(user=user, action="clean.plan.approved", table=table,
           parameters={"plan": plan.pk, "clean": instant.requested_time,
-                      "metadata_table_dropped": lake.config.metadata_table_enabled})
+                      "metadata_table_updated": lake.config.metadata_table_enabled})
     plan.refresh_from_db()
     return plan
 

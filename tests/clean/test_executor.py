@@ -115,17 +115,20 @@ def test_executor_trigger_needs_enough_commits_since_the_last_clean(lake: Lake) 
     schedule(lake, strict, force=True)
 
 
-def test_executor_refuses_a_table_with_a_metadata_table_unless_dropped() -> None:
-    lake = Lake(MemoryStorage(), "/t", version=8,
+def test_executor_refuses_a_v6_table_with_a_metadata_table_until_it_is_dropped_explicitly() -> None:
+    """Cleanline writes the metadata table of versions 8 and 9 only; on version 6 the clean is
+    refused, and dropping it is the explicit repair action, never a side effect."""
+    lake = Lake(MemoryStorage(), "/t", version=6,
                 extra_props={"hoodie.table.metadata.partitions": "files,column_stats"})
     for t in T[:5]:
         lake.commit(t, {P: [lake.base_file(P, "fg1", t)]})
     lake.storage.write("/t/.hoodie/metadata/.hoodie/hoodie.properties", b"hoodie.table.name=lake_metadata\n")
-    with pytest.raises(MetadataTableEnabledError, match="metadata table is enabled"):
+    with pytest.raises(MetadataTableEnabledError, match="cleanline mdt drop"):
         schedule(lake)
     assert lake.storage.exists("/t/.hoodie/metadata/.hoodie/hoodie.properties")
     assert not HudiTable.load(lake.storage, "/t").timeline.cleans()
-    table, _, _ = schedule(lake, drop_metadata=True)
+    HudiTable.load(lake.storage, "/t").maintenance().drop_metadata_table()
+    table, _, _ = schedule(lake)
     config = read_config(lake.storage, "/t")
     assert config.metadata_partitions == () and config.stored_checksum == checksum(config.props)
     assert not lake.storage.exists("/t/.hoodie/metadata")

@@ -22,7 +22,9 @@ from timeline.clean.config import CleanConfig
 from timeline.clean.planner import CleanPlan, plan_invalidations, protection_conflicts
 from timeline.exceptions import CleanlineError, StorageError
 from timeline.instant import CLEAN, Instant, State
-from timeline.mdt import guard_metadata_table
+from timeline.mdt import check_maintained
+from timeline.mdt.reader import metadata_table
+from timeline.mdt.writer import update_for_clean
 from timeline.metadata.records import CleanerPlan, CleanFileInfo, CleanMetadata, CleanPartitionMetadata
 from timeline.perf import paused_gc
 from timeline.storage import Storage
@@ -143,13 +145,12 @@ def needs_cleaning(table: HudiTable, config: CleanConfig) -> bool:
     return count >= config.trigger_max_commits
 
 
-def schedule_clean(table: HudiTable, plan: CleanPlan, config: CleanConfig, *,
-                   drop_metadata: bool = False, force: bool = False) -> Instant | None:
+def schedule_clean(table: HudiTable, plan: CleanPlan, config: CleanConfig, *, force: bool = False) -> Instant | None:
     """Write `<t>.clean.requested` holding the plan. A plan that deletes nothing writes no
     instant and returns None (CleanPlanActionExecutor.requestClean returns an empty option).
     Refused when another clean is pending and `hoodie.clean.multiple.enabled` is off, when too few
-    commits completed since the last clean (unless `force`), or when the metadata table is
-    enabled and `drop_metadata` is not given."""
+    commits completed since the last clean (unless `force`), or when the table has a metadata
+    table Cleanline cannot keep (table version 6)."""
     table.reload()
     table.ensure_intact()
     if plan.is_empty:
@@ -161,7 +162,7 @@ def schedule_clean(table: HudiTable, plan: CleanPlan, config: CleanConfig, *,
     if not force and not needs_cleaning(table, config):
         raise CleanRefused(f"{table.uri}: fewer than {config.trigger_max_commits} commits completed since the "
                            "last clean (hoodie.clean.trigger.max.commits)")
-    guard_metadata_table(table, drop=drop_metadata, action="a clean")
+    check_maintained(table, "a clean")
     invalid = plan_invalidations(table, plan)
     if invalid:
         raise PlanInvalidated(table.uri, invalid)
@@ -170,20 +171,20 @@ def schedule_clean(table: HudiTable, plan: CleanPlan, config: CleanConfig, *,
     return instant
 
 
-def pending_cleans(table: HudiTable, *, instant: str | None = None, drop_metadata: bool = False) -> list[Instant]:
+def pending_cleans(table: HudiTable, *, instant: str | None = None) -> list[Instant]:
     """The pending cleans to run (all, or the one at `instant`), in timeline order, after the
-    metadata-table guard."""
+    metadata-table check."""
     table.reload()
     pending = [i for i in table.timeline.cleans().pending() if instant is None or i.requested_time == instant]
     if instant is not None and not pending:
         raise CleanRefused(f"{table.uri}: no pending clean at {instant}")
     if pending:
-        guard_metadata_table(table, drop=drop_metadata, action="a clean")
+        check_maintained(table, "a clean")
     return pending
 
 
 def run_pending_cleans(table: HudiTable, *, progress: ProgressCallback | None = None,
-                       parallelism: int | None = None, instant: str | None = None, drop_metadata: bool = False,
+                       parallelism: int | None = None, instant: str | None = None,
                        sizes: Mapping[str, int] | None = None, guard: Guard = nullcontext) -> list[CleanResult]:
     """Run every pending clean (or the one at `instant`) in timeline order.
 
@@ -195,7 +196,7 @@ def run_pending_cleans(table: HudiTable, *, progress: ProgressCallback | None = 
     timeline/transactions.py); the deletes run without it."""
     threads = parallelism or table.storage.io_threads
     results = []
-    for clean in pending_cleans(table, instant=instant, drop_metadata=drop_metadata):
+    for clean in pending_cleans(table, instant=instant):
         started = time.monotonic()
         with guard():
             plan, targets = begin_clean(table, clean)
@@ -385,14 +386,19 @@ def begin_clean(table: HudiTable, clean: Instant) -> tuple[CleanerPlan, list[Tar
 
 def finish_clean(table: HudiTable, clean: Instant, plan: CleanerPlan, outcomes: list[FileOutcome],
                  started: float) -> CleanResult:
-    """Delete the plan's partitions, then publish the completed clean with its metadata."""
+    """Delete the plan's partitions, then publish the completed clean with its metadata: first
+    the metadata table's deltacommit at the clean's time (`timeline.mdt.writer`, when the table
+    has one), then the data table's completed clean (CleanActionExecutor.runClean's order)."""
     containment = table.containment
     for partition in plan.partitions_to_delete:
         table.storage.delete_dir(containment.partition_path(partition))
     with paused_gc():
         done = {o.path: o for o in outcomes}  # a file planned twice has one outcome
         content = clean_metadata(clean, plan, list(done.values()), started)
-    completed = transition.complete(table, clean, content.to_raw())
+    mdt = metadata_table(table)
+    written = update_for_clean(mdt, clean.requested_time, content) if mdt is not None else None
+    completed = transition.complete(table, clean, content.to_raw(),
+                                    after=(written.completion_time or "") if written is not None else "")
     return CleanResult(completed, tuple(outcomes), content)
 
 

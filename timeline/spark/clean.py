@@ -134,7 +134,7 @@ def _delete_batches(uri: str, s3: S3Settings | None, part: Iterable[Batch], done
 
 
 def run_pending_cleans_spark(spark: SparkSession, uri: str, *, progress: ProgressCallback | None = None,
-                             instant: str | None = None, drop_metadata: bool = False,
+                             instant: str | None = None,
                              sizes: Mapping[str, int] | None = None, guard: Guard = nullcontext,
                              table: HudiTable | None = None) -> list[CleanResult]:
     """`run_pending_cleans` with the deletes on the executors, in one job of a few tasks per
@@ -143,7 +143,7 @@ def run_pending_cleans_spark(spark: SparkSession, uri: str, *, progress: Progres
     table = table if table is not None else HudiTable.open(uri)
     context = spark.sparkContext
     results = []
-    for clean in pending_cleans(table, instant=instant, drop_metadata=drop_metadata):
+    for clean in pending_cleans(table, instant=instant):
         started = time.monotonic()
         with guard():
             plan, targets = begin_clean(table, clean)

@@ -1,0 +1,284 @@
+"""Writing the metadata table's update for an action, as `HoodieBackedTableMetadataWriter` does
+on table versions 8 and 9: a deltacommit on the MDT timeline at the data-table instant's time,
+one new log file per touched file group (`.<fileId>_<T>.log.1_<token>`) holding an HFILE_DATA
+block (the records, keys unique and sorted) and a DELETE block (whole records removed), with
+the INSTANT_TIME and SCHEMA headers; completed **before** the data-table instant is.
+
+Records go to file groups by `HoodieTableMetadataUtil.mapRecordKeyToFileGroupIndex` over the
+partition's latest slices sorted by file id. A re-run finds what a crash left: an MDT
+deltacommit already completed at T (the data-table instant still pending) is kept, as its
+content depends only on the plan; a pending one is rolled back first (its log files and state
+files removed, `rollbackFailedWrites`), then written again.
+
+Clean (`HoodieTableMetadataUtil.convertMetadataToFilesPartitionRecords`): per cleaned partition
+a `files` record with a tombstone for every planned file (`deletePathPatterns`, whether or not
+its delete succeeded); a deleted partition's record is removed whole and the partition gets a
+tombstone in `__all_partitions__`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from timeline import transition
+from timeline.exceptions import CleanlineError
+from timeline.files import log_file_name, parse_log_file
+from timeline.hfile import read_hfile, write_hfile
+from timeline.instant import ROLLBACK, Instant, State
+from timeline.logformat import BlockType, DeleteRecord, HeaderKey, encode_block, encode_delete_records, read_blocks
+from timeline.mdt.reader import FILES, SCHEMA_INFO_KEY, MetadataTable
+from timeline.metadata.mdt_payload import (
+    MetadataRecord,
+    encode_record,
+    files_record,
+    partition_identifier,
+    partition_list_record,
+)
+from timeline.metadata.records import CleanMetadata, by_partition, commit_metadata, runtime_stats, write_stat
+from timeline.storage import Storage
+
+DELTACOMMIT = "deltacommit"
+WRITE_TOKEN = "1-0-1"            # FSUtils' UNKNOWN_WRITE_TOKEN
+OPERATION = "UPSERT_PREPPED"
+
+
+class MetadataTableUnsupported(CleanlineError):
+    """A metadata table Cleanline does not keep up to date (table version 6, whose writer
+    appends to the slice's log files and suffixes MDT-only instants)."""
+
+
+@dataclass(frozen=True)
+class MdtUpdate:
+    """The records one action writes to one MDT partition: upserts and whole-record deletes."""
+
+    partition: str
+    records: tuple[MetadataRecord, ...] = ()
+    deletes: tuple[str, ...] = ()
+
+
+def clean_updates(metadata: CleanMetadata) -> list[MdtUpdate]:
+    """`convertMetadataToFilesPartitionRecords` for a HoodieCleanMetadata."""
+    records: list[MetadataRecord] = []
+    deletes: list[str] = []
+    deleted_partitions: list[str] = []
+    for partition, entry in sorted(metadata.partitions.items()):
+        identifier = partition_identifier(partition)
+        if entry.is_partition_deleted:
+            deletes.append(identifier)
+            deleted_partitions.append(identifier)
+        elif entry.delete_path_patterns:
+            records.append(files_record(identifier, deleted=entry.delete_path_patterns))
+    if deleted_partitions:
+        records.append(partition_list_record(deleted_partitions, deleted=True))
+    return [MdtUpdate(FILES, tuple(records), tuple(deletes))] if records or deletes else []
+
+
+def java_string_hash(text: str) -> int:
+    """java.lang.String.hashCode over UTF-16 code units, as a signed 32-bit int."""
+    h = 0
+    data = text.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= (1 << 31) else h
+
+
+def file_group_index(key: str, file_groups: int) -> int:
+    """`HoodieTableMetadataUtil.mapRecordKeyToFileGroupIndex`: abs(abs(hash) % n), Java's
+    remainder and Math.abs (which keeps Integer.MIN_VALUE)."""
+    if file_groups == 1:
+        return 0
+    h = java_string_hash(key)
+    h = h if h == -(1 << 31) else abs(h)
+    remainder = abs(h) % file_groups
+    remainder = -remainder if h < 0 else remainder
+    return abs(remainder)
+
+
+def check_supported(mdt: MetadataTable) -> None:
+    if mdt.table.config.version < 8:
+        raise MetadataTableUnsupported(
+            f"{mdt.table.uri}: table version {mdt.table.config.version} keeps its metadata table with appends to "
+            "existing log files and suffixed instant times, which Cleanline does not write; drop the metadata table "
+            "explicitly (cleanline mdt drop) or use a Hudi writer")
+
+
+def _schema_of(mdt: MetadataTable, partition: str) -> str:
+    """The record schema the partition's latest writes carry (their SCHEMA header, else the base
+    file's), so that Cleanline writes what the table's own Hudi version wrote."""
+    for file_slice in mdt.latest_slices(partition):
+        folder = Storage.join(mdt.base, partition)
+        for log in reversed(file_slice.log_files):
+            path = Storage.join(folder, log.name)
+            for block in reversed(read_blocks(mdt.storage.read(path), path=path)):
+                schema = block.header.get(HeaderKey.SCHEMA)
+                if schema:
+                    return schema
+        if file_slice.base_file is not None:
+            path = Storage.join(folder, file_slice.base_file.name)
+            found = read_hfile(mdt.storage.read(path), path=path).file_info.get(SCHEMA_INFO_KEY)
+            if found:
+                return found.decode()
+    raise CleanlineError(f"{mdt.base}/{partition}: no record schema found in the metadata table")
+
+
+def _roll_back_pending(mdt: MetadataTable, instant_time: str) -> None:
+    """Remove what a pending MDT deltacommit at `instant_time` wrote (its log files in every
+    MDT partition, then its state files): `rollbackFailedWrites` for a write that never
+    completed, whose files no reader merges."""
+    storage = mdt.storage
+    for partition in (*mdt.table.config.metadata_partitions, *mdt.table.config.metadata_partitions_inflight):
+        folder = Storage.join(mdt.base, partition)
+        if not storage.exists(folder):
+            continue
+        for status in storage.list(folder):
+            if ".log." in status.name:
+                try:
+                    if parse_log_file(status.name).instant_time == instant_time:
+                        storage.delete(status.path)
+                except ValueError:
+                    continue
+    for state in (State.INFLIGHT, State.REQUESTED):
+        path = transition.state_path(mdt.mdt, Instant(instant_time, DELTACOMMIT, state))
+        if storage.exists(path):
+            storage.delete(path)
+    mdt.mdt.reload()
+
+
+def write_update(mdt: MetadataTable, instant_time: str, updates: Sequence[MdtUpdate]) -> Instant | None:
+    """Publish one MDT deltacommit at `instant_time` holding `updates` (only partitions the
+    table lists as available or inflight), before the caller completes the data-table instant.
+    Returns the completed MDT instant (the one found when a crashed run completed it)."""
+    check_supported(mdt)
+    mdt.mdt.reload()
+    table = mdt.mdt
+    existing = [i for i in table.timeline if i.requested_time == instant_time and i.action == DELTACOMMIT]
+    if any(i.state is State.COMPLETED for i in existing):
+        return next(i for i in existing if i.state is State.COMPLETED)
+    if existing:
+        _roll_back_pending(mdt, instant_time)
+    allowed = {*mdt.table.config.metadata_partitions, *mdt.table.config.metadata_partitions_inflight}
+    updates = [u for u in updates if u.partition in allowed]
+    requested = Instant(instant_time, DELTACOMMIT, State.REQUESTED)
+    transition.write_state(table, requested, None)
+    planned = [(u, _route(mdt, u)) for u in updates]
+    profile = [write_stat(file_id=file_id, path=None, prev_commit=instant_time, partition_path=u.partition)
+               for u, groups in planned for file_id in groups]
+    inflight = transition.start(table, requested, commit_metadata(by_partition(profile), OPERATION, None))
+    stats = []
+    for update, groups in planned:
+        schema = _schema_of(mdt, update.partition)
+        for file_id, (records, deletes) in sorted(groups.items()):
+            stats.append(_write_log(mdt, update.partition, file_id, instant_time, schema, records, deletes))
+    record_schema = _schema_of(mdt, FILES) if FILES in allowed else None
+    return transition.complete(table, inflight, commit_metadata(by_partition(stats), OPERATION, record_schema))
+
+
+def _route(mdt: MetadataTable, update: MdtUpdate) -> dict[str, tuple[list[MetadataRecord], list[str]]]:
+    """file id -> (records, deleted keys) of one partition's update."""
+    slices = mdt.latest_slices(update.partition)
+    if not slices:
+        raise CleanlineError(f"{mdt.base}/{update.partition}: the metadata table partition has no file group")
+    groups: dict[str, tuple[list[MetadataRecord], list[str]]] = {}
+    for record in update.records:
+        file_id = slices[file_group_index(record.key, len(slices))].file_id
+        groups.setdefault(file_id, ([], []))[0].append(record)
+    for key in update.deletes:
+        file_id = slices[file_group_index(key, len(slices))].file_id
+        groups.setdefault(file_id, ([], []))[1].append(key)
+    return groups
+
+
+def _write_log(mdt: MetadataTable, partition: str, file_id: str, instant_time: str, schema: str,
+               records: list[MetadataRecord], deletes: list[str]) -> dict[str, object]:
+    """One new log file of a file group: an HFILE_DATA block and a DELETE block."""
+    keys = [r.key for r in records]
+    if len(set(keys)) != len(keys) or len(set(deletes)) != len(deletes):
+        raise ValueError(f"{partition}/{file_id}: one key twice in one block (Hudi refuses it too)")
+    header = {HeaderKey.SCHEMA: schema, HeaderKey.INSTANT_TIME: instant_time}
+    blocks = b""
+    if records:
+        cells = sorted((r.key.encode(), encode_record(r, schema)) for r in records)
+        hfile = write_hfile(cells, [("schema", schema.encode())], created_ms=int(time.time() * 1000))
+        blocks += encode_block(BlockType.HFILE_DATA, header, hfile)
+    if deletes:
+        blocks += encode_block(BlockType.DELETE, header, encode_delete_records(
+            [DeleteRecord(key, partition) for key in sorted(deletes)]))
+    folder = Storage.join(mdt.base, partition)
+    version = 1
+    while mdt.storage.exists(Storage.join(folder, name := log_file_name(file_id, instant_time, version, WRITE_TOKEN))):
+        version += 1  # HoodieLogFormatWriter rolls over rather than append
+    mdt.storage.write(Storage.join(folder, name), blocks)
+    return write_stat(file_id=file_id, path=f"{partition}/{name}", prev_commit=instant_time,
+                      num_writes=len(records) + len(deletes), num_deletes=len(deletes),
+                      num_update_writes=len(records), total_write_bytes=len(blocks), partition_path=partition,
+                      file_size_in_bytes=len(blocks), log_version=version, log_offset=0, base_file="",
+                      log_files=[name], runtime_stats=runtime_stats())
+
+
+def rollback_in_metadata_table(mdt: MetadataTable, target_time: str, rollback_time: str) -> Instant | None:
+    """`HoodieBackedTableMetadataWriter.update(HoodieRollbackMetadata)` on table versions 8 and
+    9: the MDT deltacommit of the rolled-back instant (completed or pending) is itself rolled
+    back, at the data-table rollback's time, by a listing-based rollback of the MDT (every MDT
+    file written at that time goes, then its state files; `R.rollback` on the MDT timeline). No
+    records are written: every MDT partition reverts at once. Nothing to do when the MDT never
+    saw the instant; a completed MDT rollback at that time (a re-run) is returned as it is.
+    Runs before the data table's instant files are deleted (`BaseRollbackActionExecutor.
+    finishRollback`): without them an MDT deltacommit would count as valid again."""
+    from timeline.rollback import (  # the rollback machinery, on the MDT as a table (it imports this package)
+        execute_rollback_plan,
+        pending_rollback_of,
+        plan_rollback,
+    )
+
+    check_supported(mdt)
+    table = mdt.mdt.reload()
+    done = [i for i in table.timeline.rollbacks().completed() if i.requested_time == rollback_time]
+    if done:
+        return done[0]
+    target = next((i for i in table.timeline if i.requested_time == target_time and i.action == DELTACOMMIT), None)
+    if target is None:
+        return None
+    if target.is_completed:
+        _check_not_compacted(mdt, target)
+    existing = pending_rollback_of(table, target_time)
+    if existing is not None:
+        rollback_instant, plan = existing
+    else:
+        plan = plan_rollback(table, target).plan
+        rollback_instant = Instant(rollback_time, ROLLBACK, State.REQUESTED)
+        transition.write_state(table, rollback_instant, plan.to_raw())
+    transition.start(table, rollback_instant)
+    content = execute_rollback_plan(table, rollback_instant.requested_time, plan, target)
+    return transition.complete(table, rollback_instant, content.to_raw())
+
+
+def _check_not_compacted(mdt: MetadataTable, target: Instant) -> None:
+    """`HoodieBackedTableMetadataWriter.validateRollback`: a deltacommit an MDT compaction has
+    already folded into base files cannot be rolled back alone ("should be handled using
+    restore")."""
+    compactions = [i for i in mdt.mdt.timeline.completed() if i.action == "commit"]
+    if not compactions:
+        return
+    latest = compactions[-1].requested_time
+    if len(target.requested_time) == len(latest) and (target.completion_time or "") <= latest:
+        raise CleanlineError(
+            f"{mdt.table.uri}: the metadata table compacted {target.requested_time} at {latest}; rolling it back "
+            "alone would corrupt the metadata table (Hudi refuses it too: restore instead)")
+
+
+def update_for_clean(mdt: MetadataTable, instant_time: str, metadata: CleanMetadata) -> Instant | None:
+    return write_update(mdt, instant_time, clean_updates(metadata))
+
+
+def preview_partitions(mdt: MetadataTable | None, action: str) -> list[str]:
+    """The MDT partitions an action will update, for previews."""
+    if mdt is None:
+        return []
+    partitions = mdt.table.config.metadata_partitions
+    return [p for p in partitions if p == FILES] if action == "clean" else list(partitions)
+
+
+__all__ = ["MdtUpdate", "MetadataTableUnsupported", "clean_updates", "file_group_index", "preview_partitions",
+           "rollback_in_metadata_table", "update_for_clean", "write_update"]
