@@ -138,3 +138,33 @@ def rows_of(path: Path, as_of: str | None = None) -> list[tuple]:
     from tests.clean.test_fixture_cleans import rows
 
     return rows(path, as_of)
+
+
+def test_restore_deletes_the_metadata_table_where_hudi_does_and_refuses_otherwise(tmp_path: Path) -> None:
+    """BaseHoodieWriteClient.restoreToSavepoint: a savepoint not after the MDT's oldest
+    compaction deletes the MDT first (the preview says so); a later one would restore the MDT
+    with the table, which Cleanline does not write yet: refused, nothing changed."""
+    from timeline.mdt import MetadataTableEnabledError
+
+    lake = unzip_table(next(p for p in MDT_FIXTURES if p.stem == "v9_txns_simple_meta"), tmp_path)
+    table = HudiTable.open(str(lake))
+    compaction = next(i for i in MetadataTable(table).mdt.timeline.completed() if i.action == "commit")
+    writes = [i.requested_time for i in table.timeline.commits().completed() if i.action == "commit"]
+    early = next(t for t in writes if t < compaction.requested_time)
+    late = next(t for t in writes if t > compaction.requested_time and t != writes[-1])
+    maintenance = table.maintenance()
+    maintenance.create_savepoint(late)
+    preview = table.inspect.restore_preview(late)
+    assert "does not write that yet" in preview.metadata_table
+    before = sorted(p.name for p in (lake / ".hoodie" / "timeline").iterdir())
+    with pytest.raises(MetadataTableEnabledError, match="cleanline mdt drop"):
+        maintenance.restore(late)
+    assert sorted(p.name for p in (lake / ".hoodie" / "timeline").iterdir()) == before
+    maintenance.delete_savepoint(late)
+    maintenance.create_savepoint(early)
+    preview = table.inspect.restore_preview(early)
+    assert "deleted first, as Apache Hudi does here" in preview.metadata_table
+    expected = rows_of(lake, early)
+    maintenance.restore(early)
+    assert not (lake / ".hoodie" / "metadata").exists() and not table.reload().config.metadata_partitions
+    assert rows_of(lake) == expected

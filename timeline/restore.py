@@ -20,7 +20,9 @@ from timeline.instant import (
     Instant,
     State,
 )
-from timeline.mdt import guard_metadata_table
+from timeline.mdt import MetadataTableEnabledError, guard_metadata_table
+from timeline.mdt.reader import metadata_table
+from timeline.mdt.writer import restore_deletes_metadata_table
 from timeline.metadata.records import InstantRef, RestoreMetadata, RestorePlan, RollbackMetadata, SavepointMetadata
 from timeline.rollback import (
     RollbackPreview,
@@ -48,6 +50,7 @@ class RestorePreview:
     savepoint: str
     instants: tuple[Instant, ...]
     rollbacks: tuple[RollbackPreview, ...]
+    metadata_table: str = ""   # what happens to the metadata table, when the table has one
 
     @property
     def bytes_to_delete(self) -> int:
@@ -180,7 +183,32 @@ def preview_restore(table: HudiTable, savepoint_time: str) -> RestorePreview:
     instants = _instants_after(table, savepoint)
     _check_none_running(table, instants)
     return RestorePreview(savepoint_time, tuple(instants),
-                          tuple(plan_rollback(table, i, for_restore=True) for i in instants))
+                          tuple(plan_rollback(table, i, for_restore=True) for i in instants),
+                          _metadata_table_fate(table, savepoint_time))
+
+
+def _metadata_table_fate(table: HudiTable, savepoint_time: str) -> str:
+    """What a restore does to the metadata table, for previews and refusals."""
+    mdt = metadata_table(table)
+    if mdt is None:
+        return ""
+    reason = restore_deletes_metadata_table(mdt, savepoint_time)
+    if reason is not None:
+        return (f"The metadata table is deleted first, as Apache Hudi does here ({reason}); Hudi writers rebuild "
+                "it.")
+    return ("Apache Hudi would restore the metadata table with the table; Cleanline does not write that yet, so "
+            "this restore is refused unless the metadata table is dropped explicitly first (cleanline mdt drop).")
+
+
+def _metadata_table_before_restore(table: HudiTable, savepoint_time: str, drop_metadata: bool) -> None:
+    """Delete the metadata table where Hudi does (or when the caller asks); otherwise refuse."""
+    mdt = metadata_table(table)
+    if mdt is None:
+        return
+    if restore_deletes_metadata_table(mdt, savepoint_time) is not None or drop_metadata:
+        guard_metadata_table(table, drop=True, action="a restore")
+        return
+    raise MetadataTableEnabledError(f"{table.uri}: {_metadata_table_fate(table, savepoint_time)}")
 
 
 def restore(table: HudiTable, savepoint_time: str, *, drop_metadata: bool = False) -> Instant:
@@ -190,7 +218,7 @@ def restore(table: HudiTable, savepoint_time: str, *, drop_metadata: bool = Fals
     table.ensure_intact()
     savepoint = _check(table, savepoint_time)
     _check_savepoint_intact(table, savepoint_time)
-    guard_metadata_table(table, drop=drop_metadata, action="a restore")
+    _metadata_table_before_restore(table, savepoint_time, drop_metadata)
     started = time.monotonic()
     resumed = next(iter(table.timeline.restores().pending()), None)
     if resumed is not None:

@@ -84,18 +84,19 @@ def job_run(*, job: Job, task_id: str = "") -> Job:
             job.refresh_from_db()
             return job
         lake = HudiTable.open(table.path)
-        drop = lake.config.metadata_table_enabled
+        had_metadata_table = lake.config.metadata_table_enabled
         try:
             if job.kind == Job.Kind.CLEAN:
                 (done_clean,) = table_services(table, lake).run_cleans(instant=job.target)
                 result = {"deleted": done_clean.deleted, "already_gone": done_clean.already_gone,
                           "failed": done_clean.failed, "bytes": done_clean.bytes_deleted}
             elif job.kind == Job.Kind.RESTORE:
-                done = table_services(table, lake).restore(job.target, drop_metadata=drop)
+                # the metadata table goes only where Hudi deletes it too (the preview says so); otherwise refused
+                done = table_services(table, lake).restore(job.target)
                 check = table_services(table).verify_restore(job.target)
                 result = {"restore": done.requested_time, "verified": check.verified,
-                          "missing": list(check.missing[:50]),
-                          "unexpected": list(check.unexpected[:50]), "metadata_table_dropped": drop}
+                          "missing": list(check.missing[:50]), "unexpected": list(check.unexpected[:50]),
+                          "metadata_table_dropped": had_metadata_table and not lake.reload().config.metadata_partitions}
             else:
                 done = table_services(table, lake).rollback_failed_write(job.target)
                 result = {"rollback": done.requested_time, "metadata_table_updated": lake.config.metadata_table_enabled}

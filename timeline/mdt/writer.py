@@ -268,6 +268,22 @@ def _check_not_compacted(mdt: MetadataTable, target: Instant) -> None:
             "alone would corrupt the metadata table (Hudi refuses it too: restore instead)")
 
 
+def restore_deletes_metadata_table(mdt: MetadataTable, savepoint_time: str) -> str | None:
+    """Why Apache Hudi deletes the metadata table before restoring to `savepoint_time`
+    (`BaseHoodieWriteClient.restoreToSavepoint`), or None when it restores it with the table: the
+    savepoint is not after the MDT's oldest completed compaction, or it lies before the MDT's
+    commits timeline starts (its instants before it were archived)."""
+    timeline = mdt.mdt.reload().timeline
+    compactions = [i for i in timeline.completed() if i.action == "commit"]
+    if compactions and savepoint_time <= compactions[0].requested_time:
+        return (f"the savepoint {savepoint_time} is not after the metadata table's oldest compaction "
+                f"{compactions[0].requested_time}")
+    writes = [i for i in timeline if i.action in ("commit", "deltacommit", "replacecommit")]
+    if writes and savepoint_time < writes[0].requested_time:
+        return f"the metadata table's timeline starts after the savepoint {savepoint_time}"
+    return None
+
+
 def update_for_clean(mdt: MetadataTable, instant_time: str, metadata: CleanMetadata) -> Instant | None:
     return write_update(mdt, instant_time, clean_updates(metadata))
 
@@ -281,4 +297,4 @@ def preview_partitions(mdt: MetadataTable | None, action: str) -> list[str]:
 
 
 __all__ = ["MdtUpdate", "MetadataTableUnsupported", "clean_updates", "file_group_index", "preview_partitions",
-           "rollback_in_metadata_table", "update_for_clean", "write_update"]
+           "restore_deletes_metadata_table", "rollback_in_metadata_table", "update_for_clean", "write_update"]
