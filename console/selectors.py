@@ -140,6 +140,18 @@ class Overview:
     versions_histogram: list[tuple[int, int]]
 
 
+def metadata_table(table: Table, *, validate: bool = False) -> tuple[Any, Any, str]:
+    """The table's metadata-table state, its validation against storage when asked, and an
+    error reading it (a damaged metadata table is shown, not a 500)."""
+    try:
+        inspect = HudiTable.open(table.path).inspect
+        state = inspect.metadata_table()
+        result = inspect.validate_metadata_table() if validate and state.enabled else None
+        return state, result, ""
+    except CleanlineError as exc:
+        return None, None, str(exc)
+
+
 def overview(table: Table) -> Overview:
     """The overview's figures, all from the database (the sync computed the layout ones)."""
     days = Counter(t[:8] for t in table.instants.filter(action__in=("commit", "deltacommit", "replacecommit"),

@@ -107,7 +107,12 @@ def register(request: HttpRequest) -> HttpResponse:
 
 @table_page(reads_lake=True)
 def overview(request: HttpRequest, table: Table) -> HttpResponse:
+    mdt, mdt_validation, mdt_error = selectors.metadata_table(table, validate=request.GET.get("validate_mdt") == "1")
     return render(request, "console/overview.html", {
+        "mdt": mdt, "mdt_validation": mdt_validation, "mdt_error": mdt_error,
+        "mdt_rows": [(p, "available", mdt.file_groups.get(p, "")) for p in mdt.partitions]
+        + [(p, "being built", mdt.file_groups.get(p, "")) for p in mdt.inflight] if mdt else [],
+        "can_drop_mdt": request.user.has_perm(permissions.RESTORE),
         "table": table, "overview": selectors.overview(table), "plans": selectors.plans_of(table)[:20],
         "lock": selectors.table_lock_state(table), "can_break_lock": request.user.has_perm(permissions.APPROVE),
         "plan_form": PlanForm(), "settings_form": TableSettingsForm(initial={
@@ -351,6 +356,18 @@ def clean_run_pending(request: HttpRequest, table: Table, instant: str) -> HttpR
     services.audit(user=request.user, action="clean.pending.run", table=table, parameters={"clean": instant})  # type: ignore[arg-type]
     enqueue(run_job, job)
     return redirect("console:job", pk=table.pk, job_id=job.pk)
+
+
+@table_action(permissions.RESTORE)
+def metadata_table_drop(request: HttpRequest, table: Table) -> HttpResponse:
+    """The admin's repair action: drop the metadata table (the table's name typed); audited."""
+    def drop() -> str:
+        partitions = services.metadata_table_drop(table=table, user=request.user,  # type: ignore[arg-type]
+                                                  confirm_name=request.POST.get("confirm"))
+        return f"The metadata table ({', '.join(partitions)}) was dropped; Hudi writers rebuild it."
+
+    _attempt(request, drop)
+    return _overview(table)
 
 
 @table_action(permissions.APPROVE)

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from console.services.audit import audit
 from console.services.locks import Lease, LockLost, TableBusy, check_table_free, live_lock, table_lock, table_lock_break
-from console.services.operations import job_holder, job_request, job_run, savepoint_create, savepoint_delete
+from console.services.operations import (
+    job_holder,
+    job_request,
+    job_run,
+    metadata_table_drop,
+    savepoint_create,
+    savepoint_delete,
+)
 from console.services.plans import (
     PLAN_BATCH,
     auto_clean,
@@ -44,6 +51,7 @@ __all__ = [
     "job_request",
     "job_run",
     "live_lock",
+    "metadata_table_drop",
     "plan_approve",
     "plan_build",
     "plan_holder",

@@ -117,3 +117,25 @@ def job_run(*, job: Job, task_id: str = "") -> Job:
     table_sync(table=table)
     job.refresh_from_db()
     return job
+
+
+def metadata_table_drop(*, table: Table, user: User | None, confirm_name: str | None) -> list[str]:
+    """The repair action: delete the table's metadata table (Hudi writers rebuild it), with the
+    table's name typed as confirmation, under the table's lock (and the Hudi lock its writers
+    share); audited with the partitions that were dropped. Returns them."""
+    if confirm_name != table.name:
+        raise ValidationError(f"Type the table's name ({table.name}) to confirm dropping its metadata table.")
+    with table_lock(table, f"metadata-table-drop:{user.get_username() if user else 'system'}"):
+        lake = HudiTable.open(table.path)
+        partitions = list(lake.config.metadata_partitions) + list(lake.config.metadata_partitions_inflight)
+        if not partitions:
+            raise ValidationError(f"{table.name} has no metadata table.")
+        try:
+            table_services(table, lake).drop_metadata_table()
+        except CleanlineError as exc:
+            audit(user=user, action="metadata_table.drop.failed", table=table, parameters={"partitions": partitions},
+                  result=str(exc))
+            raise ValidationError(str(exc)) from exc
+    Table.objects.filter(pk=table.pk).update(metadata_table_enabled=False)
+    audit(user=user, action="metadata_table.dropped", table=table, parameters={"partitions": partitions})
+    return partitions
