@@ -160,8 +160,9 @@ def _warnings(lake: HudiTable) -> list[str]:
     if timeline.pending_compactions() or timeline.pending_log_compactions():
         warnings.append("pending compactions protect the slices they read")
     if lake.config.metadata_table_enabled:
-        warnings.append("the metadata table's files partition is updated with the clean (a deltacommit at the "
-                        "clean's time, written before the clean completes)")
+        updated = [p for p in ("files", "column_stats", "bloom_filters") if p in lake.config.metadata_partitions]
+        warnings.append(f"the metadata table's {', '.join(updated)} partition(s) are updated with the clean (a "
+                        "deltacommit at the clean's time, written before the clean completes)")
     return warnings
 
 

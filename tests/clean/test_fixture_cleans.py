@@ -136,9 +136,13 @@ def test_fixture_clean_keeps_the_metadata_table_exact(table_copy, table_id: str)
     assert written.completion_time < done.completion_time  # the MDT first
     commit = mdt.mdt.read(written, CommitMetadata)
     stats = [s for group in commit.write_stats.values() for s in group]
-    assert stats and all(s.path.startswith("files/.files-") for s in stats)
+    assert stats and {s.partition for s in stats} <= {"files", "column_stats"}
+    assert all(s.path.startswith(f"{s.partition}/.") and f"_{clean.requested_time}.log.1_" in s.path for s in stats)
     listed = {name for files in mdt.files().values() for name in files}
     assert not listed & {d.file_name for d in plan.files_to_delete}
+    if "column_stats" in table.config.metadata_partitions:  # stats only of live files, as Hudi keeps them
+        stats = {r.column_stats[0] for r in mdt.records("column_stats").values() if r.column_stats}
+        assert stats == listed
     assert rows(path) == latest
     for t in instants:
         assert rows(path, t) == before[t], t

@@ -134,7 +134,7 @@ class MetadataTable:
                 for record in decode_delete_records(block.content, path=path):
                     if record.record_key is not None:
                         current[record.record_key] = None
-        return {key: record for key, record in current.items() if record is not None}
+        return {key: record for key, record in current.items() if record is not None and not record.is_deleted}
 
     def _blocks(self, folder: str, file_slice: FileSlice, valid: set[str], latest: str
                 ) -> Iterator[tuple[str, LogBlock]]:

@@ -10,10 +10,13 @@ deltacommit already completed at T (the data-table instant still pending) is kep
 content depends only on the plan; a pending one is rolled back first (its log files and state
 files removed, `rollbackFailedWrites`), then written again.
 
-Clean (`HoodieTableMetadataUtil.convertMetadataToFilesPartitionRecords`): per cleaned partition
-a `files` record with a tombstone for every planned file (`deletePathPatterns`, whether or not
-its delete succeeded); a deleted partition's record is removed whole and the partition gets a
-tombstone in `__all_partitions__`.
+Clean (`HoodieTableMetadataUtil.convertMetadataToRecords` for a HoodieCleanMetadata): per
+cleaned partition a `files` record with a tombstone for every planned file (`deletePathPatterns`,
+whether or not its delete succeeded); a deleted partition's record is removed whole and the
+partition gets a tombstone in `__all_partitions__`. With `column_stats`: a deleted stub for every
+planned file and indexed column (the columns the partition holds stats for); with
+`bloom_filters`: a deleted entry for every planned base file. `record_index`, `partition_stats`
+and secondary indexes get nothing, as in Hudi.
 """
 
 from __future__ import annotations
@@ -24,13 +27,17 @@ from dataclasses import dataclass
 
 from timeline import transition
 from timeline.exceptions import CleanlineError
-from timeline.files import log_file_name, parse_log_file
+from timeline.files import is_base_file_name, log_file_name, parse_log_file
 from timeline.hfile import read_hfile, write_hfile
 from timeline.instant import ROLLBACK, Instant, State
 from timeline.logformat import BlockType, DeleteRecord, HeaderKey, encode_block, encode_delete_records, read_blocks
 from timeline.mdt.reader import FILES, SCHEMA_INFO_KEY, MetadataTable
 from timeline.metadata.mdt_payload import (
     MetadataRecord,
+    bloom_filter_key,
+    bloom_filter_tombstone,
+    column_stats_key,
+    column_stats_tombstone,
     encode_record,
     files_record,
     partition_identifier,
@@ -40,6 +47,9 @@ from timeline.metadata.records import CleanMetadata, by_partition, commit_metada
 from timeline.storage import Storage
 
 DELTACOMMIT = "deltacommit"
+COLUMN_STATS = "column_stats"
+BLOOM_FILTERS = "bloom_filters"
+CLEAN_PARTITIONS = (FILES, COLUMN_STATS, BLOOM_FILTERS)  # the MDT partitions a clean writes to, when enabled
 WRITE_TOKEN = "1-0-1"            # FSUtils' UNKNOWN_WRITE_TOKEN
 OPERATION = "UPSERT_PREPPED"
 
@@ -58,7 +68,32 @@ class MdtUpdate:
     deletes: tuple[str, ...] = ()
 
 
-def clean_updates(metadata: CleanMetadata) -> list[MdtUpdate]:
+def clean_updates(metadata: CleanMetadata, mdt: MetadataTable | None = None, instant_time: str = ""
+                  ) -> list[MdtUpdate]:
+    """`convertMetadataToRecords` for a HoodieCleanMetadata: the `files` partition's records, and
+    with `mdt` those of its enabled `column_stats` and `bloom_filters` partitions."""
+    updates = _files_updates(metadata)
+    enabled = set(mdt.table.config.metadata_partitions) if mdt is not None else set()
+    deleted = [(partition_identifier(p), name) for p, entry in sorted(metadata.partitions.items())
+               for name in entry.delete_path_patterns]
+    if mdt is not None and COLUMN_STATS in enabled and deleted:
+        columns = sorted({stats[1] for record in mdt.records(COLUMN_STATS).values()
+                          if (stats := record.column_stats) is not None})
+        value_type = mdt.table.config.version >= 9  # HoodieIndexVersion V2 from table version 9
+        stubs = [column_stats_tombstone(column_stats_key(column, identifier, name), name, column,
+                                        value_type=value_type)
+                 for identifier, name in deleted for column in columns]
+        if stubs:
+            updates.append(MdtUpdate(COLUMN_STATS, tuple(stubs)))
+    if mdt is not None and BLOOM_FILTERS in enabled:
+        entries = [bloom_filter_tombstone(bloom_filter_key(identifier, name), instant_time)
+                   for identifier, name in deleted if is_base_file_name(name)]
+        if entries:
+            updates.append(MdtUpdate(BLOOM_FILTERS, tuple(entries)))
+    return updates
+
+
+def _files_updates(metadata: CleanMetadata) -> list[MdtUpdate]:
     """`convertMetadataToFilesPartitionRecords` for a HoodieCleanMetadata."""
     records: list[MetadataRecord] = []
     deletes: list[str] = []
@@ -285,16 +320,8 @@ def restore_deletes_metadata_table(mdt: MetadataTable, savepoint_time: str) -> s
 
 
 def update_for_clean(mdt: MetadataTable, instant_time: str, metadata: CleanMetadata) -> Instant | None:
-    return write_update(mdt, instant_time, clean_updates(metadata))
+    return write_update(mdt, instant_time, clean_updates(metadata, mdt, instant_time))
 
 
-def preview_partitions(mdt: MetadataTable | None, action: str) -> list[str]:
-    """The MDT partitions an action will update, for previews."""
-    if mdt is None:
-        return []
-    partitions = mdt.table.config.metadata_partitions
-    return [p for p in partitions if p == FILES] if action == "clean" else list(partitions)
-
-
-__all__ = ["MdtUpdate", "MetadataTableUnsupported", "clean_updates", "file_group_index", "preview_partitions",
+__all__ = ["CLEAN_PARTITIONS", "MdtUpdate", "MetadataTableUnsupported", "clean_updates", "file_group_index",
            "restore_deletes_metadata_table", "rollback_in_metadata_table", "update_for_clean", "write_update"]

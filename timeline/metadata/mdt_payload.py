@@ -12,6 +12,8 @@ non-partitioned table); the other record types are kept as decoded.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import io
 import json
 from collections.abc import Mapping
@@ -20,6 +22,7 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 
 import fastavro
+import xxhash
 
 from timeline.exceptions import CorruptInstantError
 
@@ -54,9 +57,61 @@ class MetadataRecord:
     files: Mapping[str, FileInfo] | None = None
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
+    @property
+    def is_deleted(self) -> bool:
+        """An index entry marked deleted (`HoodieMetadataPayload.isDeleted`): readers skip it."""
+        for name in ("ColumnStatsMetadata", "BloomFilterMetadata", "SecondaryIndexMetadata"):
+            entry = self.raw.get(name)
+            if isinstance(entry, Mapping) and entry.get("isDeleted"):
+                return True
+        return False
+
+    @property
+    def column_stats(self) -> tuple[str, str] | None:
+        """(file name, column name) of a column-stats record."""
+        entry = self.raw.get("ColumnStatsMetadata")
+        return (str(entry.get("fileName")), str(entry.get("columnName"))) if isinstance(entry, Mapping) else None
+
     def present(self) -> list[str]:
         """`HoodieMetadataPayload.getFilenames`: the names not marked deleted."""
         return sorted(name for name, info in (self.files or {}).items() if not info.deleted)
+
+
+# HashID: XXHash64 with the seed 0xdabadaba, passed as a Java int (sign-extended to a long).
+_HASH_SEED = 0xFFFFFFFFDABADABA
+
+
+def _hash_id(text: str) -> str:
+    return base64.b64encode(xxhash.xxh64(text.encode(), seed=_HASH_SEED).digest()).decode()
+
+
+def _file_id(file_name: str) -> str:
+    return base64.b64encode(hashlib.md5(file_name.encode()).digest()).decode()  # FileIndexID: MD5, not security
+
+
+def column_stats_key(column: str, identifier: str, file_name: str) -> str:
+    """`HoodieMetadataPayload.getColumnStatsIndexKey`: ColumnIndexID + PartitionIndexID + FileIndexID."""
+    return _hash_id(column) + _hash_id(identifier) + _file_id(file_name)
+
+
+def bloom_filter_key(identifier: str, file_name: str) -> str:
+    """`HoodieMetadataPayload.getBloomFilterIndexKey`: PartitionIndexID + FileIndexID."""
+    return _hash_id(identifier) + _file_id(file_name)
+
+
+def column_stats_tombstone(key: str, file_name: str, column: str, *, value_type: bool) -> MetadataRecord:
+    """`HoodieColumnRangeMetadata.stub` as a deleted column-stats record: no range, counts -1;
+    `value_type` (index version 2, table version 9) adds the NULL value type."""
+    entry = {"fileName": file_name, "columnName": column, "minValue": None, "maxValue": None, "valueCount": -1,
+             "nullCount": -1, "totalSize": -1, "totalUncompressedSize": -1, "isDeleted": True, "isTightBound": False,
+             "valueType": {"typeOrdinal": 0, "additionalInfo": None} if value_type else None}
+    return MetadataRecord(key, TYPE_COLUMN_STATS, None, {"ColumnStatsMetadata": entry})
+
+
+def bloom_filter_tombstone(key: str, instant_time: str) -> MetadataRecord:
+    """`HoodieMetadataPayload.createBloomFilterMetadataRecord(..., isDeleted=true)`."""
+    entry = {"type": "", "timestamp": instant_time, "bloomFilter": b"", "isDeleted": True}
+    return MetadataRecord(key, TYPE_BLOOM_FILTER, None, {"BloomFilterMetadata": entry})
 
 
 def partition_identifier(partition: str) -> str:
