@@ -18,6 +18,7 @@ from django.utils import timezone
 from console import services
 from console.models import AuditEvent, Job, PlanStatus, Table, TableLock
 from tests.console.retention import SHORT_RETENTION, SHORT_RETENTION_FORM
+from timeline import HudiTable
 
 pytestmark = pytest.mark.django_db
 ROLES = ("viewer", "operator", "admin")
@@ -176,6 +177,16 @@ def _table_settings(table: Table, table_copy: Callable[[str], Path]) -> Case:
                 lambda queued: Table.objects.filter(pk=table.pk, auto_clean=True, auto_max_files=7).exists())
 
 
+def _metadata_table_drop(table: Table, table_copy: Callable[[str], Path]) -> Case:
+    from timeline.config import update_config
+
+    lake = HudiTable.open(table.path)
+    update_config(lake.storage, lake.base, {"hoodie.table.metadata.partitions": "files"})
+    return Case(reverse("console:metadata_table_drop", args=[table.pk]), {"confirm": table.name},
+                lambda queued: not HudiTable.open(table.path).config.metadata_partitions
+                and AuditEvent.objects.filter(action="metadata_table.dropped", table=table).exists())
+
+
 def _clean_run_pending(table: Table, table_copy: Callable[[str], Path]) -> Case:
     instant = "20260307135710000"
     return Case(reverse("console:clean_run_pending", args=[table.pk, instant]), {},
@@ -187,6 +198,7 @@ MUTATIONS: dict[str, Prepare] = {
     "plan_approve": _plan_approve, "plan_reject": _plan_reject, "savepoint_create": _savepoint_create,
     "savepoint_delete": _savepoint_delete, "restore_run": _restore_run, "rollback_run": _rollback_run,
     "table_settings": _table_settings, "clean_run_pending": _clean_run_pending,
+    "metadata_table_drop": _metadata_table_drop,
 }
 OPERATOR_MAY = {"sync", "plan_request", "savepoint_create"}
 
