@@ -652,3 +652,30 @@ def test_s3_spark_clean_job_deletes_in_batches_too(s3_server: S3Server, spark, t
     assert (result.deleted, result.failed, result.bytes_deleted) == (120, 0, 120 * 3)
     assert sum(r["body"].count(b"<Key>") for r in delete_requests(requests)) == 120
     assert not [r for r in requests if r["method"] in ("DELETE", "HEAD") and "/.hoodie/" not in r["url"]]
+
+
+def test_s3_clean_and_rollback_keep_the_metadata_table(s3_server: S3Server, s3_table: Any) -> None:
+    """On an s3:// table with a metadata table: `mdt validate` is clean before; a clean writes
+    its MDT deltacommit (validated after, hudi-rs rows unchanged); rolling back the latest write
+    rolls its MDT deltacommit back too."""
+    uri = s3_table("sample_table/cow/v9_txns_simple_meta")
+    assert cli("mdt", "validate", uri).returncode == 0
+    before_rows = rows(s3_server, uri)
+    table = HudiTable.open(uri)
+    config = CleanConfig(commits_retained=1)
+    clean = schedule_clean(table, plan_clean(table, config), config)
+    assert clean is not None
+    (result,) = run_pending_cleans(table)
+    assert result.deleted > 0 and result.failed == 0
+    validated = cli("mdt", "validate", uri, "--json")
+    assert validated.returncode == 0 and json.loads(validated.stdout)["ok"], validated.stdout
+    assert rows(s3_server, uri) == before_rows
+    bucket, prefix = split(uri)
+    assert [k for k in s3_server.keys(bucket, f"{prefix}/.hoodie/metadata/.hoodie/timeline/")
+            if k.rsplit("/", 1)[-1].startswith(clean.requested_time + "_") and k.endswith(".deltacommit")]
+    latest = table.reload().timeline.writes().completed().last()
+    assert latest is not None
+    rollback(table, latest.requested_time)
+    assert cli("mdt", "validate", uri).returncode == 0
+    assert not [k for k in s3_server.keys(bucket, f"{prefix}/.hoodie/metadata/")
+                if f"_{latest.requested_time}." in k or f"/{latest.requested_time}." in k]

@@ -135,3 +135,19 @@ def test_spark_batches_split_partitions_and_come_back_in_order() -> None:
     assert outcomes[2] == FileOutcome("a", "file:/t/a/2", Status.GONE, True, 0)
     assert outcomes[3] == FileOutcome("a", "file:/t/a/3", Status.FAILED, False, 0, "denied")
     assert [o.path for o in outcomes] == [t.path for t in targets]
+
+
+def test_spark_clean_keeps_the_metadata_table(spark: SparkSession, table_copy) -> None:
+    """The Spark job deletes on the executors; the driver writes the MDT deltacommit before
+    completing the clean, as the local engine does."""
+    path = table_copy("quickstart_trips_table/mor/avro/v8_trips_8i3u1d")
+    config = CleanConfig(policy=CleanPolicy.KEEP_LATEST_FILE_VERSIONS, file_versions_retained=1)
+    table = HudiTable.open(str(path))
+    plan = plan_clean_spark(spark, str(path), config)
+    assert plan.files_to_delete
+    latest = rows(path)
+    schedule_clean(table, plan, config)
+    (result,) = run_pending_cleans_spark(spark, str(path))
+    assert result.deleted == len(plan.files_to_delete) and result.failed == 0
+    assert table.reload().inspect.validate_metadata_table().ok
+    assert rows(path) == latest
