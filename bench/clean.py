@@ -30,14 +30,19 @@ Then it times, best of N (one warm-up run first where the work can be repeated u
    `earliestCommitToRetain`), 3 new commits rewrite the 10 hot partitions; then
    `plan_clean(HudiTable.open(path), CleanConfig(commits_retained=10))` (incremental, checked:
    it must consider only the hot partitions) against the full plan and the raw listing of the
-   same, cleaned table.
+   same, cleaned table;
+4. the metadata table's cost: the same table generated at table version 8 (layout 2, Avro
+   metadata) twice, one given a `files` metadata table listing it (`add_files_metadata_table`);
+   the full plan's clean of each, interleaved, each run from the scheduled state (the MDT
+   deltacommit removed again): the clean keeping the metadata table against the clean of the
+   twin without one.
 
 Targets: the full plan within 3x of the raw listing; the incremental plan at least 20x faster
 than the full plan (of the generated table, as item 1 times it; the ratio to the full plan of
 the same cleaned table is printed too, but cannot reach 20x whatever the implementation: the
 hot partitions, written by every recent commit, keep 14 versions per file group where the
 others keep 1, so they hold 12% of the files left); the execution's deletion rate at least
-half the rate of the os.unlink loop.
+half the rate of the os.unlink loop; keeping the metadata table at most 1.5x the clean without one.
 
 Usage (from the repository root):
 
@@ -78,6 +83,7 @@ if str(ROOT) not in sys.path:
 from bench.common import (  # noqa: E402
     CLEAN_TABLE,
     CleanShape,
+    add_files_metadata_table,
     argument_parser,
     avro_schema,
     bench_root,
@@ -113,7 +119,9 @@ SECTION_END = "<!-- bench/clean.py: end -->"
 RAW_FILES = "unlink_files"
 
 # Limits of the targets.
+MDT_TABLE = "clean_table_v8"
 FULL_VS_RAW_LIMIT = 3.0
+METADATA_TABLE_OVERHEAD_LIMIT = 1.5
 FULL_VS_INCREMENTAL_MIN = 20.0
 EXECUTION_VS_UNLINK_MIN = 0.5
 
@@ -293,7 +301,39 @@ def phase_incremental(path: str, shape: CleanShape, repeat: int, previous: dict[
             "raw_runs_s": runs["raw"].runs}
 
 
-def targets(full: dict[str, Any], execution: dict[str, Any], incremental: dict[str, Any]) -> list[dict[str, Any]]:
+def phase_metadata_table(root: str, shape: CleanShape, repeat: int) -> dict[str, Any]:
+    """The cost of keeping the metadata table: the same clean of a version 8 table generated
+    twice, one with a `files` metadata table (`add_files_metadata_table`), interleaved, each run
+    from the scheduled state (the MDT deltacommit removed again)."""
+    paths = {name: os.path.join(root, f"{MDT_TABLE}_{name}") for name in ("with", "without")}
+    scheduled = {}
+    for name, path in paths.items():
+        shutil.rmtree(path, ignore_errors=True)
+        generate_clean_table(path, shape, version=8)
+        if name == "with":
+            add_files_metadata_table(path)
+        scheduled[name] = schedule_full_plan(path, shape)
+    progress(f"timing the clean of a version 8 table with and without a metadata table "
+             f"({len(scheduled['with'].files):,} files), {repeat} runs each")
+    runs: dict[str, list[float]] = {name: [] for name in paths}
+    for r in range(repeat):
+        for name, path in paths.items():
+            if r:
+                reset_to_scheduled(path, scheduled[name].clean, scheduled[name].files)
+            elapsed, results = timed(lambda: run_pending_cleans(HudiTable.open(path),  # noqa: B023
+                                                                sizes=scheduled[name].sizes))  # noqa: B023
+            assert results[0].deleted == len(scheduled[name].files)
+            runs[name].append(elapsed)
+    valid = HudiTable.open(paths["with"]).inspect.validate_metadata_table().ok
+    for path in paths.values():
+        shutil.rmtree(path, ignore_errors=True)
+    best = {name: min(times) for name, times in runs.items()}
+    return {"files_deleted": len(scheduled["with"].files), "with_s": best["with"], "without_s": best["without"],
+            "with_over_without": best["with"] / best["without"], "runs_s": runs, "validated": valid}
+
+
+def targets(full: dict[str, Any], execution: dict[str, Any], incremental: dict[str, Any],
+            mdt: dict[str, Any]) -> list[dict[str, Any]]:
     return [
         {"target": f"full plan within {FULL_VS_RAW_LIMIT:g}x of the raw listing ({full['data_files']:,} files)",
          "value": f"full/raw = {full['full_over_raw']:.2f}", "passed": full["full_over_raw"] <= FULL_VS_RAW_LIMIT},
@@ -307,6 +347,10 @@ def targets(full: dict[str, Any], execution: dict[str, Any], incremental: dict[s
                    f"({execution['files_deleted']:,} files)",
          "value": f"execution rate/unlink rate = {execution['execution_rate_over_unlink_rate']:.2f}",
          "passed": execution["execution_rate_over_unlink_rate"] >= EXECUTION_VS_UNLINK_MIN},
+        {"target": f"a clean keeping the metadata table within {METADATA_TABLE_OVERHEAD_LIMIT:g}x of the same "
+                   f"clean without one ({mdt['files_deleted']:,} files; the MDT validates after)",
+         "value": f"with/without = {mdt['with_over_without']:.2f}",
+         "passed": mdt["with_over_without"] <= METADATA_TABLE_OVERHEAD_LIMIT and mdt["validated"]},
     ]
 
 
@@ -357,6 +401,11 @@ def text_report(result: dict[str, Any]) -> str:
     print(f"raw listing (same table)      {i['raw_listing_s']:8.4f} s", file=out)
     print(f"  full / incremental          {i['generated_full_over_incremental']:8.1f}  (full plan of the generated "
           f"table; of this cleaned table: {i['full_over_incremental']:.1f})", file=out)
+    print(file=out)
+    mdt = result["metadata_table"]
+    print(f"clean, v8 table with a metadata table  {mdt['with_s']:8.3f} s  without {mdt['without_s']:.3f} s  "
+          f"with/without {mdt['with_over_without']:.2f} ({mdt['files_deleted']:,} files; MDT validated after: "
+          f"{mdt['validated']})", file=out)
     print(file=out)
     print(f"generation {result['generation_s']:.0f} s, whole run {result['total_s']:.0f} s", file=out)
     print(file=out)
@@ -417,6 +466,11 @@ def markdown_section(result: dict[str, Any]) -> str:
         f"{i['full_over_incremental']:.1f}; full plan of the generated table / incremental = "
         f"{i['generated_full_over_incremental']:.1f} |",
         f"| raw listing | same | {i['raw_listing_s']:.4f} | |",
+        f"| clean keeping the metadata table | version 8 twin with a `files` metadata table | "
+        f"{result['metadata_table']['with_s']:.3f} | without one: {result['metadata_table']['without_s']:.3f} s; "
+        f"with/without = {result['metadata_table']['with_over_without']:.2f} "
+        f"({result['metadata_table']['files_deleted']:,} files: the MDT deltacommit, one log block of tombstones; "
+        "`mdt validate` clean after) |",
         "",
         f"Peak memory of the full plan of the generated table: {memory_text(result['memory'])}.",
         "",
@@ -472,13 +526,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             profiles[f"run_pending_cleans ({execution['files_deleted']:,} files; main thread only, the deletes "
                      "run on the executor's worker threads)"] = profiled
         incremental = phase_incremental(path, shape, args.repeat, previous, full["full_plan_s"])
+        mdt = phase_metadata_table(root, shape, args.repeat)
         if top:
             profiles["the incremental plan"] = cprofile(lambda: incremental_plan(path, shape), top)
             profiles["the full plan (cleaned table)"] = cprofile(lambda: full_plan(path, shape), top)
         result: dict[str, Any] = {
             "machine": machine(), "dir": root, "file_system": file_system_of(root), "repeat": args.repeat,
             "shape": asdict(shape), "generation_s": generation_s, "full": full, "memory": memory,
-            "execution": execution, "incremental": incremental, "targets": targets(full, execution, incremental),
+            "execution": execution, "incremental": incremental, "metadata_table": mdt,
+            "targets": targets(full, execution, incremental, mdt),
         }
         if profiles:
             result["profile"] = profiles

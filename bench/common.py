@@ -206,10 +206,12 @@ def write_stat(partition: str, file_id: str, name: str, previous: str) -> dict[s
 
 
 def write_versions(base: str, timeline: str, schema: str, shape: CleanShape, partitions: Sequence[int],
-                   commits: Sequence[tuple[int, str]], previous: dict[tuple[int, int], str]) -> None:
+                   commits: Sequence[tuple[int, str]], previous: dict[tuple[int, int], str], *,
+                   layout: int = CLEAN_LAYOUT) -> None:
     """Commit after commit ((index, time) pairs), rewrite every file group of `partitions`:
-    one new base file per group, and the commit's v6 JSON metadata naming them. `previous`
-    maps (partition, group) to its latest commit time and is updated."""
+    one new base file per group, and the commit's metadata naming them (v6 JSON on layout 1,
+    Avro with a completion time half a minute later on layout 2). `previous` maps (partition,
+    group) to its latest commit time and is updated."""
     for k, time_ in commits:
         stats: dict[str, list[dict[str, Any]]] = {}
         for p in partitions:
@@ -222,24 +224,93 @@ def write_versions(base: str, timeline: str, schema: str, shape: CleanShape, par
                 written.append(write_stat(partition, file_id, name, previous.get((p, g), "null")))
                 previous[(p, g)] = time_
         content = metadata.encode(commit_metadata(schema, "UPSERT", stats=stats), action="commit",
-                                  state=State.COMPLETED, layout=CLEAN_LAYOUT)
-        write_instant(timeline, time_, "commit", content, layout=CLEAN_LAYOUT)
+                                  state=State.COMPLETED, layout=layout)
+        write_instant(timeline, time_, "commit", content, layout=layout,
+                      completion=instant_at(k + 0.5) if layout >= 2 else None)
 
 
-def generate_clean_table(base: str, shape: CleanShape) -> dict[tuple[int, int], str]:
+def generate_clean_table(base: str, shape: CleanShape, *, version: int = 6) -> dict[tuple[int, int], str]:
     """Write the clean table (version 6, COPY_ON_WRITE, layout 1, hive-style partitions
-    `city=NNNN`); returns each file group's latest commit time."""
-    timeline = new_table(base, cow_v6_props("bench_clean_cow_v6"))
+    `city=NNNN`; `version=8`: layout 2, Avro metadata); returns each file group's latest commit
+    time."""
+    props = cow_v6_props("bench_clean_cow_v6")
+    if version >= 8:
+        props.update({"hoodie.table.name": f"bench_clean_cow_v{version}", "hoodie.table.version": str(version),
+                      "hoodie.timeline.layout.version": "2", "hoodie.timeline.path": "timeline",
+                      "hoodie.timeline.history.path": "history"})
+    layout = 2 if version >= 8 else CLEAN_LAYOUT
+    timeline = new_table(base, props)
     schema = avro_schema(["city"])
     times = [instant_at(k) for k in range(shape.commits)]
     for p in range(shape.partitions):
         write_partition_metadata(f"{base}/{partition_name(p)}", times[0], 1)
     previous: dict[tuple[int, int], str] = {}
     every = range(shape.partitions)
-    write_versions(base, timeline, schema, shape, every, list(enumerate(times))[:shape.versions], previous)
+    write_versions(base, timeline, schema, shape, every, list(enumerate(times))[:shape.versions], previous,
+                   layout=layout)
     write_versions(base, timeline, schema, shape, shape.hot_partitions(),
-                   list(enumerate(times))[shape.versions:], previous)
+                   list(enumerate(times))[shape.versions:], previous, layout=layout)
     return previous
+
+
+# A minimal HoodieMetadataRecord schema (the `files` partition's fields, Hudi's names) for the
+# benchmark's generated metadata table.
+MDT_RECORD_SCHEMA = json.dumps({
+    "type": "record", "name": "HoodieMetadataRecord", "namespace": "org.apache.hudi.avro.model", "fields": [
+        {"name": "key", "type": "string"}, {"name": "type", "type": "int"},
+        {"name": "filesystemMetadata", "type": ["null", {"type": "map", "values": {
+            "type": "record", "name": "HoodieMetadataFileInfo",
+            "fields": [{"name": "size", "type": "long"}, {"name": "isDeleted", "type": "boolean"}]}}]}]})
+
+
+def add_files_metadata_table(base: str) -> None:
+    """Give a version 8 table a metadata table whose `files` partition lists the table as
+    storage holds it (one file group, as Hudi's initialisation makes it): the MDT table, its
+    initialisation deltacommit `00000000000000000` (an empty log file), then a deltacommit
+    `00000000000000001` with every partition's files (`timeline.mdt.writer.write_update`)."""
+    from timeline import transition
+    from timeline.config import MDT_PARTITIONS, update_config
+    from timeline.logformat import BlockType, HeaderKey, encode_block, encode_delete_records
+    from timeline.mdt.reader import MetadataTable
+    from timeline.mdt.writer import MdtUpdate, write_update
+    from timeline.metadata.mdt_payload import files_record, partition_identifier, partition_list_record
+
+    table = HudiTable.open(base)
+    storage, mdt_base = table.storage, table.path(".hoodie", "metadata")
+    config = create_table(storage, mdt_base, {
+        "hoodie.table.name": f"{table.config.name}_metadata", "hoodie.table.type": "MERGE_ON_READ",
+        "hoodie.table.version": str(table.config.version), "hoodie.timeline.layout.version": "2",
+        "hoodie.timeline.path": "timeline", "hoodie.timeline.history.path": "history",
+        "hoodie.table.base.file.format": "HFILE", "hoodie.table.recordkey.fields": "key",
+        "hoodie.populate.meta.fields": "false", "hoodie.table.keygenerator.type": "HOODIE_TABLE_METADATA",
+        "hoodie.compaction.payload.class": "org.apache.hudi.metadata.HoodieMetadataPayload"})
+    assert config.layout_version == 2
+    write_partition_metadata(f"{mdt_base}/files", "00000000000000000", 1)
+    mdt_table = HudiTable.open(mdt_base)
+    init = Instant("00000000000000000", "deltacommit", State.REQUESTED)
+    transition.write_state(mdt_table, init, None)
+    inflight = transition.start(mdt_table, init, None)
+    header = {HeaderKey.INSTANT_TIME: "00000000000000000", HeaderKey.SCHEMA: MDT_RECORD_SCHEMA}
+    write_file(f"{mdt_base}/files/.files-0000-0_00000000000000000.log.1_0-0-0",
+               encode_block(BlockType.DELETE, header, encode_delete_records([])))
+    transition.complete(mdt_table, inflight, None)
+    update_config(storage, table.base, {MDT_PARTITIONS: "files"})
+    listing = table.reload().list_partitions().partitions
+    records = [files_record(partition_identifier(p), added={s.name: max(s.size, 1) for s in files
+                                                             if s.name != PARTITION_METADATA})
+               for p, files in sorted(listing.items())]
+    records.append(partition_list_record([partition_identifier(p) for p in sorted(listing)], deleted=False))
+    write_update(MetadataTable(table), "00000000000000001", [MdtUpdate("files", tuple(records))])
+
+
+def reset_metadata_table(base: str, instant_time: str) -> None:
+    """Remove what a clean at `instant_time` wrote to the metadata table (its deltacommit's
+    state files and log files), so that the next run writes it again."""
+    mdt = f"{base}/.hoodie/metadata"
+    for folder in (f"{mdt}/.hoodie/timeline", f"{mdt}/files"):
+        for name in os.listdir(folder):
+            if name.startswith(instant_time) or f"_{instant_time}.log." in name:
+                os.unlink(f"{folder}/{name}")
 
 
 def put_back(base: str, files: Sequence[tuple[str, str]]) -> None:
@@ -254,18 +325,21 @@ def put_back(base: str, files: Sequence[tuple[str, str]]) -> None:
 
 
 def clean_state_file(clean: Instant, state: State) -> str:
-    """The file name of the clean's `state` on the clean table's timeline."""
+    """The file name of the clean's `state` on the clean table's timeline (layout 1)."""
     return Instant(clean.requested_time, CLEAN, state).file_name(CLEAN_LAYOUT)
 
 
 def reset_to_scheduled(base: str, clean: Instant, files: Sequence[tuple[str, str]]) -> None:
-    """Undo an executed clean of the local table: its inflight and completed files go, the
-    deleted files come back; the requested plan stays."""
+    """Undo an executed clean of the local table: its inflight and completed files go (and
+    its metadata-table deltacommit, when the table has one), the deleted files come back; the
+    requested plan stays."""
+    table = HudiTable.open(base)
+    found = table.timeline.files_of(clean)
     for state in (State.INFLIGHT, State.COMPLETED):
-        try:
-            os.unlink(f"{base}/.hoodie/{clean_state_file(clean, state)}")
-        except FileNotFoundError:
-            pass
+        if state in found:
+            os.unlink(found[state].path)
+    if table.config.metadata_partitions:
+        reset_metadata_table(base, clean.requested_time)
     put_back(base, files)
 
 
