@@ -108,12 +108,11 @@ def test_files_records_merge_as_hoodie_metadata_payload() -> None:
 
 
 @pytest.mark.parametrize("crashed", [False, True], ids=["latest-commit", "failed-write"])
-def test_rollback_rolls_the_metadata_table_back_too(tmp_path: Path, crashed: bool) -> None:
+def test_rollback_rolls_the_metadata_table_back_too(lake: Path, crashed: bool) -> None:
     """v8/v9: the MDT deltacommit of the rolled-back write is itself rolled back (an MDT rollback
     at the data-table rollback's time, before the write's instant files go); `mdt validate` is
     clean and hudi-rs reads what it read before the write. `crashed`: the writer died after
     completing the MDT deltacommit and before the data-table commit (a failed write)."""
-    lake = unzip_table(next(p for p in MDT_FIXTURES if p.stem == "v9_txns_simple_meta"), tmp_path)
     table = HudiTable.open(str(lake))
     writes = table.timeline.writes().completed()
     target, previous = writes.instants[-1], writes.instants[-2]

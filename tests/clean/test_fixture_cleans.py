@@ -10,10 +10,13 @@ import hudi
 import pytest
 
 from tests.readers import hudi_read
+from tests.test_hfile import hudi_rs_records
 from timeline.clean.config import CleanConfig, CleanPolicy
 from timeline.clean.executor import FileOutcome, Status, run_pending_cleans, schedule_clean
 from timeline.clean.planner import plan_clean
 from timeline.config import update_config
+from timeline.hfile import read_hfile
+from timeline.logformat import BlockType, read_blocks
 from timeline.mdt import MetadataTableEnabledError
 from timeline.mdt.reader import MetadataTable
 from timeline.metadata import avro
@@ -140,6 +143,14 @@ def test_fixture_clean_keeps_the_metadata_table_exact(table_copy, table_id: str)
     assert all(s.path.startswith(f"{s.partition}/.") and f"_{clean.requested_time}.log.1_" in s.path for s in stats)
     listed = {name for files in mdt.files().values() for name in files}
     assert not listed & {d.file_name for d in plan.files_to_delete}
+    new_logs = list((path / ".hoodie" / "metadata").glob(f"*/.*_{clean.requested_time}.log.*"))
+    assert new_logs
+    for log in new_logs:  # their HFiles read back by hudi-rs
+        for block in read_blocks(log.read_bytes(), path=str(log)):
+            if block.block_type is BlockType.HFILE_DATA:
+                ours = read_hfile(block.content, path=str(log)).keys()
+                theirs = hudi_rs_records(path / ".hoodie" / "metadata", log.parent, log.name, block.content)
+                assert [r["key"] for r in theirs] == [k.decode() for k in ours]
     if "column_stats" in table.config.metadata_partitions:  # stats only of live files, as Hudi keeps them
         stats = {r.column_stats[0] for r in mdt.records("column_stats").values() if r.column_stats}
         assert stats == listed
