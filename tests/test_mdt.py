@@ -12,7 +12,7 @@ import hudi
 import pytest
 
 from tests.conftest import FIXTURES, unzip_table
-from timeline import HudiTable
+from timeline import CleanConfig, CleanPolicy, HudiTable
 from timeline.cli import main
 from timeline.mdt.reader import MetadataTable, MetadataTableMissing
 from timeline.metadata.mdt_payload import (
@@ -139,31 +139,47 @@ def rows_of(path: Path, as_of: str | None = None) -> list[tuple]:
     return rows(path, as_of)
 
 
-def test_restore_deletes_the_metadata_table_where_hudi_does_and_refuses_otherwise(tmp_path: Path) -> None:
+def test_restore_deletes_the_metadata_table_where_hudi_does_and_restores_it_otherwise(tmp_path: Path) -> None:
     """BaseHoodieWriteClient.restoreToSavepoint: a savepoint not after the MDT's oldest
-    compaction deletes the MDT first (the preview says so); a later one would restore the MDT
-    with the table, which Cleanline does not write yet: refused, nothing changed."""
-    from timeline.mdt import MetadataTableEnabledError
-
-    lake = unzip_table(next(p for p in MDT_FIXTURES if p.stem == "v9_txns_simple_meta"), tmp_path)
+    compaction deletes the MDT first (the preview says so); a later one restores the MDT with
+    the table: the partitions Hudi drops on restore go, the MDT's later instants are rolled back,
+    a deltacommit syncs its listing with storage; `mdt validate` is clean and hudi-rs (listing
+    through the MDT) reads the savepoint's rows."""
+    lake = unzip_table(next(p for p in MDT_FIXTURES if p.stem == "v9_txns_simple_meta"), tmp_path / "late")
     table = HudiTable.open(str(lake))
     compaction = next(i for i in MetadataTable(table).mdt.timeline.completed() if i.action == "commit")
     writes = [i.requested_time for i in table.timeline.commits().completed() if i.action == "commit"]
-    early = next(t for t in writes if t < compaction.requested_time)
     late = next(t for t in writes if t > compaction.requested_time and t != writes[-1])
+    expected = rows_of(lake, late)
     maintenance = table.maintenance()
     maintenance.create_savepoint(late)
+    config = CleanConfig(policy=CleanPolicy.KEEP_LATEST_FILE_VERSIONS, file_versions_retained=1)
+    cleaned = maintenance.run_cleans() if maintenance.schedule_clean(maintenance.plan_clean(
+        config, enforce_retention=False), config, force=True) else []
+    assert cleaned and cleaned[0].deleted > 0  # files the MDT listed at the savepoint are gone now
     preview = table.inspect.restore_preview(late)
-    assert "does not write that yet" in preview.metadata_table
-    before = sorted(p.name for p in (lake / ".hoodie" / "timeline").iterdir())
-    with pytest.raises(MetadataTableEnabledError, match="cleanline mdt drop"):
-        maintenance.restore(late)
-    assert sorted(p.name for p in (lake / ".hoodie" / "timeline").iterdir()) == before
-    maintenance.delete_savepoint(late)
-    maintenance.create_savepoint(early)
+    assert "restored with the table" in preview.metadata_table
+    assert "secondary_index_merchant_idx" in preview.metadata_table
+    rolled_back = {i.requested_time for i in preview.instants}
+    maintenance.restore(late)
+    table.reload()
+    assert table.config.metadata_partitions == ("column_stats", "files", "record_index")
+    assert not (lake / ".hoodie" / "metadata" / "secondary_index_merchant_idx").exists()
+    assert table.inspect.validate_metadata_table().ok
+    mdt = MetadataTable(table)
+    assert mdt.mdt.timeline.restores().completed()
+    assert rolled_back and not rolled_back & {i.requested_time for i in mdt.mdt.timeline}
+    assert rows_of(lake) == expected
+    stats = {r.column_stats[0] for r in mdt.records("column_stats").values() if r.column_stats}
+    assert stats <= {n for files in mdt.files().values() for n in files}
+
+    early_lake = unzip_table(next(p for p in MDT_FIXTURES if p.stem == "v9_txns_simple_meta"), tmp_path / "early")
+    table = HudiTable.open(str(early_lake))
+    early = next(t for t in writes if t < compaction.requested_time)
+    table.maintenance().create_savepoint(early)
     preview = table.inspect.restore_preview(early)
     assert "deleted first, as Apache Hudi does here" in preview.metadata_table
-    expected = rows_of(lake, early)
-    maintenance.restore(early)
-    assert not (lake / ".hoodie" / "metadata").exists() and not table.reload().config.metadata_partitions
-    assert rows_of(lake) == expected
+    expected = rows_of(early_lake, early)
+    table.maintenance().restore(early)
+    assert not (early_lake / ".hoodie" / "metadata").exists() and not table.reload().config.metadata_partitions
+    assert rows_of(early_lake) == expected

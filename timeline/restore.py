@@ -6,6 +6,7 @@ removal of the rollback instants after the savepoint. Resumable; previewed."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from timeline import transition
@@ -20,9 +21,14 @@ from timeline.instant import (
     Instant,
     State,
 )
-from timeline.mdt import MetadataTableEnabledError, guard_metadata_table
-from timeline.mdt.reader import metadata_table
-from timeline.mdt.writer import restore_deletes_metadata_table
+from timeline.mdt import guard_metadata_table
+from timeline.mdt.reader import MetadataTable, metadata_table
+from timeline.mdt.writer import (
+    KEPT_ON_RESTORE,
+    check_restorable,
+    restore_deletes_metadata_table,
+    restore_metadata_table,
+)
 from timeline.metadata.records import InstantRef, RestoreMetadata, RestorePlan, RollbackMetadata, SavepointMetadata
 from timeline.rollback import (
     RollbackPreview,
@@ -196,19 +202,25 @@ def _metadata_table_fate(table: HudiTable, savepoint_time: str) -> str:
     if reason is not None:
         return (f"The metadata table is deleted first, as Apache Hudi does here ({reason}); Hudi writers rebuild "
                 "it.")
-    return ("Apache Hudi would restore the metadata table with the table; Cleanline does not write that yet, so "
-            "this restore is refused unless the metadata table is dropped explicitly first (cleanline mdt drop).")
+    dropped = [p for p in mdt.table.config.metadata_partitions if p not in KEPT_ON_RESTORE]
+    return ("The metadata table is restored with the table, as Apache Hudi does: its instants after the "
+            "savepoint are rolled back and a deltacommit brings its file listing to what storage holds"
+            + (f"; its {', '.join(dropped)} partition(s) are deleted (Hudi rebuilds them)" if dropped else "") + ".")
 
 
-def _metadata_table_before_restore(table: HudiTable, savepoint_time: str, drop_metadata: bool) -> None:
-    """Delete the metadata table where Hudi does (or when the caller asks); otherwise refuse."""
+def _metadata_table_before_restore(table: HudiTable, savepoint_time: str, drop_metadata: bool
+                                   ) -> MetadataTable | None:
+    """Delete the metadata table where Hudi does (or when the caller asks) and return None;
+    otherwise the metadata table to restore with the table (`timeline.mdt.writer`), after
+    checking Hudi's preconditions for it."""
     mdt = metadata_table(table)
     if mdt is None:
-        return
+        return None
     if restore_deletes_metadata_table(mdt, savepoint_time) is not None or drop_metadata:
         guard_metadata_table(table, drop=True, action="a restore")
-        return
-    raise MetadataTableEnabledError(f"{table.uri}: {_metadata_table_fate(table, savepoint_time)}")
+        return None
+    check_restorable(mdt, savepoint_time)
+    return mdt
 
 
 def restore(table: HudiTable, savepoint_time: str, *, drop_metadata: bool = False) -> Instant:
@@ -218,7 +230,22 @@ def restore(table: HudiTable, savepoint_time: str, *, drop_metadata: bool = Fals
     table.ensure_intact()
     savepoint = _check(table, savepoint_time)
     _check_savepoint_intact(table, savepoint_time)
-    _metadata_table_before_restore(table, savepoint_time, drop_metadata)
+    mdt = _metadata_table_before_restore(table, savepoint_time, drop_metadata)
+    resumed = next(iter(table.timeline.restores().pending()), None)
+    if resumed is None:
+        _check_none_running(table, _instants_after(table, savepoint))
+    return restore_to(table, savepoint, after_rollbacks=None if mdt is None else (
+        lambda restore_time: restore_metadata_table(mdt, savepoint_time, restore_time)))
+
+
+def restore_to(table: HudiTable, savepoint: Instant, *,
+               after_rollbacks: Callable[[str], object] | None = None) -> Instant:
+    """`BaseRestoreActionExecutor` on `table` (the data table, or its metadata table when the
+    data table is restored): the restore plan of every write after `savepoint` (an instant of
+    `table`'s timeline, a savepoint on the data table), each rolled back without a published
+    rollback, `after_rollbacks(restore time)` (the metadata table's part), the completed restore,
+    then the rollback instants after the savepoint removed. A pending restore is resumed."""
+    savepoint_time = savepoint.requested_time
     started = time.monotonic()
     resumed = next(iter(table.timeline.restores().pending()), None)
     if resumed is not None:
@@ -226,7 +253,6 @@ def restore(table: HudiTable, savepoint_time: str, *, drop_metadata: bool = Fals
         restore_instant = resumed
     else:
         instants = _instants_after(table, savepoint)
-        _check_none_running(table, instants)
         plan = RestorePlan(instants_to_rollback=tuple(InstantRef(i.requested_time, i.action) for i in instants),
                            savepoint=savepoint_time, version=RESTORE_PLAN_VERSION)
         restore_instant = transition.request(table, RESTORE, plan.to_raw())
@@ -242,6 +268,8 @@ def restore(table: HudiTable, savepoint_time: str, *, drop_metadata: bool = Fals
             rolled_back[entry.time] = (result,)
             done_now.append(entry)
         table.reload()
+    if after_rollbacks is not None:
+        after_rollbacks(restore_instant.requested_time)
     content = RestoreMetadata(start_restore_time=restore_instant.requested_time,
                               time_taken_ms=int((time.monotonic() - started) * 1000), rolled_back=rolled_back,
                               instants=tuple(done_now), version=RESTORE_METADATA_VERSION)

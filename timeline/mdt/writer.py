@@ -27,11 +27,11 @@ from dataclasses import dataclass
 
 from timeline import transition
 from timeline.exceptions import CleanlineError
-from timeline.files import is_base_file_name, log_file_name, parse_log_file
+from timeline.files import PARTITION_METADATA_FILES, is_base_file_name, log_file_name, parse_log_file
 from timeline.hfile import read_hfile, write_hfile
 from timeline.instant import ROLLBACK, Instant, State
 from timeline.logformat import BlockType, DeleteRecord, HeaderKey, encode_block, encode_delete_records, read_blocks
-from timeline.mdt.reader import FILES, SCHEMA_INFO_KEY, MetadataTable
+from timeline.mdt.reader import FILES, METADATA_FOLDER, SCHEMA_INFO_KEY, MetadataTable
 from timeline.metadata.mdt_payload import (
     MetadataRecord,
     bloom_filter_key,
@@ -77,14 +77,7 @@ def clean_updates(metadata: CleanMetadata, mdt: MetadataTable | None = None, ins
     deleted = [(partition_identifier(p), name) for p, entry in sorted(metadata.partitions.items())
                for name in entry.delete_path_patterns]
     if mdt is not None and COLUMN_STATS in enabled and deleted:
-        columns = sorted({stats[1] for record in mdt.records(COLUMN_STATS).values()
-                          if (stats := record.column_stats) is not None})
-        value_type = mdt.table.config.version >= 9  # HoodieIndexVersion V2 from table version 9
-        stubs = [column_stats_tombstone(column_stats_key(column, identifier, name), name, column,
-                                        value_type=value_type)
-                 for identifier, name in deleted for column in columns]
-        if stubs:
-            updates.append(MdtUpdate(COLUMN_STATS, tuple(stubs)))
+        updates += _column_stats_deletions(mdt, deleted)
     if mdt is not None and BLOOM_FILTERS in enabled:
         entries = [bloom_filter_tombstone(bloom_filter_key(identifier, name), instant_time)
                    for identifier, name in deleted if is_base_file_name(name)]
@@ -319,9 +312,110 @@ def restore_deletes_metadata_table(mdt: MetadataTable, savepoint_time: str) -> s
     return None
 
 
+# MetadataPartitionType.shouldDeletePartitionOnRestore is false only for these.
+KEPT_ON_RESTORE = frozenset({FILES, "record_index", COLUMN_STATS})
+
+
+def check_restorable(mdt: MetadataTable, savepoint_time: str) -> None:
+    """`HoodieBackedTableMetadataWriter.update(HoodieRestoreMetadata)`'s preconditions: the MDT
+    holds a completed instant at the savepoint's time (its restore point), and every `files`
+    file group has a slice starting at or before it."""
+    table = mdt.mdt.reload()
+    point = table.timeline.completed().find(savepoint_time)
+    if point is None:
+        raise MetadataTableUnsupported(
+            f"{mdt.table.uri}: the metadata table has no completed instant at the savepoint {savepoint_time}, so it "
+            "cannot be restored with the table (Hudi fails the same way); drop it explicitly first (cleanline mdt "
+            "drop)")
+    for group in table.file_system_view().all_file_groups(FILES):
+        if not any(s.base_instant_time <= savepoint_time for s in group.slices):
+            raise MetadataTableUnsupported(
+                f"{mdt.table.uri}: metadata file group {group.file_id} starts after the savepoint {savepoint_time}; "
+                "Hudi cannot restore the metadata table either (delete it and retry): cleanline mdt drop")
+
+
+def restore_metadata_table(mdt: MetadataTable, savepoint_time: str, restore_time: str) -> Instant | None:
+    """The metadata table's part of a restore (`BaseActionExecutor.writeTableMetadata` for a
+    HoodieRestoreMetadata), before the data table's restore completes: the partitions Hudi does
+    not keep on restore are deleted (`dropIndexOnRestore`: bloom filters, partition stats,
+    secondary and expression indexes; Hudi keeps a backup copy, Cleanline deletes them), the MDT
+    is restored to the savepoint's instant (its later instants rolled back,
+    `restoreToInstant`), then a deltacommit at a new time brings the `files` partition to what
+    storage holds (`fetchOutofSyncFilesRecordsFromMetadataTable`, `convertMissingPartitionRecords`)
+    with column-stats deletions for files gone. Returns that deltacommit."""
+    from timeline.config import MDT_PARTITIONS, MDT_PARTITIONS_INFLIGHT, update_config
+    from timeline.restore import restore_to  # the restore machinery, on the MDT as a table (it imports this module)
+
+    check_supported(mdt)
+    data = mdt.table
+    dropped = [p for p in data.config.metadata_partitions if p not in KEPT_ON_RESTORE]
+    for partition in dropped:
+        data.storage.delete_dir(data.containment.meta_path(METADATA_FOLDER, partition))
+    if dropped or data.config.metadata_partitions_inflight:
+        update_config(data.storage, data.base, {
+            MDT_PARTITIONS: ",".join(p for p in data.config.metadata_partitions if p in KEPT_ON_RESTORE),
+            MDT_PARTITIONS_INFLIGHT: ""})
+        data.reload()
+    table = mdt.mdt.reload()
+    point = table.timeline.completed().find(savepoint_time)
+    if point is None:
+        raise MetadataTableUnsupported(f"{data.uri}: the metadata table has no completed instant {savepoint_time}")
+    later = [i for i in table.timeline if i.action in (DELTACOMMIT, "commit") and i.requested_time != savepoint_time
+             and (i.is_pending or (i.completion_time or "") > (point.completion_time or savepoint_time))]
+    if later or table.timeline.restores().pending():
+        restore_to(table, point)
+    mdt.reload()
+    return write_update(mdt, table.new_instant_time(after=restore_time), _sync_updates(mdt))
+
+
+def _sync_updates(mdt: MetadataTable) -> list[MdtUpdate]:
+    """What makes the `files` partition list what storage holds, and the column-stats
+    deletions of files no longer there."""
+    listed = mdt.files()
+    stored = {p: {s.name: s.size for s in files if s.name not in PARTITION_METADATA_FILES}
+              for p, files in mdt.table.list_partitions().partitions.items()}
+    records: list[MetadataRecord] = []
+    gone_partitions: list[str] = []
+    new_partitions: list[str] = []
+    deleted: list[tuple[str, str]] = []
+    for partition in sorted(set(listed) | set(stored)):
+        identifier = partition_identifier(partition)
+        indexed, present = listed.get(partition, {}), stored.get(partition)
+        if present is None:
+            gone_partitions.append(identifier)
+            removed = sorted(indexed)
+            added: dict[str, int] = {}
+        else:
+            if partition not in listed:
+                new_partitions.append(identifier)
+            removed = sorted(n for n in indexed if n not in present)
+            added = {n: size for n, size in present.items() if size > 0 and indexed.get(n) != size}
+        deleted += [(identifier, name) for name in removed]
+        if removed or added:
+            records.append(files_record(identifier, added=added, deleted=removed))
+    if gone_partitions:
+        records.append(partition_list_record(gone_partitions, deleted=True))
+    if new_partitions:
+        records.append(partition_list_record(new_partitions, deleted=False))
+    updates = [MdtUpdate(FILES, tuple(records))] if records else []
+    if COLUMN_STATS in mdt.table.config.metadata_partitions and deleted:
+        updates += _column_stats_deletions(mdt, deleted)
+    return updates
+
+
+def _column_stats_deletions(mdt: MetadataTable, deleted: list[tuple[str, str]]) -> list[MdtUpdate]:
+    columns = sorted({stats[1] for record in mdt.records(COLUMN_STATS).values()
+                      if (stats := record.column_stats) is not None})
+    value_type = mdt.table.config.version >= 9  # HoodieIndexVersion V2 from table version 9
+    stubs = [column_stats_tombstone(column_stats_key(column, identifier, name), name, column, value_type=value_type)
+             for identifier, name in deleted for column in columns]
+    return [MdtUpdate(COLUMN_STATS, tuple(stubs))] if stubs else []
+
+
 def update_for_clean(mdt: MetadataTable, instant_time: str, metadata: CleanMetadata) -> Instant | None:
     return write_update(mdt, instant_time, clean_updates(metadata, mdt, instant_time))
 
 
-__all__ = ["CLEAN_PARTITIONS", "MdtUpdate", "MetadataTableUnsupported", "clean_updates", "file_group_index",
-           "restore_deletes_metadata_table", "rollback_in_metadata_table", "update_for_clean", "write_update"]
+__all__ = ["CLEAN_PARTITIONS", "KEPT_ON_RESTORE", "MdtUpdate", "MetadataTableUnsupported", "check_restorable",
+           "clean_updates", "file_group_index", "restore_deletes_metadata_table", "restore_metadata_table",
+           "rollback_in_metadata_table", "update_for_clean", "write_update"]
