@@ -183,3 +183,28 @@ def test_restore_deletes_the_metadata_table_where_hudi_does_and_restores_it_othe
     table.maintenance().restore(early)
     assert not (early_lake / ".hoodie" / "metadata").exists() and not table.reload().config.metadata_partitions
     assert rows_of(early_lake) == expected
+
+
+def test_savepoint_and_restore_on_every_fixture_with_a_metadata_table(lake: Path) -> None:
+    """On every fixture with an MDT: savepoint the third-latest write, restore to it. The MDT is
+    restored with the table (then `mdt validate` is clean and every MDT instant decodes) or,
+    where Hudi deletes it, deleted as the preview said; hudi-rs reads the savepoint's rows."""
+    table = HudiTable.open(str(lake))
+    writes = [i for i in table.timeline.writes().completed() if i.action in ("commit", "deltacommit")]
+    point = writes[-3].requested_time
+    expected = rows_of(lake, point)
+    table.maintenance().create_savepoint(point)
+    preview = table.inspect.restore_preview(point)
+    restored = "restored with the table" in preview.metadata_table
+    assert restored or "deleted first, as Apache Hudi does here" in preview.metadata_table
+    table.maintenance().restore(point)
+    table.reload()
+    if restored:
+        assert table.inspect.validate_metadata_table().ok
+        mdt = MetadataTable(table)
+        for instant in mdt.mdt.timeline.completed():
+            mdt.mdt.read_instant(instant)  # decodes
+        assert not {i.requested_time for i in preview.instants} & {i.requested_time for i in mdt.mdt.timeline}
+    else:
+        assert not (lake / ".hoodie" / "metadata").exists()
+    assert rows_of(lake) == expected

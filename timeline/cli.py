@@ -317,7 +317,7 @@ def _restore(args: argparse.Namespace) -> None:
     if args.preview:
         return
     _confirm(args, f"Restore {table.uri} to savepoint {args.savepoint}? The writes above are rolled back.")
-    done = _maintenance(table, args).restore(args.savepoint, drop_metadata=args.drop_metadata_table)
+    done = _maintenance(table, args).restore(args.savepoint)
     print(f"restored to {args.savepoint} (restore {done.requested_time})", file=sys.stderr)
 
 
@@ -483,9 +483,6 @@ def build_parser() -> argparse.ArgumentParser:
         cmd.add_argument("--preview", action="store_true", help="show what would happen; write nothing")
         cmd.add_argument("--yes", action="store_true", help="do not ask for confirmation")
         cmd.add_argument("--json", action="store_true", help="print the preview as JSON")
-    rs.add_argument("--drop-metadata-table", action="store_true",
-                    help="delete an enabled metadata table first (Cleanline does not restore it yet; Hudi writers "
-                         "rebuild it)")
 
     mdt = commands.add_parser("mdt", help="the metadata table (.hoodie/metadata)").add_subparsers(
         dest="sub", required=True)

@@ -102,9 +102,9 @@ class Maintenance:
         with self._locked():
             delete_savepoint(self.table, instant)
 
-    def restore(self, savepoint: str, *, drop_metadata: bool = False) -> Instant:
+    def restore(self, savepoint: str) -> Instant:
         with self._locked():
-            return restore(self.table, savepoint, drop_metadata=drop_metadata)
+            return restore(self.table, savepoint)
 
     def verify_restore(self, savepoint: str) -> RestoreVerification:
         return verify_restore(self.table, savepoint)
@@ -119,25 +119,25 @@ class Maintenance:
         check_rollback_sequence(self.table, target)
         return plan_rollback(self.table, target)
 
-    def rollback(self, instant: str, *, drop_metadata: bool = False) -> Instant:
+    def rollback(self, instant: str) -> Instant:
         with self._locked():
-            return rollback(self.table, instant, drop_metadata=drop_metadata)
+            return rollback(self.table, instant)
 
     def preview_rollback(self, instant: str) -> RollbackPreview:
         """What rolling back one failed write deletes; refused for anything else."""
         return preview_failed_write(self.table, instant)
 
-    def rollback_failed_write(self, instant: str, *, drop_metadata: bool = False) -> Instant:
+    def rollback_failed_write(self, instant: str) -> Instant:
         with self._locked():
-            return rollback_failed_write(self.table, instant, drop_metadata=drop_metadata)
+            return rollback_failed_write(self.table, instant)
 
     def preview_rollback_failed_writes(self) -> list[RollbackPreview]:
         """What `rollback_failed_writes` deletes, newest first (refused whole if one cannot go)."""
         return preview_rollback_failed_writes(self.table)
 
-    def rollback_failed_writes(self, *, drop_metadata: bool = False) -> list[Instant]:
+    def rollback_failed_writes(self) -> list[Instant]:
         with self._locked():
-            return rollback_failed_writes(self.table, drop_metadata=drop_metadata)
+            return rollback_failed_writes(self.table)
 
     def drop_metadata_table(self) -> None:
         """The explicit repair action: remove `.hoodie/metadata` (Hudi writers rebuild it)."""

@@ -21,7 +21,7 @@ from timeline.instant import (
     Instant,
     State,
 )
-from timeline.mdt import guard_metadata_table
+from timeline.mdt import check_maintained, guard_metadata_table
 from timeline.mdt.reader import MetadataTable, metadata_table
 from timeline.mdt.writer import (
     KEPT_ON_RESTORE,
@@ -208,29 +208,28 @@ def _metadata_table_fate(table: HudiTable, savepoint_time: str) -> str:
             + (f"; its {', '.join(dropped)} partition(s) are deleted (Hudi rebuilds them)" if dropped else "") + ".")
 
 
-def _metadata_table_before_restore(table: HudiTable, savepoint_time: str, drop_metadata: bool
-                                   ) -> MetadataTable | None:
-    """Delete the metadata table where Hudi does (or when the caller asks) and return None;
-    otherwise the metadata table to restore with the table (`timeline.mdt.writer`), after
-    checking Hudi's preconditions for it."""
+def _metadata_table_before_restore(table: HudiTable, savepoint_time: str) -> MetadataTable | None:
+    """Delete the metadata table where Hudi does and return None; otherwise the metadata table
+    to restore with the table (`timeline.mdt.writer`), after checking Hudi's preconditions."""
     mdt = metadata_table(table)
     if mdt is None:
         return None
-    if restore_deletes_metadata_table(mdt, savepoint_time) is not None or drop_metadata:
+    if restore_deletes_metadata_table(mdt, savepoint_time) is not None:
         guard_metadata_table(table, drop=True, action="a restore")
         return None
     check_restorable(mdt, savepoint_time)
     return mdt
 
 
-def restore(table: HudiTable, savepoint_time: str, *, drop_metadata: bool = False) -> Instant:
+def restore(table: HudiTable, savepoint_time: str) -> Instant:
     """Restore the table to the savepoint: every later write is rolled back. A pending restore
     to the same savepoint is resumed."""
     table.reload()
     table.ensure_intact()
     savepoint = _check(table, savepoint_time)
     _check_savepoint_intact(table, savepoint_time)
-    mdt = _metadata_table_before_restore(table, savepoint_time, drop_metadata)
+    check_maintained(table, "a restore")
+    mdt = _metadata_table_before_restore(table, savepoint_time)
     resumed = next(iter(table.timeline.restores().pending()), None)
     if resumed is None:
         _check_none_running(table, _instants_after(table, savepoint))

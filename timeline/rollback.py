@@ -21,7 +21,7 @@ from timeline.instant import (
     State,
 )
 from timeline.logformat import command_block
-from timeline.mdt import check_maintained, guard_metadata_table
+from timeline.mdt import check_maintained
 from timeline.mdt.reader import metadata_table
 from timeline.mdt.writer import rollback_in_metadata_table
 from timeline.metadata.records import (
@@ -371,7 +371,7 @@ def _append_rollback_block(table: HudiTable, rollback_time: str, target: str, lo
     return storage.uri(path)
 
 
-def rollback(table: HudiTable, requested_time: str, *, drop_metadata: bool = False) -> Instant:
+def rollback(table: HudiTable, requested_time: str) -> Instant:
     """Roll back the write at `requested_time` (pending or completed): requested and inflight
     rollback, deletion of what it wrote, completed rollback. A pending rollback of the same
     instant is resumed."""
@@ -383,8 +383,6 @@ def rollback(table: HudiTable, requested_time: str, *, drop_metadata: bool = Fal
     table.ensure_intact()
     check_not_running(table, target)
     check_rollback_sequence(table, target)
-    if drop_metadata:
-        guard_metadata_table(table, drop=True, action="a rollback")
     check_maintained(table, "a rollback")
     mdt = metadata_table(table)
     existing = pending_rollback_of(table, requested_time)
@@ -408,8 +406,7 @@ def pending_rollback_of(table: HudiTable, requested_time: str) -> tuple[Instant,
     return None
 
 
-def rollback_failed_write(table: HudiTable, requested_time: str, *, now_ms: int | None = None,
-                          drop_metadata: bool = False) -> Instant:
+def rollback_failed_write(table: HudiTable, requested_time: str, *, now_ms: int | None = None) -> Instant:
     """Roll back one write only if it is a failed write now (see `failed_writes`), or resume
     its pending rollback; a completed or still-running write is refused."""
     table.reload()
@@ -417,14 +414,13 @@ def rollback_failed_write(table: HudiTable, requested_time: str, *, now_ms: int 
             i.requested_time for i in failed_writes(table, now_ms=now_ms)}:
         raise RollbackRefused(f"{table.uri}: {requested_time} is not a failed write under the table's failed-writes "
                               "policy (completed writes are undone by a restore to a savepoint)")
-    return rollback(table, requested_time, drop_metadata=drop_metadata)
+    return rollback(table, requested_time)
 
 
-def rollback_failed_writes(table: HudiTable, *, now_ms: int | None = None,
-                           drop_metadata: bool = False) -> list[Instant]:
+def rollback_failed_writes(table: HudiTable, *, now_ms: int | None = None) -> list[Instant]:
     """Roll back every failed write (see `failed_writes`), newest first, as
     BaseHoodieTableServiceClient.rollbackFailedWrites does."""
-    return [rollback(table, i.requested_time, drop_metadata=drop_metadata)
+    return [rollback(table, i.requested_time)
             for i in failed_writes(table, now_ms=now_ms)]
 
 
