@@ -12,7 +12,7 @@ import hudi
 import pytest
 
 from tests.conftest import FIXTURES, unzip_table
-from timeline import CleanConfig, CleanPolicy, HudiTable
+from timeline import CleanConfig, CleanlineError, CleanPolicy, HudiTable
 from timeline.cli import main
 from timeline.mdt.reader import MetadataTable, MetadataTableMissing
 from timeline.metadata.mdt_payload import (
@@ -208,3 +208,56 @@ def test_savepoint_and_restore_on_every_fixture_with_a_metadata_table(lake: Path
     else:
         assert not (lake / ".hoodie" / "metadata").exists()
     assert rows_of(lake) == expected
+
+
+def test_rollback_of_a_write_the_mdt_compacted_is_refused_before_any_delete(tmp_path: Path) -> None:
+    """validateRollback: once an MDT compaction folded the write's deltacommit into base files,
+    the rollback is refused before anything is deleted (Hudi fails the same way)."""
+    lake = unzip_table(next(p for p in MDT_FIXTURES if p.stem == "v9_txns_simple_meta"), tmp_path)
+    table = HudiTable.open(str(lake))
+    target = table.timeline.writes().completed().last()
+    assert target is not None
+    mdt_folder = lake / ".hoodie" / "metadata" / ".hoodie" / "timeline"
+    done = next(i for i in MetadataTable(table).mdt.timeline.completed() if i.requested_time == target.requested_time)
+    later = f"{int(done.completion_time) + 1000:017d}"  # type: ignore[arg-type]
+    plan = (mdt_folder / "20260307162449278.compaction.requested").read_bytes()
+    (mdt_folder / f"{later}.compaction.requested").write_bytes(plan)
+    (mdt_folder / f"{later}.compaction.inflight").write_bytes(b"")
+    (mdt_folder / f"{later}_{int(later) + 5:017d}.commit").write_bytes(
+        next(mdt_folder.glob("20260307162449278_*.commit")).read_bytes())
+    files = sorted(p for p in lake.rglob("*") if p.is_file() and ".hoodie" not in p.parts)
+    with pytest.raises(CleanlineError, match="compacted"):
+        table.reload().maintenance().rollback(target.requested_time)
+    assert sorted(p for p in lake.rglob("*") if p.is_file() and ".hoodie" not in p.parts) == files
+    assert table.reload().timeline.writes().completed().last() == target
+
+
+def test_pending_mdt_compaction_is_read_through_the_slice_before_it(tmp_path: Path) -> None:
+    """getPartitionLatestMergedFileSlices: while an MDT compaction is pending, its new slice has no
+    base file yet; readers merge the slice before it."""
+    lake = unzip_table(next(p for p in MDT_FIXTURES if p.stem == "v9_txns_simple_meta"), tmp_path)
+    before = MetadataTable(HudiTable.open(str(lake))).files()
+    mdt_folder = lake / ".hoodie" / "metadata" / ".hoodie" / "timeline"
+    plan = (mdt_folder / "20260307162449278.compaction.requested").read_bytes()
+    (mdt_folder / "20260307162459000.compaction.requested").write_bytes(plan)
+    table = HudiTable.open(str(lake))
+    assert MetadataTable(table).files() == before
+    assert table.inspect.validate_metadata_table().ok
+
+
+def test_restore_refused_for_a_running_write_leaves_the_metadata_table(tmp_path: Path) -> None:
+    """The restore's own refusals come before the metadata table is touched."""
+    lake = unzip_table(next(p for p in MDT_FIXTURES if p.stem == "v9_txns_nonpart_meta"), tmp_path)
+    table = HudiTable.open(str(lake))
+    writes = [i for i in table.timeline.writes().completed() if i.action in ("commit", "deltacommit")]
+    point = writes[-3].requested_time
+    table.maintenance().create_savepoint(point)
+    assert "deleted first" in table.inspect.restore_preview(point).metadata_table
+    running = "20990101000000000"
+    (lake / ".hoodie" / "timeline" / f"{running}.commit.requested").write_bytes(b"")
+    heartbeat = lake / ".hoodie" / ".heartbeat"
+    heartbeat.mkdir(exist_ok=True)
+    (heartbeat / running).write_bytes(b"")
+    with pytest.raises(CleanlineError):
+        table.reload().maintenance().restore(point)
+    assert (lake / ".hoodie" / "metadata").exists() and table.reload().config.metadata_partitions

@@ -229,10 +229,9 @@ def restore(table: HudiTable, savepoint_time: str) -> Instant:
     savepoint = _check(table, savepoint_time)
     _check_savepoint_intact(table, savepoint_time)
     check_maintained(table, "a restore")
-    mdt = _metadata_table_before_restore(table, savepoint_time)
-    resumed = next(iter(table.timeline.restores().pending()), None)
-    if resumed is None:
+    if not table.timeline.restores().pending():  # refusals first: nothing changes before them
         _check_none_running(table, _instants_after(table, savepoint))
+    mdt = _metadata_table_before_restore(table, savepoint_time)
     return restore_to(table, savepoint, after_rollbacks=None if mdt is None else (
         lambda restore_time: restore_metadata_table(mdt, savepoint_time, restore_time)))
 

@@ -23,7 +23,7 @@ from timeline.instant import (
 from timeline.logformat import command_block
 from timeline.mdt import check_maintained
 from timeline.mdt.reader import metadata_table
-from timeline.mdt.writer import rollback_in_metadata_table
+from timeline.mdt.writer import check_metadata_rollback, rollback_in_metadata_table
 from timeline.metadata.records import (
     CommitMetadata,
     InstantRef,
@@ -385,6 +385,8 @@ def rollback(table: HudiTable, requested_time: str) -> Instant:
     check_rollback_sequence(table, target)
     check_maintained(table, "a rollback")
     mdt = metadata_table(table)
+    if mdt is not None:  # before anything is deleted
+        check_metadata_rollback(mdt, requested_time)
     existing = pending_rollback_of(table, requested_time)
     if existing is not None:
         rollback_instant, plan = existing

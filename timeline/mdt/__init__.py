@@ -20,8 +20,9 @@ class MetadataTableEnabledError(CleanlineError):
 def drop_metadata_table(table: HudiTable) -> None:
     """Remove `.hoodie/metadata` and clear the metadata partitions in `hoodie.properties`
     (checksum kept valid by the backup protocol)."""
-    table.storage.delete_dir(table.containment.meta_path("metadata"))
-    update_config(table.storage, table.base, {MDT_PARTITIONS: "", MDT_PARTITIONS_INFLIGHT: ""})
+    folder = table.containment.meta_path("metadata")  # refused first if it resolves outside the table
+    update_config(table.storage, table.base, {MDT_PARTITIONS: "", MDT_PARTITIONS_INFLIGHT: ""})  # readers stop first
+    table.storage.delete_dir(folder)
     table.reload()
 
 

@@ -103,13 +103,30 @@ class MetadataTable:
         order records are routed by, `HoodieTableMetadataUtil.getPartitionLatestFileSlices`)."""
         return sorted(self.mdt.file_system_view().latest_slices(partition), key=lambda s: s.file_id)
 
+    def merged_slices(self, partition: str) -> list[FileSlice]:
+        """What a reader merges (`getPartitionLatestMergedFileSlices`): the latest slice of each
+        file group, joined with the slice before it while a compaction that starts the latest
+        one is pending (its base file is not written yet), sorted by file id."""
+        merged = []
+        for group in self.mdt.file_system_view().file_groups(partition):
+            slices = group.slices
+            if not slices:
+                continue
+            latest = slices[0]
+            if (len(slices) > 1 and latest.base_file is None
+                    and group.pending_compaction == latest.base_instant_time):
+                before = slices[1]
+                latest = before._replace(log_files=before.log_files + latest.log_files)
+            merged.append(latest)
+        return sorted(merged, key=lambda s: s.file_id)
+
     def records(self, partition: str) -> dict[str, MetadataRecord]:
         """Every live record of an MDT partition, merged across base file and log blocks."""
         valid = self.valid_instants()
         last = self.mdt.timeline.completed().last()
         latest = "" if last is None else last.requested_time
         merged: dict[str, MetadataRecord] = {}
-        for file_slice in self.latest_slices(partition):
+        for file_slice in self.merged_slices(partition):
             merged.update(self._slice_records(file_slice, valid, latest))
         return merged
 

@@ -73,7 +73,8 @@ def clean_updates(metadata: CleanMetadata, mdt: MetadataTable | None = None, ins
     """`convertMetadataToRecords` for a HoodieCleanMetadata: the `files` partition's records, and
     with `mdt` those of its enabled `column_stats` and `bloom_filters` partitions."""
     updates = _files_updates(metadata)
-    enabled = set(mdt.table.config.metadata_partitions) if mdt is not None else set()
+    enabled = ({*mdt.table.config.metadata_partitions, *mdt.table.config.metadata_partitions_inflight}
+               if mdt is not None else set())
     deleted = [(partition_identifier(p), name) for p, entry in sorted(metadata.partitions.items())
                for name in entry.delete_path_patterns]
     if mdt is not None and COLUMN_STATS in enabled and deleted:
@@ -135,7 +136,7 @@ def check_supported(mdt: MetadataTable) -> None:
 def _schema_of(mdt: MetadataTable, partition: str) -> str:
     """The record schema the partition's latest writes carry (their SCHEMA header, else the base
     file's), so that Cleanline writes what the table's own Hudi version wrote."""
-    for file_slice in mdt.latest_slices(partition):
+    for file_slice in mdt.merged_slices(partition):
         folder = Storage.join(mdt.base, partition)
         for log in reversed(file_slice.log_files):
             path = Storage.join(folder, log.name)
@@ -266,11 +267,12 @@ def rollback_in_metadata_table(mdt: MetadataTable, target_time: str, rollback_ti
     if done:
         return done[0]
     target = next((i for i in table.timeline if i.requested_time == target_time and i.action == DELTACOMMIT), None)
-    if target is None:
-        return None
-    if target.is_completed:
-        _check_not_compacted(mdt, target)
     existing = pending_rollback_of(table, target_time)
+    if target is None and existing is None:
+        return None
+    if target is None:  # a crashed run removed its state files already: finish that rollback
+        target = Instant(target_time, DELTACOMMIT, State.INFLIGHT)
+    check_metadata_rollback(mdt, target_time)
     if existing is not None:
         rollback_instant, plan = existing
     else:
@@ -282,10 +284,18 @@ def rollback_in_metadata_table(mdt: MetadataTable, target_time: str, rollback_ti
     return transition.complete(table, rollback_instant, content.to_raw())
 
 
+def check_metadata_rollback(mdt: MetadataTable, target_time: str) -> None:
+    """`HoodieBackedTableMetadataWriter.validateRollback`, checked before the data table's
+    rollback deletes anything: a deltacommit an MDT compaction has already folded into base files
+    cannot be rolled back alone ("should be handled using restore")."""
+    table = mdt.mdt.reload()
+    target = next((i for i in table.timeline.completed() if i.requested_time == target_time
+                   and i.action == DELTACOMMIT), None)
+    if target is not None:
+        _check_not_compacted(mdt, target)
+
+
 def _check_not_compacted(mdt: MetadataTable, target: Instant) -> None:
-    """`HoodieBackedTableMetadataWriter.validateRollback`: a deltacommit an MDT compaction has
-    already folded into base files cannot be rolled back alone ("should be handled using
-    restore")."""
     compactions = [i for i in mdt.mdt.timeline.completed() if i.action == "commit"]
     if not compactions:
         return
@@ -348,19 +358,22 @@ def restore_metadata_table(mdt: MetadataTable, savepoint_time: str, restore_time
 
     check_supported(mdt)
     data = mdt.table
-    dropped = [p for p in data.config.metadata_partitions if p not in KEPT_ON_RESTORE]
+    config = data.config
+    dropped = [p for p in (*config.metadata_partitions, *config.metadata_partitions_inflight)
+               if p not in KEPT_ON_RESTORE]
+    if dropped:  # the table's config first (setMetadataPartitionState), then the folders
+        update_config(data.storage, data.base, {
+            MDT_PARTITIONS: ",".join(p for p in config.metadata_partitions if p not in dropped),
+            MDT_PARTITIONS_INFLIGHT: ",".join(p for p in config.metadata_partitions_inflight if p not in dropped)})
+        data.reload()
     for partition in dropped:
         data.storage.delete_dir(data.containment.meta_path(METADATA_FOLDER, partition))
-    if dropped or data.config.metadata_partitions_inflight:
-        update_config(data.storage, data.base, {
-            MDT_PARTITIONS: ",".join(p for p in data.config.metadata_partitions if p in KEPT_ON_RESTORE),
-            MDT_PARTITIONS_INFLIGHT: ""})
-        data.reload()
     table = mdt.mdt.reload()
     point = table.timeline.completed().find(savepoint_time)
     if point is None:
         raise MetadataTableUnsupported(f"{data.uri}: the metadata table has no completed instant {savepoint_time}")
-    later = [i for i in table.timeline if i.action in (DELTACOMMIT, "commit") and i.requested_time != savepoint_time
+    later = [i for i in table.timeline if i.action in (DELTACOMMIT, "commit", "compaction", "logcompaction")
+             and i.requested_time != savepoint_time
              and (i.is_pending or (i.completion_time or "") > (point.completion_time or savepoint_time))]
     if later or table.timeline.restores().pending():
         restore_to(table, point)
@@ -372,11 +385,11 @@ def _sync_updates(mdt: MetadataTable) -> list[MdtUpdate]:
     """What makes the `files` partition list what storage holds, and the column-stats
     deletions of files no longer there."""
     listed = mdt.files()
-    stored = {p: {s.name: s.size for s in files if s.name not in PARTITION_METADATA_FILES}
-              for p, files in mdt.table.list_partitions().partitions.items()}
+    stored = {p: {s.name: s.size for s in files if _is_data_file(s.name)}
+              for p, files in mdt.table.list_partitions().partitions.items()
+              if p in listed}  # fetchOutofSyncFilesRecordsFromMetadataTable: partitions the MDT lists
     records: list[MetadataRecord] = []
     gone_partitions: list[str] = []
-    new_partitions: list[str] = []
     deleted: list[tuple[str, str]] = []
     for partition in sorted(set(listed) | set(stored)):
         identifier = partition_identifier(partition)
@@ -386,8 +399,6 @@ def _sync_updates(mdt: MetadataTable) -> list[MdtUpdate]:
             removed = sorted(indexed)
             added: dict[str, int] = {}
         else:
-            if partition not in listed:
-                new_partitions.append(identifier)
             removed = sorted(n for n in indexed if n not in present)
             added = {n: size for n, size in present.items() if size > 0 and indexed.get(n) != size}
         deleted += [(identifier, name) for name in removed]
@@ -395,12 +406,23 @@ def _sync_updates(mdt: MetadataTable) -> list[MdtUpdate]:
             records.append(files_record(identifier, added=added, deleted=removed))
     if gone_partitions:
         records.append(partition_list_record(gone_partitions, deleted=True))
-    if new_partitions:
-        records.append(partition_list_record(new_partitions, deleted=False))
     updates = [MdtUpdate(FILES, tuple(records))] if records else []
     if COLUMN_STATS in mdt.table.config.metadata_partitions and deleted:
         updates += _column_stats_deletions(mdt, deleted)
     return updates
+
+
+def _is_data_file(name: str) -> bool:
+    """`FSUtils.isDataFile`: a base file or a log file (not partition metadata, checksums, ...)."""
+    if name in PARTITION_METADATA_FILES:
+        return False
+    if is_base_file_name(name):
+        return True
+    try:
+        parse_log_file(name)
+    except ValueError:
+        return False
+    return True
 
 
 def _column_stats_deletions(mdt: MetadataTable, deleted: list[tuple[str, str]]) -> list[MdtUpdate]:
@@ -418,4 +440,4 @@ def update_for_clean(mdt: MetadataTable, instant_time: str, metadata: CleanMetad
 
 __all__ = ["CLEAN_PARTITIONS", "KEPT_ON_RESTORE", "MdtUpdate", "MetadataTableUnsupported", "check_restorable",
            "clean_updates", "file_group_index", "restore_deletes_metadata_table", "restore_metadata_table",
-           "rollback_in_metadata_table", "update_for_clean", "write_update"]
+           "check_metadata_rollback", "rollback_in_metadata_table", "update_for_clean", "write_update"]
