@@ -261,3 +261,29 @@ def test_restore_refused_for_a_running_write_leaves_the_metadata_table(tmp_path:
     with pytest.raises(CleanlineError):
         table.reload().maintenance().restore(point)
     assert (lake / ".hoodie" / "metadata").exists() and table.reload().config.metadata_partitions
+
+
+def test_pending_mdt_rollback_refuses_partition_names_outside_the_metadata_table(tmp_path: Path) -> None:
+    """A metadata partition named in hoodie.properties that resolves outside `.hoodie/metadata`
+    is refused before a pending MDT deltacommit's files are removed; nothing outside is deleted."""
+    from timeline.clean.executor import run_pending_cleans, schedule_clean
+    from timeline.clean.planner import plan_clean
+    from timeline.config import update_config
+    from timeline.storage import OutsideTableError
+
+    lake = unzip_table(next(p for p in MDT_FIXTURES if p.stem == "v9_txns_simple_meta"), tmp_path / "t")
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    table = HudiTable.open(str(lake))
+    config = CleanConfig(commits_retained=1)
+    clean = schedule_clean(table, plan_clean(table, config), config)
+    assert clean is not None
+    victim = outside / f".files-0000-0_{clean.requested_time}.log.1_0-0-0"
+    victim.write_bytes(b"keep me")
+    timeline_folder = lake / ".hoodie" / "metadata" / ".hoodie" / "timeline"
+    (timeline_folder / f"{clean.requested_time}.deltacommit.requested").write_bytes(b"")  # a crashed run's
+    partitions = ",".join((*table.config.metadata_partitions, "../../../elsewhere"))
+    update_config(table.storage, table.base, {"hoodie.table.metadata.partitions": partitions})
+    with pytest.raises(OutsideTableError):
+        run_pending_cleans(HudiTable.open(str(lake)))
+    assert victim.read_bytes() == b"keep me"

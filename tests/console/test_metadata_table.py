@@ -5,6 +5,7 @@ validates it on demand; dropping it is an admin's typed, audited repair action."
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from django.test import Client
 
@@ -18,14 +19,20 @@ from timeline.table import HudiTable
 TABLE = "sample_table/cow/v9_txns_simple_meta"
 
 
-def test_console_cleans_a_table_with_a_metadata_table_without_dropping_it(start_worker, settings, tmp_path: Path,
-                                                                         table_copy) -> None:
+def registered(settings: Any, tmp_path: Path, table_copy: Any) -> tuple[Path, Table]:
+    """A copy of the fixture with a metadata table, registered and synced."""
     settings.CLEANLINE_ALLOWED_ROOTS = [str(tmp_path)]
-    from console.tasks import build_clean_plan, run_clean_plan
-
     path = table_copy(TABLE)
     table = services.table_register(path=str(path), user=None)
     services.table_sync(table=table)
+    return path, table
+
+
+def test_console_cleans_a_table_with_a_metadata_table_without_dropping_it(start_worker, settings, tmp_path: Path,
+                                                                         table_copy) -> None:
+    from console.tasks import build_clean_plan, run_clean_plan
+
+    path, table = registered(settings, tmp_path, table_copy)
     start_worker()
     plan = services.plan_request(table=table, user=None, overrides=SHORT_RETENTION)
     build_clean_plan.delay(plan.pk).get(timeout=300)
@@ -45,10 +52,7 @@ def test_console_cleans_a_table_with_a_metadata_table_without_dropping_it(start_
 
 def test_overview_shows_validates_and_admin_drops_the_metadata_table(db, settings, tmp_path: Path,
                                                                       table_copy) -> None:
-    settings.CLEANLINE_ALLOWED_ROOTS = [str(tmp_path)]
-    path = table_copy(TABLE)
-    table = services.table_register(path=str(path), user=None)
-    services.table_sync(table=table)
+    path, table = registered(settings, tmp_path, table_copy)
     viewer, admin = login("viewer"), Client()
     admin.force_login(person("ada", "admin"))
     page = viewer.get(f"/tables/{table.pk}/").content.decode()

@@ -155,10 +155,13 @@ def _schema_of(mdt: MetadataTable, partition: str) -> str:
 def _roll_back_pending(mdt: MetadataTable, instant_time: str) -> None:
     """Remove what a pending MDT deltacommit at `instant_time` wrote (its log files in every
     MDT partition, then its state files): `rollbackFailedWrites` for a write that never
-    completed, whose files no reader merges."""
+    completed, whose files no reader merges. The partition names come from `hoodie.properties`:
+    each folder must resolve inside `.hoodie/metadata` (`Containment.meta_path`), or nothing
+    is deleted."""
     storage = mdt.storage
-    for partition in (*mdt.table.config.metadata_partitions, *mdt.table.config.metadata_partitions_inflight):
-        folder = Storage.join(mdt.base, partition)
+    partitions = (*mdt.table.config.metadata_partitions, *mdt.table.config.metadata_partitions_inflight)
+    folders = [mdt.table.containment.meta_path(METADATA_FOLDER, p) for p in partitions]  # all checked first
+    for folder in folders:
         if not storage.exists(folder):
             continue
         for status in storage.list(folder):
