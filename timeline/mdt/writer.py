@@ -198,12 +198,13 @@ def write_update(mdt: MetadataTable, instant_time: str, updates: Sequence[MdtUpd
     profile = [write_stat(file_id=file_id, path=None, prev_commit=instant_time, partition_path=u.partition)
                for u, groups in planned for file_id in groups]
     inflight = transition.start(table, requested, commit_metadata(by_partition(profile), OPERATION, None))
+    schemas = {p: _schema_of(mdt, p) for p in {u.partition for u in updates} | ({FILES} & allowed)}
     stats = []
     for update, groups in planned:
-        schema = _schema_of(mdt, update.partition)
         for file_id, (records, deletes) in sorted(groups.items()):
-            stats.append(_write_log(mdt, update.partition, file_id, instant_time, schema, records, deletes))
-    record_schema = _schema_of(mdt, FILES) if FILES in allowed else None
+            stats.append(_write_log(mdt, update.partition, file_id, instant_time, schemas[update.partition],
+                                    records, deletes))
+    record_schema = schemas.get(FILES)
     return transition.complete(table, inflight, commit_metadata(by_partition(stats), OPERATION, record_schema))
 
 
