@@ -30,6 +30,7 @@ from timeline.maintenance import Maintenance
 from timeline.mdt import MetadataTableEnabledError
 from timeline.mdt.reader import MetadataTableMissing, MetadataTableState
 from timeline.mdt.validate import PartitionDifference, Validation
+from timeline.mdt.writer import CLEAN_PARTITIONS
 from timeline.metadata.records import (
     CleanerPlan,
     CleanMetadata,
@@ -64,6 +65,7 @@ from timeline.timeline import Timeline
 __version__ = "0.1.0"
 
 __all__ = [
+    "CLEAN_PARTITIONS",
     "CleanMetadata", "CleanerPlan", "CommitMetadata", "CompactionPlan", "FileOutcome", "FileStatus", "InstantRef",
     "InstantSummary", "Record", "RequestedReplace", "RestoreMetadata", "RestorePlan", "RollbackMetadata",
     "PlanInvalidated", "RetentionTooShort", "RollbackPlan", "SavepointMetadata", "WriteStat",

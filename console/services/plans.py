@@ -25,6 +25,7 @@ from console.services.locks import Lease, LockLost, TableBusy, live_lock, table_
 from console.services.runs import _run_claim, _run_stopped
 from console.services.tables import table_services
 from timeline import (
+    CLEAN_PARTITIONS,
     CleanConfig,
     CleanlineError,
     CleanRefused,
@@ -160,7 +161,7 @@ def _warnings(lake: HudiTable) -> list[str]:
     if timeline.pending_compactions() or timeline.pending_log_compactions():
         warnings.append("pending compactions protect the slices they read")
     if lake.config.metadata_table_enabled:
-        updated = [p for p in ("files", "column_stats", "bloom_filters") if p in lake.config.metadata_partitions]
+        updated = [p for p in CLEAN_PARTITIONS if p in lake.config.metadata_partitions]
         warnings.append(f"the metadata table's {', '.join(updated)} partition(s) are updated with the clean (a "
                         "deltacommit at the clean's time, written before the clean completes)")
     return warnings

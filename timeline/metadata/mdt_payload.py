@@ -32,9 +32,6 @@ TYPE_PARTITION_LIST = 1                     # MetadataPartitionType.ALL_PARTITIO
 TYPE_FILES = 2                              # MetadataPartitionType.FILES
 TYPE_COLUMN_STATS = 3
 TYPE_BLOOM_FILTER = 4
-TYPE_RECORD_INDEX = 5
-TYPE_PARTITION_STATS = 6
-TYPE_SECONDARY_INDEX = 7
 
 
 class FileInfo(NamedTuple):
