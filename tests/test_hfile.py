@@ -1,6 +1,7 @@
 """The pure-Python HFile reader and writer (timeline/hfile.py) on the metadata tables of the
 fixtures: every HFile (base files and the content of every HFILE_DATA log block) reads as hudi-rs
-reads it; the writer reproduces Hudi 1.x's own writer byte for byte on the same cells; a file
+reads it; the writer reproduces Hudi 1.x's own writer and HBase's (Hudi 0.x, 1.0) byte for byte
+on the same cells; a file
 we write reads back the same with our reader and with hudi-rs."""
 
 from __future__ import annotations
@@ -101,6 +102,24 @@ def test_writer_reproduces_hudi_native_writer_byte_for_byte(lakes: list[Path]) -
     assert native > 100 and same == native
 
 
+def test_hbase_flavor_reproduces_hbase_writer_byte_for_byte(lakes: list[Path]) -> None:
+    """The v8 fixture's log blocks were written through HBase's HFileWriterImpl (as every Hudi
+    0.x writer, the writer of table version 6, writes them): CRC32C checksums, whole cell keys
+    in the index and LASTKEY, sorted file info, the trailer's index and total sizes, version 3.3.
+    `write_hfile(hbase=True)` gives the same bytes for the same cells."""
+    same = hbase = 0
+    for table in lakes:
+        for _, name, data in hfiles(table):
+            if ".log." not in name or HEADER.unpack_from(data, 0)[4] != 2:  # CRC32C: HBase's writer
+                continue
+            ours = read_hfile(data, path=name)
+            created = struct.unpack(">q", ours.file_info[b"hfile.CREATE_TIME_TS"])[0]
+            written = write_hfile(ours.cells, [("schema", ours.file_info[b"schema"])], created_ms=created, hbase=True)
+            hbase += 1
+            same += written == data
+    assert hbase >= 35 and same == hbase
+
+
 def test_written_hfile_reads_back_with_hudi_rs(lakes: list[Path], tmp_path: Path) -> None:
     """Many cells over several data blocks (a small block size), read back by both readers."""
     table = next(t for t in lakes if t.name == "v9_txns_simple_meta")
@@ -110,13 +129,15 @@ def test_written_hfile_reads_back_with_hudi_rs(lakes: list[Path], tmp_path: Path
     schema = template.file_info[b"schema"]
     row, value = next(c for c in template.cells if c[0] != b"__all_partitions__")
     cells = sorted((f"region={i:05d}".encode(), value) for i in range(3000))
-    written = write_hfile(cells, [("schema", schema)], created_ms=1_700_000_000_000, block_size=4096)
-    back = read_hfile(written, path="written")
-    assert back.cells == tuple(cells) and back.trailer.data_index_count > 10
-    theirs = hudi_rs_records(mdt, folder, "written", written)
-    assert [r["key"] for r in theirs] == [c[0].decode() for c in cells]
-    assert comparable(theirs[7]) == comparable({**decode_record(*cells[7], schema.decode(), path="w").raw,
-                                                "key": cells[7][0].decode()})
+    for hbase in (False, True):  # both writers; HBase's indexes blocks after the first by a midpoint key
+        written = write_hfile(cells, [("schema", schema)], created_ms=1_700_000_000_000, block_size=4096,
+                              hbase=hbase)
+        back = read_hfile(written, path="written")
+        assert back.cells == tuple(cells) and back.trailer.data_index_count > 10
+        theirs = hudi_rs_records(mdt, folder, "written", written)
+        assert [r["key"] for r in theirs] == [c[0].decode() for c in cells]
+        assert comparable(theirs[7]) == comparable({**decode_record(*cells[7], schema.decode(), path="w").raw,
+                                                    "key": cells[7][0].decode()})
     shutil.rmtree(tmp_path, ignore_errors=True)
 
 

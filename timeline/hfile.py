@@ -29,6 +29,8 @@ import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
+import google_crc32c
+
 from timeline.exceptions import CleanlineError
 
 MAGIC_LENGTH = 8
@@ -48,6 +50,9 @@ TRAILER_SIZE = 4096                  # FixedFileTrailer of major version 3
 MAJOR_VERSION = 3
 MINOR_VERSION = 0
 CHECKSUM_NULL = 0
+CHECKSUM_CRC32C = 2                  # ChecksumType.CRC32C, HBase's default
+MINOR_VERSION_HBASE = 3              # HBase's writer (Hudi 0.x, 1.0) writes 3.3
+MAXIMUM = 255                        # KeyValue.Type.Maximum, the type of HBase's "first on row" index keys
 BYTES_PER_CHECKSUM = 16 * 1024
 CHECKSUM_SIZE = 4
 LATEST_TIMESTAMP = (1 << 63) - 1     # HConstants.LATEST_TIMESTAMP, every Hudi cell's timestamp
@@ -344,15 +349,22 @@ def _gzip(body: bytes) -> bytes:
             + struct.pack("<II", zlib.crc32(body), len(body) & 0xFFFFFFFF))
 
 
-def _write_block(magic: bytes, body: bytes, codec: int, previous: int = NO_PREVIOUS_BLOCK) -> bytes:
-    """One block: header, body (compressed with `codec`), and the NULL checksum's zero bytes,
-    4 per `BYTES_PER_CHECKSUM` chunk of the header and body."""
+def _write_block(magic: bytes, body: bytes, codec: int, previous: int = NO_PREVIOUS_BLOCK, *,
+                 checksum: int = CHECKSUM_NULL) -> bytes:
+    """One block: header, body (compressed with `codec`), and 4 checksum bytes per
+    `BYTES_PER_CHECKSUM` chunk of the header and body: zeros for NULL (Hudi's writer), the
+    chunks' CRC32C for HBase's (`ChecksumUtil.generateChecksums`)."""
     data = _gzip(body) if codec == CODEC_GZ else body
     with_header = HEADER.size + len(data)
-    checksums = CHECKSUM_SIZE * -(-with_header // BYTES_PER_CHECKSUM)
-    header = HEADER.pack(magic, len(data) + checksums, len(body), previous, CHECKSUM_NULL,
+    chunks = -(-with_header // BYTES_PER_CHECKSUM)
+    header = HEADER.pack(magic, len(data) + CHECKSUM_SIZE * chunks, len(body), previous, checksum,
                          BYTES_PER_CHECKSUM, with_header)
-    return header + data + bytes(checksums)
+    if checksum == CHECKSUM_NULL:
+        return header + data + bytes(CHECKSUM_SIZE * chunks)
+    block = header + data
+    sums = b"".join(struct.pack(">I", google_crc32c.value(block[i:i + BYTES_PER_CHECKSUM]))
+                    for i in range(0, len(block), BYTES_PER_CHECKSUM))
+    return block + sums
 
 
 def java_hashmap_order(keys: Sequence[str]) -> list[str]:
@@ -373,52 +385,81 @@ def java_hashmap_order(keys: Sequence[str]) -> list[str]:
 
 
 def write_hfile(cells: Sequence[tuple[bytes, bytes]], file_info: Sequence[tuple[str, bytes]] = (), *,
-                created_ms: int, block_size: int = DEFAULT_BLOCK_SIZE, codec: int = CODEC_GZ) -> bytes:
+                created_ms: int, block_size: int = DEFAULT_BLOCK_SIZE, codec: int = CODEC_GZ,
+                hbase: bool = False) -> bytes:
     """An HFile of `cells` (row, value), rows strictly ascending (Hudi refuses duplicate keys in
-    one block), with `file_info` entries (e.g. Hudi's "schema") before the writer's own
+    one block), with `file_info` entries (e.g. Hudi's "schema") beside the writer's own
     (`hfile.LASTKEY`, average key and value lengths, `KEY_VALUE_VERSION`, `MAX_MEMSTORE_TS_KEY`,
-    `hfile.CREATE_TIME_TS` = `created_ms`). Blocks split as `HFileWriterImpl.append` does: a
-    cell that would take the block past `block_size` starts a new one (a cell alone larger than
-    `block_size` has a block to itself). Each block names the previous data block's offset (1.1
-    and 1.2 wrote the block's own offset there, apache/hudi#19083; readers ignore it); index key
-    lengths are Hadoop variable-length ints, as HBase's writer and Hudi's since apache/hudi#18465
-    write them (the same bytes as 1.1's protobuf varints for keys under 126 bytes)."""
+    `hfile.CREATE_TIME_TS` = `created_ms`).
+
+    By default as Hudi 1.1+'s own writer (`HFileWriterImpl` in hudi-io) writes it, the writer of
+    table versions 8 and 9: a cell that would take the block past `block_size` starts a new one
+    (a cell alone larger than `block_size` has a block to itself); index keys are rows; file info
+    in java.util.HashMap order; NULL checksums; version 3.0. Each block names the previous data
+    block's offset (1.1 and 1.2 wrote the block's own offset there, apache/hudi#19083; readers
+    ignore it); index key lengths are Hadoop variable-length ints, as HBase's writer and Hudi's
+    since apache/hudi#18465 write them.
+
+    With `hbase`, as HBase's `HFileWriterImpl` (shaded in Hudi 0.x and 1.0, `HoodieHFileDataBlock`)
+    writes it, the writer of table version 6: a block is finished once it holds `block_size`
+    bytes (`checkBlockBoundary`); index keys are whole cell keys, the first of a block after the
+    first being `CellUtil.getMidpoint` of the previous block's last row and its first row; file
+    info sorted by key bytes (HFileInfo's TreeMap); CRC32C checksums; the trailer's data-index
+    size and total uncompressed bytes (`finishClose`); version 3.3."""
     rows = [row for row, _ in cells]
     if any(a >= b for a, b in zip(rows, rows[1:])):
         raise ValueError("HFile cells must have strictly ascending, unique keys")
+    checksum = CHECKSUM_CRC32C if hbase else CHECKSUM_NULL
     out = bytearray()
     index: list[tuple[int, int, bytes]] = []
     uncompressed = 0
+    total_uncompressed = 0   # HBase: data, meta-index and file-info blocks with headers, and the trailer
     block = bytearray()
     first: bytes | None = None
+    previous_last: bytes | None = None
+    last_row = b""
 
     def close() -> None:
-        nonlocal uncompressed
+        nonlocal uncompressed, total_uncompressed
         if first is None:
             return
         start = len(out)
-        out.extend(_write_block(DATA, bytes(block), codec, index[-1][0] if index else NO_PREVIOUS_BLOCK))
-        index.append((start, len(out) - start, index_key(first)))
+        out.extend(_write_block(DATA, bytes(block), codec, index[-1][0] if index else NO_PREVIOUS_BLOCK,
+                                checksum=checksum))
+        if not hbase:
+            key = index_key(first)
+        elif previous_last is None:
+            key = cell_key(first)
+        else:
+            key = _first_on_row_key(_minimum_midpoint(previous_last, first))
+        index.append((start, len(out) - start, key))
         uncompressed += len(block)
+        total_uncompressed += HEADER.size + len(block)
 
     for row, value in cells:
-        if first is not None and len(block) + len(row) + len(value) + 21 > block_size:  # 21: a cell's framing
+        full = (len(block) >= block_size) if hbase else (len(block) + len(row) + len(value) + 21 > block_size)
+        if first is not None and full:  # 21: a cell's framing
             close()
             block.clear()
             first = None
+            previous_last = last_row
         if first is None:
             first = row
         key = cell_key(row)
         block += CELL_HEADER.pack(len(key), len(value)) + key + value + b"\x00"
+        last_row = row
     close()
     last_data = index[-1][0] if index else 0
     load_on_open = len(out)
-    out.extend(_write_block(ROOT_INDEX, b"".join(struct.pack(">qi", o, n) + _write_vlong(len(k)) + k
-                                                   for o, n, k in index), codec))
-    out.extend(_write_block(ROOT_INDEX, b"", codec))  # no meta blocks
+    root = b"".join(struct.pack(">qi", o, n) + _write_vlong(len(k)) + k for o, n, k in index)
+    out.extend(_write_block(ROOT_INDEX, root, codec, checksum=checksum))
+    out.extend(_write_block(ROOT_INDEX, b"", codec, load_on_open if hbase else NO_PREVIOUS_BLOCK,
+                            checksum=checksum))  # no meta blocks
+    total_uncompressed += HEADER.size
     own: dict[str, bytes] = {
-        "hfile.LASTKEY": index_key(rows[-1]) if rows else b"",
-        "hfile.AVG_KEY_LEN": struct.pack(">i", sum(map(len, rows)) // len(rows) if rows else 0),
+        "hfile.LASTKEY": (cell_key(rows[-1]) if hbase else index_key(rows[-1])) if rows else b"",
+        "hfile.AVG_KEY_LEN": struct.pack(">i", sum(len(r) + (12 if hbase else 0) for r in rows) // len(rows)
+                                         if rows else 0),  # HBase: the whole cell key's length
         "hfile.AVG_VALUE_LEN": struct.pack(">i", sum(len(v) for _, v in cells) // len(cells) if cells else 0),
         "KEY_VALUE_VERSION": struct.pack(">i", 1),
         "MAX_MEMSTORE_TS_KEY": struct.pack(">q", 0),
@@ -426,18 +467,42 @@ def write_hfile(cells: Sequence[tuple[bytes, bytes]], file_info: Sequence[tuple[
     }
     entries = dict(file_info)
     entries.update({k: v for k, v in own.items() if k not in entries})
-    info = b"".join(_bytes_field(1, _bytes_field(1, k.encode()) + _bytes_field(2, entries[k]))
-                    for k in java_hashmap_order(list(entries)))
+    order = sorted(entries, key=str.encode) if hbase else java_hashmap_order(list(entries))
+    info = b"".join(_bytes_field(1, _bytes_field(1, k.encode()) + _bytes_field(2, entries[k])) for k in order)
     file_info_offset = len(out)
-    out.extend(_write_block(FILE_INFO, PBUF + _put_varint(len(info)) + info, codec))
-    trailer = (_int_field(1, file_info_offset) + _int_field(2, load_on_open) + _int_field(3, uncompressed)
+    info_body = PBUF + _put_varint(len(info)) + info
+    out.extend(_write_block(FILE_INFO, info_body, codec, checksum=checksum))
+    total_uncompressed += HEADER.size + len(info_body) + TRAILER_SIZE
+    sizes = (_int_field(3, len(root)) + _int_field(4, total_uncompressed)) if hbase else _int_field(3, uncompressed)
+    trailer = (_int_field(1, file_info_offset) + _int_field(2, load_on_open) + sizes
                + _int_field(5, len(index)) + _int_field(6, 0) + _int_field(7, len(cells)) + _int_field(8, 1)
                + _int_field(9, 0) + _int_field(10, last_data) + _bytes_field(11, COMPARATOR.encode())
                + _int_field(12, codec))
     block_bytes = TRAILER + _put_varint(len(trailer)) + trailer
     out.extend(block_bytes + bytes(TRAILER_SIZE - 4 - len(block_bytes))
-               + bytes([MINOR_VERSION]) + MAJOR_VERSION.to_bytes(3, "big"))
+               + bytes([MINOR_VERSION_HBASE if hbase else MINOR_VERSION]) + MAJOR_VERSION.to_bytes(3, "big"))
     return bytes(out)
+
+
+def _minimum_midpoint(left: bytes, right: bytes) -> bytes:
+    """`CellUtil.getMinimumMidpointArray` of two rows, left < right (bytes compared as Java's
+    signed `byte`, as HBase does)."""
+    common = min(len(left), len(right))
+    diff = 0
+    while diff < common and left[diff] == right[diff]:
+        diff += 1
+    if diff >= common:
+        return right[:diff + 1]
+    signed = left[diff] - 256 if left[diff] >= 128 else left[diff]
+    if (signed & 0xFF) < 0xFF and signed + 1 < right[diff]:
+        return left[:diff] + bytes([(signed + 1) & 0xFF])
+    return right[:diff + 1]
+
+
+def _first_on_row_key(row: bytes) -> bytes:
+    """The key of `PrivateCellUtil.createFirstOnRow(row)`: no family or qualifier, the latest
+    timestamp, type Maximum."""
+    return struct.pack(">H", len(row)) + row + b"\x00" + struct.pack(">qB", LATEST_TIMESTAMP, MAXIMUM)
 
 
 __all__ = ["HFile", "Trailer", "CorruptHFileError", "read_hfile", "read_trailer", "write_hfile", "cell_key",
