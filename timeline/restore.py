@@ -21,11 +21,11 @@ from timeline.instant import (
     Instant,
     State,
 )
-from timeline.mdt import check_maintained, guard_metadata_table
+from timeline.mdt import guard_metadata_table
 from timeline.mdt.reader import MetadataTable, metadata_table
 from timeline.mdt.writer import (
-    KEPT_ON_RESTORE,
     check_restorable,
+    dropped_on_restore,
     restore_deletes_metadata_table,
     restore_metadata_table,
 )
@@ -202,7 +202,7 @@ def _metadata_table_fate(table: HudiTable, savepoint_time: str) -> str:
     if reason is not None:
         return (f"The metadata table is deleted first, as Apache Hudi does here ({reason}); Hudi writers rebuild "
                 "it.")
-    dropped = [p for p in mdt.table.config.metadata_partitions if p not in KEPT_ON_RESTORE]
+    dropped = dropped_on_restore(mdt)
     return ("The metadata table is restored with the table, as Apache Hudi does: its instants after the "
             "savepoint are rolled back and a deltacommit brings its file listing to what storage holds"
             + (f"; its {', '.join(dropped)} partition(s) are deleted (Hudi rebuilds them)" if dropped else "") + ".")
@@ -228,7 +228,6 @@ def restore(table: HudiTable, savepoint_time: str) -> Instant:
     table.ensure_intact()
     savepoint = _check(table, savepoint_time)
     _check_savepoint_intact(table, savepoint_time)
-    check_maintained(table, "a restore")
     if not table.timeline.restores().pending():  # refusals first: nothing changes before them
         _check_none_running(table, _instants_after(table, savepoint))
     mdt = _metadata_table_before_restore(table, savepoint_time)

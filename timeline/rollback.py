@@ -6,7 +6,7 @@ Also finds failed writes under the EAGER and LAZY policies."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from timeline import transition
@@ -21,7 +21,6 @@ from timeline.instant import (
     State,
 )
 from timeline.logformat import command_block
-from timeline.mdt import check_maintained
 from timeline.mdt.reader import metadata_table
 from timeline.mdt.writer import check_metadata_rollback, rollback_in_metadata_table
 from timeline.metadata.records import (
@@ -315,11 +314,13 @@ def check_rollback_sequence(table: HudiTable, instant: Instant, *,
 # Execution
 
 def execute_rollback_plan(table: HudiTable, rollback_time: str, plan: RollbackPlan,
-                          target: Instant, *, before_state_files: Callable[[], object] | None = None
+                          target: Instant, *,
+                          before_state_files: Callable[[Mapping[str, RollbackPartitionMetadata]], object] | None = None
                           ) -> RollbackMetadata:
     """Carry out a rollback plan (idempotently) and return its HoodieRollbackMetadata; the
     caller publishes it. Deletes the rolled-back instant's state files and markers, after
-    `before_state_files` (the metadata table's rollback) has run."""
+    `before_state_files` (the metadata table's rollback, given the partitions' rollback
+    metadata) has run."""
     started = time.monotonic()
     check_plan_paths(table, plan)  # every path inside the table, or nothing is deleted
     files = table.timeline.files_of(target)
@@ -338,16 +339,16 @@ def execute_rollback_plan(table: HudiTable, rollback_time: str, plan: RollbackPl
             block_path = _append_rollback_block(table, rollback_time, target.requested_time, log_path)
             blocks[block_path] = table.storage.status(table.storage.path_of(block_path)).size
             logs[log_path] = size
+    partitions = {p: RollbackPartitionMetadata(p, tuple(d), tuple(f), b, lg) for p, (d, f, b, lg) in found.items()}
     if before_state_files is not None:
-        before_state_files()
+        before_state_files(partitions)
     for state in (State.INFLIGHT, State.REQUESTED):
         if state in files:
             table.storage.delete(files[state].path)
     table.storage.delete_dir(table.path(".hoodie", ".temp", target.requested_time))
     return RollbackMetadata(
         start_rollback_time=rollback_time, time_taken_ms=int((time.monotonic() - started) * 1000),
-        commits_rollback=(target.requested_time,),
-        partitions={p: RollbackPartitionMetadata(p, tuple(d), tuple(f), b, lg) for p, (d, f, b, lg) in found.items()},
+        commits_rollback=(target.requested_time,), partitions=partitions,
         instants_rollback=(InstantRef(target.requested_time, target.action),), version=ROLLBACK_METADATA_VERSION)
 
 
@@ -383,7 +384,6 @@ def rollback(table: HudiTable, requested_time: str) -> Instant:
     table.ensure_intact()
     check_not_running(table, target)
     check_rollback_sequence(table, target)
-    check_maintained(table, "a rollback")
     mdt = metadata_table(table)
     if mdt is not None:  # before anything is deleted
         check_metadata_rollback(mdt, requested_time)
@@ -396,7 +396,7 @@ def rollback(table: HudiTable, requested_time: str) -> Instant:
     transition.start(table, rollback_instant)
     rollback_time = rollback_instant.requested_time
     content = execute_rollback_plan(table, rollback_time, plan, target, before_state_files=None if mdt is None else (
-        lambda: rollback_in_metadata_table(mdt, requested_time, rollback_time)))
+        lambda partitions: rollback_in_metadata_table(mdt, requested_time, rollback_time, partitions)))
     return transition.complete(table, rollback_instant, content.to_raw())
 
 

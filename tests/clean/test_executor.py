@@ -11,7 +11,7 @@ from timeline.clean.executor import CleanRefused, Progress, run_pending_cleans, 
 from timeline.clean.planner import plan_clean
 from timeline.config import checksum, read_config
 from timeline.instant import State
-from timeline.mdt import MetadataTableEnabledError
+from timeline.mdt.writer import MetadataTableUnsupported
 from timeline.metadata import avro
 from timeline.storage import MemoryStorage
 from timeline.table import HudiTable
@@ -115,20 +115,25 @@ def test_executor_trigger_needs_enough_commits_since_the_last_clean(lake: Lake) 
     schedule(lake, strict, force=True)
 
 
-def test_executor_refuses_a_v6_table_with_a_metadata_table_until_it_is_dropped_explicitly() -> None:
-    """Cleanline writes the metadata table of versions 8 and 9 only; on version 6 the clean is
-    refused, and dropping it is the explicit repair action, never a side effect."""
+def test_executor_refuses_a_damaged_metadata_table_before_any_delete_until_it_is_dropped() -> None:
+    """A metadata table whose update cannot be written (here: no `files` file group) stops the
+    clean before its first delete (the clean stays requested, nothing is deleted); dropping the
+    metadata table is the explicit repair action, never a side effect."""
     lake = Lake(MemoryStorage(), "/t", version=6,
                 extra_props={"hoodie.table.metadata.partitions": "files,column_stats"})
     for t in T[:5]:
         lake.commit(t, {P: [lake.base_file(P, "fg1", t)]})
-    lake.storage.write("/t/.hoodie/metadata/.hoodie/hoodie.properties", b"hoodie.table.name=lake_metadata\n")
-    with pytest.raises(MetadataTableEnabledError, match="cleanline mdt drop"):
-        schedule(lake)
-    assert lake.storage.exists("/t/.hoodie/metadata/.hoodie/hoodie.properties")
-    assert not HudiTable.load(lake.storage, "/t").timeline.cleans()
-    HudiTable.load(lake.storage, "/t").maintenance().drop_metadata_table()
+    lake.storage.write("/t/.hoodie/metadata/.hoodie/hoodie.properties",
+                       b"hoodie.table.name=lake_metadata\nhoodie.table.type=MERGE_ON_READ\nhoodie.table.version=6\n")
     table, _, _ = schedule(lake)
+    before = sorted(s.path for s in lake.storage.list_recursive("/t") if s.path.endswith(".parquet"))
+    with pytest.raises(MetadataTableUnsupported, match="cleanline mdt drop"):
+        run_pending_cleans(table)
+    assert sorted(s.path for s in lake.storage.list_recursive("/t") if s.path.endswith(".parquet")) == before
+    assert lake.storage.exists("/t/.hoodie/metadata/.hoodie/hoodie.properties")
+    assert all(c.is_requested for c in HudiTable.load(lake.storage, "/t").timeline.cleans())
+    HudiTable.load(lake.storage, "/t").maintenance().drop_metadata_table()
+    table = HudiTable.load(lake.storage, "/t")
     config = read_config(lake.storage, "/t")
     assert config.metadata_partitions == () and config.stored_checksum == checksum(config.props)
     assert not lake.storage.exists("/t/.hoodie/metadata")

@@ -15,9 +15,9 @@ from timeline.clean.config import CleanConfig, CleanPolicy
 from timeline.clean.executor import FileOutcome, Status, run_pending_cleans, schedule_clean
 from timeline.clean.planner import plan_clean
 from timeline.config import update_config
+from timeline.exceptions import CleanlineError
 from timeline.hfile import read_hfile
 from timeline.logformat import BlockType, read_blocks
-from timeline.mdt import MetadataTableEnabledError
 from timeline.mdt.reader import MetadataTable
 from timeline.metadata import avro
 from timeline.metadata.records import CommitMetadata
@@ -192,11 +192,17 @@ def test_fixture_clean_rerun_after_a_crash_between_the_mdt_and_the_clean(table_c
     assert len([i for i in mdt.mdt.timeline if i.requested_time == clean.requested_time]) == 1
 
 
-def test_fixture_clean_of_a_v6_table_with_a_metadata_table_is_refused(table_copy) -> None:
+def test_fixture_clean_of_a_table_whose_metadata_table_is_missing_is_refused_before_any_delete(table_copy) -> None:
+    """hoodie.properties lists a metadata table that is not there: the clean stops before its
+    first delete (nothing deleted, the clean still requested), naming the repair."""
     path = table_copy("sample_table/cow/v6_simplekeygen_nonhivestyle_overwritetable")
     table = HudiTable.open(str(path))
     update_config(table.storage, table.base, {"hoodie.table.metadata.partitions": "files"})
     table = HudiTable.open(str(path))
     config = CleanConfig(policy=CleanPolicy.KEEP_LATEST_FILE_VERSIONS, file_versions_retained=1)
-    with pytest.raises(MetadataTableEnabledError, match="cleanline mdt drop"):
-        schedule_clean(table, plan_clean(table, config), config)
+    assert schedule_clean(table, plan_clean(table, config), config) is not None
+    before = sorted(p.name for p in path.rglob("*.parquet"))
+    with pytest.raises(CleanlineError):
+        run_pending_cleans(table)
+    assert sorted(p.name for p in path.rglob("*.parquet")) == before
+    assert all(c.is_requested for c in table.reload().timeline.cleans())

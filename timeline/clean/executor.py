@@ -22,9 +22,8 @@ from timeline.clean.config import CleanConfig
 from timeline.clean.planner import CleanPlan, plan_invalidations, protection_conflicts
 from timeline.exceptions import CleanlineError, StorageError
 from timeline.instant import CLEAN, Instant, State
-from timeline.mdt import check_maintained
 from timeline.mdt.reader import metadata_table
-from timeline.mdt.writer import update_for_clean
+from timeline.mdt.writer import check_writable, update_for_clean
 from timeline.metadata.records import CleanerPlan, CleanFileInfo, CleanMetadata, CleanPartitionMetadata
 from timeline.perf import paused_gc
 from timeline.storage import Storage
@@ -162,7 +161,6 @@ def schedule_clean(table: HudiTable, plan: CleanPlan, config: CleanConfig, *, fo
     if not force and not needs_cleaning(table, config):
         raise CleanRefused(f"{table.uri}: fewer than {config.trigger_max_commits} commits completed since the "
                            "last clean (hoodie.clean.trigger.max.commits)")
-    check_maintained(table, "a clean")
     invalid = plan_invalidations(table, plan)
     if invalid:
         raise PlanInvalidated(table.uri, invalid)
@@ -172,14 +170,11 @@ def schedule_clean(table: HudiTable, plan: CleanPlan, config: CleanConfig, *, fo
 
 
 def pending_cleans(table: HudiTable, *, instant: str | None = None) -> list[Instant]:
-    """The pending cleans to run (all, or the one at `instant`), in timeline order, after the
-    metadata-table check."""
+    """The pending cleans to run (all, or the one at `instant`), in timeline order."""
     table.reload()
     pending = [i for i in table.timeline.cleans().pending() if instant is None or i.requested_time == instant]
     if instant is not None and not pending:
         raise CleanRefused(f"{table.uri}: no pending clean at {instant}")
-    if pending:
-        check_maintained(table, "a clean")
     return pending
 
 
@@ -369,6 +364,9 @@ def begin_clean(table: HudiTable, clean: Instant) -> tuple[CleanerPlan, list[Tar
         for partition in plan.partitions_to_delete:
             containment.partition_path(partition)
         conflicts = protection_conflicts(table, [(t.partition, t.path) for t in targets])
+    mdt = metadata_table(table)
+    if mdt is not None and not conflicts:
+        check_writable(mdt)  # its update must be writable before the first delete
     if conflicts:
         withdrawn = clean.is_requested and State.INFLIGHT not in table.timeline.files_of(clean)
         if withdrawn:

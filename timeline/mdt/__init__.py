@@ -1,10 +1,10 @@
 """The metadata table (`.hoodie/metadata`): read and validated by `timeline.mdt.reader` and
-`timeline.mdt.validate`, kept up to date by `timeline.mdt.writer` (cleans on table versions 8
-and 9). Where Cleanline does not yet write what Hudi writes (rollback and restore, and any action
-on table version 6), the action is refused while the metadata table is enabled unless the caller
-asks to drop it (as HoodieTableMetadataUtil.deleteMetadataTable does; Hudi writers rebuild it).
-Dropping is otherwise only the explicit repair action (`cleanline mdt drop`, the console's
-admin action)."""
+`timeline.mdt.validate`, kept up to date by `timeline.mdt.writer` for every clean, rollback and
+restore on table versions 6, 8 and 9, as the Hudi release that writes each version does.
+Dropping it (as HoodieTableMetadataUtil.deleteMetadataTable does; Hudi writers rebuild it) is
+the explicit repair action (`cleanline mdt drop`, the console's admin action), Hudi's own
+restore rule (`timeline.mdt.writer.restore_deletes_metadata_table`), and the project's Spark
+writer's refusal (`guard_metadata_table`), nothing else."""
 
 from __future__ import annotations
 
@@ -24,17 +24,6 @@ def drop_metadata_table(table: HudiTable) -> None:
     update_config(table.storage, table.base, {MDT_PARTITIONS: "", MDT_PARTITIONS_INFLIGHT: ""})  # readers stop first
     table.storage.delete_dir(folder)
     table.reload()
-
-
-def check_maintained(table: HudiTable, action: str) -> None:
-    """Refuse `action` on a table whose enabled metadata table Cleanline cannot keep up to date
-    (table version 6: its writer appends to log files and suffixes MDT-only instants)."""
-    if table.config.metadata_table_enabled and table.config.version < 8:
-        raise MetadataTableEnabledError(
-            f"{table.uri}: the metadata table is enabled ({', '.join(table.config.metadata_partitions)}) on table "
-            f"version {table.config.version}, whose metadata table Cleanline does not write; {action} here would "
-            "leave its file listing stale. Drop it explicitly first (cleanline mdt drop; Hudi writers rebuild it), "
-            "or use a Hudi writer.")
 
 
 def guard_metadata_table(table: HudiTable, *, drop: bool, action: str) -> bool:

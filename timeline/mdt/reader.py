@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from timeline.exceptions import CleanlineError
 from timeline.fsview import FileSlice
 from timeline.hfile import read_hfile
+from timeline.instant import State
 from timeline.logformat import BlockType, CommandBlockType, HeaderKey, LogBlock, decode_delete_records, read_blocks
 from timeline.metadata.mdt_payload import (
     PARTITION_LIST_KEY,
@@ -36,6 +37,7 @@ FILES = "files"
 SCHEMA_INFO_KEY = b"schema"
 INIT_PREFIX = "00000000000000"  # HoodieTableMetadata.SOLO_COMMIT_TIMESTAMP
 _ROLLBACK_COMMAND = str(int(CommandBlockType.ROLLBACK_PREVIOUS_BLOCK))
+_V6_SUFFIXES = frozenset({"001", "002", "003", "004", "005", "006"})  # 0.14/0.15 OperationSuffix
 
 
 class MetadataTableMissing(CleanlineError, LookupError):
@@ -85,7 +87,10 @@ class MetadataTable:
     # Instants
 
     def valid_instants(self) -> set[str]:
-        """`HoodieTableMetadataUtil.getValidInstantTimestamps`."""
+        """`HoodieTableMetadataUtil.getValidInstantTimestamps` (of Hudi 1.x; of 0.14/0.15 on
+        table version 6, `_valid_instants_v6`)."""
+        if self.table.config.version < 8:
+            return self._valid_instants_v6()
         data = self.table.timeline
         pending = {i.requested_time for i in data.pending()}
         valid = {i.requested_time for i in data.completed()}
@@ -93,6 +98,43 @@ class MetadataTable:
             if instant.action in ("rollback", "restore") or instant.requested_time.startswith(INIT_PREFIX):
                 valid.add(instant.requested_time)
             elif instant.action in ("deltacommit", "commit") and instant.requested_time not in pending:
+                valid.add(instant.requested_time)
+        return valid
+
+    def _valid_instants_v6(self) -> set[str]:
+        """0.14/0.15 `getValidInstantTimestamps`: the data table's completed instants; the MDT's
+        completed deltacommits with an operation suffix (`isValidInstant`: 17 digits + "001".."006",
+        or an index-initialisation suffix from "010"); the instants the data table's completed
+        rollbacks and restores rolled back (their blocks are dropped by rollback command blocks,
+        not by this filter); the MDT's completed rollbacks and restores; its initialisation."""
+        from timeline.metadata.records import RestoreMetadata, RollbackMetadata, RollbackPlan
+
+        data = self.table.timeline
+        valid = {i.requested_time for i in data.completed()}
+        for instant in self.mdt.timeline.completed():
+            t = instant.requested_time
+            if instant.action == "deltacommit" and len(t) == 20 and (t[-3:] in _V6_SUFFIXES or t[-3:] >= "010"):
+                valid.add(t)
+        earliest = min(valid) if valid else INIT_PREFIX
+        for instant in data.completed():
+            if instant.action not in ("rollback", "restore") or instant.requested_time <= earliest:
+                continue
+            if instant.action == "restore":
+                for entries in self.table.read(instant, RestoreMetadata).rolled_back.values():
+                    for entry in entries:
+                        valid.update(entry.commits_rollback)
+                continue
+            commits = self.table.read(instant, RollbackMetadata).commits_rollback
+            if not commits:  # an empty completed rollback: its plan names the instant
+                try:
+                    plan = self.table.read(instant, RollbackPlan, State.REQUESTED)
+                except CleanlineError:
+                    continue
+                commits = (plan.instant_to_rollback.time,) if plan.instant_to_rollback is not None else ()
+            valid.update(commits)
+        for instant in self.mdt.timeline.completed():
+            if instant.action in ("rollback", "restore") or (
+                    instant.action == "deltacommit" and instant.requested_time.startswith(INIT_PREFIX)):
                 valid.add(instant.requested_time)
         return valid
 

@@ -1,8 +1,16 @@
-"""Writing the metadata table's update for an action, as `HoodieBackedTableMetadataWriter` does
-on table versions 8 and 9: a deltacommit on the MDT timeline at the data-table instant's time,
-one new log file per touched file group (`.<fileId>_<T>.log.1_<token>`) holding an HFILE_DATA
-block (the records, keys unique and sorted) and a DELETE block (whole records removed), with
-the INSTANT_TIME and SCHEMA headers; completed **before** the data-table instant is.
+"""Writing the metadata table's update for an action, as `HoodieBackedTableMetadataWriter` does:
+a deltacommit on the MDT timeline at the data-table instant's time, one new log file per touched
+file group holding an HFILE_DATA block (the records, keys unique and sorted) and a DELETE block
+(whole records removed), with the INSTANT_TIME and SCHEMA headers; completed **before** the
+data-table instant is.
+
+Table versions 8 and 9 (Hudi 1.x): the log file is named after the deltacommit
+(`.<fileId>_<T>.log.1_<token>`), its HFile as Hudi 1.1+'s own writer writes it. Table version 6
+(Hudi 0.14/0.15): the log file continues the file group's latest slice
+(`.<fileId>_<slice base instant>.log.<next version>_<token>`, `HoodieAppendHandle` on a store
+that cannot append rolls over to a new version), its HFile as HBase's writer writes it; the
+0.x conversions of clean, rollback and restore metadata apply (`*_v6` below, from
+`HoodieTableMetadataUtil` and `HoodieBackedTableMetadataWriter` of release 0.14/0.15).
 
 Records go to file groups by `HoodieTableMetadataUtil.mapRecordKeyToFileGroupIndex` over the
 partition's latest slices sorted by file id. A re-run finds what a crash left: an MDT
@@ -22,12 +30,13 @@ and secondary indexes get nothing, as in Hudi.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from timeline import transition
 from timeline.exceptions import CleanlineError
 from timeline.files import PARTITION_METADATA_FILES, is_base_file_name, log_file_name, parse_log_file
+from timeline.fsview import FileSlice
 from timeline.hfile import read_hfile, write_hfile
 from timeline.instant import ROLLBACK, Instant, State
 from timeline.logformat import BlockType, DeleteRecord, HeaderKey, encode_block, encode_delete_records, read_blocks
@@ -43,7 +52,14 @@ from timeline.metadata.mdt_payload import (
     partition_identifier,
     partition_list_record,
 )
-from timeline.metadata.records import CleanMetadata, by_partition, commit_metadata, runtime_stats, write_stat
+from timeline.metadata.records import (
+    CleanMetadata,
+    RollbackPartitionMetadata,
+    by_partition,
+    commit_metadata,
+    runtime_stats,
+    write_stat,
+)
 from timeline.storage import Storage
 
 DELTACOMMIT = "deltacommit"
@@ -54,9 +70,18 @@ WRITE_TOKEN = "1-0-1"            # FSUtils' UNKNOWN_WRITE_TOKEN
 OPERATION = "UPSERT_PREPPED"
 
 
+RESTORE_SUFFIX = "003"    # HoodieTableMetadataUtil.OperationSuffix.RESTORE (table version 6)
+ROLLBACK_SUFFIX = "006"   # OperationSuffix.ROLLBACK: the MDT's own rollback of a rolled-back deltacommit (v6)
+
+
 class MetadataTableUnsupported(CleanlineError):
-    """A metadata table Cleanline does not keep up to date (table version 6, whose writer
-    appends to the slice's log files and suffixes MDT-only instants)."""
+    """A metadata table Cleanline cannot keep up to date (a table version before 6, or a state
+    Hudi itself refuses to update)."""
+
+
+def is_v6(mdt: MetadataTable) -> bool:
+    """Whether the table is kept as Hudi 0.14/0.15 keeps it (table version 6)."""
+    return mdt.table.config.version < 8
 
 
 @dataclass(frozen=True)
@@ -71,14 +96,19 @@ class MdtUpdate:
 def clean_updates(metadata: CleanMetadata, mdt: MetadataTable | None = None, instant_time: str = ""
                   ) -> list[MdtUpdate]:
     """`convertMetadataToRecords` for a HoodieCleanMetadata: the `files` partition's records, and
-    with `mdt` those of its enabled `column_stats` and `bloom_filters` partitions."""
-    updates = _files_updates(metadata)
+    with `mdt` those of its enabled `column_stats` and `bloom_filters` partitions. Table version
+    6 (0.14/0.15): every cleaned partition gets a `files` record (a deleted partition too, with
+    its files as tombstones, never a whole-record delete), and column-stats stubs only for
+    parquet files."""
+    v6 = mdt is not None and is_v6(mdt)
+    updates = _files_updates_v6(metadata) if v6 else _files_updates(metadata)
     enabled = ({*mdt.table.config.metadata_partitions, *mdt.table.config.metadata_partitions_inflight}
                if mdt is not None else set())
     deleted = [(partition_identifier(p), name) for p, entry in sorted(metadata.partitions.items())
                for name in entry.delete_path_patterns]
-    if mdt is not None and COLUMN_STATS in enabled and deleted:
-        updates += _column_stats_deletions(mdt, deleted)
+    stats_of = [(p, n) for p, n in deleted if n.endswith(".parquet")] if v6 else deleted
+    if mdt is not None and COLUMN_STATS in enabled and stats_of:
+        updates += _column_stats_deletions(mdt, stats_of)
     if mdt is not None and BLOOM_FILTERS in enabled:
         entries = [bloom_filter_tombstone(bloom_filter_key(identifier, name), instant_time)
                    for identifier, name in deleted if is_base_file_name(name)]
@@ -104,6 +134,36 @@ def _files_updates(metadata: CleanMetadata) -> list[MdtUpdate]:
     return [MdtUpdate(FILES, tuple(records), tuple(deletes))] if records or deletes else []
 
 
+def _files_updates_v6(metadata: CleanMetadata) -> list[MdtUpdate]:
+    """0.14/0.15 `convertMetadataToFilesPartitionRecords` for a HoodieCleanMetadata: a record
+    per partition of the clean with its deleted files, and the deleted partitions as
+    tombstones of the partition list."""
+    records = [files_record(partition_identifier(p), deleted=entry.delete_path_patterns)
+               for p, entry in sorted(metadata.partitions.items())]
+    gone = [partition_identifier(p) for p, entry in sorted(metadata.partitions.items()) if entry.is_partition_deleted]
+    if gone:
+        records.append(partition_list_record(gone, deleted=True))
+    return [MdtUpdate(FILES, tuple(records))] if records else []
+
+
+def rollback_updates_v6(partitions: Mapping[str, RollbackPartitionMetadata]) -> list[MdtUpdate]:
+    """0.14/0.15 `convertMetadataToRollbackRecords`: only the `files` partition, and only the
+    log files a merge-on-read rollback leaves (its rollback-block files and the rolled-back
+    write's own log files, `processRollbackMetadata`; the larger size when named twice). What
+    the rolled-back write added is undone by rolling back its MDT deltacommit."""
+    records = []
+    for partition, entry in sorted(partitions.items()):
+        if not entry.rollback_log_files:
+            continue
+        appended: dict[str, int] = {}
+        for path, size in [*entry.rollback_log_files.items(), *entry.log_files_from_failed_commit.items()]:
+            name = path.rstrip("/").rpartition("/")[2]
+            appended[name] = max(size, appended.get(name, 0))
+        records.append(files_record(partition_identifier(entry.partition or partition),
+                                    added={n: size for n, size in appended.items() if size > 0}))
+    return [MdtUpdate(FILES, tuple(records))] if records else []
+
+
 def java_string_hash(text: str) -> int:
     """java.lang.String.hashCode over UTF-16 code units, as a signed 32-bit int."""
     h = 0
@@ -126,11 +186,25 @@ def file_group_index(key: str, file_groups: int) -> int:
 
 
 def check_supported(mdt: MetadataTable) -> None:
-    if mdt.table.config.version < 8:
+    if mdt.table.config.version < 6:
         raise MetadataTableUnsupported(
-            f"{mdt.table.uri}: table version {mdt.table.config.version} keeps its metadata table with appends to "
-            "existing log files and suffixed instant times, which Cleanline does not write; drop the metadata table "
-            "explicitly (cleanline mdt drop) or use a Hudi writer")
+            f"{mdt.table.uri}: table version {mdt.table.config.version} predates the metadata table Cleanline keeps "
+            "(versions 6, 8 and 9); drop the metadata table explicitly (cleanline mdt drop) or use a Hudi writer")
+
+
+def check_writable(mdt: MetadataTable) -> None:
+    """Refuse, before an action deletes anything, a metadata table its update could not be
+    written to: a table version Cleanline does not keep, or an enabled partition a clean writes
+    to without a file group or a record schema (a damaged MDT: drop it explicitly, Hudi
+    rebuilds it)."""
+    check_supported(mdt)
+    enabled = {*mdt.table.config.metadata_partitions, *mdt.table.config.metadata_partitions_inflight}
+    for partition in (p for p in CLEAN_PARTITIONS if p in enabled):
+        if not mdt.latest_slices(partition):
+            raise MetadataTableUnsupported(
+                f"{mdt.base}/{partition}: the metadata table partition has no file group; nothing was changed. Drop "
+                "the metadata table explicitly (cleanline mdt drop; Hudi writers rebuild it)")
+        _schema_of(mdt, partition)
 
 
 def _schema_of(mdt: MetadataTable, partition: str) -> str:
@@ -149,28 +223,38 @@ def _schema_of(mdt: MetadataTable, partition: str) -> str:
             found = read_hfile(mdt.storage.read(path), path=path).file_info.get(SCHEMA_INFO_KEY)
             if found:
                 return found.decode()
-    raise CleanlineError(f"{mdt.base}/{partition}: no record schema found in the metadata table")
+    raise MetadataTableUnsupported(f"{mdt.base}/{partition}: no record schema found in the metadata table; drop it "
+                                   "explicitly (cleanline mdt drop; Hudi writers rebuild it)")
 
 
 def _roll_back_pending(mdt: MetadataTable, instant_time: str) -> None:
     """Remove what a pending MDT deltacommit at `instant_time` wrote (its log files in every
     MDT partition, then its state files): `rollbackFailedWrites` for a write that never
-    completed, whose files no reader merges. The partition names come from `hoodie.properties`:
-    each folder must resolve inside `.hoodie/metadata` (`Containment.meta_path`), or nothing
-    is deleted."""
+    completed, whose files no reader merges. Its log files: on table versions 8 and 9 those
+    named after it; on version 6 (named after their slice) those whose every block it wrote,
+    as Cleanline writes one new log file per file group and deltacommit. The partition names
+    come from `hoodie.properties`: each folder must resolve inside `.hoodie/metadata`
+    (`Containment.meta_path`), or nothing is deleted."""
     storage = mdt.storage
+    v6 = is_v6(mdt)
     partitions = (*mdt.table.config.metadata_partitions, *mdt.table.config.metadata_partitions_inflight)
     folders = [mdt.table.containment.meta_path(METADATA_FOLDER, p) for p in partitions]  # all checked first
     for folder in folders:
         if not storage.exists(folder):
             continue
         for status in storage.list(folder):
-            if ".log." in status.name:
-                try:
-                    if parse_log_file(status.name).instant_time == instant_time:
-                        storage.delete(status.path)
-                except ValueError:
-                    continue
+            if ".log." not in status.name:
+                continue
+            try:
+                log = parse_log_file(status.name)
+            except ValueError:
+                continue
+            if v6:
+                blocks = read_blocks(storage.read(status.path), path=status.path)
+                if blocks and all(b.header.get(HeaderKey.INSTANT_TIME) == instant_time for b in blocks):
+                    storage.delete(status.path)
+            elif log.instant_time == instant_time:
+                storage.delete(status.path)
     for state in (State.INFLIGHT, State.REQUESTED):
         path = transition.state_path(mdt.mdt, Instant(instant_time, DELTACOMMIT, state))
         if storage.exists(path):
@@ -201,8 +285,9 @@ def write_update(mdt: MetadataTable, instant_time: str, updates: Sequence[MdtUpd
     schemas = {p: _schema_of(mdt, p) for p in {u.partition for u in updates} | ({FILES} & allowed)}
     stats = []
     for update, groups in planned:
+        slices = {s.file_id: s for s in mdt.latest_slices(update.partition)}
         for file_id, (records, deletes) in sorted(groups.items()):
-            stats.append(_write_log(mdt, update.partition, file_id, instant_time, schemas[update.partition],
+            stats.append(_write_log(mdt, update.partition, slices[file_id], instant_time, schemas[update.partition],
                                     records, deletes))
     record_schema = schemas.get(FILES)
     return transition.complete(table, inflight, commit_metadata(by_partition(stats), OPERATION, record_schema))
@@ -223,42 +308,54 @@ def _route(mdt: MetadataTable, update: MdtUpdate) -> dict[str, tuple[list[Metada
     return groups
 
 
-def _write_log(mdt: MetadataTable, partition: str, file_id: str, instant_time: str, schema: str,
+def _write_log(mdt: MetadataTable, partition: str, file_slice: FileSlice, instant_time: str, schema: str,
                records: list[MetadataRecord], deletes: list[str]) -> dict[str, object]:
     """One new log file of a file group: an HFILE_DATA block and a DELETE block."""
     keys = [r.key for r in records]
     if len(set(keys)) != len(keys) or len(set(deletes)) != len(deletes):
-        raise ValueError(f"{partition}/{file_id}: one key twice in one block (Hudi refuses it too)")
+        raise ValueError(f"{partition}/{file_slice.file_id}: one key twice in one block (Hudi refuses it too)")
+    v6 = is_v6(mdt)
     header = {HeaderKey.SCHEMA: schema, HeaderKey.INSTANT_TIME: instant_time}
     blocks = b""
     if records:
         cells = sorted((r.key.encode(), encode_record(r, schema)) for r in records)
-        hfile = write_hfile(cells, [("schema", schema.encode())], created_ms=int(time.time() * 1000))
+        hfile = write_hfile(cells, [("schema", schema.encode())], created_ms=int(time.time() * 1000), hbase=v6)
         blocks += encode_block(BlockType.HFILE_DATA, header, hfile)
     if deletes:
         blocks += encode_block(BlockType.DELETE, header, encode_delete_records(
             [DeleteRecord(key, partition) for key in sorted(deletes)]))
     folder = Storage.join(mdt.base, partition)
-    version = 1
-    while mdt.storage.exists(Storage.join(folder, name := log_file_name(file_id, instant_time, version, WRITE_TOKEN))):
-        version += 1  # HoodieLogFormatWriter rolls over rather than append
+    file_id = file_slice.file_id
+    named_after = file_slice.base_instant_time if v6 else instant_time
+    prefix = f".{file_id}_{named_after}.log."
+    versions = [parse_log_file(s.name).version for s in mdt.storage.list(folder) if s.name.startswith(prefix)]
+    version = max(versions, default=0) + 1  # HoodieLogFormatWriter rolls over rather than append
+    name = log_file_name(file_id, named_after, version, WRITE_TOKEN)
     mdt.storage.write(Storage.join(folder, name), blocks)
-    return write_stat(file_id=file_id, path=f"{partition}/{name}", prev_commit=instant_time,
+    base_file = file_slice.base_file.name if v6 and file_slice.base_file is not None else ""
+    return write_stat(file_id=file_id, path=f"{partition}/{name}", prev_commit=named_after,
                       num_writes=len(records) + len(deletes), num_deletes=len(deletes),
                       num_update_writes=len(records), total_write_bytes=len(blocks), partition_path=partition,
-                      file_size_in_bytes=len(blocks), log_version=version, log_offset=0, base_file="",
+                      file_size_in_bytes=len(blocks), log_version=version, log_offset=0, base_file=base_file,
                       log_files=[name], runtime_stats=runtime_stats())
 
 
-def rollback_in_metadata_table(mdt: MetadataTable, target_time: str, rollback_time: str) -> Instant | None:
-    """`HoodieBackedTableMetadataWriter.update(HoodieRollbackMetadata)` on table versions 8 and
-    9: the MDT deltacommit of the rolled-back instant (completed or pending) is itself rolled
-    back, at the data-table rollback's time, by a listing-based rollback of the MDT (every MDT
-    file written at that time goes, then its state files; `R.rollback` on the MDT timeline). No
-    records are written: every MDT partition reverts at once. Nothing to do when the MDT never
-    saw the instant; a completed MDT rollback at that time (a re-run) is returned as it is.
-    Runs before the data table's instant files are deleted (`BaseRollbackActionExecutor.
-    finishRollback`): without them an MDT deltacommit would count as valid again."""
+def rollback_in_metadata_table(mdt: MetadataTable, target_time: str, rollback_time: str,
+                               partitions: Mapping[str, RollbackPartitionMetadata] | None = None) -> Instant | None:
+    """`HoodieBackedTableMetadataWriter.update(HoodieRollbackMetadata)`, run before the data
+    table's instant files are deleted (`BaseRollbackActionExecutor.finishRollback`): without
+    them an MDT deltacommit would count as valid again.
+
+    Table versions 8 and 9: the MDT deltacommit of the rolled-back instant (completed or
+    pending) is itself rolled back, at the data-table rollback's time, by a listing-based
+    rollback of the MDT (every MDT file written at that time goes, then its state files;
+    `R.rollback` on the MDT timeline). No records are written: every MDT partition reverts at
+    once. Nothing to do when the MDT never saw the instant; a completed MDT rollback at that
+    time (a re-run) is returned as it is.
+
+    Table version 6 (`rollback_in_metadata_table_v6`): a deltacommit at the rollback's time
+    lists the log files the rollback leaves, then the completed MDT deltacommit of the
+    rolled-back instant is rolled back at `R + "006"` with rollback command blocks."""
     from timeline.rollback import (  # the rollback machinery, on the MDT as a table (it imports this package)
         execute_rollback_plan,
         pending_rollback_of,
@@ -266,6 +363,8 @@ def rollback_in_metadata_table(mdt: MetadataTable, target_time: str, rollback_ti
     )
 
     check_supported(mdt)
+    if is_v6(mdt):
+        return rollback_in_metadata_table_v6(mdt, target_time, rollback_time, partitions or {})
     table = mdt.mdt.reload()
     done = [i for i in table.timeline.rollbacks().completed() if i.requested_time == rollback_time]
     if done:
@@ -288,6 +387,47 @@ def rollback_in_metadata_table(mdt: MetadataTable, target_time: str, rollback_ti
     return transition.complete(table, rollback_instant, content.to_raw())
 
 
+def rollback_in_metadata_table_v6(mdt: MetadataTable, target_time: str, rollback_time: str,
+                                  partitions: Mapping[str, RollbackPartitionMetadata]) -> Instant | None:
+    """0.14/0.15 `update(HoodieRollbackMetadata)`: `validateRollback`; a deltacommit at the
+    rollback's time R with `rollback_updates_v6` (written even when empty, as `processAndCommit`
+    does); then, when the MDT holds a *completed* deltacommit of the rolled-back instant since
+    its last compaction, `rollback(target, R + "006")` on the MDT: a merge-on-read rollback on
+    table version 6 appends ROLLBACK command blocks to the file groups it wrote. A pending MDT
+    deltacommit of the instant is not rolled back there (Hudi leaves it to the MDT's
+    `rollbackFailedWrites`): Cleanline removes it first, as that would. Each step is skipped
+    when a re-run finds it done. Returns the MDT rollback, or the deltacommit when there was
+    nothing to roll back."""
+    from timeline.rollback import execute_rollback_plan, pending_rollback_of, plan_rollback
+
+    check_metadata_rollback(mdt, target_time)
+    table = mdt.mdt.reload()
+    mdt_rollback_time = rollback_time + ROLLBACK_SUFFIX
+    done = [i for i in table.timeline.rollbacks().completed() if i.requested_time == mdt_rollback_time]
+    if done:
+        return done[0]
+    target = next((i for i in table.timeline if i.requested_time == target_time and i.action == DELTACOMMIT), None)
+    if target is not None and target.is_pending and pending_rollback_of(table, target_time) is None:
+        _roll_back_pending(mdt, target_time)
+        target = None
+    written = write_update(mdt, rollback_time, rollback_updates_v6(partitions))
+    table.reload()
+    existing = pending_rollback_of(table, target_time)
+    if existing is not None:
+        rollback_instant, plan = existing
+    elif target is not None and target.is_completed:
+        plan = plan_rollback(table, target).plan
+        rollback_instant = Instant(mdt_rollback_time, ROLLBACK, State.REQUESTED)
+        transition.write_state(table, rollback_instant, plan.to_raw())
+    else:
+        return written
+    transition.start(table, rollback_instant)
+    if target is None:
+        target = Instant(target_time, DELTACOMMIT, State.COMPLETED)
+    content = execute_rollback_plan(table, rollback_instant.requested_time, plan, target)
+    return transition.complete(table, rollback_instant, content.to_raw())
+
+
 def check_metadata_rollback(mdt: MetadataTable, target_time: str) -> None:
     """`HoodieBackedTableMetadataWriter.validateRollback`, checked before the data table's
     rollback deletes anything: a deltacommit an MDT compaction has already folded into base files
@@ -295,6 +435,9 @@ def check_metadata_rollback(mdt: MetadataTable, target_time: str) -> None:
     table = mdt.mdt.reload()
     target = next((i for i in table.timeline.completed() if i.requested_time == target_time
                    and i.action == DELTACOMMIT), None)
+    if is_v6(mdt):  # 0.14/0.15 write records at the rollback's time, and check it whether or not the MDT holds it
+        check_writable(mdt)
+        target = target or Instant(target_time, DELTACOMMIT, State.COMPLETED)
     if target is not None:
         _check_not_compacted(mdt, target)
 
@@ -304,7 +447,11 @@ def _check_not_compacted(mdt: MetadataTable, target: Instant) -> None:
     if not compactions:
         return
     latest = compactions[-1].requested_time
-    if len(target.requested_time) == len(latest) and (target.completion_time or "") <= latest:
+    if is_v6(mdt):  # 0.14/0.15: the requested times compared (compaction times carry the "001" suffix)
+        compacted = target.requested_time <= latest
+    else:
+        compacted = len(target.requested_time) == len(latest) and (target.completion_time or "") <= latest
+    if compacted:
         raise CleanlineError(
             f"{mdt.table.uri}: the metadata table compacted {target.requested_time} at {latest}; rolling it back "
             "alone would corrupt the metadata table (Hudi refuses it too: restore instead)")
@@ -328,6 +475,15 @@ def restore_deletes_metadata_table(mdt: MetadataTable, savepoint_time: str) -> s
 
 # MetadataPartitionType.shouldDeletePartitionOnRestore is false only for these.
 KEPT_ON_RESTORE = frozenset({FILES, "record_index", COLUMN_STATS})
+
+
+def dropped_on_restore(mdt: MetadataTable) -> list[str]:
+    """The MDT partitions a restore deletes (`dropIndexOnRestore`, Hudi 1.x); none on table
+    version 6, whose restore (0.14/0.15) rolls every partition back with the MDT."""
+    if is_v6(mdt):
+        return []
+    config = mdt.table.config
+    return [p for p in (*config.metadata_partitions, *config.metadata_partitions_inflight) if p not in KEPT_ON_RESTORE]
 
 
 def check_restorable(mdt: MetadataTable, savepoint_time: str) -> None:
@@ -356,15 +512,17 @@ def restore_metadata_table(mdt: MetadataTable, savepoint_time: str, restore_time
     is restored to the savepoint's instant (its later instants rolled back,
     `restoreToInstant`), then a deltacommit at a new time brings the `files` partition to what
     storage holds (`fetchOutofSyncFilesRecordsFromMetadataTable`, `convertMissingPartitionRecords`)
-    with column-stats deletions for files gone. Returns that deltacommit."""
+    with column-stats deletions for files gone. Table version 6 (0.14/0.15): no partition is
+    deleted, the MDT's later deltacommits are rolled back with command blocks, and the sync
+    deltacommit (files only) is at a new time + "003" (`createRestoreTimestamp`). Returns that
+    deltacommit."""
     from timeline.config import MDT_PARTITIONS, MDT_PARTITIONS_INFLIGHT, update_config
     from timeline.restore import restore_to  # the restore machinery, on the MDT as a table (it imports this module)
 
     check_supported(mdt)
     data = mdt.table
     config = data.config
-    dropped = [p for p in (*config.metadata_partitions, *config.metadata_partitions_inflight)
-               if p not in KEPT_ON_RESTORE]
+    dropped = dropped_on_restore(mdt)
     if dropped:  # the table's config first (setMetadataPartitionState), then the folders
         update_config(data.storage, data.base, {
             MDT_PARTITIONS: ",".join(p for p in config.metadata_partitions if p not in dropped),
@@ -382,7 +540,10 @@ def restore_metadata_table(mdt: MetadataTable, savepoint_time: str, restore_time
     if later or table.timeline.restores().pending():
         restore_to(table, point)
     mdt.reload()
-    return write_update(mdt, table.new_instant_time(after=restore_time), _sync_updates(mdt))
+    sync_time = table.new_instant_time(after=restore_time)
+    if is_v6(mdt):  # createRestoreTimestamp: a time no data-table instant has, valid by its suffix
+        sync_time += RESTORE_SUFFIX
+    return write_update(mdt, sync_time, _sync_updates(mdt))
 
 
 def _sync_updates(mdt: MetadataTable) -> list[MdtUpdate]:
@@ -411,7 +572,7 @@ def _sync_updates(mdt: MetadataTable) -> list[MdtUpdate]:
     if gone_partitions:
         records.append(partition_list_record(gone_partitions, deleted=True))
     updates = [MdtUpdate(FILES, tuple(records))] if records else []
-    if COLUMN_STATS in mdt.table.config.metadata_partitions and deleted:
+    if COLUMN_STATS in mdt.table.config.metadata_partitions and deleted and not is_v6(mdt):  # 0.x: files only
         updates += _column_stats_deletions(mdt, deleted)
     return updates
 
@@ -442,6 +603,7 @@ def update_for_clean(mdt: MetadataTable, instant_time: str, metadata: CleanMetad
     return write_update(mdt, instant_time, clean_updates(metadata, mdt, instant_time))
 
 
-__all__ = ["CLEAN_PARTITIONS", "KEPT_ON_RESTORE", "MdtUpdate", "MetadataTableUnsupported", "check_restorable",
-           "clean_updates", "file_group_index", "restore_deletes_metadata_table", "restore_metadata_table",
-           "check_metadata_rollback", "rollback_in_metadata_table", "update_for_clean", "write_update"]
+__all__ = ["CLEAN_PARTITIONS", "KEPT_ON_RESTORE", "MdtUpdate", "MetadataTableUnsupported", "check_metadata_rollback",
+           "check_restorable", "check_writable", "clean_updates", "dropped_on_restore", "file_group_index", "is_v6",
+           "restore_deletes_metadata_table", "restore_metadata_table", "rollback_in_metadata_table",
+           "rollback_updates_v6", "update_for_clean", "write_update"]
