@@ -41,6 +41,8 @@ class Table(models.Model):
     write_options = models.JSONField(default=dict, blank=True,
                                      help_text="Hudi writer options over hoodie.properties (the table's concurrency "
                                                "mode and lock: hoodie.write.concurrency.mode, hoodie.write.lock.*)")
+    failed_writes = models.IntegerField(default=0, help_text="failed writes under the table's failed-writes "
+                                                              "policy, at the last sync")
     registered_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL)
     registered_at = models.DateTimeField(auto_now_add=True)
 
@@ -231,3 +233,65 @@ class Job(models.Model):
 
     class Meta:
         ordering = ["-requested_at"]
+
+
+class ApiToken(models.Model):
+    """A personal API token: acts as its user, with that user's role. Only the SHA-256 of the
+    secret is stored; the secret is shown once, when the token is created."""
+
+    user = models.ForeignKey("auth.User", on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=100)
+    prefix = models.CharField(max_length=16, help_text="the secret's first characters, to recognise it")
+    digest = models.CharField(max_length=64, unique=True, help_text="SHA-256 of the secret, hex")
+    created_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [models.UniqueConstraint(fields=["user", "name"], name="api_token_name_unique_per_user")]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+
+class AlertKind(models.TextChoices):
+    CLEAN_FAILED = "clean_failed", "a clean failed"
+    PLAN_STALE = "plan_stale", "a plan went stale"
+    WRITE_PENDING = "write_pending", "a write pending too long"
+    SAVEPOINT_OLD = "savepoint_old", "a savepoint holding back archival"
+    RECLAIMABLE = "reclaimable", "reclaimable bytes over the threshold"
+    MDT_OUT_OF_SYNC = "mdt_out_of_sync", "the metadata table out of sync"
+
+
+class AlertRule(models.Model):
+    """One alert rule of one table (every kind exists per table, with its default threshold,
+    once the table is checked): on or off, and its threshold (hours, days or bytes by kind)."""
+
+    table = models.ForeignKey(Table, related_name="alert_rules", on_delete=models.CASCADE)
+    kind = models.CharField(max_length=32, choices=AlertKind.choices)
+    enabled = models.BooleanField(default=True)
+    threshold = models.FloatField(null=True, blank=True, help_text="hours, days or bytes, by kind")
+
+    class Meta:
+        ordering = ["table", "kind"]
+        constraints = [models.UniqueConstraint(fields=["table", "kind"], name="alert_rule_unique_per_table")]
+
+
+class Alert(models.Model):
+    """A rule's condition found true: fired (and delivered) once, open until the condition is
+    gone, then resolved."""
+
+    table = models.ForeignKey(Table, related_name="alerts", on_delete=models.CASCADE)
+    kind = models.CharField(max_length=32, choices=AlertKind.choices)
+    key = models.CharField(max_length=128, help_text="what the alert is about: a plan, an instant, ...")
+    message = models.TextField()
+    fired_at = models.DateTimeField(auto_now_add=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    deliveries = models.JSONField(default=dict, help_text="channel -> outcome")
+
+    class Meta:
+        ordering = ["-fired_at", "-pk"]
+        constraints = [models.UniqueConstraint(fields=["table", "kind", "key"], condition=models.Q(resolved_at=None),
+                                               name="alert_open_once")]

@@ -252,6 +252,8 @@ CELERY_BEAT_SCHEDULE = {
     "sync-all-tables": {"task": "console.tasks.sync_all_tables", "schedule": CLEANLINE_SYNC_INTERVAL_SECONDS},
     "automatic-cleans": {"task": "console.tasks.auto_clean_tables",
                          "schedule": int(os.environ.get("CLEANLINE_AUTO_CLEAN_INTERVAL_SECONDS", "3600"))},
+    "alerts": {"task": "console.tasks.check_alerts",
+               "schedule": int(os.environ.get("CLEANLINE_ALERT_INTERVAL_SECONDS", "300"))},
 }
 
 LOGGING = {

@@ -171,3 +171,11 @@ def auto_clean_tables() -> int:
             enqueue(run_clean_plan, plan)
             started += 1
     return started
+
+
+@shared_task
+def check_alerts() -> int:
+    """The periodic alert check (console.alerts): returns how many alerts fired."""
+    from console.alerts import check_alerts as check
+
+    return check()

@@ -5,7 +5,7 @@ from typing import Any
 from django.contrib.auth import views as auth_views
 from django.urls import URLPattern, include, path
 
-from console import views
+from console import alerts, metrics, views
 
 
 def of_table(route: str, view: Any, name: str, **kwargs: str) -> URLPattern:
@@ -17,6 +17,7 @@ console_patterns = [
     path("", views.catalog, name="catalog"),
     path("tables/register", views.register, name="register"),
     path("audit", views.audit_log, name="audit"),
+    path("alerts", alerts.alerts_page, name="alerts"),
     of_table("", views.overview, "overview"),
     of_table("timeline", views.timeline, "timeline"),
     of_table("instants/<int:instant_id>", views.instant_detail, "instant"),
@@ -44,6 +45,7 @@ console_patterns = [
 ]
 
 urlpatterns = [
+    path("metrics", metrics.metrics, name="metrics"),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", include((console_patterns, "console"))),

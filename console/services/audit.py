@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -13,8 +15,26 @@ from console.models import (
 )
 
 
+_TOKEN: ContextVar[str | None] = ContextVar("cleanline_api_token", default=None)
+
+
+@contextmanager
+def via_token(name: str) -> Iterator[None]:
+    """Within this block (one API request), every audit event names the API token that acted."""
+    reset = _TOKEN.set(name)
+    try:
+        yield
+    finally:
+        _TOKEN.reset(reset)
+
+
 def audit(*, user: User | None, action: str, table: Table | None = None,
           parameters: Mapping[str, Any] | None = None, result: str = "") -> AuditEvent:
-    """Append one event to the audit log."""
+    """Append one event to the audit log (with `api_token`: the token's name, when an API
+    request made it)."""
+    values = dict(parameters or {})
+    token = _TOKEN.get()
+    if token is not None:
+        values["api_token"] = token
     return AuditEvent.objects.create(user=user, username=user.get_username() if user else "system", action=action,
-                                     table=table, parameters=dict(parameters or {}), result=result)
+                                     table=table, parameters=values, result=result)
