@@ -14,7 +14,6 @@ from console.models import (
     Table,
 )
 
-
 _TOKEN: ContextVar[str | None] = ContextVar("cleanline_api_token", default=None)
 
 
