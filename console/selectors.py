@@ -57,6 +57,11 @@ class TimelineFilters:
 
 def timeline_page(table: Table, filters: TimelineFilters, page: int | str | None) -> Page:
     """One page of a table's instants, newest first, filtered."""
+    return Paginator(timeline_rows(table, filters), PAGE_SIZE).get_page(page)
+
+
+def timeline_rows(table: Table, filters: TimelineFilters) -> QuerySet[Instant]:
+    """A table's instants, newest first, filtered (the timeline page's and the API's)."""
     rows = table.instants.all()
     if filters.action:
         rows = rows.filter(action=filters.action)
@@ -68,7 +73,7 @@ def timeline_page(table: Table, filters: TimelineFilters, page: int | str | None
         rows = rows.filter(requested_time__lte=filters.until.ljust(17, "9"))
     if filters.search:
         rows = rows.filter(requested_time__startswith=filters.search)
-    return Paginator(rows.order_by("-requested_time", "action"), PAGE_SIZE).get_page(page)
+    return rows.order_by("-requested_time", "action")
 
 
 def actions_of(table: Table) -> list[str]:
@@ -85,7 +90,15 @@ class StateContent:
 
     @property
     def raw(self) -> str:
-        return json.dumps(self.content, indent=2, default=lambda v: v.hex() if isinstance(v, bytes) else str(v))
+        return json.dumps(self.content, indent=2, default=_json_default)
+
+    def json_content(self) -> Any:
+        """The content with only JSON values (bytes as hex), for the API."""
+        return None if self.content is None else json.loads(json.dumps(self.content, default=_json_default))
+
+
+def _json_default(value: Any) -> str:
+    return value.hex() if isinstance(value, bytes) else str(value)
 
 
 def instant_contents(table: Table, instant: Instant) -> list[StateContent]:
@@ -209,6 +222,15 @@ def plan_files(plan: CleanPlan, *, delete: bool | None, search: str, partition: 
     """A page of a plan's files (to delete, kept, or all), optionally in one partition and
     whose names start with `search`; every filter is an index range, so a million-file plan
     pages and searches quickly."""
+    rows = plan_file_rows(plan, delete=delete, search=search, partition=partition)
+    if not search and not partition and delete is not None:
+        known = plan.files_to_delete if delete else plan.files_kept
+        return _CountedPaginator(rows, PAGE_SIZE, known).get_page(page)
+    return Paginator(rows, PAGE_SIZE).get_page(page)
+
+
+def plan_file_rows(plan: CleanPlan, *, delete: bool | None, search: str, partition: str) -> QuerySet[Any]:
+    """A plan's files (to delete, kept, or all), in one partition, names starting with `search`."""
     rows = plan.files.all()
     if delete is not None:
         rows = rows.filter(delete=delete)
@@ -216,12 +238,8 @@ def plan_files(plan: CleanPlan, *, delete: bool | None, search: str, partition: 
         rows = rows.filter(partition=partition)
     if search:
         rows = rows.filter(file_name__gte=search, file_name__lt=search + "\U0010ffff")
-    rows = rows.order_by("partition", "file_name").only(
+    return rows.order_by("partition", "file_name").only(
         "partition", "file_name", "size", "delete", "reason", "outcome", "base_instant")
-    if not search and not partition and delete is not None:
-        known = plan.files_to_delete if delete else plan.files_kept
-        return _CountedPaginator(rows, PAGE_SIZE, known).get_page(page)
-    return Paginator(rows, PAGE_SIZE).get_page(page)
 
 
 def plan_csv_rows(plan: CleanPlan) -> Iterator[str]:
@@ -252,6 +270,11 @@ def failed_write_previews(table: Table) -> list[FailedWrite]:
 
 
 def audit_page(*, action: str, username: str, table_id: str, page: int | str | None) -> Page:
+    return Paginator(audit_rows(action=action, username=username, table_id=table_id), PAGE_SIZE).get_page(page)
+
+
+def audit_rows(*, action: str, username: str, table_id: str) -> QuerySet[AuditEvent]:
+    """Audit events newest first: `action` a prefix, `username` exact, `table_id` an id."""
     rows = AuditEvent.objects.select_related("table")
     if action:
         rows = rows.filter(action__startswith=action)
@@ -259,7 +282,7 @@ def audit_page(*, action: str, username: str, table_id: str, page: int | str | N
         rows = rows.filter(username=username)
     if table_id.isdigit():
         rows = rows.filter(table_id=int(table_id))
-    return Paginator(rows.order_by("-at", "-pk"), PAGE_SIZE).get_page(page)
+    return rows.order_by("-at", "-pk")
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,6 +6,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import URLPattern, include, path
 
 from console import alerts, metrics, views
+from console.api import api
 
 
 def of_table(route: str, view: Any, name: str, **kwargs: str) -> URLPattern:
@@ -18,6 +19,9 @@ console_patterns = [
     path("tables/register", views.register, name="register"),
     path("audit", views.audit_log, name="audit"),
     path("alerts", alerts.alerts_page, name="alerts"),
+    path("tokens", views.tokens, name="tokens"),
+    path("tokens/create", views.token_create, name="token_create"),
+    path("tokens/<int:token_id>/revoke", views.token_revoke, name="token_revoke"),
     of_table("", views.overview, "overview"),
     of_table("timeline", views.timeline, "timeline"),
     of_table("instants/<int:instant_id>", views.instant_detail, "instant"),
@@ -46,6 +50,7 @@ console_patterns = [
 
 urlpatterns = [
     path("metrics", metrics.metrics, name="metrics"),
+    path("api/v1/", api.urls),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", include((console_patterns, "console"))),

@@ -379,3 +379,51 @@ def lock_break(request: HttpRequest, table: Table) -> HttpResponse:
 
     _attempt(request, break_lock)
     return _overview(table)
+
+
+def _tokens_page(request: HttpRequest, *, status: int = 200, **extra: object) -> HttpResponse:
+    from django.contrib.auth.models import User
+
+    from console.models import ApiToken
+
+    is_admin = request.user.has_perm(permissions.SETTINGS)
+    rows = ApiToken.objects.select_related("user")
+    return render(request, "console/tokens.html", {
+        "tokens": rows if is_admin else rows.filter(user=request.user), "is_admin": is_admin,
+        "users": User.objects.filter(is_active=True).order_by("username") if is_admin else [], **extra},
+        status=status)
+
+
+@login_required
+@require_GET
+def tokens(request: HttpRequest) -> HttpResponse:
+    """The user's API tokens (an admin's: everyone's)."""
+    return _tokens_page(request)
+
+
+@login_required
+@require_POST
+def token_create(request: HttpRequest) -> HttpResponse:
+    """A new token for the user (an admin may name another user); its secret is shown once."""
+    from django.contrib.auth.models import User
+
+    owner_id = request.POST.get("owner")
+    owner = get_object_or_404(User, pk=owner_id) if owner_id else request.user
+    try:
+        token, secret = services.token_create(actor=request.user, owner=owner,  # type: ignore[arg-type]
+                                              name=request.POST.get("name", ""))
+    except ValidationError as exc:
+        _refused(request, exc)
+        return _tokens_page(request, name=request.POST.get("name", ""), status=400)
+    return _tokens_page(request, secret=secret, created=token)
+
+
+@login_required
+@require_POST
+def token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
+    from console.models import ApiToken
+
+    token = get_object_or_404(ApiToken.objects.select_related("user"), pk=token_id)
+    services.token_revoke(actor=request.user, token=token)  # type: ignore[arg-type]
+    messages.success(request, f"Token {token.name} revoked.")
+    return redirect("console:tokens")

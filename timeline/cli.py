@@ -411,6 +411,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help="a Hudi writer option over hoodie.properties, repeatable: the table's concurrency "
                              "mode and lock (hoodie.write.concurrency.mode, hoodie.write.lock.*), taken by every "
                              "change")
+    parser.add_argument("--api", metavar="URL", help="read from a remote Cleanline console's REST API instead of "
+                        "storage (read commands only: tables, table info, timeline, savepoint list, instant show); "
+                        "PATH is then a registered table's id, name or path")
+    parser.add_argument("--token", metavar="T", default=os.environ.get("CLEANLINE_API_TOKEN", ""),
+                        help="the personal API token for --api (default: $CLEANLINE_API_TOKEN)")
     commands = parser.add_subparsers(dest="command", required=True)
 
     def command(sub: Any, name: str, handler: Handler, help_text: str) -> argparse.ArgumentParser:
@@ -422,6 +427,11 @@ def build_parser() -> argparse.ArgumentParser:
     table = commands.add_parser("table", help="table-level commands").add_subparsers(dest="sub", required=True)
     info = command(table, "info", _table_info, "show a table's configuration and timeline summary")
     info.add_argument("--json", action="store_true", help="print JSON")
+
+    listed = commands.add_parser("tables", help="list a remote console's registered tables (with --api)",
+                                 description="list a remote console's registered tables (with --api)")
+    listed.add_argument("--json", action="store_true", help="print JSON")
+    listed.set_defaults(handler=_tables)
 
     tl = command(commands, "timeline", _timeline, "list the instants of the active timeline")
     tl.add_argument("--archived", action="store_true", help="include the archived timeline first")
@@ -507,10 +517,51 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _tables(args: argparse.Namespace) -> None:
+    raise CleanlineError("`cleanline tables` lists a remote console's tables: give --api URL --token T")
+
+
+def _remote(args: argparse.Namespace) -> None:
+    """A read command against the console at --api (`timeline.remote`)."""
+    from timeline import remote
+
+    client = remote.ConsoleClient(args.api, args.token)
+    handler = args.handler
+    if handler is _tables:
+        rows = remote.tables(client)
+        _emit(args, rows, lambda: _render_table(["id", "name", "type", "version", "sync", "files", "bytes", "path"], [
+            (t["id"], t["name"], t["tableType"], t["tableVersion"], t["syncStatus"], t["files"], t["bytes"], t["path"])
+            for t in rows]))
+    elif handler is _table_info:
+        info = remote.table_info(client, args.path)
+        _emit(args, info, lambda: _render_table(["property", "value"], list(info.items())))
+    elif handler is _timeline:
+        instants = remote.timeline(client, args.path)
+        _emit(args, instants, lambda: _render_table(
+            ["requested", "completed", "action", "state", "timeline"],
+            [(i["requestedTime"], i["completionTime"], i["action"], i["state"],
+              "archived" if i["archived"] else "active") for i in instants]))
+    elif handler is _savepoint_list:
+        found = remote.savepoints(client, args.path)
+        _emit(args, found, lambda: _render_table(
+            ["savepoint", "by", "files", "bytes", "missing", "holds back archival", "comment"],
+            [(s["instant"]["requestedTime"], s["savepointedBy"], s["files"], s["bytes"], s["missingFiles"],
+              "yes" if s["holdsBackArchival"] else "no", s["comments"]) for s in found]))
+    elif handler is _instant_show:
+        print(json.dumps(remote.instant_show(client, args.path, args.instant, args.action, args.state), indent=2))
+    else:
+        raise CleanlineError(f"`{args.command}{' ' + args.sub if getattr(args, 'sub', None) else ''}` does not run "
+                             "through --api (read commands only: tables, table info, timeline, savepoint list, "
+                             "instant show)")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="cleanline: %(message)s")
     try:
+        if args.api:
+            _remote(args)
+            return 0
         configure_s3(parse_s3_roots(os.environ.get("CLEANLINE_S3_ROOTS", "")))
         code = args.handler(args)
     except CleanlineError as exc:

@@ -35,6 +35,7 @@ from console.services.tables import (
     table_sync,
     table_sync_failed,
 )
+from console.services.tokens import token_create, token_revoke, token_user
 
 __all__ = [
     "Lease",
@@ -69,4 +70,7 @@ __all__ = [
     "table_settings_update",
     "table_sync",
     "table_sync_failed",
+    "token_create",
+    "token_revoke",
+    "token_user",
 ]

@@ -18,13 +18,18 @@ _TOKEN: ContextVar[str | None] = ContextVar("cleanline_api_token", default=None)
 
 
 @contextmanager
-def via_token(name: str) -> Iterator[None]:
-    """Within this block (one API request), every audit event names the API token that acted."""
-    reset = _TOKEN.set(name)
+def request_scope() -> Iterator[None]:
+    """One request: whatever token it names is forgotten when it ends (the middleware's)."""
+    reset = _TOKEN.set(None)
     try:
         yield
     finally:
         _TOKEN.reset(reset)
+
+
+def acting_token(name: str) -> None:
+    """From now until the request ends, every audit event names the API token that acted."""
+    _TOKEN.set(name)
 
 
 def audit(*, user: User | None, action: str, table: Table | None = None,

@@ -1,0 +1,83 @@
+"""What every endpoint shares: token authentication, roles, JSON problem details, paging."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.contrib.auth.models import AnonymousUser, User
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import EmptyPage, Paginator
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse
+from ninja.security import HttpBearer
+
+from console import permissions
+from console.services import tokens
+from console.services.audit import acting_token, request_scope
+
+MAX_PAGE_SIZE = 500
+
+
+class TokenAuth(HttpBearer):
+    """`Authorization: Bearer <personal API token>`: the request acts as the token's user."""
+
+    def authenticate(self, request: HttpRequest, token: str) -> User | None:
+        found = tokens.token_user(token)
+        if found is None:
+            return None
+        user, record = found
+        request.user = user
+        acting_token(record.name)
+        return user
+
+
+class AuditScopeMiddleware:
+    """Forgets the acting API token when a request ends (see `console.services.audit`)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        with request_scope():
+            return self.get_response(request)
+
+
+def user_of(request: HttpRequest) -> User:
+    user = request.user
+    if isinstance(user, AnonymousUser) or not user.is_authenticated:
+        raise PermissionDenied("Not authenticated.")
+    return user  # type: ignore[return-value]
+
+
+def require(request: HttpRequest, permission: str = permissions.VIEW) -> User:
+    """The request's user, if their role holds `permission` (every permission needs the right
+    to view tables), else 403."""
+    user = user_of(request)
+    if not user.has_perm(permissions.VIEW) or not user.has_perm(permission):
+        raise PermissionDenied("Your role does not allow this.")
+    return user
+
+
+def problem(status: int, title: str, detail: str, **extra: Any) -> HttpResponse:
+    """An RFC 9457 problem details response."""
+    import json
+
+    body = {"type": "about:blank", "title": title, "status": status, "detail": detail, **extra}
+    return HttpResponse(json.dumps(body), status=status, content_type="application/problem+json")
+
+
+def paged(rows: QuerySet[Any], page: int, page_size: int, item: Callable[[Any], Any]) -> dict[str, Any]:
+    """One page of `rows` (1-based; a page past the end is a 404), with the totals."""
+    page_size = max(1, min(page_size, MAX_PAGE_SIZE))
+    paginator = Paginator(rows, page_size)
+    try:
+        current = paginator.page(page)
+    except EmptyPage:
+        if page == 1:
+            return {"count": 0, "page": 1, "pages": 1, "page_size": page_size, "items": []}
+        from django.http import Http404
+
+        raise Http404(f"Page {page} is past the last page ({paginator.num_pages}).") from None
+    return {"count": paginator.count, "page": page, "pages": paginator.num_pages, "page_size": page_size,
+            "items": [item(row) for row in current.object_list]}

@@ -1,0 +1,117 @@
+"""Clean plans: create, list, read with paged files, approve, reject, CSV. The same services as
+the pages: roles, the two-person rule, the stale-plan check, the table lock, the audit log."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest, StreamingHttpResponse
+from django.shortcuts import get_object_or_404
+from ninja import Query, Router, Schema, Status
+
+from console import permissions, selectors, services
+from console.api.common import paged, problem
+from console.api.schemas import DecisionIn, PlanFileOut, PlanIn, PlanOut, Problem, page_of
+from console.api.tables import ERRORS, table_of
+from console.models import CleanPlan, PlanStatus
+from console.tasks import build_clean_plan, enqueue, run_clean_plan
+
+router = Router(tags=["clean plans"])
+
+
+def plan_out(plan: CleanPlan) -> dict[str, Any]:
+    values = {f: getattr(plan, f) for f in PlanOut.model_fields if f not in ("id", "requested_by", "decided_by")}
+    return values | {"id": plan.pk, "requested_by": plan.requested_by.get_username() if plan.requested_by else None,
+                     "decided_by": plan.decided_by.get_username() if plan.decided_by else None}
+
+
+def plan_of(request: HttpRequest, table_id: int, plan_id: int, permission: str = permissions.VIEW) -> CleanPlan:
+    table = table_of(request, table_id, permission)
+    return get_object_or_404(table.clean_plans.select_related("requested_by", "decided_by"), pk=plan_id)
+
+
+class Paging(Schema):
+    status: str = ""
+    page: int = 1
+    page_size: int = 50
+
+
+@router.get("/tables/{table_id}/plans", response={200: page_of(PlanOut), **ERRORS}, summary="Clean plans")
+def list_plans(request: HttpRequest, table_id: int, filters: Query[Paging]) -> dict[str, Any]:
+    """Newest first; `status` filters (planning, draft, stale, rejected, approved, running, completed, failed)."""
+    rows = selectors.plans_of(table_of(request, table_id))
+    if filters.status:
+        rows = rows.filter(status=filters.status)
+    return paged(rows, filters.page, filters.page_size, plan_out)
+
+
+@router.post("/tables/{table_id}/plans", response={202: PlanOut, 409: Problem, **ERRORS},
+             summary="Ask for a clean plan")
+def create_plan(request: HttpRequest, table_id: int, body: PlanIn) -> Status[dict[str, Any]]:
+    """A worker builds it: follow `status` (planning, then draft) and `progress_*`."""
+    table = table_of(request, table_id, permissions.PLAN)
+    overrides = {k: v for k, v in body.dict().items() if v not in (None, "")}
+    plan = services.plan_request(table=table, user=request.user, overrides=overrides)  # type: ignore[arg-type]
+    enqueue(build_clean_plan, plan)
+    return Status(202, plan_out(plan))
+
+
+@router.get("/tables/{table_id}/plans/{plan_id}", response={200: PlanOut, **ERRORS}, summary="A clean plan")
+def get_plan(request: HttpRequest, table_id: int, plan_id: int) -> dict[str, Any]:
+    return plan_out(plan_of(request, table_id, plan_id))
+
+
+class FileFilters(Schema):
+    show: str = "delete"
+    q: str = ""
+    partition: str = ""
+    page: int = 1
+    page_size: int = 100
+
+
+@router.get("/tables/{table_id}/plans/{plan_id}/files", response={200: page_of(PlanFileOut), **ERRORS},
+            summary="A plan's files")
+def plan_files(request: HttpRequest, table_id: int, plan_id: int, filters: Query[FileFilters]) -> dict[str, Any]:
+    """`show`: delete (default), keep or all; `q`: file names starting with it; `partition`."""
+    plan = plan_of(request, table_id, plan_id)
+    rows = selectors.plan_file_rows(plan, delete={"delete": True, "keep": False}.get(filters.show),
+                                    search=filters.q.strip(), partition=filters.partition)
+
+    def out(row: Any) -> dict[str, Any]:
+        return {f: getattr(row, f) for f in PlanFileOut.model_fields}
+
+    return paged(rows, filters.page, filters.page_size, out)
+
+
+@router.post("/tables/{table_id}/plans/{plan_id}/approve", response={200: PlanOut, 409: Problem, **ERRORS},
+             summary="Approve a draft plan")
+def approve_plan(request: HttpRequest, table_id: int, plan_id: int) -> Any:
+    """Admins; not the plan's requester (CLEANLINE_APPROVER_MUST_DIFFER). The plan is checked
+    against the table as it is now: when it changed, the plan becomes `stale` (409, with
+    `stale_reasons`) and nothing runs; otherwise the clean is written to the timeline and runs."""
+    plan = plan_of(request, table_id, plan_id, permissions.APPROVE)
+    plan = services.plan_approve(plan=plan, user=request.user)  # type: ignore[arg-type]
+    if plan.status == PlanStatus.STALE:
+        return problem(409, "Stale plan", "The table changed since this plan was made: it is stale and nothing "
+                       "ran. Ask for a new plan.", stale_reasons=list(plan.stale_reasons), plan=plan.pk)
+    if plan.status == PlanStatus.APPROVED:
+        enqueue(run_clean_plan, plan)
+    return plan_out(plan)
+
+
+@router.post("/tables/{table_id}/plans/{plan_id}/reject", response={200: PlanOut, 409: Problem, **ERRORS},
+             summary="Reject a draft plan")
+def reject_plan(request: HttpRequest, table_id: int, plan_id: int, body: DecisionIn) -> dict[str, Any]:
+    plan = plan_of(request, table_id, plan_id, permissions.APPROVE)
+    return plan_out(services.plan_reject(plan=plan, user=request.user, note=body.note))  # type: ignore[arg-type]
+
+
+@router.get("/tables/{table_id}/plans/{plan_id}/report.csv", response={200: None, **ERRORS},
+            summary="A plan's files as CSV", openapi_extra={"responses": {"200": {
+                "description": "partition, file, bytes, decision, reason, outcome, path",
+                "content": {"text/csv": {"schema": {"type": "string"}}}}}})
+def plan_csv(request: HttpRequest, table_id: int, plan_id: int) -> StreamingHttpResponse:
+    plan = plan_of(request, table_id, plan_id)
+    response = StreamingHttpResponse(selectors.plan_csv_rows(plan), content_type="text/csv")
+    response["Content-Disposition"] = f'attachment; filename="clean-plan-{plan.pk}.csv"'
+    return response

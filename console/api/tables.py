@@ -1,0 +1,148 @@
+"""Tables, their instants and file groups, and the audit log."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest
+from django.shortcuts import get_object_or_404
+from ninja import Query, Router, Schema, Status
+
+from console import permissions, selectors, services
+from console.api.common import paged, require
+from console.api.schemas import (
+    Accepted,
+    AuditOut,
+    FileGroupsOut,
+    InstantDetail,
+    InstantOut,
+    Problem,
+    TableIn,
+    TableOut,
+    page_of,
+)
+from console.models import AuditEvent, Instant, Table
+from console.tasks import enqueue_sync
+
+router = Router(tags=["tables"])
+ERRORS: dict[int, type[Schema]] = {401: Problem, 403: Problem, 404: Problem}
+
+
+def table_out(table: Table) -> dict[str, Any]:
+    return {f: getattr(table, f) for f in TableOut.model_fields if f != "id"} | {"id": table.pk}
+
+
+def instant_out(row: Instant) -> dict[str, Any]:
+    return {f: getattr(row, f) for f in InstantOut.model_fields if f != "id"} | {"id": row.pk}
+
+
+def table_of(request: HttpRequest, table_id: int, permission: str = permissions.VIEW) -> Table:
+    require(request, permission)
+    return get_object_or_404(Table, pk=table_id)
+
+
+class TableFilters(Schema):
+    q: str = ""
+    sort: str = "name"
+    page: int = 1
+    page_size: int = 50
+
+
+SORTS = {"name": "name", "-name": "-name", "files": "total_files", "-files": "-total_files",
+         "bytes": "total_bytes", "-bytes": "-total_bytes", "synced": "synced_at", "-synced": "-synced_at"}
+
+
+@router.get("/tables", response={200: page_of(TableOut), **ERRORS}, summary="List tables")
+def list_tables(request: HttpRequest, filters: Query[TableFilters]) -> dict[str, Any]:
+    """Registered tables; `q` matches name or path; `sort` one of name, files, bytes, synced
+    (prefix `-` for descending)."""
+    require(request)
+    rows = Table.objects.all()
+    if filters.q:
+        from django.db.models import Q
+
+        rows = rows.filter(Q(name__icontains=filters.q) | Q(path__icontains=filters.q))
+    rows = rows.order_by(SORTS.get(filters.sort, "name"), "pk")
+    return paged(rows, filters.page, filters.page_size, table_out)
+
+
+@router.post("/tables", response={201: TableOut, 400: Problem, 409: Problem, **ERRORS}, summary="Register a table")
+def register_table(request: HttpRequest, body: TableIn) -> Status[dict[str, Any]]:
+    user = require(request, permissions.REGISTER)
+    table = services.table_register(path=body.path, user=user)
+    enqueue_sync(table)
+    return Status(201, table_out(table))
+
+
+@router.get("/tables/{table_id}", response={200: TableOut, **ERRORS}, summary="A table")
+def get_table(request: HttpRequest, table_id: int) -> dict[str, Any]:
+    return table_out(table_of(request, table_id))
+
+
+@router.post("/tables/{table_id}/sync", response={202: Accepted, **ERRORS}, summary="Sync a table")
+def sync_table(request: HttpRequest, table_id: int) -> Status[dict[str, str]]:
+    table = table_of(request, table_id, permissions.SYNC)
+    enqueue_sync(table)
+    return Status(202, {"detail": f"Sync of {table.name} queued."})
+
+
+class InstantFilters(Schema):
+    action: str = ""
+    state: str = ""
+    since: str = ""
+    until: str = ""
+    search: str = ""
+    page: int = 1
+    page_size: int = 50
+
+
+@router.get("/tables/{table_id}/instants", response={200: page_of(InstantOut), **ERRORS}, summary="Timeline")
+def list_instants(request: HttpRequest, table_id: int, filters: Query[InstantFilters]) -> dict[str, Any]:
+    """The table's instants newest first, with the timeline page's filters: `action`, `state`,
+    `since`/`until` (instant-time prefixes), `search` (instant time starts with)."""
+    table = table_of(request, table_id)
+    found = selectors.timeline_rows(table, selectors.TimelineFilters(
+        action=filters.action, state=filters.state, since=filters.since, until=filters.until, search=filters.search))
+    return paged(found, filters.page, filters.page_size, instant_out)
+
+
+@router.get("/tables/{table_id}/instants/{instant_id}", response={200: InstantDetail, 409: Problem, **ERRORS},
+            summary="An instant with its decoded state files")
+def get_instant(request: HttpRequest, table_id: int, instant_id: int) -> dict[str, Any]:
+    table = table_of(request, table_id)
+    row = get_object_or_404(table.instants, pk=instant_id)
+    contents = selectors.instant_contents(table, row)
+    return instant_out(row) | {"contents": [{"state": c.state, "file": c.file, "content": c.json_content(),
+                                            "error": c.error} for c in contents]}
+
+
+@router.get("/tables/{table_id}/file-groups", response={200: FileGroupsOut, 409: Problem, **ERRORS},
+            summary="File groups of a partition")
+def file_groups(request: HttpRequest, table_id: int, partition: str | None = None) -> dict[str, Any]:
+    table = table_of(request, table_id)
+    partitions, chosen, groups = selectors.file_groups(table, partition)
+    return {"partitions": partitions, "partition": chosen, "file_groups": [
+        {**{k: v for k, v in g.items() if k != "slices"},
+         "slices": [{"base_instant": s.base_instant, "files": list(s.files), "size": s.size,
+                     "protected": s.protected} for s in g["slices"]]} for g in groups]}
+
+
+class AuditFilters(Schema):
+    action: str = ""
+    user: str = ""
+    table: str = ""
+    page: int = 1
+    page_size: int = 50
+
+
+@router.get("/audit", response={200: page_of(AuditOut), **ERRORS}, summary="Audit log", tags=["audit"])
+def audit_log(request: HttpRequest, filters: Query[AuditFilters]) -> dict[str, Any]:
+    """Newest first; `action` matches a prefix (e.g. `clean.`), `user` a username, `table` an id."""
+    require(request)
+    rows = selectors.audit_rows(action=filters.action, username=filters.user, table_id=filters.table)
+
+    def out(event: AuditEvent) -> dict[str, Any]:
+        return {"id": event.pk, "at": event.at, "username": event.username, "action": event.action,
+                "table_id": event.table_id, "parameters": event.parameters, "result": event.result}
+
+    return paged(rows, filters.page, filters.page_size, out)

@@ -1,0 +1,325 @@
+"""The REST API (/api/v1/, console/api/): every endpoint for every role (anonymous 401, viewer
+403 on mutations, operator, admin), the two-person rule and a stale plan through the API, the
+audit entries naming the token, JSON problem details, paging, the OpenAPI document validated by a
+schema validator, tokens (hash only, revoked, deactivated user), and a scripted journey through
+the API alone with a real Celery worker, followed by `cleanline --api` against the same console."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client, TestCase
+from openapi_spec_validator import validate
+
+from console import services
+from console.models import ApiToken, AuditEvent, CleanPlan, Job, PlanFile, PlanStatus, Table
+from tests.console.conftest import person
+from tests.console.retention import SHORT_RETENTION
+from tests.console.waiting import wait_for
+from timeline.table import HudiTable
+
+pytestmark = pytest.mark.django_db
+
+TABLE = "sample_table/mor/avro/v9_txns_simple_nometa"
+API = "/api/v1"
+
+
+def token_for(user: User, name: str = "ci") -> str:
+    return services.token_create(actor=user, owner=user, name=name)[1]
+
+
+class Caller:
+    """A test client sending one token."""
+
+    def __init__(self, token: str | None) -> None:
+        self.client = Client()
+        self.headers = {"HTTP_AUTHORIZATION": f"Bearer {token}"} if token else {}
+
+    def __call__(self, method: str, path: str, body: dict[str, Any] | None = None, **query: Any) -> Any:
+        call = getattr(self.client, method.lower())
+        with TestCase.captureOnCommitCallbacks(execute=True):  # the tasks it queues run (eagerly) as on commit
+            if method in ("GET", "DELETE"):
+                return call(API + path, query, **self.headers)
+            return call(API + path, json.dumps(body or {}), content_type="application/json", **self.headers)
+
+
+@pytest.fixture
+def table(console_table) -> Table:
+    return console_table(TABLE)
+
+
+@pytest.fixture
+def callers(db) -> dict[str, Caller]:
+    return {"anonymous": Caller(None), **{role: Caller(token_for(person(f"api-{role}", role)))
+                                           for role in ("viewer", "operator", "admin")}}
+
+
+def draft_plan(table: Table, user: User | None = None) -> CleanPlan:
+    plan = services.plan_request(table=table, user=user or person("requester", "operator"), overrides=SHORT_RETENTION)
+    return services.plan_build(plan=plan)
+
+
+def endpoints(table: Table, plan: CleanPlan, job: Job) -> list[tuple[str, str, dict[str, Any] | None, str]]:
+    """(method, path, body, the least role allowed) of every endpoint."""
+    t, p = table.pk, plan.pk
+    commits = list(table.instants.filter(action__in=("commit", "deltacommit"), state="COMPLETED")
+                   .order_by("requested_time").values_list("requested_time", flat=True))
+    instant = table.instants.get(requested_time=commits[-1], action__in=("commit", "deltacommit"))
+    kept, commit = commits[-1], commits[-2]  # a savepoint the restore preview reads; one created and deleted
+    if not table.instants.filter(action="savepoint", requested_time=kept).exists():
+        services.savepoint_create(table=table, user=None, instant_time=kept, comment="for the preview")
+    return [
+        ("GET", "/tables", None, "viewer"),
+        ("GET", f"/tables/{t}", None, "viewer"),
+        ("GET", f"/tables/{t}/instants", None, "viewer"),
+        ("GET", f"/tables/{t}/instants/{instant.pk}", None, "viewer"),
+        ("GET", f"/tables/{t}/file-groups", None, "viewer"),
+        ("GET", f"/tables/{t}/plans", None, "viewer"),
+        ("GET", f"/tables/{t}/plans/{p}", None, "viewer"),
+        ("GET", f"/tables/{t}/plans/{p}/files", None, "viewer"),
+        ("GET", f"/tables/{t}/plans/{p}/report.csv", None, "viewer"),
+        ("GET", f"/tables/{t}/jobs", None, "viewer"),
+        ("GET", f"/tables/{t}/jobs/{job.pk}", None, "viewer"),
+        ("GET", f"/tables/{t}/savepoints", None, "viewer"),
+        ("GET", f"/tables/{t}/restore/{kept}", None, "viewer"),
+        ("GET", f"/tables/{t}/failed-writes", None, "viewer"),
+        ("GET", "/audit", None, "viewer"),
+        ("POST", "/tables", {"path": "/nowhere"}, "admin"),
+        ("POST", f"/tables/{t}/sync", None, "operator"),
+        ("POST", f"/tables/{t}/plans", SHORT_RETENTION, "operator"),
+        ("POST", f"/tables/{t}/savepoints", {"instant": commit}, "operator"),
+        ("DELETE", f"/tables/{t}/savepoints/{commit}", None, "admin"),
+        ("POST", f"/tables/{t}/restore", {"savepoint": commit, "confirm": "wrong"}, "admin"),
+        ("POST", f"/tables/{t}/rollback", {"instant": commit, "confirm": "wrong"}, "admin"),
+        ("POST", f"/tables/{t}/plans/{p}/approve", None, "admin"),
+        ("POST", f"/tables/{t}/plans/{p}/reject", {"note": "no"}, "admin"),
+    ]
+
+
+RANK = {"anonymous": -1, "viewer": 0, "operator": 1, "admin": 2}
+
+
+def test_every_endpoint_answers_each_role_as_its_permissions_say(table: Table, callers: dict[str, Caller]) -> None:
+    plan = draft_plan(table)
+    job = Job.objects.create(table=table, kind=Job.Kind.CLEAN, target="0")
+    listed = endpoints(table, plan, job)
+    schema = Client().get(f"{API}/openapi.json").json()
+    documented = {(m.upper(), p) for p, ops in schema["paths"].items() for m in ops}
+    assert len(documented) == len(listed)  # every endpoint of the document is in the matrix
+    for method, path, body, least in listed:
+        for role, call in callers.items():
+            response = call(method, path, body)
+            if role == "anonymous":
+                assert response.status_code == 401, (method, path)
+                assert response["Content-Type"] == "application/problem+json"
+                assert response.json()["status"] == 401 and response["WWW-Authenticate"] == "Bearer"
+            elif RANK[role] < RANK[least]:
+                assert response.status_code == 403, (role, method, path, response.content[:200])
+                assert response.json()["title"] == "Forbidden"
+            elif method == "GET":
+                assert response.status_code == 200, (role, method, path, response.content[:300])
+    assert PlanFile.objects.filter(plan=plan).exists() and Table.objects.filter(pk=table.pk).exists()
+
+
+def test_viewer_refusals_change_nothing(table: Table, callers: dict[str, Caller]) -> None:
+    plan = draft_plan(table)
+    listed = endpoints(table, plan, Job.objects.create(table=table, kind="clean", target="0"))
+    before = (CleanPlan.objects.count(), Job.objects.count(), len(HudiTable.open(table.path).timeline))
+    for method, path, body, _ in listed:
+        if method != "GET":
+            assert callers["viewer"](method, path, body).status_code == 403
+    assert (CleanPlan.objects.count(), Job.objects.count(), len(HudiTable.open(table.path).timeline)) == before
+    assert CleanPlan.objects.get(pk=plan.pk).status == PlanStatus.DRAFT
+
+
+def test_two_person_rule_and_the_token_in_the_audit_log(table: Table) -> None:
+    first, second = person("ada", "admin"), person("bob", "admin")
+    ada, bob = Caller(token_for(first, "ada-laptop")), Caller(token_for(second, "bob-ci"))
+    created = ada("POST", f"/tables/{table.pk}/plans", SHORT_RETENTION)
+    assert created.status_code == 202, created.content
+    plan_id = created.json()["id"]
+    plan = CleanPlan.objects.get(pk=plan_id)
+    assert plan.status == PlanStatus.DRAFT  # tasks run eagerly here
+    refused = ada("POST", f"/tables/{table.pk}/plans/{plan_id}/approve")
+    assert refused.status_code == 409 and refused["Content-Type"] == "application/problem+json"
+    assert "approver must differ" in refused.json()["detail"]
+    assert CleanPlan.objects.get(pk=plan_id).status == PlanStatus.DRAFT
+    approved = bob("POST", f"/tables/{table.pk}/plans/{plan_id}/approve")
+    assert approved.status_code == 200, approved.content
+    assert CleanPlan.objects.get(pk=plan_id).status == PlanStatus.COMPLETED
+    requested = AuditEvent.objects.get(action="clean.plan.requested", table=table)
+    assert requested.username == "ada" and requested.parameters["api_token"] == "ada-laptop"
+    approval = AuditEvent.objects.get(action="clean.plan.approved", table=table)
+    assert approval.username == "bob" and approval.parameters["api_token"] == "bob-ci"
+    # a page's action right after is not attributed to any token
+    client = Client()
+    client.force_login(first)
+    client.post(f"/tables/{table.pk}/sync")
+    page_plan = services.plan_request(table=table, user=first, overrides=SHORT_RETENTION)
+    assert "api_token" not in AuditEvent.objects.filter(action="clean.plan.requested").exclude(
+        pk=requested.pk).get().parameters
+    assert page_plan.pk != plan_id
+
+
+def test_a_stale_plan_through_the_api(table: Table) -> None:
+    operator, admin = Caller(token_for(person("op", "operator"))), Caller(token_for(person("boss", "admin")))
+    body = {"policy": "KEEP_LATEST_FILE_VERSIONS", "file_versions_retained": 1, "allow_short_retention": True}
+    plan_id = operator("POST", f"/tables/{table.pk}/plans", body).json()["id"]
+    files = operator("GET", f"/tables/{table.pk}/plans/{plan_id}/files", show="delete", page_size=500).json()
+    doomed = next(f for f in files["items"] if not f["file_name"].startswith("."))
+    saved = operator("POST", f"/tables/{table.pk}/savepoints", {"instant": doomed["base_instant"], "comment": "keep"})
+    assert saved.status_code == 201, saved.content
+    stale = admin("POST", f"/tables/{table.pk}/plans/{plan_id}/approve")
+    assert stale.status_code == 409 and stale.json()["title"] == "Stale plan"
+    assert any(doomed["file_name"] in reason for reason in stale.json()["stale_reasons"])
+    assert admin("GET", f"/tables/{table.pk}/plans/{plan_id}").json()["status"] == "stale"
+    assert not HudiTable.open(table.path).timeline.cleans()
+
+
+def test_paging_filters_and_problem_details(table: Table, callers: dict[str, Caller]) -> None:
+    viewer = callers["viewer"]
+    everything = viewer("GET", f"/tables/{table.pk}/instants", page_size=5).json()
+    assert everything["count"] == table.instants.count() and len(everything["items"]) == 5
+    assert everything["pages"] == -(-everything["count"] // 5)
+    times = [i["requested_time"] for i in everything["items"]]
+    assert times == sorted(times, reverse=True)
+    commits = viewer("GET", f"/tables/{table.pk}/instants", action="deltacommit").json()
+    assert commits["count"] == table.instants.filter(action="deltacommit").count() > 0
+    assert {i["action"] for i in commits["items"]} == {"deltacommit"}
+    past = viewer("GET", f"/tables/{table.pk}/instants", page=99, page_size=5)
+    assert past.status_code == 404 and past.json()["status"] == 404
+    missing = viewer("GET", "/tables/999999")
+    assert missing.status_code == 404 and missing["Content-Type"] == "application/problem+json"
+    bad = callers["admin"]("POST", f"/tables/{table.pk}/savepoints", {"instant": "yesterday"})
+    assert bad.status_code == 400 and "instant" in bad.json()["detail"]
+    instant = viewer("GET", f"/tables/{table.pk}/instants", action="deltacommit", page_size=1).json()["items"][0]
+    detail = viewer("GET", f"/tables/{table.pk}/instants/{instant['id']}").json()
+    assert detail["contents"] and detail["contents"][0]["content"]["partitionToWriteStats"]
+    listed = viewer("GET", "/tables", q=table.name[:6], sort="-files").json()
+    assert [t["id"] for t in listed["items"]] == [table.pk]
+
+
+def test_tokens_store_only_a_hash_and_stop_working_when_revoked_or_the_user_is_deactivated(table: Table) -> None:
+    user = person("tok", "viewer")
+    token, secret = services.token_create(actor=user, owner=user, name="laptop")
+    assert secret not in json.dumps(list(ApiToken.objects.values()), default=str)
+    assert ApiToken.objects.get(pk=token.pk).digest != secret
+    call = Caller(secret)
+    assert call("GET", "/tables").status_code == 200
+    assert ApiToken.objects.get(pk=token.pk).last_used_at is not None
+    services.token_revoke(actor=user, token=token)
+    assert call("GET", "/tables").status_code == 401
+    other, other_secret = services.token_create(actor=user, owner=user, name="second")
+    user.is_active = False
+    user.save()
+    assert Caller(other_secret)("GET", "/tables").status_code == 401
+    with pytest.raises(Exception, match="Only an admin"):
+        services.token_create(actor=person("nosy", "operator"), owner=user, name="x")
+    assert [e.action for e in AuditEvent.objects.order_by("pk")][-3:] == [
+        "api_token.created", "api_token.revoked", "api_token.created"]
+
+
+def test_tokens_page_creates_shows_once_and_revokes(db) -> None:
+    admin, other = person("root", "admin"), person("someone", "viewer")
+    client = Client()
+    client.force_login(admin)
+    page = client.post("/tokens/create", {"name": "for someone", "owner": other.pk})
+    assert page.status_code == 200
+    secret = page.context["secret"]
+    assert secret.startswith("cl_") and secret in page.content.decode()
+    assert Caller(secret)("GET", "/tables").status_code == 200
+    assert secret not in client.get("/tokens").content.decode()  # shown once
+    token = ApiToken.objects.get(name="for someone")
+    assert token.user == other
+    client.post(f"/tokens/{token.pk}/revoke")
+    assert Caller(secret)("GET", "/tables").status_code == 401
+    viewer = Client()
+    viewer.force_login(person("v2", "viewer"))
+    assert viewer.post(f"/tokens/{token.pk}/revoke").status_code == 403
+    assert viewer.post("/tokens/create", {"name": "mine", "owner": admin.pk}).status_code == 403
+    assert viewer.post("/tokens/create", {"name": "mine"}).status_code == 200
+
+
+def test_openapi_document_validates_and_docs_are_served_locally(db) -> None:
+    response = Client().get(f"{API}/openapi.json")
+    assert response.status_code == 200
+    document = response.json()
+    validate(document)  # openapi-spec-validator: a valid OpenAPI 3 document
+    assert document["openapi"].startswith("3.") and document["components"]["securitySchemes"]
+    docs = Client().get(f"{API}/docs")
+    assert docs.status_code == 200 and b"cdn." not in docs.content and b"/static/ninja/" in docs.content
+
+
+@pytest.mark.django_db(transaction=True)
+def test_scripted_journey_through_the_api_alone_with_a_real_worker(start_worker, live_server, settings,
+                                                                   tmp_path: Path, table_copy) -> None:
+    """Register, plan, approve with a second user's token, follow the job to completion, fetch
+    the report: the files deleted equal the plan's. Then `cleanline --api` reads the table."""
+    settings.CLEANLINE_ALLOWED_ROOTS = [str(tmp_path)]
+    path = table_copy(TABLE)
+    start_worker()
+    operator, admin = token_for(person("op", "operator")), token_for(person("boss", "admin"))
+    token_for(person("reg", "admin"), "register")
+
+    def call(token: str, method: str, route: str, body: dict[str, Any] | None = None) -> Any:
+        request = urllib.request.Request(f"{live_server.url}{API}{route}", method=method,
+                                         data=None if body is None else json.dumps(body).encode(),
+                                         headers={"Authorization": f"Bearer {token}",
+                                                  "Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            raw = response.read()
+            return raw if route.endswith(".csv") else json.loads(raw)
+
+    registered = call(admin, "POST", "/tables", {"path": str(path)})
+    table_id = registered["id"]
+    wait_for(lambda: call(operator, "GET", f"/tables/{table_id}")["sync_status"] == "ok", 120, "the sync")
+    plan = call(operator, "POST", f"/tables/{table_id}/plans", SHORT_RETENTION)
+    wait_for(lambda: call(operator, "GET", f"/tables/{table_id}/plans/{plan['id']}")["status"] == "draft", 120,
+             "the plan")
+    planned = {(f["partition"], f["file_name"]) for f in _all_files(call, operator, table_id, plan["id"])}
+    assert planned and all((path / p / n).exists() for p, n in planned)
+    approved = call(admin, "POST", f"/tables/{table_id}/plans/{plan['id']}/approve")
+    assert approved["status"] == "approved"
+    wait_for(lambda: call(operator, "GET", f"/tables/{table_id}/plans/{plan['id']}")["status"] == "completed", 180,
+             "the clean")
+    done = call(operator, "GET", f"/tables/{table_id}/plans/{plan['id']}")
+    assert done["progress_done"] == len(planned) and done["progress_bytes"] == done["bytes_to_delete"]
+    report = call(operator, "GET", f"/tables/{table_id}/plans/{plan['id']}/report.csv").decode().splitlines()
+    deleted = {tuple(line.split(",")[:2]) for line in report[1:] if ",delete," in line and ",deleted," in line}
+    assert deleted == planned
+    assert not any((path / p / n).exists() for p, n in planned)
+    assert all(f.exists() for f in path.rglob("*.parquet"))  # what remains is what the plan kept
+
+    call(operator, "POST", f"/tables/{table_id}/sync")
+    wait_for(lambda: any(i["action"] == "clean" and i["state"] == "COMPLETED" for i in call(
+        operator, "GET", f"/tables/{table_id}/instants?action=clean")["items"]), 120, "the sync after the clean")
+    wait_for(lambda: call(operator, "GET", f"/tables/{table_id}")["sync_status"] == "ok", 120, "the sync")
+    cli = [sys.executable, "-m", "timeline.cli", "--api", live_server.url, "--token", operator]
+    listed = json.loads(subprocess.run([*cli, "tables", "--json"], capture_output=True, text=True, check=True).stdout)
+    assert [t["id"] for t in listed] == [table_id]
+    remote = json.loads(subprocess.run([*cli, "timeline", str(table_id), "--json"], capture_output=True, text=True,
+                                       check=True).stdout)
+    local = json.loads(subprocess.run([sys.executable, "-m", "timeline.cli", "timeline", str(path), "--json"],
+                                      capture_output=True, text=True, check=True).stdout)
+    assert [(i["requestedTime"], i["action"], i["state"]) for i in remote if not i["archived"]] == [
+        (i["requestedTime"], i["action"], i["state"]) for i in local]
+    refused = subprocess.run([*cli, "clean", "run", str(table_id)], capture_output=True, text=True)
+    assert refused.returncode == 2 and "does not run through --api" in refused.stderr
+    bad = subprocess.run([*cli[:-1], "not-a-token", "tables"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "401" in bad.stderr
+
+
+def _all_files(call: Any, token: str, table_id: int, plan_id: int) -> list[dict[str, Any]]:
+    first = call(token, "GET", f"/tables/{table_id}/plans/{plan_id}/files?show=delete&page_size=500")
+    items = list(first["items"])
+    for page in range(2, first["pages"] + 1):
+        items += call(token, "GET", f"/tables/{table_id}/plans/{plan_id}/files?show=delete&page_size=500"
+                      f"&page={page}")["items"]
+    return items
