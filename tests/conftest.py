@@ -152,3 +152,14 @@ def no_store(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(ArrowStorage, "__init__", spy)
     return made
+
+
+@pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """A real Spark standalone cluster (a master, two one-core workers on 127.0.0.1), started
+    once per run by the first test that asks for it (`tests/spark_cluster.py`)."""
+    from tests.spark_cluster import StandaloneCluster
+
+    cluster = StandaloneCluster(tmp_path_factory.mktemp("spark-cluster")).start()
+    yield cluster
+    cluster.stop()

@@ -13,7 +13,7 @@ from timeline.clean.executor import Status as FileStatus
 from timeline.clean.planner import CleanPlan, FileDecision
 from timeline.clean.retention import RetentionTooShort, retention_shortfall
 from timeline.config import TableConfig
-from timeline.engine import build_demo_lake, spark_session
+from timeline.engine import build_demo_lake, engine_for, spark_session
 from timeline.exceptions import (
     CleanlineError,
     CorruptInstantError,
@@ -77,6 +77,6 @@ __all__ = [
     "RestorePreview", "RestoreRefused", "RestoreVerification", "RollbackPreview", "RollbackRefused",
     "S3ConfigError", "S3Settings", "SavepointInfo", "SavepointRefused", "SliceProtection", "State", "StateFile",
     "StorageError", "TableConfig", "TableConfigError", "Timeline", "UnsupportedLocationError", "__version__",
-    "build_demo_lake", "configure_s3", "format_instant_time", "moment_of",
+    "build_demo_lake", "configure_s3", "engine_for", "format_instant_time", "moment_of",
     "parse_instant_time", "parse_location", "parse_s3_roots", "retention_shortfall", "spark_session", "within_roots",
 ]

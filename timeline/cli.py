@@ -29,6 +29,7 @@ from timeline import (
     State,
     build_demo_lake,
     configure_s3,
+    engine_for,
     moment_of,
     parse_instant_time,
     parse_s3_roots,
@@ -165,7 +166,10 @@ def _now(table: HudiTable, value: str | None) -> datetime | None:
 def _maintenance(table: HudiTable, args: argparse.Namespace) -> Maintenance:
     """The table's services on the chosen engine, with the writer options given by --hoodie-conf
     (the lock Hudi writers of the table share)."""
-    spark = spark_session() if getattr(args, "engine", "local") == "spark" else None
+    engine = getattr(args, "engine", "local")
+    if engine == "auto":  # by the table's data files (timeline.engine.engine_for)
+        engine = engine_for(sum(len(files) for files in table.list_partitions().partitions.values()))
+    spark = spark_session() if engine == "spark" else None
     return table.maintenance(spark=spark, options=dict(args.hoodie_conf or ()))
 
 
@@ -459,14 +463,16 @@ def build_parser() -> argparse.ArgumentParser:
                          help="allow retaining less than the table's own clean settings (refused otherwise)")
         if name == "plan":
             cmd.add_argument("--json", action="store_true", help="print JSON (HoodieCleanerPlan names + reasons)")
-            cmd.add_argument("--engine", choices=["local", "spark"], default="local",
-                             help="plan in this process, or fan out over partitions on Spark (SPARK_MASTER)")
+            cmd.add_argument("--engine", choices=["local", "spark", "auto"], default="local",
+                             help="plan in this process, or fan out over partitions on Spark (SPARK_MASTER); "
+                                  "auto: Spark from CLEANLINE_SPARK_MIN_FILES data files on")
         else:
             cmd.add_argument("--force", action="store_true", help="ignore hoodie.clean.trigger.max.commits")
     run = command(clean, "run", _clean_run, "run pending cleans (requested or inflight) with progress")
     run.add_argument("--instant", metavar="T", help="only the pending clean at T")
-    run.add_argument("--engine", choices=["local", "spark"], default="local",
-                     help="delete with local threads, or fan out over files on Spark (SPARK_MASTER)")
+    run.add_argument("--engine", choices=["local", "spark", "auto"], default="local",
+                     help="delete with local threads, or fan out over files on Spark (SPARK_MASTER); auto: Spark "
+                          "from CLEANLINE_SPARK_MIN_FILES data files on")
     show = command(clean, "show", _clean_show, "report a completed clean (the latest by default)")
     show.add_argument("instant", nargs="?", metavar="T", help="the clean's instant time")
     show.add_argument("--json", action="store_true", help="print JSON")

@@ -4,8 +4,30 @@ when asked for, so the library and the CLI work without it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Mapping
 from typing import Any
+
+from timeline.exceptions import CleanlineError
+
+DEFAULT_SPARK_MIN_FILES = 200_000  # the default threshold (CLEANLINE_SPARK_MIN_FILES)
+
+
+def spark_min_files(environ: Mapping[str, str] | None = None) -> int:
+    """`CLEANLINE_SPARK_MIN_FILES`: tables with at least this many files run on Spark (0: never)."""
+    value = (os.environ if environ is None else environ).get("CLEANLINE_SPARK_MIN_FILES", "")
+    try:
+        return int(value) if value.strip() else DEFAULT_SPARK_MIN_FILES
+    except ValueError:
+        raise CleanlineError(f"CLEANLINE_SPARK_MIN_FILES={value!r}: expected a whole number of files") from None
+
+
+def engine_for(files: int, min_files: int | None = None) -> str:
+    """The engine for a table of `files` data files: "spark" from `min_files` on (default
+    `CLEANLINE_SPARK_MIN_FILES`; 0 turns Spark off), else "local". The CLI's `--engine auto`
+    and the console both ask here."""
+    threshold = spark_min_files() if min_files is None else min_files
+    return "spark" if 0 < threshold <= files else "local"
 
 
 def spark_session(*, master: str | None = None, app_name: str = "cleanline") -> Any:

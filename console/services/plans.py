@@ -35,6 +35,7 @@ from timeline import (
     Maintenance,
     PlanInvalidated,
     Progress,
+    engine_for,
     retention_shortfall,
     spark_session,
 )
@@ -126,8 +127,9 @@ PLAN_BATCH = 5000
 
 
 def _on_spark(table: Table) -> bool:
-    """Large tables are planned and cleaned by PySpark jobs; small ones in the worker."""
-    return 0 < settings.CLEANLINE_SPARK_MIN_FILES <= table.total_files
+    """Large tables are planned and cleaned by PySpark jobs; small ones in the worker (the
+    library's choice, `timeline.engine_for`, with the console's threshold)."""
+    return engine_for(table.total_files, settings.CLEANLINE_SPARK_MIN_FILES) == "spark"
 
 
 def _spark() -> Any:
