@@ -1,7 +1,9 @@
-"""The whole clean journey on real services: Redis, Celery worker processes and Spark local[2].
-Plan, approve, execute; hudi-rs reads the retained instants as before and the report lists
-exactly the planned files. Then a worker killed in the middle of a clean: a new worker finishes
-it and the plan's row tells the truth."""
+"""The whole clean journey on real services: Redis, Celery worker processes and Spark, on
+local[2] and on a real standalone cluster (`tests/spark_cluster.py`: the Celery worker is the
+driver, submitting to spark://127.0.0.1). Plan, approve, execute; hudi-rs reads the retained
+instants as before and the report lists exactly the planned files. Then a worker killed in the
+middle of a clean: Celery delivers the task again, a new worker finishes it and the plan's row
+tells the truth."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import os
 import signal
 from pathlib import Path
 
+import pytest
 from django.db.models import Count
 
 from console import services
@@ -25,7 +28,18 @@ def status(plan: CleanPlan) -> str:
     return CleanPlan.objects.get(pk=plan.pk).status
 
 
-def test_clean_worker_plan_approve_execute_on_spark(start_worker, settings, tmp_path: Path, table_copy) -> None:
+@pytest.fixture(params=["local", "cluster"])
+def spark_env(request: pytest.FixtureRequest) -> dict[str, str]:
+    """The Celery workers' Spark: local[2] in the worker, or the standalone cluster's master."""
+    if request.param == "local":
+        return {}
+    cluster = request.getfixturevalue("spark_cluster")
+    return {"SPARK_MASTER": cluster.url, "SPARK_LOCAL_IP": "127.0.0.1",
+            "CLEANLINE_SPARK_CONF": "spark.executor.memory=512m"}
+
+
+def test_clean_worker_plan_approve_execute_on_spark(start_worker, spark_env, settings, tmp_path: Path,
+                                                    table_copy) -> None:
     settings.CLEANLINE_ALLOWED_ROOTS = [str(tmp_path)]
     settings.CLEANLINE_SPARK_MIN_FILES = 1
     from console.tasks import build_clean_plan, run_clean_plan
@@ -33,7 +47,7 @@ def test_clean_worker_plan_approve_execute_on_spark(start_worker, settings, tmp_
     path = table_copy("sample_table/mor/avro/v9_txns_simple_nometa")
     table = services.table_register(path=str(path), user=None)
     services.table_sync(table=table)
-    start_worker(spark=True)
+    start_worker(spark=True, **spark_env)
     plan = services.plan_request(table=table, user=None, overrides=SHORT_RETENTION)
     build_clean_plan.delay(plan.pk).get(timeout=300)
     plan.refresh_from_db()
@@ -55,7 +69,8 @@ def test_clean_worker_plan_approve_execute_on_spark(start_worker, settings, tmp_
     assert planned == reported == listed
 
 
-def test_clean_worker_killed_mid_clean_a_new_worker_finishes_it(start_worker, settings, tmp_path: Path) -> None:
+def test_clean_worker_killed_mid_clean_a_new_worker_finishes_it(start_worker, spark_env, settings,
+                                                                 tmp_path: Path) -> None:
     settings.CLEANLINE_ALLOWED_ROOTS = [str(tmp_path)]
     settings.CLEANLINE_SPARK_MIN_FILES = 1
     from console.tasks import build_clean_plan, run_clean_plan
@@ -67,7 +82,7 @@ def test_clean_worker_killed_mid_clean_a_new_worker_finishes_it(start_worker, se
                         for p in range(40)})
     table = services.table_register(path=str(tmp_path / "big"), user=None)
     services.table_sync(table=table)
-    first = start_worker(spark=True)
+    first = start_worker(spark=True, **spark_env)
     plan = services.plan_request(table=table, user=None, overrides=SHORT_RETENTION)
     build_clean_plan.delay(plan.pk).get(timeout=300)
     plan = services.plan_approve(plan=CleanPlan.objects.get(pk=plan.pk), user=None)
@@ -81,7 +96,7 @@ def test_clean_worker_killed_mid_clean_a_new_worker_finishes_it(start_worker, se
     left = sum(1 for p in doomed if p.exists())
     assert status(plan) == PlanStatus.RUNNING  # the row says what it knows: the worker took it and died
     assert 0 < left < len(doomed), "the worker must die part-way for this test to mean anything"
-    start_worker(spark=True)
+    start_worker(spark=True, **spark_env)
     wait_for(lambda: status(plan) == PlanStatus.COMPLETED, 300, "the clean to finish on a new worker")
     plan.refresh_from_db()
     assert plan.progress_done == len(doomed) and not any(p.exists() for p in doomed)
