@@ -47,6 +47,7 @@ bench: setup
 	$(PY) bench/console.py
 	$(PY) bench/spark.py
 	$(PY) bench/s3.py
+	$(PY) bench/cli.py
 
 clean:
 	rm -rf var .pytest_cache

@@ -6,13 +6,14 @@ print one line on stderr and exit 2; nothing is ever written by these commands."
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
+
+import orjson
 
 from timeline import (
     CleanConfig,
@@ -52,8 +53,20 @@ def _render_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return "\n".join(lines)
 
 
+def _json(data: Any, default: Callable[[Any], Any] | None = None) -> None:
+    """Print `data` as indented JSON (orjson: a million-entry plan in well under a second; UTF-8,
+    not \\u escapes)."""
+    sys.stdout.flush()
+    sys.stdout.buffer.write(orjson.dumps(data, default=default, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
+                                         | orjson.OPT_APPEND_NEWLINE))
+    sys.stdout.flush()
+
+
 def _emit(args: argparse.Namespace, data: Any, text: Callable[[], str]) -> None:
-    print(json.dumps(data, indent=2) if args.json else text())
+    if args.json:
+        _json(data)
+    else:
+        print(text())
 
 
 def _instant_json(instant: Instant) -> dict[str, Any]:
@@ -143,7 +156,7 @@ def _instant_show(args: argparse.Namespace) -> None:
     instant = matches[0]
     state = State[args.state.upper()] if args.state else None
     content = table.read_instant(instant, state)
-    print(json.dumps({"instant": _instant_json(instant), "content": content}, indent=2, default=_bytes))
+    _json({"instant": _instant_json(instant), "content": content}, default=_bytes)
 
 
 def _bytes(value: object) -> str:
@@ -554,7 +567,7 @@ def _remote(args: argparse.Namespace) -> None:
             [(s["instant"]["requestedTime"], s["savepointedBy"], s["files"], s["bytes"], s["missingFiles"],
               "yes" if s["holdsBackArchival"] else "no", s["comments"]) for s in found]))
     elif handler is _instant_show:
-        print(json.dumps(remote.instant_show(client, args.path, args.instant, args.action, args.state), indent=2))
+        _json(remote.instant_show(client, args.path, args.instant, args.action, args.state))
     else:
         raise CleanlineError(f"`{args.command}{' ' + args.sub if getattr(args, 'sub', None) else ''}` does not run "
                              "through --api (read commands only: tables, table info, timeline, savepoint list, "
