@@ -1,13 +1,407 @@
-"""Alert rules per table, checked by a periodic task, delivered by e-mail and webhooks. Being built."""
+"""Alert rules per table, checked by a periodic task (console.tasks.check_alerts, every
+CLEANLINE_ALERT_INTERVAL_SECONDS), delivered by e-mail (Django's mail backend, to
+CLEANLINE_ALERT_EMAILS) and by JSON webhooks (Slack-compatible: a `text` field; to
+CLEANLINE_ALERT_WEBHOOKS).
+
+Every table has one rule per kind (AlertKind), on by default, with a threshold where the kind
+has one (hours, days or bytes; empty: the setting's default). A check finds each enabled
+rule's conditions: each is an alert keyed by what it is about (a plan, a write, a savepoint).
+A condition found for the first time fires an alert, which is recorded (the alerts page, the
+audit log's alert.fired) and delivered once to every channel; a channel that failed is tried
+again at the next checks until it succeeds or the alert resolves. An open alert whose
+condition is gone (or whose rule was turned off) is resolved (alert.resolved). A condition
+that comes back later fires a new alert."""
 
 from __future__ import annotations
 
-from django.http import Http404, HttpRequest, HttpResponse
+import json
+import logging
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlparse
 
+from django import forms
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
+from django.core.mail import send_mail
+from django.db import IntegrityError, transaction
+from django.db.models import Max, Q
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_http_methods
+
+from console import permissions
+from console.metrics import age_seconds, earliest_savepoints, pending_writes, reclaimable, timeline_zone
+from console.models import Alert, AlertKind, AlertRule, Job, JobStatus, PlanStatus, Table
+from console.services.audit import audit
+from timeline import CleanlineError, HudiTable
+
+logger = logging.getLogger(__name__)
+
+
+# Rules and their thresholds ---------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Threshold:
+    unit: str
+    setting: str
+
+
+THRESHOLDS = {
+    AlertKind.WRITE_PENDING: Threshold("hours", "CLEANLINE_ALERT_WRITE_PENDING_HOURS"),
+    AlertKind.SAVEPOINT_OLD: Threshold("days", "CLEANLINE_ALERT_SAVEPOINT_DAYS"),
+    AlertKind.RECLAIMABLE: Threshold("bytes", "CLEANLINE_ALERT_RECLAIMABLE_BYTES"),
+}
+
+
+def default_threshold(kind: str) -> float | None:
+    known = THRESHOLDS.get(AlertKind(kind))
+    return float(getattr(settings, known.setting)) if known else None
+
+
+def threshold_of(rule: AlertRule) -> float | None:
+    """The rule's threshold, or the setting's default when it has none of its own."""
+    return rule.threshold if rule.threshold is not None else default_threshold(rule.kind)
+
+
+def rules_of(table: Table, *, create: bool = True) -> dict[str, AlertRule]:
+    """The table's rule of every kind (made, enabled with the default threshold, when missing;
+    unsaved ones with `create` false)."""
+    rules = {r.kind: r for r in table.alert_rules.all()}
+    missing = [AlertRule(table=table, kind=kind) for kind in AlertKind.values if kind not in rules]
+    if missing and create:
+        AlertRule.objects.bulk_create(missing, ignore_conflicts=True)
+        rules = {r.kind: r for r in table.alert_rules.all()}
+    else:
+        rules.update({r.kind: r for r in missing})
+    return {kind: rules[kind] for kind in AlertKind.values}
+
+
+# Conditions: what is true now, per table and rule --------------------------------------------
+
+@dataclass
+class Figures:
+    """What the checks of all tables share, read once per check."""
+
+    reclaimable: dict[int, Any]
+    pending: dict[int, list[Any]]
+    savepoints: dict[int, str]
+
+    @classmethod
+    def read(cls) -> Figures:
+        pending: dict[int, list[Any]] = {}
+        for instant in pending_writes():
+            pending.setdefault(instant.table_id, []).append(instant)
+        return cls(reclaimable(), pending, earliest_savepoints())
+
+
+def _hours(seconds: float) -> str:
+    hours = seconds / 3600
+    return f"{hours:.1f} hours" if hours < 48 else f"{hours / 24:.1f} days"
+
+
+def clean_failed(table: Table, threshold: float | None, figures: Figures) -> dict[str, str]:
+    """Cleans of the table failed (a plan that failed to build or to run, a pending clean's
+    job) since its last clean that completed: one alert per table until a clean completes."""
+    succeeded = max(
+        [t for t in (table.clean_plans.filter(status=PlanStatus.COMPLETED).aggregate(t=Max("finished_at"))["t"],
+                     table.jobs.filter(kind=Job.Kind.CLEAN, status=JobStatus.COMPLETED).aggregate(
+                         t=Max("finished_at"))["t"]) if t is not None], default=None)
+    plans = table.clean_plans.filter(status=PlanStatus.FAILED)
+    jobs = table.jobs.filter(kind=Job.Kind.CLEAN, status=JobStatus.FAILED)
+    if succeeded is not None:
+        plans = plans.filter(Q(finished_at__gt=succeeded) | Q(finished_at=None, requested_at__gt=succeeded))
+        jobs = jobs.filter(Q(finished_at__gt=succeeded) | Q(finished_at=None, requested_at__gt=succeeded))
+    failures = [(p.finished_at or p.requested_at, f"clean plan #{p.pk} failed: {p.error or 'no reason recorded'}")
+                for p in plans.only("pk", "error", "finished_at", "requested_at")]
+    failures += [(j.finished_at or j.requested_at, f"the run of pending clean {j.target} (job #{j.pk}) failed: "
+                  f"{j.error or 'no reason recorded'}") for j in jobs.only("pk", "target", "error", "finished_at",
+                                                                           "requested_at")]
+    if not failures:
+        return {}
+    failures.sort(key=lambda f: f[0])
+    more = f" ({len(failures) - 1} more failed after it)" if len(failures) > 1 else ""
+    return {"cleans": f"{failures[0][1][:1000]}{more}; resolved once a clean of the table completes"}
+
+
+def plan_stale(table: Table, threshold: float | None, figures: Figures) -> dict[str, str]:
+    """Plans found stale at approval that no newer plan of the table has replaced."""
+    newest = table.clean_plans.order_by("-requested_at", "-pk").values_list("pk", "requested_at").first()
+    found = {}
+    for plan in table.clean_plans.filter(status=PlanStatus.STALE).only("pk", "requested_at", "stale_reasons"):
+        if newest is not None and (newest[1], newest[0]) > (plan.requested_at, plan.pk):
+            continue
+        reasons = plan.stale_reasons or []
+        first = f": {reasons[0]}" if reasons else ""
+        found[f"plan:{plan.pk}"] = (f"clean plan #{plan.pk} went stale at approval ({len(reasons)} "
+                                    f"differences{first}); plan again")
+    return found
+
+
+def write_pending(table: Table, threshold: float | None, figures: Figures) -> dict[str, str]:
+    """Writes pending (requested or inflight) for longer than the threshold (hours)."""
+    limit = (threshold or 0) * 3600
+    zone = timeline_zone(table)
+    found = {}
+    for instant in figures.pending.get(table.pk, []):
+        age = age_seconds(instant.requested_time, zone)
+        if age is not None and age > limit:
+            found[f"{instant.action}:{instant.requested_time}"] = (
+                f"{instant.action} {instant.requested_time} has been {instant.state.lower()} for {_hours(age)} "
+                f"(threshold {threshold:g} hours); failed writes now: {table.failed_writes}")
+    return found
+
+
+def savepoint_old(table: Table, threshold: float | None, figures: Figures) -> dict[str, str]:
+    """The table's earliest savepoint, where Hudi's archival stops, older than the threshold (days)."""
+    first = figures.savepoints.get(table.pk)
+    age = age_seconds(first, timeline_zone(table)) if first else None
+    if first is None or age is None or age <= (threshold or 0) * 86400:
+        return {}
+    return {f"savepoint:{first}": f"savepoint {first} is {age / 86400:.1f} days old (threshold {threshold:g} days); "
+                                  "archival stops at the earliest savepoint, and its files are never cleaned"}
+
+
+def reclaimable_over(table: Table, threshold: float | None, figures: Figures) -> dict[str, str]:
+    """More bytes reclaimable (the newest plan's, not deleted yet) than the threshold."""
+    found = figures.reclaimable.get(table.pk)
+    if found is None or found.bytes <= (threshold or 0):
+        return {}
+    return {"reclaimable": f"{found.bytes} bytes in {found.files} files are reclaimable by clean plan "
+                           f"#{found.plan_id} (threshold {threshold:.0f} bytes)"}
+
+
+def mdt_out_of_sync(table: Table, threshold: float | None, figures: Figures) -> dict[str, str]:
+    """The metadata table's file listing differs from storage (`cleanline mdt validate`), or
+    cannot be read: only for tables with a metadata table."""
+    if not table.metadata_table_enabled:
+        return {}
+    try:
+        lake = HudiTable.open(table.path)
+        if not lake.config.metadata_table_enabled:
+            return {}
+        result = lake.inspect.validate_metadata_table()
+    except CleanlineError as exc:
+        return {"files": f"the metadata table could not be validated: {exc}"[:1000]}
+    if result.ok:
+        return {}
+    first = result.differences[0]
+    return {"files": f"the metadata table's file listing differs from storage in {len(result.differences)} "
+                     f"partitions (first: {first.partition or '(none)'}: {len(first.only_on_storage)} files only "
+                     f"on storage, {len(first.only_in_metadata)} only in the metadata table, {len(first.sizes)} of "
+                     "another size)"}
+
+
+CONDITIONS: dict[str, Callable[[Table, float | None, Figures], dict[str, str]]] = {
+    AlertKind.CLEAN_FAILED: clean_failed,
+    AlertKind.PLAN_STALE: plan_stale,
+    AlertKind.WRITE_PENDING: write_pending,
+    AlertKind.SAVEPOINT_OLD: savepoint_old,
+    AlertKind.RECLAIMABLE: reclaimable_over,
+    AlertKind.MDT_OUT_OF_SYNC: mdt_out_of_sync,
+}
+
+
+# The check ---------------------------------------------------------------------------------
 
 def check_alerts() -> int:
-    return 0
+    """Check every table's rules: fire (and deliver) what is new, resolve what is gone, try
+    the channels that failed again. Returns how many alerts fired."""
+    figures = Figures.read()
+    fired: list[int] = []
+    for table in Table.objects.order_by("pk"):
+        try:
+            fired += check_table(table, figures)
+        except Exception:  # one table's trouble (a store down) must not stop the others' alerts
+            logger.exception("alert check of table %s (%s) failed", table.pk, table.path)
+    for alert in Alert.objects.filter(resolved_at=None).exclude(pk__in=fired).select_related("table"):
+        if pending_channels(alert):
+            deliver(alert)
+    return len(fired)
 
 
+def check_table(table: Table, figures: Figures) -> list[int]:
+    """One table's rules: resolve the open alerts whose condition is gone (a rule that could
+    not be checked leaves its alerts as they are), fire and deliver the new ones."""
+    rules = rules_of(table)
+    found: dict[tuple[str, str], str] = {}
+    unknown: set[str] = set()
+    for kind, rule in rules.items():
+        if not rule.enabled:
+            continue
+        try:
+            found.update({(kind, key): message for key, message in
+                          CONDITIONS[kind](table, threshold_of(rule), figures).items()})
+        except Exception:
+            logger.exception("alert rule %s of table %s could not be checked", kind, table.pk)
+            unknown.add(kind)
+    now = timezone.now()
+    for alert in table.alerts.filter(resolved_at=None):
+        if alert.kind in unknown or (alert.kind, alert.key) in found:
+            continue
+        if Alert.objects.filter(pk=alert.pk, resolved_at=None).update(resolved_at=now):
+            audit(user=None, action="alert.resolved", table=table,
+                  parameters={"alert": alert.pk, "kind": alert.kind, "key": alert.key},
+                  result="the condition is gone" if rules[alert.kind].enabled else "the rule was turned off")
+    open_keys = set(table.alerts.filter(resolved_at=None).values_list("kind", "key"))
+    fired = []
+    for (kind, key), message in found.items():
+        if (kind, key) in open_keys:
+            continue
+        try:
+            with transaction.atomic():
+                alert = Alert.objects.create(table=table, kind=kind, key=key[:128], message=message)
+        except IntegrityError:  # another check fired it a moment ago: it delivers it
+            continue
+        audit(user=None, action="alert.fired", table=table, parameters={"alert": alert.pk, "kind": kind, "key": key},
+              result=message)
+        fired.append(alert.pk)
+        deliver(alert)
+    return fired
+
+
+# Delivery ------------------------------------------------------------------------------------
+
+SENT = "sent"
+
+
+def channels() -> list[tuple[str, Callable[[Alert], None]]]:
+    """The configured channels by name: e-mail, and each webhook by its position and host
+    (its URL is a secret to Slack and the like, so it is never shown or recorded)."""
+    found: list[tuple[str, Callable[[Alert], None]]] = []
+    if settings.CLEANLINE_ALERT_EMAILS:
+        found.append(("email", send_email))
+    for index, url in enumerate(settings.CLEANLINE_ALERT_WEBHOOKS, 1):
+        found.append((f"webhook {index} ({urlparse(url).hostname})", lambda alert, url=url: post_webhook(url, alert)))
+    return found
+
+
+def pending_channels(alert: Alert) -> list[tuple[str, Callable[[Alert], None]]]:
+    return [(name, send) for name, send in channels()
+            if (alert.deliveries or {}).get(name, {}).get("outcome") != SENT]
+
+
+def deliver(alert: Alert) -> dict[str, Any]:
+    """Send the alert to every channel it has not reached yet; record each outcome."""
+    deliveries = dict(alert.deliveries or {})
+    for name, send in pending_channels(alert):
+        attempts = int(deliveries.get(name, {}).get("attempts", 0)) + 1
+        try:
+            send(alert)
+            deliveries[name] = {"outcome": SENT, "at": timezone.now().isoformat(), "attempts": attempts}
+        except Exception as exc:
+            logger.warning("alert %s: delivery to %s failed: %s", alert.pk, name, exc)
+            deliveries[name] = {"outcome": "failed", "at": timezone.now().isoformat(), "attempts": attempts,
+                                "error": f"{type(exc).__name__}: {exc}"[:500]}
+        Alert.objects.filter(pk=alert.pk).update(deliveries=deliveries)
+    alert.deliveries = deliveries
+    return deliveries
+
+
+def subject_of(alert: Alert) -> str:
+    return f"[Cleanline] {alert.table.name}: {AlertKind(alert.kind).label}"
+
+
+def body_of(alert: Alert) -> str:
+    return (f"{alert.message}\n\nTable: {alert.table.name} ({alert.table.path})\nRule: {alert.kind}\n"
+            f"About: {alert.key}\nFired: {alert.fired_at:%Y-%m-%d %H:%M:%S} UTC (alert #{alert.pk})\n\n"
+            "Sent once; it is resolved when the condition is gone (the console's alerts page lists both).\n")
+
+
+def send_email(alert: Alert) -> None:
+    send_mail(subject_of(alert), body_of(alert), settings.CLEANLINE_ALERT_FROM, list(settings.CLEANLINE_ALERT_EMAILS))
+
+
+def payload_of(alert: Alert) -> dict[str, Any]:
+    """Slack's incoming-webhook `text`, and the alert's fields for other receivers."""
+    return {"text": f"{subject_of(alert)}: {alert.message}",
+            "cleanline": {"alert": alert.pk, "table": alert.table.name, "table_id": alert.table_id,
+                          "path": alert.table.path, "kind": alert.kind, "key": alert.key, "message": alert.message,
+                          "fired_at": alert.fired_at.isoformat()}}
+
+
+def post_webhook(url: str, alert: Alert) -> None:
+    request = urllib.request.Request(url, data=json.dumps(payload_of(alert)).encode(), method="POST",
+                                     headers={"Content-Type": "application/json", "User-Agent": "Cleanline"})
+    try:
+        with urllib.request.urlopen(request, timeout=settings.CLEANLINE_ALERT_WEBHOOK_TIMEOUT_SECONDS) as response:
+            response.read(1024)
+    except urllib.error.HTTPError as exc:  # its message is the status line, never the URL
+        raise RuntimeError(f"HTTP {exc.code} {exc.reason}") from None
+    except urllib.error.URLError as exc:
+        raise RuntimeError(f"not reached: {exc.reason}") from None
+
+
+# The page -----------------------------------------------------------------------------------
+
+class RulesForm(forms.Form):
+    """One table's rules: each kind on or off, and its threshold where it has one."""
+
+    def __init__(self, *args: Any, rules: dict[str, AlertRule], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for kind, rule in rules.items():
+            self.fields[f"enabled_{kind}"] = forms.BooleanField(required=False, initial=rule.enabled)
+            if kind in THRESHOLDS:
+                self.fields[f"threshold_{kind}"] = forms.FloatField(required=False, min_value=0,
+                                                                    initial=rule.threshold)
+
+
+def rules_update(*, table: Table, user: User, values: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Save a table's rules (admins); audited with every rule's new state."""
+    rules = rules_of(table)
+    changed = {}
+    for kind, rule in rules.items():
+        rule.enabled = bool(values.get(f"enabled_{kind}"))
+        if kind in THRESHOLDS:
+            rule.threshold = values.get(f"threshold_{kind}")
+        rule.save(update_fields=["enabled", "threshold"])
+        changed[kind] = {"enabled": rule.enabled, "threshold": rule.threshold}
+    audit(user=user, action="alert.rules.changed", table=table, parameters=changed)
+    return changed
+
+
+@login_required
+@require_http_methods(["GET", "HEAD", "POST"])
 def alerts_page(request: HttpRequest) -> HttpResponse:
-    raise Http404("not yet")
+    """Open and recently resolved alerts for anyone who may view tables; one table's rules,
+    changed by admins."""
+    permissions.require_view(request.user)
+    tables = list(Table.objects.order_by("name", "pk").only("pk", "name"))
+    chosen_id = request.POST.get("table") if request.method == "POST" else request.GET.get("table")
+    chosen = next((t for t in tables if str(t.pk) == chosen_id), None)
+    form = None
+    if request.method == "POST":
+        permissions.require(request.user, permissions.SETTINGS)
+        if chosen is None:
+            messages.error(request, "Choose a table.")
+            return redirect("console:alerts")
+        form = RulesForm(request.POST, rules=rules_of(chosen))
+        if form.is_valid():
+            rules_update(table=chosen, user=request.user, values=form.cleaned_data)  # type: ignore[arg-type]
+            messages.success(request, f"Alert rules of {chosen.name} saved; the next check applies them.")
+            return redirect(f"{reverse('console:alerts')}?table={chosen.pk}")
+    rules = []
+    if chosen is not None:
+        current = rules_of(chosen, create=False)
+        form = form or RulesForm(rules=current)
+        for kind, rule in current.items():
+            unit = THRESHOLDS[AlertKind(kind)].unit if kind in THRESHOLDS else ""
+            rules.append({"kind": kind, "label": AlertKind(kind).label, "rule": rule, "unit": unit,
+                          "default": default_threshold(kind), "effective": threshold_of(rule),
+                          "enabled_field": form[f"enabled_{kind}"],
+                          "threshold_field": form[f"threshold_{kind}"] if unit else None})
+    alerts = Alert.objects.select_related("table")
+    return render(request, "console/alerts.html", {
+        "open_alerts": alerts.filter(resolved_at=None).order_by("-fired_at", "-pk"),
+        "resolved_alerts": alerts.exclude(resolved_at=None).order_by("-resolved_at", "-pk")[:50],
+        "tables": tables, "chosen": chosen, "rules": rules, "form": form,
+        "can_change": request.user.has_perm(permissions.SETTINGS),
+        "channels": [name for name, _ in channels()],
+        "interval": settings.CELERY_BEAT_SCHEDULE["alerts"]["schedule"]})

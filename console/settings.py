@@ -53,10 +53,37 @@ CLEANLINE_TRUSTED_PROXY_SSL_HEADER  the header a TLS-terminating proxy sets on H
 CLEANLINE_LOGIN_FAILURE_LIMIT  failed logins of one username from one IP address before both are
                   locked out (django-axes; default 5)
 CLEANLINE_LOGIN_COOLOFF_MINUTES  how long a lockout lasts (default 15)
-Passwords are checked by Django's four validators (at least 12 characters)."""
+Passwords are checked by Django's four validators (at least 12 characters).
+
+Metrics (/metrics, Prometheus text format; console/metrics.py)
+CLEANLINE_METRICS_ALLOW  comma-separated client addresses and networks (CIDR) that may scrape
+                  /metrics (default 127.0.0.1,::1; empty: none). The address is the connection's
+                  (REMOTE_ADDR): behind a reverse proxy that is the proxy's, so use the token there.
+CLEANLINE_METRICS_TOKEN  a bearer token that also allows scraping from any address
+                  (`Authorization: Bearer <token>`; default none). Anything else gets 403.
+PROMETHEUS_MULTIPROC_DIR  set (to an empty directory) when the web server runs several worker
+                  processes, so that request latencies are summed over all of them (prometheus_client)
+
+Alerts (console/alerts.py; checked by beat every CLEANLINE_ALERT_INTERVAL_SECONDS, default 300)
+CLEANLINE_ALERT_EMAILS  comma-separated recipients of alert e-mails (default none: no e-mail)
+CLEANLINE_ALERT_FROM  the alert e-mails' sender (default cleanline@localhost)
+CLEANLINE_ALERT_WEBHOOKS  comma-separated http(s) URLs each alert is POSTed to as JSON with a
+                  `text` field (Slack-compatible incoming webhooks; default none). The URLs are
+                  secrets to Slack and the like: the console shows only their host names.
+CLEANLINE_ALERT_WEBHOOK_TIMEOUT_SECONDS  per webhook request (default 10)
+CLEANLINE_ALERT_WRITE_PENDING_HOURS  default threshold: a write pending longer fires (default 12)
+CLEANLINE_ALERT_SAVEPOINT_DAYS  default threshold: a table's earliest savepoint older than this
+                  fires, as Hudi's archival stops at it (default 30)
+CLEANLINE_ALERT_RECLAIMABLE_BYTES  default threshold: more reclaimable bytes fire (default
+                  107374182400, 100 GiB)
+                  Admins change each table's rules (on/off, threshold) on the alerts page.
+EMAIL_HOST, EMAIL_PORT  the SMTP server alert e-mails go through (Django's SMTP backend;
+                  default localhost and 25); EMAIL_HOST_USER, EMAIL_HOST_PASSWORD, EMAIL_USE_TLS,
+                  EMAIL_USE_SSL when it needs them; EMAIL_TIMEOUT in seconds (default 10)"""
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from datetime import timedelta
 from pathlib import Path
@@ -125,6 +152,25 @@ def proxy_ssl_header(value: str) -> tuple[str, str] | None:
     return "HTTP_" + name.strip().upper().replace("-", "_"), expected.strip() or "https"
 
 
+def metrics_allow(items: list[str]) -> list[str]:
+    """CLEANLINE_METRICS_ALLOW checked: each an IP address or network (CIDR)."""
+    for item in items:
+        try:
+            ipaddress.ip_network(item, strict=False)
+        except ValueError as exc:
+            raise ImproperlyConfigured(f"CLEANLINE_METRICS_ALLOW: {item!r} is not an IP address or network") from exc
+    return items
+
+
+def webhook_urls(items: list[str]) -> list[str]:
+    """CLEANLINE_ALERT_WEBHOOKS checked: absolute http(s) URLs (the message names no URL: they are secrets)."""
+    for index, item in enumerate(items, 1):
+        parsed = urlparse(item)
+        if parsed.scheme not in ("http", "https") or not parsed.hostname:
+            raise ImproperlyConfigured(f"CLEANLINE_ALERT_WEBHOOKS: entry {index} is not an http:// or https:// URL")
+    return items
+
+
 DEBUG = _flag("DEBUG")
 SECRET_KEY = secret_key(debug=DEBUG)
 ALLOWED_HOSTS = _list("ALLOWED_HOSTS", "127.0.0.1,localhost")
@@ -142,6 +188,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First, so that request latencies (console.metrics) include every other middleware.
+    "console.metrics.RequestMetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -237,6 +285,27 @@ CLEANLINE_BUSY_RETRY_MAX_SECONDS = float(os.environ.get("CLEANLINE_BUSY_RETRY_MA
 CLEANLINE_BUSY_MAX_RETRIES = int(os.environ.get("CLEANLINE_BUSY_MAX_RETRIES", "20"))
 # Tables with at least this many files are planned and cleaned by PySpark jobs (0: never).
 CLEANLINE_SPARK_MIN_FILES = int(os.environ.get("CLEANLINE_SPARK_MIN_FILES", "200000"))
+
+# /metrics: client addresses or networks allowed, or a bearer token (console.metrics).
+CLEANLINE_METRICS_ALLOW = metrics_allow(_list("CLEANLINE_METRICS_ALLOW", "127.0.0.1,::1"))
+CLEANLINE_METRICS_TOKEN = os.environ.get("CLEANLINE_METRICS_TOKEN", "").strip()
+# Alerts (console.alerts): where they go (nowhere by default) and the rules' default thresholds.
+CLEANLINE_ALERT_EMAILS = _list("CLEANLINE_ALERT_EMAILS")
+CLEANLINE_ALERT_FROM = os.environ.get("CLEANLINE_ALERT_FROM", "cleanline@localhost")
+CLEANLINE_ALERT_WEBHOOKS = webhook_urls(_list("CLEANLINE_ALERT_WEBHOOKS"))
+CLEANLINE_ALERT_WEBHOOK_TIMEOUT_SECONDS = float(os.environ.get("CLEANLINE_ALERT_WEBHOOK_TIMEOUT_SECONDS", "10"))
+CLEANLINE_ALERT_WRITE_PENDING_HOURS = float(os.environ.get("CLEANLINE_ALERT_WRITE_PENDING_HOURS", "12"))
+CLEANLINE_ALERT_SAVEPOINT_DAYS = float(os.environ.get("CLEANLINE_ALERT_SAVEPOINT_DAYS", "30"))
+CLEANLINE_ALERT_RECLAIMABLE_BYTES = float(os.environ.get("CLEANLINE_ALERT_RECLAIMABLE_BYTES", str(100 * 1024**3)))
+# Django's SMTP backend, for alert e-mails only (a local server by default).
+EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
+EMAIL_PORT = int(os.environ.get("EMAIL_PORT", "25"))
+EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = _flag("EMAIL_USE_TLS")
+EMAIL_USE_SSL = _flag("EMAIL_USE_SSL")
+EMAIL_TIMEOUT = float(os.environ.get("EMAIL_TIMEOUT", "10"))
 
 CELERY_BROKER_URL = REDIS_URL
 CELERY_RESULT_BACKEND = REDIS_URL

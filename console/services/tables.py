@@ -138,8 +138,10 @@ def table_sync(*, table: Table) -> SyncResult:
     print_ = fingerprint(lake)
     # unchanged since a sync that succeeded (queued or running now): it was intact then
     if print_ == table.timeline_fingerprint and table.sync_status != SyncStatus.FAILED:
+        _refresh_failed_writes(table, lake)
         return SyncResult(False, 0, 0, 0)
     lake.ensure_intact()  # a corrupt instant fails the sync, as it stops planning and mutations
+    failed = failed_write_count(lake)
     known = {(r[0], r[1]): (r[2], r[3], r[4]) for r in table.instants.values_list(
         "requested_time", "action", "completion_time", "state", "archived")}
     archived = lake.inspect.archived_instants() if _has_archive(lake) else ()
@@ -162,9 +164,32 @@ def table_sync(*, table: Table) -> SyncResult:
             update_fields=["completion_time", "state", "archived", "partitions", "files", "records", "bytes"])
         Table.objects.filter(pk=table.pk).update(
             timeline_fingerprint=print_, sync_status=SyncStatus.OK, sync_error="", synced_at=timezone.now(),
-            total_bytes=sum(sizes), total_files=len(sizes), layout_summary=layout, **_table_fields(lake))
+            total_bytes=sum(sizes), total_files=len(sizes), layout_summary=layout, failed_writes=failed,
+            **_table_fields(lake))
     table.refresh_from_db()
     return SyncResult(True, len(created), len(changes) - len(created), len(stale))
+
+
+# The actions that write data: their pending instants are pending (and maybe failed) writes.
+WRITE_ACTIONS = ("commit", "deltacommit", "replacecommit")
+
+
+def failed_write_count(lake: HudiTable) -> int:
+    """Failed writes under the table's failed-writes policy: the failed-writes page's list
+    without the writes whose heartbeat is alive (their writer is still running them)."""
+    return sum(1 for f in lake.inspect.failed_writes()
+               if not (f.preview is None and f.refusal.startswith("its heartbeat is alive")))
+
+
+def _refresh_failed_writes(table: Table, lake: HudiTable) -> None:
+    """An unchanged timeline can still hide a new failed write: a pending write's heartbeat
+    expires without any instant file changing. Checked only while the table has a pending
+    write (else none can be failed); written only when the count changed."""
+    pending = table.instants.filter(action__in=WRITE_ACTIONS, archived=False).exclude(state="COMPLETED").exists()
+    count = failed_write_count(lake) if pending else 0
+    if count != table.failed_writes:
+        Table.objects.filter(pk=table.pk).update(failed_writes=count)
+        table.failed_writes = count
 
 
 def _layout_summary(view: FileSystemView) -> dict[str, Any]:
