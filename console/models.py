@@ -106,6 +106,8 @@ class CleanPlan(models.Model):
     table = models.ForeignKey(Table, related_name="clean_plans", on_delete=models.CASCADE)
     status = models.CharField(max_length=16, choices=PlanStatus.choices, default=PlanStatus.PLANNING)
     settings = models.JSONField(default=dict, help_text="cleaning settings the plan was made with")
+    engine = models.CharField(max_length=8, blank=True, help_text="the engine that made the plan (local or spark); "
+                                                                   "its approval re-validates on the same")
     automatic = models.BooleanField(default=False)
     requested_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL,
                                      related_name="+")

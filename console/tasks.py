@@ -138,6 +138,35 @@ def _run(task: Task, row: CleanPlan | Job, run: Callable[..., CleanPlan | Job], 
 
 
 @shared_task(bind=True, acks_late=True)
+def approve_clean_plan(self: Task, plan_id: int) -> str:
+    """Re-validate a plan claimed for approval (APPROVING) on the engine that made it, outside
+    the request: STALE with the differences, or APPROVED with its clean requested on the
+    timeline, then run. A plan no longer being approved is left alone; a busy table is retried
+    with back-off, then the claim goes back to DRAFT with the reason."""
+    plan = CleanPlan.objects.select_related("decided_by", "table").filter(pk=plan_id).first()
+    if plan is None or plan.status != PlanStatus.APPROVING:
+        return "nothing to approve"
+    try:
+        plan = services.plan_approve(plan=plan, user=plan.decided_by)
+    except services.TableBusy as exc:
+        retries = self.request.retries
+        if retries < settings.CLEANLINE_BUSY_MAX_RETRIES:
+            countdown = min(settings.CLEANLINE_BUSY_RETRY_SECONDS * 2**retries,
+                            settings.CLEANLINE_BUSY_RETRY_MAX_SECONDS)
+            raise self.retry(countdown=countdown, max_retries=settings.CLEANLINE_BUSY_MAX_RETRIES) from exc
+        CleanPlan.objects.filter(pk=plan_id, status=PlanStatus.APPROVING).update(
+            status=PlanStatus.DRAFT, decided_by=None, decided_at=None, error=f"Approval gave up: {exc.messages[0]}")
+        return "busy"
+    except ValidationError as exc:  # the approval put the claim back to DRAFT with the reason
+        CleanPlan.objects.filter(pk=plan_id, status=PlanStatus.APPROVING).update(
+            status=PlanStatus.DRAFT, decided_by=None, decided_at=None, error="; ".join(exc.messages)[:2000])
+        return "refused"
+    if plan.status == PlanStatus.APPROVED:
+        enqueue(run_clean_plan, plan)
+    return str(plan.status)
+
+
+@shared_task(bind=True, acks_late=True)
 def run_clean_plan(self: Task, plan_id: int) -> str:
     """Run an approved plan's clean. Re-delivered after a lost worker, it finishes the clean;
     while the table is busy it is retried, then the plan fails with the reason."""

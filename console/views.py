@@ -17,7 +17,7 @@ from django.views.decorators.http import require_GET, require_POST
 from console import permissions, selectors, services
 from console.forms import DecisionForm, PlanForm, RegisterTableForm, TableSettingsForm, TimelineFilterForm
 from console.models import Job, PlanStatus, SyncStatus, Table
-from console.tasks import build_clean_plan, enqueue, enqueue_sync, run_clean_plan, run_job
+from console.tasks import approve_clean_plan, build_clean_plan, enqueue, enqueue_sync, run_job
 from timeline import CleanlineError
 
 logger = logging.getLogger(__name__)
@@ -205,7 +205,7 @@ def plan_progress(request: HttpRequest, table: Table, plan_id: int) -> HttpRespo
     return response
 
 
-LIVE_PLAN_STATES = (PlanStatus.PLANNING, PlanStatus.APPROVED, PlanStatus.RUNNING)
+LIVE_PLAN_STATES = (PlanStatus.PLANNING, PlanStatus.APPROVING, PlanStatus.APPROVED, PlanStatus.RUNNING)
 
 
 @table_action(permissions.APPROVE)
@@ -215,12 +215,11 @@ def plan_decide(request: HttpRequest, table: Table, plan_id: int, decision: str)
     note = form.cleaned_data["note"] if form.is_valid() else ""
     try:
         if decision == "approve":
-            plan = services.plan_approve(plan=plan, user=request.user)  # type: ignore[arg-type]
-            if plan.status == PlanStatus.APPROVED:
-                enqueue(run_clean_plan, plan)
-                messages.success(request, f"Approved: clean {plan.clean_instant} is running.")
-            else:
-                messages.warning(request, "The table changed since this plan was made: it is stale and nothing ran.")
+            plan = services.plan_approval_request(plan=plan, user=request.user)  # type: ignore[arg-type]
+            enqueue(approve_clean_plan, plan)
+            messages.info(request, "Approving: the plan is checked against the table as it is now; if it still "
+                                   "holds, its clean runs (if the table changed, the plan turns stale and nothing "
+                                   "runs).")
         else:
             services.plan_reject(plan=plan, user=request.user, note=note)  # type: ignore[arg-type]
             messages.info(request, "Plan rejected.")
@@ -398,6 +397,7 @@ def _tokens_page(request: HttpRequest, *, status: int = 200, **extra: object) ->
 @require_GET
 def tokens(request: HttpRequest) -> HttpResponse:
     """The user's API tokens (an admin's: everyone's)."""
+    permissions.require_view(request.user)
     return _tokens_page(request)
 
 
@@ -407,6 +407,7 @@ def token_create(request: HttpRequest) -> HttpResponse:
     """A new token for the user (an admin may name another user); its secret is shown once."""
     from django.contrib.auth.models import User
 
+    permissions.require_view(request.user)
     owner_id = request.POST.get("owner")
     owner = get_object_or_404(User, pk=owner_id) if owner_id else request.user
     try:
@@ -423,6 +424,7 @@ def token_create(request: HttpRequest) -> HttpResponse:
 def token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
     from console.models import ApiToken
 
+    permissions.require_view(request.user)
     token = get_object_or_404(ApiToken.objects.select_related("user"), pk=token_id)
     services.token_revoke(actor=request.user, token=token)  # type: ignore[arg-type]
     messages.success(request, f"Token {token.name} revoked.")

@@ -7,6 +7,7 @@ command use nothing else (tests/test_boundaries.py checks it)."""
 
 from __future__ import annotations
 
+from timeline import remote
 from timeline.clean.config import CleanConfig, CleanConfigError, CleanPolicy
 from timeline.clean.executor import CleanRefused, CleanResult, FileOutcome, PlanInvalidated, Progress, ProgressCallback
 from timeline.clean.executor import Status as FileStatus
@@ -78,5 +79,6 @@ __all__ = [
     "S3ConfigError", "S3Settings", "SavepointInfo", "SavepointRefused", "SliceProtection", "State", "StateFile",
     "StorageError", "TableConfig", "TableConfigError", "Timeline", "UnsupportedLocationError", "__version__",
     "build_demo_lake", "configure_s3", "engine_for", "format_instant_time", "moment_of",
-    "parse_instant_time", "parse_location", "parse_s3_roots", "retention_shortfall", "spark_session", "within_roots",
+    "parse_instant_time", "parse_location", "parse_s3_roots", "remote", "retention_shortfall", "spark_session",
+    "within_roots",
 ]

@@ -34,6 +34,7 @@ from timeline import (
     moment_of,
     parse_instant_time,
     parse_s3_roots,
+    remote,
     spark_session,
 )
 
@@ -540,34 +541,53 @@ def _tables(args: argparse.Namespace) -> None:
     raise CleanlineError("`cleanline tables` lists a remote console's tables: give --api URL --token T")
 
 
-def _remote(args: argparse.Namespace) -> None:
-    """A read command against the console at --api (`timeline.remote`)."""
-    from timeline import remote
+def _remote_instant(row: dict[str, Any]) -> dict[str, Any]:
+    return {"requestedTime": row["requested_time"], "completionTime": row["completion_time"] or None,
+            "action": row["action"], "state": row["state"]}
 
+
+def _remote(args: argparse.Namespace) -> None:
+    """A read command against the console at --api (`timeline.remote`), printed as the local
+    command prints it."""
     client = remote.ConsoleClient(args.api, args.token)
     handler = args.handler
     if handler is _tables:
-        rows = remote.tables(client)
+        rows = [{"id": t["id"], "name": t["name"], "path": t["path"], "tableType": t["table_type"],
+                 "tableVersion": t["table_version"], "syncStatus": t["sync_status"], "files": t["total_files"],
+                 "bytes": t["total_bytes"], "failedWrites": t["failed_writes"]} for t in remote.tables(client)]
         _emit(args, rows, lambda: _render_table(["id", "name", "type", "version", "sync", "files", "bytes", "path"], [
             (t["id"], t["name"], t["tableType"], t["tableVersion"], t["syncStatus"], t["files"], t["bytes"], t["path"])
             for t in rows]))
-    elif handler is _table_info:
-        info = remote.table_info(client, args.path)
+        return
+    table = client.table(args.path)
+    if handler is _table_info:
+        info = {"id": table["id"], "path": table["path"], "name": table["name"], "tableType": table["table_type"],
+                "tableVersion": table["table_version"], "metadataTableEnabled": table["metadata_table_enabled"],
+                "syncStatus": table["sync_status"], "syncedAt": table["synced_at"], "files": table["total_files"],
+                "bytes": table["total_bytes"], "failedWrites": table["failed_writes"]}
         _emit(args, info, lambda: _render_table(["property", "value"], list(info.items())))
     elif handler is _timeline:
-        instants = remote.timeline(client, args.path)
-        _emit(args, instants, lambda: _render_table(
+        rows = remote.instants(client, table)
+        _emit(args, [_remote_instant(r) | {"archived": r["archived"]} for r in rows], lambda: _render_table(
             ["requested", "completed", "action", "state", "timeline"],
-            [(i["requestedTime"], i["completionTime"], i["action"], i["state"],
-              "archived" if i["archived"] else "active") for i in instants]))
+            [(r["requested_time"], r["completion_time"], r["action"], r["state"],
+              "archived" if r["archived"] else "active") for r in rows]))
     elif handler is _savepoint_list:
-        found = remote.savepoints(client, args.path)
-        _emit(args, found, lambda: _render_table(
+        points = remote.savepoints(client, table)
+        saved = [{"instant": {"requestedTime": s["instant"], "action": "savepoint", "state": "COMPLETED"},
+                  "savepointedBy": s["savepointed_by"], "savepointedAt": s["savepointed_at_ms"],
+                  "comments": s["comments"], "files": s["files"], "bytes": s["bytes"],
+                  "missingFiles": s["missing_files"], "holdsBackArchival": s["holds_back_archival"]} for s in points]
+        _emit(args, saved, lambda: _render_table(
             ["savepoint", "by", "files", "bytes", "missing", "holds back archival", "comment"],
-            [(s["instant"]["requestedTime"], s["savepointedBy"], s["files"], s["bytes"], s["missingFiles"],
-              "yes" if s["holdsBackArchival"] else "no", s["comments"]) for s in found]))
+            [(s["instant"], s["savepointed_by"], s["files"], s["bytes"], s["missing_files"],
+              "yes" if s["holds_back_archival"] else "no", s["comments"]) for s in points]))
     elif handler is _instant_show:
-        _json(remote.instant_show(client, args.path, args.instant, args.action, args.state))
+        detail = remote.instant_detail(client, table, args.instant, args.action)
+        contents = [c for c in detail["contents"] if args.state is None or c["state"] == args.state.upper()]
+        if not contents:
+            raise CleanlineError(f"{table['path']}: instant {args.instant} has no {args.state} state file")
+        _json({"instant": _remote_instant(detail), "content": contents[0]["content"]})
     else:
         raise CleanlineError(f"`{args.command}{' ' + args.sub if getattr(args, 'sub', None) else ''}` does not run "
                              "through --api (read commands only: tables, table info, timeline, savepoint list, "

@@ -73,55 +73,31 @@ def _detail(body: bytes) -> str:
         return body.decode(errors="replace")[:200]
 
 
-def instant_json(row: Mapping[str, Any]) -> dict[str, Any]:
-    """An instant as the local `timeline --json` prints it."""
-    return {"requestedTime": row["requested_time"], "completionTime": row["completion_time"] or None,
-            "action": row["action"], "state": row["state"]}
-
-
 def tables(client: ConsoleClient) -> list[dict[str, Any]]:
-    return [{"id": t["id"], "name": t["name"], "path": t["path"], "tableType": t["table_type"],
-             "tableVersion": t["table_version"], "syncStatus": t["sync_status"], "files": t["total_files"],
-             "bytes": t["total_bytes"], "failedWrites": t["failed_writes"]} for t in client.pages("/tables")]
+    """The console's registered tables, as the API gives them."""
+    return list(client.pages("/tables"))
 
 
-def table_info(client: ConsoleClient, name: str) -> dict[str, Any]:
-    t = client.table(name)
-    return {"id": t["id"], "path": t["path"], "name": t["name"], "tableType": t["table_type"],
-            "tableVersion": t["table_version"], "metadataTableEnabled": t["metadata_table_enabled"],
-            "syncStatus": t["sync_status"], "syncedAt": t["synced_at"], "files": t["total_files"],
-            "bytes": t["total_bytes"], "failedWrites": t["failed_writes"]}
+def instants(client: ConsoleClient, table: Mapping[str, Any], **filters: str) -> list[dict[str, Any]]:
+    """The console's mirror of a table's timeline (active and archived), oldest first as the
+    local `timeline` prints it."""
+    return list(reversed(list(client.pages(f"/tables/{table['id']}/instants", **filters))))
 
 
-def timeline(client: ConsoleClient, name: str) -> list[dict[str, Any]]:
-    """The console's mirror of the table's timeline (active and archived), oldest first as the
-    local command prints it."""
-    table = client.table(name)
-    rows = list(client.pages(f"/tables/{table['id']}/instants"))
-    return [instant_json(r) | {"archived": r["archived"]} for r in reversed(rows)]
+def savepoints(client: ConsoleClient, table: Mapping[str, Any]) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = client.get(f"/tables/{table['id']}/savepoints")
+    return found
 
 
-def savepoints(client: ConsoleClient, name: str) -> list[dict[str, Any]]:
-    table = client.table(name)
-    return [{"instant": {"requestedTime": s["instant"], "action": "savepoint", "state": "COMPLETED"},
-             "savepointedBy": s["savepointed_by"], "savepointedAt": s["savepointed_at_ms"], "comments": s["comments"],
-             "files": s["files"], "bytes": s["bytes"], "missingFiles": s["missing_files"],
-             "holdsBackArchival": s["holds_back_archival"]}
-            for s in client.get(f"/tables/{table['id']}/savepoints")]
-
-
-def instant_show(client: ConsoleClient, name: str, instant: str, action: str | None,
-                 state: str | None) -> dict[str, Any]:
-    table = client.table(name)
-    rows = [r for r in client.pages(f"/tables/{table['id']}/instants", search=instant)
+def instant_detail(client: ConsoleClient, table: Mapping[str, Any], instant: str, action: str | None
+                   ) -> dict[str, Any]:
+    """One instant with its decoded state files (newest state first)."""
+    rows = [r for r in instants(client, table, search=instant)
             if r["requested_time"] == instant and (action is None or r["action"] == action)]
     if not rows:
         raise RemoteError(f"{table['path']}: no instant {instant} in the console's timeline of {table['name']}")
-    detail = client.get(f"/tables/{table['id']}/instants/{rows[0]['id']}")
-    contents = [c for c in detail["contents"] if state is None or c["state"] == state.upper()]
-    if not contents:
-        raise RemoteError(f"{table['path']}: instant {instant} has no {state} state file")
-    return {"instant": instant_json(detail), "content": contents[0]["content"]}
+    found: dict[str, Any] = client.get(f"/tables/{table['id']}/instants/{rows[-1]['id']}")
+    return found
 
 
-__all__ = ["ConsoleClient", "RemoteError", "instant_show", "savepoints", "table_info", "tables", "timeline"]
+__all__ = ["ConsoleClient", "RemoteError", "instant_detail", "instants", "savepoints", "tables"]

@@ -10,11 +10,11 @@ from django.shortcuts import get_object_or_404
 from ninja import Query, Router, Schema, Status
 
 from console import permissions, selectors, services
-from console.api.common import paged, problem
+from console.api.common import paged
 from console.api.schemas import DecisionIn, PlanFileOut, PlanIn, PlanOut, Problem, page_of
 from console.api.tables import ERRORS, table_of
-from console.models import CleanPlan, PlanStatus
-from console.tasks import build_clean_plan, enqueue, run_clean_plan
+from console.models import CleanPlan
+from console.tasks import approve_clean_plan, build_clean_plan, enqueue
 
 router = Router(tags=["clean plans"])
 
@@ -83,20 +83,18 @@ def plan_files(request: HttpRequest, table_id: int, plan_id: int, filters: Query
     return paged(rows, filters.page, filters.page_size, out)
 
 
-@router.post("/tables/{table_id}/plans/{plan_id}/approve", response={200: PlanOut, 409: Problem, **ERRORS},
+@router.post("/tables/{table_id}/plans/{plan_id}/approve", response={202: PlanOut, 409: Problem, **ERRORS},
              summary="Approve a draft plan")
 def approve_plan(request: HttpRequest, table_id: int, plan_id: int) -> Any:
-    """Admins; not the plan's requester (CLEANLINE_APPROVER_MUST_DIFFER). The plan is checked
-    against the table as it is now: when it changed, the plan becomes `stale` (409, with
-    `stale_reasons`) and nothing runs; otherwise the clean is written to the timeline and runs."""
+    """Admins; not the plan's requester (CLEANLINE_APPROVER_MUST_DIFFER). The plan is claimed for
+    this approval (`approving`) and a worker checks it against the table as it is now, on the
+    engine that made it: when the table changed it becomes `stale` (its `stale_reasons` list the
+    differences) and nothing runs; otherwise its clean is written to the timeline and runs
+    (`approved`, `running`, `completed`). Follow it at GET .../plans/{id}."""
     plan = plan_of(request, table_id, plan_id, permissions.APPROVE)
-    plan = services.plan_approve(plan=plan, user=request.user)  # type: ignore[arg-type]
-    if plan.status == PlanStatus.STALE:
-        return problem(409, "Stale plan", "The table changed since this plan was made: it is stale and nothing "
-                       "ran. Ask for a new plan.", stale_reasons=list(plan.stale_reasons), plan=plan.pk)
-    if plan.status == PlanStatus.APPROVED:
-        enqueue(run_clean_plan, plan)
-    return plan_out(plan)
+    plan = services.plan_approval_request(plan=plan, user=request.user)  # type: ignore[arg-type]
+    enqueue(approve_clean_plan, plan)
+    return Status(202, plan_out(plan))
 
 
 @router.post("/tables/{table_id}/plans/{plan_id}/reject", response={200: PlanOut, 409: Problem, **ERRORS},

@@ -16,6 +16,7 @@ from console.services.operations import (
 from console.services.plans import (
     PLAN_BATCH,
     auto_clean,
+    plan_approval_request,
     plan_approve,
     plan_build,
     plan_holder,
@@ -53,6 +54,7 @@ __all__ = [
     "job_run",
     "live_lock",
     "metadata_table_drop",
+    "plan_approval_request",
     "plan_approve",
     "plan_build",
     "plan_holder",

@@ -83,7 +83,8 @@ def plan_build(*, plan: CleanPlan) -> CleanPlan:
     try:
         lake = HudiTable.open(table.path)
         config = CleanConfig.from_properties(plan.settings)
-        result = _make_plan(table, lake, config, _enforced(plan))
+        engine = "spark" if _on_spark(table) else "local"
+        result = _make_plan(table, lake, config, _enforced(plan), engine)
     except CleanlineError as exc:
         CleanPlan.objects.filter(pk=plan.pk, status=PlanStatus.PLANNING).update(
             status=PlanStatus.FAILED, error=str(exc)[:2000], finished_at=timezone.now())
@@ -91,8 +92,9 @@ def plan_build(*, plan: CleanPlan) -> CleanPlan:
         plan.refresh_from_db()
         return plan
     plan_store(plan=plan, result=result, warnings=_warnings(lake))
+    CleanPlan.objects.filter(pk=plan.pk).update(engine=engine)
     plan.refresh_from_db()
-    audit(user=None, action="clean.plan.built", table=table, parameters={"plan": plan.pk},
+    audit(user=None, action="clean.plan.built", table=table, parameters={"plan": plan.pk, "engine": engine},
           result=f"{plan.files_to_delete} files ({plan.bytes_to_delete} bytes) to delete")
     return plan
 
@@ -146,8 +148,12 @@ def _enforced(plan: CleanPlan) -> bool:
     return plan.settings.get(ENFORCE_RETENTION, "true") != "false"
 
 
-def _make_plan(table: Table, lake: HudiTable, config: CleanConfig, enforce_retention: bool) -> LakePlan:
-    return _maintenance(table, lake).plan_clean(config, enforce_retention=enforce_retention)
+def _make_plan(table: Table, lake: HudiTable, config: CleanConfig, enforce_retention: bool,
+               engine: str | None = None) -> LakePlan:
+    """The planner on `engine` ("local" or "spark"; by default the one the table's size calls for)."""
+    on_spark = _on_spark(table) if engine is None else engine == "spark"
+    services = table_services(table, lake, spark=_spark() if on_spark else None)
+    return services.plan_clean(config, enforce_retention=enforce_retention)
 
 
 def _run_clean(table: Table, lake: HudiTable, instant: str, progress: Any, sizes: Mapping[str, int]) -> Any:
@@ -186,14 +192,7 @@ def plan_holder(plan: CleanPlan) -> str:
     return f"clean-plan:{plan.pk}"
 
 
-def plan_approve(*, plan: CleanPlan, user: User | None) -> CleanPlan:
-    """Re-validate the draft against the current timeline; if any file it would delete is
-    now protected, or the policy now gives another plan, it becomes STALE with the
-    difference. Otherwise the requested clean is written to the timeline (APPROVED).
-
-    Exactly one approval wins: under the table lock the plan is claimed (DRAFT to APPROVING)
-    by one conditional update before anything is written to the lake; the others get a
-    ValidationError. A failure puts the claim back to DRAFT with the error."""
+def _check_approvable(plan: CleanPlan, user: User | None) -> None:
     if plan.status not in (PlanStatus.DRAFT, PlanStatus.APPROVING):
         raise ValidationError(f"Only a draft plan can be approved; this one is {plan.status}.")
     if plan.files_to_delete == 0 and not plan.partitions_to_delete:
@@ -202,6 +201,33 @@ def plan_approve(*, plan: CleanPlan, user: User | None) -> CleanPlan:
     if (settings.CLEANLINE_APPROVER_MUST_DIFFER and not plan.automatic and user is not None
             and plan.requested_by_id == user.pk):
         raise ValidationError("The approver must differ from the requester (CLEANLINE_APPROVER_MUST_DIFFER).")
+
+
+def plan_approval_request(*, plan: CleanPlan, user: User | None) -> CleanPlan:
+    """An approval, as the pages and the API ask for it: the same checks as `plan_approve`,
+    then the draft is claimed for this approver (DRAFT to APPROVING, one conditional update: of
+    simultaneous approvals exactly one wins) and audited; the caller queues the approval task,
+    which re-validates the plan on the engine that made it (`plan_approve`) outside the request."""
+    _check_approvable(plan, user)
+    if plan.status != PlanStatus.DRAFT or not CleanPlan.objects.filter(pk=plan.pk, status=PlanStatus.DRAFT).update(
+            status=PlanStatus.APPROVING, decided_by=user, decided_at=timezone.now(), run_token="", error=""):
+        plan.refresh_from_db()
+        raise ValidationError(f"Plan #{plan.pk} is already being approved (it is {plan.status}).")
+    audit(user=user, action="clean.plan.approval.requested", table=plan.table, parameters={"plan": plan.pk})
+    plan.refresh_from_db()
+    return plan
+
+
+def plan_approve(*, plan: CleanPlan, user: User | None) -> CleanPlan:
+    """Re-validate the draft against the current timeline; if any file it would delete is
+    now protected, or the policy now gives another plan, it becomes STALE with the
+    difference. Otherwise the requested clean is written to the timeline (APPROVED).
+
+    Exactly one approval wins: under the table lock the plan is claimed (DRAFT to APPROVING)
+    by one conditional update before anything is written to the lake; the others get a
+    ValidationError. A failure puts the claim back to DRAFT with the error. The plan is
+    re-made on the engine that made it (`CleanPlan.engine`)."""
+    _check_approvable(plan, user)
     holder = f"clean-plan-approval:{plan.pk}"
     try:
         with table_lock(plan.table, holder) as lease:
@@ -223,7 +249,7 @@ def _approve_claimed(plan: CleanPlan, user: User | None, lease: Lease) -> CleanP
     try:
         lake = HudiTable.open(table.path)
         config = CleanConfig.from_properties(plan.settings)
-        now_plan = table_services(table, lake).plan_clean(config, enforce_retention=_enforced(plan))
+        now_plan = _make_plan(table, lake, config, _enforced(plan), plan.engine or None)
         reasons = _differences(plan, now_plan)
         if reasons:
             claim.update(status=PlanStatus.STALE, stale_reasons=reasons[:200], run_token="")

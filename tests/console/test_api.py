@@ -152,12 +152,14 @@ def test_two_person_rule_and_the_token_in_the_audit_log(table: Table) -> None:
     assert "approver must differ" in refused.json()["detail"]
     assert CleanPlan.objects.get(pk=plan_id).status == PlanStatus.DRAFT
     approved = bob("POST", f"/tables/{table.pk}/plans/{plan_id}/approve")
-    assert approved.status_code == 200, approved.content
+    assert approved.status_code == 202 and approved.json()["status"] == "approving", approved.content
+    # the approval task (eager here) re-validated the plan, requested the clean and ran it
     assert CleanPlan.objects.get(pk=plan_id).status == PlanStatus.COMPLETED
     requested = AuditEvent.objects.get(action="clean.plan.requested", table=table)
     assert requested.username == "ada" and requested.parameters["api_token"] == "ada-laptop"
-    approval = AuditEvent.objects.get(action="clean.plan.approved", table=table)
-    assert approval.username == "bob" and approval.parameters["api_token"] == "bob-ci"
+    asked = AuditEvent.objects.get(action="clean.plan.approval.requested", table=table)
+    assert asked.username == "bob" and asked.parameters["api_token"] == "bob-ci"
+    assert AuditEvent.objects.get(action="clean.plan.approved", table=table).username == "bob"  # by the task
     # a page's action right after is not attributed to any token
     client = Client()
     client.force_login(first)
@@ -176,10 +178,13 @@ def test_a_stale_plan_through_the_api(table: Table) -> None:
     doomed = next(f for f in files["items"] if not f["file_name"].startswith("."))
     saved = operator("POST", f"/tables/{table.pk}/savepoints", {"instant": doomed["base_instant"], "comment": "keep"})
     assert saved.status_code == 201, saved.content
-    stale = admin("POST", f"/tables/{table.pk}/plans/{plan_id}/approve")
-    assert stale.status_code == 409 and stale.json()["title"] == "Stale plan"
-    assert any(doomed["file_name"] in reason for reason in stale.json()["stale_reasons"])
-    assert admin("GET", f"/tables/{table.pk}/plans/{plan_id}").json()["status"] == "stale"
+    asked = admin("POST", f"/tables/{table.pk}/plans/{plan_id}/approve")
+    assert asked.status_code == 202 and asked.json()["status"] == "approving"
+    stale = admin("GET", f"/tables/{table.pk}/plans/{plan_id}").json()  # the approval task has run
+    assert stale["status"] == "stale" and stale["clean_instant"] == ""
+    assert any(doomed["file_name"] in reason for reason in stale["stale_reasons"])
+    again = admin("POST", f"/tables/{table.pk}/plans/{plan_id}/approve")
+    assert again.status_code == 409 and "stale" in again.json()["detail"]
     assert not HudiTable.open(table.path).timeline.cleans()
 
 
@@ -286,7 +291,7 @@ def test_scripted_journey_through_the_api_alone_with_a_real_worker(start_worker,
     planned = {(f["partition"], f["file_name"]) for f in _all_files(call, operator, table_id, plan["id"])}
     assert planned and all((path / p / n).exists() for p, n in planned)
     approved = call(admin, "POST", f"/tables/{table_id}/plans/{plan['id']}/approve")
-    assert approved["status"] == "approved"
+    assert approved["status"] == "approving"  # the worker re-validates it, then runs the clean
     wait_for(lambda: call(operator, "GET", f"/tables/{table_id}/plans/{plan['id']}")["status"] == "completed", 180,
              "the clean")
     done = call(operator, "GET", f"/tables/{table_id}/plans/{plan['id']}")

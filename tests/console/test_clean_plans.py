@@ -142,3 +142,39 @@ def test_plan_short_retention_is_refused_unless_allowed_and_then_recorded(table:
     at_minimum = services.plan_build(plan=services.plan_request(table=table, user=user,
                                                                 overrides={"commits_retained": 10}))
     assert at_minimum.status == PlanStatus.DRAFT and "cleanline.clean.enforce.retention" not in at_minimum.settings
+
+
+def test_plan_approval_revalidates_on_the_engine_that_made_the_plan(table: Table, settings, spark) -> None:
+    """The engine is recorded when the plan is made (`CleanPlan.engine`); its approval, a task,
+    re-makes the plan there even if the table's size or the threshold changed meanwhile."""
+    tracker = spark.sparkContext.statusTracker()
+    jobs = lambda: len(tracker.getJobIdsForGroup(None))  # noqa: E731
+    settings.CLEANLINE_SPARK_MIN_FILES = 1
+    on_spark = drafted(table, person("op", "operator"))
+    settings.CLEANLINE_SPARK_MIN_FILES = 0  # Spark off for new plans
+    local = drafted(table, person("op2", "operator"))
+    assert (on_spark.engine, local.engine) == ("spark", "local")
+    before = jobs()
+    approved = services.plan_approve(plan=on_spark, user=person("boss", "admin"))
+    assert approved.status == PlanStatus.APPROVED and jobs() > before  # re-made on Spark (Spark is off now)
+    settings.CLEANLINE_SPARK_MIN_FILES = 1  # Spark on for every table now; the local plan stays local
+    assert services.plan_run(plan=approved).status == PlanStatus.COMPLETED
+    before = jobs()
+    stale = services.plan_approve(plan=local, user=person("boss2", "admin"))
+    assert stale.status == PlanStatus.STALE and jobs() == before  # re-made in this process: its files are gone
+
+
+def test_plan_approval_request_claims_the_draft_once_and_the_task_decides(table: Table) -> None:
+    from console.tasks import approve_clean_plan
+
+    plan = drafted(table, person("op", "operator"))
+    boss = person("boss", "admin")
+    asked = services.plan_approval_request(plan=plan, user=boss)
+    assert asked.status == PlanStatus.APPROVING and asked.decided_by == boss
+    with pytest.raises(ValidationError, match="already being approved"):
+        services.plan_approval_request(plan=plan, user=person("boss2", "admin"))
+    assert actions(table)[-1] == "clean.plan.approval.requested"
+    assert approve_clean_plan.apply(args=(plan.pk,)).get() == PlanStatus.APPROVED
+    plan.refresh_from_db()
+    assert plan.status == PlanStatus.APPROVED and plan.clean_instant
+    assert approve_clean_plan.apply(args=(plan.pk,)).get() == "nothing to approve"
