@@ -435,6 +435,7 @@ class FailedWrite:
     preview: RollbackPreview | None
     refusal: str
     age_seconds: int
+    live: bool = False  # its heartbeat is alive: its writer is still running it (not a failed write yet)
 
 
 def preview_failed_writes(table: HudiTable, *, now_ms: int | None = None) -> list[FailedWrite]:
@@ -442,7 +443,7 @@ def preview_failed_writes(table: HudiTable, *, now_ms: int | None = None) -> lis
     table.reload()
     now = int(time.time() * 1000) if now_ms is None else now_ms
     rows = [FailedWrite(i, None, f"its heartbeat is alive (touched {age} s ago): its writer is still running it",
-                        age) for i, age in live_writes(table, now_ms=now_ms)]
+                        age, live=True) for i, age in live_writes(table, now_ms=now_ms)]
     for instant in failed_writes(table, now_ms=now_ms):
         newest = max((s.mtime_ms for s in table.timeline.files_of(instant).values()), default=now)
         try:

@@ -178,7 +178,7 @@ def failed_write_count(lake: HudiTable) -> int:
     """Failed writes under the table's failed-writes policy: the failed-writes page's list
     without the writes whose heartbeat is alive (their writer is still running them)."""
     return sum(1 for f in lake.inspect.failed_writes()
-               if not (f.preview is None and f.refusal.startswith("its heartbeat is alive")))
+               if not f.live)
 
 
 def _refresh_failed_writes(table: Table, lake: HudiTable) -> None:
