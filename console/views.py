@@ -153,6 +153,7 @@ def file_groups(request: HttpRequest, table: Table) -> HttpResponse:
 
 @table_action(permissions.SYNC)
 def sync(request: HttpRequest, table: Table) -> HttpResponse:
+    services.audit(user=request.user, action="table.sync.requested", table=table)  # type: ignore[arg-type]
     enqueue_sync(table)
     messages.info(request, f"Sync of {table.name} queued.")
     return _overview(table)

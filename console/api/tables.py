@@ -82,6 +82,7 @@ def get_table(request: HttpRequest, table_id: int) -> dict[str, Any]:
 @router.post("/tables/{table_id}/sync", response={202: Accepted, **ERRORS}, summary="Sync a table")
 def sync_table(request: HttpRequest, table_id: int) -> Status[dict[str, str]]:
     table = table_of(request, table_id, permissions.SYNC)
+    services.audit(user=request.user, action="table.sync.requested", table=table)  # type: ignore[arg-type]
     enqueue_sync(table)
     return Status(202, {"detail": f"Sync of {table.name} queued."})
 

@@ -79,6 +79,7 @@ def table_register(*, path: str, user: User | None) -> Table:
     if Table.objects.filter(path=lake.uri).exists():
         raise ValidationError(f"{lake.uri} is already registered.")
     table = Table.objects.create(path=lake.uri, registered_by=user, **_table_fields(lake))
+    audit(user=user, action="table.registered", table=table, parameters={"path": lake.uri})
     return table
 
 

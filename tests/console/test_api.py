@@ -284,6 +284,7 @@ def test_scripted_journey_through_the_api_alone_with_a_real_worker(start_worker,
 
     registered = call(admin, "POST", "/tables", {"path": str(path)})
     table_id = registered["id"]
+    assert AuditEvent.objects.get(action="table.registered").parameters["api_token"] == "ci"
     wait_for(lambda: call(operator, "GET", f"/tables/{table_id}")["sync_status"] == "ok", 120, "the sync")
     plan = call(operator, "POST", f"/tables/{table_id}/plans", SHORT_RETENTION)
     wait_for(lambda: call(operator, "GET", f"/tables/{table_id}/plans/{plan['id']}")["status"] == "draft", 120,

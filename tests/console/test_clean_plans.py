@@ -46,7 +46,7 @@ def test_plan_draft_stores_every_file_with_reasons_and_totals(table: Table) -> N
     assert all(PlanFile.objects.filter(plan=plan).values_list("reason", flat=True))
     assert not lake.timeline.cleans()  # nothing touches the timeline before approval
     assert any("retention check off: retains 1 commits, fewer than the table's configured" in n for n in plan.notes)
-    assert actions(table) == ["clean.plan.requested", "clean.plan.built"]
+    assert actions(table) == ["table.registered", "clean.plan.requested", "clean.plan.built"]
 
 
 def test_plan_approve_run_complete_and_the_report(table: Table) -> None:
@@ -132,7 +132,7 @@ def test_plan_short_retention_is_refused_unless_allowed_and_then_recorded(table:
     with pytest.raises(ValidationError) as refused:
         services.plan_request(table=table, user=user, overrides={"commits_retained": 1})
     assert "retains 1 commits, fewer than the table's configured 10" in refused.value.messages[0]
-    assert not CleanPlan.objects.exists() and not AuditEvent.objects.exists()
+    assert not CleanPlan.objects.exists() and not AuditEvent.objects.exclude(action="table.registered").exists()
     plan = services.plan_request(table=table, user=user, overrides=SHORT_RETENTION)
     assert plan.settings["cleanline.clean.enforce.retention"] == "false"
     assert AuditEvent.objects.get(action="clean.plan.requested").parameters["cleanline.clean.enforce.retention"] \
