@@ -231,6 +231,9 @@ class Job(models.Model):
                                                                       "claimed the job")
     result = models.JSONField(default=dict)
     error = models.TextField(blank=True)
+    progress_done = models.BigIntegerField(default=0, help_text="files done (a clean), instants rolled back "
+                                                                 "(a restore or rollback)")
+    progress_total = models.BigIntegerField(default=0)
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

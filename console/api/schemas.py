@@ -153,6 +153,8 @@ class JobOut(Schema):
     finished_at: datetime | None
     result: dict[str, Any]
     error: str
+    progress_done: int
+    progress_total: int
 
 
 class SavepointOut(Schema):

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import time
 
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
+from django.db.models import F
 from django.utils import timezone
 
 from console.models import (
@@ -20,6 +22,7 @@ from console.services.tables import table_services, table_sync
 from timeline import (
     CleanlineError,
     HudiTable,
+    Progress,
 )
 
 
@@ -85,13 +88,21 @@ def job_run(*, job: Job, task_id: str = "") -> Job:
             return job
         lake = HudiTable.open(table.path)
         had_metadata_table = lake.config.metadata_table_enabled
+        last = [0.0]
+
+        def progress(p: Progress) -> None:  # a clean's files, on the row at most twice a second
+            if time.monotonic() - last[0] > 0.5 or p.files_done == p.files_total:
+                last[0] = time.monotonic()
+                mine.update(progress_done=p.files_done, progress_total=p.files_total)
+
         try:
             if job.kind == Job.Kind.CLEAN:
-                (done_clean,) = table_services(table, lake).run_cleans(instant=job.target)
+                (done_clean,) = table_services(table, lake).run_cleans(instant=job.target, progress=progress)
                 result = {"deleted": done_clean.deleted, "already_gone": done_clean.already_gone,
                           "failed": done_clean.failed, "bytes": done_clean.bytes_deleted}
             elif job.kind == Job.Kind.RESTORE:
                 # the metadata table goes only where Hudi deletes it too (the preview says so); otherwise refused
+                mine.update(progress_total=len(lake.inspect.restore_preview(job.target).instants))
                 done = table_services(table, lake).restore(job.target)
                 check = table_services(table).verify_restore(job.target)
                 result = {"restore": done.requested_time, "verified": check.verified,
@@ -107,7 +118,9 @@ def job_run(*, job: Job, task_id: str = "") -> Job:
                 _run_stopped(job, f"{job.kind}.stopped", lease, f"lost the table's lock, then: {exc}")
             job.refresh_from_db()
             return job
-        completed = mine.update(status=JobStatus.COMPLETED, result=result, finished_at=timezone.now())
+        completed = mine.update(status=JobStatus.COMPLETED, result=result, finished_at=timezone.now(),
+                                progress_done=F("progress_total") if job.kind != Job.Kind.ROLLBACK else 1,
+                                **({"progress_total": 1} if job.kind == Job.Kind.ROLLBACK else {}))
     if not completed:
         _run_stopped(job, f"{job.kind}.stopped", lease, "lost the table's lock to another run; recorded nothing")
         job.refresh_from_db()

@@ -45,10 +45,12 @@ def test_operations_savepoint_create_restore_preview_and_restore(table: Table,
                          {"target": k, "confirm": table.name}).status_code == 403
     wrong = admin.post(reverse("console:restore_run", args=[table.pk]), {"target": k, "confirm": "nope"})
     assert wrong.status_code == 302 and not Job.objects.exists()
+    rolled_back = len(HudiTable.open(table.path).inspect.restore_preview(k).instants)
     with django_capture_on_commit_callbacks(execute=True):
         done = admin.post(reverse("console:restore_run", args=[table.pk]), {"target": k, "confirm": table.name})
     job = Job.objects.get()
     assert done.status_code == 302 and job.status == JobStatus.COMPLETED and job.result["verified"] is True
+    assert job.progress_done == job.progress_total == rolled_back > 0  # the instants rolled back
     assert rows(path_of(table)) == expected
     assert b"Checked: the table" in admin.get(reverse("console:job", args=[table.pk, job.pk])).content
     logged = list(AuditEvent.objects.filter(table=table).values_list("action", flat=True))
@@ -153,4 +155,5 @@ def test_operations_pending_clean_left_on_the_timeline_runs_from_the_page(
         admin.post(reverse("console:clean_run_pending", args=[table.pk, pending.requested_time]))
     job = Job.objects.get(kind="clean")
     assert job.status == JobStatus.COMPLETED and job.result["deleted"] > 0
+    assert job.progress_done == job.progress_total == job.result["deleted"] + job.result["already_gone"]
     assert not HudiTable.open(table.path).timeline.cleans().pending()
