@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.core.paginator import Page, Paginator
+from django.core.paginator import EmptyPage, Page, PageNotAnInteger, Paginator
 from django.db.models import Count, Max, Q, QuerySet
+from django.http import Http404
 from django.utils import timezone
 
 from console.models import AuditEvent, CleanPlan, Instant, Table, TableLock
@@ -55,9 +56,22 @@ class TimelineFilters:
     search: str = ""
 
 
+def page_of(rows: Any, page: int | str | None, per_page: int = PAGE_SIZE, *,
+            paginator: Paginator | None = None) -> Page:
+    """Page `page` (1 when not given) of `rows`; a page that is not a number or lies past the
+    end answers 404 rather than silently showing another page."""
+    paginator = paginator or Paginator(rows, per_page)
+    try:
+        return paginator.page(page or 1)
+    except (EmptyPage, PageNotAnInteger):
+        if str(page) == "1":
+            return paginator.page(1)  # an empty list has one (empty) page
+        raise Http404(f"There is no page {page} (pages 1 to {paginator.num_pages}).") from None
+
+
 def timeline_page(table: Table, filters: TimelineFilters, page: int | str | None) -> Page:
     """One page of a table's instants, newest first, filtered."""
-    return Paginator(timeline_rows(table, filters), PAGE_SIZE).get_page(page)
+    return page_of(timeline_rows(table, filters), page)
 
 
 def timeline_rows(table: Table, filters: TimelineFilters) -> QuerySet[Instant]:
@@ -225,8 +239,8 @@ def plan_files(plan: CleanPlan, *, delete: bool | None, search: str, partition: 
     rows = plan_file_rows(plan, delete=delete, search=search, partition=partition)
     if not search and not partition and delete is not None:
         known = plan.files_to_delete if delete else plan.files_kept
-        return _CountedPaginator(rows, PAGE_SIZE, known).get_page(page)
-    return Paginator(rows, PAGE_SIZE).get_page(page)
+        return page_of(rows, page, paginator=_CountedPaginator(rows, PAGE_SIZE, known))
+    return page_of(rows, page)
 
 
 def plan_file_rows(plan: CleanPlan, *, delete: bool | None, search: str, partition: str) -> QuerySet[Any]:
@@ -270,7 +284,7 @@ def failed_write_previews(table: Table) -> list[FailedWrite]:
 
 
 def audit_page(*, action: str, username: str, table_id: str, page: int | str | None) -> Page:
-    return Paginator(audit_rows(action=action, username=username, table_id=table_id), PAGE_SIZE).get_page(page)
+    return page_of(audit_rows(action=action, username=username, table_id=table_id), page)
 
 
 def audit_rows(*, action: str, username: str, table_id: str) -> QuerySet[AuditEvent]:

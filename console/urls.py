@@ -3,7 +3,9 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth import views as auth_views
+from django.templatetags.static import static
 from django.urls import URLPattern, include, path
+from django.views.generic import RedirectView
 
 from console import alerts, metrics, views
 from console.api import api
@@ -49,6 +51,7 @@ console_patterns = [
 ]
 
 urlpatterns = [
+    path("favicon.ico", RedirectView.as_view(url=static("console/favicon.svg"), permanent=True), name="favicon"),
     path("metrics", metrics.metrics, name="metrics"),
     path("api/v1/", api.urls),
     path("login/", auth_views.LoginView.as_view(), name="login"),

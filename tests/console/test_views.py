@@ -229,6 +229,7 @@ def test_views_post_only_urls_are_exactly_the_mutation_matrix() -> None:
     # a user's own API tokens (any role; tests/console/test_api.py) are POST-only too
     assert post_only == {f"console:{name}" for name in MUTATIONS} | {"logout", "console:token_create",
                                                                      "console:token_revoke"}, answers
+    assert answers.pop("favicon") == 301  # to the static icon
     assert set(answers.values()) <= {200, 404, 405}, answers
 
 
