@@ -1,7 +1,8 @@
 """Console benchmark: a table with 100,000 instants synced into the database, then the timeline
 page's first and a middle page and an instant's detail, timed through Django's test client.
 
-Targets: the sync of 100,000 instants under 10 s; each page under 200 ms at the median.
+Targets: the sync of 100,000 instants under 10 s; each page under 95x (plan pages 140x) a minimal
+authenticated page served in the same run, at the median (milliseconds recorded for information).
 Run: `.venv/bin/python bench/console.py [--instants N] [--repeat N] [--json] [--record]`.
 The database is a fresh SQLite file (or DATABASE_URL's, whose test database is created and
 dropped as Django's test runner does)."""
@@ -52,9 +53,14 @@ from timeline.clean.planner import FileDecision  # noqa: E402
 SECTION_BEGIN = "<!-- bench/console.py: begin -->"
 SECTION_END = "<!-- bench/console.py: end -->"
 SYNC_LIMIT_S = 10.0
-PAGE_LIMIT_MS = 200.0
 PLAN_LIMIT_S = 60.0
-PLAN_PAGE_LIMIT_MS = 300.0
+# Page targets are ratios to a minimal authenticated page served in the same run (the table's
+# sync badge: a login check, one row, a few lines of HTML), so that they do not drift with the
+# machine: the earlier millisecond targets (pages 200 ms, plan pages 300 ms) over the 2.1 ms that
+# page took in the run that introduced the ratios (2026-11-23, the machine in RESULTS.md).
+BASELINE = "minimal authenticated page (sync badge)"
+PAGE_RATIO = 95.0
+PLAN_PAGE_RATIO = 140.0
 
 
 def _database() -> Any:
@@ -138,6 +144,7 @@ def run(instants: int, repeat: int, plan_files: int = 1_000_000) -> dict[str, An
                 "timeline, filtered search": reverse("console:timeline", args=[table.pk])
                 + f"?search={instant.requested_time[:12]}",
                 "instant detail": reverse("console:instant", args=[table.pk, instant.pk])}
+        baseline = time_pages(client, {BASELINE: reverse("console:sync_status", args=[table.pk])}, repeat)[BASELINE]
         pages = time_pages(client, urls, repeat)
         plan_s, plan_pages = big_plan(table, client, plan_files, repeat)
     finally:
@@ -148,16 +155,21 @@ def run(instants: int, repeat: int, plan_files: int = 1_000_000) -> dict[str, An
             shutil.rmtree(root, ignore_errors=True)
     targets = [{"target": f"sync of {instants:,} instants under {SYNC_LIMIT_S:.0f} s", "value": f"{sync_s:.2f} s",
                 "passed": sync_s < SYNC_LIMIT_S}]
-    targets += [{"target": f"{name} under {PAGE_LIMIT_MS:.0f} ms at the median", "value": f"{p['median_ms']:.1f} ms",
-                 "passed": p["median_ms"] < PAGE_LIMIT_MS} for name, p in pages.items()]
+    unit = baseline["median_ms"]
+    for found in (pages, plan_pages):
+        for p in found.values():
+            p["ratio"] = p["median_ms"] / unit
+    targets += [{"target": f"{name} under {PAGE_RATIO:.0f}x the minimal page at the median",
+                 "value": f"{p['ratio']:.1f}x ({p['median_ms']:.1f} ms)", "passed": p["ratio"] < PAGE_RATIO}
+                for name, p in pages.items()]
     targets.append({"target": f"a {plan_files:,}-file plan stored in under {PLAN_LIMIT_S:.0f} s",
                     "value": f"{plan_s:.1f} s", "passed": plan_s < PLAN_LIMIT_S})
-    targets += [{"target": f"{name} under {PLAN_PAGE_LIMIT_MS:.0f} ms at the median",
-                 "value": f"{p['median_ms']:.1f} ms", "passed": p["median_ms"] < PLAN_PAGE_LIMIT_MS}
+    targets += [{"target": f"{name} under {PLAN_PAGE_RATIO:.0f}x the minimal page at the median",
+                 "value": f"{p['ratio']:.1f}x ({p['median_ms']:.1f} ms)", "passed": p["ratio"] < PLAN_PAGE_RATIO}
                 for name, p in plan_pages.items()]
     pages.update(plan_pages)
     return {"machine": machine(), "instants": instants, "repeat": repeat, "sync_s": sync_s, "resync_s": resync_s,
-            "plan_files": plan_files, "plan_store_s": plan_s, "pages": pages,
+            "plan_files": plan_files, "plan_store_s": plan_s, "pages": pages, "baseline": baseline,
             "database": settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1],
             "targets": targets}
 
@@ -167,7 +179,9 @@ def text_report(result: dict[str, Any]) -> str:
              f"{result['repeat']} requests (median)",
              f"sync                 {result['sync_s']:8.2f} s", f"re-sync (unchanged)  {result['resync_s']:8.2f} s",
              f"plan of {result['plan_files']:,} files stored {result['plan_store_s']:8.1f} s"]
-    lines += [f"{name:<28} {p['median_ms']:8.1f} ms (max {p['max_ms']:.1f})" for name, p in result["pages"].items()]
+    lines.append(f"{BASELINE}: {result['baseline']['median_ms']:.2f} ms")
+    lines += [f"{name:<28} {p['median_ms']:8.1f} ms (max {p['max_ms']:.1f}) {p['ratio']:6.1f}x"
+              for name, p in result["pages"].items()]
     lines += ["", *target_text(result["targets"])]
     return "\n".join(lines) + "\n"
 
@@ -179,11 +193,15 @@ def markdown_section(result: dict[str, Any]) -> str:
              f"database {result['database']}. A v6 table whose active timeline holds {result['instants']:,} completed "
              "commits (three state files each) is registered and synced; pages are requested through Django's test "
              f"client as a viewer, {result['repeat']} times each after a warm-up, median kept.", "",
+             f"Page times are also given as a ratio to a minimal authenticated page served in the same run "
+             f"(the table's sync badge: {result['baseline']['median_ms']:.2f} ms here); the targets are on "
+             "the ratios, the milliseconds are for information.", "",
              "| measurement | result |", "|---|---:|",
              f"| sync of {result['instants']:,} instants | {result['sync_s']:.2f} s |",
              f"| re-sync of the unchanged table | {result['resync_s']:.2f} s |",
              f"| a {result['plan_files']:,}-file plan stored | {result['plan_store_s']:.1f} s |"]
-    lines += [f"| {name} | {p['median_ms']:.1f} ms (max {p['max_ms']:.1f}) |" for name, p in result["pages"].items()]
+    lines += [f"| {name} | {p['median_ms']:.1f} ms (max {p['max_ms']:.1f}), {p['ratio']:.1f}x |"
+              for name, p in result["pages"].items()]
     lines += ["", *target_lines(result["targets"]), SECTION_END]
     return "\n".join(lines) + "\n"
 
