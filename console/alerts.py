@@ -41,6 +41,7 @@ from console import permissions
 from console.metrics import age_seconds, earliest_savepoints, pending_writes, reclaimable, timeline_zone
 from console.models import Alert, AlertKind, AlertRule, Job, JobStatus, PlanStatus, Table
 from console.services.audit import audit
+from console.services.locks import live_lock
 from timeline import CleanlineError, HudiTable
 
 logger = logging.getLogger(__name__)
@@ -187,6 +188,11 @@ def mdt_out_of_sync(table: Table, threshold: float | None, figures: Figures) -> 
         lake = HudiTable.open(table.path)
         if not lake.config.metadata_table_enabled:
             return {}
+        if lake.timeline.cleans().pending() or live_lock(table) is not None:
+            # a clean deletes files before its metadata-table update: no verdict while one runs, the
+            # open alert (if any) stays as it is
+            return dict(Alert.objects.filter(table=table, kind=AlertKind.MDT_OUT_OF_SYNC, resolved_at=None)
+                        .values_list("key", "message"))
         result = lake.inspect.validate_metadata_table()
     except CleanlineError as exc:
         return {"files": f"the metadata table could not be validated: {exc}"[:1000]}

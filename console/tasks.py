@@ -18,7 +18,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Q
 
-from console import services
+from console import permissions, services
 from console.models import CleanPlan, Job, JobStatus, PlanStatus, SyncStatus, Table
 from timeline import CleanlineError
 
@@ -141,26 +141,39 @@ def _run(task: Task, row: CleanPlan | Job, run: Callable[..., CleanPlan | Job], 
 def approve_clean_plan(self: Task, plan_id: int) -> str:
     """Re-validate a plan claimed for approval (APPROVING) on the engine that made it, outside
     the request: STALE with the differences, or APPROVED with its clean requested on the
-    timeline, then run. A plan no longer being approved is left alone; a busy table is retried
-    with back-off, then the claim goes back to DRAFT with the reason."""
+    timeline, then run. A plan no longer being approved is left alone; the approver must still
+    be active and allowed to approve (else the claim goes back to DRAFT); a busy table is retried
+    with back-off; any failure puts the claim back to DRAFT with the reason, never leaves it
+    APPROVING."""
     plan = CleanPlan.objects.select_related("decided_by", "table").filter(pk=plan_id).first()
     if plan is None or plan.status != PlanStatus.APPROVING:
         return "nothing to approve"
+    approver = plan.decided_by
+
+    def back_to_draft(reason: str) -> None:
+        CleanPlan.objects.filter(pk=plan_id, status=PlanStatus.APPROVING).update(
+            status=PlanStatus.DRAFT, decided_by=None, decided_at=None, run_token="", error=reason[:2000])
+
+    if not plan.automatic and (approver is None or not approver.is_active
+                               or not approver.has_perm(permissions.APPROVE)):
+        back_to_draft("The approver is gone or may no longer approve: approve again.")
+        return "refused"
     try:
-        plan = services.plan_approve(plan=plan, user=plan.decided_by)
+        plan = services.plan_approve(plan=plan, user=approver)
     except services.TableBusy as exc:
         retries = self.request.retries
         if retries < settings.CLEANLINE_BUSY_MAX_RETRIES:
             countdown = min(settings.CLEANLINE_BUSY_RETRY_SECONDS * 2**retries,
                             settings.CLEANLINE_BUSY_RETRY_MAX_SECONDS)
             raise self.retry(countdown=countdown, max_retries=settings.CLEANLINE_BUSY_MAX_RETRIES) from exc
-        CleanPlan.objects.filter(pk=plan_id, status=PlanStatus.APPROVING).update(
-            status=PlanStatus.DRAFT, decided_by=None, decided_at=None, error=f"Approval gave up: {exc.messages[0]}")
+        back_to_draft(f"Approval gave up: {exc.messages[0]}")
         return "busy"
     except ValidationError as exc:  # the approval put the claim back to DRAFT with the reason
-        CleanPlan.objects.filter(pk=plan_id, status=PlanStatus.APPROVING).update(
-            status=PlanStatus.DRAFT, decided_by=None, decided_at=None, error="; ".join(exc.messages)[:2000])
+        back_to_draft("; ".join(exc.messages))
         return "refused"
+    except Exception as exc:
+        back_to_draft(_reason(exc))
+        raise
     if plan.status == PlanStatus.APPROVED:
         enqueue(run_clean_plan, plan)
     return str(plan.status)

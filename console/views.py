@@ -382,15 +382,12 @@ def lock_break(request: HttpRequest, table: Table) -> HttpResponse:
 
 
 def _tokens_page(request: HttpRequest, *, status: int = 200, **extra: object) -> HttpResponse:
-    from django.contrib.auth.models import User
-
     from console.models import ApiToken
 
     is_admin = request.user.has_perm(permissions.SETTINGS)
     rows = ApiToken.objects.select_related("user")
     return render(request, "console/tokens.html", {
-        "tokens": rows if is_admin else rows.filter(user=request.user), "is_admin": is_admin,
-        "users": User.objects.filter(is_active=True).order_by("username") if is_admin else [], **extra},
+        "tokens": rows if is_admin else rows.filter(user=request.user), "is_admin": is_admin, **extra},
         status=status)
 
 
@@ -405,14 +402,10 @@ def tokens(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_POST
 def token_create(request: HttpRequest) -> HttpResponse:
-    """A new token for the user (an admin may name another user); its secret is shown once."""
-    from django.contrib.auth.models import User
-
+    """A new token for the user; its secret is shown once."""
     permissions.require_view(request.user)
-    owner_id = request.POST.get("owner")
-    owner = get_object_or_404(User, pk=owner_id) if owner_id else request.user
     try:
-        token, secret = services.token_create(actor=request.user, owner=owner,  # type: ignore[arg-type]
+        token, secret = services.token_create(actor=request.user, owner=request.user,  # type: ignore[arg-type]
                                               name=request.POST.get("name", ""))
     except ValidationError as exc:
         _refused(request, exc)

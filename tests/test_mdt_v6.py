@@ -9,6 +9,7 @@ the same rows as the same action on the same table without an MDT."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -231,3 +232,23 @@ def test_valid_instants_follow_0x_rules(tmp_path: Path) -> None:
         write_update(mdt, time, [MdtUpdate("files", (files_record(partition or ".", added={name: 10}),))])
     listed = MetadataTable(table.reload()).files()[partition]
     assert "synced.parquet" in listed and "ghost.parquet" not in listed
+
+
+def test_restore_rolls_the_mdt_back_even_when_its_files_share_one_mtime(tmp_path: Path) -> None:
+    """On table version 6 completion times are file mtimes: a copied table has them all equal.
+    Which MDT instants come after the savepoint is decided by requested time, as Hudi 0.x does."""
+    lake, _ = twins(tmp_path, MOR)
+    table = HudiTable.open(str(lake))
+    first = table.timeline.writes().completed().instants[0].requested_time
+    table.maintenance().create_savepoint(first)
+    for state_file in (lake / ".hoodie" / "metadata" / ".hoodie").iterdir():
+        if state_file.is_file():
+            os.utime(state_file, ns=(1_700_000_000_000_000_000, 1_700_000_000_000_000_000))
+    later = [i.requested_time for i in MetadataTable(table.reload()).mdt.timeline.completed()
+             if i.action == "deltacommit" and i.requested_time > first and len(i.requested_time) == 17]
+    assert later
+    table.maintenance().restore(first)
+    mdt = MetadataTable(table.reload())
+    assert mdt.mdt.timeline.restores().completed()
+    assert not set(later) & {i.requested_time for i in mdt.mdt.timeline}
+    assert table.inspect.validate_metadata_table().ok

@@ -567,7 +567,7 @@ def _remote(args: argparse.Namespace) -> None:
                 "bytes": table["total_bytes"], "failedWrites": table["failed_writes"]}
         _emit(args, info, lambda: _render_table(["property", "value"], list(info.items())))
     elif handler is _timeline:
-        rows = remote.instants(client, table)
+        rows = [r for r in remote.instants(client, table) if args.archived or not r["archived"]]
         _emit(args, [_remote_instant(r) | {"archived": r["archived"]} for r in rows], lambda: _render_table(
             ["requested", "completed", "action", "state", "timeline"],
             [(r["requested_time"], r["completion_time"], r["action"], r["state"],

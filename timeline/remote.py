@@ -54,11 +54,11 @@ class ConsoleClient:
             page += 1
 
     def table(self, name: str) -> dict[str, Any]:
-        """The registered table `name` names: its id, its name, or its path."""
-        if name.isdigit():
+        """The registered table `name` names: its name or its path, else (all digits) its id."""
+        matches = [t for t in self.pages("/tables", q=name) if name in (t["name"], t["path"])]
+        if not matches and name.isdigit():  # no table is named so: its id
             found: dict[str, Any] = self.get(f"/tables/{name}")
             return found
-        matches = [t for t in self.pages("/tables", q=name) if name in (t["name"], t["path"])]
         if len(matches) != 1:
             raise RemoteError(f"{self.base}: {'no' if not matches else 'more than one'} registered table named "
                               f"{name!r} (use its id)")

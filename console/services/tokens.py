@@ -8,6 +8,7 @@ import secrets
 
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import IntegrityError
 from django.utils import timezone
 
 from console.models import ApiToken
@@ -27,15 +28,22 @@ def _may_manage(actor: User, owner: User) -> None:
 
 def token_create(*, actor: User, owner: User, name: str) -> tuple[ApiToken, str]:
     """A new token for `owner` named `name` (unique among the owner's tokens); returns it and
-    its secret, which is not stored and cannot be shown again."""
-    _may_manage(actor, owner)
+    its secret, which is not stored and cannot be shown again. Only its owner creates a token
+    (an admin holding another user's secret could act as them, past the two-person rule);
+    admins list and revoke anyone's."""
+    if actor.pk != owner.pk:
+        raise PermissionDenied("A token is created by its own user; an admin may list and revoke others' tokens.")
     name = name.strip()
     if not name or len(name) > 100:
         raise ValidationError("A token needs a name of 1 to 100 characters.")
     if ApiToken.objects.filter(user=owner, name=name).exists():
         raise ValidationError(f"{owner.get_username()} already has a token named {name!r}.")
     secret = PREFIX + secrets.token_urlsafe(32)
-    token = ApiToken.objects.create(user=owner, name=name, prefix=secret[:10], digest=digest(secret), created_by=actor)
+    try:
+        token = ApiToken.objects.create(user=owner, name=name, prefix=secret[:10], digest=digest(secret),
+                                        created_by=actor)
+    except IntegrityError:  # the same name created at the same moment
+        raise ValidationError(f"{owner.get_username()} already has a token named {name!r}.") from None
     audit(user=actor, action="api_token.created", parameters={"owner": owner.get_username(), "name": name})
     return token, secret
 

@@ -178,3 +178,25 @@ def test_plan_approval_request_claims_the_draft_once_and_the_task_decides(table:
     plan.refresh_from_db()
     assert plan.status == PlanStatus.APPROVED and plan.clean_instant
     assert approve_clean_plan.apply(args=(plan.pk,)).get() == "nothing to approve"
+
+
+def test_plan_approval_task_never_leaves_a_plan_approving(table: Table) -> None:
+    """An approver deactivated (or no longer allowed) before the task runs, or the table
+    breaking meanwhile, puts the claim back to DRAFT with the reason."""
+    from console.tasks import approve_clean_plan
+
+    plan = drafted(table, person("op", "operator"))
+    boss = person("boss", "admin")
+    services.plan_approval_request(plan=plan, user=boss)
+    boss.is_active = False
+    boss.save()
+    assert approve_clean_plan.apply(args=(plan.pk,)).get() == "refused"
+    plan.refresh_from_db()
+    assert plan.status == PlanStatus.DRAFT and "may no longer approve" in plan.error and plan.decided_by is None
+    other = person("boss2", "admin")
+    services.plan_approval_request(plan=plan, user=other)
+    Path(table.path.removeprefix("file:"), ".hoodie", "hoodie.properties").unlink()  # the table breaks
+    (Path(table.path.removeprefix("file:")) / ".hoodie" / "hoodie.properties.backup").unlink(missing_ok=True)
+    approve_clean_plan.apply(args=(plan.pk,))
+    plan.refresh_from_db()
+    assert plan.status == PlanStatus.DRAFT and plan.error

@@ -148,8 +148,8 @@ def schedule_clean(table: HudiTable, plan: CleanPlan, config: CleanConfig, *, fo
     """Write `<t>.clean.requested` holding the plan. A plan that deletes nothing writes no
     instant and returns None (CleanPlanActionExecutor.requestClean returns an empty option).
     Refused when another clean is pending and `hoodie.clean.multiple.enabled` is off, when too few
-    commits completed since the last clean (unless `force`), or when the table has a metadata
-    table Cleanline cannot keep (table version 6)."""
+    commits completed since the last clean (unless `force`), or when the plan names a path that
+    is no longer cleanable (PlanInvalidated)."""
     table.reload()
     table.ensure_intact()
     if plan.is_empty:

@@ -534,9 +534,13 @@ def restore_metadata_table(mdt: MetadataTable, savepoint_time: str, restore_time
     point = table.timeline.completed().find(savepoint_time)
     if point is None:
         raise MetadataTableUnsupported(f"{data.uri}: the metadata table has no completed instant {savepoint_time}")
+    def after_point(i: Instant) -> bool:  # v6: by requested time (completion times are file mtimes there)
+        if is_v6(mdt):
+            return i.requested_time > savepoint_time
+        return (i.completion_time or "") > (point.completion_time or savepoint_time)
+
     later = [i for i in table.timeline if i.action in (DELTACOMMIT, "commit", "compaction", "logcompaction")
-             and i.requested_time != savepoint_time
-             and (i.is_pending or (i.completion_time or "") > (point.completion_time or savepoint_time))]
+             and i.requested_time != savepoint_time and (i.is_pending or after_point(i))]
     if later or table.timeline.restores().pending():
         restore_to(table, point)
     mdt.reload()
