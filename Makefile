@@ -33,13 +33,17 @@ screenshots: setup
 	REDIS_URL=$(TEST_REDIS_URL) bash scripts/ensure-redis.sh
 	CLEANLINE_SCREENSHOTS=$(CURDIR)/docs/screenshots REDIS_URL=$(TEST_REDIS_URL) $(PY) -m pytest tests/console/test_browser.py tests/console/test_journey.py
 
+# The whole demo lake in the foreground: the fixture tables, then the Spark tables (no Spark
+# session when they are there already).
 demo-lake: setup
-	$(VENV)/bin/cleanline demo $(DEMO_LAKE)
 	$(PY) scripts/demo_lake.py $(FIXTURES) $(DEMO_LAKE)/fixtures
+	$(VENV)/bin/cleanline demo $(DEMO_LAKE)
 
-run: setup demo-lake
+# Serves the console at once; run.sh unpacks the fixture tables and builds the Spark tables in the
+# background. HOST and PORT (default 127.0.0.1:8000) choose where it listens.
+run: setup
 	bash scripts/ensure-redis.sh
-	DEMO_LAKE=$(DEMO_LAKE) bash scripts/run.sh
+	DEMO_LAKE=$(DEMO_LAKE) FIXTURES=$(FIXTURES) bash scripts/run.sh
 
 bench: setup
 	$(PY) bench/fsview.py

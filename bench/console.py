@@ -49,6 +49,7 @@ from console import services  # noqa: E402
 from timeline.clean.config import CleanPolicy  # noqa: E402
 from timeline.clean.planner import CleanPlan as LakePlan  # noqa: E402
 from timeline.clean.planner import FileDecision  # noqa: E402
+from timeline.clean.store import StoredPlan, store_plan, write_part  # noqa: E402
 
 SECTION_BEGIN = "<!-- bench/console.py: begin -->"
 SECTION_END = "<!-- bench/console.py: end -->"
@@ -71,30 +72,49 @@ def _database() -> Any:
     return connection.creation.create_test_db(verbosity=0, autoclobber=True)
 
 
-def synthetic_plan(files: int) -> LakePlan:
-    """A planner result of `files` files over 1,000 partitions, 70% of them to delete."""
-    decisions = tuple(
-        FileDecision(f"city={i % 1000:04d}",
-                     f"{i:08x}-0000-0000-0000-000000000000-0_0-1-0_2026010100000000{i % 7}.parquet",
-                     f"file:/lake/t/city={i % 1000:04d}/{i:08x}.parquet", 4096 + i % 500, i % 10 < 7,
-                     "older than the earliest retained commit 20260101000000009 and superseded by slice "
-                     "20260101000000010" if i % 10 < 7 else "latest version", f"{i:08x}-0", "20260101000000001")
-        for i in range(files))
-    return LakePlan(table="file:/lake/t", policy=CleanPolicy.KEEP_LATEST_COMMITS, earliest_instant_to_retain=None,
-                    last_completed_commit="20260101000000020", decisions=decisions, partitions_to_delete=(),
-                    partitions_considered=tuple(sorted({d.partition for d in decisions[:1000]})), incremental=False)
+PARTITIONS = 1000
+
+
+def synthetic_decisions(partition: int, files: int) -> list[FileDecision]:
+    """One partition's decisions of a synthetic plan: 70% of its files to delete."""
+    name = f"city={partition:04d}"
+    found = []
+    for k in range(files):
+        i = k * PARTITIONS + partition
+        doomed = i % 10 < 7
+        found.append(FileDecision(
+            name, f"{i:08x}-0000-0000-0000-000000000000-0_0-1-0_2026010100000000{i % 7}.parquet",
+            f"file:/lake/t/{name}/{i:08x}.parquet", 4096 + i % 500, doomed,
+            "older than the earliest retained commit 20260101000000009 and superseded by slice 20260101000000010"
+            if doomed else "latest version", f"{i:08x}-0", "20260101000000001"))
+    return found
+
+
+def store_synthetic_plan(folder: str, files: int) -> StoredPlan:
+    """A plan of `files` files over 1,000 partitions written into a plan store part by part, 16
+    partitions a part, as Spark tasks write it (here one after another)."""
+    header = LakePlan(table="file:/lake/t", policy=CleanPolicy.KEEP_LATEST_COMMITS, earliest_instant_to_retain=None,
+                      last_completed_commit="20260101000000020", decisions=(), partitions_to_delete=(),
+                      partitions_considered=(), incremental=False)
+    per_partition = files // PARTITIONS
+    parts = [write_part(folder, index, [(f"city={p:04d}", synthetic_decisions(p, per_partition), False)
+                                        for p in range(first, min(first + 16, PARTITIONS))])
+             for index, first in enumerate(range(0, PARTITIONS, 16))]
+    return store_plan(folder, header, parts)
 
 
 def big_plan(table: Any, client: Client, files: int, repeat: int) -> tuple[float, dict[str, Any]]:
-    """Store a plan of `files` files as the plan task does, then time its review pages."""
+    """Write a plan of `files` files into the plan store as planning does and keep its totals,
+    then time its review pages (read from the store)."""
     plan = services.plan_request(table=table, user=None, overrides={})
-    result = synthetic_plan(files)
     progress(f"storing a {files:,}-file plan")
     started = time.perf_counter()
-    services.plan_store(plan=plan, result=result, warnings=[])
+    stored = store_synthetic_plan(services.plan_folder(plan), files)
+    services.plan_store(plan=plan, stored=stored, warnings=[])
     stored_s = time.perf_counter() - started
     base = reverse("console:plan", args=[table.pk, plan.pk])
     urls = {"plan review, first page": base, "plan review, search": base + "?show=all&q=000abc",
+            "plan review, a partition": base + "?show=delete&partition=city%3D0500",
             "plan review, kept files page 100": base + "?show=keep&page=100"}
     return stored_s, time_pages(client, urls, repeat)
 
@@ -122,6 +142,7 @@ def run(instants: int, repeat: int, plan_files: int = 1_000_000) -> dict[str, An
     from django.conf import settings
 
     settings.CLEANLINE_ALLOWED_ROOTS = [root]
+    settings.CLEANLINE_PLAN_STORE = os.path.join(root, "plan-store")
     _database()
     try:
         table = services.table_register(path=base, user=None)

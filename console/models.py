@@ -100,7 +100,7 @@ class PlanStatus(models.TextChoices):
 
 
 class CleanPlan(models.Model):
-    """A clean plan under review: made by the library's planner, stored file by file, written
+    """A clean plan under review: made by the library's planner (its files in a plan store), written
     to the timeline only once an admin approves it."""
 
     table = models.ForeignKey(Table, related_name="clean_plans", on_delete=models.CASCADE)
@@ -124,6 +124,8 @@ class CleanPlan(models.Model):
     files_kept = models.BigIntegerField(default=0)
     partitions_with_deletes = models.IntegerField(default=0)
     partitions_to_delete = models.JSONField(default=list)
+    store = models.CharField(max_length=2048, blank=True, help_text="the plan store folder holding the plan's "
+                             "files as Parquet (CLEANLINE_PLAN_STORE/table-<id>/plan-<id>)")
     partition_summary = models.JSONField(default=list, help_text="per partition: files, bytes, reclaimed, failed")
     warnings = models.JSONField(default=list)
     notes = models.JSONField(default=list)
@@ -141,31 +143,6 @@ class CleanPlan(models.Model):
 
     class Meta:
         ordering = ["-requested_at"]
-
-
-class PlanFile(models.Model):
-    """One file of a considered slice: deleted or kept, why, and (after the run) what happened."""
-
-    class Outcome(models.TextChoices):
-        PENDING = "", "not run"
-        DELETED = "deleted", "deleted"
-        GONE = "gone", "already gone"
-        FAILED = "failed", "failed"
-
-    plan = models.ForeignKey(CleanPlan, related_name="files", on_delete=models.CASCADE)
-    partition = models.CharField(max_length=512)
-    file_name = models.CharField(max_length=512)
-    path = models.CharField(max_length=2048)
-    size = models.BigIntegerField()
-    delete = models.BooleanField()
-    reason = models.CharField(max_length=512)
-    file_id = models.CharField(max_length=128)
-    base_instant = models.CharField(max_length=32)
-    outcome = models.CharField(max_length=8, choices=Outcome.choices, default=Outcome.PENDING, blank=True)
-
-    class Meta:
-        indexes = [models.Index(fields=["plan", "delete", "partition", "file_name"]),
-                   models.Index(fields=["plan", "file_name"])]
 
 
 class TableLock(models.Model):
@@ -234,6 +211,27 @@ class Job(models.Model):
     progress_done = models.BigIntegerField(default=0, help_text="files done (a clean), instants rolled back "
                                                                  "(a restore or rollback)")
     progress_total = models.BigIntegerField(default=0)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-requested_at"]
+
+
+class RetentionEstimate(models.Model):
+    """What-if retention: the files and bytes a clean would free under each of several retention
+    settings (the library's `what_if`, from one listing of the table), computed by a Celery
+    task. It reads the table only: no lock, nothing written to the lake."""
+
+    table = models.ForeignKey(Table, related_name="retention_estimates", on_delete=models.CASCADE)
+    commits = models.JSONField(default=list, help_text="commits-retained settings tried")
+    hours = models.JSONField(default=list, help_text="hours-retained settings tried")
+    status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.QUEUED)
+    requested_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    requested_at = models.DateTimeField(auto_now_add=True)
+    task_id = models.CharField(max_length=64, blank=True)
+    result = models.JSONField(default=list, help_text="per setting: policy, retained, files and bytes freed, ...")
+    listing = models.JSONField(default=dict, help_text="the listing the settings were planned over: files, bytes")
+    error = models.TextField(blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

@@ -3,12 +3,13 @@ by a migration). Objects a user may not see answer 404; actions they may not tak
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
-from console.models import Table
+from console.models import CleanPlan, Table
 
 VIEW = "console.view_table"
 REGISTER = "console.register_table"
@@ -19,6 +20,16 @@ CREATE_SAVEPOINT = "console.create_savepoint"
 DELETE_SAVEPOINT = "console.delete_savepoint"
 RESTORE = "console.restore_table"
 SETTINGS = "console.change_settings"
+PEOPLE = "console.manage_people"
+
+# What the pages ask "may this user ...?" about (the `may` template filter): every action a
+# button or form on a page leads to, by the name templates use.
+ACTIONS = {
+    "view": VIEW, "register": REGISTER, "sync": SYNC, "plan": PLAN, "approve": APPROVE, "reject": APPROVE,
+    "run_pending_clean": APPROVE, "break_lock": APPROVE, "create_savepoint": CREATE_SAVEPOINT,
+    "delete_savepoint": DELETE_SAVEPOINT, "restore": RESTORE, "rollback": RESTORE, "drop_metadata_table": RESTORE,
+    "change_settings": SETTINGS, "manage_people": PEOPLE,
+}
 
 
 def can_view(user: AbstractBaseUser | AnonymousUser) -> bool:
@@ -35,6 +46,23 @@ def require(user: AbstractBaseUser | AnonymousUser, permission: str) -> None:
     require_view(user)
     if not user.has_perm(permission):
         raise PermissionDenied("Your role does not allow this.")
+
+
+def may(user: AbstractBaseUser | AnonymousUser, action: str) -> bool:
+    """Whether `user` may take `action` (a key of ACTIONS): what a page asks before it shows a
+    button; the view asks `require` again when the button is used."""
+    return can_view(user) and user.has_perm(ACTIONS[action])
+
+
+def must_leave_approval_to_another(user: AbstractBaseUser | AnonymousUser, plan: CleanPlan) -> bool:
+    """Whether `user` requested `plan` and CLEANLINE_APPROVER_MUST_DIFFER keeps them from
+    approving it (the plan service refuses such an approval; pages show a note instead)."""
+    return bool(settings.CLEANLINE_APPROVER_MUST_DIFFER and not plan.automatic and user.is_authenticated
+                and plan.requested_by_id == user.pk)
+
+
+def may_approve(user: AbstractBaseUser | AnonymousUser, plan: CleanPlan) -> bool:
+    return may(user, "approve") and not must_leave_approval_to_another(user, plan)
 
 
 def visible_table(user: AbstractBaseUser | AnonymousUser, pk: int) -> Table:

@@ -7,17 +7,19 @@ import csv
 import io
 import json
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta, tzinfo
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from django.contrib.auth.models import User
 from django.core.paginator import EmptyPage, Page, PageNotAnInteger, Paginator
 from django.db.models import Count, Max, Q, QuerySet
 from django.http import Http404
 from django.utils import timezone
 
-from console.models import AuditEvent, CleanPlan, Instant, Table, TableLock
+from console.models import AuditEvent, CleanPlan, Instant, RetentionEstimate, Table, TableLock
 from timeline import (
     CleanConfig,
     CleanerPlan,
@@ -25,12 +27,16 @@ from timeline import (
     CleanMetadata,
     CommitMetadata,
     FailedWrite,
+    FileRow,
     HudiTable,
     Record,
     RollbackMetadata,
     SavepointMetadata,
     State,
+    StoredPlan,
+    TableConfig,
     WriteStat,
+    instant_time_of,
 )
 from timeline import Instant as LakeInstant
 
@@ -49,11 +55,16 @@ def catalog() -> QuerySet[Table]:
 
 @dataclass(frozen=True, slots=True)
 class TimelineFilters:
+    """`since`/`until`: an instant time's leading digits, or a date or date-time
+    (yyyy-mm-dd[Thh:mm[:ss[.SSS]]]) in `zone` (an IANA name; the console's TIME_ZONE when empty
+    or unknown); `search`: digits found anywhere in the requested or completion time."""
+
     action: str = ""
     state: str = ""
     since: str = ""
     until: str = ""
     search: str = ""
+    zone: str = ""
 
 
 def page_of(rows: Any, page: int | str | None, per_page: int = PAGE_SIZE, *,
@@ -69,25 +80,68 @@ def page_of(rows: Any, page: int | str | None, per_page: int = PAGE_SIZE, *,
         raise Http404(f"There is no page {page} (pages 1 to {paginator.num_pages}).") from None
 
 
-def timeline_page(table: Table, filters: TimelineFilters, page: int | str | None) -> Page:
-    """One page of a table's instants, newest first, filtered."""
-    return page_of(timeline_rows(table, filters), page)
+def timeline_page(table: Table, filters: TimelineFilters | None, page: int | str | None) -> Page:
+    """One page of a table's instants, newest first, filtered; no instant when the filters
+    were refused (None), rather than the whole timeline under an error."""
+    return page_of(timeline_rows(table, filters) if filters is not None else table.instants.none(), page)
 
 
 def timeline_rows(table: Table, filters: TimelineFilters) -> QuerySet[Instant]:
-    """A table's instants, newest first, filtered (the timeline page's and the API's)."""
+    """A table's instants, newest first, filtered (the timeline page's and the API's). Dates
+    become instant times in the table's timeline zone, both ends inclusive: `until` 2024-01-05
+    keeps every instant of that day (in `filters.zone`)."""
     rows = table.instants.all()
     if filters.action:
         rows = rows.filter(action=filters.action)
     if filters.state:
         rows = rows.filter(state=filters.state)
+    zone = TableConfig(table.properties or {}).timezone
     if filters.since:
-        rows = rows.filter(requested_time__gte=filters.since)
+        typed = _typed_span(filters.since, filters.zone)
+        since = instant_time_of(typed[0], zone) if typed else filters.since
+        rows = rows.filter(requested_time__gte=_whole_second(since))
     if filters.until:
-        rows = rows.filter(requested_time__lte=filters.until.ljust(17, "9"))
-    if filters.search:
-        rows = rows.filter(requested_time__startswith=filters.search)
+        typed = _typed_span(filters.until, filters.zone)
+        if typed:  # before the first instant after the day, minute or second typed
+            rows = rows.filter(requested_time__lt=_whole_second(instant_time_of(typed[0] + typed[1], zone)))
+        else:
+            rows = rows.filter(requested_time__lte=filters.until.ljust(17, "9"))
+    if filters.search:  # separators typed are ignored: 2024-01-05 12:30 finds 202401051230 anywhere
+        digits = "".join(c for c in filters.search if c.isdigit())
+        found = Q(requested_time__contains=digits) | Q(completion_time__contains=digits)
+        rows = rows.filter(found) if digits else rows.none()
     return rows.order_by("-requested_time", "action")
+
+
+def _typed_span(text: str, zone: str) -> tuple[datetime, timedelta] | None:
+    """A typed date or date-time as an aware moment in `zone` and the length of what it names
+    (a day, a minute, a second, a millisecond); None for an instant time's digits or text that
+    is not a date (compared as it is, as before dates were taken)."""
+    if text.isdigit():
+        return None
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    clock = text[10:].lstrip("T ")
+    length = (timedelta(days=1) if not clock else timedelta(minutes=1) if len(clock) == 5
+              else timedelta(seconds=1) if len(clock) == 8 else timedelta(milliseconds=1))
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=_zone(zone))
+    return moment, length
+
+
+def _zone(name: str) -> tzinfo:
+    try:
+        return ZoneInfo(name) if name else timezone.get_current_timezone()
+    except (ZoneInfoNotFoundError, ValueError, OSError):  # not a zone this machine knows
+        return timezone.get_current_timezone()
+
+
+def _whole_second(bound: str) -> str:
+    """A bound without a whole second's 000, so that a 14-digit instant time of that second
+    compares equal to it (as strings, "20240105000000" < "20240105000000000")."""
+    return bound[:14] if len(bound) == 17 and bound.endswith("000") else bound
 
 
 def actions_of(table: Table) -> list[str]:
@@ -216,57 +270,61 @@ def file_groups(table: Table, partition: str | None) -> tuple[list[str], str, li
 STATES = [s.name for s in State]
 
 
+def retention_estimate(table: Table, estimate_id: int | None = None) -> RetentionEstimate | None:
+    """A table's what-if retention estimate (its latest when no id is given)."""
+    found = table.retention_estimates.select_related("requested_by")
+    return found.filter(pk=estimate_id).first() if estimate_id is not None else found.first()
+
+
+def retention_chart(estimate: RetentionEstimate) -> dict[str, Any]:
+    """The estimate as the page's chart draws it (console/charts.js): a bar per setting with
+    the bytes and files it frees, commits settings first, then hours."""
+    rows = estimate.result or []
+    return {"labels": [f"{r['retained']} {r['unit'] if r['retained'] != 1 else r['unit'].rstrip('s')}" for r in rows],
+            "bytes": [r["bytes_to_delete"] for r in rows], "files": [r["files_to_delete"] for r in rows],
+            "below": [bool(r["below_table_setting"]) for r in rows]}
+
+
+def people_rows() -> QuerySet[User]:
+    """Every user, by username, with their groups (for the role badge): the People page."""
+    return User.objects.prefetch_related("groups").order_by("username")
+
+
 def plans_of(table: Table) -> QuerySet[CleanPlan]:
     return table.clean_plans.select_related("requested_by", "decided_by").order_by("-requested_at")
 
 
-class _CountedPaginator(Paginator):
-    """A paginator told its count (a plan's totals), sparing a COUNT over a million rows."""
-
-    def __init__(self, rows: QuerySet[Any], per_page: int, count: int) -> None:
-        super().__init__(rows, per_page)
-        self._known = count
-
-    @property
-    def count(self) -> int:  # type: ignore[override]
-        return self._known
-
-
 def plan_files(plan: CleanPlan, *, delete: bool | None, search: str, partition: str, page: int | str | None) -> Page:
     """A page of a plan's files (to delete, kept, or all), optionally in one partition and
-    whose names start with `search`; every filter is an index range, so a million-file plan
-    pages and searches quickly."""
-    rows = plan_file_rows(plan, delete=delete, search=search, partition=partition)
-    if not search and not partition and delete is not None:
-        known = plan.files_to_delete if delete else plan.files_kept
-        return page_of(rows, page, paginator=_CountedPaginator(rows, PAGE_SIZE, known))
-    return page_of(rows, page)
+    whose names contain `search`, read from the plan store a page at a time."""
+    return page_of(plan_file_rows(plan, delete=delete, search=search, partition=partition), page)
 
 
-def plan_file_rows(plan: CleanPlan, *, delete: bool | None, search: str, partition: str) -> QuerySet[Any]:
-    """A plan's files (to delete, kept, or all), in one partition, names starting with `search`."""
-    rows = plan.files.all()
-    if delete is not None:
-        rows = rows.filter(delete=delete)
-    if partition:
-        rows = rows.filter(partition=partition)
-    if search:
-        rows = rows.filter(file_name__gte=search, file_name__lt=search + "\U0010ffff")
-    return rows.order_by("partition", "file_name").only(
-        "partition", "file_name", "size", "delete", "reason", "outcome", "base_instant")
+def stored_plan(plan: CleanPlan) -> StoredPlan | None:
+    """The plan's files in the plan store; None before the plan is built."""
+    return StoredPlan.open(plan.store) if plan.store else None
+
+
+def plan_file_rows(plan: CleanPlan, *, delete: bool | None, search: str, partition: str) -> Sequence[FileRow]:
+    """A plan's files (to delete, kept, or all), in one partition, names containing `search`:
+    a sequence read from the plan store a slice at a time (a Paginator's object list)."""
+    stored = stored_plan(plan)
+    return [] if stored is None else stored.matches(delete=delete, search=search, partition=partition)
 
 
 def plan_csv_rows(plan: CleanPlan) -> Iterator[str]:
-    """The plan's files as CSV lines, streamed from the database."""
+    """The plan's files as CSV lines, streamed from the plan store a part at a time."""
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow(["partition", "file", "bytes", "decision", "reason", "outcome", "path"])
-    for row in plan.files.order_by("partition", "file_name").values_list(
-            "partition", "file_name", "size", "delete", "reason", "outcome", "path").iterator(chunk_size=5000):
-        writer.writerow([row[0], row[1], row[2], "delete" if row[3] else "keep", row[4], row[5] or "", row[6]])
-        yield buffer.getvalue()
-        buffer.seek(0)
-        buffer.truncate()
+    stored = stored_plan(plan)
+    for row in stored.iter_rows() if stored is not None else ():
+        writer.writerow([row.partition, row.file_name, row.size, "delete" if row.delete else "keep", row.reason,
+                         row.outcome, row.path])
+        if buffer.tell() > 65_536:
+            yield buffer.getvalue()
+            buffer.seek(0)
+            buffer.truncate()
     yield buffer.getvalue()
 
 

@@ -26,7 +26,12 @@ CLEANLINE_LOCK_EXPIRY_SECONDS  a table lock whose run stopped heartbeating is fr
 CLEANLINE_BUSY_RETRY_SECONDS, CLEANLINE_BUSY_RETRY_MAX_SECONDS  a task finding its table busy
                   retries after this, doubling up to the max (default 30 and 600)
 CLEANLINE_BUSY_MAX_RETRIES  after this many retries its plan or job fails with the reason (default 20)
-CLEANLINE_SPARK_MIN_FILES  tables with at least this many files run on Spark (default 200000)
+CLEANLINE_SPARK_MIN_FILES  tables with at least this many files run on Spark (default 1000000)
+CLEANLINE_PLAN_STORE  where clean plans keep their files as Parquet, a local folder or an
+                  s3:// prefix that the Celery workers and every Spark executor reach at the same
+                  URI (default var/plan-store beside manage.py; a cluster on several machines
+                  needs a shared folder or an object store). One folder per plan:
+                  <store>/table-<id>/plan-<id>
 CLEANLINE_TASK_TIME_LIMIT, CLEANLINE_REDELIVERY_SECONDS  Celery's hard time limit per task and
                   when a dead worker's task is delivered again (default 21600 and limit + 600)
 LOG_LEVEL         the root logger's level (default WARNING)
@@ -36,8 +41,14 @@ CLEANLINE_TEST_DB  the SQLite file tests use (default var/test-db.sqlite3); two 
 SECRET_KEY        required when DEBUG is off: start-up fails without it. Generate one with
                   `python -c "import secrets; print(secrets.token_urlsafe(50))"`. With DEBUG on a
                   development key is used; under pytest (PYTEST_VERSION set) a tests-only key.
-DEBUG             off unless "1"/"true"/"yes"
-ALLOWED_HOSTS     comma-separated (default 127.0.0.1,localhost)
+DEBUG             off unless "1"/"true"/"yes" (Django's debug pages: never where others can reach it)
+HOST, PORT        the address and port `make run` serves the console on with gunicorn (default
+                  127.0.0.1 and 8000; HOST=0.0.0.0 for every interface). A HOST other than 127.0.0.1,
+                  localhost, 0.0.0.0 and :: is also an allowed host by default.
+ALLOWED_HOSTS     comma-separated (default 127.0.0.1,localhost and HOST)
+Static files      served by WhiteNoise from STATIC_ROOT (var/static beside manage.py), which
+                  `manage.py collectstatic` fills (`make run` does); until it exists, and with DEBUG,
+                  from the apps' static folders themselves
 CSRF_TRUSTED_ORIGINS  comma-separated origins allowed to POST, e.g. https://cleanline.example.com
                   (needed when the console is reached through another host name or port)
 CLEANLINE_HTTPS   "true" when the console is served over HTTPS only (by itself or behind a
@@ -91,7 +102,7 @@ from urllib.parse import unquote, urlparse
 
 from django.core.exceptions import ImproperlyConfigured
 
-from timeline import S3ConfigError, S3Settings, configure_s3, parse_s3_roots
+from timeline import S3ConfigError, S3Settings, configure_s3, parse_s3_roots, spark_min_files
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -171,9 +182,24 @@ def webhook_urls(items: list[str]) -> list[str]:
     return items
 
 
+def port(value: str) -> int:
+    """PORT checked: a TCP port number."""
+    try:
+        number = int(value.strip())
+    except ValueError:
+        number = 0
+    if not 0 < number < 65536:
+        raise ImproperlyConfigured(f"PORT={value!r}: expected a TCP port number (1-65535)")
+    return number
+
+
 DEBUG = _flag("DEBUG")
 SECRET_KEY = secret_key(debug=DEBUG)
-ALLOWED_HOSTS = _list("ALLOWED_HOSTS", "127.0.0.1,localhost")
+# Where `make run` serves the console (scripts/run.sh binds gunicorn to HOST:PORT).
+HOST = os.environ.get("HOST", "").strip() or "127.0.0.1"
+PORT = port(os.environ.get("PORT", "") or "8000")
+_SERVED_AS = [] if HOST in ("127.0.0.1", "localhost", "0.0.0.0", "::") else [HOST.strip("[]")]
+ALLOWED_HOSTS = _list("ALLOWED_HOSTS", ",".join(["127.0.0.1", "localhost", *_SERVED_AS]))
 CSRF_TRUSTED_ORIGINS = _list("CSRF_TRUSTED_ORIGINS")
 
 INSTALLED_APPS = [
@@ -191,6 +217,8 @@ MIDDLEWARE = [
     # First, so that request latencies (console.metrics) include every other middleware.
     "console.metrics.RequestMetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # Static files, right after the security headers and before anything that reads sessions.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -259,6 +287,16 @@ SILENCED_SYSTEM_CHECKS = [] if SECURE_HSTS_PRELOAD else ["security.W021"]
 
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "var" / "static"
+# WhiteNoise serves STATIC_ROOT (compressed copies made by collectstatic), so that the production
+# server (gunicorn) needs no DEBUG for the console's CSS and scripts.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+if not STATIC_ROOT.is_dir():
+    # Before the first collectstatic (tests, a fresh checkout): the apps' static folders themselves,
+    # looked up per request.
+    WHITENOISE_USE_FINDERS = WHITENOISE_AUTOREFRESH = True
 USE_TZ = True
 TIME_ZONE = "UTC"
 
@@ -284,7 +322,9 @@ CLEANLINE_BUSY_RETRY_SECONDS = float(os.environ.get("CLEANLINE_BUSY_RETRY_SECOND
 CLEANLINE_BUSY_RETRY_MAX_SECONDS = float(os.environ.get("CLEANLINE_BUSY_RETRY_MAX_SECONDS", "600"))
 CLEANLINE_BUSY_MAX_RETRIES = int(os.environ.get("CLEANLINE_BUSY_MAX_RETRIES", "20"))
 # Tables with at least this many files are planned and cleaned by PySpark jobs (0: never).
-CLEANLINE_SPARK_MIN_FILES = int(os.environ.get("CLEANLINE_SPARK_MIN_FILES", "200000"))
+CLEANLINE_SPARK_MIN_FILES = spark_min_files()
+# Plans' files as Parquet, one folder per plan (timeline/clean/store.py).
+CLEANLINE_PLAN_STORE = os.environ.get("CLEANLINE_PLAN_STORE", "").strip() or str(BASE_DIR / "var" / "plan-store")
 
 # /metrics: client addresses or networks allowed, or a bearer token (console.metrics).
 CLEANLINE_METRICS_ALLOW = metrics_allow(_list("CLEANLINE_METRICS_ALLOW", "127.0.0.1,::1"))

@@ -19,7 +19,7 @@ from django.db import transaction
 from django.db.models import Q
 
 from console import permissions, services
-from console.models import CleanPlan, Job, JobStatus, PlanStatus, SyncStatus, Table
+from console.models import CleanPlan, Job, JobStatus, PlanStatus, RetentionEstimate, SyncStatus, Table
 from timeline import CleanlineError
 
 logger = logging.getLogger(__name__)
@@ -32,7 +32,7 @@ def _reason(exc: BaseException) -> str:
     return str(exc) if isinstance(exc, CleanlineError) else f"{type(exc).__name__}: {exc}"
 
 
-def enqueue(task: Task, row: Table | CleanPlan | Job, **fields: object) -> None:
+def enqueue(task: Task, row: Table | CleanPlan | Job | RetentionEstimate, **fields: object) -> None:
     """Send `task` for `row` once the current transaction commits: nothing is sent for a row
     that a rolled-back transaction made, and the task never runs before its row is visible.
     The task's id (and `fields`) are written on the row before it is sent."""
@@ -197,6 +197,22 @@ def run_job(self: Task, job_id: int) -> str:
     if job is None or job.status not in (JobStatus.QUEUED, JobStatus.RUNNING):
         return "skipped"
     return _run(self, job, lambda **claim: services.job_run(job=job, **claim), services.job_holder(job))
+
+
+@shared_task(bind=True, acks_late=True)
+def estimate_retention(self: Task, estimate_id: int) -> str:
+    """Compute a what-if retention estimate (it only reads the table: no lock); a failure
+    leaves it FAILED with the reason."""
+    estimate = RetentionEstimate.objects.filter(pk=estimate_id).select_related("table").first()
+    if estimate is None or estimate.status not in (JobStatus.QUEUED, JobStatus.RUNNING):
+        return "skipped"
+    try:
+        return services.estimate_run(estimate=estimate, task_id=self.request.id or "").status
+    except Exception as exc:
+        logger.exception("retention estimate %s failed", estimate_id)
+        RetentionEstimate.objects.filter(pk=estimate_id, status=JobStatus.RUNNING).update(
+            status=JobStatus.FAILED, error=_reason(exc)[:2000])
+        return "failed"
 
 
 @shared_task

@@ -24,6 +24,11 @@ console_patterns = [
     path("tokens", views.tokens, name="tokens"),
     path("tokens/create", views.token_create, name="token_create"),
     path("tokens/<int:token_id>/revoke", views.token_revoke, name="token_revoke"),
+    path("people", views.people, name="people"),
+    path("people/create", views.people_create, name="people_create"),
+    path("people/<int:user_id>/role", views.people_role, name="people_role"),
+    path("people/<int:user_id>/deactivate", views.people_deactivate, name="people_deactivate"),
+    path("people/<int:user_id>/reactivate", views.people_reactivate, name="people_reactivate"),
     of_table("", views.overview, "overview"),
     of_table("timeline", views.timeline, "timeline"),
     of_table("instants/<int:instant_id>", views.instant_detail, "instant"),
@@ -47,6 +52,8 @@ console_patterns = [
     of_table("jobs/rollback", views.job_request, "rollback_run", kind="rollback"),
     of_table("jobs/<int:job_id>", views.job_detail, "job"),
     of_table("failed-writes", views.failed_writes, "failed_writes"),
+    of_table("retention", views.retention, "retention"),
+    of_table("retention/estimate", views.retention_request, "retention_request"),
     of_table("cleans/<str:instant>/run", views.clean_run_pending, "clean_run_pending"),
 ]
 

@@ -9,15 +9,25 @@ from functools import wraps
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
-from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from console import permissions, selectors, services
-from console.forms import DecisionForm, PlanForm, RegisterTableForm, TableSettingsForm, TimelineFilterForm
+from console.forms import (
+    DecisionForm,
+    PlanForm,
+    RegisterTableForm,
+    RetentionEstimateForm,
+    TableSettingsForm,
+    TimelineFilterForm,
+)
 from console.models import Job, PlanStatus, SyncStatus, Table
-from console.tasks import approve_clean_plan, build_clean_plan, enqueue, enqueue_sync, run_job
+from console.roles import role_of
+from console.tasks import approve_clean_plan, build_clean_plan, enqueue, enqueue_sync, estimate_retention, run_job
 from timeline import CleanlineError
 
 logger = logging.getLogger(__name__)
@@ -125,7 +135,7 @@ def overview(request: HttpRequest, table: Table) -> HttpResponse:
 @table_page()
 def timeline(request: HttpRequest, table: Table) -> HttpResponse:
     form = TimelineFilterForm(request.GET)
-    filters = selectors.TimelineFilters(**form.cleaned_data) if form.is_valid() else selectors.TimelineFilters()
+    filters = selectors.TimelineFilters(**form.cleaned_data) if form.is_valid() else None  # refused: no rows
     page = selectors.timeline_page(table, filters, request.GET.get("page"))
     query = request.GET.copy()
     query.pop("page", None)
@@ -310,6 +320,36 @@ def job_detail(request: HttpRequest, table: Table, job_id: int) -> HttpResponse:
     return render(request, template, {"table": table, "job": job})
 
 
+@table_page()
+def retention(request: HttpRequest, table: Table) -> HttpResponse:
+    """What-if retention: the latest estimate (or the one asked for) as a chart and a table, and
+    the form asking for another. While it is computed the page (or its HTMX part) polls."""
+    estimate_id = request.GET.get("estimate", "")
+    estimate = selectors.retention_estimate(table, int(estimate_id) if estimate_id.isdigit() else None)
+    if estimate_id and estimate is None:
+        raise Http404("No such estimate.")
+    context = {"table": table, "estimate": estimate, "form": RetentionEstimateForm(),
+               "chart": selectors.retention_chart(estimate) if estimate else None}
+    template = "console/_retention.html" if request.headers.get("HX-Request") else "console/retention.html"
+    return render(request, template, context)
+
+
+@table_action(permissions.PLAN)
+def retention_request(request: HttpRequest, table: Table) -> HttpResponse:
+    form = RetentionEstimateForm(request.POST)
+    if form.is_valid():
+        try:
+            estimate = services.estimate_request(table=table, user=request.user,  # type: ignore[arg-type]
+                                                 commits=form.cleaned_data["commits"], hours=form.cleaned_data["hours"])
+        except ValidationError as exc:
+            form.add_error(None, exc)
+        else:
+            enqueue(estimate_retention, estimate)
+            return redirect(f"{reverse('console:retention', args=[table.pk])}?estimate={estimate.pk}")
+    return render(request, "console/retention.html", {
+        "table": table, "form": form, "estimate": None, "chart": None}, status=400)
+
+
 @table_page(reads_lake=True)
 def failed_writes(request: HttpRequest, table: Table) -> HttpResponse:
     return render(request, "console/failed_writes.html", {
@@ -423,3 +463,101 @@ def token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
     services.token_revoke(actor=request.user, token=token)  # type: ignore[arg-type]
     messages.success(request, f"Token {token.name} revoked.")
     return redirect("console:tokens")
+
+
+def _people_page(request: HttpRequest, *, status: int = 200, form: forms.Form | None = None,
+                 **extra: object) -> HttpResponse:
+    from django.conf import settings
+
+    from console.forms import ROLE_CHOICES, PersonCreateForm
+
+    return render(request, "console/people.html", {
+        "page": selectors.page_of(selectors.people_rows(), request.GET.get("page")),
+        "form": form or PersonCreateForm(), "roles": ROLE_CHOICES,
+        "must_differ": settings.CLEANLINE_APPROVER_MUST_DIFFER, **extra}, status=status)
+
+
+def _back_to_people(request: HttpRequest) -> HttpResponse:
+    """The People page again (the page of the list the form was on), or the catalog for an
+    admin who just gave up managing people."""
+    if not permissions.may(User.objects.get(pk=request.user.pk), "manage_people"):  # not the cached permissions
+        return redirect("console:catalog")
+    page = request.POST.get("page", "")
+    response = redirect("console:people")
+    if page.isdigit():
+        response["Location"] += f"?page={page}"
+    return response
+
+
+def _person(user_id: int) -> User:
+    return get_object_or_404(User, pk=user_id)
+
+
+@login_required
+@require_GET
+def people(request: HttpRequest) -> HttpResponse:
+    """The console's users with their roles (admins: add users, change roles, deactivate)."""
+    permissions.require(request.user, permissions.PEOPLE)
+    return _people_page(request)
+
+
+@login_required
+@require_POST
+def people_create(request: HttpRequest) -> HttpResponse:
+    """A new user with a role; a generated password is shown once. Refused: the form again,
+    with the input and the reason."""
+    from console.forms import PersonCreateForm
+
+    permissions.require(request.user, permissions.PEOPLE)
+    form = PersonCreateForm(request.POST)
+    form.is_valid()  # the fields only carry the input; the service validates it
+    try:
+        person, password, generated = services.person_create(actor=request.user, **form.cleaned_data)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        _refused(request, exc)
+        return _people_page(request, form=form, status=400)
+    messages.success(request, f"{person.username} can log in now, as {role_of(person)}.")
+    return _people_page(request, created=person, password=password if generated else "")
+
+
+@login_required
+@require_POST
+def people_role(request: HttpRequest, user_id: int) -> HttpResponse:
+    permissions.require(request.user, permissions.PEOPLE)
+    person = _person(user_id)
+    role = request.POST.get("role", "")
+
+    def change() -> str:
+        services.person_role_change(actor=request.user, user=person, role=role)  # type: ignore[arg-type]
+        return f"{person.username} is now {role_of(person)}."
+
+    _attempt(request, change)
+    return _back_to_people(request)
+
+
+@login_required
+@require_POST
+def people_deactivate(request: HttpRequest, user_id: int) -> HttpResponse:
+    permissions.require(request.user, permissions.PEOPLE)
+    person = _person(user_id)
+
+    def deactivate() -> str:
+        services.person_deactivate(actor=request.user, user=person)  # type: ignore[arg-type]
+        return f"{person.username} is deactivated: they can no longer log in or use their API tokens."
+
+    _attempt(request, deactivate)
+    return _back_to_people(request)
+
+
+@login_required
+@require_POST
+def people_reactivate(request: HttpRequest, user_id: int) -> HttpResponse:
+    permissions.require(request.user, permissions.PEOPLE)
+    person = _person(user_id)
+
+    def reactivate() -> str:
+        services.person_reactivate(actor=request.user, user=person)  # type: ignore[arg-type]
+        return f"{person.username} can log in again, as {role_of(person)}."
+
+    _attempt(request, reactivate)
+    return _back_to_people(request)

@@ -1,4 +1,4 @@
-"""Build the demo lake from the fixture tables (until the Spark demo writer lands): every zip
+"""The fixture tables of the demo lake (`make run`, `make demo-lake`; seconds, no Spark): every zip
 under SOURCE is unpacked once into DEST/<table name>. Existing tables are left as they are."""
 
 from __future__ import annotations

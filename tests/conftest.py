@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -11,6 +13,15 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = (ROOT.parent / "shared" / "fixtures" / "hudi-rs-tables").resolve()
 (ROOT / "var").mkdir(exist_ok=True)  # the SQLite test database lives there (console.settings)
+# Clean plans' stores: one temporary folder per test run, inherited by the workers tests start
+# (console/settings.py reads CLEANLINE_PLAN_STORE; tests/console/conftest.py sets it for this process).
+_OWN_STORE = "CLEANLINE_PLAN_STORE" not in os.environ
+PLAN_STORE = os.environ.setdefault("CLEANLINE_PLAN_STORE", tempfile.mkdtemp(prefix="cleanline-plan-store-"))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if _OWN_STORE:
+        shutil.rmtree(PLAN_STORE, ignore_errors=True)
 
 
 def fixture_zips() -> list[Path]:

@@ -16,6 +16,7 @@ from timeline.storage import MemoryStorage
 CLEANLINE = Path(sys.executable).with_name("cleanline")
 V8_MOR = "quickstart_trips_table/mor/avro/v8_trips_8i3u1d"
 V6_REPLACE = "sample_table/cow/v6_simplekeygen_nonhivestyle_overwritetable"
+V9_COW = "sample_table/cow/v9_txns_simple_nometa"
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -126,3 +127,86 @@ def test_cli_permission_error_is_one_line(capsys: pytest.CaptureFixture[str]) ->
     assert main(["timeline", "memory://cli-permissions/t"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "/t/.hoodie/hoodie.properties: permission denied" in err[0]
+
+
+def table_rows(text: str) -> list[list[str]]:
+    """The rows of a table the CLI printed (after its header and rule), split on 2+ spaces."""
+    import re
+
+    lines = text.splitlines()
+    start = next(n for n, line in enumerate(lines) if line and set(line) <= {"-", " "}) + 1
+    return [re.split(r"\s{2,}", line.strip()) for line in lines[start:] if line.strip()]
+
+
+def test_cli_timeline_is_newest_first_and_reverse_oldest_first(fixture_lake: dict[str, Path]) -> None:
+    from timeline import HudiTable
+
+    path = str(fixture_lake[V8_MOR])
+    table = HudiTable.open(path)
+    oldest_first = [i.requested_time for i in table.inspect.archived_instants()]
+    oldest_first += [i.requested_time for i in table.timeline]
+    assert oldest_first == sorted(oldest_first) and len(oldest_first) > 2
+    newest = [r[0] for r in table_rows(run("timeline", path, "--archived").stdout)]
+    assert newest == oldest_first[::-1]
+    assert [r[0] for r in table_rows(run("timeline", path, "--archived", "--reverse").stdout)] == oldest_first
+    assert [r["requestedTime"] for r in json.loads(run("timeline", path, "--archived", "--json").stdout)] == newest
+    active = [r["requestedTime"] for r in json.loads(run("timeline", path, "--reverse", "--json").stdout)]
+    assert active == [i.requested_time for i in table.timeline]
+
+
+def test_cli_sizes_are_readable_by_default_and_byte_counts_with_bytes(fixture_lake: dict[str, Path]) -> None:
+    from timeline import HudiTable
+    from timeline.cli import human_size
+
+    path = str(fixture_lake[V6_REPLACE])
+    slices = sorted(HudiTable.open(path).file_system_view().latest_slices(), key=lambda s: (s.partition, s.file_id))
+    text = run("fsview", path)
+    assert text.stdout.splitlines()[0].split()[-1] == "size"
+    assert [r[-1] for r in table_rows(text.stdout)] == [human_size(s.size) for s in slices]
+    assert all(r[-1].endswith(("KiB", "MiB")) for r in table_rows(text.stdout))
+    raw = run("fsview", path, "--bytes")
+    assert raw.stdout.splitlines()[0].split()[-1] == "bytes"
+    assert [r[-1] for r in table_rows(raw.stdout)] == [str(s.size) for s in slices]
+
+    path = str(fixture_lake[V9_COW])
+    plan = json.loads(run("clean", "plan", path, "--retain-commits", "1", "--allow-short-retention", "--json").stdout)
+    total = plan["totals"]["bytesToDelete"]
+    assert isinstance(total, int) and total > 1024 and all(isinstance(f["sizeBytes"], int) for f in plan["files"])
+    readable = run("clean", "plan", path, "--retain-commits", "1", "--allow-short-retention").stdout
+    assert f"files to delete ({human_size(total)})" in readable
+    assert [r[2] for r in table_rows(readable)] == [human_size(f["sizeBytes"]) for f in plan["files"]]
+    counted = run("clean", "plan", path, "--retain-commits", "1", "--allow-short-retention", "--bytes").stdout
+    assert f"files to delete ({total} bytes)" in counted
+    assert [r[2] for r in table_rows(counted)] == [str(f["sizeBytes"]) for f in plan["files"]]
+
+
+def test_cli_sizes_read_like_the_consoles() -> None:
+    from console.templatetags.humanize_bytes import human_bytes
+    from timeline.cli import human_size
+
+    sizes = [0, 1, 1023, 1024, 1536, 10 * 1024**2 - 1, 3 * 1024**3 + 5, 7 * 1024**4, 5000 * 1024**4]
+    assert [human_size(n) for n in sizes] == [human_bytes(n) for n in sizes]
+    assert human_size(1536) == "1.5 KiB" and human_size(512) == "512 B"
+
+
+def test_cli_clean_run_and_savepoint_list_sizes(table_copy) -> None:
+    from timeline import HudiTable
+    from timeline.cli import human_size
+
+    path = str(table_copy(V9_COW))
+    commits = [i.requested_time for i in HudiTable.open(path).timeline.commits().completed()]
+    assert run("savepoint", "create", path, "--instant", commits[-1], "--user", "ada").returncode == 0
+    (saved,) = HudiTable.open(path).inspect.savepoints()
+    listed = run("savepoint", "list", path).stdout
+    assert table_rows(listed)[0][4] == human_size(saved.bytes) and " size " in listed.splitlines()[0]
+    assert table_rows(run("savepoint", "list", path, "--bytes").stdout)[0][4] == str(saved.bytes)
+    assert json.loads(run("savepoint", "list", path, "--json").stdout)[0]["bytes"] == saved.bytes
+
+    total = json.loads(run("clean", "plan", path, "--retain-commits", "1", "--allow-short-retention",
+                           "--json").stdout)["totals"]["bytesToDelete"]
+    assert total > 1024**2
+    instant = run("clean", "schedule", path, "--retain-commits", "1", "--allow-short-retention", "--force").stdout
+    ran = run("clean", "run", path)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.strip().endswith(f"0 failed, {human_size(total)} reclaimed"), (ran.stdout, instant)
+    assert ran.stderr.strip().endswith(f"files, {human_size(total)}")  # the progress line's last state

@@ -263,3 +263,37 @@ def test_hardening_plans_keep_working_on_ordinary_tables(lake: Lake) -> None:
     (result,) = run_pending_cleans(table)
     assert result.deleted == 2 and all(p.exists() for p in elsewhere(lake))
     shutil.rmtree(Path(lake.base).parent / "elsewhere")
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda data: data[: len(data) // 2], "invalid JSON"),
+    (lambda data: b"[" + data + b"]", "expected a JSON object, found list"),
+    (lambda data: data.replace(b'"pad"', b'"p\xff"', 1), "invalid JSON"),
+    (lambda data: data + b" {}", "invalid JSON"),
+    (lambda data: b"x" + data, "invalid JSON"),
+], ids=["truncated", "array", "not-utf8", "trailing", "garbage"])
+def test_hardening_a_large_json_commit_is_checked_as_a_stream_and_still_refused_when_damaged(
+        tmp_path: Path, damage, message: str) -> None:  # type: ignore[no-untyped-def]
+    """Commits above 1 MiB are checked intact by a streaming parser (constant memory on tables
+    whose commits list millions of files): an intact one plans, a damaged one stops the plan
+    exactly as the whole-file decoder does."""
+    import json
+
+    from timeline.metadata import STREAM_CHECK_BYTES, jsonmeta
+
+    lake = Lake(LocalStorage(), str(tmp_path / "lake"), version=6)
+    for t in T[:3]:
+        lake.commit(t, {P: [lake.base_file(P, "fg1", t)]})
+    table = HudiTable.load(lake.storage, lake.base)
+    latest = Path(table.timeline.path_of(table.timeline.commits().completed().last()))
+    content = json.loads(latest.read_bytes())
+    content["extraMetadata"]["pad"] = "x" * (STREAM_CHECK_BYTES + 10)
+    latest.write_bytes(json.dumps(content, indent=2).encode())
+    assert latest.stat().st_size > STREAM_CHECK_BYTES
+    assert plan_clean(table.reload(), CleanConfig(commits_retained=1)).files_to_delete
+    damaged = damage(latest.read_bytes())
+    with pytest.raises(CorruptInstantError, match=message):
+        jsonmeta.decode(damaged, path=str(latest))
+    latest.write_bytes(damaged)
+    with pytest.raises(CorruptInstantError, match=message):
+        plan_clean(table.reload(), CleanConfig(commits_retained=1))

@@ -161,3 +161,14 @@ def test_instant_time_parser_junk_never_raises_anything_else(value: str) -> None
         parse_instant_time(value)
     except InvalidInstantError:
         pass
+
+
+def test_instant_time_of_is_the_inverse_of_moment_of_in_the_tables_zone() -> None:
+    from datetime import datetime, timedelta, timezone
+
+    from timeline import instant_time_of, moment_of
+
+    for zone in ("UTC", "LOCAL"):
+        assert instant_time_of(moment_of("20240105235959999", zone), zone) == "20240105235959999"
+    kolkata = datetime(2024, 1, 6, 5, 0, 0, 123000, tzinfo=timezone(timedelta(hours=5, minutes=30)))
+    assert instant_time_of(kolkata, "UTC") == "20240105233000123"

@@ -35,7 +35,12 @@ spark = spark_session(master=master, app_name="cleanline-cluster-test",
                             "spark.python.worker.reuse": str(what != "run-slowly").lower()})
 table = HudiTable.open(path)
 services = table.maintenance(spark=spark)
-if what == "plan":
+if what == "plan-stored":  # into a plan store: executors write the parts, the driver gets sums
+    folder = config.pop("folder")
+    stored = services.plan_clean_stored(CleanConfig(policy=CleanPolicy(config.pop("policy")), **config), folder,
+                                        enforce_retention=False)
+    print(json.dumps({"parts": len(stored.parts), "files": stored.files}))
+elif what == "plan":
     plan = services.plan_clean(CleanConfig(policy=CleanPolicy(config.pop("policy")), **config),
                                enforce_retention=False)
     print(json.dumps({"delete": sorted([d.partition, d.file_name, d.reason] for d in plan.files_to_delete),
@@ -83,6 +88,31 @@ def test_the_cluster_plans_the_same_files_as_the_local_engine(spark_cluster, tmp
     assert run.returncode == 0, err[-3000:]
     remote = json.loads(out.strip().splitlines()[-1])
     assert remote == local_plan(path, config) and remote["delete"]
+
+
+def test_the_cluster_writes_a_plan_store_and_it_holds_the_local_engine_s_plan(spark_cluster,
+                                                                               tmp_path: Path) -> None:
+    """Executors write their partitions' decisions into the plan store themselves (one part per
+    task, the driver receives per-partition sums only): the store holds, row by row in plan order,
+    what the local engine's plan holds, and pages and compares like one written locally."""
+    path = tmp_path / "generated"
+    shape = CleanShape(partitions=300, groups=3, versions=4, trickle=2, hot=4, retained=3)
+    generate_clean_table(str(path), shape)
+    folder = tmp_path / "store" / "plan-1"
+    config = {"policy": "KEEP_LATEST_COMMITS", "commits_retained": 3}
+    run = driver(spark_cluster, path, "plan-stored", {**config, "folder": str(folder)})
+    out, err = run.communicate(timeout=300)
+    assert run.returncode == 0, err[-3000:]
+    assert json.loads(out.strip().splitlines()[-1])["parts"] == 300 // 16 + 1  # one part per task
+    from timeline.clean.store import StoredPlan, compare_stored
+
+    remote = StoredPlan.open(str(folder))
+    local = HudiTable.open(str(path)).maintenance().plan_clean_stored(
+        CleanConfig(policy=CleanPolicy.KEEP_LATEST_COMMITS, commits_retained=3), str(tmp_path / "local"),
+        enforce_retention=False)
+    assert list(remote.iter_rows()) == list(local.iter_rows()) and remote.files_to_delete > 0
+    assert remote.sums == local.sums and compare_stored(remote, local) == []
+    assert remote.rows(delete=True, offset=1000, limit=50) == local.rows(delete=True, offset=1000, limit=50)
 
 
 def test_an_executor_killed_mid_clean_is_retried_and_the_clean_ends_as_uninterrupted(spark_cluster,

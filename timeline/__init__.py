@@ -13,8 +13,10 @@ from timeline.clean.executor import CleanRefused, CleanResult, FileOutcome, Plan
 from timeline.clean.executor import Status as FileStatus
 from timeline.clean.planner import CleanPlan, FileDecision
 from timeline.clean.retention import RetentionTooShort, retention_shortfall
+from timeline.clean.store import FileRow, PartitionSums, StoredPlan, StoreError, compare_stored
+from timeline.clean.whatif import RetentionCost, WhatIf, what_if
 from timeline.config import TableConfig
-from timeline.engine import build_demo_lake, engine_for, spark_session
+from timeline.engine import build_demo_lake, engine_for, spark_min_files, spark_session
 from timeline.exceptions import (
     CleanlineError,
     CorruptInstantError,
@@ -26,7 +28,7 @@ from timeline.exceptions import (
 )
 from timeline.fsview import FileGroup, FileSlice, FileSystemView
 from timeline.inspect import Inspect, InstantSummary, SliceProtection, StateFile
-from timeline.instant import Instant, State, format_instant_time, moment_of, parse_instant_time
+from timeline.instant import Instant, State, format_instant_time, instant_time_of, moment_of, parse_instant_time
 from timeline.maintenance import Maintenance
 from timeline.mdt import MetadataTableEnabledError
 from timeline.mdt.reader import MetadataTableMissing, MetadataTableState
@@ -67,6 +69,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CLEAN_PARTITIONS",
+    "FileRow", "PartitionSums", "StoreError", "StoredPlan", "compare_stored",
     "CleanMetadata", "CleanerPlan", "CommitMetadata", "CompactionPlan", "FileOutcome", "FileStatus", "InstantRef",
     "InstantSummary", "Record", "RequestedReplace", "RestoreMetadata", "RestorePlan", "RollbackMetadata",
     "PlanInvalidated", "RetentionTooShort", "RollbackPlan", "SavepointMetadata", "WriteStat",
@@ -78,7 +81,8 @@ __all__ = [
     "RestorePreview", "RestoreRefused", "RestoreVerification", "RollbackPreview", "RollbackRefused",
     "S3ConfigError", "S3Settings", "SavepointInfo", "SavepointRefused", "SliceProtection", "State", "StateFile",
     "StorageError", "TableConfig", "TableConfigError", "Timeline", "UnsupportedLocationError", "__version__",
-    "build_demo_lake", "configure_s3", "engine_for", "format_instant_time", "moment_of",
+    "build_demo_lake", "configure_s3", "engine_for", "spark_min_files", "format_instant_time", "moment_of",
     "parse_instant_time", "parse_location", "parse_s3_roots", "remote", "retention_shortfall", "spark_session",
-    "within_roots",
+    "within_roots", "instant_time_of",
+    "RetentionCost", "WhatIf", "what_if",
 ]

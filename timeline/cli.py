@@ -26,6 +26,7 @@ from timeline import (
     InvalidInstantError,
     Maintenance,
     Progress,
+    RetentionCost,
     RollbackPreview,
     State,
     build_demo_lake,
@@ -36,6 +37,7 @@ from timeline import (
     parse_s3_roots,
     remote,
     spark_session,
+    what_if,
 )
 
 Handler = Callable[[argparse.Namespace], Any]
@@ -68,6 +70,30 @@ def _emit(args: argparse.Namespace, data: Any, text: Callable[[], str]) -> None:
         _json(data)
     else:
         print(text())
+
+
+def human_size(size: int) -> str:
+    """A size as the console shows it: 1536 -> '1.5 KiB', 512 -> '512 B'."""
+    value = float(size)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(value) < 1024:
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} TiB"
+
+
+def _size(args: argparse.Namespace, size: int) -> str:
+    """A size in a readable line or table: human-readable, or the byte count with --bytes."""
+    return str(size) if getattr(args, "bytes", False) else human_size(size)
+
+
+def _sized(args: argparse.Namespace, size: int) -> str:
+    """A size in a sentence: '1.5 KiB', or '1536 bytes' with --bytes."""
+    return f"{size} bytes" if getattr(args, "bytes", False) else human_size(size)
+
+
+def _size_header(args: argparse.Namespace) -> str:
+    return "bytes" if getattr(args, "bytes", False) else "size"
 
 
 def _instant_json(instant: Instant) -> dict[str, Any]:
@@ -115,6 +141,8 @@ def _timeline(args: argparse.Namespace) -> None:
     if args.archived:
         rows += [("archived", i) for i in table.inspect.archived_instants()]
     rows += [("active", i) for i in table.timeline]
+    if not args.reverse:  # newest first, as the console lists them
+        rows.reverse()
     _emit(args, [_instant_json(i) for _, i in rows], lambda: _render_table(
         ["requested", "completed", "action", "state", "timeline"],
         [(i.requested_time, i.completion_time, i.action, i.state.name, where) for where, i in rows],
@@ -142,9 +170,9 @@ def _fsview(args: argparse.Namespace) -> None:
         slices = view.latest_slices()
     slices.sort(key=lambda s: (s.partition, s.file_id))  # stable: newest slice first within a group
     _emit(args, [_slice_json(s) for s in slices], lambda: _render_table(
-        ["partition", "file id", "base instant", "base file", "log files", "bytes"],
+        ["partition", "file id", "base instant", "base file", "log files", _size_header(args)],
         [(s.partition or "(none)", s.file_id, s.base_instant_time, s.base_file.name if s.base_file else "-",
-          len(s.log_files), s.size) for s in slices],
+          len(s.log_files), _size(args, s.size)) for s in slices],
     ))
 
 
@@ -217,22 +245,78 @@ def _plan_json(plan: CleanPlan) -> dict[str, Any]:
     return record
 
 
-def _plan_text(plan: CleanPlan) -> str:
+def _plan_text(args: argparse.Namespace, plan: CleanPlan) -> str:
     ectr = plan.earliest_instant_to_retain
     head = [f"policy {plan.policy.value}; earliest commit to retain "
             f"{ectr.requested_time if ectr else '(none)'}; "
             f"last completed commit {plan.last_completed_commit or '(none)'}",
             *plan.notes,
-            f"{len(plan.files_to_delete)} files to delete ({plan.bytes_to_delete} bytes), "
+            f"{len(plan.files_to_delete)} files to delete ({_sized(args, plan.bytes_to_delete)}), "
             f"{len(plan.files_kept)} kept, {len(plan.partitions_to_delete)} partitions to delete"]
-    rows = [(d.partition or "(none)", d.file_name, d.size, "DELETE" if d.delete else "keep", d.reason)
+    rows = [(d.partition or "(none)", d.file_name, _size(args, d.size), "DELETE" if d.delete else "keep", d.reason)
             for d in plan.decisions]
-    return "\n".join(head) + "\n\n" + _render_table(["partition", "file", "bytes", "decision", "reason"], rows)
+    return "\n".join(head) + "\n\n" + _render_table(["partition", "file", _size_header(args), "decision", "reason"],
+                                                     rows)
 
 
 def _clean_plan(args: argparse.Namespace) -> None:
     _, _, plan = _plan(args)
-    _emit(args, _plan_json(plan), lambda: _plan_text(plan))
+    _emit(args, _plan_json(plan), lambda: _plan_text(args, plan))
+
+
+def _settings(text: str) -> list[int]:
+    """`1..10`, `1,2,3,5,10`, `1..5,10` or `none`: the retention values a what-if tries."""
+    if text.strip().lower() == "none":
+        return []
+    values: list[int] = []
+    try:
+        for piece in filter(None, (p.strip() for p in text.split(","))):
+            low, dots, high = piece.partition("..")
+            values += range(int(low), int(high) + 1) if dots else [int(piece)]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected numbers like 1..10 or 1,2,3,5,10, not {text!r}") from None
+    if not values:
+        raise argparse.ArgumentTypeError(f"expected numbers like 1..10 or 1,2,3,5,10, not {text!r}")
+    return values
+
+
+def _cost_json(cost: RetentionCost) -> dict[str, Any]:
+    return {"policy": cost.policy.value, "retained": cost.retained, "unit": cost.unit,
+            "earliestCommitToRetain": cost.earliest_commit_to_retain, "filesToDelete": cost.files_to_delete,
+            "bytesToDelete": cost.bytes_to_delete, "filesKept": cost.files_kept, "bytesKept": cost.bytes_kept,
+            "partitionsToDelete": cost.partitions_to_delete, "partitionsConsidered": cost.partitions_considered,
+            "incremental": cost.incremental, "belowTableSetting": cost.below_table_setting,
+            "whyNothing": cost.why_nothing, "notes": list(cost.notes)}
+
+
+def _clean_what_if(args: argparse.Namespace) -> None:
+    table = HudiTable.open(args.path)
+    base = CleanConfig.from_properties(table.config.props, incremental=False if args.no_incremental else None)
+    result = what_if(table, commits=args.commits, hours=args.hours or (), file_versions=args.file_versions or (),
+                     base=base, now=_now(table, args.now))
+    data = {"table": result.table, "now": result.now.isoformat() if result.now else None,
+            "listing": {"partitions": result.partitions, "files": result.files, "bytes": result.bytes},
+            "tableSettings": base.as_properties(), "settings": [_cost_json(c) for c in result.costs]}
+
+    def text() -> str:
+        whys = {c.why_nothing for c in result.costs}
+        notes = dict.fromkeys(n for c in result.costs for n in c.notes if n not in whys)
+        head = [f"what a clean would free now, per retention setting (nothing is deleted): one listing of "
+                f"{result.partitions} partitions, {result.files} files ({_sized(args, result.bytes)}); the table "
+                f"retains {base.commits_retained} commits, {base.hours_retained} hours, "
+                f"{base.file_versions_retained} file versions (policy {base.policy.value})",
+                *(f"note: {n}" for n in notes)]
+        if any(c.below_table_setting for c in result.costs):
+            head.append("*: retains less than the table's own setting (clean plan refuses it without "
+                        "--allow-short-retention)")
+        rows = [(c.policy.value, f"{c.retained} {c.unit}{' *' if c.below_table_setting else ''}",
+                 c.earliest_commit_to_retain or "(none)", c.files_to_delete, _size(args, c.bytes_to_delete),
+                 c.files_kept, c.partitions_to_delete, c.why_nothing or "") for c in result.costs]
+        return "\n".join(head) + "\n\n" + _render_table(
+            ["policy", "retained", "earliest commit to retain", "files to delete", _size_header(args),
+             "files kept", "partitions to delete", "why nothing"], rows)
+
+    _emit(args, data, text)
 
 
 def _clean_schedule(args: argparse.Namespace) -> None:
@@ -248,8 +332,10 @@ def _clean_run(args: argparse.Namespace) -> None:
     def bar(p: Progress) -> None:
         if sys.stderr.isatty() or p.files_done == p.files_total:
             filled = int(30 * p.files_done / max(p.files_total, 1))
+            done = p.files_done == p.files_total
+            size = _sized(args, p.bytes_deleted)  # padded while running: a shorter size overwrites a longer one
             print(f"\rclean {p.instant} [{'#' * filled}{'.' * (30 - filled)}] {p.files_done}/{p.files_total} files, "
-                  f"{p.bytes_deleted} bytes", end="\n" if p.files_done == p.files_total else "", file=sys.stderr)
+                  f"{size if done else size.ljust(12)}", end="\n" if done else "", file=sys.stderr)
 
     maintenance = _maintenance(table, args)
     results = maintenance.run_cleans(progress=bar, instant=args.instant)
@@ -257,7 +343,7 @@ def _clean_run(args: argparse.Namespace) -> None:
         print("no pending clean")
     for result in results:
         print(f"{result.instant.requested_time}: {result.deleted} deleted, {result.already_gone} already gone, "
-              f"{result.failed} failed, {result.bytes_deleted} bytes reclaimed")
+              f"{result.failed} failed, {_sized(args, result.bytes_deleted)} reclaimed")
 
 
 def _clean_show(args: argparse.Namespace) -> None:
@@ -306,9 +392,9 @@ def _savepoint_list(args: argparse.Namespace) -> None:
              "comments": i.comments, "files": i.files, "bytes": i.bytes, "missingFiles": i.missing_files,
              "holdsBackArchival": i.holds_back_archival} for i in infos]
     _emit(args, data, lambda: _render_table(
-        ["savepoint", "by", "age", "files", "bytes", "missing", "holds back archival", "comment"],
+        ["savepoint", "by", "age", "files", _size_header(args), "missing", "holds back archival", "comment"],
         [(i.instant.requested_time, i.savepointed_by, _age(max(0, (now_ms - i.savepointed_at_ms) // 1000)), i.files,
-          i.bytes, i.missing_files, "yes" if i.holds_back_archival else "no", i.comments) for i in infos]))
+          _size(args, i.bytes), i.missing_files, "yes" if i.holds_back_archival else "no", i.comments) for i in infos]))
 
 
 def _preview_json(preview: RollbackPreview) -> dict[str, Any]:
@@ -328,10 +414,10 @@ def _restore(args: argparse.Namespace) -> None:
             "bytesToDelete": preview.bytes_to_delete}
     _emit(args, data, lambda: (
         f"restore to savepoint {args.savepoint} rolls back {len(preview.instants)} instants and deletes "
-        f"{sum(f for f, _ in preview.per_partition().values())} files ({preview.bytes_to_delete} bytes)\n\n"
-        + _render_table(["instant", "action", "state", "files", "bytes"],
+        f"{sum(f for f, _ in preview.per_partition().values())} files ({_sized(args, preview.bytes_to_delete)})\n\n"
+        + _render_table(["instant", "action", "state", "files", _size_header(args)],
                         [(p.instant.requested_time, p.instant.action, p.instant.state.name, len(p.files_to_delete),
-                          p.bytes_to_delete) for p in preview.rollbacks])))
+                          _size(args, p.bytes_to_delete)) for p in preview.rollbacks])))
     if args.preview:
         return
     _confirm(args, f"Restore {table.uri} to savepoint {args.savepoint}? The writes above are rolled back.")
@@ -347,9 +433,9 @@ def _rollback(args: argparse.Namespace) -> None:
     else:
         previews = [maintenance.plan_rollback(args.instant)]
     _emit(args, [_preview_json(p) for p in previews], lambda: _render_table(
-        ["instant", "action", "state", "files to delete", "bytes", "logs to mark"],
+        ["instant", "action", "state", "files to delete", _size_header(args), "logs to mark"],
         [(p.instant.requested_time, p.instant.action, p.instant.state.name, len(p.files_to_delete),
-          p.bytes_to_delete, len(p.logs_to_mark)) for p in previews]) if previews else "no failed writes")
+          _size(args, p.bytes_to_delete), len(p.logs_to_mark)) for p in previews]) if previews else "no failed writes")
     if args.preview or not previews:
         return
     _confirm(args, f"Roll back {len(previews)} write(s) of {table.uri}?")
@@ -388,14 +474,21 @@ def _mdt_validate(args: argparse.Namespace) -> int:
         for d in result.differences:
             lines += [f"  {d.partition or '(root)'}: only on storage: {name}" for name in d.only_on_storage]
             lines += [f"  {d.partition or '(root)'}: only in the metadata table: {name}" for name in d.only_in_metadata]
-            lines += [f"  {d.partition or '(root)'}: {f} is {a} bytes on storage, {b} in the metadata table"
-                      for f, a, b in d.sizes]
+            lines += [f"  {d.partition or '(root)'}: {f} is {_differing(args, a, b)}" for f, a, b in d.sizes]
         for d in result.uncommitted:
             lines += [f"  {d.partition or '(root)'}: not committed yet (ignored): {name}" for name in d.uncommitted]
         return "\n".join(lines)
 
     _emit(args, data, text)
     return 0 if result.ok else 1
+
+
+def _differing(args: argparse.Namespace, storage: int, metadata: int) -> str:
+    """Two sizes that differ, readable unless they read the same (then the byte counts)."""
+    a, b = _sized(args, storage), _sized(args, metadata)
+    if a == b:
+        a, b = f"{storage} bytes", f"{metadata} bytes"
+    return f"{a} on storage, {b} in the metadata table"
 
 
 def _mdt_drop(args: argparse.Namespace) -> None:
@@ -442,20 +535,26 @@ def build_parser() -> argparse.ArgumentParser:
         cmd.set_defaults(handler=handler)
         return cmd
 
+    def sizes(cmd: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        cmd.add_argument("--bytes", action="store_true",
+                         help="print sizes as byte counts, not KiB/MiB/GiB (--json always has byte counts)")
+        return cmd
+
     table = commands.add_parser("table", help="table-level commands").add_subparsers(dest="sub", required=True)
-    info = command(table, "info", _table_info, "show a table's configuration and timeline summary")
+    info = sizes(command(table, "info", _table_info, "show a table's configuration and timeline summary"))
     info.add_argument("--json", action="store_true", help="print JSON")
 
     listed = commands.add_parser("tables", help="list a remote console's registered tables (with --api)",
                                  description="list a remote console's registered tables (with --api)")
     listed.add_argument("--json", action="store_true", help="print JSON")
-    listed.set_defaults(handler=_tables)
+    sizes(listed).set_defaults(handler=_tables)
 
-    tl = command(commands, "timeline", _timeline, "list the instants of the active timeline")
-    tl.add_argument("--archived", action="store_true", help="include the archived timeline first")
+    tl = command(commands, "timeline", _timeline, "list the instants of the active timeline, newest first")
+    tl.add_argument("--archived", action="store_true", help="include the archived timeline (after the active one)")
+    tl.add_argument("--reverse", action="store_true", help="oldest first (the archived timeline, then the active one)")
     tl.add_argument("--json", action="store_true", help="print JSON")
 
-    fs = command(commands, "fsview", _fsview, "list the latest file slices (or all) per file group")
+    fs = sizes(command(commands, "fsview", _fsview, "list the latest file slices (or all) per file group"))
     fs.add_argument("--as-of", metavar="T", help="the view as of completed instant time T")
     fs.add_argument("--all-slices", action="store_true", help="every committed slice, not only the latest")
     fs.add_argument("--json", action="store_true", help="print JSON")
@@ -476,13 +575,27 @@ def build_parser() -> argparse.ArgumentParser:
         cmd.add_argument("--allow-short-retention", action="store_true",
                          help="allow retaining less than the table's own clean settings (refused otherwise)")
         if name == "plan":
+            sizes(cmd)
             cmd.add_argument("--json", action="store_true", help="print JSON (HoodieCleanerPlan names + reasons)")
             cmd.add_argument("--engine", choices=["local", "spark", "auto"], default="local",
                              help="plan in this process, or fan out over partitions on Spark (SPARK_MASTER); "
                                   "auto: Spark from CLEANLINE_SPARK_MIN_FILES data files on")
         else:
             cmd.add_argument("--force", action="store_true", help="ignore hoodie.clean.trigger.max.commits")
-    run = command(clean, "run", _clean_run, "run pending cleans (requested or inflight) with progress")
+    whatif = sizes(command(clean, "what-if", _clean_what_if, "what a clean would free (files, bytes) for each "
+                           "retention setting, from one listing of the table; writes nothing"))
+    whatif.add_argument("--commits", type=_settings, default=list(range(1, 11)), metavar="N..M|N,N,...",
+                        help="KEEP_LATEST_COMMITS: commits retained to try (default 1..10; none: skip)")
+    whatif.add_argument("--hours", type=_settings, metavar="H,H,...",
+                        help="KEEP_LATEST_BY_HOURS: hours retained to try")
+    whatif.add_argument("--file-versions", type=_settings, metavar="N..M|N,N,...",
+                        help="KEEP_LATEST_FILE_VERSIONS: file versions retained to try")
+    whatif.add_argument("--now", metavar="yyyyMMddHHmmss", help="plan the hours settings as of this time "
+                        "(table timezone)")
+    whatif.add_argument("--no-incremental", action="store_true",
+                        help="plan every setting over every partition, not incrementally as a clean would")
+    whatif.add_argument("--json", action="store_true", help="print JSON (sizes in bytes)")
+    run = sizes(command(clean, "run", _clean_run, "run pending cleans (requested or inflight) with progress"))
     run.add_argument("--instant", metavar="T", help="only the pending clean at T")
     run.add_argument("--engine", choices=["local", "spark", "auto"], default="local",
                      help="delete with local threads, or fan out over files on Spark (SPARK_MASTER); auto: Spark "
@@ -500,7 +613,7 @@ def build_parser() -> argparse.ArgumentParser:
     delete = command(savepoint, "delete", _savepoint_delete, "delete a savepoint (its files become cleanable)")
     delete.add_argument("--instant", required=True, metavar="T", help="the savepoint to delete")
     delete.add_argument("--yes", action="store_true", help="do not ask for confirmation")
-    listing = command(savepoint, "list", _savepoint_list, "list savepoints with what they protect")
+    listing = sizes(command(savepoint, "list", _savepoint_list, "list savepoints with what they protect"))
     listing.add_argument("--json", action="store_true", help="print JSON")
 
     rs = command(commands, "restore", _restore, "restore a table to a savepoint (previewed first)")
@@ -510,6 +623,7 @@ def build_parser() -> argparse.ArgumentParser:
     which.add_argument("--instant", metavar="T", help="the write to roll back")
     which.add_argument("--failed", action="store_true", help="every failed write (EAGER or LAZY policy)")
     for cmd in (rs, rb):
+        sizes(cmd)
         cmd.add_argument("--preview", action="store_true", help="show what would happen; write nothing")
         cmd.add_argument("--yes", action="store_true", help="do not ask for confirmation")
         cmd.add_argument("--json", action="store_true", help="print the preview as JSON")
@@ -518,8 +632,8 @@ def build_parser() -> argparse.ArgumentParser:
         dest="sub", required=True)
     shown = command(mdt, "show", _mdt_show, "the metadata table's partitions, last instant and file groups")
     shown.add_argument("--json", action="store_true", help="print JSON")
-    valid = command(mdt, "validate", _mdt_validate, "compare the metadata table's file listing with storage, "
-                                                     "per partition; exit 1 on a difference")
+    valid = sizes(command(mdt, "validate", _mdt_validate, "compare the metadata table's file listing with storage, "
+                                                           "per partition; exit 1 on a difference"))
     valid.add_argument("--json", action="store_true", help="print JSON")
     drop = command(mdt, "drop", _mdt_drop, "delete the metadata table (a repair action: Hudi writers rebuild it)")
     drop.add_argument("--yes", action="store_true", help="do not ask for confirmation")
@@ -555,9 +669,10 @@ def _remote(args: argparse.Namespace) -> None:
         rows = [{"id": t["id"], "name": t["name"], "path": t["path"], "tableType": t["table_type"],
                  "tableVersion": t["table_version"], "syncStatus": t["sync_status"], "files": t["total_files"],
                  "bytes": t["total_bytes"], "failedWrites": t["failed_writes"]} for t in remote.tables(client)]
-        _emit(args, rows, lambda: _render_table(["id", "name", "type", "version", "sync", "files", "bytes", "path"], [
-            (t["id"], t["name"], t["tableType"], t["tableVersion"], t["syncStatus"], t["files"], t["bytes"], t["path"])
-            for t in rows]))
+        _emit(args, rows, lambda: _render_table(
+            ["id", "name", "type", "version", "sync", "files", _size_header(args), "path"],
+            [(t["id"], t["name"], t["tableType"], t["tableVersion"], t["syncStatus"], t["files"],
+              _size(args, t["bytes"]), t["path"]) for t in rows]))
         return
     table = client.table(args.path)
     if handler is _table_info:
@@ -565,9 +680,12 @@ def _remote(args: argparse.Namespace) -> None:
                 "tableVersion": table["table_version"], "metadataTableEnabled": table["metadata_table_enabled"],
                 "syncStatus": table["sync_status"], "syncedAt": table["synced_at"], "files": table["total_files"],
                 "bytes": table["total_bytes"], "failedWrites": table["failed_writes"]}
-        _emit(args, info, lambda: _render_table(["property", "value"], list(info.items())))
+        _emit(args, info, lambda: _render_table(["property", "value"], [
+            (k, _size(args, v) if k == "bytes" else v) for k, v in info.items()]))
     elif handler is _timeline:
         rows = [r for r in remote.instants(client, table) if args.archived or not r["archived"]]
+        if not args.reverse:  # newest first, as the console lists them
+            rows.reverse()
         _emit(args, [_remote_instant(r) | {"archived": r["archived"]} for r in rows], lambda: _render_table(
             ["requested", "completed", "action", "state", "timeline"],
             [(r["requested_time"], r["completion_time"], r["action"], r["state"],
@@ -579,8 +697,8 @@ def _remote(args: argparse.Namespace) -> None:
                   "comments": s["comments"], "files": s["files"], "bytes": s["bytes"],
                   "missingFiles": s["missing_files"], "holdsBackArchival": s["holds_back_archival"]} for s in points]
         _emit(args, saved, lambda: _render_table(
-            ["savepoint", "by", "files", "bytes", "missing", "holds back archival", "comment"],
-            [(s["instant"], s["savepointed_by"], s["files"], s["bytes"], s["missing_files"],
+            ["savepoint", "by", "files", _size_header(args), "missing", "holds back archival", "comment"],
+            [(s["instant"], s["savepointed_by"], s["files"], _size(args, s["bytes"]), s["missing_files"],
               "yes" if s["holds_back_archival"] else "no", s["comments"]) for s in points]))
     elif handler is _instant_show:
         detail = remote.instant_detail(client, table, args.instant, args.action)

@@ -219,6 +219,12 @@ def moment_of(value: str, timeline_timezone: str) -> datetime:
     return moment.replace(tzinfo=zone_of(timeline_timezone) or datetime.now().astimezone().tzinfo)
 
 
+def instant_time_of(moment: datetime, timeline_timezone: str) -> str:
+    """An aware datetime as a 17-digit instant time in the table's timeline zone (the inverse
+    of `moment_of`): UTC, or this process's local zone for LOCAL tables."""
+    return format_instant_time(moment.astimezone(zone_of(timeline_timezone)))
+
+
 def format_instant_time(moment: datetime) -> str:
     """A datetime as a 17-digit instant time (`yyyyMMddHHmmssSSS`)."""
     return moment.strftime(INSTANT_TIME_FORMAT) + f"{moment.microsecond // 1000:03d}"

@@ -14,6 +14,7 @@ from timeline.clean.config import CleanConfig
 from timeline.clean.executor import CleanResult, ProgressCallback, run_pending_cleans, schedule_clean
 from timeline.clean.planner import CleanPlan, plan_clean, plan_invalidations
 from timeline.clean.retention import check_retention, retention_shortfall
+from timeline.clean.store import StoredPlan, plan_clean_stored, store_settings
 from timeline.exceptions import InvalidInstantError
 from timeline.instant import Instant
 from timeline.mdt import drop_metadata_table
@@ -67,6 +68,24 @@ class Maintenance:
         if shortfall is None:
             return plan
         return replace(plan, notes=(*plan.notes, f"retention check off: {shortfall}"))
+
+    def plan_clean_stored(self, config: CleanConfig, folder: str, *, now: datetime | None = None,
+                          enforce_retention: bool = True) -> StoredPlan:
+        """`plan_clean` into a plan store (a local folder or object-store prefix the engine's
+        executors reach too): the file decisions are written there as Parquet where they are
+        made; the plan returned holds only totals and per-partition sums."""
+        shortfall = retention_shortfall(self.table.config.props, config)
+        if enforce_retention:
+            check_retention(self.table.uri, self.table.config.props, config)
+        if self.spark is not None:
+            from timeline.spark.clean import plan_clean_spark_stored
+
+            plan = plan_clean_spark_stored(self.spark, self.table.uri, config, folder, now=now)
+        else:
+            plan = plan_clean_stored(self.table, config, folder, now=now, s3=store_settings(folder))
+        if shortfall is None:
+            return plan
+        return replace(plan, notes=(*plan.notes, f"retention check off: {shortfall}")).save()
 
     def revalidate(self, plan: CleanPlan) -> list[str]:
         """Why the timeline as it is now invalidates the plan (empty: it may be scheduled); the

@@ -79,8 +79,8 @@ def tables(client: ConsoleClient) -> list[dict[str, Any]]:
 
 
 def instants(client: ConsoleClient, table: Mapping[str, Any], **filters: str) -> list[dict[str, Any]]:
-    """The console's mirror of a table's timeline (active and archived), oldest first as the
-    local `timeline` prints it."""
+    """The console's mirror of a table's timeline (active and archived), oldest first (the
+    local `timeline --reverse` order)."""
     return list(reversed(list(client.pages(f"/tables/{table['id']}/instants", **filters))))
 
 

@@ -137,7 +137,7 @@ class HudiTable:
             key = self._intact_key(status.path, status.size, status.mtime_ms)
             if key in _INTACT:
                 continue
-            self.read_state_file(status.path)
+            self.check_state_file(status.path, status.size)
             if len(_INTACT) >= _INTACT_MAX:
                 _INTACT.clear()
             _INTACT.add(key)
@@ -197,12 +197,21 @@ class HudiTable:
 
     def read_state_file(self, path: str, *, fields: Collection[str] | None = None) -> dict[str, Any] | None:
         """The decoded payload of one instant state file, by its path."""
-        name = path.rsplit("/", 1)[-1]
+        return metadata.decode(self.storage.read(path), path=path, **self._codec_of(path), fields=fields)
+
+    def check_state_file(self, path: str, size: int) -> None:
+        """Raise CorruptInstantError unless the state file at `path` (`size` bytes) decodes
+        (`read_state_file` would succeed); large JSON is read and checked as a stream."""
+        with self.storage.reader(path) as stream:
+            metadata.check(stream, size, path=path, **self._codec_of(path))
+
+    def _codec_of(self, path: str) -> dict[str, Any]:
+        """How a state file is decoded: its action and state (by its name), the layout, and
+        whether it is a layout-2 file carried over from a v6 table (still JSON)."""
         layout = self.config.layout_version
-        parsed = parse_file_name(name, layout)  # a completed compaction's plan is "compaction"
+        parsed = parse_file_name(path.rsplit("/", 1)[-1], layout)  # a completed compaction's plan is "compaction"
         legacy = layout >= 2 and parsed.is_completed and parsed.completion_time is None
-        return metadata.decode(self.storage.read(path), path=path, action=parsed.action, state=parsed.state,
-                               layout=layout, legacy=legacy, fields=fields)
+        return {"action": parsed.action, "state": parsed.state, "layout": layout, "legacy": legacy}
 
     def state_files(self, instant: Instant) -> dict[State, str]:
         """The state files of one instant found by name, without loading the timeline (a page

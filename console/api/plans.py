@@ -72,7 +72,8 @@ class FileFilters(Schema):
 @router.get("/tables/{table_id}/plans/{plan_id}/files", response={200: page_of(PlanFileOut), **ERRORS},
             summary="A plan's files")
 def plan_files(request: HttpRequest, table_id: int, plan_id: int, filters: Query[FileFilters]) -> dict[str, Any]:
-    """`show`: delete (default), keep or all; `q`: file names starting with it; `partition`."""
+    """`show`: delete (default), keep or all; `q`: file names containing it (case-insensitive); `partition`.
+    Read from the plan store a page at a time."""
     plan = plan_of(request, table_id, plan_id)
     rows = selectors.plan_file_rows(plan, delete={"delete": True, "keep": False}.get(filters.show),
                                     search=filters.q.strip(), partition=filters.partition)

@@ -100,7 +100,8 @@ class InstantFilters(Schema):
 @router.get("/tables/{table_id}/instants", response={200: page_of(InstantOut), **ERRORS}, summary="Timeline")
 def list_instants(request: HttpRequest, table_id: int, filters: Query[InstantFilters]) -> dict[str, Any]:
     """The table's instants newest first, with the timeline page's filters: `action`, `state`,
-    `since`/`until` (instant-time prefixes), `search` (instant time starts with)."""
+    `since`/`until` (instant-time prefixes, or dates `yyyy-mm-dd[Thh:mm[:ss]]` in the console's
+    time zone, both inclusive), `search` (digits anywhere in the requested or completion time)."""
     table = table_of(request, table_id)
     found = selectors.timeline_rows(table, selectors.TimelineFilters(
         action=filters.action, state=filters.state, since=filters.since, until=filters.until, search=filters.search))

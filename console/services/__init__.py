@@ -13,18 +13,25 @@ from console.services.operations import (
     savepoint_create,
     savepoint_delete,
 )
+from console.services.people import (
+    person_create,
+    person_deactivate,
+    person_reactivate,
+    person_role_change,
+)
 from console.services.plans import (
-    PLAN_BATCH,
     auto_clean,
     plan_approval_request,
     plan_approve,
     plan_build,
+    plan_folder,
     plan_holder,
     plan_reject,
     plan_request,
     plan_run,
     plan_store,
 )
+from console.services.retention import estimate_request, estimate_run
 from console.services.runs import run_gave_up
 from console.services.tables import (
     SyncResult,
@@ -39,9 +46,10 @@ from console.services.tables import (
 from console.services.tokens import token_create, token_revoke, token_user
 
 __all__ = [
+    "estimate_request",
+    "estimate_run",
     "Lease",
     "LockLost",
-    "PLAN_BATCH",
     "SyncResult",
     "TableBusy",
     "audit",
@@ -61,7 +69,12 @@ __all__ = [
     "plan_reject",
     "plan_request",
     "plan_run",
+    "plan_folder",
     "plan_store",
+    "person_create",
+    "person_deactivate",
+    "person_reactivate",
+    "person_role_change",
     "run_gave_up",
     "savepoint_create",
     "savepoint_delete",

@@ -10,16 +10,16 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
-from django.db.models import Count, DateTimeField, Q, Sum, Value
+from django.db.models import DateTimeField, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from console.models import (
     CleanPlan,
-    PlanFile,
     PlanStatus,
     Table,
 )
+from console.permissions import must_leave_approval_to_another
 from console.services.audit import audit
 from console.services.locks import Lease, LockLost, TableBusy, live_lock, table_lock
 from console.services.runs import _run_claim, _run_stopped
@@ -30,16 +30,17 @@ from timeline import (
     CleanlineError,
     CleanRefused,
     CleanResult,
-    FileStatus,
     HudiTable,
     Maintenance,
     PlanInvalidated,
     Progress,
+    StoredPlan,
+    StoreError,
+    compare_stored,
     engine_for,
     retention_shortfall,
     spark_session,
 )
-from timeline import CleanPlan as LakePlan
 
 logger = logging.getLogger(__name__)
 
@@ -76,22 +77,24 @@ def plan_request(*, table: Table, user: User | None, overrides: Mapping[str, Any
 
 
 def plan_build(*, plan: CleanPlan) -> CleanPlan:
-    """Run the library's planner and store the plan file by file as a DRAFT. When the library
-    refuses (a retention below the table's settings, a corrupt timeline, ...) the plan is
-    FAILED with its reason and audited; other errors propagate."""
+    """Run the library's planner into the plan's folder of the plan store (the engine writes
+    the file decisions there as Parquet) and keep its totals and per-partition sums as a
+    DRAFT. When the library refuses (a retention below the table's settings, a corrupt
+    timeline, ...) the plan is FAILED with its reason and audited; other errors propagate."""
     table = plan.table
+    folder = plan_folder(plan)
     try:
         lake = HudiTable.open(table.path)
         config = CleanConfig.from_properties(plan.settings)
         engine = "spark" if _on_spark(table) else "local"
-        result = _make_plan(table, lake, config, _enforced(plan), engine)
+        stored = _make_plan(table, lake, config, _enforced(plan), folder, engine)
     except CleanlineError as exc:
         CleanPlan.objects.filter(pk=plan.pk, status=PlanStatus.PLANNING).update(
             status=PlanStatus.FAILED, error=str(exc)[:2000], finished_at=timezone.now())
         audit(user=None, action="clean.plan.failed", table=table, parameters={"plan": plan.pk}, result=str(exc))
         plan.refresh_from_db()
         return plan
-    plan_store(plan=plan, result=result, warnings=_warnings(lake))
+    plan_store(plan=plan, stored=stored, warnings=_warnings(lake))
     CleanPlan.objects.filter(pk=plan.pk).update(engine=engine)
     plan.refresh_from_db()
     audit(user=None, action="clean.plan.built", table=table, parameters={"plan": plan.pk, "engine": engine},
@@ -99,33 +102,23 @@ def plan_build(*, plan: CleanPlan) -> CleanPlan:
     return plan
 
 
-def plan_store(*, plan: CleanPlan, result: LakePlan, warnings: list[str]) -> None:
-    """Store a planner's result: one row per file (in batches), totals and per-partition sums."""
-    PlanFile.objects.filter(plan=plan).delete()
-    decisions = result.decisions
-    for start in range(0, len(decisions), PLAN_BATCH):
-        PlanFile.objects.bulk_create([
-            PlanFile(plan=plan, partition=d.partition, file_name=d.file_name, path=d.path, size=d.size,
-                     delete=d.delete, reason=d.reason[:512], file_id=d.file_id, base_instant=d.base_instant_time)
-            for d in decisions[start:start + PLAN_BATCH]], batch_size=PLAN_BATCH)
-    doomed = result.files_to_delete
-    per_partition: dict[str, list[int]] = {}
-    for d in doomed:
-        totals = per_partition.setdefault(d.partition, [0, 0])
-        totals[0] += 1
-        totals[1] += d.size
-    ectr = result.earliest_instant_to_retain
+def plan_folder(plan: CleanPlan, suffix: str = "") -> str:
+    """The plan's folder in the plan store (CLEANLINE_PLAN_STORE)."""
+    return f"{settings.CLEANLINE_PLAN_STORE.rstrip('/')}/table-{plan.table_id}/plan-{plan.pk}{suffix}"
+
+
+def plan_store(*, plan: CleanPlan, stored: StoredPlan, warnings: list[str]) -> None:
+    """Keep a stored plan's totals and per-partition sums on the plan (its files stay in the store)."""
+    ectr = stored.earliest_instant_to_retain
+    with_deletes = [s for s in stored.sums if s.deletes]
     CleanPlan.objects.filter(pk=plan.pk).update(
-        status=PlanStatus.DRAFT, earliest_retained=ectr.requested_time if ectr else "",
-        last_completed_commit=result.last_completed_commit, incremental=result.incremental,
-        files_to_delete=len(doomed), bytes_to_delete=result.bytes_to_delete,
-        files_kept=len(decisions) - len(doomed), partitions_with_deletes=len(per_partition),
-        partitions_to_delete=list(result.partitions_to_delete), notes=list(result.notes), warnings=warnings,
-        partition_summary=[{"partition": p, "files": f, "bytes": b, "reclaimed": 0, "failed": 0}
-                           for p, (f, b) in sorted(per_partition.items())])
-
-
-PLAN_BATCH = 5000
+        status=PlanStatus.DRAFT, store=stored.uri, earliest_retained=ectr.requested_time if ectr else "",
+        last_completed_commit=stored.last_completed_commit, incremental=stored.incremental,
+        files_to_delete=stored.files_to_delete, bytes_to_delete=stored.bytes_to_delete,
+        files_kept=stored.files_kept, partitions_with_deletes=len(with_deletes),
+        partitions_to_delete=list(stored.partitions_to_delete), notes=list(stored.notes), warnings=warnings,
+        partition_summary=[{"partition": s.partition, "files": s.deletes, "bytes": s.bytes_to_delete, "reclaimed": 0,
+                            "failed": 0} for s in with_deletes])
 
 
 def _on_spark(table: Table) -> bool:
@@ -148,15 +141,16 @@ def _enforced(plan: CleanPlan) -> bool:
     return plan.settings.get(ENFORCE_RETENTION, "true") != "false"
 
 
-def _make_plan(table: Table, lake: HudiTable, config: CleanConfig, enforce_retention: bool,
-               engine: str | None = None) -> LakePlan:
-    """The planner on `engine` ("local" or "spark"; by default the one the table's size calls for)."""
+def _make_plan(table: Table, lake: HudiTable, config: CleanConfig, enforce_retention: bool, folder: str,
+               engine: str | None = None) -> StoredPlan:
+    """The planner on `engine` ("local" or "spark"; by default the one the table's size calls
+    for), writing the plan's files into the plan store at `folder`."""
     on_spark = _on_spark(table) if engine is None else engine == "spark"
     services = table_services(table, lake, spark=_spark() if on_spark else None)
-    return services.plan_clean(config, enforce_retention=enforce_retention)
+    return services.plan_clean_stored(config, folder, enforce_retention=enforce_retention)
 
 
-def _run_clean(table: Table, lake: HudiTable, instant: str, progress: Any, sizes: Mapping[str, int]) -> Any:
+def _run_clean(table: Table, lake: HudiTable, instant: str, progress: Any, sizes: Mapping[str, int] | None) -> Any:
     return _maintenance(table, lake).run_cleans(instant=instant, progress=progress, sizes=sizes)
 
 
@@ -198,8 +192,7 @@ def _check_approvable(plan: CleanPlan, user: User | None) -> None:
     if plan.files_to_delete == 0 and not plan.partitions_to_delete:
         raise ValidationError("Nothing to clean: this plan deletes no file, so there is nothing to approve "
                               "(Hudi schedules no clean for it either).")
-    if (settings.CLEANLINE_APPROVER_MUST_DIFFER and not plan.automatic and user is not None
-            and plan.requested_by_id == user.pk):
+    if user is not None and must_leave_approval_to_another(user, plan):
         raise ValidationError("The approver must differ from the requester (CLEANLINE_APPROVER_MUST_DIFFER).")
 
 
@@ -239,6 +232,14 @@ def plan_approve(*, plan: CleanPlan, user: User | None) -> CleanPlan:
 
 
 def _approve_claimed(plan: CleanPlan, user: User | None, lease: Lease) -> CleanPlan:
+    """The approval itself; the plan re-made for the check is dropped from the store after."""
+    try:
+        return _approve_checked(plan, user, lease)
+    finally:
+        StoredPlan.remove(plan_folder(plan, "-check"))
+
+
+def _approve_checked(plan: CleanPlan, user: User | None, lease: Lease) -> CleanPlan:
     table = plan.table
     # Under the table lock, a plan still APPROVING was claimed by an approval that died.
     if not CleanPlan.objects.filter(pk=plan.pk, status__in=(PlanStatus.DRAFT, PlanStatus.APPROVING)).update(
@@ -249,8 +250,9 @@ def _approve_claimed(plan: CleanPlan, user: User | None, lease: Lease) -> CleanP
     try:
         lake = HudiTable.open(table.path)
         config = CleanConfig.from_properties(plan.settings)
-        now_plan = _make_plan(table, lake, config, _enforced(plan), plan.engine or None)
-        reasons = _differences(plan, now_plan)
+        stored = StoredPlan.open(plan.store)
+        now_plan = _make_plan(table, lake, config, _enforced(plan), plan_folder(plan, "-check"), plan.engine or None)
+        reasons = compare_stored(stored, now_plan)
         if reasons:
             claim.update(status=PlanStatus.STALE, stale_reasons=reasons[:200], run_token="")
             audit(user=user, action="clean.plan.stale", table=table, parameters={"plan": plan.pk},
@@ -259,7 +261,7 @@ def _approve_claimed(plan: CleanPlan, user: User | None, lease: Lease) -> CleanP
             return plan
         lease.check(now=True)  # still this approval's table, immediately before the first write
         try:
-            instant = table_services(table, lake).schedule_clean(now_plan, config, force=True)
+            instant = table_services(table, lake).schedule_clean(now_plan.to_clean_plan(), config, force=True)
         except PlanInvalidated as exc:  # the timeline re-read under the table's Hudi lock
             claim.update(status=PlanStatus.STALE, stale_reasons=exc.reasons[:200], run_token="")
             audit(user=user, action="clean.plan.stale", table=table, parameters={"plan": plan.pk},
@@ -289,18 +291,6 @@ def _approve_claimed(plan: CleanPlan, user: User | None, lease: Lease) -> CleanP
     return plan
 
 
-def _differences(plan: CleanPlan, now_plan: LakePlan) -> list[str]:
-    """Why a stored plan is no longer what the planner gives, file by file."""
-    stored = dict(plan.files.filter(delete=True).values_list("path", "reason"))
-    now = {d.path: d for d in now_plan.decisions}
-    reasons = [f"{path}: now kept ({now[path].reason})" if path in now and not now[path].delete
-               else f"{path}: no longer in the table's listing" for path in stored
-               if path not in now or not now[path].delete]
-    reasons += [f"{d.path}: would now also be deleted ({d.reason})" for d in now_plan.files_to_delete
-                if d.path not in stored]
-    return reasons
-
-
 def plan_run(*, plan: CleanPlan, task_id: str = "") -> CleanPlan:
     """Run an approved plan's clean under the table lock, with progress on the row. The run
     claims the plan first: a copy that finds it already settled does nothing; one that took
@@ -316,7 +306,8 @@ def plan_run(*, plan: CleanPlan, task_id: str = "") -> CleanPlan:
         if mine is None:
             plan.refresh_from_db()
             return plan
-        sizes = dict(plan.files.filter(delete=True).values_list("path", "size"))
+        stored = _readable_store(plan)
+        sizes = stored.sizes() if stored is not None else None
         last = [0.0]
 
         def progress(p: Progress) -> None:
@@ -339,11 +330,10 @@ def plan_run(*, plan: CleanPlan, task_id: str = "") -> CleanPlan:
                 audit(user=None, action="clean.run.failed", table=table, parameters={"plan": plan.pk}, result=str(exc))
             plan.refresh_from_db()
             return plan
-        _record_outcomes(plan, result)
+        sums = stored.write_outcomes(result.outcomes) if stored is not None else {}
         if bytes_deleted is None:
-            bytes_deleted = plan.files.filter(delete=True, outcome=PlanFile.Outcome.DELETED).aggregate(
-                total=Sum("size"))["total"] or 0
-        mine.update(partition_summary=_partition_summary(plan))
+            bytes_deleted = sum(deleted for deleted, _, _ in sums.values())
+        mine.update(partition_summary=_partition_summary(plan, sums))
         completed = mine.update(status=PlanStatus.COMPLETED, finished_at=timezone.now(),
                                 progress_done=plan.files_to_delete, progress_bytes=bytes_deleted)
     if not completed:
@@ -356,8 +346,19 @@ def plan_run(*, plan: CleanPlan, task_id: str = "") -> CleanPlan:
     return plan
 
 
+def _readable_store(plan: CleanPlan) -> StoredPlan | None:
+    """The plan's store for sizes and outcomes; None when it cannot be read (a plan made before
+    plan stores, a store removed by hand). The clean is on the timeline already and runs all
+    the same: sizes then come from listings, and the report from the completed clean."""
+    try:
+        return StoredPlan.open(plan.store) if plan.store else None
+    except StoreError as exc:
+        logger.warning("plan %s: its plan store cannot be read (%s); running its clean without it", plan.pk, exc)
+        return None
+
+
 def _clean_of_plan(table: Table, plan: CleanPlan, progress: Any,
-                   sizes: Mapping[str, int]) -> tuple[CleanResult, int | None]:
+                   sizes: Mapping[str, int] | None) -> tuple[CleanResult, int | None]:
     """Run the plan's pending clean; if an earlier run already completed it on the timeline
     (and died before recording so), its metadata is the result (bytes then come from the
     plan's rows: None)."""
@@ -367,22 +368,6 @@ def _clean_of_plan(table: Table, plan: CleanPlan, progress: Any,
         return CleanResult.from_report(done, lake.inspect.clean_report(done)), None
     (result,) = _run_clean(table, lake, plan.clean_instant, progress, sizes)
     return result, result.bytes_deleted
-
-
-_OUTCOMES = {FileStatus.DELETED: PlanFile.Outcome.DELETED, FileStatus.GONE: PlanFile.Outcome.GONE,
-             FileStatus.FAILED: PlanFile.Outcome.FAILED}
-
-
-def _record_outcomes(plan: CleanPlan, result: CleanResult) -> None:
-    """Each planned file's outcome: deleted by this clean, already gone, or failed."""
-    names: dict[tuple[FileStatus, str], list[str]] = {}
-    for o in result.outcomes:
-        if not o.is_bootstrap:
-            names.setdefault((o.status, o.partition), []).append(o.file_name)
-    for (status, partition), found in names.items():
-        for start in range(0, len(found), PLAN_BATCH):
-            plan.files.filter(delete=True, partition=partition,
-                              file_name__in=found[start:start + PLAN_BATCH]).update(outcome=_OUTCOMES[status])
 
 
 def auto_clean(*, table: Table) -> CleanPlan | None:
@@ -408,9 +393,11 @@ def auto_clean(*, table: Table) -> CleanPlan | None:
     return plan
 
 
-def _partition_summary(plan: CleanPlan) -> list[dict[str, Any]]:
-    """Per partition: files and bytes planned, bytes reclaimed and files failed (after a run)."""
-    return [dict(row, reclaimed=row["reclaimed"] or 0) for row in plan.files.filter(delete=True).values(
-        "partition").annotate(files=Count("id"), bytes=Sum("size"),
-                              reclaimed=Sum("size", filter=Q(outcome__in=("deleted", "gone"))),
-                              failed=Count("id", filter=Q(outcome="failed"))).order_by("partition")]
+def _partition_summary(plan: CleanPlan, sums: Mapping[str, tuple[int, int, int]]) -> list[dict[str, Any]]:
+    """Per partition: files and bytes planned, bytes reclaimed (deleted or already gone) and
+    files failed, from the run's outcomes."""
+    summary = []
+    for row in plan.partition_summary:
+        deleted, gone, failed = sums.get(row["partition"], (0, 0, 0))
+        summary.append(dict(row, reclaimed=deleted + gone, failed=failed))
+    return summary

@@ -221,6 +221,17 @@ def test_planner_by_hours_keeps_the_version_before_the_window() -> None:
     assert sorted(d.file_name for d in result.files_to_delete) == names[:2]
 
 
+def test_planner_by_hours_with_no_commit_in_the_window_deletes_nothing_and_says_why() -> None:
+    """getEarliestCommitToRetain takes the first completed commit at or after the cutoff: with
+    every commit older than the window there is none, and nothing is cleaned."""
+    lake = Lake(MemoryStorage(), "/t", version=8, extra_props={"hoodie.table.timeline.timezone": "UTC"})
+    rewrite_history(lake, [f"20261101{h:02d}0000000" for h in range(6)])
+    config = CleanConfig(policy=CleanPolicy.KEEP_LATEST_BY_HOURS, hours_retained=1)
+    result = plan_clean(HudiTable.load(lake.storage, "/t"), config, now=datetime(2026, 11, 2, 12, 0, tzinfo=UTC))
+    assert result.earliest_instant_to_retain is None and not result.files_to_delete
+    assert "no completed commit in the last 1 hours retained" in result.notes[0], result.notes
+
+
 def test_planner_plan_serialises_as_hoodie_cleaner_plan_v2(version: int) -> None:
     lake = Lake(MemoryStorage(), "/t", version=version)
     rewrite_history(lake, T[:5])

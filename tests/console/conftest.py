@@ -14,7 +14,15 @@ import pytest
 import redis
 from django.db import connection
 
+from tests.conftest import PLAN_STORE
+
 ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+def plan_store(settings) -> None:  # type: ignore[no-untyped-def]
+    """Plans of this test run go to its temporary plan store (tests/conftest.py), never var/."""
+    settings.CLEANLINE_PLAN_STORE = PLAN_STORE
 
 
 @pytest.fixture(autouse=True)

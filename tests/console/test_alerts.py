@@ -26,7 +26,8 @@ from django.urls import reverse
 
 from console import services, tasks
 from console.alerts import check_alerts
-from console.models import Alert, AlertKind, AlertRule, AuditEvent, CleanPlan, PlanFile, PlanStatus, Table
+from console.models import Alert, AlertKind, AlertRule, AuditEvent, CleanPlan, PlanStatus, Table
+from console.selectors import stored_plan
 from tests.console.conftest import login, person
 from tests.console.retention import SHORT_RETENTION
 from timeline import HudiTable
@@ -190,12 +191,12 @@ def test_alerts_a_failed_clean_fires_once_through_the_task_and_resolves_when_a_c
 def test_alerts_a_stale_plan_fires_and_resolves_once_a_new_plan_is_requested(console_table, sinks: Sinks) -> None:
     table = console_table("sample_table/mor/avro/v9_txns_simple_nometa")
     plan = drafted(table, policy="KEEP_LATEST_FILE_VERSIONS", file_versions_retained=1)
-    doomed = PlanFile.objects.filter(plan=plan, delete=True).exclude(file_name__startswith=".").first()
+    doomed = next(f for f in stored_plan(plan).deletes() if not f.file_name.startswith("."))  # type: ignore[union-attr]
     assert doomed is not None
     HudiTable.open(table.path).maintenance().create_savepoint(doomed.base_instant)
     assert services.plan_approve(plan=plan, user=None).status == PlanStatus.STALE
     alert = fires_once(table, AlertKind.PLAN_STALE, sinks)
-    assert alert.key == f"plan:{plan.pk}" and doomed.path in alert.message
+    assert alert.key == f"plan:{plan.pk}" and f"now kept (savepoint {doomed.base_instant})" in alert.message
     services.plan_request(table=table, user=None, overrides=SHORT_RETENTION)
     resolves(alert, sinks)
 

@@ -20,7 +20,8 @@ from django.test import Client, TestCase
 from openapi_spec_validator import validate
 
 from console import services
-from console.models import ApiToken, AuditEvent, CleanPlan, Job, PlanFile, PlanStatus, Table
+from console.models import ApiToken, AuditEvent, CleanPlan, Job, PlanStatus, Table
+from console.selectors import stored_plan
 from tests.console.conftest import person
 from tests.console.retention import SHORT_RETENTION
 from tests.console.waiting import wait_for
@@ -126,7 +127,7 @@ def test_every_endpoint_answers_each_role_as_its_permissions_say(table: Table, c
                 assert response.json()["title"] == "Forbidden"
             elif method == "GET":
                 assert response.status_code == 200, (role, method, path, response.content[:300])
-    assert PlanFile.objects.filter(plan=plan).exists() and Table.objects.filter(pk=table.pk).exists()
+    assert stored_plan(plan).files and Table.objects.filter(pk=table.pk).exists()
 
 
 def test_viewer_refusals_change_nothing(table: Table, callers: dict[str, Caller]) -> None:

@@ -10,7 +10,8 @@ from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 
 from console import services
-from console.models import AuditEvent, CleanPlan, PlanFile, PlanStatus, Table
+from console.models import AuditEvent, CleanPlan, PlanStatus, Table
+from console.selectors import stored_plan
 from tests.clean.test_fixture_cleans import rows
 from tests.console.conftest import person
 from tests.console.retention import SHORT_RETENTION
@@ -40,10 +41,12 @@ def test_plan_draft_stores_every_file_with_reasons_and_totals(table: Table) -> N
     plan = drafted(table, person("op", "operator"))
     lake = HudiTable.open(table.path)
     assert plan.status == PlanStatus.DRAFT and plan.policy == "KEEP_LATEST_COMMITS"
-    assert plan.files_to_delete == PlanFile.objects.filter(plan=plan, delete=True).count() > 0
-    assert plan.files_kept == PlanFile.objects.filter(plan=plan, delete=False).count() > 0
-    assert plan.bytes_to_delete == sum(PlanFile.objects.filter(plan=plan, delete=True).values_list("size", flat=True))
-    assert all(PlanFile.objects.filter(plan=plan).values_list("reason", flat=True))
+    files = list(stored_plan(plan).iter_rows())  # type: ignore[union-attr]
+    assert plan.files_to_delete == sum(1 for f in files if f.delete) > 0
+    assert plan.files_kept == sum(1 for f in files if not f.delete) > 0
+    assert plan.bytes_to_delete == sum(f.size for f in files if f.delete)
+    assert all(f.reason for f in files)
+    assert plan.store.startswith(services.plan_folder(plan))
     assert not lake.timeline.cleans()  # nothing touches the timeline before approval
     assert any("retention check off: retains 1 commits, fewer than the table's configured" in n for n in plan.notes)
     assert actions(table) == ["table.registered", "clean.plan.requested", "clean.plan.built"]
@@ -60,16 +63,32 @@ def test_plan_approve_run_complete_and_the_report(table: Table) -> None:
     plan = services.plan_run(plan=plan, task_id="t-1")
     assert plan.status == PlanStatus.COMPLETED and plan.progress_done == plan.files_to_delete
     assert plan.progress_bytes == plan.bytes_to_delete
-    assert set(PlanFile.objects.filter(plan=plan, delete=True).values_list("outcome", flat=True)) == {"deleted"}
-    assert set(PlanFile.objects.filter(plan=plan, delete=False).values_list("outcome", flat=True)) == {""}
+    files = list(stored_plan(plan).iter_rows())  # type: ignore[union-attr]
+    assert {f.outcome for f in files if f.delete} == {"deleted"} and {f.outcome for f in files if not f.delete} == {""}
+    assert sum(p["reclaimed"] for p in plan.partition_summary) == plan.bytes_to_delete
     assert rows(path) == latest
     assert actions(table)[-2:] == ["clean.plan.approved", "clean.run.completed"]
+
+
+def test_plan_run_without_its_plan_store_still_runs_the_approved_clean(table: Table) -> None:
+    """The clean is on the timeline once approved: a store removed by hand (or a plan made
+    before stores) must not leave it pending; sizes come from listings, the report from the
+    completed clean."""
+    plan = drafted(table, person("op", "operator"))
+    path = Path(table.path.removeprefix("file:"))
+    latest = rows(path)
+    plan = services.plan_approve(plan=plan, user=person("boss", "admin"))
+    stored_plan(plan).delete()  # type: ignore[union-attr]
+    plan = services.plan_run(plan=plan, task_id="t-1")
+    assert plan.status == PlanStatus.COMPLETED and plan.progress_bytes == plan.bytes_to_delete
+    lake = HudiTable.open(table.path)
+    assert not lake.timeline.cleans().pending() and rows(path) == latest
 
 
 def test_plan_goes_stale_when_a_new_savepoint_protects_a_file(table: Table) -> None:
     plan = drafted(table, person("op", "operator"), policy="KEEP_LATEST_FILE_VERSIONS", file_versions_retained=1)
     lake = HudiTable.open(table.path)
-    doomed = PlanFile.objects.filter(plan=plan, delete=True).exclude(file_name__startswith=".").first()
+    doomed = next(f for f in stored_plan(plan).deletes() if not f.file_name.startswith("."))  # type: ignore[union-attr]
     assert doomed is not None
     target = next(i for i in lake.timeline.commits().completed() if i.requested_time == doomed.base_instant)
     create_savepoint(lake, target.requested_time)

@@ -12,10 +12,10 @@ import signal
 from pathlib import Path
 
 import pytest
-from django.db.models import Count
 
 from console import services
-from console.models import CleanPlan, PlanFile, PlanStatus, TableLock
+from console.models import CleanPlan, PlanStatus, TableLock
+from console.selectors import stored_plan
 from tests.clean.test_fixture_cleans import rows
 from tests.console.retention import SHORT_RETENTION
 from tests.console.waiting import wait_for
@@ -62,8 +62,9 @@ def test_clean_worker_plan_approve_execute_on_spark(start_worker, spark_env, set
     plan.refresh_from_db()
     assert plan.status == PlanStatus.COMPLETED and plan.progress_done == plan.files_to_delete
     assert all(rows(path, t) == before[t] for t in retained)
-    planned = set(PlanFile.objects.filter(plan=plan, delete=True).values_list("file_name", flat=True))
-    reported = set(PlanFile.objects.filter(plan=plan, outcome="deleted").values_list("file_name", flat=True))
+    files = list(stored_plan(plan).iter_rows())  # type: ignore[union-attr]
+    planned = {f.file_name for f in files if f.delete}
+    reported = {f.file_name for f in files if f.outcome == "deleted"}
     clean = HudiTable.open(table.path).read_instant(HudiTable.open(table.path).timeline.cleans().last())  # type: ignore[arg-type]
     listed = {n for meta in (clean or {})["partitionMetadata"].values() for n in meta["successDeleteFiles"]}
     assert planned == reported == listed
@@ -86,8 +87,7 @@ def test_clean_worker_killed_mid_clean_a_new_worker_finishes_it(start_worker, sp
     plan = services.plan_request(table=table, user=None, overrides=SHORT_RETENTION)
     build_clean_plan.delay(plan.pk).get(timeout=300)
     plan = services.plan_approve(plan=CleanPlan.objects.get(pk=plan.pk), user=None)
-    doomed = [Path(p.removeprefix("file:"))
-              for p in PlanFile.objects.filter(plan=plan, delete=True).values_list("path", flat=True)]
+    doomed = [Path(f.path.removeprefix("file:")) for f in stored_plan(plan).deletes()]  # type: ignore[union-attr]
     assert len(doomed) == 8000
     run_clean_plan.delay(plan.pk)
     wait_for(lambda: sum(1 for p in doomed[::50] if not p.exists()) > 0, 300, "the first deletes")
@@ -102,7 +102,7 @@ def test_clean_worker_killed_mid_clean_a_new_worker_finishes_it(start_worker, sp
     assert plan.progress_done == len(doomed) and not any(p.exists() for p in doomed)
     # the dead worker's deletes are "already gone" to the new one; the rest it deleted itself (a
     # few more may go after `left` was counted: the dead worker's Spark executors finish their task)
-    outcomes = dict(PlanFile.objects.filter(plan=plan, delete=True).values_list("outcome").annotate(n=Count("pk")))
+    outcomes = stored_plan(plan).outcome_counts()  # type: ignore[union-attr]
     assert set(outcomes) == {"deleted", "gone"} and sum(outcomes.values()) == len(doomed)
     assert 0 < outcomes["deleted"] <= left and outcomes["gone"] >= len(doomed) - left
     assert not TableLock.objects.filter(table=table).exists()

@@ -13,6 +13,7 @@ from django.urls import reverse
 
 from console import services
 from console.models import AuditEvent, CleanPlan, Job, JobStatus, PlanStatus, SyncStatus, Table
+from console.selectors import stored_plan
 from tests.console.conftest import login, person
 from tests.console.retention import SHORT_RETENTION
 from tests.test_rollback import fake_failed_write
@@ -143,7 +144,7 @@ def test_hardening_savepoint_refused_while_an_approved_clean_would_delete_its_fi
         table=table, user=person("op", "operator"),
         overrides={"policy": "KEEP_LATEST_FILE_VERSIONS", "file_versions_retained": 1,
                    "allow_short_retention": True}))
-    doomed = plan.files.filter(delete=True).exclude(file_name__startswith=".").first()
+    doomed = next(f for f in stored_plan(plan).deletes() if not f.file_name.startswith("."))  # type: ignore[union-attr]
     assert doomed is not None
     plan = services.plan_approve(plan=plan, user=person("boss", "admin"))
     assert plan.status == PlanStatus.APPROVED

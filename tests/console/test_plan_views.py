@@ -9,7 +9,8 @@ import pytest
 from django.urls import reverse
 
 from console import services
-from console.models import CleanPlan, PlanFile, PlanStatus, Table
+from console.models import CleanPlan, PlanStatus, Table
+from console.selectors import stored_plan
 from tests.console.conftest import login
 from tests.console.retention import SHORT_RETENTION, SHORT_RETENTION_FORM
 
@@ -33,9 +34,8 @@ def test_plan_views_operator_plans_admin_approves_and_downloads_the_report(
     kept = operator.get(reverse("console:plan", args=[table.pk, plan.pk]), {"show": "keep", "partition": "region=eu"})
     assert b"latest version" in kept.content and b"region=us" not in kept.content.split(b"<h2>Files</h2>")[1].split(
         b"</select>")[-1]
-    first = PlanFile.objects.filter(plan=plan, delete=True).order_by("file_name").first()
-    assert first is not None
-    found = operator.get(reverse("console:plan", args=[table.pk, plan.pk]), {"q": first.file_name[:12]})
+    first = min(stored_plan(plan).deletes(), key=lambda f: f.file_name)  # type: ignore[union-attr]
+    found = operator.get(reverse("console:plan", args=[table.pk, plan.pk]), {"q": first.file_name[3:14]})
     assert first.file_name.encode() in found.content
     assert operator.post(reverse("console:plan_approve", args=[table.pk, plan.pk])).status_code == 403
     assert admin.get(reverse("console:plan_approve", args=[table.pk, plan.pk])).status_code == 405

@@ -19,7 +19,8 @@ import pytest
 from django.urls import reverse
 
 from console import selectors, services
-from console.models import CleanPlan, Job, JobStatus, PlanFile, PlanStatus, SyncStatus, Table
+from console.models import CleanPlan, Job, JobStatus, PlanStatus, SyncStatus, Table
+from console.selectors import stored_plan
 from console.settings import s3_roots
 from tests.conftest import FIXTURES, unzip_table
 from tests.console.conftest import ROOT, login
@@ -95,8 +96,9 @@ def test_s3_console_register_sync_plan_approve_run_savepoint_rollback_with_the_r
     assert plan.status == PlanStatus.COMPLETED and plan.progress_done == plan.files_to_delete
 
     # the report: every planned file deleted, as the completed clean on the lake says; retained instants read as before
-    planned = set(PlanFile.objects.filter(plan=plan, delete=True).values_list("path", flat=True))
-    reported = set(PlanFile.objects.filter(plan=plan, outcome="deleted").values_list("path", flat=True))
+    files = list(stored_plan(plan).iter_rows())  # type: ignore[union-attr]
+    planned = {f.path for f in files if f.delete}
+    reported = {f.path for f in files if f.outcome == "deleted"}
     lake = HudiTable.open(uri)
     clean = lake.read_instant(lake.timeline.cleans().last())  # type: ignore[arg-type]
     listed = {n for meta in (clean or {})["partitionMetadata"].values() for n in meta["successDeleteFiles"]}

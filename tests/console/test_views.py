@@ -56,7 +56,8 @@ def pages(table: Table) -> list[str]:
     assert instant is not None
     return [reverse("console:catalog"), reverse("console:overview", args=[table.pk]),
             reverse("console:timeline", args=[table.pk]), reverse("console:instant", args=[table.pk, instant.pk]),
-            reverse("console:file_groups", args=[table.pk]), reverse("console:sync_status", args=[table.pk])]
+            reverse("console:file_groups", args=[table.pk]), reverse("console:sync_status", args=[table.pk]),
+            reverse("console:retention", args=[table.pk])]
 
 
 @pytest.mark.parametrize("role", ROLES)
@@ -193,14 +194,19 @@ def _clean_run_pending(table: Table, table_copy: Callable[[str], Path]) -> Case:
                 lambda queued: table.jobs.filter(kind=Job.Kind.CLEAN, target=instant).exists() and len(queued) == 1)
 
 
+def _retention_request(table: Table, table_copy: Callable[[str], Path]) -> Case:
+    return Case(reverse("console:retention_request", args=[table.pk]), {"commits": "1..3", "hours": ""},
+                lambda queued: table.retention_estimates.exists() and len(queued) == 1)
+
+
 MUTATIONS: dict[str, Prepare] = {
     "register": _register, "sync": _sync, "lock_break": _lock_break, "plan_request": _plan_request,
     "plan_approve": _plan_approve, "plan_reject": _plan_reject, "savepoint_create": _savepoint_create,
     "savepoint_delete": _savepoint_delete, "restore_run": _restore_run, "rollback_run": _rollback_run,
     "table_settings": _table_settings, "clean_run_pending": _clean_run_pending,
-    "metadata_table_drop": _metadata_table_drop,
+    "metadata_table_drop": _metadata_table_drop, "retention_request": _retention_request,
 }
-OPERATOR_MAY = {"sync", "plan_request", "savepoint_create"}
+OPERATOR_MAY = {"sync", "plan_request", "savepoint_create", "retention_request"}
 
 
 def named_patterns(patterns: list[Any], namespace: str = "") -> Iterator[tuple[str, URLPattern]]:
@@ -226,9 +232,11 @@ def test_views_post_only_urls_are_exactly_the_mutation_matrix() -> None:
                   for key, converter in pattern.pattern.converters.items()}
         answers[name] = admin.get(reverse(name, kwargs=kwargs)).status_code
     post_only = {name for name, status in answers.items() if status == 405}
-    # a user's own API tokens (any role; tests/console/test_api.py) are POST-only too
+    # a user's own API tokens (any role; tests/console/test_api.py) and the People page's changes
+    # (their persona matrix: tests/console/test_people.py) are POST-only too
+    people = {"console:people_create", "console:people_role", "console:people_deactivate", "console:people_reactivate"}
     assert post_only == {f"console:{name}" for name in MUTATIONS} | {"logout", "console:token_create",
-                                                                     "console:token_revoke"}, answers
+                                                                     "console:token_revoke"} | people, answers
     assert answers.pop("favicon") == 301  # to the static icon
     assert set(answers.values()) <= {200, 404, 405}, answers
 

@@ -214,7 +214,7 @@ def plan_clean(table: HudiTable, config: CleanConfig, *, now: datetime | None = 
     if start.context is None:
         return finish_plan(start, ())
     if start.partitions is not None:
-        listing = _list_some(table, start.partitions)
+        listing = list_some(table, start.partitions)
     else:
         listing = listing or table.list_partitions()
     with paused_gc():
@@ -226,13 +226,15 @@ def plan_clean(table: HudiTable, config: CleanConfig, *, now: datetime | None = 
 def _why_no_ectr(timeline: Timeline, config: CleanConfig) -> str:
     completed = len(timeline.commits_and_compaction().completed())
     if config.policy is CleanPolicy.KEEP_LATEST_BY_HOURS:
-        return f"no completed commit is older than {config.hours_retained} hours retained"
+        # CleanerUtils.getEarliestCommitToRetain: the first completed commit at or after the
+        # cutoff; with none inside the window there is no earliest commit to retain
+        return f"no completed commit in the last {config.hours_retained} hours retained, so none to retain from"
     if completed <= config.commits_retained:
         return f"{completed} completed commits, not more than the {config.commits_retained} retained"
     return "a pending write holds the retained window at the start of the timeline"
 
 
-def _list_some(table: HudiTable, partitions: Iterable[str]) -> TableListing:
+def list_some(table: HudiTable, partitions: Iterable[str]) -> TableListing:
     """List only the given partitions; a partition that is gone lists as empty."""
     return TableListing({partition: list_partition(table.storage, table.base, partition) for partition in partitions})
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, BinaryIO
 
 from timeline.exceptions import CorruptInstantError
 from timeline.instant import (
@@ -99,6 +99,28 @@ def decode(data: bytes, *, path: str, action: str, state: State, layout: int,
     if codec.json_in_layout1 or codec.json_always:
         return jsonmeta.decode(data, path=path)
     raise CorruptInstantError(path, f"expected an Avro {codec.avro} (no Avro header found)")
+
+
+# A JSON state file above this size is checked intact as a stream rather than decoded: below
+# it, decoding whole is several times faster than iterating the stream's events (a commit of
+# 5,000 files decodes in milliseconds), and what it holds is freed at once; above it, memory
+# stays constant however many files a commit lists (a 200,000-file commit is about 100 MB).
+STREAM_CHECK_BYTES = 16 << 20
+
+
+def check(stream: BinaryIO, size: int, *, path: str, action: str, state: State, layout: int,
+          legacy: bool = False) -> None:
+    """Whether a state file (open as `stream`, `size` bytes) decodes: `decode`'s checks, raising
+    CorruptInstantError, without keeping what it holds. JSON above STREAM_CHECK_BYTES is parsed
+    as a stream in constant memory; everything else is decoded whole."""
+    codec = _codec(action, state, path)
+    if size > STREAM_CHECK_BYTES and (codec.json_in_layout1 or codec.json_always):
+        head = stream.read(len(AVRO_MAGIC))
+        stream.seek(0)
+        if head != AVRO_MAGIC:
+            jsonmeta.check(stream, path=path)
+            return
+    decode(stream.read(), path=path, action=action, state=state, layout=layout, legacy=legacy)
 
 
 def encode(record: Mapping[str, Any], *, action: str, state: State, layout: int) -> bytes:

@@ -4,7 +4,7 @@ delta-commit and replace-commit metadata and schema-commit history."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, BinaryIO
 
 from timeline.exceptions import CorruptInstantError
 
@@ -20,6 +20,37 @@ def decode(data: bytes, *, path: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise CorruptInstantError(path, f"expected a JSON object, found {type(value).__name__}")
     return value
+
+
+# ijson's first event -> the Python type `decode` names for a top level that is not an object
+_KINDS = {"start_array": "list", "string": "str", "number": "int", "boolean": "bool", "null": "NoneType"}
+
+
+def check(stream: BinaryIO, *, path: str) -> None:
+    """What `decode` checks (UTF-8 JSON whose top level is an object), read as a stream: memory
+    stays constant however many files a commit lists (ijson's C parser; no Python object per
+    value). A file of only white space is an empty object, as `decode` reads it."""
+    import ijson
+
+    try:
+        while True:  # nothing but white space is an empty object
+            chunk = stream.read(1 << 16)
+            if not chunk:
+                return
+            if chunk.strip():
+                break
+        stream.seek(0)
+        events = ijson.basic_parse(stream, use_float=True)
+        first = next(events, None)
+        if first is None:
+            raise CorruptInstantError(path, "invalid JSON: no value")
+        if first[0] != "start_map":
+            found = _KINDS.get(first[0], first[0])
+            raise CorruptInstantError(path, f"expected a JSON object, found {found}")
+        for _ in events:
+            pass
+    except ijson.JSONError as exc:
+        raise CorruptInstantError(path, f"invalid JSON: {exc}") from exc
 
 
 def _render(value: Any, indent: int) -> str:

@@ -12,7 +12,7 @@ from datetime import datetime
 from itertools import chain, groupby, repeat
 from operator import attrgetter
 
-from pyspark import Accumulator
+from pyspark import Accumulator, TaskContext
 from pyspark.sql import SparkSession
 
 from timeline.clean.config import CleanConfig
@@ -32,21 +32,16 @@ from timeline.clean.executor import (
     pending_cleans,
 )
 from timeline.clean.planner import CleanPlan, FileDecision, PlanContext, finish_plan, plan_partition, start_plan
+from timeline.clean.store import StoredPart, StoredPlan, clear_folder, store_plan, store_settings, write_part
 from timeline.fsview import list_partition, partition_paths
 from timeline.perf import paused_gc
 from timeline.storage import storage_for
-from timeline.storage.s3 import S3Settings, s3_settings_for
+from timeline.storage.s3 import S3Settings
 from timeline.table import HudiTable
 
 PARTITIONS_PER_TASK = 16
 TASKS_PER_CORE = 4
 POLL_SECONDS = 0.5
-
-
-def _s3(uri: str) -> S3Settings | None:
-    """The driver's S3 settings for the table (its root's, `configure_s3`), shipped to the
-    executors, whose processes have no such registry; None for other stores."""
-    return s3_settings_for(uri) if uri.split(":", 1)[0].lower() in ("s3", "s3a", "s3n") else None
 
 
 def _plan_partitions(context: PlanContext, s3: S3Settings | None, partitions: Iterable[str]
@@ -55,6 +50,44 @@ def _plan_partitions(context: PlanContext, s3: S3Settings | None, partitions: It
     storage, base = storage_for(context.table_uri, s3=s3)
     for partition in partitions:
         yield (partition, *plan_partition(context, storage, partition, list_partition(storage, base, partition)))
+
+
+def _plan_part(context: PlanContext, s3: S3Settings | None, folder: str, store_s3: S3Settings | None,
+               partitions: Iterable[str]) -> Iterator[StoredPart]:
+    """Runs on an executor: list and plan the task's partitions, write their decisions as the
+    task's part of the plan store (named by the task's index: a retry overwrites it) and send
+    back only the sums."""
+    storage, base = storage_for(context.table_uri, s3=s3)
+    results = [(partition, *plan_partition(context, storage, partition, list_partition(storage, base, partition)))
+               for partition in partitions]
+    task = TaskContext.get()
+    yield write_part(folder, task.partitionId() if task is not None else 0, results, store_s3)
+
+
+def plan_clean_spark_stored(spark: SparkSession, uri: str, config: CleanConfig, folder: str, *,
+                            now: datetime | None = None) -> StoredPlan:
+    """`plan_clean_stored` with partitions listed and planned on the executors, each task
+    writing its partitions' decisions into the plan store at `folder`; the driver receives
+    only per-partition sums (nothing per file)."""
+    table = HudiTable.open(uri)
+    start = start_plan(table, config, now=now)
+    store_s3 = store_settings(folder)
+    clear_folder(folder, store_s3)
+    header = finish_plan(start, ())
+    context = start.context
+    if context is None:
+        return store_plan(folder, header, (), s3=store_s3)
+    partitions = sorted(start.partitions if start.partitions is not None
+                        else partition_paths(table.storage, table.base))
+    if not partitions:
+        return store_plan(folder, header, (), s3=store_s3)
+    # contiguous slices of the sorted partitions: part i holds slice i, so parts in index order
+    # are the plan in partition order
+    slices = max(1, min(len(partitions), -(-len(partitions) // PARTITIONS_PER_TASK)))
+    rdd = spark.sparkContext.parallelize(partitions, slices)
+    s3 = store_settings(table.uri)
+    stored = rdd.mapPartitions(lambda part: _plan_part(context, s3, folder, store_s3, part)).collect()
+    return store_plan(folder, header, stored, s3=store_s3)
 
 
 def plan_clean_spark(spark: SparkSession, uri: str, config: CleanConfig, *,
@@ -70,7 +103,7 @@ def plan_clean_spark(spark: SparkSession, uri: str, config: CleanConfig, *,
         return finish_plan(start, ())
     slices = max(1, min(len(partitions), -(-len(partitions) // PARTITIONS_PER_TASK)))
     rdd = spark.sparkContext.parallelize(partitions, slices)
-    s3 = _s3(table.uri)
+    s3 = store_settings(table.uri)
     return finish_plan(start, rdd.mapPartitions(lambda part: _plan_partitions(context, s3, part)).collect())
 
 
@@ -154,7 +187,7 @@ def run_pending_cleans_spark(spark: SparkSession, uri: str, *, progress: Progres
             work = batches(targets, sizes)
             rdd = context.parallelize(work, max(1, min(len(work), context.defaultParallelism * TASKS_PER_CORE)))
             # the job finishes within this iteration, before rdd and done are rebound
-            s3 = _s3(uri)
+            s3 = store_settings(uri)
             job = _Job(lambda: rdd.mapPartitions(lambda part: _delete_batches(uri, s3, part, done)).collect())  # noqa: B023
             while not job.finished(POLL_SECONDS):
                 counter.set(done.value)

@@ -19,6 +19,7 @@ from pyspark.sql import DataFrame, SparkSession
 from timeline.clean.config import CleanConfig
 from timeline.clean.executor import run_pending_cleans, schedule_clean
 from timeline.clean.planner import plan_clean
+from timeline.engine import DEMO_TABLES, demo_tables_to_build
 from timeline.files import base_file_name
 from timeline.instant import COMMIT, Instant, State
 from timeline.savepoint import create_savepoint
@@ -110,10 +111,20 @@ def build_demo_lake(spark: SparkSession, root: str, *, seed: int = 7, progress: 
     """Write the demo tables under `root` (an existing table is left as it is); their paths."""
     say = progress or (lambda message: None)
     storage, base = storage_for(root)
+    builders = {"trips_cow_v6": _trips, "events_mor_v6": _events, "orders_cow_v8": _orders}
+    todo = demo_tables_to_build(root)
     paths = []
-    for name, build in (("trips_cow_v6", _trips), ("events_mor_v6", _events), ("orders_cow_v8", _orders)):
+    for name in DEMO_TABLES:
         path = str(PurePosixPath(base) / name)
-        if not storage.exists(Storage.join(path, ".hoodie", "hoodie.properties")):
-            build(spark, storage.uri(path), random.Random(seed), say)
+        if name in todo:
+            # A marker beside the table while it is written: a build stopped half-way (Ctrl-C)
+            # leaves it, and the next build starts that table again from nothing.
+            marker = Storage.join(base, f".{name}.building")
+            storage.write(marker, b"", overwrite=True)
+            storage.delete_dir(path)
+            say(f"{name}: building")
+            builders[name](spark, storage.uri(path), random.Random(seed), say)
+            storage.delete(marker)
+            say(f"{name}: done")
         paths.append(path)
     return paths

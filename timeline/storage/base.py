@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import builtins
+import io
 import posixpath
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 from urllib.parse import urlparse
 
 from timeline.exceptions import StorageError
@@ -59,6 +60,11 @@ class Storage(ABC):
     @abstractmethod
     def read(self, path: str) -> bytes:
         """The whole content of a file."""
+
+    def reader(self, path: str) -> BinaryIO:
+        """The file open for reading in chunks (seekable; close it after). Backends that can
+        stream override this; the default holds the whole content."""
+        return io.BytesIO(self.read(path))
 
     @abstractmethod
     def write(self, path: str, data: bytes, *, overwrite: bool = False) -> None:

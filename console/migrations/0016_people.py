@@ -1,0 +1,31 @@
+"""The `manage_people` permission (the People page: add users, give roles, deactivate), granted
+to the admin role."""
+
+from __future__ import annotations
+
+from django.db import migrations
+
+from console.roles import EXTRA_PERMISSIONS, ROLES
+
+
+def grant(apps, schema_editor):  # type: ignore[no-untyped-def]
+    ContentType = apps.get_model("contenttypes", "ContentType")
+    Group = apps.get_model("auth", "Group")
+    Permission = apps.get_model("auth", "Permission")
+    table, _ = ContentType.objects.get_or_create(app_label="console", model="table")
+    for codename, name in EXTRA_PERMISSIONS.items():
+        permission, _ = Permission.objects.get_or_create(content_type=table, codename=codename,
+                                                         defaults={"name": name})
+        for role, codenames in ROLES.items():
+            if codename in codenames:
+                Group.objects.get_or_create(name=role)[0].permissions.add(permission)
+
+
+def revoke(apps, schema_editor):  # type: ignore[no-untyped-def]
+    apps.get_model("auth", "Permission").objects.filter(content_type__app_label="console",
+                                                        codename__in=EXTRA_PERMISSIONS).delete()
+
+
+class Migration(migrations.Migration):
+    dependencies = [("console", "0015_plan_store"), ("console", "0002_roles")]
+    operations = [migrations.RunPython(grant, revoke)]

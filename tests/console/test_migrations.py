@@ -1,0 +1,35 @@
+"""Data steps of the console's migrations, run forward on rows made by the schema before them."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def migrate(target: tuple[str, str]) -> MigrationExecutor:
+    executor = MigrationExecutor(connection)
+    executor.migrate([target])
+    executor.loader.build_graph()
+    return executor
+
+
+def test_migration_0015_retires_plans_under_review_whose_files_were_rows() -> None:
+    old = migrate(("console", "0014_job_progress")).loader.project_state(("console", "0014_job_progress")).apps
+    table = old.get_model("console", "Table").objects.create(
+        name="t", path="/lake/t", table_type="COPY_ON_WRITE", table_version=6, layout_version=1)
+    plans = {status: old.get_model("console", "CleanPlan").objects.create(table=table, status=status, settings={})
+             for status in ("draft", "approving", "approved", "completed")}
+    old.get_model("console", "PlanFile").objects.create(
+        plan=plans["draft"], partition="p", file_name="f.parquet", path="/lake/t/p/f.parquet", size=1, delete=True,
+        reason="r", file_id="f", base_instant="1")
+    try:
+        new = migrate(("console", "0015_plan_store")).loader.project_state(("console", "0015_plan_store")).apps
+        found = {p.pk: p for p in new.get_model("console", "CleanPlan").objects.all()}
+        assert found[plans["draft"].pk].status == found[plans["approving"].pk].status == "stale"
+        assert "plan again" in found[plans["draft"].pk].stale_reasons[0]
+        assert found[plans["approved"].pk].status == "approved" and found[plans["completed"].pk].status == "completed"
+    finally:
+        migrate(("console", MigrationExecutor(connection).loader.graph.leaf_nodes("console")[0][1]))
