@@ -32,8 +32,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram,
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 
-from console.models import Alert, AlertKind, CleanPlan, Instant, Job, JobStatus, PlanStatus, Table
-from console.services.tables import WRITE_ACTIONS
+from console.models import WRITE_ACTIONS, Alert, AlertKind, CleanPlan, Instant, Job, JobStatus, PlanStatus, Table
 from timeline import InvalidInstantError, moment_of
 
 # Request latencies -----------------------------------------------------------------------

@@ -62,6 +62,10 @@ class Table(models.Model):
         return self.name
 
 
+# The actions that write data: their pending instants are pending (and maybe failed) writes.
+WRITE_ACTIONS = ("commit", "deltacommit", "replacecommit")
+
+
 class Instant(models.Model):
     """One instant of a table's timeline (active or archived) with a summary of its metadata."""
 

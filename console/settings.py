@@ -250,7 +250,7 @@ DATABASES = {"default": database_from_url(os.environ.get("DATABASE_URL", f"sqlit
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 LOGIN_URL = "login"
-LOGIN_REDIRECT_URL = "console:catalog"
+LOGIN_REDIRECT_URL = "console:home"
 LOGOUT_REDIRECT_URL = "login"
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False

@@ -17,7 +17,8 @@ def of_table(route: str, view: Any, name: str, **kwargs: str) -> URLPattern:
 
 
 console_patterns = [
-    path("", views.catalog, name="catalog"),
+    path("", views.home, name="home"),
+    path("tables", views.catalog, name="catalog"),
     path("tables/register", views.register, name="register"),
     path("audit", views.audit_log, name="audit"),
     path("alerts", alerts.alerts_page, name="alerts"),

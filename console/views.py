@@ -90,11 +90,29 @@ def _overview(table: Table) -> HttpResponse:
 
 @login_required
 @require_GET
+def home(request: HttpRequest) -> HttpResponse:
+    """The lake dashboard: totals, the tables by what a clean would free, three charts."""
+    permissions.require_view(request.user)
+    return render(request, "console/dashboard.html", {"dashboard": selectors.dashboard()})
+
+
+@login_required
+@require_GET
 def catalog(request: HttpRequest) -> HttpResponse:
     permissions.require_view(request.user)
+    return _catalog(request, RegisterTableForm())
+
+
+def _catalog(request: HttpRequest, form: RegisterTableForm, status: int = 200) -> HttpResponse:
+    """The catalog: tables searched (name or path), sorted and paged; the register form."""
+    search = request.GET.get("q", "").strip()
+    sort = request.GET.get("sort", "name")
+    query = request.GET.copy()
+    query.pop("page", None)
     return render(request, "console/catalog.html", {
-        "tables": selectors.catalog(), "form": RegisterTableForm(),
-        "can_register": request.user.has_perm(permissions.REGISTER)})
+        "page": selectors.page_of(selectors.catalog(search=search, sort=sort), request.GET.get("page")),
+        "q": search, "sort": sort, "query": query.urlencode(), "sorts": selectors.CATALOG_SORTS, "form": form},
+        status=status)
 
 
 @login_required
@@ -111,8 +129,7 @@ def register(request: HttpRequest) -> HttpResponse:
             enqueue_sync(table)
             messages.success(request, f"{table.name} registered; its timeline is being synced.")
             return _overview(table)
-    return render(request, "console/catalog.html", {"tables": selectors.catalog(), "form": form,
-                                                    "can_register": True}, status=400)
+    return _catalog(request, form, status=400)
 
 
 @table_page(reads_lake=True)

@@ -14,7 +14,7 @@ from timeline.clean.executor import Status as FileStatus
 from timeline.clean.planner import CleanPlan, FileDecision
 from timeline.clean.retention import RetentionTooShort, retention_shortfall
 from timeline.clean.store import FileRow, PartitionSums, StoredPlan, StoreError, compare_stored
-from timeline.clean.whatif import RetentionCost, WhatIf, what_if
+from timeline.clean.whatif import RetentionCost, WhatIf, reclaimable, what_if
 from timeline.config import TableConfig
 from timeline.engine import build_demo_lake, engine_for, spark_min_files, spark_session
 from timeline.exceptions import (
@@ -26,7 +26,7 @@ from timeline.exceptions import (
     StorageError,
     TableConfigError,
 )
-from timeline.fsview import FileGroup, FileSlice, FileSystemView
+from timeline.fsview import FileGroup, FileSlice, FileSystemView, TableListing
 from timeline.inspect import Inspect, InstantSummary, SliceProtection, StateFile
 from timeline.instant import Instant, State, format_instant_time, instant_time_of, moment_of, parse_instant_time
 from timeline.maintenance import Maintenance
@@ -84,5 +84,5 @@ __all__ = [
     "build_demo_lake", "configure_s3", "engine_for", "spark_min_files", "format_instant_time", "moment_of",
     "parse_instant_time", "parse_location", "parse_s3_roots", "remote", "retention_shortfall", "spark_session",
     "within_roots", "instant_time_of",
-    "RetentionCost", "WhatIf", "what_if",
+    "RetentionCost", "TableListing", "WhatIf", "reclaimable", "what_if",
 ]

@@ -17,6 +17,7 @@ from django.dispatch import receiver
 from django.utils import timezone
 
 from console.models import (
+    WRITE_ACTIONS,
     Instant,
     SyncStatus,
     Table,
@@ -27,9 +28,11 @@ from timeline import (
     FileSystemView,
     HudiTable,
     Maintenance,
+    TableListing,
     UnsupportedLocationError,
     configure_s3,
     parse_location,
+    reclaimable,
     within_roots,
 )
 from timeline import Instant as LakeInstant
@@ -153,6 +156,7 @@ def table_sync(*, table: Table) -> SyncResult:
     listing = lake.list_partitions()
     sizes = [s.size for files in listing.partitions.values() for s in files]
     layout = _layout_summary(lake.file_system_view(listing=listing))
+    layout["reclaimable"] = _reclaimable(lake, listing)
     stale = [key for key in known if key not in present]
     created = [key for key in changes if key not in known]
     with transaction.atomic():
@@ -169,10 +173,6 @@ def table_sync(*, table: Table) -> SyncResult:
             **_table_fields(lake))
     table.refresh_from_db()
     return SyncResult(True, len(created), len(changes) - len(created), len(stale))
-
-
-# The actions that write data: their pending instants are pending (and maybe failed) writes.
-WRITE_ACTIONS = ("commit", "deltacommit", "replacecommit")
 
 
 def failed_write_count(lake: HudiTable) -> int:
@@ -203,6 +203,17 @@ def _layout_summary(view: FileSystemView) -> dict[str, Any]:
         for piece in group.slices:
             per_partition[group.partition or "(none)"] += piece.size
     return {"bytes_per_partition": per_partition.most_common(30), "versions": sorted(versions.items())}
+
+
+def _reclaimable(lake: HudiTable, listing: TableListing) -> dict[str, Any]:
+    """What a clean with the table's own settings would free now (the library's planner over
+    the sync's listing), for the dashboard; why not, when the planner refuses."""
+    try:
+        cost = reclaimable(lake, listing=listing)
+    except CleanlineError as exc:
+        return {"error": str(exc)[:500]}
+    return {"files": cost.files_to_delete, "bytes": cost.bytes_to_delete, "policy": cost.policy.value,
+            "retained": cost.retained, "unit": cost.unit, "why_nothing": cost.why_nothing}
 
 
 def _has_archive(lake: HudiTable) -> bool:

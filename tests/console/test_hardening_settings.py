@@ -93,7 +93,7 @@ def test_settings_bootstrap_admin_password_passes_the_validators_and_logs_in(tmp
     password = line.removeprefix("login: admin / ")
     validate_password(password, User.objects.get(username="admin"))
     response = Client().post(reverse("login"), {"username": "admin", "password": password})
-    assert response.status_code == 302 and response["Location"] == reverse("console:catalog")
+    assert response.status_code == 302 and response["Location"] == reverse("console:home")
 
 
 @pytest.mark.django_db

@@ -131,7 +131,7 @@ def test_people_admin_creates_a_user_with_a_generated_password_shown_once() -> N
                                                            "password": "generated"}
     assert password not in str(created.parameters)
     login = Client().post(reverse("login"), {"username": "olga", "password": password})
-    assert login.status_code == 302 and login["Location"] == reverse("console:catalog")
+    assert login.status_code == 302 and login["Location"] == reverse("console:home")
 
 
 def test_people_admin_creates_a_user_with_a_given_password_and_no_role() -> None:

@@ -74,7 +74,9 @@ def test_retention_page_form_task_chart_and_table(table: Table, django_capture_o
     assert estimate.status == JobStatus.COMPLETED, estimate.error
     chart = json.loads(page.content.split(b'id="retention-data" type="application/json">')[1].split(b"</script>")[0])
     assert chart["labels"] == ["1 commit", "2 commits", "3 commits", "24 hours"]
-    assert chart["bytes"] == [r["bytes_to_delete"] for r in estimate.result] and chart["below"][0] is True
+    assert chart["datasets"][0]["data"] == [r["bytes_to_delete"] for r in estimate.result]
+    assert chart["datasets"][0]["colors"][0] == "warn" and chart["notes"][0].startswith(
+        f"{estimate.result[0]['files_to_delete']} files")
     assert b"chart-4.6.1.umd.min.js" in page.content and b"below the table's setting</span>" in page.content
 
 

@@ -54,7 +54,7 @@ def csrf_token(client: Client) -> str:
 def pages(table: Table) -> list[str]:
     instant = table.instants.filter(action="commit").first()
     assert instant is not None
-    return [reverse("console:catalog"), reverse("console:overview", args=[table.pk]),
+    return [reverse("console:home"), reverse("console:catalog"), reverse("console:overview", args=[table.pk]),
             reverse("console:timeline", args=[table.pk]), reverse("console:instant", args=[table.pk, instant.pk]),
             reverse("console:file_groups", args=[table.pk]), reverse("console:sync_status", args=[table.pk]),
             reverse("console:retention", args=[table.pk])]
@@ -68,7 +68,7 @@ def test_views_every_page_renders_for_every_role(table: Table, role: str) -> Non
         assert response.status_code == 200, url
     timeline = client.get(reverse("console:timeline", args=[table.pk]), {"action": "replacecommit"})
     assert b"replacecommit" in timeline.content and b"No instant matches" not in timeline.content
-    detail = client.get(pages(table)[3])
+    detail = client.get(pages(table)[4])
     assert b"Write stats" in detail.content and b"partitionToWriteStats" in detail.content
 
 

@@ -88,7 +88,7 @@ class WhatIf:
 
 def what_if(table: HudiTable, *, commits: Sequence[int] = DEFAULT_COMMITS, hours: Sequence[int] = (),
             file_versions: Sequence[int] = (), base: CleanConfig | None = None,
-            now: datetime | None = None) -> WhatIf:
+            now: datetime | None = None, listing: TableListing | None = None) -> WhatIf:
     """What a clean of `table` would free under each setting: `commits` retained
     (KEEP_LATEST_COMMITS), `hours` retained (KEEP_LATEST_BY_HOURS, as of `now`, default the
     wall clock, one moment for all) and `file_versions` retained (KEEP_LATEST_FILE_VERSIONS).
@@ -115,6 +115,8 @@ def what_if(table: HudiTable, *, commits: Sequence[int] = DEFAULT_COMMITS, hours
     partitions and decides each the same way, so it frees no file a full plan would not. For
     the full-listing figures (what `cleanline clean plan --no-incremental` plans), pass a
     `base` with `incremental=False`.
+    `listing` is a listing of the table the caller already made (a sync's), used instead of a
+    new one.
     The incremental partitions are taken from the one listing; a partition an incremental plan
     names that the listing lacks (deleted since, or a folder without partition metadata) is
     looked up once, as `plan_clean` would look it up."""
@@ -122,12 +124,25 @@ def what_if(table: HudiTable, *, commits: Sequence[int] = DEFAULT_COMMITS, hours
     configs = list(_settings(base, commits, hours, file_versions))
     if now is None and hours:
         now = datetime.now(UTC)
-    listing = table.list_partitions()
+    listing = listing if listing is not None else table.list_partitions()
     looked_up: dict[str, tuple[FileStatus, ...]] = {}
     costs = tuple(_cost(table, config, value, listing, looked_up, now) for value, config in configs)
     return WhatIf(table=table.uri, base=base, now=now if hours else None, partitions=len(listing.partitions),
                   files=sum(len(files) for files in listing.partitions.values()),
                   bytes=sum(f.size for files in listing.partitions.values() for f in files), costs=costs)
+
+
+def reclaimable(table: HudiTable, *, listing: TableListing | None = None) -> RetentionCost:
+    """What a clean with the table's own clean settings (`hoodie.properties`, Hudi's defaults
+    where unset) would free now: its one setting's cost, from `listing` when given."""
+    base = CleanConfig.from_properties(table.config.props)
+    policy = base.policy
+    (cost,) = what_if(
+        table, base=base, listing=listing,
+        commits=(base.commits_retained,) if policy is CleanPolicy.KEEP_LATEST_COMMITS else (),
+        hours=(base.hours_retained,) if policy is CleanPolicy.KEEP_LATEST_BY_HOURS else (),
+        file_versions=(base.file_versions_retained,) if policy is CleanPolicy.KEEP_LATEST_FILE_VERSIONS else ()).costs
+    return cost
 
 
 def _settings(base: CleanConfig, commits: Sequence[int], hours: Sequence[int],

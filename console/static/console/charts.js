@@ -1,6 +1,10 @@
 // Charts of the console, drawn with the vendored Chart.js (console/static/console/vendor/) from
-// the data a page embeds with Django's json_script. Colours follow the page's CSS variables,
-// so the charts read in light and dark mode alike. Redrawn after HTMX swaps a part in.
+// specs a page embeds with Django's json_script: every <canvas data-chart="ID"> is drawn from the
+// JSON in the element with that id:
+//   {type: "bar", labels: [...], datasets: [{label, data, colors?}], format: "bytes"|"count"|"days",
+//    stacked?: bool, horizontal?: bool, notes?: [text per label, shown in the tooltip]}
+// Colours follow the page's CSS variables, so the charts read in light and dark mode alike.
+// Redrawn after HTMX swaps a part of the page in.
 (function () {
   "use strict";
 
@@ -9,54 +13,68 @@
     return value || fallback;
   }
 
-  function human(bytes) {
-    var units = ["B", "KiB", "MiB", "GiB", "TiB"], i = 0, v = bytes;
+  function bytes(v) {
+    var units = ["B", "KiB", "MiB", "GiB", "TiB"], i = 0;
     while (Math.abs(v) >= 1024 && i < units.length - 1) { v /= 1024; i++; }
     return i === 0 ? v + " B" : v.toFixed(1) + " " + units[i];
   }
 
-  function retention() {
-    var canvas = document.getElementById("retention-chart");
-    var source = document.getElementById("retention-data");
-    if (!canvas || !source || !window.Chart || canvas.dataset.drawn) return;
-    var data = JSON.parse(source.textContent);
-    var accent = css("--accent", "#2563eb"), warn = css("--warn", "#b45309"), text = css("--ink", "#1d2330");
+  var FORMATS = {
+    bytes: bytes,
+    count: function (v) { return String(v); },
+    days: function (v) { return v + " d"; },
+  };
+
+  function palette() {
+    return [css("--accent", "#2c5fd6"), css("--warn", "#b86e00"), css("--ok", "#1f8a4c"), css("--bad", "#c0342b"),
+            "#7c4dcc", "#0f8a8a", "#a0527a", "#5b6b80"];
+  }
+
+  function draw(canvas) {
+    var source = document.getElementById(canvas.dataset.chart);
+    if (!source || !window.Chart || canvas.dataset.drawn) return;
+    var spec = JSON.parse(source.textContent);
+    var format = FORMATS[spec.format] || FORMATS.count;
+    var ink = css("--ink", "#1d2330"), line = css("--line", "#d9dee7"), colours = palette();
+    var value = spec.horizontal ? "x" : "y", category = spec.horizontal ? "y" : "x";
+    var scales = {};
+    scales[value] = {beginAtZero: true, stacked: !!spec.stacked, grid: {color: line},
+                     ticks: {color: ink, callback: function (v) { return format(v); }}};
+    scales[category] = {stacked: !!spec.stacked, grid: {display: false}, ticks: {color: ink, autoSkip: true}};
     canvas.dataset.drawn = "1";
     new window.Chart(canvas, {
-      type: "bar",
+      type: spec.type || "bar",
       data: {
-        labels: data.labels,
-        datasets: [{
-          label: "bytes freed",
-          data: data.bytes,
-          backgroundColor: data.below.map(function (b) { return b ? warn : accent; }),
-        }],
+        labels: spec.labels,
+        datasets: spec.datasets.map(function (d, i) {
+          return {label: d.label, data: d.data, backgroundColor: d.colors ? d.colors.map(function (c) {
+            return c === "warn" ? colours[1] : colours[0];
+          }) : colours[i % colours.length]};
+        }),
       },
       options: {
+        indexAxis: spec.horizontal ? "y" : "x",
         responsive: true,
         maintainAspectRatio: false,
         animation: false,
-        color: text,
-        scales: {
-          y: { beginAtZero: true, ticks: { color: text, callback: function (v) { return human(v); } } },
-          x: { ticks: { color: text } },
-        },
+        color: ink,
+        scales: scales,
         plugins: {
-          legend: { display: false },
-          tooltip: {
-            callbacks: {
-              label: function (ctx) {
-                return human(ctx.parsed.y) + " in " + data.files[ctx.dataIndex] + " files" +
-                  (data.below[ctx.dataIndex] ? " (below the table's setting)" : "");
-              },
-            },
-          },
+          legend: {display: spec.datasets.length > 1, labels: {color: ink}},
+          tooltip: {callbacks: {label: function (ctx) {
+            var note = spec.notes ? spec.notes[ctx.dataIndex] : "";
+            return ctx.dataset.label + ": " + format(ctx.parsed[value]) + (note ? " (" + note + ")" : "");
+          }}},
         },
       },
     });
   }
 
-  window.cleanlineCharts = { retention: retention };
-  document.addEventListener("DOMContentLoaded", retention);
-  document.addEventListener("htmx:afterSwap", retention);
+  function drawAll() {
+    document.querySelectorAll("canvas[data-chart]").forEach(draw);
+  }
+
+  window.cleanlineCharts = {draw: drawAll};
+  document.addEventListener("DOMContentLoaded", drawAll);
+  document.addEventListener("htmx:afterSwap", drawAll);
 })();
