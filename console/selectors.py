@@ -451,6 +451,12 @@ def savepoints(table: Table) -> list[Any]:
     return HudiTable.open(table.path).inspect.savepoints()
 
 
+def savepoint_candidates(table: Table) -> list[LakeInstant]:
+    """The writes the savepoint form offers (newest first, at most 200): those the library
+    does not refuse by Hudi's rule; its stricter checks answer when the form is sent."""
+    return HudiTable.open(table.path).inspect.savepoint_candidates()[:200]
+
+
 def restore_preview(table: Table, savepoint: str) -> Any:
     return HudiTable.open(table.path).inspect.restore_preview(savepoint)
 

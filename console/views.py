@@ -272,21 +272,28 @@ def plan_report_csv(request: HttpRequest, table: Table, plan_id: int) -> HttpRes
 
 @table_page(reads_lake=True)
 def savepoints(request: HttpRequest, table: Table) -> HttpResponse:
-    commits = table.instants.filter(action__in=("commit", "deltacommit", "replacecommit"), state="COMPLETED")
+    return _savepoints(request, table)
+
+
+def _savepoints(request: HttpRequest, table: Table, *, chosen: str = "", comment: str = "", error: str = "",
+                status: int = 200) -> HttpResponse:
+    """The savepoints page; the create form offers only the writes the library accepts, and
+    after a refusal shows the reason with the user's choice and comment kept."""
     return render(request, "console/savepoints.html", {
-        "table": table, "savepoints": selectors.savepoints(table),
-        "commits": commits.order_by("-requested_time")[:200]})
+        "table": table, "savepoints": selectors.savepoints(table), "commits": selectors.savepoint_candidates(table),
+        "chosen": chosen, "comment": comment, "create_error": error}, status=status)
 
 
 @table_action(permissions.CREATE_SAVEPOINT)
 def savepoint_create(request: HttpRequest, table: Table) -> HttpResponse:
-    def create() -> str:
+    instant_time, comment = request.POST.get("instant", ""), request.POST.get("comment", "")[:500]
+    try:
         done = services.savepoint_create(table=table, user=request.user,  # type: ignore[arg-type]
-                                         instant_time=request.POST.get("instant", ""),
-                                         comment=request.POST.get("comment", "")[:500])
-        return f"Savepoint {done} created."
-
-    _attempt(request, create)
+                                         instant_time=instant_time, comment=comment)
+    except ValidationError as exc:
+        return _savepoints(request, table, chosen=instant_time, comment=comment, error="; ".join(exc.messages),
+                           status=400)
+    messages.success(request, f"Savepoint {done} created.")
     return redirect("console:savepoints", pk=table.pk)
 
 

@@ -10,7 +10,13 @@ from timeline.clean.executor import run_pending_cleans, schedule_clean
 from timeline.clean.planner import plan_clean
 from timeline.instant import State
 from timeline.metadata import avro
-from timeline.savepoint import SavepointRefused, create_savepoint, delete_savepoint, list_savepoints
+from timeline.savepoint import (
+    SavepointRefused,
+    create_savepoint,
+    delete_savepoint,
+    list_savepoints,
+    savepoint_candidates,
+)
 from timeline.storage import MemoryStorage
 from timeline.table import HudiTable
 
@@ -62,6 +68,21 @@ def test_savepoint_refused_after_commits_clean_removed_its_slice(lake: Lake) -> 
     run_pending_cleans(t)
     with pytest.raises(SavepointRefused, match="older than the last clean's earliest retained commit"):
         create_savepoint(table(lake), T[0])
+
+
+def test_savepoint_candidates_are_what_hudis_rule_accepts_newest_first(lake: Lake) -> None:
+    t = table(lake)
+    assert [i.requested_time for i in savepoint_candidates(t)] == T[3::-1]
+    create_savepoint(t, T[1])
+    config = CleanConfig(commits_retained=1)
+    schedule_clean(t, plan_clean(t, config), config)  # pending: its plan's retained commit counts already
+    offered = [i.requested_time for i in savepoint_candidates(table(lake))]
+    assert offered == [T[3]]  # T[1] savepointed; T[0] and T[2] older than the clean's earliest retained commit
+    for refused in (T[0], T[2]):
+        with pytest.raises(SavepointRefused, match="older than the last clean's earliest retained commit"):
+            create_savepoint(table(lake), refused)
+    run_pending_cleans(table(lake))
+    assert [i.requested_time for i in savepoint_candidates(table(lake))] == offered
 
 
 def test_savepoint_refused_after_file_versions_clean_where_hudi_lets_it_through(lake: Lake) -> None:

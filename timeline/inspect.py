@@ -17,7 +17,7 @@ from timeline.mdt.validate import Validation, validate_files
 from timeline.metadata.records import CleanMetadata, CommitMetadata, Record, SavepointMetadata
 from timeline.restore import RestorePreview, preview_restore
 from timeline.rollback import FailedWrite, preview_failed_writes
-from timeline.savepoint import SavepointInfo, list_savepoints
+from timeline.savepoint import SavepointInfo, list_savepoints, savepoint_candidates
 from timeline.timeline import Timeline
 
 if TYPE_CHECKING:
@@ -126,6 +126,10 @@ class Inspect:
 
     def savepoints(self) -> list[SavepointInfo]:
         return list_savepoints(self.table)
+
+    def savepoint_candidates(self) -> list[Instant]:
+        """The writes a savepoint may be asked for, newest first (`savepoint_candidates`)."""
+        return savepoint_candidates(self.table)
 
     def restore_preview(self, savepoint: str) -> RestorePreview:
         return preview_restore(self.table, savepoint)

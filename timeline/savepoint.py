@@ -83,17 +83,34 @@ def _check_not_cleaned(table: HudiTable, instant: Instant, slices: dict[str, lis
                 f"lost its slice {newest} to a clean; the table can no longer be read as of {t}")
 
 
+def _last_clean_retained(table: HudiTable) -> str:
+    """The earliest commit the last clean (completed, or pending: its plan) retained; "" when
+    there is no clean or it names none."""
+    last = table.timeline.cleans().last()
+    if last is None:
+        return ""
+    if last.is_completed:
+        return table.read(last, CleanMetadata, fields=("earliest_commit_to_retain",)).earliest_commit_to_retain or ""
+    ectr = table.read(last, CleanerPlan, State.REQUESTED).earliest_instant_to_retain
+    return "" if ectr is None else ectr.time
+
+
+def savepoint_candidates(table: HudiTable) -> list[Instant]:
+    """The writes a savepoint may be asked for, newest first: completed commits, deltacommits
+    and replacecommits of the active timeline, not savepointed yet, not older than the last
+    clean's earliest retained commit (Hudi's rule, `_check_hudi_rule`). `create_savepoint`
+    still makes its stricter checks (no slice of it cleaned, no pending clean deleting its
+    files), which need the file-system view as of each write."""
+    timeline = table.timeline
+    retained = _last_clean_retained(table)
+    taken = {i.requested_time for i in timeline.savepoints()}
+    return sorted((i for i in timeline.completed() if i.action in SAVEPOINTABLE and i.requested_time not in taken
+                   and i.requested_time >= retained), key=lambda i: i.requested_time, reverse=True)
+
+
 def _check_hudi_rule(table: HudiTable, instant: Instant) -> None:
     """SavepointActionExecutor: not older than the last clean's earliest commit to retain."""
-    cleans = table.timeline.cleans()
-    last = cleans.last()
-    if last is None:
-        return
-    if last.is_completed:
-        retained = table.read(last, CleanMetadata, fields=("earliest_commit_to_retain",)).earliest_commit_to_retain
-    else:
-        ectr = table.read(last, CleanerPlan, State.REQUESTED).earliest_instant_to_retain
-        retained = "" if ectr is None else ectr.time
+    retained = _last_clean_retained(table)
     if retained and instant.requested_time < retained:
         raise SavepointRefused(
             f"{table.uri}: cannot savepoint {instant.requested_time}: it is older than the last clean's "

@@ -72,7 +72,7 @@ LOOK_JS = COLOUR_JS + """
   const wide = [...body.querySelectorAll("*")].filter((e) => e.getBoundingClientRect().right > window.innerWidth + 0.5)
     .filter((e) => { for (let p = e.parentElement; p && p !== body; p = p.parentElement) if (scrolls(p)) return false;
                      return true; })
-    .slice(-3).map((e) => `${e.tagName.toLowerCase()}.${[...e.classList].join(".")} "${e.textContent.trim().slice(0, 20)}"`);
+    .slice(-3).map((e) => `${e.tagName.toLowerCase()}.${[...e.classList].join(".")} "${e.textContent.slice(0, 20)}"`);
   return {
     wide, scrollWidth: html.scrollWidth, innerWidth: window.innerWidth,
     clipped: [getComputedStyle(html).overflowX, bodyStyle.overflowX].filter((o) => o === "hidden" || o === "clip"),
@@ -101,6 +101,9 @@ def lake_pages(table: Table, tmp_path: Path) -> list[tuple[str, str]]:
     admin = User.objects.create_user("ada", password="secret pass")
     admin.groups.add(Group.objects.get(name="admin"))
     draft = services.plan_build(plan=services.plan_request(table=table, user=operator, overrides=SHORT_RETENTION))
+    estimate = services.estimate_run(estimate=services.estimate_request(table=table, user=operator,
+                                                                        commits=[1, 2, 3, 5], hours=[24]))
+    assert estimate.status == JobStatus.COMPLETED, estimate.error
     done = services.plan_build(plan=services.plan_request(table=table, user=operator, overrides=SHORT_RETENTION))
     done = services.plan_run(plan=services.plan_approve(plan=done, user=admin))
     assert draft.status == PlanStatus.DRAFT and draft.files_to_delete > 0, draft.error
@@ -108,9 +111,6 @@ def lake_pages(table: Table, tmp_path: Path) -> list[tuple[str, str]]:
     commits = [i.requested_time for i in HudiTable.open(table.path).timeline.commits().completed()]
     savepoint = services.savepoint_create(table=table, user=admin, instant_time=commits[-1],
                                           comment="before the backfill")
-    estimate = services.estimate_run(estimate=services.estimate_request(table=table, user=operator,
-                                                                        commits=[1, 2, 3, 5], hours=[24]))
-    assert estimate.status == JobStatus.COMPLETED, estimate.error
     lake = Path(table.path.removeprefix("file:"))
     fake_failed_write(lake, "20990101000000000", markers=True)
     job = services.job_run(job=services.job_request(table=table, user=admin, kind=Job.Kind.ROLLBACK,
@@ -139,7 +139,8 @@ def check_page(page: Page, name: str, width: int, scheme: str) -> list[str]:
     problems = []
     look: dict[str, Any] = page.evaluate(LOOK_JS, TEXT_SELECTORS)
     if look["scrollWidth"] > look["innerWidth"]:
-        problems.append(f"{where}: the page is {look['scrollWidth']} px wide in a {look['innerWidth']} px window: {look['wide']}")
+        problems.append(f"{where}: the page is {look['scrollWidth']} px wide in a {look['innerWidth']} px window, "
+                        f"the widest: {look['wide']}")
     if look["clipped"]:
         problems.append(f"{where}: overflow hidden on the page hides what does not fit")
     dark = look["background"] < 0.05 and look["ink"] > 0.5
