@@ -28,10 +28,12 @@ test: setup
 	bash scripts/ensure-zookeeper.sh
 	REDIS_URL=$(TEST_REDIS_URL) $(PY) -m pytest $(PYTEST_ARGS)
 
-# Refresh the README's screenshots (tests write them to var/screenshots otherwise).
+# Refresh the README's screenshots and every page at 1280 and 390 px, light and dark (tests write them
+# to var/screenshots otherwise).
 screenshots: setup
 	REDIS_URL=$(TEST_REDIS_URL) bash scripts/ensure-redis.sh
-	CLEANLINE_SCREENSHOTS=$(CURDIR)/docs/screenshots REDIS_URL=$(TEST_REDIS_URL) $(PY) -m pytest tests/console/test_browser.py tests/console/test_journey.py
+	CLEANLINE_SCREENSHOTS=$(CURDIR)/docs/screenshots REDIS_URL=$(TEST_REDIS_URL) $(PY) -m pytest tests/console/test_browser.py tests/console/test_journey.py \
+		tests/console/test_browser_look.py
 
 # The whole demo lake in the foreground: the fixture tables, then the Spark tables (no Spark
 # session when they are there already).

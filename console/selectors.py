@@ -461,6 +461,12 @@ def restore_preview(table: Table, savepoint: str) -> Any:
     return HudiTable.open(table.path).inspect.restore_preview(savepoint)
 
 
+def restore_files(preview: Any) -> list[tuple[str, str, str, int]]:
+    """Every file a restore deletes, as (instant, partition, path, bytes), newest write first."""
+    return [(r.instant.requested_time, partition, path, size) for r in preview.rollbacks
+            for partition, path, size in r.files_to_delete]
+
+
 def failed_write_previews(table: Table) -> list[FailedWrite]:
     return HudiTable.open(table.path).inspect.failed_writes()
 

@@ -53,10 +53,13 @@ console_patterns = [
     of_table("jobs/rollback", views.job_request, "rollback_run", kind="rollback"),
     of_table("jobs/<int:job_id>", views.job_detail, "job"),
     of_table("failed-writes", views.failed_writes, "failed_writes"),
+    of_table("failed-writes/<str:instant>", views.rollback_preview, "rollback_preview"),
     of_table("retention", views.retention, "retention"),
     of_table("retention/estimate", views.retention_request, "retention_request"),
     of_table("cleans/<str:instant>/run", views.clean_run_pending, "clean_run_pending"),
 ]
+
+handler403 = views.permission_denied
 
 urlpatterns = [
     path("favicon.ico", RedirectView.as_view(url=static("console/favicon.svg"), permanent=True), name="favicon"),

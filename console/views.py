@@ -68,8 +68,34 @@ def table_action(permission: str) -> Callable[[TableView], TableView]:
     return lambda view: _of_table(view, method=require_POST, permission=permission)
 
 
+# Views whose service audits its own refusals (so that the API's are audited too).
+_AUDITED_BY_SERVICE = frozenset({"restore_run", "rollback_run", "savepoint_create", "people_create", "people_role",
+                                 "people_deactivate", "people_reactivate"})
+
+
 def _refused(request: HttpRequest, exc: ValidationError) -> None:
-    messages.error(request, "; ".join(exc.messages))
+    """Show why a service refused, and audit the refusal (`<view>.refused`, with the table
+    the URL names and the reason)."""
+    reason = "; ".join(exc.messages)
+    messages.error(request, reason)
+    match = request.resolver_match
+    name = match.url_name if match is not None else ""
+    if name and name not in _AUDITED_BY_SERVICE:
+        table = Table.objects.filter(pk=match.kwargs.get("pk")).first() if match and "pk" in match.kwargs else None
+        services.audit(user=request.user, action=f"{name}.refused", table=table,  # type: ignore[arg-type]
+                       parameters={"path": request.path}, result=reason)
+
+
+def permission_denied(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """Every 403: audited (`access.denied`, the path and the table it names), then the page."""
+    if request.user.is_authenticated:
+        match = request.resolver_match
+        pk = match.kwargs.get("pk") if match is not None else None
+        services.audit(user=request.user, action="access.denied",  # type: ignore[arg-type]
+                       table=Table.objects.filter(pk=pk).first() if pk is not None else None,
+                       parameters={"path": request.path, "method": request.method or ""},
+                       result=str(exception or "") or "Your role does not allow this.")
+    return render(request, "403.html", {"reason": str(exception or "")}, status=403)
 
 
 def _attempt(request: HttpRequest, work: Callable[[], str]) -> None:
@@ -319,8 +345,21 @@ def restore_preview(request: HttpRequest, table: Table, savepoint: str) -> HttpR
     return render(request, "console/restore.html", {
         "table": table, "savepoint": savepoint, "preview": preview, "error": error,
         "partitions": sorted(preview.per_partition().items()) if preview else [],
-        "jobs": table.jobs.filter(kind=Job.Kind.RESTORE)[:10],
-        "can_restore": request.user.has_perm(permissions.RESTORE)})
+        "files": selectors.page_of(selectors.restore_files(preview) if preview else [], request.GET.get("page")),
+        "jobs": table.jobs.filter(kind=Job.Kind.RESTORE)[:10]})
+
+
+@table_page(reads_lake=True)
+def rollback_preview(request: HttpRequest, table: Table, instant: str) -> HttpResponse:
+    """What rolling back one failed write deletes (paged), or why it cannot be rolled back; the
+    typed confirmation that queues it."""
+    row = next((r for r in selectors.failed_write_previews(table) if r.instant.requested_time == instant), None)
+    if row is None:
+        raise Http404(f"{instant} is not a failed write of {table.name}.")
+    files = row.preview.files_to_delete + row.preview.logs_to_mark if row.preview else ()
+    return render(request, "console/rollback.html", {
+        "table": table, "row": row, "files": selectors.page_of(list(files), request.GET.get("page")),
+        "marked": {path for _, path, _ in row.preview.logs_to_mark} if row.preview else set()})
 
 
 @table_action(permissions.RESTORE)

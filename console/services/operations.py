@@ -53,18 +53,22 @@ def savepoint_delete(*, table: Table, user: User | None, instant_time: str) -> N
 def job_request(*, table: Table, user: User | None, kind: str, target: str, confirm_name: str | None = None) -> Job:
     """Queue a restore (the table's name typed as confirmation) or the rollback of a failed
     write (its instant time typed; anything but a failed write is refused, as is a rollback
-    plan naming a path outside the table)."""
-    if kind == Job.Kind.RESTORE and confirm_name != table.name:
-        raise ValidationError(f"Type the table's name ({table.name}) to confirm the restore.")
-    if kind == Job.Kind.ROLLBACK:
-        if confirm_name != target:
-            raise ValidationError(f"Type the failed write's instant time ({target}) to confirm the rollback.")
-        try:
-            table_services(table).preview_rollback(target)
-        except CleanlineError as exc:
-            audit(user=user, action="rollback.refused", table=table, parameters={"target": target}, result=str(exc))
-            raise ValidationError(str(exc)) from exc
-    check_table_free(table)
+    plan naming a path outside the table). Every refusal is audited (`<kind>.refused`)."""
+    try:
+        if kind == Job.Kind.RESTORE and confirm_name != table.name:
+            raise ValidationError(f"Type the table's name ({table.name}) to confirm the restore.")
+        if kind == Job.Kind.ROLLBACK:
+            if confirm_name != target:
+                raise ValidationError(f"Type the failed write's instant time ({target}) to confirm the rollback.")
+            try:
+                table_services(table).preview_rollback(target)
+            except CleanlineError as exc:
+                raise ValidationError(str(exc)) from exc
+        check_table_free(table)
+    except ValidationError as exc:
+        audit(user=user, action=f"{kind}.refused", table=table, parameters={"target": target},
+              result="; ".join(exc.messages))
+        raise
     job = Job.objects.create(table=table, kind=kind, target=target, requested_by=user)
     audit(user=user, action=f"{kind}.requested", table=table, parameters={"target": target, "job": job.pk})
     return job

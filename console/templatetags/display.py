@@ -232,3 +232,55 @@ def time_ticks(context: template.Context, instants: Iterable[Instant], where: Ta
                       "label": readable(moment_, style), "title": readable(moment_), "style": style,
                       "edge": "first" if n == 0 else "last" if n == count - 1 else "middle"})
     return ticks
+
+
+# Audit parameters that name an object of the console, and the page that shows it.
+_AUDIT_LINKS = (("plan", "console:plan", "plan_id", "plan"), ("job", "console:job", "job_id", "job"),
+                ("estimate", "console:retention", None, "estimate"))
+
+
+@register.simple_tag
+def audit_links(event: Any) -> SafeString:
+    """Links from an audit row to what it is about: its table, and the plan, job or estimate
+    its parameters name (a plan's page, a job's page, the estimate on the retention page)."""
+    from django.urls import NoReverseMatch, reverse
+
+    table = getattr(event, "table", None)
+    parameters = event.parameters if isinstance(getattr(event, "parameters", None), dict) else {}
+    links = []
+    if table is not None:
+        links.append(format_html('<a href="{}">{}</a>', reverse("console:overview", args=[table.pk]), table.name))
+        for key, name, argument, label in _AUDIT_LINKS:
+            value = parameters.get(key)
+            if not isinstance(value, int):
+                continue
+            try:
+                if argument is None:
+                    url = f"{reverse(name, args=[table.pk])}?{key}={value}"
+                else:
+                    url = reverse(name, args=[table.pk, value])
+            except NoReverseMatch:
+                continue
+            links.append(format_html('<a href="{}">{} {}</a>', url, label, value))
+    return mark_safe(" · ".join(str(link) for link in links))  # noqa: S308 (each part built by format_html)
+
+
+@register.filter
+def readable_parameters(parameters: Any, where: Table | str | None = None) -> SafeString:
+    """An audit event's parameters as 'key: value' pairs (instant times readable, lists joined),
+    not as a Python dict's text."""
+    if not isinstance(parameters, dict) or not parameters:
+        return mark_safe("")
+    parts = []
+    for key, value in parameters.items():
+        if isinstance(value, list | tuple):
+            shown = ", ".join(str(v) for v in value) or "none"
+        elif isinstance(value, dict):
+            shown = ", ".join(f"{k}={v}" for k, v in value.items())
+        elif isinstance(value, bool):
+            shown = "yes" if value else "no"
+        else:
+            shown = str(value)
+        parts.append(format_html('<span class="param"><span class="key">{}</span>: {}</span>',
+                                 key.replace("_", " "), instants(shown, where)))
+    return mark_safe(" · ".join(str(p) for p in parts))  # noqa: S308 (each part built by format_html)

@@ -346,7 +346,8 @@ def forms_on(client: Client, table: Table, savepoint: str) -> dict[str, set[str]
     pages = {"catalog": reverse("console:catalog"), "overview": reverse("console:overview", args=[table.pk]),
              "savepoints": reverse("console:savepoints", args=[table.pk]),
              "restore": reverse("console:restore", args=[table.pk, savepoint]),
-             "failed_writes": reverse("console:failed_writes", args=[table.pk])}
+             # the rollback form lives on the failed write's preview page
+             "failed_writes": reverse("console:rollback_preview", args=[table.pk, "20990101000000000"])}
     actions = {"register": reverse("console:register"), "sync": reverse("console:sync", args=[table.pk]),
                "plan_request": reverse("console:plan_request", args=[table.pk]),
                "table_settings": reverse("console:table_settings", args=[table.pk]),

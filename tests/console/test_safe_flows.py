@@ -43,3 +43,71 @@ def test_safe_flows_savepoint_form_offers_accepted_writes_and_keeps_input_on_ref
     body = refused.content.decode()
     assert refused.status_code == 400 and "already savepointed" in body and 'value="my careful comment"' in body
     assert f'<option value="{offered[0]}"' not in body  # savepointed now: no longer offered
+
+
+def test_safe_flows_rollback_has_a_preview_page_with_files_and_a_typed_confirmation(
+        table: Table, django_capture_on_commit_callbacks) -> None:
+    from pathlib import Path
+
+    from console.models import Job, JobStatus
+    from tests.test_rollback import fake_failed_write
+
+    failed = "20990101000000000"
+    fake_failed_write(Path(table.path.removeprefix("file:")), failed, markers=True)
+    services.table_sync(table=table)
+    listing = login("viewer").get(reverse("console:failed_writes", args=[table.pk])).content.decode()
+    preview_url = reverse("console:rollback_preview", args=[table.pk, failed])
+    assert preview_url in listing and 'name="confirm"' not in listing  # no one-click rollback
+    admin = login("admin")
+    page = admin.get(preview_url).content.decode()
+    row = next(r for r in HudiTable.open(table.path).inspect.failed_writes() if r.instant.requested_time == failed)
+    assert row.preview is not None and row.preview.files_to_delete
+    assert all(path in page for _, path, _ in row.preview.files_to_delete)
+    assert "A rollback cannot be undone" in page and f"Type {failed} to confirm" in page
+    assert admin.get(reverse("console:rollback_preview", args=[table.pk, "20010101000000000"])).status_code == 404
+    with django_capture_on_commit_callbacks(execute=True):
+        admin.post(reverse("console:rollback_run", args=[table.pk]), {"target": failed, "confirm": failed})
+    job = Job.objects.get()
+    assert job.status == JobStatus.COMPLETED
+    result = admin.get(reverse("console:job", args=[table.pk, job.pk])).content.decode()
+    assert "The failed write" in result and "is rolled back (rollback instant" in result
+    assert "<dt>rollback</dt>" not in result and "&#x27;rollback&#x27;" not in result  # no raw result dump
+
+
+def test_safe_flows_restore_preview_lists_the_files_paged_with_a_warning(table: Table) -> None:
+    lake = HudiTable.open(table.path)
+    first = lake.timeline.commits().completed().first()
+    assert first is not None
+    services.savepoint_create(table=table, user=None, instant_time=first.requested_time, comment="")
+    preview = HudiTable.open(table.path).inspect.restore_preview(first.requested_time)
+    paths = [path for r in preview.rollbacks for _, path, _ in r.files_to_delete]
+    assert paths
+    page = login("viewer").get(reverse("console:restore", args=[table.pk, first.requested_time])).content.decode()
+    assert "A restore cannot be undone" in page and f"deletes {len(paths)} file" in page
+    assert all(p in page for p in paths[:50])
+
+
+def test_safe_flows_audit_rows_link_to_their_objects_and_read_as_text(table: Table) -> None:
+    plan = services.plan_request(table=table, user=None, overrides=SHORT_RETENTION)
+    services.plan_build(plan=plan)
+    page = login("viewer").get(reverse("console:audit")).content.decode()
+    assert f'href="{reverse("console:plan", args=[table.pk, plan.pk])}">plan {plan.pk}</a>' in page
+    assert f'href="{reverse("console:overview", args=[table.pk])}">{table.name}</a>' in page
+    assert "{&#x27;plan&#x27;" not in page  # no Python dict text
+    assert '<span class="key">plan</span>: ' in page  # parameters as key: value, not a dict's text
+
+
+def test_safe_flows_refusals_and_denied_access_are_audited(table: Table) -> None:
+    from console.models import AuditEvent
+
+    viewer, admin = login("viewer"), login("admin")
+    assert viewer.post(reverse("console:plan_request", args=[table.pk]), {}).status_code == 403
+    denied = AuditEvent.objects.get(action="access.denied")
+    assert denied.table == table and denied.username == "u-viewer" and denied.parameters["method"] == "POST"
+    plan = services.plan_build(plan=services.plan_request(table=table, user=None, overrides=SHORT_RETENTION))
+    services.plan_reject(plan=plan, user=None, note="no")
+    admin.post(reverse("console:plan_approve", args=[table.pk, plan.pk]))  # a rejected plan is not approvable
+    refused = AuditEvent.objects.get(action="plan_approve.refused")
+    assert refused.table == table and "Only a draft plan" in refused.result and refused.username == "u-admin"
+    admin.post(reverse("console:restore_run", args=[table.pk]), {"target": "20240101000000000", "confirm": "nope"})
+    assert "Type the table" in AuditEvent.objects.get(action="restore.refused").result
