@@ -37,7 +37,7 @@ def open_timeline(browser: Browser, live_server, table: Table, width: int) -> Pa
     page.fill("input[name=username]", "ada")
     page.fill("input[name=password]", "correct horse")
     page.click("button[type=submit]")
-    page.wait_for_selector("h1:has-text('Tables')")
+    page.wait_for_selector("h1:has-text('Lake dashboard')")  # the home page after login
     page.goto(f"{live_server.url}/tables/{table.pk}/timeline")
     page.wait_for_selector("time[data-localised]")
     return page

@@ -23,7 +23,7 @@ def log_in(browser: Browser, url: str, name: str, role: str) -> Page:  # noqa: F
     page.fill("input[name=username]", name)
     page.fill("input[name=password]", "secret pass")
     page.click("button[type=submit]")
-    page.wait_for_selector("h1:has-text('Tables')")
+    page.wait_for_selector("h1:has-text('Lake dashboard')")  # the home page after login
     return page
 
 

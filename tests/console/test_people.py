@@ -406,7 +406,7 @@ def log_in(browser: Browser, live_server, width: int, username: str, password: s
     page.fill("input[name=username]", username)
     page.fill("input[name=password]", password)
     page.click("button[type=submit]")
-    page.wait_for_selector("h1:has-text('Tables')")
+    page.wait_for_selector("h1:has-text('Lake dashboard')")  # the home page after login
     return page
 
 
