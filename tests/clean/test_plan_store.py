@@ -16,7 +16,7 @@ from tests.s3 import S3Server
 from timeline import CleanConfig, CleanPolicy, HudiTable
 from timeline.clean.executor import run_pending_cleans, schedule_clean
 from timeline.clean.planner import CleanPlan, FileDecision
-from timeline.clean.store import FileRow, StoredPlan, StoreError, compare_stored, plan_clean_stored
+from timeline.clean.store import FileRow, StoredPlan, StoreError, compare_stored, names_of, plan_clean_stored
 
 SHAPE = CleanShape(partitions=40, groups=3, versions=4, trickle=2, hot=4, retained=3)
 
@@ -75,13 +75,28 @@ def test_pages_filters_and_searches_read_like_the_list_of_decisions(generated: A
         ({"partition": "city=none"}, []),
         ({"search": name[3:12].upper()}, [r for r in rows if name[3:12] in r.file_name]),
         ({"search": "_1-1", "delete": False}, [r for r in rows if "_1-1" in r.file_name and not r.delete]),
+        ({"search": ".parquet"}, [r for r in rows if ".parquet" in r.file_name]),  # in every name: the dense path
+        ({"search": name[3:12], "partition": rows[7].partition, "delete": rows[7].delete},
+         [r for r in rows if name[3:12] in r.file_name and r.partition == rows[7].partition
+          and r.delete == rows[7].delete]),
     ]
-    for filters, expected in cases:
-        assert expected or filters.get("partition") == "city=none"
-        assert stored.count(**filters) == len(expected), filters
-        for offset, limit in [(0, 25), (25, 25), (len(expected) - 3, 25), (len(expected) + 5, 10), (0, None)]:
-            assert stored.rows(**filters, offset=max(0, offset), limit=limit) == \
-                expected[max(0, offset):None if limit is None else max(0, offset) + limit], (filters, offset)
+    # a needle made of one name's end and the next name's start is in the names file's bytes, not in a name
+    across = rows[0].file_name[-4:] + rows[1].file_name[:4]
+    assert not any(across in r.file_name for r in rows)
+    cases.append(({"search": across}, []))
+
+    def check() -> None:
+        for filters, expected in cases:
+            assert expected or filters.get("partition") == "city=none" or filters.get("search") == across
+            assert stored.count(**filters) == len(expected), filters
+            for offset, limit in [(0, 25), (25, 25), (len(expected) - 3, 25), (len(expected) + 5, 10), (0, None)]:
+                assert stored.rows(**filters, offset=max(0, offset), limit=limit) == \
+                    expected[max(0, offset):None if limit is None else max(0, offset) + limit], (filters, offset)
+
+    check()
+    for part in stored.parts:  # a store written before names files: searched from the parts
+        (tmp_path / "p" / names_of(part.name)).unlink()
+    check()
 
 
 def test_comparing_stores_names_every_difference_partition_by_partition(generated: Any, tmp_path: Path) -> None:
@@ -184,6 +199,7 @@ def test_a_folder_that_is_not_a_plan_store_is_never_emptied(generated: Any, tmp_
     first = plan_clean_stored(table, config, str(tmp_path / "p"), part_rows=100)
     assert len(first.parts) > 1
     again = plan_clean_stored(table, config, str(tmp_path / "p"), part_rows=1000)  # an old plan's folder: emptied
-    assert sorted(f.name for f in (tmp_path / "p").iterdir()) == sorted(["plan.json", *(p.name for p in again.parts)])
+    assert sorted(f.name for f in (tmp_path / "p").iterdir()) == sorted(
+        ["plan.json", *(p.name for p in again.parts), *(names_of(p.name) for p in again.parts)])
     again.delete()
     assert not (tmp_path / "p").exists()

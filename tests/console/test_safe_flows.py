@@ -111,3 +111,20 @@ def test_safe_flows_refusals_and_denied_access_are_audited(table: Table) -> None
     assert refused.table == table and "Only a draft plan" in refused.result and refused.username == "u-admin"
     admin.post(reverse("console:restore_run", args=[table.pk]), {"target": "20240101000000000", "confirm": "nope"})
     assert "Type the table" in AuditEvent.objects.get(action="restore.refused").result
+
+
+def test_safe_flows_the_sync_badge_polls_while_a_sync_is_queued_and_stops_after(table: Table) -> None:
+    from console.models import SyncStatus
+
+    viewer = login("viewer")
+    poll = f'hx-get="{reverse("console:sync_status", args=[table.pk])}"'
+    assert poll not in viewer.get(reverse("console:overview", args=[table.pk])).content.decode()
+    Table.objects.filter(pk=table.pk).update(sync_status=SyncStatus.QUEUED)
+    for url in (reverse("console:overview", args=[table.pk]), reverse("console:catalog"),
+                reverse("console:sync_status", args=[table.pk])):
+        assert poll in viewer.get(url).content.decode(), url
+    from console.tasks import sync_table
+
+    sync_table.apply(args=(table.pk,))  # the task settles the badge (eager, as the fixture's tasks run)
+    assert Table.objects.get(pk=table.pk).sync_status == SyncStatus.OK
+    assert poll not in viewer.get(reverse("console:sync_status", args=[table.pk])).content.decode()

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from itertools import groupby
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any, NamedTuple, overload
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, overload
 
 import pyarrow as pa
 
@@ -121,6 +121,28 @@ def part_name(index: int) -> str:
     return f"part-{index:06d}.parquet"
 
 
+def names_of(part: str) -> str:
+    """The names file beside a part: its rows' partition, file name and decision, in the same
+    order, as an uncompressed Arrow IPC file that a search maps and scans as plain bytes."""
+    return part.removesuffix(".parquet") + NAMES_SUFFIX
+
+
+NAMES_SUFFIX = ".names.arrow"
+NAMES = pa.schema([("partition", pa.dictionary(pa.int32(), pa.string())), ("file_name", pa.string()),
+                   ("delete", pa.bool_())])
+
+
+def _write_names(storage: ArrowStorage, path: str, table: pa.Table) -> None:
+    import pyarrow.compute as pc
+
+    names = pa.table([pc.dictionary_encode(table.column("partition")), table.column("file_name"),
+                      table.column("delete")], schema=NAMES).combine_chunks()
+    try:
+        storage.write_arrow(path, names)
+    except CleanlineError as exc:
+        raise StoreError(f"{storage.uri(path)}: cannot write the plan's names: {exc}") from exc
+
+
 def open_store(uri: str, s3: S3Settings | None = None) -> tuple[ArrowStorage, str]:
     """The storage and path of a plan folder (a local path or `s3://...`)."""
     storage, path = storage_for(uri, s3=s3 if s3 is not None else store_settings(uri))
@@ -152,6 +174,7 @@ def write_part(folder_uri: str, index: int, results: Iterable[tuple[str, Sequenc
     storage, folder = open_store(folder_uri, s3)
     name = part_name(index)
     _write_parquet(storage, Storage.join(folder, name), table)
+    _write_names(storage, Storage.join(folder, names_of(name)), table)
     partitions = table.column("partition")
     return StoredPart(Part(name, partitions[0].as_py(), partitions[-1].as_py(), table.num_rows,
                            sum(s.deletes for s in sums)), tuple(sums))
@@ -171,8 +194,10 @@ def _write_parquet(storage: ArrowStorage, path: str, table: pa.Table) -> None:
 
 
 def _is_store_file(name: str) -> bool:
-    """A file a plan store writes: its parts (and their temporary files), header and outcomes."""
-    return (name in (HEADER, OUTCOME_FILE) or (name.startswith("part-") and ".parquet" in name)
+    """A file a plan store writes: its parts and their names files (and their temporary files),
+    header and outcomes."""
+    return (name in (HEADER, OUTCOME_FILE)
+            or (name.startswith("part-") and (".parquet" in name or NAMES_SUFFIX in name))
             or (name.startswith(OUTCOME_FILE) and name.endswith(".tmp")))
 
 
@@ -391,11 +416,70 @@ class StoredPlan:
             timeline_end=self.timeline_end)
 
     def _parts_of(self, partition: str) -> Sequence[Part]:
+        found = self._part_range(partition)
+        return self.parts[found.start:found.stop]
+
+    def _names(self, part: Part) -> pa.Table | None:
+        """A part's names file (None when the store has none: written before they existed)."""
+        storage, folder = open_store(self.uri, self.s3)
+        try:
+            return storage.read_arrow(Storage.join(folder, names_of(part.name)))
+        except FileNotFound:
+            return None
+        except CleanlineError as exc:
+            raise StoreError(f"{self.uri}: cannot read {names_of(part.name)}: {exc}") from exc
+
+    def _hits(self, delete: bool | None, partition: str, search: str) -> Hits | None:
+        """The rows whose file names contain `search` (ignoring case when it has capitals: Hudi's
+        names are lower case), to delete, kept or all, in one partition or all: per part, the
+        row positions, found by scanning the names files' bytes. None when a part has no names
+        file."""
+        import pyarrow.compute as pc
+
+        fold = search != search.lower()
+        needle = (search.lower() if fold else search).encode()
+        found: list[tuple[int, pa.Array]] = []
+        for index in self._part_range(partition):
+            part = self.parts[index]
+            if not part.rows:
+                continue
+            names = self._names(part)
+            if names is None:
+                return None
+            rows = _rows_containing(names.column("file_name").combine_chunks(), needle, fold)
+            if len(rows) and (delete is not None or partition):
+                chosen = names.take(rows)
+                keep = None
+                if delete is not None:
+                    keep = chosen.column("delete") if delete else pc.invert(chosen.column("delete"))
+                if partition:
+                    same = pc.equal(chosen.column("partition").cast(pa.string()), partition)
+                    keep = same if keep is None else pc.and_(keep, same)
+                rows = rows.filter(keep)
+            if len(rows):
+                found.append((index, rows))
+        return Hits(tuple(found))
+
+    def _rows_at(self, hits: Hits, offset: int, limit: int | None) -> list[FileRow]:
+        """Whole rows of the hits from `offset`, at most `limit`, reading only their parts."""
+        found: list[FileRow] = []
+        skip = offset
+        for index, rows in hits.parts:
+            if skip >= len(rows):
+                skip -= len(rows)
+                continue
+            want = rows.slice(skip, None if limit is None else limit - len(found))
+            skip = 0
+            found.extend(_rows_of(self._read(self.parts[index]).take(want)))
+            if limit is not None and len(found) >= limit:
+                break
+        return self._with_outcomes(found)
+
+    def _part_range(self, partition: str) -> range:
         if not partition:
-            return self.parts
-        firsts = [p.first for p in self.parts]
-        lasts = [p.last for p in self.parts]
-        return self.parts[bisect_left(lasts, partition):bisect_right(firsts, partition)]
+            return range(len(self.parts))
+        return range(bisect_left([p.last for p in self.parts], partition),
+                     bisect_right([p.first for p in self.parts], partition))
 
     def _searched(self, delete: bool | None, partition: str, search: str,
                   columns: list[str] | None = None) -> pa.Table:
@@ -483,15 +567,23 @@ class Matches(Sequence[FileRow]):
     def __init__(self, plan: StoredPlan, delete: bool | None, partition: str, search: str) -> None:
         self.plan, self.delete, self.partition, self.search = plan, delete, partition, search
         self._keys: pa.Table | None = None
+        self._hits: Hits | Literal[False] | None = None
 
     def _found(self) -> pa.Table:
         if self._keys is None:
             self._keys = self.plan._searched(self.delete, self.partition, self.search, ["partition", "file_name"])
         return self._keys
 
+    def _hit_list(self) -> Hits | None:
+        """The search's hits from the names files (None for a store written without them)."""
+        if self._hits is None:
+            self._hits = self.plan._hits(self.delete, self.partition, self.search) or False
+        return self._hits or None
+
     def __len__(self) -> int:
         if self.search:
-            return int(self._found().num_rows)
+            hits = self._hit_list()
+            return hits.count if hits is not None else int(self._found().num_rows)
         plan, delete = self.plan, self.delete
         if self.partition:
             sums = next((s for s in plan.sums if s.partition == self.partition), None)
@@ -503,6 +595,9 @@ class Matches(Sequence[FileRow]):
     def page(self, offset: int = 0, limit: int | None = None) -> list[FileRow]:
         """The matches from `offset`, at most `limit`."""
         if self.search:
+            hits = self._hit_list()
+            if hits is not None:
+                return self.plan._rows_at(hits, offset, limit)
             return self.plan._rows_named(self._found().slice(offset, limit))
         return self.plan._page(self.delete, self.partition, offset, limit)
 
@@ -521,6 +616,53 @@ class Matches(Sequence[FileRow]):
         start, stop, step = index.indices(len(self))
         rows = self.page(start, stop - start) if stop > start else []
         return rows[::step] if step != 1 else rows
+
+
+@dataclass(frozen=True, slots=True)
+class Hits:
+    """A search's hits: per part (its index), the positions of the matching rows, ascending."""
+
+    parts: tuple[tuple[int, pa.Array], ...]
+
+    @property
+    def count(self) -> int:
+        return sum(len(rows) for _, rows in self.parts)
+
+
+def _rows_containing(names: pa.Array, needle: bytes, fold: bool) -> pa.Array:
+    """Positions (int64, ascending) of the strings of `names` that contain `needle` (`fold`:
+    compared lower-cased, the needle already is). The strings' bytes are searched as one
+    buffer with bytes.find, from one match to the next row, so that a rare needle costs about
+    a memchr over the data; a needle found in many rows is matched row by row in C instead."""
+    import pyarrow.compute as pc
+
+    count = len(names)
+    if not needle or not count:
+        return pa.array(range(count) if not needle else [], type=pa.int64())
+    offsets = memoryview(names.buffers()[1]).cast("i")[names.offset:names.offset + count + 1]
+    first, last = offsets[0], offsets[count]
+    data = names.buffers()[2]
+    hay = data.to_pybytes() if data is not None else b""
+    if first or last != len(hay):
+        hay = hay[first:last]
+    if fold:
+        hay = hay.lower()
+    rows: list[int] = []
+    dense = count // 8
+    width = len(needle)
+    at = hay.find(needle)
+    while at >= 0:
+        row = bisect_right(offsets, first + at) - 1
+        end = offsets[row + 1] - first
+        if at + width <= end:  # wholly inside one name, not across two
+            rows.append(row)
+            if len(rows) > dense:  # in many names: the vectorised kernel beats a step per hit
+                mask = pc.match_substring(names, needle.decode(), ignore_case=fold)
+                return pc.indices_nonzero(mask).cast(pa.int64())
+            at = hay.find(needle, end)
+        else:
+            at = hay.find(needle, at + 1)
+    return pa.array(rows, type=pa.int64())
 
 
 def _where(delete: bool | None, partition: str) -> pc.Expression | None:

@@ -156,6 +156,22 @@ class ArrowStorage(Storage):
 
         return _guard(path, lambda: pq.read_table(path, filesystem=self.fs, columns=columns, filters=where))
 
+    def write_arrow(self, path: str, table: pa.Table) -> None:
+        """Write a table as an uncompressed Arrow IPC file, replacing any."""
+        def call() -> None:
+            with self.fs.open_output_stream(path) as out, pa.ipc.new_file(out, table.schema) as writer:
+                writer.write_table(table)
+
+        _guard(path, call)
+
+    def read_arrow(self, path: str) -> pa.Table:
+        """An Arrow IPC file's table."""
+        def call() -> pa.Table:
+            with self.fs.open_input_file(path) as source:
+                return pa.ipc.open_file(source).read_all()
+
+        return _guard(path, call)
+
     def parquet_dataset(self, paths: builtins.list[str], schema: pa.Schema) -> ds.Dataset:
         """Parquet files read as one dataset (scanned with threads)."""
         import pyarrow.dataset as ds
@@ -256,6 +272,26 @@ class LocalStorage(ArrowStorage):
         finally:
             if os.path.exists(temporary):
                 os.unlink(temporary)
+
+    def write_arrow(self, path: str, table: pa.Table) -> None:
+        """Through a temporary file renamed into place, as `write_parquet`."""
+        temporary = f"{path}.{os.getpid()}.{id(table):x}.tmp"
+
+        def call() -> None:
+            os.makedirs(os.path.dirname(path) or "/", exist_ok=True)
+            with pa.OSFile(temporary, "wb") as out, pa.ipc.new_file(out, table.schema) as writer:
+                writer.write_table(table)
+            os.replace(temporary, path)
+
+        try:
+            _guard(path, call)
+        finally:
+            if os.path.exists(temporary):
+                os.unlink(temporary)
+
+    def read_arrow(self, path: str) -> pa.Table:
+        """Memory-mapped: the table's buffers are the file's pages, nothing is copied."""
+        return _guard(path, lambda: pa.ipc.open_file(pa.memory_map(path)).read_all())
 
     def delete(self, path: str) -> bool:
         try:
