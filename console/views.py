@@ -160,6 +160,11 @@ def register(request: HttpRequest) -> HttpResponse:
 
 @table_page(reads_lake=True)
 def overview(request: HttpRequest, table: Table) -> HttpResponse:
+    return _overview_page(request, table, PlanForm())
+
+
+def _overview_page(request: HttpRequest, table: Table, plan_form: PlanForm, status: int = 200) -> HttpResponse:
+    """The overview; after a refused plan request, with the form as the user filled it in."""
     mdt, mdt_validation, mdt_error = selectors.metadata_table(table, validate=request.GET.get("validate_mdt") == "1")
     return render(request, "console/overview.html", {
         "mdt": mdt, "mdt_validation": mdt_validation, "mdt_error": mdt_error,
@@ -168,11 +173,11 @@ def overview(request: HttpRequest, table: Table) -> HttpResponse:
         "can_drop_mdt": request.user.has_perm(permissions.RESTORE),
         "table": table, "overview": selectors.overview(table), "plans": selectors.plans_of(table)[:20],
         "lock": selectors.table_lock_state(table), "can_break_lock": request.user.has_perm(permissions.APPROVE),
-        "plan_form": PlanForm(), "settings_form": TableSettingsForm(initial={
+        "plan_form": plan_form, "settings_form": TableSettingsForm(initial={
             "auto_clean": table.auto_clean, "auto_max_files": table.auto_max_files,
             "auto_max_bytes": table.auto_max_bytes,
             "write_options": "\n".join(f"{k}={v}" for k, v in sorted(table.write_options.items()))}),
-        "pending_cleans": table.instants.filter(action="clean").exclude(state="COMPLETED")})
+        "pending_cleans": table.instants.filter(action="clean").exclude(state="COMPLETED")}, status=status)
 
 
 @table_page()
@@ -223,12 +228,12 @@ def plan_request(request: HttpRequest, table: Table) -> HttpResponse:
     form = PlanForm(request.POST)
     if not form.is_valid():
         messages.error(request, "Check the plan settings: " + _form_errors(form))
-        return _overview(table)
+        return _overview_page(request, table, form, status=400)
     try:
         plan = services.plan_request(table=table, user=request.user, overrides=form.cleaned_data)  # type: ignore[arg-type]
     except ValidationError as exc:
         _refused(request, exc)
-        return _overview(table)
+        return _overview_page(request, table, form, status=400)
     enqueue(build_clean_plan, plan)
     return redirect("console:plan", pk=table.pk, plan_id=plan.pk)
 

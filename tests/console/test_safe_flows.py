@@ -128,3 +128,16 @@ def test_safe_flows_the_sync_badge_polls_while_a_sync_is_queued_and_stops_after(
     sync_table.apply(args=(table.pk,))  # the task settles the badge (eager, as the fixture's tasks run)
     assert Table.objects.get(pk=table.pk).sync_status == SyncStatus.OK
     assert poll not in viewer.get(reverse("console:sync_status", args=[table.pk])).content.decode()
+
+
+def test_safe_flows_a_refused_plan_request_keeps_what_was_typed(table: Table) -> None:
+    from console.models import CleanPlan
+
+    operator = login("operator")
+    refused = operator.post(reverse("console:plan_request", args=[table.pk]),
+                            {"policy": "KEEP_LATEST_COMMITS", "commits_retained": "1"})  # below the table's 10
+    body = refused.content.decode()
+    assert refused.status_code == 400 and "allow less retention" in body
+    assert 'name="commits_retained" value="1"' in body and not CleanPlan.objects.exists()
+    invalid = operator.post(reverse("console:plan_request", args=[table.pk]), {"commits_retained": "-4"})
+    assert invalid.status_code == 400 and 'value="-4"' in invalid.content.decode()

@@ -8,7 +8,9 @@ A store is a local folder or an object-store prefix (`s3://bucket/prefix`); it m
 reachable at the same URI from the driver and every executor. Each part holds the decisions of
 a run of consecutive partitions (in partition order), sorted by (partition, file name), so the
 parts in name order are the whole plan in that order; a part's name is its index, so a Spark
-task that is retried overwrites what its failed attempt wrote. After a run, `outcomes.parquet`
+task that is retried overwrites what its failed attempt wrote. Beside each part, its names file
+(`part-N.names.arrow`: partition, file name and decision, uncompressed Arrow IPC) lets a
+file-name search scan plain bytes instead of decoding Parquet. After a run, `outcomes.parquet`
 holds what happened to each file the plan deletes."""
 
 from __future__ import annotations
