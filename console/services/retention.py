@@ -6,6 +6,7 @@ decides a file's fate, and nothing is written to the lake."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import asdict
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -64,10 +65,5 @@ def estimate_run(*, estimate: RetentionEstimate, task_id: str = "") -> Retention
 
 
 def cost_row(cost: RetentionCost) -> dict[str, Any]:
-    """One setting's figures as the estimate keeps them (JSON)."""
-    return {"policy": cost.policy.value, "unit": cost.unit, "retained": cost.retained,
-            "earliest_commit_to_retain": cost.earliest_commit_to_retain, "files_to_delete": cost.files_to_delete,
-            "bytes_to_delete": cost.bytes_to_delete, "files_kept": cost.files_kept, "bytes_kept": cost.bytes_kept,
-            "partitions_to_delete": cost.partitions_to_delete, "incremental": cost.incremental,
-            "below_table_setting": cost.below_table_setting, "why_nothing": cost.why_nothing,
-            "notes": list(cost.notes)}
+    """One setting's figures as the estimate keeps them (JSON): the library's fields by name."""
+    return {**asdict(cost), "policy": cost.policy.value, "unit": cost.unit, "notes": list(cost.notes)}

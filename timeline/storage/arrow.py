@@ -260,34 +260,15 @@ class LocalStorage(ArrowStorage):
         """Locally through a temporary file renamed into place: a reader never sees half a file."""
         import pyarrow.parquet as pq
 
-        temporary = f"{path}.{os.getpid()}.{id(table):x}.tmp"
-
-        def call() -> None:
-            os.makedirs(os.path.dirname(path) or "/", exist_ok=True)
-            pq.write_table(table, temporary, **options)
-            os.replace(temporary, path)
-
-        try:
-            _guard(path, call)
-        finally:
-            if os.path.exists(temporary):
-                os.unlink(temporary)
+        _write_replacing(path, lambda temporary: pq.write_table(table, temporary, **options))
 
     def write_arrow(self, path: str, table: pa.Table) -> None:
         """Through a temporary file renamed into place, as `write_parquet`."""
-        temporary = f"{path}.{os.getpid()}.{id(table):x}.tmp"
-
-        def call() -> None:
-            os.makedirs(os.path.dirname(path) or "/", exist_ok=True)
+        def write(temporary: str) -> None:
             with pa.OSFile(temporary, "wb") as out, pa.ipc.new_file(out, table.schema) as writer:
                 writer.write_table(table)
-            os.replace(temporary, path)
 
-        try:
-            _guard(path, call)
-        finally:
-            if os.path.exists(temporary):
-                os.unlink(temporary)
+        _write_replacing(path, write)
 
     def read_arrow(self, path: str) -> pa.Table:
         """Memory-mapped: the table's buffers are the file's pages, nothing is copied."""
@@ -323,6 +304,23 @@ class LocalStorage(ArrowStorage):
                     raise
 
         _guard(path, call)
+
+
+def _write_replacing(path: str, write: Callable[[str], None]) -> None:
+    """`write` a local file at a temporary name beside `path`, then rename it into place (a
+    reader never sees half a file); the temporary file is removed if anything fails."""
+    temporary = f"{path}.{os.getpid()}.{id(write):x}.tmp"
+
+    def call() -> None:
+        os.makedirs(os.path.dirname(path) or "/", exist_ok=True)
+        write(temporary)
+        os.replace(temporary, path)
+
+    try:
+        _guard(path, call)
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
 
 
 def _scan(path: str) -> list[FileStatus]:
