@@ -335,6 +335,21 @@ class Overview:
     bytes_per_partition: list[tuple[str, int]]
     versions_histogram: list[tuple[int, int]]
 
+    @property
+    def charts(self) -> dict[str, dict[str, Any]]:
+        """The overview's charts as console/charts.js draws them."""
+        return {
+            "commits": {"type": "bar", "format": "count",
+                        "labels": [f"{d[:4]}-{d[4:6]}-{d[6:8]}" for d, _ in self.commits_per_day],
+                        "datasets": [{"label": "commits", "data": [n for _, n in self.commits_per_day]}]},
+            "partitions": {"type": "bar", "format": "bytes", "horizontal": True,
+                           "labels": [p or "(none)" for p, _ in self.bytes_per_partition],
+                           "datasets": [{"label": "bytes", "data": [b for _, b in self.bytes_per_partition]}]},
+            "versions": {"type": "bar", "format": "count", "labels": [f"{v} version{'s' if v != 1 else ''}"
+                                                                       for v, _ in self.versions_histogram],
+                         "datasets": [{"label": "file groups", "data": [g for _, g in self.versions_histogram]}]},
+        }
+
 
 def metadata_table(table: Table, *, validate: bool = False) -> tuple[Any, Any, str]:
     """The table's metadata-table state, its validation against storage when asked, and an

@@ -78,3 +78,13 @@ def test_catalog_register_errors_show_above_the_tables(console_table) -> None:
     response = login("admin").post(reverse("console:register"), {"path": "/nowhere/at/all"})
     assert response.status_code == 400
     assert response.content.index(b'class="error"') < response.content.index(b'<table class="grid">')
+
+
+def test_overview_charts_are_specs_for_the_chart_library(console_table) -> None:
+    table = console_table("sample_table/mor/avro/v9_txns_simple_nometa")
+    page = login("viewer").get(reverse("console:overview", args=[table.pk])).content
+    commits = chart(page, "chart-commits")
+    assert sum(commits["datasets"][0]["data"]) == table.instants.filter(
+        action__in=("commit", "deltacommit", "replacecommit"), state="COMPLETED").count()
+    assert chart(page, "chart-partitions")["labels"] and chart(page, "chart-versions")["datasets"][0]["data"]
+    assert b"<svg width" not in page and b"chart-4.6.1.umd.min.js" in page  # no hand-drawn chart left
