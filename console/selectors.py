@@ -418,6 +418,23 @@ def retention_chart(estimate: RetentionEstimate) -> dict[str, Any]:
                                                          else "") for r in rows]}
 
 
+def demo_status() -> dict[str, Any] | None:
+    """The demo lake's background build (CLEANLINE_DEMO_STATUS), while it runs or if it failed;
+    None when there is none, it finished well, or its file cannot be read."""
+    from django.conf import settings
+
+    if not settings.CLEANLINE_DEMO_STATUS:
+        return None
+    try:
+        with open(settings.CLEANLINE_DEMO_STATUS, encoding="utf-8") as status:
+            found = json.load(status)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(found, dict) or (found.get("finished") and not found.get("failed")):
+        return None
+    return found
+
+
 def people_rows() -> QuerySet[User]:
     """Every user, by username, with their groups (for the role badge): the People page."""
     return User.objects.prefetch_related("groups").order_by("username")

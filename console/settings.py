@@ -32,6 +32,8 @@ CLEANLINE_PLAN_STORE  where clean plans keep their files as Parquet, a local fol
                   URI (default var/plan-store beside manage.py; a cluster on several machines
                   needs a shared folder or an object store). One folder per plan:
                   <store>/table-<id>/plan-<id>
+CLEANLINE_DEMO_STATUS  the JSON file `manage.py demo_lake --status` keeps the demo lake's background
+                  build in (make run sets it); the dashboard and catalog show its progress
 CLEANLINE_TASK_TIME_LIMIT, CLEANLINE_REDELIVERY_SECONDS  Celery's hard time limit per task and
                   when a dead worker's task is delivered again (default 21600 and limit + 600)
 LOG_LEVEL         the root logger's level (default WARNING)
@@ -323,6 +325,9 @@ CLEANLINE_BUSY_RETRY_MAX_SECONDS = float(os.environ.get("CLEANLINE_BUSY_RETRY_MA
 CLEANLINE_BUSY_MAX_RETRIES = int(os.environ.get("CLEANLINE_BUSY_MAX_RETRIES", "20"))
 # Tables with at least this many files are planned and cleaned by PySpark jobs (0: never).
 CLEANLINE_SPARK_MIN_FILES = spark_min_files()
+# The demo lake's background build (`make run`): the JSON file its command keeps its progress in,
+# shown on the dashboard and the catalog while it runs ("" when there is none).
+CLEANLINE_DEMO_STATUS = os.environ.get("CLEANLINE_DEMO_STATUS", "").strip()
 # Plans' files as Parquet, one folder per plan (timeline/clean/store.py).
 CLEANLINE_PLAN_STORE = os.environ.get("CLEANLINE_PLAN_STORE", "").strip() or str(BASE_DIR / "var" / "plan-store")
 

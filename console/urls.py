@@ -19,6 +19,7 @@ def of_table(route: str, view: Any, name: str, **kwargs: str) -> URLPattern:
 console_patterns = [
     path("", views.home, name="home"),
     path("tables", views.catalog, name="catalog"),
+    path("demo-status", views.demo_status, name="demo_status"),
     path("tables/register", views.register, name="register"),
     path("audit", views.audit_log, name="audit"),
     path("alerts", alerts.alerts_page, name="alerts"),

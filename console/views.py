@@ -119,7 +119,16 @@ def _overview(table: Table) -> HttpResponse:
 def home(request: HttpRequest) -> HttpResponse:
     """The lake dashboard: totals, the tables by what a clean would free, three charts."""
     permissions.require_view(request.user)
-    return render(request, "console/dashboard.html", {"dashboard": selectors.dashboard()})
+    return render(request, "console/dashboard.html", {"dashboard": selectors.dashboard(),
+                                                      "demo": selectors.demo_status()})
+
+
+@login_required
+@require_GET
+def demo_status(request: HttpRequest) -> HttpResponse:
+    """The demo lake's build banner; htmx polls it while the build runs."""
+    permissions.require_view(request.user)
+    return render(request, "console/_demo_status.html", {"demo": selectors.demo_status()})
 
 
 @login_required
@@ -137,7 +146,8 @@ def _catalog(request: HttpRequest, form: RegisterTableForm, status: int = 200) -
     query.pop("page", None)
     return render(request, "console/catalog.html", {
         "page": selectors.page_of(selectors.catalog(search=search, sort=sort), request.GET.get("page")),
-        "q": search, "sort": sort, "query": query.urlencode(), "sorts": selectors.CATALOG_SORTS, "form": form},
+        "q": search, "sort": sort, "query": query.urlencode(), "sorts": selectors.CATALOG_SORTS, "form": form,
+        "demo": selectors.demo_status()},
         status=status)
 
 

@@ -16,6 +16,8 @@ PORT="${PORT:-8000}"
 LOGS=var/log
 export HOST PORT DJANGO_SETTINGS_MODULE=console.settings
 export CLEANLINE_ALLOWED_ROOTS="${CLEANLINE_ALLOWED_ROOTS:-$PWD/$LAKE}"
+# the background build of the demo lake keeps its progress here; the dashboard and catalog show it
+export CLEANLINE_DEMO_STATUS="${CLEANLINE_DEMO_STATUS:-$PWD/var/demo-lake-status.json}"
 mkdir -p "$LOGS"
 # DEBUG is off unless asked for (DEBUG=1), so every process needs a SECRET_KEY: one random key is
 # made on the first run and kept in var/secret-key (readable by this user only, never tracked).
@@ -66,6 +68,7 @@ PROMETHEUS_MULTIPROC_DIR="${PROMETHEUS_MULTIPROC_DIR:-$PWD/var/prometheus}" $PY 
 
 # The Spark demo tables, only when some are missing (checked without starting Spark). When the
 # build ends, the URL and the login are printed again, so that they stay the last lines.
+rm -f "$CLEANLINE_DEMO_STATUS"  # an earlier start's, perhaps stopped mid-build; a new build writes its own
 missing="$($PY -c 'import sys; from timeline.engine import demo_tables_to_build as m; print(*m(sys.argv[1]))' "$LAKE")"
 case "$HOST" in 0.0.0.0|::|"[::]") shown=127.0.0.1 ;; *) shown="$HOST" ;; esac
 url="http://$shown:$PORT/"
@@ -73,7 +76,8 @@ if [ -n "$missing" ]; then
   echo "demo lake: building the Spark tables ($missing) in the background; progress: tail -f $LOGS/demo-lake.log"
   (
     trap 'kill $child 2>/dev/null; exit 143' TERM
-    $PY manage.py demo_lake "$LAKE" --log "$LOGS/demo-lake.log" 2>> "$LOGS/demo-lake.log" & child=$!
+    $PY manage.py demo_lake "$LAKE" --log "$LOGS/demo-lake.log" --status "$CLEANLINE_DEMO_STATUS" \
+      2>> "$LOGS/demo-lake.log" & child=$!
     if wait $child; then
       echo "demo lake: every Spark table is built and in the catalog ($LOGS/demo-lake.log)"
     else

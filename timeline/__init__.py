@@ -16,7 +16,14 @@ from timeline.clean.retention import RetentionTooShort, retention_shortfall
 from timeline.clean.store import FileRow, PartitionSums, StoredPlan, StoreError, compare_stored
 from timeline.clean.whatif import RetentionCost, WhatIf, reclaimable, what_if
 from timeline.config import TableConfig
-from timeline.engine import build_demo_lake, engine_for, spark_min_files, spark_session
+from timeline.engine import (
+    DEMO_TABLES,
+    build_demo_lake,
+    demo_tables_to_build,
+    engine_for,
+    spark_min_files,
+    spark_session,
+)
 from timeline.exceptions import (
     CleanlineError,
     CorruptInstantError,
@@ -81,7 +88,8 @@ __all__ = [
     "RestorePreview", "RestoreRefused", "RestoreVerification", "RollbackPreview", "RollbackRefused",
     "S3ConfigError", "S3Settings", "SavepointInfo", "SavepointRefused", "SliceProtection", "State", "StateFile",
     "StorageError", "TableConfig", "TableConfigError", "Timeline", "UnsupportedLocationError", "__version__",
-    "build_demo_lake", "configure_s3", "engine_for", "spark_min_files", "format_instant_time", "moment_of",
+    "DEMO_TABLES", "build_demo_lake", "demo_tables_to_build", "configure_s3", "engine_for", "spark_min_files",
+    "format_instant_time", "moment_of",
     "parse_instant_time", "parse_location", "parse_s3_roots", "remote", "retention_shortfall", "spark_session",
     "within_roots", "instant_time_of",
     "RetentionCost", "TableListing", "WhatIf", "reclaimable", "what_if",

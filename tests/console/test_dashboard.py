@@ -88,3 +88,32 @@ def test_overview_charts_are_specs_for_the_chart_library(console_table) -> None:
         action__in=("commit", "deltacommit", "replacecommit"), state="COMPLETED").count()
     assert chart(page, "chart-partitions")["labels"] and chart(page, "chart-versions")["datasets"][0]["data"]
     assert b"<svg width" not in page and b"chart-4.6.1.umd.min.js" in page  # no hand-drawn chart left
+
+
+def test_demo_lake_build_progress_shows_on_the_dashboard_and_catalog(settings, tmp_path) -> None:
+    from django.core.management import call_command
+
+    from timeline import DEMO_TABLES
+
+    status = tmp_path / "status.json"
+    settings.CLEANLINE_DEMO_STATUS = str(status)
+    viewer = login("viewer")
+    assert b'id="demo-status"' in viewer.get(reverse("console:home")).content
+    assert b"Demo lake" not in viewer.get(reverse("console:home")).content  # no status file: no banner
+    status.write_text(json.dumps({"tables": list(DEMO_TABLES), "built": [DEMO_TABLES[0]], "building": DEMO_TABLES[1],
+                                  "finished": False, "failed": ""}))
+    poll = f'hx-get="{reverse("console:demo_status")}"'.encode()
+    for url in (reverse("console:home"), reverse("console:catalog"), reverse("console:demo_status")):
+        page = viewer.get(url).content
+        assert b"1 of 3 done" in page and DEMO_TABLES[1].encode() in page and poll in page, url
+    # the command keeps the file: on a lake whose tables are all there it finishes at once, without Spark
+    lake = tmp_path / "lake"
+    for name in DEMO_TABLES:
+        (lake / name / ".hoodie").mkdir(parents=True)
+        (lake / name / ".hoodie" / "hoodie.properties").write_text("hoodie.table.name=x\n")
+    person("admin", "admin")
+    call_command("demo_lake", str(lake), "--status", str(status))
+    assert json.loads(status.read_text()) == {"tables": list(DEMO_TABLES), "built": list(DEMO_TABLES), "building": "",
+                                              "finished": True, "failed": ""}
+    page = viewer.get(reverse("console:demo_status")).content
+    assert b"Demo lake" not in page and poll not in page  # done: the banner goes and stops polling

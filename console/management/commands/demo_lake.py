@@ -5,6 +5,8 @@ already it returns at once, without starting Spark."""
 
 from __future__ import annotations
 
+import json
+import os
 import time
 from pathlib import Path
 from typing import Any, TextIO
@@ -15,7 +17,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from console import services
 from console.models import Table
-from timeline import build_demo_lake
+from timeline import DEMO_TABLES, build_demo_lake, demo_tables_to_build
 
 
 class Command(BaseCommand):
@@ -25,28 +27,52 @@ class Command(BaseCommand):
         parser.add_argument("lake", help="folder the demo tables are written in (existing tables are kept)")
         parser.add_argument("--username", default="admin", help="the user the tables are registered by")
         parser.add_argument("--log", help="a file every progress message is appended to (default: none)")
+        parser.add_argument("--status", help="a JSON file kept up to date with the build's progress, which the "
+                                             "dashboard and catalog show (CLEANLINE_DEMO_STATUS; default: none)")
 
-    def handle(self, *args: Any, lake: str, username: str, log: str | None, **options: Any) -> None:
+    def handle(self, *args: Any, lake: str, username: str, log: str | None, status: str | None,
+               **options: Any) -> None:
         user = User.objects.filter(username=username).first()
         if user is None:
             raise CommandError(f"no user {username!r} to register the demo tables with (run bootstrap first)")
         started = time.monotonic()
         done: list[str] = []
+        state: dict[str, Any] = {"tables": list(DEMO_TABLES), "built": [n for n in DEMO_TABLES
+                                                                      if n not in demo_tables_to_build(lake)],
+                                 "building": "", "finished": False, "failed": ""}
         log_file: TextIO | None = open(log, "a", encoding="utf-8") if log else None  # noqa: SIM115
+
+        def save() -> None:
+            if status:
+                Path(status).parent.mkdir(parents=True, exist_ok=True)
+                Path(f"{status}.tmp").write_text(json.dumps(state), encoding="utf-8")
+                os.replace(f"{status}.tmp", status)
 
         def progress(message: str) -> None:
             if log_file is not None:
                 log_file.write(f"{time.monotonic() - started:6.0f} s  {message}\n")
                 log_file.flush()
-            name, _, state = message.partition(": ")
-            if state == "done":
+            name, _, step = message.partition(": ")
+            if step == "building":
+                state["building"] = name
+                save()
+            if step == "done":
                 done.append(name)
                 self._register(Path(lake) / name, user)
+                state["built"] = sorted(set(state["built"]) | {name}, key=DEMO_TABLES.index)
+                state["building"] = ""
+                save()
                 self.stdout.write(f"demo lake: {name} built and in the catalog ({time.monotonic() - started:.0f} s)")
 
+        save()
         try:
             build_demo_lake(lake, progress=progress)  # returns at once, without Spark, when all are there
+            state.update(finished=True, building="")
+        except Exception as exc:
+            state.update(finished=True, building="", failed=f"{type(exc).__name__}: {exc}"[:500])
+            raise
         finally:
+            save()
             if log_file is not None:
                 log_file.close()
 
