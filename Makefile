@@ -33,7 +33,7 @@ test: setup
 screenshots: setup
 	REDIS_URL=$(TEST_REDIS_URL) bash scripts/ensure-redis.sh
 	CLEANLINE_SCREENSHOTS=$(CURDIR)/docs/screenshots REDIS_URL=$(TEST_REDIS_URL) $(PY) -m pytest tests/console/test_browser.py tests/console/test_journey.py \
-		tests/console/test_browser_look.py
+		tests/console/test_browser_look.py tests/console/test_browser_flows.py
 
 # The whole demo lake in the foreground: the fixture tables, then the Spark tables (no Spark
 # session when they are there already).

@@ -39,7 +39,8 @@
     var value = spec.horizontal ? "x" : "y", category = spec.horizontal ? "y" : "x";
     var scales = {};
     scales[value] = {beginAtZero: true, stacked: !!spec.stacked, grid: {color: line},
-                     ticks: {color: ink, callback: function (v) { return format(v); }}};
+                     ticks: {color: ink, precision: spec.format === "days" ? 1 : 0,
+                             callback: function (v) { return format(v); }}};
     scales[category] = {stacked: !!spec.stacked, grid: {display: false}, ticks: {color: ink, autoSkip: true}};
     canvas.dataset.drawn = "1";
     new window.Chart(canvas, {
