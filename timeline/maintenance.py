@@ -5,7 +5,7 @@ and chooses the engine (the local one, or PySpark jobs for large tables) in one 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -93,11 +93,13 @@ class Maintenance:
         self.table.reload()
         return plan_invalidations(self.table, plan)
 
-    def schedule_clean(self, plan: CleanPlan, config: CleanConfig, *, force: bool = False) -> Instant | None:
+    def schedule_clean(self, plan: CleanPlan, config: CleanConfig, *, force: bool = False,
+                       before_write: Callable[[str], None] | None = None) -> Instant | None:
         """`<t>.clean.requested` for a plan that deletes something; None otherwise. Under the
-        table's lock the timeline is read again: a plan it invalidates raises PlanInvalidated."""
+        table's lock the timeline is read again: a plan it invalidates raises PlanInvalidated.
+        `before_write` is told `t` before the file is written (to find the clean after a crash)."""
         with self._locked():
-            return schedule_clean(self.table, plan, config, force=force)
+            return schedule_clean(self.table, plan, config, force=force, before_write=before_write)
 
     def run_cleans(self, *, instant: str | None = None, progress: ProgressCallback | None = None,
                    sizes: Mapping[str, int] | None = None) -> list[CleanResult]:

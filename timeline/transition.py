@@ -10,7 +10,7 @@ a crash finds what it wrote and goes on (idempotent)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from timeline import metadata
@@ -43,9 +43,14 @@ def write_state(table: HudiTable, instant: Instant, content: Mapping[str, Any] |
     table.storage.write(path, data)
 
 
-def request(table: HudiTable, action: str, content: Mapping[str, Any] | None) -> Instant:
-    """createNewInstant: a requested instant at a fresh time."""
+def request(table: HudiTable, action: str, content: Mapping[str, Any] | None, *,
+            before_write: Callable[[str], None] | None = None) -> Instant:
+    """createNewInstant: a requested instant at a fresh time. `before_write` is told the time
+    before anything is written (a caller that must find the instant again after a crash
+    records it there; if it raises, nothing is written)."""
     instant = Instant(table.new_instant_time(), action, State.REQUESTED)
+    if before_write is not None:
+        before_write(instant.requested_time)
     write_state(table, instant, content)
     return instant
 

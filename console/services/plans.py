@@ -247,6 +247,11 @@ def _approve_checked(plan: CleanPlan, user: User | None, lease: Lease) -> CleanP
         plan.refresh_from_db()
         raise ValidationError(f"Only a draft plan can be approved; this one is {plan.status}.")
     claim = CleanPlan.objects.filter(pk=plan.pk, status=PlanStatus.APPROVING, run_token=lease.token)
+    plan.refresh_from_db()
+    if plan.clean_instant:  # an approval that died after recording its clean's time
+        adopted = _adopt_recorded_clean(plan, user, claim)
+        if adopted is not None:
+            return adopted
     try:
         lake = HudiTable.open(table.path)
         config = CleanConfig.from_properties(plan.settings)
@@ -261,7 +266,11 @@ def _approve_checked(plan: CleanPlan, user: User | None, lease: Lease) -> CleanP
             return plan
         lease.check(now=True)  # still this approval's table, immediately before the first write
         try:
-            instant = table_services(table, lake).schedule_clean(now_plan.to_clean_plan(), config, force=True)
+            # the clean's time is on the row before its file is on the timeline: an approval
+            # that dies in between is found again and adopted by the next delivery
+            instant = table_services(table, lake).schedule_clean(
+                now_plan.to_clean_plan(), config, force=True,
+                before_write=lambda time_: _record_clean_time(claim, time_))
         except PlanInvalidated as exc:  # the timeline re-read under the table's Hudi lock
             claim.update(status=PlanStatus.STALE, stale_reasons=exc.reasons[:200], run_token="")
             audit(user=user, action="clean.plan.stale", table=table, parameters={"plan": plan.pk},
@@ -286,6 +295,30 @@ def _approve_checked(plan: CleanPlan, user: User | None, lease: Lease) -> CleanP
                               "its claim on the plan; run the pending clean from the table's overview.")
     audit(user=user, action="clean.plan.approved", table=table,
           parameters={"plan": plan.pk, "clean": instant.requested_time,
+                      "metadata_table_updated": lake.config.metadata_table_enabled})
+    plan.refresh_from_db()
+    return plan
+
+
+def _record_clean_time(claim: Any, requested_time: str) -> None:
+    if not claim.update(clean_instant=requested_time):
+        raise LockLost("the approval lost its claim on the plan before writing its clean")
+
+
+def _adopt_recorded_clean(plan: CleanPlan, user: User | None, claim: Any) -> CleanPlan | None:
+    """A redelivered approval whose first delivery recorded its clean's time: if that clean is
+    on the timeline, the first delivery wrote it and died before the plan said APPROVED, so the
+    plan is approved with it (a second clean is never requested); if it is not, the write never
+    happened and the approval starts again (None)."""
+    lake = HudiTable.open(plan.table.path)
+    written = next((i for i in lake.timeline.cleans() if i.requested_time == plan.clean_instant), None)
+    if written is None:
+        claim.update(clean_instant="")
+        return None
+    if not claim.update(status=PlanStatus.APPROVED, progress_total=plan.files_to_delete, run_token=""):
+        raise ValidationError("This approval lost its claim on the plan.")
+    audit(user=user, action="clean.plan.approved", table=plan.table,
+          parameters={"plan": plan.pk, "clean": plan.clean_instant, "adopted": True,
                       "metadata_table_updated": lake.config.metadata_table_enabled})
     plan.refresh_from_db()
     return plan

@@ -85,6 +85,32 @@ def test_plan_run_without_its_plan_store_still_runs_the_approved_clean(table: Ta
     assert not lake.timeline.cleans().pending() and rows(path) == latest
 
 
+def test_plan_approval_that_died_after_writing_its_clean_is_adopted_on_redelivery(table: Table) -> None:
+    """The clean's time is on the row before its file is on the timeline: a redelivered
+    approval finds the clean its first delivery wrote and approves the plan with it (no second
+    clean, no return to DRAFT); a recorded time whose file was never written is planned again."""
+    admin = person("boss", "admin")
+    plan = services.plan_approve(plan=drafted(table, person("op", "operator")), user=admin)
+    written = plan.clean_instant
+    CleanPlan.objects.filter(pk=plan.pk).update(status=PlanStatus.APPROVING)  # died before saying APPROVED
+    plan = services.plan_approve(plan=CleanPlan.objects.get(pk=plan.pk), user=admin)
+    assert plan.status == PlanStatus.APPROVED and plan.clean_instant == written
+    lake = HudiTable.open(table.path)
+    assert [i.requested_time for i in lake.timeline.cleans()] == [written]
+    assert AuditEvent.objects.filter(action="clean.plan.approved", parameters__adopted=True).count() == 1
+    assert services.plan_run(plan=plan).status == PlanStatus.COMPLETED
+
+
+def test_plan_approval_whose_recorded_clean_was_never_written_plans_again(table: Table) -> None:
+    admin = person("boss", "admin")
+    again = drafted(table, person("op", "operator"))
+    never = "20990101000000000"  # recorded, then the approval died before writing the file
+    CleanPlan.objects.filter(pk=again.pk).update(status=PlanStatus.APPROVING, clean_instant=never)
+    again = services.plan_approve(plan=CleanPlan.objects.get(pk=again.pk), user=admin)
+    assert again.status == PlanStatus.APPROVED and again.clean_instant not in ("", never)
+    assert [i.requested_time for i in HudiTable.open(table.path).timeline.cleans().pending()] == [again.clean_instant]
+
+
 def test_plan_goes_stale_when_a_new_savepoint_protects_a_file(table: Table) -> None:
     plan = drafted(table, person("op", "operator"), policy="KEEP_LATEST_FILE_VERSIONS", file_versions_retained=1)
     lake = HudiTable.open(table.path)

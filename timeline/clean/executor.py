@@ -144,12 +144,14 @@ def needs_cleaning(table: HudiTable, config: CleanConfig) -> bool:
     return count >= config.trigger_max_commits
 
 
-def schedule_clean(table: HudiTable, plan: CleanPlan, config: CleanConfig, *, force: bool = False) -> Instant | None:
+def schedule_clean(table: HudiTable, plan: CleanPlan, config: CleanConfig, *, force: bool = False,
+                   before_write: Callable[[str], None] | None = None) -> Instant | None:
     """Write `<t>.clean.requested` holding the plan. A plan that deletes nothing writes no
     instant and returns None (CleanPlanActionExecutor.requestClean returns an empty option).
     Refused when another clean is pending and `hoodie.clean.multiple.enabled` is off, when too few
     commits completed since the last clean (unless `force`), or when the plan names a path that
-    is no longer cleanable (PlanInvalidated)."""
+    is no longer cleanable (PlanInvalidated). `before_write` is told `t` before the file is
+    written (`transition.request`)."""
     table.reload()
     table.ensure_intact()
     if plan.is_empty:
@@ -164,7 +166,7 @@ def schedule_clean(table: HudiTable, plan: CleanPlan, config: CleanConfig, *, fo
     invalid = plan_invalidations(table, plan)
     if invalid:
         raise PlanInvalidated(table.uri, invalid)
-    instant = transition.request(table, CLEAN, plan.to_record().to_raw())
+    instant = transition.request(table, CLEAN, plan.to_record().to_raw(), before_write=before_write)
     table.reload()
     return instant
 
