@@ -54,6 +54,8 @@ bench: setup
 	$(PY) bench/spark.py
 	$(PY) bench/s3.py
 	$(PY) bench/cli.py
+	$(PY) bench/scale.py
+	$(PY) bench/startup.py
 
 clean:
 	rm -rf var .pytest_cache

@@ -1,5 +1,5 @@
 """`make run` from a fresh clone to the first page, then a second start: `python bench/startup.py`
-measures both and records them in bench/RESULTS.md (between the `make run` markers);
+measures both and, with `--record`, records them in bench/RESULTS.md (between the `make run` markers);
 tests/test_make_run.py runs the same measurement and writes its figures to var/ only.
 
 The clone: `git clone` of this checkout, then this working tree's tracked and untracked-but-not-
@@ -241,7 +241,8 @@ def main() -> None:
         figures = measure(Path(work), redis_url=os.environ.get("STARTUP_REDIS_URL", "redis://127.0.0.1:6379/13"),
                           wait_for_lake=True)
     print(json.dumps(figures, indent=2))
-    record(figures)
+    if "--record" in sys.argv[1:]:  # as every benchmark: bench/RESULTS.md only when asked
+        record(figures)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """`make run` from a fresh clone: the console answers, served by gunicorn with DEBUG off (a 404
 without the debug page, static files by WhiteNoise), the login printed last after the ready line,
 no Celery root warning; a second start answers too. The seconds are written to
-var/make-run-times.json (not asserted: `python bench/startup.py` records them in bench/RESULTS.md).
+var/make-run-times.json (not asserted: `python bench/startup.py --record` records them in bench/RESULTS.md).
 And `cleanline demo` on a lake whose tables are there starts no Spark (no Java to start)."""
 
 from __future__ import annotations
