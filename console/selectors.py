@@ -483,10 +483,12 @@ def savepoints(table: Table) -> list[Any]:
     return HudiTable.open(table.path).inspect.savepoints()
 
 
-def savepoint_candidates(table: Table) -> list[LakeInstant]:
-    """The writes the savepoint form offers (newest first, at most 200): those the library
-    does not refuse by Hudi's rule; its stricter checks answer when the form is sent."""
-    return HudiTable.open(table.path).inspect.savepoint_candidates()[:200]
+def savepoints_page(table: Table) -> tuple[list[Any], list[LakeInstant]]:
+    """The savepoints page from one opening of the table: its savepoints with what they protect,
+    and the writes the form offers (newest first, at most 200: those the library does not refuse
+    by Hudi's rule; its stricter checks answer when the form is sent)."""
+    inspect = HudiTable.open(table.path).inspect
+    return inspect.savepoints(), inspect.savepoint_candidates()[:200]
 
 
 def restore_preview(table: Table, savepoint: str) -> Any:

@@ -319,8 +319,9 @@ def _savepoints(request: HttpRequest, table: Table, *, chosen: str = "", comment
                 status: int = 200) -> HttpResponse:
     """The savepoints page; the create form offers only the writes the library accepts, and
     after a refusal shows the reason with the user's choice and comment kept."""
+    savepoints, commits = selectors.savepoints_page(table)
     return render(request, "console/savepoints.html", {
-        "table": table, "savepoints": selectors.savepoints(table), "commits": selectors.savepoint_candidates(table),
+        "table": table, "savepoints": savepoints, "commits": commits,
         "chosen": chosen, "comment": comment, "create_error": error}, status=status)
 
 
