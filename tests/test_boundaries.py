@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 LIBRARY = Path(__file__).resolve().parents[1] / "timeline"
@@ -78,6 +80,33 @@ def test_boundaries_console_and_cli_use_only_the_public_surface() -> None:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.module == "timeline":
                 assert {a.name for a in node.names} <= public, path
+    # the CLI reaches the library as `timeline.<name>` (each name loads its module on first use)
+    used = {node.attr for node in ast.walk(ast.parse((LIBRARY / "cli.py").read_text()))
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "timeline"}
+    assert used and used <= public, used - public
+
+
+def test_boundaries_public_surface_is_one_list_and_every_name_resolves() -> None:
+    """timeline/__init__.pyi holds the public names (imports for type checkers and lazy_loader,
+    and `__all__`): the two agree, and each name loads from its module."""
+    import timeline
+
+    stub = ast.parse((LIBRARY / "__init__.pyi").read_text())
+    (declared,) = [ast.literal_eval(n.value) for n in stub.body
+                   if isinstance(n, ast.Assign) and any(getattr(t, "id", "") == "__all__" for t in n.targets)]
+    assert sorted(declared) == sorted(timeline.__all__)
+    for name in declared:
+        assert getattr(timeline, name) is not None, name
+
+
+def test_boundaries_the_cli_imports_only_what_a_command_runs() -> None:
+    """`cleanline fsview` starts without the executor, the console's plan store or pyarrow's
+    dataset support loaded: the package's names load their modules on first use."""
+    probe = ("import sys, timeline.cli; heavy = ('timeline.clean.executor', 'timeline.maintenance', "
+             "'timeline.clean.store', 'pyarrow.dataset', 'timeline.spark', 'timeline.remote'); "
+             "print(sorted(m for m in sys.modules if m.startswith(heavy)))")
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "[]"
 
 
 def hudi_field_names() -> set[str]:

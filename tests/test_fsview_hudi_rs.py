@@ -14,8 +14,8 @@ from timeline.table import HudiTable
 Slice = tuple[str, str, str, str | None, tuple[str, ...]]
 
 
-def ours(table: HudiTable, as_of: str | None = None) -> list[Slice]:
-    view = table.file_system_view(as_of=as_of)
+def ours(table: HudiTable, as_of: str | None = None, *, sizes: bool = True) -> list[Slice]:
+    view = table.file_system_view(as_of=as_of, sizes=sizes)
     return sorted(
         (s.partition, s.file_id, s.base_instant_time, s.base_file.name if s.base_file else None,
          tuple(log.name for log in s.log_files))
@@ -41,6 +41,16 @@ def test_fsview_latest_slices_equal_hudi_rs(fixture_lake: dict[str, Path], table
     assert ours(HudiTable.open(str(path))) == expected
     if "empty" not in table_id:
         assert expected, "a non-empty fixture must have slices"
+
+
+@pytest.mark.parametrize("table_id", FIXTURE_IDS)
+def test_fsview_without_sizes_has_the_same_slices(fixture_lake: dict[str, Path], table_id: str) -> None:
+    """`cleanline fsview --json` lists without a stat per file (sizes unknown): the slices are
+    those hudi-rs sees, and the sizes are marked unknown rather than made up."""
+    table = HudiTable.open(str(fixture_lake[table_id]))
+    assert ours(table, sizes=False) == theirs(fixture_lake[table_id])
+    unsized = table.file_system_view(sizes=False).latest_slices()
+    assert all(f.size == -1 for s in unsized for f in (s.base_file, *s.log_files) if f is not None)
 
 
 @pytest.mark.parametrize("table_id", FIXTURE_IDS)

@@ -36,6 +36,22 @@ def test_storage_write_read_list_and_status(store: tuple[Storage, str]) -> None:
     assert storage.exists(f"{root}/a/b") and not storage.exists(f"{root}/nope")
 
 
+def test_storage_list_unsized_leaves_sizes_unknown_only_where_each_costs_a_call(store: tuple[Storage, str]) -> None:
+    """A local disk answers a listing without sizes (one stat per file saved): size and time are
+    -1; the other backends have them anyway and return what `list` does. Names and file types
+    are the same either way."""
+    storage, root = store
+    storage.write(f"{root}/a/one.parquet", b"12345")
+    storage.makedirs(f"{root}/a/sub")
+    unsized = {s.name: (s.size, s.mtime_ms, s.is_dir) for s in storage.list_unsized(f"{root}/a")}
+    if isinstance(storage, LocalStorage):
+        assert unsized == {"one.parquet": (-1, -1, False), "sub": (-1, -1, True)}
+    else:
+        assert unsized == {s.name: (s.size, s.mtime_ms, s.is_dir) for s in storage.list(f"{root}/a")}
+    walked = dict(storage.walk(f"{root}/a", lambda folder, entries: (), sizes=False))
+    assert {s.name for s in walked[f"{root}/a"]} == {"one.parquet", "sub"}
+
+
 def test_storage_write_is_create_if_absent(store: tuple[Storage, str]) -> None:
     storage, root = store
     storage.write(f"{root}/x", b"first")

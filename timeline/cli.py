@@ -6,6 +6,7 @@ print one line on stderr and exit 2; nothing is ever written by these commands."
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import os
 import sys
@@ -15,30 +16,8 @@ from typing import Any
 
 import orjson
 
-from timeline import (
-    CleanConfig,
-    CleanlineError,
-    CleanPlan,
-    CleanPolicy,
-    FileSlice,
-    HudiTable,
-    Instant,
-    InvalidInstantError,
-    Maintenance,
-    Progress,
-    RetentionCost,
-    RollbackPreview,
-    State,
-    build_demo_lake,
-    configure_s3,
-    engine_for,
-    moment_of,
-    parse_instant_time,
-    parse_s3_roots,
-    remote,
-    spark_session,
-    what_if,
-)
+import timeline  # each name loads its module on first use (timeline/__init__.pyi): a command imports only what it runs
+from timeline import CleanlineError, InvalidInstantError
 
 Handler = Callable[[argparse.Namespace], Any]
 
@@ -96,7 +75,7 @@ def _size_header(args: argparse.Namespace) -> str:
     return "bytes" if getattr(args, "bytes", False) else "size"
 
 
-def _instant_json(instant: Instant) -> dict[str, Any]:
+def _instant_json(instant: timeline.Instant) -> dict[str, Any]:
     return {
         "requestedTime": instant.requested_time,
         "completionTime": instant.completion_time,
@@ -106,8 +85,8 @@ def _instant_json(instant: Instant) -> dict[str, Any]:
 
 
 def _table_info(args: argparse.Namespace) -> None:
-    table = HudiTable.open(args.path)
-    config, timeline = table.config, table.timeline
+    table = timeline.HudiTable.open(args.path)
+    config, active = table.config, table.timeline
     info = {
         "path": table.uri,
         "name": config.name,
@@ -124,11 +103,11 @@ def _table_info(args: argparse.Namespace) -> None:
         "timelineTimezone": config.timezone,
         "metadataTablePartitions": list(config.metadata_partitions),
         "metadataTableEnabled": config.metadata_table_enabled,
-        "instants": len(timeline),
-        "completedInstants": len(timeline.completed()),
-        "pendingInstants": len(timeline.pending()),
-        "savepoints": len(timeline.savepoints().completed()),
-        "lastCompletedCommit": (last.requested_time if (last := timeline.commits().completed().last()) else None),
+        "instants": len(active),
+        "completedInstants": len(active.completed()),
+        "pendingInstants": len(active.pending()),
+        "savepoints": len(active.savepoints().completed()),
+        "lastCompletedCommit": (last.requested_time if (last := active.commits().completed().last()) else None),
     }
     _emit(args, info, lambda: _render_table(["property", "value"], [
         (key, ", ".join(map(str, value)) if isinstance(value, list) else value) for key, value in info.items()
@@ -136,8 +115,8 @@ def _table_info(args: argparse.Namespace) -> None:
 
 
 def _timeline(args: argparse.Namespace) -> None:
-    table = HudiTable.open(args.path)
-    rows: list[tuple[str, Instant]] = []
+    table = timeline.HudiTable.open(args.path)
+    rows: list[tuple[str, timeline.Instant]] = []
     if args.archived:
         rows += [("archived", i) for i in table.inspect.archived_instants()]
     rows += [("active", i) for i in table.timeline]
@@ -149,7 +128,7 @@ def _timeline(args: argparse.Namespace) -> None:
     ))
 
 
-def _slice_json(piece: FileSlice) -> dict[str, Any]:
+def _slice_json(piece: timeline.FileSlice) -> dict[str, Any]:
     return {
         "partition": piece.partition,
         "fileId": piece.file_id,
@@ -161,9 +140,9 @@ def _slice_json(piece: FileSlice) -> dict[str, Any]:
 
 def _fsview(args: argparse.Namespace) -> None:
     if args.as_of is not None:
-        parse_instant_time(args.as_of)
-    table = HudiTable.open(args.path)
-    view = table.file_system_view(as_of=args.as_of)
+        timeline.parse_instant_time(args.as_of)
+    table = timeline.HudiTable.open(args.path)
+    view = table.file_system_view(as_of=args.as_of, sizes=not args.json)  # the JSON names files, no sizes
     if args.all_slices:
         slices = [s for g in view.file_groups() for s in g.slices]
     else:
@@ -177,13 +156,13 @@ def _fsview(args: argparse.Namespace) -> None:
 
 
 def _instant_show(args: argparse.Namespace) -> None:
-    table = HudiTable.open(args.path)
+    table = timeline.HudiTable.open(args.path)
     matches = [i for i in table.timeline if i.requested_time == args.instant
                and (args.action is None or i.action == args.action)]
     if not matches:
         raise InvalidInstantError(f"{table.uri}: no instant {args.instant} on the active timeline")
     instant = matches[0]
-    state = State[args.state.upper()] if args.state else None
+    state = timeline.State[args.state.upper()] if args.state else None
     content = table.read_instant(instant, state)
     _json({"instant": _instant_json(instant), "content": content}, default=_bytes)
 
@@ -194,24 +173,24 @@ def _bytes(value: object) -> str:
     raise TypeError(f"cannot show {type(value).__name__}")
 
 
-def _clean_config(table: HudiTable, args: argparse.Namespace) -> CleanConfig:
-    return CleanConfig.from_properties(
+def _clean_config(table: timeline.HudiTable, args: argparse.Namespace) -> timeline.CleanConfig:
+    return timeline.CleanConfig.from_properties(
         table.config.props, policy=args.policy, commits_retained=args.retain_commits,
         file_versions_retained=args.retain_versions, hours_retained=args.retain_hours,
         incremental=False if args.no_incremental else None)
 
 
-def _now(table: HudiTable, value: str | None) -> datetime | None:
-    return None if value is None else moment_of(value, table.config.timezone)
+def _now(table: timeline.HudiTable, value: str | None) -> datetime | None:
+    return None if value is None else timeline.moment_of(value, table.config.timezone)
 
 
-def _maintenance(table: HudiTable, args: argparse.Namespace) -> Maintenance:
+def _maintenance(table: timeline.HudiTable, args: argparse.Namespace) -> timeline.Maintenance:
     """The table's services on the chosen engine, with the writer options given by --hoodie-conf
     (the lock Hudi writers of the table share)."""
     engine = getattr(args, "engine", "local")
     if engine == "auto":  # by the table's data files (timeline.engine.engine_for)
-        engine = engine_for(sum(len(files) for files in table.list_partitions().partitions.values()))
-    spark = spark_session() if engine == "spark" else None
+        engine = timeline.engine_for(sum(len(files) for files in table.list_partitions().partitions.values()))
+    spark = timeline.spark_session() if engine == "spark" else None
     return table.maintenance(spark=spark, options=dict(args.hoodie_conf or ()))
 
 
@@ -222,15 +201,15 @@ def _conf(text: str) -> tuple[str, str]:
     return key.strip(), value.strip()
 
 
-def _plan(args: argparse.Namespace) -> tuple[HudiTable, CleanConfig, CleanPlan]:
-    table = HudiTable.open(args.path)
+def _plan(args: argparse.Namespace) -> tuple[timeline.HudiTable, timeline.CleanConfig, timeline.CleanPlan]:
+    table = timeline.HudiTable.open(args.path)
     config = _clean_config(table, args)
     maintenance = _maintenance(table, args)
     return table, config, maintenance.plan_clean(config, now=_now(table, args.now),
                                                  enforce_retention=not args.allow_short_retention)
 
 
-def _plan_json(plan: CleanPlan) -> dict[str, Any]:
+def _plan_json(plan: timeline.CleanPlan) -> dict[str, Any]:
     record = plan.to_record().to_json()
     record["files"] = [
         {"partition": d.partition, "fileName": d.file_name, "filePath": d.path, "sizeBytes": d.size,
@@ -245,7 +224,7 @@ def _plan_json(plan: CleanPlan) -> dict[str, Any]:
     return record
 
 
-def _plan_text(args: argparse.Namespace, plan: CleanPlan) -> str:
+def _plan_text(args: argparse.Namespace, plan: timeline.CleanPlan) -> str:
     ectr = plan.earliest_instant_to_retain
     head = [f"policy {plan.policy.value}; earliest commit to retain "
             f"{ectr.requested_time if ectr else '(none)'}; "
@@ -280,7 +259,7 @@ def _settings(text: str) -> list[int]:
     return values
 
 
-def _cost_json(cost: RetentionCost) -> dict[str, Any]:
+def _cost_json(cost: timeline.RetentionCost) -> dict[str, Any]:
     return {"policy": cost.policy.value, "retained": cost.retained, "unit": cost.unit,
             "earliestCommitToRetain": cost.earliest_commit_to_retain, "filesToDelete": cost.files_to_delete,
             "bytesToDelete": cost.bytes_to_delete, "filesKept": cost.files_kept, "bytesKept": cost.bytes_kept,
@@ -290,10 +269,10 @@ def _cost_json(cost: RetentionCost) -> dict[str, Any]:
 
 
 def _clean_what_if(args: argparse.Namespace) -> None:
-    table = HudiTable.open(args.path)
-    base = CleanConfig.from_properties(table.config.props, incremental=False if args.no_incremental else None)
-    result = what_if(table, commits=args.commits, hours=args.hours or (), file_versions=args.file_versions or (),
-                     base=base, now=_now(table, args.now))
+    table = timeline.HudiTable.open(args.path)
+    base = timeline.CleanConfig.from_properties(table.config.props, incremental=False if args.no_incremental else None)
+    result = timeline.what_if(table, commits=args.commits, hours=args.hours or (),
+                              file_versions=args.file_versions or (), base=base, now=_now(table, args.now))
     data = {"table": result.table, "now": result.now.isoformat() if result.now else None,
             "listing": {"partitions": result.partitions, "files": result.files, "bytes": result.bytes},
             "tableSettings": base.as_properties(), "settings": [_cost_json(c) for c in result.costs]}
@@ -327,9 +306,9 @@ def _clean_schedule(args: argparse.Namespace) -> None:
 
 
 def _clean_run(args: argparse.Namespace) -> None:
-    table = HudiTable.open(args.path)
+    table = timeline.HudiTable.open(args.path)
 
-    def bar(p: Progress) -> None:
+    def bar(p: timeline.Progress) -> None:
         if sys.stderr.isatty() or p.files_done == p.files_total:
             filled = int(30 * p.files_done / max(p.files_total, 1))
             done = p.files_done == p.files_total
@@ -347,7 +326,7 @@ def _clean_run(args: argparse.Namespace) -> None:
 
 
 def _clean_show(args: argparse.Namespace) -> None:
-    table = HudiTable.open(args.path)
+    table = timeline.HudiTable.open(args.path)
     cleans = table.timeline.cleans().completed()
     clean = cleans.find(args.instant, "clean") if args.instant else cleans.last()
     if clean is None:
@@ -372,20 +351,20 @@ def _confirm(args: argparse.Namespace, question: str) -> None:
 
 
 def _savepoint_create(args: argparse.Namespace) -> None:
-    done = _maintenance(HudiTable.open(args.path), args).create_savepoint(args.instant, user=args.user,
+    done = _maintenance(timeline.HudiTable.open(args.path), args).create_savepoint(args.instant, user=args.user,
                                                                           comment=args.comment)
     print(f"savepoint {done.requested_time} created")
 
 
 def _savepoint_delete(args: argparse.Namespace) -> None:
-    table = HudiTable.open(args.path)
+    table = timeline.HudiTable.open(args.path)
     _confirm(args, f"Delete savepoint {args.instant} of {table.uri}? Its files may then be cleaned.")
     _maintenance(table, args).delete_savepoint(args.instant)
     print(f"savepoint {args.instant} deleted")
 
 
 def _savepoint_list(args: argparse.Namespace) -> None:
-    infos = HudiTable.open(args.path).inspect.savepoints()
+    infos = timeline.HudiTable.open(args.path).inspect.savepoints()
     now_ms = int(datetime.now().timestamp() * 1000)
     data: list[dict[str, Any]] = [{"instant": _instant_json(i.instant), "savepointedBy": i.savepointed_by,
              "savepointedAt": i.savepointed_at_ms, "ageSeconds": max(0, (now_ms - i.savepointed_at_ms) // 1000),
@@ -397,7 +376,7 @@ def _savepoint_list(args: argparse.Namespace) -> None:
           _size(args, i.bytes), i.missing_files, "yes" if i.holds_back_archival else "no", i.comments) for i in infos]))
 
 
-def _preview_json(preview: RollbackPreview) -> dict[str, Any]:
+def _preview_json(preview: timeline.RollbackPreview) -> dict[str, Any]:
     return {"instant": _instant_json(preview.instant),
             "filesToDelete": [{"partition": p, "path": path, "bytes": size}
                               for p, path, size in preview.files_to_delete],
@@ -407,7 +386,7 @@ def _preview_json(preview: RollbackPreview) -> dict[str, Any]:
 
 
 def _restore(args: argparse.Namespace) -> None:
-    table = HudiTable.open(args.path)
+    table = timeline.HudiTable.open(args.path)
     preview = table.inspect.restore_preview(args.savepoint)
     data = {"savepoint": args.savepoint, "instantsToRollback": [_preview_json(p) for p in preview.rollbacks],
             "perPartition": {p: {"files": f, "bytes": b} for p, (f, b) in sorted(preview.per_partition().items())},
@@ -426,7 +405,7 @@ def _restore(args: argparse.Namespace) -> None:
 
 
 def _rollback(args: argparse.Namespace) -> None:
-    table = HudiTable.open(args.path)
+    table = timeline.HudiTable.open(args.path)
     maintenance = _maintenance(table, args)
     if args.failed:
         previews = maintenance.preview_rollback_failed_writes()
@@ -449,7 +428,7 @@ def _rollback(args: argparse.Namespace) -> None:
 
 
 def _mdt_show(args: argparse.Namespace) -> None:
-    state = HudiTable.open(args.path).inspect.metadata_table()
+    state = timeline.HudiTable.open(args.path).inspect.metadata_table()
     data = {"enabled": state.enabled, "partitions": list(state.partitions), "inflight": list(state.inflight),
             "lastInstant": state.last_instant, "fileGroups": dict(state.file_groups)}
     _emit(args, data, lambda: _render_table(["partition", "state", "file groups"], [
@@ -459,7 +438,7 @@ def _mdt_show(args: argparse.Namespace) -> None:
 
 
 def _mdt_validate(args: argparse.Namespace) -> int:
-    result = HudiTable.open(args.path).inspect.validate_metadata_table()
+    result = timeline.HudiTable.open(args.path).inspect.validate_metadata_table()
     data = {"ok": result.ok, "partitions": result.partitions, "files": result.files,
             "differences": [{"partition": d.partition, "onlyOnStorage": list(d.only_on_storage),
                              "onlyInMetadataTable": list(d.only_in_metadata),
@@ -492,7 +471,7 @@ def _differing(args: argparse.Namespace, storage: int, metadata: int) -> str:
 
 
 def _mdt_drop(args: argparse.Namespace) -> None:
-    table = HudiTable.open(args.path)
+    table = timeline.HudiTable.open(args.path)
     if not table.config.metadata_table_enabled and not table.config.metadata_partitions:
         print(f"{table.uri}: no metadata table to drop", file=sys.stderr)
         return
@@ -504,7 +483,7 @@ def _mdt_drop(args: argparse.Namespace) -> None:
 
 
 def _demo(args: argparse.Namespace) -> None:
-    for path in build_demo_lake(args.path, progress=lambda m: print(m, file=sys.stderr)):
+    for path in timeline.build_demo_lake(args.path, progress=lambda m: print(m, file=sys.stderr)):
         print(path)
 
 
@@ -566,7 +545,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("schedule", _clean_schedule, "plan a clean and write its <t>.clean.requested; prints t"),
     ):
         cmd = command(clean, name, handler, text)
-        cmd.add_argument("--policy", choices=[p.value for p in CleanPolicy], help="default: the table's")
+        cmd.add_argument("--policy", choices=[p.value for p in timeline.CleanPolicy], help="default: the table's")
         cmd.add_argument("--retain-commits", type=int, metavar="N", help="KEEP_LATEST_COMMITS: commits retained")
         cmd.add_argument("--retain-versions", type=int, metavar="N", help="KEEP_LATEST_FILE_VERSIONS: versions kept")
         cmd.add_argument("--retain-hours", type=int, metavar="H", help="KEEP_LATEST_BY_HOURS: hours retained")
@@ -663,12 +642,12 @@ def _remote_instant(row: dict[str, Any]) -> dict[str, Any]:
 def _remote(args: argparse.Namespace) -> None:
     """A read command against the console at --api (`timeline.remote`), printed as the local
     command prints it."""
-    client = remote.ConsoleClient(args.api, args.token)
+    client = timeline.remote.ConsoleClient(args.api, args.token)
     handler = args.handler
     if handler is _tables:
         rows = [{"id": t["id"], "name": t["name"], "path": t["path"], "tableType": t["table_type"],
                  "tableVersion": t["table_version"], "syncStatus": t["sync_status"], "files": t["total_files"],
-                 "bytes": t["total_bytes"], "failedWrites": t["failed_writes"]} for t in remote.tables(client)]
+                 "bytes": t["total_bytes"], "failedWrites": t["failed_writes"]} for t in timeline.remote.tables(client)]
         _emit(args, rows, lambda: _render_table(
             ["id", "name", "type", "version", "sync", "files", _size_header(args), "path"],
             [(t["id"], t["name"], t["tableType"], t["tableVersion"], t["syncStatus"], t["files"],
@@ -683,7 +662,7 @@ def _remote(args: argparse.Namespace) -> None:
         _emit(args, info, lambda: _render_table(["property", "value"], [
             (k, _size(args, v) if k == "bytes" else v) for k, v in info.items()]))
     elif handler is _timeline:
-        rows = [r for r in remote.instants(client, table) if args.archived or not r["archived"]]
+        rows = [r for r in timeline.remote.instants(client, table) if args.archived or not r["archived"]]
         if not args.reverse:  # newest first, as the console lists them
             rows.reverse()
         _emit(args, [_remote_instant(r) | {"archived": r["archived"]} for r in rows], lambda: _render_table(
@@ -691,7 +670,7 @@ def _remote(args: argparse.Namespace) -> None:
             [(r["requested_time"], r["completion_time"], r["action"], r["state"],
               "archived" if r["archived"] else "active") for r in rows]))
     elif handler is _savepoint_list:
-        points = remote.savepoints(client, table)
+        points = timeline.remote.savepoints(client, table)
         saved = [{"instant": {"requestedTime": s["instant"], "action": "savepoint", "state": "COMPLETED"},
                   "savepointedBy": s["savepointed_by"], "savepointedAt": s["savepointed_at_ms"],
                   "comments": s["comments"], "files": s["files"], "bytes": s["bytes"],
@@ -701,7 +680,7 @@ def _remote(args: argparse.Namespace) -> None:
             [(s["instant"], s["savepointed_by"], s["files"], _size(args, s["bytes"]), s["missing_files"],
               "yes" if s["holds_back_archival"] else "no", s["comments"]) for s in points]))
     elif handler is _instant_show:
-        detail = remote.instant_detail(client, table, args.instant, args.action)
+        detail = timeline.remote.instant_detail(client, table, args.instant, args.action)
         contents = [c for c in detail["contents"] if args.state is None or c["state"] == args.state.upper()]
         if not contents:
             raise CleanlineError(f"{table['path']}: instant {args.instant} has no {args.state} state file")
@@ -713,13 +692,16 @@ def _remote(args: argparse.Namespace) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # One short process over acyclic data: the cyclic collector's passes over a large listing
+    # (several objects per file) cost more than the few cycles it could free (bench/cli.py).
+    gc.disable()
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="cleanline: %(message)s")
     try:
         if args.api:
             _remote(args)
             return 0
-        configure_s3(parse_s3_roots(os.environ.get("CLEANLINE_S3_ROOTS", "")))
+        timeline.configure_s3(timeline.parse_s3_roots(os.environ.get("CLEANLINE_S3_ROOTS", "")))
         code = args.handler(args)
     except CleanlineError as exc:
         print(f"cleanline: error: {exc}", file=sys.stderr)

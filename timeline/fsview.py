@@ -78,14 +78,16 @@ class FileGroup:
         return (self.partition, self.file_id)
 
     def _slice(self, instant: str) -> FileSlice:
-        return FileSlice(self.partition, self.file_id, instant, self._bases[instant],
-                         tuple(self._logs.get(instant, ())))
+        logs = self._logs.get(instant)  # once per slice of a table: no Python-level __new__
+        return tuple.__new__(FileSlice, (self.partition, self.file_id, instant, self._bases[instant],
+                                         tuple(logs) if logs else ()))
 
     @property
     def slices(self) -> tuple[FileSlice, ...]:
         """Every committed slice, newest base instant first (Hudi's getAllFileSlices)."""
         if self._slices is None:
-            self._slices = tuple(self._slice(t) for t in sorted(self._bases, reverse=True) if self._committed(t))
+            committed, piece = self._committed, self._slice
+            self._slices = tuple([piece(t) for t in sorted(self._bases, reverse=True) if committed(t)])
         return self._slices
 
     @property
@@ -108,16 +110,17 @@ class TableListing:
     partitions: Mapping[str, tuple[FileStatus, ...]]
 
 
-def list_partitions(storage: Storage, base: str) -> TableListing:
+def list_partitions(storage: Storage, base: str, *, sizes: bool = True) -> TableListing:
     """Walk the table as Hudi's FileSystemBackedTableMetadata does: a folder holding a
     `.hoodie_partition_metadata` file is a partition (and is not descended into); `.hoodie`
     is never entered. The base path itself is the partition "" of a non-partitioned table.
     `Storage.walk` lists folders concurrently on object stores (one round trip each), one
-    by one on local storage."""
+    by one on local storage. Without `sizes`, a file's size and time may be -1 (unknown):
+    see `Storage.list_unsized`."""
     partitions: dict[str, tuple[FileStatus, ...]] = {}
     prefix = len(base.rstrip("/")) + 1
     children: dict[str, list[str]] = {}
-    for folder, entries in storage.walk(base, lambda folder, _: children.pop(folder)):
+    for folder, entries in storage.walk(base, lambda folder, _: children.pop(folder), sizes=sizes):
         files, folders = _split_folder(entries)
         if files is not None:
             partitions[folder[prefix:] if folder != base else ""] = files

@@ -289,11 +289,14 @@ class HudiTable:
                                          if i.completion_time}
         return self._archived_completion
 
-    def file_system_view(self, *, as_of: str | None = None, listing: TableListing | None = None) -> FileSystemView:
+    def file_system_view(self, *, as_of: str | None = None, listing: TableListing | None = None,
+                         sizes: bool = True) -> FileSystemView:
         """The file-system view Hudi readers see now, or as of a completed instant (time
         travel: slices based on completed writes up to `as_of`). As in Hudi, a slice's log
         files are those of every completed delta commit, also later ones: readers skip their
-        blocks by instant time."""
+        blocks by instant time. Without `sizes`, file sizes may be -1 (unknown) where the
+        storage would have to ask for each (a local disk: `Storage.list_unsized`); the slices
+        are the same."""
         inputs = self.view_inputs(as_of=as_of)
         with paused_gc():  # one pause for listing and building: see timeline/perf.py
-            return build_view(listing or list_partitions(self.storage, self.base), inputs)
+            return build_view(listing or list_partitions(self.storage, self.base, sizes=sizes), inputs)

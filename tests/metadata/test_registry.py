@@ -3,6 +3,7 @@ raises an error naming the file; encoding follows the table's layout."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
@@ -67,6 +68,31 @@ def test_registry_corrupt_content_names_the_file(action: str, state: State, data
     with pytest.raises(CorruptInstantError) as raised:
         metadata.decode(data, path="/t/.hoodie/1.clean", action=action, state=state, layout=1)
     assert "/t/.hoodie/1.clean" in str(raised.value) and message in str(raised.value)
+
+
+@pytest.mark.parametrize("data, problem", [
+    (b'{"a": [1, 2.5, "x"], "b": {"c": null}}', None),
+    (b'{"n": 123456789012345678901234567890}', None),
+    (b'{"x": NaN}', None),  # orjson refuses it, Python reads it: intact, as decode says
+    (b"  \n", None),
+    (b'{"a": "\xff\xfe"}', "invalid JSON"),
+    (b'{"a": 1', "invalid JSON"),
+    (b"[1]", "expected a JSON object"),
+])
+def test_registry_json_check_agrees_with_decode(data: bytes, problem: str | None) -> None:
+    """The intact check reads JSON with orjson (several times faster) and passes exactly what
+    `decode` (Python's reader: exact big integers) reads."""
+    raw = data.decode("unicode_escape").encode("latin-1")
+    where = dict(path="/t/.hoodie/1.commit", action="commit", state=State.COMPLETED, layout=1)
+    if problem is None:
+        metadata.check(io.BytesIO(raw), len(raw), **where)
+        decoded = metadata.decode(raw, **where)
+        assert decoded is None or isinstance(decoded, dict)
+        return
+    for read in (lambda: metadata.check(io.BytesIO(raw), len(raw), **where), lambda: metadata.decode(raw, **where)):
+        with pytest.raises(CorruptInstantError, match=problem):
+            read()
+    assert metadata.decode(b'{"n": 123456789012345678901234567890}', **where) == {"n": 123456789012345678901234567890}
 
 
 def test_registry_truncated_avro_in_a_table_is_reported_with_its_path() -> None:

@@ -72,6 +72,9 @@ class Status(Enum):
     FAILED = "failed"      # the store refused; `error` says why
 
 
+FileStatus = Status  # its public name (timeline.FileStatus); not the listing entry timeline.storage.FileStatus
+
+
 # One file of a clean plan: its partition, its path as the plan names it, and whether it is a
 # bootstrap source file (the plan's own records, worked on as they are).
 Target = CleanFileInfo

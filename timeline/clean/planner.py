@@ -4,6 +4,7 @@ and why. Pure: it reads the table and writes nothing."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -331,16 +332,17 @@ class _Decider:
         self.decisions: list[FileDecision] = []
 
     def slice(self, piece: FileSlice, delete: bool, reason: str) -> None:
-        add, prefix, partition = self.decisions.append, self.prefix, self.partition
+        # once per file of the table: FileDecision built without its Python-level __new__
+        add, prefix, partition, new = self.decisions.append, self.prefix, self.partition, tuple.__new__
         base = piece.base_file
         if base is not None:
-            add(FileDecision(partition, base.name, prefix + base.name, base.size, delete, reason,
-                             piece.file_id, piece.base_instant_time))
+            add(new(FileDecision, (partition, base.name, prefix + base.name, base.size, delete, reason,
+                                   piece.file_id, piece.base_instant_time, False)))
         for log in piece.log_files:
             goes = delete and self.with_logs
             why = reason if goes or not delete else "log file of a copy-on-write table: Hudi leaves it"
-            add(FileDecision(partition, log.name, prefix + log.name, log.size, goes, why,
-                             piece.file_id, piece.base_instant_time))
+            add(new(FileDecision, (partition, log.name, prefix + log.name, log.size, goes, why,
+                                   piece.file_id, piece.base_instant_time, False)))
 
 
 def plan_partition(context: PlanContext, storage: Storage, partition: str,
@@ -415,25 +417,35 @@ def _keep_commits(decider: _Decider, group: FileGroup, policy: CleanPolicy, ectr
     if not slices:
         return
     cutoff = ectr.requested_time
+    kept_before, inside = _window_reasons(cutoff)
     last_version = slices[0].base_instant_time
     before = next((s.base_instant_time for s in slices if s.base_instant_time < cutoff), None)
-    for piece in slices:
+    superseded = f"older than the earliest retained commit {cutoff} and superseded by slice {before or last_version}"
+    savepointed = protection.savepointed
+    guarded = bool(protection.pending_ops or protection.clustering)
+    for piece in slices:  # once per slice of the table: the checks that cannot apply are skipped
         t = piece.base_instant_time
-        savepoint = _slice_savepoint(piece, protection.savepointed)
+        savepoint = _slice_savepoint(piece, savepointed) if savepointed else None
         if savepoint is not None:
             decider.slice(piece, False, f"savepoint {savepoint}")
         elif t == last_version:
             decider.slice(piece, False, "latest version")
         elif t == before:
-            decider.slice(piece, False, f"latest version before the retained window (earliest retained commit "
-                                        f"{cutoff}): queries started before it may read it")
+            decider.slice(piece, False, kept_before)
         elif t >= cutoff:
-            decider.slice(piece, False, f"inside the retained window (at or after {cutoff})")
-        elif (pending := _pending_reason(group, piece, protection)) is not None:
+            decider.slice(piece, False, inside)
+        elif guarded and (pending := _pending_reason(group, piece, protection)) is not None:
             decider.slice(piece, False, pending)
         else:
-            decider.slice(piece, True, f"older than the earliest retained commit {cutoff} and superseded by "
-                                       f"slice {before or last_version}")
+            decider.slice(piece, True, superseded)
+
+
+@functools.lru_cache(maxsize=8)
+def _window_reasons(cutoff: str) -> tuple[str, str]:
+    """The reasons for the latest slice before the retained window and for a slice inside it
+    (one string each per plan, not one per slice)."""
+    return (f"latest version before the retained window (earliest retained commit {cutoff}): queries started "
+            "before it may read it", f"inside the retained window (at or after {cutoff})")
 
 
 def _keep_versions(decider: _Decider, group: FileGroup, retained: int, protection: Protection) -> None:

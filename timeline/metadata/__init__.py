@@ -120,7 +120,11 @@ def check(stream: BinaryIO, size: int, *, path: str, action: str, state: State, 
         if head != AVRO_MAGIC:
             jsonmeta.check(stream, path=path)
             return
-    decode(stream.read(), path=path, action=action, state=state, layout=layout, legacy=legacy)
+    data = stream.read()
+    if (codec.json_in_layout1 or codec.json_always) and not (data.startswith(AVRO_MAGIC) and codec.avro is not None):
+        jsonmeta.validate(data, path=path)  # decode's JSON branch, without building what it holds
+        return
+    decode(data, path=path, action=action, state=state, layout=layout, legacy=legacy)
 
 
 def encode(record: Mapping[str, Any], *, action: str, state: State, layout: int) -> bytes:

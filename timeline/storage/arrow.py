@@ -228,6 +228,9 @@ class LocalStorage(ArrowStorage):
     def list(self, path: str) -> list[FileStatus]:
         return _guard(path, lambda: _scan(path))
 
+    def list_unsized(self, path: str) -> builtins.list[FileStatus]:
+        return _guard(path, lambda: _scan_names(path))
+
     def list_recursive(self, path: str) -> Iterator[FileStatus]:
         stack = [path]
         while stack:
@@ -334,3 +337,11 @@ def _scan(path: str) -> list[FileStatus]:
             size = 0 if is_dir else st.st_size
             add(new(FileStatus, (entry.path, entry.name, size, st.st_mtime_ns // 1_000_000, is_dir)))
     return result
+
+
+def _scan_names(path: str) -> list[FileStatus]:
+    """`_scan` without a stat per entry: the file type comes from the folder itself (d_type);
+    size and modification time are -1 (unknown)."""
+    new = tuple.__new__
+    with os.scandir(path) as entries:
+        return [new(FileStatus, (e.path, e.name, -1, -1, e.is_dir(follow_symlinks=False))) for e in entries]

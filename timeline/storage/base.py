@@ -53,6 +53,12 @@ class Storage(ABC):
     def list(self, path: str) -> list[FileStatus]:
         """Direct children of a folder, files and folders, unsorted."""
 
+    def list_unsized(self, path: str) -> builtins.list[FileStatus]:
+        """`list` for a caller that needs no sizes: a backend that must ask for each file's size
+        separately (a local disk: one stat per file) leaves `size` and `mtime_ms` at -1 (unknown);
+        the others return what `list` does."""
+        return self.list(path)
+
     @abstractmethod
     def list_recursive(self, path: str) -> Iterator[FileStatus]:
         """Every file (not folder) below a folder, at any depth."""
@@ -88,22 +94,24 @@ class Storage(ABC):
                 results[path] = f"failed: {exc.reason}"
         return results
 
-    def walk(self, path: str, descend: Callable[[str, builtins.list[FileStatus]], Iterable[str]]
-             ) -> Iterator[tuple[str, builtins.list[FileStatus]]]:
+    def walk(self, path: str, descend: Callable[[str, builtins.list[FileStatus]], Iterable[str]], *,
+             sizes: bool = True) -> Iterator[tuple[str, builtins.list[FileStatus]]]:
         """List `path`, then every folder `descend(folder, entries)` names, and so on: yields
         (folder, its direct entries) for each folder listed, in no fixed order. With
         `listing_threads` > 1, up to that many folders are listed at once (a walk over an
-        object store is one round trip per folder, so it pays to have many in flight)."""
+        object store is one round trip per folder, so it pays to have many in flight). Without
+        `sizes`, folders are listed by `list_unsized`."""
+        lister = self.list if sizes else self.list_unsized
         if self.listing_threads <= 1:
             stack = [path]
             while stack:
                 folder = stack.pop()
-                entries = self.list(folder)
+                entries = lister(folder)
                 yield folder, entries
                 stack.extend(descend(folder, entries))
             return
         with ThreadPoolExecutor(self.listing_threads, thread_name_prefix="cleanline-list") as pool:
-            running: dict[Future[list[FileStatus]], str] = {pool.submit(self.list, path): path}
+            running: dict[Future[list[FileStatus]], str] = {pool.submit(lister, path): path}
             try:
                 while running:
                     done, _ = wait(running, return_when=FIRST_COMPLETED)
@@ -112,7 +120,7 @@ class Storage(ABC):
                         entries = future.result()
                         yield folder, entries
                         for child in descend(folder, entries):
-                            running[pool.submit(self.list, child)] = child
+                            running[pool.submit(lister, child)] = child
             finally:
                 for future in running:
                     future.cancel()
