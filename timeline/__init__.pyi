@@ -22,6 +22,7 @@ from .engine import (
     build_demo_lake,
     demo_tables_to_build,
     engine_for,
+    local_processes,
     spark_min_files,
     spark_session,
 )
@@ -88,7 +89,8 @@ __all__ = [
     "RestorePreview", "RestoreRefused", "RestoreVerification", "RollbackPreview", "RollbackRefused",
     "S3ConfigError", "S3Settings", "SavepointInfo", "SavepointRefused", "SliceProtection", "State", "StateFile",
     "StorageError", "TableConfig", "TableConfigError", "Timeline", "UnsupportedLocationError", "__version__",
-    "DEMO_TABLES", "build_demo_lake", "demo_tables_to_build", "configure_s3", "engine_for", "spark_min_files",
+    "DEMO_TABLES", "build_demo_lake", "demo_tables_to_build", "configure_s3", "engine_for",
+    "local_processes", "spark_min_files",
     "format_instant_time", "moment_of",
     "parse_instant_time", "parse_location", "parse_s3_roots", "remote", "retention_shortfall", "spark_session",
     "within_roots", "instant_time_of",

@@ -191,7 +191,8 @@ def _maintenance(table: timeline.HudiTable, args: argparse.Namespace) -> timelin
     if engine == "auto":  # by the table's data files (timeline.engine.engine_for)
         engine = timeline.engine_for(sum(len(files) for files in table.list_partitions().partitions.values()))
     spark = timeline.spark_session() if engine == "spark" else None
-    return table.maintenance(spark=spark, options=dict(args.hoodie_conf or ()))
+    return table.maintenance(spark=spark, options=dict(args.hoodie_conf or ()),
+                             processes=timeline.local_processes() if spark is None else 1)
 
 
 def _conf(text: str) -> tuple[str, str]:

@@ -110,19 +110,28 @@ class TableListing:
     partitions: Mapping[str, tuple[FileStatus, ...]]
 
 
-def list_partitions(storage: Storage, base: str, *, sizes: bool = True) -> TableListing:
+def list_partitions(storage: Storage, base: str, *, sizes: bool = True, share: tuple[int, int] = (0, 1)
+                    ) -> TableListing:
     """Walk the table as Hudi's FileSystemBackedTableMetadata does: a folder holding a
     `.hoodie_partition_metadata` file is a partition (and is not descended into); `.hoodie`
     is never entered. The base path itself is the partition "" of a non-partitioned table.
     `Storage.walk` lists folders concurrently on object stores (one round trip each), one
     by one on local storage. Without `sizes`, a file's size and time may be -1 (unknown):
-    see `Storage.list_unsized`."""
+    see `Storage.list_unsized`. `share` (i, n) lists only the i-th of n interleaved shares of
+    the base's sub-folders in name order (the base itself, as a partition, in share 0): n
+    processes list a table together, each folder once."""
+    index, count = share
     partitions: dict[str, tuple[FileStatus, ...]] = {}
     prefix = len(base.rstrip("/")) + 1
     children: dict[str, list[str]] = {}
-    for folder, entries in storage.walk(base, lambda folder, _: children.pop(folder), sizes=sizes):
+
+    def descend(folder: str, _: object) -> list[str]:
+        found = children.pop(folder)
+        return sorted(found)[index::count] if count > 1 and folder == base else found
+
+    for folder, entries in storage.walk(base, descend, sizes=sizes):
         files, folders = _split_folder(entries)
-        if files is not None:
+        if files is not None and (folder != base or index == 0):
             partitions[folder[prefix:] if folder != base else ""] = files
         children[folder] = folders
     return TableListing(partitions)

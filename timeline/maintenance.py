@@ -39,13 +39,16 @@ if TYPE_CHECKING:
 
 class Maintenance:
     """The table services of one table. `spark` (a SparkSession) runs planning and cleaning
-    as PySpark jobs; without it they run in this process. Every change takes the table's Hudi
+    as PySpark jobs; without it they run in this process (a full plan of a table on a local disk in
+`processes` forked processes: `timeline.engine.local_processes`). Every change takes the table's Hudi
     lock when its writers lock (`options`: writer options over `hoodie.properties`), at the
     moments Hudi's table services take it (timeline/transactions.py)."""
 
-    def __init__(self, table: HudiTable, *, spark: Any = None, options: Mapping[str, str] | None = None) -> None:
+    def __init__(self, table: HudiTable, *, spark: Any = None, options: Mapping[str, str] | None = None,
+                 processes: int = 1) -> None:
         self.table = table
         self.spark = spark
+        self.processes = processes
         self.transactions = Transactions(table, options)
         self._locked = self.transactions.state_change
 
@@ -64,7 +67,7 @@ class Maintenance:
 
             plan = plan_clean_spark(self.spark, self.table.uri, config, now=now)
         else:
-            plan = plan_clean(self.table, config, now=now)
+            plan = plan_clean(self.table, config, now=now, processes=self.processes)
         if shortfall is None:
             return plan
         return replace(plan, notes=(*plan.notes, f"retention check off: {shortfall}"))

@@ -86,14 +86,16 @@ class HudiTable:
 
         return Inspect(self)
 
-    def maintenance(self, *, spark: Any = None, options: Mapping[str, str] | None = None) -> Maintenance:
+    def maintenance(self, *, spark: Any = None, options: Mapping[str, str] | None = None,
+                    processes: int = 1) -> Maintenance:
         """The table services (`timeline/maintenance.py`); with a SparkSession they run as
-        PySpark jobs. `options` are Hudi writer options (`hoodie.write.concurrency.mode`,
+        PySpark jobs, otherwise here (a full clean plan in `processes` processes on a local
+        disk). `options` are Hudi writer options (`hoodie.write.concurrency.mode`,
         `hoodie.write.lock.*`, ...) over `hoodie.properties`, as a Hudi writer of the table is
         given them: they choose the lock Cleanline shares with the table's writers."""
         from timeline.maintenance import Maintenance
 
-        return Maintenance(self, spark=spark, options=options)
+        return Maintenance(self, spark=spark, options=options, processes=processes)
 
     @property
     def containment(self) -> Containment:

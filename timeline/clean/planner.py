@@ -5,16 +5,26 @@ and why. Pure: it reads the table and writes nothing."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from itertools import repeat
 from typing import Any, NamedTuple
 
 from timeline.clean.config import CleanConfig, CleanConfigError, CleanPolicy
 from timeline.clean.retention import earliest_commit_to_retain, hours_cutoffs
+from timeline.engine import fork_map
 from timeline.exceptions import InvalidFileNameError
 from timeline.files import base_file_of, is_base_file_name, parse_log_file
-from timeline.fsview import FileGroup, FileSlice, TableListing, ViewInputs, build_view, list_partition
+from timeline.fsview import (
+    FileGroup,
+    FileSlice,
+    TableListing,
+    ViewInputs,
+    build_view,
+    list_partition,
+    list_partitions,
+)
 from timeline.instant import CLUSTERING, COMPACTION, LOG_COMPACTION, REPLACE_COMMIT, RESTORE, ROLLBACK, Instant, State
 from timeline.metadata.records import (
     CleanerPlan,
@@ -209,19 +219,54 @@ def finish_plan(start: PlanStart, results: Iterable[tuple[str, list[FileDecision
 
 
 def plan_clean(table: HudiTable, config: CleanConfig, *, now: datetime | None = None,
-               listing: TableListing | None = None) -> CleanPlan:
-    """Plan a clean of `table` under `config`, as of `now` for the hours policy."""
+               listing: TableListing | None = None, processes: int = 1) -> CleanPlan:
+    """Plan a clean of `table` under `config`, as of `now` for the hours policy. With
+    `processes` > 1, a full plan of a table on a local disk is listed and planned by that many
+    processes, each taking a share of the table's folders (`timeline.engine.fork_map`); the
+    plan is the same."""
     start = start_plan(table, config, now=now)
     if start.context is None:
         return finish_plan(start, ())
     if start.partitions is not None:
         listing = list_some(table, start.partitions)
+    elif listing is None and processes > 1 and table.storage.cpu_bound_listing:
+        work = functools.partial(_plan_share, start.context, table.storage, table.base)
+        return finish_plan(start, [r for share in fork_map(work, processes) for r in _unpack_share(share)])
     else:
         listing = listing or table.list_partitions()
     with paused_gc():
         return finish_plan(start, [
             (partition, *plan_partition(start.context, table.storage, partition, files))
             for partition, files in listing.partitions.items()])
+
+
+# One share of a table, as it travels from a planning process: (partition, whether it goes, how
+# many decisions it has) in listing order, and every decision as columns, one list per field (a
+# list of strings pickles in C; a tuple per file goes through Python once each).
+Share = tuple[list[tuple[str, bool, int]], tuple[list[Any], ...]]
+
+
+def _plan_share(context: PlanContext, storage: Storage, base: str, index: int, count: int) -> Share:
+    """List share `index` of `count` of the table's folders and plan its partitions."""
+    with paused_gc():
+        listing = list_partitions(storage, base, share=(index, count))
+        partitions: list[tuple[str, bool, int]] = []
+        decisions: list[FileDecision] = []
+        for partition, files in listing.partitions.items():
+            found, drop = plan_partition(context, storage, partition, files)
+            partitions.append((partition, drop, len(found)))
+            decisions += found
+        return partitions, tuple(map(list, zip(*decisions)))
+
+
+def _unpack_share(share: Share) -> Iterator[tuple[str, list[FileDecision], bool]]:
+    partitions, columns = share
+    with paused_gc():
+        decisions = list(map(tuple.__new__, repeat(FileDecision), zip(*columns)))
+    first = 0
+    for partition, drop, count in partitions:
+        yield partition, decisions[first:first + count], drop
+        first += count
 
 
 def _why_no_ectr(timeline: Timeline, config: CleanConfig) -> str:

@@ -45,6 +45,10 @@ class Storage(ABC):
     # Folders listed at once by `walk`: object stores answer each listing in a round trip and
     # gain from many at a time; local backends list faster than a thread hand-off and use 1.
     listing_threads: int = 1
+    # True when a listing costs this process CPU for each file (a local disk: a stat per file), so
+    # that several processes list a large table faster (`timeline.engine.fork_map`); an object
+    # store waits on round trips instead, and lists with threads.
+    cpu_bound_listing: bool = False
     # Files one `delete_many` request removes (S3's DeleteObjects takes 1,000 keys); 0 when
     # the backend has no batch delete and `delete_many` deletes file by file.
     delete_batch_size: int = 0
