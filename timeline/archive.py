@@ -9,9 +9,6 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
 from timeline.exceptions import CorruptInstantError, FileNotFound
 from timeline.instant import Instant, State, comparable_action
 from timeline.logformat import BlockType, HeaderKey, decode_avro_records, read_blocks
@@ -102,6 +99,9 @@ def _lsm_files(storage: Storage, folder: str) -> list[str]:
 
 
 def _lsm_instants(storage: Storage, folder: str) -> Iterable[Instant]:
+    import pyarrow as pa  # here: a table without an LSM timeline never loads pyarrow's Parquet reader
+    import pyarrow.parquet as pq
+
     for path in _lsm_files(storage, folder):
         try:
             read = pq.read_table(pa.BufferReader(storage.read(path)), columns=list(LSM_INSTANT_COLUMNS))

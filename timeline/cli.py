@@ -216,9 +216,11 @@ def _plan_json(plan: timeline.CleanPlan) -> dict[str, Any]:
         {"partition": d.partition, "fileName": d.file_name, "filePath": d.path, "sizeBytes": d.size,
          "fileId": d.file_id, "baseInstantTime": d.base_instant_time, "delete": d.delete, "reason": d.reason}
         for d in plan.decisions]
-    record["totals"] = {"filesToDelete": len(plan.files_to_delete), "bytesToDelete": plan.bytes_to_delete,
-                        "filesKept": len(plan.files_kept), "partitionsConsidered": len(plan.partitions_considered),
-                        "partitionsWithDeletes": len({d.partition for d in plan.files_to_delete}),
+    deleted = [d for d in plan.decisions if d.delete]
+    record["totals"] = {"filesToDelete": len(deleted), "bytesToDelete": sum(d.size for d in deleted),
+                        "filesKept": len(plan.decisions) - len(deleted),
+                        "partitionsConsidered": len(plan.partitions_considered),
+                        "partitionsWithDeletes": len({d.partition for d in deleted}),
                         "partitionsToDelete": len(plan.partitions_to_delete)}
     record["incremental"] = plan.incremental
     record["notes"] = list(plan.notes)
@@ -702,7 +704,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.api:
             _remote(args)
             return 0
-        timeline.configure_s3(timeline.parse_s3_roots(os.environ.get("CLEANLINE_S3_ROOTS", "")))
+        roots = os.environ.get("CLEANLINE_S3_ROOTS", "")
+        if roots.strip():  # (nothing to configure otherwise: the S3 backend loads with an s3:// table)
+            timeline.configure_s3(timeline.parse_s3_roots(roots))
         code = args.handler(args)
     except CleanlineError as exc:
         print(f"cleanline: error: {exc}", file=sys.stderr)

@@ -11,30 +11,22 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from timeline.clean.config import CleanConfig
-from timeline.clean.executor import CleanResult, ProgressCallback, run_pending_cleans, schedule_clean
 from timeline.clean.planner import CleanPlan, plan_clean, plan_invalidations
 from timeline.clean.retention import check_retention, retention_shortfall
-from timeline.clean.store import StoredPlan, plan_clean_stored, store_settings
 from timeline.exceptions import InvalidInstantError
 from timeline.instant import Instant
-from timeline.mdt import drop_metadata_table
-from timeline.restore import RestoreVerification, restore, verify_restore
-from timeline.rollback import (
-    RollbackPreview,
-    check_not_running,
-    check_rollback_sequence,
-    plan_rollback,
-    preview_failed_write,
-    preview_rollback_failed_writes,
-    rollback,
-    rollback_failed_write,
-    rollback_failed_writes,
-)
-from timeline.savepoint import create_savepoint, delete_savepoint
 from timeline.transactions import Transactions
 
 if TYPE_CHECKING:
+    from timeline.clean.executor import CleanResult, ProgressCallback
+    from timeline.clean.store import StoredPlan
+    from timeline.restore import RestoreVerification
+    from timeline.rollback import RollbackPreview
     from timeline.table import HudiTable
+
+# The modules of the other actions are imported by the methods that use them: a command that
+# only plans (`cleanline clean plan`) does not load the executor, the plan store, restore or
+# rollback.
 
 
 class Maintenance:
@@ -77,6 +69,8 @@ class Maintenance:
         """`plan_clean` into a plan store (a local folder or object-store prefix the engine's
         executors reach too): the file decisions are written there as Parquet where they are
         made; the plan returned holds only totals and per-partition sums."""
+        from timeline.clean.store import plan_clean_stored, store_settings
+
         shortfall = retention_shortfall(self.table.config.props, config)
         if enforce_retention:
             check_retention(self.table.uri, self.table.config.props, config)
@@ -101,6 +95,8 @@ class Maintenance:
         """`<t>.clean.requested` for a plan that deletes something; None otherwise. Under the
         table's lock the timeline is read again: a plan it invalidates raises PlanInvalidated.
         `before_write` is told `t` before the file is written (to find the clean after a crash)."""
+        from timeline.clean.executor import schedule_clean
+
         with self._locked():
             return schedule_clean(self.table, plan, config, force=force, before_write=before_write)
 
@@ -108,6 +104,8 @@ class Maintenance:
                    sizes: Mapping[str, int] | None = None) -> list[CleanResult]:
         """Run the pending cleans (or the one at `instant`), each checked again right before
         its first delete; the metadata table, when the table has one, is updated with each."""
+        from timeline.clean.executor import run_pending_cleans
+
         if self.spark is not None:
             from timeline.spark.clean import run_pending_cleans_spark
 
@@ -119,23 +117,33 @@ class Maintenance:
     # Savepoints, restore, rollback
 
     def create_savepoint(self, instant: str, *, user: str | None = None, comment: str = "") -> Instant:
+        from timeline.savepoint import create_savepoint
+
         with self._locked():
             return create_savepoint(self.table, instant, user=user, comment=comment)
 
     def delete_savepoint(self, instant: str) -> None:
+        from timeline.savepoint import delete_savepoint
+
         with self._locked():
             delete_savepoint(self.table, instant)
 
     def restore(self, savepoint: str) -> Instant:
+        from timeline.restore import restore
+
         with self._locked():
             return restore(self.table, savepoint)
 
     def verify_restore(self, savepoint: str) -> RestoreVerification:
+        from timeline.restore import verify_restore
+
         return verify_restore(self.table, savepoint)
 
     def plan_rollback(self, instant: str) -> RollbackPreview:
         """What rolling back any write on the active timeline deletes, if Hudi's sequence rule
         lets it go now (the latest completed commit, or the newest pending write)."""
+        from timeline.rollback import check_not_running, check_rollback_sequence, plan_rollback
+
         target = next((i for i in self.table.reload().timeline if i.requested_time == instant), None)
         if target is None:
             raise InvalidInstantError(f"{self.table.uri}: no instant {instant} on the active timeline")
@@ -144,26 +152,38 @@ class Maintenance:
         return plan_rollback(self.table, target)
 
     def rollback(self, instant: str) -> Instant:
+        from timeline.rollback import rollback
+
         with self._locked():
             return rollback(self.table, instant)
 
     def preview_rollback(self, instant: str) -> RollbackPreview:
         """What rolling back one failed write deletes; refused for anything else."""
+        from timeline.rollback import preview_failed_write
+
         return preview_failed_write(self.table, instant)
 
     def rollback_failed_write(self, instant: str) -> Instant:
+        from timeline.rollback import rollback_failed_write
+
         with self._locked():
             return rollback_failed_write(self.table, instant)
 
     def preview_rollback_failed_writes(self) -> list[RollbackPreview]:
         """What `rollback_failed_writes` deletes, newest first (refused whole if one cannot go)."""
+        from timeline.rollback import preview_rollback_failed_writes
+
         return preview_rollback_failed_writes(self.table)
 
     def rollback_failed_writes(self) -> list[Instant]:
+        from timeline.rollback import rollback_failed_writes
+
         with self._locked():
             return rollback_failed_writes(self.table)
 
     def drop_metadata_table(self) -> None:
         """The explicit repair action: remove `.hoodie/metadata` (Hudi writers rebuild it)."""
+        from timeline.mdt import drop_metadata_table
+
         with self._locked():
             drop_metadata_table(self.table)

@@ -97,10 +97,13 @@ class CleanPlan:
     def to_record(self) -> CleanerPlan:
         """The plan as HoodieCleanerPlan version 2, for `<t>.clean.requested`."""
         per_partition: dict[str, list[CleanFileInfo]] = {}
+        new = tuple.__new__  # once per file deleted: CleanFileInfo without its Python-level __new__
         for d in self.decisions:
             if d.delete:
-                info = CleanFileInfo(d.partition, d.path, d.is_bootstrap_base_file)
-                per_partition.setdefault(d.partition, []).append(info)
+                found = per_partition.get(d.partition)
+                if found is None:
+                    found = per_partition[d.partition] = []
+                found.append(new(CleanFileInfo, (d.partition, d.path, d.is_bootstrap_base_file)))
         ectr = self.earliest_instant_to_retain
         # CleanPlanActionExecutor.prepareExtraMetadata: an empty map when no savepoint exists.
         extra = {SAVEPOINTED_TIMESTAMPS: ",".join(self.savepointed_timestamps)} if self.savepointed_timestamps else {}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import errno
+import functools
 import os
 import posixpath
 import shutil
@@ -13,15 +14,26 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 from urllib.parse import urlparse
 
-import pyarrow as pa
-import pyarrow.fs as pafs
+import lazy_loader
 
 from timeline.exceptions import FileExists, FileNotFound, StorageError
 from timeline.storage.base import FileStatus, Storage
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.dataset as ds
+    import pyarrow.fs as pafs
+else:
+    # pyarrow loads on first use: the local file system is served by `os` (a command such as
+    # `cleanline clean plan` on a local table never needs it; the plan store and object stores do)
+    pa = lazy_loader.load("pyarrow")
+
+
+def _pafs() -> Any:
+    import pyarrow.fs
+
+    return pyarrow.fs
 
 T = TypeVar("T")
 
@@ -46,7 +58,7 @@ def _guard(path: str, call: Callable[[], T]) -> T:
 
 def _status(info: pafs.FileInfo) -> FileStatus:
     mtime = info.mtime_ns // 1_000_000 if info.mtime_ns is not None else 0
-    is_dir = info.type == pafs.FileType.Directory
+    is_dir = info.type == _pafs().FileType.Directory
     return FileStatus(info.path, info.base_name, 0 if is_dir else (info.size or 0), mtime, is_dir)
 
 
@@ -66,7 +78,7 @@ class ArrowStorage(Storage):
         parsed = urlparse(uri)
         scheme = {"s3a": "s3", "gcs": "gs"}.get(parsed.scheme, parsed.scheme)
         normalised = uri.replace(f"{parsed.scheme}://", f"{scheme}://", 1)
-        fs, _ = _guard(uri, lambda: pafs.FileSystem.from_uri(normalised))
+        fs, _ = _guard(uri, lambda: _pafs().FileSystem.from_uri(normalised))
         return cls(fs, scheme=scheme, netloc=parsed.netloc)
 
     def uri(self, path: str) -> str:
@@ -81,13 +93,13 @@ class ArrowStorage(Storage):
         return super().path_of(uri)
 
     def list(self, path: str) -> list[FileStatus]:
-        infos = _guard(path, lambda: self.fs.get_file_info(pafs.FileSelector(path)))
+        infos = _guard(path, lambda: self.fs.get_file_info(_pafs().FileSelector(path)))
         return [_status(info) for info in infos]
 
     def list_recursive(self, path: str) -> Iterator[FileStatus]:
-        selector = pafs.FileSelector(path, recursive=True)
+        selector = _pafs().FileSelector(path, recursive=True)
         for info in _guard(path, lambda: self.fs.get_file_info(selector)):
-            if info.type == pafs.FileType.File:
+            if info.type == _pafs().FileType.File:
                 yield _status(info)
 
     def read(self, path: str) -> bytes:
@@ -129,13 +141,13 @@ class ArrowStorage(Storage):
 
     def status(self, path: str) -> FileStatus:
         info = _guard(path, lambda: self.fs.get_file_info(path))
-        if info.type == pafs.FileType.NotFound:
+        if info.type == _pafs().FileType.NotFound:
             raise FileNotFound(path)
         return _status(info)
 
     def exists(self, path: str) -> bool:
         info = _guard(path, lambda: self.fs.get_file_info(path))
-        return bool(info.type != pafs.FileType.NotFound)
+        return bool(info.type != _pafs().FileType.NotFound)
 
     def makedirs(self, path: str) -> None:
         _guard(path, lambda: self.fs.create_dir(path, recursive=True))
@@ -205,8 +217,14 @@ class LocalStorage(ArrowStorage):
                 results[path] = f"failed: {exc.strerror or exc}"
         return results
 
-    def __init__(self) -> None:
-        super().__init__(pafs.LocalFileSystem(), scheme="file")
+    def __init__(self) -> None:  # no pyarrow file system until one is asked for (`fs`)
+        self.scheme = "file"
+        self.netloc = ""
+
+    @functools.cached_property
+    def fs(self) -> pafs.FileSystem:
+        """pyarrow's local file system, for the Parquet readers (read_parquet, parquet_dataset)."""
+        return _pafs().LocalFileSystem()
 
     def uri(self, path: str) -> str:
         return f"file:{path}"
