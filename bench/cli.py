@@ -47,6 +47,7 @@ from bench.common import (  # noqa: E402
     target_lines,
     target_text,
 )
+from timeline.engine import local_processes  # noqa: E402
 
 SECTION_BEGIN = "<!-- bench/cli.py: begin -->"
 SECTION_END = "<!-- bench/cli.py: end -->"
@@ -113,7 +114,8 @@ def markdown_section(result: dict[str, Any]) -> str:
         f"Recorded {m['date']} on {m['platform']}: `nproc` = {m['nproc']}, Python {m['python']}. A generated v6 "
         f"copy-on-write table of {result['files']:,} data files in {result['partitions']:,} partitions on "
         f"{result['fs']}; whole processes (start-up included, output to /dev/null, compiled bytecode kept as an "
-        f"installed command keeps it), best of {result['repeat']} interleaved runs after a warm-up.", "",
+        f"installed command keeps it), best of {result['repeat']} interleaved runs after a warm-up. The plan is "
+        f"listed and made by {result['processes']} processes (`CLEANLINE_LOCAL_PROCESSES`, default: the cores).", "",
         "| process | seconds | ratio to the raw walk |", "|---|---:|---:|",
         f"| raw `os.scandir` walk in a Python process | {seconds['raw']:.3f} | 1.00 |",
         f"| `cleanline fsview PATH --json` | {seconds['fsview']:.3f} | {result['ratios']['fsview']:.2f} |",
@@ -133,7 +135,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         files, partitions = count_files(path)
         progress("timing whole processes")
         result = {"machine": machine(), "files": files, "partitions": partitions, "fs": file_system_of(path),
-                  "repeat": args.repeat, **measure(path, args.repeat, os.path.join(root, "pycache"))}
+                  "repeat": args.repeat, "processes": local_processes(),
+                  **measure(path, args.repeat, os.path.join(root, "pycache"))}
         publish(result, args, text_report, markdown_section, SECTION_BEGIN, SECTION_END)
         return 0 if all(t["passed"] for t in result["targets"]) else 1
     finally:
