@@ -92,6 +92,26 @@ def test_storage_local_errors_are_library_errors(tmp_path: Path) -> None:
         storage.read(str(tmp_path))
 
 
+def test_storage_arrow_errors_are_library_errors_and_others_pass_through() -> None:
+    """pyarrow is imported only where it is used; its errors still become StorageError naming
+    the path, and an error that is not the store's (a bug) is not disguised as one."""
+    import pyarrow as pa
+
+    from timeline.storage.arrow import _guard
+
+    def invalid() -> None:
+        raise pa.ArrowInvalid("unreadable footer")
+
+    with pytest.raises(StorageError, match="/t/x.parquet: unreadable footer"):
+        _guard("/t/x.parquet", invalid)
+
+    def bug() -> None:
+        raise ValueError("not the store's")
+
+    with pytest.raises(ValueError, match="not the store's"):
+        _guard("/t/x.parquet", bug)
+
+
 def test_storage_memory_permission_denied() -> None:
     storage = MemoryStorage()
     storage.write("/t/secret/a", b"1")

@@ -42,9 +42,10 @@ MAX_LOCAL_PROCESSES = 8
 
 def local_processes(environ: Mapping[str, str] | None = None) -> int:
     """`CLEANLINE_LOCAL_PROCESSES`: how many processes the local engine lists and plans a table on
-    a local disk with, as Hudi's local engine context maps over partitions in parallel (default:
-    the machine's cores, at most 8; 1: this process only). The CLI uses it; the console's
-    workers plan in their own process (a Celery pool process may not have children)."""
+    a local disk with, as Hudi's HoodieLocalEngineContext.map maps over partitions with a
+    parallel stream (default: the machine's cores, at most 8; 1: this process only). The CLI
+    uses it; the console's workers plan in their own process (a Celery pool process may not
+    have children)."""
     value = (os.environ if environ is None else environ).get("CLEANLINE_LOCAL_PROCESSES", "")
     if not value.strip():
         return max(1, min(os.cpu_count() or 1, MAX_LOCAL_PROCESSES))

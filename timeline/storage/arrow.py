@@ -9,12 +9,11 @@ import os
 import posixpath
 import shutil
 import stat
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 from urllib.parse import urlparse
-
-import lazy_loader
 
 from timeline.exceptions import FileExists, FileNotFound, StorageError
 from timeline.storage.base import FileStatus, Storage
@@ -24,16 +23,26 @@ if TYPE_CHECKING:
     import pyarrow.compute as pc
     import pyarrow.dataset as ds
     import pyarrow.fs as pafs
-else:
-    # pyarrow loads on first use: the local file system is served by `os` (a command such as
-    # `cleanline clean plan` on a local table never needs it; the plan store and object stores do)
-    pa = lazy_loader.load("pyarrow")
+
+
+# pyarrow is imported where it is used: the local file system is served by `os`, so a command such
+# as `cleanline clean plan` on a local table never loads it (the plan store and object stores do).
+def _pa() -> Any:
+    import pyarrow
+
+    return pyarrow
 
 
 def _pafs() -> Any:
     import pyarrow.fs
 
     return pyarrow.fs
+
+
+def _arrow_errors() -> tuple[type[BaseException], ...]:
+    """pyarrow's own error class once pyarrow is loaded (nothing raises it before)."""
+    arrow = sys.modules.get("pyarrow")
+    return (arrow.ArrowException,) if arrow is not None else ()
 
 T = TypeVar("T")
 
@@ -52,7 +61,9 @@ def _guard(path: str, call: Callable[[], T]) -> T:
         raise StorageError(path, "is a folder, not a file") from exc
     except NotADirectoryError as exc:
         raise StorageError(path, "is a file, not a folder") from exc
-    except (OSError, pa.ArrowException) as exc:
+    except Exception as exc:
+        if not isinstance(exc, (OSError, *_arrow_errors())):
+            raise
         raise StorageError(path, str(exc) or type(exc).__name__) from exc
 
 
@@ -171,7 +182,7 @@ class ArrowStorage(Storage):
     def write_arrow(self, path: str, table: pa.Table) -> None:
         """Write a table as an uncompressed Arrow IPC file, replacing any."""
         def call() -> None:
-            with self.fs.open_output_stream(path) as out, pa.ipc.new_file(out, table.schema) as writer:
+            with self.fs.open_output_stream(path) as out, _pa().ipc.new_file(out, table.schema) as writer:
                 writer.write_table(table)
 
         _guard(path, call)
@@ -180,7 +191,7 @@ class ArrowStorage(Storage):
         """An Arrow IPC file's table."""
         def call() -> pa.Table:
             with self.fs.open_input_file(path) as source:
-                return pa.ipc.open_file(source).read_all()
+                return _pa().ipc.open_file(source).read_all()
 
         return _guard(path, call)
 
@@ -287,14 +298,14 @@ class LocalStorage(ArrowStorage):
     def write_arrow(self, path: str, table: pa.Table) -> None:
         """Through a temporary file renamed into place, as `write_parquet`."""
         def write(temporary: str) -> None:
-            with pa.OSFile(temporary, "wb") as out, pa.ipc.new_file(out, table.schema) as writer:
+            with _pa().OSFile(temporary, "wb") as out, _pa().ipc.new_file(out, table.schema) as writer:
                 writer.write_table(table)
 
         _write_replacing(path, write)
 
     def read_arrow(self, path: str) -> pa.Table:
         """Memory-mapped: the table's buffers are the file's pages, nothing is copied."""
-        return _guard(path, lambda: pa.ipc.open_file(pa.memory_map(path)).read_all())
+        return _guard(path, lambda: _pa().ipc.open_file(_pa().memory_map(path)).read_all())
 
     def delete(self, path: str) -> bool:
         try:
