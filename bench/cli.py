@@ -115,7 +115,9 @@ def markdown_section(result: dict[str, Any]) -> str:
         f"copy-on-write table of {result['files']:,} data files in {result['partitions']:,} partitions on "
         f"{result['fs']}; whole processes (start-up included, output to /dev/null, compiled bytecode kept as an "
         f"installed command keeps it), best of {result['repeat']} interleaved runs after a warm-up. The plan is "
-        f"listed and made by {result['processes']} processes (`CLEANLINE_LOCAL_PROCESSES`, default: the cores).", "",
+        f"listed and made by {result['processes']} processes (`CLEANLINE_LOCAL_PROCESSES`, default: the cores); "
+        "`fsview --json` names no sizes, so it lists without a stat per file, where the raw walk stats every "
+        "file (the least a listing with sizes does).", "",
         "| process | seconds | ratio to the raw walk |", "|---|---:|---:|",
         f"| raw `os.scandir` walk in a Python process | {seconds['raw']:.3f} | 1.00 |",
         f"| `cleanline fsview PATH --json` | {seconds['fsview']:.3f} | {result['ratios']['fsview']:.2f} |",

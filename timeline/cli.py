@@ -184,15 +184,17 @@ def _now(table: timeline.HudiTable, value: str | None) -> datetime | None:
     return None if value is None else timeline.moment_of(value, table.config.timezone)
 
 
-def _maintenance(table: timeline.HudiTable, args: argparse.Namespace) -> timeline.Maintenance:
+def _maintenance(table: timeline.HudiTable, args: argparse.Namespace, *, planning: bool = False
+                 ) -> timeline.Maintenance:
     """The table's services on the chosen engine, with the writer options given by --hoodie-conf
     (the lock Hudi writers of the table share)."""
     engine = getattr(args, "engine", "local")
     if engine == "auto":  # by the table's data files (timeline.engine.engine_for)
         engine = timeline.engine_for(sum(len(files) for files in table.list_partitions().partitions.values()))
     spark = timeline.spark_session() if engine == "spark" else None
-    return table.maintenance(spark=spark, options=dict(args.hoodie_conf or ()),
-                             processes=timeline.local_processes() if spark is None else 1)
+    # planning on the local engine lists and plans in CLEANLINE_LOCAL_PROCESSES processes
+    processes = timeline.local_processes() if planning and spark is None else 1
+    return table.maintenance(spark=spark, options=dict(args.hoodie_conf or ()), processes=processes)
 
 
 def _conf(text: str) -> tuple[str, str]:
@@ -205,7 +207,7 @@ def _conf(text: str) -> tuple[str, str]:
 def _plan(args: argparse.Namespace) -> tuple[timeline.HudiTable, timeline.CleanConfig, timeline.CleanPlan]:
     table = timeline.HudiTable.open(args.path)
     config = _clean_config(table, args)
-    maintenance = _maintenance(table, args)
+    maintenance = _maintenance(table, args, planning=True)
     return table, config, maintenance.plan_clean(config, now=_now(table, args.now),
                                                  enforce_retention=not args.allow_short_retention)
 
@@ -697,7 +699,16 @@ def _remote(args: argparse.Namespace) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     # One short process over acyclic data: the cyclic collector's passes over a large listing
     # (several objects per file) cost more than the few cycles it could free (bench/cli.py).
+    collecting = gc.isenabled()
     gc.disable()
+    try:
+        return _main(argv)
+    finally:
+        if collecting:  # as it was (tests call main in their own process)
+            gc.enable()
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="cleanline: %(message)s")
     try:

@@ -47,8 +47,9 @@ def local_processes(environ: Mapping[str, str] | None = None) -> int:
     uses it; the console's workers plan in their own process (a Celery pool process may not
     have children)."""
     value = (os.environ if environ is None else environ).get("CLEANLINE_LOCAL_PROCESSES", "")
-    if not value.strip():
-        return max(1, min(os.cpu_count() or 1, MAX_LOCAL_PROCESSES))
+    if not value.strip():  # the cores this process may run on (its affinity), not the machine's
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        return max(1, min(cores, MAX_LOCAL_PROCESSES))
     try:
         count = int(value)
     except ValueError:
@@ -59,9 +60,12 @@ def local_processes(environ: Mapping[str, str] | None = None) -> int:
 
 
 def may_fork() -> bool:
-    """Whether this process may fork workers: the platform forks, no other thread runs (a
-    fork copies only the calling thread, and the locks the others hold), and it is not a
-    daemonic process (a Celery pool process), which may not have children."""
+    """Whether this process may fork workers: the platform forks, no other Python thread runs
+    (a fork copies only the calling thread, and the locks the others hold), and it is not a
+    daemonic multiprocessing process, which may not have children. Threads that native
+    libraries start are not seen here; the children use only Python and the file system.
+    (Celery's pool processes are billiard's, not seen either: the console plans with one
+    process.)"""
     return ("fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
             and not multiprocessing.current_process().daemon)
 
@@ -80,8 +84,13 @@ def fork_map(work: Callable[[int, int], T], processes: int) -> list[T]:
             receive, send = context.Pipe(duplex=False)
             child = context.Process(target=_share, args=(work, index, processes, send), daemon=True,
                                     name=f"cleanline-share-{index}")
-            child.start()
-            send.close()
+            try:
+                child.start()
+            except BaseException:
+                receive.close()
+                raise
+            finally:
+                send.close()
             children.append((child, receive))
         results = [work(0, processes)]
         for child, receive in children:
@@ -107,17 +116,30 @@ def fork_map(work: Callable[[int, int], T], processes: int) -> list[T]:
 
 
 def _share(work: Callable[[int, int], Any], index: int, count: int, send: Any) -> None:
-    """A forked child: one share's result (or its error), pickled, down the pipe."""
+    """A forked child: one share's result (or its error), pickled, down the pipe. An error goes
+    as itself when it comes back the same (type and message), else as a CleanlineError with its
+    message: library errors built from (path, reason) do not unpickle whole."""
     try:
         answer: tuple[bool, Any] = (True, work(index, count))
     except BaseException as exc:  # sent to the parent, which raises it
         answer = (False, exc)
     try:
         data = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception as exc:  # an error that does not pickle still reaches the parent, as text
-        data = pickle.dumps((False, CleanlineError(f"share {index} of {count}: {answer[1]!r} ({exc})")))
-    send.send_bytes(data)
-    send.close()
+        if not answer[0]:
+            back = pickle.loads(data)[1]
+            if type(back) is not type(answer[1]) or str(back) != str(answer[1]):
+                raise TypeError("the error does not come back the same")
+    except Exception:
+        error = answer[1] if not answer[0] else None
+        text = str(error) if isinstance(error, CleanlineError) else f"{type(error).__name__}: {error}"
+        if error is None:
+            text = f"share {index} of {count}: its result does not pickle"
+        data = pickle.dumps((False, CleanlineError(text)))
+    try:
+        send.send_bytes(data)
+        send.close()
+    except OSError:  # the parent stopped listening (it failed or was interrupted): nothing to tell
+        pass
 
 
 def spark_session(*, master: str | None = None, app_name: str = "cleanline") -> Any:

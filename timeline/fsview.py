@@ -3,7 +3,7 @@ builds them (hudi-format.md §6)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple, TypeVar
 
@@ -110,31 +110,32 @@ class TableListing:
     partitions: Mapping[str, tuple[FileStatus, ...]]
 
 
-def list_partitions(storage: Storage, base: str, *, sizes: bool = True, share: tuple[int, int] = (0, 1)
+def list_partitions(storage: Storage, base: str, *, sizes: bool = True, within: Sequence[str] | None = None
                     ) -> TableListing:
     """Walk the table as Hudi's FileSystemBackedTableMetadata does: a folder holding a
     `.hoodie_partition_metadata` file is a partition (and is not descended into); `.hoodie`
     is never entered. The base path itself is the partition "" of a non-partitioned table.
     `Storage.walk` lists folders concurrently on object stores (one round trip each), one
     by one on local storage. Without `sizes`, a file's size and time may be -1 (unknown):
-    see `Storage.list_unsized`. `share` (i, n) lists only the i-th of n interleaved shares of
-    the base's sub-folders in name order (the base itself, as a partition, in share 0): n
-    processes list a table together, each folder once."""
-    index, count = share
+    see `Storage.list_unsized`. `within` walks only those sub-folders of the base (as
+    `top_folders` names them), not the base itself: processes share a table's folders so."""
     partitions: dict[str, tuple[FileStatus, ...]] = {}
     prefix = len(base.rstrip("/")) + 1
     children: dict[str, list[str]] = {}
-
-    def descend(folder: str, _: object) -> list[str]:
-        found = children.pop(folder)
-        return sorted(found)[index::count] if count > 1 and folder == base else found
-
-    for folder, entries in storage.walk(base, descend, sizes=sizes):
-        files, folders = _split_folder(entries)
-        if files is not None and (folder != base or index == 0):
-            partitions[folder[prefix:] if folder != base else ""] = files
-        children[folder] = folders
+    for root in ([base] if within is None else within):
+        for folder, entries in storage.walk(root, lambda folder, _: children.pop(folder), sizes=sizes):
+            files, folders = _split_folder(entries)
+            if files is not None:
+                partitions[folder[prefix:] if folder != base else ""] = files
+            children[folder] = folders
     return TableListing(partitions)
+
+
+def top_folders(storage: Storage, base: str) -> list[str] | None:
+    """The base's sub-folders to walk for partitions, in name order (`.hoodie` left out), from
+    one listing; None when the base is itself the partition of a non-partitioned table."""
+    files, folders = _split_folder(storage.list_unsized(base))
+    return None if files is not None else sorted(folders)
 
 
 def list_partition(storage: Storage, base: str, partition: str) -> tuple[FileStatus, ...]:

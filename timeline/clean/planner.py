@@ -5,6 +5,7 @@ and why. Pure: it reads the table and writes nothing."""
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -24,6 +25,7 @@ from timeline.fsview import (
     build_view,
     list_partition,
     list_partitions,
+    top_folders,
 )
 from timeline.instant import CLUSTERING, COMPACTION, LOG_COMPACTION, REPLACE_COMMIT, RESTORE, ROLLBACK, Instant, State
 from timeline.metadata.records import (
@@ -40,6 +42,7 @@ from timeline.storage import FileStatus, Storage
 from timeline.table import HudiTable
 from timeline.timeline import Timeline
 
+log = logging.getLogger(__name__)
 SAVEPOINTED_TIMESTAMPS = "savepointed_timestamps"
 CLEANER_PLAN_VERSION = 2
 
@@ -233,8 +236,19 @@ def plan_clean(table: HudiTable, config: CleanConfig, *, now: datetime | None = 
     if start.partitions is not None:
         listing = list_some(table, start.partitions)
     elif listing is None and processes > 1 and table.storage.cpu_bound_listing:
-        work = functools.partial(_plan_share, start.context, table.storage, table.base)
-        return finish_plan(start, [r for share in fork_map(work, processes) for r in _unpack_share(share)])
+        # the base is listed once, here, and its folders dealt out: every share walks what this
+        # listing saw, so a folder appearing meanwhile cannot shift one share against another
+        folders = top_folders(table.storage, table.base)
+        if folders is not None and len(folders) > 1:
+            context, storage, base, dealt = start.context, table.storage, table.base, folders
+
+            def work(index: int, count: int) -> Share:  # (0, 1): everything, when nothing forks
+                return _plan_share(context, storage, base, dealt[index::count])
+
+            shares = fork_map(work, min(processes, len(folders)))
+            log.info("%s: planned %d folders in %d processes", table.uri, len(folders), len(shares))
+            return finish_plan(start, [r for share in shares for r in _unpack_share(share)])
+        listing = table.list_partitions()
     else:
         listing = listing or table.list_partitions()
     with paused_gc():
@@ -249,10 +263,10 @@ def plan_clean(table: HudiTable, config: CleanConfig, *, now: datetime | None = 
 Share = tuple[list[tuple[str, bool, int]], tuple[list[Any], ...]]
 
 
-def _plan_share(context: PlanContext, storage: Storage, base: str, index: int, count: int) -> Share:
-    """List share `index` of `count` of the table's folders and plan its partitions."""
+def _plan_share(context: PlanContext, storage: Storage, base: str, folders: list[str]) -> Share:
+    """List the partitions below some of the base's folders and plan them."""
     with paused_gc():
-        listing = list_partitions(storage, base, share=(index, count))
+        listing = list_partitions(storage, base, within=folders)
         partitions: list[tuple[str, bool, int]] = []
         decisions: list[FileDecision] = []
         for partition, files in listing.partitions.items():
