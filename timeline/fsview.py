@@ -133,7 +133,10 @@ def list_partitions(storage: Storage, base: str, *, sizes: bool = True, within: 
 
 def top_folders(storage: Storage, base: str) -> list[str] | None:
     """The base's sub-folders to walk for partitions, in name order (`.hoodie` left out), from
-    one listing; None when the base is itself the partition of a non-partitioned table."""
+    one listing; None when the base is itself the partition of a non-partitioned table (found
+    by its partition metadata file, without listing the files it holds)."""
+    if any(storage.exists(Storage.join(base, name)) for name in sorted(PARTITION_METADATA_FILES)):
+        return None
     files, folders = _split_folder(storage.list_unsized(base))
     return None if files is not None else sorted(folders)
 
