@@ -69,7 +69,7 @@ def library_imports(path: Path) -> list[str]:
 
 
 def test_boundaries_console_and_cli_use_only_the_public_surface() -> None:
-    """The console and the CLI import only what `timeline/__init__.py` exports."""
+    """The console and the CLI import only what `timeline/__init__.pyi` lists."""
     import timeline
 
     users = [*CONSOLE.rglob("*.py"), LIBRARY / "cli.py"]
