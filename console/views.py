@@ -598,44 +598,42 @@ def people_create(request: HttpRequest) -> HttpResponse:
     return _people_page(request, created=person, password=password if generated else "")
 
 
+def _change_person(request: HttpRequest, user_id: int, change: Callable[[User], str]) -> HttpResponse:
+    """A People action on one user (admins only): `change` runs the service and says what it
+    did, or the refusal is shown; back to the People page either way."""
+    permissions.require(request.user, permissions.PEOPLE)
+    person = _person(user_id)
+    _attempt(request, lambda: change(person))
+    return _back_to_people(request)
+
+
 @login_required
 @require_POST
 def people_role(request: HttpRequest, user_id: int) -> HttpResponse:
-    permissions.require(request.user, permissions.PEOPLE)
-    person = _person(user_id)
     role = request.POST.get("role", "")
 
-    def change() -> str:
+    def change(person: User) -> str:
         services.person_role_change(actor=request.user, user=person, role=role)  # type: ignore[arg-type]
         return f"{person.username} is now {role_of(person)}."
 
-    _attempt(request, change)
-    return _back_to_people(request)
+    return _change_person(request, user_id, change)
 
 
 @login_required
 @require_POST
 def people_deactivate(request: HttpRequest, user_id: int) -> HttpResponse:
-    permissions.require(request.user, permissions.PEOPLE)
-    person = _person(user_id)
-
-    def deactivate() -> str:
+    def deactivate(person: User) -> str:
         services.person_deactivate(actor=request.user, user=person)  # type: ignore[arg-type]
         return f"{person.username} is deactivated: they can no longer log in or use their API tokens."
 
-    _attempt(request, deactivate)
-    return _back_to_people(request)
+    return _change_person(request, user_id, deactivate)
 
 
 @login_required
 @require_POST
 def people_reactivate(request: HttpRequest, user_id: int) -> HttpResponse:
-    permissions.require(request.user, permissions.PEOPLE)
-    person = _person(user_id)
-
-    def reactivate() -> str:
+    def reactivate(person: User) -> str:
         services.person_reactivate(actor=request.user, user=person)  # type: ignore[arg-type]
         return f"{person.username} can log in again, as {role_of(person)}."
 
-    _attempt(request, reactivate)
-    return _back_to_people(request)
+    return _change_person(request, user_id, reactivate)
