@@ -15,7 +15,8 @@ package's own launcher as the tests start it), with the plan streamed into a pla
    reviewable, then the median of `--repeat`).
 4. Its clean: scheduled once (`<t>.clean.requested` from the store), then the same files are
    deleted by a raw `os.unlink` loop (timed; the files are put back) and by the cluster
-   (`run_pending_cleans_spark` in a driver process, sizes from the store), files/s compared.
+   (`run_pending_cleans_spark` in a driver process; the plan is checked and deleted in shares
+   by the executors, which read the sizes as they delete), files/s compared.
 5. The crossover: tables of 20,000 to 400,000 files planned by the local engine (in this
    process) and on the cluster (a warm session); the smallest size at which the cluster is
    faster sets the default of CLEANLINE_SPARK_MIN_FILES.
@@ -93,7 +94,6 @@ DRIVER = """
 import json, os, sys, time
 from timeline.clean.config import CleanConfig
 from timeline.spark.clean import plan_clean_spark_stored, run_pending_cleans_spark
-from timeline.clean.store import StoredPlan
 from timeline.spark.session import spark_session
 
 def own_peak_kib():
@@ -130,8 +130,7 @@ for what, path, folder in commands:
         plan = plan_clean_spark_stored(spark, path, CleanConfig(commits_retained=3), folder)
         found = {"files": plan.files, "deletes": plan.files_to_delete, "parts": len(plan.parts)}
     else:
-        sizes = StoredPlan.open(folder).sizes()
-        (result,) = run_pending_cleans_spark(spark, path, sizes=sizes)
+        (result,) = run_pending_cleans_spark(spark, path)  # sizes: read by the executors as they delete
         found = {"deleted": result.deleted, "gone": result.already_gone, "failed": result.failed}
     found.update(what=what, seconds=time.perf_counter() - began,
                  python_peak_kib=own_peak_kib(), jvm_peak_kib=jvm_peak_kib())

@@ -32,7 +32,7 @@ from timeline.metadata.records import (
     to_record,
 )
 from timeline.perf import paused_gc
-from timeline.storage import Containment, Storage, storage_for
+from timeline.storage import Containment, FileStatus, Storage, storage_for
 from timeline.timeline import ActiveTimeline, Timeline, load_active_timeline
 
 if TYPE_CHECKING:
@@ -129,6 +129,15 @@ class HudiTable:
         A state file that decoded before in this process is not decoded again while its size
         and modification time are unchanged (a worker plans, approves and runs cleans of the
         same table over and over; the first check of a large table decodes every instant)."""
+        for status, codec in self.unchecked_state_files():
+            check_state_file_at(self.storage, status.path, status.size, codec)
+            self.note_intact(status)
+
+    def unchecked_state_files(self) -> list[tuple[FileStatus, dict[str, Any]]]:
+        """The state files `ensure_intact` decodes now (none decoded in this process since it
+        last changed), each with how it is decoded: an engine may check them on its workers
+        (`check_state_file_at`) and `note_intact` them."""
+        found = []
         for instant in self.timeline:
             if not instant.is_completed and instant.action not in PLANNED_ACTIONS:
                 continue
@@ -136,13 +145,17 @@ class HudiTable:
             status = self.timeline.files_of(instant).get(state)
             if status is None or status.size == 0:
                 continue
-            key = self._intact_key(status.path, status.size, status.mtime_ms)
-            if key in _INTACT:
-                continue
-            self.check_state_file(status.path, status.size)
-            if len(_INTACT) >= _INTACT_MAX:
-                _INTACT.clear()
-            _INTACT.add(key)
+            if self._intact_key(status.path, status.size, status.mtime_ms) not in _INTACT:
+                found.append((status, self._codec_of(status.path)))
+        return found
+
+    def note_intact(self, status: FileStatus) -> None:
+        """Record that the state file `status` describes decoded whole, by other means than
+        `read` (a clean plan decoded in shares by Spark executors), so that `ensure_intact`
+        does not decode it again while its size and modification time are unchanged."""
+        if len(_INTACT) >= _INTACT_MAX:
+            _INTACT.clear()
+        _INTACT.add(self._intact_key(status.path, status.size, status.mtime_ms))
 
     def _intact_key(self, path: str, size: int, mtime_ms: int) -> str:
         storage = self.storage
@@ -204,8 +217,7 @@ class HudiTable:
     def check_state_file(self, path: str, size: int) -> None:
         """Raise CorruptInstantError unless the state file at `path` (`size` bytes) decodes
         (`read_state_file` would succeed); large JSON is read and checked as a stream."""
-        with self.storage.reader(path) as stream:
-            metadata.check(stream, size, path=path, **self._codec_of(path))
+        check_state_file_at(self.storage, path, size, self._codec_of(path))
 
     def _codec_of(self, path: str) -> dict[str, Any]:
         """How a state file is decoded: its action and state (by its name), the layout, and
@@ -302,3 +314,12 @@ class HudiTable:
         inputs = self.view_inputs(as_of=as_of)
         with paused_gc():  # one pause for listing and building: see timeline/perf.py
             return build_view(listing or list_partitions(self.storage, self.base, sizes=sizes), inputs)
+
+
+def check_state_file_at(storage: Storage, path: str, size: int, codec: Mapping[str, Any], *,
+                        stream_above: int = metadata.STREAM_CHECK_BYTES) -> None:
+    """`HudiTable.check_state_file` with the storage and the codec (`unchecked_state_files`)
+    given: what a worker that holds no HudiTable runs. JSON above `stream_above` bytes is
+    checked as a stream (`metadata.check`)."""
+    with storage.reader(path) as stream:
+        metadata.check(stream, size, path=path, stream_above=stream_above, **codec)

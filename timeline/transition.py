@@ -62,7 +62,8 @@ def start(table: HudiTable, instant: Instant, content: Mapping[str, Any] | bytes
     return inflight
 
 
-def complete(table: HudiTable, instant: Instant, content: Mapping[str, Any] | None, *, after: str = "") -> Instant:
+def complete(table: HudiTable, instant: Instant, content: Mapping[str, Any] | bytes | None, *,
+             after: str = "") -> Instant:
     """saveAsComplete: the completed state with its metadata, named with a completion time on
     layout 2 (later than `after` too: the metadata table's deltacommit completes first). The
     table's timeline is reloaded."""

@@ -150,8 +150,12 @@ def _make_plan(table: Table, lake: HudiTable, config: CleanConfig, enforce_reten
     return services.plan_clean_stored(config, folder, enforce_retention=enforce_retention)
 
 
-def _run_clean(table: Table, lake: HudiTable, instant: str, progress: Any, sizes: Mapping[str, int] | None) -> Any:
-    return _maintenance(table, lake).run_cleans(instant=instant, progress=progress, sizes=sizes)
+def _run_clean(table: Table, lake: HudiTable, instant: str, progress: Any, stored: StoredPlan | None) -> Any:
+    """Run the clean; the local engine takes the files' sizes from the plan's store (a status
+    call per file spared), Spark's executors read them as they delete."""
+    services = _maintenance(table, lake)
+    sizes = stored.sizes() if stored is not None and services.spark is None else None
+    return services.run_cleans(instant=instant, progress=progress, sizes=sizes)
 
 
 def _warnings(lake: HudiTable) -> list[str]:
@@ -340,7 +344,6 @@ def plan_run(*, plan: CleanPlan, task_id: str = "") -> CleanPlan:
             plan.refresh_from_db()
             return plan
         stored = _readable_store(plan)
-        sizes = stored.sizes() if stored is not None else None
         last = [0.0]
 
         def progress(p: Progress) -> None:
@@ -350,7 +353,7 @@ def plan_run(*, plan: CleanPlan, task_id: str = "") -> CleanPlan:
                 mine.update(progress_done=p.files_done, progress_total=p.files_total, progress_bytes=p.bytes_deleted)
 
         try:
-            result, bytes_deleted = _clean_of_plan(table, plan, progress, sizes)
+            result, bytes_deleted = _clean_of_plan(table, plan, progress, stored)
             lease.check(now=True)
         except LockLost as exc:
             _run_stopped(plan, "clean.run.stopped", lease, str(exc))
@@ -391,7 +394,7 @@ def _readable_store(plan: CleanPlan) -> StoredPlan | None:
 
 
 def _clean_of_plan(table: Table, plan: CleanPlan, progress: Any,
-                   sizes: Mapping[str, int] | None) -> tuple[CleanResult, int | None]:
+                   stored: StoredPlan | None) -> tuple[CleanResult, int | None]:
     """Run the plan's pending clean; if an earlier run already completed it on the timeline
     (and died before recording so), its metadata is the result (bytes then come from the
     plan's rows: None)."""
@@ -399,7 +402,7 @@ def _clean_of_plan(table: Table, plan: CleanPlan, progress: Any,
     done = next((i for i in lake.timeline.cleans().completed() if i.requested_time == plan.clean_instant), None)
     if done is not None:
         return CleanResult.from_report(done, lake.inspect.clean_report(done)), None
-    (result,) = _run_clean(table, lake, plan.clean_instant, progress, sizes)
+    (result,) = _run_clean(table, lake, plan.clean_instant, progress, stored)
     return result, result.bytes_deleted
 
 

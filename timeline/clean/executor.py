@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
@@ -101,10 +101,15 @@ class CleanResult:
     """What one run did: every file's outcome and the published HoodieCleanMetadata."""
 
     instant: Instant
-    outcomes: tuple[FileOutcome, ...]
+    outcomes: Sequence[FileOutcome]
     metadata: CleanMetadata
+    # files deleted, already gone, failed and bytes deleted, when counted already (a clean run
+    # in slices: its outcomes are built only when read)
+    totals: tuple[int, int, int, int] | None = None
 
     def count(self, status: Status) -> int:
+        if self.totals is not None:
+            return self.totals[(Status.DELETED, Status.GONE, Status.FAILED).index(status)]
         return sum(1 for o in self.outcomes if o.status is status)
 
     @property
@@ -122,6 +127,8 @@ class CleanResult:
     @property
     def bytes_deleted(self) -> int:
         """Bytes this clean reclaimed: files already gone count nothing."""
+        if self.totals is not None:
+            return self.totals[3]
         return sum(o.bytes for o in self.outcomes if o.status is Status.DELETED)
 
     @classmethod
@@ -373,18 +380,25 @@ def begin_clean(table: HudiTable, clean: Instant) -> tuple[CleanerPlan, list[Tar
     if mdt is not None and not conflicts:
         check_writable(mdt)  # its update must be writable before the first delete
     if conflicts:
-        withdrawn = clean.is_requested and State.INFLIGHT not in table.timeline.files_of(clean)
-        if withdrawn:
-            table.storage.delete(requested)
-            table.reload()
-        raise CleanRefused(
-            f"{table.uri}: clean {clean.requested_time} refused before any delete: {len(conflicts)} of its files are "
-            f"now protected ({'; '.join(conflicts[:5])}{'; ...' if len(conflicts) > 5 else ''}). "
-            + ("The requested clean was withdrawn; plan again." if withdrawn else
-               "It is inflight and was left as it is; remove the protection or finish it with a Hudi writer."))
+        refuse_protected(table, clean, conflicts, len(conflicts))
     if clean.is_requested:  # the inflight state holds a copy of the plan
         transition.start(table, clean, table.storage.read(requested))
     return plan, targets
+
+
+def refuse_protected(table: HudiTable, clean: Instant, conflicts: Sequence[str], count: int) -> None:
+    """Refuse a clean `count` of whose files are protected now (`conflicts` names some): a
+    clean still only requested is withdrawn (its requested file removed), so that no Hudi
+    writer runs it either; an inflight one is left as it is."""
+    withdrawn = clean.is_requested and State.INFLIGHT not in table.timeline.files_of(clean)
+    if withdrawn:
+        table.storage.delete(table.timeline.path_of(clean, State.REQUESTED))
+        table.reload()
+    raise CleanRefused(
+        f"{table.uri}: clean {clean.requested_time} refused before any delete: {count} of its files are "
+        f"now protected ({'; '.join(conflicts[:5])}{'; ...' if count > 5 else ''}). "
+        + ("The requested clean was withdrawn; plan again." if withdrawn else
+           "It is inflight and was left as it is; remove the protection or finish it with a Hudi writer."))
 
 
 def finish_clean(table: HudiTable, clean: Instant, plan: CleanerPlan, outcomes: list[FileOutcome],

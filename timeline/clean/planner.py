@@ -563,7 +563,14 @@ def protection_conflicts(table: HudiTable, targets: Iterable[tuple[str, str]]) -
     savepoint or a table service may have appeared since the plan was made). Stricter than
     `why_protected` for pending compactions: any log file of a group being compacted counts,
     so a re-validation may keep more than the plan did, never less."""
-    protection = read_protection(table)
+    return conflicts_with(read_protection(table), targets)
+
+
+def conflicts_with(protection: Protection, targets: Iterable[tuple[str, str]]) -> list[str]:
+    """`protection_conflicts` against a Protection read beforehand (Spark executors check
+    their share of a plan with the driver's, `timeline/spark/clean.py`)."""
+    if not (protection.savepointed or protection.clustering or protection.pending_ops):
+        return []
     conflicts = []
     for partition, path in targets:
         name = path.rsplit("/", 1)[-1]

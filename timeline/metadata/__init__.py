@@ -109,12 +109,13 @@ STREAM_CHECK_BYTES = 16 << 20
 
 
 def check(stream: BinaryIO, size: int, *, path: str, action: str, state: State, layout: int,
-          legacy: bool = False) -> None:
+          legacy: bool = False, stream_above: int = STREAM_CHECK_BYTES) -> None:
     """Whether a state file (open as `stream`, `size` bytes) decodes: `decode`'s checks, raising
-    CorruptInstantError, without keeping what it holds. JSON above STREAM_CHECK_BYTES is parsed
-    as a stream in constant memory; everything else is decoded whole."""
+    CorruptInstantError, without keeping what it holds. JSON above `stream_above` bytes is
+    parsed as a stream in constant memory (several times slower than simdjson, which holds the
+    document and its parse); everything else is decoded whole."""
     codec = _codec(action, state, path)
-    if size > STREAM_CHECK_BYTES and (codec.json_in_layout1 or codec.json_always):
+    if size > stream_above and (codec.json_in_layout1 or codec.json_always):
         head = stream.read(len(AVRO_MAGIC))
         stream.seek(0)
         if head != AVRO_MAGIC:

@@ -141,12 +141,18 @@ def encode(name: str, record: Mapping[str, Any]) -> bytes:
     steers Java's in-memory string class and readers ignore it in a writer schema."""
     datum = io.BytesIO()
     fastavro.schemaless_writer(datum, schema(name), dict(record), strict_allow_default=True)
+    return container(name, datum.getvalue())
+
+
+def container(name: str, datum: bytes) -> bytes:
+    """One record's binary datum (a `name` record, encoded already) in the container `encode`
+    writes."""
     sync = os.urandom(_SYNC_SIZE)
     out = io.BytesIO()
     header = {"magic": _MAGIC, "meta": {"avro.schema": writer_schema_json(name).encode()},
               "sync": sync}
     fastavro.schemaless_writer(out, _HEADER, header)
-    fastavro.schemaless_writer(out, _BLOCK, {"count": 1, "data": datum.getvalue(), "sync": sync})
+    fastavro.schemaless_writer(out, _BLOCK, {"count": 1, "data": datum, "sync": sync})
     return out.getvalue()
 
 

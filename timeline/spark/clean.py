@@ -1,6 +1,13 @@
 """The clean job on Spark: planning fans out over partitions (each task lists and plans its
-partitions with the library's planner) and execution fans out over files; progress flows back
-to the driver as tasks finish. Both give what the local engine gives for the same table."""
+partitions with the library's planner) and execution fans out over the plan's partitions;
+progress flows back to the driver as tasks finish. Both give what the local engine gives for
+the same table.
+
+Execution runs in shares (`timeline.clean.sliced`) where it can: the driver hands out byte
+ranges of the requested plan, executors check them (job 1: nothing deleted until every share
+passed) and then delete them and encode their partitions' clean metadata (job 2); the driver
+holds nothing per file. A table with a metadata table, or a plan not in the regular form, runs
+as before: the driver reads the plan, ships batches of paths and builds the metadata."""
 
 from __future__ import annotations
 
@@ -11,10 +18,12 @@ from contextlib import nullcontext
 from datetime import datetime
 from itertools import chain, groupby, repeat
 from operator import attrgetter
+from typing import Any
 
-from pyspark import Accumulator, TaskContext
+from pyspark import Accumulator, SparkContext, TaskContext
 from pyspark.sql import SparkSession
 
+from timeline.clean import sliced
 from timeline.clean.config import CleanConfig
 from timeline.clean.executor import (
     CleanResult,
@@ -34,6 +43,7 @@ from timeline.clean.executor import (
 from timeline.clean.planner import CleanPlan, FileDecision, PlanContext, finish_plan, plan_partition, start_plan
 from timeline.clean.store import StoredPart, StoredPlan, clear_folder, store_plan, store_settings, write_part
 from timeline.fsview import list_partition, partition_paths
+from timeline.instant import Instant
 from timeline.perf import paused_gc
 from timeline.storage import storage_for
 from timeline.storage.s3 import S3Settings
@@ -170,16 +180,22 @@ def run_pending_cleans_spark(spark: SparkSession, uri: str, *, progress: Progres
                              instant: str | None = None,
                              sizes: Mapping[str, int] | None = None, guard: Guard = nullcontext,
                              table: HudiTable | None = None) -> list[CleanResult]:
-    """`run_pending_cleans` with the deletes on the executors, in one job of a few tasks per
-    core; the driver moves each clean to inflight, reports progress from an accumulator while
-    the job runs, and publishes the completed clean."""
+    """`run_pending_cleans` with the deletes on the executors, in a few tasks per core; the
+    driver moves each clean to inflight, reports progress from an accumulator while the job
+    runs, and publishes the completed clean. In shares (see the module's docstring) `sizes` is
+    not used: the executors read each file's size as they delete it."""
     table = table if table is not None else HudiTable.open(uri)
     context = spark.sparkContext
     results = []
     for clean in pending_cleans(table, instant=instant):
         started = time.monotonic()
         with guard():
-            plan, targets = begin_clean(table, clean)
+            begun = _begin_in_shares(context, table, clean)
+            if begun is None:
+                plan, targets = begin_clean(table, clean)
+        if begun is not None:
+            results.append(_run_in_shares(context, table, begun, progress, guard, started))
+            continue
         counter = ProgressCounter(clean.requested_time, len(targets), progress)
         outcomes: list[FileOutcome] = []
         if targets:
@@ -204,16 +220,59 @@ def run_pending_cleans_spark(spark: SparkSession, uri: str, *, progress: Progres
     return results
 
 
+def _begin_in_shares(context: SparkContext, table: HudiTable, clean: Instant) -> sliced.Begun | None:
+    """`timeline.clean.sliced`, steps 1 and 2: the plan dealt out in shares, each checked on an
+    executor; None when the clean is to run whole on the driver."""
+    prepared = sliced.prepare(table, clean, context.defaultParallelism * TASKS_PER_CORE)
+    if prepared is None:
+        return None
+    data, slices, dealt, protection = prepared
+    uri, s3, root = table.uri, store_settings(table.uri), sliced.root_of(table)
+    checked = context.parallelize(dealt, len(dealt)).map(
+        lambda share: sliced.check_share(uri, s3, root, protection, share)).collect()
+    return sliced.begin(table, clean, data, slices, dealt, checked)
+
+
+def _run_in_shares(context: SparkContext, table: HudiTable, begun: sliced.Begun, progress: ProgressCallback | None,
+                   guard: Guard, started: float) -> CleanResult:
+    """Step 3: each share deleted on an executor, progress from an accumulator meanwhile, then
+    the completed clean joined on the driver."""
+    counter = ProgressCounter(begun.clean.requested_time, begun.files, progress)
+    done = context.accumulator(0)
+    uri, s3, root, plan = table.uri, store_settings(table.uri), begun.root, begun.plan
+
+    def work(part: Iterable[sliced.Share]) -> Iterator[sliced.Cleaned]:
+        for share in part:
+            for cleaned in sliced.clean_share(uri, s3, root, plan, share):
+                done.add(len(cleaned.sizes))
+                yield cleaned
+
+    rdd = context.parallelize(begun.shares, len(begun.shares))
+    job = _Job(lambda: rdd.mapPartitions(work).collect())
+    while not job.finished(POLL_SECONDS):
+        counter.set(done.value)
+        counter.report()
+    cleaned: list[sliced.Cleaned] = job.result()
+    expected = sum(len(share.partitions) for share in begun.shares)
+    if len(cleaned) != expected:
+        raise RuntimeError(f"clean {begun.clean.requested_time}: {expected} partitions sent, {len(cleaned)} answered")
+    with guard():
+        result = sliced.finish(table, begun, cleaned, started)
+    counter.set(len(result.outcomes), result.bytes_deleted)
+    counter.report()
+    return result
+
+
 class _Job:
     """A Spark action run on a driver thread, so the caller can report progress meanwhile."""
 
-    def __init__(self, action: Callable[[], list[Shipped]]) -> None:
-        self._result: list[Shipped] = []
+    def __init__(self, action: Callable[[], list[Any]]) -> None:
+        self._result: list[Any] = []
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, args=(action,), name="cleanline-spark-job", daemon=True)
         self._thread.start()
 
-    def _run(self, action: Callable[[], list[Shipped]]) -> None:
+    def _run(self, action: Callable[[], list[Any]]) -> None:
         try:
             self._result = action()
         except BaseException as exc:  # re-raised on the caller's thread
@@ -223,7 +282,7 @@ class _Job:
         self._thread.join(wait)
         return not self._thread.is_alive()
 
-    def result(self) -> list[Shipped]:
+    def result(self) -> list[Any]:
         if self._error is not None:
             raise self._error
         return self._result

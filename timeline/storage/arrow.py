@@ -261,6 +261,17 @@ class LocalStorage(ArrowStorage):
     def list_unsized(self, path: str) -> builtins.list[FileStatus]:
         return _guard(path, lambda: _scan_names(path))
 
+    def sizes_of(self, paths: Iterable[str]) -> dict[str, int]:
+        """A stat per file: cheaper on a local disk than listing folders that hold files kept."""
+        found: dict[str, int] = {}
+        lstat = os.lstat
+        for path in paths:
+            try:
+                found[path] = lstat(path).st_size
+            except OSError:
+                continue
+        return found
+
     def list_recursive(self, path: str) -> Iterator[FileStatus]:
         stack = [path]
         while stack:

@@ -98,6 +98,22 @@ class Storage(ABC):
                 results[path] = f"failed: {exc.reason}"
         return results
 
+    def sizes_of(self, paths: Iterable[str]) -> dict[str, int]:
+        """Sizes of files about to be deleted, by path; a file not found is left out. This
+        default lists each folder once (an object store returns a thousand sizes a request
+        where a status call returns one)."""
+        by_folder: dict[str, list[str]] = {}
+        for path in paths:
+            by_folder.setdefault(path.rpartition("/")[0], []).append(path)
+        found: dict[str, int] = {}
+        for folder, wanted in by_folder.items():
+            try:
+                listed = {status.path: status.size for status in self.list(folder)}
+            except StorageError:
+                continue
+            found.update((p, listed[p]) for p in wanted if p in listed)
+        return found
+
     def walk(self, path: str, descend: Callable[[str, builtins.list[FileStatus]], Iterable[str]], *,
              sizes: bool = True) -> Iterator[tuple[str, builtins.list[FileStatus]]]:
         """List `path`, then every folder `descend(folder, entries)` names, and so on: yields
