@@ -224,3 +224,61 @@ def test_a_corrupt_commit_is_found_by_the_workers(spark: SparkSession, tmp_path:
         run_pending_cleans_spark(spark, table.uri)
     assert checked == [1]  # the rewritten commit went to the workers (this process checked the rest before)
     assert _files(tmp_path / "t") == before
+
+
+def _hand_made(base: Path, files: dict[str, list[str]]) -> Lake:
+    """A table whose requested clean names `files` (partition -> names of files it wrote, some
+    partitions with none): each file group has a newer version, so the plan is Hudi's."""
+    lake = Lake(LocalStorage(), str(base))
+    times = [f"2026110100{i:02d}00000" for i in range(4)]
+    for partition, names in files.items():
+        for name in names:
+            lake.data_file(partition, name)
+    lake.commit(times[0], {p: n for p, n in files.items() if n})
+    lake.instant_file(Instant(times[3], CLEAN, State.REQUESTED), {
+        "earliestInstantToRetain": None, "lastCompletedCommitTimestamp": times[0], "policy": "KEEP_LATEST_COMMITS",
+        "filesToBeDeletedPerPartition": {}, "version": 2,
+        "filePathsToBeDeletedPerPartition": {
+            p: [{"filePath": f"file:{lake.base}/{p}/{n}", "isBootstrapBaseFile": False} for n in names]
+            for p, names in files.items()},
+        "partitionsToBeDeleted": [], "extraMetadata": {"by": "test"}})
+    return lake
+
+
+def test_a_partition_with_no_files_has_no_entry(spark: SparkSession, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plan may list a partition with an empty array: the local engine writes no
+    partitionMetadata entry for it (no outcome), and neither do the shares."""
+    files = {"city=a": ["a1.parquet", "a2.parquet"], "city=b": [], "city=c": ["c1.parquet"]}
+    local, shared = _hand_made(tmp_path / "local", files), _hand_made(tmp_path / "shared", files)
+    seen = _in_shares(monkeypatch)
+    (result,) = run_pending_cleans_spark(spark, shared.base)
+    (expected,) = run_pending_cleans(HudiTable.open(local.base))
+    assert seen
+    assert list(result.metadata.partitions) == list(expected.metadata.partitions) == ["city=a", "city=c"]
+    assert _completed(tmp_path / "shared") == _completed(tmp_path / "local")
+    assert len(result.outcomes) == result.deleted == 3
+
+
+def test_a_state_file_changed_after_the_workers_read_it_is_checked_again(
+        spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The driver takes a worker's word only for the file it dealt (path, size and modification
+    time): a commit replaced after the workers decoded it is decoded again, and refused."""
+    table = _scheduled(tmp_path / "t")
+    commit = table.timeline.commits().completed().instants[1]
+    path = table.timeline.path_of(commit, State.COMPLETED)
+    os.utime(path, ns=(1_000_000_000_000_000_000, 1_000_000_000_000_000_000))  # unchecked in this process now
+    begin = sliced.begin
+
+    def spy(table_, clean, data, slices, dealt, checked):  # type: ignore[no-untyped-def]
+        assert any(p == path for share in dealt for p, *_ in share.state_files)
+        original = Path(path).read_bytes()
+        os.unlink(path)
+        Path(path).write_bytes(original[:-2] + b"!}")  # same size, another time, not JSON
+        return begin(table_.reload(), clean, data, slices, dealt, checked)
+
+    monkeypatch.setattr(sliced, "begin", spy)
+    before = _files(tmp_path / "t")
+    with pytest.raises(CorruptInstantError, match=commit.requested_time):
+        run_pending_cleans_spark(spark, table.uri)
+    assert _files(tmp_path / "t") == before

@@ -75,7 +75,7 @@ class Share(NamedTuple):
     end: int
     crc: int
     partitions: tuple[tuple[str, int, int], ...]
-    state_files: tuple[tuple[str, int, dict[str, Any]], ...] = ()
+    state_files: tuple[tuple[str, int, int, dict[str, Any]], ...] = ()  # path, size, mtime (ms), codec
 
 
 class Checked(NamedTuple):
@@ -87,6 +87,7 @@ class Checked(NamedTuple):
     outside: tuple[str, str] | None = None
     corrupt: str = ""
     corrupt_state: tuple[str, str] | None = None  # a state file that does not decode: path, reason
+    unreadable: tuple[str, str] | None = None     # a file the store would not read: path, reason
     conflicts: tuple[str, ...] = ()
     conflict_count: int = 0
 
@@ -119,6 +120,8 @@ def begin(table: HudiTable, clean: Instant, plan_data: bytes, slices: PlanSlices
     or None when the plan is not regular, or move the clean to inflight."""
     path = table.timeline.path_of(clean, State.REQUESTED)
     for found in checked:
+        if found.unreadable is not None:
+            raise StorageError(*found.unreadable)
         if found.corrupt_state is not None:
             raise CorruptInstantError(*found.corrupt_state)
     for found in checked:
@@ -136,10 +139,10 @@ def begin(table: HudiTable, clean: Instant, plan_data: bytes, slices: PlanSlices
     status = table.timeline.files_of(clean).get(State.REQUESTED)
     if status is not None:
         table.note_intact(status)  # every share of it decoded
-    checked_files = {path for share in dealt for path, _, _ in share.state_files}
+    checked_files = {(path, size, mtime) for share in dealt for path, size, mtime, _ in share.state_files}
     for status, _ in table.unchecked_state_files():
-        if status.path in checked_files:
-            table.note_intact(status)  # a worker decoded it (its size and time unchanged)
+        if (status.path, status.size, status.mtime_ms) in checked_files:
+            table.note_intact(status)  # a worker decoded it (its size and time unchanged since)
     table.ensure_intact()  # anything else, e.g. an instant written since
     if clean.is_requested:  # the inflight state holds a copy of the plan
         transition.start(table, clean, plan_data)
@@ -168,7 +171,7 @@ def prepare(table: HudiTable, clean: Instant, shares_wanted: int
     for partition in slices.header.partitions_to_delete:
         containment.partition_path(partition)
     dealt = shares(path, data, slices.slices, shares_wanted)
-    unchecked = [(status.path, status.size, codec) for status, codec in table.unchecked_state_files()
+    unchecked = [(status.path, status.size, status.mtime_ms, codec) for status, codec in table.unchecked_state_files()
                  if status.path != path]
     unchecked.sort(key=lambda file: -file[1])  # the largest first, dealt round the shares
     dealt = tuple(share._replace(state_files=tuple(unchecked[i::len(dealt)])) for i, share in enumerate(dealt))
@@ -249,18 +252,23 @@ def check_share(uri: str, s3: Any, root: str, protection: Protection, share: Sha
     from timeline.storage import storage_for
 
     storage, base = storage_for(uri, s3=s3)
-    for path, size, codec in share.state_files:
-        try:
-            check_state_file_at(storage, path, size, codec, stream_above=WORKER_STREAM_CHECK_BYTES)
-        except CorruptInstantError as exc:
-            return Checked(0, corrupt_state=(exc.path, exc.reason))
+    try:
+        for path, size, _, codec in share.state_files:
+            try:
+                check_state_file_at(storage, path, size, codec, stream_above=WORKER_STREAM_CHECK_BYTES)
+            except CorruptInstantError as exc:
+                return Checked(0, corrupt_state=(exc.path, exc.reason))
+        data = _read_share(storage, share)
+    except StorageError as exc:
+        return Checked(0, unreadable=(exc.path, exc.reason))
+    except ValueError as exc:  # not the bytes the driver read
+        return Checked(0, corrupt=str(exc))
     containment = Containment(storage, base, uri)
     conflicts: list[str] = []
     files = 0
     try:
-        data = _read_share(storage, share)
         decoded = list(_files_of(data, share))
-    except (ValueError, IndexError, EOFError, KeyError, TypeError, UnicodeDecodeError, StorageError) as exc:
+    except (ValueError, IndexError) as exc:  # UnicodeDecodeError is a ValueError
         return Checked(0, corrupt=f"invalid Avro container: {exc!r}")
     for partition, infos in decoded:
         paths, _, irregular = _irregular(folder_of(root, partition), infos)
@@ -286,6 +294,9 @@ def clean_share(uri: str, s3: Any, root: str, plan: CleanerPlan, share: Share) -
         _, names, irregular = _irregular(folder, infos)
         if irregular:  # checked before: the file changed
             raise ValueError(f"{partition}: {irregular}")
+        if not names:  # no outcome, so no entry in the completed clean (executor.clean_metadata)
+            yield Cleaned(partition, b"", [], None, {})
+            continue
         yield _clean_partition(storage, partition, storage.path_of(folder), names, plan.policy, partition in doomed)
 
 
@@ -332,6 +343,7 @@ def finish(table: HudiTable, begun: Begun, cleaned: Sequence[Cleaned], started: 
         "totalFilesDeleted": deleted + gone, "earliestCommitToRetain": "" if ectr is None else ectr.time,
         "lastCompletedCommitTimestamp": plan.last_completed_commit, "version": CLEAN_METADATA_VERSION,
         "bootstrapPartitionMetadata": {}, "extraMetadata": dict(plan.extra_metadata)}
+    cleaned = [c for c in cleaned if c.entry]
     data = encode_clean_metadata(record, [c.entry for c in cleaned])
     completed = transition.complete(table, clean, data)
     metadata = CleanMetadata(
@@ -368,6 +380,8 @@ class OutcomeColumns(Sequence[FileOutcome]):
 
     def __iter__(self) -> Iterator[FileOutcome]:
         for c in self._cleaned:
+            if not c.entry:
+                continue
             partition, record = decode_partition_entry(c.entry)
             folder = folder_of(self._root, partition)
             statuses = repeat(Status.DELETED) if c.codes is None else map(_STATUS.__getitem__, c.codes)
