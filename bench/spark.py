@@ -17,8 +17,10 @@ and excluded from every timing. Then:
    `plan_clean(HudiTable.open(path), <the same config>)`, best of N after one warm-up run each,
    interleaved; the two plans must be equal;
 3. clean execution: that plan is scheduled once (`schedule_clean`), then
-   `run_pending_cleans_spark(spark, path, sizes=<the plan's sizes>)` against
-   `run_pending_cleans(HudiTable.open(path), sizes=<the same>)`, interleaved, best of N; every run
+   `run_pending_cleans_spark(spark, path, sizes=<the plan's sizes>)` (run in shares: the
+   executors check and delete byte ranges of the plan and read the sizes as they delete, see
+   `timeline/clean/sliced.py`) against `run_pending_cleans(HudiTable.open(path), sizes=<the
+   same>)`, interleaved, best of N; every run
    starts from the scheduled state (the deleted files and the clean's state files are put back
    as bench/clean.py does, so there is no warm-up), and both engines must publish the same
    completed clean;

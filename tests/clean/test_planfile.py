@@ -1,28 +1,29 @@
 """The clean plan read as slices and the clean's metadata joined from entries
-(`timeline.clean.planfile`): the same records as a whole decode/encode, on plans Cleanline
+(`timeline.metadata.planfile`): the same records as a whole decode/encode, on plans Cleanline
 wrote, on plans Apache Hudi wrote (the fixtures) and on hand-made Avro with block sizes."""
 
 from __future__ import annotations
 
 import io
 import json
+from dataclasses import replace
 
 import fastavro
 import pytest
 
 from timeline.clean.config import CleanConfig
 from timeline.clean.executor import FileOutcome, Status, clean_metadata
-from timeline.clean.planfile import (
+from timeline.clean.planner import plan_clean
+from timeline.exceptions import CorruptInstantError
+from timeline.instant import CLEAN, Instant, State
+from timeline.metadata import avro
+from timeline.metadata.planfile import (
     decode_files,
     decode_partition_entry,
     encode_clean_metadata,
     encode_partition_entry,
     read_slices,
 )
-from timeline.clean.planner import plan_clean
-from timeline.exceptions import CorruptInstantError
-from timeline.instant import CLEAN, Instant, State
-from timeline.metadata import avro
 from timeline.metadata.records import CleanerPlan
 from timeline.table import HudiTable
 
@@ -167,14 +168,12 @@ def test_joined_metadata_is_what_a_whole_encode_writes(table_copy) -> None:
     clean = Instant("20990101000000000", CLEAN, State.INFLIGHT)
     metadata = clean_metadata(clean, plan, outcomes, 0.0)
     raw = metadata.to_raw()
-    entries = [encode_partition_entry(p, m.policy, m.delete_path_patterns, m.success_delete_files,
-                                      m.failed_delete_files, m.is_partition_deleted)
-               for p, m in metadata.partitions.items()]
-    joined = encode_clean_metadata(raw, entries)
+    entries = [encode_partition_entry(m) for m in metadata.partitions.values()]
+    joined = encode_clean_metadata(metadata, entries)
     whole = avro.encode("HoodieCleanMetadata", raw)
     # the same record, byte for byte but for the random sync marker
     assert joined[:-16].replace(joined[-16:], whole[-16:]) == whole[:-16]
     assert avro.decode(joined, path="j") == avro.decode(whole, path="w")
-    partition, record = decode_partition_entry(entries[0])
-    assert partition == next(iter(metadata.partitions)) and record == raw["partitionMetadata"][partition]
-    assert avro.decode(encode_clean_metadata(raw, []), path="e")["partitionMetadata"] == {}
+    assert [decode_partition_entry(e) for e in entries] == list(metadata.partitions.values())
+    empty = avro.decode(encode_clean_metadata(replace(metadata, partitions={}), []), path="e")
+    assert empty == avro.decode(avro.encode("HoodieCleanMetadata", replace(metadata, partitions={}).to_raw()), path="w")

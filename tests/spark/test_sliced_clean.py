@@ -185,7 +185,7 @@ def test_a_plan_naming_a_file_twice_runs_whole(spark: SparkSession, tmp_path: Pa
 
 
 def test_shares_are_contiguous_and_balanced() -> None:
-    from timeline.clean.planfile import PartitionSlice
+    from timeline.metadata.planfile import PartitionSlice
 
     slices = [PartitionSlice(f"p{i}", i * 10, i * 10 + 10, files) for i, files in enumerate([5, 5, 5, 5, 100, 1, 1])]
     data = bytes(range(256)) * 2

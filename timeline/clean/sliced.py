@@ -3,7 +3,7 @@
 `timeline.clean.executor` (CleanActionExecutor) and writes the same files; only the work is
 spread out:
 
-1. The driver reads the requested plan as slices (`timeline.clean.planfile`) and deals
+1. The driver reads the requested plan as slices (`timeline.metadata.planfile`) and deals
    contiguous runs of partitions out as shares (`shares`), with the timeline's state files
    that `HudiTable.ensure_intact` would decode. It reads the plan's protection (savepoints,
    pending compactions and clusterings: `planner.read_protection`).
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import repeat
 from typing import Any, NamedTuple
 
@@ -40,7 +40,11 @@ from timeline.clean.executor import (
     Status,
     refuse_protected,
 )
-from timeline.clean.planfile import (
+from timeline.clean.planner import Protection, conflicts_with, read_protection
+from timeline.exceptions import CorruptInstantError, StorageError
+from timeline.instant import Instant, State
+from timeline.mdt.reader import metadata_table
+from timeline.metadata.planfile import (
     PartitionSlice,
     PlanSlices,
     checksum,
@@ -50,10 +54,6 @@ from timeline.clean.planfile import (
     encode_partition_entry,
     read_slices,
 )
-from timeline.clean.planner import Protection, conflicts_with, read_protection
-from timeline.exceptions import CorruptInstantError, StorageError
-from timeline.instant import Instant, State
-from timeline.mdt.reader import metadata_table
 from timeline.metadata.records import CleanerPlan, CleanMetadata, CleanPartitionMetadata
 from timeline.storage import Storage
 from timeline.storage.containment import Containment, OutsideTableError
@@ -323,7 +323,8 @@ def _clean_partition(storage: Storage, partition: str, folder: str, names: list[
             failed.append(name)
             errors[index] = answer.removeprefix("failed: ")
         codes.append(answer if answer in ("deleted", "gone") else "failed")
-    entry = encode_partition_entry(partition, policy, names, ok, failed, doomed)
+    entry = encode_partition_entry(CleanPartitionMetadata(partition, policy, tuple(names), tuple(ok), tuple(failed),
+                                                          doomed))
     return Cleaned(partition, entry, sizes, None if len(ok) == len(names) and not any(
         c == "gone" for c in codes) else codes, errors)
 
@@ -338,18 +339,14 @@ def finish(table: HudiTable, begun: Begun, cleaned: Sequence[Cleaned], started: 
     outcomes = OutcomeColumns(begun.root, cleaned)
     deleted, gone, failed, size = outcomes.totals
     ectr = plan.earliest_instant_to_retain
-    record: dict[str, Any] = {
-        "startCleanTime": clean.requested_time, "timeTakenInMillis": int((time.monotonic() - started) * 1000),
-        "totalFilesDeleted": deleted + gone, "earliestCommitToRetain": "" if ectr is None else ectr.time,
-        "lastCompletedCommitTimestamp": plan.last_completed_commit, "version": CLEAN_METADATA_VERSION,
-        "bootstrapPartitionMetadata": {}, "extraMetadata": dict(plan.extra_metadata)}
-    cleaned = [c for c in cleaned if c.entry]
-    data = encode_clean_metadata(record, [c.entry for c in cleaned])
-    completed = transition.complete(table, clean, data)
     metadata = CleanMetadata(
-        {}, record["startCleanTime"], record["timeTakenInMillis"], record["totalFilesDeleted"],
-        record["earliestCommitToRetain"], plan.last_completed_commit, EncodedPartitions(cleaned), {},
-        dict(plan.extra_metadata), CLEAN_METADATA_VERSION)
+        start_clean_time=clean.requested_time, time_taken_ms=int((time.monotonic() - started) * 1000),
+        total_files_deleted=deleted + gone, earliest_commit_to_retain="" if ectr is None else ectr.time,
+        last_completed_commit=plan.last_completed_commit, extra_metadata=dict(plan.extra_metadata),
+        version=CLEAN_METADATA_VERSION)  # its partitions: the workers' entries, joined as they are
+    cleaned = [c for c in cleaned if c.entry]
+    completed = transition.complete(table, clean, encode_clean_metadata(metadata, [c.entry for c in cleaned]))
+    metadata = replace(metadata, partitions=EncodedPartitions(cleaned))
     return CleanResult(completed, outcomes, metadata, (deleted, gone, failed, size))
 
 
@@ -382,11 +379,11 @@ class OutcomeColumns(Sequence[FileOutcome]):
         for c in self._cleaned:
             if not c.entry:
                 continue
-            partition, record = decode_partition_entry(c.entry)
-            folder = folder_of(self._root, partition)
+            metadata = decode_partition_entry(c.entry)
+            folder = folder_of(self._root, c.partition)
             statuses = repeat(Status.DELETED) if c.codes is None else map(_STATUS.__getitem__, c.codes)
-            for index, (name, status, size) in enumerate(zip(record["deletePathPatterns"], statuses, c.sizes)):
-                yield FileOutcome(partition, folder + name, status, False, size, c.errors.get(index, ""))
+            for index, (name, status, size) in enumerate(zip(metadata.delete_path_patterns, statuses, c.sizes)):
+                yield FileOutcome(c.partition, folder + name, status, False, size, c.errors.get(index, ""))
 
     def __getitem__(self, index: Any) -> Any:
         return list(self)[index]
@@ -405,5 +402,4 @@ class EncodedPartitions(Mapping[str, CleanPartitionMetadata]):
         return iter(self._entries)
 
     def __getitem__(self, partition: str) -> CleanPartitionMetadata:
-        _, record = decode_partition_entry(self._entries[partition])
-        return CleanPartitionMetadata.from_raw(partition, record)
+        return decode_partition_entry(self._entries[partition])

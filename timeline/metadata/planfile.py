@@ -29,7 +29,7 @@ from fastavro.schema import to_parsing_canonical_form
 
 from timeline.exceptions import CorruptInstantError
 from timeline.metadata import avro
-from timeline.metadata.records import CleanerPlan
+from timeline.metadata.records import CleanerPlan, CleanMetadata, CleanPartitionMetadata
 
 PLAN = "HoodieCleanerPlan"
 METADATA = "HoodieCleanMetadata"
@@ -257,35 +257,33 @@ def decode_files(data: bytes | memoryview) -> list[tuple[str | None, bool | None
     return found
 
 
-def encode_partition_entry(partition: str, policy: str, names: Sequence[str], deleted: Sequence[str],
-                           failed: Sequence[str], partition_deleted: bool) -> bytes:
-    """One entry of HoodieCleanMetadata's `partitionMetadata` map: the key, then the
-    HoodieCleanPartitionMetadata (as `clean_metadata` fills it)."""
+def encode_partition_entry(metadata: CleanPartitionMetadata) -> bytes:
+    """One entry of HoodieCleanMetadata's `partitionMetadata` map: the partition, then its
+    HoodieCleanPartitionMetadata."""
     _, _, _, _, values = _layout(METADATA)
     out = io.BytesIO()
-    key = partition.encode()
+    key = metadata.partition.encode()
     out.write(_encode_long(len(key)))
     out.write(key)
-    fastavro.schemaless_writer(out, values, {
-        "partitionPath": partition, "policy": policy, "deletePathPatterns": list(names),
-        "successDeleteFiles": list(deleted), "failedDeleteFiles": list(failed),
-        "isPartitionDeleted": partition_deleted})
+    fastavro.schemaless_writer(out, values, metadata.to_raw())
     return out.getvalue()
 
 
-def decode_partition_entry(entry: bytes) -> tuple[str, dict[str, Any]]:
-    """An entry `encode_partition_entry` wrote: its partition and HoodieCleanPartitionMetadata."""
+def decode_partition_entry(entry: bytes) -> CleanPartitionMetadata:
+    """An entry `encode_partition_entry` wrote."""
     _, _, _, _, values = _layout(METADATA)
     length, pos = _long(entry, 0)
     stream = io.BytesIO(entry)
     stream.seek(pos + length)
-    return entry[pos:pos + length].decode(), cast(dict[str, Any], fastavro.schemaless_reader(stream, values))
+    partition = entry[pos:pos + length].decode()
+    return CleanPartitionMetadata.from_raw(partition, cast(dict[str, Any], fastavro.schemaless_reader(stream, values)))
 
 
-def encode_clean_metadata(record: dict[str, Any], entries: Sequence[bytes]) -> bytes:
-    """The completed clean's file: `record` (HoodieCleanMetadata's fields but
-    `partitionMetadata`) with the map made of `entries` (`encode_partition_entry`), in their
-    order, as one block."""
+def encode_clean_metadata(metadata: CleanMetadata, entries: Sequence[bytes]) -> bytes:
+    """The completed clean's file: `metadata` (its `partitions` left out) with the
+    `partitionMetadata` map made of `entries` (`encode_partition_entry`), in their order, as
+    one block."""
+    record = metadata.to_raw()
     _, _, before_schema, after_schema, _ = _layout(METADATA)
     out = io.BytesIO()
     fastavro.schemaless_writer(out, before_schema, _fields_of(before_schema, record), strict_allow_default=True)
