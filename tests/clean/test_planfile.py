@@ -59,39 +59,45 @@ def test_slices_of_a_hand_made_plan() -> None:
     _same(avro.encode("HoodieCleanerPlan", PLAN))
 
 
-def _with_block_sizes(plan: dict) -> bytes:
-    """The plan with its map and arrays written as Java's BlockingBinaryEncoder may write them:
-    negative counts followed by the block's size in bytes (the Avro specification)."""
-    schema = avro.schema("HoodieCleanerPlan")
-    plain = io.BytesIO()
-    fastavro.schemaless_writer(plain, schema, {**plan, "filePathsToBeDeletedPerPartition": None})
-    before = io.BytesIO()
-    fields = json.loads(avro.writer_schema_json("HoodieCleanerPlan"))["fields"]
-    fastavro.schemaless_writer(before, fastavro.parse_schema({"type": "record", "name": "B", "fields": fields[:5]}),
-                               {f["name"]: plan[f["name"]] for f in fields[:5]})
-    after = io.BytesIO()
-    fastavro.schemaless_writer(after, fastavro.parse_schema({"type": "record", "name": "A", "fields": fields[6:]}),
-                               {f["name"]: plan[f["name"]] for f in fields[6:]})
-    item = fastavro.parse_schema(fields[5]["type"][1]["values"]["items"])
+def _long(n: int) -> bytes:
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, "long", n)
+    return out.getvalue()
 
-    def long(n: int) -> bytes:
+
+def _plan_file(plan: dict, entries: list[tuple[str, list[dict]]], *, block_sizes: bool) -> bytes:
+    """A HoodieCleanerPlan file written by hand: the fields around the files' map encoded by
+    fastavro, the map's `entries` (repeats allowed) in one block each, written as Java's
+    BlockingBinaryEncoder may write them (`block_sizes`: negative counts followed by the
+    block's size in bytes, the Avro specification) or as one plain block."""
+    fields = json.loads(avro.writer_schema_json("HoodieCleanerPlan"))["fields"]
+
+    def part(name: str, chosen: list) -> bytes:
         out = io.BytesIO()
-        fastavro.schemaless_writer(out, "long", n)
+        fastavro.schemaless_writer(out, fastavro.parse_schema({"type": "record", "name": name, "fields": chosen}),
+                                   {f["name"]: plan[f["name"]] for f in chosen})
         return out.getvalue()
 
-    body = b""
-    for partition, infos in plan["filePathsToBeDeletedPerPartition"].items():
+    item = fastavro.parse_schema(fields[5]["type"][1]["values"]["items"])
+    encoded = []
+    for partition, infos in entries:
         items = b""
         for info in infos:
             one = io.BytesIO()
             fastavro.schemaless_writer(one, item, info)
             items += one.getvalue()
-        array = long(-len(infos)) + long(len(items)) + items + b"\x00"
-        key = partition.encode()
-        entry = long(len(key)) + key + array
-        body += long(-1) + long(len(entry)) + entry
-    datum = before.getvalue() + b"\x02" + body + b"\x00" + after.getvalue()
+        array = (_long(-len(infos)) + _long(len(items)) if block_sizes else _long(len(infos))) + items + b"\x00"
+        encoded.append(_long(len(partition.encode())) + partition.encode() + array)
+    if block_sizes:
+        body = b"".join(_long(-1) + _long(len(e)) + e for e in encoded)
+    else:
+        body = _long(len(encoded)) + b"".join(encoded)
+    datum = part("B", fields[:5]) + b"\x02" + body + b"\x00" + part("A", fields[6:])
     return avro.container("HoodieCleanerPlan", datum)
+
+
+def _with_block_sizes(plan: dict) -> bytes:
+    return _plan_file(plan, list(plan["filePathsToBeDeletedPerPartition"].items()), block_sizes=True)
 
 
 def test_slices_skip_blocks_written_with_their_size() -> None:
@@ -177,3 +183,28 @@ def test_joined_metadata_is_what_a_whole_encode_writes(table_copy) -> None:
     assert [decode_partition_entry(e) for e in entries] == list(metadata.partitions.values())
     empty = avro.decode(encode_clean_metadata(replace(metadata, partitions={}), []), path="e")
     assert empty == avro.decode(avro.encode("HoodieCleanMetadata", replace(metadata, partitions={}).to_raw()), path="w")
+
+
+def test_a_repeated_partition_key_is_read_whole() -> None:
+    """Readers keep the last of a repeated map key (fastavro's dict, Java's HashMap): slices
+    would deliver both arrays, so the plan is read whole."""
+    first = [{"filePath": "file:/t/p/a1.parquet", "isBootstrapBaseFile": False}]
+    last = [{"filePath": "file:/t/p/b1.parquet", "isBootstrapBaseFile": False}]
+    for block_sizes in (False, True):
+        data = _plan_file(PLAN, [("p", first), ("q", last), ("p", last)], block_sizes=block_sizes)
+        whole = CleanerPlan.from_raw(avro.decode(data, path="r"))
+        assert [i.path for i in whole.files["p"]] == ["file:/t/p/b1.parquet"]
+        assert read_slices(data, path="r") is None
+        assert read_slices(_plan_file(PLAN, [("p", first), ("q", last)], block_sizes=block_sizes),
+                           path="r") is not None
+
+
+@pytest.mark.parametrize("bad", [b"\x02\x02\x03x\x00\x00", b"\x01\x03\x00\x00", b"\x02\x02\xff\x7fx\x00\x00"])
+def test_negative_or_overlong_lengths_are_refused(bad: bytes) -> None:
+    """A zig-zag odd length is negative: refused (fastavro refuses it too), never read as
+    positive nor allowed to move backwards."""
+    with pytest.raises((ValueError, IndexError)):
+        decode_files(bad)
+    from timeline.metadata.planfile import _skip_file_infos
+    with pytest.raises((ValueError, IndexError)):
+        _skip_file_infos(bad, 0, len(bad))

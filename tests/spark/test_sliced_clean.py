@@ -270,15 +270,53 @@ def test_a_state_file_changed_after_the_workers_read_it_is_checked_again(
     os.utime(path, ns=(1_000_000_000_000_000_000, 1_000_000_000_000_000_000))  # unchecked in this process now
     begin = sliced.begin
 
-    def spy(table_, clean, data, slices, dealt, checked):  # type: ignore[no-untyped-def]
+    def spy(table_, clean, data, slices, dealt, protection, checked):  # type: ignore[no-untyped-def]
         assert any(p == path for share in dealt for p, *_ in share.state_files)
         original = Path(path).read_bytes()
         os.unlink(path)
         Path(path).write_bytes(original[:-2] + b"!}")  # same size, another time, not JSON
-        return begin(table_.reload(), clean, data, slices, dealt, checked)
+        return begin(table_, clean, data, slices, dealt, protection, checked)
 
     monkeypatch.setattr(sliced, "begin", spy)
     before = _files(tmp_path / "t")
     with pytest.raises(CorruptInstantError, match=commit.requested_time):
         run_pending_cleans_spark(spark, table.uri)
     assert _files(tmp_path / "t") == before
+
+
+def test_a_savepoint_taken_while_the_workers_check_sends_the_clean_whole(
+        spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Protection read again after the workers' checks: a savepoint written meanwhile makes the
+    driver check every file itself (begin_clean), which refuses the clean; nothing deleted."""
+    table = _scheduled(tmp_path / "t")
+    plan = table.read(pending_cleans(table)[0], CleanerPlan, State.REQUESTED)
+    partition, infos = next(iter(plan.files.items()))
+    name = infos[0].path.rsplit("/", 1)[1]
+    begin = sliced.begin
+    whole: list[bool] = []
+
+    def spy(*args):  # type: ignore[no-untyped-def]
+        lake = Lake.__new__(Lake)
+        lake.storage, lake.base, lake.version = LocalStorage(), str(tmp_path / "t"), 6
+        lake.savepoint(name.rsplit("_", 1)[1].split(".")[0], {partition: [name]})
+        found = begin(*args)
+        whole.append(found is None)
+        return found
+
+    monkeypatch.setattr(sliced, "begin", spy)
+    before = _files(tmp_path / "t")
+    with pytest.raises(CleanRefused, match="now protected"):
+        run_pending_cleans_spark(spark, table.uri)
+    assert whole == [True] and _files(tmp_path / "t") == before
+
+
+def test_a_partition_with_uri_characters_runs_whole(spark: SparkSession, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A partition named with '#' (which a URI parser cuts at) is not the regular form: the
+    clean runs whole, and containment refuses its paths before any delete."""
+    lake = _hand_made(tmp_path / "t", {"city=a#b": ["x1.parquet"], "city=c": ["c1.parquet"]})
+    seen = _in_shares(monkeypatch)
+    before = _files(tmp_path / "t")
+    with pytest.raises(OutsideTableError, match="'#'"):
+        run_pending_cleans_spark(spark, lake.base)
+    assert not seen and _files(tmp_path / "t") == before

@@ -73,7 +73,7 @@ class Share(NamedTuple):
     plan_path: str
     start: int
     end: int
-    crc: int
+    digest: bytes
     partitions: tuple[tuple[str, int, int], ...]
     state_files: tuple[tuple[str, int, int, dict[str, Any]], ...] = ()  # path, size, mtime (ms), codec
 
@@ -115,9 +115,11 @@ class Begun:
 
 
 def begin(table: HudiTable, clean: Instant, plan_data: bytes, slices: PlanSlices, dealt: tuple[Share, ...],
-          checked: Sequence[Checked]) -> Begun | None:
-    """After the workers checked every share (`check_share`): refuse as `begin_clean` does,
-    or None when the plan is not regular, or move the clean to inflight."""
+          protection: Protection, checked: Sequence[Checked]) -> Begun | None:
+    """After the workers checked every share (`check_share`) against `protection`: refuse as
+    `begin_clean` does, or move the clean to inflight; None when it is to run whole (the plan
+    is not regular, or the timeline changed meanwhile: a new protection or a metadata table)."""
+    table.reload()  # the workers' checks took a while: what came since is looked at here
     path = table.timeline.path_of(clean, State.REQUESTED)
     for found in checked:
         if found.unreadable is not None:
@@ -132,6 +134,8 @@ def begin(table: HudiTable, clean: Instant, plan_data: bytes, slices: PlanSlices
             raise OutsideTableError(table.uri, *found.outside)
     if any(found.irregular for found in checked):
         return None
+    if metadata_table(table) is not None or read_protection(table) != protection:
+        return None  # begin_clean checks every file again, on the timeline as it is now
     conflicts = [c for found in checked for c in found.conflicts]
     count = sum(found.conflict_count for found in checked)
     if count:
@@ -160,10 +164,12 @@ def prepare(table: HudiTable, clean: Instant, shares_wanted: int
     clean is to run whole (a metadata table to update, a plan not in Hudi's version-2 layout,
     no files)."""
     table.reload()
-    if metadata_table(table) is not None:
+    if metadata_table(table) is not None or any(c in table.base for c in _NOT_IN_NAMES[1:] if c != ":"):
         return None
     path = table.timeline.path_of(clean, State.REQUESTED)
     data = table.storage.read(path)
+    if not data:  # an empty plan: begin_clean reads it as one that deletes nothing
+        return None
     slices = read_slices(data, path=path)
     if slices is None or not slices.slices:
         return None
@@ -207,7 +213,7 @@ def _read_share(storage: Storage, share: Share) -> bytes:
     with storage.reader(share.plan_path) as handle:
         handle.seek(share.start)
         data = handle.read(share.end - share.start)
-    if len(data) != share.end - share.start or checksum(data, 0, len(data)) != share.crc:
+    if len(data) != share.end - share.start or checksum(data, 0, len(data)) != share.digest:
         raise ValueError(f"bytes {share.start}-{share.end} of the plan are not those the driver read "
                          "(the file changed)")
     return bytes(data)
@@ -219,10 +225,14 @@ def _files_of(data: bytes, share: Share) -> Iterator[tuple[str, list[tuple[str |
         yield partition, decode_files(view[start:end])
 
 
-def _irregular(folder: str, files: list[tuple[str | None, bool | None]]) -> tuple[list[str], list[str], str]:
+def _irregular(root: str, partition: str, files: list[tuple[str | None, bool | None]]
+               ) -> tuple[list[str], list[str], str]:
     """The plan's paths and their file names, or why the partition's files are not named the
     regular way (each `<folder><name>` once, none a bootstrap source file)."""
+    folder = folder_of(root, partition)
     paths = [p for p, _ in files]
+    if any(c in partition for c in _NOT_IN_NAMES[1:]):
+        return [], [], f"the partition {partition!r} holds a character a URI parser reads"
     if any(flag for _, flag in files):
         return [], [], "it deletes bootstrap source files"
     if None in paths:
@@ -271,7 +281,7 @@ def check_share(uri: str, s3: Any, root: str, protection: Protection, share: Sha
     except (ValueError, IndexError) as exc:  # UnicodeDecodeError is a ValueError
         return Checked(0, corrupt=f"invalid Avro container: {exc!r}")
     for partition, infos in decoded:
-        paths, _, irregular = _irregular(folder_of(root, partition), infos)
+        paths, _, irregular = _irregular(root, partition, infos)
         if irregular:
             return Checked(files, irregular=f"{partition}: {irregular}")
         files += len(paths)
@@ -291,7 +301,7 @@ def clean_share(uri: str, s3: Any, root: str, plan: CleanerPlan, share: Share) -
     doomed = frozenset(plan.partitions_to_delete)
     for partition, infos in _files_of(_read_share(storage, share), share):
         folder = folder_of(root, partition)
-        _, names, irregular = _irregular(folder, infos)
+        _, names, irregular = _irregular(root, partition, infos)
         if irregular:  # checked before: the file changed
             raise ValueError(f"{partition}: {irregular}")
         if not names:  # no outcome, so no entry in the completed clean (executor.clean_metadata)

@@ -16,16 +16,16 @@ anything else is `None` here and the caller reads the plan whole."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
-import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, cast
 
 import fastavro
-from fastavro.schema import to_parsing_canonical_form
+from fastavro.schema import SchemaParseException, to_parsing_canonical_form
 
 from timeline.exceptions import CorruptInstantError
 from timeline.metadata import avro
@@ -107,29 +107,42 @@ def _encode_long(value: int) -> bytes:
     return bytes(out)
 
 
-def _skip_file_infos(data: bytes, pos: int) -> tuple[int, int]:
+def _length(data: bytes, pos: int, end: int) -> tuple[int, int]:
+    """A length or block size (a long that may not be negative) at `pos`, and the position
+    after it; what it counts must end by `end`."""
+    length, pos = _long(data, pos)
+    if length < 0 or pos + length > end:
+        raise ValueError(f"a length of {length} at byte {pos} runs past byte {end}")
+    return length, pos
+
+
+def _skip_file_infos(data: bytes, pos: int, end: int) -> tuple[int, int]:
     """Past one array of HoodieCleanFileInfo {filePath: [null, string], isBootstrapBaseFile:
-    [null, boolean]}: the position after it and its item count. A block written with its byte
-    size is skipped whole."""
+    [null, boolean]} that ends by `end`: the position after it and its item count. A block
+    written with its byte size is skipped whole."""
     files = 0
     while True:
         count, pos = _long(data, pos)
         if count == 0:
             return pos, files
         if count < 0:
-            size, pos = _long(data, pos)
+            size, pos = _length(data, pos, end)
             files -= count
             pos += size
             continue
         files += count
         for _ in range(count):
+            if pos >= end:
+                raise ValueError(f"the files' array runs past byte {end}")
             branch = data[pos]
             pos += 1
             if branch == 2:  # the string branch (union index 1, zig-zag 2)
-                length, pos = _long(data, pos)
+                length, pos = _length(data, pos, end)
                 pos += length
             elif branch != 0:
                 raise ValueError(f"union index {branch} in a filePath")
+            if pos >= end:
+                raise ValueError(f"the files' array runs past byte {end}")
             branch = data[pos]
             pos += 1
             if branch == 2:
@@ -147,7 +160,7 @@ def read_slices(data: bytes, *, path: str) -> PlanSlices | None:
         raise CorruptInstantError(path, "not an Avro object container file (bad magic)")
     try:
         found = _read_slices(data)
-    except (ValueError, IndexError, EOFError, KeyError, TypeError, UnicodeDecodeError) as exc:
+    except (ValueError, IndexError, EOFError, KeyError, TypeError, SchemaParseException) as exc:
         raise CorruptInstantError(path, f"invalid Avro container: {exc!r}") from exc
     return found
 
@@ -166,7 +179,7 @@ def _read_slices(data: bytes) -> PlanSlices | None:
     if count != 1:
         raise ValueError(f"expected one Avro record, found {count}")
     end = pos + size
-    if data[end:] != header["sync"] or len(data) != end + len(header["sync"]):
+    if size < 0 or data[end:] != header["sync"] or len(data) != end + len(header["sync"]):
         raise ValueError("the block does not end with the file's sync marker, or more follows")
     stream.seek(pos)
     before = cast(dict[str, Any], fastavro.schemaless_reader(stream, before_schema))
@@ -174,6 +187,7 @@ def _read_slices(data: bytes) -> PlanSlices | None:
         return None  # a version-1 plan: files named relative to their partition
     branch, pos = _long(data, stream.tell())
     slices: list[PartitionSlice] = []
+    seen: set[str] = set()
     if branch == 1:
         while True:
             count, pos = _long(data, pos)
@@ -181,13 +195,18 @@ def _read_slices(data: bytes) -> PlanSlices | None:
                 break
             if count < 0:
                 count = -count
-                _, pos = _long(data, pos)
+                _, pos = _length(data, pos, end)
             for _ in range(count):
-                length, pos = _long(data, pos)
+                length, pos = _length(data, pos, end)
                 partition = data[pos:pos + length].decode()
                 pos += length
+                if partition in seen:
+                    # a reader keeps the last of a repeated key (fastavro's dict, Java's
+                    # HashMap): the plan is read whole, as every reader reads it
+                    return None
+                seen.add(partition)
                 start = pos
-                pos, files = _skip_file_infos(data, pos)
+                pos, files = _skip_file_infos(data, pos, end)
                 slices.append(PartitionSlice(partition, start, pos, files))
     elif branch != 0:
         raise ValueError(f"union index {branch} in {FILES_FIELD}")
@@ -201,10 +220,10 @@ def _read_slices(data: bytes) -> PlanSlices | None:
     return PlanSlices(plan, tuple(slices))
 
 
-def checksum(data: bytes, start: int, end: int) -> int:
-    """What an executor compares the bytes it read for a range with (the plan file must be the
-    one the driver read)."""
-    return zlib.crc32(memoryview(data)[start:end])
+def checksum(data: bytes, start: int, end: int) -> bytes:
+    """What an executor compares the bytes it read for a range with: the plan file must be the
+    one the driver read (a cryptographic digest: job 2 does not check its paths again)."""
+    return hashlib.blake2b(memoryview(data)[start:end], digest_size=32).digest()
 
 
 def decode_files(data: bytes | memoryview) -> list[tuple[str | None, bool | None]]:
@@ -228,10 +247,13 @@ def decode_files(data: bytes | memoryview) -> list[tuple[str | None, bool | None
             if branch == 2:  # filePath: the string branch
                 b = data[pos + 1]
                 if b < 0x80:  # lengths below 64 take one byte, below 8192 two: inlined
-                    length, pos = b >> 1, pos + 2
+                    n, pos = b, pos + 2
                 elif data[pos + 2] < 0x80:
-                    n = (b & 0x7F) | (data[pos + 2] << 7)
-                    length, pos = n >> 1, pos + 3
+                    n, pos = (b & 0x7F) | (data[pos + 2] << 7), pos + 3
+                else:
+                    n = -1
+                if n >= 0:
+                    length = (n >> 1) ^ -(n & 1)  # zig-zag: an odd n is a negative length
                 else:
                     length, pos = _long(data, pos + 1)
                 if length < 0 or pos + length > len(data):

@@ -230,7 +230,7 @@ def _begin_in_shares(context: SparkContext, table: HudiTable, clean: Instant) ->
     uri, s3, root = table.uri, store_settings(table.uri), sliced.root_of(table)
     checked = context.parallelize(dealt, len(dealt)).map(
         lambda share: sliced.check_share(uri, s3, root, protection, share)).collect()
-    return sliced.begin(table, clean, data, slices, dealt, checked)
+    return sliced.begin(table, clean, data, slices, dealt, protection, checked)
 
 
 def _run_in_shares(context: SparkContext, table: HudiTable, begun: sliced.Begun, progress: ProgressCallback | None,

@@ -45,7 +45,7 @@ class UnsupportedLocationError(CleanlineError, ValueError):
 
 # Segments and characters that send a path to the full check (`Containment._resolve`).
 _SPECIAL_NAMES = frozenset({"", ".", ".."})
-_SPECIAL_CHARS = ("%", "\\", "\x00", ":")
+_SPECIAL_CHARS = ("%", "\\", "\x00", ":", "?", "#")  # "?" and "#" end a URI's path for urlparse
 
 
 def _is_inside(path: str, folder: str) -> bool:
@@ -79,7 +79,8 @@ class Containment:
         if known is None:
             known = self._folders[folder] = self._folder(folder)
         if (not known or name in _SPECIAL_NAMES or name in known[1]
-                or "%" in name or "\\" in name or "\x00" in name or ":" in name):  # _SPECIAL_CHARS, inlined
+                or "%" in name or "\\" in name or "\x00" in name or ":" in name  # _SPECIAL_CHARS, inlined
+                or "?" in name or "#" in name):
             return False
         return not (name == META_FOLDER and known[0] == self.base)
 
@@ -99,6 +100,9 @@ class Containment:
         differs (Hadoop's Path decodes URIs; a raw `%2e%2e` must not slip past)."""
         if "\x00" in entry or "\\" in entry:
             raise OutsideTableError(self.table_uri, entry, "holds a NUL or backslash")
+        if "?" in entry or "#" in entry:  # the protection check would name another file than the store deletes
+            raise OutsideTableError(self.table_uri, entry, "holds '?' or '#', where a URI parser ends the path "
+                                                           "(no Hudi file name holds one)")
         forms = [entry] if unquote(entry) == entry else [entry, unquote(entry)]
         resolved = []
         for form in forms:
