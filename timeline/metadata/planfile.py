@@ -116,21 +116,29 @@ def _length(data: bytes, pos: int, end: int) -> tuple[int, int]:
     return length, pos
 
 
+def _block(data: bytes, pos: int, end: int) -> tuple[int, int, int]:
+    """An array's or map's block header at `pos`: its item count, the byte size written with it
+    (a negative count announces one; -1 when none) and the position after them."""
+    count, pos = _long(data, pos)
+    if count >= 0:
+        return count, -1, pos
+    size, pos = _length(data, pos, end)
+    return -count, size, pos
+
+
 def _skip_file_infos(data: bytes, pos: int, end: int) -> tuple[int, int]:
     """Past one array of HoodieCleanFileInfo {filePath: [null, string], isBootstrapBaseFile:
     [null, boolean]} that ends by `end`: the position after it and its item count. A block
     written with its byte size is skipped whole."""
     files = 0
     while True:
-        count, pos = _long(data, pos)
+        count, size, pos = _block(data, pos, end)
         if count == 0:
             return pos, files
-        if count < 0:
-            size, pos = _length(data, pos, end)
-            files -= count
+        files += count
+        if size >= 0:
             pos += size
             continue
-        files += count
         for _ in range(count):
             if pos >= end:
                 raise ValueError(f"the files' array runs past byte {end}")
@@ -190,12 +198,9 @@ def _read_slices(data: bytes) -> PlanSlices | None:
     seen: set[str] = set()
     if branch == 1:
         while True:
-            count, pos = _long(data, pos)
+            count, _, pos = _block(data, pos, end)
             if count == 0:
                 break
-            if count < 0:
-                count = -count
-                _, pos = _length(data, pos, end)
             for _ in range(count):
                 length, pos = _length(data, pos, end)
                 partition = data[pos:pos + length].decode()
@@ -236,12 +241,9 @@ def decode_files(data: bytes | memoryview) -> list[tuple[str | None, bool | None
     add = found.append
     pos = 0
     while True:
-        count, pos = _long(data, pos)
+        count, _, pos = _block(data, pos, len(data))
         if count == 0:
             break
-        if count < 0:
-            count = -count
-            _, pos = _long(data, pos)
         for _ in range(count):
             branch = data[pos]
             if branch == 2:  # filePath: the string branch
