@@ -200,12 +200,18 @@ class S3Server:
             yield requests
         finally:
             self._moto_api("recorder/stop-recording", post=True)
-            for line in self._moto_api("recorder/download-recording").decode().splitlines():
-                if line.strip():
-                    entry = json.loads(line)
-                    body = entry.get("body") or ""
-                    entry["body"] = base64.b64decode(body) if entry.get("body_encoded") else body.encode()
-                    requests.append(entry)
+            # moto's recorder appends each request and its newline in two writes from the
+            # server's threads: requests answered at once can share a line
+            text, decoder, pos = self._moto_api("recorder/download-recording").decode(), json.JSONDecoder(), 0
+            while True:
+                while pos < len(text) and text[pos].isspace():
+                    pos += 1
+                if pos == len(text):
+                    break
+                entry, pos = decoder.raw_decode(text, pos)
+                body = entry.get("body") or ""
+                entry["body"] = base64.b64decode(body) if entry.get("body_encoded") else body.encode()
+                requests.append(entry)
 
 
 class FaultyProxy:
