@@ -320,3 +320,13 @@ def test_a_partition_with_uri_characters_runs_whole(spark: SparkSession, tmp_pat
     with pytest.raises(OutsideTableError, match="'#'"):
         run_pending_cleans_spark(spark, lake.base)
     assert not seen and _files(tmp_path / "t") == before
+
+
+@pytest.mark.parametrize("partition", ["city=a#b", "city=a?b", "city=a%2Fb", "ts=00:00"])
+def test_partitions_a_uri_parser_reads_are_not_regular(partition: str) -> None:
+    """On an object store the deleted path is the folder's store path and the name: a partition
+    holding what a URI parser cuts at or decodes would name another object than the plan's."""
+    root = "s3://bucket/table/"
+    files = [(f"{root}{partition}/f1.parquet", False)]
+    assert "URI parser" in sliced._irregular(root, partition, files)[2]
+    assert sliced._irregular(root, "city=a", [(f"{root}city=a/f1.parquet", False)])[2] == ""

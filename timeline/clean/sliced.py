@@ -8,20 +8,20 @@ spread out:
    that `HudiTable.ensure_intact` would decode. It reads the plan's protection (savepoints,
    pending compactions and clusterings: `planner.read_protection`).
 2. Each worker checks its share (`check_share`): its state files decode; it reads its byte
-   range of the requested plan (a checksum proves it is the file the driver read), decodes
-   it, and applies the containment
-   rule (`timeline/storage/containment.py`) and the protection check
-   (`planner.conflicts_with`). The driver refuses the whole clean before any delete when one
-   worker found a state file or plan bytes that do not decode, a path outside the table or a
-   protected file, exactly as `executor.begin_clean` does; then the clean goes inflight.
-3. Each worker deletes its share (`clean_share`): sizes from one listing per folder, the
+   range of the requested plan (a digest proves it is the file the driver read), decodes it,
+   and applies the containment rule (`timeline/storage/containment.py`) and the protection
+   check (`planner.conflicts_with`). The driver reads the timeline again and refuses the
+   whole clean before any delete when one worker found a state file or plan bytes that do
+   not decode, a path outside the table or a protected file, exactly as
+   `executor.begin_clean` does; then the clean goes inflight.
+3. Each worker deletes its share (`clean_share`): sizes first (`Storage.sizes_of`), the
    storage's batch delete, and per partition its HoodieCleanPartitionMetadata entry, encoded
    there; the driver joins the entries into the completed clean (`finish`).
 
 Only a regular plan goes this way: no metadata table to update, a version-2 plan in Hudi's
-layout, and every file named as `<table>/<partition>/<name>` once, no bootstrap source file.
-Anything else (`IRREGULAR` from a worker, None from `begin`) is run by the executor as a
-whole, on the driver, as before.
+layout, and every file named as `<table>/<partition>/<name>` once, by plain names, no
+bootstrap source file. Anything else (None from `prepare` or `begin`) is run whole by the
+executor, on the driver, as before.
 """
 
 from __future__ import annotations
@@ -47,9 +47,9 @@ from timeline.mdt.reader import metadata_table
 from timeline.metadata.planfile import (
     PartitionSlice,
     PlanSlices,
-    checksum,
     decode_files,
     decode_partition_entry,
+    digest_of,
     encode_clean_metadata,
     encode_partition_entry,
     read_slices,
@@ -67,7 +67,7 @@ WORKER_STREAM_CHECK_BYTES = 256 << 20
 
 class Share(NamedTuple):
     """A worker's part of a plan: a contiguous byte range of the requested plan file (its
-    checksum) holding the arrays of some partitions (offsets within the range), and some of
+    digest) holding the arrays of some partitions (offsets within the range), and some of
     the timeline's state files to check as `HudiTable.ensure_intact` does (path, size, codec)."""
 
     plan_path: str
@@ -164,7 +164,7 @@ def prepare(table: HudiTable, clean: Instant, shares_wanted: int
     clean is to run whole (a metadata table to update, a plan not in Hudi's version-2 layout,
     no files)."""
     table.reload()
-    if metadata_table(table) is not None or any(c in table.base for c in _NOT_IN_NAMES[1:] if c != ":"):
+    if metadata_table(table) is not None or any(c in table.base for c in _URI_CHARS):
         return None
     path = table.timeline.path_of(clean, State.REQUESTED)
     data = table.storage.read(path)
@@ -205,7 +205,7 @@ def shares(path: str, data: bytes, slices: Sequence[PartitionSlice], wanted: int
 
 def _share(path: str, data: bytes, run: Sequence[PartitionSlice]) -> Share:
     start, end = run[0].start, run[-1].end
-    return Share(path, start, end, checksum(data, start, end),
+    return Share(path, start, end, digest_of(data, start, end),
                  tuple((s.partition, s.start - start, s.end - start) for s in run))
 
 
@@ -213,7 +213,7 @@ def _read_share(storage: Storage, share: Share) -> bytes:
     with storage.reader(share.plan_path) as handle:
         handle.seek(share.start)
         data = handle.read(share.end - share.start)
-    if len(data) != share.end - share.start or checksum(data, 0, len(data)) != share.digest:
+    if len(data) != share.end - share.start or digest_of(data, 0, len(data)) != share.digest:
         raise ValueError(f"bytes {share.start}-{share.end} of the plan are not those the driver read "
                          "(the file changed)")
     return bytes(data)
@@ -231,7 +231,7 @@ def _irregular(root: str, partition: str, files: list[tuple[str | None, bool | N
     regular way (each `<folder><name>` once, none a bootstrap source file)."""
     folder = folder_of(root, partition)
     paths = [p for p, _ in files]
-    if any(c in partition for c in _NOT_IN_NAMES[1:]):
+    if any(c in partition for c in (":", *_URI_CHARS)):
         return [], [], f"the partition {partition!r} holds a character a URI parser reads"
     if any(flag for _, flag in files):
         return [], [], "it deletes bootstrap source files"
@@ -248,9 +248,11 @@ def _irregular(root: str, partition: str, files: list[tuple[str | None, bool | N
     return paths, names, ""  # type: ignore[return-value]
 
 
-# Characters a regular file name leaves out: a folder separator, and what a URI parser reads
-# (so that a file's store path is its folder's store path and its name, `_clean_partition`).
-_NOT_IN_NAMES = ("/", "%", "?", "#", "\\", ":", "\x00")
+# What a URI parser reads in a path; a regular partition or file name holds none of them, nor a
+# colon, and a file name no folder separator (so that a file's store path is its folder's store
+# path and its name, `_clean_partition`).
+_URI_CHARS = ("%", "?", "#", "\\", "\x00")
+_NOT_IN_NAMES = ("/", ":", *_URI_CHARS)
 
 
 def folder_of(root: str, partition: str) -> str:
@@ -335,8 +337,7 @@ def _clean_partition(storage: Storage, partition: str, folder: str, names: list[
         codes.append(answer if answer in ("deleted", "gone") else "failed")
     entry = encode_partition_entry(CleanPartitionMetadata(partition, policy, tuple(names), tuple(ok), tuple(failed),
                                                           doomed))
-    return Cleaned(partition, entry, sizes, None if len(ok) == len(names) and not any(
-        c == "gone" for c in codes) else codes, errors)
+    return Cleaned(partition, entry, sizes, None if all(c == "deleted" for c in codes) else codes, errors)
 
 
 def finish(table: HudiTable, begun: Begun, cleaned: Sequence[Cleaned], started: float) -> CleanResult:
@@ -346,6 +347,7 @@ def finish(table: HudiTable, begun: Begun, cleaned: Sequence[Cleaned], started: 
     containment = table.containment
     for partition in plan.partitions_to_delete:
         table.storage.delete_dir(containment.partition_path(partition))
+    cleaned = [c for c in cleaned if c.entry]  # a partition listed with no files has no entry
     outcomes = OutcomeColumns(begun.root, cleaned)
     deleted, gone, failed, size = outcomes.totals
     ectr = plan.earliest_instant_to_retain
@@ -354,7 +356,6 @@ def finish(table: HudiTable, begun: Begun, cleaned: Sequence[Cleaned], started: 
         total_files_deleted=deleted + gone, earliest_commit_to_retain="" if ectr is None else ectr.time,
         last_completed_commit=plan.last_completed_commit, extra_metadata=dict(plan.extra_metadata),
         version=CLEAN_METADATA_VERSION)  # its partitions: the workers' entries, joined as they are
-    cleaned = [c for c in cleaned if c.entry]
     completed = transition.complete(table, clean, encode_clean_metadata(metadata, [c.entry for c in cleaned]))
     metadata = replace(metadata, partitions=EncodedPartitions(cleaned))
     return CleanResult(completed, outcomes, metadata, (deleted, gone, failed, size))
@@ -387,8 +388,6 @@ class OutcomeColumns(Sequence[FileOutcome]):
 
     def __iter__(self) -> Iterator[FileOutcome]:
         for c in self._cleaned:
-            if not c.entry:
-                continue
             metadata = decode_partition_entry(c.entry)
             folder = folder_of(self._root, c.partition)
             statuses = repeat(Status.DELETED) if c.codes is None else map(_STATUS.__getitem__, c.codes)

@@ -225,7 +225,7 @@ def _read_slices(data: bytes) -> PlanSlices | None:
     return PlanSlices(plan, tuple(slices))
 
 
-def checksum(data: bytes, start: int, end: int) -> bytes:
+def digest_of(data: bytes, start: int, end: int) -> bytes:
     """What an executor compares the bytes it read for a range with: the plan file must be the
     one the driver read (a cryptographic digest: job 2 does not check its paths again)."""
     return hashlib.blake2b(memoryview(data)[start:end], digest_size=32).digest()
