@@ -45,6 +45,8 @@ class Table(models.Model):
                                                               "policy, at the last sync")
     registered_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL)
     registered_at = models.DateTimeField(auto_now_add=True)
+    location_error = models.TextField(blank=True, help_text="why the last change or sync was refused: the table's "
+                                                            "folder no longer resolves where it was registered")
 
     class Meta:
         ordering = ["name"]

@@ -297,3 +297,32 @@ def test_hardening_a_large_json_commit_is_checked_as_a_stream_and_still_refused_
     latest.write_bytes(damaged)
     with pytest.raises(CorruptInstantError, match=message):
         plan_clean(table.reload(), CleanConfig(commits_retained=1))
+
+
+def test_hardening_ensure_located_refuses_a_swapped_folder_and_pins_the_checked_one(tmp_path: Path, table_copy) -> None:
+    """The location rule of every change (`HudiTable.ensure_located`): a folder swapped for a
+    symbolic link before the check is refused; one swapped after it makes every path the change
+    would delete resolve outside the table it checked."""
+    from timeline.storage.containment import TableMovedError
+
+    root = tmp_path / "root"
+    root.mkdir()
+    folder = root / "trips"
+    shutil.move(str(table_copy("sample_table/cow/v9_txns_simple_nometa")), str(folder))
+    data = next(folder.rglob("*.parquet"))
+    entry = f"file:{data}"
+
+    checked = HudiTable.open(str(folder))
+    checked.ensure_located(roots=[str(root)])
+    assert checked.containment.data_path(entry) == str(data)
+    with pytest.raises(TableMovedError, match="outside the allowed roots"):
+        HudiTable.open(str(folder)).ensure_located(roots=[str(tmp_path / "other")])
+
+    elsewhere = tmp_path / "outside" / "trips"
+    elsewhere.parent.mkdir()
+    shutil.move(str(folder), str(elsewhere))
+    folder.symlink_to(elsewhere, target_is_directory=True)
+    with pytest.raises(OutsideTableError, match="outside the table"):  # swapped after the check
+        checked.containment.data_path(entry)
+    with pytest.raises(TableMovedError, match=f"now resolves to {elsewhere}"):  # swapped before it
+        HudiTable.open(str(folder)).ensure_located(roots=[str(root)])

@@ -3,7 +3,7 @@ file-system view."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -63,6 +63,8 @@ class HudiTable:
         # Called before every state file `timeline.transition` publishes: while a state change
         # holds the table's lock, it checks the lock is still held (timeline/transactions.py).
         self.publish_check: Callable[[], None] | None = None
+        # The base resolved by `ensure_located`: later containment checks hold paths against it.
+        self._located: str | None = None
 
     @classmethod
     def open(cls, uri: str) -> HudiTable:
@@ -100,7 +102,16 @@ class HudiTable:
     @property
     def containment(self) -> Containment:
         """The containment rule for paths this table's plans name (nothing outside the table)."""
-        return Containment(self.storage, self.base, self.uri)
+        return Containment(self.storage, self.base, self.uri, resolved_base=self._located)
+
+    def ensure_located(self, *, roots: Iterable[str]) -> None:
+        """Before a change to a table opened at its registered location (resolved then, so no
+        symbolic link in it): refuse (`TableMovedError`, an OutsideTableError) when it now
+        resolves elsewhere (its folder or a parent swapped for a symbolic link) or outside
+        `roots`. Once checked, the resolved base is pinned: a swap after this check makes every
+        path the change deletes resolve outside the table, and it is refused."""
+        self._located = None
+        self._located = self.containment.ensure_located(list(roots))
 
     @property
     def version(self) -> int:

@@ -143,12 +143,16 @@ def metadata_table_drop(*, table: Table, user: User | None, confirm_name: str | 
     if confirm_name != table.name:
         raise ValidationError(f"Type the table's name ({table.name}) to confirm dropping its metadata table.")
     with table_lock(table, f"metadata-table-drop:{user.get_username() if user else 'system'}"):
-        lake = HudiTable.open(table.path)
-        partitions = list(lake.config.metadata_partitions) + list(lake.config.metadata_partitions_inflight)
+        try:
+            maintenance = table_services(table)
+        except CleanlineError as exc:
+            raise ValidationError(str(exc)) from exc
+        config = maintenance.table.config
+        partitions = list(config.metadata_partitions) + list(config.metadata_partitions_inflight)
         if not partitions:
             raise ValidationError(f"{table.name} has no metadata table.")
         try:
-            table_services(table, lake).drop_metadata_table()
+            maintenance.drop_metadata_table()
         except CleanlineError as exc:
             audit(user=user, action="metadata_table.drop.failed", table=table, parameters={"partitions": partitions},
                   result=str(exc))

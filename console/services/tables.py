@@ -28,6 +28,7 @@ from timeline import (
     FileSystemView,
     HudiTable,
     Maintenance,
+    OutsideTableError,
     TableListing,
     UnsupportedLocationError,
     configure_s3,
@@ -134,11 +135,31 @@ def _rows(lake: HudiTable, instants: Iterable[LakeInstant], archived: bool,
                     **({} if archived else summary(lake, instant))}
 
 
+def table_located(table: Table, lake: HudiTable) -> None:
+    """Before every change (and every sync): the table's folder, resolved again, must still be
+    where it was registered and under CLEANLINE_ALLOWED_ROOTS (a folder swapped for a symbolic
+    link after registration is refused; `HudiTable.ensure_located`, which also pins the resolved
+    folder for the change's containment checks). A refusal is marked on the table's page and
+    audited (`table.location.refused`); a table found in place again is unmarked."""
+    try:
+        lake.ensure_located(roots=settings.CLEANLINE_ALLOWED_ROOTS)
+    except OutsideTableError as exc:
+        Table.objects.filter(pk=table.pk).update(location_error=str(exc)[:2000])
+        table.location_error = str(exc)[:2000]
+        audit(user=None, action="table.location.refused", table=table, parameters={"path": table.path},
+              result=str(exc))
+        raise
+    if table.location_error:
+        Table.objects.filter(pk=table.pk).update(location_error="")
+        table.location_error = ""
+
+
 def table_sync(*, table: Table) -> SyncResult:
     """Make the table's rows equal to the lake: an idempotent upsert keyed by (table,
     requested time, action), rows of instants no longer there removed. An unchanged table
-    costs one timeline listing and no writes."""
+    costs one timeline listing and no writes. A table whose folder moved is not synced."""
     lake = HudiTable.open(table.path)
+    table_located(table, lake)
     print_ = fingerprint(lake)
     # unchanged since a sync that succeeded (queued or running now): it was intact then
     if print_ == table.timeline_fingerprint and table.sync_status != SyncStatus.FAILED:
@@ -245,5 +266,8 @@ def table_settings_update(*, table: Table, user: User | None, auto_clean: bool, 
 
 def table_services(table: Table, lake: HudiTable | None = None, *, spark: Any = None) -> Maintenance:
     """The library's services for a registered table, with its Hudi writer options (so every
-    change takes the lock the table's writers share)."""
-    return (lake or HudiTable.open(table.path)).maintenance(spark=spark, options=table.write_options)
+    change takes the lock the table's writers share), once its location is checked again
+    (`table_located`): every change reaches the table through here."""
+    lake = lake or HudiTable.open(table.path)
+    table_located(table, lake)
+    return lake.maintenance(spark=spark, options=table.write_options)

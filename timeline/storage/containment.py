@@ -39,6 +39,12 @@ class OutsideTableError(CleanlineError):
         self.reason = reason
 
 
+class TableMovedError(OutsideTableError):
+    """A table's folder no longer resolves to the location it was opened at (its folder or a
+    parent was swapped for a symbolic link after registration), or it now lies outside the
+    allowed roots: every change is refused before it starts (`Containment.ensure_located`)."""
+
+
 class UnsupportedLocationError(CleanlineError, ValueError):
     """A path or URI whose scheme the library does not open."""
 
@@ -57,10 +63,11 @@ def _is_inside(path: str, folder: str) -> bool:
 class Containment:
     """Resolves the paths a plan names for one table and refuses any outside it."""
 
-    def __init__(self, storage: Storage, base: str, table_uri: str) -> None:
+    def __init__(self, storage: Storage, base: str, table_uri: str, *, resolved_base: str | None = None) -> None:
         self.storage = storage
         self.table_uri = table_uri
-        self.base = storage.resolve(base)
+        # pinned by `ensure_located` before a change: a folder swapped later resolves outside it
+        self.base = resolved_base or storage.resolve(base)
         self.meta = posixpath.join(self.base, META_FOLDER)
         self._raw_base = base.rstrip("/")
         self._prefix = storage.uri(self._raw_base) + "/"
@@ -126,6 +133,22 @@ class Containment:
                 raise OutsideTableError(self.table_uri, entry, "is not an absolute path")
             resolved.append(self.storage.resolve(path))
         return resolved
+
+    def ensure_located(self, roots: Iterable[str]) -> str:
+        """Before a change: the table's base as opened (the location resolved when it was
+        registered, with no symbolic link in it) must resolve to itself now, and lie under one
+        of `roots`; else TableMovedError, nothing changed. Returns the resolved base, for the
+        table to pin (`HudiTable.ensure_located`)."""
+        expected = self.storage.resolve(self._raw_base) if self.storage.scheme not in ("file", "") \
+            else posixpath.normpath(self._raw_base)
+        if self.base != expected:
+            raise TableMovedError(self.table_uri, self._raw_base,
+                                  f"now resolves to {self.base} (a folder on its path was replaced by a symbolic "
+                                  "link since it was registered); register the table again where it really is")
+        if not within_roots(self.table_uri, roots):
+            raise TableMovedError(self.table_uri, self._raw_base,
+                                  f"resolves to {self.base}, outside the allowed roots ({', '.join(roots)})")
+        return self.base
 
     def data_path(self, entry: str) -> str:
         """The backend path of a data file a plan deletes: inside the table, not `.hoodie/`."""

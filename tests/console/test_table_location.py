@@ -1,0 +1,113 @@
+"""A registered table whose folder is swapped for a symbolic link after registration: every run
+resolves the table's location again before its first change and refuses a table that moved
+(issue: hardening, round two, finding 1). The refusal is marked on the table's page and audited."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from django.core.exceptions import ValidationError
+
+from console import services
+from console.models import AuditEvent, CleanPlan, Job, JobStatus, PlanStatus, Table
+from tests.conftest import tree_snapshot
+from tests.console.conftest import login
+from tests.console.retention import SHORT_RETENTION
+
+TABLE = "sample_table/cow/v9_txns_simple_nometa"
+
+
+def swap_for_link(folder: Path, elsewhere: Path) -> None:
+    """What someone who can write in the lake root does: move the table out of the roots and
+    leave a symbolic link to it where it was registered."""
+    elsewhere.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(str(folder), str(elsewhere))
+    folder.symlink_to(elsewhere, target_is_directory=True)
+
+
+@pytest.fixture
+def layout(settings, tmp_path: Path, table_copy) -> tuple[Path, Path]:
+    """A table copied under the allowed root, and where the swap will move it (outside it)."""
+    root = tmp_path / "root"
+    root.mkdir()
+    settings.CLEANLINE_ALLOWED_ROOTS = [str(root)]
+    folder = root / "trips"
+    shutil.move(str(table_copy(TABLE)), str(folder))
+    return folder, tmp_path / "outside" / "trips"
+
+
+def test_table_location_swapped_folder_is_never_cleaned_by_a_live_worker(layout, start_worker) -> None:
+    from console.tasks import build_clean_plan, run_clean_plan
+
+    folder, elsewhere = layout
+    table = services.table_register(path=str(folder), user=None)
+    services.table_sync(table=table)
+    start_worker()
+    plan = services.plan_request(table=table, user=None, overrides=SHORT_RETENTION)
+    build_clean_plan.delay(plan.pk).get(timeout=300)
+    plan = services.plan_approve(plan=CleanPlan.objects.get(pk=plan.pk), user=None)
+    assert plan.status == PlanStatus.APPROVED and plan.files_to_delete > 0
+
+    swap_for_link(folder, elsewhere)
+    before = tree_snapshot(elsewhere)
+    run_clean_plan.delay(plan.pk).get(timeout=300)
+
+    plan.refresh_from_db()
+    assert plan.status == PlanStatus.FAILED and "now resolves to" in plan.error
+    assert tree_snapshot(elsewhere) == before  # nothing outside the roots deleted (or written)
+    table.refresh_from_db()
+    assert str(elsewhere) in table.location_error
+    event = AuditEvent.objects.get(action="table.location.refused", table=table)
+    assert str(elsewhere) in event.result
+
+
+def test_table_location_every_change_is_refused_after_the_swap(db, layout) -> None:
+    folder, elsewhere = layout
+    table = services.table_register(path=str(folder), user=None)
+    services.table_sync(table=table)
+    instant = table.instants.filter(action="commit", state="COMPLETED").order_by("requested_time").first()
+    assert instant is not None
+    draft = services.plan_build(plan=services.plan_request(table=table, user=None, overrides=SHORT_RETENTION))
+    assert draft.status == PlanStatus.DRAFT
+    swap_for_link(folder, elsewhere)
+    before = tree_snapshot(elsewhere)
+
+    with pytest.raises(ValidationError, match="now resolves to"):
+        services.savepoint_create(table=table, user=None, instant_time=instant.requested_time, comment="")
+    with pytest.raises(ValidationError, match="now resolves to"):
+        services.metadata_table_drop(table=table, user=None, confirm_name=table.name)
+    job = Job.objects.create(table=table, kind=Job.Kind.RESTORE, target=instant.requested_time)
+    assert services.job_run(job=job).status == JobStatus.FAILED
+    with pytest.raises(ValidationError, match="now resolves to"):
+        services.plan_approve(plan=draft, user=None)
+    with pytest.raises(Exception, match="now resolves to"):
+        services.table_sync(table=table)
+
+    assert tree_snapshot(elsewhere) == before
+    assert AuditEvent.objects.filter(action="table.location.refused", table=table).count() >= 4
+    page = login("viewer").get(f"/tables/{table.pk}/").content.decode()
+    assert 'id="location-moved"' in page and str(elsewhere) in page
+
+
+def test_table_location_a_table_moved_back_is_unmarked(db, layout) -> None:
+    folder, elsewhere = layout
+    table = services.table_register(path=str(folder), user=None)
+    swap_for_link(folder, elsewhere)
+    with pytest.raises(Exception, match="now resolves to"):
+        services.table_sync(table=table)
+    folder.unlink()
+    shutil.move(str(elsewhere), str(folder))
+    services.table_sync(table=table)
+    assert Table.objects.get(pk=table.pk).location_error == ""
+
+
+def test_table_location_outside_the_roots_now_is_refused(db, settings, layout, tmp_path: Path) -> None:
+    """A table registered under a root that the settings no longer allow."""
+    folder, _ = layout
+    table = services.table_register(path=str(folder), user=None)
+    settings.CLEANLINE_ALLOWED_ROOTS = [str(tmp_path / "another-root")]
+    with pytest.raises(Exception, match="outside the allowed roots"):
+        services.table_sync(table=table)
+
