@@ -304,3 +304,30 @@ class Alert(models.Model):
         ordering = ["-fired_at", "-pk"]
         constraints = [models.UniqueConstraint(fields=["table", "kind", "key"], condition=models.Q(resolved_at=None),
                                                name="alert_open_once")]
+
+
+class GrantStatus(models.TextChoices):
+    PENDING = "pending"
+    GRANTED = "granted"
+    DECLINED = "declined"
+
+
+class RoleGrant(models.Model):
+    """A role given to a user (also when their account is created), with who asked for it and
+    who decided: the admin role, while two-person approval is on, waits for a second admin's
+    confirmation. Rows are kept: an approval by an account that the change's requester created
+    or asked to promote is refused (`console.permissions.approval_refusal`)."""
+
+    user = models.ForeignKey("auth.User", on_delete=models.CASCADE, related_name="role_grants")
+    role = models.CharField(max_length=32, blank=True, help_text="the role given ('' for none)")
+    account_created = models.BooleanField(default=False, help_text="given with the account's creation")
+    status = models.CharField(max_length=16, choices=GrantStatus.choices)
+    requested_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    requested_at = models.DateTimeField(auto_now_add=True)
+    decided_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    decided_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-requested_at"]
+        constraints = [models.UniqueConstraint(fields=["user"], condition=models.Q(status="pending"),
+                                               name="one_pending_grant_per_user")]

@@ -9,7 +9,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
-from console.models import CleanPlan, Table
+from console.models import CleanPlan, RoleGrant, Table
 
 VIEW = "console.view_table"
 REGISTER = "console.register_table"
@@ -54,11 +54,26 @@ def may(user: AbstractBaseUser | AnonymousUser, action: str) -> bool:
     return can_view(user) and user.has_perm(ACTIONS[action])
 
 
+def approval_refusal(user: AbstractBaseUser | AnonymousUser, requester_id: int | None) -> str:
+    """Why `user` may not approve a change that the user `requester_id` asked for, or "": while
+    two-person approval is on (CLEANLINE_APPROVER_MUST_DIFFER), the approver is neither the
+    requester nor an account the requester created or asked to make an admin (`RoleGrant`), so
+    that one admin with a second account of their own cannot approve their own change. Holds
+    for every change that needs approval."""
+    if not settings.CLEANLINE_APPROVER_MUST_DIFFER or requester_id is None or not user.is_authenticated:
+        return ""
+    if requester_id == user.pk:
+        return "The approver must differ from the requester (CLEANLINE_APPROVER_MUST_DIFFER)."
+    if RoleGrant.objects.filter(user_id=user.pk, requested_by_id=requester_id).exists():
+        return ("This account was created or given its role by the requester: another admin must approve "
+                "(CLEANLINE_APPROVER_MUST_DIFFER).")
+    return ""
+
+
 def must_leave_approval_to_another(user: AbstractBaseUser | AnonymousUser, plan: CleanPlan) -> bool:
-    """Whether `user` requested `plan` and CLEANLINE_APPROVER_MUST_DIFFER keeps them from
-    approving it (the plan service refuses such an approval; pages show a note instead)."""
-    return bool(settings.CLEANLINE_APPROVER_MUST_DIFFER and not plan.automatic and user.is_authenticated
-                and plan.requested_by_id == user.pk)
+    """Whether `approval_refusal` keeps `user` from approving `plan` (the plan service refuses
+    such an approval; pages show a note instead). Automatic plans have no requester."""
+    return not plan.automatic and bool(approval_refusal(user, plan.requested_by_id))
 
 
 def may_approve(user: AbstractBaseUser | AnonymousUser, plan: CleanPlan) -> bool:

@@ -24,11 +24,13 @@ from console.models import (
     WRITE_ACTIONS,
     AuditEvent,
     CleanPlan,
+    GrantStatus,
     Instant,
     Job,
     JobStatus,
     PlanStatus,
     RetentionEstimate,
+    RoleGrant,
     Table,
     TableLock,
 )
@@ -438,6 +440,12 @@ def demo_status() -> dict[str, Any] | None:
 def people_rows() -> QuerySet[User]:
     """Every user, by username, with their groups (for the role badge): the People page."""
     return User.objects.prefetch_related("groups").order_by("username")
+
+
+def pending_grants() -> QuerySet[RoleGrant]:
+    """Admin roles waiting for a second admin's confirmation, oldest first: the People page."""
+    return RoleGrant.objects.filter(status=GrantStatus.PENDING).select_related("user", "requested_by").order_by(
+        "requested_at")
 
 
 def plans_of(table: Table) -> QuerySet[CleanPlan]:

@@ -31,6 +31,8 @@ console_patterns = [
     path("people/<int:user_id>/role", views.people_role, name="people_role"),
     path("people/<int:user_id>/deactivate", views.people_deactivate, name="people_deactivate"),
     path("people/<int:user_id>/reactivate", views.people_reactivate, name="people_reactivate"),
+    path("people/grants/<int:grant_id>/confirm", views.people_grant_confirm, name="people_grant_confirm"),
+    path("people/grants/<int:grant_id>/decline", views.people_grant_decline, name="people_grant_decline"),
     of_table("", views.overview, "overview"),
     of_table("timeline", views.timeline, "timeline"),
     of_table("instants/<int:instant_id>", views.instant_detail, "instant"),

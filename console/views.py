@@ -25,7 +25,7 @@ from console.forms import (
     TableSettingsForm,
     TimelineFilterForm,
 )
-from console.models import Job, PlanStatus, Table
+from console.models import Job, PlanStatus, RoleGrant, Table
 from console.roles import role_of
 from console.tasks import approve_clean_plan, build_clean_plan, enqueue, enqueue_sync, estimate_retention, run_job
 from timeline import CleanlineError
@@ -70,7 +70,8 @@ def table_action(permission: str) -> Callable[[TableView], TableView]:
 
 # Views whose service audits its own refusals (so that the API's are audited too).
 _AUDITED_BY_SERVICE = frozenset({"restore_run", "rollback_run", "savepoint_create", "people_create", "people_role",
-                                 "people_deactivate", "people_reactivate"})
+                                 "people_deactivate", "people_reactivate", "people_grant_confirm",
+                                 "people_grant_decline"})
 
 
 def _refused(request: HttpRequest, exc: ValidationError) -> None:
@@ -551,7 +552,7 @@ def _people_page(request: HttpRequest, *, status: int = 200, form: forms.Form | 
 
     return render(request, "console/people.html", {
         "page": selectors.page_of(selectors.people_rows(), request.GET.get("page")),
-        "form": form or PersonCreateForm(), "roles": ROLE_CHOICES,
+        "pending": selectors.pending_grants(), "form": form or PersonCreateForm(), "roles": ROLE_CHOICES,
         "must_differ": settings.CLEANLINE_APPROVER_MUST_DIFFER, **extra}, status=status)
 
 
@@ -594,7 +595,9 @@ def people_create(request: HttpRequest) -> HttpResponse:
     except ValidationError as exc:
         _refused(request, exc)
         return _people_page(request, form=form, status=400)
-    messages.success(request, f"{person.username} can log in now, as {role_of(person)}.")
+    waits = " The admin role waits for a second admin's confirmation." if selectors.pending_grants().filter(
+        user=person).exists() else ""
+    messages.success(request, f"{person.username} can log in now, as {role_of(person)}.{waits}")
     return _people_page(request, created=person, password=password if generated else "")
 
 
@@ -613,10 +616,40 @@ def people_role(request: HttpRequest, user_id: int) -> HttpResponse:
     role = request.POST.get("role", "")
 
     def change(person: User) -> str:
-        services.person_role_change(actor=request.user, user=person, role=role)  # type: ignore[arg-type]
+        if not services.person_role_change(actor=request.user, user=person, role=role):  # type: ignore[arg-type]
+            return (f"{person.username} stays {role_of(person)} until another admin confirms the admin role "
+                    "(two-person approval).")
         return f"{person.username} is now {role_of(person)}."
 
     return _change_person(request, user_id, change)
+
+
+def _change_grant(request: HttpRequest, grant_id: int, change: Callable[[RoleGrant], str]) -> HttpResponse:
+    """Confirm or decline a pending admin grant (admins only); back to the People page."""
+    permissions.require(request.user, permissions.PEOPLE)
+    grant = get_object_or_404(selectors.pending_grants(), pk=grant_id)
+    _attempt(request, lambda: change(grant))
+    return _back_to_people(request)
+
+
+@login_required
+@require_POST
+def people_grant_confirm(request: HttpRequest, grant_id: int) -> HttpResponse:
+    def confirm(grant: RoleGrant) -> str:
+        services.person_admin_confirm(actor=request.user, grant=grant)  # type: ignore[arg-type]
+        return f"{grant.user.username} is now an admin."
+
+    return _change_grant(request, grant_id, confirm)
+
+
+@login_required
+@require_POST
+def people_grant_decline(request: HttpRequest, grant_id: int) -> HttpResponse:
+    def decline(grant: RoleGrant) -> str:
+        services.person_admin_decline(actor=request.user, grant=grant)  # type: ignore[arg-type]
+        return f"The admin role for {grant.user.username} was declined; their role is unchanged."
+
+    return _change_grant(request, grant_id, decline)
 
 
 @login_required

@@ -14,6 +14,8 @@ from console.services.operations import (
     savepoint_delete,
 )
 from console.services.people import (
+    person_admin_confirm,
+    person_admin_decline,
     person_create,
     person_deactivate,
     person_reactivate,
@@ -71,6 +73,8 @@ __all__ = [
     "plan_run",
     "plan_folder",
     "plan_store",
+    "person_admin_confirm",
+    "person_admin_decline",
     "person_create",
     "person_deactivate",
     "person_reactivate",

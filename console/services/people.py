@@ -9,26 +9,49 @@ At least one active admin always remains: a change that would leave none (demoti
 deactivating the last active admin, oneself included) is refused with the reason and changes
 nothing. Every change is audited (`people.created`, `people.role_changed`, `people.deactivated`,
 `people.reactivated`), and so is every refusal (`people.refused`, with the change, the user and
-the reason)."""
+the reason).
+
+While two-person approval is on (`CLEANLINE_APPROVER_MUST_DIFFER`), the admin role is given only
+with a second admin's confirmation: creating an admin or promoting a user to admin leaves a
+pending grant (`people.admin.requested`) that another admin (not its requester, not its user)
+confirms (`people.admin.confirmed`) or anyone managing people declines (`people.admin.declined`).
+Every role given is kept as a `RoleGrant` with who asked for it, so that an approval by an account
+the change's requester created or promoted is refused (`console.permissions.approval_refusal`).
+
+Usernames are normalised (NFKC) and one that looks like an existing user's (`аdmin` with a
+Cyrillic а beside `admin`; Unicode's confusables, through the `confusable-homoglyphs` package) is
+refused.
+A change that meets a concurrent one (SQLite's "database is locked") is refused as a conflict,
+to be tried again; nothing of it was written."""
 
 from __future__ import annotations
 
 import secrets
-from typing import NoReturn
+import unicodedata
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import NoReturn, TypeVar
+
+from confusable_homoglyphs import confusables
+from django.conf import settings
 
 from django.contrib.auth.models import Group, User
 from django.contrib.auth.password_validation import validate_password
 from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.validators import validate_email
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, OperationalError, transaction
 from django.db.models import Q
+from django.utils import timezone
 
+from console.models import GrantStatus, RoleGrant
 from console.permissions import PEOPLE
 from console.roles import ROLES, role_of
 from console.services.audit import audit
 
 ADMIN = "admin"
+T = TypeVar("T")
+CONFLICT = "Another change to people was being saved at the same moment; nothing was changed. Try again."
 
 
 def generated_password() -> str:
@@ -46,6 +69,79 @@ def _refuse(*, actor: User, change: str, username: str, reason: str) -> NoReturn
     audit(user=actor, action="people.refused", parameters={"change": change, "username": username,
                                                            "reason": reason})
     raise ValidationError(reason)
+
+
+def _two_person() -> bool:
+    return bool(settings.CLEANLINE_APPROVER_MUST_DIFFER)
+
+
+@contextmanager
+def _serialised() -> Iterator[None]:
+    """One people change in one transaction; a write that meets a concurrent one on SQLite
+    ("database is locked") becomes a clear conflict (ValidationError), not a server error."""
+    try:
+        with transaction.atomic():
+            yield
+    except OperationalError as exc:
+        if "locked" not in str(exc).lower() and "deadlock" not in str(exc).lower():
+            raise
+        raise ValidationError(CONFLICT) from exc
+
+
+def _attempted(actor: User, change: str, username: str, work: Callable[[], T]) -> T:
+    """`work` inside `_serialised`; a conflict is audited as a refusal too."""
+    try:
+        with _serialised():
+            return work()
+    except ValidationError as exc:
+        if exc.messages == [CONFLICT]:
+            _refuse(actor=actor, change=change, username=username, reason=CONFLICT)
+        raise
+
+
+def normalised_username(username: str) -> str:
+    """The username as it is stored: NFKC (what Django's `normalize_username` does), trimmed."""
+    return unicodedata.normalize("NFKC", username).strip()
+
+
+def _skeleton(username: str) -> str:
+    """What a username looks like: case-folded, then each character that Unicode's confusables
+    table reads as a Latin one (a Cyrillic а, a digit 1 for l) replaced by it (UTS #39's
+    skeleton, one character at a time)."""
+    chars = []
+    for char in username.casefold():
+        found = confusables.is_confusable(char, greedy=True, preferred_aliases=["latin"])
+        chars.append(found[0]["homoglyphs"][0]["c"] if found else char)
+    return "".join(chars)
+
+
+def _look_alike(username: str) -> str:
+    """Why `username` may not be taken: an existing user's name that it equals ignoring case, or
+    that it looks like (`_skeleton`)."""
+    folded, skeleton = username.casefold(), _skeleton(username)
+    for existing in User.objects.values_list("username", flat=True).iterator():
+        if existing.casefold() == folded:
+            return f"There is already a user named {existing!r}."
+        if _skeleton(existing) == skeleton:
+            return f"{username!r} looks like the existing user {existing!r}: choose a name that cannot be mistaken for it."
+    return ""
+
+
+def _grant(*, user: User, role: str, actor: User, account_created: bool = False) -> RoleGrant | None:
+    """Record the role given to `user` and apply it, or, for the admin role while two-person
+    approval is on, leave it pending for a second admin (returned)."""
+    pending = role == ADMIN and _two_person() and not _is_admin(user)
+    grant = RoleGrant.objects.create(user=user, role=role, account_created=account_created, requested_by=actor,
+                                     status=GrantStatus.PENDING if pending else GrantStatus.GRANTED,
+                                     decided_by=None if pending else actor,
+                                     decided_at=None if pending else timezone.now())
+    if pending:
+        audit(user=actor, action="people.admin.requested", parameters={
+            "username": user.get_username(), "grant": grant.pk, "account_created": account_created})
+        return grant
+    user.groups.remove(*Group.objects.filter(name__in=ROLES))
+    user.groups.add(*_role_groups(role))
+    return None
 
 
 def _role_groups(role: str) -> list[Group]:
@@ -87,10 +183,12 @@ def person_create(*, actor: User, username: str, role: str, password: str = "", 
                   last_name: str = "", email: str = "") -> tuple[User, str, bool]:
     """A new active user with `role` ("" for none) and `password`, or a generated password when
     it is blank. Returns the user, the password and whether it was generated (then it is shown
-    once: only its hash is kept). Refused (audited, nothing created): a taken or invalid
-    username, an unknown role, an invalid e-mail address, a password the validators refuse."""
+    once: only its hash is kept). The admin role, while two-person approval is on, waits for a
+    second admin (the user starts with no role and a pending grant). Refused (audited, nothing
+    created): a taken, look-alike or invalid username, an unknown role, an invalid e-mail
+    address, a password the validators refuse, a concurrent change."""
     _check_actor(actor)
-    username, email = username.strip(), email.strip()
+    username, email = normalised_username(username), email.strip()
     first_name, last_name = first_name.strip(), last_name.strip()
     generated = not password
     password = password or generated_password()
@@ -104,46 +202,99 @@ def person_create(*, actor: User, username: str, role: str, password: str = "", 
                 raise ValidationError("A name has at most 150 characters, an e-mail address 254.")
             if email:
                 validate_email(email)
-            if User.objects.filter(username__iexact=username).exists():
-                raise ValidationError(f"There is already a user named {username!r}.")
+            taken = _look_alike(username)
+            if taken:
+                raise ValidationError(taken)
             if not generated:
                 validate_password(password, User(username=username, first_name=first_name, last_name=last_name,
                                                  email=email))
         except ValidationError as exc:
             reason = " ".join(exc.messages)
     if not reason:
+
+        def create() -> User:
+            user = User.objects.create_user(username, email=email, password=password, first_name=first_name,
+                                            last_name=last_name)
+            pending = _grant(user=user, role=role, actor=actor, account_created=True)
+            audit(user=actor, action="people.created", parameters={
+                "username": username, "role": "" if pending else role or "",
+                "password": "generated" if generated else "given",
+                **({"pending_role": role} if pending else {})})
+            return user
+
         try:
-            with transaction.atomic():
-                user = User.objects.create_user(username, email=email, password=password, first_name=first_name,
-                                                last_name=last_name)
-                user.groups.set(_role_groups(role))
-                audit(user=actor, action="people.created", parameters={
-                    "username": username, "role": role or "", "password": "generated" if generated else "given"})
+            return _attempted(actor, "create", username, create), password, generated
         except IntegrityError:  # the same username created at the same moment
             reason = f"There is already a user named {username!r}."
-        else:
-            return user, password, generated
     _refuse(actor=actor, change="create", username=username, reason=reason)
 
 
-def person_role_change(*, actor: User, user: User, role: str) -> None:
-    """Give `user` the role `role` ("" for none) in place of their role groups. Refused (audited,
-    nothing changed): an unknown role, a superuser changed by a non-superuser, the last active
-    admin losing the admin role."""
+def person_role_change(*, actor: User, user: User, role: str) -> bool:
+    """Give `user` the role `role` ("" for none) in place of their role groups; False when it
+    waits for a second admin (the admin role while two-person approval is on). Refused
+    (audited, nothing changed): an unknown role, a superuser changed by a non-superuser, the
+    last active admin losing the admin role, a second pending grant, a concurrent change."""
     _check_actor(actor)
     before = role_of(user)
     reason = _check_role(role) or _check_target(actor, user)
     if not reason:
-        with transaction.atomic():
+
+        def change() -> str | bool:
             if role != ADMIN and not user.is_superuser:  # a superuser stays one
-                reason = _last_admin(user)
-            if not reason:
-                user.groups.remove(*Group.objects.filter(name__in=ROLES))
-                user.groups.add(*_role_groups(role))
+                why = _last_admin(user)
+                if why:
+                    return why
+            if role == ADMIN and RoleGrant.objects.filter(user=user, status=GrantStatus.PENDING).exists():
+                return f"{user.get_username()} already waits for a second admin to confirm the admin role."
+            pending = _grant(user=user, role=role, actor=actor)
+            if pending is None:
                 audit(user=actor, action="people.role_changed", parameters={
                     "username": user.get_username(), "from": before, "to": role or ""})
-                return
+            return pending is None
+
+        outcome = _attempted(actor, f"role {role or 'none'}", user.get_username(), change)
+        if isinstance(outcome, bool):
+            return outcome
+        reason = outcome
     _refuse(actor=actor, change=f"role {role or 'none'}", username=user.get_username(), reason=reason)
+
+
+def person_admin_confirm(*, actor: User, grant: RoleGrant) -> None:
+    """A second admin confirms a pending admin grant: the user becomes an admin. Refused
+    (audited): the grant's requester or its user confirming, a grant already decided."""
+    _check_actor(actor)
+    username = grant.user.get_username()
+    if grant.requested_by_id == actor.pk:
+        _refuse(actor=actor, change="confirm admin", username=username,
+                reason="You asked for this admin role: another admin must confirm it (two-person approval).")
+    if grant.user_id == actor.pk:
+        _refuse(actor=actor, change="confirm admin", username=username,
+                reason="Nobody confirms their own admin role.")
+
+    def confirm() -> bool:
+        if not RoleGrant.objects.filter(pk=grant.pk, status=GrantStatus.PENDING).update(
+                status=GrantStatus.GRANTED, decided_by=actor, decided_at=timezone.now()):
+            return False
+        grant.user.groups.remove(*Group.objects.filter(name__in=ROLES))
+        grant.user.groups.add(*_role_groups(ADMIN))
+        audit(user=actor, action="people.admin.confirmed", parameters={
+            "username": username, "grant": grant.pk,
+            "requested_by": grant.requested_by.get_username() if grant.requested_by else None})
+        return True
+
+    if not _attempted(actor, "confirm admin", username, confirm):
+        _refuse(actor=actor, change="confirm admin", username=username, reason="This grant was already decided.")
+
+
+def person_admin_decline(*, actor: User, grant: RoleGrant) -> None:
+    """Decline (or, for its requester, withdraw) a pending admin grant: nothing changes for the user."""
+    _check_actor(actor)
+    if not RoleGrant.objects.filter(pk=grant.pk, status=GrantStatus.PENDING).update(
+            status=GrantStatus.DECLINED, decided_by=actor, decided_at=timezone.now()):
+        _refuse(actor=actor, change="decline admin", username=grant.user.get_username(),
+                reason="This grant was already decided.")
+    audit(user=actor, action="people.admin.declined", parameters={"username": grant.user.get_username(),
+                                                                   "grant": grant.pk})
 
 
 def person_deactivate(*, actor: User, user: User) -> None:
@@ -153,13 +304,17 @@ def person_deactivate(*, actor: User, user: User) -> None:
     _check_actor(actor)
     reason = _check_target(actor, user)
     if not reason:
-        with transaction.atomic():
-            reason = _last_admin(user)
-            if not reason:
-                if User.objects.filter(pk=user.pk, is_active=True).update(is_active=False):
-                    audit(user=actor, action="people.deactivated", parameters={"username": user.get_username()})
-                user.is_active = False
-                return
+
+        def deactivate() -> str:
+            why = _last_admin(user)
+            if not why and User.objects.filter(pk=user.pk, is_active=True).update(is_active=False):
+                audit(user=actor, action="people.deactivated", parameters={"username": user.get_username()})
+            return why
+
+        reason = _attempted(actor, "deactivate", user.get_username(), deactivate)
+        if not reason:
+            user.is_active = False
+            return
     _refuse(actor=actor, change="deactivate", username=user.get_username(), reason=reason)
 
 

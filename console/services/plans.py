@@ -19,7 +19,7 @@ from console.models import (
     PlanStatus,
     Table,
 )
-from console.permissions import must_leave_approval_to_another
+from console.permissions import approval_refusal
 from console.services.audit import audit
 from console.services.locks import Lease, LockLost, TableBusy, live_lock, table_lock
 from console.services.runs import _run_claim, _run_stopped
@@ -196,8 +196,11 @@ def _check_approvable(plan: CleanPlan, user: User | None) -> None:
     if plan.files_to_delete == 0 and not plan.partitions_to_delete:
         raise ValidationError("Nothing to clean: this plan deletes no file, so there is nothing to approve "
                               "(Hudi schedules no clean for it either).")
-    if user is not None and must_leave_approval_to_another(user, plan):
-        raise ValidationError("The approver must differ from the requester (CLEANLINE_APPROVER_MUST_DIFFER).")
+    refusal = "" if user is None or plan.automatic else approval_refusal(user, plan.requested_by_id)
+    if refusal:
+        audit(user=user, action="clean.plan.approval.refused", table=plan.table, parameters={"plan": plan.pk},
+              result=refusal)
+        raise ValidationError(refusal)
 
 
 def plan_approval_request(*, plan: CleanPlan, user: User | None) -> CleanPlan:
