@@ -42,7 +42,9 @@ CLEANLINE_TEST_DB  the SQLite file tests use (default var/test-db.sqlite3); two 
 
 SECRET_KEY        required when DEBUG is off: start-up fails without it. Generate one with
                   `python -c "import secrets; print(secrets.token_urlsafe(50))"`. With DEBUG on a
-                  development key is used; under pytest (PYTEST_VERSION set) a tests-only key.
+                  development key is used; under pytest (PYTEST_VERSION set) a random key for the run.
+                  With DEBUG off a published key (the development key, `django-insecure-...`) is
+                  refused at start-up.
 DEBUG             off unless "1"/"true"/"yes" (Django's debug pages: never where others can reach it)
 HOST, PORT        the address and port `make run` serves the console on with gunicorn (default
                   127.0.0.1 and 8000; HOST=0.0.0.0 for every interface). A HOST other than 127.0.0.1,
@@ -98,6 +100,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import secrets
 from datetime import timedelta
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -132,17 +135,32 @@ def _list(name: str, default: str = "") -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
 
 
+# Keys published in this repository (or by Django's startproject): never a server's key.
+DEVELOPMENT_KEY = "cleanline-development-only-key-change-me"
+PUBLISHED_KEYS = frozenset({DEVELOPMENT_KEY, "cleanline-tests-only-key-never-use-it-elsewhere-0123456789"})
+
+
 def secret_key(*, debug: bool) -> str:
-    """SECRET_KEY from the environment; published keys only for development and tests."""
+    """SECRET_KEY from the environment. With DEBUG off a published key (this project's
+    development or former test key, or a `django-insecure-` key) is refused whatever else is
+    set. Without a key: the development key with DEBUG on; under pytest a random key for the
+    run (put into the environment so that the workers and servers a test starts share it);
+    otherwise start-up fails with how to make one."""
     key = os.environ.get("SECRET_KEY", "").strip()
     if key:
+        if not debug and (key in PUBLISHED_KEYS or key.startswith("django-insecure-")):
+            raise ImproperlyConfigured(
+                "SECRET_KEY is a published development or test key and DEBUG is off: anyone could forge "
+                "sessions with it. Set SECRET_KEY to a long random string kept secret, e.g. the output of "
+                "`python -c \"import secrets; print(secrets.token_urlsafe(50))\"`.")
         return key
     if debug:
-        return "cleanline-development-only-key-change-me"
-    # pytest sets PYTEST_VERSION for its run (the Celery workers tests start inherit it); a conftest
-    # cannot provide the key, as pytest-django imports these settings before any conftest.py.
+        return DEVELOPMENT_KEY
+    # pytest sets PYTEST_VERSION for its run; a conftest cannot provide the key, as pytest-django
+    # imports these settings before any conftest.py. The key is random, so never a published one.
     if os.environ.get("PYTEST_VERSION"):
-        return "cleanline-tests-only-key-never-use-it-elsewhere-0123456789"
+        os.environ["SECRET_KEY"] = secrets.token_urlsafe(50)
+        return os.environ["SECRET_KEY"]
     raise ImproperlyConfigured(
         "SECRET_KEY is not set and DEBUG is off. Set the SECRET_KEY environment variable to a long "
         "random string kept secret, e.g. the output of "

@@ -34,7 +34,6 @@ from typing import NoReturn, TypeVar
 
 from confusable_homoglyphs import confusables
 from django.conf import settings
-
 from django.contrib.auth.models import Group, User
 from django.contrib.auth.password_validation import validate_password
 from django.contrib.auth.validators import UnicodeUsernameValidator
@@ -123,7 +122,8 @@ def _look_alike(username: str) -> str:
         if existing.casefold() == folded:
             return f"There is already a user named {existing!r}."
         if _skeleton(existing) == skeleton:
-            return f"{username!r} looks like the existing user {existing!r}: choose a name that cannot be mistaken for it."
+            return (f"{username!r} looks like the existing user {existing!r}: choose a name that cannot be "
+                    "mistaken for it.")
     return ""
 
 

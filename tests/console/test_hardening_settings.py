@@ -55,6 +55,25 @@ def test_settings_start_up_without_secret_key_and_debug_off_fails_clearly() -> N
     assert manage("check", env=clean_env(DEBUG="1")).returncode == 0
 
 
+@pytest.mark.parametrize("key", ["cleanline-development-only-key-change-me",
+                                 "cleanline-tests-only-key-never-use-it-elsewhere-0123456789",
+                                 "django-insecure-" + "k" * 50])
+def test_settings_published_keys_are_refused_with_debug_off_whatever_else_is_set(key: str) -> None:
+    for extra in ({}, {"PYTEST_VERSION": "8.3.0"}):
+        refused = manage("check", env=clean_env(SECRET_KEY=key, **extra))
+        assert refused.returncode != 0 and "published development or test key" in refused.stderr
+    assert manage("check", env=clean_env(SECRET_KEY=key, DEBUG="1")).returncode == 0
+
+
+def test_settings_pytest_without_a_key_gets_a_random_one_never_a_published_one() -> None:
+    script = "import django; django.setup(); from django.conf import settings; print(settings.SECRET_KEY)"
+    keys = {subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                           env=clean_env(PYTEST_VERSION="8.3.0", DJANGO_SETTINGS_MODULE="console.settings")
+                           ).stdout.strip() for _ in range(2)}
+    assert len(keys) == 2 and all(len(k) > 50 for k in keys)
+    assert not keys & {"cleanline-tests-only-key-never-use-it-elsewhere-0123456789"}
+
+
 def test_settings_check_deploy_with_the_documented_production_env_has_no_warnings() -> None:
     run = manage("check", "--deploy", "--fail-level", "WARNING", env=clean_env(**PRODUCTION))
     assert run.returncode == 0, run.stdout + run.stderr

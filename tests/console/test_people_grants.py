@@ -167,7 +167,7 @@ def test_people_grants_two_admins_demoting_each_other_at_once_get_an_answer_not_
         start = threading.Barrier(2)
         outcomes: list[str] = []
 
-        def demote(actor: User, target: User) -> None:
+        def demote(actor: User, target: User, start: threading.Barrier = start, outcomes: list[str] = outcomes) -> None:
             try:
                 start.wait()
                 services.person_role_change(actor=actor, user=target, role="operator")
