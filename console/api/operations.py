@@ -10,7 +10,7 @@ from django.shortcuts import get_object_or_404
 from ninja import Query, Router, Schema, Status
 
 from console import permissions, selectors, services
-from console.api.common import paged
+from console.api.common import paged, role
 from console.api.schemas import (
     Accepted,
     FailedWriteOut,
@@ -51,7 +51,8 @@ def list_savepoints(request: HttpRequest, table_id: int) -> list[dict[str, Any]]
             for s in selectors.savepoints(table)]
 
 
-@router.post("/tables/{table_id}/savepoints", response={201: Accepted, 409: Problem, **ERRORS},
+@router.post("/tables/{table_id}/savepoints",
+             auth=role(permissions.CREATE_SAVEPOINT), response={201: Accepted, 409: Problem, **ERRORS},
              summary="Create a savepoint")
 def create_savepoint(request: HttpRequest, table_id: int, body: SavepointIn) -> Status[dict[str, str]]:
     table = table_of(request, table_id, permissions.CREATE_SAVEPOINT)
@@ -60,7 +61,8 @@ def create_savepoint(request: HttpRequest, table_id: int, body: SavepointIn) -> 
     return Status(201, {"detail": f"Savepoint {done} created."})
 
 
-@router.delete("/tables/{table_id}/savepoints/{instant}", response={200: Accepted, 409: Problem, **ERRORS},
+@router.delete("/tables/{table_id}/savepoints/{instant}",
+               auth=role(permissions.DELETE_SAVEPOINT), response={200: Accepted, 409: Problem, **ERRORS},
                summary="Delete a savepoint")
 def delete_savepoint(request: HttpRequest, table_id: int, instant: str) -> dict[str, str]:
     table = table_of(request, table_id, permissions.DELETE_SAVEPOINT)
@@ -79,7 +81,8 @@ def restore_preview(request: HttpRequest, table_id: int, savepoint: str) -> dict
             "metadata_table": preview.metadata_table, "rollbacks": [rollback_out(r) for r in preview.rollbacks]}
 
 
-@router.post("/tables/{table_id}/restore", response={202: JobOut, 409: Problem, **ERRORS}, summary="Restore")
+@router.post("/tables/{table_id}/restore",
+             auth=role(permissions.RESTORE), response={202: JobOut, 409: Problem, **ERRORS}, summary="Restore")
 def restore(request: HttpRequest, table_id: int, body: RestoreIn) -> Status[dict[str, Any]]:
     """Admins; `confirm` is the table's name. A job runs it: follow it at /jobs/{id}."""
     table = table_of(request, table_id, permissions.RESTORE)
@@ -100,7 +103,8 @@ def failed_writes(request: HttpRequest, table_id: int) -> list[dict[str, Any]]:
             for f in selectors.failed_write_previews(table)]
 
 
-@router.post("/tables/{table_id}/rollback", response={202: JobOut, 409: Problem, **ERRORS},
+@router.post("/tables/{table_id}/rollback",
+             auth=role(permissions.RESTORE), response={202: JobOut, 409: Problem, **ERRORS},
              summary="Roll back a failed write")
 def rollback(request: HttpRequest, table_id: int, body: RollbackIn) -> Status[dict[str, Any]]:
     """Admins; `confirm` is the failed write's instant time. A job runs it."""

@@ -10,7 +10,7 @@ from django.shortcuts import get_object_or_404
 from ninja import Query, Router, Schema, Status
 
 from console import permissions, selectors, services
-from console.api.common import paged
+from console.api.common import paged, role
 from console.api.schemas import DecisionIn, PlanFileOut, PlanIn, PlanOut, Problem, page_of
 from console.api.tables import ERRORS, table_of
 from console.models import CleanPlan
@@ -45,7 +45,8 @@ def list_plans(request: HttpRequest, table_id: int, filters: Query[Paging]) -> d
     return paged(rows, filters.page, filters.page_size, plan_out)
 
 
-@router.post("/tables/{table_id}/plans", response={202: PlanOut, 409: Problem, **ERRORS},
+@router.post("/tables/{table_id}/plans",
+             auth=role(permissions.PLAN), response={202: PlanOut, 409: Problem, **ERRORS},
              summary="Ask for a clean plan")
 def create_plan(request: HttpRequest, table_id: int, body: PlanIn) -> Status[dict[str, Any]]:
     """A worker builds it: follow `status` (planning, then draft) and `progress_*`."""
@@ -84,7 +85,8 @@ def plan_files(request: HttpRequest, table_id: int, plan_id: int, filters: Query
     return paged(rows, filters.page, filters.page_size, out)
 
 
-@router.post("/tables/{table_id}/plans/{plan_id}/approve", response={202: PlanOut, 409: Problem, **ERRORS},
+@router.post("/tables/{table_id}/plans/{plan_id}/approve",
+             auth=role(permissions.APPROVE), response={202: PlanOut, 409: Problem, **ERRORS},
              summary="Approve a draft plan")
 def approve_plan(request: HttpRequest, table_id: int, plan_id: int) -> Any:
     """Admins; not the plan's requester (CLEANLINE_APPROVER_MUST_DIFFER). The plan is claimed for
@@ -98,7 +100,8 @@ def approve_plan(request: HttpRequest, table_id: int, plan_id: int) -> Any:
     return Status(202, plan_out(plan))
 
 
-@router.post("/tables/{table_id}/plans/{plan_id}/reject", response={200: PlanOut, 409: Problem, **ERRORS},
+@router.post("/tables/{table_id}/plans/{plan_id}/reject",
+             auth=role(permissions.APPROVE), response={200: PlanOut, 409: Problem, **ERRORS},
              summary="Reject a draft plan")
 def reject_plan(request: HttpRequest, table_id: int, plan_id: int, body: DecisionIn) -> dict[str, Any]:
     plan = plan_of(request, table_id, plan_id, permissions.APPROVE)

@@ -9,7 +9,7 @@ from django.shortcuts import get_object_or_404
 from ninja import Query, Router, Schema, Status
 
 from console import permissions, selectors, services
-from console.api.common import paged, require
+from console.api.common import paged, require, role
 from console.api.schemas import (
     Accepted,
     AuditOut,
@@ -66,7 +66,9 @@ def list_tables(request: HttpRequest, filters: Query[TableFilters]) -> dict[str,
     return paged(rows, filters.page, filters.page_size, table_out)
 
 
-@router.post("/tables", response={201: TableOut, 400: Problem, 409: Problem, **ERRORS}, summary="Register a table")
+@router.post("/tables",
+             auth=role(permissions.REGISTER), response={201: TableOut, 400: Problem, 409: Problem, **ERRORS},
+             summary="Register a table")
 def register_table(request: HttpRequest, body: TableIn) -> Status[dict[str, Any]]:
     user = require(request, permissions.REGISTER)
     table = services.table_register(path=body.path, user=user)
@@ -79,7 +81,8 @@ def get_table(request: HttpRequest, table_id: int) -> dict[str, Any]:
     return table_out(table_of(request, table_id))
 
 
-@router.post("/tables/{table_id}/sync", response={202: Accepted, **ERRORS}, summary="Sync a table")
+@router.post("/tables/{table_id}/sync",
+             auth=role(permissions.SYNC), response={202: Accepted, **ERRORS}, summary="Sync a table")
 def sync_table(request: HttpRequest, table_id: int) -> Status[dict[str, str]]:
     table = table_of(request, table_id, permissions.SYNC)
     services.audit(user=request.user, action="table.sync.requested", table=table)  # type: ignore[arg-type]

@@ -141,6 +141,23 @@ def test_viewer_refusals_change_nothing(table: Table, callers: dict[str, Caller]
     assert CleanPlan.objects.get(pk=plan.pk).status == PlanStatus.DRAFT
 
 
+def test_role_is_checked_before_input(table: Table, callers: dict[str, Caller]) -> None:
+    """A role that may not call an endpoint hears 403 whatever its input: not a 400 that tells
+    it what the input lacks."""
+    plan = draft_plan(table)
+    listed = endpoints(table, plan, Job.objects.create(table=table, kind="clean", target="0"))
+    for method, path, body, least in listed:
+        if method == "GET" or body is None:
+            continue
+        for role in ("viewer", "operator"):
+            if RANK[role] < RANK[least]:
+                for bad in ({}, {"instant": ["not", "a", "string"], "commits_retained": "many"}):
+                    response = callers[role](method, path, bad)
+                    assert response.status_code == 403, (role, method, path, response.content[:200])
+    # a role that may call it still hears what its input lacks
+    assert callers["operator"]("POST", f"/tables/{table.pk}/savepoints", {}).status_code == 400
+
+
 def test_two_person_rule_and_the_token_in_the_audit_log(table: Table) -> None:
     first, second = person("ada", "admin"), person("bob", "admin")
     ada, bob = Caller(token_for(first, "ada-laptop")), Caller(token_for(second, "bob-ci"))
