@@ -118,6 +118,27 @@ def test_people_grants_promotion_needs_a_second_admin_and_the_promoted_never_app
 
 
 @pytest.mark.django_db
+def test_people_grants_views_get_405_viewers_403_no_role_404_csrf_enforced(settings) -> None:
+    settings.CLEANLINE_APPROVER_MUST_DIFFER = True
+    ann, bob = admin("ann"), admin("bob")
+    services.person_create(actor=ann, username="nina", role="admin", password=STRONG)
+    grant = RoleGrant.objects.get(status=GrantStatus.PENDING)
+    for name in ("people_grant_confirm", "people_grant_decline"):
+        url = reverse(f"console:{name}", args=[grant.pk])
+        assert signed_in(bob).get(url).status_code == 405
+        for role in ("viewer", "operator"):
+            user = User.objects.create_user(f"{name}-{role}")
+            user.groups.add(Group.objects.get(name=role))
+            assert signed_in(user).post(url).status_code == 403
+        assert signed_in(User.objects.create_user(f"{name}-none")).post(url).status_code == 404
+        strict = Client(enforce_csrf_checks=True)
+        strict.force_login(bob)
+        assert strict.post(url).status_code == 403
+    assert RoleGrant.objects.get(pk=grant.pk).status == GrantStatus.PENDING
+    assert signed_in(bob).post(reverse("console:people_grant_confirm", args=[grant.pk + 99])).status_code == 404
+
+
+@pytest.mark.django_db
 def test_people_grants_decline_and_rule_off(settings) -> None:
     settings.CLEANLINE_APPROVER_MUST_DIFFER = True
     ann, bob = admin("ann"), admin("bob")

@@ -233,8 +233,9 @@ def test_views_post_only_urls_are_exactly_the_mutation_matrix() -> None:
         answers[name] = admin.get(reverse(name, kwargs=kwargs)).status_code
     post_only = {name for name, status in answers.items() if status == 405}
     # a user's own API tokens (any role; tests/console/test_api.py) and the People page's changes
-    # (their persona matrix: tests/console/test_people.py) are POST-only too
-    people = {"console:people_create", "console:people_role", "console:people_deactivate", "console:people_reactivate"}
+    # (their persona matrices: tests/console/test_people.py, test_people_grants.py) are POST-only too
+    people = {"console:people_create", "console:people_role", "console:people_deactivate", "console:people_reactivate",
+              "console:people_grant_confirm", "console:people_grant_decline"}
     assert post_only == {f"console:{name}" for name in MUTATIONS} | {"logout", "console:token_create",
                                                                      "console:token_revoke"} | people, answers
     assert answers.pop("favicon") == 301  # to the static icon
