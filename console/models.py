@@ -150,6 +150,13 @@ class CleanPlan(models.Model):
     class Meta:
         ordering = ["-requested_at"]
 
+    @property
+    def deletes_nothing(self) -> bool:
+        """The empty-plan rule, in its one home: a plan deleting no file and no partition has
+        nothing to approve (Hudi schedules no clean for it either)."""
+        return self.files_to_delete == 0 and not self.partitions_to_delete
+
+
 
 class TableLock(models.Model):
     """At most one mutating run per table: a lease owned by one run (its random token), kept

@@ -112,6 +112,17 @@ def build_clean_plan(self: Task, plan_id: int) -> str:
     return "draft"
 
 
+def _retry_while_busy(task: Task, exc: services.TableBusy, what: str) -> None:
+    """The one back-off for a busy table: retry `task` after CLEANLINE_BUSY_RETRY_SECONDS,
+    doubling up to CLEANLINE_BUSY_RETRY_MAX_SECONDS, CLEANLINE_BUSY_MAX_RETRIES times (raises
+    Celery's Retry); returns once the retries are spent, for the caller to give up."""
+    retries = task.request.retries
+    if retries < settings.CLEANLINE_BUSY_MAX_RETRIES:
+        countdown = min(settings.CLEANLINE_BUSY_RETRY_SECONDS * 2**retries, settings.CLEANLINE_BUSY_RETRY_MAX_SECONDS)
+        logger.info("%s: %s; retry %d in %.1f s", what, exc.messages[0], retries + 1, countdown)
+        raise task.retry(countdown=countdown, max_retries=settings.CLEANLINE_BUSY_MAX_RETRIES) from exc
+
+
 def _run(task: Task, row: CleanPlan | Job, run: Callable[..., CleanPlan | Job], holder: str) -> str:
     """Call the run service of a plan or job, which claims the row under the table lock and
     stores the task's id on it. A busy table is retried with back-off (CLEANLINE_BUSY_RETRY_SECONDS,
@@ -122,15 +133,10 @@ def _run(task: Task, row: CleanPlan | Job, run: Callable[..., CleanPlan | Job], 
     try:
         return str(run(task_id=task.request.id or "").status)
     except services.TableBusy as exc:
-        retries = task.request.retries
-        if retries < settings.CLEANLINE_BUSY_MAX_RETRIES:
-            countdown = min(settings.CLEANLINE_BUSY_RETRY_SECONDS * 2**retries,
-                            settings.CLEANLINE_BUSY_RETRY_MAX_SECONDS)
-            logger.info("%s: %s; retry %d in %.1f s", holder, exc.messages[0], retries + 1, countdown)
-            raise task.retry(countdown=countdown, max_retries=settings.CLEANLINE_BUSY_MAX_RETRIES) from exc
+        _retry_while_busy(task, exc, holder)
         if exc.holder == holder:
             return "running elsewhere"
-        services.run_gave_up(row=row, error=f"Gave up after {retries} retries: {exc.messages[0]}")
+        services.run_gave_up(row=row, error=f"Gave up after {task.request.retries} retries: {exc.messages[0]}")
         return "failed"
     except Exception as exc:  # a run that claimed the row marked it FAILED; one that did not yet, here
         services.run_gave_up(row=row, error=_reason(exc), running=False)
@@ -161,11 +167,7 @@ def approve_clean_plan(self: Task, plan_id: int) -> str:
     try:
         plan = services.plan_approve(plan=plan, user=approver)
     except services.TableBusy as exc:
-        retries = self.request.retries
-        if retries < settings.CLEANLINE_BUSY_MAX_RETRIES:
-            countdown = min(settings.CLEANLINE_BUSY_RETRY_SECONDS * 2**retries,
-                            settings.CLEANLINE_BUSY_RETRY_MAX_SECONDS)
-            raise self.retry(countdown=countdown, max_retries=settings.CLEANLINE_BUSY_MAX_RETRIES) from exc
+        _retry_while_busy(self, exc, f"approval of plan {plan_id}")
         back_to_draft(f"Approval gave up: {exc.messages[0]}")
         return "busy"
     except ValidationError as exc:  # the approval put the claim back to DRAFT with the reason

@@ -467,12 +467,10 @@ def table_settings(request: HttpRequest, table: Table) -> HttpResponse:
 def clean_run_pending(request: HttpRequest, table: Table, instant: str) -> HttpResponse:
     """Run a requested or inflight clean found on the timeline (one a Hudi writer left)."""
     try:
-        services.check_table_free(table)
+        job = services.job_request(table=table, user=request.user, kind=Job.Kind.CLEAN, target=instant)  # type: ignore[arg-type]
     except ValidationError as exc:
         _refused(request, exc)
         return _overview(table)
-    job = Job.objects.create(table=table, kind=Job.Kind.CLEAN, target=instant, requested_by=request.user)
-    services.audit(user=request.user, action="clean.pending.run", table=table, parameters={"clean": instant})  # type: ignore[arg-type]
     enqueue(run_job, job)
     return redirect("console:job", pk=table.pk, job_id=job.pk)
 

@@ -51,9 +51,15 @@ def savepoint_delete(*, table: Table, user: User | None, instant_time: str) -> N
 
 
 def job_request(*, table: Table, user: User | None, kind: str, target: str, confirm_name: str | None = None) -> Job:
-    """Queue a restore (the table's name typed as confirmation) or the rollback of a failed
+    """Queue a restore (the table's name typed as confirmation), the rollback of a failed
     write (its instant time typed; anything but a failed write is refused, as is a rollback
-    plan naming a path outside the table). Every refusal is audited (`<kind>.refused`)."""
+    plan naming a path outside the table), or the run of a pending clean found on the timeline
+    (`clean.pending.run`). Every refusal is audited (`<kind>.refused`)."""
+    if kind == Job.Kind.CLEAN:
+        check_table_free(table)
+        job = Job.objects.create(table=table, kind=kind, target=target, requested_by=user)
+        audit(user=user, action="clean.pending.run", table=table, parameters={"clean": target, "job": job.pk})
+        return job
     try:
         if kind == Job.Kind.RESTORE and confirm_name != table.name:
             raise ValidationError(f"Type the table's name ({table.name}) to confirm the restore.")

@@ -193,7 +193,7 @@ def plan_holder(plan: CleanPlan) -> str:
 def _check_approvable(plan: CleanPlan, user: User | None) -> None:
     if plan.status not in (PlanStatus.DRAFT, PlanStatus.APPROVING):
         raise ValidationError(f"Only a draft plan can be approved; this one is {plan.status}.")
-    if plan.files_to_delete == 0 and not plan.partitions_to_delete:
+    if plan.deletes_nothing:
         raise ValidationError("Nothing to clean: this plan deletes no file, so there is nothing to approve "
                               "(Hudi schedules no clean for it either).")
     refusal = "" if user is None or plan.automatic else approval_refusal(user, plan.requested_by_id)
@@ -420,7 +420,7 @@ def auto_clean(*, table: Table) -> CleanPlan | None:
     plan = plan_build(plan=plan_request(table=table, user=None, overrides={}, automatic=True))
     if plan.status != PlanStatus.DRAFT:  # the library refused it: FAILED with the reason
         return plan
-    if plan.files_to_delete == 0 and not plan.partitions_to_delete:
+    if plan.deletes_nothing:
         CleanPlan.objects.filter(pk=plan.pk).update(status=PlanStatus.REJECTED, decision_note="nothing to clean")
         plan.refresh_from_db()
         return plan
