@@ -191,3 +191,39 @@ def archive_instants(storage: Storage, timeline_folder: str, instants: list[tupl
     for status in list(storage.list(timeline_folder)):
         if not status.is_dir and status.name[:17] in times:
             storage.delete(status.path)
+
+
+def huge_commit(timeline_folder: str, time_: str, partitions: Sequence[str], *, size: int) -> str:
+    """A completed v6 commit (with its requested and inflight files) of at least `size` bytes,
+    written as Hudi's Jackson pretty printer writes commit metadata: write stats of files dealt
+    round `partitions`, each with its runtime stats, then `extraMetadata` and `operationType`.
+    Stat i writes i + 1 records and 1,000 + i bytes. Returns the completed file's path."""
+    import os
+
+    stat = ('{{\n      "fileId" : "{file_id}",\n      "path" : "{partition}/{file_id}_0-1-0_{time}.parquet",\n'
+            '      "cdcStats" : null,\n      "prevCommit" : "null",\n      "numWrites" : {writes},\n'
+            '      "numDeletes" : 0,\n      "numUpdateWrites" : 0,\n      "numInserts" : {writes},\n'
+            '      "totalWriteBytes" : {bytes},\n      "totalWriteErrors" : 0,\n      "tempPath" : null,\n'
+            '      "partitionPath" : "{partition}",\n      "totalLogRecords" : 0,\n      "totalLogFilesCompacted" : 0,\n'
+            '      "totalLogSizeCompacted" : 0,\n      "totalUpdatedRecordsCompacted" : 0,\n      "totalLogBlocks" : 0,\n'
+            '      "totalCorruptLogBlock" : 0,\n      "totalRollbackBlocks" : 0,\n      "fileSizeInBytes" : {bytes},\n'
+            '      "minEventTime" : null,\n      "maxEventTime" : null,\n      "runtimeStats" : {{\n'
+            '        "totalScanTime" : 0,\n        "totalUpsertTime" : 0,\n        "totalCreateTime" : 90\n      }}\n    }}')
+    per_stat = len(stat.format(file_id="00000000-0000-0000-0000-000000000000-0", partition=partitions[0], time=time_,
+                               writes=1, bytes=1000))
+    count = -(-size // per_stat)
+    path = f"{timeline_folder}/{time_}.commit"
+    with open(path, "w", encoding="utf-8") as out:  # noqa: PTH123 - a test fixture's file, written in pieces
+        out.write('{\n  "partitionToWriteStats" : {\n')
+        for p, partition in enumerate(partitions):
+            indices = range(p, count, len(partitions))
+            out.write(f'    "{partition}" : [ ')
+            out.write(", ".join(stat.format(file_id=f"{i:08x}-0000-0000-0000-000000000000-0", partition=partition,
+                                            time=time_, writes=i + 1, bytes=1000 + i) for i in indices))
+            out.write(" ]" + (",\n" if p < len(partitions) - 1 else "\n"))
+        out.write('  },\n  "compacted" : false,\n  "extraMetadata" : {\n    "schema" : ""\n  },\n'
+                  '  "operationType" : "INSERT"\n}')
+    for name in (f"{time_}.commit.requested", f"{time_}.inflight"):
+        with open(os.path.join(timeline_folder, name), "wb"):  # noqa: PTH118, PTH123
+            pass
+    return path

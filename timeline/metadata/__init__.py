@@ -3,7 +3,7 @@ uses (v6 JSON, Avro records by name); `decode` and `encode` go through it."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
@@ -24,6 +24,7 @@ from timeline.instant import (
     State,
 )
 from timeline.metadata import avro, jsonmeta
+from timeline.metadata.records import WRITE_STATS_FIELD, WriteStat
 
 AVRO_MAGIC = b"Obj\x01"
 _R, _I, _C = State.REQUESTED, State.INFLIGHT, State.COMPLETED
@@ -67,6 +68,10 @@ CODECS: Mapping[tuple[str, State], Codec] = {
     (SCHEMA_COMMIT, _R): Codec(None, json_always=True), (SCHEMA_COMMIT, _I): Codec(None, json_always=True),
     (SCHEMA_COMMIT, _C): Codec(None, json_always=True),
 }
+
+
+# The codecs of commit metadata, whose write stats `stream_write_stats` reads
+_WRITES = frozenset({_COMMIT, _REPLACE, _REPLACE_INFLIGHT})
 
 
 def _codec(action: str, state: State, path: str) -> Codec:
@@ -126,6 +131,25 @@ def check(stream: BinaryIO, size: int, *, path: str, action: str, state: State, 
         jsonmeta.validate(data, path=path)  # decode's JSON branch, without building what it holds
         return
     decode(data, path=path, action=action, state=state, layout=layout, legacy=legacy)
+
+
+def streams_write_stats(head: bytes, *, action: str, state: State, layout: int, legacy: bool = False) -> bool:
+    """Whether a state file whose first bytes are `head` holds commit metadata as JSON (v6
+    tables, and v6 instants carried into a layout-2 timeline), whose write stats
+    `stream_write_stats` reads in constant memory. Avro commit metadata (v8+) is one record,
+    read whole by `decode`."""
+    return CODECS.get((action, state)) in _WRITES and bool(head.strip()) and not head.startswith(AVRO_MAGIC)
+
+
+def stream_write_stats(stream: BinaryIO, *, path: str) -> Iterator[tuple[str, WriteStat | None]] | None:
+    """The write stats of JSON commit metadata (`streams_write_stats`), one at a time as the
+    file is read: `(partition, None)` as each partition begins, then `(partition, stat)` for
+    each of its stats; memory stays that of one stat, and reading stops after the last. None
+    when the metadata has no write stats (a workload profile). Raises CorruptInstantError."""
+    entries = jsonmeta.map_of_arrays(stream, WRITE_STATS_FIELD, path=path)
+    if entries is None:
+        return None
+    return ((partition, None if raw is None else WriteStat.from_raw(partition, raw)) for partition, raw in entries)
 
 
 def encode(record: Mapping[str, Any], *, action: str, state: State, layout: int) -> bytes:
