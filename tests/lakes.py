@@ -193,11 +193,12 @@ def archive_instants(storage: Storage, timeline_folder: str, instants: list[tupl
             storage.delete(status.path)
 
 
-def huge_commit(timeline_folder: str, time_: str, partitions: Sequence[str], *, size: int) -> str:
+def huge_commit(timeline_folder: str, time_: str, partitions: Sequence[str], *, size: int) -> tuple[str, int]:
     """A completed v6 commit (with its requested and inflight files) of at least `size` bytes,
     written as Hudi's Jackson pretty printer writes commit metadata: write stats of files dealt
     round `partitions`, each with its runtime stats, then `extraMetadata` and `operationType`.
-    Stat i writes i + 1 records and 1,000 + i bytes. Returns the completed file's path."""
+    Stat i (of file id `huge_file_id(i)`) writes i + 1 records and 1,000 + i bytes; partition p
+    holds stats p, p + len(partitions), ... Returns the completed file's path and the count of stats."""
     import os
 
     stat = ('{{\n      "fileId" : "{file_id}",\n      "path" : "{partition}/{file_id}_0-1-0_{time}.parquet",\n'
@@ -218,7 +219,7 @@ def huge_commit(timeline_folder: str, time_: str, partitions: Sequence[str], *, 
         for p, partition in enumerate(partitions):
             indices = range(p, count, len(partitions))
             out.write(f'    "{partition}" : [ ')
-            out.write(", ".join(stat.format(file_id=f"{i:08x}-0000-0000-0000-000000000000-0", partition=partition,
+            out.write(", ".join(stat.format(file_id=huge_file_id(i), partition=partition,
                                             time=time_, writes=i + 1, bytes=1000 + i) for i in indices))
             out.write(" ]" + (",\n" if p < len(partitions) - 1 else "\n"))
         out.write('  },\n  "compacted" : false,\n  "extraMetadata" : {\n    "schema" : ""\n  },\n'
@@ -226,4 +227,9 @@ def huge_commit(timeline_folder: str, time_: str, partitions: Sequence[str], *, 
     for name in (f"{time_}.commit.requested", f"{time_}.inflight"):
         with open(os.path.join(timeline_folder, name), "wb"):  # noqa: PTH118, PTH123
             pass
-    return path
+    return path, count
+
+
+def huge_file_id(i: int) -> str:
+    """The file id of `huge_commit`'s stat i."""
+    return f"{i:08x}-0000-0000-0000-000000000000-0"

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from itertools import islice
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from timeline.archive import load_archived_timeline
 from timeline.clean.planner import Protection, read_protection, why_protected
@@ -122,6 +122,11 @@ class Inspect:
             size = -1
         raw = self.table.read_state_file(path)
         return StateFile(state, path, raw, None if raw is None else self.table.record_of(path, raw), size)
+
+    def open_state_file(self, path: str) -> BinaryIO:
+        """A state file (`HudiTable.state_files` names them) open for reading in chunks, as
+        Hudi wrote it: a download that never holds the file whole. Close it after."""
+        return self.table.storage.reader(path)
 
     def write_stats(self, path: str, *, partition: str | None = None, start: int = 0,
                     count: int | None = None) -> list[WriteStat]:

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FIXTURE_IDS
-from tests.lakes import Lake
-from timeline import metadata
+from tests.lakes import Lake, huge_commit, huge_file_id
+from timeline import CommitMetadata, InstantSummary, metadata
 from timeline.exceptions import CorruptInstantError
 from timeline.instant import Instant, State
 from timeline.metadata import avro
@@ -119,3 +119,67 @@ def test_registry_legacy_layout2_file_without_completion_time_is_json() -> None:
     instant = table.timeline.instants[0]
     assert instant == Instant("20261101000000000", "commit", State.COMPLETED, instant.completion_time)
     assert table.read_instant(instant) == content
+
+
+@pytest.mark.parametrize("table_id", FIXTURE_IDS)
+def test_registry_streamed_write_stats_equal_the_decoded_ones(fixture_lake: dict[str, Path], table_id: str) -> None:
+    """Every JSON commit metadata of every fixture streams, stat for stat what decoding whole
+    gives, and sums to the same summary; Avro content does not stream."""
+    table = HudiTable.open(str(fixture_lake[table_id]))
+    for instant in table.timeline:
+        for status in table.timeline.files_of(instant).values():
+            record = table.read_record_file(status.path)
+            is_json = status.size > 0 and not table.storage.read(status.path).startswith(metadata.AVRO_MAGIC)
+            streams = table.streams_write_stats(status.path)
+            assert streams == (is_json and isinstance(record, CommitMetadata)), status.path
+            if not streams:
+                continue
+            assert isinstance(record, CommitMetadata)
+            with table.stream_write_stats(status.path) as entries:
+                streamed = None if entries is None else list(entries)
+            if not record.has_write_stats:
+                assert streamed is None
+                continue
+            assert streamed is not None
+            assert [s for _, s in streamed if s is not None] == record.stats()
+            assert InstantSummary.streamed(streamed) == InstantSummary.of(record)
+            for partition, stats in record.write_stats.items():
+                assert table.inspect.write_stats(status.path, partition=partition, start=1, count=2) == list(stats[1:3])
+
+
+def test_registry_stream_write_stats_reads_nulls_skips_scalars_and_names_a_corrupt_file() -> None:
+    where = "/t/.hoodie/1.commit"
+
+    def streamed(data: bytes) -> list[tuple[str, str | None]] | None:
+        entries = metadata.stream_write_stats(io.BytesIO(data), path=where)
+        return None if entries is None else [(p, None if s is None else s.file_id) for p, s in entries]
+
+    assert streamed(b'{"extraMetadata": {"partitionToWriteStats": 1}, "operationType": "INSERT"}') is None
+    assert streamed(b'{"partitionToWriteStats": null}') == []
+    assert streamed(b'{"compacted": false, "partitionToWriteStats": {"p": null, "q": [1, [2], {"fileId": "f", '
+                    b'"runtimeStats": {"a": [1]}}, null, {"fileId": "g"}]}}') == [
+        ("p", None), ("q", None), ("q", "f"), ("q", "g")]
+    for data in (b'{"partitionToWriteStats": {"p": [{"fileId": "f"}, {"fileId"', b"[1]", b"",
+                 b'{"partitionToWriteStats": {"p": 1}}', b'{"partitionToWriteStats": [1]}'):
+        with pytest.raises(CorruptInstantError, match=where):
+            streamed(data)
+
+
+def test_registry_summary_of_a_commit_above_the_stream_size_is_summed_as_it_is_read(tmp_path: Path,
+                                                                                  table_copy) -> None:
+    """A completed commit above STREAM_CHECK_BYTES is summed from its stream, to what its
+    decoded record reports; its stats page from any point and within a partition."""
+    base = table_copy("sample_table/cow/v6_simplekeygen_nonhivestyle")
+    path, count = huge_commit(str(base / ".hoodie"), "20240418172900000", ["10", "20", "30"],
+                              size=metadata.STREAM_CHECK_BYTES + (1 << 20))
+    table = HudiTable.open(str(base))
+    instant = table.timeline.instants[-1]
+    assert instant.requested_time == "20240418172900000"
+    record = table.read(instant, CommitMetadata)
+    summary = table.inspect.summary(instant)
+    assert summary == InstantSummary.of(record) == InstantSummary(3, count, count * (count + 1) // 2,
+                                                                  1000 * count + count * (count - 1) // 2)
+    last_two = [huge_file_id(i) for i in range(2, count, 3)][-2:]  # partition 30's, the last in the file
+    assert [s.file_id for s in table.inspect.write_stats(path, start=count - 2, count=5)] == last_two
+    assert [s.file_id for s in table.inspect.write_stats(path, partition="20", count=2)] == [
+        huge_file_id(1), huge_file_id(4)]
