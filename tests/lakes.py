@@ -201,15 +201,16 @@ def huge_commit(timeline_folder: str, time_: str, partitions: Sequence[str], *, 
     holds stats p, p + len(partitions), ... Returns the completed file's path and the count of stats."""
     import os
 
-    stat = ('{{\n      "fileId" : "{file_id}",\n      "path" : "{partition}/{file_id}_0-1-0_{time}.parquet",\n'
-            '      "cdcStats" : null,\n      "prevCommit" : "null",\n      "numWrites" : {writes},\n'
-            '      "numDeletes" : 0,\n      "numUpdateWrites" : 0,\n      "numInserts" : {writes},\n'
-            '      "totalWriteBytes" : {bytes},\n      "totalWriteErrors" : 0,\n      "tempPath" : null,\n'
-            '      "partitionPath" : "{partition}",\n      "totalLogRecords" : 0,\n      "totalLogFilesCompacted" : 0,\n'
-            '      "totalLogSizeCompacted" : 0,\n      "totalUpdatedRecordsCompacted" : 0,\n      "totalLogBlocks" : 0,\n'
-            '      "totalCorruptLogBlock" : 0,\n      "totalRollbackBlocks" : 0,\n      "fileSizeInBytes" : {bytes},\n'
-            '      "minEventTime" : null,\n      "maxEventTime" : null,\n      "runtimeStats" : {{\n'
-            '        "totalScanTime" : 0,\n        "totalUpsertTime" : 0,\n        "totalCreateTime" : 90\n      }}\n    }}')
+    fields = ['"fileId" : "{file_id}"', '"path" : "{partition}/{file_id}_0-1-0_{time}.parquet"', '"cdcStats" : null',
+              '"prevCommit" : "null"', '"numWrites" : {writes}', '"numDeletes" : 0', '"numUpdateWrites" : 0',
+              '"numInserts" : {writes}', '"totalWriteBytes" : {bytes}', '"totalWriteErrors" : 0', '"tempPath" : null',
+              '"partitionPath" : "{partition}"', '"totalLogRecords" : 0', '"totalLogFilesCompacted" : 0',
+              '"totalLogSizeCompacted" : 0', '"totalUpdatedRecordsCompacted" : 0', '"totalLogBlocks" : 0',
+              '"totalCorruptLogBlock" : 0', '"totalRollbackBlocks" : 0', '"fileSizeInBytes" : {bytes}',
+              '"minEventTime" : null', '"maxEventTime" : null']
+    runtime = '"runtimeStats" : {{\n        "totalScanTime" : 0,\n        "totalUpsertTime" : 0,\n        ' \
+              '"totalCreateTime" : 90\n      }}'
+    stat = "{{\n      " + ",\n      ".join([*fields, runtime]) + "\n    }}"
     per_stat = len(stat.format(file_id="00000000-0000-0000-0000-000000000000-0", partition=partitions[0], time=time_,
                                writes=1, bytes=1000))
     count = -(-size // per_stat)
@@ -219,8 +220,9 @@ def huge_commit(timeline_folder: str, time_: str, partitions: Sequence[str], *, 
         for p, partition in enumerate(partitions):
             indices = range(p, count, len(partitions))
             out.write(f'    "{partition}" : [ ')
-            out.write(", ".join(stat.format(file_id=huge_file_id(i), partition=partition,
-                                            time=time_, writes=i + 1, bytes=1000 + i) for i in indices))
+            for k, i in enumerate(indices):  # one stat at a time: the test process holds none of it
+                out.write((", " if k else "") + stat.format(file_id=huge_file_id(i), partition=partition, time=time_,
+                                                            writes=i + 1, bytes=1000 + i))
             out.write(" ]" + (",\n" if p < len(partitions) - 1 else "\n"))
         out.write('  },\n  "compacted" : false,\n  "extraMetadata" : {\n    "schema" : ""\n  },\n'
                   '  "operationType" : "INSERT"\n}')

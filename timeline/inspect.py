@@ -5,8 +5,8 @@ that holds its rule; this namespace only gathers them."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from itertools import islice
 from dataclasses import dataclass
+from itertools import islice
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from timeline.archive import load_archived_timeline
@@ -155,11 +155,13 @@ class Inspect:
         if not instant.is_completed:
             return None
         status = self.table.timeline.files_of(instant).get(State.COMPLETED)
-        if status is not None and status.size > STREAM_CHECK_BYTES and self.table.streams_write_stats(status.path):
+        if status is None:
+            return InstantSummary.of(self.record(instant, State.COMPLETED))
+        if status.size > STREAM_CHECK_BYTES and self.table.streams_write_stats(status.path):
             # a huge commit is summed as it is read, never held (a 200 MB commit decodes to GBs)
             with self.table.stream_write_stats(status.path) as entries:
                 return None if entries is None else InstantSummary.streamed(entries)
-        return InstantSummary.of(self.record(instant, State.COMPLETED))
+        return InstantSummary.of(self.table.read_record_file(status.path))
 
     def clean_report(self, instant: Instant) -> CleanMetadata:
         """A completed clean's HoodieCleanMetadata: per partition the files it deleted or failed to."""
