@@ -35,7 +35,7 @@ CLEANLINE_PLAN_STORE  where clean plans keep their files as Parquet, a local fol
 CLEANLINE_INSTANT_INLINE_MAX_BYTES  an instant's state files up to this size are decoded and shown
                   whole on its page and in the API (default 4194304, 4 MiB); a larger one is
                   never read whole in a request: its size, the sync's summary, its write
-                  stats a page at a time (JSON commits) and a download of the raw file instead
+                  stats a page at a time (commits) and a download of the raw file instead
 CLEANLINE_DEMO_STATUS  the JSON file `manage.py demo_lake --status` keeps the demo lake's background
                   build in (make run sets it); the dashboard and catalog show its progress
 CLEANLINE_TASK_TIME_LIMIT, CLEANLINE_REDELIVERY_SECONDS  Celery's hard time limit per task and

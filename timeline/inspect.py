@@ -131,9 +131,9 @@ class Inspect:
     def write_stats(self, path: str, *, partition: str | None = None, start: int = 0,
                     count: int | None = None) -> list[WriteStat]:
         """The write stats of the commit metadata at `path` from the `start`-th (of `partition`
-        only, if given), at most `count` of them. JSON commit metadata is read as a stream and
-        only as far as the last stat wanted, so memory stays that of the stats returned; other
-        content (Avro, v8+) is decoded whole."""
+        only, if given), at most `count` of them. Commit metadata (v6 JSON, v8+ Avro) is read as
+        a stream and only as far as the last stat wanted, so memory stays that of the stats
+        returned; anything else is decoded whole (and has none)."""
         stop = None if count is None else start + count
         if self.table.streams_write_stats(path):
             with self.table.stream_write_stats(path) as entries:

@@ -218,14 +218,14 @@ class HudiTable:
 
     def streams_write_stats(self, path: str) -> bool:
         """Whether the state file at `path` is commit metadata whose write stats
-        `stream_write_stats` reads as a stream (JSON, as v6 tables write it)."""
+        `stream_write_stats` reads as a stream (v6 JSON or v8+ Avro)."""
         with self.storage.reader(path) as stream:
             head = stream.read(64)
         return metadata.streams_write_stats(head, **self._codec_of(path))
 
     @contextmanager
     def stream_write_stats(self, path: str) -> Iterator[Iterator[tuple[str, WriteStat | None]] | None]:
-        """The write stats of the JSON commit metadata at `path` (`streams_write_stats`), read
+        """The write stats of the commit metadata at `path` (`streams_write_stats`), read
         while the context is open: `(partition, None)` as each partition begins, then
         `(partition, stat)` for each stat (`timeline.metadata.stream_write_stats`)."""
         with self.storage.reader(path) as stream:

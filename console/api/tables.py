@@ -121,8 +121,8 @@ class InstantQuery(Schema):
 def get_instant(request: HttpRequest, table_id: int, instant_id: int, query: Query[InstantQuery]) -> dict[str, Any]:
     """Each state file decoded, up to CLEANLINE_INSTANT_INLINE_MAX_BYTES: a larger one has
     `too_large` and its `size` instead of `content`, and `download` streams it raw; when the
-    newest is commit metadata read as a stream (JSON), `write_stats` holds a page of its write
-    stats (`page`, `page_size`, `partition`)."""
+    newest is such a file of commit metadata, `write_stats` holds a page of its write stats
+    (`page`, `page_size`, `partition`), read as a stream only as far as that page."""
     table = table_of(request, table_id)
     row = get_object_or_404(table.instants, pk=instant_id)
     contents = selectors.instant_contents(table, row)

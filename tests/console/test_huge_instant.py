@@ -189,3 +189,17 @@ def test_huge_instant_raw_download_is_for_viewers_of_the_table_only(small: tuple
     assert requested.status_code == 200 and b"".join(requested.streaming_content) == b""  # type: ignore[attr-defined]
     other = console_table("sample_table/cow/v6_nonpartitioned")  # the instant is not one of its own
     assert admin.get(reverse("console:instant_raw", args=[other.pk, row.pk, "completed"])).status_code == 404
+
+
+def test_huge_instant_avro_commit_pages_its_write_stats(console_table: Callable[[str], Table], settings: Any) -> None:
+    """A v8 table's commit metadata is Avro: above the limit its write stats page as a v6 commit's do."""
+    table = console_table("sample_table/cow/v8_simplekeygen_nonhivestyle")
+    settings.CLEANLINE_INSTANT_INLINE_MAX_BYTES = 100
+    row = table.instants.get(requested_time="20250713011315930", action="commit")
+    viewer = client_of("viewer")
+    url = reverse("console:instant", args=[table.pk, row.pk])
+    page = viewer.get(url).content.decode()
+    assert "too large to show here" in page and "listed above a page at a time" in page
+    assert "20/352d465e" in page and "10/7b0ea4f9" in page
+    only = viewer.get(url, {"partition": "10"}).content.decode()
+    assert "10/7b0ea4f9" in only and "20/352d465e" not in only

@@ -134,19 +134,20 @@ def check(stream: BinaryIO, size: int, *, path: str, action: str, state: State, 
 
 
 def streams_write_stats(head: bytes, *, action: str, state: State, layout: int, legacy: bool = False) -> bool:
-    """Whether a state file whose first bytes are `head` holds commit metadata as JSON (v6
-    tables, and v6 instants carried into a layout-2 timeline), whose write stats
-    `stream_write_stats` reads in constant memory. Avro commit metadata (v8+) is one record,
-    read whole by `decode`."""
-    return CODECS.get((action, state)) in _WRITES and bool(head.strip()) and not head.startswith(AVRO_MAGIC)
+    """Whether a state file whose first bytes are `head` holds commit metadata (v6 JSON or v8+
+    Avro) whose write stats `stream_write_stats` reads in constant memory."""
+    return CODECS.get((action, state)) in _WRITES and bool(head.strip())
 
 
 def stream_write_stats(stream: BinaryIO, *, path: str) -> Iterator[tuple[str, WriteStat | None]] | None:
-    """The write stats of JSON commit metadata (`streams_write_stats`), one at a time as the
-    file is read: `(partition, None)` as each partition begins, then `(partition, stat)` for
-    each of its stats; memory stays that of one stat, and reading stops after the last. None
-    when the metadata has no write stats (a workload profile). Raises CorruptInstantError."""
-    entries = jsonmeta.map_of_arrays(stream, WRITE_STATS_FIELD, path=path)
+    """The write stats of commit metadata (`streams_write_stats`), one at a time as the file
+    is read: `(partition, None)` as each partition begins, then `(partition, stat)` for each of
+    its stats; memory stays that of one stat, and reading stops after the last. None when the
+    metadata has no write stats (a workload profile). Raises CorruptInstantError."""
+    head = stream.read(len(AVRO_MAGIC))
+    stream.seek(0)
+    reader = avro.map_of_arrays if head == AVRO_MAGIC else jsonmeta.map_of_arrays
+    entries = reader(stream, WRITE_STATS_FIELD, path=path)
     if entries is None:
         return None
     return ((partition, None if raw is None else WriteStat.from_raw(partition, raw)) for partition, raw in entries)

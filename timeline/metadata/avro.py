@@ -11,10 +11,10 @@ from __future__ import annotations
 import io
 import json
 import os
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from functools import cache, lru_cache
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, BinaryIO, cast
 
 import fastavro
 from fastavro.schema import SchemaParseException
@@ -204,3 +204,83 @@ def decode_datum(data: bytes, writer_schema_json: str) -> dict[str, Any]:
     record = cast(dict[str, Any], fastavro.schemaless_reader(
         io.BytesIO(data), _parsed_writer_schema(writer_schema_json)))
     return record
+
+
+def _read_long(stream: BinaryIO) -> int:
+    """An Avro long (zig-zag varint) read from `stream`."""
+    n = shift = 0
+    while True:
+        byte = stream.read(1)
+        if not byte:
+            raise EOFError("the file ends inside a number")
+        n |= (byte[0] & 0x7F) << shift
+        if not byte[0] & 0x80:
+            return (n >> 1) ^ -(n & 1)
+        shift += 7
+
+
+def _block_count(stream: BinaryIO) -> int:
+    """An array's or map's block item count (0 ends it), past the byte size a negative count announces."""
+    count = _read_long(stream)
+    if count < 0:
+        _read_long(stream)
+        return -count
+    return count
+
+
+def map_of_arrays(stream: BinaryIO, field: str, *, path: str) -> Iterator[tuple[str, dict[str, Any] | None]] | None:
+    """`jsonmeta.map_of_arrays` for an Avro Object Container File of one record: its top-level
+    `field`, a map of arrays of records (or a union of null and one), read as a stream with
+    the writer schema the file embeds: `(key, None)` as each key's array begins, then `(key,
+    item)` for each record in it, one at a time. None when the record has no `field`. A
+    compressed block (Hudi writes none) is decoded whole first. What is not a valid container
+    raises CorruptInstantError naming `path`."""
+    reader: BinaryIO = io.BufferedReader(stream, 1 << 16)  # type: ignore[type-var]  # fastavro reads a field at a time
+    try:
+        header = cast(dict[str, Any], fastavro.schemaless_reader(reader, _HEADER))
+        if header["magic"] != _MAGIC:
+            raise CorruptInstantError(path, "not an Avro object container file (bad magic)")
+        writer = json.loads(header["meta"]["avro.schema"])
+        fields = writer.get("fields") or []
+        index = next((i for i, f in enumerate(fields) if f.get("name") == field), None)
+        if index is None:
+            return None
+        if header["meta"].get("avro.codec", b"null") != b"null":
+            reader.seek(0)
+            whole = decode(reader.read(), path=path, fields={field}).get(field) or {}
+            return ((key, item) for key, items in whole.items()
+                    for item in (None, *(i for i in items or () if isinstance(i, dict))))
+        if _read_long(reader) != 1:
+            raise CorruptInstantError(path, "expected one Avro record")
+        _read_long(reader)  # the block's byte size
+        named: dict[str, Any] = {}
+        before = fastavro.parse_schema({"type": "record", "name": "cleanline.Before", "fields": fields[:index]}, named)
+        fastavro.schemaless_reader(reader, before)
+        kind = fields[index]["type"]
+        if isinstance(kind, list):
+            kind = kind[_read_long(reader)]
+        if kind == "null":
+            return iter(())
+        if not (isinstance(kind, dict) and kind.get("type") == "map" and isinstance(kind["values"], dict)
+                and kind["values"].get("type") == "array"):
+            raise CorruptInstantError(path, f"{field} is not a map of arrays in the writer schema")
+        items = fastavro.parse_schema(kind["values"]["items"], named)
+    except _DECODE_ERRORS as exc:
+        raise CorruptInstantError(path, f"invalid Avro container: {exc!r}") from exc
+    return _entries(reader, items, path)
+
+
+def _entries(reader: BinaryIO, items: Any, path: str) -> Iterator[tuple[str, dict[str, Any] | None]]:
+    """`map_of_arrays`'s entries, from the map's first block."""
+    try:
+        while count := _block_count(reader):
+            for _ in range(count):
+                key = reader.read(_read_long(reader)).decode("utf-8")
+                yield key, None
+                while length := _block_count(reader):
+                    for _ in range(length):
+                        item = fastavro.schemaless_reader(reader, items)
+                        if isinstance(item, dict):
+                            yield key, item
+    except (*_DECODE_ERRORS, UnicodeDecodeError) as exc:
+        raise CorruptInstantError(path, f"invalid Avro container: {exc!r}") from exc
