@@ -6,12 +6,11 @@ growth of this process's peak resident set (VmHWM, reset through /proc/self/clea
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import Group, User
@@ -21,6 +20,7 @@ from django.urls import reverse
 from console import services
 from console.models import Instant, Table
 from tests.lakes import huge_commit, huge_file_id
+from tests.memory import peak_growth
 
 pytestmark = pytest.mark.django_db
 
@@ -30,7 +30,6 @@ SMALL_COMMIT = "20240418172804498"  # two write stats: partition 30's, then part
 PARTITIONS = ("10", "20", "30")
 MiB = 1 << 20
 BOUND = 64 * MiB  # what a request or the sync may add to the peak, for a file of over 200 MB
-T = TypeVar("T")
 
 
 @pytest.fixture(scope="module")
@@ -41,21 +40,6 @@ def huge_lake(fixture_lake: dict[str, Path], tmp_path_factory: pytest.TempPathFa
     base = Path(shutil.copytree(fixture_lake[SOURCE], root / "trips"))
     path, count = huge_commit(str(base / ".hoodie"), HUGE_TIME, PARTITIONS, size=200 * MiB)
     return root, path, count
-
-
-def _status_kib(field: str) -> int:
-    with open("/proc/self/status", encoding="ascii") as status:
-        return next(int(line.split()[1]) for line in status if line.startswith(f"{field}:"))
-
-
-def peak_growth(work: Callable[[], T]) -> tuple[T, int]:
-    """What `work` returns, and how many bytes its run added to this process's peak resident set."""
-    gc.collect()
-    before = _status_kib("VmRSS")
-    with open("/proc/self/clear_refs", "w", encoding="ascii") as refs:
-        refs.write("5")  # the peak (VmHWM) starts again from the current resident set
-    result = work()
-    return result, (_status_kib("VmHWM") - before) * 1024
 
 
 def registered(settings: Any, root: Path) -> Table:

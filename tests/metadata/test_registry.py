@@ -11,12 +11,13 @@ import pytest
 
 from tests.conftest import FIXTURE_IDS
 from tests.lakes import Lake, huge_commit, huge_file_id
+from tests.memory import peak_growth
 from timeline import CommitMetadata, InstantSummary, metadata
 from timeline.exceptions import CorruptInstantError
 from timeline.instant import Instant, State
 from timeline.metadata import avro
 from timeline.storage import MemoryStorage
-from timeline.table import HudiTable
+from timeline.table import HudiTable, check_state_file_at
 
 
 @pytest.mark.parametrize("table_id", FIXTURE_IDS)
@@ -134,6 +135,8 @@ def test_registry_streamed_write_stats_equal_the_decoded_ones(fixture_lake: dict
             assert streams == (status.size > 0 and isinstance(record, CommitMetadata)), status.path
             if not streams:
                 continue
+            # the intact check as it runs on a file above the stream size: a stream for JSON and Avro
+            check_state_file_at(table.storage, status.path, status.size, table._codec_of(status.path), stream_above=0)
             assert isinstance(record, CommitMetadata)
             with table.stream_write_stats(status.path) as entries:
                 streamed = None if entries is None else list(entries)
@@ -237,3 +240,29 @@ def test_registry_stream_write_stats_reads_avro_blocks_nulls_and_compressed_file
     for broken in (several[:several.rindex(c) + 3], several[:several.rindex(b"\x02q") + 1], plain[:30]):
         with pytest.raises(CorruptInstantError, match=where):
             streamed(broken)
+
+
+def test_registry_check_streams_a_large_avro_commit_and_refuses_what_decode_refuses() -> None:
+    """Above the stream size, Avro commit metadata is checked a write stat at a time: what
+    decodes passes; a cut anywhere (the sync marker too), bytes after the record, a second
+    record and another record's type fail as `decode` fails, naming the file."""
+    where = dict(path="/t/.hoodie/timeline/1_2.commit", action="commit", state=State.COMPLETED, layout=2)
+    record = {"partitionToWriteStats": {"x": [{"fileId": "f"}, {"fileId": "g"}], "y": []}, "operationType": "INSERT"}
+    good = metadata.encode(record, action="commit", state=State.COMPLETED, layout=2)
+    nulls = metadata.encode({"partitionToWriteStats": None}, action="commit", state=State.COMPLETED, layout=2)
+    for data in (good, nulls):
+        metadata.check(io.BytesIO(data), len(data), stream_above=0, **where)
+    stats = [{"fileId": f"{i:08x}-0", "path": f"x/{i:08x}-0_0-1-0_1.parquet", "numWrites": i} for i in range(60_000)]
+    large = metadata.encode({"partitionToWriteStats": {"x": stats}}, action="commit", state=State.COMPLETED, layout=2)
+    del stats
+    _, grown = peak_growth(lambda: metadata.check(io.BytesIO(large), len(large), stream_above=0, **where))
+    assert grown < 16 << 20, f"checking a {len(large) >> 20} MiB commit grew the peak by {grown >> 20} MiB"
+    twice = io.BytesIO()
+    fastavro.writer(twice, avro.schema("HoodieCommitMetadata"), [record, record])
+    other = avro.encode("HoodieReplaceCommitMetadata", record)
+    for data, problem in ((good[:-3], "sync marker"), (good[:-40], "invalid Avro"), (good + b"x", "found more"),
+                          (twice.getvalue(), "one Avro record"), (other, "found an Avro HoodieReplaceCommitMetadata")):
+        with pytest.raises(CorruptInstantError, match=problem):
+            metadata.check(io.BytesIO(data), len(data), stream_above=0, **where)
+        with pytest.raises(CorruptInstantError):
+            metadata.decode(data, **where)

@@ -81,6 +81,13 @@ def _codec(action: str, state: State, path: str) -> Codec:
     return codec
 
 
+def _expect_record(codec: Codec, full_name: str, path: str) -> None:
+    """Refuse an Avro record other than the one the codec names (or accepts)."""
+    name = full_name.rsplit(".", 1)[-1]
+    if name.lower() not in {n.lower() for n in (codec.avro or "", *codec.accepts)}:
+        raise CorruptInstantError(path, f"expected {codec.avro}, found an Avro {name}")
+
+
 def _uses_json(codec: Codec, layout: int, legacy: bool) -> bool:
     return codec.json_always or (codec.json_in_layout1 and (layout < 2 or legacy))
 
@@ -96,10 +103,7 @@ def decode(data: bytes, *, path: str, action: str, state: State, layout: int,
         return None
     codec = _codec(action, state, path)
     if data.startswith(AVRO_MAGIC) and codec.avro is not None:
-        name = avro.record_name(data, path=path).rsplit(".", 1)[-1]
-        allowed = {codec.avro, *codec.accepts}
-        if name.lower() not in {n.lower() for n in allowed}:
-            raise CorruptInstantError(path, f"expected {codec.avro}, found an Avro {name}")
+        _expect_record(codec, avro.record_name(data, path=path), path)
         return avro.decode(data, path=path, fields=fields)
     if codec.json_in_layout1 or codec.json_always:
         return jsonmeta.decode(data, path=path)
@@ -118,7 +122,8 @@ def check(stream: BinaryIO, size: int, *, path: str, action: str, state: State, 
     """Whether a state file (open as `stream`, `size` bytes) decodes: `decode`'s checks, raising
     CorruptInstantError, without keeping what it holds. JSON above `stream_above` bytes is
     parsed as a stream in constant memory (several times slower than simdjson, which holds the
-    document and its parse); everything else is decoded whole."""
+    document and its parse), and so is Avro commit metadata (its write stats a record at a
+    time); everything else is decoded whole."""
     codec = _codec(action, state, path)
     if size > stream_above and (codec.json_in_layout1 or codec.json_always):
         head = stream.read(len(AVRO_MAGIC))
@@ -126,6 +131,12 @@ def check(stream: BinaryIO, size: int, *, path: str, action: str, state: State, 
         if head != AVRO_MAGIC:
             jsonmeta.check(stream, path=path)
             return
+        if codec in _WRITES:  # v8+ commit metadata: its write stats a record at a time
+            name = avro.check_map_of_arrays(stream, WRITE_STATS_FIELD, path=path)
+            if name is not None:
+                _expect_record(codec, name, path)
+                return
+            stream.seek(0)
     data = stream.read()
     if (codec.json_in_layout1 or codec.json_always) and not (data.startswith(AVRO_MAGIC) and codec.avro is not None):
         jsonmeta.validate(data, path=path)  # decode's JSON branch, without building what it holds
