@@ -318,7 +318,8 @@ def instant_contents(table: Table, instant: Instant) -> list[StateContent]:
 @dataclass(frozen=True, slots=True)
 class WriteStatsPage:
     """One page of the write stats of a state file left unread for its size: `count` is the
-    number the sync summed (None within one partition), `has_next` whether more follow."""
+    number the sync summed (None within one partition or for a pending instant's file),
+    `has_next` whether more follow."""
 
     stats: list[WriteStat]
     number: int
@@ -351,8 +352,9 @@ def write_stats_page(table: Table, instant: Instant, contents: list[StateContent
                                      count=page_size + 1)
     if not found and number > 1:
         raise Http404(f"There is no page {page} of write stats.")
+    summed = not partition and latest.state == State.COMPLETED.name  # the sync's summary is the completed file's
     return WriteStatsPage(found[:page_size], number, page_size, partition or None, len(found) > page_size,
-                          None if partition else instant.files)
+                          instant.files if summed else None)
 
 
 def state_file_reader(table: Table, instant: Instant, state: str) -> tuple[str, BinaryIO]:

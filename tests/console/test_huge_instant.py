@@ -187,3 +187,24 @@ def test_huge_instant_avro_commit_pages_its_write_stats(console_table: Callable[
     assert "20/352d465e" in page and "10/7b0ea4f9" in page
     only = viewer.get(url, {"partition": "10"}).content.decode()
     assert "10/7b0ea4f9" in only and "20/352d465e" not in only
+
+
+def test_huge_instant_pending_write_pages_without_a_count(settings: Any, table_copy: Callable[[str], Path],
+                                                          tmp_path: Path) -> None:
+    """An inflight commit above the limit pages its workload profile's stats; the sync's count
+    (of completed files) is not given for it."""
+    base = table_copy(SOURCE)
+    (base / ".hoodie" / f"{SMALL_COMMIT}.commit").unlink()
+    settings.CLEANLINE_ALLOWED_ROOTS = [str(tmp_path)]
+    table = services.table_register(path=str(base), user=None)
+    services.table_sync(table=table)
+    settings.CLEANLINE_INSTANT_INLINE_MAX_BYTES = 100
+    row = table.instants.get(requested_time=SMALL_COMMIT)
+    assert row.state == "INFLIGHT"
+    user = User.objects.create_user("reader")
+    user.groups.add(Group.objects.get(name="viewer"))
+    api = Client(HTTP_AUTHORIZATION=f"Bearer {services.token_create(actor=user, owner=user, name='t')[1]}")
+    body = api.get(f"/api/v1/tables/{table.pk}/instants/{row.pk}").json()
+    assert body["contents"][0]["state"] == "INFLIGHT" and body["contents"][0]["too_large"]
+    stats = body["write_stats"]
+    assert stats["count"] is None and [s["partition"] for s in stats["items"]] == ["30", "10", "10"]
