@@ -4,9 +4,10 @@
   `hoodie.properties` with its checksum, as Hudi writes them); everything else (instant files,
   partition metadata, data files) is written with plain `os` calls, since a generator is not
   library code. `generate_timeline` is the table with a long active timeline (bench/fsview.py,
-  bench/console.py); `CleanShape` and `generate_clean_table` are the clean table
+  bench/console.py); `generate_huge_commit_table` the table with a 200 MB commit
+  (bench/console.py); `CleanShape` and `generate_clean_table` are the clean table
   (bench/clean.py, bench/spark.py, bench/s3.py).
-- Timing: `timed`, contenders run side by side with `interleaved`, `cprofile`.
+- Timing: `timed`, contenders run side by side with `interleaved`, `cprofile`; memory: `peak_growth`.
 - Reporting: `machine`, `argument_parser`, `publish` (text or --json, and with --record the
   benchmark's section of RESULTS.md).
 
@@ -188,6 +189,39 @@ class CleanShape:
         """Files the plan deletes after the first clean and `new_commits` hot commits: the
         window moved by `new_commits`, so each hot group loses as many versions."""
         return len(self.hot_partitions()) * self.groups * self.new_commits
+
+
+def generate_huge_commit_table(base: str, size: int, partitions: int = 3) -> tuple[str, str, int]:
+    """A v6 COW table with a small commit (one write stat per partition) and then a commit of at
+    least `size` bytes (issue 33's 200 MB commit: write stats dealt round the partitions, each
+    as compact JSON). Returns the small and the huge commit's times and the huge one's count of
+    write stats."""
+    timeline = new_table(base, cow_v6_props("bench_huge_commit"))
+    schema = avro_schema(["city"])
+    names = [partition_name(p) for p in range(partitions)]
+    for name in names:
+        write_partition_metadata(f"{base}/{name}", instant_at(0), 1)
+    small, huge = instant_at(0), instant_at(1)
+    stats = {name: [write_stat(name, f"{p:08x}-0", f"{p:08x}-0_0-1-0_{small}.parquet", "null")]
+             for p, name in enumerate(names)}
+    write_instant(timeline, small, "commit", metadata.encode(commit_metadata(schema, "INSERT", stats=stats),
+                                                             action="commit", state=State.COMPLETED, layout=1),
+                  layout=1)
+    one = len(json.dumps(write_stat(names[0], "0" * 10, "0" * 40, "null")))
+    count = -(-size // one)
+    write_instant(timeline, huge, "commit", layout=1)
+    with open(f"{timeline}/{Instant(huge, 'commit', State.COMPLETED).file_name(1)}", "w", encoding="utf-8") as out:
+        out.write('{"partitionToWriteStats": {')
+        for p, name in enumerate(names):
+            out.write(("," if p else "") + json.dumps(name) + ": [")
+            for k, i in enumerate(range(p, count, partitions)):  # one stat at a time: nothing held
+                stat = write_stat(name, f"{i:08x}-0", f"{i:08x}-0_0-1-0_{huge}.parquet", "null")
+                out.write(("," if k else "") + json.dumps(stat))
+            out.write("]")
+        rest = commit_metadata(schema, "INSERT")
+        del rest["partitionToWriteStats"]
+        out.write("}, " + json.dumps(rest)[1:])
+    return small, huge, count
 
 
 def partition_name(p: int) -> str:
@@ -464,6 +498,21 @@ def cprofile(fn: Callable[[], Any], top: int) -> dict[str, Any]:
 
 # ----------------------------------------------------------------------------------------
 # Where and on what
+
+
+def peak_growth(fn: Callable[[], Any]) -> tuple[Any, int]:
+    """What `fn` returns, and how many bytes its run added to this process's peak resident set
+    above what it held before (VmHWM of /proc/self/status, reset through /proc/self/clear_refs)."""
+    def status(field: str) -> int:
+        with open("/proc/self/status", encoding="ascii") as f:
+            return next(int(line.split()[1]) * 1024 for line in f if line.startswith(f"{field}:"))
+
+    gc.collect()
+    before = status("VmRSS")
+    with open("/proc/self/clear_refs", "w", encoding="ascii") as refs:
+        refs.write("5")
+    result = fn()
+    return result, status("VmHWM") - before
 
 
 def progress(message: str) -> None:

@@ -1,8 +1,13 @@
 """Console benchmark: a table with 100,000 instants synced into the database, then the timeline
-page's first and a middle page and an instant's detail, timed through Django's test client.
+page's first and a middle page and an instant's detail, timed through Django's test client; then
+a table holding a 200 MB commit (issue 33) synced, and that commit's instant page, API view and
+raw download.
 
 Targets: the sync of 100,000 instants under 10 s; each page under 95x (plan pages 140x) a minimal
-authenticated page served in the same run, at the median (milliseconds recorded for information).
+authenticated page served in the same run, at the median (milliseconds recorded for information);
+the 200 MB commit's instant page and API view at most 5x a small instant's page of the same table
+in the same run, and this process's (the web process's) peak memory at most 200 MiB above idle
+while it serves them and the download, and while it syncs that table.
 Run: `.venv/bin/python bench/console.py [--instants N] [--repeat N] [--json] [--record]`.
 The database is a fresh SQLite file (or DATABASE_URL's, whose test database is created and
 dropped as Django's test runner does)."""
@@ -38,12 +43,15 @@ from django.urls import reverse  # noqa: E402
 from bench.common import (  # noqa: E402
     argument_parser,
     bench_root,
+    generate_huge_commit_table,
     generate_timeline,
     machine,
+    peak_growth,
     progress,
     publish,
     target_lines,
     target_text,
+    timed,
 )
 from console import services  # noqa: E402
 from timeline.clean.config import CleanPolicy  # noqa: E402
@@ -62,6 +70,9 @@ PLAN_LIMIT_S = 60.0
 BASELINE = "minimal authenticated page (sync badge)"
 PAGE_RATIO = 95.0
 PLAN_PAGE_RATIO = 140.0
+HUGE_BYTES = 200 << 20
+HUGE_RATIO = 5.0  # the huge commit's page and API view, over the small instant's page
+HUGE_MEMORY = 200 << 20  # the web process's peak above idle serving the huge commit, and syncing it
 
 
 def _database() -> Any:
@@ -119,6 +130,44 @@ def big_plan(table: Any, client: Client, files: int, repeat: int) -> tuple[float
     return stored_s, time_pages(client, urls, repeat)
 
 
+def huge_instant(user: Any, root: str, repeat: int) -> dict[str, Any]:
+    """A table with a small commit and a 200 MB one, synced (its peak memory growth measured);
+    then the small commit's page, the huge commit's page and API view (timed), and the huge
+    one's raw download, with this process's peak memory above idle while it serves them."""
+    base = os.path.join(root, "huge")
+    progress(f"generating a table with a {HUGE_BYTES >> 20} MB commit in {base}")
+    small_time, huge_time, stats = generate_huge_commit_table(base, HUGE_BYTES)
+    table = services.table_register(path=base, user=None)
+    (sync_s, _), sync_growth = peak_growth(lambda: timed(lambda: services.table_sync(table=table)))
+    small, huge = (table.instants.get(requested_time=t) for t in (small_time, huge_time))
+    assert huge.files == stats, (huge.files, stats)
+    client = Client()
+    client.force_login(user)
+    api = Client(HTTP_AUTHORIZATION=f"Bearer {services.token_create(actor=user, owner=user, name='bench')[1]}")
+    small_page = "small instant's page"
+    pages = time_pages(client, {small_page: reverse("console:instant", args=[table.pk, small.pk])}, repeat)
+    api_path = f"/api/v1/tables/{table.pk}/instants/"
+    pages.update(time_pages(api, {"small instant's API view": api_path + str(small.pk)}, repeat))
+
+    def serve() -> dict[str, dict[str, float]]:
+        served = time_pages(client, {"200 MB commit's page": reverse("console:instant", args=[table.pk, huge.pk])},
+                            repeat)
+        served.update(time_pages(api, {"200 MB commit's API view": api_path + str(huge.pk)}, repeat))
+        response = client.get(reverse("console:instant_raw", args=[table.pk, huge.pk, "completed"]))
+        started = time.perf_counter()
+        streamed = sum(len(chunk) for chunk in response.streaming_content)  # type: ignore[attr-defined]
+        elapsed_ms = (time.perf_counter() - started) * 1000
+        served["200 MB commit's raw download (one request)"] = {"median_ms": elapsed_ms, "max_ms": elapsed_ms}
+        assert streamed > HUGE_BYTES, streamed
+        return served
+
+    served, web_growth = peak_growth(serve)
+    pages.update(served)
+    file_bytes = os.path.getsize(os.path.join(base, ".hoodie", f"{huge_time}.commit"))
+    return {"file_bytes": file_bytes, "stats": stats, "sync_s": sync_s, "sync_growth": sync_growth,
+            "web_growth": web_growth, "pages": pages, "small_page": small_page}
+
+
 def time_pages(client: Client, urls: dict[str, str], repeat: int) -> dict[str, dict[str, float]]:
     """Median and slowest time of each page over `repeat` requests after a warm-up one."""
     pages = {}
@@ -145,6 +194,9 @@ def run(instants: int, repeat: int, plan_files: int = 1_000_000) -> dict[str, An
     settings.CLEANLINE_PLAN_STORE = os.path.join(root, "plan-store")
     _database()
     try:
+        user = User.objects.create_user("bench", password="pw")
+        user.groups.add(Group.objects.get(name="viewer"))
+        huge = huge_instant(user, root, repeat)  # first, from the idle process (no heap kept by the rest)
         table = services.table_register(path=base, user=None)
         started = time.perf_counter()
         result = services.table_sync(table=table)
@@ -154,8 +206,6 @@ def run(instants: int, repeat: int, plan_files: int = 1_000_000) -> dict[str, An
         again = services.table_sync(table=table)
         resync_s = time.perf_counter() - started
         assert not again.changed
-        user = User.objects.create_user("bench", password="pw")
-        user.groups.add(Group.objects.get(name="viewer"))
         client = Client()
         client.force_login(user)
         middle = max(1, instants // 50 // 2)
@@ -189,7 +239,21 @@ def run(instants: int, repeat: int, plan_files: int = 1_000_000) -> dict[str, An
                  "value": f"{p['ratio']:.1f}x ({p['median_ms']:.1f} ms)", "passed": p["ratio"] < PLAN_PAGE_RATIO}
                 for name, p in plan_pages.items()]
     pages.update(plan_pages)
-    return {"machine": machine(), "instants": instants, "repeat": repeat, "sync_s": sync_s, "resync_s": resync_s,
+    small_ms = huge["pages"][huge["small_page"]]["median_ms"]
+    for p in huge["pages"].values():
+        p["ratio"] = p["median_ms"] / small_ms
+    mib = 1 << 20
+    targets += [{"target": f"{name} at most {HUGE_RATIO:.0f}x the small instant's page at the median",
+                 "value": f"{p['ratio']:.2f}x ({p['median_ms']:.1f} ms)", "passed": p["ratio"] <= HUGE_RATIO}
+                for name, p in huge["pages"].items() if name.endswith(("page", "API view")) and name.startswith("200")]
+    targets += [{"target": f"web process's peak at most {HUGE_MEMORY // mib} MiB above idle serving the 200 MB "
+                           "commit (page, API view, download)",
+                 "value": f"{huge['web_growth'] / mib:.0f} MiB", "passed": huge["web_growth"] <= HUGE_MEMORY},
+                {"target": f"sync of the 200 MB commit's table at most {HUGE_MEMORY // mib} MiB above idle",
+                 "value": f"{huge['sync_growth'] / mib:.0f} MiB ({huge['sync_s']:.1f} s)",
+                 "passed": huge["sync_growth"] <= HUGE_MEMORY}]
+    return {"huge": huge, "machine": machine(), "instants": instants, "repeat": repeat, "sync_s": sync_s,
+            "resync_s": resync_s,
             "plan_files": plan_files, "plan_store_s": plan_s, "pages": pages, "baseline": baseline,
             "database": settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1],
             "targets": targets}
@@ -203,6 +267,12 @@ def text_report(result: dict[str, Any]) -> str:
     lines.append(f"{BASELINE}: {result['baseline']['median_ms']:.2f} ms")
     lines += [f"{name:<28} {p['median_ms']:8.1f} ms (max {p['max_ms']:.1f}) {p['ratio']:6.1f}x"
               for name, p in result["pages"].items()]
+    huge = result["huge"]
+    lines += ["", f"a {huge['file_bytes'] / (1 << 20):.0f} MiB commit of {huge['stats']:,} write stats: sync "
+                  f"{huge['sync_s']:.1f} s, +{huge['sync_growth'] / (1 << 20):.0f} MiB peak; serving it "
+                  f"+{huge['web_growth'] / (1 << 20):.0f} MiB peak"]
+    lines += [f"{name:<32} {p['median_ms']:8.1f} ms (max {p['max_ms']:.1f}) {p['ratio']:6.2f}x the small page"
+              for name, p in huge["pages"].items()]
     lines += ["", *target_text(result["targets"])]
     return "\n".join(lines) + "\n"
 
@@ -223,6 +293,18 @@ def markdown_section(result: dict[str, Any]) -> str:
              f"| a {result['plan_files']:,}-file plan stored | {result['plan_store_s']:.1f} s |"]
     lines += [f"| {name} | {p['median_ms']:.1f} ms (max {p['max_ms']:.1f}), {p['ratio']:.1f}x |"
               for name, p in result["pages"].items()]
+    huge, mib = result["huge"], 1 << 20
+    lines += ["", f"A huge instant (issue 33): a second v6 table holds a small commit and a "
+                  f"{huge['file_bytes'] / mib:.0f} MiB commit of {huge['stats']:,} write stats (compact JSON). "
+                  "Its sync "
+                  f"took {huge['sync_s']:.1f} s and raised this process's peak resident set (VmHWM) "
+                  f"{huge['sync_growth'] / mib:.0f} MiB above what it held before; serving the huge commit's page, API "
+                  f"view and raw download raised it {huge['web_growth'] / mib:.0f} MiB above idle (both measured "
+                  "first, in the process as it stands after start-up). Ratios are to the small commit's page of "
+                  "the same table.", "",
+              "| request | result |", "|---|---:|"]
+    lines += [f"| {name} | {p['median_ms']:.1f} ms (max {p['max_ms']:.1f}), {p['ratio']:.2f}x |"
+              for name, p in huge["pages"].items()]
     lines += ["", *target_lines(result["targets"]), SECTION_END]
     return "\n".join(lines) + "\n"
 

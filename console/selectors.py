@@ -10,9 +10,10 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
-from typing import Any
+from typing import Any, BinaryIO
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.paginator import EmptyPage, Page, PageNotAnInteger, Paginator
 from django.db.models import Count, F, Max, Min, Q, QuerySet
@@ -267,11 +268,20 @@ def actions_of(table: Table) -> list[str]:
 
 @dataclass(frozen=True, slots=True)
 class StateContent:
+    """One state file of an instant as a page shows it. A file above
+    CLEANLINE_INSTANT_INLINE_MAX_BYTES is not read in the request (`decoded` False, no content):
+    the page shows its size and offers it as a download; `streams_write_stats` says whether
+    its write stats can be paged (`write_stats_page`)."""
+
     state: str
     file: str
     content: dict[str, Any] | None
     error: str = ""
     record: Record | None = None
+    path: str = ""
+    size: int = -1
+    decoded: bool = True
+    streams_write_stats: bool = False
 
     @property
     def raw(self) -> str:
@@ -286,20 +296,78 @@ def _json_default(value: Any) -> str:
     return value.hex() if isinstance(value, bytes) else str(value)
 
 
+def _lake_instant(instant: Instant) -> LakeInstant:
+    return LakeInstant(instant.requested_time, instant.action, State[instant.state], instant.completion_time or None)
+
+
 def instant_contents(table: Table, instant: Instant) -> list[StateContent]:
-    """The decoded content of every state file of an instant (newest state first)."""
+    """The content of every state file of an instant (newest state first), each decoded only
+    up to CLEANLINE_INSTANT_INLINE_MAX_BYTES (a 200 MB commit decodes to gigabytes)."""
     lake = HudiTable.open(table.path)
-    wanted = LakeInstant(instant.requested_time, instant.action, State[instant.state], instant.completion_time or None)
     contents = []
-    for state, path in sorted(lake.state_files(wanted).items(), reverse=True):
+    for state, path in sorted(lake.state_files(_lake_instant(instant)).items(), reverse=True):
         name = path.rsplit("/", 1)[-1]
         try:
-            raw = lake.read_state_file(path)
-            record = None if raw is None else lake.record_of(path, raw)
-            contents.append(StateContent(state.name, name, raw, record=record))
+            found = lake.inspect.state_file(state, path, decode_up_to=settings.CLEANLINE_INSTANT_INLINE_MAX_BYTES)
+            contents.append(StateContent(state.name, name, found.content, record=found.record, path=path,
+                                         size=found.size, decoded=found.decoded,
+                                         streams_write_stats=found.streams_write_stats))
         except CleanlineError as exc:
-            contents.append(StateContent(state.name, name, None, str(exc)))
+            contents.append(StateContent(state.name, name, None, str(exc), path=path))
     return contents
+
+
+@dataclass(frozen=True, slots=True)
+class WriteStatsPage:
+    """One page of the write stats of a state file left unread for its size: `count` is the
+    number the sync summed (None within one partition or for a pending instant's file),
+    `has_next` whether more follow."""
+
+    stats: list[WriteStat]
+    number: int
+    page_size: int
+    partition: str | None
+    has_next: bool
+    count: int | None
+
+    @property
+    def start(self) -> int:
+        return (self.number - 1) * self.page_size
+
+
+def write_stats_page(table: Table, instant: Instant, contents: list[StateContent], *, partition: str | None,
+                     page: int | str | None, page_size: int = PAGE_SIZE) -> WriteStatsPage | None:
+    """Page `page` of the newest state's write stats (of `partition` only, if given) when that
+    file was too large to decode and its stats can be read as a stream; None otherwise. Only
+    the file's beginning up to the page's last stat is read (bounded memory)."""
+    latest = contents[0] if contents else None
+    if latest is None or latest.decoded or latest.error or not latest.streams_write_stats:
+        return None
+    try:
+        number = int(page or 1)
+    except ValueError:
+        raise Http404(f"There is no page {page}.") from None
+    if number < 1:
+        raise Http404(f"There is no page {page}.")
+    lake = HudiTable.open(table.path)
+    found = lake.inspect.write_stats(latest.path, partition=partition or None, start=(number - 1) * page_size,
+                                     count=page_size + 1)
+    if not found and number > 1:
+        raise Http404(f"There is no page {page} of write stats.")
+    summed = not partition and latest.state == State.COMPLETED.name  # the sync's summary is the completed file's
+    return WriteStatsPage(found[:page_size], number, page_size, partition or None, len(found) > page_size,
+                          instant.files if summed else None)
+
+
+def state_file_reader(table: Table, instant: Instant, state: str) -> tuple[str, BinaryIO]:
+    """The name of an instant's state file in `state` and the file open for reading in chunks
+    (the raw download); 404 when the instant has no such file."""
+    lake = HudiTable.open(table.path)
+    chosen = State.__members__.get(state.upper())
+    path = lake.state_files(_lake_instant(instant)).get(chosen) if chosen is not None else None
+    if path is None:
+        raise Http404(f"The instant has no {state} state file.")
+    return path.rsplit("/", 1)[-1], lake.inspect.open_state_file(path)
 
 
 @dataclass(frozen=True, slots=True)
@@ -423,8 +491,6 @@ def retention_chart(estimate: RetentionEstimate) -> dict[str, Any]:
 def demo_status() -> dict[str, Any] | None:
     """The demo lake's background build (CLEANLINE_DEMO_STATUS), while it runs or if it failed;
     None when there is none, it finished well, or its file cannot be read."""
-    from django.conf import settings
-
     if not settings.CLEANLINE_DEMO_STATUS:
         return None
     try:

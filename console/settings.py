@@ -32,6 +32,10 @@ CLEANLINE_PLAN_STORE  where clean plans keep their files as Parquet, a local fol
                   URI (default var/plan-store beside manage.py; a cluster on several machines
                   needs a shared folder or an object store). One folder per plan:
                   <store>/table-<id>/plan-<id>
+CLEANLINE_INSTANT_INLINE_MAX_BYTES  an instant's state files up to this size are decoded and shown
+                  whole on its page and in the API (default 4194304, 4 MiB); a larger one is
+                  never read whole in a request: its size, the sync's summary, its write
+                  stats a page at a time (commits) and a download of the raw file instead
 CLEANLINE_DEMO_STATUS  the JSON file `manage.py demo_lake --status` keeps the demo lake's background
                   build in (make run sets it); the dashboard and catalog show its progress
 CLEANLINE_TASK_TIME_LIMIT, CLEANLINE_REDELIVERY_SECONDS  Celery's hard time limit per task and
@@ -343,6 +347,8 @@ CLEANLINE_BUSY_RETRY_MAX_SECONDS = float(os.environ.get("CLEANLINE_BUSY_RETRY_MA
 CLEANLINE_BUSY_MAX_RETRIES = int(os.environ.get("CLEANLINE_BUSY_MAX_RETRIES", "20"))
 # Tables with at least this many files are planned and cleaned by PySpark jobs (0: never).
 CLEANLINE_SPARK_MIN_FILES = spark_min_files()
+# State files above this size are not decoded in a request (console.selectors.instant_contents).
+CLEANLINE_INSTANT_INLINE_MAX_BYTES = int(os.environ.get("CLEANLINE_INSTANT_INLINE_MAX_BYTES", str(4 << 20)))
 # The demo lake's background build (`make run`): the JSON file its command keeps its progress in,
 # shown on the dashboard and the catalog while it runs ("" when there is none).
 CLEANLINE_DEMO_STATUS = os.environ.get("CLEANLINE_DEMO_STATUS", "").strip()

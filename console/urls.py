@@ -36,6 +36,7 @@ console_patterns = [
     of_table("", views.overview, "overview"),
     of_table("timeline", views.timeline, "timeline"),
     of_table("instants/<int:instant_id>", views.instant_detail, "instant"),
+    of_table("instants/<int:instant_id>/raw/<str:state>", views.instant_raw, "instant_raw"),
     of_table("file-groups", views.file_groups, "file_groups"),
     of_table("sync", views.sync, "sync"),
     of_table("sync-status", views.sync_status, "sync_status"),

@@ -7,11 +7,12 @@ from collections.abc import Callable
 from functools import wraps
 
 from django import forms
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
-from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -208,9 +209,23 @@ def instant_detail(request: HttpRequest, table: Table, instant_id: int) -> HttpR
     instant = get_object_or_404(table.instants, pk=instant_id)
     contents = selectors.instant_contents(table, instant)
     files = selectors.instant_files(contents)
+    stats_page = selectors.write_stats_page(table, instant, contents, partition=request.GET.get("partition"),
+                                            page=request.GET.get("page"))
     return render(request, "console/instant.html", {
-        "table": table, "instant": instant, "contents": contents, "write_stats": files.write_stats,
-        "plan_files": files.plan_files, "deleted_files": files.deleted_files, "savepoint_files": files.savepoint_files})
+        "table": table, "instant": instant, "contents": contents, "stats_page": stats_page,
+        "write_stats": files.write_stats if stats_page is None else stats_page.stats,
+        "plan_files": files.plan_files, "deleted_files": files.deleted_files, "savepoint_files": files.savepoint_files,
+        "inline_max": settings.CLEANLINE_INSTANT_INLINE_MAX_BYTES})
+
+
+@table_page(reads_lake=True)
+def instant_raw(request: HttpRequest, table: Table, instant_id: int, state: str) -> FileResponse:
+    """An instant's state file as Hudi wrote it, streamed (never held whole)."""
+    instant = get_object_or_404(table.instants, pk=instant_id)
+    name, stream = selectors.state_file_reader(table, instant, state)
+    response = FileResponse(stream, as_attachment=True, filename=name, content_type="application/octet-stream")
+    response.block_size = 1 << 20
+    return response
 
 
 @table_page(reads_lake=True)
@@ -544,8 +559,6 @@ def token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
 
 def _people_page(request: HttpRequest, *, status: int = 200, form: forms.Form | None = None,
                  **extra: object) -> HttpResponse:
-    from django.conf import settings
-
     from console.forms import ROLE_CHOICES, PersonCreateForm
 
     return render(request, "console/people.html", {

@@ -191,3 +191,47 @@ def archive_instants(storage: Storage, timeline_folder: str, instants: list[tupl
     for status in list(storage.list(timeline_folder)):
         if not status.is_dir and status.name[:17] in times:
             storage.delete(status.path)
+
+
+def huge_commit(timeline_folder: str, time_: str, partitions: Sequence[str], *, size: int) -> tuple[str, int]:
+    """A completed v6 commit (with its requested and inflight files) of at least `size` bytes,
+    written as Hudi's Jackson pretty printer writes commit metadata: write stats of files dealt
+    round `partitions`, each with its runtime stats, then `extraMetadata` and `operationType`.
+    Stat i (of file id `huge_file_id(i)`) writes i + 1 records and 1,000 + i bytes; partition p
+    holds stats p, p + len(partitions), ... Returns the completed file's path and the count of stats."""
+    import os
+
+    fields = ['"fileId" : "{file_id}"', '"path" : "{partition}/{file_id}_0-1-0_{time}.parquet"', '"cdcStats" : null',
+              '"prevCommit" : "null"', '"numWrites" : {writes}', '"numDeletes" : 0', '"numUpdateWrites" : 0',
+              '"numInserts" : {writes}', '"totalWriteBytes" : {bytes}', '"totalWriteErrors" : 0', '"tempPath" : null',
+              '"partitionPath" : "{partition}"', '"totalLogRecords" : 0', '"totalLogFilesCompacted" : 0',
+              '"totalLogSizeCompacted" : 0', '"totalUpdatedRecordsCompacted" : 0', '"totalLogBlocks" : 0',
+              '"totalCorruptLogBlock" : 0', '"totalRollbackBlocks" : 0', '"fileSizeInBytes" : {bytes}',
+              '"minEventTime" : null', '"maxEventTime" : null']
+    runtime = '"runtimeStats" : {{\n        "totalScanTime" : 0,\n        "totalUpsertTime" : 0,\n        ' \
+              '"totalCreateTime" : 90\n      }}'
+    stat = "{{\n      " + ",\n      ".join([*fields, runtime]) + "\n    }}"
+    per_stat = len(stat.format(file_id="00000000-0000-0000-0000-000000000000-0", partition=partitions[0], time=time_,
+                               writes=1, bytes=1000))
+    count = -(-size // per_stat)
+    path = f"{timeline_folder}/{time_}.commit"
+    with open(path, "w", encoding="utf-8") as out:  # noqa: PTH123 - a test fixture's file, written in pieces
+        out.write('{\n  "partitionToWriteStats" : {\n')
+        for p, partition in enumerate(partitions):
+            indices = range(p, count, len(partitions))
+            out.write(f'    "{partition}" : [ ')
+            for k, i in enumerate(indices):  # one stat at a time: the test process holds none of it
+                out.write((", " if k else "") + stat.format(file_id=huge_file_id(i), partition=partition, time=time_,
+                                                            writes=i + 1, bytes=1000 + i))
+            out.write(" ]" + (",\n" if p < len(partitions) - 1 else "\n"))
+        out.write('  },\n  "compacted" : false,\n  "extraMetadata" : {\n    "schema" : ""\n  },\n'
+                  '  "operationType" : "INSERT"\n}')
+    for name in (f"{time_}.commit.requested", f"{time_}.inflight"):
+        with open(os.path.join(timeline_folder, name), "wb"):  # noqa: PTH118, PTH123
+            pass
+    return path, count
+
+
+def huge_file_id(i: int) -> str:
+    """The file id of `huge_commit`'s stat i."""
+    return f"{i:08x}-0000-0000-0000-000000000000-0"

@@ -4,9 +4,10 @@ that holds its rule; this namespace only gathers them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from itertools import islice
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from timeline.archive import load_archived_timeline
 from timeline.clean.planner import Protection, read_protection, why_protected
@@ -14,7 +15,8 @@ from timeline.fsview import FileGroup, FileSlice, FileSystemView
 from timeline.instant import Instant, State
 from timeline.mdt.reader import MetadataTableMissing, MetadataTableState, metadata_table
 from timeline.mdt.validate import Validation, validate_files
-from timeline.metadata.records import CleanMetadata, CommitMetadata, Record, SavepointMetadata
+from timeline.metadata import STREAM_CHECK_BYTES
+from timeline.metadata.records import CleanMetadata, CommitMetadata, Record, SavepointMetadata, WriteStat
 from timeline.restore import RestorePreview, preview_restore
 from timeline.rollback import FailedWrite, preview_failed_writes
 from timeline.savepoint import SavepointInfo, list_savepoints, savepoint_candidates
@@ -36,12 +38,18 @@ class SliceProtection:
 @dataclass(frozen=True, slots=True)
 class StateFile:
     """One state file of an instant: its payload as Hudi wrote it (`content`, for the JSON
-    view) and as a typed record (None for an empty file)."""
+    view) and as a typed record (None for an empty file). A file left unread for its size
+    (`Inspect.state_file`'s `decode_up_to`) has `decoded` False, no content and no record;
+    `streams_write_stats` then says whether `Inspect.write_stats` reads its write stats as a
+    stream. `size` is -1 where it was not asked for."""
 
     state: State
     path: str
     content: dict[str, Any] | None
     record: Record | None = None
+    size: int = -1
+    decoded: bool = True
+    streams_write_stats: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +74,20 @@ class InstantSummary:
             return cls(len(record.files), len(record.file_names()))
         return None
 
+    @classmethod
+    def streamed(cls, entries: Iterable[tuple[str, WriteStat | None]]) -> InstantSummary:
+        """What `of` reports for commit metadata, from its write stats read as a stream
+        (`HudiTable.stream_write_stats`): nothing is kept but the sums."""
+        partitions = files = records = written = 0
+        for _, stat in entries:
+            if stat is None:
+                partitions += 1
+            else:
+                files += 1
+                records += stat.num_writes
+                written += stat.total_write_bytes
+        return cls(partitions, files, records, written)
+
 
 class Inspect:
     """Read-only questions about one table."""
@@ -84,11 +106,44 @@ class Inspect:
         """Every state file of an instant, newest state first, read by name (the timeline is
         not loaded, so a page about one instant stays cheap on a large table)."""
         found = sorted(self.table.state_files(instant).items(), reverse=True)
-        files = []
-        for state, path in found:
-            raw = self.table.read_state_file(path)
-            files.append(StateFile(state, path, raw, None if raw is None else self.table.record_of(path, raw)))
-        return files
+        return [self.state_file(state, path) for state, path in found]
+
+    def state_file(self, state: State, path: str, *, decode_up_to: int | None = None) -> StateFile:
+        """One state file (`HudiTable.state_files` names them). With `decode_up_to`, a file
+        larger than that many bytes is not read: its size comes back, and whether its write
+        stats can be read as a stream (`write_stats`), so that a page about a huge commit
+        never holds it whole."""
+        if decode_up_to is not None:
+            size = self.table.storage.status(path).size
+            if size > decode_up_to:
+                return StateFile(state, path, None, None, size, decoded=False,
+                                 streams_write_stats=self.table.streams_write_stats(path))
+        else:
+            size = -1
+        raw = self.table.read_state_file(path)
+        return StateFile(state, path, raw, None if raw is None else self.table.record_of(path, raw), size)
+
+    def open_state_file(self, path: str) -> BinaryIO:
+        """A state file (`HudiTable.state_files` names them) open for reading in chunks, as
+        Hudi wrote it: a download that never holds the file whole. Close it after."""
+        return self.table.storage.reader(path)
+
+    def write_stats(self, path: str, *, partition: str | None = None, start: int = 0,
+                    count: int | None = None) -> list[WriteStat]:
+        """The write stats of the commit metadata at `path` from the `start`-th (of `partition`
+        only, if given), at most `count` of them. Commit metadata (v6 JSON, v8+ Avro) is read as
+        a stream and only as far as the last stat wanted, so memory stays that of the stats
+        returned; anything else is decoded whole (and has none)."""
+        stop = None if count is None else start + count
+        if self.table.streams_write_stats(path):
+            with self.table.stream_write_stats(path) as entries:
+                stats = (s for p, s in entries or () if s is not None and (partition is None or p == partition))
+                return list(islice(stats, start, stop))
+        record = self.table.read_record_file(path)
+        if not isinstance(record, CommitMetadata):
+            return []
+        every = record.stats() if partition is None else list(record.write_stats.get(partition, ()))
+        return every[start:stop]
 
     def record(self, instant: Instant, state: State | None = None) -> Record | None:
         """The typed record of an instant in `state` (its own by default); None when empty."""
@@ -99,7 +154,14 @@ class Inspect:
         """What a completed instant reports (None for a pending one or one that reports nothing)."""
         if not instant.is_completed:
             return None
-        return InstantSummary.of(self.record(instant, State.COMPLETED))
+        status = self.table.timeline.files_of(instant).get(State.COMPLETED)
+        if status is None:
+            return InstantSummary.of(self.record(instant, State.COMPLETED))
+        if status.size > STREAM_CHECK_BYTES and self.table.streams_write_stats(status.path):
+            # a huge commit is summed as it is read, never held (a 200 MB commit decodes to GBs)
+            with self.table.stream_write_stats(status.path) as entries:
+                return None if entries is None else InstantSummary.streamed(entries)
+        return InstantSummary.of(self.table.read_record_file(status.path))
 
     def clean_report(self, instant: Instant) -> CleanMetadata:
         """A completed clean's HoodieCleanMetadata: per partition the files it deleted or failed to."""

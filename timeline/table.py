@@ -4,6 +4,7 @@ file-system view."""
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +28,7 @@ from timeline.metadata.records import (
     R,
     Record,
     SliceInfo,
+    WriteStat,
     expect,
     hudi_fields,
     to_record,
@@ -224,6 +226,21 @@ class HudiTable:
     def read_state_file(self, path: str, *, fields: Collection[str] | None = None) -> dict[str, Any] | None:
         """The decoded payload of one instant state file, by its path."""
         return metadata.decode(self.storage.read(path), path=path, **self._codec_of(path), fields=fields)
+
+    def streams_write_stats(self, path: str) -> bool:
+        """Whether the state file at `path` is commit metadata whose write stats
+        `stream_write_stats` reads as a stream (v6 JSON or v8+ Avro)."""
+        with self.storage.reader(path) as stream:
+            head = stream.read(64)
+        return metadata.streams_write_stats(head, **self._codec_of(path))
+
+    @contextmanager
+    def stream_write_stats(self, path: str) -> Iterator[Iterator[tuple[str, WriteStat | None]] | None]:
+        """The write stats of the commit metadata at `path` (`streams_write_stats`), read
+        while the context is open: `(partition, None)` as each partition begins, then
+        `(partition, stat)` for each stat (`timeline.metadata.stream_write_stats`)."""
+        with self.storage.reader(path) as stream:
+            yield metadata.stream_write_stats(stream, path=path)
 
     def check_state_file(self, path: str, size: int) -> None:
         """Raise CorruptInstantError unless the state file at `path` (`size` bytes) decodes

@@ -59,10 +59,36 @@ class StateContentOut(Schema):
     file: str
     content: Any = None
     error: str = ""
+    size: int = -1
+    too_large: bool = False
+    download: str = ""
+
+
+class WriteStatOut(Schema):
+    partition: str
+    file_id: str
+    path: str
+    prev_commit: str
+    num_writes: int
+    num_inserts: int
+    num_update_writes: int
+    num_deletes: int
+    total_write_bytes: int
+    file_size: int
+
+
+class WriteStatsPageOut(Schema):
+    page: int
+    page_size: int
+    partition: str | None
+    has_next: bool
+    count: int | None
+    items: list[WriteStatOut]
 
 
 class InstantDetail(InstantOut):
     contents: list[StateContentOut]
+    write_stats: WriteStatsPageOut | None = None
 
 
 class SliceOut(Schema):

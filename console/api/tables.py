@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
-from django.http import HttpRequest
+from django.http import FileResponse, HttpRequest
 from django.shortcuts import get_object_or_404
+from django.urls import reverse
 from ninja import Query, Router, Schema, Status
 
 from console import permissions, selectors, services
-from console.api.common import paged, require, role
+from console.api.common import MAX_PAGE_SIZE, paged, require, role
 from console.api.schemas import (
     Accepted,
     AuditOut,
@@ -111,14 +113,48 @@ def list_instants(request: HttpRequest, table_id: int, filters: Query[InstantFil
     return paged(found, filters.page, filters.page_size, instant_out)
 
 
+class InstantQuery(Schema):
+    partition: str = ""
+    page: int = 1
+    page_size: int = 50
+
+
 @router.get("/tables/{table_id}/instants/{instant_id}", response={200: InstantDetail, 409: Problem, **ERRORS},
             summary="An instant with its decoded state files")
-def get_instant(request: HttpRequest, table_id: int, instant_id: int) -> dict[str, Any]:
+def get_instant(request: HttpRequest, table_id: int, instant_id: int, query: Query[InstantQuery]) -> dict[str, Any]:
+    """Each state file decoded, up to CLEANLINE_INSTANT_INLINE_MAX_BYTES: a larger one has
+    `too_large` and its `size` instead of `content`, and `download` streams it raw; when the
+    newest is such a file of commit metadata, `write_stats` holds a page of its write stats
+    (`page`, `page_size`, `partition`), read as a stream only as far as that page."""
     table = table_of(request, table_id)
     row = get_object_or_404(table.instants, pk=instant_id)
     contents = selectors.instant_contents(table, row)
-    return instant_out(row) | {"contents": [{"state": c.state, "file": c.file, "content": c.json_content(),
-                                            "error": c.error} for c in contents]}
+    page_size = max(1, min(query.page_size, MAX_PAGE_SIZE))
+    stats = selectors.write_stats_page(table, row, contents, partition=query.partition, page=query.page,
+                                       page_size=page_size)
+    return instant_out(row) | {
+        "contents": [{"state": c.state, "file": c.file, "content": c.json_content(), "error": c.error, "size": c.size,
+                      "too_large": not c.decoded,
+                      "download": reverse("api:instant_file", args=[table.pk, row.pk, c.state.lower()])}
+                     for c in contents],
+        "write_stats": None if stats is None else {
+            "page": stats.number, "page_size": stats.page_size, "partition": stats.partition,
+            "has_next": stats.has_next, "count": stats.count, "items": [asdict(s) for s in stats.stats]}}
+
+
+@router.get("/tables/{table_id}/instants/{instant_id}/files/{state}", response={200: None, **ERRORS},
+            url_name="instant_file", summary="An instant's state file, raw",
+            openapi_extra={"responses": {"200": {"description": "the state file as Hudi wrote it",
+                                                 "content": {"application/octet-stream": {
+                                                     "schema": {"type": "string", "format": "binary"}}}}}})
+def instant_file(request: HttpRequest, table_id: int, instant_id: int, state: str) -> FileResponse:
+    """The state file (`requested`, `inflight` or `completed`) as Hudi wrote it, streamed."""
+    table = table_of(request, table_id)
+    row = get_object_or_404(table.instants, pk=instant_id)
+    name, stream = selectors.state_file_reader(table, row, state)
+    response = FileResponse(stream, as_attachment=True, filename=name, content_type="application/octet-stream")
+    response.block_size = 1 << 20
+    return response
 
 
 @router.get("/tables/{table_id}/file-groups", response={200: FileGroupsOut, 409: Problem, **ERRORS},

@@ -82,6 +82,7 @@ def endpoints(table: Table, plan: CleanPlan, job: Job) -> list[tuple[str, str, d
         ("GET", f"/tables/{t}", None, "viewer"),
         ("GET", f"/tables/{t}/instants", None, "viewer"),
         ("GET", f"/tables/{t}/instants/{instant.pk}", None, "viewer"),
+        ("GET", f"/tables/{t}/instants/{instant.pk}/files/completed", None, "viewer"),
         ("GET", f"/tables/{t}/file-groups", None, "viewer"),
         ("GET", f"/tables/{t}/plans", None, "viewer"),
         ("GET", f"/tables/{t}/plans/{p}", None, "viewer"),

@@ -57,7 +57,8 @@ def pages(table: Table) -> list[str]:
     return [reverse("console:home"), reverse("console:catalog"), reverse("console:overview", args=[table.pk]),
             reverse("console:timeline", args=[table.pk]), reverse("console:instant", args=[table.pk, instant.pk]),
             reverse("console:file_groups", args=[table.pk]), reverse("console:sync_status", args=[table.pk]),
-            reverse("console:retention", args=[table.pk])]
+            reverse("console:retention", args=[table.pk]),
+            reverse("console:instant_raw", args=[table.pk, instant.pk, "completed"])]
 
 
 @pytest.mark.parametrize("role", ROLES)

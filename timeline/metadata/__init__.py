@@ -3,7 +3,7 @@ uses (v6 JSON, Avro records by name); `decode` and `encode` go through it."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
@@ -24,6 +24,7 @@ from timeline.instant import (
     State,
 )
 from timeline.metadata import avro, jsonmeta
+from timeline.metadata.records import WRITE_STATS_FIELD, WriteStat
 
 AVRO_MAGIC = b"Obj\x01"
 _R, _I, _C = State.REQUESTED, State.INFLIGHT, State.COMPLETED
@@ -69,11 +70,22 @@ CODECS: Mapping[tuple[str, State], Codec] = {
 }
 
 
+# The codecs of commit metadata, whose write stats `stream_write_stats` reads
+_WRITES = frozenset({_COMMIT, _REPLACE, _REPLACE_INFLIGHT})
+
+
 def _codec(action: str, state: State, path: str) -> Codec:
     codec = CODECS.get((action, state))
     if codec is None:
         raise CorruptInstantError(path, f"no known content for {action} in state {state.name}")
     return codec
+
+
+def _expect_record(codec: Codec, full_name: str, path: str) -> None:
+    """Refuse an Avro record other than the one the codec names (or accepts)."""
+    name = full_name.rsplit(".", 1)[-1]
+    if name.lower() not in {n.lower() for n in (codec.avro or "", *codec.accepts)}:
+        raise CorruptInstantError(path, f"expected {codec.avro}, found an Avro {name}")
 
 
 def _uses_json(codec: Codec, layout: int, legacy: bool) -> bool:
@@ -91,10 +103,7 @@ def decode(data: bytes, *, path: str, action: str, state: State, layout: int,
         return None
     codec = _codec(action, state, path)
     if data.startswith(AVRO_MAGIC) and codec.avro is not None:
-        name = avro.record_name(data, path=path).rsplit(".", 1)[-1]
-        allowed = {codec.avro, *codec.accepts}
-        if name.lower() not in {n.lower() for n in allowed}:
-            raise CorruptInstantError(path, f"expected {codec.avro}, found an Avro {name}")
+        _expect_record(codec, avro.record_name(data, path=path), path)
         return avro.decode(data, path=path, fields=fields)
     if codec.json_in_layout1 or codec.json_always:
         return jsonmeta.decode(data, path=path)
@@ -113,7 +122,8 @@ def check(stream: BinaryIO, size: int, *, path: str, action: str, state: State, 
     """Whether a state file (open as `stream`, `size` bytes) decodes: `decode`'s checks, raising
     CorruptInstantError, without keeping what it holds. JSON above `stream_above` bytes is
     parsed as a stream in constant memory (several times slower than simdjson, which holds the
-    document and its parse); everything else is decoded whole."""
+    document and its parse), and so is Avro commit metadata (its write stats a record at a
+    time); everything else is decoded whole."""
     codec = _codec(action, state, path)
     if size > stream_above and (codec.json_in_layout1 or codec.json_always):
         head = stream.read(len(AVRO_MAGIC))
@@ -121,11 +131,37 @@ def check(stream: BinaryIO, size: int, *, path: str, action: str, state: State, 
         if head != AVRO_MAGIC:
             jsonmeta.check(stream, path=path)
             return
+        if codec in _WRITES:  # v8+ commit metadata: its write stats a record at a time
+            name = avro.check_map_of_arrays(stream, WRITE_STATS_FIELD, path=path)
+            if name is not None:
+                _expect_record(codec, name, path)
+                return
+            stream.seek(0)
     data = stream.read()
     if (codec.json_in_layout1 or codec.json_always) and not (data.startswith(AVRO_MAGIC) and codec.avro is not None):
         jsonmeta.validate(data, path=path)  # decode's JSON branch, without building what it holds
         return
     decode(data, path=path, action=action, state=state, layout=layout, legacy=legacy)
+
+
+def streams_write_stats(head: bytes, *, action: str, state: State, layout: int, legacy: bool = False) -> bool:
+    """Whether a state file whose first bytes are `head` holds commit metadata (v6 JSON or v8+
+    Avro) whose write stats `stream_write_stats` reads in constant memory."""
+    return CODECS.get((action, state)) in _WRITES and bool(head.strip())
+
+
+def stream_write_stats(stream: BinaryIO, *, path: str) -> Iterator[tuple[str, WriteStat | None]] | None:
+    """The write stats of commit metadata (`streams_write_stats`), one at a time as the file
+    is read: `(partition, None)` as each partition begins, then `(partition, stat)` for each of
+    its stats; memory stays that of one stat, and reading stops after the last. None when the
+    metadata has no write stats (a workload profile). Raises CorruptInstantError."""
+    head = stream.read(len(AVRO_MAGIC))
+    stream.seek(0)
+    reader = avro.map_of_arrays if head == AVRO_MAGIC else jsonmeta.map_of_arrays
+    entries = reader(stream, WRITE_STATS_FIELD, path=path)
+    if entries is None:
+        return None
+    return ((partition, None if raw is None else WriteStat.from_raw(partition, raw)) for partition, raw in entries)
 
 
 def encode(record: Mapping[str, Any], *, action: str, state: State, layout: int) -> bytes:

@@ -11,10 +11,10 @@ from __future__ import annotations
 import io
 import json
 import os
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from functools import cache, lru_cache
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, BinaryIO, cast
 
 import fastavro
 from fastavro.schema import SchemaParseException
@@ -204,3 +204,131 @@ def decode_datum(data: bytes, writer_schema_json: str) -> dict[str, Any]:
     record = cast(dict[str, Any], fastavro.schemaless_reader(
         io.BytesIO(data), _parsed_writer_schema(writer_schema_json)))
     return record
+
+
+def _read_long(stream: BinaryIO) -> int:
+    """An Avro long (zig-zag varint) read from `stream`."""
+    n = shift = 0
+    while True:
+        byte = stream.read(1)
+        if not byte:
+            raise EOFError("the file ends inside a number")
+        n |= (byte[0] & 0x7F) << shift
+        if not byte[0] & 0x80:
+            return (n >> 1) ^ -(n & 1)
+        shift += 7
+
+
+def _block_count(stream: BinaryIO) -> int:
+    """An array's or map's block item count (0 ends it), past the byte size a negative count announces."""
+    count = _read_long(stream)
+    if count < 0:
+        _read_long(stream)
+        return -count
+    return count
+
+
+class _Compressed(Exception):
+    """A container whose block is compressed: read it whole."""
+
+
+def _open_map(stream: BinaryIO, field: str, path: str) -> tuple[BinaryIO, Any, Any, bytes, str] | None:
+    """`stream` read up to the entries of the map `field` of a container's one record: the
+    reader positioned there, the fastavro schema of the arrays' items (None for a null map),
+    that of the fields after the map, the container's sync marker and the record's name. None
+    when the record has no `field`; raises _Compressed for a compressed block."""
+    reader: BinaryIO = io.BufferedReader(stream, 1 << 16)  # type: ignore[type-var]  # fastavro reads a field at a time
+    try:
+        header = cast(dict[str, Any], fastavro.schemaless_reader(reader, _HEADER))
+        if header["magic"] != _MAGIC:
+            raise CorruptInstantError(path, "not an Avro object container file (bad magic)")
+        writer = json.loads(header["meta"]["avro.schema"])
+        fields = writer.get("fields") or []
+        index = next((i for i, f in enumerate(fields) if f.get("name") == field), None)
+        if index is None:
+            return None
+        if header["meta"].get("avro.codec", b"null") != b"null":
+            raise _Compressed
+        if _read_long(reader) != 1:
+            raise CorruptInstantError(path, "expected one Avro record")
+        _read_long(reader)  # the block's byte size
+        kind = fields[index]["type"]
+        kinds = kind if isinstance(kind, list) else [kind]
+        found = next((k for k in kinds if isinstance(k, dict) and k.get("type") == "map"
+                      and isinstance(k["values"], dict) and k["values"].get("type") == "array"), None)
+        if found is None:
+            raise CorruptInstantError(path, f"{field} is not a map of arrays in the writer schema")
+        # named types are defined where first used: the parts are parsed in order into one set
+        named: dict[str, Any] = {}
+        before = fastavro.parse_schema({"type": "record", "name": "cleanline.Before", "fields": fields[:index]}, named)
+        items = fastavro.parse_schema(found["values"]["items"], named)
+        after = fastavro.parse_schema({"type": "record", "name": "cleanline.After", "fields": fields[index + 1:]},
+                                      named)
+        fastavro.schemaless_reader(reader, before)
+        branch = kinds[_read_long(reader)] if isinstance(kind, list) else kind
+    except _DECODE_ERRORS as exc:
+        raise CorruptInstantError(path, f"invalid Avro container: {exc!r}") from exc
+    return reader, None if branch == "null" else items, after, header["sync"], str(writer.get("name", ""))
+
+
+def map_of_arrays(stream: BinaryIO, field: str, *, path: str) -> Iterator[tuple[str, dict[str, Any] | None]] | None:
+    """`jsonmeta.map_of_arrays` for an Avro Object Container File of one record: its top-level
+    `field`, a map of arrays of records (or a union of null and one), read as a stream with
+    the writer schema the file embeds: `(key, None)` as each key's array begins, then `(key,
+    item)` for each record in it, one at a time. None when the record has no `field`. A
+    compressed block (Hudi writes none) is decoded whole first. What is not a valid container
+    raises CorruptInstantError naming `path`."""
+    try:
+        opened = _open_map(stream, field, path)
+    except _Compressed:
+        stream.seek(0)
+        whole = decode(stream.read(), path=path, fields={field}).get(field) or {}
+        return ((key, item) for key, items in whole.items()
+                for item in (None, *(i for i in items or () if isinstance(i, dict))))
+    if opened is None:
+        return None
+    reader, items, _, _, _ = opened
+    return iter(()) if items is None else _entries(reader, items, path)
+
+
+def check_map_of_arrays(stream: BinaryIO, field: str, *, path: str) -> str | None:
+    """`decode`'s checks of a container whose one record holds the map of arrays `field`,
+    read as a stream (memory stays that of one item): the map, the fields after it, the sync
+    marker and the end of the file. Returns the record's full name (for the caller's check of
+    which record it is), or None when the file cannot be checked so (no `field`, a compressed
+    block) and is for `decode` to judge whole. Raises CorruptInstantError naming `path`."""
+    try:
+        opened = _open_map(stream, field, path)
+    except _Compressed:
+        return None
+    if opened is None:
+        return None
+    reader, items, after, sync, name = opened
+    if items is not None:
+        for _ in _entries(reader, items, path):
+            pass
+    try:
+        fastavro.schemaless_reader(reader, after)
+        if reader.read(_SYNC_SIZE) != sync:
+            raise CorruptInstantError(path, "invalid Avro container: the block does not end with its sync marker")
+        if reader.read(1):
+            raise CorruptInstantError(path, "expected one Avro record, found more")
+    except _DECODE_ERRORS as exc:
+        raise CorruptInstantError(path, f"invalid Avro container: {exc!r}") from exc
+    return name
+
+
+def _entries(reader: BinaryIO, items: Any, path: str) -> Iterator[tuple[str, dict[str, Any] | None]]:
+    """`map_of_arrays`'s entries, from the map's first block."""
+    try:
+        while count := _block_count(reader):
+            for _ in range(count):
+                key = reader.read(_read_long(reader)).decode("utf-8")
+                yield key, None
+                while length := _block_count(reader):
+                    for _ in range(length):
+                        item = fastavro.schemaless_reader(reader, items)
+                        if isinstance(item, dict):
+                            yield key, item
+    except (*_DECODE_ERRORS, UnicodeDecodeError) as exc:
+        raise CorruptInstantError(path, f"invalid Avro container: {exc!r}") from exc

@@ -4,6 +4,7 @@ delta-commit and replace-commit metadata and schema-commit history."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 import simdjson
@@ -96,3 +97,72 @@ def encode(value: dict[str, Any]) -> bytes:
     """Jackson `writerWithDefaultPrettyPrinter` output: `"key" : value`, two-space indent,
     arrays inline as `[ a, b ]`. Field order is the caller's (Java declaration order)."""
     return _render(value, 0).encode("utf-8")
+
+
+def map_of_arrays(stream: BinaryIO, field: str, *, path: str) -> Iterator[tuple[str, dict[str, Any] | None]] | None:
+    """The top-level `field` of a JSON object, a map of arrays of objects, read as a stream:
+    `(key, None)` as each key's array begins, then `(key, item)` for each object in it, one at
+    a time (memory stays that of one item however long the arrays; reading stops where the map
+    ends). None when the object has no `field` (the whole document is then parsed, as a
+    stream). A `null` map or array holds nothing; an array's values that are not objects are
+    skipped. What is not JSON raises CorruptInstantError naming `path`."""
+    import ijson
+
+    events = ijson.basic_parse(stream, use_float=True)
+    try:
+        first = next(events, None)
+        if first is None or first[0] != "start_map":
+            raise CorruptInstantError(path, "expected a JSON object")
+        depth = 1
+        for event, value in events:
+            if depth == 1 and event == "map_key" and value == field:
+                return _entries(events, path)
+            if event in ("start_map", "start_array"):
+                depth += 1
+            elif event in ("end_map", "end_array"):
+                depth -= 1
+    except ijson.JSONError as exc:
+        raise CorruptInstantError(path, f"invalid JSON: {exc}") from exc
+    return None
+
+
+def _entries(events: Iterator[tuple[str, Any]], path: str) -> Iterator[tuple[str, dict[str, Any] | None]]:
+    """`map_of_arrays`'s entries, from the event after the field's name."""
+    import ijson
+    from ijson.common import ObjectBuilder
+
+    try:
+        event, _ = next(events)
+        if event == "null":
+            return
+        if event != "start_map":
+            raise CorruptInstantError(path, f"expected a JSON object of arrays, found {_KINDS.get(event, event)}")
+        for event, key in events:
+            if event == "end_map":
+                return
+            yield key, None
+            event, _ = next(events)
+            if event == "null":
+                continue
+            if event != "start_array":
+                raise CorruptInstantError(path, f"expected an array under {key!r}, found {_KINDS.get(event, event)}")
+            for event, value in events:
+                if event == "end_array":
+                    break
+                if event not in ("start_map", "start_array"):
+                    continue  # a scalar item
+                builder = ObjectBuilder()
+                builder.event(event, value)
+                depth = 1
+                for inner, inner_value in events:
+                    builder.event(inner, inner_value)
+                    if inner in ("start_map", "start_array"):
+                        depth += 1
+                    elif inner in ("end_map", "end_array"):
+                        depth -= 1
+                        if depth == 0:
+                            break
+                if event == "start_map":
+                    yield key, builder.value
+    except ijson.JSONError as exc:
+        raise CorruptInstantError(path, f"invalid JSON: {exc}") from exc

@@ -283,6 +283,10 @@ class WriteStat:
                    _int(raw, "fileSizeInBytes"))
 
 
+# A commit's write stats by partition: the field `timeline.metadata.stream_write_stats` reads as a stream
+WRITE_STATS_FIELD = "partitionToWriteStats"
+
+
 @dataclass(frozen=True, slots=True)
 class CommitMetadata(Record):
     """HoodieCommitMetadata / HoodieReplaceCommitMetadata: a completed write's stats, or an
@@ -297,9 +301,9 @@ class CommitMetadata(Record):
     @classmethod
     def from_raw(cls, raw: Raw) -> CommitMetadata:
         stats = {str(p): tuple(WriteStat.from_raw(str(p), s) for s in group or ())
-                 for p, group in _map(raw, "partitionToWriteStats").items() if p is not None}
+                 for p, group in _map(raw, WRITE_STATS_FIELD).items() if p is not None}
         replaced = {str(p): _names(ids) for p, ids in _map(raw, "partitionToReplaceFileIds").items() if p is not None}
-        return cls(raw, stats, replaced, _text(raw, "operationType"), _extra(raw), "partitionToWriteStats" in raw)
+        return cls(raw, stats, replaced, _text(raw, "operationType"), _extra(raw), WRITE_STATS_FIELD in raw)
 
     @property
     def partitions(self) -> set[str]:
@@ -403,7 +407,7 @@ def runtime_stats(*, scan_ms: int = 0, upsert_ms: int = 0, create_ms: int = 0) -
 def commit_metadata(stats: Mapping[str, list[dict[str, Any]]], operation: str, schema: str | None, *,
                     compacted: bool = False, replaced: Mapping[str, list[str]] | None = None) -> dict[str, Any]:
     """HoodieCommitMetadata (HoodieReplaceCommitMetadata with `replaced`), fields in Hudi's order."""
-    content: dict[str, Any] = {"partitionToWriteStats": dict(stats), "compacted": compacted,
+    content: dict[str, Any] = {WRITE_STATS_FIELD: dict(stats), "compacted": compacted,
                                "extraMetadata": {"schema": schema} if schema else {}, "operationType": operation}
     if replaced is not None:
         content["partitionToReplaceFileIds"] = dict(replaced)
