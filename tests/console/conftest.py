@@ -52,13 +52,14 @@ def start_worker(transactional_db, settings) -> Iterator[Callable[..., subproces
            "SPARK_MASTER": "local[2]", "CLEANLINE_REDELIVERY_SECONDS": "3",
            # a dead worker's table lock expires after 5 s; a task finding the table busy retries within 2 s
            "CLEANLINE_LOCK_EXPIRY_SECONDS": "5", "CLEANLINE_BUSY_RETRY_SECONDS": "1",
-           "CLEANLINE_BUSY_RETRY_MAX_SECONDS": "2",
-           "CLEANLINE_ALLOWED_ROOTS": ",".join(settings.CLEANLINE_ALLOWED_ROOTS)}
+           "CLEANLINE_BUSY_RETRY_MAX_SECONDS": "2"}
 
     def start(*, spark: bool = False, **extra_env: str) -> subprocess.Popen[bytes]:
+        # the allowed roots as the test has them when the worker starts (every change checks them)
+        roots = {"CLEANLINE_ALLOWED_ROOTS": ",".join(settings.CLEANLINE_ALLOWED_ROOTS)}
         process = subprocess.Popen([sys.executable, "-m", "celery", "-A", "console", "worker", "--pool", "solo",
                                     "--loglevel", "WARNING", "--without-gossip", "--without-mingle"],
-                                   env={**env, **extra_env, "CLEANLINE_SPARK_MIN_FILES": "1" if spark else "0"},
+                                   env={**env, **roots, **extra_env, "CLEANLINE_SPARK_MIN_FILES": "1" if spark else "0"},
                                    cwd=ROOT,
                                    start_new_session=True)
         started.append(process)

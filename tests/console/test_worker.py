@@ -21,10 +21,12 @@ from timeline.table import HudiTable
 
 
 @pytest.fixture
-def worker(transactional_db, settings) -> Iterator[subprocess.Popen[bytes]]:
+def worker(transactional_db, settings, tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
     """A worker on the broker the app uses (`make test` points REDIS_URL at a database of its
-    own), sharing the test database."""
+    own), sharing the test database, with the test's folder as the allowed root (the worker checks
+    a table's location against it before a sync)."""
     redis.Redis.from_url(settings.REDIS_URL).flushdb()
+    settings.CLEANLINE_ALLOWED_ROOTS = [str(tmp_path)]
     env = {**os.environ, "REDIS_URL": settings.REDIS_URL, "DATABASE_URL": f"sqlite:///{connection.settings_dict['NAME']}",
            "CLEANLINE_ALLOWED_ROOTS": ",".join(settings.CLEANLINE_ALLOWED_ROOTS)}
     process = subprocess.Popen([sys.executable, "-m", "celery", "-A", "console", "worker", "--pool", "solo",
@@ -40,7 +42,6 @@ def worker(transactional_db, settings) -> Iterator[subprocess.Popen[bytes]]:
 
 def test_worker_runs_sync_table_on_redis(worker: subprocess.Popen[bytes], settings, tmp_path: Path,
                                           table_copy) -> None:
-    settings.CLEANLINE_ALLOWED_ROOTS = [str(tmp_path)]
     from console.tasks import sync_table
 
     table = services.table_register(path=str(table_copy("quickstart_trips_table/mor/avro/v8_trips_8i3u1d")), user=None)
