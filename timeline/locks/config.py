@@ -64,9 +64,6 @@ UNSUPPORTED_PROVIDERS: dict[str, str] = {
         "no other process can take or see it",
     PACKAGE + "LocalProcessLockProvider": "it excludes only threads of one Hudi JVM",
     PACKAGE + "NoopLockProvider": "it takes no lock at all",
-    PACKAGE + "FileSystemBasedLockProvider":
-        "not implemented: its unlock deletes the lock file without checking the owner and its lease "
-        "never renews (hoodie.write.lock.filesystem.expire minutes from the file's mtime)",
     PACKAGE + "ZookeeperBasedImplicitBasePathLockProvider":
         "not implemented: its ZooKeeper path is an xxHash64 of the base path (HashID), which "
         "Cleanline does not compute",
