@@ -525,6 +525,7 @@ def restore_metadata_table(mdt: MetadataTable, savepoint_time: str, restore_time
     data = mdt.table
     config = data.config
     dropped = dropped_on_restore(mdt)
+    transition.fence(data)  # the partitions dropped and the MDT restored only while the table's lock is ours
     if dropped:  # the table's config first (setMetadataPartitionState), then the folders
         update_config(data.storage, data.base, {
             MDT_PARTITIONS: ",".join(p for p in config.metadata_partitions if p not in dropped),
