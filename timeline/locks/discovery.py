@@ -54,6 +54,7 @@ STORAGE_LOCK_FILE = ".hoodie/.locks/table_lock.json"
 # Providers that exclude only threads of one writer's JVM (or nothing): no other process sees them.
 IN_PROCESS_PROVIDERS = frozenset({PACKAGE + "InProcessLockProvider", PACKAGE + "LocalProcessLockProvider",
                                   PACKAGE + "NoopLockProvider"})
+IN_PROCESS_NOTE = ": a lock inside one writer's process, which no other process sees"
 
 
 class HudiOptionsError(CleanlineError):
@@ -193,7 +194,8 @@ def discover_lock(table: HudiTable, options: Mapping[str, str] | None = None) ->
         source = next((s for s, layer in layers if _sets_lock(layer)), LockSource.TABLE_PROPERTIES)
         where = f" ({root})" if source is LockSource.ROOT_SETTING else ""
         return LockDiscovery(merged, provider, source, root if root_options else None,
-                             f"{provider.rpartition('.')[2]} from the {source.value}{where}")
+                             f"{provider.rpartition('.')[2]} from the {source.value}{where}"
+                             + (IN_PROCESS_NOTE if provider in IN_PROCESS_PROVIDERS else ""))
     if table.storage.exists(table.path(STORAGE_LOCK_FILE)):
         found = {**merged, WRITE_CONCURRENCY_MODE: WriteConcurrencyMode.OPTIMISTIC_CONCURRENCY_CONTROL.value,
                  LOCK_PROVIDER: STORAGE_BASED_LOCK_PROVIDER}
@@ -203,8 +205,7 @@ def discover_lock(table: HudiTable, options: Mapping[str, str] | None = None) ->
     source = next((s for s, layer in layers if _sets_lock(layer)), LockSource.NONE)
     if named in IN_PROCESS_PROVIDERS:
         return LockDiscovery(merged, named, source, root if root_options else None,
-                             f"{named.rpartition('.')[2]} from the {source.value}: a lock inside one writer's "
-                             "process, which no other process sees")
+                             f"{named.rpartition('.')[2]} from the {source.value}{IN_PROCESS_NOTE}")
     return LockDiscovery(merged, None, LockSource.NONE, root if root_options else None,
                          "no lock: the writers run as a single writer (no hoodie.write.concurrency.mode allowing "
                          "several writers in the call's options, the root's settings or hoodie.properties, and no "
