@@ -57,6 +57,12 @@ class Maintenance:
         writers on the caller's word (`LockDecision.describe()` for an audit line)."""
         return list(self.transactions.decisions)
 
+    def preflight(self) -> LockDecision:
+        """What the next change would be taken with, without taking any lock: the lock found
+        and the live writers seen. Raises LiveWriterUnlocked (naming the live instant) when a
+        change would be refused now; the console can ask before it enqueues a job."""
+        return self.transactions.decide()
+
     def lock(self) -> LockDiscovery:
         """The lock the table's writers use, where that came from and the effective settings
         (the same answer as `table.inspect.lock(options)`)."""

@@ -94,7 +94,10 @@ def test_live_writers_the_override_goes_on_and_is_recorded(v9_table: Path,
     pending_write(v9_table, t, heartbeat_age_s=5)
     table = HudiTable.open(str(v9_table))
     older = table.timeline.writes().completed().instants[-3].requested_time
+    with pytest.raises(LiveWriterUnlocked):
+        table.maintenance().preflight()
     maintenance = table.maintenance(writers_stopped=True)
+    assert maintenance.preflight().live_writers[0].requested_time == t
     maintenance.create_savepoint(older)
     (decision,) = maintenance.decisions
     assert decision.overridden and not decision.locked and decision.live_writers[0].requested_time == t

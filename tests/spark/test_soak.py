@@ -16,12 +16,14 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
+import hudi
+import pyarrow as pa
 import pytest
 
-from tests.readers import hudi_read
 from timeline import CleanConfig, CleanlineError, HudiTable, transition
 from timeline.config import update_config
 from timeline.locks import STORAGE_BASED_LOCK_PROVIDER
@@ -35,7 +37,7 @@ OCC = {"hoodie.write.concurrency.mode": "optimistic_concurrency_control",
        "hoodie.write.lock.wait_time_ms": "60000"}
 COMMITS = 6
 KEYS = 9
-MAX_ROUNDS = 60
+MAX_ROUNDS = 80
 # Hudi's heartbeat settings (HoodieWriteConfig): a heartbeat is expired 2 x 500 ms after its last touch.
 SHORT_HEARTBEAT = {"hoodie.client.heartbeat.interval_in_ms": "500", "hoodie.client.heartbeat.tolerable.misses": "2"}
 
@@ -59,10 +61,15 @@ WRITER = textwrap.dedent("""
 """)
 
 
-def rows_of(uri: str, as_of: str | None = None) -> list[tuple[Any, ...]]:
-    table = hudi_read(uri, as_of)
-    if table is None:
+def rows_of(uri: str, as_of: str | None = None, options: dict[str, str] | None = None) -> list[tuple[Any, ...]]:
+    """The rows hudi-rs reads (as of an instant), sorted."""
+    read = hudi.HudiReadOptions()
+    if as_of is not None:
+        read = read.with_as_of_timestamp(as_of)
+    batches = hudi.HudiTable(uri, options or {}).read(read)
+    if not batches:
         return []
+    table = pa.Table.from_batches(batches)
     return sorted(zip(*(table.column(c).to_pylist() for c in ("id", "ts", "part", "value")), strict=True))
 
 
@@ -97,8 +104,10 @@ class Soak:
                 self.counts["stale plans"] += 1
             elif self.attempt(lambda: maintenance.schedule_clean(plan, config, force=True)) is not None:
                 self.counts["cleans"] += len(self.attempt(maintenance.run_cleans) or [])
-        savepoints = table.reload().timeline.savepoints().completed().instants
-        if savepoints:
+        time.sleep(0.3)  # a round every moment or so, not a busy loop beside the writer
+        if self.counts["rounds"] % 3:
+            pass  # savepoints every third round: between them the cleans have files to take
+        elif savepoints := table.reload().timeline.savepoints().completed().instants:
             if self.attempt(lambda: maintenance.delete_savepoint(savepoints[0].requested_time)) is not None or \
                     not table.reload().timeline.savepoints().completed().instants:
                 self.counts["savepoints deleted"] += 1
@@ -135,16 +144,17 @@ class Soak:
 
 
 @pytest.fixture(params=["s3", "local"])
-def soak_paths(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]:
+def soak_paths(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str, dict[str, str]]:
+    """The table, its twin and hudi-rs's storage options."""
     if request.param == "local":
-        return str(tmp_path / "soak"), str(tmp_path / "twin")
+        return str(tmp_path / "soak"), str(tmp_path / "twin"), {}
     server = request.getfixturevalue("s3_server")
     bucket = server.new_bucket("soak")
-    return f"s3://{bucket}/soak", f"s3://{bucket}/twin"
+    return f"s3://{bucket}/soak", f"s3://{bucket}/twin", server.hudi_options
 
 
-def test_soak_cleanline_beside_a_live_writer_loses_no_rows(soak_paths: tuple[str, str]) -> None:
-    uri, twin = soak_paths
+def test_soak_cleanline_beside_a_live_writer_loses_no_rows(soak_paths: tuple[str, str, dict[str, str]]) -> None:
+    uri, twin, read_options = soak_paths
     writer = subprocess.Popen(
         [sys.executable, "-c", WRITER, uri, twin, str(COMMITS), str(KEYS), json.dumps(OCC)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
@@ -185,12 +195,14 @@ def test_soak_cleanline_beside_a_live_writer_loses_no_rows(soak_paths: tuple[str
         if instant.requested_time < retained_from or instant.requested_time not in committed:
             continue
         _, twin_instant = committed[instant.requested_time]
-        ours, theirs = rows_of(uri, instant.requested_time), rows_of(twin, twin_instant)
+        ours = rows_of(uri, instant.requested_time, read_options)
+        theirs = rows_of(twin, twin_instant, read_options)
         lost += len(set(theirs) - set(ours))
         assert ours == theirs, instant.requested_time
         checked += 1
         for stat in table.read(instant, CommitMetadata).stats():
             assert table.storage.exists(table.path(stat.path)), f"{stat.path} of retained {instant.requested_time}"
-    assert rows_of(uri) == rows_of(twin) and len(rows_of(uri)) == KEYS
+    latest = rows_of(uri, None, read_options)
+    assert latest == rows_of(twin, None, read_options) and len(latest) == KEYS
     print(f"soak {uri}: {checked} retained instants read alike, {lost} rows lost")
     assert checked >= 2 and lost == 0
