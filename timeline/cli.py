@@ -109,6 +109,10 @@ def _table_info(args: argparse.Namespace) -> None:
         "savepoints": len(active.savepoints().completed()),
         "lastCompletedCommit": (last.requested_time if (last := active.commits().completed().last()) else None),
     }
+    options = dict(args.hoodie_conf or ())
+    lock = table.inspect.lock(options)  # which lock the writers use, and where that came from
+    info |= {"lockProvider": lock.provider, "lockSource": lock.source.value, "lockDetail": lock.detail,
+             "liveWriters": [writer.describe() for writer in table.inspect.live_writers(options)]}
     _emit(args, info, lambda: _render_table(["property", "value"], [
         (key, ", ".join(map(str, value)) if isinstance(value, list) else value) for key, value in info.items()
     ]))

@@ -107,3 +107,11 @@ def test_live_writers_the_override_goes_on_and_is_recorded(v9_table: Path,
     assert f"commit {t}" in capsys.readouterr().err and tree_snapshot(v9_table) == before
     assert main(["savepoint", "delete", str(v9_table), "--instant", older, "--yes", "--writers-stopped"]) == 0
     assert not HudiTable.open(str(v9_table)).timeline.savepoints().completed().instants
+
+
+def test_live_writers_a_pending_write_far_ahead_of_the_clock_is_no_evidence(v9_table: Path) -> None:
+    pending_write(v9_table, "20990101000000000", heartbeat_age_s=None)  # a wrong clock, not a running writer
+    soon = format_instant_time(datetime.now() + timedelta(seconds=30))  # a writer's clock a little ahead: live
+    pending_write(v9_table, soon, heartbeat_age_s=None)
+    table = HudiTable.open(str(v9_table))
+    assert [w.requested_time for w in table.inspect.live_writers()] == [soon]

@@ -108,6 +108,10 @@ def test_lock_discovery_cli_rollback_honours_a_lease_found_on_storage(v9_table: 
                  "--instant", latest, "--yes"])
     assert code == 2 and "hudi-writer-uuid" in capsys.readouterr().err
     assert tree_snapshot(v9_table) == before
+    assert main(["table", "info", str(v9_table), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert (info["lockProvider"], info["lockSource"], info["liveWriters"]) == (
+        STORAGE_BASED_LOCK_PROVIDER, "found on storage", [])
 
 
 def test_lock_discovery_cli_reads_cleanline_hudi_options(v9_table: Path, monkeypatch: pytest.MonkeyPatch,

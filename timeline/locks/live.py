@@ -6,7 +6,8 @@ file under `.hoodie/.heartbeat/` (named by the write's instant time, touched eve
 `hoodie.client.heartbeat.interval_in_ms`) was touched within interval x
 `hoodie.client.heartbeat.tolerable.misses` (60 s x 2 by default); or when a pending write
 (commit, deltacommit, replacecommit, compaction, log compaction, clustering) was requested
-within that interval (a writer that has not yet touched its heartbeat, or writes none).
+within that interval of now, before or after (a writer that has not yet touched its heartbeat,
+or writes none; a time further ahead is no evidence of a running writer, only of a wrong clock).
 
 When no lock is known (`LockDiscovery.shared` is false: no provider, or one inside a writer's
 process) and a writer is live, every change is refused with `LiveWriterUnlocked`, naming the
@@ -151,6 +152,6 @@ def live_writers(table: HudiTable, properties: Mapping[str, str] | None = None, 
         if t in found:
             continue
         requested = _requested_ms(table, t)
-        if requested is not None and now - requested <= window:
+        if requested is not None and abs(now - requested) <= window:  # a writer's clock may run ahead a little
             found[t] = LiveWriter(t, instant.action, "pending", max(0, now - requested) // 1000)
     return sorted(found.values(), key=lambda w: w.requested_time, reverse=True)
