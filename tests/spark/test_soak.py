@@ -6,12 +6,14 @@ number of rounds. The same writer writes the same batches to a twin table withou
 Afterwards hudi-rs reads, for every retained instant, the same rows from the table as from the
 twin as of the same batch (0 rows lost), the latest rows agree, and every file a retained
 instant names exists. The rounds, the conflicts seen (stale plans, lock waits, refusals) and
-what was done are printed (`-s`) and checked. (`cleanline mdt validate` does not apply: the
+what was done are printed (`-s`) and checked; both sides log every interval they held the lock
+(`timeline.transactions.intervals`) and no two intervals overlap. (`cleanline mdt validate` does not apply: the
 project's writer refuses tables with a metadata table.)"""
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -42,12 +44,23 @@ MAX_ROUNDS = 80
 SHORT_HEARTBEAT = {"hoodie.client.heartbeat.interval_in_ms": "500", "hoodie.client.heartbeat.tolerable.misses": "2"}
 
 WRITER = textwrap.dedent("""
-    import json, sys
+    import json, logging, sys
     from timeline.spark.session import spark_session
     from timeline.spark.writer import write
 
-    path, twin, commits, keys, options = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), \\
-        json.loads(sys.argv[5])
+    path, twin, commits, keys, options, log = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), \\
+        json.loads(sys.argv[5]), sys.argv[6]
+
+    class Intervals(logging.Handler):
+        def emit(self, record):
+            if record.table.rstrip("/").endswith("/soak"):  # the twin takes no lock
+                with open(log, "a") as out:
+                    out.write(json.dumps({"holder": record.holder, "acquired": record.acquired,
+                                          "released": record.released}) + "\\n")
+
+    logger = logging.getLogger("timeline.transactions.intervals")
+    logger.setLevel(logging.INFO)
+    logger.addHandler(Intervals())
     spark = spark_session(master="local[1]", app_name="soak-writer")
     for n in range(commits):
         rows = [(f"k{k}", n, f"p{k % 3}", f"value {n}") for k in range(keys)]
@@ -165,10 +178,29 @@ def soak_paths(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str
     return f"s3://{bucket}/soak", f"s3://{bucket}/twin", server.hudi_options
 
 
-def test_soak_cleanline_beside_a_live_writer_loses_no_rows(soak_paths: tuple[str, str, dict[str, str]]) -> None:
+class Intervals(logging.Handler):
+    """Cleanline's side of the lock's log: who held it, from when to when."""
+
+    def __init__(self, log: Path) -> None:
+        super().__init__()
+        self.log = log
+
+    def emit(self, record: logging.LogRecord) -> None:
+        with self.log.open("a") as out:
+            out.write(json.dumps({"holder": record.holder, "acquired": record.acquired,  # type: ignore[attr-defined]
+                                  "released": record.released}) + "\n")  # type: ignore[attr-defined]
+
+
+def test_soak_cleanline_beside_a_live_writer_loses_no_rows(
+        soak_paths: tuple[str, str, dict[str, str]], tmp_path: Path) -> None:
     uri, twin, read_options = soak_paths
+    log = tmp_path / "intervals.jsonl"
+    handler = Intervals(log)
+    intervals = logging.getLogger("timeline.transactions.intervals")
+    intervals.setLevel(logging.INFO)
+    intervals.addHandler(handler)
     writer = subprocess.Popen(
-        [sys.executable, "-c", WRITER, uri, twin, str(COMMITS), str(KEYS), json.dumps(OCC)],
+        [sys.executable, "-c", WRITER, uri, twin, str(COMMITS), str(KEYS), json.dumps(OCC), str(log)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     committed: dict[str, tuple[int, str]] = {}
     soak = Soak(uri)
@@ -189,8 +221,17 @@ def test_soak_cleanline_beside_a_live_writer_loses_no_rows(soak_paths: tuple[str
             soak.round()
         soak.final_clean()
     finally:
+        intervals.removeHandler(handler)
         if writer.poll() is None:
             writer.kill()
+    held = sorted((json.loads(line) for line in log.read_text().splitlines()), key=lambda r: r["acquired"])
+    theirs = [r for r in held if r["holder"].startswith("cleanline-writer-")]
+    assert len(theirs) == 2 * COMMITS and len(held) > len(theirs)  # the writer: start and complete
+    overlaps = [(a, b) for a, b in zip(held, held[1:]) if b["acquired"] < a["released"]]
+    assert overlaps == [], "the lock was held by two parties at once"
+    soak.counts["lock handoffs"] = sum(1 for a, b in zip(held, held[1:])
+                                       if a["holder"].startswith("cleanline-writer-")
+                                       != b["holder"].startswith("cleanline-writer-"))
     print(f"\nsoak {uri}: {json.dumps(soak.counts)}; refusals: {soak.refusals[:5]}")
     assert len(committed) == COMMITS
     assert soak.counts["cleans"] >= 1 and soak.counts["savepoints created"] >= 1
