@@ -39,6 +39,7 @@ from .fsview import FileGroup, FileSlice, FileSystemView, TableListing
 from .inspect import Inspect, InstantSummary, SliceProtection, StateFile
 from .instant import Instant, State, format_instant_time, instant_time_of, moment_of, parse_instant_time
 from .locks.discovery import configure_hudi_options, parse_hudi_options
+from .locks.live import LiveWriterUnlocked
 from .maintenance import Maintenance
 from .mdt import MetadataTableEnabledError
 from .mdt.reader import MetadataTableMissing, MetadataTableState
@@ -84,8 +85,8 @@ __all__ = [
     "PlanInvalidated", "RetentionTooShort", "RollbackPlan", "SavepointMetadata", "WriteStat",
     "CleanConfig", "CleanConfigError", "CleanPlan", "CleanPolicy", "CleanRefused", "CleanResult", "CleanlineError",
     "CorruptInstantError", "FailedWrite", "FileDecision", "FileGroup", "FileNotFound", "FileSlice", "FileSystemView",
-    "HudiTable", "Inspect", "Instant", "InvalidInstantError", "Maintenance", "MetadataTableEnabledError",
-    "MetadataTableMissing", "MetadataTableState", "NotAHudiTableError",
+    "HudiTable", "Inspect", "Instant", "InvalidInstantError", "LiveWriterUnlocked", "Maintenance",
+    "MetadataTableEnabledError", "MetadataTableMissing", "MetadataTableState", "NotAHudiTableError",
     "PartitionDifference", "Validation", "OutsideTableError", "Progress", "ProgressCallback",
     "RestorePreview", "RestoreRefused", "RestoreVerification", "RollbackPreview", "RollbackRefused",
     "S3ConfigError", "S3Settings", "SavepointInfo", "SavepointRefused", "SliceProtection", "State", "StateFile",
