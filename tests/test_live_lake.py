@@ -22,6 +22,7 @@ from timeline.locks import (
     UnsupportedLockProvider,
     lock_for_table,
 )
+from timeline.locks.live import LiveWriterUnlocked
 from timeline.rollback import failed_writes, live_writes
 from timeline.savepoint import create_savepoint
 from timeline.storage.arrow import LocalStorage
@@ -75,10 +76,11 @@ def test_live_lake_writer_options_choose_the_lock_when_hoodie_properties_do_not(
     writer = lock_for_table(table.uri, OCC, owner="a-hudi-writer")
     writer.acquire(5)
     try:
-        assert table.maintenance().schedule_clean(plan, config) is not None  # no lock asked for: none taken
-        plan = table.maintenance().plan_clean(CleanConfig(commits_retained=1), enforce_retention=False)
-        with pytest.raises(LockUnavailable):
-            table.maintenance(options=OCC).run_cleans()
+        # nothing configured: the writer's lock file on storage is found and honoured (timeline/locks/discovery.py)
+        with pytest.raises(LockUnavailable, match="a-hudi-writer"):
+            table.maintenance(options={"hoodie.write.lock.wait_time_ms": "300"}).schedule_clean(plan, config)
+        with pytest.raises(LockUnavailable, match="a-hudi-writer"):
+            table.maintenance(options=OCC).schedule_clean(plan, config)
     finally:
         writer.release()
         writer.close()
@@ -161,8 +163,10 @@ def test_live_lake_no_restore_while_a_write_it_would_roll_back_is_being_written(
     lake.instant_file(Instant(T[7], "commit", State.REQUESTED))
     lake.storage.write(f"{lake.base}/.hoodie/.heartbeat/{T[7]}", b"")
     before = timeline_files(tmp_path)
-    with pytest.raises(RestoreRefused, match=f"{T[7]} is still being written"):
+    with pytest.raises(LiveWriterUnlocked, match=f"commit {T[7]}"):  # no lock known beside a live writer
         table.maintenance().restore(T[3])
+    with pytest.raises(RestoreRefused, match=f"{T[7]} is still being written"):
+        table.maintenance(writers_stopped=True).restore(T[3])
     with pytest.raises(RestoreRefused, match="still being written"):
         table.inspect.restore_preview(T[3])
     assert timeline_files(tmp_path) == before

@@ -177,7 +177,6 @@ def test_locks_zookeeper_is_hudis_default_provider_with_its_keys() -> None:
 @pytest.mark.parametrize("provider", [
     "org.apache.hudi.aws.transaction.lock.DynamoDBBasedLockProvider",
     "org.apache.hudi.hive.transaction.lock.HiveMetastoreBasedLockProvider",
-    "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider",
     "org.apache.hudi.client.transaction.lock.InProcessLockProvider",
     "org.apache.hudi.client.transaction.lock.ZookeeperBasedImplicitBasePathLockProvider",
     "com.example.MyLockProvider",

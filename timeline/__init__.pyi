@@ -38,6 +38,8 @@ from .exceptions import (
 from .fsview import FileGroup, FileSlice, FileSystemView, TableListing
 from .inspect import Inspect, InstantSummary, SliceProtection, StateFile
 from .instant import Instant, State, format_instant_time, instant_time_of, moment_of, parse_instant_time
+from .locks.discovery import configure_hudi_options, parse_hudi_options
+from .locks.live import LiveWriterUnlocked
 from .maintenance import Maintenance
 from .mdt import MetadataTableEnabledError
 from .mdt.reader import MetadataTableMissing, MetadataTableState
@@ -83,16 +85,17 @@ __all__ = [
     "PlanInvalidated", "RetentionTooShort", "RollbackPlan", "SavepointMetadata", "WriteStat",
     "CleanConfig", "CleanConfigError", "CleanPlan", "CleanPolicy", "CleanRefused", "CleanResult", "CleanlineError",
     "CorruptInstantError", "FailedWrite", "FileDecision", "FileGroup", "FileNotFound", "FileSlice", "FileSystemView",
-    "HudiTable", "Inspect", "Instant", "InvalidInstantError", "Maintenance", "MetadataTableEnabledError",
-    "MetadataTableMissing", "MetadataTableState", "NotAHudiTableError",
+    "HudiTable", "Inspect", "Instant", "InvalidInstantError", "LiveWriterUnlocked", "Maintenance",
+    "MetadataTableEnabledError", "MetadataTableMissing", "MetadataTableState", "NotAHudiTableError",
     "PartitionDifference", "Validation", "OutsideTableError", "Progress", "ProgressCallback",
     "RestorePreview", "RestoreRefused", "RestoreVerification", "RollbackPreview", "RollbackRefused",
     "S3ConfigError", "S3Settings", "SavepointInfo", "SavepointRefused", "SliceProtection", "State", "StateFile",
     "StorageError", "TableConfig", "TableConfigError", "Timeline", "UnsupportedLocationError", "__version__",
-    "DEMO_TABLES", "build_demo_lake", "demo_tables_to_build", "configure_s3", "engine_for",
+    "DEMO_TABLES", "build_demo_lake", "demo_tables_to_build", "configure_hudi_options", "configure_s3", "engine_for",
     "local_processes", "spark_min_files",
     "format_instant_time", "moment_of",
-    "parse_instant_time", "parse_location", "parse_s3_roots", "remote", "retention_shortfall", "spark_session",
+    "parse_hudi_options", "parse_instant_time", "parse_location", "parse_s3_roots", "remote", "retention_shortfall",
+    "spark_session",
     "within_roots", "instant_time_of",
     "RetentionCost", "TableListing", "WhatIf", "reclaimable", "what_if",
 ]

@@ -109,6 +109,10 @@ def _table_info(args: argparse.Namespace) -> None:
         "savepoints": len(active.savepoints().completed()),
         "lastCompletedCommit": (last.requested_time if (last := active.commits().completed().last()) else None),
     }
+    options = dict(args.hoodie_conf or ())
+    lock = table.inspect.lock(options)  # which lock the writers use, and where that came from
+    info |= {"lockProvider": lock.provider, "lockSource": lock.source.value, "lockDetail": lock.detail,
+             "liveWriters": [writer.describe() for writer in table.inspect.live_writers(options)]}
     _emit(args, info, lambda: _render_table(["property", "value"], [
         (key, ", ".join(map(str, value)) if isinstance(value, list) else value) for key, value in info.items()
     ]))
@@ -187,14 +191,17 @@ def _now(table: timeline.HudiTable, value: str | None) -> datetime | None:
 def _maintenance(table: timeline.HudiTable, args: argparse.Namespace, *, planning: bool = False
                  ) -> timeline.Maintenance:
     """The table's services on the chosen engine, with the writer options given by --hoodie-conf
-    (the lock Hudi writers of the table share)."""
+    (over CLEANLINE_HUDI_OPTIONS and hoodie.properties: the lock Hudi writers of the table
+    share) and --writers-stopped (go on beside what looks like a live writer when no lock is
+    known: the operator says the writers are stopped)."""
     engine = getattr(args, "engine", "local")
     if engine == "auto":  # by the table's data files (timeline.engine.engine_for)
         engine = timeline.engine_for(sum(len(files) for files in table.list_partitions().partitions.values()))
     spark = timeline.spark_session() if engine == "spark" else None
     # planning on the local engine lists and plans in CLEANLINE_LOCAL_PROCESSES processes
     processes = timeline.local_processes() if planning and spark is None else 1
-    return table.maintenance(spark=spark, options=dict(args.hoodie_conf or ()), processes=processes)
+    return table.maintenance(spark=spark, options=dict(args.hoodie_conf or ()), processes=processes,
+                             writers_stopped=getattr(args, "writers_stopped", False))
 
 
 def _conf(text: str) -> tuple[str, str]:
@@ -503,9 +510,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="cleanline", description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="log warnings and details to stderr")
     parser.add_argument("--hoodie-conf", action="append", type=_conf, metavar="KEY=VALUE",
-                        help="a Hudi writer option over hoodie.properties, repeatable: the table's concurrency "
-                             "mode and lock (hoodie.write.concurrency.mode, hoodie.write.lock.*), taken by every "
-                             "change")
+                        help="a Hudi writer option over CLEANLINE_HUDI_OPTIONS (per-root writer options, JSON "
+                             "keyed by root like CLEANLINE_S3_ROOTS) and hoodie.properties, repeatable: the table's "
+                             "concurrency mode and lock (hoodie.write.concurrency.mode, hoodie.write.lock.*), taken "
+                             "by every change; a .hoodie/.locks/table_lock.json on storage means "
+                             "StorageBasedLockProvider when nothing says otherwise")
     parser.add_argument("--api", metavar="URL", help="read from a remote Cleanline console's REST API instead of "
                         "storage (read commands only: tables, table info, timeline, savepoint list, instant show); "
                         "PATH is then a registered table's id, name or path")
@@ -522,6 +531,13 @@ def build_parser() -> argparse.ArgumentParser:
     def sizes(cmd: argparse.ArgumentParser) -> argparse.ArgumentParser:
         cmd.add_argument("--bytes", action="store_true",
                          help="print sizes as byte counts, not KiB/MiB/GiB (--json always has byte counts)")
+        return cmd
+
+    def writers_stopped(cmd: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        cmd.add_argument("--writers-stopped", action="store_true",
+                         help="the table's writers are stopped: go on even though a writer looks live (a fresh "
+                              "heartbeat or pending write) and no lock they share is known (refused otherwise; "
+                              "logged)")
         return cmd
 
     table = commands.add_parser("table", help="table-level commands").add_subparsers(dest="sub", required=True)
@@ -566,6 +582,7 @@ def build_parser() -> argparse.ArgumentParser:
                                   "auto: Spark from CLEANLINE_SPARK_MIN_FILES data files on")
         else:
             cmd.add_argument("--force", action="store_true", help="ignore hoodie.clean.trigger.max.commits")
+            writers_stopped(cmd)
     whatif = sizes(command(clean, "what-if", _clean_what_if, "what a clean would free (files, bytes) for each "
                            "retention setting, from one listing of the table; writes nothing"))
     whatif.add_argument("--commits", type=_settings, default=list(range(1, 11)), metavar="N..M|N,N,...",
@@ -579,7 +596,8 @@ def build_parser() -> argparse.ArgumentParser:
     whatif.add_argument("--no-incremental", action="store_true",
                         help="plan every setting over every partition, not incrementally as a clean would")
     whatif.add_argument("--json", action="store_true", help="print JSON (sizes in bytes)")
-    run = sizes(command(clean, "run", _clean_run, "run pending cleans (requested or inflight) with progress"))
+    run = writers_stopped(sizes(command(clean, "run", _clean_run,
+                                        "run pending cleans (requested or inflight) with progress")))
     run.add_argument("--instant", metavar="T", help="only the pending clean at T")
     run.add_argument("--engine", choices=["local", "spark", "auto"], default="local",
                      help="delete with local threads, or fan out over files on Spark (SPARK_MASTER); auto: Spark "
@@ -590,11 +608,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     savepoint = commands.add_parser("savepoint", help="create, delete and list savepoints").add_subparsers(
         dest="sub", required=True)
-    create = command(savepoint, "create", _savepoint_create, "savepoint a completed commit")
+    create = writers_stopped(command(savepoint, "create", _savepoint_create, "savepoint a completed commit"))
     create.add_argument("--instant", required=True, metavar="T", help="the completed commit to savepoint")
     create.add_argument("--comment", default="", help="why (kept in the savepoint)")
     create.add_argument("--user", help="who (default: the OS user)")
-    delete = command(savepoint, "delete", _savepoint_delete, "delete a savepoint (its files become cleanable)")
+    delete = writers_stopped(command(savepoint, "delete", _savepoint_delete,
+                                     "delete a savepoint (its files become cleanable)"))
     delete.add_argument("--instant", required=True, metavar="T", help="the savepoint to delete")
     delete.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     listing = sizes(command(savepoint, "list", _savepoint_list, "list savepoints with what they protect"))
@@ -607,7 +626,7 @@ def build_parser() -> argparse.ArgumentParser:
     which.add_argument("--instant", metavar="T", help="the write to roll back")
     which.add_argument("--failed", action="store_true", help="every failed write (EAGER or LAZY policy)")
     for cmd in (rs, rb):
-        sizes(cmd)
+        sizes(writers_stopped(cmd))
         cmd.add_argument("--preview", action="store_true", help="show what would happen; write nothing")
         cmd.add_argument("--yes", action="store_true", help="do not ask for confirmation")
         cmd.add_argument("--json", action="store_true", help="print the preview as JSON")
@@ -619,7 +638,8 @@ def build_parser() -> argparse.ArgumentParser:
     valid = sizes(command(mdt, "validate", _mdt_validate, "compare the metadata table's file listing with storage, "
                                                            "per partition; exit 1 on a difference"))
     valid.add_argument("--json", action="store_true", help="print JSON")
-    drop = command(mdt, "drop", _mdt_drop, "delete the metadata table (a repair action: Hudi writers rebuild it)")
+    drop = writers_stopped(command(mdt, "drop", _mdt_drop,
+                                   "delete the metadata table (a repair action: Hudi writers rebuild it)"))
     drop.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     drop.add_argument("--confirm", metavar="TABLE_NAME", help="the table's name, instead of answering the question")
 
@@ -718,6 +738,9 @@ def _main(argv: Sequence[str] | None) -> int:
         roots = os.environ.get("CLEANLINE_S3_ROOTS", "")
         if roots.strip():  # (nothing to configure otherwise: the S3 backend loads with an s3:// table)
             timeline.configure_s3(timeline.parse_s3_roots(roots))
+        hudi_options = os.environ.get("CLEANLINE_HUDI_OPTIONS", "")
+        if hudi_options.strip():  # lake-wide Hudi writer options per root: where the writers' lock settings live
+            timeline.configure_hudi_options(timeline.parse_hudi_options(hudi_options))
         code = args.handler(args)
     except CleanlineError as exc:
         print(f"cleanline: error: {exc}", file=sys.stderr)

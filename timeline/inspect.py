@@ -4,7 +4,7 @@ that holds its rule; this namespace only gathers them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from itertools import islice
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -13,6 +13,8 @@ from timeline.archive import load_archived_timeline
 from timeline.clean.planner import Protection, read_protection, why_protected
 from timeline.fsview import FileGroup, FileSlice, FileSystemView
 from timeline.instant import Instant, State
+from timeline.locks.discovery import LockDiscovery, discover_lock
+from timeline.locks.live import LiveWriter, live_writers
 from timeline.mdt.reader import MetadataTableMissing, MetadataTableState, metadata_table
 from timeline.mdt.validate import Validation, validate_files
 from timeline.metadata import STREAM_CHECK_BYTES
@@ -195,6 +197,17 @@ class Inspect:
 
     def restore_preview(self, savepoint: str) -> RestorePreview:
         return preview_restore(self.table, savepoint)
+
+    def lock(self, options: Mapping[str, str] | None = None) -> LockDiscovery:
+        """Which lock the table's writers use and where that came from (the call's `options`,
+        the root's settings, `hoodie.properties`, a lock file found on storage, or none), with
+        the effective settings (`timeline.locks.discovery`)."""
+        return discover_lock(self.table, options)
+
+    def live_writers(self, options: Mapping[str, str] | None = None) -> list[LiveWriter]:
+        """The writes running now (a fresh heartbeat, or a pending write requested within the
+        heartbeat window), newest first (`timeline.locks.live`)."""
+        return live_writers(self.table, discover_lock(self.table, options).properties)
 
     def failed_writes(self) -> list[FailedWrite]:
         return preview_failed_writes(self.table)

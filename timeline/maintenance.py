@@ -20,6 +20,8 @@ from timeline.transactions import Transactions
 if TYPE_CHECKING:
     from timeline.clean.executor import CleanResult, ProgressCallback
     from timeline.clean.store import StoredPlan
+    from timeline.locks.discovery import LockDiscovery
+    from timeline.locks.live import LockDecision
     from timeline.restore import RestoreVerification
     from timeline.rollback import RollbackPreview
     from timeline.table import HudiTable
@@ -33,16 +35,38 @@ class Maintenance:
     """The table services of one table. `spark` (a SparkSession) runs planning and cleaning
     as PySpark jobs; without it they run in this process (a full plan of a table on a local disk in
 `processes` forked processes: `timeline.engine.local_processes`). Every change takes the table's Hudi
-    lock when its writers lock (`options`: writer options over `hoodie.properties`), at the
-    moments Hudi's table services take it (timeline/transactions.py)."""
+    lock when its writers lock, at the moments Hudi's table services take it
+    (timeline/transactions.py). The lock is found from `options` (the call's writer options
+    over the root's `CLEANLINE_HUDI_OPTIONS` and `hoodie.properties`) and storage; with none
+    known and a writer live, every change raises LiveWriterUnlocked unless `writers_stopped`
+    (the caller's explicit word that no writer runs). `decisions` lists, per state change,
+    the lock taken or the override used (`LockDecision`), for the plan, job and audit row."""
 
     def __init__(self, table: HudiTable, *, spark: Any = None, options: Mapping[str, str] | None = None,
-                 processes: int = 1) -> None:
+                 processes: int = 1, writers_stopped: bool = False) -> None:
         self.table = table
         self.spark = spark
         self.processes = processes
-        self.transactions = Transactions(table, options)
+        self.writers_stopped = writers_stopped
+        self.transactions = Transactions(table, options, writers_stopped=writers_stopped)
         self._locked = self.transactions.state_change
+
+    @property
+    def decisions(self) -> list[LockDecision]:
+        """How each state change so far went on: under which lock, or beside which live
+        writers on the caller's word (`LockDecision.describe()` for an audit line)."""
+        return list(self.transactions.decisions)
+
+    def preflight(self) -> LockDecision:
+        """What the next change would be taken with, without taking any lock: the lock found
+        and the live writers seen. Raises LiveWriterUnlocked (naming the live instant) when a
+        change would be refused now; the console can ask before it enqueues a job."""
+        return self.transactions.decide()
+
+    def lock(self) -> LockDiscovery:
+        """The lock the table's writers use, where that came from and the effective settings
+        (the same answer as `table.inspect.lock(options)`)."""
+        return self.transactions.discover()
 
     # Cleaning
 

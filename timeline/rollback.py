@@ -323,6 +323,7 @@ def execute_rollback_plan(table: HudiTable, rollback_time: str, plan: RollbackPl
     metadata) has run."""
     started = time.monotonic()
     check_plan_paths(table, plan)  # every path inside the table, or nothing is deleted
+    transition.fence(table)  # the deletes start only while the table's lock (the data table's, on the MDT) is ours
     files = table.timeline.files_of(target)
     if State.COMPLETED in files:  # first, so that a crash leaves a pending write to retry
         table.storage.delete(files[State.COMPLETED].path)
@@ -368,6 +369,7 @@ def _append_rollback_block(table: HudiTable, rollback_time: str, target: str, lo
             return storage.uri(path)
     version = max(s.version for s in siblings) + 1
     path = Storage.join(folder, log_file_name(log.file_id, log.instant_time, version, UNKNOWN_WRITE_TOKEN))
+    transition.fence(table)  # a log file like any other: only while the table's lock is ours
     storage.write(path, block)
     return storage.uri(path)
 

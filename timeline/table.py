@@ -3,6 +3,7 @@ file-system view."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -67,6 +68,9 @@ class HudiTable:
         self.publish_check: Callable[[], None] | None = None
         # The base resolved by `ensure_located`: later containment checks hold paths against it.
         self._located: str | None = None
+        # While a state change holds the table's lock: how long a new instant time waits after
+        # reading the clock (SkewAdjustingTimeGenerator; 0 without a lock).
+        self.clock_skew_ms = 0
 
     @classmethod
     def open(cls, uri: str) -> HudiTable:
@@ -91,15 +95,18 @@ class HudiTable:
         return Inspect(self)
 
     def maintenance(self, *, spark: Any = None, options: Mapping[str, str] | None = None,
-                    processes: int = 1) -> Maintenance:
+                    processes: int = 1, writers_stopped: bool = False) -> Maintenance:
         """The table services (`timeline/maintenance.py`); with a SparkSession they run as
         PySpark jobs, otherwise here (a full clean plan in `processes` processes on a local
         disk). `options` are Hudi writer options (`hoodie.write.concurrency.mode`,
         `hoodie.write.lock.*`, ...) over `hoodie.properties`, as a Hudi writer of the table is
-        given them: they choose the lock Cleanline shares with the table's writers."""
+        given them: they choose the lock Cleanline shares with the table's writers (over the
+        root's `configure_hudi_options` settings and a lock file found on storage). With no
+        lock known and a writer live every change is refused, unless `writers_stopped` (the
+        caller's explicit, audited word that the writers are stopped)."""
         from timeline.maintenance import Maintenance
 
-        return Maintenance(self, spark=spark, options=options, processes=processes)
+        return Maintenance(self, spark=spark, options=options, processes=processes, writers_stopped=writers_stopped)
 
     @property
     def containment(self) -> Containment:
@@ -178,10 +185,16 @@ class HudiTable:
     def new_instant_time(self, *, after: str = "") -> str:
         """A fresh instant time in the table's timeline zone, later than every time on the
         timeline (requested and completed) and than `after`, as Hudi's time generator makes
-        them: the clock, or one millisecond past the latest time if the clock is behind."""
+        them: the clock, or one millisecond past the latest time if the clock is behind. While
+        the table's lock is held (`clock_skew_ms`), the clock is read and then the skew waited
+        out before the time is returned, as `SkewAdjustingTimeGenerator` does."""
         timeline = self.reload().timeline
         latest = max([after, *(i.requested_time for i in timeline), *(i.completion_time or "" for i in timeline)])
         now = format_instant_time(datetime.now(UTC).astimezone(zone_of(self.config.timezone)))
+        if self.clock_skew_ms > 0:
+            # SkewAdjustingTimeGenerator.generateTime: under the lock, read the clock, then wait the
+            # max expected clock skew, so no other host's writer can later take an earlier time.
+            time.sleep(self.clock_skew_ms / 1000)
         if now > latest:
             return now
         return f"{int(latest[:17].ljust(17, '0')) + 1:017d}"

@@ -21,6 +21,15 @@ if TYPE_CHECKING:
     from timeline.table import HudiTable
 
 
+def fence(table: HudiTable) -> None:
+    """Right before any file is written to the table (a state file, a log file, a rollback
+    block; on the metadata table too, whose check is its data table's): while a state change
+    holds the table's lock, confirm it is still held with a margin left (LockLost otherwise:
+    publish nothing more)."""
+    if table.publish_check is not None:
+        table.publish_check()
+
+
 def state_path(table: HudiTable, instant: Instant) -> str:
     return Storage.join(table.path(table.config.timeline_folder), instant.file_name(table.config.layout_version))
 
@@ -31,8 +40,7 @@ def write_state(table: HudiTable, instant: Instant, content: Mapping[str, Any] |
     path = state_path(table, instant)
     if table.storage.exists(path):
         return
-    if table.publish_check is not None:
-        table.publish_check()  # LockLost: the table's lock is no longer ours, publish nothing
+    fence(table)
     if isinstance(content, bytes):
         data = content
     elif content is None:

@@ -9,8 +9,12 @@ rollbacks and Hudi writers exclude each other on a live table.
   (`.hoodie/.locks/table_lock.json` with conditional writes; S3 and local tables);
 - `org.apache.hudi.client.transaction.lock.ZookeeperBasedLockProvider` (Hudi's default) ->
   `ZookeeperBasedLock` (Curator's InterProcessMutex at `<base_path>/<lock_key>`);
-- anything else (DynamoDB, Hive metastore, FileSystemBasedLockProvider, InProcessLockProvider,
-  a custom class) -> `UnsupportedLockProvider` naming the class: refuse the mutation.
+- `org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider` -> `FileSystemBasedLock`
+  (`<hoodie.write.lock.filesystem.path or .hoodie>/lock`, created exclusively);
+- anything else (DynamoDB, Hive metastore, InProcessLockProvider, a custom class) ->
+  `UnsupportedLockProvider` naming the class: refuse the mutation. (In-process providers never
+  get here from a table's changes: `timeline.locks.discovery` counts them as no lock, and the
+  live-writer rule decides.)
 
 `lock_required(properties)` says whether Hudi writers of that configuration lock at all
 (optimistic or non-blocking concurrency control).
@@ -49,16 +53,19 @@ from timeline.locks.config import (
     lock_required,
     provider_class,
 )
+from timeline.locks.filesystem import FILESYSTEM_BASED_LOCK_PROVIDER, FileSystemBasedLock
 from timeline.locks.storage_based import CorruptLockFile, StorageBasedLock
 from timeline.locks.zookeeper import ZookeeperBasedLock
 from timeline.storage.base import Storage, storage_for
 
 __all__ = [
+    "FILESYSTEM_BASED_LOCK_PROVIDER",
     "LOCK_PROVIDER",
     "STORAGE_BASED_LOCK_PROVIDER",
     "WRITE_CONCURRENCY_MODE",
     "ZOOKEEPER_BASED_LOCK_PROVIDER",
     "CorruptLockFile",
+    "FileSystemBasedLock",
     "HudiLock",
     "LockConfigError",
     "LockError",
@@ -97,5 +104,11 @@ def lock_for_table(base_uri: str, properties: Mapping[str, str], *, storage: Sto
         return StorageBasedLock.from_properties(storage, base_path, properties, owner=owner)
     if name == ZOOKEEPER_BASED_LOCK_PROVIDER:
         return ZookeeperBasedLock.from_properties(properties, application_id=application_id)
+    if name == FILESYSTEM_BASED_LOCK_PROVIDER:
+        if storage is None:
+            storage, base_path = storage_for(base_uri)
+        else:
+            base_path = storage.path_of(base_uri).rstrip("/") or base_uri
+        return FileSystemBasedLock.from_properties(storage, base_path, properties, owner=owner)
     reason = UNSUPPORTED_PROVIDERS.get(name, "a lock provider Cleanline does not know")
     raise UnsupportedLockProvider(name, reason)

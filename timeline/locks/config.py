@@ -64,9 +64,6 @@ UNSUPPORTED_PROVIDERS: dict[str, str] = {
         "no other process can take or see it",
     PACKAGE + "LocalProcessLockProvider": "it excludes only threads of one Hudi JVM",
     PACKAGE + "NoopLockProvider": "it takes no lock at all",
-    PACKAGE + "FileSystemBasedLockProvider":
-        "not implemented: its unlock deletes the lock file without checking the owner and its lease "
-        "never renews (hoodie.write.lock.filesystem.expire minutes from the file's mtime)",
     PACKAGE + "ZookeeperBasedImplicitBasePathLockProvider":
         "not implemented: its ZooKeeper path is an xxHash64 of the base path (HashID), which "
         "Cleanline does not compute",
@@ -227,3 +224,18 @@ class ZookeeperLockSettings:
 def wait_seconds(properties: Mapping[str, str]) -> float:
     """`hoodie.write.lock.wait_time_ms` (60 s): how long one acquisition waits."""
     return get_int(properties, LOCK_ACQUIRE_WAIT_TIMEOUT_MS, DEFAULT_LOCK_ACQUIRE_WAIT_TIMEOUT_MS, minimum=0) / 1000
+
+
+# HoodieTimeGeneratorConfig.MAX_EXPECTED_CLOCK_SKEW_MS: how long SkewAdjustingTimeGenerator waits
+# after reading the clock under the lock (200 ms; inferred 1 ms for InProcessLockProvider).
+MAX_EXPECTED_CLOCK_SKEW_MS = "hoodie.time.generator.max_expected_clock_skew_ms"
+DEFAULT_MAX_EXPECTED_CLOCK_SKEW_MS = 200
+
+
+def max_expected_clock_skew_ms(properties: Mapping[str, str]) -> int:
+    """`hoodie.time.generator.max_expected_clock_skew_ms`: 200 ms, or 1 ms when the lock provider
+    is InProcessLockProvider (the config's infer function)."""
+    if get_str(properties, MAX_EXPECTED_CLOCK_SKEW_MS) is None and \
+            provider_class(properties) == PACKAGE + "InProcessLockProvider":
+        return 1
+    return get_int(properties, MAX_EXPECTED_CLOCK_SKEW_MS, DEFAULT_MAX_EXPECTED_CLOCK_SKEW_MS, minimum=0)

@@ -683,11 +683,16 @@ class StorageBasedLock(HudiLock):
         with self._state_lock:
             return self._current is not None and self._lost is None and self._still_valid(self._current)
 
-    def check_held(self, *, min_remaining_seconds: float = 0.0) -> None:
-        """Right before a publish: the lease must have more than the clock-drift buffer (plus
-        `min_remaining_seconds`) left on this host's clock, and the lock file, read again, must
-        be the very version this owner last wrote. Stricter than Java's actuallyHoldsLock (which
-        trusts the cached copy and gives the drift buffer to the holder)."""
+    def check_held(self, *, min_remaining_seconds: float | None = None) -> None:
+        """Right before a publish: the lease must have more than the clock-drift buffer plus a
+        margin left on this host's clock, and the lock file, read again, must be the very
+        version this owner last wrote. The margin (`min_remaining_seconds`) is one renewal
+        interval by default: a publish that stalls after the check for less than that still
+        lands inside the lease, and a lease that missed a renewal is not trusted. Stricter than
+        Java's actuallyHoldsLock (which trusts the cached copy and gives the drift buffer to the
+        holder)."""
+        if min_remaining_seconds is None:
+            min_remaining_seconds = self.renew_interval_seconds
         with self._state_lock:
             current = self._current
             if current is None:

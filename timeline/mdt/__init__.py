@@ -8,6 +8,7 @@ writer's refusal (`guard_metadata_table`), nothing else."""
 
 from __future__ import annotations
 
+from timeline import transition
 from timeline.config import MDT_PARTITIONS, MDT_PARTITIONS_INFLIGHT, update_config
 from timeline.exceptions import CleanlineError
 from timeline.table import HudiTable
@@ -21,6 +22,7 @@ def drop_metadata_table(table: HudiTable) -> None:
     """Remove `.hoodie/metadata` and clear the metadata partitions in `hoodie.properties`
     (checksum kept valid by the backup protocol)."""
     folder = table.containment.meta_path("metadata")  # refused first if it resolves outside the table
+    transition.fence(table)  # the table's lock still ours (with a margin), or nothing is changed
     update_config(table.storage, table.base, {MDT_PARTITIONS: "", MDT_PARTITIONS_INFLIGHT: ""})  # readers stop first
     table.storage.delete_dir(folder)
     table.reload()

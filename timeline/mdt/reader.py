@@ -65,6 +65,16 @@ class MetadataTable:
         self.table = table
         self.base = table.containment.meta_path(METADATA_FOLDER)
         self.mdt = HudiTable.load(table.storage, self.base)
+        # Every write to the metadata table is fenced by the data table's lock: the same
+        # held-lock check, looked up when the write happens (timeline.transition.fence).
+        self.mdt.publish_check = self.fence
+
+    def fence(self) -> None:
+        """The data table's held-lock check (`HudiTable.publish_check`), when a state change
+        holds its lock: LockLost if the lease is gone or nearly over."""
+        check = self.table.publish_check
+        if check is not None:
+            check()
 
     @property
     def storage(self) -> Storage:

@@ -237,6 +237,7 @@ def _roll_back_pending(mdt: MetadataTable, instant_time: str) -> None:
     (`Containment.meta_path`), or nothing is deleted."""
     storage = mdt.storage
     v6 = is_v6(mdt)
+    transition.fence(mdt.mdt)  # removing MDT files is a change too: only while the lock is ours
     partitions = (*mdt.table.config.metadata_partitions, *mdt.table.config.metadata_partitions_inflight)
     folders = [mdt.table.containment.meta_path(METADATA_FOLDER, p) for p in partitions]  # all checked first
     for folder in folders:
@@ -331,6 +332,7 @@ def _write_log(mdt: MetadataTable, partition: str, file_slice: FileSlice, instan
     versions = [parse_log_file(s.name).version for s in mdt.storage.list(folder) if s.name.startswith(prefix)]
     version = max(versions, default=0) + 1  # HoodieLogFormatWriter rolls over rather than append
     name = log_file_name(file_id, named_after, version, WRITE_TOKEN)
+    transition.fence(mdt.mdt)  # the data table's lock, checked before every MDT log file
     mdt.storage.write(Storage.join(folder, name), blocks)
     base_file = file_slice.base_file.name if v6 and file_slice.base_file is not None else ""
     return write_stat(file_id=file_id, path=f"{partition}/{name}", prev_commit=named_after,
@@ -523,6 +525,7 @@ def restore_metadata_table(mdt: MetadataTable, savepoint_time: str, restore_time
     data = mdt.table
     config = data.config
     dropped = dropped_on_restore(mdt)
+    transition.fence(data)  # the partitions dropped and the MDT restored only while the table's lock is ours
     if dropped:  # the table's config first (setMetadataPartitionState), then the folders
         update_config(data.storage, data.base, {
             MDT_PARTITIONS: ",".join(p for p in config.metadata_partitions if p not in dropped),

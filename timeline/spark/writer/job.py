@@ -78,7 +78,8 @@ def write(spark: SparkSession, df: DataFrame, path: str, *, table_name: str, rec
         table = HudiTable.load(storage, base)
     records_per_file = max(1, max_file_size // RECORD_SIZE_ESTIMATE)
     return _write(spark, table, spec, schema, op, keyed_records(data, spec, schema), records_per_file,
-                  Transactions(table, options, application_id=f"cleanline-writer-{os.getpid()}"))
+                  Transactions(table, options, application_id=f"cleanline-writer-{os.getpid()}",
+                               live_writer_rule=False))
 
 
 def _write(spark: SparkSession, table: HudiTable, spec: TableSpec, schema: RecordSchema, operation: Operation,
