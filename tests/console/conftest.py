@@ -56,11 +56,11 @@ def start_worker(transactional_db, settings) -> Iterator[Callable[..., subproces
 
     def start(*, spark: bool = False, **extra_env: str) -> subprocess.Popen[bytes]:
         # the allowed roots as the test has them when the worker starts (every change checks them)
-        roots = {"CLEANLINE_ALLOWED_ROOTS": ",".join(settings.CLEANLINE_ALLOWED_ROOTS),
-                 "CLEANLINE_SPARK_MIN_FILES": "1" if spark else "0"}
+        roots = {"CLEANLINE_ALLOWED_ROOTS": ",".join(settings.CLEANLINE_ALLOWED_ROOTS)}
+        engine = {"CLEANLINE_SPARK_MIN_FILES": "1" if spark else "0"}
         process = subprocess.Popen([sys.executable, "-m", "celery", "-A", "console", "worker", "--pool", "solo",
                                     "--loglevel", "WARNING", "--without-gossip", "--without-mingle"],
-                                   env={**env, **extra_env, **roots},
+                                   env={**env, **roots, **extra_env, **engine},
                                    cwd=ROOT,
                                    start_new_session=True)
         started.append(process)
