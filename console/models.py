@@ -137,6 +137,9 @@ class CleanPlan(models.Model):
     notes = models.JSONField(default=list)
     stale_reasons = models.JSONField(default=list)
     clean_instant = models.CharField(max_length=32, blank=True, help_text="the requested clean on the timeline")
+    writers_stopped = models.BooleanField(default=False, help_text="the admin said the table's Hudi writers are "
+                                                                   "stopped: no lock known and a writer live did "
+                                                                   "not refuse it (audited)")
     task_id = models.CharField(max_length=64, blank=True)
     run_token = models.CharField(max_length=64, blank=True, help_text="the table lock token of the run that "
                                                                       "claimed the plan (approval or clean)")
@@ -213,6 +216,9 @@ class Job(models.Model):
     table = models.ForeignKey(Table, related_name="jobs", on_delete=models.CASCADE)
     kind = models.CharField(max_length=16, choices=Kind.choices)
     target = models.CharField(max_length=32, help_text="savepoint or instant time")
+    writers_stopped = models.BooleanField(default=False, help_text="the admin said the table's Hudi writers are "
+                                                                   "stopped: no lock known and a writer live did "
+                                                                   "not refuse it (audited)")
     status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.QUEUED)
     requested_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     requested_at = models.DateTimeField(auto_now_add=True)

@@ -44,6 +44,7 @@ from timeline import (
     FailedWrite,
     FileRow,
     HudiTable,
+    LiveWriterUnlocked,
     Record,
     RollbackMetadata,
     SavepointMetadata,
@@ -419,6 +420,38 @@ class Overview:
                                                                        for v, _ in self.versions_histogram],
                          "datasets": [{"label": "file groups", "data": [g for _, g in self.versions_histogram]}]},
         }
+
+
+@dataclass(frozen=True, slots=True)
+class WriterLock:
+    """Which lock the table's Hudi writers use and where that came from (the table's settings,
+    the root's CLEANLINE_HUDI_OPTIONS, hoodie.properties, a lock file found on storage, or
+    none), the writes live now, and whether a change would be refused without the admin's word
+    that the writers are stopped (no lock known, a writer live)."""
+
+    provider: str
+    source: str
+    detail: str
+    live: list[str]
+    needs_override: bool
+    error: str = ""
+
+
+def writer_lock(table: Table) -> WriterLock:
+    """The library's answer for the table's pages (`Inspect.lock`, `Inspect.live_writers`,
+    `Maintenance.preflight`); an unreadable table's error is shown, not raised."""
+    try:
+        lake = HudiTable.open(table.path)
+        found = lake.inspect.lock(table.write_options)
+        live = [w.describe() for w in lake.inspect.live_writers(table.write_options)]
+        try:
+            lake.maintenance(options=table.write_options).preflight()
+            needs_override = False
+        except LiveWriterUnlocked:
+            needs_override = True
+    except CleanlineError as exc:
+        return WriterLock("", "", "", [], False, str(exc))
+    return WriterLock(found.provider_name, found.source.value, found.detail, live, needs_override)
 
 
 def metadata_table(table: Table, *, validate: bool = False) -> tuple[Any, Any, str]:

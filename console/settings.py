@@ -6,6 +6,11 @@ REDIS_URL         Celery broker and result backend (default redis://127.0.0.1:63
 SPARK_MASTER      where Spark jobs run (default local[*])
 CLEANLINE_ALLOWED_ROOTS  comma-separated paths/URIs tables may be registered from
                   (default: the demo lake, var/demo-lake)
+CLEANLINE_HUDI_OPTIONS  Hudi writer options for every table under a root, a JSON object keyed by
+                  root (default: none), e.g. {"s3://lake": {"hoodie.write.concurrency.mode":
+                  "optimistic_concurrency_control", "hoodie.write.lock.provider":
+                  "org.apache.hudi.client.transaction.lock.StorageBasedLockProvider"}}: the lock
+                  the tables' writers use, below a table's own settings and above hoodie.properties
 CLEANLINE_S3_ROOTS  per-root S3 settings, a JSON object keyed by s3:// root (default: none; every
                   s3:// table then uses the AWS_* variables), e.g.
                   {"s3://lake-bucket/warehouse": {"endpoint_url": "https://minio.internal:9000",
@@ -111,7 +116,16 @@ from urllib.parse import unquote, urlparse
 
 from django.core.exceptions import ImproperlyConfigured
 
-from timeline import S3ConfigError, S3Settings, configure_s3, parse_s3_roots, spark_min_files
+from timeline import (
+    CleanlineError,
+    S3ConfigError,
+    S3Settings,
+    configure_hudi_options,
+    configure_s3,
+    parse_hudi_options,
+    parse_s3_roots,
+    spark_min_files,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -177,6 +191,14 @@ def s3_roots(text: str) -> dict[str, S3Settings]:
         return parse_s3_roots(text)
     except S3ConfigError as exc:
         raise ImproperlyConfigured(f"CLEANLINE_S3_ROOTS: {exc}") from exc
+
+
+def hudi_options(text: str) -> dict[str, dict[str, str]]:
+    """CLEANLINE_HUDI_OPTIONS parsed: Hudi writer options per root."""
+    try:
+        return parse_hudi_options(text)
+    except CleanlineError as exc:
+        raise ImproperlyConfigured(f"CLEANLINE_HUDI_OPTIONS: {exc}") from exc
 
 
 def proxy_ssl_header(value: str) -> tuple[str, str] | None:
@@ -334,6 +356,10 @@ CLEANLINE_ALLOWED_ROOTS = [
 # console.services.tables applies a changed value, such as a test's settings override).
 CLEANLINE_S3_ROOTS = s3_roots(os.environ.get("CLEANLINE_S3_ROOTS", ""))
 configure_s3(CLEANLINE_S3_ROOTS)
+# The Hudi writer options (the lock) of every table below a root, read like the table's own settings
+# (the library's registry; console.services.tables applies a changed value).
+CLEANLINE_HUDI_OPTIONS = hudi_options(os.environ.get("CLEANLINE_HUDI_OPTIONS", ""))
+configure_hudi_options(CLEANLINE_HUDI_OPTIONS)
 CLEANLINE_SYNC_INTERVAL_SECONDS = int(os.environ.get("CLEANLINE_SYNC_INTERVAL_SECONDS", "300"))
 # An approver must differ from the plan's requester (automatic plans excepted).
 CLEANLINE_APPROVER_MUST_DIFFER = os.environ.get("CLEANLINE_APPROVER_MUST_DIFFER", "true").lower() in (

@@ -108,6 +108,12 @@ def _attempt(request: HttpRequest, work: Callable[[], str]) -> None:
         _refused(request, exc)
 
 
+def _writers_stopped(request: HttpRequest) -> bool:
+    """The admin ticked "the table's Hudi writers are stopped" (offered when no lock is known and
+    a writer looks live: `selectors.writer_lock`)."""
+    return request.POST.get("writers_stopped") in ("on", "true", "1")
+
+
 def _form_errors(form: forms.Form) -> str:
     return "; ".join(f"{field}: {', '.join(errors)}" for field, errors in form.errors.items())
 
@@ -189,7 +195,8 @@ def _overview_page(request: HttpRequest, table: Table, plan_form: PlanForm, stat
             "auto_clean": table.auto_clean, "auto_max_files": table.auto_max_files,
             "auto_max_bytes": table.auto_max_bytes,
             "write_options": "\n".join(f"{k}={v}" for k, v in sorted(table.write_options.items()))}),
-        "pending_cleans": table.instants.filter(action="clean").exclude(state="COMPLETED")}, status=status)
+        "pending_cleans": table.instants.filter(action="clean").exclude(state="COMPLETED"),
+        "writer_lock": selectors.writer_lock(table)}, status=status)
 
 
 @table_page()
@@ -276,7 +283,8 @@ def plan_detail(request: HttpRequest, table: Table, plan_id: int) -> HttpRespons
         "files": selectors.plan_files(plan, delete=delete, search=search, partition=partition,
                                       page=request.GET.get("page")),
         "partitions": plan.partition_summary, "decision": DecisionForm(),
-        "can_decide": request.user.has_perm(permissions.APPROVE)})
+        "can_decide": request.user.has_perm(permissions.APPROVE),
+        "writer_lock": selectors.writer_lock(table) if plan.status == PlanStatus.DRAFT else None})
 
 
 @table_page()
@@ -299,7 +307,8 @@ def plan_decide(request: HttpRequest, table: Table, plan_id: int, decision: str)
     note = form.cleaned_data["note"] if form.is_valid() else ""
     try:
         if decision == "approve":
-            plan = services.plan_approval_request(plan=plan, user=request.user)  # type: ignore[arg-type]
+            plan = services.plan_approval_request(plan=plan, user=request.user,  # type: ignore[arg-type]
+                                                  writers_stopped=_writers_stopped(request))
             enqueue(approve_clean_plan, plan)
             messages.info(request, "Approving: the plan is checked against the table as it is now; if it still "
                                    "holds, its clean runs (if the table changed, the plan turns stale and nothing "
@@ -338,7 +347,8 @@ def _savepoints(request: HttpRequest, table: Table, *, chosen: str = "", comment
     savepoints, commits = selectors.savepoints_page(table)
     return render(request, "console/savepoints.html", {
         "table": table, "savepoints": savepoints, "commits": commits,
-        "chosen": chosen, "comment": comment, "create_error": error}, status=status)
+        "chosen": chosen, "comment": comment, "create_error": error, "writer_lock": selectors.writer_lock(table)},
+        status=status)
 
 
 @table_action(permissions.CREATE_SAVEPOINT)
@@ -346,7 +356,8 @@ def savepoint_create(request: HttpRequest, table: Table) -> HttpResponse:
     instant_time, comment = request.POST.get("instant", ""), request.POST.get("comment", "")[:500]
     try:
         done = services.savepoint_create(table=table, user=request.user,  # type: ignore[arg-type]
-                                         instant_time=instant_time, comment=comment)
+                                         instant_time=instant_time, comment=comment,
+                                         writers_stopped=_writers_stopped(request))
     except ValidationError as exc:
         return _savepoints(request, table, chosen=instant_time, comment=comment, error="; ".join(exc.messages),
                            status=400)
@@ -357,7 +368,8 @@ def savepoint_create(request: HttpRequest, table: Table) -> HttpResponse:
 @table_action(permissions.DELETE_SAVEPOINT)
 def savepoint_delete(request: HttpRequest, table: Table, instant: str) -> HttpResponse:
     def delete() -> str:
-        services.savepoint_delete(table=table, user=request.user, instant_time=instant)  # type: ignore[arg-type]
+        services.savepoint_delete(table=table, user=request.user, instant_time=instant,  # type: ignore[arg-type]
+                                  writers_stopped=_writers_stopped(request))
         return f"Savepoint {instant} deleted."
 
     if request.POST.get("confirm") != instant:
@@ -377,7 +389,7 @@ def restore_preview(request: HttpRequest, table: Table, savepoint: str) -> HttpR
         "table": table, "savepoint": savepoint, "preview": preview, "error": error,
         "partitions": sorted(preview.per_partition().items()) if preview else [],
         "files": selectors.page_of(selectors.restore_files(preview) if preview else [], request.GET.get("page")),
-        "jobs": table.jobs.filter(kind=Job.Kind.RESTORE)[:10]})
+        "jobs": table.jobs.filter(kind=Job.Kind.RESTORE)[:10], "writer_lock": selectors.writer_lock(table)})
 
 
 @table_page(reads_lake=True)
@@ -390,7 +402,8 @@ def rollback_preview(request: HttpRequest, table: Table, instant: str) -> HttpRe
     files = row.preview.files_to_delete + row.preview.logs_to_mark if row.preview else ()
     return render(request, "console/rollback.html", {
         "table": table, "row": row, "files": selectors.page_of(list(files), request.GET.get("page")),
-        "marked": {path for _, path, _ in row.preview.logs_to_mark} if row.preview else set()})
+        "marked": {path for _, path, _ in row.preview.logs_to_mark} if row.preview else set(),
+        "writer_lock": selectors.writer_lock(table)})
 
 
 @table_action(permissions.RESTORE)
@@ -398,7 +411,7 @@ def job_request(request: HttpRequest, table: Table, kind: str) -> HttpResponse:
     target = request.POST.get("target", "")
     try:
         job = services.job_request(table=table, user=request.user, kind=kind, target=target,  # type: ignore[arg-type]
-                                   confirm_name=request.POST.get("confirm"))
+                                   confirm_name=request.POST.get("confirm"), writers_stopped=_writers_stopped(request))
     except ValidationError as exc:
         _refused(request, exc)
         return redirect("console:restore", pk=table.pk, savepoint=target) if kind == "restore" else redirect(
@@ -482,7 +495,8 @@ def table_settings(request: HttpRequest, table: Table) -> HttpResponse:
 def clean_run_pending(request: HttpRequest, table: Table, instant: str) -> HttpResponse:
     """Run a requested or inflight clean found on the timeline (one a Hudi writer left)."""
     try:
-        job = services.job_request(table=table, user=request.user, kind=Job.Kind.CLEAN, target=instant)  # type: ignore[arg-type]
+        job = services.job_request(table=table, user=request.user, kind=Job.Kind.CLEAN,  # type: ignore[arg-type]
+                                   target=instant, writers_stopped=_writers_stopped(request))
     except ValidationError as exc:
         _refused(request, exc)
         return _overview(table)
@@ -495,7 +509,8 @@ def metadata_table_drop(request: HttpRequest, table: Table) -> HttpResponse:
     """The admin's repair action: drop the metadata table (the table's name typed); audited."""
     def drop() -> str:
         partitions = services.metadata_table_drop(table=table, user=request.user,  # type: ignore[arg-type]
-                                                  confirm_name=request.POST.get("confirm"))
+                                                  confirm_name=request.POST.get("confirm"),
+                                                  writers_stopped=_writers_stopped(request))
         return f"The metadata table ({', '.join(partitions)}) was dropped; Hudi writers rebuild it."
 
     _attempt(request, drop)

@@ -57,16 +57,18 @@ def list_savepoints(request: HttpRequest, table_id: int) -> list[dict[str, Any]]
 def create_savepoint(request: HttpRequest, table_id: int, body: SavepointIn) -> Status[dict[str, str]]:
     table = table_of(request, table_id, permissions.CREATE_SAVEPOINT)
     done = services.savepoint_create(table=table, user=request.user, instant_time=body.instant,  # type: ignore[arg-type]
-                                     comment=body.comment)
+                                     comment=body.comment, writers_stopped=body.writers_stopped)
     return Status(201, {"detail": f"Savepoint {done} created."})
 
 
 @router.delete("/tables/{table_id}/savepoints/{instant}",
                auth=role(permissions.DELETE_SAVEPOINT), response={200: Accepted, 409: Problem, **ERRORS},
                summary="Delete a savepoint")
-def delete_savepoint(request: HttpRequest, table_id: int, instant: str) -> dict[str, str]:
+def delete_savepoint(request: HttpRequest, table_id: int, instant: str,
+                     writers_stopped: bool = False) -> dict[str, str]:
     table = table_of(request, table_id, permissions.DELETE_SAVEPOINT)
-    services.savepoint_delete(table=table, user=request.user, instant_time=instant)  # type: ignore[arg-type]
+    services.savepoint_delete(table=table, user=request.user, instant_time=instant,  # type: ignore[arg-type]
+                              writers_stopped=writers_stopped)
     return {"detail": f"Savepoint {instant} deleted."}
 
 
@@ -87,7 +89,7 @@ def restore(request: HttpRequest, table_id: int, body: RestoreIn) -> Status[dict
     """Admins; `confirm` is the table's name. A job runs it: follow it at /jobs/{id}."""
     table = table_of(request, table_id, permissions.RESTORE)
     job = services.job_request(table=table, user=request.user, kind=Job.Kind.RESTORE,  # type: ignore[arg-type]
-                               target=body.savepoint, confirm_name=body.confirm)
+                               target=body.savepoint, confirm_name=body.confirm, writers_stopped=body.writers_stopped)
     enqueue(run_job, job)
     return Status(202, job_out(job))
 
@@ -110,7 +112,7 @@ def rollback(request: HttpRequest, table_id: int, body: RollbackIn) -> Status[di
     """Admins; `confirm` is the failed write's instant time. A job runs it."""
     table = table_of(request, table_id, permissions.RESTORE)
     job = services.job_request(table=table, user=request.user, kind=Job.Kind.ROLLBACK,  # type: ignore[arg-type]
-                               target=body.instant, confirm_name=body.confirm)
+                               target=body.instant, confirm_name=body.confirm, writers_stopped=body.writers_stopped)
     enqueue(run_job, job)
     return Status(202, job_out(job))
 

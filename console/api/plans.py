@@ -11,7 +11,7 @@ from ninja import Query, Router, Schema, Status
 
 from console import permissions, selectors, services
 from console.api.common import paged, role
-from console.api.schemas import DecisionIn, PlanFileOut, PlanIn, PlanOut, Problem, page_of
+from console.api.schemas import ApproveIn, DecisionIn, PlanFileOut, PlanIn, PlanOut, Problem, page_of
 from console.api.tables import ERRORS, table_of
 from console.models import CleanPlan
 from console.tasks import approve_clean_plan, build_clean_plan, enqueue
@@ -88,14 +88,15 @@ def plan_files(request: HttpRequest, table_id: int, plan_id: int, filters: Query
 @router.post("/tables/{table_id}/plans/{plan_id}/approve",
              auth=role(permissions.APPROVE), response={202: PlanOut, 409: Problem, **ERRORS},
              summary="Approve a draft plan")
-def approve_plan(request: HttpRequest, table_id: int, plan_id: int) -> Any:
+def approve_plan(request: HttpRequest, table_id: int, plan_id: int, body: ApproveIn | None = None) -> Any:
     """Admins; not the plan's requester (CLEANLINE_APPROVER_MUST_DIFFER). The plan is claimed for
     this approval (`approving`) and a worker checks it against the table as it is now, on the
     engine that made it: when the table changed it becomes `stale` (its `stale_reasons` list the
     differences) and nothing runs; otherwise its clean is written to the timeline and runs
     (`approved`, `running`, `completed`). Follow it at GET .../plans/{id}."""
     plan = plan_of(request, table_id, plan_id, permissions.APPROVE)
-    plan = services.plan_approval_request(plan=plan, user=request.user)  # type: ignore[arg-type]
+    plan = services.plan_approval_request(plan=plan, user=request.user,  # type: ignore[arg-type]
+                                          writers_stopped=bool(body and body.writers_stopped))
     enqueue(approve_clean_plan, plan)
     return Status(202, plan_out(plan))
 

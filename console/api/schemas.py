@@ -154,6 +154,11 @@ class PlanOut(Schema):
     finished_at: datetime | None
 
 
+class ApproveIn(Schema):
+    writers_stopped: bool = Field(False, description="the table's Hudi writers are stopped: needed only when no "
+                                  "lock they share is known and a writer looks live; recorded and audited")
+
+
 class DecisionIn(Schema):
     note: str = Field("", max_length=2000)
 
@@ -197,6 +202,8 @@ class SavepointOut(Schema):
 class SavepointIn(Schema):
     instant: str = Field(..., pattern=r"^\d{14,17}$")
     comment: str = Field("", max_length=500)
+    writers_stopped: bool = Field(False, description="the table's Hudi writers are stopped: needed only when no "
+                                  "lock they share is known and a writer looks live; recorded and audited")
 
 
 class RollbackPreviewOut(Schema):
@@ -217,6 +224,8 @@ class RestorePreviewOut(Schema):
 class RestoreIn(Schema):
     savepoint: str
     confirm: str = Field(..., description="the table's name, typed")
+    writers_stopped: bool = Field(False, description="the table's Hudi writers are stopped: needed only when no "
+                                  "lock they share is known and a writer looks live; recorded and audited")
 
 
 class FailedWriteOut(Schema):
@@ -230,6 +239,8 @@ class FailedWriteOut(Schema):
 class RollbackIn(Schema):
     instant: str
     confirm: str = Field(..., description="the failed write's instant time, typed")
+    writers_stopped: bool = Field(False, description="the table's Hudi writers are stopped: needed only when no "
+                                  "lock they share is known and a writer looks live; recorded and audited")
 
 
 class AuditOut(Schema):

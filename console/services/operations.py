@@ -26,39 +26,52 @@ from timeline import (
 )
 
 
-def savepoint_create(*, table: Table, user: User | None, instant_time: str, comment: str) -> str:
+def _stopped(writers_stopped: bool) -> dict[str, bool]:
+    """The override as an audit parameter: present only when given."""
+    return {"writers_stopped": True} if writers_stopped else {}
+
+
+def savepoint_create(*, table: Table, user: User | None, instant_time: str, comment: str,
+                     writers_stopped: bool = False) -> str:
     with table_lock(table, f"savepoint:{instant_time}"):
         try:
-            done = table_services(table).create_savepoint(instant_time,
-                                    user=user.get_username() if user else "cleanline", comment=comment)
+            done = table_services(table, writers_stopped=writers_stopped).create_savepoint(
+                instant_time, user=user.get_username() if user else "cleanline", comment=comment)
         except CleanlineError as exc:
             audit(user=user, action="savepoint.refused", table=table, parameters={"instant": instant_time},
                   result=str(exc))
             raise ValidationError(str(exc)) from exc
-    audit(user=user, action="savepoint.created", table=table, parameters={"instant": instant_time, "comment": comment})
+    audit(user=user, action="savepoint.created", table=table,
+          parameters={"instant": instant_time, "comment": comment, **_stopped(writers_stopped)})
     table_sync(table=table)
     return done.requested_time
 
 
-def savepoint_delete(*, table: Table, user: User | None, instant_time: str) -> None:
+def savepoint_delete(*, table: Table, user: User | None, instant_time: str, writers_stopped: bool = False) -> None:
     with table_lock(table, f"savepoint:{instant_time}"):
         try:
-            table_services(table).delete_savepoint(instant_time)
+            table_services(table, writers_stopped=writers_stopped).delete_savepoint(instant_time)
         except CleanlineError as exc:
             raise ValidationError(str(exc)) from exc
-    audit(user=user, action="savepoint.deleted", table=table, parameters={"instant": instant_time})
+    audit(user=user, action="savepoint.deleted", table=table,
+          parameters={"instant": instant_time, **_stopped(writers_stopped)})
     table_sync(table=table)
 
 
-def job_request(*, table: Table, user: User | None, kind: str, target: str, confirm_name: str | None = None) -> Job:
+def job_request(*, table: Table, user: User | None, kind: str, target: str, confirm_name: str | None = None,
+                writers_stopped: bool = False) -> Job:
     """Queue a restore (the table's name typed as confirmation), the rollback of a failed
     write (its instant time typed; anything but a failed write is refused, as is a rollback
     plan naming a path outside the table), or the run of a pending clean found on the timeline
-    (`clean.pending.run`). Every refusal is audited (`<kind>.refused`)."""
+    (`clean.pending.run`). Every refusal is audited (`<kind>.refused`). `writers_stopped` (the
+    admin's word that the table's Hudi writers are stopped) is recorded on the job and lets it
+    go on beside a live writer when no lock is known."""
     if kind == Job.Kind.CLEAN:
         check_table_free(table)
-        job = Job.objects.create(table=table, kind=kind, target=target, requested_by=user)
-        audit(user=user, action="clean.pending.run", table=table, parameters={"clean": target, "job": job.pk})
+        job = Job.objects.create(table=table, kind=kind, target=target, requested_by=user,
+                                 writers_stopped=writers_stopped)
+        audit(user=user, action="clean.pending.run", table=table,
+              parameters={"clean": target, "job": job.pk, **_stopped(writers_stopped)})
         return job
     try:
         if kind == Job.Kind.RESTORE and confirm_name != table.name:
@@ -75,8 +88,9 @@ def job_request(*, table: Table, user: User | None, kind: str, target: str, conf
         audit(user=user, action=f"{kind}.refused", table=table, parameters={"target": target},
               result="; ".join(exc.messages))
         raise
-    job = Job.objects.create(table=table, kind=kind, target=target, requested_by=user)
-    audit(user=user, action=f"{kind}.requested", table=table, parameters={"target": target, "job": job.pk})
+    job = Job.objects.create(table=table, kind=kind, target=target, requested_by=user, writers_stopped=writers_stopped)
+    audit(user=user, action=f"{kind}.requested", table=table,
+          parameters={"target": target, "job": job.pk, **_stopped(writers_stopped)})
     return job
 
 
@@ -106,21 +120,23 @@ def job_run(*, job: Job, task_id: str = "") -> Job:
                 mine.update(progress_done=p.files_done, progress_total=p.files_total)
 
         try:
+            services = table_services(table, lake, writers_stopped=job.writers_stopped)
             if job.kind == Job.Kind.CLEAN:
-                (done_clean,) = table_services(table, lake).run_cleans(instant=job.target, progress=progress)
+                (done_clean,) = services.run_cleans(instant=job.target, progress=progress)
                 result = {"deleted": done_clean.deleted, "already_gone": done_clean.already_gone,
                           "failed": done_clean.failed, "bytes": done_clean.bytes_deleted}
             elif job.kind == Job.Kind.RESTORE:
                 # the metadata table goes only where Hudi deletes it too (the preview says so); otherwise refused
                 mine.update(progress_total=len(lake.inspect.restore_preview(job.target).instants))
-                done = table_services(table, lake).restore(job.target)
+                done = services.restore(job.target)
                 check = table_services(table).verify_restore(job.target)
                 result = {"restore": done.requested_time, "verified": check.verified,
                           "missing": list(check.missing[:50]), "unexpected": list(check.unexpected[:50]),
                           "metadata_table_dropped": had_metadata_table and not lake.reload().config.metadata_partitions}
             else:
-                done = table_services(table, lake).rollback_failed_write(job.target)
+                done = services.rollback_failed_write(job.target)
                 result = {"rollback": done.requested_time, "metadata_table_updated": lake.config.metadata_table_enabled}
+            result["lock"] = [decision.describe() for decision in services.decisions]  # how each change went on
         except CleanlineError as exc:
             if mine.update(status=JobStatus.FAILED, error=str(exc), finished_at=timezone.now()):
                 audit(user=None, action=f"{job.kind}.failed", table=table, parameters={"job": job.pk}, result=str(exc))
@@ -142,7 +158,8 @@ def job_run(*, job: Job, task_id: str = "") -> Job:
     return job
 
 
-def metadata_table_drop(*, table: Table, user: User | None, confirm_name: str | None) -> list[str]:
+def metadata_table_drop(*, table: Table, user: User | None, confirm_name: str | None,
+                        writers_stopped: bool = False) -> list[str]:
     """The repair action: delete the table's metadata table (Hudi writers rebuild it), with the
     table's name typed as confirmation, under the table's lock (and the Hudi lock its writers
     share); audited with the partitions that were dropped. Returns them."""
@@ -150,7 +167,7 @@ def metadata_table_drop(*, table: Table, user: User | None, confirm_name: str | 
         raise ValidationError(f"Type the table's name ({table.name}) to confirm dropping its metadata table.")
     with table_lock(table, f"metadata-table-drop:{user.get_username() if user else 'system'}"):
         try:
-            maintenance = table_services(table)
+            maintenance = table_services(table, writers_stopped=writers_stopped)
         except CleanlineError as exc:
             raise ValidationError(str(exc)) from exc
         config = maintenance.table.config
@@ -164,5 +181,6 @@ def metadata_table_drop(*, table: Table, user: User | None, confirm_name: str | 
                   result=str(exc))
             raise ValidationError(str(exc)) from exc
     Table.objects.filter(pk=table.pk).update(metadata_table_enabled=False)
-    audit(user=user, action="metadata_table.dropped", table=table, parameters={"partitions": partitions})
+    audit(user=user, action="metadata_table.dropped", table=table,
+          parameters={"partitions": partitions, **_stopped(writers_stopped)})
     return partitions

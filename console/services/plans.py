@@ -131,9 +131,9 @@ def _spark() -> Any:
     return spark_session(master=settings.SPARK_MASTER)
 
 
-def _maintenance(table: Table, lake: HudiTable) -> Maintenance:
+def _maintenance(table: Table, lake: HudiTable, *, writers_stopped: bool = False) -> Maintenance:
     """The table's services on the engine its size calls for."""
-    return table_services(table, lake, spark=_spark() if _on_spark(table) else None)
+    return table_services(table, lake, spark=_spark() if _on_spark(table) else None, writers_stopped=writers_stopped)
 
 
 def _enforced(plan: CleanPlan) -> bool:
@@ -150,10 +150,11 @@ def _make_plan(table: Table, lake: HudiTable, config: CleanConfig, enforce_reten
     return services.plan_clean_stored(config, folder, enforce_retention=enforce_retention)
 
 
-def _run_clean(table: Table, lake: HudiTable, instant: str, progress: Any, stored: StoredPlan | None) -> Any:
+def _run_clean(table: Table, lake: HudiTable, instant: str, progress: Any, stored: StoredPlan | None, *,
+               writers_stopped: bool = False) -> Any:
     """Run the clean; the local engine takes the files' sizes from the plan's store (a status
     call per file spared), Spark's executors read them as they delete."""
-    services = _maintenance(table, lake)
+    services = _maintenance(table, lake, writers_stopped=writers_stopped)
     sizes = stored.sizes() if stored is not None and services.spark is None else None
     return services.run_cleans(instant=instant, progress=progress, sizes=sizes)
 
@@ -203,22 +204,26 @@ def _check_approvable(plan: CleanPlan, user: User | None) -> None:
         raise ValidationError(refusal)
 
 
-def plan_approval_request(*, plan: CleanPlan, user: User | None) -> CleanPlan:
+def plan_approval_request(*, plan: CleanPlan, user: User | None, writers_stopped: bool = False) -> CleanPlan:
     """An approval, as the pages and the API ask for it: the same checks as `plan_approve`,
     then the draft is claimed for this approver (DRAFT to APPROVING, one conditional update: of
     simultaneous approvals exactly one wins) and audited; the caller queues the approval task,
-    which re-validates the plan on the engine that made it (`plan_approve`) outside the request."""
+    which re-validates the plan on the engine that made it (`plan_approve`) outside the request.
+    `writers_stopped`: the approver's word that the table's Hudi writers are stopped, recorded on
+    the plan (its approval and run then go on beside a live writer when no lock is known)."""
     _check_approvable(plan, user)
     if plan.status != PlanStatus.DRAFT or not CleanPlan.objects.filter(pk=plan.pk, status=PlanStatus.DRAFT).update(
-            status=PlanStatus.APPROVING, decided_by=user, decided_at=timezone.now(), run_token="", error=""):
+            status=PlanStatus.APPROVING, decided_by=user, decided_at=timezone.now(), run_token="", error="",
+            writers_stopped=writers_stopped):
         plan.refresh_from_db()
         raise ValidationError(f"Plan #{plan.pk} is already being approved (it is {plan.status}).")
-    audit(user=user, action="clean.plan.approval.requested", table=plan.table, parameters={"plan": plan.pk})
+    audit(user=user, action="clean.plan.approval.requested", table=plan.table,
+          parameters={"plan": plan.pk, **({"writers_stopped": True} if writers_stopped else {})})
     plan.refresh_from_db()
     return plan
 
 
-def plan_approve(*, plan: CleanPlan, user: User | None) -> CleanPlan:
+def plan_approve(*, plan: CleanPlan, user: User | None, writers_stopped: bool = False) -> CleanPlan:
     """Re-validate the draft against the current timeline; if any file it would delete is
     now protected, or the policy now gives another plan, it becomes STALE with the
     difference. Otherwise the requested clean is written to the timeline (APPROVED).
@@ -226,8 +231,11 @@ def plan_approve(*, plan: CleanPlan, user: User | None) -> CleanPlan:
     Exactly one approval wins: under the table lock the plan is claimed (DRAFT to APPROVING)
     by one conditional update before anything is written to the lake; the others get a
     ValidationError. A failure puts the claim back to DRAFT with the error. The plan is
-    re-made on the engine that made it (`CleanPlan.engine`)."""
+    re-made on the engine that made it (`CleanPlan.engine`). `writers_stopped` as in
+    `plan_approval_request` (a plan claimed by such a request keeps what it said)."""
     _check_approvable(plan, user)
+    if writers_stopped and CleanPlan.objects.filter(pk=plan.pk, status=PlanStatus.DRAFT).update(writers_stopped=True):
+        plan.writers_stopped = True
     holder = f"clean-plan-approval:{plan.pk}"
     try:
         with table_lock(plan.table, holder) as lease:
@@ -275,7 +283,8 @@ def _approve_checked(plan: CleanPlan, user: User | None, lease: Lease) -> CleanP
         try:
             # the clean's time is on the row before its file is on the timeline: an approval
             # that dies in between is found again and adopted by the next delivery
-            instant = table_services(table, lake).schedule_clean(
+            scheduler = table_services(table, lake, writers_stopped=plan.writers_stopped)
+            instant = scheduler.schedule_clean(
                 now_plan.to_clean_plan(), config, force=True,
                 before_write=lambda time_: _record_clean_time(claim, time_))
         except PlanInvalidated as exc:  # the timeline re-read under the table's Hudi lock
@@ -302,7 +311,9 @@ def _approve_checked(plan: CleanPlan, user: User | None, lease: Lease) -> CleanP
                               "its claim on the plan; run the pending clean from the table's overview.")
     audit(user=user, action="clean.plan.approved", table=table,
           parameters={"plan": plan.pk, "clean": instant.requested_time,
-                      "metadata_table_updated": lake.config.metadata_table_enabled})
+                      "metadata_table_updated": lake.config.metadata_table_enabled,
+                      "lock": [decision.describe() for decision in scheduler.decisions],
+                      **({"writers_stopped": True} if plan.writers_stopped else {})})
     plan.refresh_from_db()
     return plan
 
@@ -405,7 +416,7 @@ def _clean_of_plan(table: Table, plan: CleanPlan, progress: Any,
     done = next((i for i in lake.timeline.cleans().completed() if i.requested_time == plan.clean_instant), None)
     if done is not None:
         return CleanResult.from_report(done, lake.inspect.clean_report(done)), None
-    (result,) = _run_clean(table, lake, plan.clean_instant, progress, stored)
+    (result,) = _run_clean(table, lake, plan.clean_instant, progress, stored, writers_stopped=plan.writers_stopped)
     return result, result.bytes_deleted
 
 

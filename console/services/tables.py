@@ -31,6 +31,7 @@ from timeline import (
     OutsideTableError,
     TableListing,
     UnsupportedLocationError,
+    configure_hudi_options,
     configure_s3,
     parse_location,
     reclaimable,
@@ -45,6 +46,8 @@ def s3_roots_changed(*, setting: str, value: Any, **_: Any) -> None:
     per-root registry, as console/settings.py set it at start-up."""
     if setting == "CLEANLINE_S3_ROOTS":
         configure_s3(value or {})
+    elif setting == "CLEANLINE_HUDI_OPTIONS":
+        configure_hudi_options(value or {})
 
 
 def is_allowed(path: str) -> bool:
@@ -264,10 +267,14 @@ def table_settings_update(*, table: Table, user: User | None, auto_clean: bool, 
     return table
 
 
-def table_services(table: Table, lake: HudiTable | None = None, *, spark: Any = None) -> Maintenance:
+def table_services(table: Table, lake: HudiTable | None = None, *, spark: Any = None,
+                   writers_stopped: bool = False) -> Maintenance:
     """The library's services for a registered table, with its Hudi writer options (so every
-    change takes the lock the table's writers share), once its location is checked again
-    (`table_located`): every change reaches the table through here."""
+    change takes the lock the table's writers share: found from them, the root's
+    CLEANLINE_HUDI_OPTIONS, hoodie.properties and storage), once its location is checked again
+    (`table_located`): every change reaches the table through here. With no lock known and a
+    writer live every change is refused (LiveWriterUnlocked) unless `writers_stopped`, an
+    admin's recorded word that the table's writers are stopped."""
     lake = lake or HudiTable.open(table.path)
     table_located(table, lake)
-    return lake.maintenance(spark=spark, options=table.write_options)
+    return lake.maintenance(spark=spark, options=table.write_options, writers_stopped=writers_stopped)
