@@ -186,6 +186,21 @@ def test_planner_incremental_lists_only_partitions_written_since_the_last_clean(
     assert result.files_to_delete
 
 
+def test_planner_incremental_reads_a_huge_commit_as_a_stream_with_the_same_partitions(
+        version: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Commits above STREAM_CHECK_BYTES are read for the incremental partitions as a stream (a
+    200 MB commit is never decoded whole, also inside the console's sync); the plan is the same."""
+    from timeline.clean import planner
+
+    lake = Lake(MemoryStorage(), "/t", version=version)
+    history_with_clean(lake, lambda lake: lake.clean(T[3], earliest_retained=T[2]))
+    decoded = plan(lake, commits_retained=2)
+    monkeypatch.setattr(planner, "STREAM_CHECK_BYTES", 0)  # every commit counts as huge
+    streamed = plan(lake, commits_retained=2)
+    assert streamed.incremental and streamed.partitions_considered == decoded.partitions_considered == (P,)
+    assert streamed.files_to_delete == decoded.files_to_delete and streamed.files_to_delete
+
+
 @pytest.mark.parametrize(("setup", "note"), [
     (lambda lake: None, "no earlier clean"),
     (lambda lake: lake.clean(T[3], earliest_retained=""), "kept no commit window"),

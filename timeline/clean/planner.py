@@ -28,6 +28,7 @@ from timeline.fsview import (
     top_folders,
 )
 from timeline.instant import CLUSTERING, COMPACTION, LOG_COMPACTION, REPLACE_COMMIT, RESTORE, ROLLBACK, Instant, State
+from timeline.metadata import STREAM_CHECK_BYTES
 from timeline.metadata.records import (
     CleanerPlan,
     CleanFileInfo,
@@ -338,12 +339,32 @@ def _partitions_touched(table: HudiTable, timeline: Timeline, start: str, end: s
     partitions: set[str] = set()
     for instant in timeline.commits().completed():
         if start <= instant.requested_time < end:
+            streamed = _touched_as_streamed(table, instant)
+            if streamed is not None:
+                partitions.update(streamed)
+                continue
             content = table.read(instant, CommitMetadata)
             for partition, stats in content.write_stats.items():
                 if any(stat.updates_a_group for stat in stats):
                     partitions.add(partition)
             partitions.update(content.replaced_file_ids)
     return sorted(partitions)
+
+
+def _touched_as_streamed(table: HudiTable, instant: Instant) -> set[str] | None:
+    """`_partitions_touched` for one commit above STREAM_CHECK_BYTES, read as a stream (a 200 MB
+    commit decodes to gigabytes): the partitions with a write stat that updated an existing file
+    group. None, to decode it whole, for a smaller file, one that does not stream, or a
+    replacecommit or clustering (its replaced file groups are another map)."""
+    if instant.action in (REPLACE_COMMIT, CLUSTERING):
+        return None
+    status = table.timeline.files_of(instant).get(State.COMPLETED)
+    if status is None or status.size <= STREAM_CHECK_BYTES or not table.streams_write_stats(status.path):
+        return None
+    with table.stream_write_stats(status.path) as entries:
+        if entries is None:
+            return None
+        return {partition for partition, stat in entries if stat is not None and stat.updates_a_group}
 
 
 # What protects files
