@@ -70,6 +70,24 @@ class Maintenance:
 
     # Cleaning
 
+    def clean(self, config: CleanConfig | None = None, *, dry_run: bool = False, enforce_retention: bool = True,
+              progress: ProgressCallback | None = None) -> CleanPlan:
+        """Clean in one call, in the spirit of delta-rs's `vacuum(dry_run=...)`: the plan with
+        `config` (the table's own clean settings, `hoodie.clean.*`, by default), the same
+        `CleanPlan` the three steps return (`plan_clean`, `schedule_clean`, `run_cleans`). With
+        `dry_run` nothing is written; otherwise a plan that deletes something is scheduled (the
+        timeline re-read under the table's lock, PlanInvalidated if it changed) and run, and the
+        plan returned is the one that ran. The console keeps the three steps, with an approval
+        between the plan and the schedule."""
+        config = config or CleanConfig.from_properties(self.table.config.props)
+        plan = self.plan_clean(config, enforce_retention=enforce_retention)
+        if dry_run:
+            return plan
+        instant = self.schedule_clean(plan, config)
+        if instant is not None:
+            self.run_cleans(instant=instant.requested_time, progress=progress)
+        return plan
+
     def plan_clean(self, config: CleanConfig, *, now: datetime | None = None,
                    enforce_retention: bool = True) -> CleanPlan:
         """The plan, with a reason for every file; writes nothing. With `enforce_retention`
