@@ -347,7 +347,7 @@ import json, sys, time
 sys.path.insert(0, {root!r})
 from timeline.locks import LockUnavailable, StorageBasedLock, ZookeeperBasedLock
 from timeline.locks.config import ZookeeperLockSettings
-from timeline.storage.base import storage_for
+from timeline.storage.registry import storage_for
 
 kind, target, rounds, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 if kind == "storage":

@@ -17,15 +17,8 @@ from .clean.retention import RetentionTooShort, retention_shortfall
 from .clean.store import FileRow, PartitionSums, StoredPlan, StoreError, compare_stored
 from .clean.whatif import RetentionCost, WhatIf, reclaimable, what_if
 from .config import TableConfig
-from .engine import (
-    DEMO_TABLES,
-    build_demo_lake,
-    demo_tables_to_build,
-    engine_for,
-    local_processes,
-    spark_min_files,
-    spark_session,
-)
+from .demo import DEMO_TABLES, demo_tables_to_build
+from .engine import build_demo_lake, engine_for, spark_min_files, spark_session
 from .exceptions import (
     CleanlineError,
     CorruptInstantError,
@@ -35,6 +28,7 @@ from .exceptions import (
     StorageError,
     TableConfigError,
 )
+from .forks import local_processes
 from .fsview import FileGroup, FileSlice, FileSystemView, TableListing
 from .inspect import Inspect, InstantSummary, SliceProtection, StateFile
 from .instant import Instant, State, format_instant_time, instant_time_of, moment_of, parse_instant_time

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 class Maintenance:
     """The table services of one table. `spark` (a SparkSession) runs planning and cleaning
     as PySpark jobs; without it they run in this process (a full plan of a table on a local disk in
-`processes` forked processes: `timeline.engine.local_processes`). Every change takes the table's Hudi
+`processes` forked processes: `timeline.forks.local_processes`). Every change takes the table's Hudi
     lock when its writers lock, at the moments Hudi's table services take it
     (timeline/transactions.py). The lock is found from `options` (the call's writer options
     over the root's `CLEANLINE_HUDI_OPTIONS` and `hoodie.properties`) and storage; with none

@@ -18,8 +18,8 @@ from tests.conftest import FIXTURE_IDS, ROOT
 from tests.lakes import Lake
 from timeline.clean.config import CleanConfig
 from timeline.clean.planner import plan_clean
-from timeline.engine import fork_map, local_processes, may_fork
 from timeline.exceptions import CleanlineError
+from timeline.forks import fork_map, local_processes, may_fork
 from timeline.fsview import list_partitions, top_folders
 from timeline.storage.arrow import LocalStorage
 from timeline.table import HudiTable
@@ -29,14 +29,14 @@ from timeline.table import HudiTable
 PLANS_AGREE = """
 import json, sys
 import timeline.clean.planner as planner
-from timeline import engine
+from timeline import forks
 from timeline.clean.config import CleanConfig, CleanPolicy
 from timeline.table import HudiTable
 
 forked = []
 def watched(work, processes):  # the planner's call, recorded: the shares must really fork
-    forked.append(engine.may_fork())
-    return engine.fork_map(work, processes)
+    forked.append(forks.may_fork())
+    return forks.fork_map(work, processes)
 planner.fork_map = watched
 configs = [CleanConfig(commits_retained=1, incremental=False),
            CleanConfig(policy=CleanPolicy.KEEP_LATEST_FILE_VERSIONS, file_versions_retained=1, incremental=False)]
@@ -139,7 +139,7 @@ def test_local_processes_setting() -> None:
 
 FORK_MAP = """
 import json, os
-from timeline.engine import fork_map
+from timeline.forks import fork_map
 from timeline.exceptions import CleanlineError, FileNotFound, StorageError
 
 def failing(index, count):

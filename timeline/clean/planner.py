@@ -14,9 +14,9 @@ from typing import Any, NamedTuple
 
 from timeline.clean.config import CleanConfig, CleanConfigError, CleanPolicy
 from timeline.clean.retention import earliest_commit_to_retain, hours_cutoffs
-from timeline.engine import fork_map
 from timeline.exceptions import InvalidFileNameError
 from timeline.files import base_file_of, is_base_file_name, parse_log_file
+from timeline.forks import fork_map
 from timeline.fsview import (
     FileGroup,
     FileSlice,
@@ -229,7 +229,7 @@ def plan_clean(table: HudiTable, config: CleanConfig, *, now: datetime | None = 
                listing: TableListing | None = None, processes: int = 1) -> CleanPlan:
     """Plan a clean of `table` under `config`, as of `now` for the hours policy. With
     `processes` > 1, a full plan of a table on a local disk is listed and planned by that many
-    processes, each taking a share of the table's folders (`timeline.engine.fork_map`); the
+    processes, each taking a share of the table's folders (`timeline.forks.fork_map`); the
     plan is the same."""
     start = start_plan(table, config, now=now)
     if start.context is None:

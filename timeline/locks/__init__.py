@@ -56,7 +56,8 @@ from timeline.locks.config import (
 from timeline.locks.filesystem import FILESYSTEM_BASED_LOCK_PROVIDER, FileSystemBasedLock
 from timeline.locks.storage_based import CorruptLockFile, StorageBasedLock
 from timeline.locks.zookeeper import ZookeeperBasedLock
-from timeline.storage.base import Storage, storage_for
+from timeline.storage.base import Storage
+from timeline.storage.registry import storage_for
 
 __all__ = [
     "FILESYSTEM_BASED_LOCK_PROVIDER",

@@ -46,7 +46,8 @@ from timeline.locks.config import (
     get_str,
     wait_seconds,
 )
-from timeline.storage.base import Storage, storage_for
+from timeline.storage.base import Storage
+from timeline.storage.registry import storage_for
 
 log = logging.getLogger(__name__)
 

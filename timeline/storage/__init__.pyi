@@ -1,7 +1,7 @@
 """What `timeline.storage` exports, read by type checkers and by `lazy_loader`: each name loads
 its module on first use (the S3 backend, and pyarrow with it, only for an `s3://` table)."""
 
-from .base import FileStatus, Storage, storage_for
+from .base import FileStatus, Storage
 from .containment import (
     Containment,
     OutsideTableError,
@@ -10,6 +10,7 @@ from .containment import (
     within_roots,
 )
 from .memory import MemoryStorage
+from .registry import storage_for
 from .s3 import S3ConfigError, S3Settings, configure_s3, parse_s3_roots, s3_settings_for
 
 __all__ = ["Containment", "FileStatus", "MemoryStorage", "OutsideTableError", "S3ConfigError", "S3Settings", "Storage",

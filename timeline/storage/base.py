@@ -8,13 +8,10 @@ import posixpath
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from typing import TYPE_CHECKING, BinaryIO, NamedTuple
+from typing import BinaryIO, NamedTuple
 from urllib.parse import urlparse
 
 from timeline.exceptions import StorageError
-
-if TYPE_CHECKING:
-    from timeline.storage.s3 import S3Settings
 
 
 class FileStatus(NamedTuple):
@@ -46,7 +43,7 @@ class Storage(ABC):
     # gain from many at a time; local backends list faster than a thread hand-off and use 1.
     listing_threads: int = 1
     # True when a listing costs this process CPU for each file (a local disk: a stat per file), so
-    # that several processes list a large table faster (`timeline.engine.fork_map`); an object
+    # that several processes list a large table faster (`timeline.forks.fork_map`); an object
     # store waits on round trips instead, and lists with threads.
     cpu_bound_listing: bool = False
     # Files one `delete_many` request removes (S3's DeleteObjects takes 1,000 keys); 0 when
@@ -185,34 +182,3 @@ class Storage(ABC):
     @staticmethod
     def join(*parts: str) -> str:
         return posixpath.join(*[p for p in parts if p != ""]) if any(parts) else ""
-
-
-def storage_for(uri: str, *, s3: S3Settings | None = None) -> tuple[Storage, str]:
-    """The backend for a URI or local path, and the path of the URI inside it.
-
-    Local paths and `file://` use the local file system; `s3://`, `s3a://` and `s3n://` use
-    `S3Storage` (pyarrow.fs plus batched deletes, configured by the root the URI lies in,
-    `configure_s3`, over the `AWS_*` variables, or with `s3` as given; see
-    `timeline/storage/s3.py`); `gs://`, `gcs://` and `hdfs://` go through pyarrow.fs;
-    `memory://name/...` is a process-wide in-memory store for tests and demos.
-    """
-    from timeline.storage.arrow import ArrowStorage, LocalStorage
-    from timeline.storage.memory import MemoryStorage
-
-    parsed = urlparse(uri)
-    scheme = parsed.scheme.lower()
-    if scheme == "" or len(scheme) == 1:
-        return LocalStorage(), posixpath.abspath(uri).rstrip("/") or "/"
-    if scheme == "file":
-        return LocalStorage(), posixpath.normpath(parsed.path or "/")
-    if scheme == "memory":
-        return MemoryStorage.named(parsed.netloc), parsed.path.rstrip("/") or "/"
-    if scheme in ("s3", "s3a", "s3n", "gs", "gcs", "hdfs", "viewfs", "abfs", "abfss"):
-        if scheme in ("s3", "s3a", "s3n"):
-            from timeline.storage.s3 import S3Storage
-
-            storage: Storage = S3Storage.from_uri(uri, settings=s3)
-        else:
-            storage = ArrowStorage.from_uri(uri)
-        return storage, storage.path_of(uri).rstrip("/")
-    raise StorageError(uri, f"unsupported URI scheme {parsed.scheme!r}")
