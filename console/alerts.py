@@ -20,6 +20,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 from urllib.parse import urlparse
 
@@ -31,7 +32,7 @@ from django.contrib.auth.models import User
 from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
 from django.db.models import Max, Q
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -285,7 +286,7 @@ def channels() -> list[tuple[str, Callable[[Alert], None]]]:
     if settings.CLEANLINE_ALERT_EMAILS:
         found.append(("email", send_email))
     for index, url in enumerate(settings.CLEANLINE_ALERT_WEBHOOKS, 1):
-        found.append((f"webhook {index} ({urlparse(url).hostname})", lambda alert, url=url: post_webhook(url, alert)))
+        found.append((f"webhook {index} ({urlparse(url).hostname})", partial(post_webhook, url)))
     return found
 
 
@@ -375,7 +376,7 @@ def rules_update(*, table: Table, user: User, values: dict[str, Any]) -> dict[st
 
 @login_required
 @require_http_methods(["GET", "HEAD", "POST"])
-def alerts_page(request: HttpRequest) -> HttpResponse:
+def alerts_page(request: permissions.AuthenticatedHttpRequest) -> HttpResponse:
     """Open and recently resolved alerts for anyone who may view tables; one table's rules,
     changed by admins."""
     permissions.require_view(request.user)
@@ -390,7 +391,7 @@ def alerts_page(request: HttpRequest) -> HttpResponse:
             return redirect("console:alerts")
         form = RulesForm(request.POST, rules=rules_of(chosen))
         if form.is_valid():
-            rules_update(table=chosen, user=request.user, values=form.cleaned_data)  # type: ignore[arg-type]
+            rules_update(table=chosen, user=request.user, values=form.cleaned_data)
             messages.success(request, f"Alert rules of {chosen.name} saved; the next check applies them.")
             return redirect(f"{reverse('console:alerts')}?table={chosen.pk}")
     rules = []

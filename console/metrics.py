@@ -16,7 +16,7 @@ import hmac
 import ipaddress
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -162,10 +162,14 @@ def last_cleans() -> dict[int, LastClean]:
     plan_ids = [p for _, p, _ in ids if p]
     job_ids = [j for _, _, j in ids if j]
     for plan in CleanPlan.objects.filter(pk__in=plan_ids).exclude(finished_at=None):
+        if plan.finished_at is None:  # excluded by the query (the type allows it)
+            continue
         start = plan.started_at or plan.requested_at
         found[plan.table_id] = LastClean(plan.finished_at, plan.progress_bytes, plan.progress_done,
                                          (plan.finished_at - start).total_seconds())
     for job in Job.objects.filter(pk__in=job_ids).exclude(finished_at=None):
+        if job.finished_at is None:  # excluded by the query (the type allows it)
+            continue
         known = found.get(job.table_id)
         if known is None or job.finished_at > known.finished_at:
             found[job.table_id] = LastClean(job.finished_at, int(job.result.get("bytes") or 0),
@@ -216,7 +220,7 @@ class DatabaseCollector:
         tables = list(Table.objects.only("pk", "name", "total_files", "total_bytes", "failed_writes", "properties"))
         names = {t.pk: [str(t.pk), t.name] for t in tables}
 
-        def gauge(name: str, documentation: str, values: dict[int, float]) -> GaugeMetricFamily:
+        def gauge(name: str, documentation: str, values: Mapping[int, float]) -> GaugeMetricFamily:
             family = GaugeMetricFamily(name, documentation, labels=labels)
             for table_id, value in sorted(values.items()):
                 if table_id in names:
@@ -280,14 +284,18 @@ class DatabaseCollector:
         for kind, status, begun, ended in Job.objects.filter(
                 status__in=(JobStatus.COMPLETED, JobStatus.FAILED)).exclude(finished_at=None).values_list(
                 "kind", "status", "requested_at", "finished_at").iterator():
+            if ended is None:  # excluded by the query (the type allows it)
+                continue
             durations.setdefault((kind, status), []).append(max(0.0, (ended - begun).total_seconds()))
         yield _histogram("cleanline_job_duration_seconds", "Finished jobs' durations, from request to end, by kind "
                          "and outcome", ["kind", "status"], durations)
         runs: dict[tuple[str, ...], list[float]] = {}
-        for status, begun, ended in CleanPlan.objects.filter(
+        for status, started, finished in CleanPlan.objects.filter(
                 status__in=(PlanStatus.COMPLETED, PlanStatus.FAILED)).exclude(started_at=None).exclude(
                 finished_at=None).values_list("status", "started_at", "finished_at").iterator():
-            runs.setdefault((status,), []).append(max(0.0, (ended - begun).total_seconds()))
+            if started is None or finished is None:  # excluded by the query (the type allows it)
+                continue
+            runs.setdefault((status,), []).append(max(0.0, (finished - started).total_seconds()))
         yield _histogram("cleanline_clean_run_duration_seconds", "Finished runs of approved clean plans, from start "
                          "to end, by outcome", ["status"], runs)
 
@@ -302,9 +310,10 @@ class DatabaseCollector:
 
 def _registry() -> CollectorRegistry:
     registry = CollectorRegistry()
-    registry.register(DatabaseCollector())  # type: ignore[arg-type]
+    registry.register(DatabaseCollector())
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        MultiProcessCollector(registry)  # every web process's request latencies, summed
+        # every web process's request latencies, summed
+        MultiProcessCollector(registry)  # type: ignore[no-untyped-call]  # prometheus_client leaves its __init__ unannotated
     else:
         registry.register(REQUEST_LATENCY)
     return registry

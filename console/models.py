@@ -3,6 +3,8 @@ a sync makes these rows equal to it."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db import models
 
 
@@ -62,6 +64,13 @@ class Table(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def reclaimable(self) -> dict[str, Any]:
+        """What a clean under the table's own settings would free, from its last sync (the
+        dashboard's column; {} before the first sync)."""
+        found: dict[str, Any] = (self.layout_summary or {}).get("reclaimable") or {}
+        return found
 
 
 # The actions that write data: their pending instants are pending (and maybe failed) writes.
@@ -188,10 +197,10 @@ class AuditEvent(models.Model):
     class Meta:
         ordering = ["-at", "-pk"]
 
-    def save(self, *args: object, **kwargs: object) -> None:
+    def save(self, *args: Any, **kwargs: Any) -> None:
         if self.pk is not None:
             raise PermissionError("audit events cannot be changed")
-        super().save(*args, **kwargs)  # type: ignore[arg-type]
+        super().save(*args, **kwargs)  # type: ignore[unreachable]  # django-stubs types pk as int; it is None until saved
 
     def delete(self, *args: object, **kwargs: object) -> tuple[int, dict[str, int]]:
         raise PermissionError("audit events cannot be deleted")

@@ -4,9 +4,9 @@ by a migration). Objects a user may not see answer 404; actions they may not tak
 from __future__ import annotations
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.core.exceptions import PermissionDenied
-from django.http import Http404
+from django.http import Http404, HttpRequest
 from django.shortcuts import get_object_or_404
 
 from console.models import CleanPlan, RoleGrant, Table
@@ -32,29 +32,36 @@ ACTIONS = {
 }
 
 
-def can_view(user: AbstractBaseUser | AnonymousUser) -> bool:
+class AuthenticatedHttpRequest(HttpRequest):
+    """The type of a request that passed `login_required` (or the API's token authentication):
+    its user is a `User`, never anonymous. An annotation only: requests are never of this class."""
+
+    user: User
+
+
+def can_view(user: User | AnonymousUser) -> bool:
     return bool(user.is_authenticated and user.has_perm(VIEW))
 
 
-def require_view(user: AbstractBaseUser | AnonymousUser) -> None:
+def require_view(user: User | AnonymousUser) -> None:
     if not can_view(user):
         raise Http404("No such page.")
 
 
-def require(user: AbstractBaseUser | AnonymousUser, permission: str) -> None:
+def require(user: User | AnonymousUser, permission: str) -> None:
     """404 for users who may not see tables at all, 403 for those who may not do this."""
     require_view(user)
     if not user.has_perm(permission):
         raise PermissionDenied("Your role does not allow this.")
 
 
-def may(user: AbstractBaseUser | AnonymousUser, action: str) -> bool:
+def may(user: User | AnonymousUser, action: str) -> bool:
     """Whether `user` may take `action` (a key of ACTIONS): what a page asks before it shows a
     button; the view asks `require` again when the button is used."""
     return can_view(user) and user.has_perm(ACTIONS[action])
 
 
-def approval_refusal(user: AbstractBaseUser | AnonymousUser, requester_id: int | None) -> str:
+def approval_refusal(user: User | AnonymousUser, requester_id: int | None) -> str:
     """Why `user` may not approve a change that the user `requester_id` asked for, or "": while
     two-person approval is on (CLEANLINE_APPROVER_MUST_DIFFER), the approver is neither the
     requester nor an account the requester created or asked to make an admin (`RoleGrant`), so
@@ -70,16 +77,16 @@ def approval_refusal(user: AbstractBaseUser | AnonymousUser, requester_id: int |
     return ""
 
 
-def must_leave_approval_to_another(user: AbstractBaseUser | AnonymousUser, plan: CleanPlan) -> bool:
+def must_leave_approval_to_another(user: User | AnonymousUser, plan: CleanPlan) -> bool:
     """Whether `approval_refusal` keeps `user` from approving `plan` (the plan service refuses
     such an approval; pages show a note instead). Automatic plans have no requester."""
     return not plan.automatic and bool(approval_refusal(user, plan.requested_by_id))
 
 
-def may_approve(user: AbstractBaseUser | AnonymousUser, plan: CleanPlan) -> bool:
+def may_approve(user: User | AnonymousUser, plan: CleanPlan) -> bool:
     return may(user, "approve") and not must_leave_approval_to_another(user, plan)
 
 
-def visible_table(user: AbstractBaseUser | AnonymousUser, pk: int) -> Table:
+def visible_table(user: User | AnonymousUser, pk: int) -> Table:
     require_view(user)
     return get_object_or_404(Table, pk=pk)

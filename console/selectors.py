@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, TypedDict
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.conf import settings
@@ -66,7 +66,25 @@ CATALOG_SORTS = {"name": "name", "size": "total_bytes", "files": "total_files", 
                  "version": "table_version"}
 
 
-def catalog(*, search: str = "", sort: str = "name") -> QuerySet[Table]:
+class CatalogCounts(TypedDict):
+    """What `catalog` annotates each table with."""
+
+    instant_count: int
+    pending_count: int
+    pending_writes: int
+    savepoint_count: int
+    last_clean: str | None
+    last_commit: str | None
+    oldest_savepoint: str | None
+
+
+if TYPE_CHECKING:  # django-stubs-ext is a tool of the type check, not a dependency of the console
+    from django_stubs_ext import WithAnnotations
+
+    CatalogTable = WithAnnotations[Table, CatalogCounts]
+
+
+def catalog(*, search: str = "", sort: str = "name") -> QuerySet[CatalogTable]:
     """Tables with their instant counts, last commit and clean, pending writes and oldest
     savepoint; those whose name or path contains `search`, sorted by `sort` (a key of
     CATALOG_SORTS, ascending; "-key" descending; tables without a value last), then by name."""
@@ -94,7 +112,7 @@ class Dashboard:
     """The lake at a glance: every table's figures (the catalog's, with what a clean under its
     own settings would free, from its last sync) and the charts' series."""
 
-    tables: list[Table]
+    tables: list[CatalogTable]
     files: int
     bytes: int
     reclaimable: int
@@ -112,15 +130,13 @@ def dashboard(*, now: datetime | None = None, days: int = CHART_DAYS) -> Dashboa
     instants per day by action (by the instant time's day) and the ages of savepoints."""
     now = now or timezone.now()
     tables = list(catalog())
-    for t in tables:
-        t.reclaimable = (t.layout_summary or {}).get("reclaimable") or {}  # type: ignore[attr-defined]
-    tables.sort(key=lambda t: (-(t.reclaimable.get("bytes") or 0), t.name))  # type: ignore[attr-defined]
+    tables.sort(key=lambda t: (-(t.reclaimable.get("bytes") or 0), t.name))
     since = now - timedelta(days=days)
     return Dashboard(
         tables=tables, files=sum(t.total_files for t in tables), bytes=sum(t.total_bytes for t in tables),
-        reclaimable=sum(t.reclaimable.get("bytes") or 0 for t in tables),  # type: ignore[attr-defined]
+        reclaimable=sum(t.reclaimable.get("bytes") or 0 for t in tables),
         failed_writes=sum(t.failed_writes for t in tables),
-        pending_writes=sum(t.pending_writes for t in tables),  # type: ignore[attr-defined]
+        pending_writes=sum(t.pending_writes for t in tables),
         charts={"reclaimed": _reclaimed_per_day(since, now), "instants": _instants_per_day(since, now),
                 "savepoints": _savepoint_ages(now)})
 
@@ -187,7 +203,7 @@ class TimelineFilters:
 
 
 def page_of(rows: Any, page: int | str | None, per_page: int = PAGE_SIZE, *,
-            paginator: Paginator | None = None) -> Page:
+            paginator: Paginator[Any] | None = None) -> Page[Any]:
     """Page `page` (1 when not given) of `rows`; a page that is not a number or lies past the
     end answers 404 rather than silently showing another page."""
     paginator = paginator or Paginator(rows, per_page)
@@ -199,7 +215,7 @@ def page_of(rows: Any, page: int | str | None, per_page: int = PAGE_SIZE, *,
         raise Http404(f"There is no page {page} (pages 1 to {paginator.num_pages}).") from None
 
 
-def timeline_page(table: Table, filters: TimelineFilters | None, page: int | str | None) -> Page:
+def timeline_page(table: Table, filters: TimelineFilters | None, page: int | str | None) -> Page[Any]:
     """One page of a table's instants, newest first, filtered; no instant when the filters
     were refused (None), rather than the whole timeline under an error."""
     return page_of(timeline_rows(table, filters) if filters is not None else table.instants.none(), page)
@@ -551,7 +567,8 @@ def plans_of(table: Table) -> QuerySet[CleanPlan]:
     return table.clean_plans.select_related("requested_by", "decided_by").order_by("-requested_at")
 
 
-def plan_files(plan: CleanPlan, *, delete: bool | None, search: str, partition: str, page: int | str | None) -> Page:
+def plan_files(plan: CleanPlan, *, delete: bool | None, search: str, partition: str,
+               page: int | str | None) -> Page[Any]:
     """A page of a plan's files (to delete, kept, or all), optionally in one partition and
     whose names contain `search`, read from the plan store a page at a time."""
     return page_of(plan_file_rows(plan, delete=delete, search=search, partition=partition), page)
@@ -612,7 +629,7 @@ def failed_write_previews(table: Table) -> list[FailedWrite]:
     return HudiTable.open(table.path).inspect.failed_writes()
 
 
-def audit_page(*, action: str, username: str, table_id: str, page: int | str | None) -> Page:
+def audit_page(*, action: str, username: str, table_id: str, page: int | str | None) -> Page[Any]:
     return page_of(audit_rows(action=action, username=username, table_id=table_id), page)
 
 

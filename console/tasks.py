@@ -32,7 +32,7 @@ def _reason(exc: BaseException) -> str:
     return str(exc) if isinstance(exc, CleanlineError) else f"{type(exc).__name__}: {exc}"
 
 
-def enqueue(task: Task, row: Table | CleanPlan | Job | RetentionEstimate, **fields: object) -> None:
+def enqueue(task: Task[[int], object], row: Table | CleanPlan | Job | RetentionEstimate, **fields: object) -> None:
     """Send `task` for `row` once the current transaction commits: nothing is sent for a row
     that a rolled-back transaction made, and the task never runs before its row is visible.
     The task's id (and `fields`) are written on the row before it is sent."""
@@ -54,7 +54,7 @@ def enqueue_sync(table: Table) -> None:
 
 
 @shared_task(bind=True, acks_late=True)
-def sync_table(self: Task, table_id: int) -> dict[str, int | bool]:
+def sync_table(self: Task[[int], dict[str, int | bool]], table_id: int) -> dict[str, int | bool]:
     """Mirror one table's timeline into the database; any failure leaves it FAILED with the reason.
 
     The claim (RUNNING with this task's id) is taken when the table waits for a sync or was
@@ -91,7 +91,7 @@ def sync_all_tables() -> int:
 
 
 @shared_task(bind=True, acks_late=True)
-def build_clean_plan(self: Task, plan_id: int) -> str:
+def build_clean_plan(self: Task[[int], str], plan_id: int) -> str:
     """Run the planner for a requested plan; any failure leaves the plan FAILED with the reason.
 
     The plan is claimed by writing this task's id on it while it is PLANNING and carries no
@@ -112,7 +112,7 @@ def build_clean_plan(self: Task, plan_id: int) -> str:
     return "draft"
 
 
-def _retry_while_busy(task: Task, exc: services.TableBusy, what: str) -> None:
+def _retry_while_busy(task: Task[[int], object], exc: services.TableBusy, what: str) -> None:
     """The one back-off for a busy table: retry `task` after CLEANLINE_BUSY_RETRY_SECONDS,
     doubling up to CLEANLINE_BUSY_RETRY_MAX_SECONDS, CLEANLINE_BUSY_MAX_RETRIES times (raises
     Celery's Retry); returns once the retries are spent, for the caller to give up."""
@@ -123,7 +123,7 @@ def _retry_while_busy(task: Task, exc: services.TableBusy, what: str) -> None:
         raise task.retry(countdown=countdown, max_retries=settings.CLEANLINE_BUSY_MAX_RETRIES) from exc
 
 
-def _run(task: Task, row: CleanPlan | Job, run: Callable[..., CleanPlan | Job], holder: str) -> str:
+def _run(task: Task[[int], str], row: CleanPlan | Job, run: Callable[..., CleanPlan | Job], holder: str) -> str:
     """Call the run service of a plan or job, which claims the row under the table lock and
     stores the task's id on it. A busy table is retried with back-off (CLEANLINE_BUSY_RETRY_SECONDS,
     doubling up to CLEANLINE_BUSY_RETRY_MAX_SECONDS, CLEANLINE_BUSY_MAX_RETRIES times); then the
@@ -144,7 +144,7 @@ def _run(task: Task, row: CleanPlan | Job, run: Callable[..., CleanPlan | Job], 
 
 
 @shared_task(bind=True, acks_late=True)
-def approve_clean_plan(self: Task, plan_id: int) -> str:
+def approve_clean_plan(self: Task[[int], str], plan_id: int) -> str:
     """Re-validate a plan claimed for approval (APPROVING) on the engine that made it, outside
     the request: STALE with the differences, or APPROVED with its clean requested on the
     timeline, then run. A plan no longer being approved is left alone; the approver must still
@@ -182,7 +182,7 @@ def approve_clean_plan(self: Task, plan_id: int) -> str:
 
 
 @shared_task(bind=True, acks_late=True)
-def run_clean_plan(self: Task, plan_id: int) -> str:
+def run_clean_plan(self: Task[[int], str], plan_id: int) -> str:
     """Run an approved plan's clean. Re-delivered after a lost worker, it finishes the clean;
     while the table is busy it is retried, then the plan fails with the reason."""
     plan = CleanPlan.objects.filter(pk=plan_id).select_related("table").first()
@@ -192,7 +192,7 @@ def run_clean_plan(self: Task, plan_id: int) -> str:
 
 
 @shared_task(bind=True, acks_late=True)
-def run_job(self: Task, job_id: int) -> str:
+def run_job(self: Task[[int], str], job_id: int) -> str:
     """Run a queued restore, rollback or pending clean; re-delivered after a lost worker, it
     resumes; while the table is busy it is retried, then the job fails with the reason."""
     job = Job.objects.filter(pk=job_id).select_related("table").first()
@@ -202,7 +202,7 @@ def run_job(self: Task, job_id: int) -> str:
 
 
 @shared_task(bind=True, acks_late=True)
-def estimate_retention(self: Task, estimate_id: int) -> str:
+def estimate_retention(self: Task[[int], str], estimate_id: int) -> str:
     """Compute a what-if retention estimate (it only reads the table: no lock); a failure
     leaves it FAILED with the reason."""
     estimate = RetentionEstimate.objects.filter(pk=estimate_id).select_related("table").first()

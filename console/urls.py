@@ -1,8 +1,9 @@
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
 
 from django.contrib.auth import views as auth_views
+from django.http import HttpResponseBase
 from django.templatetags.static import static
 from django.urls import URLPattern, include, path
 from django.views.generic import RedirectView
@@ -11,7 +12,7 @@ from console import alerts, metrics, views
 from console.api import api
 
 
-def of_table(route: str, view: Any, name: str, **kwargs: str) -> URLPattern:
+def of_table(route: str, view: Callable[..., HttpResponseBase], name: str, **kwargs: str) -> URLPattern:
     """A page or action of one table: `tables/<pk>/route`; `kwargs` are passed to the view."""
     return path(f"tables/<int:pk>/{route}", view, kwargs, name=name)
 

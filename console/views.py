@@ -12,7 +12,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseBase, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -27,13 +27,14 @@ from console.forms import (
     TimelineFilterForm,
 )
 from console.models import Job, PlanStatus, RoleGrant, Table
+from console.permissions import AuthenticatedHttpRequest
 from console.roles import role_of
 from console.tasks import approve_clean_plan, build_clean_plan, enqueue, enqueue_sync, estimate_retention, run_job
 from timeline import CleanlineError
 
 logger = logging.getLogger(__name__)
 
-TableView = Callable[..., HttpResponse]
+TableView = Callable[..., HttpResponseBase]
 
 
 def _of_table(view: TableView, *, method: Callable[[TableView], TableView], permission: str | None = None,
@@ -44,7 +45,7 @@ def _of_table(view: TableView, *, method: Callable[[TableView], TableView], perm
     moved, its files are unreadable), the page says so in a banner naming the problem."""
 
     @wraps(view)
-    def call(request: HttpRequest, pk: int, **kwargs: object) -> HttpResponse:
+    def call(request: AuthenticatedHttpRequest, pk: int, **kwargs: object) -> HttpResponseBase:
         table = permissions.visible_table(request.user, pk)
         if permission is not None:
             permissions.require(request.user, permission)
@@ -75,7 +76,7 @@ _AUDITED_BY_SERVICE = frozenset({"restore_run", "rollback_run", "savepoint_creat
                                  "people_grant_decline"})
 
 
-def _refused(request: HttpRequest, exc: ValidationError) -> None:
+def _refused(request: AuthenticatedHttpRequest, exc: ValidationError) -> None:
     """Show why a service refused, and audit the refusal (`<view>.refused`, with the table
     the URL names and the reason)."""
     reason = "; ".join(exc.messages)
@@ -83,8 +84,8 @@ def _refused(request: HttpRequest, exc: ValidationError) -> None:
     match = request.resolver_match
     name = match.url_name if match is not None else ""
     if name and name not in _AUDITED_BY_SERVICE:
-        table = Table.objects.filter(pk=match.kwargs.get("pk")).first() if match and "pk" in match.kwargs else None
-        services.audit(user=request.user, action=f"{name}.refused", table=table,  # type: ignore[arg-type]
+        table = Table.objects.filter(pk=match.kwargs["pk"]).first() if match and "pk" in match.kwargs else None
+        services.audit(user=request.user, action=f"{name}.refused", table=table,
                        parameters={"path": request.path}, result=reason)
 
 
@@ -93,14 +94,14 @@ def permission_denied(request: HttpRequest, exception: Exception | None = None) 
     if request.user.is_authenticated:
         match = request.resolver_match
         pk = match.kwargs.get("pk") if match is not None else None
-        services.audit(user=request.user, action="access.denied",  # type: ignore[arg-type]
+        services.audit(user=request.user, action="access.denied",
                        table=Table.objects.filter(pk=pk).first() if pk is not None else None,
                        parameters={"path": request.path, "method": request.method or ""},
                        result=str(exception or "") or "Your role does not allow this.")
     return render(request, "403.html", {"reason": str(exception or "")}, status=403)
 
 
-def _attempt(request: HttpRequest, work: Callable[[], str]) -> None:
+def _attempt(request: AuthenticatedHttpRequest, work: Callable[[], str]) -> None:
     """Call a service: its success message is shown, or why it was refused."""
     try:
         messages.success(request, work())
@@ -108,14 +109,14 @@ def _attempt(request: HttpRequest, work: Callable[[], str]) -> None:
         _refused(request, exc)
 
 
-def _writers_stopped(request: HttpRequest) -> bool:
+def _writers_stopped(request: AuthenticatedHttpRequest) -> bool:
     """The admin ticked "the table's Hudi writers are stopped" (offered when no lock is known and
     a writer looks live: `selectors.writer_lock`)."""
     return request.POST.get("writers_stopped") in ("on", "true", "1")
 
 
 def _form_errors(form: forms.Form) -> str:
-    return "; ".join(f"{field}: {', '.join(errors)}" for field, errors in form.errors.items())
+    return "; ".join(f"{field}: {', '.join(str(error) for error in errors)}" for field, errors in form.errors.items())
 
 
 def _overview(table: Table) -> HttpResponse:
@@ -124,7 +125,7 @@ def _overview(table: Table) -> HttpResponse:
 
 @login_required
 @require_GET
-def home(request: HttpRequest) -> HttpResponse:
+def home(request: AuthenticatedHttpRequest) -> HttpResponse:
     """The lake dashboard: totals, the tables by what a clean would free, three charts."""
     permissions.require_view(request.user)
     return render(request, "console/dashboard.html", {"dashboard": selectors.dashboard(),
@@ -133,7 +134,7 @@ def home(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_GET
-def demo_status(request: HttpRequest) -> HttpResponse:
+def demo_status(request: AuthenticatedHttpRequest) -> HttpResponse:
     """The demo lake's build banner; htmx polls it while the build runs."""
     permissions.require_view(request.user)
     return render(request, "console/_demo_status.html", {"demo": selectors.demo_status()})
@@ -141,12 +142,12 @@ def demo_status(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_GET
-def catalog(request: HttpRequest) -> HttpResponse:
+def catalog(request: AuthenticatedHttpRequest) -> HttpResponse:
     permissions.require_view(request.user)
     return _catalog(request, RegisterTableForm())
 
 
-def _catalog(request: HttpRequest, form: RegisterTableForm, status: int = 200) -> HttpResponse:
+def _catalog(request: AuthenticatedHttpRequest, form: RegisterTableForm, status: int = 200) -> HttpResponse:
     """The catalog: tables searched (name or path), sorted and paged; the register form."""
     search = request.GET.get("q", "").strip()
     sort = request.GET.get("sort", "name")
@@ -161,12 +162,12 @@ def _catalog(request: HttpRequest, form: RegisterTableForm, status: int = 200) -
 
 @login_required
 @require_POST
-def register(request: HttpRequest) -> HttpResponse:
+def register(request: AuthenticatedHttpRequest) -> HttpResponse:
     permissions.require(request.user, permissions.REGISTER)
     form = RegisterTableForm(request.POST)
     if form.is_valid():
         try:
-            table = services.table_register(path=form.cleaned_data["path"], user=request.user)  # type: ignore[arg-type]
+            table = services.table_register(path=form.cleaned_data["path"], user=request.user)
         except ValidationError as exc:
             form.add_error("path", exc)
         else:
@@ -177,11 +178,12 @@ def register(request: HttpRequest) -> HttpResponse:
 
 
 @table_page(reads_lake=True)
-def overview(request: HttpRequest, table: Table) -> HttpResponse:
+def overview(request: AuthenticatedHttpRequest, table: Table) -> HttpResponse:
     return _overview_page(request, table, PlanForm())
 
 
-def _overview_page(request: HttpRequest, table: Table, plan_form: PlanForm, status: int = 200) -> HttpResponse:
+def _overview_page(request: AuthenticatedHttpRequest, table: Table, plan_form: PlanForm,
+                   status: int = 200) -> HttpResponse:
     """The overview; after a refused plan request, with the form as the user filled it in."""
     mdt, mdt_validation, mdt_error = selectors.metadata_table(table, validate=request.GET.get("validate_mdt") == "1")
     return render(request, "console/overview.html", {
@@ -200,7 +202,7 @@ def _overview_page(request: HttpRequest, table: Table, plan_form: PlanForm, stat
 
 
 @table_page()
-def timeline(request: HttpRequest, table: Table) -> HttpResponse:
+def timeline(request: AuthenticatedHttpRequest, table: Table) -> HttpResponse:
     form = TimelineFilterForm(request.GET)
     filters = selectors.TimelineFilters(**form.cleaned_data) if form.is_valid() else None  # refused: no rows
     page = selectors.timeline_page(table, filters, request.GET.get("page"))
@@ -212,7 +214,7 @@ def timeline(request: HttpRequest, table: Table) -> HttpResponse:
 
 
 @table_page(reads_lake=True)
-def instant_detail(request: HttpRequest, table: Table, instant_id: int) -> HttpResponse:
+def instant_detail(request: AuthenticatedHttpRequest, table: Table, instant_id: int) -> HttpResponse:
     instant = get_object_or_404(table.instants, pk=instant_id)
     contents = selectors.instant_contents(table, instant)
     files = selectors.instant_files(contents)
@@ -226,7 +228,7 @@ def instant_detail(request: HttpRequest, table: Table, instant_id: int) -> HttpR
 
 
 @table_page(reads_lake=True)
-def instant_raw(request: HttpRequest, table: Table, instant_id: int, state: str) -> FileResponse:
+def instant_raw(request: AuthenticatedHttpRequest, table: Table, instant_id: int, state: str) -> FileResponse:
     """An instant's state file as Hudi wrote it, streamed (never held whole)."""
     instant = get_object_or_404(table.instants, pk=instant_id)
     name, stream = selectors.state_file_reader(table, instant, state)
@@ -236,34 +238,34 @@ def instant_raw(request: HttpRequest, table: Table, instant_id: int, state: str)
 
 
 @table_page(reads_lake=True)
-def file_groups(request: HttpRequest, table: Table) -> HttpResponse:
+def file_groups(request: AuthenticatedHttpRequest, table: Table) -> HttpResponse:
     partitions, chosen, groups = selectors.file_groups(table, request.GET.get("partition"))
     return render(request, "console/file_groups.html", {
         "table": table, "partitions": partitions, "partition": chosen, "groups": groups})
 
 
 @table_action(permissions.SYNC)
-def sync(request: HttpRequest, table: Table) -> HttpResponse:
-    services.audit(user=request.user, action="table.sync.requested", table=table)  # type: ignore[arg-type]
+def sync(request: AuthenticatedHttpRequest, table: Table) -> HttpResponse:
+    services.audit(user=request.user, action="table.sync.requested", table=table)
     enqueue_sync(table)
     messages.info(request, f"Sync of {table.name} queued.")
     return _overview(table)
 
 
 @table_page()
-def sync_status(request: HttpRequest, table: Table) -> HttpResponse:
+def sync_status(request: AuthenticatedHttpRequest, table: Table) -> HttpResponse:
     """The sync badge; htmx polls it while a sync is queued or running (the badge says so)."""
     return render(request, "console/_sync_status.html", {"table": table})
 
 
 @table_action(permissions.PLAN)
-def plan_request(request: HttpRequest, table: Table) -> HttpResponse:
+def plan_request(request: AuthenticatedHttpRequest, table: Table) -> HttpResponse:
     form = PlanForm(request.POST)
     if not form.is_valid():
         messages.error(request, "Check the plan settings: " + _form_errors(form))
         return _overview_page(request, table, form, status=400)
     try:
-        plan = services.plan_request(table=table, user=request.user, overrides=form.cleaned_data)  # type: ignore[arg-type]
+        plan = services.plan_request(table=table, user=request.user, overrides=form.cleaned_data)
     except ValidationError as exc:
         _refused(request, exc)
         return _overview_page(request, table, form, status=400)
@@ -272,7 +274,7 @@ def plan_request(request: HttpRequest, table: Table) -> HttpResponse:
 
 
 @table_page()
-def plan_detail(request: HttpRequest, table: Table, plan_id: int) -> HttpResponse:
+def plan_detail(request: AuthenticatedHttpRequest, table: Table, plan_id: int) -> HttpResponse:
     plan = get_object_or_404(table.clean_plans, pk=plan_id)
     show = request.GET.get("show", "delete")
     delete = {"delete": True, "keep": False}.get(show)
@@ -288,7 +290,7 @@ def plan_detail(request: HttpRequest, table: Table, plan_id: int) -> HttpRespons
 
 
 @table_page()
-def plan_progress(request: HttpRequest, table: Table, plan_id: int) -> HttpResponse:
+def plan_progress(request: AuthenticatedHttpRequest, table: Table, plan_id: int) -> HttpResponse:
     """The plan's status and progress bar; htmx polls it while the plan is being made or run."""
     plan = get_object_or_404(table.clean_plans, pk=plan_id)
     response = render(request, "console/_plan_progress.html", {"table": table, "plan": plan})
@@ -301,20 +303,20 @@ LIVE_PLAN_STATES = (PlanStatus.PLANNING, PlanStatus.APPROVING, PlanStatus.APPROV
 
 
 @table_action(permissions.APPROVE)
-def plan_decide(request: HttpRequest, table: Table, plan_id: int, decision: str) -> HttpResponse:
+def plan_decide(request: AuthenticatedHttpRequest, table: Table, plan_id: int, decision: str) -> HttpResponse:
     plan = get_object_or_404(table.clean_plans, pk=plan_id)
     form = DecisionForm(request.POST)
     note = form.cleaned_data["note"] if form.is_valid() else ""
     try:
         if decision == "approve":
-            plan = services.plan_approval_request(plan=plan, user=request.user,  # type: ignore[arg-type]
+            plan = services.plan_approval_request(plan=plan, user=request.user,
                                                   writers_stopped=_writers_stopped(request))
             enqueue(approve_clean_plan, plan)
             messages.info(request, "Approving: the plan is checked against the table as it is now; if it still "
                                    "holds, its clean runs (if the table changed, the plan turns stale and nothing "
                                    "runs).")
         else:
-            services.plan_reject(plan=plan, user=request.user, note=note)  # type: ignore[arg-type]
+            services.plan_reject(plan=plan, user=request.user, note=note)
             messages.info(request, "Plan rejected.")
     except ValidationError as exc:
         _refused(request, exc)
@@ -322,7 +324,7 @@ def plan_decide(request: HttpRequest, table: Table, plan_id: int, decision: str)
 
 
 @table_page()
-def plan_report_csv(request: HttpRequest, table: Table, plan_id: int) -> HttpResponse:
+def plan_report_csv(request: AuthenticatedHttpRequest, table: Table, plan_id: int) -> StreamingHttpResponse:
     """Every file of the plan with its decision, reason, size and outcome, as CSV."""
     plan = get_object_or_404(table.clean_plans, pk=plan_id)
     from django.utils.http import content_disposition_header
@@ -336,12 +338,12 @@ def plan_report_csv(request: HttpRequest, table: Table, plan_id: int) -> HttpRes
 
 
 @table_page(reads_lake=True)
-def savepoints(request: HttpRequest, table: Table) -> HttpResponse:
+def savepoints(request: AuthenticatedHttpRequest, table: Table) -> HttpResponse:
     return _savepoints(request, table)
 
 
-def _savepoints(request: HttpRequest, table: Table, *, chosen: str = "", comment: str = "", error: str = "",
-                status: int = 200) -> HttpResponse:
+def _savepoints(request: AuthenticatedHttpRequest, table: Table, *, chosen: str = "", comment: str = "",
+                error: str = "", status: int = 200) -> HttpResponse:
     """The savepoints page; the create form offers only the writes the library accepts, and
     after a refusal shows the reason with the user's choice and comment kept."""
     savepoints, commits = selectors.savepoints_page(table)
@@ -352,10 +354,10 @@ def _savepoints(request: HttpRequest, table: Table, *, chosen: str = "", comment
 
 
 @table_action(permissions.CREATE_SAVEPOINT)
-def savepoint_create(request: HttpRequest, table: Table) -> HttpResponse:
+def savepoint_create(request: AuthenticatedHttpRequest, table: Table) -> HttpResponse:
     instant_time, comment = request.POST.get("instant", ""), request.POST.get("comment", "")[:500]
     try:
-        done = services.savepoint_create(table=table, user=request.user,  # type: ignore[arg-type]
+        done = services.savepoint_create(table=table, user=request.user,
                                          instant_time=instant_time, comment=comment,
                                          writers_stopped=_writers_stopped(request))
     except ValidationError as exc:
@@ -366,9 +368,9 @@ def savepoint_create(request: HttpRequest, table: Table) -> HttpResponse:
 
 
 @table_action(permissions.DELETE_SAVEPOINT)
-def savepoint_delete(request: HttpRequest, table: Table, instant: str) -> HttpResponse:
+def savepoint_delete(request: AuthenticatedHttpRequest, table: Table, instant: str) -> HttpResponse:
     def delete() -> str:
-        services.savepoint_delete(table=table, user=request.user, instant_time=instant,  # type: ignore[arg-type]
+        services.savepoint_delete(table=table, user=request.user, instant_time=instant,
                                   writers_stopped=_writers_stopped(request))
         return f"Savepoint {instant} deleted."
 
@@ -380,7 +382,7 @@ def savepoint_delete(request: HttpRequest, table: Table, instant: str) -> HttpRe
 
 
 @table_page(reads_lake=True)
-def restore_preview(request: HttpRequest, table: Table, savepoint: str) -> HttpResponse:
+def restore_preview(request: AuthenticatedHttpRequest, table: Table, savepoint: str) -> HttpResponse:
     try:
         preview, error = selectors.restore_preview(table, savepoint), ""
     except CleanlineError as exc:
@@ -393,7 +395,7 @@ def restore_preview(request: HttpRequest, table: Table, savepoint: str) -> HttpR
 
 
 @table_page(reads_lake=True)
-def rollback_preview(request: HttpRequest, table: Table, instant: str) -> HttpResponse:
+def rollback_preview(request: AuthenticatedHttpRequest, table: Table, instant: str) -> HttpResponse:
     """What rolling back one failed write deletes (paged), or why it cannot be rolled back; the
     typed confirmation that queues it."""
     row = next((r for r in selectors.failed_write_previews(table) if r.instant.requested_time == instant), None)
@@ -407,10 +409,10 @@ def rollback_preview(request: HttpRequest, table: Table, instant: str) -> HttpRe
 
 
 @table_action(permissions.RESTORE)
-def job_request(request: HttpRequest, table: Table, kind: str) -> HttpResponse:
+def job_request(request: AuthenticatedHttpRequest, table: Table, kind: str) -> HttpResponse:
     target = request.POST.get("target", "")
     try:
-        job = services.job_request(table=table, user=request.user, kind=kind, target=target,  # type: ignore[arg-type]
+        job = services.job_request(table=table, user=request.user, kind=kind, target=target,
                                    confirm_name=request.POST.get("confirm"), writers_stopped=_writers_stopped(request))
     except ValidationError as exc:
         _refused(request, exc)
@@ -421,14 +423,14 @@ def job_request(request: HttpRequest, table: Table, kind: str) -> HttpResponse:
 
 
 @table_page()
-def job_detail(request: HttpRequest, table: Table, job_id: int) -> HttpResponse:
+def job_detail(request: AuthenticatedHttpRequest, table: Table, job_id: int) -> HttpResponse:
     job = get_object_or_404(table.jobs, pk=job_id)
     template = "console/_job.html" if request.headers.get("HX-Request") else "console/job.html"
     return render(request, template, {"table": table, "job": job})
 
 
 @table_page()
-def retention(request: HttpRequest, table: Table) -> HttpResponse:
+def retention(request: AuthenticatedHttpRequest, table: Table) -> HttpResponse:
     """What-if retention: the latest estimate (or the one asked for) as a chart and a table, and
     the form asking for another. While it is computed the page (or its HTMX part) polls."""
     estimate_id = request.GET.get("estimate", "")
@@ -442,11 +444,11 @@ def retention(request: HttpRequest, table: Table) -> HttpResponse:
 
 
 @table_action(permissions.PLAN)
-def retention_request(request: HttpRequest, table: Table) -> HttpResponse:
+def retention_request(request: AuthenticatedHttpRequest, table: Table) -> HttpResponse:
     form = RetentionEstimateForm(request.POST)
     if form.is_valid():
         try:
-            estimate = services.estimate_request(table=table, user=request.user,  # type: ignore[arg-type]
+            estimate = services.estimate_request(table=table, user=request.user,
                                                  commits=form.cleaned_data["commits"], hours=form.cleaned_data["hours"])
         except ValidationError as exc:
             form.add_error(None, exc)
@@ -458,7 +460,7 @@ def retention_request(request: HttpRequest, table: Table) -> HttpResponse:
 
 
 @table_page(reads_lake=True)
-def failed_writes(request: HttpRequest, table: Table) -> HttpResponse:
+def failed_writes(request: AuthenticatedHttpRequest, table: Table) -> HttpResponse:
     return render(request, "console/failed_writes.html", {
         "table": table, "previews": selectors.failed_write_previews(table),
         "jobs": table.jobs.filter(kind=Job.Kind.ROLLBACK)[:10],
@@ -467,7 +469,7 @@ def failed_writes(request: HttpRequest, table: Table) -> HttpResponse:
 
 @login_required
 @require_GET
-def audit_log(request: HttpRequest) -> HttpResponse:
+def audit_log(request: AuthenticatedHttpRequest) -> HttpResponse:
     permissions.require_view(request.user)
     page = selectors.audit_page(action=request.GET.get("action", ""), username=request.GET.get("user", ""),
                                 table_id=request.GET.get("table", ""), page=request.GET.get("page"))
@@ -478,11 +480,11 @@ def audit_log(request: HttpRequest) -> HttpResponse:
 
 
 @table_action(permissions.SETTINGS)
-def table_settings(request: HttpRequest, table: Table) -> HttpResponse:
+def table_settings(request: AuthenticatedHttpRequest, table: Table) -> HttpResponse:
     form = TableSettingsForm(request.POST)
     if form.is_valid():
         def save() -> str:
-            services.table_settings_update(table=table, user=request.user, **form.cleaned_data)  # type: ignore[arg-type]
+            services.table_settings_update(table=table, user=request.user, **form.cleaned_data)
             return "Settings saved."
 
         _attempt(request, save)
@@ -492,10 +494,10 @@ def table_settings(request: HttpRequest, table: Table) -> HttpResponse:
 
 
 @table_action(permissions.APPROVE)
-def clean_run_pending(request: HttpRequest, table: Table, instant: str) -> HttpResponse:
+def clean_run_pending(request: AuthenticatedHttpRequest, table: Table, instant: str) -> HttpResponse:
     """Run a requested or inflight clean found on the timeline (one a Hudi writer left)."""
     try:
-        job = services.job_request(table=table, user=request.user, kind=Job.Kind.CLEAN,  # type: ignore[arg-type]
+        job = services.job_request(table=table, user=request.user, kind=Job.Kind.CLEAN,
                                    target=instant, writers_stopped=_writers_stopped(request))
     except ValidationError as exc:
         _refused(request, exc)
@@ -505,10 +507,10 @@ def clean_run_pending(request: HttpRequest, table: Table, instant: str) -> HttpR
 
 
 @table_action(permissions.RESTORE)
-def metadata_table_drop(request: HttpRequest, table: Table) -> HttpResponse:
+def metadata_table_drop(request: AuthenticatedHttpRequest, table: Table) -> HttpResponse:
     """The admin's repair action: drop the metadata table (the table's name typed); audited."""
     def drop() -> str:
-        partitions = services.metadata_table_drop(table=table, user=request.user,  # type: ignore[arg-type]
+        partitions = services.metadata_table_drop(table=table, user=request.user,
                                                   confirm_name=request.POST.get("confirm"),
                                                   writers_stopped=_writers_stopped(request))
         return f"The metadata table ({', '.join(partitions)}) was dropped; Hudi writers rebuild it."
@@ -518,17 +520,17 @@ def metadata_table_drop(request: HttpRequest, table: Table) -> HttpResponse:
 
 
 @table_action(permissions.APPROVE)
-def lock_break(request: HttpRequest, table: Table) -> HttpResponse:
+def lock_break(request: AuthenticatedHttpRequest, table: Table) -> HttpResponse:
     """Break the table's lock once it expired (its run stopped heartbeating); audited."""
     def break_lock() -> str:
-        services.table_lock_break(table=table, user=request.user, token=request.POST.get("token", ""))  # type: ignore[arg-type]
+        services.table_lock_break(table=table, user=request.user, token=request.POST.get("token", ""))
         return "The stale lock was broken."
 
     _attempt(request, break_lock)
     return _overview(table)
 
 
-def _tokens_page(request: HttpRequest, *, status: int = 200, **extra: object) -> HttpResponse:
+def _tokens_page(request: AuthenticatedHttpRequest, *, status: int = 200, **extra: object) -> HttpResponse:
     from console.models import ApiToken
 
     is_admin = request.user.has_perm(permissions.SETTINGS)
@@ -540,7 +542,7 @@ def _tokens_page(request: HttpRequest, *, status: int = 200, **extra: object) ->
 
 @login_required
 @require_GET
-def tokens(request: HttpRequest) -> HttpResponse:
+def tokens(request: AuthenticatedHttpRequest) -> HttpResponse:
     """The user's API tokens (an admin's: everyone's)."""
     permissions.require_view(request.user)
     return _tokens_page(request)
@@ -548,11 +550,11 @@ def tokens(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def token_create(request: HttpRequest) -> HttpResponse:
+def token_create(request: AuthenticatedHttpRequest) -> HttpResponse:
     """A new token for the user; its secret is shown once."""
     permissions.require_view(request.user)
     try:
-        token, secret = services.token_create(actor=request.user, owner=request.user,  # type: ignore[arg-type]
+        token, secret = services.token_create(actor=request.user, owner=request.user,
                                               name=request.POST.get("name", ""))
     except ValidationError as exc:
         _refused(request, exc)
@@ -562,17 +564,17 @@ def token_create(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
+def token_revoke(request: AuthenticatedHttpRequest, token_id: int) -> HttpResponse:
     from console.models import ApiToken
 
     permissions.require_view(request.user)
     token = get_object_or_404(ApiToken.objects.select_related("user"), pk=token_id)
-    services.token_revoke(actor=request.user, token=token)  # type: ignore[arg-type]
+    services.token_revoke(actor=request.user, token=token)
     messages.success(request, f"Token {token.name} revoked.")
     return redirect("console:tokens")
 
 
-def _people_page(request: HttpRequest, *, status: int = 200, form: forms.Form | None = None,
+def _people_page(request: AuthenticatedHttpRequest, *, status: int = 200, form: forms.Form | None = None,
                  **extra: object) -> HttpResponse:
     from console.forms import ROLE_CHOICES, PersonCreateForm
 
@@ -582,7 +584,7 @@ def _people_page(request: HttpRequest, *, status: int = 200, form: forms.Form | 
         "must_differ": settings.CLEANLINE_APPROVER_MUST_DIFFER, **extra}, status=status)
 
 
-def _back_to_people(request: HttpRequest) -> HttpResponse:
+def _back_to_people(request: AuthenticatedHttpRequest) -> HttpResponse:
     """The People page again (the page of the list the form was on), or the catalog for an
     admin who just gave up managing people."""
     if not permissions.may(User.objects.get(pk=request.user.pk), "manage_people"):  # not the cached permissions
@@ -600,7 +602,7 @@ def _person(user_id: int) -> User:
 
 @login_required
 @require_GET
-def people(request: HttpRequest) -> HttpResponse:
+def people(request: AuthenticatedHttpRequest) -> HttpResponse:
     """The console's users with their roles (admins: add users, change roles, deactivate)."""
     permissions.require(request.user, permissions.PEOPLE)
     return _people_page(request)
@@ -608,7 +610,7 @@ def people(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def people_create(request: HttpRequest) -> HttpResponse:
+def people_create(request: AuthenticatedHttpRequest) -> HttpResponse:
     """A new user with a role; a generated password is shown once. Refused: the form again,
     with the input and the reason."""
     from console.forms import PersonCreateForm
@@ -617,7 +619,7 @@ def people_create(request: HttpRequest) -> HttpResponse:
     form = PersonCreateForm(request.POST)
     form.is_valid()  # the fields only carry the input; the service validates it
     try:
-        person, password, generated = services.person_create(actor=request.user, **form.cleaned_data)  # type: ignore[arg-type]
+        person, password, generated = services.person_create(actor=request.user, **form.cleaned_data)
     except ValidationError as exc:
         _refused(request, exc)
         return _people_page(request, form=form, status=400)
@@ -627,7 +629,7 @@ def people_create(request: HttpRequest) -> HttpResponse:
     return _people_page(request, created=person, password=password if generated else "")
 
 
-def _change_person(request: HttpRequest, user_id: int, change: Callable[[User], str]) -> HttpResponse:
+def _change_person(request: AuthenticatedHttpRequest, user_id: int, change: Callable[[User], str]) -> HttpResponse:
     """A People action on one user (admins only): `change` runs the service and says what it
     did, or the refusal is shown; back to the People page either way."""
     permissions.require(request.user, permissions.PEOPLE)
@@ -638,11 +640,11 @@ def _change_person(request: HttpRequest, user_id: int, change: Callable[[User], 
 
 @login_required
 @require_POST
-def people_role(request: HttpRequest, user_id: int) -> HttpResponse:
+def people_role(request: AuthenticatedHttpRequest, user_id: int) -> HttpResponse:
     role = request.POST.get("role", "")
 
     def change(person: User) -> str:
-        if not services.person_role_change(actor=request.user, user=person, role=role):  # type: ignore[arg-type]
+        if not services.person_role_change(actor=request.user, user=person, role=role):
             return (f"{person.username} stays {role_of(person)} until another admin confirms the admin role "
                     "(two-person approval).")
         return f"{person.username} is now {role_of(person)}."
@@ -650,7 +652,7 @@ def people_role(request: HttpRequest, user_id: int) -> HttpResponse:
     return _change_person(request, user_id, change)
 
 
-def _change_grant(request: HttpRequest, grant_id: int, change: Callable[[RoleGrant], str]) -> HttpResponse:
+def _change_grant(request: AuthenticatedHttpRequest, grant_id: int, change: Callable[[RoleGrant], str]) -> HttpResponse:
     """Confirm or decline a pending admin grant (admins only); back to the People page."""
     permissions.require(request.user, permissions.PEOPLE)
     grant = get_object_or_404(selectors.pending_grants(), pk=grant_id)
@@ -660,9 +662,9 @@ def _change_grant(request: HttpRequest, grant_id: int, change: Callable[[RoleGra
 
 @login_required
 @require_POST
-def people_grant_confirm(request: HttpRequest, grant_id: int) -> HttpResponse:
+def people_grant_confirm(request: AuthenticatedHttpRequest, grant_id: int) -> HttpResponse:
     def confirm(grant: RoleGrant) -> str:
-        services.person_admin_confirm(actor=request.user, grant=grant)  # type: ignore[arg-type]
+        services.person_admin_confirm(actor=request.user, grant=grant)
         return f"{grant.user.username} is now an admin."
 
     return _change_grant(request, grant_id, confirm)
@@ -670,9 +672,9 @@ def people_grant_confirm(request: HttpRequest, grant_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def people_grant_decline(request: HttpRequest, grant_id: int) -> HttpResponse:
+def people_grant_decline(request: AuthenticatedHttpRequest, grant_id: int) -> HttpResponse:
     def decline(grant: RoleGrant) -> str:
-        services.person_admin_decline(actor=request.user, grant=grant)  # type: ignore[arg-type]
+        services.person_admin_decline(actor=request.user, grant=grant)
         return f"The admin role for {grant.user.username} was declined; their role is unchanged."
 
     return _change_grant(request, grant_id, decline)
@@ -680,9 +682,9 @@ def people_grant_decline(request: HttpRequest, grant_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def people_deactivate(request: HttpRequest, user_id: int) -> HttpResponse:
+def people_deactivate(request: AuthenticatedHttpRequest, user_id: int) -> HttpResponse:
     def deactivate(person: User) -> str:
-        services.person_deactivate(actor=request.user, user=person)  # type: ignore[arg-type]
+        services.person_deactivate(actor=request.user, user=person)
         return f"{person.username} is deactivated: they can no longer log in or use their API tokens."
 
     return _change_person(request, user_id, deactivate)
@@ -690,9 +692,9 @@ def people_deactivate(request: HttpRequest, user_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def people_reactivate(request: HttpRequest, user_id: int) -> HttpResponse:
+def people_reactivate(request: AuthenticatedHttpRequest, user_id: int) -> HttpResponse:
     def reactivate(person: User) -> str:
-        services.person_reactivate(actor=request.user, user=person)  # type: ignore[arg-type]
+        services.person_reactivate(actor=request.user, user=person)
         return f"{person.username} can log in again, as {role_of(person)}."
 
     return _change_person(request, user_id, reactivate)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.contrib.auth.models import AnonymousUser, User
@@ -60,7 +60,7 @@ def user_of(request: HttpRequest) -> User:
     user = request.user
     if isinstance(user, AnonymousUser) or not user.is_authenticated:
         raise PermissionDenied("Not authenticated.")
-    return user  # type: ignore[return-value]
+    return user
 
 
 def require(request: HttpRequest, permission: str = permissions.VIEW) -> User:
@@ -80,7 +80,7 @@ def problem(status: int, title: str, detail: str, **extra: Any) -> HttpResponse:
     return HttpResponse(json.dumps(body), status=status, content_type="application/problem+json")
 
 
-def paged(rows: QuerySet[Any], page: int, page_size: int, item: Callable[[Any], Any]) -> dict[str, Any]:
+def paged(rows: QuerySet[Any] | Sequence[Any], page: int, page_size: int, item: Callable[[Any], Any]) -> dict[str, Any]:
     """One page of `rows` (1-based; a page past the end is a 404), with the totals."""
     page_size = max(1, min(page_size, MAX_PAGE_SIZE))
     paginator = Paginator(rows, page_size)

@@ -10,7 +10,7 @@ from django.shortcuts import get_object_or_404
 from ninja import Query, Router, Schema, Status
 
 from console import permissions, selectors, services
-from console.api.common import paged, role
+from console.api.common import paged, role, user_of
 from console.api.schemas import (
     Accepted,
     FailedWriteOut,
@@ -56,7 +56,7 @@ def list_savepoints(request: HttpRequest, table_id: int) -> list[dict[str, Any]]
              summary="Create a savepoint")
 def create_savepoint(request: HttpRequest, table_id: int, body: SavepointIn) -> Status[dict[str, str]]:
     table = table_of(request, table_id, permissions.CREATE_SAVEPOINT)
-    done = services.savepoint_create(table=table, user=request.user, instant_time=body.instant,  # type: ignore[arg-type]
+    done = services.savepoint_create(table=table, user=user_of(request), instant_time=body.instant,
                                      comment=body.comment, writers_stopped=body.writers_stopped)
     return Status(201, {"detail": f"Savepoint {done} created."})
 
@@ -67,7 +67,7 @@ def create_savepoint(request: HttpRequest, table_id: int, body: SavepointIn) -> 
 def delete_savepoint(request: HttpRequest, table_id: int, instant: str,
                      writers_stopped: bool = False) -> dict[str, str]:
     table = table_of(request, table_id, permissions.DELETE_SAVEPOINT)
-    services.savepoint_delete(table=table, user=request.user, instant_time=instant,  # type: ignore[arg-type]
+    services.savepoint_delete(table=table, user=user_of(request), instant_time=instant,
                               writers_stopped=writers_stopped)
     return {"detail": f"Savepoint {instant} deleted."}
 
@@ -88,7 +88,7 @@ def restore_preview(request: HttpRequest, table_id: int, savepoint: str) -> dict
 def restore(request: HttpRequest, table_id: int, body: RestoreIn) -> Status[dict[str, Any]]:
     """Admins; `confirm` is the table's name. A job runs it: follow it at /jobs/{id}."""
     table = table_of(request, table_id, permissions.RESTORE)
-    job = services.job_request(table=table, user=request.user, kind=Job.Kind.RESTORE,  # type: ignore[arg-type]
+    job = services.job_request(table=table, user=user_of(request), kind=Job.Kind.RESTORE,
                                target=body.savepoint, confirm_name=body.confirm, writers_stopped=body.writers_stopped)
     enqueue(run_job, job)
     return Status(202, job_out(job))
@@ -111,7 +111,7 @@ def failed_writes(request: HttpRequest, table_id: int) -> list[dict[str, Any]]:
 def rollback(request: HttpRequest, table_id: int, body: RollbackIn) -> Status[dict[str, Any]]:
     """Admins; `confirm` is the failed write's instant time. A job runs it."""
     table = table_of(request, table_id, permissions.RESTORE)
-    job = services.job_request(table=table, user=request.user, kind=Job.Kind.ROLLBACK,  # type: ignore[arg-type]
+    job = services.job_request(table=table, user=user_of(request), kind=Job.Kind.ROLLBACK,
                                target=body.instant, confirm_name=body.confirm, writers_stopped=body.writers_stopped)
     enqueue(run_job, job)
     return Status(202, job_out(job))

@@ -10,7 +10,7 @@ from django.shortcuts import get_object_or_404
 from ninja import Query, Router, Schema, Status
 
 from console import permissions, selectors, services
-from console.api.common import paged, role
+from console.api.common import paged, role, user_of
 from console.api.schemas import ApproveIn, DecisionIn, PlanFileOut, PlanIn, PlanOut, Problem, page_of
 from console.api.tables import ERRORS, table_of
 from console.models import CleanPlan
@@ -52,7 +52,7 @@ def create_plan(request: HttpRequest, table_id: int, body: PlanIn) -> Status[dic
     """A worker builds it: follow `status` (planning, then draft) and `progress_*`."""
     table = table_of(request, table_id, permissions.PLAN)
     overrides = {k: v for k, v in body.dict().items() if v not in (None, "")}
-    plan = services.plan_request(table=table, user=request.user, overrides=overrides)  # type: ignore[arg-type]
+    plan = services.plan_request(table=table, user=user_of(request), overrides=overrides)
     enqueue(build_clean_plan, plan)
     return Status(202, plan_out(plan))
 
@@ -95,7 +95,7 @@ def approve_plan(request: HttpRequest, table_id: int, plan_id: int, body: Approv
     differences) and nothing runs; otherwise its clean is written to the timeline and runs
     (`approved`, `running`, `completed`). Follow it at GET .../plans/{id}."""
     plan = plan_of(request, table_id, plan_id, permissions.APPROVE)
-    plan = services.plan_approval_request(plan=plan, user=request.user,  # type: ignore[arg-type]
+    plan = services.plan_approval_request(plan=plan, user=user_of(request),
                                           writers_stopped=bool(body and body.writers_stopped))
     enqueue(approve_clean_plan, plan)
     return Status(202, plan_out(plan))
@@ -106,7 +106,7 @@ def approve_plan(request: HttpRequest, table_id: int, plan_id: int, body: Approv
              summary="Reject a draft plan")
 def reject_plan(request: HttpRequest, table_id: int, plan_id: int, body: DecisionIn) -> dict[str, Any]:
     plan = plan_of(request, table_id, plan_id, permissions.APPROVE)
-    return plan_out(services.plan_reject(plan=plan, user=request.user, note=body.note))  # type: ignore[arg-type]
+    return plan_out(services.plan_reject(plan=plan, user=user_of(request), note=body.note))
 
 
 @router.get("/tables/{table_id}/plans/{plan_id}/report.csv", response={200: None, **ERRORS},

@@ -256,4 +256,5 @@ class AuditOut(Schema):
 def page_of(item: type[Schema]) -> type[Schema]:
     """A page of `item`s with the totals."""
     return create_model(f"{item.__name__}Page", __base__=Schema, count=(int, ...), page=(int, ...),
-                        pages=(int, ...), page_size=(int, ...), items=(list[item], ...))  # type: ignore[valid-type]
+                        pages=(int, ...), page_size=(int, ...),
+                        items=(list[item], ...))  # type: ignore[valid-type]  # item: a class known only at run time

@@ -11,7 +11,7 @@ from django.urls import reverse
 from ninja import Query, Router, Schema, Status
 
 from console import permissions, selectors, services
-from console.api.common import MAX_PAGE_SIZE, paged, require, role
+from console.api.common import MAX_PAGE_SIZE, paged, require, role, user_of
 from console.api.schemas import (
     Accepted,
     AuditOut,
@@ -87,7 +87,7 @@ def get_table(request: HttpRequest, table_id: int) -> dict[str, Any]:
              auth=role(permissions.SYNC), response={202: Accepted, **ERRORS}, summary="Sync a table")
 def sync_table(request: HttpRequest, table_id: int) -> Status[dict[str, str]]:
     table = table_of(request, table_id, permissions.SYNC)
-    services.audit(user=request.user, action="table.sync.requested", table=table)  # type: ignore[arg-type]
+    services.audit(user=user_of(request), action="table.sync.requested", table=table)
     enqueue_sync(table)
     return Status(202, {"detail": f"Sync of {table.name} queued."})
 

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from django.db import migrations
+from django.db.backends.base.schema import BaseDatabaseSchemaEditor
+from django.db.migrations.state import StateApps
 
 from console.roles import ROLES
 
 
-def create_roles(apps, schema_editor):  # type: ignore[no-untyped-def]
+def create_roles(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
     from django.contrib.auth.management import create_permissions
 
     for config in apps.get_app_configs():
-        config.models_module = True
+        config.models_module = True  # type: ignore[assignment]  # what create_permissions checks, set as Django does
         create_permissions(config, apps=apps, verbosity=0)
         config.models_module = None
     Group = apps.get_model("auth", "Group")
@@ -21,7 +23,7 @@ def create_roles(apps, schema_editor):  # type: ignore[no-untyped-def]
         group.permissions.set(Permission.objects.filter(content_type__app_label="console", codename__in=codenames))
 
 
-def remove_roles(apps, schema_editor):  # type: ignore[no-untyped-def]
+def remove_roles(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
     apps.get_model("auth", "Group").objects.filter(name__in=ROLES).delete()
 
 

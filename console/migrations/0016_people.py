@@ -4,11 +4,13 @@ to the admin role."""
 from __future__ import annotations
 
 from django.db import migrations
+from django.db.backends.base.schema import BaseDatabaseSchemaEditor
+from django.db.migrations.state import StateApps
 
 from console.roles import EXTRA_PERMISSIONS, ROLES
 
 
-def grant(apps, schema_editor):  # type: ignore[no-untyped-def]
+def grant(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
     ContentType = apps.get_model("contenttypes", "ContentType")
     Group = apps.get_model("auth", "Group")
     Permission = apps.get_model("auth", "Permission")
@@ -21,7 +23,7 @@ def grant(apps, schema_editor):  # type: ignore[no-untyped-def]
                 Group.objects.get_or_create(name=role)[0].permissions.add(permission)
 
 
-def revoke(apps, schema_editor):  # type: ignore[no-untyped-def]
+def revoke(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
     apps.get_model("auth", "Permission").objects.filter(content_type__app_label="console",
                                                         codename__in=EXTRA_PERMISSIONS).delete()
 

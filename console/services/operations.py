@@ -119,6 +119,7 @@ def job_run(*, job: Job, task_id: str = "") -> Job:
                 last[0] = time.monotonic()
                 mine.update(progress_done=p.files_done, progress_total=p.files_total)
 
+        result: dict[str, object]
         try:
             services = table_services(table, lake, writers_stopped=job.writers_stopped)
             if job.kind == Job.Kind.CLEAN:

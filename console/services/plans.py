@@ -138,7 +138,7 @@ def _maintenance(table: Table, lake: HudiTable, *, writers_stopped: bool = False
 
 def _enforced(plan: CleanPlan) -> bool:
     """Whether the plan's retention must meet the table's settings (the default)."""
-    return plan.settings.get(ENFORCE_RETENTION, "true") != "false"
+    return bool(plan.settings.get(ENFORCE_RETENTION, "true") != "false")
 
 
 def _make_plan(table: Table, lake: HudiTable, config: CleanConfig, enforce_retention: bool, folder: str,

@@ -61,6 +61,7 @@ def run_gave_up(*, row: CleanPlan | Job, error: str, running: bool = True) -> bo
     """A task gave up on a plan or job (its table stayed busy, or it failed before claiming
     it): the row fails with the reason and an audit event, unless a run settled it meanwhile
     (or, with `running` false, a run claimed it). False if nothing changed."""
+    ready: tuple[PlanStatus | JobStatus, ...]
     if isinstance(row, CleanPlan):
         ready, action = (PlanStatus.APPROVED, PlanStatus.RUNNING), "clean.run.failed"
     else:

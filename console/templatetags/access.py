@@ -5,7 +5,7 @@ Approve button, `user|role` for the role badge. The views check again when a but
 from __future__ import annotations
 
 from django import template
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 
 from console import permissions
 from console.models import CleanPlan
@@ -15,31 +15,31 @@ register = template.Library()
 
 
 @register.filter
-def may(user: AbstractBaseUser | AnonymousUser, action: str) -> bool:
+def may(user: User | AnonymousUser, action: str) -> bool:
     """Whether the user may take `action` (a name of `permissions.ACTIONS`)."""
     return permissions.may(user, action)
 
 
 @register.filter
-def may_approve(user: AbstractBaseUser | AnonymousUser, plan: CleanPlan) -> bool:
+def may_approve(user: User | AnonymousUser, plan: CleanPlan) -> bool:
     """Whether the user may approve `plan`: an approver, and not its requester while
     CLEANLINE_APPROVER_MUST_DIFFER is on."""
     return permissions.may_approve(user, plan)
 
 
 @register.filter
-def leaves_approval_to_another(user: AbstractBaseUser | AnonymousUser, plan: CleanPlan) -> bool:
+def leaves_approval_to_another(user: User | AnonymousUser, plan: CleanPlan) -> bool:
     """Whether the user requested `plan` and another admin must approve it."""
     return permissions.must_leave_approval_to_another(user, plan)
 
 
 @register.filter
-def role(user: AbstractBaseUser | AnonymousUser) -> str:
+def role(user: User | AnonymousUser) -> str:
     """The user's role as the badge shows it ("superuser (all permissions)" for a superuser)."""
     return role_of(user)
 
 
 @register.filter
-def role_choice(user: AbstractBaseUser | AnonymousUser) -> str:
+def role_choice(user: User | AnonymousUser) -> str:
     """The user's role as the People page's role choice shows it ("" for none)."""
     return role_name(user)

@@ -104,7 +104,7 @@ def age(instant_time: str, where: Table | str | None = None) -> str:
 
 
 @register.filter
-def seconds_ago(seconds: float | None) -> str:
+def seconds_ago(seconds: float | str | None) -> str:
     """An age given in seconds, read as `age` reads one ('3 h ago')."""
     if seconds is None or seconds == "":
         return ""
