@@ -287,3 +287,24 @@ def test_pending_mdt_rollback_refuses_partition_names_outside_the_metadata_table
     with pytest.raises(OutsideTableError):
         run_pending_cleans(HudiTable.open(str(lake)))
     assert victim.read_bytes() == b"keep me"
+
+
+def test_clean_updates_tombstone_every_planned_file_even_one_whose_delete_failed() -> None:
+    """HoodieTableMetadataUtil.convertMetadataToFilesPartitionRecords for a clean: the `files`
+    record of each cleaned partition marks every planned file (`deletePathPatterns`) deleted,
+    whether or not its delete succeeded; a deleted partition's record goes whole and the
+    partition gets a tombstone in `__all_partitions__`."""
+    from timeline.mdt.writer import FILES, clean_updates
+    from timeline.metadata.mdt_payload import DELETED, partition_list_record
+    from timeline.metadata.records import CleanMetadata, CleanPartitionMetadata
+
+    metadata = CleanMetadata({}, partitions={
+        "p=1": CleanPartitionMetadata("p=1", delete_path_patterns=("a.parquet", "b.parquet"),
+                                      success_delete_files=("a.parquet",), failed_delete_files=("b.parquet",)),
+        "p=2": CleanPartitionMetadata("p=2", is_partition_deleted=True),
+    })
+    [update] = clean_updates(metadata)
+    assert update.partition == FILES and update.deletes == ("p=2",)
+    record = next(r for r in update.records if r.key == "p=1")
+    assert record.files == {"a.parquet": DELETED, "b.parquet": DELETED}
+    assert partition_list_record(["p=2"], deleted=True) in update.records

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from timeline.clean.config import CleanConfig, CleanConfigError, CleanPolicy
-from timeline.clean.retention import earliest_commit_to_retain, hours_cutoff
+from timeline.clean.retention import earliest_commit_to_retain, hours_cutoff, hours_cutoffs
 from timeline.instant import Instant, State
 from timeline.timeline import Timeline
 
@@ -86,3 +86,32 @@ def test_retention_config_reads_new_and_old_keys_and_overrides() -> None:
         CleanConfig.from_properties({"hoodie.clean.policy": "KEEP_EVERYTHING"})
     with pytest.raises(CleanConfigError, match="unknown cleaning settings"):
         CleanConfig().with_overrides(retain=1)
+
+
+@pytest.mark.parametrize("process_zone", ["Asia/Tokyo", "America/New_York"])
+def test_retention_hours_cutoff_is_the_earlier_of_the_table_and_process_zones(process_zone: str) -> None:
+    """CleanPlanner.getEarliestCommitToRetain formats the cutoff in the JVM's zone; the table may
+    write its instant times in UTC. Whichever zone another cleaner runs in, the window kept is
+    the larger one: the earlier of the two cutoffs (ahead of UTC or behind it)."""
+    import os
+    import time
+
+    before = os.environ.get("TZ")
+    os.environ["TZ"] = process_zone
+    time.tzset()
+    try:
+        now = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
+        in_table, in_process = hours_cutoffs(now, 2, "UTC")
+        assert in_table == "20261101100000000" and in_process != in_table
+        assert hours_cutoff(now, 2, "UTC") == min(in_table, in_process)
+        timeline = commits((min(in_table, in_process), "commit", DONE), (max(in_table, in_process), "commit", DONE),
+                           ("20261101230000000", "commit", DONE))
+        ectr = earliest_commit_to_retain(timeline, CleanConfig(policy=CleanPolicy.KEEP_LATEST_BY_HOURS,
+                                                               hours_retained=2), now=now, timeline_timezone="UTC")
+        assert ectr is not None and ectr.requested_time == min(in_table, in_process)
+    finally:
+        if before is None:
+            del os.environ["TZ"]
+        else:
+            os.environ["TZ"] = before
+        time.tzset()
