@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 FIXTURES ?= ../shared/fixtures/hudi-rs-tables
 DEMO_LAKE ?= var/demo-lake
 
-.PHONY: setup test run bench demo-lake clean screenshots
+.PHONY: setup test check run bench demo-lake clean screenshots
 
 setup: $(STAMP)
 
@@ -26,7 +26,13 @@ test: setup
 	REDIS_URL=$(TEST_REDIS_URL) bash scripts/ensure-redis.sh
 	bash scripts/ensure-postgres.sh
 	bash scripts/ensure-zookeeper.sh
-	REDIS_URL=$(TEST_REDIS_URL) $(PY) -m pytest $(PYTEST_ARGS)
+	REDIS_URL=$(TEST_REDIS_URL) $(PY) -m pytest --durations=25 $(PYTEST_ARGS)
+
+# The mutation check: each listed rule broken by a one-line mutation must fail its own test file
+# (scripts/mutations.py; the tests run in a copy of the tree).
+check: setup
+	REDIS_URL=$(TEST_REDIS_URL) bash scripts/ensure-redis.sh
+	REDIS_URL=$(TEST_REDIS_URL) $(PY) scripts/mutations.py
 
 # Refresh the README's screenshots and every page at 1280 and 390 px, light and dark (tests write them
 # to var/screenshots otherwise).

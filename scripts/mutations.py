@@ -1,0 +1,120 @@
+"""The mutation check (`make check`): each listed rule broken by a one-line mutation must fail a
+test in that rule's own test file.
+
+The tests run in a copy of the tracked tree in a temporary folder (the checkout is never
+written); the fixture tables come from CLEANLINE_FIXTURES (../shared beside the checkout by
+default). Prints one line per mutation and exits 1 if a mutation survived (its test file still
+passed) or could not be applied (the line it names is gone: update the list with the rule).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Mutation:
+    rule: str
+    path: str       # the rule's module
+    line: str       # a line that occurs exactly once in it
+    mutant: str     # what it becomes
+    tests: str      # the rule's own test file
+
+
+MUTATIONS = [
+    Mutation("the earliest commit to retain is the n-th completed commit from the end "
+             "(CleanerUtils.getEarliestCommitToRetain)", "timeline/clean/retention.py",
+             "        candidate = completed[len(completed) - retained]",
+             "        candidate = completed[len(completed) - retained - 1]", "tests/clean/test_retention.py"),
+    Mutation("never retain from later than the earliest pending instant (HUDI-5341)", "timeline/clean/retention.py",
+             "        if pending is None or candidate.sort_key <= pending.sort_key:",
+             "        if True:", "tests/clean/test_retention.py"),
+    Mutation("the hours cutoff is the earlier of the table's and the process's zone", "timeline/clean/retention.py",
+             "    return min(hours_cutoffs(now, hours, timeline_timezone))",
+             "    return max(hours_cutoffs(now, hours, timeline_timezone))", "tests/clean/test_retention.py"),
+    Mutation("the incremental plan reads the partitions a huge commit touched as a stream",
+             "timeline/clean/planner.py",
+             "        return {partition for partition, stat in entries if stat is not None and stat.updates_a_group}",
+             "        return set()", "tests/clean/test_planner.py"),
+    Mutation("nothing outside the table: containment on whole path segments", "timeline/storage/containment.py",
+             '    return path == folder or path.startswith(folder if folder == "/" else folder + "/")',
+             "    return path == folder or path.startswith(folder)", "tests/test_hardening.py"),
+    Mutation("a table whose folder moved since registration is refused", "timeline/table.py",
+             "        self._located = self.containment.ensure_located(list(roots))",
+             "        return", "tests/test_hardening.py"),
+    Mutation("the metadata table gets a tombstone for every planned file of a clean", "timeline/mdt/writer.py",
+             "            records.append(files_record(identifier, deleted=entry.delete_path_patterns))",
+             "            records.append(files_record(identifier, deleted=entry.success_delete_files))",
+             "tests/test_mdt.py"),
+    Mutation("a table_lock.json on storage means StorageBasedLockProvider", "timeline/locks/discovery.py",
+             "    if table.storage.exists(table.path(STORAGE_LOCK_FILE)):",
+             "    if False:", "tests/locks/test_lock_discovery.py"),
+    Mutation("no lock known and a writer live: refused unless the writers are stopped", "timeline/transactions.py",
+             "        if live and not self.writers_stopped:",
+             "        if False:", "tests/locks/test_live_writers.py"),
+    Mutation("a storage-based lease must have one renewal interval left before a publish",
+             "timeline/locks/storage_based.py",
+             "            min_remaining_seconds = self.renew_interval_seconds",
+             "            min_remaining_seconds = 0", "tests/locks/test_held_margin.py"),
+    Mutation("an account the requester created or promoted never approves the requester's change",
+             "console/permissions.py",
+             "    if RoleGrant.objects.filter(user_id=user.pk, requested_by_id=requester_id).exists():",
+             "    if False:", "tests/console/test_people_grants.py"),
+]
+
+
+def tracked_copy(into: Path) -> None:
+    """The tracked files of the checkout, as they are in the working tree."""
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    for name in filter(None, listed.decode().split("\0")):
+        if name.startswith("docs/"):
+            continue
+        source, target = ROOT / name, into / name
+        if source.is_file():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+
+
+def run(mutation: Mutation, tree: Path, env: dict[str, str]) -> str:
+    """'killed', 'SURVIVED' or 'NOT APPLIED', restoring the module afterwards."""
+    module = tree / mutation.path
+    text = module.read_text()
+    if text.count(mutation.line + "\n") != 1:
+        return "NOT APPLIED"
+    module.write_text(text.replace(mutation.line + "\n", mutation.mutant + "\n"))
+    try:
+        done = subprocess.run([sys.executable, "-m", "pytest", mutation.tests, "-x", "-q", "-p", "no:cacheprovider"],
+                              cwd=tree, env=env, capture_output=True, text=True, timeout=900)
+    finally:
+        module.write_text(text)
+    return "killed" if done.returncode == 1 else "SURVIVED" if done.returncode == 0 else f"ERROR ({done.returncode})"
+
+
+def main() -> int:
+    fixtures = os.environ.get("CLEANLINE_FIXTURES") or str(ROOT.parent / "shared" / "fixtures" / "hudi-rs-tables")
+    with tempfile.TemporaryDirectory(prefix="cleanline-mutants-") as folder:
+        tree = Path(folder)
+        tracked_copy(tree)
+        env = {**os.environ, "CLEANLINE_FIXTURES": str(Path(fixtures).resolve()), "PYTHONPATH": str(tree)}
+        bad = 0
+        for mutation in MUTATIONS:
+            started = time.monotonic()
+            outcome = run(mutation, tree, env)
+            bad += outcome != "killed"
+            print(f"{outcome:12} {time.monotonic() - started:5.1f} s  {mutation.path}: {mutation.rule} "
+                  f"({mutation.tests})", flush=True)
+    print(f"{len(MUTATIONS) - bad} of {len(MUTATIONS)} mutations killed by their rule's own test file")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
