@@ -13,7 +13,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 # The fixture tables beside the checkout (CLEANLINE_FIXTURES elsewhere: scripts/mutations.py runs
 # the tests in a copy of the tree).
-FIXTURES = Path(os.environ.get("CLEANLINE_FIXTURES") or ROOT.parent / "shared" / "fixtures" / "hudi-rs-tables").resolve()
+FIXTURES = Path(os.environ.get("CLEANLINE_FIXTURES")
+               or ROOT.parent / "shared" / "fixtures" / "hudi-rs-tables").resolve()
 (ROOT / "var").mkdir(exist_ok=True)  # the SQLite test database lives there (console.settings)
 # Clean plans' stores: one temporary folder per test run, inherited by the workers tests start
 # (console/settings.py reads CLEANLINE_PLAN_STORE; tests/console/conftest.py sets it for this process).
