@@ -155,3 +155,93 @@ def test_boundaries_hudi_field_names_are_spelled_only_in_timeline_metadata() -> 
     templates = {str(p.name): [f for f in fields if f".{f}" in p.read_text()]
                  for p in (CONSOLE / "templates").rglob("*.html")}
     assert {p: f for p, f in templates.items() if f} == {}
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the library modules it imports, imports inside functions counted (those under
+    `if TYPE_CHECKING:` are not imports at run time)."""
+    modules: dict[str, Path] = {}
+    for path in LIBRARY.rglob("*.py"):
+        parts = list(path.relative_to(LIBRARY.parent).with_suffix("").parts)
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+
+    def known(name: str) -> str | None:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(), filename=str(path))
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        typing_only = {id(sub) for node in ast.walk(tree) if isinstance(node, ast.If)
+                       and "TYPE_CHECKING" in ast.unparse(node.test) for sub in ast.walk(node)}
+        for node in ast.walk(tree):
+            targets: list[str] = []
+            if id(node) in typing_only:
+                continue
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
+                    base = ".".join(anchor + ([base] if base else []))
+                targets = [base, *(f"{base}.{alias.name}" for alias in node.names)]
+            for target in targets:
+                found = known(target) if target.startswith("timeline") else None
+                if found and found != name and found != "timeline":
+                    graph[name].add(found)
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[set[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[set[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for other in graph[node]:
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = set()
+            while True:
+                member = stack.pop()
+                component.add(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(component)
+
+    for node in graph:
+        if node not in index:
+            visit(node)
+    return found
+
+
+# The one import circle left, through two seams still to be named: HudiTable's `inspect` and
+# `maintenance` (timeline/table.py reaches up to the namespaces) and the metadata table's
+# rollback and restore (timeline/mdt/writer.py reaches up to timeline/rollback.py and
+# timeline/restore.py). It may only shrink; no other circle may appear.
+KNOWN_CIRCLE = {
+    "timeline.clean.executor", "timeline.clean.planner", "timeline.clean.sliced", "timeline.clean.store",
+    "timeline.inspect", "timeline.maintenance", "timeline.mdt", "timeline.mdt.reader", "timeline.mdt.validate",
+    "timeline.mdt.writer", "timeline.restore", "timeline.rollback", "timeline.savepoint", "timeline.spark.clean",
+    "timeline.table",
+}
+
+
+def test_boundaries_no_import_circle_beyond_the_known_one() -> None:
+    """Imports inside functions count: the storage backends are chosen by their registry
+    (timeline/storage/registry.py), the engine, the fork pool and the demo stand apart."""
+    found = circles(import_graph())
+    assert all(component <= KNOWN_CIRCLE for component in found), [sorted(c - KNOWN_CIRCLE) for c in found]
+    assert len(found) <= 1
