@@ -33,7 +33,8 @@ from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Met
 from prometheus_client.multiprocess import MultiProcessCollector
 
 from console.models import WRITE_ACTIONS, Alert, AlertKind, CleanPlan, Instant, Job, JobStatus, PlanStatus, Table
-from timeline import InvalidInstantError, moment_of
+from timeline.exceptions import InvalidInstantError
+from timeline.instant import moment_of
 
 # Request latencies -----------------------------------------------------------------------
 

@@ -35,27 +35,19 @@ from console.models import (
     Table,
     TableLock,
 )
-from timeline import (
-    CleanConfig,
+from timeline import CleanConfig, CleanlineError, FailedWrite, HudiTable, LiveWriterUnlocked, State, TableConfig
+from timeline import Instant as LakeInstant
+from timeline.clean.store import FileRow, StoredPlan
+from timeline.instant import instant_time_of, moment_of
+from timeline.metadata.records import (
     CleanerPlan,
-    CleanlineError,
     CleanMetadata,
     CommitMetadata,
-    FailedWrite,
-    FileRow,
-    HudiTable,
-    LiveWriterUnlocked,
     Record,
     RollbackMetadata,
     SavepointMetadata,
-    State,
-    StoredPlan,
-    TableConfig,
     WriteStat,
-    instant_time_of,
-    moment_of,
 )
-from timeline import Instant as LakeInstant
 
 PAGE_SIZE = 50
 

@@ -116,16 +116,10 @@ from urllib.parse import unquote, urlparse
 
 from django.core.exceptions import ImproperlyConfigured
 
-from timeline import (
-    CleanlineError,
-    S3ConfigError,
-    S3Settings,
-    configure_hudi_options,
-    configure_s3,
-    parse_hudi_options,
-    parse_s3_roots,
-    spark_min_files,
-)
+from timeline import CleanlineError
+from timeline.engine import spark_min_files
+from timeline.locks.discovery import configure_hudi_options, parse_hudi_options
+from timeline.storage import S3ConfigError, S3Settings, configure_s3, parse_s3_roots
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from timeline import CleanlineError, engine_for
-from timeline.engine import DEFAULT_SPARK_MIN_FILES, spark_min_files
+from timeline import CleanlineError
+from timeline.engine import DEFAULT_SPARK_MIN_FILES, engine_for, spark_min_files
 
 
 def test_engine_for_counts_files_against_the_threshold(monkeypatch: pytest.MonkeyPatch) -> None:

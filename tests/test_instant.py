@@ -166,7 +166,7 @@ def test_instant_time_parser_junk_never_raises_anything_else(value: str) -> None
 def test_instant_time_of_is_the_inverse_of_moment_of_in_the_tables_zone() -> None:
     from datetime import datetime, timedelta, timezone
 
-    from timeline import instant_time_of, moment_of
+    from timeline.instant import instant_time_of, moment_of
 
     for zone in ("UTC", "LOCAL"):
         assert instant_time_of(moment_of("20240105235959999", zone), zone) == "20240105235959999"

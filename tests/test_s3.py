@@ -24,9 +24,9 @@ import pytest
 from tests import test_storage
 from tests.lakes import Lake
 from tests.s3 import REGION, FaultyProxy, S3Server
-from timeline import CleanlineError, FileStatus, S3ConfigError, configure_s3, parse_s3_roots
+from timeline import CleanlineError
 from timeline.clean.config import CleanConfig
-from timeline.clean.executor import run_pending_cleans, schedule_clean
+from timeline.clean.executor import FileStatus, run_pending_cleans, schedule_clean
 from timeline.clean.planner import plan_clean
 from timeline.exceptions import FileExists, StorageError
 from timeline.fsview import list_partitions
@@ -35,7 +35,7 @@ from timeline.metadata import avro
 from timeline.restore import preview_restore, restore
 from timeline.rollback import failed_writes, plan_rollback, rollback
 from timeline.savepoint import create_savepoint, list_savepoints
-from timeline.storage import OutsideTableError, storage_for
+from timeline.storage import OutsideTableError, S3ConfigError, configure_s3, parse_s3_roots, storage_for
 from timeline.storage.arrow import LocalStorage
 from timeline.storage.s3 import S3Settings, S3Storage, s3_settings_for
 from timeline.table import HudiTable

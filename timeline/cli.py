@@ -12,12 +12,16 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 import timeline  # each name loads its module on first use (timeline/__init__.pyi): a command imports only what it runs
-from timeline import CleanlineError, InvalidInstantError
+from timeline import CleanlineError
+from timeline.exceptions import InvalidInstantError
+
+if TYPE_CHECKING:
+    from timeline.clean.whatif import RetentionCost
 
 Handler = Callable[[argparse.Namespace], Any]
 
@@ -144,7 +148,9 @@ def _slice_json(piece: timeline.FileSlice) -> dict[str, Any]:
 
 def _fsview(args: argparse.Namespace) -> None:
     if args.as_of is not None:
-        timeline.parse_instant_time(args.as_of)
+        from timeline.instant import parse_instant_time
+
+        parse_instant_time(args.as_of)
     table = timeline.HudiTable.open(args.path)
     view = table.file_system_view(as_of=args.as_of, sizes=not args.json)  # the JSON names files, no sizes
     if args.all_slices:
@@ -185,7 +191,9 @@ def _clean_config(table: timeline.HudiTable, args: argparse.Namespace) -> timeli
 
 
 def _now(table: timeline.HudiTable, value: str | None) -> datetime | None:
-    return None if value is None else timeline.moment_of(value, table.config.timezone)
+    from timeline.instant import moment_of
+
+    return None if value is None else moment_of(value, table.config.timezone)
 
 
 def _maintenance(table: timeline.HudiTable, args: argparse.Namespace, *, planning: bool = False
@@ -194,12 +202,15 @@ def _maintenance(table: timeline.HudiTable, args: argparse.Namespace, *, plannin
     (over CLEANLINE_HUDI_OPTIONS and hoodie.properties: the lock Hudi writers of the table
     share) and --writers-stopped (go on beside what looks like a live writer when no lock is
     known: the operator says the writers are stopped)."""
+    from timeline.engine import engine_for, spark_session
+    from timeline.forks import local_processes
+
     engine = getattr(args, "engine", "local")
     if engine == "auto":  # by the table's data files (timeline.engine.engine_for)
-        engine = timeline.engine_for(sum(len(files) for files in table.list_partitions().partitions.values()))
-    spark = timeline.spark_session() if engine == "spark" else None
+        engine = engine_for(sum(len(files) for files in table.list_partitions().partitions.values()))
+    spark = spark_session() if engine == "spark" else None
     # planning on the local engine lists and plans in CLEANLINE_LOCAL_PROCESSES processes
-    processes = timeline.local_processes() if planning and spark is None else 1
+    processes = local_processes() if planning and spark is None else 1
     return table.maintenance(spark=spark, options=dict(args.hoodie_conf or ()), processes=processes,
                              writers_stopped=getattr(args, "writers_stopped", False))
 
@@ -271,7 +282,7 @@ def _settings(text: str) -> list[int]:
     return values
 
 
-def _cost_json(cost: timeline.RetentionCost) -> dict[str, Any]:
+def _cost_json(cost: RetentionCost) -> dict[str, Any]:
     return {"policy": cost.policy.value, "retained": cost.retained, "unit": cost.unit,
             "earliestCommitToRetain": cost.earliest_commit_to_retain, "filesToDelete": cost.files_to_delete,
             "bytesToDelete": cost.bytes_to_delete, "filesKept": cost.files_kept, "bytesKept": cost.bytes_kept,
@@ -283,7 +294,9 @@ def _cost_json(cost: timeline.RetentionCost) -> dict[str, Any]:
 def _clean_what_if(args: argparse.Namespace) -> None:
     table = timeline.HudiTable.open(args.path)
     base = timeline.CleanConfig.from_properties(table.config.props, incremental=False if args.no_incremental else None)
-    result = timeline.what_if(table, commits=args.commits, hours=args.hours or (),
+    from timeline.clean.whatif import what_if
+
+    result = what_if(table, commits=args.commits, hours=args.hours or (),
                               file_versions=args.file_versions or (), base=base, now=_now(table, args.now))
     data = {"table": result.table, "now": result.now.isoformat() if result.now else None,
             "listing": {"partitions": result.partitions, "files": result.files, "bytes": result.bytes},
@@ -495,7 +508,9 @@ def _mdt_drop(args: argparse.Namespace) -> None:
 
 
 def _demo(args: argparse.Namespace) -> None:
-    for path in timeline.build_demo_lake(args.path, progress=lambda m: print(m, file=sys.stderr)):
+    from timeline.engine import build_demo_lake
+
+    for path in build_demo_lake(args.path, progress=lambda m: print(m, file=sys.stderr)):
         print(path)
 
 
@@ -667,12 +682,14 @@ def _remote_instant(row: dict[str, Any]) -> dict[str, Any]:
 def _remote(args: argparse.Namespace) -> None:
     """A read command against the console at --api (`timeline.remote`), printed as the local
     command prints it."""
-    client = timeline.remote.ConsoleClient(args.api, args.token)
+    from timeline import remote
+
+    client = remote.ConsoleClient(args.api, args.token)
     handler = args.handler
     if handler is _tables:
         rows = [{"id": t["id"], "name": t["name"], "path": t["path"], "tableType": t["table_type"],
                  "tableVersion": t["table_version"], "syncStatus": t["sync_status"], "files": t["total_files"],
-                 "bytes": t["total_bytes"], "failedWrites": t["failed_writes"]} for t in timeline.remote.tables(client)]
+                 "bytes": t["total_bytes"], "failedWrites": t["failed_writes"]} for t in remote.tables(client)]
         _emit(args, rows, lambda: _render_table(
             ["id", "name", "type", "version", "sync", "files", _size_header(args), "path"],
             [(t["id"], t["name"], t["tableType"], t["tableVersion"], t["syncStatus"], t["files"],
@@ -687,7 +704,7 @@ def _remote(args: argparse.Namespace) -> None:
         _emit(args, info, lambda: _render_table(["property", "value"], [
             (k, _size(args, v) if k == "bytes" else v) for k, v in info.items()]))
     elif handler is _timeline:
-        rows = [r for r in timeline.remote.instants(client, table) if args.archived or not r["archived"]]
+        rows = [r for r in remote.instants(client, table) if args.archived or not r["archived"]]
         if not args.reverse:  # newest first, as the console lists them
             rows.reverse()
         _emit(args, [_remote_instant(r) | {"archived": r["archived"]} for r in rows], lambda: _render_table(
@@ -695,7 +712,7 @@ def _remote(args: argparse.Namespace) -> None:
             [(r["requested_time"], r["completion_time"], r["action"], r["state"],
               "archived" if r["archived"] else "active") for r in rows]))
     elif handler is _savepoint_list:
-        points = timeline.remote.savepoints(client, table)
+        points = remote.savepoints(client, table)
         saved = [{"instant": {"requestedTime": s["instant"], "action": "savepoint", "state": "COMPLETED"},
                   "savepointedBy": s["savepointed_by"], "savepointedAt": s["savepointed_at_ms"],
                   "comments": s["comments"], "files": s["files"], "bytes": s["bytes"],
@@ -705,7 +722,7 @@ def _remote(args: argparse.Namespace) -> None:
             [(s["instant"], s["savepointed_by"], s["files"], _size(args, s["bytes"]), s["missing_files"],
               "yes" if s["holds_back_archival"] else "no", s["comments"]) for s in points]))
     elif handler is _instant_show:
-        detail = timeline.remote.instant_detail(client, table, args.instant, args.action)
+        detail = remote.instant_detail(client, table, args.instant, args.action)
         contents = [c for c in detail["contents"] if args.state is None or c["state"] == args.state.upper()]
         if not contents:
             raise CleanlineError(f"{table['path']}: instant {args.instant} has no {args.state} state file")
@@ -737,10 +754,14 @@ def _main(argv: Sequence[str] | None) -> int:
             return 0
         roots = os.environ.get("CLEANLINE_S3_ROOTS", "")
         if roots.strip():  # (nothing to configure otherwise: the S3 backend loads with an s3:// table)
-            timeline.configure_s3(timeline.parse_s3_roots(roots))
+            from timeline.storage import configure_s3, parse_s3_roots
+
+            configure_s3(parse_s3_roots(roots))
         hudi_options = os.environ.get("CLEANLINE_HUDI_OPTIONS", "")
         if hudi_options.strip():  # lake-wide Hudi writer options per root: where the writers' lock settings live
-            timeline.configure_hudi_options(timeline.parse_hudi_options(hudi_options))
+            from timeline.locks.discovery import configure_hudi_options, parse_hudi_options
+
+            configure_hudi_options(parse_hudi_options(hudi_options))
         code = args.handler(args)
     except CleanlineError as exc:
         print(f"cleanline: error: {exc}", file=sys.stderr)

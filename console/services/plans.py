@@ -25,7 +25,6 @@ from console.services.locks import Lease, LockLost, TableBusy, live_lock, table_
 from console.services.runs import _run_claim, _run_stopped
 from console.services.tables import table_services
 from timeline import (
-    CLEAN_PARTITIONS,
     CleanConfig,
     CleanlineError,
     CleanRefused,
@@ -34,13 +33,11 @@ from timeline import (
     Maintenance,
     PlanInvalidated,
     Progress,
-    StoredPlan,
-    StoreError,
-    compare_stored,
-    engine_for,
-    retention_shortfall,
-    spark_session,
 )
+from timeline.clean.retention import retention_shortfall
+from timeline.clean.store import StoredPlan, StoreError, compare_stored
+from timeline.engine import engine_for, spark_session
+from timeline.mdt.writer import CLEAN_PARTITIONS
 
 logger = logging.getLogger(__name__)
 
@@ -123,7 +120,7 @@ def plan_store(*, plan: CleanPlan, stored: StoredPlan, warnings: list[str]) -> N
 
 def _on_spark(table: Table) -> bool:
     """Large tables are planned and cleaned by PySpark jobs; small ones in the worker (the
-    library's choice, `timeline.engine_for`, with the console's threshold)."""
+    library's choice, `timeline.engine.engine_for`, with the console's threshold)."""
     return engine_for(table.total_files, settings.CLEANLINE_SPARK_MIN_FILES) == "spark"
 
 

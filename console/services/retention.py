@@ -1,6 +1,6 @@
 """What-if retention (writes): ask for an estimate of what a clean would free under several
 retention settings, and compute it (a Celery task calls `estimate_run`). The figures are the
-library's (`timeline.what_if`: the planner run per setting over one listing); nothing here
+library's (`timeline.clean.whatif.what_if`: the planner run per setting over one listing); nothing here
 decides a file's fate, and nothing is written to the lake."""
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from django.utils import timezone
 
 from console.models import JobStatus, RetentionEstimate, Table
 from console.services.audit import audit
-from timeline import CleanlineError, HudiTable, RetentionCost, what_if
+from timeline import CleanlineError, HudiTable
+from timeline.clean.whatif import RetentionCost, what_if
 
 MAX_COMMITS = 50
 MAX_HOURS_SETTINGS = 12

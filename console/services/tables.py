@@ -23,21 +23,12 @@ from console.models import (
     Table,
 )
 from console.services.audit import audit
-from timeline import (
-    CleanlineError,
-    FileSystemView,
-    HudiTable,
-    Maintenance,
-    OutsideTableError,
-    TableListing,
-    UnsupportedLocationError,
-    configure_hudi_options,
-    configure_s3,
-    parse_location,
-    reclaimable,
-    within_roots,
-)
+from timeline import CleanlineError, FileSystemView, HudiTable, Maintenance, OutsideTableError
 from timeline import Instant as LakeInstant
+from timeline.clean.whatif import reclaimable
+from timeline.fsview import TableListing
+from timeline.locks.discovery import configure_hudi_options
+from timeline.storage import UnsupportedLocationError, configure_s3, parse_location, within_roots
 
 
 @receiver(setting_changed)

@@ -19,7 +19,9 @@ from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
 from console.models import Instant, Table
-from timeline import InvalidInstantError, TableConfig, format_instant_time, moment_of, parse_instant_time
+from timeline import TableConfig
+from timeline.exceptions import InvalidInstantError
+from timeline.instant import format_instant_time, moment_of, parse_instant_time
 
 register = template.Library()
 

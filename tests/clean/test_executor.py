@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tests.lakes import Lake
-from timeline import FileStatus
 from timeline.clean.config import CleanConfig
-from timeline.clean.executor import CleanRefused, Progress, run_pending_cleans, schedule_clean
+from timeline.clean.executor import CleanRefused, FileStatus, Progress, run_pending_cleans, schedule_clean
 from timeline.clean.planner import plan_clean
 from timeline.config import checksum, read_config
 from timeline.instant import State

@@ -17,10 +17,11 @@ import pytest
 from bench.common import CleanShape, avro_schema, generate_clean_table, schedule_full_plan, write_versions
 from tests.conftest import FIXTURE_IDS, tree_snapshot
 from tests.lakes import Lake
-from timeline import CleanConfig, CleanPlan, CleanPolicy, HudiTable, RetentionCost, WhatIf, what_if
+from timeline import CleanConfig, CleanPlan, CleanPolicy, HudiTable
 from timeline.clean.config import CleanConfigError
 from timeline.clean.executor import run_pending_cleans
 from timeline.clean.planner import plan_clean
+from timeline.clean.whatif import RetentionCost, WhatIf, what_if
 from timeline.cli import main
 from timeline.instant import format_instant_time, moment_of, parse_instant_time
 from timeline.storage import FileStatus

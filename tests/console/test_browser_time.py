@@ -15,7 +15,7 @@ from playwright.sync_api import Browser, Page
 from console import services
 from console.models import Table
 from tests.console.test_browser import SHOTS, browser  # noqa: F401 (the module's Chromium fixture)
-from timeline import moment_of
+from timeline.instant import moment_of
 
 # The console runs in UTC (TIME_ZONE; the fixture table writes LOCAL times, read in the same
 # zone); the browser is on Kiritimati, 14 h ahead: every time on the page moves, to the next day

@@ -18,7 +18,8 @@ from console import selectors
 from console.models import Instant, Table
 from console.templatetags.display import age_text, duration_text, moment, time_axis, time_ticks
 from tests.console.conftest import login
-from timeline import HudiTable, moment_of
+from timeline import HudiTable
+from timeline.instant import moment_of
 
 pytestmark = pytest.mark.django_db
 
@@ -223,7 +224,7 @@ def test_display_failed_writes_show_the_write_readable_and_its_last_change_as_an
     from pathlib import Path
 
     from tests.test_rollback import fake_failed_write
-    from timeline import instant_time_of
+    from timeline.instant import instant_time_of
 
     table = console_table("sample_table/cow/v9_txns_simple_nometa")
     failed = instant_time_of(datetime.now(UTC) - timedelta(hours=3, minutes=5), "LOCAL")

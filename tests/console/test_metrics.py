@@ -20,7 +20,8 @@ from console.models import CleanPlan, Instant, Job, JobStatus, PlanStatus, Table
 from console.settings import metrics_allow, webhook_urls
 from tests.console.conftest import login
 from tests.console.retention import SHORT_RETENTION
-from timeline import HudiTable, moment_of
+from timeline import HudiTable
+from timeline.instant import moment_of
 
 pytestmark = pytest.mark.django_db
 

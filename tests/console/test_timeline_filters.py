@@ -14,7 +14,7 @@ from django.urls import reverse
 from console import selectors, services
 from console.models import Instant, Table
 from tests.console.conftest import login, person
-from timeline import moment_of
+from timeline.instant import moment_of
 
 pytestmark = pytest.mark.django_db
 

@@ -12,10 +12,11 @@ import pytest
 from tests.conftest import FIXTURE_IDS
 from tests.lakes import Lake, huge_commit, huge_file_id
 from tests.memory import peak_growth
-from timeline import CommitMetadata, InstantSummary, metadata
+from timeline import InstantSummary, metadata
 from timeline.exceptions import CorruptInstantError
 from timeline.instant import Instant, State
 from timeline.metadata import avro
+from timeline.metadata.records import CommitMetadata
 from timeline.storage import MemoryStorage
 from timeline.table import HudiTable, check_state_file_at
 
