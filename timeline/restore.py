@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from timeline import transition
+from timeline.config import MDT_PARTITIONS, MDT_PARTITIONS_INFLIGHT, update_config
 from timeline.exceptions import CleanlineError
 from timeline.instant import (
     CLUSTERING,
@@ -22,12 +23,18 @@ from timeline.instant import (
     State,
 )
 from timeline.mdt import guard_metadata_table
-from timeline.mdt.reader import MetadataTable, metadata_table
+from timeline.mdt.reader import METADATA_FOLDER, MetadataTable, metadata_table
 from timeline.mdt.writer import (
+    DELTACOMMIT,
+    RESTORE_SUFFIX,
+    MetadataTableUnsupported,
     check_restorable,
+    check_supported,
     dropped_on_restore,
+    is_v6,
     restore_deletes_metadata_table,
-    restore_metadata_table,
+    sync_updates,
+    write_update,
 )
 from timeline.metadata.records import InstantRef, RestoreMetadata, RestorePlan, RollbackMetadata, SavepointMetadata
 from timeline.rollback import (
@@ -295,3 +302,50 @@ def _roll_back_for_restore(table: HudiTable, entry: InstantRef) -> RollbackMetad
         rollback_instant = transition.request(table, ROLLBACK, plan.to_raw())
     transition.start(table, rollback_instant)
     return execute_rollback_plan(table, rollback_instant.requested_time, plan, target)
+
+
+# The metadata table's part of a restore: `restore_to` run on the MDT as a table (this module
+# stands above timeline/mdt/writer.py, which writes the MDT's records and knows no restore).
+
+def restore_metadata_table(mdt: MetadataTable, savepoint_time: str, restore_time: str) -> Instant | None:
+    """The metadata table's part of a restore (`BaseActionExecutor.writeTableMetadata` for a
+    HoodieRestoreMetadata), before the data table's restore completes: the partitions Hudi does
+    not keep on restore are deleted (`dropIndexOnRestore`: bloom filters, partition stats,
+    secondary and expression indexes; Hudi keeps a backup copy, Cleanline deletes them), the MDT
+    is restored to the savepoint's instant (its later instants rolled back,
+    `restoreToInstant`), then a deltacommit at a new time brings the `files` partition to what
+    storage holds (`fetchOutofSyncFilesRecordsFromMetadataTable`, `convertMissingPartitionRecords`)
+    with column-stats deletions for files gone. Table version 6 (0.14/0.15): no partition is
+    deleted, the MDT's later deltacommits are rolled back with command blocks, and the sync
+    deltacommit (files only) is at a new time + "003" (`createRestoreTimestamp`). Returns that
+    deltacommit."""
+    check_supported(mdt)
+    data = mdt.table
+    config = data.config
+    dropped = dropped_on_restore(mdt)
+    transition.fence(data)  # the partitions dropped and the MDT restored only while the table's lock is ours
+    if dropped:  # the table's config first (setMetadataPartitionState), then the folders
+        update_config(data.storage, data.base, {
+            MDT_PARTITIONS: ",".join(p for p in config.metadata_partitions if p not in dropped),
+            MDT_PARTITIONS_INFLIGHT: ",".join(p for p in config.metadata_partitions_inflight if p not in dropped)})
+        data.reload()
+    for partition in dropped:
+        data.storage.delete_dir(data.containment.meta_path(METADATA_FOLDER, partition))
+    table = mdt.mdt.reload()
+    point = table.timeline.completed().find(savepoint_time)
+    if point is None:
+        raise MetadataTableUnsupported(f"{data.uri}: the metadata table has no completed instant {savepoint_time}")
+    def after_point(i: Instant) -> bool:  # v6: by requested time (completion times are file mtimes there)
+        if is_v6(mdt):
+            return i.requested_time > savepoint_time
+        return (i.completion_time or "") > (point.completion_time or savepoint_time)
+
+    later = [i for i in table.timeline if i.action in (DELTACOMMIT, "commit", "compaction", "logcompaction")
+             and i.requested_time != savepoint_time and (i.is_pending or after_point(i))]
+    if later or table.timeline.restores().pending():
+        restore_to(table, point)
+    mdt.reload()
+    sync_time = table.new_instant_time(after=restore_time)
+    if is_v6(mdt):  # createRestoreTimestamp: a time no data-table instant has, valid by its suffix
+        sync_time += RESTORE_SUFFIX
+    return write_update(mdt, sync_time, sync_updates(mdt))

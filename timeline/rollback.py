@@ -21,8 +21,17 @@ from timeline.instant import (
     State,
 )
 from timeline.logformat import command_block
-from timeline.mdt.reader import metadata_table
-from timeline.mdt.writer import check_metadata_rollback, rollback_in_metadata_table
+from timeline.mdt.reader import MetadataTable, metadata_table
+from timeline.mdt.writer import (
+    DELTACOMMIT,
+    ROLLBACK_SUFFIX,
+    check_metadata_rollback,
+    check_supported,
+    is_v6,
+    roll_back_pending,
+    rollback_updates_v6,
+    write_update,
+)
 from timeline.metadata.records import (
     CommitMetadata,
     InstantRef,
@@ -479,3 +488,86 @@ def preview_failed_write(table: HudiTable, requested_time: str, *, now_ms: int |
             return plan_rollback(table, instant)
     raise RollbackRefused(f"{table.uri}: {requested_time} is not a failed write under the table's failed-writes "
                           "policy (completed writes are undone by a restore to a savepoint)")
+
+
+# The metadata table's part of a rollback: the machinery above, run on the MDT as a table (this
+# module stands above timeline/mdt/writer.py, which writes the MDT's records and knows no rollback).
+
+def rollback_in_metadata_table(mdt: MetadataTable, target_time: str, rollback_time: str,
+                               partitions: Mapping[str, RollbackPartitionMetadata] | None = None) -> Instant | None:
+    """`HoodieBackedTableMetadataWriter.update(HoodieRollbackMetadata)`, run before the data
+    table's instant files are deleted (`BaseRollbackActionExecutor.finishRollback`): without
+    them an MDT deltacommit would count as valid again.
+
+    Table versions 8 and 9: the MDT deltacommit of the rolled-back instant (completed or
+    pending) is itself rolled back, at the data-table rollback's time, by a listing-based
+    rollback of the MDT (every MDT file written at that time goes, then its state files;
+    `R.rollback` on the MDT timeline). No records are written: every MDT partition reverts at
+    once. Nothing to do when the MDT never saw the instant; a completed MDT rollback at that
+    time (a re-run) is returned as it is.
+
+    Table version 6 (`rollback_in_metadata_table_v6`): a deltacommit at the rollback's time
+    lists the log files the rollback leaves, then the completed MDT deltacommit of the
+    rolled-back instant is rolled back at `R + "006"` with rollback command blocks."""
+    check_supported(mdt)
+    if is_v6(mdt):
+        return rollback_in_metadata_table_v6(mdt, target_time, rollback_time, partitions or {})
+    table = mdt.mdt.reload()
+    done = [i for i in table.timeline.rollbacks().completed() if i.requested_time == rollback_time]
+    if done:
+        return done[0]
+    target = next((i for i in table.timeline if i.requested_time == target_time and i.action == DELTACOMMIT), None)
+    existing = pending_rollback_of(table, target_time)
+    if target is None and existing is None:
+        return None
+    if target is None:  # a crashed run removed its state files already: finish that rollback
+        target = Instant(target_time, DELTACOMMIT, State.INFLIGHT)
+    check_metadata_rollback(mdt, target_time)
+    if existing is not None:
+        rollback_instant, plan = existing
+    else:
+        plan = plan_rollback(table, target).plan
+        rollback_instant = Instant(rollback_time, ROLLBACK, State.REQUESTED)
+        transition.write_state(table, rollback_instant, plan.to_raw())
+    transition.start(table, rollback_instant)
+    content = execute_rollback_plan(table, rollback_instant.requested_time, plan, target)
+    return transition.complete(table, rollback_instant, content.to_raw())
+
+
+def rollback_in_metadata_table_v6(mdt: MetadataTable, target_time: str, rollback_time: str,
+                                  partitions: Mapping[str, RollbackPartitionMetadata]) -> Instant | None:
+    """0.14/0.15 `update(HoodieRollbackMetadata)`: `validateRollback`; a deltacommit at the
+    rollback's time R with `rollback_updates_v6` (written even when empty, as `processAndCommit`
+    does); then, when the MDT holds a *completed* deltacommit of the rolled-back instant since
+    its last compaction, `rollback(target, R + "006")` on the MDT: a merge-on-read rollback on
+    table version 6 appends ROLLBACK command blocks to the file groups it wrote. A pending MDT
+    deltacommit of the instant is not rolled back there (Hudi leaves it to the MDT's
+    `rollbackFailedWrites`): Cleanline removes it first, as that would. Each step is skipped
+    when a re-run finds it done. Returns the MDT rollback, or the deltacommit when there was
+    nothing to roll back."""
+    check_metadata_rollback(mdt, target_time)
+    table = mdt.mdt.reload()
+    mdt_rollback_time = rollback_time + ROLLBACK_SUFFIX
+    done = [i for i in table.timeline.rollbacks().completed() if i.requested_time == mdt_rollback_time]
+    if done:
+        return done[0]
+    target = next((i for i in table.timeline if i.requested_time == target_time and i.action == DELTACOMMIT), None)
+    if target is not None and target.is_pending and pending_rollback_of(table, target_time) is None:
+        roll_back_pending(mdt, target_time)
+        target = None
+    written = write_update(mdt, rollback_time, rollback_updates_v6(partitions))
+    table.reload()
+    existing = pending_rollback_of(table, target_time)
+    if existing is not None:
+        rollback_instant, plan = existing
+    elif target is not None and target.is_completed:
+        plan = plan_rollback(table, target).plan
+        rollback_instant = Instant(mdt_rollback_time, ROLLBACK, State.REQUESTED)
+        transition.write_state(table, rollback_instant, plan.to_raw())
+    else:
+        return written
+    transition.start(table, rollback_instant)
+    if target is None:
+        target = Instant(target_time, DELTACOMMIT, State.COMPLETED)
+    content = execute_rollback_plan(table, rollback_instant.requested_time, plan, target)
+    return transition.complete(table, rollback_instant, content.to_raw())

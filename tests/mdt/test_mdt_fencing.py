@@ -16,7 +16,8 @@ from timeline import CleanConfig, HudiTable
 from timeline.clean.executor import run_pending_cleans
 from timeline.locks import STORAGE_BASED_LOCK_PROVIDER, LockLost
 from timeline.mdt.reader import MetadataTable
-from timeline.mdt.writer import restore_metadata_table, rollback_in_metadata_table
+from timeline.restore import restore_metadata_table
+from timeline.rollback import rollback_in_metadata_table
 from timeline.transactions import Transactions
 
 V9_WITH_MDT = "sample_table/cow/v9_txns_simple_meta"

@@ -38,7 +38,7 @@ from timeline.exceptions import CleanlineError
 from timeline.files import PARTITION_METADATA_FILES, is_base_file_name, log_file_name, parse_log_file
 from timeline.fsview import FileSlice
 from timeline.hfile import read_hfile, write_hfile
-from timeline.instant import ROLLBACK, Instant, State
+from timeline.instant import Instant, State
 from timeline.logformat import BlockType, DeleteRecord, HeaderKey, encode_block, encode_delete_records, read_blocks
 from timeline.mdt.reader import FILES, METADATA_FOLDER, SCHEMA_INFO_KEY, MetadataTable
 from timeline.metadata.mdt_payload import (
@@ -227,7 +227,7 @@ def _schema_of(mdt: MetadataTable, partition: str) -> str:
                                    "explicitly (cleanline mdt drop; Hudi writers rebuild it)")
 
 
-def _roll_back_pending(mdt: MetadataTable, instant_time: str) -> None:
+def roll_back_pending(mdt: MetadataTable, instant_time: str) -> None:
     """Remove what a pending MDT deltacommit at `instant_time` wrote (its log files in every
     MDT partition, then its state files): `rollbackFailedWrites` for a write that never
     completed, whose files no reader merges. Its log files: on table versions 8 and 9 those
@@ -274,7 +274,7 @@ def write_update(mdt: MetadataTable, instant_time: str, updates: Sequence[MdtUpd
     if any(i.state is State.COMPLETED for i in existing):
         return next(i for i in existing if i.state is State.COMPLETED)
     if existing:
-        _roll_back_pending(mdt, instant_time)
+        roll_back_pending(mdt, instant_time)
     allowed = {*mdt.table.config.metadata_partitions, *mdt.table.config.metadata_partitions_inflight}
     updates = [u for u in updates if u.partition in allowed]
     requested = Instant(instant_time, DELTACOMMIT, State.REQUESTED)
@@ -340,94 +340,6 @@ def _write_log(mdt: MetadataTable, partition: str, file_slice: FileSlice, instan
                       num_update_writes=len(records), total_write_bytes=len(blocks), partition_path=partition,
                       file_size_in_bytes=len(blocks), log_version=version, log_offset=0, base_file=base_file,
                       log_files=[name], runtime_stats=runtime_stats())
-
-
-def rollback_in_metadata_table(mdt: MetadataTable, target_time: str, rollback_time: str,
-                               partitions: Mapping[str, RollbackPartitionMetadata] | None = None) -> Instant | None:
-    """`HoodieBackedTableMetadataWriter.update(HoodieRollbackMetadata)`, run before the data
-    table's instant files are deleted (`BaseRollbackActionExecutor.finishRollback`): without
-    them an MDT deltacommit would count as valid again.
-
-    Table versions 8 and 9: the MDT deltacommit of the rolled-back instant (completed or
-    pending) is itself rolled back, at the data-table rollback's time, by a listing-based
-    rollback of the MDT (every MDT file written at that time goes, then its state files;
-    `R.rollback` on the MDT timeline). No records are written: every MDT partition reverts at
-    once. Nothing to do when the MDT never saw the instant; a completed MDT rollback at that
-    time (a re-run) is returned as it is.
-
-    Table version 6 (`rollback_in_metadata_table_v6`): a deltacommit at the rollback's time
-    lists the log files the rollback leaves, then the completed MDT deltacommit of the
-    rolled-back instant is rolled back at `R + "006"` with rollback command blocks."""
-    from timeline.rollback import (  # the rollback machinery, on the MDT as a table (it imports this package)
-        execute_rollback_plan,
-        pending_rollback_of,
-        plan_rollback,
-    )
-
-    check_supported(mdt)
-    if is_v6(mdt):
-        return rollback_in_metadata_table_v6(mdt, target_time, rollback_time, partitions or {})
-    table = mdt.mdt.reload()
-    done = [i for i in table.timeline.rollbacks().completed() if i.requested_time == rollback_time]
-    if done:
-        return done[0]
-    target = next((i for i in table.timeline if i.requested_time == target_time and i.action == DELTACOMMIT), None)
-    existing = pending_rollback_of(table, target_time)
-    if target is None and existing is None:
-        return None
-    if target is None:  # a crashed run removed its state files already: finish that rollback
-        target = Instant(target_time, DELTACOMMIT, State.INFLIGHT)
-    check_metadata_rollback(mdt, target_time)
-    if existing is not None:
-        rollback_instant, plan = existing
-    else:
-        plan = plan_rollback(table, target).plan
-        rollback_instant = Instant(rollback_time, ROLLBACK, State.REQUESTED)
-        transition.write_state(table, rollback_instant, plan.to_raw())
-    transition.start(table, rollback_instant)
-    content = execute_rollback_plan(table, rollback_instant.requested_time, plan, target)
-    return transition.complete(table, rollback_instant, content.to_raw())
-
-
-def rollback_in_metadata_table_v6(mdt: MetadataTable, target_time: str, rollback_time: str,
-                                  partitions: Mapping[str, RollbackPartitionMetadata]) -> Instant | None:
-    """0.14/0.15 `update(HoodieRollbackMetadata)`: `validateRollback`; a deltacommit at the
-    rollback's time R with `rollback_updates_v6` (written even when empty, as `processAndCommit`
-    does); then, when the MDT holds a *completed* deltacommit of the rolled-back instant since
-    its last compaction, `rollback(target, R + "006")` on the MDT: a merge-on-read rollback on
-    table version 6 appends ROLLBACK command blocks to the file groups it wrote. A pending MDT
-    deltacommit of the instant is not rolled back there (Hudi leaves it to the MDT's
-    `rollbackFailedWrites`): Cleanline removes it first, as that would. Each step is skipped
-    when a re-run finds it done. Returns the MDT rollback, or the deltacommit when there was
-    nothing to roll back."""
-    from timeline.rollback import execute_rollback_plan, pending_rollback_of, plan_rollback
-
-    check_metadata_rollback(mdt, target_time)
-    table = mdt.mdt.reload()
-    mdt_rollback_time = rollback_time + ROLLBACK_SUFFIX
-    done = [i for i in table.timeline.rollbacks().completed() if i.requested_time == mdt_rollback_time]
-    if done:
-        return done[0]
-    target = next((i for i in table.timeline if i.requested_time == target_time and i.action == DELTACOMMIT), None)
-    if target is not None and target.is_pending and pending_rollback_of(table, target_time) is None:
-        _roll_back_pending(mdt, target_time)
-        target = None
-    written = write_update(mdt, rollback_time, rollback_updates_v6(partitions))
-    table.reload()
-    existing = pending_rollback_of(table, target_time)
-    if existing is not None:
-        rollback_instant, plan = existing
-    elif target is not None and target.is_completed:
-        plan = plan_rollback(table, target).plan
-        rollback_instant = Instant(mdt_rollback_time, ROLLBACK, State.REQUESTED)
-        transition.write_state(table, rollback_instant, plan.to_raw())
-    else:
-        return written
-    transition.start(table, rollback_instant)
-    if target is None:
-        target = Instant(target_time, DELTACOMMIT, State.COMPLETED)
-    content = execute_rollback_plan(table, rollback_instant.requested_time, plan, target)
-    return transition.complete(table, rollback_instant, content.to_raw())
 
 
 def check_metadata_rollback(mdt: MetadataTable, target_time: str) -> None:
@@ -506,54 +418,7 @@ def check_restorable(mdt: MetadataTable, savepoint_time: str) -> None:
                 "Hudi cannot restore the metadata table either (delete it and retry): cleanline mdt drop")
 
 
-def restore_metadata_table(mdt: MetadataTable, savepoint_time: str, restore_time: str) -> Instant | None:
-    """The metadata table's part of a restore (`BaseActionExecutor.writeTableMetadata` for a
-    HoodieRestoreMetadata), before the data table's restore completes: the partitions Hudi does
-    not keep on restore are deleted (`dropIndexOnRestore`: bloom filters, partition stats,
-    secondary and expression indexes; Hudi keeps a backup copy, Cleanline deletes them), the MDT
-    is restored to the savepoint's instant (its later instants rolled back,
-    `restoreToInstant`), then a deltacommit at a new time brings the `files` partition to what
-    storage holds (`fetchOutofSyncFilesRecordsFromMetadataTable`, `convertMissingPartitionRecords`)
-    with column-stats deletions for files gone. Table version 6 (0.14/0.15): no partition is
-    deleted, the MDT's later deltacommits are rolled back with command blocks, and the sync
-    deltacommit (files only) is at a new time + "003" (`createRestoreTimestamp`). Returns that
-    deltacommit."""
-    from timeline.config import MDT_PARTITIONS, MDT_PARTITIONS_INFLIGHT, update_config
-    from timeline.restore import restore_to  # the restore machinery, on the MDT as a table (it imports this module)
-
-    check_supported(mdt)
-    data = mdt.table
-    config = data.config
-    dropped = dropped_on_restore(mdt)
-    transition.fence(data)  # the partitions dropped and the MDT restored only while the table's lock is ours
-    if dropped:  # the table's config first (setMetadataPartitionState), then the folders
-        update_config(data.storage, data.base, {
-            MDT_PARTITIONS: ",".join(p for p in config.metadata_partitions if p not in dropped),
-            MDT_PARTITIONS_INFLIGHT: ",".join(p for p in config.metadata_partitions_inflight if p not in dropped)})
-        data.reload()
-    for partition in dropped:
-        data.storage.delete_dir(data.containment.meta_path(METADATA_FOLDER, partition))
-    table = mdt.mdt.reload()
-    point = table.timeline.completed().find(savepoint_time)
-    if point is None:
-        raise MetadataTableUnsupported(f"{data.uri}: the metadata table has no completed instant {savepoint_time}")
-    def after_point(i: Instant) -> bool:  # v6: by requested time (completion times are file mtimes there)
-        if is_v6(mdt):
-            return i.requested_time > savepoint_time
-        return (i.completion_time or "") > (point.completion_time or savepoint_time)
-
-    later = [i for i in table.timeline if i.action in (DELTACOMMIT, "commit", "compaction", "logcompaction")
-             and i.requested_time != savepoint_time and (i.is_pending or after_point(i))]
-    if later or table.timeline.restores().pending():
-        restore_to(table, point)
-    mdt.reload()
-    sync_time = table.new_instant_time(after=restore_time)
-    if is_v6(mdt):  # createRestoreTimestamp: a time no data-table instant has, valid by its suffix
-        sync_time += RESTORE_SUFFIX
-    return write_update(mdt, sync_time, _sync_updates(mdt))
-
-
-def _sync_updates(mdt: MetadataTable) -> list[MdtUpdate]:
+def sync_updates(mdt: MetadataTable) -> list[MdtUpdate]:
     """What makes the `files` partition list what storage holds, and the column-stats
     deletions of files no longer there."""
     listed = mdt.files()
@@ -612,5 +477,5 @@ def update_for_clean(mdt: MetadataTable, instant_time: str, metadata: CleanMetad
 
 __all__ = ["CLEAN_PARTITIONS", "KEPT_ON_RESTORE", "MdtUpdate", "MetadataTableUnsupported", "check_metadata_rollback",
            "check_restorable", "check_writable", "clean_updates", "dropped_on_restore", "file_group_index", "is_v6",
-           "restore_deletes_metadata_table", "restore_metadata_table", "rollback_in_metadata_table",
-           "rollback_updates_v6", "update_for_clean", "write_update"]
+           "restore_deletes_metadata_table", "roll_back_pending", "rollback_updates_v6", "sync_updates",
+           "update_for_clean", "write_update"]
