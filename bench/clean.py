@@ -108,11 +108,11 @@ from bench.common import (  # noqa: E402
     timed,
     write_versions,
 )
+from timeline import HudiTable  # noqa: E402
 from timeline.clean.config import CleanConfig  # noqa: E402
 from timeline.clean.executor import run_pending_cleans  # noqa: E402
 from timeline.clean.planner import CleanPlan, plan_clean  # noqa: E402
 from timeline.instant import format_instant_time, parse_instant_time  # noqa: E402
-from timeline.table import HudiTable  # noqa: E402
 
 SECTION_BEGIN = "<!-- bench/clean.py: begin -->"
 SECTION_END = "<!-- bench/clean.py: end -->"
@@ -169,7 +169,7 @@ import json, sys, time, tracemalloc
 sys.path.insert(0, {str(ROOT)!r})
 from timeline.clean.config import CleanConfig
 from timeline.clean.planner import plan_clean
-from timeline.table import HudiTable
+from timeline import HudiTable
 
 def peak_rss_kib():
     with open("/proc/self/status") as status:

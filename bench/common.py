@@ -35,14 +35,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from timeline import metadata
+from timeline import HudiTable, metadata
 from timeline.clean.config import CleanConfig
 from timeline.clean.executor import schedule_clean
 from timeline.clean.planner import CleanPlan, plan_clean
 from timeline.instant import CLEAN, Instant, State, format_instant_time
 from timeline.spark.writer.create import create_table
 from timeline.storage import storage_for
-from timeline.table import HudiTable
 
 RESULTS_FILE = Path(__file__).with_name("RESULTS.md")
 START = dt.datetime(2026, 1, 1)

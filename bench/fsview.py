@@ -77,9 +77,8 @@ from bench.common import (  # noqa: E402
     write_instant,
     write_partition_metadata,
 )
-from timeline import metadata  # noqa: E402
+from timeline import HudiTable, metadata  # noqa: E402
 from timeline.instant import State  # noqa: E402
-from timeline.table import HudiTable  # noqa: E402
 
 SECTION_BEGIN = "<!-- bench/fsview.py: begin -->"
 SECTION_END = "<!-- bench/fsview.py: end -->"

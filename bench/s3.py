@@ -80,6 +80,7 @@ from bench.common import (  # noqa: E402
     timed,
 )
 from tests.s3 import S3Server, offline_aws_environment  # noqa: E402 - the tests' moto server
+from timeline import HudiTable  # noqa: E402
 from timeline.clean.executor import (  # noqa: E402
     begin_clean,
     delete_targets,
@@ -89,7 +90,6 @@ from timeline.clean.executor import (  # noqa: E402
 )
 from timeline.instant import Instant, State  # noqa: E402
 from timeline.storage.arrow import ArrowStorage  # noqa: E402
-from timeline.table import HudiTable  # noqa: E402
 
 SECTION_BEGIN = "<!-- bench/s3.py: begin -->"
 SECTION_END = "<!-- bench/s3.py: end -->"

@@ -72,10 +72,10 @@ from bench.common import (  # noqa: E402
 )
 from console import services  # noqa: E402
 from tests.spark_cluster import StandaloneCluster  # noqa: E402
+from timeline import HudiTable  # noqa: E402
 from timeline.clean.config import CleanConfig  # noqa: E402
 from timeline.clean.executor import schedule_clean  # noqa: E402
 from timeline.clean.store import StoredPlan  # noqa: E402
-from timeline.table import HudiTable  # noqa: E402
 
 SECTION_BEGIN = "<!-- bench/scale.py: begin -->"
 SECTION_END = "<!-- bench/scale.py: end -->"
@@ -144,7 +144,7 @@ LOCAL = """
 import json, sys, time
 from timeline.clean.config import CleanConfig
 from timeline.clean.store import plan_clean_stored
-from timeline.table import HudiTable
+from timeline import HudiTable
 began = time.perf_counter()
 plan = plan_clean_stored(HudiTable.open(sys.argv[1]), CleanConfig(commits_retained=3), sys.argv[2])
 print(json.dumps({"seconds": time.perf_counter() - began, "files": plan.files,

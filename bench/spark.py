@@ -89,6 +89,7 @@ from bench.common import (  # noqa: E402
     target_text,
     timed,
 )
+from timeline import HudiTable  # noqa: E402
 from timeline.clean.executor import (  # noqa: E402
     CleanResult,
     run_pending_cleans,
@@ -100,7 +101,6 @@ from timeline.spark.clean import (  # noqa: E402
 )
 from timeline.spark.session import spark_session  # noqa: E402
 from timeline.spark.writer import write  # noqa: E402
-from timeline.table import HudiTable  # noqa: E402
 
 SECTION_BEGIN = "<!-- bench/spark.py: begin -->"
 SECTION_END = "<!-- bench/spark.py: end -->"

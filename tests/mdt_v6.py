@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from timeline import transition
+from timeline import HudiTable, transition
 from timeline.config import MDT_PARTITIONS, update_config
 from timeline.files import log_file_name
 from timeline.instant import Instant, State
@@ -27,7 +27,6 @@ from timeline.mdt.writer import MdtUpdate, write_update
 from timeline.metadata.mdt_payload import files_record, partition_identifier, partition_list_record
 from timeline.metadata.records import CommitMetadata
 from timeline.spark.writer.create import create_table
-from timeline.table import HudiTable
 
 INIT = "00000000000000010"
 FILE_ID = "files-0000-0"

@@ -10,13 +10,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.lakes import Lake
+from timeline import HudiTable
 from timeline.archive import load_archived_timeline
 from timeline.exceptions import CorruptInstantError
 from timeline.instant import State
 from timeline.logformat import avro_data_block, command_block
 from timeline.metadata import avro
 from timeline.storage import MemoryStorage
-from timeline.table import HudiTable
 
 
 def entry(time: str, action: str, state: str, transition: str | None = None) -> dict:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from tests.lakes import Lake
+from timeline import HudiTable
 from timeline.instant import Instant, State
 from timeline.storage import MemoryStorage
-from timeline.table import HudiTable
 
 T1, T2, T3, T4, T5 = (f"2026110100000{i}000" for i in range(1, 6))
 P = "city=sf"

@@ -9,7 +9,7 @@ import hudi
 import pytest
 
 from tests.conftest import FIXTURE_IDS
-from timeline.table import HudiTable
+from timeline import HudiTable
 
 Slice = tuple[str, str, str, str | None, tuple[str, ...]]
 

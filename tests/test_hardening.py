@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.lakes import Lake
+from timeline import HudiTable
 from timeline.clean.config import CleanConfig, CleanPolicy
 from timeline.clean.executor import CleanRefused, run_pending_cleans, schedule_clean
 from timeline.clean.planner import plan_clean
@@ -29,7 +30,6 @@ from timeline.rollback import (
 from timeline.savepoint import SavepointRefused, create_savepoint
 from timeline.storage import OutsideTableError, UnsupportedLocationError, parse_location, within_roots
 from timeline.storage.arrow import LocalStorage
-from timeline.table import HudiTable
 
 T = [f"2026110100{i:02d}00000" for i in range(20)]
 P = "city=sf"

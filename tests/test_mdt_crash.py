@@ -12,11 +12,11 @@ import pytest
 
 from tests.clean.test_fixture_cleans import rows
 from tests.conftest import FIXTURES, unzip_table
+from timeline import HudiTable
 from timeline.clean.config import CleanConfig
 from timeline.clean.executor import run_pending_cleans, schedule_clean
 from timeline.clean.planner import plan_clean
 from timeline.mdt.reader import MetadataTable
-from timeline.table import HudiTable
 
 TABLE = "sample_table/mor/avro/v9_txns_simple_meta"
 # Runs the pending clean and kills its own process (SIGKILL, no clean-up) at one point:
@@ -29,7 +29,7 @@ import os, signal, sys
 from timeline import transition
 from timeline.storage.arrow import LocalStorage
 from timeline.clean.executor import run_pending_cleans
-from timeline.table import HudiTable
+from timeline import HudiTable
 point = sys.argv[2]
 real_complete, real_write = transition.complete, LocalStorage.write
 def complete(table, instant, content, **kw):

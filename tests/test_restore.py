@@ -7,13 +7,13 @@ from pathlib import Path
 import pytest
 
 from tests.clean.test_fixture_cleans import retained_files, rows
+from timeline import HudiTable
 from timeline.clean.config import CleanConfig, CleanPolicy
 from timeline.clean.executor import run_pending_cleans, schedule_clean
 from timeline.clean.planner import plan_clean
 from timeline.metadata import avro
 from timeline.restore import RestoreRefused, preview_restore, restore
 from timeline.savepoint import create_savepoint
-from timeline.table import HudiTable
 
 TABLES = [
     "sample_table/cow/v6_simplekeygen_nonhivestyle_overwritetable",

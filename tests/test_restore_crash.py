@@ -10,14 +10,14 @@ import pytest
 
 from tests.clean.test_fixture_cleans import rows
 from tests.conftest import FIXTURES, unzip_table
+from timeline import HudiTable
 from timeline.savepoint import create_savepoint
-from timeline.table import HudiTable
 
 TABLE = "sample_table/mor/avro/v9_txns_simple_nometa"
 KILLER = """
 import os, signal, sys, threading
 from timeline.storage.arrow import LocalStorage
-from timeline.table import HudiTable
+from timeline import HudiTable
 limit, count = int(sys.argv[3]), [0]
 real_delete = LocalStorage.delete
 def delete(self, path):

@@ -9,12 +9,12 @@ import pytest
 
 from tests.clean.test_fixture_cleans import rows
 from tests.lakes import Lake
+from timeline import HudiTable
 from timeline.instant import State
 from timeline.metadata import avro
 from timeline.rollback import RollbackRefused, failed_writes, plan_rollback, rollback, rollback_failed_writes
 from timeline.savepoint import create_savepoint
 from timeline.storage import MemoryStorage
-from timeline.table import HudiTable
 
 T = [f"2026110100{i:02d}00000" for i in range(20)]
 P = "city=sf"

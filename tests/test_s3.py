@@ -24,7 +24,7 @@ import pytest
 from tests import test_storage
 from tests.lakes import Lake
 from tests.s3 import REGION, FaultyProxy, S3Server
-from timeline import CleanlineError
+from timeline import CleanlineError, HudiTable
 from timeline.clean.config import CleanConfig
 from timeline.clean.executor import FileStatus, run_pending_cleans, schedule_clean
 from timeline.clean.planner import plan_clean
@@ -38,7 +38,6 @@ from timeline.savepoint import create_savepoint, list_savepoints
 from timeline.storage import OutsideTableError, S3ConfigError, configure_s3, parse_s3_roots, storage_for
 from timeline.storage.arrow import LocalStorage
 from timeline.storage.s3 import S3Settings, S3Storage, s3_settings_for
-from timeline.table import HudiTable
 
 CLEANLINE = Path(sys.executable).with_name("cleanline")
 V6_COW = "sample_table/cow/v6_complexkeygen_hivestyle"        # nested partitions byteField=/shortField=

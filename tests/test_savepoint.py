@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.lakes import Lake
+from timeline import HudiTable
 from timeline.clean.config import CleanConfig, CleanPolicy
 from timeline.clean.executor import run_pending_cleans, schedule_clean
 from timeline.clean.planner import plan_clean
@@ -18,7 +19,6 @@ from timeline.savepoint import (
     savepoint_candidates,
 )
 from timeline.storage import MemoryStorage
-from timeline.table import HudiTable
 
 T = [f"2026110100{i:02d}00000" for i in range(20)]
 P, Q = "city=sf", "city=nyc"

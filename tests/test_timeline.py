@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FIXTURE_IDS
+from timeline import HudiTable
 from timeline.config import TableConfig
 from timeline.instant import Instant, State, parse_file_name
 from timeline.storage import MemoryStorage
-from timeline.table import HudiTable
 from timeline.timeline import Timeline, load_active_timeline
 
 

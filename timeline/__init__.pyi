@@ -8,6 +8,7 @@ from .clean.retention import RetentionTooShort
 from .config import TableConfig
 from .exceptions import CleanlineError, CorruptInstantError, NotAHudiTableError, StorageError
 from .fsview import FileGroup, FileSlice, FileSystemView
+from .hudi_table import HudiTable
 from .inspect import Inspect, InstantSummary, SliceProtection, StateFile
 from .instant import Instant, State
 from .locks.live import LiveWriterUnlocked
@@ -18,7 +19,6 @@ from .restore import RestorePreview, RestoreRefused, RestoreVerification
 from .rollback import FailedWrite, RollbackPreview, RollbackRefused
 from .savepoint import SavepointInfo, SavepointRefused
 from .storage import OutsideTableError
-from .table import HudiTable
 from .timeline import Timeline
 
 __version__: str

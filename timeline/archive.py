@@ -17,14 +17,14 @@ from timeline.storage import Storage
 from timeline.timeline import Timeline
 
 if TYPE_CHECKING:
-    from timeline.table import HudiTable
+    from timeline.table import Table
 
 _ARCHIVE_FILE = re.compile(r"^\.commits_\.archive\.([0-9]+)", re.ASCII)
 _STATES = {"REQUESTED": State.REQUESTED, "INFLIGHT": State.INFLIGHT, "COMPLETED": State.COMPLETED}
 VERSION_FILE = "_version_"
 
 
-def load_archived_timeline(table: HudiTable) -> Timeline:
+def load_archived_timeline(table: Table) -> Timeline:
     """Every archived instant (at its highest archived state), oldest first."""
     folder = table.path(table.config.archive_folder)
     if not table.storage.exists(folder):

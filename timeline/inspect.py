@@ -25,7 +25,7 @@ from timeline.savepoint import SavepointInfo, list_savepoints, savepoint_candida
 from timeline.timeline import Timeline
 
 if TYPE_CHECKING:
-    from timeline.table import HudiTable
+    from timeline.table import Table
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +94,7 @@ class InstantSummary:
 class Inspect:
     """Read-only questions about one table."""
 
-    def __init__(self, table: HudiTable) -> None:
+    def __init__(self, table: Table) -> None:
         self.table = table
 
     def instants(self) -> Timeline:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from timeline.locks.live import LockDecision
     from timeline.restore import RestoreVerification
     from timeline.rollback import RollbackPreview
-    from timeline.table import HudiTable
+    from timeline.table import Table
 
 # The modules of the other actions are imported by the methods that use them: a command that
 # only plans (`cleanline clean plan`) does not load the executor, the plan store, restore or
@@ -42,7 +42,7 @@ class Maintenance:
     (the caller's explicit word that no writer runs). `decisions` lists, per state change,
     the lock taken or the override used (`LockDecision`), for the plan, job and audit row."""
 
-    def __init__(self, table: HudiTable, *, spark: Any = None, options: Mapping[str, str] | None = None,
+    def __init__(self, table: Table, *, spark: Any = None, options: Mapping[str, str] | None = None,
                  processes: int = 1, writers_stopped: bool = False) -> None:
         self.table = table
         self.spark = spark

@@ -46,7 +46,7 @@ from timeline.rollback import (
     pending_rollback_of,
     plan_rollback,
 )
-from timeline.table import HudiTable
+from timeline.table import Table
 
 RESTORE_PLAN_VERSION = 2
 RESTORE_METADATA_VERSION = 1
@@ -79,7 +79,7 @@ class RestorePreview:
         return totals
 
 
-def _instants_after(table: HudiTable, savepoint: Instant) -> list[Instant]:
+def _instants_after(table: Table, savepoint: Instant) -> list[Instant]:
     """RestorePlanActionExecutor: pending clusterings after the savepoint, newest first, then
     every other write after it (v6: by requested time; v8+: by completion time, pending ones
     first, compactions on merge-on-read compared by requested time)."""
@@ -107,7 +107,7 @@ def _instants_after(table: HudiTable, savepoint: Instant) -> list[Instant]:
     return clustering + pending + done
 
 
-def _check(table: HudiTable, savepoint_time: str) -> Instant:
+def _check(table: Table, savepoint_time: str) -> Instant:
     timeline = table.timeline
     savepoint = timeline.savepoints().completed().find(savepoint_time)
     if savepoint is None:
@@ -130,7 +130,7 @@ def _check(table: HudiTable, savepoint_time: str) -> Instant:
     return savepoint
 
 
-def _check_none_running(table: HudiTable, instants: list[Instant]) -> None:
+def _check_none_running(table: Table, instants: list[Instant]) -> None:
     """Cleanline's own rule: no restore while a write it would roll back is still being
     written (its heartbeat alive); Hudi's restore assumes no other writer is running."""
     for instant in instants:
@@ -140,7 +140,7 @@ def _check_none_running(table: HudiTable, instants: list[Instant]) -> None:
             raise RestoreRefused(f"{exc}; the restore would roll it back under its writer") from exc
 
 
-def savepoint_files(table: HudiTable, savepoint_time: str) -> set[tuple[str, str]]:
+def savepoint_files(table: Table, savepoint_time: str) -> set[tuple[str, str]]:
     """(partition, file name) of every file the completed savepoint holds."""
     savepoint = table.timeline.savepoints().completed().find(savepoint_time)
     if savepoint is None:
@@ -148,11 +148,11 @@ def savepoint_files(table: HudiTable, savepoint_time: str) -> set[tuple[str, str
     return set(table.read(savepoint, SavepointMetadata).file_names())
 
 
-def _present(table: HudiTable) -> set[tuple[str, str]]:
+def _present(table: Table) -> set[tuple[str, str]]:
     return {(p, s.name) for p, statuses in table.list_partitions().partitions.items() for s in statuses}
 
 
-def _check_savepoint_intact(table: HudiTable, savepoint_time: str) -> None:
+def _check_savepoint_intact(table: Table, savepoint_time: str) -> None:
     """Cleanline's own rule (Hudi does not check): a restore whose savepoint lost a file would
     leave the table unreadable as of the savepoint, so it is refused before anything changes."""
     missing = sorted(savepoint_files(table, savepoint_time) - _present(table))
@@ -177,7 +177,7 @@ class RestoreVerification:
         return not self.missing and not self.unexpected
 
 
-def verify_restore(table: HudiTable, savepoint_time: str) -> RestoreVerification:
+def verify_restore(table: Table, savepoint_time: str) -> RestoreVerification:
     table.reload()
     held = savepoint_files(table, savepoint_time)
     present = _present(table)
@@ -188,7 +188,7 @@ def verify_restore(table: HudiTable, savepoint_time: str) -> RestoreVerification
     return RestoreVerification(savepoint_time, tuple(missing), tuple(unexpected))
 
 
-def preview_restore(table: HudiTable, savepoint_time: str) -> RestorePreview:
+def preview_restore(table: Table, savepoint_time: str) -> RestorePreview:
     """What restoring to `savepoint_time` would roll back and delete; writes nothing."""
     table.reload()
     savepoint = _check(table, savepoint_time)
@@ -200,7 +200,7 @@ def preview_restore(table: HudiTable, savepoint_time: str) -> RestorePreview:
                           _metadata_table_fate(table, savepoint_time))
 
 
-def _metadata_table_fate(table: HudiTable, savepoint_time: str) -> str:
+def _metadata_table_fate(table: Table, savepoint_time: str) -> str:
     """What a restore does to the metadata table, for previews and refusals."""
     mdt = metadata_table(table)
     if mdt is None:
@@ -215,7 +215,7 @@ def _metadata_table_fate(table: HudiTable, savepoint_time: str) -> str:
             + (f"; its {', '.join(dropped)} partition(s) are deleted (Hudi rebuilds them)" if dropped else "") + ".")
 
 
-def _metadata_table_before_restore(table: HudiTable, savepoint_time: str) -> MetadataTable | None:
+def _metadata_table_before_restore(table: Table, savepoint_time: str) -> MetadataTable | None:
     """Delete the metadata table where Hudi does and return None; otherwise the metadata table
     to restore with the table (`timeline.mdt.writer`), after checking Hudi's preconditions."""
     mdt = metadata_table(table)
@@ -228,7 +228,7 @@ def _metadata_table_before_restore(table: HudiTable, savepoint_time: str) -> Met
     return mdt
 
 
-def restore(table: HudiTable, savepoint_time: str) -> Instant:
+def restore(table: Table, savepoint_time: str) -> Instant:
     """Restore the table to the savepoint: every later write is rolled back. A pending restore
     to the same savepoint is resumed."""
     table.reload()
@@ -242,7 +242,7 @@ def restore(table: HudiTable, savepoint_time: str) -> Instant:
         lambda restore_time: restore_metadata_table(mdt, savepoint_time, restore_time)))
 
 
-def restore_to(table: HudiTable, savepoint: Instant, *,
+def restore_to(table: Table, savepoint: Instant, *,
                after_rollbacks: Callable[[str], object] | None = None) -> Instant:
     """`BaseRestoreActionExecutor` on `table` (the data table, or its metadata table when the
     data table is restored): the restore plan of every write after `savepoint` (an instant of
@@ -285,7 +285,7 @@ def restore_to(table: HudiTable, savepoint: Instant, *,
     return done
 
 
-def _roll_back_for_restore(table: HudiTable, entry: InstantRef) -> RollbackMetadata | None:
+def _roll_back_for_restore(table: Table, entry: InstantRef) -> RollbackMetadata | None:
     """One planned rollback: resumed from its pending rollback instant when a crashed run left
     one, else planned now; never published as a completed rollback. None when the instant is
     already gone from the timeline (rolled back by an earlier run: its files went first)."""

@@ -42,7 +42,7 @@ from timeline.metadata.records import (
     RollbackRequest,
 )
 from timeline.storage import Storage
-from timeline.table import HudiTable
+from timeline.table import Table
 from timeline.timeline import WRITE_ACTIONS
 
 ROLLBACK_PLAN_VERSION = 1
@@ -75,7 +75,7 @@ class RollbackPreview:
 MULTI_WRITER_MODES = frozenset({"OPTIMISTIC_CONCURRENCY_CONTROL", "NON_BLOCKING_CONCURRENCY_CONTROL"})
 
 
-def failed_writes_policy(table: HudiTable) -> str:
+def failed_writes_policy(table: Table) -> str:
     """`hoodie.clean.failed.writes.policy` (old key `hoodie.cleaner.policy.failed.writes`),
     EAGER by default; LAZY whenever `hoodie.write.concurrency.mode` allows several writers
     (HoodieWriteConfig infers it: other writers' pending instants are alive until their
@@ -88,13 +88,13 @@ def failed_writes_policy(table: HudiTable) -> str:
             or "EAGER").upper()
 
 
-def _pending_writes(table: HudiTable) -> list[Instant]:
+def _pending_writes(table: Table) -> list[Instant]:
     """getInflightTimelineExcludeCompactionAndClustering, newest first."""
     pending = [i for i in table.timeline.pending() if i.action in ROLLBACKABLE and not is_clustering(table, i)]
     return sorted(pending, key=lambda i: i.sort_key, reverse=True)
 
 
-def failed_writes(table: HudiTable, *, now_ms: int | None = None) -> list[Instant]:
+def failed_writes(table: Table, *, now_ms: int | None = None) -> list[Instant]:
     """Pending commits, deltacommits and replacecommits that failed, newest first, as
     BaseHoodieTableServiceClient.getInstantsToRollback finds them: under EAGER (the default,
     one writer) every one of them (a writer starting up rolls back all others); under LAZY
@@ -113,7 +113,7 @@ def failed_writes(table: HudiTable, *, now_ms: int | None = None) -> list[Instan
     return [i for i in pending if not _heartbeat_alive(table, i, now_ms)]
 
 
-def live_writes(table: HudiTable, *, now_ms: int | None = None) -> list[tuple[Instant, int]]:
+def live_writes(table: Table, *, now_ms: int | None = None) -> list[tuple[Instant, int]]:
     """Pending writes whose heartbeat is alive, newest first, with the heartbeat's age in
     seconds: never rolled back, whatever the failed-writes policy."""
     now = int(time.time() * 1000) if now_ms is None else now_ms
@@ -121,14 +121,14 @@ def live_writes(table: HudiTable, *, now_ms: int | None = None) -> list[tuple[In
             if _heartbeat_alive(table, i, now_ms)]
 
 
-def check_not_running(table: HudiTable, instant: Instant, *, now_ms: int | None = None) -> None:
+def check_not_running(table: Table, instant: Instant, *, now_ms: int | None = None) -> None:
     """Refuse to roll back a pending write whose heartbeat is alive: its writer is running it."""
     if instant.is_pending and _heartbeat_alive(table, instant, now_ms):
         raise RollbackRefused(f"{table.uri}: {instant.action} {instant.requested_time} is still being written (its "
                               "heartbeat is alive); wait until its writer finishes or its heartbeat expires")
 
 
-def _heartbeat_alive(table: HudiTable, instant: Instant, now_ms: int | None) -> bool:
+def _heartbeat_alive(table: Table, instant: Instant, now_ms: int | None) -> bool:
     """HoodieHeartbeatClient.isHeartbeatExpired, negated: the heartbeat file was touched within
     interval x tolerable misses (60,000 ms x 2 by default); a missing one counts as expired."""
     props = table.config.props
@@ -139,14 +139,14 @@ def _heartbeat_alive(table: HudiTable, instant: Instant, now_ms: int | None) -> 
     return beat > 0 and now - beat <= interval * misses
 
 
-def _heartbeat_ms(table: HudiTable, instant: Instant) -> int:
+def _heartbeat_ms(table: Table, instant: Instant) -> int:
     try:
         return table.storage.status(table.path(".hoodie", ".heartbeat", instant.requested_time)).mtime_ms
     except FileNotFound:
         return 0  # a missing heartbeat counts as expired
 
 
-def is_clustering(table: HudiTable, instant: Instant) -> bool:
+def is_clustering(table: Table, instant: Instant) -> bool:
     if instant.action != REPLACE_COMMIT:
         return False
     if State.REQUESTED not in table.timeline.files_of(instant):
@@ -156,7 +156,7 @@ def is_clustering(table: HudiTable, instant: Instant) -> bool:
 
 # Planning
 
-def _instant_files(table: HudiTable, instant: Instant) -> dict[str, list[str]]:
+def _instant_files(table: Table, instant: Instant) -> dict[str, list[str]]:
     """Partition -> data file names that carry the instant's time (base files; v8 logs)."""
     t = instant.requested_time
     partitions = _write_metadata(table, instant).partitions
@@ -177,7 +177,7 @@ def _instant_files(table: HudiTable, instant: Instant) -> dict[str, list[str]]:
     return found
 
 
-def _write_metadata(table: HudiTable, instant: Instant) -> CommitMetadata:
+def _write_metadata(table: Table, instant: Instant) -> CommitMetadata:
     """The instant's commit metadata, or its inflight workload profile when pending."""
     for state in (State.COMPLETED, State.INFLIGHT):
         if state in table.timeline.files_of(instant) and (state is State.INFLIGHT or instant.is_completed):
@@ -188,7 +188,7 @@ def _write_metadata(table: HudiTable, instant: Instant) -> CommitMetadata:
     return CommitMetadata()
 
 
-def _marker_names(table: HudiTable, instant: Instant) -> list[str] | None:
+def _marker_names(table: Table, instant: Instant) -> list[str] | None:
     """Marker entries (`<partition>/<file>.marker.<TYPE>`) of an instant, or None without markers."""
     folder = table.path(".hoodie", ".temp", instant.requested_time)
     if not table.storage.exists(folder):
@@ -204,7 +204,7 @@ def _marker_names(table: HudiTable, instant: Instant) -> list[str] | None:
     return names
 
 
-def _v6_log_blocks(table: HudiTable, instant: Instant) -> dict[tuple[str, str], tuple[str, str]]:
+def _v6_log_blocks(table: Table, instant: Instant) -> dict[tuple[str, str], tuple[str, str]]:
     """v6 merge-on-read: (partition, file id) -> (base instant, log file name) of the log files
     the delta commit appended to, from its metadata (updates carry their log's path)."""
     updated: dict[tuple[str, str], tuple[str, str]] = {}
@@ -217,7 +217,7 @@ def _v6_log_blocks(table: HudiTable, instant: Instant) -> dict[tuple[str, str], 
     return updated
 
 
-def plan_rollback(table: HudiTable, instant: Instant, *, for_restore: bool = False) -> RollbackPreview:
+def plan_rollback(table: Table, instant: Instant, *, for_restore: bool = False) -> RollbackPreview:
     """The HoodieRollbackPlan for `instant` and what it would delete; writes nothing. Table
     services (compaction, log compaction, clustering) are rolled back only by a restore."""
     if instant.action not in (WRITE_ACTIONS if for_restore else ROLLBACKABLE):
@@ -268,7 +268,7 @@ def plan_rollback(table: HudiTable, instant: Instant, *, for_restore: bool = Fal
     return RollbackPreview(instant, plan, tuple(deletes), tuple(marks))
 
 
-def preview_of_plan(table: HudiTable, instant: Instant, plan: RollbackPlan) -> RollbackPreview:
+def preview_of_plan(table: Table, instant: Instant, plan: RollbackPlan) -> RollbackPreview:
     """What an existing rollback plan (a pending `.rollback.requested`) deletes, every path
     checked by the containment rule first (OutsideTableError names the first bad entry)."""
     containment = table.containment
@@ -283,7 +283,7 @@ def preview_of_plan(table: HudiTable, instant: Instant, plan: RollbackPlan) -> R
     return RollbackPreview(instant, plan, tuple(deletes), tuple(marks))
 
 
-def check_plan_paths(table: HudiTable, plan: RollbackPlan) -> None:
+def check_plan_paths(table: Table, plan: RollbackPlan) -> None:
     """The containment rule on every path a rollback plan names (no storage call per file)."""
     containment = table.containment
     for request in plan.requests:
@@ -291,14 +291,14 @@ def check_plan_paths(table: HudiTable, plan: RollbackPlan) -> None:
             containment.data_path(path)
 
 
-def _size_of(table: HudiTable, path: str) -> int:
+def _size_of(table: Table, path: str) -> int:
     try:
         return table.storage.status(path).size
     except CleanlineError:
         return 0
 
 
-def check_rollback_sequence(table: HudiTable, instant: Instant, *,
+def check_rollback_sequence(table: Table, instant: Instant, *,
                             newer_go_first: frozenset[str] = frozenset()) -> None:
     """BaseRollbackActionExecutor.validateRollbackCommitSequence, under the EAGER policy only:
     refused when a completed write follows the instant (unless the instant has a heartbeat
@@ -322,7 +322,7 @@ def check_rollback_sequence(table: HudiTable, instant: Instant, *,
 
 # Execution
 
-def execute_rollback_plan(table: HudiTable, rollback_time: str, plan: RollbackPlan,
+def execute_rollback_plan(table: Table, rollback_time: str, plan: RollbackPlan,
                           target: Instant, *,
                           before_state_files: Callable[[Mapping[str, RollbackPartitionMetadata]], object] | None = None
                           ) -> RollbackMetadata:
@@ -362,7 +362,7 @@ def execute_rollback_plan(table: HudiTable, rollback_time: str, plan: RollbackPl
         instants_rollback=(InstantRef(target.requested_time, target.action),), version=ROLLBACK_METADATA_VERSION)
 
 
-def _append_rollback_block(table: HudiTable, rollback_time: str, target: str, log_uri: str) -> str:
+def _append_rollback_block(table: Table, rollback_time: str, target: str, log_uri: str) -> str:
     """A v6 ROLLBACK command block for `target`, written as the next version of the log file
     (what Hudi does on stores that cannot append). Idempotent: a re-run finds its block."""
     storage = table.storage
@@ -383,7 +383,7 @@ def _append_rollback_block(table: HudiTable, rollback_time: str, target: str, lo
     return storage.uri(path)
 
 
-def rollback(table: HudiTable, requested_time: str) -> Instant:
+def rollback(table: Table, requested_time: str) -> Instant:
     """Roll back the write at `requested_time` (pending or completed): requested and inflight
     rollback, deletion of what it wrote, completed rollback. A pending rollback of the same
     instant is resumed."""
@@ -411,7 +411,7 @@ def rollback(table: HudiTable, requested_time: str) -> Instant:
     return transition.complete(table, rollback_instant, content.to_raw())
 
 
-def pending_rollback_of(table: HudiTable, requested_time: str) -> tuple[Instant, RollbackPlan] | None:
+def pending_rollback_of(table: Table, requested_time: str) -> tuple[Instant, RollbackPlan] | None:
     for pending in table.timeline.rollbacks().pending():
         plan = table.read(pending, RollbackPlan, State.REQUESTED)
         if plan.instant_to_rollback is not None and plan.instant_to_rollback.time == requested_time:
@@ -419,7 +419,7 @@ def pending_rollback_of(table: HudiTable, requested_time: str) -> tuple[Instant,
     return None
 
 
-def rollback_failed_write(table: HudiTable, requested_time: str, *, now_ms: int | None = None) -> Instant:
+def rollback_failed_write(table: Table, requested_time: str, *, now_ms: int | None = None) -> Instant:
     """Roll back one write only if it is a failed write now (see `failed_writes`), or resume
     its pending rollback; a completed or still-running write is refused."""
     table.reload()
@@ -430,7 +430,7 @@ def rollback_failed_write(table: HudiTable, requested_time: str, *, now_ms: int 
     return rollback(table, requested_time)
 
 
-def rollback_failed_writes(table: HudiTable, *, now_ms: int | None = None) -> list[Instant]:
+def rollback_failed_writes(table: Table, *, now_ms: int | None = None) -> list[Instant]:
     """Roll back every failed write (see `failed_writes`), newest first, as
     BaseHoodieTableServiceClient.rollbackFailedWrites does."""
     return [rollback(table, i.requested_time)
@@ -449,7 +449,7 @@ class FailedWrite:
     live: bool = False  # its heartbeat is alive: its writer is still running it (not a failed write yet)
 
 
-def preview_failed_writes(table: HudiTable, *, now_ms: int | None = None) -> list[FailedWrite]:
+def preview_failed_writes(table: Table, *, now_ms: int | None = None) -> list[FailedWrite]:
     """Every failed write, newest first, with its rollback preview or the reason it is refused."""
     table.reload()
     now = int(time.time() * 1000) if now_ms is None else now_ms
@@ -465,7 +465,7 @@ def preview_failed_writes(table: HudiTable, *, now_ms: int | None = None) -> lis
     return sorted(rows, key=lambda r: r.instant.sort_key, reverse=True)
 
 
-def preview_rollback_failed_writes(table: HudiTable, *, now_ms: int | None = None) -> list[RollbackPreview]:
+def preview_rollback_failed_writes(table: Table, *, now_ms: int | None = None) -> list[RollbackPreview]:
     """What `rollback_failed_writes` deletes, newest first; refused whole (RollbackRefused or
     OutsideTableError) when any of them could not go even after the newer ones."""
     table.reload()
@@ -477,7 +477,7 @@ def preview_rollback_failed_writes(table: HudiTable, *, now_ms: int | None = Non
     return previews
 
 
-def preview_failed_write(table: HudiTable, requested_time: str, *, now_ms: int | None = None) -> RollbackPreview:
+def preview_failed_write(table: Table, requested_time: str, *, now_ms: int | None = None) -> RollbackPreview:
     """What rolling back one failed write would delete (a pending rollback plan of it is what
     runs, so that is what is previewed); refused for anything but a failed write that Hudi's
     sequence rule lets go now, and for a plan naming a path outside the table."""

@@ -14,7 +14,7 @@ from timeline.files import base_file_of, is_base_file_name, parse_log_file
 from timeline.fsview import FileSlice
 from timeline.instant import COMMIT, DELTA_COMMIT, REPLACE_COMMIT, SAVEPOINT, Instant, State
 from timeline.metadata.records import CleanerPlan, CleanMetadata, SavepointMetadata
-from timeline.table import HudiTable
+from timeline.table import Table
 
 SAVEPOINT_METADATA_VERSION = 1
 SAVEPOINTABLE = frozenset({COMMIT, DELTA_COMMIT, REPLACE_COMMIT})
@@ -39,7 +39,7 @@ class SavepointInfo:
     holds_back_archival: bool
 
 
-def _slices_as_of(table: HudiTable, time_: str) -> dict[str, list[FileSlice]]:
+def _slices_as_of(table: Table, time_: str) -> dict[str, list[FileSlice]]:
     view = table.file_system_view(as_of=time_)
     by_partition: dict[str, list[FileSlice]] = {p: [] for p in view.partitions}
     for piece in view.latest_slices():
@@ -47,7 +47,7 @@ def _slices_as_of(table: HudiTable, time_: str) -> dict[str, list[FileSlice]]:
     return by_partition
 
 
-def _cleaned_groups(table: HudiTable) -> dict[tuple[str, str], set[str]]:
+def _cleaned_groups(table: Table) -> dict[tuple[str, str], set[str]]:
     """(partition, file id) -> base instants of base files that completed cleans deleted."""
     cleaned: dict[tuple[str, str], set[str]] = {}
     for clean in table.timeline.cleans().completed():
@@ -65,7 +65,7 @@ def _cleaned_groups(table: HudiTable) -> dict[tuple[str, str], set[str]]:
     return cleaned
 
 
-def _check_not_cleaned(table: HudiTable, instant: Instant, slices: dict[str, list[FileSlice]]) -> None:
+def _check_not_cleaned(table: Table, instant: Instant, slices: dict[str, list[FileSlice]]) -> None:
     """Refuse when a clean deleted a file of a slice the savepoint would hold: for some file
     group, a cleaned file's instant is later than the slice the view still shows as of the
     savepoint (or the group has no slice left), yet not later than the savepoint. A group
@@ -83,7 +83,7 @@ def _check_not_cleaned(table: HudiTable, instant: Instant, slices: dict[str, lis
                 f"lost its slice {newest} to a clean; the table can no longer be read as of {t}")
 
 
-def _last_clean_retained(table: HudiTable) -> str:
+def _last_clean_retained(table: Table) -> str:
     """The earliest commit the last clean (completed, or pending: its plan) retained; "" when
     there is no clean or it names none."""
     last = table.timeline.cleans().last()
@@ -95,7 +95,7 @@ def _last_clean_retained(table: HudiTable) -> str:
     return "" if ectr is None else ectr.time
 
 
-def savepoint_candidates(table: HudiTable) -> list[Instant]:
+def savepoint_candidates(table: Table) -> list[Instant]:
     """The writes a savepoint may be asked for, newest first: completed commits, deltacommits
     and replacecommits of the active timeline, not savepointed yet, not older than the last
     clean's earliest retained commit (Hudi's rule, `_check_hudi_rule`). `create_savepoint`
@@ -108,7 +108,7 @@ def savepoint_candidates(table: HudiTable) -> list[Instant]:
                    and i.requested_time >= retained), key=lambda i: i.requested_time, reverse=True)
 
 
-def _check_hudi_rule(table: HudiTable, instant: Instant) -> None:
+def _check_hudi_rule(table: Table, instant: Instant) -> None:
     """SavepointActionExecutor: not older than the last clean's earliest commit to retain."""
     retained = _last_clean_retained(table)
     if retained and instant.requested_time < retained:
@@ -117,7 +117,7 @@ def _check_hudi_rule(table: HudiTable, instant: Instant) -> None:
             f"earliest retained commit {retained}, so its files may be gone")
 
 
-def _check_no_pending_clean_deletes(table: HudiTable, instant: Instant, slices: dict[str, list[FileSlice]]) -> None:
+def _check_no_pending_clean_deletes(table: Table, instant: Instant, slices: dict[str, list[FileSlice]]) -> None:
     """Cleanline's own rule: refuse while a requested or inflight clean (an approved plan on
     the timeline) would delete a file this savepoint would hold; Hudi's executor does not look
     again, so the savepoint would lose it. Run or withdraw the clean first."""
@@ -133,7 +133,7 @@ def _check_no_pending_clean_deletes(table: HudiTable, instant: Instant, slices: 
                 "clean first, or wait until it is done")
 
 
-def create_savepoint(table: HudiTable, requested_time: str, *, user: str | None = None,
+def create_savepoint(table: Table, requested_time: str, *, user: str | None = None,
                      comment: str = "") -> Instant:
     """Savepoint the completed write at `requested_time`: `<t>.savepoint.inflight`, then the
     completed savepoint holding the file names of the latest slices as of `t`."""
@@ -161,7 +161,7 @@ def create_savepoint(table: HudiTable, requested_time: str, *, user: str | None 
     return transition.complete(table, savepoint, content.to_raw())
 
 
-def delete_savepoint(table: HudiTable, requested_time: str) -> None:
+def delete_savepoint(table: Table, requested_time: str) -> None:
     """SavepointHelpers.deleteSavepoint: revert to inflight, then delete the inflight file."""
     table.reload()
     savepoint = table.timeline.savepoints().find(requested_time)
@@ -174,7 +174,7 @@ def delete_savepoint(table: HudiTable, requested_time: str) -> None:
     table.reload()
 
 
-def list_savepoints(table: HudiTable) -> list[SavepointInfo]:
+def list_savepoints(table: Table) -> list[SavepointInfo]:
     """Completed savepoints, oldest first, with the files and bytes they protect (files that
     no longer exist are counted apart) and whether they hold back archival."""
     timeline = table.timeline

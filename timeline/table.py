@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any, Self
 
 from timeline import metadata
 from timeline.archive import load_archived_timeline
@@ -38,11 +38,6 @@ from timeline.perf import paused_gc
 from timeline.storage import Containment, FileStatus, Storage, storage_for
 from timeline.timeline import ActiveTimeline, Timeline, load_active_timeline
 
-if TYPE_CHECKING:
-    from timeline.inspect import Inspect
-    from timeline.maintenance import Maintenance
-
-
 # Pending instants whose requested file holds a plan that table services read.
 PLANNED_ACTIONS = frozenset({"clean", "compaction", "logcompaction", "clustering", "replacecommit", "rollback",
                              "restore"})
@@ -53,9 +48,11 @@ _INTACT: set[str] = set()
 _INTACT_MAX = 1_000_000
 
 
-class HudiTable:
-    """A Hudi table at a base path. The active timeline is loaded once and kept until
-    `reload()`; everything else is read on demand."""
+class Table:
+    """A Hudi table at a base path: its storage, `hoodie.properties`, timeline, containment and
+    intact check, what every rule module works on. The active timeline is loaded once and kept
+    until `reload()`; everything else is read on demand. A library user holds the `HudiTable`
+    subclass (timeline/hudi_table.py), which adds the `inspect` and `maintenance` namespaces."""
 
     def __init__(self, storage: Storage, base: str, config: TableConfig) -> None:
         self.storage = storage
@@ -73,40 +70,19 @@ class HudiTable:
         self.clock_skew_ms = 0
 
     @classmethod
-    def open(cls, uri: str) -> HudiTable:
+    def open(cls, uri: str) -> Self:
         """Open the table at a URI or local path. Raises NotAHudiTableError or
         TableConfigError naming the path when there is no usable table."""
         return cls.load(*storage_for(uri))
 
     @classmethod
-    def load(cls, storage: Storage, base: str) -> HudiTable:
+    def load(cls, storage: Storage, base: str) -> Self:
         """Open the table at `base` inside an existing storage backend."""
         return cls(storage, base, read_config(storage, base))
 
     @property
     def uri(self) -> str:
         return self.storage.uri(self.base)
-
-    @property
-    def inspect(self) -> Inspect:
-        """Read-only questions about the table (`timeline/inspect.py`)."""
-        from timeline.inspect import Inspect  # the namespaces use the rule modules, which use HudiTable
-
-        return Inspect(self)
-
-    def maintenance(self, *, spark: Any = None, options: Mapping[str, str] | None = None,
-                    processes: int = 1, writers_stopped: bool = False) -> Maintenance:
-        """The table services (`timeline/maintenance.py`); with a SparkSession they run as
-        PySpark jobs, otherwise here (a full clean plan in `processes` processes on a local
-        disk). `options` are Hudi writer options (`hoodie.write.concurrency.mode`,
-        `hoodie.write.lock.*`, ...) over `hoodie.properties`, as a Hudi writer of the table is
-        given them: they choose the lock Cleanline shares with the table's writers (over the
-        root's `configure_hudi_options` settings and a lock file found on storage). With no
-        lock known and a writer live every change is refused, unless `writers_stopped` (the
-        caller's explicit, audited word that the writers are stopped)."""
-        from timeline.maintenance import Maintenance
-
-        return Maintenance(self, spark=spark, options=options, processes=processes, writers_stopped=writers_stopped)
 
     @property
     def containment(self) -> Containment:
@@ -133,7 +109,7 @@ class HudiTable:
                 self._timeline = load_active_timeline(self.storage, self.base, self.config)
         return self._timeline
 
-    def reload(self) -> HudiTable:
+    def reload(self) -> Self:
         """Forget the loaded timeline and config so the next access re-reads them."""
         self.config = read_config(self.storage, self.base)
         self._timeline = None

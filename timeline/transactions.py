@@ -35,7 +35,7 @@ from timeline.locks.discovery import LockDiscovery, discover_lock
 from timeline.locks.live import LiveWriterUnlocked, LockDecision, live_writers
 
 if TYPE_CHECKING:
-    from timeline.table import HudiTable
+    from timeline.table import Table
 
 log = logging.getLogger(__name__)
 # One record per lock held: `table`, `holder`, `acquired` and `released` (epoch seconds) as
@@ -52,7 +52,7 @@ class Transactions:
     the lock when there is one and never refuses on account of other writers, as Hudi's do.
     Each state change appends its `LockDecision` to `decisions`."""
 
-    def __init__(self, table: HudiTable, options: Mapping[str, str] | None = None, *,
+    def __init__(self, table: Table, options: Mapping[str, str] | None = None, *,
                  application_id: str | None = None, writers_stopped: bool = False,
                  live_writer_rule: bool = True) -> None:
         self.table = table

@@ -18,10 +18,10 @@ from timeline.instant import Instant, State
 from timeline.storage import Storage
 
 if TYPE_CHECKING:
-    from timeline.table import HudiTable
+    from timeline.table import Table
 
 
-def fence(table: HudiTable) -> None:
+def fence(table: Table) -> None:
     """Right before any file is written to the table (a state file, a log file, a rollback
     block; on the metadata table too, whose check is its data table's): while a state change
     holds the table's lock, confirm it is still held with a margin left (LockLost otherwise:
@@ -30,11 +30,11 @@ def fence(table: HudiTable) -> None:
         table.publish_check()
 
 
-def state_path(table: HudiTable, instant: Instant) -> str:
+def state_path(table: Table, instant: Instant) -> str:
     return Storage.join(table.path(table.config.timeline_folder), instant.file_name(table.config.layout_version))
 
 
-def write_state(table: HudiTable, instant: Instant, content: Mapping[str, Any] | bytes | None) -> None:
+def write_state(table: Table, instant: Instant, content: Mapping[str, Any] | bytes | None) -> None:
     """Write one state file unless it is there already: Avro or JSON as the table's layout
     wants (`bytes` are written as they are, e.g. a copy of the requested plan)."""
     path = state_path(table, instant)
@@ -51,7 +51,7 @@ def write_state(table: HudiTable, instant: Instant, content: Mapping[str, Any] |
     table.storage.write(path, data)
 
 
-def request(table: HudiTable, action: str, content: Mapping[str, Any] | None, *,
+def request(table: Table, action: str, content: Mapping[str, Any] | None, *,
             before_write: Callable[[str], None] | None = None) -> Instant:
     """createNewInstant: a requested instant at a fresh time. `before_write` is told the time
     before anything is written (a caller that must find the instant again after a crash
@@ -63,14 +63,14 @@ def request(table: HudiTable, action: str, content: Mapping[str, Any] | None, *,
     return instant
 
 
-def start(table: HudiTable, instant: Instant, content: Mapping[str, Any] | bytes | None = None) -> Instant:
+def start(table: Table, instant: Instant, content: Mapping[str, Any] | bytes | None = None) -> Instant:
     """transitionRequestedToInflight."""
     inflight = Instant(instant.requested_time, instant.action, State.INFLIGHT)
     write_state(table, inflight, content)
     return inflight
 
 
-def complete(table: HudiTable, instant: Instant, content: Mapping[str, Any] | bytes | None, *,
+def complete(table: Table, instant: Instant, content: Mapping[str, Any] | bytes | None, *,
              after: str = "") -> Instant:
     """saveAsComplete: the completed state with its metadata, named with a completion time on
     layout 2 (later than `after` too: the metadata table's deltacommit completes first). The

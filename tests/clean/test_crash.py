@@ -7,18 +7,18 @@ import sys
 from pathlib import Path
 
 from tests.lakes import Lake
+from timeline import HudiTable
 from timeline.clean.config import CleanConfig
 from timeline.clean.executor import run_pending_cleans, schedule_clean
 from timeline.clean.planner import plan_clean
 from timeline.storage.arrow import LocalStorage
-from timeline.table import HudiTable
 
 # Runs the clean and kills its own process (SIGKILL, no clean-up) right after the Nth delete.
 KILLER = """
 import os, signal, sys, threading
 from timeline.clean.executor import run_pending_cleans
 from timeline.storage.arrow import LocalStorage
-from timeline.table import HudiTable
+from timeline import HudiTable
 limit, count, lock = int(sys.argv[2]), [0], threading.Lock()
 real_delete_many = LocalStorage.delete_many
 def delete_many(self, paths):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.lakes import Lake
+from timeline import HudiTable
 from timeline.clean.config import CleanConfig
 from timeline.clean.executor import CleanRefused, FileStatus, Progress, run_pending_cleans, schedule_clean
 from timeline.clean.planner import plan_clean
@@ -13,7 +14,6 @@ from timeline.instant import State
 from timeline.mdt.writer import MetadataTableUnsupported
 from timeline.metadata import avro
 from timeline.storage import MemoryStorage
-from timeline.table import HudiTable
 
 T = [f"2026110100{i:02d}00000" for i in range(20)]
 P = "city=sf"

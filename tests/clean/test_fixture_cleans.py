@@ -11,6 +11,7 @@ import pytest
 
 from tests.readers import hudi_read
 from tests.test_hfile import hudi_rs_records
+from timeline import HudiTable
 from timeline.clean.config import CleanConfig, CleanPolicy
 from timeline.clean.executor import FileOutcome, Status, run_pending_cleans, schedule_clean
 from timeline.clean.planner import plan_clean
@@ -21,7 +22,6 @@ from timeline.logformat import BlockType, read_blocks
 from timeline.mdt.reader import MetadataTable
 from timeline.metadata import avro
 from timeline.metadata.records import CommitMetadata
-from timeline.table import HudiTable
 
 TABLES = [
     "sample_table/mor/avro/v9_txns_simple_nometa",

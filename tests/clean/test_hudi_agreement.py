@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 import pytest
 
 from tests.lakes import Lake, archive_instants
+from timeline import HudiTable
 from timeline.archive import load_archived_timeline
 from timeline.clean.config import CleanConfig, CleanPolicy
 from timeline.clean.executor import schedule_clean
@@ -17,7 +18,6 @@ from timeline.clean.planner import plan_clean
 from timeline.instant import Instant, State
 from timeline.metadata import avro
 from timeline.storage import MemoryStorage
-from timeline.table import HudiTable
 
 T = [f"2026110100{i:02d}00000" for i in range(20)]
 P = "city=sf"

@@ -16,13 +16,13 @@ import pytest
 
 from tests.conftest import FIXTURE_IDS, ROOT
 from tests.lakes import Lake
+from timeline import HudiTable
 from timeline.clean.config import CleanConfig
 from timeline.clean.planner import plan_clean
 from timeline.exceptions import CleanlineError
 from timeline.forks import fork_map, local_processes, may_fork
 from timeline.fsview import list_partitions, top_folders
 from timeline.storage.arrow import LocalStorage
-from timeline.table import HudiTable
 
 # Forking is refused while another thread runs (`may_fork`), and a test session has threads (an
 # S3 server, a live console): each check runs in a fresh interpreter, which must fork.
@@ -31,7 +31,7 @@ import json, sys
 import timeline.clean.planner as planner
 from timeline import forks
 from timeline.clean.config import CleanConfig, CleanPolicy
-from timeline.table import HudiTable
+from timeline import HudiTable
 
 forked = []
 def watched(work, processes):  # the planner's call, recorded: the shares must really fork

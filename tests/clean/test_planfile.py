@@ -11,6 +11,7 @@ from dataclasses import replace
 import fastavro
 import pytest
 
+from timeline import HudiTable
 from timeline.clean.config import CleanConfig
 from timeline.clean.executor import FileOutcome, Status, clean_metadata
 from timeline.clean.planner import plan_clean
@@ -25,7 +26,6 @@ from timeline.metadata.planfile import (
     read_slices,
 )
 from timeline.metadata.records import CleanerPlan
-from timeline.table import HudiTable
 
 PLAN = {"earliestInstantToRetain": {"timestamp": "20261101000100000", "action": "commit", "state": "COMPLETED"},
         "lastCompletedCommitTimestamp": "20261101000300000", "policy": "KEEP_LATEST_COMMITS",

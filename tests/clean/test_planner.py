@@ -7,12 +7,12 @@ from datetime import UTC, datetime
 import pytest
 
 from tests.lakes import Lake
+from timeline import HudiTable
 from timeline.clean.config import CleanConfig, CleanConfigError, CleanPolicy
 from timeline.clean.planner import CleanPlan, plan_clean
 from timeline.instant import Instant, State
 from timeline.metadata import avro
 from timeline.storage import MemoryStorage
-from timeline.table import HudiTable
 
 T = [f"2026110100{i:02d}00000" for i in range(20)]
 P, Q = "city=sf", "city=nyc"

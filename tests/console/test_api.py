@@ -25,7 +25,7 @@ from console.selectors import stored_plan
 from tests.console.conftest import person
 from tests.console.retention import SHORT_RETENTION
 from tests.console.waiting import wait_for
-from timeline.table import HudiTable
+from timeline import HudiTable
 
 pytestmark = pytest.mark.django_db
 

@@ -15,8 +15,8 @@ from console.selectors import stored_plan
 from tests.clean.test_fixture_cleans import rows
 from tests.console.conftest import person
 from tests.console.retention import SHORT_RETENTION
+from timeline import HudiTable
 from timeline.savepoint import create_savepoint
-from timeline.table import HudiTable
 
 pytestmark = pytest.mark.django_db
 

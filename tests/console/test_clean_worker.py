@@ -20,8 +20,8 @@ from tests.clean.test_fixture_cleans import rows
 from tests.console.retention import SHORT_RETENTION
 from tests.console.waiting import wait_for
 from tests.lakes import Lake
+from timeline import HudiTable
 from timeline.storage.arrow import LocalStorage
-from timeline.table import HudiTable
 
 
 def status(plan: CleanPlan) -> str:

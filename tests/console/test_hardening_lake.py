@@ -17,10 +17,9 @@ from console.selectors import stored_plan
 from tests.console.conftest import login, person
 from tests.console.retention import SHORT_RETENTION
 from tests.test_rollback import fake_failed_write
-from timeline import metadata
+from timeline import HudiTable, metadata
 from timeline.instant import Instant as LakeInstant
 from timeline.instant import State
-from timeline.table import HudiTable
 
 pytestmark = pytest.mark.django_db
 

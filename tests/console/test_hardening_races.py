@@ -32,7 +32,7 @@ from console.models import AuditEvent, CleanPlan, Job, JobStatus, PlanStatus, Sy
 from tests.console.conftest import login, person
 from tests.console.retention import SHORT_RETENTION
 from tests.console.waiting import wait_for
-from timeline.table import HudiTable
+from timeline import HudiTable
 
 ROOT = Path(__file__).resolve().parents[2]
 POSTGRES_URL = os.environ.get("CLEANLINE_TEST_POSTGRES_URL", "postgres://postgres:postgres@127.0.0.1:5432/postgres")

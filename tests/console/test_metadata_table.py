@@ -14,7 +14,7 @@ from console.models import AuditEvent, CleanPlan, PlanStatus, Table
 from tests.clean.test_fixture_cleans import rows
 from tests.console.conftest import login, person
 from tests.console.retention import SHORT_RETENTION
-from timeline.table import HudiTable
+from timeline import HudiTable
 
 TABLE = "sample_table/cow/v9_txns_simple_meta"
 

@@ -13,7 +13,7 @@ from console.models import AuditEvent, Job, JobStatus, Table
 from tests.clean.test_fixture_cleans import rows
 from tests.console.conftest import login
 from tests.test_rollback import fake_failed_write
-from timeline.table import HudiTable
+from timeline import HudiTable
 
 pytestmark = pytest.mark.django_db
 
@@ -111,8 +111,8 @@ def test_operations_automatic_mode_approves_small_plans_and_leaves_large_ones(
         table: Table, django_capture_on_commit_callbacks) -> None:
     from console.models import CleanPlan, PlanStatus
     from console.tasks import auto_clean_tables
+    from timeline import HudiTable
     from timeline.config import update_config
-    from timeline.table import HudiTable
 
     admin = login("admin")
     admin.post(reverse("console:table_settings", args=[table.pk]),

@@ -27,7 +27,7 @@ from tests.console.conftest import ROOT, login
 from tests.console.retention import SHORT_RETENTION
 from tests.s3 import REGION, S3Server
 from tests.test_s3 import V9_MOR, data_keys, rows, signers, split
-from timeline.table import HudiTable
+from timeline import HudiTable
 
 CLOSED = "http://127.0.0.1:9"
 ROOT_KEY, ROOT_SECRET = "lake-root-key", "lake-root-secret"

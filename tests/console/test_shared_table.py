@@ -16,10 +16,10 @@ from console import services
 from console.models import AuditEvent, CleanPlan, PlanStatus, Table
 from tests.console.conftest import login, person
 from tests.console.retention import SHORT_RETENTION
+from timeline import HudiTable
 from timeline.instant import Instant, State
 from timeline.locks import STORAGE_BASED_LOCK_PROVIDER, lock_for_table
 from timeline.metadata import encode
-from timeline.table import HudiTable
 
 OCC = {"hoodie.write.concurrency.mode": "optimistic_concurrency_control",
        "hoodie.write.lock.provider": STORAGE_BASED_LOCK_PROVIDER,

@@ -11,7 +11,7 @@ from django.test.utils import CaptureQueriesContext
 
 from console import services
 from console.models import Instant, SyncStatus, Table
-from timeline.table import HudiTable
+from timeline import HudiTable
 
 pytestmark = pytest.mark.django_db
 

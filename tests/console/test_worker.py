@@ -17,7 +17,7 @@ from django.db import connection
 
 from console import services
 from console.models import SyncStatus, Table
-from timeline.table import HudiTable
+from timeline import HudiTable
 
 
 @pytest.fixture

@@ -12,13 +12,13 @@ import pytest
 from tests.conftest import FIXTURE_IDS
 from tests.lakes import Lake, huge_commit, huge_file_id
 from tests.memory import peak_growth
-from timeline import InstantSummary, metadata
+from timeline import HudiTable, InstantSummary, metadata
 from timeline.exceptions import CorruptInstantError
 from timeline.instant import Instant, State
 from timeline.metadata import avro
 from timeline.metadata.records import CommitMetadata
 from timeline.storage import MemoryStorage
-from timeline.table import HudiTable, check_state_file_at
+from timeline.table import check_state_file_at
 
 
 @pytest.mark.parametrize("table_id", FIXTURE_IDS)

@@ -10,6 +10,7 @@ from pyspark.sql import SparkSession
 
 from tests.clean.test_fixture_cleans import retained_files, rows
 from tests.lakes import TOKEN, Lake
+from timeline import HudiTable
 from timeline.clean.config import CleanConfig, CleanPolicy
 from timeline.clean.executor import FileOutcome, Progress, Status, Target, run_pending_cleans, schedule_clean
 from timeline.clean.planner import plan_clean
@@ -17,7 +18,6 @@ from timeline.files import base_file_name
 from timeline.instant import CLEAN, Instant, State
 from timeline.spark.clean import batches, outcomes_of, plan_clean_spark, run_pending_cleans_spark
 from timeline.storage.arrow import LocalStorage
-from timeline.table import HudiTable
 
 TABLES = ["sample_table/mor/avro/v9_txns_simple_nometa", "sample_table/cow/v9_txns_complex_nometa",
           "sample_table/mor/parquet/v6_simplekeygen_nonhivestyle_overwritetable",

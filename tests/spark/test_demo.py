@@ -8,11 +8,11 @@ import hudi
 from pyspark.sql import SparkSession
 
 from tests.test_fsview_hudi_rs import ours, theirs
+from timeline import HudiTable
 from timeline.clean.config import CleanConfig
 from timeline.clean.planner import plan_clean
 from timeline.rollback import failed_writes
 from timeline.spark.demo import build_demo_lake
-from timeline.table import HudiTable
 
 
 def test_demo_lake_has_everything_worth_looking_at(spark: SparkSession, demo_lake: Path) -> None:

@@ -13,6 +13,7 @@ from pyspark.sql import SparkSession
 
 from bench.common import CleanShape, generate_clean_table
 from tests.lakes import Lake
+from timeline import HudiTable
 from timeline.clean import sliced
 from timeline.clean.config import CleanConfig
 from timeline.clean.executor import CleanRefused, Progress, Status, pending_cleans, run_pending_cleans, schedule_clean
@@ -25,7 +26,6 @@ from timeline.spark import clean as spark_clean
 from timeline.spark.clean import run_pending_cleans_spark
 from timeline.storage.arrow import LocalStorage
 from timeline.storage.containment import OutsideTableError
-from timeline.table import HudiTable
 
 SHAPE = CleanShape(partitions=12, groups=5, versions=4, trickle=0, hot=0, retained=2)
 CONFIG = CleanConfig(commits_retained=2)

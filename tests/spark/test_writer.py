@@ -21,11 +21,11 @@ from pyspark.sql import SparkSession
 from tests.conftest import FIXTURES
 from tests.readers import hudi_read
 from tests.test_fsview_hudi_rs import ours, theirs
+from timeline import HudiTable
 from timeline.config import checksum
 from timeline.instant import State
 from timeline.spark.writer import WriteError, compact, write
 from timeline.spark.writer.compaction import _schedule_compaction
-from timeline.table import HudiTable
 
 SCHEMA = "id string, part string, ts long, value double"
 COLUMNS = ["_hoodie_record_key", "_hoodie_partition_path", "id", "part", "ts", "value"]

@@ -27,7 +27,7 @@ from timeline.mdt.writer import check_writable, update_for_clean
 from timeline.metadata.records import CleanerPlan, CleanFileInfo, CleanMetadata, CleanPartitionMetadata
 from timeline.perf import paused_gc
 from timeline.storage import Storage
-from timeline.table import HudiTable
+from timeline.table import Table
 
 log = logging.getLogger(__name__)
 
@@ -142,7 +142,7 @@ class CleanResult:
         return cls(instant, tuple(outcomes), metadata)
 
 
-def needs_cleaning(table: HudiTable, config: CleanConfig) -> bool:
+def needs_cleaning(table: Table, config: CleanConfig) -> bool:
     """The NUM_COMMITS trigger: at least `trigger_max_commits` completed commits since the last
     completed clean's last completed commit."""
     timeline = table.timeline
@@ -154,7 +154,7 @@ def needs_cleaning(table: HudiTable, config: CleanConfig) -> bool:
     return count >= config.trigger_max_commits
 
 
-def schedule_clean(table: HudiTable, plan: CleanPlan, config: CleanConfig, *, force: bool = False,
+def schedule_clean(table: Table, plan: CleanPlan, config: CleanConfig, *, force: bool = False,
                    before_write: Callable[[str], None] | None = None) -> Instant | None:
     """Write `<t>.clean.requested` holding the plan. A plan that deletes nothing writes no
     instant and returns None (CleanPlanActionExecutor.requestClean returns an empty option).
@@ -181,7 +181,7 @@ def schedule_clean(table: HudiTable, plan: CleanPlan, config: CleanConfig, *, fo
     return instant
 
 
-def pending_cleans(table: HudiTable, *, instant: str | None = None) -> list[Instant]:
+def pending_cleans(table: Table, *, instant: str | None = None) -> list[Instant]:
     """The pending cleans to run (all, or the one at `instant`), in timeline order."""
     table.reload()
     pending = [i for i in table.timeline.cleans().pending() if instant is None or i.requested_time == instant]
@@ -190,7 +190,7 @@ def pending_cleans(table: HudiTable, *, instant: str | None = None) -> list[Inst
     return pending
 
 
-def run_pending_cleans(table: HudiTable, *, progress: ProgressCallback | None = None,
+def run_pending_cleans(table: Table, *, progress: ProgressCallback | None = None,
                        parallelism: int | None = None, instant: str | None = None,
                        sizes: Mapping[str, int] | None = None, guard: Guard = nullcontext) -> list[CleanResult]:
     """Run every pending clean (or the one at `instant`) in timeline order.
@@ -355,7 +355,7 @@ def _size(storage: Storage, path: str) -> int:
         return 0
 
 
-def begin_clean(table: HudiTable, clean: Instant) -> tuple[CleanerPlan, list[Target]]:
+def begin_clean(table: Table, clean: Instant) -> tuple[CleanerPlan, list[Target]]:
     """Read a pending clean's plan, check it, and move it to inflight (a copy of the plan).
 
     Immediately before the first delete (the caller holds the table lock), the timeline is
@@ -386,7 +386,7 @@ def begin_clean(table: HudiTable, clean: Instant) -> tuple[CleanerPlan, list[Tar
     return plan, targets
 
 
-def refuse_protected(table: HudiTable, clean: Instant, conflicts: Sequence[str], count: int) -> None:
+def refuse_protected(table: Table, clean: Instant, conflicts: Sequence[str], count: int) -> None:
     """Refuse a clean `count` of whose files are protected now (`conflicts` names some): a
     clean still only requested is withdrawn (its requested file removed), so that no Hudi
     writer runs it either; an inflight one is left as it is."""
@@ -401,7 +401,7 @@ def refuse_protected(table: HudiTable, clean: Instant, conflicts: Sequence[str],
            "It is inflight and was left as it is; remove the protection or finish it with a Hudi writer."))
 
 
-def finish_clean(table: HudiTable, clean: Instant, plan: CleanerPlan, outcomes: list[FileOutcome],
+def finish_clean(table: Table, clean: Instant, plan: CleanerPlan, outcomes: list[FileOutcome],
                  started: float) -> CleanResult:
     """Delete the plan's partitions, then publish the completed clean with its metadata: first
     the metadata table's deltacommit at the clean's time (`timeline.mdt.writer`, when the table
@@ -419,7 +419,7 @@ def finish_clean(table: HudiTable, clean: Instant, plan: CleanerPlan, outcomes: 
     return CleanResult(completed, tuple(outcomes), content)
 
 
-def plan_targets(table: HudiTable, plan: CleanerPlan) -> list[Target]:
+def plan_targets(table: Table, plan: CleanerPlan) -> list[Target]:
     """Every file of a plan; v1 plans name files relative to their partition
     (CleanPlanV2MigrationHandler)."""
     targets = [info for infos in plan.files.values() for info in infos]

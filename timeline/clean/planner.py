@@ -40,7 +40,7 @@ from timeline.metadata.records import (
 )
 from timeline.perf import paused_gc
 from timeline.storage import FileStatus, Storage
-from timeline.table import HudiTable
+from timeline.table import Table
 from timeline.timeline import Timeline
 
 log = logging.getLogger(__name__)
@@ -163,7 +163,7 @@ class PlanStart:
     notes: tuple[str, ...]
 
 
-def start_plan(table: HudiTable, config: CleanConfig, *, now: datetime | None = None) -> PlanStart:
+def start_plan(table: Table, config: CleanConfig, *, now: datetime | None = None) -> PlanStart:
     """Decide the retained window and the partitions to consider; read what protects files.
 
     Bootstrap source files are never planned: with `hoodie.clean.delete.bootstrap.base.file`
@@ -204,7 +204,7 @@ def start_plan(table: HudiTable, config: CleanConfig, *, now: datetime | None = 
                      ((note,) if note else ()) + pending)
 
 
-def _hours_note(table: HudiTable, config: CleanConfig, now: datetime | None) -> tuple[str, ...]:
+def _hours_note(table: Table, config: CleanConfig, now: datetime | None) -> tuple[str, ...]:
     if config.policy is not CleanPolicy.KEEP_LATEST_BY_HOURS:
         return ()
     in_table, in_process = hours_cutoffs(now or datetime.now(UTC), config.hours_retained,
@@ -225,7 +225,7 @@ def finish_plan(start: PlanStart, results: Iterable[tuple[str, list[FileDecision
                      incremental=start.incremental, notes=start.notes)
 
 
-def plan_clean(table: HudiTable, config: CleanConfig, *, now: datetime | None = None,
+def plan_clean(table: Table, config: CleanConfig, *, now: datetime | None = None,
                listing: TableListing | None = None, processes: int = 1) -> CleanPlan:
     """Plan a clean of `table` under `config`, as of `now` for the hours policy. With
     `processes` > 1, a full plan of a table on a local disk is listed and planned by that many
@@ -298,14 +298,14 @@ def _why_no_ectr(timeline: Timeline, config: CleanConfig) -> str:
     return "a pending write holds the retained window at the start of the timeline"
 
 
-def list_some(table: HudiTable, partitions: Iterable[str]) -> TableListing:
+def list_some(table: Table, partitions: Iterable[str]) -> TableListing:
     """List only the given partitions; a partition that is gone lists as empty."""
     return TableListing({partition: list_partition(table.storage, table.base, partition) for partition in partitions})
 
 
 # Incremental partition selection (CleanPlanner.getPartitionPathsForCleanByCommits)
 
-def _incremental_start(table: HudiTable, config: CleanConfig) -> tuple[str | None, str]:
+def _incremental_start(table: Table, config: CleanConfig) -> tuple[str | None, str]:
     """The previous clean's earliest commit to retain, when incremental planning may start
     from it; otherwise None and why a full listing is needed."""
     if not config.incremental:
@@ -329,7 +329,7 @@ def _incremental_start(table: HudiTable, config: CleanConfig) -> tuple[str | Non
     return previous, f"incremental: partitions written since {previous}"
 
 
-def _partitions_touched(table: HudiTable, timeline: Timeline, start: str, end: str) -> list[str]:
+def _partitions_touched(table: Table, timeline: Timeline, start: str, end: str) -> list[str]:
     """CleanPlanner.getPartitionPathsForIncrementalCleaning on Hudi master (PR #18016,
     getWritePartitionPathsWithExistingFileGroupsModified): the partitions in which the completed
     commits from the previous to the new earliest commit to retain left older files behind:
@@ -351,7 +351,7 @@ def _partitions_touched(table: HudiTable, timeline: Timeline, start: str, end: s
     return sorted(partitions)
 
 
-def _touched_as_streamed(table: HudiTable, instant: Instant) -> set[str] | None:
+def _touched_as_streamed(table: Table, instant: Instant) -> set[str] | None:
     """`_partitions_touched` for one commit above STREAM_CHECK_BYTES, read as a stream (a 200 MB
     commit decodes to gigabytes): the partitions with a write stat that updated an existing file
     group. None, to decode it whole, for a smaller file, one that does not stream, or a
@@ -369,7 +369,7 @@ def _touched_as_streamed(table: HudiTable, instant: Instant) -> set[str] | None:
 
 # What protects files
 
-def read_protection(table: HudiTable) -> Protection:
+def read_protection(table: Table) -> Protection:
     timeline = table.timeline
     savepointed: dict[str, str] = {}
     for savepoint in timeline.savepoints().completed():
@@ -565,7 +565,7 @@ def why_protected(group: FileGroup, piece: FileSlice, protection: Protection) ->
     return _pending_reason(group, piece, protection)
 
 
-def plan_invalidations(table: HudiTable, plan: CleanPlan) -> list[str]:
+def plan_invalidations(table: Table, plan: CleanPlan) -> list[str]:
     """Why the table's timeline as it is now (re-read under the table lock) invalidates a plan
     made earlier: a file it deletes is now protected (`protection_conflicts`), or a rollback or
     restore was requested after the plan was made (either can make a superseded file the
@@ -577,7 +577,7 @@ def plan_invalidations(table: HudiTable, plan: CleanPlan) -> list[str]:
     return reasons
 
 
-def protection_conflicts(table: HudiTable, targets: Iterable[tuple[str, str]]) -> list[str]:
+def protection_conflicts(table: Table, targets: Iterable[tuple[str, str]]) -> list[str]:
     """Which of a plan's (partition, path) targets the timeline protects now: a savepoint
     holds the file, or a pending compaction, log compaction or clustering reads its file
     group. The executor calls this under the table lock right before the first delete (a

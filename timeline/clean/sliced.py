@@ -57,7 +57,7 @@ from timeline.metadata.planfile import (
 from timeline.metadata.records import CleanerPlan, CleanMetadata, CleanPartitionMetadata
 from timeline.storage import Storage
 from timeline.storage.containment import Containment, OutsideTableError
-from timeline.table import HudiTable, check_state_file_at
+from timeline.table import Table, check_state_file_at
 
 CONFLICTS_SHOWN = 5
 # A worker checks JSON state files up to this size whole with simdjson (it holds the file and
@@ -114,7 +114,7 @@ class Begun:
     files: int
 
 
-def begin(table: HudiTable, clean: Instant, plan_data: bytes, slices: PlanSlices, dealt: tuple[Share, ...],
+def begin(table: Table, clean: Instant, plan_data: bytes, slices: PlanSlices, dealt: tuple[Share, ...],
           protection: Protection, checked: Sequence[Checked]) -> Begun | None:
     """After the workers checked every share (`check_share`) against `protection`: refuse as
     `begin_clean` does, or move the clean to inflight; None when it is to run whole (the plan
@@ -153,11 +153,11 @@ def begin(table: HudiTable, clean: Instant, plan_data: bytes, slices: PlanSlices
     return Begun(clean, slices.header, dealt, root_of(table), slices.files)
 
 
-def root_of(table: HudiTable) -> str:
+def root_of(table: Table) -> str:
     return table.storage.uri(table.base.rstrip("/")) + "/"
 
 
-def prepare(table: HudiTable, clean: Instant, shares_wanted: int
+def prepare(table: Table, clean: Instant, shares_wanted: int
             ) -> tuple[bytes, PlanSlices, tuple[Share, ...], Protection] | None:
     """The driver's first step, under the table's lock: the plan read as slices and dealt into
     at most `shares_wanted` shares, and the protection to check them against; None when the
@@ -340,7 +340,7 @@ def _clean_partition(storage: Storage, partition: str, folder: str, names: list[
     return Cleaned(partition, entry, sizes, None if all(c == "deleted" for c in codes) else codes, errors)
 
 
-def finish(table: HudiTable, begun: Begun, cleaned: Sequence[Cleaned], started: float) -> CleanResult:
+def finish(table: Table, begun: Begun, cleaned: Sequence[Cleaned], started: float) -> CleanResult:
     """Delete the plan's partitions, then publish the completed clean (`executor.finish_clean`:
     no metadata table to update here), its record joined from the workers' entries."""
     clean, plan = begun.clean, begun.plan

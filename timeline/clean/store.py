@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
     from timeline.clean.executor import FileOutcome
     from timeline.storage.s3 import S3Settings
-    from timeline.table import HudiTable
+    from timeline.table import Table
 
 DECISIONS = pa.schema([
     ("partition", pa.string()), ("file_name", pa.string()), ("path", pa.string()), ("size", pa.int64()),
@@ -750,7 +750,7 @@ def _by_partition(plan: StoredPlan, columns: list[str], where: pc.Expression | N
 PART_ROWS = 65_536  # the local planner writes a part once it holds this many files
 
 
-def plan_clean_stored(table: HudiTable, config: CleanConfig, folder_uri: str, *, now: datetime | None = None,
+def plan_clean_stored(table: Table, config: CleanConfig, folder_uri: str, *, now: datetime | None = None,
                       s3: S3Settings | None = None, part_rows: int = PART_ROWS) -> StoredPlan:
     """`plan_clean` into a plan store: partitions planned in order and written a part at a time
     (whole partitions, about `part_rows` files each); only sums stay in memory, beside the

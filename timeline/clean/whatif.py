@@ -19,7 +19,7 @@ from timeline.clean.retention import retention_shortfall
 from timeline.fsview import TableListing
 from timeline.perf import paused_gc
 from timeline.storage import FileStatus
-from timeline.table import HudiTable
+from timeline.table import Table
 
 # The commits-retained settings tried when none are given: 1 to 10 (Hudi's default is 10).
 DEFAULT_COMMITS: Sequence[int] = range(1, 11)
@@ -86,7 +86,7 @@ class WhatIf:
         return tuple(c for c in self.costs if c.policy is policy)
 
 
-def what_if(table: HudiTable, *, commits: Sequence[int] = DEFAULT_COMMITS, hours: Sequence[int] = (),
+def what_if(table: Table, *, commits: Sequence[int] = DEFAULT_COMMITS, hours: Sequence[int] = (),
             file_versions: Sequence[int] = (), base: CleanConfig | None = None,
             now: datetime | None = None, listing: TableListing | None = None) -> WhatIf:
     """What a clean of `table` would free under each setting: `commits` retained
@@ -132,7 +132,7 @@ def what_if(table: HudiTable, *, commits: Sequence[int] = DEFAULT_COMMITS, hours
                   bytes=sum(f.size for files in listing.partitions.values() for f in files), costs=costs)
 
 
-def reclaimable(table: HudiTable, *, listing: TableListing | None = None) -> RetentionCost:
+def reclaimable(table: Table, *, listing: TableListing | None = None) -> RetentionCost:
     """What a clean with the table's own clean settings (`hoodie.properties`, Hudi's defaults
     where unset) would free now: its one setting's cost, from `listing` when given."""
     base = CleanConfig.from_properties(table.config.props)
@@ -155,7 +155,7 @@ def _settings(base: CleanConfig, commits: Sequence[int], hours: Sequence[int],
             yield value, base.with_overrides(policy=policy, **{field: value})
 
 
-def _cost(table: HudiTable, config: CleanConfig, value: int, listing: TableListing,
+def _cost(table: Table, config: CleanConfig, value: int, listing: TableListing,
           looked_up: dict[str, tuple[FileStatus, ...]], now: datetime | None) -> RetentionCost:
     """The totals of `plan_clean(table, config, now=now)`, planned over `listing`."""
     start = start_plan(table, config, now=now)
@@ -184,7 +184,7 @@ def _cost(table: HudiTable, config: CleanConfig, value: int, listing: TableListi
     return _with_why_nothing(cost, start, head)
 
 
-def _partitions(table: HudiTable, start: PlanStart, listing: TableListing,
+def _partitions(table: Table, start: PlanStart, listing: TableListing,
                 looked_up: dict[str, tuple[FileStatus, ...]]) -> Iterable[tuple[str, tuple[FileStatus, ...]]]:
     """The partitions `plan_clean` would plan for `start`, with their files, from `listing`."""
     if start.partitions is None:

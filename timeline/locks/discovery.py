@@ -45,7 +45,7 @@ from timeline.locks.config import (
 from timeline.storage.containment import UnsupportedLocationError, _is_inside, parse_location
 
 if TYPE_CHECKING:
-    from timeline.table import HudiTable
+    from timeline.table import Table
 
 # StorageBasedLockProvider's lock file, relative to the base path (HoodieTableMetaClient.LOCKS_FOLDER_NAME
 # + StorageBasedLockProvider.DEFAULT_TABLE_LOCK_FILE_NAME).
@@ -179,7 +179,7 @@ def _sets_lock(options: Mapping[str, str]) -> bool:
     return bool((options.get(WRITE_CONCURRENCY_MODE) or "").strip() or (options.get(LOCK_PROVIDER) or "").strip())
 
 
-def discover_lock(table: HudiTable, options: Mapping[str, str] | None = None) -> LockDiscovery:
+def discover_lock(table: Table, options: Mapping[str, str] | None = None) -> LockDiscovery:
     """The lock the writers of `table` use (see the module's docstring for the order).
     `options` are the call's Hudi writer options. Raises LockConfigError for a concurrency
     mode Hudi would not parse."""

@@ -28,7 +28,7 @@ from timeline.locks.base import LockError
 from timeline.locks.discovery import LockDiscovery
 
 if TYPE_CHECKING:
-    from timeline.table import HudiTable
+    from timeline.table import Table
 
 HEARTBEAT_FOLDER = ".hoodie/.heartbeat"  # HoodieTableMetaClient.HEARTBEAT_FOLDER_NAME
 HEARTBEAT_INTERVAL_MS = "hoodie.client.heartbeat.interval_in_ms"  # HoodieWriteConfig, default 60,000
@@ -114,14 +114,14 @@ def liveness_window_ms(properties: Mapping[str, str]) -> int:
             * _setting(properties, HEARTBEAT_TOLERABLE_MISSES, DEFAULT_HEARTBEAT_TOLERABLE_MISSES))
 
 
-def _requested_ms(table: HudiTable, requested_time: str) -> int | None:
+def _requested_ms(table: Table, requested_time: str) -> int | None:
     try:
         return int(moment_of(requested_time[:17], table.config.timezone).timestamp() * 1000)
     except InvalidInstantError:
         return None
 
 
-def live_writers(table: HudiTable, properties: Mapping[str, str] | None = None, *,
+def live_writers(table: Table, properties: Mapping[str, str] | None = None, *,
                  now_ms: int | None = None) -> list[LiveWriter]:
     """The writes running on `table` now, newest first (see the module's docstring).
     `properties` are the writers' settings (the heartbeat interval and misses; the table's

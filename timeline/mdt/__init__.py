@@ -11,14 +11,14 @@ from __future__ import annotations
 from timeline import transition
 from timeline.config import MDT_PARTITIONS, MDT_PARTITIONS_INFLIGHT, update_config
 from timeline.exceptions import CleanlineError
-from timeline.table import HudiTable
+from timeline.table import Table
 
 
 class MetadataTableEnabledError(CleanlineError):
     """The table's metadata table is enabled and the caller did not ask to drop it."""
 
 
-def drop_metadata_table(table: HudiTable) -> None:
+def drop_metadata_table(table: Table) -> None:
     """Remove `.hoodie/metadata` and clear the metadata partitions in `hoodie.properties`
     (checksum kept valid by the backup protocol)."""
     folder = table.containment.meta_path("metadata")  # refused first if it resolves outside the table
@@ -28,7 +28,7 @@ def drop_metadata_table(table: HudiTable) -> None:
     table.reload()
 
 
-def guard_metadata_table(table: HudiTable, *, drop: bool, action: str) -> bool:
+def guard_metadata_table(table: Table, *, drop: bool, action: str) -> bool:
     """Refuse `action` on a table with an enabled metadata table, or drop it when `drop`.
     Returns whether it was dropped."""
     if not table.config.metadata_table_enabled:

@@ -30,7 +30,7 @@ from timeline.metadata.mdt_payload import (
     partition_of,
 )
 from timeline.storage import Storage
-from timeline.table import HudiTable
+from timeline.table import Table
 
 METADATA_FOLDER = "metadata"
 FILES = "files"
@@ -59,12 +59,12 @@ class MetadataTableState:
 class MetadataTable:
     """The metadata table of one data table (`.hoodie/metadata`), opened as a Hudi table."""
 
-    def __init__(self, table: HudiTable) -> None:
+    def __init__(self, table: Table) -> None:
         if not table.config.metadata_table_enabled:
             raise MetadataTableMissing(f"{table.uri}: the metadata table is not enabled")
         self.table = table
         self.base = table.containment.meta_path(METADATA_FOLDER)
-        self.mdt = HudiTable.load(table.storage, self.base)
+        self.mdt = Table.load(table.storage, self.base)
         # Every write to the metadata table is fenced by the data table's lock: the same
         # held-lock check, looked up when the write happens (timeline.transition.fence).
         self.mdt.publish_check = self.fence
@@ -245,7 +245,7 @@ class MetadataTable:
         return out
 
 
-def metadata_table(table: HudiTable) -> MetadataTable | None:
+def metadata_table(table: Table) -> MetadataTable | None:
     """The table's metadata table, or None when it has none enabled."""
     return MetadataTable(table) if table.config.metadata_table_enabled else None
 

@@ -47,7 +47,7 @@ from timeline.instant import Instant
 from timeline.perf import paused_gc
 from timeline.storage import storage_for
 from timeline.storage.s3 import S3Settings
-from timeline.table import HudiTable
+from timeline.table import Table
 
 PARTITIONS_PER_TASK = 16
 TASKS_PER_CORE = 4
@@ -79,7 +79,7 @@ def plan_clean_spark_stored(spark: SparkSession, uri: str, config: CleanConfig, 
     """`plan_clean_stored` with partitions listed and planned on the executors, each task
     writing its partitions' decisions into the plan store at `folder`; the driver receives
     only per-partition sums (nothing per file)."""
-    table = HudiTable.open(uri)
+    table = Table.open(uri)
     start = start_plan(table, config, now=now)
     store_s3 = store_settings(folder)
     clear_folder(folder, store_s3)
@@ -103,7 +103,7 @@ def plan_clean_spark_stored(spark: SparkSession, uri: str, config: CleanConfig, 
 def plan_clean_spark(spark: SparkSession, uri: str, config: CleanConfig, *,
                      now: datetime | None = None) -> CleanPlan:
     """The same plan as `plan_clean`, with partitions listed and planned on the executors."""
-    table = HudiTable.open(uri)
+    table = Table.open(uri)
     start = start_plan(table, config, now=now)
     context = start.context
     if context is None:
@@ -179,12 +179,12 @@ def _delete_batches(uri: str, s3: S3Settings | None, part: Iterable[Batch], done
 def run_pending_cleans_spark(spark: SparkSession, uri: str, *, progress: ProgressCallback | None = None,
                              instant: str | None = None,
                              sizes: Mapping[str, int] | None = None, guard: Guard = nullcontext,
-                             table: HudiTable | None = None) -> list[CleanResult]:
+                             table: Table | None = None) -> list[CleanResult]:
     """`run_pending_cleans` with the deletes on the executors, in a few tasks per core; the
     driver moves each clean to inflight, reports progress from an accumulator while the job
     runs, and publishes the completed clean. In shares (see the module's docstring) `sizes` is
     not used: the executors read each file's size as they delete it."""
-    table = table if table is not None else HudiTable.open(uri)
+    table = table if table is not None else Table.open(uri)
     context = spark.sparkContext
     results = []
     for clean in pending_cleans(table, instant=instant):
@@ -220,7 +220,7 @@ def run_pending_cleans_spark(spark: SparkSession, uri: str, *, progress: Progres
     return results
 
 
-def _begin_in_shares(context: SparkContext, table: HudiTable, clean: Instant) -> sliced.Begun | None:
+def _begin_in_shares(context: SparkContext, table: Table, clean: Instant) -> sliced.Begun | None:
     """`timeline.clean.sliced`, steps 1 and 2: the plan dealt out in shares, each checked on an
     executor; None when the clean is to run whole on the driver."""
     prepared = sliced.prepare(table, clean, context.defaultParallelism * TASKS_PER_CORE)
@@ -233,7 +233,7 @@ def _begin_in_shares(context: SparkContext, table: HudiTable, clean: Instant) ->
     return sliced.begin(table, clean, data, slices, dealt, protection, checked)
 
 
-def _run_in_shares(context: SparkContext, table: HudiTable, begun: sliced.Begun, progress: ProgressCallback | None,
+def _run_in_shares(context: SparkContext, table: Table, begun: sliced.Begun, progress: ProgressCallback | None,
                    guard: Guard, started: float) -> CleanResult:
     """Step 3: each share deleted on an executor, progress from an accumulator meanwhile, then
     the completed clean joined on the driver."""

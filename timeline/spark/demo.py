@@ -25,7 +25,7 @@ from timeline.instant import COMMIT, Instant, State
 from timeline.savepoint import create_savepoint
 from timeline.spark.writer import compact, write
 from timeline.storage import Storage, storage_for
-from timeline.table import HudiTable
+from timeline.table import Table
 
 CITIES = ["amsterdam", "berlin", "chennai", "delhi", "lisbon", "madrid", "nairobi", "oslo", "paris",
           "quito", "rome", "sao_paulo"]
@@ -54,7 +54,7 @@ def _trips(spark: SparkSession, path: str, rng: random.Random, say: Progress) ->
         else:
             write(spark, _rows(spark, rng, rng.sample(keys, 300), commit), path, operation="upsert", **common)
         if commit == 20:
-            create_savepoint(HudiTable.open(path), HudiTable.open(path).timeline.commits().completed()
+            create_savepoint(Table.open(path), Table.open(path).timeline.commits().completed()
                              .last().requested_time, user="demo", comment="before the lisbon backfill")  # type: ignore[union-attr]
         say(f"trips_cow_v6: commit {commit + 1} of 30")
     lisbon = [k for k in keys if CITIES[k % len(CITIES)] == "lisbon"]
@@ -71,7 +71,7 @@ def _events(spark: SparkSession, path: str, rng: random.Random, say: Progress) -
         if commit == 4:
             compact(spark, path)
     write(spark, _rows(spark, rng, rng.sample(keys, 20), 9), path, operation="delete", **common)
-    table = HudiTable.open(path)
+    table = Table.open(path)
     config = CleanConfig(commits_retained=3)
     schedule_clean(table, plan_clean(table, config), config)
     run_pending_cleans(table)
@@ -85,12 +85,12 @@ def _orders(spark: SparkSession, path: str, rng: random.Random, say: Progress) -
     write(spark, _rows(spark, rng, keys, 0), path, operation="insert", **common)
     for commit in range(1, 5):
         write(spark, _rows(spark, rng, rng.sample(keys, 150), commit), path, operation="upsert", **common)
-    _failed_write(HudiTable.open(path))
+    _failed_write(Table.open(path))
     write(spark, _rows(spark, rng, rng.sample(keys, 150), 5), path, operation="upsert", **common)
     say("orders_cow_v8: written, with a failed write left pending")
 
 
-def _failed_write(table: HudiTable) -> None:
+def _failed_write(table: Table) -> None:
     """A write that died after writing one file: requested and inflight instants, the file,
     and its marker, as a crashed Hudi writer leaves them."""
     time = table.new_instant_time()

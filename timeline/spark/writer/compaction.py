@@ -23,7 +23,7 @@ from timeline.spark.writer.merge import CommittedInstants, merge_slice
 from timeline.spark.writer.model import FILE_NAME, IOType, WriteError
 from timeline.spark.writer.publish import complete, publish
 from timeline.spark.writer.tasks import InstantContext
-from timeline.table import HudiTable
+from timeline.table import Table
 
 _MB = 1024 * 1024
 
@@ -35,7 +35,7 @@ def compact(spark: SparkSession, path: str) -> str | None:
     base file per file group (one task each, base and committed log blocks merged), then the
     completed commit (`compacted: true`, operationType COMPACT). Returns the last compaction's
     instant time, None when there was nothing to compact."""
-    table = HudiTable.open(path)
+    table = Table.open(path)
     if not table.config.is_mor:
         raise WriteError(f"{table.uri}: only merge-on-read tables are compacted")
     guard_metadata_table(table, drop=False, action="compacting")
@@ -61,7 +61,7 @@ def _compaction_operation(slice_: FileSlice) -> dict[str, Any]:
         "TOTAL_IO_WRITE_MB": float(written), "TOTAL_IO_MB": float(read + written), "TOTAL_LOG_FILES_SIZE": float(logs)})
 
 
-def _schedule_compaction(table: HudiTable) -> str | None:
+def _schedule_compaction(table: Table) -> str | None:
     slices = [s for s in table.file_system_view().latest_slices() if s.log_files and s.base_file]
     if not slices:
         return None
@@ -93,7 +93,7 @@ def _compact_group(ctx: InstantContext, operation: SliceInfo) -> dict[str, Any]:
                      total_updated_records_compacted=updated, total_log_blocks=merged.log_blocks, **extra)
 
 
-def _run_compaction(spark: SparkSession, table: HudiTable, instant: str) -> None:
+def _run_compaction(spark: SparkSession, table: Table, instant: str) -> None:
     requested = Instant(instant, COMPACTION, State.REQUESTED)
     operations = list(table.read(requested, CompactionPlan, State.REQUESTED).operations)
     log_only = [f"{op.partition}/{op.file_id}" for op in operations if not op.data_file]

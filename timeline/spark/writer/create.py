@@ -23,7 +23,7 @@ from timeline.config import (
 from timeline.mdt import guard_metadata_table
 from timeline.spark.writer.model import WriteError
 from timeline.storage import Storage, storage_for
-from timeline.table import HudiTable
+from timeline.table import Table
 
 PAYLOAD_CLASS = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
 EVENT_TIME_MERGE_STRATEGY = "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5"
@@ -121,16 +121,16 @@ def table_spec(table_name: str, table_type: str | TableType, version: int, recor
     return TableSpec(table_name, kind, version, record_key, precombine_field, partition_by or None, hive_style)
 
 
-def existing_table(uri: str) -> HudiTable | None:
+def existing_table(uri: str) -> Table | None:
     """The table at `uri`, or None where there is no `.hoodie` folder yet. A `.hoodie` folder
     without a readable `hoodie.properties` is an error, never overwritten."""
     storage, base = storage_for(uri)
     if not storage.exists(Storage.join(base, META_FOLDER)):
         return None
-    return HudiTable.load(storage, base)
+    return Table.load(storage, base)
 
 
-def check_table(table: HudiTable, spec: TableSpec) -> None:
+def check_table(table: Table, spec: TableSpec) -> None:
     """WriteError unless the existing table agrees with the spec; MetadataTableEnabledError
     where its metadata table is enabled (the writer does not maintain it)."""
     config = table.config

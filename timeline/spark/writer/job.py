@@ -27,7 +27,7 @@ from timeline.spark.writer.publish import action, complete, request, start
 from timeline.spark.writer.schema import RecordSchema, aligned, keyed_records, record_schema
 from timeline.spark.writer.tasks import InstantContext, WriteContext
 from timeline.storage import storage_for
-from timeline.table import HudiTable
+from timeline.table import Table
 from timeline.transactions import Transactions
 
 DEFAULT_MAX_FILE_SIZE = 120 * 1024 * 1024  # hoodie.parquet.max.file.size
@@ -75,14 +75,14 @@ def write(spark: SparkSession, df: DataFrame, path: str, *, table_name: str, rec
     if table is None:
         storage, base = storage_for(path)
         create_table(storage, base, spec.properties(schema.data_avro))
-        table = HudiTable.load(storage, base)
+        table = Table.load(storage, base)
     records_per_file = max(1, max_file_size // RECORD_SIZE_ESTIMATE)
     return _write(spark, table, spec, schema, op, keyed_records(data, spec, schema), records_per_file,
                   Transactions(table, options, application_id=f"cleanline-writer-{os.getpid()}",
                                live_writer_rule=False))
 
 
-def _write(spark: SparkSession, table: HudiTable, spec: TableSpec, schema: RecordSchema, operation: Operation,
+def _write(spark: SparkSession, table: Table, spec: TableSpec, schema: RecordSchema, operation: Operation,
            keyed: DataFrame, records_per_file: int, transactions: Transactions) -> str:
     requested = Instant(table.new_instant_time(), action(operation, table.config.is_mor), State.REQUESTED)
     instant = requested.requested_time

@@ -24,7 +24,7 @@ from timeline.logformat import (
 )
 from timeline.spark.writer.files import Files
 from timeline.spark.writer.model import PARTITION_PATH, RECORD_KEY, Operation
-from timeline.table import HudiTable
+from timeline.table import Table
 
 
 def deduplicated(keyed: DataFrame, operation: Operation, precombine: str) -> DataFrame:
@@ -46,7 +46,7 @@ class CommittedInstants:
     start: str | None
 
     @classmethod
-    def of(cls, table: HudiTable) -> CommittedInstants:
+    def of(cls, table: Table) -> CommittedInstants:
         writes = table.timeline.writes()
         first = writes.first()
         return cls(frozenset(i.requested_time for i in writes.completed()), first.requested_time if first else None)

@@ -13,7 +13,7 @@ from timeline.instant import COMMIT, DELTA_COMMIT, REPLACE_COMMIT, Instant, Stat
 from timeline.metadata.records import CommitMetadata, RequestedReplace
 from timeline.spark.writer.model import Operation
 from timeline.storage import Storage
-from timeline.table import HudiTable
+from timeline.table import Table
 
 
 def action(operation: Operation, is_mor: bool) -> str:
@@ -23,7 +23,7 @@ def action(operation: Operation, is_mor: bool) -> str:
     return DELTA_COMMIT if is_mor else COMMIT
 
 
-def publish(table: HudiTable, instant: Instant, content: Mapping[str, Any] | None) -> None:
+def publish(table: Table, instant: Instant, content: Mapping[str, Any] | None) -> None:
     """Create one instant state file (never overwritten) in the table's metadata format."""
     if table.publish_check is not None:
         table.publish_check()  # LockLost: the table's lock is no longer ours, publish nothing
@@ -33,11 +33,11 @@ def publish(table: HudiTable, instant: Instant, content: Mapping[str, Any] | Non
     table.storage.write(Storage.join(table.base, table.config.timeline_folder, instant.file_name(layout)), data)
 
 
-def _markers(table: HudiTable, instant: str) -> str:
+def _markers(table: Table, instant: str) -> str:
     return Storage.join(table.base, META_FOLDER, ".temp", instant)
 
 
-def _remove_unlisted(table: HudiTable, instant: str, written: set[str]) -> None:
+def _remove_unlisted(table: Table, instant: str, written: set[str]) -> None:
     """Delete the data files of failed task attempts: marked, but in no write stat (Hudi's
     marker reconciliation before a commit)."""
     markers = _markers(table, instant)
@@ -49,19 +49,19 @@ def _remove_unlisted(table: HudiTable, instant: str, written: set[str]) -> None:
             table.storage.delete(Storage.join(table.base, relative))
 
 
-def request(table: HudiTable, requested: Instant) -> None:
+def request(table: Table, requested: Instant) -> None:
     """Publish the requested instant (an overwrite's with its empty replace metadata)."""
     publish(table, requested, RequestedReplace.empty() if requested.action == REPLACE_COMMIT else None)
 
 
-def start(table: HudiTable, requested: Instant, workload: dict[str, Any]) -> Instant:
+def start(table: Table, requested: Instant, workload: dict[str, Any]) -> Instant:
     """Publish the inflight instant holding the workload profile."""
     inflight = requested.at(State.INFLIGHT)
     publish(table, inflight, workload)
     return inflight
 
 
-def complete(table: HudiTable, inflight: Instant, content: dict[str, Any]) -> Instant:
+def complete(table: Table, inflight: Instant, content: dict[str, Any]) -> Instant:
     """Publish the completed instant (v8: with a fresh completion time), then drop its markers."""
     written = {stat.path for stat in CommitMetadata.from_raw(content).stats()}
     _remove_unlisted(table, inflight.requested_time, written)

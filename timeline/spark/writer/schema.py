@@ -17,7 +17,7 @@ from pyspark.sql import types as T
 
 from timeline.spark.writer.create import CREATE_SCHEMA, TableSpec
 from timeline.spark.writer.model import META_FIELDS, PARTITION_PATH, RECORD_KEY, WriteError
-from timeline.table import HudiTable
+from timeline.table import Table
 
 HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 
@@ -105,7 +105,7 @@ def record_schema(struct: T.StructType, table_name: str) -> RecordSchema:
     return RecordSchema(tuple(struct.names), pa.schema(arrow_fields), avro_json(meta + data), avro_json(data), micros)
 
 
-def aligned(data: DataFrame, table: HudiTable) -> DataFrame:
+def aligned(data: DataFrame, table: Table) -> DataFrame:
     """The records with the table's columns in the table's order (schema evolution is not
     supported: other column sets are refused)."""
     raw = table.config.get(CREATE_SCHEMA)
