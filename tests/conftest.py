@@ -4,63 +4,16 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
-import zipfile
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-# The fixture tables beside the checkout (CLEANLINE_FIXTURES elsewhere: scripts/mutations.py runs
-# the tests in a copy of the tree).
-FIXTURES = Path(os.environ.get("CLEANLINE_FIXTURES")
-               or ROOT.parent / "shared" / "fixtures" / "hudi-rs-tables").resolve()
-(ROOT / "var").mkdir(exist_ok=True)  # the SQLite test database lives there (console.settings)
-# Clean plans' stores: one temporary folder per test run, inherited by the workers tests start
-# (console/settings.py reads CLEANLINE_PLAN_STORE; tests/console/conftest.py sets it for this process).
-_OWN_STORE = "CLEANLINE_PLAN_STORE" not in os.environ
-PLAN_STORE = os.environ.setdefault("CLEANLINE_PLAN_STORE", tempfile.mkdtemp(prefix="cleanline-plan-store-"))
+from tests.helpers import FIXTURE_ZIPS, FIXTURES, OWN_STORE, PLAN_STORE, fixture_id, unzip_table
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    if _OWN_STORE:
+    if OWN_STORE:
         shutil.rmtree(PLAN_STORE, ignore_errors=True)
-
-
-def fixture_zips() -> list[Path]:
-    zips = sorted(FIXTURES.rglob("*.zip"))
-    if not zips:
-        raise RuntimeError(f"no fixture tables found under {FIXTURES}; ../shared must sit beside the project")
-    return zips
-
-
-def fixture_id(archive: Path) -> str:
-    return str(archive.relative_to(FIXTURES).with_suffix(""))
-
-
-def unzip_table(archive: Path, dest: Path) -> Path:
-    """Unpack one fixture zip (skipping macOS metadata) and return the table's base path."""
-    with zipfile.ZipFile(archive) as zipped:
-        members = [m for m in zipped.namelist() if not m.startswith("__MACOSX/")]
-        zipped.extractall(dest, members)
-    return dest / archive.stem
-
-
-def fixture_readme() -> dict[str, dict[str, str]]:
-    """The fixture README's table, an independent description of every zip: id -> columns."""
-    rows: dict[str, dict[str, str]] = {}
-    header: list[str] = []
-    for line in (FIXTURES / "README.md").read_text().splitlines():
-        cells = [c.strip().strip("`") for c in line.strip().strip("|").split("|")]
-        if cells and cells[0] == "zip":
-            header = cells
-        elif header and line.startswith("| `"):
-            rows[cells[0].removesuffix(".zip")] = dict(zip(header, cells))
-    return rows
-
-
-FIXTURE_ZIPS = fixture_zips()
-FIXTURE_IDS = [fixture_id(z) for z in FIXTURE_ZIPS]
 
 
 @pytest.fixture(scope="session")
@@ -79,19 +32,6 @@ def table_copy(tmp_path: Path):
         return unzip_table(archive, tmp_path / "copy")
 
     return make
-
-
-def tree_snapshot(path: Path) -> dict[str, tuple[int, int]]:
-    """Relative path -> (size, mtime ns) of every file below `path`, to prove nothing changed."""
-    return {
-        str(p.relative_to(path)): (p.stat().st_size, p.stat().st_mtime_ns)
-        for p in sorted(path.rglob("*")) if p.is_file()
-    }
-
-
-def copy_tree(src: Path, dest: Path) -> Path:
-    shutil.copytree(src, dest)
-    return dest
 
 
 @pytest.fixture(scope="session")
@@ -126,7 +66,6 @@ offline_aws_environment()  # AWS_ENDPOINT_URL at a closed local port until s3_se
 def s3_server(tmp_path_factory: pytest.TempPathFactory) -> S3Server:  # type: ignore[misc]
     """One `moto_server` for the session; its endpoint, test credentials and region are in
     this process's environment (and so in every subprocess a test starts) while it runs."""
-    import os
 
     server = S3Server(tmp_path_factory.mktemp("s3-server")).start()
     saved = {name: os.environ.get(name) for name in server.env}

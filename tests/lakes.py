@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from timeline import metadata
+from timeline import HudiTable, metadata
 from timeline.files import base_file_name, log_file_name
 from timeline.instant import COMPACTION, Instant, State
 from timeline.spark.writer.create import create_table
@@ -235,3 +237,36 @@ def huge_commit(timeline_folder: str, time_: str, partitions: Sequence[str], *, 
 def huge_file_id(i: int) -> str:
     """The file id of `huge_commit`'s stat i."""
     return f"{i:08x}-0000-0000-0000-000000000000-0"
+
+
+def fake_failed_write(path: Path, time: str, *, markers: bool) -> list[Path]:
+    """A write that died: requested + inflight instant files, copies of real base files named
+    for `time`, and (optionally) direct markers for them."""
+    table = HudiTable.open(str(path))
+    folder = Path(table.timeline.folder)
+    (folder / f"{time}.commit.requested").write_bytes(b"")
+    (folder / f"{time}.inflight").write_bytes(b"")
+    written = []
+    for piece in table.file_system_view().latest_slices()[:2]:
+        assert piece.base_file is not None
+        partition = path / piece.partition if piece.partition else path
+        name = f"{piece.file_id}_9-9-9_{time}.parquet"
+        shutil.copy(partition / piece.base_file.name, partition / name)
+        written.append(partition / name)
+        if markers:
+            marker = path / ".hoodie" / ".temp" / time / piece.partition / f"{name}.marker.MERGE"
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            marker.write_bytes(b"")
+    return written
+
+
+T = [f"2026110100{i:02d}00000" for i in range(20)]
+
+
+def rewrite_history(lake: Lake, times: list[str], partition: str = "city=sf", file_id: str = "fg1") -> list[str]:
+    """A COW file group rewritten by every commit in `times`."""
+    names = []
+    for t in times:
+        names.append(lake.base_file(partition, file_id, t))
+        lake.commit(t, {partition: [names[-1]]})
+    return names

@@ -76,3 +76,29 @@ def add_v6_metadata_table(lake: Path) -> HudiTable:
             records.append(files_record(partition_identifier(partition), added=sizes))
         write_update(mdt, write.requested_time, [MdtUpdate("files", tuple(records))])
     return table.reload()
+
+
+# Runs the pending clean and kills its own process (SIGKILL, no clean-up) at one point:
+#   "before-clean-completes": right before the data table's completed clean is written (the
+#                             metadata table's deltacommit is complete);
+#   "mid-mdt":                right after the metadata table's new log file is written (its
+#                             deltacommit is still inflight).
+KILLER = """
+import os, signal, sys
+from timeline import transition
+from timeline.storage.arrow import LocalStorage
+from timeline.clean.executor import run_pending_cleans
+from timeline import HudiTable
+point = sys.argv[2]
+real_complete, real_write = transition.complete, LocalStorage.write
+def complete(table, instant, content, **kw):
+    if point == "before-clean-completes" and instant.action == "clean":
+        os.kill(os.getpid(), signal.SIGKILL)
+    return real_complete(table, instant, content, **kw)
+def write(self, path, data):
+    real_write(self, path, data)
+    if point == "mid-mdt" and "/.hoodie/metadata/files/" in path and ".log." in path:
+        os.kill(os.getpid(), signal.SIGKILL)
+transition.complete, LocalStorage.write = complete, write
+run_pending_cleans(HudiTable.open(sys.argv[1]))
+"""

@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -30,6 +31,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import hudi
+import pyarrow as pa
 
 REGION = "us-east-1"
 # Credentials the server accepts (moto checks none); never real ones.
@@ -290,3 +294,36 @@ class FaultyProxy:
     def __exit__(self, *exc: object) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+V9_MOR = "sample_table/mor/avro/v9_txns_simple_nometa"         # logs, compaction, clustering
+
+
+def split(uri: str) -> tuple[str, str]:
+    bucket, _, prefix = uri.removeprefix("s3://").partition("/")
+    return bucket, prefix
+
+
+def rows(server: S3Server, uri: str, as_of: str | None = None) -> list[tuple[Any, ...]]:
+    """Every row hudi-rs reads from the S3 table (all columns but the file name), sorted."""
+    options = hudi.HudiReadOptions()
+    if as_of is not None:
+        options = options.with_as_of_timestamp(as_of)
+    batches = hudi.HudiTable(uri, server.hudi_options).read(options)
+    if not batches:
+        return []
+    table = pa.Table.from_batches(batches)
+    columns = [c for c in table.column_names if c != "_hoodie_file_name"]
+    return sorted(map(tuple, (list(r.values()) for r in table.select(columns).to_pylist())), key=repr)
+
+
+def data_keys(server: S3Server, uri: str) -> set[str]:
+    """Table-relative keys of every object outside `.hoodie/`."""
+    bucket, prefix = split(uri)
+    return {k[len(prefix) + 1:] for k in server.keys(bucket, prefix + "/") if "/.hoodie/" not in f"/{k}"}
+
+
+def signers(requests: list[dict[str, Any]]) -> set[str]:
+    """The access key ids recorded requests were signed with ("unsigned" for none)."""
+    found = (re.search(r"Credential=([^/]+)/", r["headers"].get("Authorization", "")) for r in requests)
+    return {m.group(1) if m else "unsigned" for m in found}

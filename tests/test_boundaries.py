@@ -249,3 +249,21 @@ def test_boundaries_no_import_circle() -> None:
     machinery they run (timeline/rollback.py, timeline/restore.py), not in its writer. With no
     circle the imports form layers, and none runs back up one."""
     assert circles(import_graph()) == []
+
+
+def test_boundaries_no_test_module_or_conftest_is_imported() -> None:
+    """Tests share helpers through one helpers module per level (tests/helpers.py,
+    tests/console/helpers.py, and the topic helpers beside them: lakes, readers, s3, ...) and
+    fixtures through conftest.py, used as fixtures: no module under tests/ imports a test
+    module or a conftest."""
+    tests = Path(__file__).resolve().parent
+    offenders = []
+    for path in tests.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            modules = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                       else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            for module in modules:
+                last = module.rpartition(".")[2]
+                if module.startswith("tests") and (last.startswith("test_") or last == "conftest"):
+                    offenders.append(f"{path.relative_to(tests)} imports {module}")
+    assert offenders == []

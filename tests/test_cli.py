@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import tree_snapshot
+from tests.helpers import tree_snapshot
 from timeline.cli import main
 from timeline.storage import MemoryStorage
 

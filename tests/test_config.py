@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURE_IDS, fixture_readme
+from tests.helpers import FIXTURE_IDS, fixture_readme
 from timeline import properties
 from timeline.config import TableConfig, TableType, checksum, read_config, update_config
 from timeline.exceptions import NotAHudiTableError, TableConfigError

@@ -8,30 +8,9 @@ from pathlib import Path
 import hudi
 import pytest
 
-from tests.conftest import FIXTURE_IDS
+from tests.helpers import FIXTURE_IDS
+from tests.readers import ours, theirs
 from timeline import HudiTable
-
-Slice = tuple[str, str, str, str | None, tuple[str, ...]]
-
-
-def ours(table: HudiTable, as_of: str | None = None, *, sizes: bool = True) -> list[Slice]:
-    view = table.file_system_view(as_of=as_of, sizes=sizes)
-    return sorted(
-        (s.partition, s.file_id, s.base_instant_time, s.base_file.name if s.base_file else None,
-         tuple(log.name for log in s.log_files))
-        for s in view.latest_slices()
-    )
-
-
-def theirs(path: Path, as_of: str | None = None) -> list[Slice]:
-    options = hudi.HudiReadOptions()
-    if as_of is not None:
-        options = options.with_as_of_timestamp(as_of)
-    return sorted(
-        (s.partition_path, s.file_id, s.creation_instant_time, s.base_file_name or None,
-         tuple(s.log_file_names))
-        for s in hudi.HudiTable(str(path)).get_file_slices(options)
-    )
 
 
 @pytest.mark.parametrize("table_id", FIXTURE_IDS)

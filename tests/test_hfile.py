@@ -12,10 +12,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import hudi
 import pytest
 
-from tests.conftest import FIXTURES, unzip_table
+from tests.helpers import FIXTURES, unzip_table
+from tests.readers import hudi_rs_records
 from timeline.hfile import (
     HEADER,
     CorruptHFileError,
@@ -44,20 +44,6 @@ def hfiles(table: Path) -> Iterator[tuple[Path, str, bytes]]:
             for block in read_blocks(path.read_bytes(), path=str(path)):
                 if block.block_type is BlockType.HFILE_DATA:
                     yield path.parent, f"{path.name}@{block.offset}", block.content
-
-
-def hudi_rs_records(mdt: Path, folder: Path, name: str, data: bytes) -> list[dict[str, Any]]:
-    """hudi-rs's records of an HFile, read as a base file of the metadata table."""
-    scratch = folder / f"{folder.name}-9999-0_0-0-0_99999999999999999.hfile"
-    target = folder / name if name.endswith(".hfile") else scratch
-    if not target.exists():
-        target.write_bytes(data)
-    try:
-        batch = hudi.HudiFileGroupReader(str(mdt)).read_file_slice_from_paths(str(target.relative_to(mdt)), [])
-        return sorted(batch.to_pylist(), key=lambda r: r["key"])
-    finally:
-        if target.name.endswith("99999999999999999.hfile"):
-            target.unlink()
 
 
 def comparable(record: dict[str, Any]) -> tuple[Any, ...]:

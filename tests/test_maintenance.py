@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.conftest import tree_snapshot
+from tests.helpers import tree_snapshot
 from timeline import CleanConfig, HudiTable
 
 TABLE = "sample_table/cow/v9_txns_simple_nometa"

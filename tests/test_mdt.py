@@ -11,7 +11,7 @@ from pathlib import Path
 import hudi
 import pytest
 
-from tests.conftest import FIXTURES, unzip_table
+from tests.helpers import FIXTURES, unzip_table
 from timeline import CleanConfig, CleanlineError, CleanPolicy, HudiTable
 from timeline.cli import main
 from timeline.mdt.reader import MetadataTable, MetadataTableMissing
@@ -134,7 +134,7 @@ def test_rollback_rolls_the_metadata_table_back_too(lake: Path, crashed: bool) -
 
 
 def rows_of(path: Path, as_of: str | None = None) -> list[tuple]:
-    from tests.clean.test_fixture_cleans import rows
+    from tests.readers import rows
 
     return rows(path, as_of)
 

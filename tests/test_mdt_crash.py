@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.clean.test_fixture_cleans import rows
-from tests.conftest import FIXTURES, unzip_table
+from tests.helpers import FIXTURES, unzip_table
+from tests.mdt_v6 import KILLER
+from tests.readers import rows
 from timeline import HudiTable
 from timeline.clean.config import CleanConfig
 from timeline.clean.executor import run_pending_cleans, schedule_clean
@@ -19,30 +20,6 @@ from timeline.clean.planner import plan_clean
 from timeline.mdt.reader import MetadataTable
 
 TABLE = "sample_table/mor/avro/v9_txns_simple_meta"
-# Runs the pending clean and kills its own process (SIGKILL, no clean-up) at one point:
-#   "before-clean-completes": right before the data table's completed clean is written (the
-#                             metadata table's deltacommit is complete);
-#   "mid-mdt":                right after the metadata table's new log file is written (its
-#                             deltacommit is still inflight).
-KILLER = """
-import os, signal, sys
-from timeline import transition
-from timeline.storage.arrow import LocalStorage
-from timeline.clean.executor import run_pending_cleans
-from timeline import HudiTable
-point = sys.argv[2]
-real_complete, real_write = transition.complete, LocalStorage.write
-def complete(table, instant, content, **kw):
-    if point == "before-clean-completes" and instant.action == "clean":
-        os.kill(os.getpid(), signal.SIGKILL)
-    return real_complete(table, instant, content, **kw)
-def write(self, path, data):
-    real_write(self, path, data)
-    if point == "mid-mdt" and "/.hoodie/metadata/files/" in path and ".log." in path:
-        os.kill(os.getpid(), signal.SIGKILL)
-transition.complete, LocalStorage.write = complete, write
-run_pending_cleans(HudiTable.open(sys.argv[1]))
-"""
 
 
 def scheduled(path: Path) -> str:

@@ -17,11 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.clean.test_fixture_cleans import rows
-from tests.conftest import FIXTURES, unzip_table
-from tests.mdt_v6 import FILE_ID, INIT, add_v6_metadata_table
-from tests.test_hfile import hudi_rs_records
-from tests.test_mdt_crash import KILLER
+from tests.helpers import FIXTURES, unzip_table
+from tests.mdt_v6 import FILE_ID, INIT, KILLER, add_v6_metadata_table
+from tests.readers import hudi_rs_records, rows
 from timeline import CleanConfig, CleanPolicy, HudiTable
 from timeline.clean.executor import run_pending_cleans, schedule_clean
 from timeline.hfile import HEADER, read_hfile, read_trailer

@@ -13,7 +13,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-from tests.conftest import tree_snapshot
+from tests.helpers import tree_snapshot
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLE = "sample_table/cow/v9_txns_simple_nometa"

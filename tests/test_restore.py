@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.clean.test_fixture_cleans import retained_files, rows
+from tests.readers import retained_files, rows
 from timeline import HudiTable
 from timeline.clean.config import CleanConfig, CleanPolicy
 from timeline.clean.executor import run_pending_cleans, schedule_clean
@@ -94,7 +94,7 @@ def test_restore_and_rollback_cli_preview_confirm_and_run(table_copy) -> None:
     import subprocess
     import sys
 
-    from tests.conftest import tree_snapshot
+    from tests.helpers import tree_snapshot
 
     cleanline = str(Path(sys.executable).with_name("cleanline"))
     path = table_copy("sample_table/cow/v9_txns_simple_nometa")

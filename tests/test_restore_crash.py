@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.clean.test_fixture_cleans import rows
-from tests.conftest import FIXTURES, unzip_table
+from tests.helpers import FIXTURES, unzip_table
+from tests.readers import rows
 from timeline import HudiTable
 from timeline.savepoint import create_savepoint
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 
-from tests.clean.test_fixture_cleans import rows
-from tests.lakes import Lake
+from tests.lakes import Lake, fake_failed_write
+from tests.readers import rows
 from timeline import HudiTable
 from timeline.instant import State
 from timeline.metadata import avro
@@ -18,27 +17,6 @@ from timeline.storage import MemoryStorage
 
 T = [f"2026110100{i:02d}00000" for i in range(20)]
 P = "city=sf"
-
-
-def fake_failed_write(path: Path, time: str, *, markers: bool) -> list[Path]:
-    """A write that died: requested + inflight instant files, copies of real base files named
-    for `time`, and (optionally) direct markers for them."""
-    table = HudiTable.open(str(path))
-    folder = Path(table.timeline.folder)
-    (folder / f"{time}.commit.requested").write_bytes(b"")
-    (folder / f"{time}.inflight").write_bytes(b"")
-    written = []
-    for piece in table.file_system_view().latest_slices()[:2]:
-        assert piece.base_file is not None
-        partition = path / piece.partition if piece.partition else path
-        name = f"{piece.file_id}_9-9-9_{time}.parquet"
-        shutil.copy(partition / piece.base_file.name, partition / name)
-        written.append(partition / name)
-        if markers:
-            marker = path / ".hoodie" / ".temp" / time / piece.partition / f"{name}.marker.MERGE"
-            marker.parent.mkdir(parents=True, exist_ok=True)
-            marker.write_bytes(b"")
-    return written
 
 
 @pytest.mark.parametrize("markers", [True, False], ids=["markers", "listing"])

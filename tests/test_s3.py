@@ -18,12 +18,11 @@ from typing import Any
 from urllib.parse import quote
 
 import hudi
-import pyarrow as pa
 import pytest
 
 from tests import test_storage
 from tests.lakes import Lake
-from tests.s3 import REGION, FaultyProxy, S3Server
+from tests.s3 import REGION, V9_MOR, FaultyProxy, S3Server, data_keys, rows, signers, split
 from timeline import CleanlineError, HudiTable
 from timeline.clean.config import CleanConfig
 from timeline.clean.executor import FileStatus, run_pending_cleans, schedule_clean
@@ -43,7 +42,6 @@ CLEANLINE = Path(sys.executable).with_name("cleanline")
 V6_COW = "sample_table/cow/v6_complexkeygen_hivestyle"        # nested partitions byteField=/shortField=
 V6_COW_REPLACE = "sample_table/cow/v6_simplekeygen_nonhivestyle_overwritetable"
 V8_MOR = "quickstart_trips_table/mor/avro/v8_trips_8i3u1d"     # logs, metadata table, compaction
-V9_MOR = "sample_table/mor/avro/v9_txns_simple_nometa"         # logs, compaction, clustering
 V9_MOR_NONPART = "sample_table/mor/avro/v9_txns_nonpart_nometa"
 
 Slice = tuple[str, str, str, str | None, tuple[str, ...]]
@@ -52,11 +50,6 @@ Slice = tuple[str, str, str, str | None, tuple[str, ...]]
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
     """The `cleanline` command in a subprocess; it inherits the server's AWS_* variables."""
     return subprocess.run([str(CLEANLINE), *args], capture_output=True, text=True, timeout=120)
-
-
-def split(uri: str) -> tuple[str, str]:
-    bucket, _, prefix = uri.removeprefix("s3://").partition("/")
-    return bucket, prefix
 
 
 def ours(table: HudiTable, as_of: str | None = None) -> list[Slice]:
@@ -74,19 +67,6 @@ def theirs(server: S3Server, uri: str, as_of: str | None = None) -> list[Slice]:
                   for s in hudi.HudiTable(uri, server.hudi_options).get_file_slices(options))
 
 
-def rows(server: S3Server, uri: str, as_of: str | None = None) -> list[tuple[Any, ...]]:
-    """Every row hudi-rs reads from the S3 table (all columns but the file name), sorted."""
-    options = hudi.HudiReadOptions()
-    if as_of is not None:
-        options = options.with_as_of_timestamp(as_of)
-    batches = hudi.HudiTable(uri, server.hudi_options).read(options)
-    if not batches:
-        return []
-    table = pa.Table.from_batches(batches)
-    columns = [c for c in table.column_names if c != "_hoodie_file_name"]
-    return sorted(map(tuple, (list(r.values()) for r in table.select(columns).to_pylist())), key=repr)
-
-
 def written_files(table: HudiTable, since: str) -> set[str]:
     """Table-relative paths of every file written by a completed write at or after `since`."""
     found = set()
@@ -95,12 +75,6 @@ def written_files(table: HudiTable, since: str) -> set[str]:
             for stats in ((table.read_instant(instant) or {}).get("partitionToWriteStats") or {}).values():
                 found |= {s["path"] for s in stats or () if s.get("path")}
     return found
-
-
-def data_keys(server: S3Server, uri: str) -> set[str]:
-    """Table-relative keys of every object outside `.hoodie/`."""
-    bucket, prefix = split(uri)
-    return {k[len(prefix) + 1:] for k in server.keys(bucket, prefix + "/") if "/.hoodie/" not in f"/{k}"}
 
 
 def delete_requests(requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -151,12 +125,6 @@ def s3_roots() -> Iterator[Callable[[Mapping[str, S3Settings]], dict[str, S3Sett
     previous = configure_s3({})
     yield configure_s3
     configure_s3(previous)
-
-
-def signers(requests: list[dict[str, Any]]) -> set[str]:
-    """The access key ids recorded requests were signed with ("unsigned" for none)."""
-    found = (re.search(r"Credential=([^/]+)/", r["headers"].get("Authorization", "")) for r in requests)
-    return {m.group(1) if m else "unsigned" for m in found}
 
 
 def test_s3_roots_parse_reads_credentials_from_the_variables_named() -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from bench.common import CleanShape, full_config, generate_clean_table
-from tests.conftest import FIXTURES, unzip_table
+from tests.helpers import FIXTURES, unzip_table
 from timeline import CleanConfig, CleanPolicy, HudiTable
 from timeline.clean.executor import schedule_clean
 

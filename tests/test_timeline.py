@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURE_IDS
+from tests.helpers import FIXTURE_IDS
 from timeline import HudiTable
 from timeline.config import TableConfig
 from timeline.instant import Instant, State, parse_file_name

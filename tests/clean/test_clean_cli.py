@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import tree_snapshot
+from tests.helpers import tree_snapshot
 
 CLEANLINE = Path(sys.executable).with_name("cleanline")
 TABLE = "sample_table/mor/avro/v9_txns_simple_nometa"

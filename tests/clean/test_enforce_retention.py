@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.clean.test_planner import T, rewrite_history
-from tests.lakes import Lake
+from tests.lakes import Lake, T, rewrite_history
 from timeline import CleanConfig, CleanPolicy, HudiTable, RetentionTooShort
 from timeline.clean.retention import retention_shortfall
 from timeline.storage import MemoryStorage

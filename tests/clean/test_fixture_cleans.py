@@ -9,8 +9,7 @@ from pathlib import Path
 import hudi
 import pytest
 
-from tests.readers import hudi_read
-from tests.test_hfile import hudi_rs_records
+from tests.readers import hudi_read, hudi_rs_records, retained_files, rows
 from timeline import HudiTable
 from timeline.clean.config import CleanConfig, CleanPolicy
 from timeline.clean.executor import FileOutcome, Status, run_pending_cleans, schedule_clean
@@ -45,15 +44,6 @@ CONFIGS = {
 }
 
 
-def rows(path: Path, as_of: str | None = None) -> list[tuple]:
-    """Every row hudi-rs reads (all columns but the file name), sorted."""
-    table = hudi_read(path, as_of)
-    if table is None:
-        return []
-    columns = [c for c in table.column_names if c != "_hoodie_file_name"]
-    return sorted(map(tuple, (list(r.values()) for r in table.select(columns).to_pylist())), key=repr)
-
-
 def data_rows(path: Path) -> list[tuple]:
     """The latest snapshot without the commit time and sequence columns (twin tables were
     written by separate runs at other times)."""
@@ -63,16 +53,6 @@ def data_rows(path: Path) -> list[tuple]:
     columns = [c for c in table.column_names if c not in ("_hoodie_file_name", "_hoodie_commit_time",
                                                           "_hoodie_commit_seqno")]
     return sorted(map(tuple, (list(r.values()) for r in table.select(columns).to_pylist())), key=repr)
-
-
-def retained_files(table: HudiTable, since: str) -> list[Path]:
-    """Every data file written by a completed write at or after `since`."""
-    found = []
-    for instant in table.timeline.writes().completed():
-        if instant.requested_time >= since:
-            for stats in ((table.read_instant(instant) or {}).get("partitionToWriteStats") or {}).values():
-                found += [Path(table.base) / s["path"] for s in stats or () if s.get("path")]
-    return found
 
 
 @pytest.mark.parametrize("config_name", sorted(CONFIGS))

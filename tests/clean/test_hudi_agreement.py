@@ -268,7 +268,7 @@ def test_getBaseInstantTime_real_table_with_archived_delta_commits_round_trip(ta
     """A real v9 MOR table written by Hudi, its first delta commits moved to the LSM history:
     after an aggressive clean hudi-rs reads the latest snapshot and every retained instant with
     the rows it read before."""
-    from tests.clean.test_fixture_cleans import rows
+    from tests.readers import rows
     from timeline.clean.executor import run_pending_cleans
 
     path = table_copy("sample_table/mor/avro/v9_txns_simple_nometa")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURE_IDS, ROOT
+from tests.helpers import FIXTURE_IDS, ROOT
 from tests.lakes import Lake
 from timeline import HudiTable
 from timeline.clean.config import CleanConfig

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from tests.lakes import Lake
+from tests.lakes import Lake, T, rewrite_history
 from timeline import HudiTable
 from timeline.clean.config import CleanConfig, CleanConfigError, CleanPolicy
 from timeline.clean.planner import CleanPlan, plan_clean
@@ -14,22 +14,12 @@ from timeline.instant import Instant, State
 from timeline.metadata import avro
 from timeline.storage import MemoryStorage
 
-T = [f"2026110100{i:02d}00000" for i in range(20)]
 P, Q = "city=sf", "city=nyc"
 
 
 @pytest.fixture(params=[6, 8], ids=["v6", "v8"])
 def version(request: pytest.FixtureRequest) -> int:
     return request.param
-
-
-def rewrite_history(lake: Lake, times: list[str], partition: str = P, file_id: str = "fg1") -> list[str]:
-    """A COW file group rewritten by every commit in `times`."""
-    names = []
-    for t in times:
-        names.append(lake.base_file(partition, file_id, t))
-        lake.commit(t, {partition: [names[-1]]})
-    return names
 
 
 def plan(lake: Lake, **overrides: object) -> CleanPlan:

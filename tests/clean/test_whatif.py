@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from bench.common import CleanShape, avro_schema, generate_clean_table, schedule_full_plan, write_versions
-from tests.conftest import FIXTURE_IDS, tree_snapshot
+from tests.helpers import FIXTURE_IDS, tree_snapshot
 from tests.lakes import Lake
 from timeline import CleanConfig, CleanPlan, CleanPolicy, HudiTable
 from timeline.clean.config import CleanConfigError

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -13,15 +14,15 @@ from typing import Any
 import pytest
 import redis
 from django.db import connection
+from playwright.sync_api import Browser, sync_playwright
 
-from tests.conftest import PLAN_STORE
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.console.helpers import ARGS, ROOT
+from tests.helpers import PLAN_STORE
 
 
 @pytest.fixture(autouse=True)
 def plan_store(settings) -> None:  # type: ignore[no-untyped-def]
-    """Plans of this test run go to its temporary plan store (tests/conftest.py), never var/."""
+    """Plans of this test run go to its temporary plan store (tests/helpers.py), never var/."""
     settings.CLEANLINE_PLAN_STORE = PLAN_STORE
 
 
@@ -93,22 +94,15 @@ def console_table(settings, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, tab
     return make
 
 
-def person(name: str, role: str, password: str = "a long enough password 1") -> Any:
-    """A new user with `role`."""
-    from django.contrib.auth.models import Group, User
-
-    user = User.objects.create_user(name, password=password)
-    user.groups.add(Group.objects.get(name=role))
-    return user
-
-
-def login(role: str) -> Any:
-    """A test client logged in as a new user with `role`."""
-    from django.contrib.auth.models import Group, User
-    from django.test import Client
-
-    user = User.objects.create_user(f"u-{role}", password="pw")
-    user.groups.add(Group.objects.get(name=role))
-    client = Client()
-    client.force_login(user)
-    return client
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    # Playwright's sync API keeps an event loop on this thread; the ORM calls the test makes
+    # meanwhile are still synchronous (Django's documented switch for this case).
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    chromium = shutil.which("chromium")
+    assert chromium, "Debian's chromium is installed by `make test` (scripts/ensure-system.sh)"
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, args=ARGS)
+        yield browser
+        browser.close()
+    del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]

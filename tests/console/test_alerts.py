@@ -28,8 +28,7 @@ from console import services, tasks
 from console.alerts import check_alerts
 from console.models import Alert, AlertKind, AlertRule, AuditEvent, CleanPlan, PlanStatus, Table
 from console.selectors import stored_plan
-from tests.console.conftest import login, person
-from tests.console.retention import SHORT_RETENTION
+from tests.console.helpers import SHORT_RETENTION, login, person
 from timeline import HudiTable
 
 pytestmark = pytest.mark.django_db

@@ -22,9 +22,7 @@ from openapi_spec_validator import validate
 from console import services
 from console.models import ApiToken, AuditEvent, CleanPlan, Job, PlanStatus, Table
 from console.selectors import stored_plan
-from tests.console.conftest import person
-from tests.console.retention import SHORT_RETENTION
-from tests.console.waiting import wait_for
+from tests.console.helpers import SHORT_RETENTION, person, wait_for
 from timeline import HudiTable
 
 pytestmark = pytest.mark.django_db

@@ -4,36 +4,13 @@ screenshots of each page under var/screenshots/ (docs/screenshots/ with `make sc
 
 from __future__ import annotations
 
-import os
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from django.contrib.auth.models import Group, User
-from playwright.sync_api import Browser, sync_playwright
+from playwright.sync_api import Browser
 
 from console import services
-
-# Screenshots go to var/screenshots (untracked) unless CLEANLINE_SCREENSHOTS names another
-# folder: `make screenshots` points it at docs/screenshots to refresh the README's pictures.
-SHOTS = Path(os.environ.get("CLEANLINE_SCREENSHOTS") or Path(__file__).resolve().parents[2] / "var" / "screenshots")
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run"]
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    # Playwright's sync API keeps an event loop on this thread; the ORM calls the test makes
-    # meanwhile are still synchronous (Django's documented switch for this case).
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    chromium = shutil.which("chromium")
-    assert chromium, "Debian's chromium is installed by `make test` (scripts/ensure-system.sh)"
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium, args=ARGS)
-        yield browser
-        browser.close()
-    del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
+from tests.console.helpers import SHOTS
 
 
 def test_browser_login_catalog_timeline_and_instant(browser: Browser, live_server, settings, tmp_path: Path,

@@ -12,8 +12,8 @@ from playwright.sync_api import Browser, Page
 
 from console import services
 from console.models import Job, JobStatus, Table
-from tests.console.test_browser import SHOTS, browser  # noqa: F401 (the module's Chromium fixture)
-from tests.test_rollback import fake_failed_write
+from tests.console.helpers import SHOTS
+from tests.lakes import fake_failed_write
 
 FAILED = "20990101000000000"
 VIEWS = [(1280, "light"), (390, "dark")]

@@ -14,7 +14,7 @@ from playwright.sync_api import Browser, Page
 
 from console import services
 from console.models import Table
-from tests.console.test_browser import SHOTS, browser  # noqa: F401 (the module's Chromium fixture)
+from tests.console.helpers import SHOTS
 from timeline.instant import moment_of
 
 # The console runs in UTC (TIME_ZONE; the fixture table writes LOCAL times, read in the same

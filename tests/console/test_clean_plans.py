@@ -12,9 +12,8 @@ from django.core.exceptions import ValidationError
 from console import services
 from console.models import AuditEvent, CleanPlan, PlanStatus, Table
 from console.selectors import stored_plan
-from tests.clean.test_fixture_cleans import rows
-from tests.console.conftest import person
-from tests.console.retention import SHORT_RETENTION
+from tests.console.helpers import SHORT_RETENTION, person
+from tests.readers import rows
 from timeline import HudiTable
 from timeline.savepoint import create_savepoint
 

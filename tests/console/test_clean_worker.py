@@ -16,10 +16,9 @@ import pytest
 from console import services
 from console.models import CleanPlan, PlanStatus, TableLock
 from console.selectors import stored_plan
-from tests.clean.test_fixture_cleans import rows
-from tests.console.retention import SHORT_RETENTION
-from tests.console.waiting import wait_for
+from tests.console.helpers import SHORT_RETENTION, wait_for
 from tests.lakes import Lake
+from tests.readers import rows
 from timeline import HudiTable
 from timeline.storage.arrow import LocalStorage
 

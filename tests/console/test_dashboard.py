@@ -9,8 +9,7 @@ from django.urls import reverse
 
 from console import selectors, services
 from console.models import PlanStatus, Table
-from tests.console.conftest import login, person
-from tests.console.retention import SHORT_RETENTION
+from tests.console.helpers import SHORT_RETENTION, login, person
 from timeline import CleanConfig, HudiTable
 from timeline.clean.planner import plan_clean
 

@@ -17,7 +17,7 @@ from django.utils import timezone
 from console import selectors
 from console.models import Instant, Table
 from console.templatetags.display import age_text, duration_text, moment, time_axis, time_ticks
-from tests.console.conftest import login
+from tests.console.helpers import login
 from timeline import HudiTable
 from timeline.instant import moment_of
 
@@ -223,7 +223,7 @@ def test_display_file_groups_show_slice_ages(table: Table) -> None:
 def test_display_failed_writes_show_the_write_readable_and_its_last_change_as_an_age(console_table) -> None:
     from pathlib import Path
 
-    from tests.test_rollback import fake_failed_write
+    from tests.lakes import fake_failed_write
     from timeline.instant import instant_time_of
 
     table = console_table("sample_table/cow/v9_txns_simple_nometa")

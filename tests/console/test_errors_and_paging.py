@@ -12,7 +12,7 @@ from django.test import Client
 from django.urls import path, reverse
 
 from console.models import Table
-from tests.console.conftest import login
+from tests.console.helpers import login
 
 ROOT = Path(__file__).resolve().parents[2]
 

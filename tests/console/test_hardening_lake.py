@@ -14,9 +14,8 @@ from django.urls import reverse
 from console import services
 from console.models import AuditEvent, CleanPlan, Job, JobStatus, PlanStatus, SyncStatus, Table
 from console.selectors import stored_plan
-from tests.console.conftest import login, person
-from tests.console.retention import SHORT_RETENTION
-from tests.test_rollback import fake_failed_write
+from tests.console.helpers import SHORT_RETENTION, login, person
+from tests.lakes import fake_failed_write
 from timeline import HudiTable, metadata
 from timeline.instant import Instant as LakeInstant
 from timeline.instant import State

@@ -29,9 +29,7 @@ from django.utils import timezone
 
 from console import services
 from console.models import AuditEvent, CleanPlan, Job, JobStatus, PlanStatus, SyncStatus, Table, TableLock
-from tests.console.conftest import login, person
-from tests.console.retention import SHORT_RETENTION
-from tests.console.waiting import wait_for
+from tests.console.helpers import SHORT_RETENTION, login, person, wait_for
 from timeline import HudiTable
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -22,8 +22,7 @@ from django.urls import reverse
 
 from console import services
 from console.models import AuditEvent, Table
-from tests.console.conftest import login
-from tests.console.retention import SHORT_RETENTION
+from tests.console.helpers import SHORT_RETENTION, login
 
 ROOT = Path(__file__).resolve().parents[2]
 # The database PostgreSQL's run of these tests uses (its test database: test_cleanline_hardening).

@@ -13,7 +13,7 @@ from playwright.sync_api import Browser, Page
 
 from console import services
 from console.models import CleanPlan, PlanStatus
-from tests.console.test_browser import SHOTS, browser  # noqa: F401 - the shared browser fixture
+from tests.console.helpers import SHOTS
 
 
 def log_in(browser: Browser, url: str, name: str, role: str) -> Page:  # noqa: F811

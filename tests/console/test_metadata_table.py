@@ -11,9 +11,8 @@ from django.test import Client
 
 from console import services
 from console.models import AuditEvent, CleanPlan, PlanStatus, Table
-from tests.clean.test_fixture_cleans import rows
-from tests.console.conftest import login, person
-from tests.console.retention import SHORT_RETENTION
+from tests.console.helpers import SHORT_RETENTION, login, person
+from tests.readers import rows
 from timeline import HudiTable
 
 TABLE = "sample_table/cow/v9_txns_simple_meta"

@@ -18,8 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from console import services
 from console.models import CleanPlan, Instant, Job, JobStatus, PlanStatus, Table
 from console.settings import metrics_allow, webhook_urls
-from tests.console.conftest import login
-from tests.console.retention import SHORT_RETENTION
+from tests.console.helpers import SHORT_RETENTION, login
 from timeline import HudiTable
 from timeline.instant import moment_of
 

@@ -10,9 +10,9 @@ from django.urls import reverse
 
 from console import services
 from console.models import AuditEvent, Job, JobStatus, Table
-from tests.clean.test_fixture_cleans import rows
-from tests.console.conftest import login
-from tests.test_rollback import fake_failed_write
+from tests.console.helpers import login
+from tests.lakes import fake_failed_write
+from tests.readers import rows
 from timeline import HudiTable
 
 pytestmark = pytest.mark.django_db

@@ -18,7 +18,7 @@ from django.urls import reverse
 
 from console import services
 from console.models import AuditEvent, CleanPlan, GrantStatus, PlanStatus, RoleGrant, Table
-from tests.console.retention import SHORT_RETENTION
+from tests.console.helpers import SHORT_RETENTION
 
 TABLE = "sample_table/cow/v9_txns_simple_nometa"
 STRONG = "a long enough password 1"

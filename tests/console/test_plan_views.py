@@ -11,8 +11,7 @@ from django.urls import reverse
 from console import services
 from console.models import CleanPlan, PlanStatus, Table
 from console.selectors import stored_plan
-from tests.console.conftest import login
-from tests.console.retention import SHORT_RETENTION, SHORT_RETENTION_FORM
+from tests.console.helpers import SHORT_RETENTION, SHORT_RETENTION_FORM, login
 
 pytestmark = pytest.mark.django_db
 

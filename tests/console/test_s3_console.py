@@ -22,11 +22,9 @@ from console import selectors, services
 from console.models import CleanPlan, Job, JobStatus, PlanStatus, SyncStatus, Table
 from console.selectors import stored_plan
 from console.settings import s3_roots
-from tests.conftest import FIXTURES, unzip_table
-from tests.console.conftest import ROOT, login
-from tests.console.retention import SHORT_RETENTION
-from tests.s3 import REGION, S3Server
-from tests.test_s3 import V9_MOR, data_keys, rows, signers, split
+from tests.console.helpers import ROOT, SHORT_RETENTION, login
+from tests.helpers import FIXTURES, unzip_table
+from tests.s3 import REGION, V9_MOR, S3Server, data_keys, rows, signers, split
 from timeline import HudiTable
 
 CLOSED = "http://127.0.0.1:9"

@@ -8,8 +8,7 @@ from django.urls import reverse
 
 from console import services
 from console.models import Table
-from tests.console.conftest import login
-from tests.console.retention import SHORT_RETENTION
+from tests.console.helpers import SHORT_RETENTION, login
 from timeline import HudiTable
 
 pytestmark = pytest.mark.django_db
@@ -50,7 +49,7 @@ def test_safe_flows_rollback_has_a_preview_page_with_files_and_a_typed_confirmat
     from pathlib import Path
 
     from console.models import Job, JobStatus
-    from tests.test_rollback import fake_failed_write
+    from tests.lakes import fake_failed_write
 
     failed = "20990101000000000"
     fake_failed_write(Path(table.path.removeprefix("file:")), failed, markers=True)

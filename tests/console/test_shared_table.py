@@ -14,8 +14,7 @@ from django.urls import reverse
 
 from console import services
 from console.models import AuditEvent, CleanPlan, PlanStatus, Table
-from tests.console.conftest import login, person
-from tests.console.retention import SHORT_RETENTION
+from tests.console.helpers import SHORT_RETENTION, login, person
 from timeline import HudiTable
 from timeline.instant import Instant, State
 from timeline.locks import STORAGE_BASED_LOCK_PROVIDER, lock_for_table

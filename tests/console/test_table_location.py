@@ -12,9 +12,8 @@ from django.core.exceptions import ValidationError
 
 from console import services
 from console.models import AuditEvent, CleanPlan, Job, JobStatus, PlanStatus, Table
-from tests.conftest import tree_snapshot
-from tests.console.conftest import login
-from tests.console.retention import SHORT_RETENTION
+from tests.console.helpers import SHORT_RETENTION, login
+from tests.helpers import tree_snapshot
 
 TABLE = "sample_table/cow/v9_txns_simple_nometa"
 

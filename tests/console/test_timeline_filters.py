@@ -13,7 +13,7 @@ from django.urls import reverse
 
 from console import selectors, services
 from console.models import Instant, Table
-from tests.console.conftest import login, person
+from tests.console.helpers import login, person
 from timeline.instant import moment_of
 
 pytestmark = pytest.mark.django_db

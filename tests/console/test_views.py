@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from console import services
 from console.models import AuditEvent, Job, PlanStatus, Table, TableLock
-from tests.console.retention import SHORT_RETENTION, SHORT_RETENTION_FORM
+from tests.console.helpers import SHORT_RETENTION, SHORT_RETENTION_FORM
 from timeline import HudiTable
 
 pytestmark = pytest.mark.django_db

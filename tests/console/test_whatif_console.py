@@ -12,7 +12,7 @@ from django.urls import reverse
 
 from console import services
 from console.models import AuditEvent, JobStatus, RetentionEstimate, Table
-from tests.console.conftest import login, person
+from tests.console.helpers import login, person
 from timeline import CleanConfig, CleanPolicy, HudiTable
 from timeline.clean.planner import plan_clean
 

@@ -17,7 +17,7 @@ from django.urls import reverse
 
 from console import services
 from console.models import AuditEvent, CleanPlan, Job, PlanStatus, Table
-from tests.console.retention import SHORT_RETENTION
+from tests.console.helpers import SHORT_RETENTION
 
 TABLE = "sample_table/cow/v9_txns_simple_nometa"
 LIVE = "20300101000000000"  # requested "in the future": only its fresh heartbeat says it is live

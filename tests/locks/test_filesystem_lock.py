@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import tree_snapshot
+from tests.helpers import tree_snapshot
 from timeline import HudiTable
 from timeline.locks import LockLost, LockUnavailable, UnsupportedLockProvider, lock_for_table
 from timeline.locks.filesystem import FILESYSTEM_BASED_LOCK_PROVIDER, FileSystemBasedLock

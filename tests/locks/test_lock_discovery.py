@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import tree_snapshot
+from tests.helpers import tree_snapshot
 from timeline import CleanConfig, HudiTable
 from timeline.cli import main
 from timeline.locks import STORAGE_BASED_LOCK_PROVIDER, LockUnavailable, UnsupportedLockProvider

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.helpers import ROOT
 from timeline.metadata import avro
 
 DOC = (ROOT.parent / "shared" / "docs" / "hudi-format.md").read_text()

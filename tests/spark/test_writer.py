@@ -18,9 +18,8 @@ import pyarrow as pa
 import pytest
 from pyspark.sql import SparkSession
 
-from tests.conftest import FIXTURES
-from tests.readers import hudi_read
-from tests.test_fsview_hudi_rs import ours, theirs
+from tests.helpers import FIXTURES
+from tests.readers import hudi_read, ours, theirs
 from timeline import HudiTable
 from timeline.config import checksum
 from timeline.instant import State

@@ -1,0 +1,59 @@
+"""Helpers of the console tests (fixtures are in conftest.py): people and logins, the retention
+most plans are made with, waiting for other processes, where screenshots go and how Chromium runs."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def person(name: str, role: str, password: str = "a long enough password 1") -> Any:
+    """A new user with `role`."""
+    from django.contrib.auth.models import Group, User
+
+    user = User.objects.create_user(name, password=password)
+    user.groups.add(Group.objects.get(name=role))
+    return user
+
+
+def login(role: str) -> Any:
+    """A test client logged in as a new user with `role`."""
+    from django.contrib.auth.models import Group, User
+    from django.test import Client
+
+    user = User.objects.create_user(f"u-{role}", password="pw")
+    user.groups.add(Group.objects.get(name=role))
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+# Screenshots go to var/screenshots (untracked) unless CLEANLINE_SCREENSHOTS names another
+# folder: `make screenshots` points it at docs/screenshots to refresh the README's pictures.
+SHOTS = Path(os.environ.get("CLEANLINE_SCREENSHOTS") or Path(__file__).resolve().parents[2] / "var" / "screenshots")
+
+
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run"]
+
+
+# The plan settings most console tests use: one commit retained, below the table's configured
+# retention (Hudi's default 10), so the requester allows it explicitly (the library refuses it
+# otherwise: timeline/clean/retention.py).
+SHORT_RETENTION = {"commits_retained": 1, "allow_short_retention": True}
+SHORT_RETENTION_FORM = {"commits_retained": "1", "allow_short_retention": "on"}
+
+
+def wait_for(condition: Callable[[], bool], seconds: float, what: str) -> None:
+    """Poll `condition` every 50 ms until it holds; after `seconds`, fail naming `what` (what
+    other processes, Celery workers or Spark, do to the database or the lake)."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
