@@ -261,7 +261,8 @@ def test_boundaries_no_test_module_or_conftest_is_imported() -> None:
     for path in tests.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
             modules = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                       else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+                       else [node.module or "", *(f"{node.module}.{a.name}" for a in node.names)]
+                       if isinstance(node, ast.ImportFrom) else [])
             for module in modules:
                 last = module.rpartition(".")[2]
                 if module.startswith("tests") and (last.startswith("test_") or last == "conftest"):

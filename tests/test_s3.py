@@ -20,7 +20,7 @@ from urllib.parse import quote
 import hudi
 import pytest
 
-from tests import test_storage
+from tests import storage_contract
 from tests.lakes import Lake
 from tests.s3 import REGION, V9_MOR, FaultyProxy, S3Server, data_keys, rows, signers, split
 from timeline import CleanlineError, HudiTable
@@ -232,11 +232,11 @@ def test_s3_root_profile_signs_with_the_profile_from_the_aws_files(
 
 
 @pytest.mark.parametrize("contract", [
-    test_storage.test_storage_write_read_list_and_status,
-    test_storage.test_storage_write_is_create_if_absent,
-    test_storage.test_storage_delete_says_whether_the_file_was_there,
-    test_storage.test_storage_missing_paths_raise_file_not_found_naming_the_path,
-], ids=lambda f: f.__name__.removeprefix("test_storage_"))
+    storage_contract.write_read_list_and_status,
+    storage_contract.write_is_create_if_absent,
+    storage_contract.delete_says_whether_the_file_was_there,
+    storage_contract.missing_paths_raise_file_not_found_naming_the_path,
+], ids=lambda f: f.__name__)
 def test_s3_storage_keeps_the_storage_contract(s3_server: S3Server, contract: Any) -> None:
     bucket = s3_server.new_bucket()
     storage, root = storage_for(f"s3://{bucket}/root")
