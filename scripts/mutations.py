@@ -54,7 +54,7 @@ MUTATIONS = [
     Mutation("the metadata table gets a tombstone for every planned file of a clean", "timeline/mdt/writer.py",
              "            records.append(files_record(identifier, deleted=entry.delete_path_patterns))",
              "            records.append(files_record(identifier, deleted=entry.success_delete_files))",
-             "tests/test_mdt.py"),
+             "tests/mdt/test_mdt.py"),
     Mutation("a table_lock.json on storage means StorageBasedLockProvider", "timeline/locks/discovery.py",
              "    if table.storage.exists(table.path(STORAGE_LOCK_FILE)):",
              "    if False:", "tests/locks/test_lock_discovery.py"),

@@ -1,5 +1,5 @@
-"""The contract every Storage backend keeps (tests/test_storage.py runs it on memory, local disk
-and pyarrow.fs; tests/test_s3.py on the S3 server): each check takes the storage and a root."""
+"""The contract every Storage backend keeps (tests/storage/test_storage.py runs it on memory, local disk
+and pyarrow.fs; tests/storage/test_s3.py on the S3 server): each check takes the storage and a root."""
 
 from __future__ import annotations
 

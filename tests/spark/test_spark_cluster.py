@@ -21,7 +21,7 @@ from tests.helpers import FIXTURES, unzip_table
 from timeline import CleanConfig, CleanPolicy, HudiTable
 from timeline.clean.executor import schedule_clean
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 # The driver: plan (or run the pending clean of) one table on the cluster, print JSON lines.
 DRIVER = """

@@ -104,7 +104,7 @@ def test_concurrency_a_writer_and_cleanline_share_the_lock_and_the_table_stays_r
     writer = subprocess.Popen(
         [sys.executable, "-c", WRITER, str(path), str(log), str(COMMITS), str(KEYS), json.dumps(lock_options)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
     committed: dict[str, int] = {}
     cleans = savepoints = 0
     refused: list[str] = []

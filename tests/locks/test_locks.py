@@ -57,7 +57,7 @@ from timeline.storage.base import Storage
 from timeline.storage.memory import MemoryStorage
 from timeline.storage.s3 import S3Settings, S3Storage
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LOCK_FILE = ".hoodie/.locks/table_lock.json"
 FAST = {"retry_wait_seconds": 0.02}
 
