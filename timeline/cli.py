@@ -521,6 +521,152 @@ def _age(seconds: int) -> str:
     return f"{seconds}s"
 
 
+def _command(sub: Any, name: str, handler: Handler, help_text: str) -> argparse.ArgumentParser:
+    cmd: argparse.ArgumentParser = sub.add_parser(name, help=help_text, description=help_text)
+    cmd.add_argument("path", help="table base path or URI (file://, s3://, gs://, hdfs://)")
+    cmd.set_defaults(handler=handler)
+    return cmd
+
+
+def _sizes(cmd: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    cmd.add_argument("--bytes", action="store_true",
+                     help="print sizes as byte counts, not KiB/MiB/GiB (--json always has byte counts)")
+    return cmd
+
+
+def _writers_stopped(cmd: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    cmd.add_argument("--writers-stopped", action="store_true",
+                     help="the table's writers are stopped: go on even though a writer looks live (a fresh "
+                          "heartbeat or pending write) and no lock they share is known (refused otherwise; "
+                          "logged)")
+    return cmd
+
+
+def _read_commands(commands: Any) -> None:
+    """table info, tables, timeline, fsview."""
+    table = commands.add_parser("table", help="table-level commands").add_subparsers(dest="sub", required=True)
+    info = _sizes(_command(table, "info", _table_info, "show a table's configuration and timeline summary"))
+    info.add_argument("--json", action="store_true", help="print JSON")
+
+    listed = commands.add_parser("tables", help="list a remote console's registered tables (with --api)",
+                                 description="list a remote console's registered tables (with --api)")
+    listed.add_argument("--json", action="store_true", help="print JSON")
+    _sizes(listed).set_defaults(handler=_tables)
+
+    tl = _command(commands, "timeline", _timeline, "list the instants of the active timeline, newest first")
+    tl.add_argument("--archived", action="store_true", help="include the archived timeline (after the active one)")
+    tl.add_argument("--reverse", action="store_true", help="oldest first (the archived timeline, then the active one)")
+    tl.add_argument("--json", action="store_true", help="print JSON")
+
+    fs = _sizes(_command(commands, "fsview", _fsview, "list the latest file slices (or all) per file group"))
+    fs.add_argument("--as-of", metavar="T", help="the view as of completed instant time T")
+    fs.add_argument("--all-slices", action="store_true", help="every committed slice, not only the latest")
+    fs.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _clean_commands(commands: Any) -> None:
+    """clean plan, schedule, what-if, run, show."""
+    clean = commands.add_parser("clean", help="plan, schedule, run and report cleans").add_subparsers(
+        dest="sub", required=True)
+    for name, handler, text in (
+        ("plan", _clean_plan, "plan a clean and explain every file; writes nothing"),
+        ("schedule", _clean_schedule, "plan a clean and write its <t>.clean.requested; prints t"),
+    ):
+        cmd = _command(clean, name, handler, text)
+        cmd.add_argument("--policy", choices=[p.value for p in timeline.CleanPolicy], help="default: the table's")
+        cmd.add_argument("--retain-commits", type=int, metavar="N", help="KEEP_LATEST_COMMITS: commits retained")
+        cmd.add_argument("--retain-versions", type=int, metavar="N", help="KEEP_LATEST_FILE_VERSIONS: versions kept")
+        cmd.add_argument("--retain-hours", type=int, metavar="H", help="KEEP_LATEST_BY_HOURS: hours retained")
+        cmd.add_argument("--now", metavar="yyyyMMddHHmmss", help="plan as of this time (table timezone)")
+        cmd.add_argument("--no-incremental", action="store_true", help="list every partition")
+        cmd.add_argument("--allow-short-retention", action="store_true",
+                         help="allow retaining less than the table's own clean settings (refused otherwise)")
+        if name == "plan":
+            _sizes(cmd)
+            cmd.add_argument("--json", action="store_true", help="print JSON (HoodieCleanerPlan names + reasons)")
+            cmd.add_argument("--engine", choices=["local", "spark", "auto"], default="local",
+                             help="plan in this process, or fan out over partitions on Spark (SPARK_MASTER); "
+                                  "auto: Spark from CLEANLINE_SPARK_MIN_FILES data files on")
+        else:
+            cmd.add_argument("--force", action="store_true", help="ignore hoodie.clean.trigger.max.commits")
+            _writers_stopped(cmd)
+    whatif = _sizes(_command(clean, "what-if", _clean_what_if, "what a clean would free (files, bytes) for each "
+                           "retention setting, from one listing of the table; writes nothing"))
+    whatif.add_argument("--commits", type=_settings, default=list(range(1, 11)), metavar="N..M|N,N,...",
+                        help="KEEP_LATEST_COMMITS: commits retained to try (default 1..10; none: skip)")
+    whatif.add_argument("--hours", type=_settings, metavar="H,H,...",
+                        help="KEEP_LATEST_BY_HOURS: hours retained to try")
+    whatif.add_argument("--file-versions", type=_settings, metavar="N..M|N,N,...",
+                        help="KEEP_LATEST_FILE_VERSIONS: file versions retained to try")
+    whatif.add_argument("--now", metavar="yyyyMMddHHmmss", help="plan the hours settings as of this time "
+                        "(table timezone)")
+    whatif.add_argument("--no-incremental", action="store_true",
+                        help="plan every setting over every partition, not incrementally as a clean would")
+    whatif.add_argument("--json", action="store_true", help="print JSON (sizes in bytes)")
+    run = _writers_stopped(_sizes(_command(clean, "run", _clean_run,
+                                        "run pending cleans (requested or inflight) with progress")))
+    run.add_argument("--instant", metavar="T", help="only the pending clean at T")
+    run.add_argument("--engine", choices=["local", "spark", "auto"], default="local",
+                     help="delete with local threads, or fan out over files on Spark (SPARK_MASTER); auto: Spark "
+                          "from CLEANLINE_SPARK_MIN_FILES data files on")
+    show = _command(clean, "show", _clean_show, "report a completed clean (the latest by default)")
+    show.add_argument("instant", nargs="?", metavar="T", help="the clean's instant time")
+    show.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _change_commands(commands: Any) -> None:
+    """savepoint create/delete/list, restore, rollback, mdt show/validate/drop."""
+    savepoint = commands.add_parser("savepoint", help="create, delete and list savepoints").add_subparsers(
+        dest="sub", required=True)
+    create = _writers_stopped(_command(savepoint, "create", _savepoint_create, "savepoint a completed commit"))
+    create.add_argument("--instant", required=True, metavar="T", help="the completed commit to savepoint")
+    create.add_argument("--comment", default="", help="why (kept in the savepoint)")
+    create.add_argument("--user", help="who (default: the OS user)")
+    delete = _writers_stopped(_command(savepoint, "delete", _savepoint_delete,
+                                     "delete a savepoint (its files become cleanable)"))
+    delete.add_argument("--instant", required=True, metavar="T", help="the savepoint to delete")
+    delete.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    listing = _sizes(_command(savepoint, "list", _savepoint_list, "list savepoints with what they protect"))
+    listing.add_argument("--json", action="store_true", help="print JSON")
+
+    rs = _command(commands, "restore", _restore, "restore a table to a savepoint (previewed first)")
+    rs.add_argument("--savepoint", required=True, metavar="T", help="the savepoint to restore to")
+    rb = _command(commands, "rollback", _rollback, "roll back a write, or every failed write")
+    which = rb.add_mutually_exclusive_group(required=True)
+    which.add_argument("--instant", metavar="T", help="the write to roll back")
+    which.add_argument("--failed", action="store_true", help="every failed write (EAGER or LAZY policy)")
+    for cmd in (rs, rb):
+        _sizes(_writers_stopped(cmd))
+        cmd.add_argument("--preview", action="store_true", help="show what would happen; write nothing")
+        cmd.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+        cmd.add_argument("--json", action="store_true", help="print the preview as JSON")
+
+    mdt = commands.add_parser("mdt", help="the metadata table (.hoodie/metadata)").add_subparsers(
+        dest="sub", required=True)
+    shown = _command(mdt, "show", _mdt_show, "the metadata table's partitions, last instant and file groups")
+    shown.add_argument("--json", action="store_true", help="print JSON")
+    valid = _sizes(_command(mdt, "validate", _mdt_validate, "compare the metadata table's file listing with storage, "
+                                                           "per partition; exit 1 on a difference"))
+    valid.add_argument("--json", action="store_true", help="print JSON")
+    drop = _writers_stopped(_command(mdt, "drop", _mdt_drop,
+                                   "delete the metadata table (a repair action: Hudi writers rebuild it)"))
+    drop.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    drop.add_argument("--confirm", metavar="TABLE_NAME", help="the table's name, instead of answering the question")
+
+
+def _other_commands(commands: Any) -> None:
+    """demo, instant show."""
+    demo = commands.add_parser("demo", help="build a demo lake with the Spark writer (SPARK_MASTER)")
+    demo.add_argument("path", help="folder for the demo tables (existing tables are kept)")
+    demo.set_defaults(handler=_demo)
+
+    instant = commands.add_parser("instant", help="instant-level commands").add_subparsers(dest="sub", required=True)
+    show = _command(instant, "show", _instant_show, "print the decoded content of one instant as JSON")
+    show.add_argument("instant", metavar="T", help="requested instant time")
+    show.add_argument("--action", help="the action, when several share the time")
+    show.add_argument("--state", choices=["requested", "inflight", "completed"], help="which state file")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="cleanline", description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="log warnings and details to stderr")
@@ -537,136 +683,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the personal API token for --api (default: $CLEANLINE_API_TOKEN)")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    def command(sub: Any, name: str, handler: Handler, help_text: str) -> argparse.ArgumentParser:
-        cmd: argparse.ArgumentParser = sub.add_parser(name, help=help_text, description=help_text)
-        cmd.add_argument("path", help="table base path or URI (file://, s3://, gs://, hdfs://)")
-        cmd.set_defaults(handler=handler)
-        return cmd
-
-    def sizes(cmd: argparse.ArgumentParser) -> argparse.ArgumentParser:
-        cmd.add_argument("--bytes", action="store_true",
-                         help="print sizes as byte counts, not KiB/MiB/GiB (--json always has byte counts)")
-        return cmd
-
-    def writers_stopped(cmd: argparse.ArgumentParser) -> argparse.ArgumentParser:
-        cmd.add_argument("--writers-stopped", action="store_true",
-                         help="the table's writers are stopped: go on even though a writer looks live (a fresh "
-                              "heartbeat or pending write) and no lock they share is known (refused otherwise; "
-                              "logged)")
-        return cmd
-
-    table = commands.add_parser("table", help="table-level commands").add_subparsers(dest="sub", required=True)
-    info = sizes(command(table, "info", _table_info, "show a table's configuration and timeline summary"))
-    info.add_argument("--json", action="store_true", help="print JSON")
-
-    listed = commands.add_parser("tables", help="list a remote console's registered tables (with --api)",
-                                 description="list a remote console's registered tables (with --api)")
-    listed.add_argument("--json", action="store_true", help="print JSON")
-    sizes(listed).set_defaults(handler=_tables)
-
-    tl = command(commands, "timeline", _timeline, "list the instants of the active timeline, newest first")
-    tl.add_argument("--archived", action="store_true", help="include the archived timeline (after the active one)")
-    tl.add_argument("--reverse", action="store_true", help="oldest first (the archived timeline, then the active one)")
-    tl.add_argument("--json", action="store_true", help="print JSON")
-
-    fs = sizes(command(commands, "fsview", _fsview, "list the latest file slices (or all) per file group"))
-    fs.add_argument("--as-of", metavar="T", help="the view as of completed instant time T")
-    fs.add_argument("--all-slices", action="store_true", help="every committed slice, not only the latest")
-    fs.add_argument("--json", action="store_true", help="print JSON")
-
-    clean = commands.add_parser("clean", help="plan, schedule, run and report cleans").add_subparsers(
-        dest="sub", required=True)
-    for name, handler, text in (
-        ("plan", _clean_plan, "plan a clean and explain every file; writes nothing"),
-        ("schedule", _clean_schedule, "plan a clean and write its <t>.clean.requested; prints t"),
-    ):
-        cmd = command(clean, name, handler, text)
-        cmd.add_argument("--policy", choices=[p.value for p in timeline.CleanPolicy], help="default: the table's")
-        cmd.add_argument("--retain-commits", type=int, metavar="N", help="KEEP_LATEST_COMMITS: commits retained")
-        cmd.add_argument("--retain-versions", type=int, metavar="N", help="KEEP_LATEST_FILE_VERSIONS: versions kept")
-        cmd.add_argument("--retain-hours", type=int, metavar="H", help="KEEP_LATEST_BY_HOURS: hours retained")
-        cmd.add_argument("--now", metavar="yyyyMMddHHmmss", help="plan as of this time (table timezone)")
-        cmd.add_argument("--no-incremental", action="store_true", help="list every partition")
-        cmd.add_argument("--allow-short-retention", action="store_true",
-                         help="allow retaining less than the table's own clean settings (refused otherwise)")
-        if name == "plan":
-            sizes(cmd)
-            cmd.add_argument("--json", action="store_true", help="print JSON (HoodieCleanerPlan names + reasons)")
-            cmd.add_argument("--engine", choices=["local", "spark", "auto"], default="local",
-                             help="plan in this process, or fan out over partitions on Spark (SPARK_MASTER); "
-                                  "auto: Spark from CLEANLINE_SPARK_MIN_FILES data files on")
-        else:
-            cmd.add_argument("--force", action="store_true", help="ignore hoodie.clean.trigger.max.commits")
-            writers_stopped(cmd)
-    whatif = sizes(command(clean, "what-if", _clean_what_if, "what a clean would free (files, bytes) for each "
-                           "retention setting, from one listing of the table; writes nothing"))
-    whatif.add_argument("--commits", type=_settings, default=list(range(1, 11)), metavar="N..M|N,N,...",
-                        help="KEEP_LATEST_COMMITS: commits retained to try (default 1..10; none: skip)")
-    whatif.add_argument("--hours", type=_settings, metavar="H,H,...",
-                        help="KEEP_LATEST_BY_HOURS: hours retained to try")
-    whatif.add_argument("--file-versions", type=_settings, metavar="N..M|N,N,...",
-                        help="KEEP_LATEST_FILE_VERSIONS: file versions retained to try")
-    whatif.add_argument("--now", metavar="yyyyMMddHHmmss", help="plan the hours settings as of this time "
-                        "(table timezone)")
-    whatif.add_argument("--no-incremental", action="store_true",
-                        help="plan every setting over every partition, not incrementally as a clean would")
-    whatif.add_argument("--json", action="store_true", help="print JSON (sizes in bytes)")
-    run = writers_stopped(sizes(command(clean, "run", _clean_run,
-                                        "run pending cleans (requested or inflight) with progress")))
-    run.add_argument("--instant", metavar="T", help="only the pending clean at T")
-    run.add_argument("--engine", choices=["local", "spark", "auto"], default="local",
-                     help="delete with local threads, or fan out over files on Spark (SPARK_MASTER); auto: Spark "
-                          "from CLEANLINE_SPARK_MIN_FILES data files on")
-    show = command(clean, "show", _clean_show, "report a completed clean (the latest by default)")
-    show.add_argument("instant", nargs="?", metavar="T", help="the clean's instant time")
-    show.add_argument("--json", action="store_true", help="print JSON")
-
-    savepoint = commands.add_parser("savepoint", help="create, delete and list savepoints").add_subparsers(
-        dest="sub", required=True)
-    create = writers_stopped(command(savepoint, "create", _savepoint_create, "savepoint a completed commit"))
-    create.add_argument("--instant", required=True, metavar="T", help="the completed commit to savepoint")
-    create.add_argument("--comment", default="", help="why (kept in the savepoint)")
-    create.add_argument("--user", help="who (default: the OS user)")
-    delete = writers_stopped(command(savepoint, "delete", _savepoint_delete,
-                                     "delete a savepoint (its files become cleanable)"))
-    delete.add_argument("--instant", required=True, metavar="T", help="the savepoint to delete")
-    delete.add_argument("--yes", action="store_true", help="do not ask for confirmation")
-    listing = sizes(command(savepoint, "list", _savepoint_list, "list savepoints with what they protect"))
-    listing.add_argument("--json", action="store_true", help="print JSON")
-
-    rs = command(commands, "restore", _restore, "restore a table to a savepoint (previewed first)")
-    rs.add_argument("--savepoint", required=True, metavar="T", help="the savepoint to restore to")
-    rb = command(commands, "rollback", _rollback, "roll back a write, or every failed write")
-    which = rb.add_mutually_exclusive_group(required=True)
-    which.add_argument("--instant", metavar="T", help="the write to roll back")
-    which.add_argument("--failed", action="store_true", help="every failed write (EAGER or LAZY policy)")
-    for cmd in (rs, rb):
-        sizes(writers_stopped(cmd))
-        cmd.add_argument("--preview", action="store_true", help="show what would happen; write nothing")
-        cmd.add_argument("--yes", action="store_true", help="do not ask for confirmation")
-        cmd.add_argument("--json", action="store_true", help="print the preview as JSON")
-
-    mdt = commands.add_parser("mdt", help="the metadata table (.hoodie/metadata)").add_subparsers(
-        dest="sub", required=True)
-    shown = command(mdt, "show", _mdt_show, "the metadata table's partitions, last instant and file groups")
-    shown.add_argument("--json", action="store_true", help="print JSON")
-    valid = sizes(command(mdt, "validate", _mdt_validate, "compare the metadata table's file listing with storage, "
-                                                           "per partition; exit 1 on a difference"))
-    valid.add_argument("--json", action="store_true", help="print JSON")
-    drop = writers_stopped(command(mdt, "drop", _mdt_drop,
-                                   "delete the metadata table (a repair action: Hudi writers rebuild it)"))
-    drop.add_argument("--yes", action="store_true", help="do not ask for confirmation")
-    drop.add_argument("--confirm", metavar="TABLE_NAME", help="the table's name, instead of answering the question")
-
-    demo = commands.add_parser("demo", help="build a demo lake with the Spark writer (SPARK_MASTER)")
-    demo.add_argument("path", help="folder for the demo tables (existing tables are kept)")
-    demo.set_defaults(handler=_demo)
-
-    instant = commands.add_parser("instant", help="instant-level commands").add_subparsers(dest="sub", required=True)
-    show = command(instant, "show", _instant_show, "print the decoded content of one instant as JSON")
-    show.add_argument("instant", metavar="T", help="requested instant time")
-    show.add_argument("--action", help="the action, when several share the time")
-    show.add_argument("--state", choices=["requested", "inflight", "completed"], help="which state file")
+    for add in (_read_commands, _clean_commands, _change_commands, _other_commands):
+        add(commands)
     return parser
 
 
