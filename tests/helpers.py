@@ -3,6 +3,8 @@ are, unzipping one, and proving a tree unchanged."""
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import shutil
 import tempfile
@@ -68,3 +70,16 @@ def copy_tree(src: Path, dest: Path) -> Path:
 
 FIXTURE_ZIPS = fixture_zips()
 FIXTURE_IDS = [fixture_id(z) for z in FIXTURE_ZIPS]
+
+
+class Intervals(logging.Handler):
+    """Cleanline's side of the lock's log: who held it, from when to when."""
+
+    def __init__(self, log: Path) -> None:
+        super().__init__()
+        self.log = log
+
+    def emit(self, record: logging.LogRecord) -> None:
+        with self.log.open("a") as out:
+            out.write(json.dumps({"holder": record.holder, "acquired": record.acquired,  # type: ignore[attr-defined]
+                                  "released": record.released}) + "\n")  # type: ignore[attr-defined]

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import Intervals
 from tests.readers import hudi_read
 from tests.zookeeper import ZooKeeperServer
 from timeline import CleanConfig, CleanlineError, HudiTable
@@ -82,22 +83,11 @@ WRITER = textwrap.dedent("""
 """)
 
 
-class _Intervals(logging.Handler):
-    def __init__(self, log: Path) -> None:
-        super().__init__()
-        self.log = log
-
-    def emit(self, record: logging.LogRecord) -> None:
-        with self.log.open("a") as out:
-            out.write(json.dumps({"holder": record.holder, "acquired": record.acquired,  # type: ignore[attr-defined]
-                                  "released": record.released}) + "\n")  # type: ignore[attr-defined]
-
-
 def test_concurrency_a_writer_and_cleanline_share_the_lock_and_the_table_stays_readable(
         tmp_path: Path, lock_options: dict[str, str]) -> None:
     path = tmp_path / "live"
     log = tmp_path / "intervals.jsonl"
-    handler = _Intervals(log)
+    handler = Intervals(log)
     intervals = logging.getLogger("timeline.transactions.intervals")
     intervals.setLevel(logging.INFO)
     intervals.addHandler(handler)

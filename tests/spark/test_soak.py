@@ -26,6 +26,7 @@ import hudi
 import pyarrow as pa
 import pytest
 
+from tests.helpers import Intervals
 from timeline import CleanConfig, CleanlineError, HudiTable, transition
 from timeline.config import update_config
 from timeline.locks import STORAGE_BASED_LOCK_PROVIDER
@@ -176,19 +177,6 @@ def soak_paths(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str
     server = request.getfixturevalue("s3_server")
     bucket = server.new_bucket("soak")
     return f"s3://{bucket}/soak", f"s3://{bucket}/twin", server.hudi_options
-
-
-class Intervals(logging.Handler):
-    """Cleanline's side of the lock's log: who held it, from when to when."""
-
-    def __init__(self, log: Path) -> None:
-        super().__init__()
-        self.log = log
-
-    def emit(self, record: logging.LogRecord) -> None:
-        with self.log.open("a") as out:
-            out.write(json.dumps({"holder": record.holder, "acquired": record.acquired,  # type: ignore[attr-defined]
-                                  "released": record.released}) + "\n")  # type: ignore[attr-defined]
 
 
 def test_soak_cleanline_beside_a_live_writer_loses_no_rows(
