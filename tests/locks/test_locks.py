@@ -50,7 +50,7 @@ from timeline.locks import (
     lock_required,
 )
 from timeline.locks.config import ZookeeperLockSettings
-from timeline.locks.storage_based import StorageLockData, now_ms
+from timeline.locks.lock_file import StorageLockData, now_ms
 from timeline.locks.zookeeper import sorted_children
 from timeline.storage.arrow import ArrowStorage, LocalStorage
 from timeline.storage.base import Storage

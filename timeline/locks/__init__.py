@@ -54,7 +54,8 @@ from timeline.locks.config import (
     provider_class,
 )
 from timeline.locks.filesystem import FILESYSTEM_BASED_LOCK_PROVIDER, FileSystemBasedLock
-from timeline.locks.storage_based import CorruptLockFile, StorageBasedLock
+from timeline.locks.lock_file import CorruptLockFile
+from timeline.locks.storage_based import StorageBasedLock
 from timeline.locks.zookeeper import ZookeeperBasedLock
 from timeline.storage.base import Storage
 from timeline.storage.registry import storage_for
