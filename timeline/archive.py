@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from timeline.exceptions import CorruptInstantError, FileNotFound
 from timeline.instant import Instant, State, comparable_action
 from timeline.logformat import BlockType, HeaderKey, decode_avro_records, read_blocks
-from timeline.metadata.records import LSM_INSTANT_COLUMNS, ArchivedEntry, lsm_manifest_files
+from timeline.metadata.archived import LSM_INSTANT_COLUMNS, ArchivedEntry, lsm_manifest_files
 from timeline.storage import Storage
 from timeline.timeline import Timeline
 

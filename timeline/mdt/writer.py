@@ -52,14 +52,8 @@ from timeline.metadata.mdt_payload import (
     partition_identifier,
     partition_list_record,
 )
-from timeline.metadata.records import (
-    CleanMetadata,
-    RollbackPartitionMetadata,
-    by_partition,
-    commit_metadata,
-    runtime_stats,
-    write_stat,
-)
+from timeline.metadata.records import CleanMetadata, RollbackPartitionMetadata
+from timeline.metadata.written import by_partition, commit_metadata, runtime_stats, write_stat
 from timeline.storage import Storage
 
 DELTACOMMIT = "deltacommit"

@@ -16,7 +16,8 @@ from timeline.files import base_file_name
 from timeline.fsview import FileSlice
 from timeline.instant import COMPACTION, Instant, State
 from timeline.mdt import guard_metadata_table
-from timeline.metadata.records import CompactionPlan, SliceInfo, by_partition, commit_metadata
+from timeline.metadata.records import CompactionPlan, SliceInfo
+from timeline.metadata.written import by_partition, commit_metadata
 from timeline.spark.writer.create import CREATE_SCHEMA, PRECOMBINE_FIELD
 from timeline.spark.writer.files import Files, Task, file_stat, parquet
 from timeline.spark.writer.merge import CommittedInstants, merge_slice

@@ -17,7 +17,7 @@ from timeline import properties
 from timeline.config import META_FOLDER
 from timeline.exceptions import FileExists
 from timeline.logformat import BlockType, DeleteRecord, HeaderKey, OrderingValue, encode_block, encode_delete_records
-from timeline.metadata.records import partition_metafile, runtime_stats, write_stat
+from timeline.metadata.written import partition_metafile, runtime_stats, write_stat
 from timeline.spark.writer.create import java_date
 from timeline.spark.writer.model import COMMIT_SEQNO, COMMIT_TIME, FILE_NAME, PARTITION_PATH, RECORD_KEY, IOType
 from timeline.storage import Storage, storage_for

@@ -10,7 +10,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from timeline.config import TableType
 from timeline.instant import Instant, State
-from timeline.metadata.records import by_partition, commit_metadata
+from timeline.metadata.written import by_partition, commit_metadata
 from timeline.spark.writer.create import TableSpec, check_table, create_table, existing_table, table_spec
 from timeline.spark.writer.merge import CommittedInstants, deduplicated
 from timeline.spark.writer.model import META_FIELDS, Operation, WriteError

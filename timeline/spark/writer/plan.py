@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from timeline.fsview import FileSlice, FileSystemView
-from timeline.metadata.records import write_stat
+from timeline.metadata.written import write_stat
 from timeline.spark.writer.model import PARTITION_PATH, RECORD_KEY, IOType, Operation, WriteError
 from timeline.spark.writer.tasks import (
     FileGroupJob,
