@@ -156,7 +156,7 @@ def test_cli_timeline_is_newest_first_and_reverse_oldest_first(fixture_lake: dic
 
 def test_cli_sizes_are_readable_by_default_and_byte_counts_with_bytes(fixture_lake: dict[str, Path]) -> None:
     from timeline import HudiTable
-    from timeline.cli import human_size
+    from timeline.cli_output import human_size
 
     path = str(fixture_lake[V6_REPLACE])
     slices = sorted(HudiTable.open(path).file_system_view().latest_slices(), key=lambda s: (s.partition, s.file_id))
@@ -182,7 +182,7 @@ def test_cli_sizes_are_readable_by_default_and_byte_counts_with_bytes(fixture_la
 
 def test_cli_sizes_read_like_the_consoles() -> None:
     from console.templatetags.humanize_bytes import human_bytes
-    from timeline.cli import human_size
+    from timeline.cli_output import human_size
 
     sizes = [0, 1, 1023, 1024, 1536, 10 * 1024**2 - 1, 3 * 1024**3 + 5, 7 * 1024**4, 5000 * 1024**4]
     assert [human_size(n) for n in sizes] == [human_bytes(n) for n in sizes]
@@ -191,7 +191,7 @@ def test_cli_sizes_read_like_the_consoles() -> None:
 
 def test_cli_clean_run_and_savepoint_list_sizes(table_copy) -> None:
     from timeline import HudiTable
-    from timeline.cli import human_size
+    from timeline.cli_output import human_size
 
     path = str(table_copy(V9_COW))
     commits = [i.requested_time for i in HudiTable.open(path).timeline.commits().completed()]

@@ -12,80 +12,38 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
-
-import orjson
+from typing import Any
 
 import timeline  # each name loads its module on first use (timeline/__init__.pyi): a command imports only what it runs
 from timeline import CleanlineError
+from timeline.cli_clean import (
+    clean_plan,
+    clean_run,
+    clean_schedule,
+    clean_show,
+    clean_what_if,
+    maintenance_of,
+    retention_settings,
+    writer_option,
+)
+from timeline.cli_output import (
+    age_text,
+    bytes_hex,
+    emit,
+    instant_json,
+    print_json,
+    render_table,
+    size_header,
+    size_text,
+    sized_text,
+)
 from timeline.exceptions import InvalidInstantError
-
-if TYPE_CHECKING:
-    from timeline.clean.whatif import RetentionCost
 
 Handler = Callable[[argparse.Namespace], Any]
 
 
 class Cancelled(CleanlineError):
     """The person at the terminal said no."""
-
-
-def _render_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    cells = [[("" if v is None else str(v)) for v in row] for row in rows]
-    widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip()]
-    lines.append("  ".join("-" * w for w in widths))
-    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
-    return "\n".join(lines)
-
-
-def _json(data: Any, default: Callable[[Any], Any] | None = None) -> None:
-    """Print `data` as indented JSON (orjson: a million-entry plan in well under a second; UTF-8,
-    not \\u escapes)."""
-    sys.stdout.flush()
-    sys.stdout.buffer.write(orjson.dumps(data, default=default, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
-                                         | orjson.OPT_APPEND_NEWLINE))
-    sys.stdout.flush()
-
-
-def _emit(args: argparse.Namespace, data: Any, text: Callable[[], str]) -> None:
-    if args.json:
-        _json(data)
-    else:
-        print(text())
-
-
-def human_size(size: int) -> str:
-    """A size as the console shows it: 1536 -> '1.5 KiB', 512 -> '512 B'."""
-    value = float(size)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(value) < 1024:
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} TiB"
-
-
-def _size(args: argparse.Namespace, size: int) -> str:
-    """A size in a readable line or table: human-readable, or the byte count with --bytes."""
-    return str(size) if getattr(args, "bytes", False) else human_size(size)
-
-
-def _sized(args: argparse.Namespace, size: int) -> str:
-    """A size in a sentence: '1.5 KiB', or '1536 bytes' with --bytes."""
-    return f"{size} bytes" if getattr(args, "bytes", False) else human_size(size)
-
-
-def _size_header(args: argparse.Namespace) -> str:
-    return "bytes" if getattr(args, "bytes", False) else "size"
-
-
-def _instant_json(instant: timeline.Instant) -> dict[str, Any]:
-    return {
-        "requestedTime": instant.requested_time,
-        "completionTime": instant.completion_time,
-        "action": instant.action,
-        "state": instant.state.name,
-    }
 
 
 def _table_info(args: argparse.Namespace) -> None:
@@ -117,7 +75,7 @@ def _table_info(args: argparse.Namespace) -> None:
     lock = table.inspect.lock(options)  # which lock the writers use, and where that came from
     info |= {"lockProvider": lock.provider, "lockSource": lock.source.value, "lockDetail": lock.detail,
              "liveWriters": [writer.describe() for writer in table.inspect.live_writers(options)]}
-    _emit(args, info, lambda: _render_table(["property", "value"], [
+    emit(args, info, lambda: render_table(["property", "value"], [
         (key, ", ".join(map(str, value)) if isinstance(value, list) else value) for key, value in info.items()
     ]))
 
@@ -130,7 +88,7 @@ def _timeline(args: argparse.Namespace) -> None:
     rows += [("active", i) for i in table.timeline]
     if not args.reverse:  # newest first, as the console lists them
         rows.reverse()
-    _emit(args, [_instant_json(i) for _, i in rows], lambda: _render_table(
+    emit(args, [instant_json(i) for _, i in rows], lambda: render_table(
         ["requested", "completed", "action", "state", "timeline"],
         [(i.requested_time, i.completion_time, i.action, i.state.name, where) for where, i in rows],
     ))
@@ -158,10 +116,10 @@ def _fsview(args: argparse.Namespace) -> None:
     else:
         slices = view.latest_slices()
     slices.sort(key=lambda s: (s.partition, s.file_id))  # stable: newest slice first within a group
-    _emit(args, [_slice_json(s) for s in slices], lambda: _render_table(
-        ["partition", "file id", "base instant", "base file", "log files", _size_header(args)],
+    emit(args, [_slice_json(s) for s in slices], lambda: render_table(
+        ["partition", "file id", "base instant", "base file", "log files", size_header(args)],
         [(s.partition or "(none)", s.file_id, s.base_instant_time, s.base_file.name if s.base_file else "-",
-          len(s.log_files), _size(args, s.size)) for s in slices],
+          len(s.log_files), size_text(args, s.size)) for s in slices],
     ))
 
 
@@ -174,195 +132,7 @@ def _instant_show(args: argparse.Namespace) -> None:
     instant = matches[0]
     state = timeline.State[args.state.upper()] if args.state else None
     content = table.read_instant(instant, state)
-    _json({"instant": _instant_json(instant), "content": content}, default=_bytes)
-
-
-def _bytes(value: object) -> str:
-    if isinstance(value, bytes):
-        return value.hex()
-    raise TypeError(f"cannot show {type(value).__name__}")
-
-
-def _clean_config(table: timeline.HudiTable, args: argparse.Namespace) -> timeline.CleanConfig:
-    return timeline.CleanConfig.from_properties(
-        table.config.props, policy=args.policy, commits_retained=args.retain_commits,
-        file_versions_retained=args.retain_versions, hours_retained=args.retain_hours,
-        incremental=False if args.no_incremental else None)
-
-
-def _now(table: timeline.HudiTable, value: str | None) -> datetime | None:
-    from timeline.instant import moment_of
-
-    return None if value is None else moment_of(value, table.config.timezone)
-
-
-def _maintenance(table: timeline.HudiTable, args: argparse.Namespace, *, planning: bool = False
-                 ) -> timeline.Maintenance:
-    """The table's services on the chosen engine, with the writer options given by --hoodie-conf
-    (over CLEANLINE_HUDI_OPTIONS and hoodie.properties: the lock Hudi writers of the table
-    share) and --writers-stopped (go on beside what looks like a live writer when no lock is
-    known: the operator says the writers are stopped)."""
-    from timeline.engine import engine_for, spark_session
-    from timeline.forks import local_processes
-
-    engine = getattr(args, "engine", "local")
-    if engine == "auto":  # by the table's data files (timeline.engine.engine_for)
-        engine = engine_for(sum(len(files) for files in table.list_partitions().partitions.values()))
-    spark = spark_session() if engine == "spark" else None
-    # planning on the local engine lists and plans in CLEANLINE_LOCAL_PROCESSES processes
-    processes = local_processes() if planning and spark is None else 1
-    return table.maintenance(spark=spark, options=dict(args.hoodie_conf or ()), processes=processes,
-                             writers_stopped=getattr(args, "writers_stopped", False))
-
-
-def _conf(text: str) -> tuple[str, str]:
-    key, sep, value = text.partition("=")
-    if not sep or not key.strip():
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, not {text!r}")
-    return key.strip(), value.strip()
-
-
-def _plan(args: argparse.Namespace) -> tuple[timeline.HudiTable, timeline.CleanConfig, timeline.CleanPlan]:
-    table = timeline.HudiTable.open(args.path)
-    config = _clean_config(table, args)
-    maintenance = _maintenance(table, args, planning=True)
-    return table, config, maintenance.plan_clean(config, now=_now(table, args.now),
-                                                 enforce_retention=not args.allow_short_retention)
-
-
-def _plan_json(plan: timeline.CleanPlan) -> dict[str, Any]:
-    record = plan.to_record().to_json()
-    record["files"] = [
-        {"partition": d.partition, "fileName": d.file_name, "filePath": d.path, "sizeBytes": d.size,
-         "fileId": d.file_id, "baseInstantTime": d.base_instant_time, "delete": d.delete, "reason": d.reason}
-        for d in plan.decisions]
-    deleted = [d for d in plan.decisions if d.delete]
-    record["totals"] = {"filesToDelete": len(deleted), "bytesToDelete": sum(d.size for d in deleted),
-                        "filesKept": len(plan.decisions) - len(deleted),
-                        "partitionsConsidered": len(plan.partitions_considered),
-                        "partitionsWithDeletes": len({d.partition for d in deleted}),
-                        "partitionsToDelete": len(plan.partitions_to_delete)}
-    record["incremental"] = plan.incremental
-    record["notes"] = list(plan.notes)
-    return record
-
-
-def _plan_text(args: argparse.Namespace, plan: timeline.CleanPlan) -> str:
-    ectr = plan.earliest_instant_to_retain
-    head = [f"policy {plan.policy.value}; earliest commit to retain "
-            f"{ectr.requested_time if ectr else '(none)'}; "
-            f"last completed commit {plan.last_completed_commit or '(none)'}",
-            *plan.notes,
-            f"{len(plan.files_to_delete)} files to delete ({_sized(args, plan.bytes_to_delete)}), "
-            f"{len(plan.files_kept)} kept, {len(plan.partitions_to_delete)} partitions to delete"]
-    rows = [(d.partition or "(none)", d.file_name, _size(args, d.size), "DELETE" if d.delete else "keep", d.reason)
-            for d in plan.decisions]
-    return "\n".join(head) + "\n\n" + _render_table(["partition", "file", _size_header(args), "decision", "reason"],
-                                                     rows)
-
-
-def _clean_plan(args: argparse.Namespace) -> None:
-    _, _, plan = _plan(args)
-    _emit(args, _plan_json(plan), lambda: _plan_text(args, plan))
-
-
-def _settings(text: str) -> list[int]:
-    """`1..10`, `1,2,3,5,10`, `1..5,10` or `none`: the retention values a what-if tries."""
-    if text.strip().lower() == "none":
-        return []
-    values: list[int] = []
-    try:
-        for piece in filter(None, (p.strip() for p in text.split(","))):
-            low, dots, high = piece.partition("..")
-            values += range(int(low), int(high) + 1) if dots else [int(piece)]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected numbers like 1..10 or 1,2,3,5,10, not {text!r}") from None
-    if not values:
-        raise argparse.ArgumentTypeError(f"expected numbers like 1..10 or 1,2,3,5,10, not {text!r}")
-    return values
-
-
-def _cost_json(cost: RetentionCost) -> dict[str, Any]:
-    return {"policy": cost.policy.value, "retained": cost.retained, "unit": cost.unit,
-            "earliestCommitToRetain": cost.earliest_commit_to_retain, "filesToDelete": cost.files_to_delete,
-            "bytesToDelete": cost.bytes_to_delete, "filesKept": cost.files_kept, "bytesKept": cost.bytes_kept,
-            "partitionsToDelete": cost.partitions_to_delete, "partitionsConsidered": cost.partitions_considered,
-            "incremental": cost.incremental, "belowTableSetting": cost.below_table_setting,
-            "whyNothing": cost.why_nothing, "notes": list(cost.notes)}
-
-
-def _clean_what_if(args: argparse.Namespace) -> None:
-    table = timeline.HudiTable.open(args.path)
-    base = timeline.CleanConfig.from_properties(table.config.props, incremental=False if args.no_incremental else None)
-    from timeline.clean.whatif import what_if
-
-    result = what_if(table, commits=args.commits, hours=args.hours or (),
-                              file_versions=args.file_versions or (), base=base, now=_now(table, args.now))
-    data = {"table": result.table, "now": result.now.isoformat() if result.now else None,
-            "listing": {"partitions": result.partitions, "files": result.files, "bytes": result.bytes},
-            "tableSettings": base.as_properties(), "settings": [_cost_json(c) for c in result.costs]}
-
-    def text() -> str:
-        whys = {c.why_nothing for c in result.costs}
-        notes = dict.fromkeys(n for c in result.costs for n in c.notes if n not in whys)
-        head = [f"what a clean would free now, per retention setting (nothing is deleted): one listing of "
-                f"{result.partitions} partitions, {result.files} files ({_sized(args, result.bytes)}); the table "
-                f"retains {base.commits_retained} commits, {base.hours_retained} hours, "
-                f"{base.file_versions_retained} file versions (policy {base.policy.value})",
-                *(f"note: {n}" for n in notes)]
-        if any(c.below_table_setting for c in result.costs):
-            head.append("*: retains less than the table's own setting (clean plan refuses it without "
-                        "--allow-short-retention)")
-        rows = [(c.policy.value, f"{c.retained} {c.unit}{' *' if c.below_table_setting else ''}",
-                 c.earliest_commit_to_retain or "(none)", c.files_to_delete, _size(args, c.bytes_to_delete),
-                 c.files_kept, c.partitions_to_delete, c.why_nothing or "") for c in result.costs]
-        return "\n".join(head) + "\n\n" + _render_table(
-            ["policy", "retained", "earliest commit to retain", "files to delete", _size_header(args),
-             "files kept", "partitions to delete", "why nothing"], rows)
-
-    _emit(args, data, text)
-
-
-def _clean_schedule(args: argparse.Namespace) -> None:
-    table, config, plan = _plan(args)
-    instant = _maintenance(table, args).schedule_clean(plan, config, force=args.force)
-    print("nothing to clean: the plan deletes no file, so no clean was scheduled" if instant is None
-          else instant.requested_time)
-
-
-def _clean_run(args: argparse.Namespace) -> None:
-    table = timeline.HudiTable.open(args.path)
-
-    def bar(p: timeline.Progress) -> None:
-        if sys.stderr.isatty() or p.files_done == p.files_total:
-            filled = int(30 * p.files_done / max(p.files_total, 1))
-            done = p.files_done == p.files_total
-            size = _sized(args, p.bytes_deleted)  # padded while running: a shorter size overwrites a longer one
-            print(f"\rclean {p.instant} [{'#' * filled}{'.' * (30 - filled)}] {p.files_done}/{p.files_total} files, "
-                  f"{size if done else size.ljust(12)}", end="\n" if done else "", file=sys.stderr)
-
-    maintenance = _maintenance(table, args)
-    results = maintenance.run_cleans(progress=bar, instant=args.instant)
-    if not results:
-        print("no pending clean")
-    for result in results:
-        print(f"{result.instant.requested_time}: {result.deleted} deleted, {result.already_gone} already gone, "
-              f"{result.failed} failed, {_sized(args, result.bytes_deleted)} reclaimed")
-
-
-def _clean_show(args: argparse.Namespace) -> None:
-    table = timeline.HudiTable.open(args.path)
-    cleans = table.timeline.cleans().completed()
-    clean = cleans.find(args.instant, "clean") if args.instant else cleans.last()
-    if clean is None:
-        raise InvalidInstantError(f"{table.uri}: no completed clean {args.instant or ''}".rstrip())
-    report = table.inspect.clean_report(clean)
-    rows = [(p or "(none)", name, "deleted") for p, name in sorted(report.deleted_files())]
-    rows += [(p or "(none)", name, "FAILED") for p, name in sorted(report.failed_files())]
-    _emit(args, {"instant": _instant_json(clean), "metadata": dict(report.raw)}, lambda: (
-        f"clean {clean.requested_time}: {report.total_files_deleted} files deleted, earliest commit "
-        f"retained {report.earliest_commit_to_retain or '(none)'}, {report.time_taken_ms} ms\n\n"
-        + _render_table(["partition", "file", "outcome"], rows)))
+    print_json({"instant": instant_json(instant), "content": content}, default=bytes_hex)
 
 
 def _confirm(args: argparse.Namespace, question: str) -> None:
@@ -376,7 +146,7 @@ def _confirm(args: argparse.Namespace, question: str) -> None:
 
 
 def _savepoint_create(args: argparse.Namespace) -> None:
-    done = _maintenance(timeline.HudiTable.open(args.path), args).create_savepoint(args.instant, user=args.user,
+    done = maintenance_of(timeline.HudiTable.open(args.path), args).create_savepoint(args.instant, user=args.user,
                                                                           comment=args.comment)
     print(f"savepoint {done.requested_time} created")
 
@@ -384,25 +154,26 @@ def _savepoint_create(args: argparse.Namespace) -> None:
 def _savepoint_delete(args: argparse.Namespace) -> None:
     table = timeline.HudiTable.open(args.path)
     _confirm(args, f"Delete savepoint {args.instant} of {table.uri}? Its files may then be cleaned.")
-    _maintenance(table, args).delete_savepoint(args.instant)
+    maintenance_of(table, args).delete_savepoint(args.instant)
     print(f"savepoint {args.instant} deleted")
 
 
 def _savepoint_list(args: argparse.Namespace) -> None:
     infos = timeline.HudiTable.open(args.path).inspect.savepoints()
     now_ms = int(datetime.now().timestamp() * 1000)
-    data: list[dict[str, Any]] = [{"instant": _instant_json(i.instant), "savepointedBy": i.savepointed_by,
+    data: list[dict[str, Any]] = [{"instant": instant_json(i.instant), "savepointedBy": i.savepointed_by,
              "savepointedAt": i.savepointed_at_ms, "ageSeconds": max(0, (now_ms - i.savepointed_at_ms) // 1000),
              "comments": i.comments, "files": i.files, "bytes": i.bytes, "missingFiles": i.missing_files,
              "holdsBackArchival": i.holds_back_archival} for i in infos]
-    _emit(args, data, lambda: _render_table(
-        ["savepoint", "by", "age", "files", _size_header(args), "missing", "holds back archival", "comment"],
-        [(i.instant.requested_time, i.savepointed_by, _age(max(0, (now_ms - i.savepointed_at_ms) // 1000)), i.files,
-          _size(args, i.bytes), i.missing_files, "yes" if i.holds_back_archival else "no", i.comments) for i in infos]))
+    emit(args, data, lambda: render_table(
+        ["savepoint", "by", "age", "files", size_header(args), "missing", "holds back archival", "comment"],
+        [(i.instant.requested_time, i.savepointed_by, age_text(max(0, (now_ms - i.savepointed_at_ms) // 1000)),
+          i.files, size_text(args, i.bytes), i.missing_files, "yes" if i.holds_back_archival else "no", i.comments)
+         for i in infos]))
 
 
 def _preview_json(preview: timeline.RollbackPreview) -> dict[str, Any]:
-    return {"instant": _instant_json(preview.instant),
+    return {"instant": instant_json(preview.instant),
             "filesToDelete": [{"partition": p, "path": path, "bytes": size}
                               for p, path, size in preview.files_to_delete],
             "logFilesGettingRollbackBlocks": [{"partition": p, "path": path, "bytes": size}
@@ -416,30 +187,31 @@ def _restore(args: argparse.Namespace) -> None:
     data = {"savepoint": args.savepoint, "instantsToRollback": [_preview_json(p) for p in preview.rollbacks],
             "perPartition": {p: {"files": f, "bytes": b} for p, (f, b) in sorted(preview.per_partition().items())},
             "bytesToDelete": preview.bytes_to_delete}
-    _emit(args, data, lambda: (
+    emit(args, data, lambda: (
         f"restore to savepoint {args.savepoint} rolls back {len(preview.instants)} instants and deletes "
-        f"{sum(f for f, _ in preview.per_partition().values())} files ({_sized(args, preview.bytes_to_delete)})\n\n"
-        + _render_table(["instant", "action", "state", "files", _size_header(args)],
+        f"{sum(f for f, _ in preview.per_partition().values())} files ({sized_text(args, preview.bytes_to_delete)})\n\n"
+        + render_table(["instant", "action", "state", "files", size_header(args)],
                         [(p.instant.requested_time, p.instant.action, p.instant.state.name, len(p.files_to_delete),
-                          _size(args, p.bytes_to_delete)) for p in preview.rollbacks])))
+                          size_text(args, p.bytes_to_delete)) for p in preview.rollbacks])))
     if args.preview:
         return
     _confirm(args, f"Restore {table.uri} to savepoint {args.savepoint}? The writes above are rolled back.")
-    done = _maintenance(table, args).restore(args.savepoint)
+    done = maintenance_of(table, args).restore(args.savepoint)
     print(f"restored to {args.savepoint} (restore {done.requested_time})", file=sys.stderr)
 
 
 def _rollback(args: argparse.Namespace) -> None:
     table = timeline.HudiTable.open(args.path)
-    maintenance = _maintenance(table, args)
+    maintenance = maintenance_of(table, args)
     if args.failed:
         previews = maintenance.preview_rollback_failed_writes()
     else:
         previews = [maintenance.plan_rollback(args.instant)]
-    _emit(args, [_preview_json(p) for p in previews], lambda: _render_table(
-        ["instant", "action", "state", "files to delete", _size_header(args), "logs to mark"],
+    emit(args, [_preview_json(p) for p in previews], lambda: render_table(
+        ["instant", "action", "state", "files to delete", size_header(args), "logs to mark"],
         [(p.instant.requested_time, p.instant.action, p.instant.state.name, len(p.files_to_delete),
-          _size(args, p.bytes_to_delete), len(p.logs_to_mark)) for p in previews]) if previews else "no failed writes")
+          size_text(args, p.bytes_to_delete), len(p.logs_to_mark)) for p in previews])
+        if previews else "no failed writes")
     if args.preview or not previews:
         return
     _confirm(args, f"Roll back {len(previews)} write(s) of {table.uri}?")
@@ -456,7 +228,7 @@ def _mdt_show(args: argparse.Namespace) -> None:
     state = timeline.HudiTable.open(args.path).inspect.metadata_table()
     data = {"enabled": state.enabled, "partitions": list(state.partitions), "inflight": list(state.inflight),
             "lastInstant": state.last_instant, "fileGroups": dict(state.file_groups)}
-    _emit(args, data, lambda: _render_table(["partition", "state", "file groups"], [
+    emit(args, data, lambda: render_table(["partition", "state", "file groups"], [
         (p, "inflight" if p in state.inflight else "available", state.file_groups.get(p, ""))
         for p in (*state.partitions, *state.inflight)]) + f"\nlast instant: {state.last_instant or '-'}"
         if state.enabled else "no metadata table (hoodie.table.metadata.partitions holds no files partition)")
@@ -483,13 +255,13 @@ def _mdt_validate(args: argparse.Namespace) -> int:
             lines += [f"  {d.partition or '(root)'}: not committed yet (ignored): {name}" for name in d.uncommitted]
         return "\n".join(lines)
 
-    _emit(args, data, text)
+    emit(args, data, text)
     return 0 if result.ok else 1
 
 
 def _differing(args: argparse.Namespace, storage: int, metadata: int) -> str:
     """Two sizes that differ, readable unless they read the same (then the byte counts)."""
-    a, b = _sized(args, storage), _sized(args, metadata)
+    a, b = sized_text(args, storage), sized_text(args, metadata)
     if a == b:
         a, b = f"{storage} bytes", f"{metadata} bytes"
     return f"{a} on storage, {b} in the metadata table"
@@ -503,7 +275,7 @@ def _mdt_drop(args: argparse.Namespace) -> None:
     if args.confirm != table.config.name:
         _confirm(args, f"Drop the metadata table of {table.uri} ({', '.join(table.config.metadata_partitions)})? "
                        "Hudi writers rebuild it, reading every file")
-    _maintenance(table, args).drop_metadata_table()
+    maintenance_of(table, args).drop_metadata_table()
     print(f"dropped the metadata table of {table.uri}", file=sys.stderr)
 
 
@@ -512,13 +284,6 @@ def _demo(args: argparse.Namespace) -> None:
 
     for path in build_demo_lake(args.path, progress=lambda m: print(m, file=sys.stderr)):
         print(path)
-
-
-def _age(seconds: int) -> str:
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds // size}{unit}"
-    return f"{seconds}s"
 
 
 def _command(sub: Any, name: str, handler: Handler, help_text: str) -> argparse.ArgumentParser:
@@ -569,8 +334,8 @@ def _clean_commands(commands: Any) -> None:
     clean = commands.add_parser("clean", help="plan, schedule, run and report cleans").add_subparsers(
         dest="sub", required=True)
     for name, handler, text in (
-        ("plan", _clean_plan, "plan a clean and explain every file; writes nothing"),
-        ("schedule", _clean_schedule, "plan a clean and write its <t>.clean.requested; prints t"),
+        ("plan", clean_plan, "plan a clean and explain every file; writes nothing"),
+        ("schedule", clean_schedule, "plan a clean and write its <t>.clean.requested; prints t"),
     ):
         cmd = _command(clean, name, handler, text)
         cmd.add_argument("--policy", choices=[p.value for p in timeline.CleanPolicy], help="default: the table's")
@@ -590,26 +355,26 @@ def _clean_commands(commands: Any) -> None:
         else:
             cmd.add_argument("--force", action="store_true", help="ignore hoodie.clean.trigger.max.commits")
             _writers_stopped(cmd)
-    whatif = _sizes(_command(clean, "what-if", _clean_what_if, "what a clean would free (files, bytes) for each "
+    whatif = _sizes(_command(clean, "what-if", clean_what_if, "what a clean would free (files, bytes) for each "
                            "retention setting, from one listing of the table; writes nothing"))
-    whatif.add_argument("--commits", type=_settings, default=list(range(1, 11)), metavar="N..M|N,N,...",
+    whatif.add_argument("--commits", type=retention_settings, default=list(range(1, 11)), metavar="N..M|N,N,...",
                         help="KEEP_LATEST_COMMITS: commits retained to try (default 1..10; none: skip)")
-    whatif.add_argument("--hours", type=_settings, metavar="H,H,...",
+    whatif.add_argument("--hours", type=retention_settings, metavar="H,H,...",
                         help="KEEP_LATEST_BY_HOURS: hours retained to try")
-    whatif.add_argument("--file-versions", type=_settings, metavar="N..M|N,N,...",
+    whatif.add_argument("--file-versions", type=retention_settings, metavar="N..M|N,N,...",
                         help="KEEP_LATEST_FILE_VERSIONS: file versions retained to try")
     whatif.add_argument("--now", metavar="yyyyMMddHHmmss", help="plan the hours settings as of this time "
                         "(table timezone)")
     whatif.add_argument("--no-incremental", action="store_true",
                         help="plan every setting over every partition, not incrementally as a clean would")
     whatif.add_argument("--json", action="store_true", help="print JSON (sizes in bytes)")
-    run = _writers_stopped(_sizes(_command(clean, "run", _clean_run,
+    run = _writers_stopped(_sizes(_command(clean, "run", clean_run,
                                         "run pending cleans (requested or inflight) with progress")))
     run.add_argument("--instant", metavar="T", help="only the pending clean at T")
     run.add_argument("--engine", choices=["local", "spark", "auto"], default="local",
                      help="delete with local threads, or fan out over files on Spark (SPARK_MASTER); auto: Spark "
                           "from CLEANLINE_SPARK_MIN_FILES data files on")
-    show = _command(clean, "show", _clean_show, "report a completed clean (the latest by default)")
+    show = _command(clean, "show", clean_show, "report a completed clean (the latest by default)")
     show.add_argument("instant", nargs="?", metavar="T", help="the clean's instant time")
     show.add_argument("--json", action="store_true", help="print JSON")
 
@@ -670,7 +435,7 @@ def _other_commands(commands: Any) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="cleanline", description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="log warnings and details to stderr")
-    parser.add_argument("--hoodie-conf", action="append", type=_conf, metavar="KEY=VALUE",
+    parser.add_argument("--hoodie-conf", action="append", type=writer_option, metavar="KEY=VALUE",
                         help="a Hudi writer option over CLEANLINE_HUDI_OPTIONS (per-root writer options, JSON "
                              "keyed by root like CLEANLINE_S3_ROOTS) and hoodie.properties, repeatable: the table's "
                              "concurrency mode and lock (hoodie.write.concurrency.mode, hoodie.write.lock.*), taken "
@@ -708,10 +473,10 @@ def _remote(args: argparse.Namespace) -> None:
         rows = [{"id": t["id"], "name": t["name"], "path": t["path"], "tableType": t["table_type"],
                  "tableVersion": t["table_version"], "syncStatus": t["sync_status"], "files": t["total_files"],
                  "bytes": t["total_bytes"], "failedWrites": t["failed_writes"]} for t in remote.tables(client)]
-        _emit(args, rows, lambda: _render_table(
-            ["id", "name", "type", "version", "sync", "files", _size_header(args), "path"],
+        emit(args, rows, lambda: render_table(
+            ["id", "name", "type", "version", "sync", "files", size_header(args), "path"],
             [(t["id"], t["name"], t["tableType"], t["tableVersion"], t["syncStatus"], t["files"],
-              _size(args, t["bytes"]), t["path"]) for t in rows]))
+              size_text(args, t["bytes"]), t["path"]) for t in rows]))
         return
     table = client.table(args.path)
     if handler is _table_info:
@@ -719,13 +484,13 @@ def _remote(args: argparse.Namespace) -> None:
                 "tableVersion": table["table_version"], "metadataTableEnabled": table["metadata_table_enabled"],
                 "syncStatus": table["sync_status"], "syncedAt": table["synced_at"], "files": table["total_files"],
                 "bytes": table["total_bytes"], "failedWrites": table["failed_writes"]}
-        _emit(args, info, lambda: _render_table(["property", "value"], [
-            (k, _size(args, v) if k == "bytes" else v) for k, v in info.items()]))
+        emit(args, info, lambda: render_table(["property", "value"], [
+            (k, size_text(args, v) if k == "bytes" else v) for k, v in info.items()]))
     elif handler is _timeline:
         rows = [r for r in remote.instants(client, table) if args.archived or not r["archived"]]
         if not args.reverse:  # newest first, as the console lists them
             rows.reverse()
-        _emit(args, [_remote_instant(r) | {"archived": r["archived"]} for r in rows], lambda: _render_table(
+        emit(args, [_remote_instant(r) | {"archived": r["archived"]} for r in rows], lambda: render_table(
             ["requested", "completed", "action", "state", "timeline"],
             [(r["requested_time"], r["completion_time"], r["action"], r["state"],
               "archived" if r["archived"] else "active") for r in rows]))
@@ -735,16 +500,16 @@ def _remote(args: argparse.Namespace) -> None:
                   "savepointedBy": s["savepointed_by"], "savepointedAt": s["savepointed_at_ms"],
                   "comments": s["comments"], "files": s["files"], "bytes": s["bytes"],
                   "missingFiles": s["missing_files"], "holdsBackArchival": s["holds_back_archival"]} for s in points]
-        _emit(args, saved, lambda: _render_table(
-            ["savepoint", "by", "files", _size_header(args), "missing", "holds back archival", "comment"],
-            [(s["instant"], s["savepointed_by"], s["files"], _size(args, s["bytes"]), s["missing_files"],
+        emit(args, saved, lambda: render_table(
+            ["savepoint", "by", "files", size_header(args), "missing", "holds back archival", "comment"],
+            [(s["instant"], s["savepointed_by"], s["files"], size_text(args, s["bytes"]), s["missing_files"],
               "yes" if s["holds_back_archival"] else "no", s["comments"]) for s in points]))
     elif handler is _instant_show:
         detail = remote.instant_detail(client, table, args.instant, args.action)
         contents = [c for c in detail["contents"] if args.state is None or c["state"] == args.state.upper()]
         if not contents:
             raise CleanlineError(f"{table['path']}: instant {args.instant} has no {args.state} state file")
-        _json({"instant": _remote_instant(detail), "content": contents[0]["content"]})
+        print_json({"instant": _remote_instant(detail), "content": contents[0]["content"]})
     else:
         raise CleanlineError(f"`{args.command}{' ' + args.sub if getattr(args, 'sub', None) else ''}` does not run "
                              "through --api (read commands only: tables, table info, timeline, savepoint list, "

@@ -111,12 +111,12 @@ def test_getEarliestCommitToRetain_by_hours_takes_the_earlier_of_the_table_and_p
 
 
 def test_clean_cli_now_of_14_digits_is_that_second_exactly() -> None:
-    from timeline.cli import _now
+    from timeline.cli_clean import now_of
 
     lake = Lake(MemoryStorage(), "/t", version=8, extra_props={"hoodie.table.timeline.timezone": "UTC"})
     table = HudiTable.load(lake.storage, lake.base)
-    assert _now(table, "20261101120000") == datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
-    assert _now(table, "20261101120000123").microsecond == 123000
+    assert now_of(table, "20261101120000") == datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
+    assert now_of(table, "20261101120000123").microsecond == 123000
 
 
 def archive_v8(lake: Lake, instants: list[tuple[str, str, str]]) -> None:

@@ -1,0 +1,83 @@
+"""How the `cleanline` command prints: readable tables and sizes by default, JSON with --json."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import orjson
+
+from timeline.instant import Instant
+
+
+def render_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    cells = [[("" if v is None else str(v)) for v in row] for row in rows]
+    widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip()]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
+    return "\n".join(lines)
+
+
+def print_json(data: Any, default: Callable[[Any], Any] | None = None) -> None:
+    """Print `data` as indented JSON (orjson: a million-entry plan in well under a second; UTF-8,
+    not \\u escapes)."""
+    sys.stdout.flush()
+    sys.stdout.buffer.write(orjson.dumps(data, default=default, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
+                                         | orjson.OPT_APPEND_NEWLINE))
+    sys.stdout.flush()
+
+
+def emit(args: argparse.Namespace, data: Any, text: Callable[[], str]) -> None:
+    if args.json:
+        print_json(data)
+    else:
+        print(text())
+
+
+def human_size(size: int) -> str:
+    """A size as the console shows it: 1536 -> '1.5 KiB', 512 -> '512 B'."""
+    value = float(size)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(value) < 1024:
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} TiB"
+
+
+def size_text(args: argparse.Namespace, size: int) -> str:
+    """A size in a readable line or table: human-readable, or the byte count with --bytes."""
+    return str(size) if getattr(args, "bytes", False) else human_size(size)
+
+
+def sized_text(args: argparse.Namespace, size: int) -> str:
+    """A size in a sentence: '1.5 KiB', or '1536 bytes' with --bytes."""
+    return f"{size} bytes" if getattr(args, "bytes", False) else human_size(size)
+
+
+def size_header(args: argparse.Namespace) -> str:
+    return "bytes" if getattr(args, "bytes", False) else "size"
+
+
+def bytes_hex(value: object) -> str:
+    if isinstance(value, bytes):
+        return value.hex()
+    raise TypeError(f"cannot show {type(value).__name__}")
+
+
+def age_text(seconds: int) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def instant_json(instant: Instant) -> dict[str, Any]:
+    return {
+        "requestedTime": instant.requested_time,
+        "completionTime": instant.completion_time,
+        "action": instant.action,
+        "state": instant.state.name,
+    }
