@@ -8,7 +8,7 @@ from django.templatetags.static import static
 from django.urls import URLPattern, include, path
 from django.views.generic import RedirectView
 
-from console import alerts, metrics, views
+from console import alerts, metrics, views, views_people
 from console.api import api
 
 
@@ -24,16 +24,16 @@ console_patterns = [
     path("tables/register", views.register, name="register"),
     path("audit", views.audit_log, name="audit"),
     path("alerts", alerts.alerts_page, name="alerts"),
-    path("tokens", views.tokens, name="tokens"),
-    path("tokens/create", views.token_create, name="token_create"),
-    path("tokens/<int:token_id>/revoke", views.token_revoke, name="token_revoke"),
-    path("people", views.people, name="people"),
-    path("people/create", views.people_create, name="people_create"),
-    path("people/<int:user_id>/role", views.people_role, name="people_role"),
-    path("people/<int:user_id>/deactivate", views.people_deactivate, name="people_deactivate"),
-    path("people/<int:user_id>/reactivate", views.people_reactivate, name="people_reactivate"),
-    path("people/grants/<int:grant_id>/confirm", views.people_grant_confirm, name="people_grant_confirm"),
-    path("people/grants/<int:grant_id>/decline", views.people_grant_decline, name="people_grant_decline"),
+    path("tokens", views_people.tokens, name="tokens"),
+    path("tokens/create", views_people.token_create, name="token_create"),
+    path("tokens/<int:token_id>/revoke", views_people.token_revoke, name="token_revoke"),
+    path("people", views_people.people, name="people"),
+    path("people/create", views_people.people_create, name="people_create"),
+    path("people/<int:user_id>/role", views_people.people_role, name="people_role"),
+    path("people/<int:user_id>/deactivate", views_people.people_deactivate, name="people_deactivate"),
+    path("people/<int:user_id>/reactivate", views_people.people_reactivate, name="people_reactivate"),
+    path("people/grants/<int:grant_id>/confirm", views_people.people_grant_confirm, name="people_grant_confirm"),
+    path("people/grants/<int:grant_id>/decline", views_people.people_grant_decline, name="people_grant_decline"),
     of_table("", views.overview, "overview"),
     of_table("timeline", views.timeline, "timeline"),
     of_table("instants/<int:instant_id>", views.instant_detail, "instant"),

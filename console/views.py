@@ -10,7 +10,6 @@ from django import forms
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseBase, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -26,9 +25,8 @@ from console.forms import (
     TableSettingsForm,
     TimelineFilterForm,
 )
-from console.models import Job, PlanStatus, RoleGrant, Table
+from console.models import Job, PlanStatus, Table
 from console.permissions import AuthenticatedHttpRequest
-from console.roles import role_of
 from console.tasks import approve_clean_plan, build_clean_plan, enqueue, enqueue_sync, estimate_retention, run_job
 from timeline import CleanlineError
 
@@ -76,7 +74,7 @@ _AUDITED_BY_SERVICE = frozenset({"restore_run", "rollback_run", "savepoint_creat
                                  "people_grant_decline"})
 
 
-def _refused(request: AuthenticatedHttpRequest, exc: ValidationError) -> None:
+def refused(request: AuthenticatedHttpRequest, exc: ValidationError) -> None:
     """Show why a service refused, and audit the refusal (`<view>.refused`, with the table
     the URL names and the reason)."""
     reason = "; ".join(exc.messages)
@@ -101,12 +99,12 @@ def permission_denied(request: HttpRequest, exception: Exception | None = None) 
     return render(request, "403.html", {"reason": str(exception or "")}, status=403)
 
 
-def _attempt(request: AuthenticatedHttpRequest, work: Callable[[], str]) -> None:
+def attempt(request: AuthenticatedHttpRequest, work: Callable[[], str]) -> None:
     """Call a service: its success message is shown, or why it was refused."""
     try:
         messages.success(request, work())
     except ValidationError as exc:
-        _refused(request, exc)
+        refused(request, exc)
 
 
 def _writers_stopped(request: AuthenticatedHttpRequest) -> bool:
@@ -267,7 +265,7 @@ def plan_request(request: AuthenticatedHttpRequest, table: Table) -> HttpRespons
     try:
         plan = services.plan_request(table=table, user=request.user, overrides=form.cleaned_data)
     except ValidationError as exc:
-        _refused(request, exc)
+        refused(request, exc)
         return _overview_page(request, table, form, status=400)
     enqueue(build_clean_plan, plan)
     return redirect("console:plan", pk=table.pk, plan_id=plan.pk)
@@ -319,7 +317,7 @@ def plan_decide(request: AuthenticatedHttpRequest, table: Table, plan_id: int, d
             services.plan_reject(plan=plan, user=request.user, note=note)
             messages.info(request, "Plan rejected.")
     except ValidationError as exc:
-        _refused(request, exc)
+        refused(request, exc)
     return redirect("console:plan", pk=table.pk, plan_id=plan.pk)
 
 
@@ -377,7 +375,7 @@ def savepoint_delete(request: AuthenticatedHttpRequest, table: Table, instant: s
     if request.POST.get("confirm") != instant:
         messages.error(request, f"Type the savepoint's time ({instant}) to delete it.")
     else:
-        _attempt(request, delete)
+        attempt(request, delete)
     return redirect("console:savepoints", pk=table.pk)
 
 
@@ -415,7 +413,7 @@ def job_request(request: AuthenticatedHttpRequest, table: Table, kind: str) -> H
         job = services.job_request(table=table, user=request.user, kind=kind, target=target,
                                    confirm_name=request.POST.get("confirm"), writers_stopped=_writers_stopped(request))
     except ValidationError as exc:
-        _refused(request, exc)
+        refused(request, exc)
         return redirect("console:restore", pk=table.pk, savepoint=target) if kind == "restore" else redirect(
             "console:failed_writes", pk=table.pk)
     enqueue(run_job, job)
@@ -487,7 +485,7 @@ def table_settings(request: AuthenticatedHttpRequest, table: Table) -> HttpRespo
             services.table_settings_update(table=table, user=request.user, **form.cleaned_data)
             return "Settings saved."
 
-        _attempt(request, save)
+        attempt(request, save)
     else:
         messages.error(request, "Check the settings: " + _form_errors(form))
     return _overview(table)
@@ -500,7 +498,7 @@ def clean_run_pending(request: AuthenticatedHttpRequest, table: Table, instant: 
         job = services.job_request(table=table, user=request.user, kind=Job.Kind.CLEAN,
                                    target=instant, writers_stopped=_writers_stopped(request))
     except ValidationError as exc:
-        _refused(request, exc)
+        refused(request, exc)
         return _overview(table)
     enqueue(run_job, job)
     return redirect("console:job", pk=table.pk, job_id=job.pk)
@@ -515,7 +513,7 @@ def metadata_table_drop(request: AuthenticatedHttpRequest, table: Table) -> Http
                                                   writers_stopped=_writers_stopped(request))
         return f"The metadata table ({', '.join(partitions)}) was dropped; Hudi writers rebuild it."
 
-    _attempt(request, drop)
+    attempt(request, drop)
     return _overview(table)
 
 
@@ -526,175 +524,5 @@ def lock_break(request: AuthenticatedHttpRequest, table: Table) -> HttpResponse:
         services.table_lock_break(table=table, user=request.user, token=request.POST.get("token", ""))
         return "The stale lock was broken."
 
-    _attempt(request, break_lock)
+    attempt(request, break_lock)
     return _overview(table)
-
-
-def _tokens_page(request: AuthenticatedHttpRequest, *, status: int = 200, **extra: object) -> HttpResponse:
-    from console.models import ApiToken
-
-    is_admin = request.user.has_perm(permissions.SETTINGS)
-    rows = ApiToken.objects.select_related("user")
-    return render(request, "console/tokens.html", {
-        "tokens": rows if is_admin else rows.filter(user=request.user), "is_admin": is_admin, **extra},
-        status=status)
-
-
-@login_required
-@require_GET
-def tokens(request: AuthenticatedHttpRequest) -> HttpResponse:
-    """The user's API tokens (an admin's: everyone's)."""
-    permissions.require_view(request.user)
-    return _tokens_page(request)
-
-
-@login_required
-@require_POST
-def token_create(request: AuthenticatedHttpRequest) -> HttpResponse:
-    """A new token for the user; its secret is shown once."""
-    permissions.require_view(request.user)
-    try:
-        token, secret = services.token_create(actor=request.user, owner=request.user,
-                                              name=request.POST.get("name", ""))
-    except ValidationError as exc:
-        _refused(request, exc)
-        return _tokens_page(request, name=request.POST.get("name", ""), status=400)
-    return _tokens_page(request, secret=secret, created=token)
-
-
-@login_required
-@require_POST
-def token_revoke(request: AuthenticatedHttpRequest, token_id: int) -> HttpResponse:
-    from console.models import ApiToken
-
-    permissions.require_view(request.user)
-    token = get_object_or_404(ApiToken.objects.select_related("user"), pk=token_id)
-    services.token_revoke(actor=request.user, token=token)
-    messages.success(request, f"Token {token.name} revoked.")
-    return redirect("console:tokens")
-
-
-def _people_page(request: AuthenticatedHttpRequest, *, status: int = 200, form: forms.Form | None = None,
-                 **extra: object) -> HttpResponse:
-    from console.forms import ROLE_CHOICES, PersonCreateForm
-
-    return render(request, "console/people.html", {
-        "page": selectors.page_of(selectors.people_rows(), request.GET.get("page")),
-        "pending": selectors.pending_grants(), "form": form or PersonCreateForm(), "roles": ROLE_CHOICES,
-        "must_differ": settings.CLEANLINE_APPROVER_MUST_DIFFER, **extra}, status=status)
-
-
-def _back_to_people(request: AuthenticatedHttpRequest) -> HttpResponse:
-    """The People page again (the page of the list the form was on), or the catalog for an
-    admin who just gave up managing people."""
-    if not permissions.may(User.objects.get(pk=request.user.pk), "manage_people"):  # not the cached permissions
-        return redirect("console:catalog")
-    page = request.POST.get("page", "")
-    response = redirect("console:people")
-    if page.isdigit():
-        response["Location"] += f"?page={page}"
-    return response
-
-
-def _person(user_id: int) -> User:
-    return get_object_or_404(User, pk=user_id)
-
-
-@login_required
-@require_GET
-def people(request: AuthenticatedHttpRequest) -> HttpResponse:
-    """The console's users with their roles (admins: add users, change roles, deactivate)."""
-    permissions.require(request.user, permissions.PEOPLE)
-    return _people_page(request)
-
-
-@login_required
-@require_POST
-def people_create(request: AuthenticatedHttpRequest) -> HttpResponse:
-    """A new user with a role; a generated password is shown once. Refused: the form again,
-    with the input and the reason."""
-    from console.forms import PersonCreateForm
-
-    permissions.require(request.user, permissions.PEOPLE)
-    form = PersonCreateForm(request.POST)
-    form.is_valid()  # the fields only carry the input; the service validates it
-    try:
-        person, password, generated = services.person_create(actor=request.user, **form.cleaned_data)
-    except ValidationError as exc:
-        _refused(request, exc)
-        return _people_page(request, form=form, status=400)
-    waits = " The admin role waits for a second admin's confirmation." if selectors.pending_grants().filter(
-        user=person).exists() else ""
-    messages.success(request, f"{person.username} can log in now, as {role_of(person)}.{waits}")
-    return _people_page(request, created=person, password=password if generated else "")
-
-
-def _change_person(request: AuthenticatedHttpRequest, user_id: int, change: Callable[[User], str]) -> HttpResponse:
-    """A People action on one user (admins only): `change` runs the service and says what it
-    did, or the refusal is shown; back to the People page either way."""
-    permissions.require(request.user, permissions.PEOPLE)
-    person = _person(user_id)
-    _attempt(request, lambda: change(person))
-    return _back_to_people(request)
-
-
-@login_required
-@require_POST
-def people_role(request: AuthenticatedHttpRequest, user_id: int) -> HttpResponse:
-    role = request.POST.get("role", "")
-
-    def change(person: User) -> str:
-        if not services.person_role_change(actor=request.user, user=person, role=role):
-            return (f"{person.username} stays {role_of(person)} until another admin confirms the admin role "
-                    "(two-person approval).")
-        return f"{person.username} is now {role_of(person)}."
-
-    return _change_person(request, user_id, change)
-
-
-def _change_grant(request: AuthenticatedHttpRequest, grant_id: int, change: Callable[[RoleGrant], str]) -> HttpResponse:
-    """Confirm or decline a pending admin grant (admins only); back to the People page."""
-    permissions.require(request.user, permissions.PEOPLE)
-    grant = get_object_or_404(selectors.pending_grants(), pk=grant_id)
-    _attempt(request, lambda: change(grant))
-    return _back_to_people(request)
-
-
-@login_required
-@require_POST
-def people_grant_confirm(request: AuthenticatedHttpRequest, grant_id: int) -> HttpResponse:
-    def confirm(grant: RoleGrant) -> str:
-        services.person_admin_confirm(actor=request.user, grant=grant)
-        return f"{grant.user.username} is now an admin."
-
-    return _change_grant(request, grant_id, confirm)
-
-
-@login_required
-@require_POST
-def people_grant_decline(request: AuthenticatedHttpRequest, grant_id: int) -> HttpResponse:
-    def decline(grant: RoleGrant) -> str:
-        services.person_admin_decline(actor=request.user, grant=grant)
-        return f"The admin role for {grant.user.username} was declined; their role is unchanged."
-
-    return _change_grant(request, grant_id, decline)
-
-
-@login_required
-@require_POST
-def people_deactivate(request: AuthenticatedHttpRequest, user_id: int) -> HttpResponse:
-    def deactivate(person: User) -> str:
-        services.person_deactivate(actor=request.user, user=person)
-        return f"{person.username} is deactivated: they can no longer log in or use their API tokens."
-
-    return _change_person(request, user_id, deactivate)
-
-
-@login_required
-@require_POST
-def people_reactivate(request: AuthenticatedHttpRequest, user_id: int) -> HttpResponse:
-    def reactivate(person: User) -> str:
-        services.person_reactivate(actor=request.user, user=person)
-        return f"{person.username} can log in again, as {role_of(person)}."
-
-    return _change_person(request, user_id, reactivate)
