@@ -139,6 +139,9 @@ def _grant(*, user: User, role: str, actor: User, account_created: bool = False)
         audit(user=actor, action="people.admin.requested", parameters={
             "username": user.get_username(), "grant": grant.pk, "account_created": account_created})
         return grant
+    # a role given now settles an admin role still waiting: its confirmation would undo this change
+    RoleGrant.objects.filter(user=user, status=GrantStatus.PENDING).exclude(pk=grant.pk).update(
+        status=GrantStatus.DECLINED, decided_by=actor, decided_at=timezone.now())
     user.groups.remove(*Group.objects.filter(name__in=ROLES))
     user.groups.add(*_role_groups(role))
     return None

@@ -154,6 +154,22 @@ def test_people_grants_decline_and_rule_off(settings) -> None:
 
 
 @pytest.mark.django_db
+def test_people_grants_a_later_role_change_settles_a_waiting_admin_role(settings) -> None:
+    """An admin role still waiting is declined when another role is given meanwhile: confirming
+    it later would undo that change."""
+    settings.CLEANLINE_APPROVER_MUST_DIFFER = True
+    ann, bob = admin("ann"), admin("bob")
+    olga = User.objects.create_user("olga", password=STRONG)
+    services.person_role_change(actor=ann, user=olga, role="admin")
+    grant = RoleGrant.objects.get(user=olga, status=GrantStatus.PENDING)
+    services.person_role_change(actor=bob, user=olga, role="viewer")
+    assert RoleGrant.objects.get(pk=grant.pk).status == GrantStatus.DECLINED
+    with pytest.raises(ValidationError, match="already decided"):
+        services.person_admin_confirm(actor=bob, grant=RoleGrant.objects.get(pk=grant.pk))
+    assert not is_admin(olga) and olga.groups.filter(name="viewer").exists()
+
+
+@pytest.mark.django_db
 @pytest.mark.parametrize(("username", "reason"), [
     ("\u0430dmin", "looks like the existing user 'admin'"),  # Cyrillic а
     ("\u0430dm\u0456n", "looks like the existing user 'admin'"),  # Cyrillic а and і
