@@ -98,19 +98,15 @@ def lock_for_table(base_uri: str, properties: Mapping[str, str], *, storage: Sto
     `UnsupportedLockProvider` for a provider Cleanline cannot take and `LockConfigError` for
     missing or invalid settings. The lock is not acquired yet."""
     name = provider_class(properties)
-    if name == STORAGE_BASED_LOCK_PROVIDER:
-        if storage is None:
-            storage, base_path = storage_for(base_uri)
-        else:
-            base_path = storage.path_of(base_uri).rstrip("/") or base_uri
-        return StorageBasedLock.from_properties(storage, base_path, properties, owner=owner)
     if name == ZOOKEEPER_BASED_LOCK_PROVIDER:
         return ZookeeperBasedLock.from_properties(properties, application_id=application_id)
-    if name == FILESYSTEM_BASED_LOCK_PROVIDER:
+    if name in (STORAGE_BASED_LOCK_PROVIDER, FILESYSTEM_BASED_LOCK_PROVIDER):  # a lock file on the table's store
         if storage is None:
             storage, base_path = storage_for(base_uri)
         else:
             base_path = storage.path_of(base_uri).rstrip("/") or base_uri
+        if name == STORAGE_BASED_LOCK_PROVIDER:
+            return StorageBasedLock.from_properties(storage, base_path, properties, owner=owner)
         return FileSystemBasedLock.from_properties(storage, base_path, properties, owner=owner)
     reason = UNSUPPORTED_PROVIDERS.get(name, "a lock provider Cleanline does not know")
     raise UnsupportedLockProvider(name, reason)
