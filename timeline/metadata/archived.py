@@ -1,6 +1,6 @@
 """The archived timeline's entries as Cleanline reads them: a v6 archive's HoodieArchivedMetaEntry
 (the instant it names) and the LSM timeline's (table versions 8 and 9) manifest and instant
-columns. `timeline/archive.py` loads the archived timeline with them."""
+columns. `timeline/archive/reader.py` loads the archived timeline with them."""
 
 from __future__ import annotations
 
