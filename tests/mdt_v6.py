@@ -23,8 +23,7 @@ from timeline.files import log_file_name
 from timeline.instant import Instant, State
 from timeline.logformat import BlockType, HeaderKey, encode_block, encode_delete_records
 from timeline.mdt.reader import MetadataTable
-from timeline.mdt.writer import MdtUpdate, write_update
-from timeline.metadata.mdt_payload import files_record, partition_identifier, partition_list_record
+from timeline.mdt.writer import commit_updates, write_update
 from timeline.metadata.records import CommitMetadata
 from timeline.spark.writer.create import create_table
 
@@ -66,15 +65,7 @@ def add_v6_metadata_table(lake: Path) -> HudiTable:
     table.reload()
     mdt = MetadataTable(table)
     for write in table.timeline.writes().completed():
-        stats = table.read(write, CommitMetadata).write_stats
-        records = [partition_list_record([partition_identifier(p) for p in sorted(stats)], deleted=False)]
-        for partition, entries in sorted(stats.items()):
-            sizes: dict[str, int] = {}
-            for stat in entries:
-                name = stat.file_name
-                sizes[name] = max(stat.file_size, sizes.get(name, 0))
-            records.append(files_record(partition_identifier(partition), added=sizes))
-        write_update(mdt, write.requested_time, [MdtUpdate("files", tuple(records))])
+        write_update(mdt, write.requested_time, commit_updates(table.read(write, CommitMetadata)))
     return table.reload()
 
 

@@ -308,3 +308,34 @@ def test_clean_updates_tombstone_every_planned_file_even_one_whose_delete_failed
     record = next(r for r in update.records if r.key == "p=1")
     assert record.files == {"a.parquet": DELETED, "b.parquet": DELETED}
     assert partition_list_record(["p=2"], deleted=True) in update.records
+
+
+def test_commit_updates_list_every_written_file_at_its_largest_size() -> None:
+    """HoodieTableMetadataUtil.convertMetadataToFilesPartitionRecords for a HoodieCommitMetadata:
+    the partition list names every partition with stats ("." for the table's root); each
+    partition's record adds every written file at the largest size its stats report; a stat
+    without a path adds nothing; a DELETE_PARTITION replacecommit tombstones its partitions."""
+    from timeline.mdt.writer import FILES, commit_updates
+    from timeline.metadata.records import CommitMetadata
+
+    def stat(partition: str, path: str | None, size: int) -> dict[str, object]:
+        return {"partitionPath": partition, "fileId": "f", "path": path, "fileSizeInBytes": size}
+
+    metadata = CommitMetadata.from_raw({"partitionToWriteStats": {
+        "p=1": [stat("p=1", "p=1/.f_1.log.1_0-1-0", 10), stat("p=1", "p=1/.f_1.log.1_0-1-0", 30),
+                stat("p=1", "p=1/g_0-1-0_1.parquet", 7)],
+        "p=2": [stat("p=2", None, 0)],
+        "": [stat("", "h_0-1-0_1.parquet", 5)]}, "operationType": "UPSERT"})
+    [update] = commit_updates(metadata)
+    assert update.partition == FILES and update.deletes == ()
+    by_key = {r.key: r for r in update.records}
+    assert by_key["p=1"].files == {".f_1.log.1_0-1-0": FileInfo(30), "g_0-1-0_1.parquet": FileInfo(7)}
+    assert by_key["p=2"].files == {} and by_key["."].files == {"h_0-1-0_1.parquet": FileInfo(5)}
+    assert partition_list_record(["p=1", "p=2", "."], deleted=False) in update.records
+
+    written = {"p=4": [stat("p=4", "p=4/i_0-1-0_2.parquet", 1)]}
+    dropped = CommitMetadata.from_raw({"partitionToWriteStats": written, "operationType": "DELETE_PARTITION",
+                                       "partitionToReplaceFileIds": {"p=3": ["f"]}})
+    [update] = commit_updates(dropped)
+    [listed] = [r for r in update.records if r.key == partition_list_record([], deleted=False).key]
+    assert listed.files == {"p=4": FileInfo(0), "p=3": DELETED}, "added and deleted partitions in one record"

@@ -7,8 +7,10 @@ Afterwards hudi-rs reads, for every retained instant, the same rows from the tab
 twin as of the same batch (0 rows lost), the latest rows agree, and every file a retained
 instant names exists. The rounds, the conflicts seen (stale plans, lock waits, refusals) and
 what was done are printed (`-s`) and checked; both sides log every interval they held the lock
-(`timeline.transactions.intervals`) and no two intervals overlap. (`cleanline mdt validate` does not apply: the
-project's writer refuses tables with a metadata table.)"""
+(`timeline.transactions.intervals`) and no two intervals overlap. Both tables have a metadata
+table (`hoodie.metadata.enable`: the writer keeps its `files` partition, Cleanline's clean,
+savepoint and rollback keep it too), and `cleanline mdt validate` finds both exact afterwards;
+hudi-rs lists both through them."""
 
 from __future__ import annotations
 
@@ -51,6 +53,7 @@ WRITER = textwrap.dedent("""
 
     path, twin, commits, keys, options, log = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), \\
         json.loads(sys.argv[5]), sys.argv[6]
+    MDT = {"hoodie.metadata.enable": "true"}
 
     class Intervals(logging.Handler):
         def emit(self, record):
@@ -68,8 +71,8 @@ WRITER = textwrap.dedent("""
         df = spark.createDataFrame(rows, "id string, ts long, part string, value string")
         spec = dict(table_name="soak", record_key="id", precombine_field="ts", partition_by="part",
                     operation="upsert", table_version=8)
-        instant = write(spark, df, path, options=options, **spec)
-        twin_instant = write(spark, df, twin, **spec)
+        instant = write(spark, df, path, options={**options, **MDT}, **spec)
+        twin_instant = write(spark, df, twin, options=MDT, **spec)
         print(instant, n, twin_instant, flush=True)
     spark.stop()
 """)
@@ -251,3 +254,9 @@ def test_soak_cleanline_beside_a_live_writer_loses_no_rows(
     assert latest == rows_of(twin, None, read_options) and len(latest) == KEYS
     print(f"soak {uri}: {checked} retained instants read alike, {lost} rows lost")
     assert checked >= 2 and lost == 0
+    assert table.config.metadata_partitions == ("files",)
+    cleanline = Path(sys.executable).parent / "cleanline"
+    for checked_uri in (uri, twin):  # the CLI inherits the S3 server's AWS_* variables
+        validated = subprocess.run([str(cleanline), "mdt", "validate", checked_uri, "--json"], capture_output=True,
+                                   text=True, timeout=300)
+        assert validated.returncode == 0 and json.loads(validated.stdout)["ok"], validated.stdout + validated.stderr

@@ -23,6 +23,9 @@ from tests.readers import hudi_read, ours, theirs
 from timeline import HudiTable
 from timeline.config import checksum
 from timeline.instant import State
+from timeline.mdt import MetadataTableEnabledError
+from timeline.mdt.reader import MetadataTable
+from timeline.mdt.validate import validate_files
 from timeline.spark.writer import WriteError, compact, write
 from timeline.spark.writer.compaction import _schedule_compaction
 
@@ -105,11 +108,11 @@ COMBINATIONS = [(6, "COPY_ON_WRITE", False), (6, "MERGE_ON_READ", True), (8, "CO
 
 def run_write(spark: SparkSession, path: Path, operation: str, batch: Iterable[Row], *, version: int,
               table_type: str, hive: bool = False, partitioned: bool = True,
-              max_file_size: int = FOUR_PER_FILE) -> str:
+              max_file_size: int = FOUR_PER_FILE, options: dict[str, str] | None = None) -> str:
     return write(spark, spark.createDataFrame(list(batch), SCHEMA), str(path), table_name="trips",
                  record_key="id", precombine_field="ts", partition_by="part" if partitioned else None,
                  operation=operation, table_type=table_type, table_version=version,
-                 hive_style_partitioning=hive, max_file_size=max_file_size)
+                 hive_style_partitioning=hive, max_file_size=max_file_size, options=options)
 
 
 def assert_same_slices(path: Path, as_of: str | None = None) -> None:
@@ -328,3 +331,93 @@ def test_compact_resumes_a_crashed_compaction_and_drops_its_partial_files(spark:
     assert not (path / operation["partitionPath"] / partial).exists()
     assert hudi_rows(path) == expected
     assert_same_slices(path)
+
+
+# The metadata table the writer keeps (timeline/spark/writer/metadata_table.py).
+WITH_MDT = {"hoodie.metadata.enable": "true"}
+HUDI_1_0_MDT = "quickstart_trips_table/mor/avro/v8_trips_8i3u1d.zip"  # written by Hudi 1.0.x, metadata table on
+
+
+def hudi_1_0_member(suffix: str) -> bytes:
+    with zipfile.ZipFile(FIXTURES / HUDI_1_0_MDT) as zipped:
+        return zipped.read(next(n for n in zipped.namelist() if n.endswith(suffix) and "__MACOSX" not in n))
+
+
+def assert_mdt_exact(path: Path) -> MetadataTable:
+    mdt = MetadataTable(HudiTable.open(str(path)))
+    validation = validate_files(mdt)
+    assert validation.ok, validation
+    return mdt
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_writer_keeps_the_metadata_table_exact_through_every_operation(spark: SparkSession, tmp_path: Path,
+                                                                       table_type: str) -> None:
+    path = tmp_path / "trips"
+    model = Model(hive=True)
+    for operation, batch in STEPS:
+        if operation == "compact":
+            if table_type == "MERGE_ON_READ":
+                assert compact(spark, str(path)) is not None
+        else:
+            run_write(spark, path, operation, batch, version=8, table_type=table_type, hive=True, options=WITH_MDT)
+            model.apply(operation, batch)
+        mdt = assert_mdt_exact(path)
+        assert hudi_rows(path) == model.expected(), f"after {operation}"
+    table = HudiTable.open(str(path))
+    assert table.config.metadata_partitions == ("files",)
+    written = [i.requested_time for i in table.timeline.completed() if i.action != "clean"]
+    deltacommits = [i.requested_time for i in mdt.mdt.timeline.completed()]
+    assert deltacommits == ["00000000000000000", *written], "one MDT deltacommit per data-table instant"
+    for instant in mdt.mdt.timeline.completed():
+        data = table.timeline.completed().find(instant.requested_time)
+        if data is not None and data.completion_time and instant.completion_time:
+            assert instant.completion_time <= data.completion_time, "the MDT completes before the data table"
+
+
+def test_writer_lays_out_a_new_metadata_table_as_hudi_1_0_does(spark: SparkSession, tmp_path: Path) -> None:
+    path = tmp_path / "trips"
+    run_write(spark, path, "insert", INSERT, version=8, table_type="MERGE_ON_READ", options=WITH_MDT)
+    mdt_folder = path / ".hoodie" / "metadata"
+    ours_props = HudiTable.open(str(mdt_folder)).config
+    hudi_props = dict(line.split("=", 1) for line in hudi_1_0_member("metadata/.hoodie/hoodie.properties")
+                      .decode().splitlines() if "=" in line and not line.startswith("#"))
+    assert ours_props.stored_checksum == checksum(ours_props.props)
+    skip = {"hoodie.table.name", "hoodie.table.checksum"}
+    assert {k: v for k, v in ours_props.props.items() if k not in skip} == \
+        {k: v for k, v in hudi_props.items() if k not in skip}
+    assert ours_props.name == "trips_metadata"
+    init = ".files-0000-0_00000000000000000.log.1_0-0-0"
+    assert (mdt_folder / "files" / init).read_bytes() == hudi_1_0_member(f"metadata/files/{init}"), \
+        "the initial log file is byte for byte Hudi 1.0's"
+    meta = (mdt_folder / "files" / ".hoodie_partition_metadata").read_text().splitlines()
+    assert meta[0] == "#partition metadata" and meta[2:] == ["commitTime=00000000000000000", "partitionDepth=1"]
+    assert_mdt_exact(path)
+    # hudi-rs lists the table through this metadata table: hiding a write's MDT log file hides its rows.
+    run_write(spark, path, "insert", OVERWRITE_TABLE, version=8, table_type="MERGE_ON_READ", options=WITH_MDT)
+    expected = hudi_rows(path)
+    assert len(expected) == len(INSERT) + len(OVERWRITE_TABLE)
+    latest = max((mdt_folder / "files").glob(".files-0000-0_2*"))
+    hidden = latest.rename(tmp_path / "hidden")
+    assert len(hudi_rows(path)) == len(INSERT)
+    hidden.rename(latest)
+    assert hudi_rows(path) == expected
+
+
+def test_writer_refuses_a_metadata_table_it_cannot_keep(spark: SparkSession, tmp_path: Path) -> None:
+    # A Hudi-written table whose metadata table also holds column stats, partition stats and the
+    # record index: a write here would leave them stale.
+    with zipfile.ZipFile(FIXTURES / HUDI_1_0_MDT) as zipped:
+        zipped.extractall(tmp_path)
+    path = tmp_path / "v8_trips_8i3u1d"
+    before = sorted((p.relative_to(path), p.stat().st_size) for p in path.rglob("*") if p.is_file())
+    rows = [(0, "u-new", "rider", "driver", 1.0, "sf")]
+    frame = spark.createDataFrame(rows, "ts long, uuid string, rider string, driver string, fare double, city string")
+    with pytest.raises(MetadataTableEnabledError, match="column_stats"):
+        write(spark, frame, str(path), table_name="v8_trips_8i3u1d", record_key="uuid", precombine_field="ts",
+              partition_by="city", operation="upsert", table_type="MERGE_ON_READ", table_version=8,
+              hive_style_partitioning=True)
+    assert sorted((p.relative_to(path), p.stat().st_size) for p in path.rglob("*") if p.is_file()) == before
+    with pytest.raises(WriteError, match="version 8 only"):
+        run_write(spark, tmp_path / "v6", "insert", INSERT, version=6, table_type="COPY_ON_WRITE", options=WITH_MDT)
+    assert not (tmp_path / "v6").exists()

@@ -32,6 +32,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from importlib.resources import files as files_pkg
 
 from timeline import transition
 from timeline.exceptions import CleanlineError
@@ -52,7 +53,7 @@ from timeline.metadata.mdt_payload import (
     partition_identifier,
     partition_list_record,
 )
-from timeline.metadata.records import CleanMetadata, RollbackPartitionMetadata
+from timeline.metadata.records import CleanMetadata, CommitMetadata, RollbackPartitionMetadata
 from timeline.metadata.written import by_partition, commit_metadata, runtime_stats, write_stat
 from timeline.storage import Storage
 
@@ -62,6 +63,9 @@ BLOOM_FILTERS = "bloom_filters"
 CLEAN_PARTITIONS = (FILES, COLUMN_STATS, BLOOM_FILTERS)  # the MDT partitions a clean writes to, when enabled
 WRITE_TOKEN = "1-0-1"            # FSUtils' UNKNOWN_WRITE_TOKEN
 OPERATION = "UPSERT_PREPPED"
+# HoodieMetadataRecord as Hudi 1.0 writes it in a log block's SCHEMA header (read from a table
+# Hudi 1.0.x wrote; see timeline/metadata/schemas/README.md).
+RECORD_SCHEMA_V1 = (files_pkg("timeline.metadata") / "schemas" / "HoodieMetadataRecord-1.0.json").read_text("utf-8")
 
 
 RESTORE_SUFFIX = "003"    # HoodieTableMetadataUtil.OperationSuffix.RESTORE (table version 6)
@@ -138,6 +142,29 @@ def _files_updates_v6(metadata: CleanMetadata) -> list[MdtUpdate]:
     if gone:
         records.append(partition_list_record(gone, deleted=True))
     return [MdtUpdate(FILES, tuple(records))] if records else []
+
+
+def commit_updates(metadata: CommitMetadata) -> list[MdtUpdate]:
+    """`HoodieTableMetadataUtil.convertMetadataToFilesPartitionRecords` for a HoodieCommitMetadata
+    (commit, deltacommit, replacecommit and compaction alike): the partition-list record naming
+    every partition the write has stats for (`getPartitionsAdded`; for a DELETE_PARTITION
+    replacecommit the replaced partitions as deleted, `getPartitionsDeleted`, Hudi 1.x), then per
+    partition a `files` record of every written file with the largest size its stats report
+    (sizes only grow within one transaction). A stat without a path (an empty partition) adds
+    nothing; nothing is removed: replaced files leave the listing when a clean deletes them."""
+    stats = metadata.write_stats
+    listed = partition_list_record([partition_identifier(p) for p in stats], deleted=False)
+    if metadata.operation_type == "DELETE_PARTITION" and metadata.replaced_file_ids:  # one record with both
+        gone = partition_list_record([partition_identifier(p) for p in metadata.replaced_file_ids], deleted=True)
+        listed = MetadataRecord(listed.key, listed.type, {**(listed.files or {}), **(gone.files or {})})
+    records = [listed]
+    for partition, entries in stats.items():
+        sizes: dict[str, int] = {}
+        for stat in entries:
+            if stat.path and stat.file_size > 0:
+                sizes[stat.file_name] = max(stat.file_size, sizes.get(stat.file_name, 0))
+        records.append(files_record(partition_identifier(partition), added=sizes))
+    return [MdtUpdate(FILES, tuple(records))]
 
 
 def rollback_updates_v6(partitions: Mapping[str, RollbackPartitionMetadata]) -> list[MdtUpdate]:
@@ -217,6 +244,8 @@ def _schema_of(mdt: MetadataTable, partition: str) -> str:
             found = read_hfile(mdt.storage.read(path), path=path).file_info.get(SCHEMA_INFO_KEY)
             if found:
                 return found.decode()
+    if not is_v6(mdt) and partition == FILES and mdt.latest_slices(partition):
+        return RECORD_SCHEMA_V1  # a `files` partition only initialised: Hudi 1.x writes with its own schema
     raise MetadataTableUnsupported(f"{mdt.base}/{partition}: no record schema found in the metadata table; drop it "
                                    "explicitly (cleanline mdt drop; Hudi writers rebuild it)")
 
@@ -465,11 +494,15 @@ def _column_stats_deletions(mdt: MetadataTable, deleted: list[tuple[str, str]]) 
     return [MdtUpdate(COLUMN_STATS, tuple(stubs))] if stubs else []
 
 
+def update_for_commit(mdt: MetadataTable, instant_time: str, metadata: CommitMetadata) -> Instant | None:
+    return write_update(mdt, instant_time, commit_updates(metadata))
+
+
 def update_for_clean(mdt: MetadataTable, instant_time: str, metadata: CleanMetadata) -> Instant | None:
     return write_update(mdt, instant_time, clean_updates(metadata, mdt, instant_time))
 
 
-__all__ = ["CLEAN_PARTITIONS", "KEPT_ON_RESTORE", "MdtUpdate", "MetadataTableUnsupported", "check_metadata_rollback",
-           "check_restorable", "check_writable", "clean_updates", "dropped_on_restore", "file_group_index", "is_v6",
-           "restore_deletes_metadata_table", "roll_back_pending", "rollback_updates_v6", "sync_updates",
-           "update_for_clean", "write_update"]
+__all__ = ["CLEAN_PARTITIONS", "KEPT_ON_RESTORE", "RECORD_SCHEMA_V1", "MdtUpdate", "MetadataTableUnsupported",
+           "check_metadata_rollback", "check_restorable", "check_writable", "clean_updates", "commit_updates",
+           "dropped_on_restore", "file_group_index", "is_v6", "restore_deletes_metadata_table", "roll_back_pending",
+           "rollback_updates_v6", "sync_updates", "update_for_clean", "update_for_commit", "write_update"]

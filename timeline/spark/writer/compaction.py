@@ -15,9 +15,9 @@ from timeline.exceptions import FileExists
 from timeline.files import base_file_name
 from timeline.fsview import FileSlice
 from timeline.instant import COMPACTION, Instant, State
-from timeline.mdt import guard_metadata_table
 from timeline.metadata.records import CompactionPlan, SliceInfo
 from timeline.metadata.written import by_partition, commit_metadata
+from timeline.spark.writer import metadata_table
 from timeline.spark.writer.create import CREATE_SCHEMA, PRECOMBINE_FIELD
 from timeline.spark.writer.files import Files, Task, file_stat, parquet
 from timeline.spark.writer.merge import CommittedInstants, merge_slice
@@ -39,7 +39,7 @@ def compact(spark: SparkSession, path: str) -> str | None:
     table = Table.open(path)
     if not table.config.is_mor:
         raise WriteError(f"{table.uri}: only merge-on-read tables are compacted")
-    guard_metadata_table(table, drop=False, action="compacting")
+    metadata_table.check_keepable(table)
     pending = [i.requested_time for i in table.timeline.pending_compactions()]
     if not pending:
         scheduled = _schedule_compaction(table)
@@ -109,4 +109,5 @@ def _run_compaction(spark: SparkSession, table: Table, instant: str) -> None:
     stats = spark.sparkContext.parallelize(operations, max(1, len(operations))).map(
         partial(_compact_group, ctx)).collect() if operations else []
     content = commit_metadata(by_partition(stats), "COMPACT", table.config.get(CREATE_SCHEMA), compacted=True)
+    metadata_table.update_for_write(table, instant, content)  # before the compaction completes, as Hudi's commit
     complete(table, inflight, content)

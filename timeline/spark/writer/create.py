@@ -20,7 +20,6 @@ from timeline.config import (
     TableConfig,
     TableType,
 )
-from timeline.mdt import guard_metadata_table
 from timeline.spark.writer.model import WriteError
 from timeline.storage import Storage, storage_for
 from timeline.table import Table
@@ -131,8 +130,8 @@ def existing_table(uri: str) -> Table | None:
 
 
 def check_table(table: Table, spec: TableSpec) -> None:
-    """WriteError unless the existing table agrees with the spec; MetadataTableEnabledError
-    where its metadata table is enabled (the writer does not maintain it)."""
+    """WriteError unless the existing table agrees with the spec (its metadata table is checked by
+    `metadata_table.check_keepable`)."""
     config = table.config
     found = {"table type": config.table_type.value, "table version": config.version,
              "record key": config.get(RECORD_KEY_FIELDS), "precombine field": config.get(PRECOMBINE_FIELD),
@@ -142,4 +141,3 @@ def check_table(table: Table, spec: TableSpec) -> None:
              if found[name] != value]
     if wrong:
         raise WriteError(f"{table.uri}: the table differs from the write: {'; '.join(wrong)}")
-    guard_metadata_table(table, drop=False, action="writing")

@@ -11,6 +11,7 @@ from pyspark.sql import DataFrame, SparkSession
 from timeline.config import TableType
 from timeline.instant import Instant, State
 from timeline.metadata.written import by_partition, commit_metadata
+from timeline.spark.writer import metadata_table
 from timeline.spark.writer.create import TableSpec, check_table, create_table, existing_table, table_spec
 from timeline.spark.writer.merge import CommittedInstants, deduplicated
 from timeline.spark.writer.model import META_FIELDS, Operation, WriteError
@@ -51,10 +52,12 @@ def write(spark: SparkSession, df: DataFrame, path: str, *, table_name: str, rec
     existing table must agree on type, version, keys and partitioning, and `df` must have the
     table's columns (deletes too: whole records, as read from the table). Raises WriteError
     before writing anything on bad input, MetadataTableEnabledError on a table whose metadata
-    table is enabled (the writer does not maintain it). `options` are Hudi writer options over
+    table has partitions besides `files` (the writer keeps only the listing:
+    timeline/spark/writer/metadata_table.py). `options` are Hudi writer options over
     `hoodie.properties`: with optimistic concurrency control (`hoodie.write.concurrency.mode`,
     `hoodie.write.lock.*`) the write takes the table's lock to start its instant and to
-    complete it, as a Hudi writer does (timeline/transactions.py)."""
+    complete it, as a Hudi writer does (timeline/transactions.py); `hoodie.metadata.enable=true`
+    creates a new table with its metadata table (version 8)."""
     spec = table_spec(table_name, table_type, table_version, record_key, precombine_field, partition_by,
                       hive_style_partitioning)
     try:
@@ -70,12 +73,17 @@ def write(spark: SparkSession, df: DataFrame, path: str, *, table_name: str, rec
     table = existing_table(path)
     if table is not None:
         check_table(table, spec)
+        metadata_table.check_keepable(table)
         data = aligned(data, table)
+    elif metadata_table.wanted(options) and spec.version < 8:
+        raise WriteError(f"{path}: this writer creates metadata tables on table version 8 only")
     schema = record_schema(data.schema, spec.name)
     if table is None:
         storage, base = storage_for(path)
         create_table(storage, base, spec.properties(schema.data_avro))
         table = Table.load(storage, base)
+        if metadata_table.wanted(options):
+            metadata_table.create_metadata_table(table)
     records_per_file = max(1, max_file_size // RECORD_SIZE_ESTIMATE)
     return _write(spark, table, spec, schema, op, keyed_records(data, spec, schema), records_per_file,
                   Transactions(table, options, application_id=f"cleanline-writer-{os.getpid()}",
@@ -105,5 +113,6 @@ def _write(spark: SparkSession, table: Table, spec: TableSpec, schema: RecordSch
     content = commit_metadata(by_partition(stats), operation.value, schema.data_avro,
                               replaced=replaced_file_groups(view, profile, operation))
     with transactions.state_change():  # completed under the lock, as Hudi's commit is
+        metadata_table.update_for_write(table, instant, content)  # the metadata table first, as Hudi's commit
         complete(table, inflight, content)
     return instant
