@@ -51,6 +51,16 @@ def write_state(table: Table, instant: Instant, content: Mapping[str, Any] | byt
     table.storage.write(path, data)
 
 
+def delete_state(table: Table, name: str) -> bool:
+    """HoodieActiveTimeline.deleteInstantFileIfExists: remove one state file (by its file name)
+    from the table's timeline folder, right after the held-lock check; the path must resolve
+    inside `.hoodie/` (Containment.meta_path). True if it was there, False if already gone."""
+    parts = table.config.timeline_folder.split("/")[1:]  # the timeline folder below `.hoodie`
+    path = table.containment.meta_path(*parts, name)
+    fence(table)
+    return table.storage.delete(path)
+
+
 def request(table: Table, action: str, content: Mapping[str, Any] | None, *,
             before_write: Callable[[str], None] | None = None) -> Instant:
     """createNewInstant: a requested instant at a fresh time. `before_write` is told the time
