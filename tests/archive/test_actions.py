@@ -8,7 +8,7 @@ import pytest
 
 from tests.lakes import Lake
 from timeline import HudiTable
-from timeline.archive.actions import ArchiveRefused, active_actions, delete_archived_instants, delete_leftover_markers
+from timeline.archive.actions import ArchiveRefused, LeftoverMarkers, active_actions, delete_archived_instants
 from timeline.instant import Instant, State
 from timeline.storage import MemoryStorage
 
@@ -72,7 +72,8 @@ def test_actions_refuse_pending_instants_and_actions_hudi_never_archives() -> No
 def test_actions_leftover_markers_are_removed_inside_hoodie_only() -> None:
     lake = Lake(MemoryStorage(), "/t", version=6)
     lake.storage.write("/t/.hoodie/.temp/20261101000000000/p/f.parquet.marker.CREATE", b"")
-    table = HudiTable.load(lake.storage, "/t")
-    assert delete_leftover_markers(table, "20261101000000000")
+    markers = LeftoverMarkers(HudiTable.load(lake.storage, "/t"))
+    assert markers.delete("20261101000000000")
     assert not lake.storage.exists("/t/.hoodie/.temp/20261101000000000")
-    assert not delete_leftover_markers(table, "20261102000000000")
+    assert not markers.delete("20261102000000000")
+    assert not LeftoverMarkers(HudiTable.load(lake.storage, "/t")).delete("20261101000000000")

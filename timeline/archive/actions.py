@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from timeline import transition
-from timeline.exceptions import CleanlineError
+from timeline.exceptions import CleanlineError, FileNotFound
 from timeline.instant import (
     CLEAN,
     CLUSTERING,
@@ -111,14 +111,27 @@ def _named(completed: Instant, state: State, name: str, layout: int) -> Instant:
     return Instant(completed.requested_time, completed.action, state)
 
 
-def delete_leftover_markers(table: Table, time: str) -> bool:
+class LeftoverMarkers:
     """`deleteAnyLeftOverMarkers`: the marker folder `.hoodie/.temp/<time>` of an action about
-    to be archived, if a writer left it (direct and timeline-server markers live there alike)."""
-    path = table.containment.meta_path(".temp", time)
-    if not table.storage.exists(path):
-        return False
-    transition.fence(table)
-    return table.storage.delete_dir(path)
+    to be archived, removed if a writer left it (direct and timeline-server markers live there
+    alike). The marker folders are listed once per archival, not asked for one by one."""
+
+    def __init__(self, table: Table) -> None:
+        self.table = table
+        temp = table.containment.meta_path(".temp")
+        try:
+            self.present = {s.name for s in table.storage.list(temp) if s.is_dir}
+        except FileNotFound:
+            self.present = set()
+
+    def delete(self, time: str) -> bool:
+        """Remove the marker folder of `time`; False when there is none."""
+        if time not in self.present:
+            return False
+        path = self.table.containment.meta_path(".temp", time)
+        transition.fence(self.table)
+        self.present.discard(time)
+        return self.table.storage.delete_dir(path)
 
 
 def delete_archived_instants(table: Table, actions: Iterable[ActiveAction]) -> list[str]:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from timeline import transition
-from timeline.archive.actions import ActiveAction, delete_leftover_markers
+from timeline.archive.actions import ActiveAction, LeftoverMarkers
 from timeline.archive.reader import (
     VERSION_FILE,
     latest_snapshot_version,
@@ -149,8 +149,9 @@ class Lsm:
         if not actions:
             return None
         rows = []
+        markers = LeftoverMarkers(self.table)
         for action in actions:
-            delete_leftover_markers(self.table, action.time)
+            markers.delete(action.time)
             rows.append(self.row(action))
         name = data_file_name(actions[0].time, actions[-1].time, FILE_LAYER_ZERO)
         path = self.path(name)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from timeline import transition
-from timeline.archive.actions import ActiveAction, delete_leftover_markers
+from timeline.archive.actions import ActiveAction, LeftoverMarkers
 from timeline.archive.reader import ARCHIVE_FILE, file_entries, v6_archive_files
 from timeline.instant import State, instant_time_from_epoch_ms, zone_of
 from timeline.logformat import BlockType, HeaderKey, encode_avro_records, encode_block
@@ -135,8 +135,9 @@ def write_archive(table: Table, actions: Sequence[ActiveAction], *, batch: int =
     folder = table.containment.meta_path(*folder_parts)
     done = archived_keys(table.storage, folder, min(a.time for a in actions)) if actions else set()
     fresh = [e for e in todo if e.key not in done]
+    markers = LeftoverMarkers(table)
     for action in actions:
-        delete_leftover_markers(table, action.time)
+        markers.delete(action.time)
     if not fresh:
         return V1Written(None, (), tuple(todo))
     path = table.containment.meta_path(*folder_parts, archive_file_name(_next_version(table.storage, folder)))
