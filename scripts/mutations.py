@@ -67,8 +67,8 @@ MUTATIONS = [
              "            min_remaining_seconds = 0", "tests/locks/test_held_margin.py"),
     Mutation("archived state files: every requested and inflight file before any completed file "
              "(deleteArchivedInstants)", "timeline/archive/actions.py",
-             "        for _, status in action.pending():",
-             "        for _, status in reversed([*action.pending(), action.files[State.COMPLETED]]):",
+             "    return transition.delete_states(table, pending) + transition.delete_states(table, completed)",
+             "    return transition.delete_states(table, completed) + transition.delete_states(table, pending)",
              "tests/archive/test_actions.py"),
     Mutation("only completed actions are archived", "timeline/archive/actions.py",
              "        if not current.is_completed:", "        if False:", "tests/archive/test_actions.py"),

@@ -80,12 +80,13 @@ def active_actions(table: Table, instants: Iterable[Instant]) -> tuple[list[Acti
     skips them). Raises ArchiveRefused, before anything changes, for an instant that is pending
     or of an action Hudi never archives."""
     timeline = table.reload().timeline
+    by_key = {(i.requested_time, comparable_action(i.action)): i for i in timeline}
     found: list[ActiveAction] = []
     gone: list[Instant] = []
     for wanted in sorted(set(instants), key=lambda i: i.sort_key):
         if wanted.action not in ARCHIVABLE_ACTIONS and comparable_action(wanted.action) not in ARCHIVABLE_ACTIONS:
             raise ArchiveRefused(table.uri, str(wanted), f"is a {wanted.action}, which Hudi's archiver never moves")
-        current = timeline.find(wanted.requested_time, wanted.action)
+        current = by_key.get((wanted.requested_time, comparable_action(wanted.action)))
         if current is None:
             gone.append(wanted)
             continue
@@ -142,13 +143,6 @@ def delete_archived_instants(table: Table, actions: Iterable[ActiveAction]) -> l
     no hole in the timeline at any moment (HUDI-7207). Returns the paths deleted (a file
     already gone is skipped, as `deleteInstantFileIfExists` does)."""
     ordered = list(actions)
-    deleted: list[str] = []
-    for action in ordered:
-        for _, status in action.pending():
-            if transition.delete_state(table, status.name):
-                deleted.append(status.path)
-    for action in ordered:
-        completed = action.files.get(State.COMPLETED)
-        if completed is not None and transition.delete_state(table, completed[1].name):
-            deleted.append(completed[1].path)
-    return deleted
+    pending = [status.name for action in ordered for _, status in action.pending()]
+    completed = [found[1].name for action in ordered if (found := action.files.get(State.COMPLETED))]
+    return transition.delete_states(table, pending) + transition.delete_states(table, completed)
