@@ -28,8 +28,16 @@ from timeline.archive.archiver import ArchiveSettings, archive_instants
 from timeline.archive.lsm import candidate_files, compacted_file_name, file_layer
 from timeline.exceptions import CleanlineError
 from timeline.instant import Instant, State
-from timeline.metadata.archived import LSM_COLUMNS, LSM_JAVA_SCHEMA, LsmFileEntry, decode_lsm_manifest, lsm_arrow_schema
+from timeline.metadata.archived import (
+    LSM_COLUMNS,
+    LSM_JAVA_SCHEMA,
+    LsmFileEntry,
+    decode_lsm_manifest,
+    encode_lsm_manifest,
+    lsm_arrow_schema,
+)
 from timeline.storage import MemoryStorage
+from timeline.storage.containment import OutsideTableError
 
 LSM_TABLES = [
     "sample_table/cow/v8_simplekeygen_nonhivestyle",
@@ -263,3 +271,18 @@ def test_lsm_archives_a_table_on_s3(s3_server: S3Server, s3_table: Any) -> None:
     assert s3_rows(s3_server, uri) == before
     data = reopened.storage.read(result.written[0])
     assert pq.read_table(io.BytesIO(data)).column("instantTime").to_pylist() == [i.requested_time for i in moved]
+
+
+def test_lsm_manifest_naming_a_file_outside_hoodie_is_refused() -> None:
+    """A manifest is data from the lake: a file name in it that leaves `.hoodie/` is refused
+    before anything is written or deleted (Containment.meta_path)."""
+    lake = Lake(MemoryStorage(), "/t", version=8)
+    instants = commits(lake, 2)
+    lake.storage.write("/t/.hoodie/timeline/history/manifest_1",
+                       encode_lsm_manifest([LsmFileEntry("../../../../0_9_0.parquet", 1)]))
+    lake.storage.write("/t/.hoodie/timeline/history/_version_", b"1")
+    table = HudiTable.load(lake.storage, "/t")
+    before = {s.path for s in lake.storage.list_recursive("/t")}
+    with pytest.raises(OutsideTableError):
+        archive_instants(table, instants[:1])
+    assert {s.path for s in lake.storage.list_recursive("/t")} == before

@@ -47,7 +47,6 @@ from timeline.metadata.archived import (
     lsm_arrow_schema,
     lsm_row,
 )
-from timeline.storage import Storage
 
 if TYPE_CHECKING:
     from timeline.table import Table
@@ -194,7 +193,7 @@ class Lsm:
         import pyarrow as pa  # here: only a table with an LSM timeline needs it
         import pyarrow.parquet as pq
 
-        path = Storage.join(self.folder, name)
+        path = self.path(name)  # a name a manifest gives, held inside `.hoodie/` too
         try:
             table = pq.read_table(pa.BufferReader(self.storage.read(path)))
             return pa.table({c: _column(table, c) for c in columns})
