@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from timeline import transition
@@ -344,14 +343,3 @@ def parquet_bytes(table: Any) -> bytes:
         writer.write_table(table)
         writer.add_key_value_metadata(LSM_FILE_METADATA)
     return bytes(sink.getvalue().to_pybytes())
-
-
-@dataclass(frozen=True, slots=True)
-class LsmWritten:
-    """What the LSM writer did in one archival."""
-
-    file: LsmFileEntry | None
-    written: tuple[ActiveAction, ...]
-    skipped: tuple[ActiveAction, ...]
-    compacted: tuple[str, ...] = ()
-    cleaned: tuple[str, ...] = ()
