@@ -346,16 +346,18 @@ def _partition_groups(partition: str, files: Iterable[FileStatus], inputs: ViewI
 def _place_by_completion(logs: list[LogFile], slices: dict[str, BaseFile | None],
                          inputs: ViewInputs) -> dict[str, list[LogFile]]:
     """HoodieFileGroup.getBaseInstantTime for table version 8+, for a group's logs in log
-    order. The completion time of a log's delta commit comes from the active timeline, or, for
-    an instant before its first instant (CompletionTimeQueryViewV2's cursor), from the
-    archived one. A completed log joins the newest slice whose base instant is at or before
+    order. The completion time of a log's delta commit comes from the active timeline, else
+    from the archived one (CompletionTimeQueryViewV2 loads the archived instants from its
+    cursor on eagerly and older ones when asked, so an archived delta commit later than an
+    instant left on the active timeline, an old indexing or savepoint, is found too). A
+    completed log joins the newest slice whose base instant is at or before
     that completion time (its own delta commit time starts a slice when there is none); a log
     whose write has no completion time (pending, or unknown to the archive) belongs to the
     newest slice; the first log of a group without slices starts its own. Adds new slices to
     `slices`."""
     placed: dict[str, list[LogFile]] = {}
     keys = sorted(slices, reverse=True)
-    active, archived, cursor = inputs.completion_times, inputs.archived_completion_times, inputs.completion_cursor
+    active, archived = inputs.completion_times, inputs.archived_completion_times
     for log in logs:
         instant = log.instant_time
         if not keys:
@@ -364,7 +366,7 @@ def _place_by_completion(logs: list[LogFile], slices: dict[str, BaseFile | None]
             keys = [slot]
         else:
             completion = active.get(instant)
-            if completion is None and (cursor is None or instant < cursor):
+            if completion is None:
                 completion = archived.get(instant)
             if completion is None:
                 slot = keys[0]  # "the log file is still pending, it always belongs to the latest file slice"

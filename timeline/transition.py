@@ -10,7 +10,7 @@ a crash finds what it wrote and goes on (idempotent)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from timeline import metadata
@@ -49,6 +49,26 @@ def write_state(table: Table, instant: Instant, content: Mapping[str, Any] | byt
         data = metadata.encode(dict(content), action=instant.action, state=instant.state,
                                layout=table.config.layout_version)
     table.storage.write(path, data)
+
+
+def delete_states(table: Table, names: Iterable[str]) -> list[str]:
+    """HoodieActiveTimeline.deleteInstantFileIfExists for each state file named, in order: each
+    removed from the table's timeline folder right after the held-lock check. The folder is
+    `.hoodie` itself (layout 1) or must resolve inside it (Containment.meta_path, resolved once),
+    and each name be a plain file name in it. Returns the paths deleted (a file already gone is
+    skipped)."""
+    parts = table.config.timeline_folder.split("/")[1:]  # the timeline folder below `.hoodie`
+    containment = table.containment
+    folder = containment.meta_path(*parts) if parts else containment.meta
+    deleted = []
+    for name in names:
+        if not name or "/" in name or name in (".", ".."):
+            raise ValueError(f"{table.uri}: {name!r} is not a state file name")
+        path = Storage.join(folder, name)
+        fence(table)
+        if table.storage.delete(path):
+            deleted.append(path)
+    return deleted
 
 
 def request(table: Table, action: str, content: Mapping[str, Any] | None, *,

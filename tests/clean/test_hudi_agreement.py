@@ -149,6 +149,25 @@ def test_getBaseInstantTime_places_an_archived_log_by_its_archived_completion_ti
     assert b1 in doomed and late not in doomed
 
 
+def test_getBaseInstantTime_finds_an_archived_log_later_than_the_first_active_instant() -> None:
+    """CompletionTimeQueryViewV2.load reads the archived instants from its cursor on: a delta
+    commit archived while an older instant stays active (an indexing instant, which Hudi's
+    archiver never moves) keeps its completion time, and its log its slice."""
+    lake = Lake(MemoryStorage(), "/t", version=8, table_type="MERGE_ON_READ")
+    b1 = lake.base_file(P, "fg1", T[1])
+    lake.commit(T[1], {P: [b1]}, completion=T[1][:-3] + "500")
+    lake.instant_file(Instant(T[2], "indexing", State.COMPLETED, T[2][:-3] + "500"))  # stays active
+    log = lake.log_file(P, "fg1", T[3])
+    lake.commit(T[3], {P: [log]}, completion=T[3][:-3] + "500")
+    b5 = lake.base_file(P, "fg1", T[5])
+    lake.schedule_compaction(T[5], [(P, "fg1", T[1])])
+    lake.complete_compaction(T[5], {P: [b5]}, completion=T[5][:-3] + "500")
+    archive_v8(lake, [(T[3], T[3][:-3] + "500", "deltacommit")])
+    (group,) = HudiTable.load(lake.storage, lake.base).file_system_view().file_groups(P)
+    assert [(s.base_instant_time, [f.name for f in s.log_files]) for s in group.slices] == [
+        (T[5], []), (T[1], [log])]
+
+
 def test_getBaseInstantTime_puts_a_pending_log_in_the_newest_slice() -> None:
     """'the log file is still pending, it always belongs to the latest file slice'; readers do
     not see it (filterUncommittedLogs), the cleaner keeps it with that slice."""

@@ -4,7 +4,6 @@ HoodieArchivedMetaEntry records, and the v8+ LSM timeline in `.hoodie/timeline/h
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -12,16 +11,17 @@ from typing import TYPE_CHECKING, Any
 from timeline.exceptions import CorruptInstantError, FileNotFound
 from timeline.instant import Instant, State, comparable_action
 from timeline.logformat import BlockType, HeaderKey, decode_avro_records, read_blocks
-from timeline.metadata.archived import LSM_INSTANT_COLUMNS, ArchivedEntry, lsm_manifest_files
+from timeline.metadata.archived import LSM_INSTANT_COLUMNS, ArchivedEntry, LsmFileEntry, decode_lsm_manifest
 from timeline.storage import Storage
 from timeline.timeline import Timeline
 
 if TYPE_CHECKING:
     from timeline.table import Table
 
-_ARCHIVE_FILE = re.compile(r"^\.commits_\.archive\.([0-9]+)", re.ASCII)
+ARCHIVE_FILE = re.compile(r"^\.commits_\.archive\.([0-9]+)", re.ASCII)
 _STATES = {"REQUESTED": State.REQUESTED, "INFLIGHT": State.INFLIGHT, "COMPLETED": State.COMPLETED}
 VERSION_FILE = "_version_"
+MANIFEST_PREFIX = "manifest_"
 
 
 def load_archived_timeline(table: Table) -> Timeline:
@@ -34,10 +34,11 @@ def load_archived_timeline(table: Table) -> Timeline:
     return Timeline.of(_v6_instants(table.storage, folder))
 
 
-def _v6_archive_files(storage: Storage, folder: str) -> list[str]:
+def v6_archive_files(storage: Storage, folder: str) -> list[str]:
+    """The `.commits_.archive.N_*` files of a v6 archive folder, by version (oldest first)."""
     files = []
     for status in storage.list(folder):
-        match = _ARCHIVE_FILE.match(status.name)
+        match = ARCHIVE_FILE.match(status.name)
         if match and not status.is_dir:
             files.append((int(match.group(1)), status.name, status.path))
     return [path for _, _, path in sorted(files)]
@@ -45,14 +46,20 @@ def _v6_archive_files(storage: Storage, folder: str) -> list[str]:
 
 def archived_entries(storage: Storage, folder: str) -> Iterator[dict[str, Any]]:
     """The HoodieArchivedMetaEntry records of a v6 archive folder, file by file."""
-    for path in _v6_archive_files(storage, folder):
-        for block in read_blocks(storage.read(path), path=path):
-            if block.block_type is not BlockType.AVRO_DATA:
-                continue
-            schema = block.header.get(HeaderKey.SCHEMA)
-            if not schema:
-                raise CorruptInstantError(path, f"data block at {block.offset} has no schema")
-            yield from decode_avro_records(block.content, schema, path=path)
+    for path in v6_archive_files(storage, folder):
+        yield from file_entries(storage, path)
+
+
+def file_entries(storage: Storage, path: str) -> Iterator[dict[str, Any]]:
+    """The HoodieArchivedMetaEntry records of one archive file, block by block (blocks other
+    than Avro data, e.g. a crashed write's corrupt tail, are skipped as Hudi's reader does)."""
+    for block in read_blocks(storage.read(path), path=path):
+        if block.block_type is not BlockType.AVRO_DATA:
+            continue
+        schema = block.header.get(HeaderKey.SCHEMA)
+        if not schema:
+            raise CorruptInstantError(path, f"data block at {block.offset} has no schema")
+        yield from decode_avro_records(block.content, schema, path=path)
 
 
 def _v6_instants(storage: Storage, folder: str) -> list[Instant]:
@@ -75,27 +82,46 @@ def _v6_instants(storage: Storage, folder: str) -> list[Instant]:
 _MANIFEST = re.compile(r"^manifest_([0-9]+)$", re.ASCII)
 
 
-def _latest_snapshot_version(storage: Storage, folder: str) -> int | None:
+def latest_snapshot_version(storage: Storage, folder: str) -> int | None:
     """LSMTimeline.latestSnapshotVersion: the number in `_version_`, or, when that file is
     missing or unreadable, the highest `manifest_N` (None: an empty archive)."""
     try:
         return int(storage.read(Storage.join(folder, VERSION_FILE)).decode().strip())
     except (FileNotFound, ValueError, UnicodeDecodeError):
         pass
-    versions = [int(m.group(1)) for s in storage.list(folder) if (m := _MANIFEST.match(s.name)) and not s.is_dir]
+    versions = snapshot_versions(storage, folder)
     return max(versions) if versions else None
 
 
-def _lsm_files(storage: Storage, folder: str) -> list[str]:
-    version = _latest_snapshot_version(storage, folder)
+def snapshot_versions(storage: Storage, folder: str) -> list[int]:
+    """`LSMTimeline.allSnapshotVersions`: the N of every `manifest_N` (none when the folder is missing)."""
+    try:
+        return [int(m.group(1)) for s in storage.list(folder) if (m := _MANIFEST.match(s.name)) and not s.is_dir]
+    except FileNotFound:
+        return []
+
+
+def manifest_path(folder: str, version: int) -> str:
+    """`LSMTimeline.getManifestFilePath`."""
+    return Storage.join(folder, f"{MANIFEST_PREFIX}{version}")
+
+
+def snapshot_files(storage: Storage, folder: str, version: int | None) -> list[LsmFileEntry]:
+    """`LSMTimeline.latestSnapshotManifest`: the files of snapshot `version` (none for None).
+    Raises CorruptInstantError naming the manifest when it is missing or unreadable."""
     if version is None:
         return []
-    manifest_path = Storage.join(folder, f"manifest_{version}")
+    path = manifest_path(folder, version)
     try:
-        manifest = json.loads(storage.read(manifest_path))
-        return [Storage.join(folder, name) for name in lsm_manifest_files(manifest)]
-    except (ValueError, KeyError, TypeError) as exc:
-        raise CorruptInstantError(manifest_path, f"invalid LSM timeline manifest: {exc}") from exc
+        data = storage.read(path)
+    except FileNotFound as exc:
+        raise CorruptInstantError(path, "the LSM timeline's latest manifest is missing") from exc
+    return decode_lsm_manifest(data, path=path)
+
+
+def _lsm_files(storage: Storage, folder: str) -> list[str]:
+    files = snapshot_files(storage, folder, latest_snapshot_version(storage, folder))
+    return [Storage.join(folder, entry.name) for entry in files]
 
 
 def _lsm_instants(storage: Storage, folder: str) -> Iterable[Instant]:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, cast
 
 import fastavro
+from fastavro.read import SchemaResolutionError
 from fastavro.schema import SchemaParseException
 
 from timeline.exceptions import CorruptInstantError
@@ -181,6 +182,23 @@ def decode(data: bytes, *, path: str, fields: Collection[str] | None = None) -> 
     if not isinstance(record, dict):
         raise CorruptInstantError(path, f"expected an Avro record, found {type(record).__name__}")
     return record
+
+
+def decode_as(data: bytes, name: str, *, path: str) -> dict[str, Any]:
+    """The one record of an Avro Object Container File read as Java reads it into Hudi's
+    generated class `name` (`TimelineMetadataUtils.deserializeAvroMetadata`): the embedded
+    writer schema resolved against Hudi's schema, so fields the writer lacks take their
+    defaults and fields Hudi's schema lacks are dropped. Raises CorruptInstantError naming
+    `path` for anything else, a record of another name included."""
+    if not data.startswith(_MAGIC):
+        raise CorruptInstantError(path, "not an Avro object container file (bad magic)")
+    try:
+        records = list(fastavro.reader(io.BytesIO(data), reader_schema=schema(name)))
+    except (*_DECODE_ERRORS, SchemaResolutionError) as exc:
+        raise CorruptInstantError(path, f"not a {name} Avro container: {exc!r}") from exc
+    if len(records) != 1 or not isinstance(records[0], dict):
+        raise CorruptInstantError(path, f"expected one {name} record, found {len(records)}")
+    return records[0]
 
 
 def record_name(data: bytes, *, path: str = "<avro>") -> str:
