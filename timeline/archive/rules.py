@@ -427,6 +427,15 @@ def _count_blockers(count: int, keep: KeepCounts, clean: CleanConfig) -> list[Bl
     return found
 
 
+def _counted(inputs: ArchivalInputs, settings: ArchivalSettings,
+             clean: CleanConfig) -> tuple[KeepCounts, Timeline, list[Blocker]]:
+    """What both archivers start from: the counts to keep, the completed commits, and the
+    blockers the counts alone make."""
+    keep = min_and_max_instants_to_keep(inputs.timeline, settings, clean, is_mor=inputs.is_mor)
+    completed = completed_commits(inputs.timeline, is_mor=inputs.is_mor)
+    return keep, completed, _count_blockers(len(completed), keep, clean)
+
+
 def _quota(count: int, keep: KeepCounts) -> int:
     quota = count - keep.min_instants
     if quota < 0:
@@ -451,12 +460,10 @@ def select_v1(inputs: ArchivalInputs, settings: ArchivalSettings, clean: CleanCo
        compaction (none at all before its first).
 
     Metaserver on: nothing (`isMetaserverEnabled`)."""
-    keep = min_and_max_instants_to_keep(inputs.timeline, settings, clean, is_mor=inputs.is_mor)
+    keep, completed, blockers = _counted(inputs, settings, clean)
     if settings.metaserver:
         return Selection((), keep, (_metaserver(),))
-    completed = completed_commits(inputs.timeline, is_mor=inputs.is_mor)
     count = len(completed)
-    blockers = _count_blockers(count, keep, clean)
     commits: list[Instant] = []
     if count > keep.max_instants:
         quota = _quota(count, keep)
@@ -499,12 +506,10 @@ def select_v2(inputs: ArchivalInputs, settings: ArchivalSettings, clean: CleanCo
        the newest commit archived, and only when a commit is archived.
 
     Metaserver on: nothing."""
-    keep = min_and_max_instants_to_keep(inputs.timeline, settings, clean, is_mor=inputs.is_mor)
+    keep, completed, blockers = _counted(inputs, settings, clean)
     if settings.metaserver:
         return Selection((), keep, (_metaserver(),))
-    completed = completed_commits(inputs.timeline, is_mor=inputs.is_mor)
     count = len(completed)
-    blockers = _count_blockers(count, keep, clean)
     if count <= keep.max_instants:
         return Selection((), keep, _ordered(blockers))
     quota = _quota(count, keep)
