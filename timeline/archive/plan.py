@@ -22,7 +22,7 @@ from timeline.archive.rules import (
 )
 from timeline.archive.settings import ArchivalConfigError, ArchivalSettings, check_settings
 from timeline.clean.config import CleanConfig
-from timeline.exceptions import FileNotFound, NotAHudiTableError, TableConfigError
+from timeline.exceptions import CleanlineError, FileNotFound, NotAHudiTableError, TableConfigError
 from timeline.instant import CLUSTERING, COMMIT, REPLACE_COMMIT, Instant, State, instant_time_from_epoch_ms, zone_of
 from timeline.locks.discovery import hudi_options_for
 from timeline.metadata.archived import lsm_manifest_files
@@ -39,6 +39,11 @@ V2_ARCHIVER = "TimelineArchiverV2"  # Hudi 1.x: table versions 8 and 9, the LSM 
 # Blockers that stop any archival run, an explicit one too (the others say why Hudi holds
 # instants back; the instants chosen are what an archival would move).
 STOPPING = frozenset({BlockerKind.LSM_MANIFEST})
+
+
+class ArchivalUnsupported(CleanlineError):
+    """Cleanline does not plan this table's archival (a metadata table: Hudi archives it from
+    its data table's writer, by rules of its own)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +109,13 @@ def archival_properties(table: Table, options: Mapping[str, str] | None = None) 
 def plan_archival(table: Table, *, options: Mapping[str, str] | None = None) -> ArchivalPlan:
     """The archival plan of `table` (see `ArchivalPlan`). Raises ArchivalConfigError for
     settings Hudi refuses (`hoodie.keep.max.commits` not above `hoodie.keep.min.commits` with
-    the KEEP_LATEST_COMMITS cleaner), naming the table."""
+    the KEEP_LATEST_COMMITS cleaner), naming the table, and ArchivalUnsupported for a metadata
+    table (`HoodieTableMetadata.isMetadataTable`: its data table's writer archives it, with
+    keep counts one above its own, no MDT of its own and the data table's timeline as a bound,
+    `TimelineUtils.getEarliestInstantForMetadataArchival`, which this plan does not apply)."""
+    if table.base.rstrip("/").endswith("/.hoodie/metadata"):
+        raise ArchivalUnsupported(f"{table.uri} is a metadata table: its data table's writer archives it by rules "
+                                  "of its own, which Cleanline does not plan")
     props = archival_properties(table, options)
     try:
         settings = ArchivalSettings.from_properties(props)
@@ -248,5 +259,5 @@ def lsm_history_problems(table: Table) -> tuple[list[Blocker], list[str]]:
     return blockers, warnings
 
 
-__all__ = ["V1_ARCHIVER", "V2_ARCHIVER", "ActionToArchive", "ArchivalPlan", "archival_properties",
-           "latest_metadata_compaction", "lsm_history_problems", "plan_archival", "read_inputs"]
+__all__ = ["V1_ARCHIVER", "V2_ARCHIVER", "ActionToArchive", "ArchivalPlan", "ArchivalUnsupported",
+           "archival_properties", "latest_metadata_compaction", "lsm_history_problems", "plan_archival", "read_inputs"]
