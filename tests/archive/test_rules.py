@@ -24,7 +24,7 @@ from timeline.clean.config import CleanConfig, CleanPolicy
 from timeline.instant import Instant, State, format_instant_time
 from timeline.timeline import Timeline
 
-VERSIONS = pytest.mark.parametrize("version", [6, 8])
+VERSIONS = pytest.mark.parametrize("version", [6, 8, 9])
 
 
 def kinds(plan: object) -> set[BlockerKind]:
