@@ -125,8 +125,9 @@ def test_savepoint_list_reports_files_bytes_and_archival(lake: Lake) -> None:
     first, second = list_savepoints(table(lake))
     assert (first.instant.requested_time, first.savepointed_by, first.files, first.bytes) == (T[1], "ada", 2, 200)
     assert (second.files, second.missing_files, second.bytes) == (2, 1, 100)
-    assert not first.holds_back_archival  # 3 commits from it, fewer than hoodie.keep.max.commits
-    lake2 = Lake(MemoryStorage(), "/u", version=8, extra_props={"hoodie.keep.max.commits": "2"})
+    assert not first.holds_back_archival  # 4 commits: not above hoodie.keep.max.commits, nothing to hold back
+    lake2 = Lake(MemoryStorage(), "/u", version=8,
+                 extra_props={"hoodie.keep.min.commits": "1", "hoodie.keep.max.commits": "2"})
     for t in T[:4]:
         lake2.commit(t, {P: [lake2.base_file(P, "g", t)]})
     create_savepoint(HudiTable.load(lake2.storage, "/u"), T[0])

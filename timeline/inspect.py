@@ -10,6 +10,7 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from timeline.archive import load_archived_timeline
+from timeline.archive.plan import ArchivalPlan, plan_archival
 from timeline.clean.planner import Protection, read_protection, why_protected
 from timeline.fsview import FileGroup, FileSlice, FileSystemView
 from timeline.instant import Instant, State
@@ -103,6 +104,16 @@ class Inspect:
 
     def archived_instants(self) -> Timeline:
         return load_archived_timeline(self.table)
+
+    def archival(self, options: Mapping[str, str] | None = None) -> ArchivalPlan:
+        """What archival would move off the active timeline now and what blocks the rest
+        (savepoints, pending instants, the cleaner's window, the metadata table's compaction, a
+        broken LSM history, archival switched off), as Hudi's archiver of the table's version
+        decides (`timeline.archive.plan`). `options` are Hudi writer options
+        (`hoodie.keep.min.commits`, `hoodie.keep.max.commits`, `hoodie.archive.beyond.savepoint`,
+        the cleaner's settings, ...) over the root's `CLEANLINE_HUDI_OPTIONS` and
+        `hoodie.properties`. Reads only."""
+        return plan_archival(self.table, options=options)
 
     def state_files(self, instant: Instant) -> list[StateFile]:
         """Every state file of an instant, newest state first, read by name (the timeline is

@@ -8,6 +8,9 @@ import time
 from dataclasses import dataclass
 
 from timeline import transition
+from timeline.archive.plan import ArchivalUnsupported, plan_archival
+from timeline.archive.rules import BlockerKind
+from timeline.archive.settings import ArchivalConfigError
 from timeline.clean.executor import plan_targets
 from timeline.exceptions import CleanlineError, InvalidFileNameError
 from timeline.files import base_file_of, is_base_file_name, parse_log_file
@@ -18,7 +21,6 @@ from timeline.table import Table
 
 SAVEPOINT_METADATA_VERSION = 1
 SAVEPOINTABLE = frozenset({COMMIT, DELTA_COMMIT, REPLACE_COMMIT})
-KEEP_MAX_COMMITS = ("hoodie.keep.max.commits", "30")
 
 
 class SavepointRefused(CleanlineError):
@@ -176,20 +178,30 @@ def delete_savepoint(table: Table, requested_time: str) -> None:
 
 def list_savepoints(table: Table) -> list[SavepointInfo]:
     """Completed savepoints, oldest first, with the files and bytes they protect (files that
-    no longer exist are counted apart) and whether they hold back archival."""
+    no longer exist are counted apart) and whether they hold back archival now: the archival
+    plan names them as a blocker (`timeline.archive.plan`, with the table's settings)."""
     timeline = table.timeline
     listing = table.list_partitions()
     sizes = {(p, s.name): s.size for p, statuses in listing.partitions.items() for s in statuses}
-    keep_max = int(table.config.get(*KEEP_MAX_COMMITS) or KEEP_MAX_COMMITS[1])
-    commits = [i.requested_time for i in timeline.commits().completed()]
+    blocking = _blocking_savepoints(table)
     result = []
-    for index, savepoint in enumerate(timeline.savepoints().completed()):
+    for savepoint in timeline.savepoints().completed():
         content = table.read(savepoint, SavepointMetadata)
         names = content.file_names()
         present = [sizes[key] for key in names if key in sizes]
-        commits_from = sum(1 for t in commits if t >= savepoint.requested_time)
         result.append(SavepointInfo(
             savepoint, content.savepointed_by, content.savepointed_at_ms,
             content.comments, len(names), sum(present), len(names) - len(present),
-            holds_back_archival=index == 0 and commits_from > keep_max))
+            holds_back_archival=savepoint.requested_time in blocking))
     return result
+
+
+def _blocking_savepoints(table: Table) -> set[str]:
+    """The savepoints Hudi's archiver stops at (or skips) now. Settings Hudi refuses stop any
+    writer, and so any archival: no savepoint holds anything back then (nor on a metadata
+    table, whose archival is not planned)."""
+    try:
+        plan = plan_archival(table)
+    except (ArchivalConfigError, ArchivalUnsupported):
+        return set()
+    return {b.instant.requested_time for b in plan.blockers if b.kind is BlockerKind.SAVEPOINT and b.instant}

@@ -1,0 +1,277 @@
+"""The archival plan (timeline/archive/plan.py): every state file of each instant to archive,
+the active timeline before and after, the settings as Hudi's writers get them, a broken LSM
+history read as Hudi's `LSMTimeline` reads it, and plans of copies of real tables."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.archive.helpers import ArchivalLake, t, times
+from tests.helpers import tree_snapshot
+from tests.lakes import archive_instants
+from timeline import HudiTable
+from timeline.archive.plan import V1_ARCHIVER, V2_ARCHIVER, ArchivalUnsupported
+from timeline.archive.rules import BlockerKind
+from timeline.archive.settings import ArchivalConfigError
+from timeline.instant import State
+from timeline.locks.discovery import configure_hudi_options
+from timeline.savepoint import create_savepoint, delete_savepoint
+
+HISTORY = "/t/.hoodie/timeline/history"
+
+
+@pytest.mark.parametrize("version", [6, 8])
+def test_plan_names_every_state_file_and_counts_the_active_timeline(version: int) -> None:
+    """TimelineArchiverV1/V2.getInstantsToArchive gather all the states of an instant (Hudi's
+    `ActiveAction`): the plan names each state file, requested first; the active timeline
+    shrinks by the instants archived (a clean before them goes too: V1 when cleans are too many,
+    V2 when older than the newest commit archived)."""
+    lake = ArchivalLake(version)
+    for i in range(1, 13):
+        if i in (4, 7, 10, 11, 12):
+            lake.clean(i)
+        else:
+            lake.commit(i)
+    plan = lake.plan(min=2, max=4)
+    assert plan.archiver == (V2_ARCHIVER if version == 8 else V1_ARCHIVER)
+    expected = times(1, 2, 3, 4, 5, 6, 7, 10) if version == 6 else times(1, 2, 3, 4, 5, 6)
+    assert [a.instant.requested_time for a in plan.actions] == expected
+    assert (plan.active_before, plan.active_after, plan.archivable) == (12, 12 - len(expected), len(expected))
+    for action in plan.actions:
+        assert [s for s, _ in action.state_files] == [State.REQUESTED, State.INFLIGHT, State.COMPLETED]
+        assert all(lake.lake.storage.exists(p) for p in action.paths)
+    assert plan.runnable and plan.instants == tuple(a.instant for a in plan.actions)
+
+
+def test_plan_reads_nothing_it_should_not_and_writes_nothing(table_copy) -> None:
+    """The plan only reads: the table's files are the same after it (sizes and times)."""
+    path: Path = table_copy("sample_table/mor/avro/v9_txns_simple_meta")
+    before = tree_snapshot(path)
+    HudiTable.open(str(path)).inspect.archival({"hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3"})
+    assert tree_snapshot(path) == before
+
+
+def test_plan_settings_layered_as_a_writer_gets_them(table_copy) -> None:
+    """hoodie.properties, then the root's CLEANLINE_HUDI_OPTIONS (configure_hudi_options), then
+    the call's options, as lock discovery layers them."""
+    path: Path = table_copy("sample_table/cow/v8_nonpartitioned")
+    set_table_properties(path, {"hoodie.keep.min.commits": "5", "hoodie.keep.max.commits": "6"})
+    assert HudiTable.open(str(path)).inspect.archival().settings.min_commits == 5
+    previous = configure_hudi_options({str(path.parent): {"hoodie.keep.max.commits": "8"}})
+    try:
+        settings = HudiTable.open(str(path)).inspect.archival().settings
+        assert (settings.min_commits, settings.max_commits) == (5, 8)
+        called = HudiTable.open(str(path)).inspect.archival({"hoodie.keep.max.commits": "9"}).settings
+        assert called.as_properties()["hoodie.keep.max.commits"] == "9"
+    finally:
+        configure_hudi_options(previous)
+
+
+def set_table_properties(path: Path, values: dict[str, str]) -> None:
+    from timeline.config import update_config
+    from timeline.storage import storage_for
+
+    storage, base = storage_for(str(path))
+    update_config(storage, base, values)
+
+
+def test_plan_refuses_settings_hudi_refuses_and_names_the_table() -> None:
+    lake = ArchivalLake(6)
+    with pytest.raises(ArchivalConfigError, match=r"/t: hoodie.keep.min.commits='lots'"):
+        lake.table().inspect.archival({"hoodie.keep.min.commits": "lots"})
+    with pytest.raises(ArchivalConfigError, match=r"/t: Increase hoodie.keep.max.commits"):
+        lake.table().inspect.archival({"hoodie.keep.min.commits": "30", "hoodie.keep.max.commits": "30"})
+
+
+def test_plan_refuses_a_metadata_table() -> None:
+    """A metadata table is archived from its data table's writer by rules of its own
+    (TimelineUtils.getEarliestInstantForMetadataArchival): no plan of it, rather than a wrong one."""
+    lake = ArchivalLake(8, metadata_table=True)
+    with pytest.raises(ArchivalUnsupported, match="is a metadata table"):
+        HudiTable.load(lake.lake.storage, "/t/.hoodie/metadata").inspect.archival()
+
+
+# The LSM history as Hudi reads it (LSMTimeline.latestSnapshotVersion / latestSnapshotManifest)
+
+def lsm_lake() -> ArchivalLake:
+    """A version-8 table that archived commits 1-3 (layer-0 file, manifest_1, _version_ = 1)
+    and has commits 4-10 active."""
+    lake = ArchivalLake(8)
+    for i in range(1, 11):
+        lake.commit(i)
+    archive_instants(lake.lake.storage, lake.lake.timeline_folder,
+                     [(t(i), t(i)[:-3] + "999", "commit") for i in (1, 2, 3)])
+    return lake
+
+
+def lsm_kinds(lake: ArchivalLake) -> tuple[list[str], list[str]]:
+    plan = lake.plan(min=2, max=3)
+    return [b.why for b in plan.blockers if b.kind is BlockerKind.LSM_MANIFEST], list(plan.warnings)
+
+
+def test_plan_healthy_lsm_history_blocks_nothing() -> None:
+    lake = lsm_lake()
+    plan = lake.plan(min=2, max=3)
+    assert plan.runnable and [i.requested_time for i in plan.instants] == times(4, 5, 6, 7, 8)
+    assert not [b for b in plan.blockers if b.kind is BlockerKind.LSM_MANIFEST]
+
+
+@pytest.mark.parametrize("content", [None, b"invalid_version", b"1\n", b""])
+def test_plan_missing_or_corrupt_version_file_falls_back_to_the_highest_manifest(content: bytes | None) -> None:
+    """testCompactionWithCorruptVersionFile: a `_version_` that is missing or no number (Java's
+    Integer.parseInt: no whitespace, no empty text) does not block: Hudi reads the highest
+    manifest_N and writes the version file again at its next archival. A warning, no blocker."""
+    lake = lsm_lake()
+    lake.lake.storage.delete(f"{HISTORY}/_version_")
+    if content is not None:
+        lake.lake.storage.write(f"{HISTORY}/_version_", content)
+    blockers, warnings = lsm_kinds(lake)
+    assert blockers == []
+    assert len(warnings) == 1 and "manifest_1" in warnings[0] and "_version_" in warnings[0]
+    assert lake.plan(min=2, max=3).runnable
+
+
+def test_plan_leftover_manifest_beyond_the_version_file_blocks_archival() -> None:
+    """LSMTimelineWriter.createManifestFile writes manifest_N+1 (createImmutableFileInPath, no
+    overwrite), then `_version_`: an archival that died between the two leaves a manifest Hudi's
+    next archival fails on (apache/hudi #19649). A blocker: the plan is not runnable."""
+    lake = lsm_lake()
+    lake.lake.storage.write(f"{HISTORY}/manifest_2", json.dumps({"files": []}).encode())
+    blockers, _ = lsm_kinds(lake)
+    assert len(blockers) == 1 and "manifest_2 lies beyond _version_ (1)" in blockers[0]
+    plan = lake.plan(min=2, max=3)
+    assert not plan.runnable and plan.archivable == 0 and plan.actions
+    assert plan.blockers[0].kind is BlockerKind.LSM_MANIFEST and plan.blockers[0].since is not None
+
+
+def test_plan_manifest_listing_a_missing_file_blocks_archival() -> None:
+    """HoodieArchivedTimeline reads every file the latest manifest lists: one gone breaks it."""
+    lake = lsm_lake()
+    (name,) = [s.name for s in lake.lake.storage.list(HISTORY) if s.name.endswith(".parquet")]
+    lake.lake.storage.delete(f"{HISTORY}/{name}")
+    blockers, _ = lsm_kinds(lake)
+    assert blockers == [f"{HISTORY}: manifest_1 lists {name}, which is missing: reading the archived timeline fails"]
+
+
+@pytest.mark.parametrize("broken", ["missing", "not json", "no list"])
+def test_plan_version_naming_no_usable_manifest_blocks_archival(broken: str) -> None:
+    """LSMTimeline.latestSnapshotManifest reads the manifest `_version_` names: missing, or not
+    a manifest (Jackson fails), Hudi can neither read the archived timeline nor archive."""
+    lake = lsm_lake()
+    if broken == "missing":
+        lake.lake.storage.write(f"{HISTORY}/_version_", b"7", overwrite=True)
+    else:
+        lake.lake.storage.write(f"{HISTORY}/manifest_1", b"{broken" if broken == "not json" else b'{"files": 3}',
+                                overwrite=True)
+    blockers, _ = lsm_kinds(lake)
+    assert len(blockers) == 1
+    assert ("names manifest_7, which is missing" if broken == "missing" else "is not an LSM timeline manifest") \
+        in blockers[0]
+
+
+def test_plan_empty_manifest_is_an_empty_history() -> None:
+    """HoodieLSMTimelineManifest.fromJsonString: empty text or `{}` is a manifest of no file."""
+    lake = lsm_lake()
+    for text in (b"", b"{}"):
+        lake.lake.storage.write(f"{HISTORY}/manifest_1", text, overwrite=True)
+        assert lsm_kinds(lake) == ([], [])
+
+
+# Copies of real tables, with small keep settings
+
+SMALL = {"hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3", "hoodie.clean.commits.retained": "1"}
+
+
+def plan_of(path: Path, options: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+    return HudiTable.open(str(path)).inspect.archival(SMALL if options is None else options)
+
+
+def test_plan_real_v9_mor_table_with_metadata_table(table_copy) -> None:
+    """v9 MOR (delta commits, a compaction, two replacecommits, two indexing instants; a metadata
+    table last compacted at 20260307162612567): V2 archives the six delta commits completed
+    before that compaction; the metadata table's lag (from 20260307162612542, completed after
+    it), the replacecommit not yet cleaned and the delta commits the next compaction needs
+    hold the rest."""
+    plan = plan_of(table_copy("sample_table/mor/avro/v9_txns_simple_meta"))
+    assert plan.archiver == V2_ARCHIVER
+    assert [i.requested_time for i in plan.instants] == [
+        "20260307162557587", "20260307162604102", "20260307162606034", "20260307162607806", "20260307162609526",
+        "20260307162611195"]
+    assert (plan.active_before, plan.active_after) == (15, 9)
+    assert [(b.kind, b.instant.requested_time if b.instant else None, b.since) for b in plan.blockers] == [
+        (BlockerKind.METADATA_TABLE_COMPACTION, "20260307162612542", "20260307162612567"),
+        (BlockerKind.UNCLEANED_REPLACE, "20260307162614221", "20260307162615208"),
+        (BlockerKind.COMPACTION_WINDOW, "20260307162618152", "20260307162618152")]
+
+
+def test_plan_real_v9_cow_table_commit_completed_after_mdt_compaction(table_copy) -> None:
+    """v9 COW: the metadata table compacted at 20260307162449278, while commit
+    20260307162449244 (requested before it) was still being written: V2 keeps that commit (it
+    completed after the compaction), so six commits go."""
+    plan = plan_of(table_copy("sample_table/cow/v9_txns_simple_meta"))
+    assert [i.requested_time for i in plan.instants] == [
+        "20260307162434124", "20260307162440672", "20260307162442820", "20260307162444563", "20260307162446287",
+        "20260307162447985"]
+    assert plan.blockers[0].kind is BlockerKind.METADATA_TABLE_COMPACTION
+    assert plan.blockers[0].instant.requested_time == "20260307162449244"  # type: ignore[union-attr]
+
+
+def test_plan_real_v8_mor_table_clean_retention(table_copy) -> None:
+    """v8 MOR (6 delta commits, a compaction, an indexing instant; metadata table): keep.min 1
+    is raised to 2 by the cleaner retaining its last commit; five delta commits go."""
+    plan = plan_of(table_copy("quickstart_trips_table/mor/avro/v8_trips_8i3u1d"),
+                   {**SMALL, "hoodie.keep.min.commits": "1", "hoodie.keep.max.commits": "2"})
+    assert (plan.keep.min_instants, plan.keep.max_instants) == (2, 3)
+    assert [i.requested_time for i in plan.instants] == [
+        "20251220210108078", "20251220210123755", "20251220210125441", "20251220210127080", "20251220210128625"]
+    assert [b.kind for b in plan.blockers] == [BlockerKind.CLEAN_RETENTION]
+
+
+def test_plan_real_v6_cow_table_keeps_the_replacecommit(table_copy) -> None:
+    """v6 COW with an insert_overwrite_table replacecommit: V1 archives the two commits before
+    it; the replacecommit stays (nothing cleaned its replaced file groups yet)."""
+    plan = plan_of(table_copy("sample_table/cow/v6_simplekeygen_nonhivestyle_overwritetable"),
+                   {"hoodie.keep.min.commits": "1", "hoodie.keep.max.commits": "2"})
+    assert plan.archiver == V1_ARCHIVER
+    assert [(i.requested_time, i.action) for i in plan.instants] == [
+        ("20240707001301554", "commit"), ("20240707001302376", "commit")]
+    assert plan.active_after == 1
+
+
+def test_plan_real_v6_mor_table_waits_for_compaction(table_copy) -> None:
+    """v6 MOR with two delta commits and a rollback: with the compaction scheduled after 5
+    delta commits (NUM_COMMITS, Hudi's default), V1 keeps them all; with compaction on a time
+    trigger both go, and the single rollback stays (V1 counts rollbacks apart)."""
+    path = table_copy("sample_table/mor/parquet/v6_nonpartitioned_rollback")
+    options = {"hoodie.keep.min.commits": "0", "hoodie.keep.max.commits": "1",
+               "hoodie.clean.policy": "KEEP_LATEST_FILE_VERSIONS"}
+    waiting = plan_of(path, options)
+    assert waiting.actions == () and [b.kind for b in waiting.blockers] == [BlockerKind.COMPACTION_WINDOW]
+    timed = plan_of(path, {**options, "hoodie.compact.inline.trigger.strategy": "TIME_ELAPSED"})
+    assert [(i.requested_time, i.action) for i in timed.instants] == [
+        ("20250126040823628", "deltacommit"), ("20250126060846931", "deltacommit")]
+
+
+def test_plan_real_table_savepoint_blocks_until_deleted(table_copy) -> None:
+    """A savepoint on a copy of a real v9 COW table (10 commits, a clustering) stops archival at
+    it: the plan names it; once it is deleted, archival goes on to the replacecommit."""
+    path = table_copy("sample_table/cow/v9_txns_nonpart_nometa")
+    table = HudiTable.open(str(path))
+    third = table.timeline.commits().completed().instants[2]
+    create_savepoint(table, third.requested_time, user="tests")
+    plan = plan_of(path)
+    assert [i.requested_time for i in plan.instants] == ["20260307135753543", "20260307135756200"]
+    (savepoint,) = [b for b in plan.blockers if b.kind is BlockerKind.SAVEPOINT]
+    assert savepoint.instant is not None and savepoint.instant.requested_time == third.requested_time
+    delete_savepoint(HudiTable.open(str(path)), third.requested_time)
+    plan = plan_of(path)
+    assert len(plan.instants) == 9 and BlockerKind.SAVEPOINT not in {b.kind for b in plan.blockers}
+
+
+@pytest.mark.parametrize("zip_id", ["sample_table/cow/v6_empty", "sample_table/cow/v8_empty"])
+def test_plan_real_empty_table(table_copy, zip_id: str) -> None:
+    plan = plan_of(table_copy(zip_id))
+    assert plan.actions == () and [b.kind for b in plan.blockers] == [BlockerKind.NOT_ENOUGH_COMMITS]

@@ -1,0 +1,672 @@
+"""Hudi's archiver rules (timeline/archive/rules.py) on hand-made timelines, transcribed from
+Hudi's `TestHoodieTimelineArchiver` (hudi-client/hudi-spark-client/src/test/java/org/apache/hudi/
+io/): the 0.14/0.15 version (before the LSM timeline, HUDI-6539) for table version 6 and the
+1.x one for table versions 8 and 9. Each test names the Java test it follows. Times are the
+tests' numbers spread over one day (`t(n)`); the cleaner retains one commit, as those tests'
+write configs do; "archival" deletes the state files the plan names."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import pytest
+
+from tests.archive.helpers import ArchivalLake, t, times
+from timeline.archive.rules import (
+    ArchivalInputs,
+    BlockerKind,
+    cleaner_earliest_commit_to_retain,
+    earliest_instant_to_retain_for_compaction,
+    min_and_max_instants_to_keep,
+)
+from timeline.archive.settings import ArchivalConfigError, ArchivalSettings, CompactionTrigger, check_settings
+from timeline.clean.config import CleanConfig, CleanPolicy
+from timeline.instant import Instant, State, format_instant_time
+from timeline.timeline import Timeline
+
+VERSIONS = pytest.mark.parametrize("version", [6, 8, 9])
+
+
+def kinds(plan: object) -> set[BlockerKind]:
+    return {b.kind for b in plan.blockers}  # type: ignore[attr-defined]
+
+
+# keep.min / keep.max
+
+@VERSIONS
+def test_rules_archive_down_to_keep_min_once_above_keep_max(version: int) -> None:
+    """testArchiveTableWithArchival: min 4, max 5: after the 6th commit 1 and 2 go, after the
+    8th 3 and 4; in between nothing (not above keep.max)."""
+    lake = ArchivalLake(version)
+    archived: dict[int, list[str]] = {}
+    for i in range(1, 10):
+        lake.commit(i)
+        plan = lake.plan(min=4, max=5)
+        if not plan.actions:
+            assert kinds(plan) == {BlockerKind.NOT_ENOUGH_COMMITS}, (i, plan.blockers)
+        archived[i] = lake.archive(plan)
+    assert {i: a for i, a in archived.items() if a} == {6: times(1, 2), 8: times(3, 4)}
+    assert lake.active() == times(5, 6, 7, 8, 9)
+
+
+@VERSIONS
+def test_rules_no_archival_until_above_keep_max_with_inflight_commits(version: int) -> None:
+    """testNoArchivalUntilMaxArchiveConfigWithExtraInflightCommits: 5 commits (max 5) and two
+    inflight ones: nothing moves."""
+    lake = ArchivalLake(version)
+    for i in range(1, 6):
+        lake.commit(i)
+        assert lake.plan(min=4, max=5).actions == ()
+    lake.commit(6, state=State.INFLIGHT)
+    lake.commit(7, state=State.INFLIGHT)
+    plan = lake.plan(min=4, max=5)
+    assert plan.actions == () and kinds(plan) == {BlockerKind.NOT_ENOUGH_COMMITS}
+
+
+def test_settings_keep_max_not_above_keep_min_is_refused() -> None:
+    """HoodieWriteConfig.Builder.validate: with the KEEP_LATEST_COMMITS cleaner, keep.max must be
+    greater than keep.min ("Increase hoodie.keep.max.commits=... to be greater than ..."); with
+    another cleaner policy Hudi does not check it. keep.min at or below the cleaner's retained
+    commits is only a warning."""
+    lake = ArchivalLake(8)
+    with pytest.raises(ArchivalConfigError, match=r"Increase hoodie.keep.max.commits=4 .*hoodie.keep.min.commits=4"):
+        lake.plan(min=4, max=4)
+    with pytest.raises(ArchivalConfigError, match="/t"):
+        lake.plan(min=5, max=4)
+    lake.plan(min=5, max=4, hoodie_clean_policy="KEEP_LATEST_FILE_VERSIONS")  # not validated by Hudi
+    settings = ArchivalSettings(min_commits=10, max_commits=20)
+    assert check_settings(settings, CleanConfig(commits_retained=9)) == []
+    assert "raises it" in check_settings(settings, CleanConfig(commits_retained=10))[0]
+    assert check_settings(settings, CleanConfig(policy=CleanPolicy.KEEP_LATEST_BY_HOURS, commits_retained=30)) == []
+
+
+def test_settings_read_hudi_keys_and_defaults() -> None:
+    """HoodieArchivalConfig / HoodieCompactionConfig defaults: keep 20..30, stop at savepoints,
+    archive automatically, NUM_COMMITS after 5 delta commits; bad values are refused."""
+    assert ArchivalSettings.from_properties({}) == ArchivalSettings(20, 30, False, True, CompactionTrigger.NUM_COMMITS,
+                                                                    5, False)
+    read = ArchivalSettings.from_properties({"hoodie.keep.min.commits": "3", "hoodie.keep.max.commits": "7",
+                                             "hoodie.archive.beyond.savepoint": "TRUE",
+                                             "hoodie.compact.inline.trigger.strategy": "time_elapsed"})
+    assert (read.min_commits, read.max_commits, read.beyond_savepoint, read.compaction_trigger) == (
+        3, 7, True, CompactionTrigger.TIME_ELAPSED)
+    assert ArchivalSettings.from_properties(read.as_properties()) == read
+    for key, value in (("hoodie.keep.min.commits", "many"), ("hoodie.archive.automatic", "yes"),
+                       ("hoodie.compact.inline.max.delta.commits", "0"), ("hoodie.keep.max.commits", "-1")):
+        with pytest.raises(ArchivalConfigError, match=key):
+            ArchivalSettings.from_properties({key: value})
+
+
+# The cleaner's window raises keep.min and keep.max
+
+@pytest.mark.parametrize("policy", ["KEEP_LATEST_BY_HOURS", "KEEP_LATEST_COMMITS"])
+@VERSIONS
+def test_rules_keep_counts_raised_from_the_cleaner_settings(version: int, policy: str) -> None:
+    """testArchivalWithAutoAdjustmentBasedOnCleanConfigs: commits 90, 80, 70, 50, 45, 40 minutes
+    ago, 30 and 20 inflight, 10 and 5 done; cleaner 1 hour or 5 commits; archival 3..4. The
+    cleaner retains from 50 minutes ago, so keep.min becomes 6 (4 after it + 2) and keep.max
+    7: only the two oldest go (ArchivalUtils.getMinAndMaxInstantsToKeep)."""
+    lake = ArchivalLake(version)
+    now = datetime(2026, 6, 15, 12, 0)
+    ago = {m: format_instant_time(now - timedelta(minutes=m)) for m in (90, 80, 70, 50, 45, 40, 30, 20, 10, 5)}
+    for minutes, time_ in ago.items():
+        lake.lake.commit(time_, state=State.INFLIGHT if minutes in (30, 20) else State.COMPLETED)
+    plan = lake.plan(min=3, max=4, retain=5, hoodie_clean_policy=policy, hoodie_clean_hours_retained=1)
+    assert [i.requested_time for i in plan.instants] == [ago[90], ago[80]]
+    assert (plan.keep.min_instants, plan.keep.max_instants, plan.keep.configured_min) == (6, 7, 3)
+    assert plan.keep.earliest_commit_to_retain is not None
+    assert plan.keep.earliest_commit_to_retain.requested_time == ago[50]
+    assert BlockerKind.CLEAN_RETENTION in kinds(plan)
+    # keep.min 3 <= 5 commits retained: with KEEP_LATEST_COMMITS a warning, not a refusal
+    assert any("raises it" in w for w in plan.warnings) == (policy == "KEEP_LATEST_COMMITS")
+
+
+def test_rules_latest_commit_time_hudi_cannot_parse_raises_nothing() -> None:
+    """ArchivalUtils.getEarliestCommitToRetain: a latest commit time parseDateFromInstantTime
+    refuses (Hudi's tests' "00000001", the all-zero times) gives no earliest commit to retain,
+    whatever the policy: keep.min stays as configured."""
+    timeline = Timeline.of(Instant(f"0000000{i}", "commit", State.COMPLETED) for i in range(1, 9))
+    clean = CleanConfig(commits_retained=1)
+    assert cleaner_earliest_commit_to_retain(timeline, clean, timeline.last()) is None
+    keep = min_and_max_instants_to_keep(timeline, ArchivalSettings(4, 5), CleanConfig(commits_retained=7), is_mor=False)
+    assert (keep.min_instants, keep.max_instants, keep.raised) == (4, 5, False)
+    real = Timeline.of(Instant(t(i), "commit", State.COMPLETED) for i in range(1, 9))
+    raised = min_and_max_instants_to_keep(real, ArchivalSettings(4, 5), CleanConfig(commits_retained=7), is_mor=False)
+    assert (raised.min_instants, raised.max_instants) == (8, 9)  # retains from t(2): 6 after it + 2
+
+
+# Savepoints
+
+@pytest.mark.parametrize("beyond", [True, False])
+@VERSIONS
+def test_rules_savepoint_stops_archival_or_is_skipped(version: int, beyond: bool) -> None:
+    """testSavepointWithArchival: min 2, max 4; commits 1-6, savepoint at 3. Stopping at the
+    savepoint archives 1 and 2; archiving beyond it archives 1, 2, 4, 5 and keeps the
+    savepointed 3. Once the savepoint is deleted (after commits 7-9), 1-7 are archived."""
+    lake = ArchivalLake(version)
+    for i in range(1, 5):
+        lake.commit(i)
+    lake.savepoint(3)
+    lake.commit(5)
+    lake.commit(6)
+    plan = lake.plan(min=2, max=4, beyond=beyond)
+    (savepoint,) = [b for b in plan.blockers if b.kind is BlockerKind.SAVEPOINT]
+    assert savepoint.instant is not None and savepoint.instant.requested_time == t(3)
+    assert lake.archive(plan) == (times(1, 2, 4, 5) if beyond else times(1, 2))
+    assert lake.active() == (times(3, 6) if beyond else times(3, 4, 5, 6))
+    assert lake.active_of("savepoint") == times(3)
+    for i in range(7, 10):
+        lake.commit(i)
+    lake.delete_savepoint(3)
+    plan = lake.plan(min=2, max=4, beyond=beyond)
+    assert BlockerKind.SAVEPOINT not in kinds(plan)
+    lake.archive(plan)
+    assert lake.active() == times(8, 9)
+
+
+@pytest.mark.parametrize("beyond", [True, False])
+@pytest.mark.parametrize("metadata_table", [True, False])
+@VERSIONS
+def test_rules_savepoint_leaves_no_hole(version: int, metadata_table: bool, beyond: bool) -> None:
+    """testArchiveCommitSavepointNoHole: commits 100-105, savepoint at 101, min 2, max 5 (with
+    a metadata table compacted at 105). Beyond the savepoint 100, 102, 103, 104 go and 101
+    stays; otherwise only 100 goes."""
+    lake = ArchivalLake(version, metadata_table=metadata_table)
+    for i in range(100, 106):
+        lake.commit(i)
+    lake.savepoint(101)
+    if metadata_table:
+        lake.metadata_compaction(t(105) + "001" if version == 6 else t(105))
+    lake.plan_and_archive(min=2, max=5, beyond=beyond)
+    assert lake.active() == (times(101, 105) if beyond else times(101, 102, 103, 104, 105))
+
+
+# Pending instants
+
+@VERSIONS
+def test_rules_pending_clustering_blocks_archival(version: int) -> None:
+    """testPendingClusteringWillBlockArchival: a pending clustering before every commit: with 7
+    commits (min 4, max 5) nothing is archived, and the blocker names the clustering."""
+    lake = ArchivalLake(version)
+    clustering = lake.replace(0, state=State.REQUESTED)
+    for i in range(1, 8):
+        lake.commit(i)
+        plan = lake.plan(min=4, max=5)
+        assert plan.actions == ()
+    blockers = [b for b in plan.blockers if b.kind is BlockerKind.PENDING_CLUSTERING]
+    assert [(b.instant, b.since) for b in blockers] == [(clustering, t(0))]
+    assert "clustering" in blockers[0].why
+    assert len(lake.active()) == 7
+
+
+@VERSIONS
+def test_rules_pending_clustering_after_archived_commits(version: int) -> None:
+    """testPendingClusteringAfterArchiveCommit: clusterings 1, 3-7 done, 2 pending: the commit
+    before the pending clustering (1) and everything after stay: nothing is archived."""
+    lake = ArchivalLake(version)
+    lake.replace(2, state=State.INFLIGHT)
+    for i in (1, 3, 4, 5, 6, 7):
+        lake.replace(i)
+        assert lake.plan_and_archive(min=4, max=5) == []
+    assert len(lake.active()) == 6
+
+
+@VERSIONS
+def test_rules_archival_stops_before_the_last_commit_before_a_pending_write(version: int) -> None:
+    """testGetCommitInstantsToArchiveDuringInflightCommits: commits 1000-1002, a requested
+    replacecommit 1003, commits 1004-1006, an inflight commit 1007, commits 1010-1015; min 3,
+    max 4. The pending replacecommit keeps 1002 (the last completed before it): 1000 and 1001
+    go. With it gone, the inflight 1007 keeps 1006: 1002, 1004, 1005 go.
+
+    Hudi's test names its instants "1000".."1015", times parseDateFromInstantTime refuses, so
+    its cleaner's window never raises keep.min there; a cleaner that retains nothing by commits
+    (KEEP_LATEST_FILE_VERSIONS) does the same on real times. With KEEP_LATEST_COMMITS on real
+    times the pending write pins the cleaner's window too (HUDI-5341): keep.min rises to the 9
+    commits after 1002 plus 2, and nothing goes."""
+    lake = ArchivalLake(version)
+    for i in (1000, 1001, 1002):
+        lake.commit(i)
+    lake.replace(1003, state=State.REQUESTED, clustering=False)
+    for i in (1004, 1005, 1006):
+        lake.commit(i)
+    lake.commit(1007, state=State.INFLIGHT)
+    for i in range(1010, 1016):
+        lake.commit(i)
+    pinned = lake.plan(min=3, max=4)
+    assert pinned.actions == () and (pinned.keep.min_instants, pinned.keep.max_instants) == (11, 12)
+    assert kinds(pinned) == {BlockerKind.CLEAN_RETENTION, BlockerKind.NOT_ENOUGH_COMMITS}
+    plan = lake.plan(min=3, max=4, hoodie_clean_policy="KEEP_LATEST_FILE_VERSIONS")
+    pending = [b for b in plan.blockers if b.kind is BlockerKind.PENDING_INSTANT]
+    assert [b.instant.requested_time for b in pending if b.instant] == [t(1003)]
+    assert lake.archive(plan) == times(1000, 1001)
+    _delete(lake, t(1003))
+    assert lake.plan_and_archive(min=3, max=4, hoodie_clean_policy="KEEP_LATEST_FILE_VERSIONS") == times(
+        1002, 1004, 1005)
+    assert lake.table().timeline.first().requested_time == t(1006)  # type: ignore[union-attr]
+
+
+def _delete(lake: ArchivalLake, time_: str) -> None:
+    for status in list(lake.lake.storage.list(lake.lake.timeline_folder)):
+        if status.name.startswith(time_ + "."):
+            lake.lake.storage.delete(status.path)
+
+
+@VERSIONS
+def test_rules_oldest_pending_replacecommit_blocks_everything(version: int) -> None:
+    """testWithOldestReplaceCommit: an inflight replacecommit at 1001 before 8 commits (min 2,
+    max 3): nothing is archived; the timeline still starts at 1001."""
+    lake = ArchivalLake(version)
+    lake.replace(1001, state=State.INFLIGHT, clustering=False)
+    for i in range(1002, 1010):
+        lake.commit(i)
+    plan = lake.plan(min=2, max=3)
+    assert plan.actions == () and BlockerKind.PENDING_INSTANT in kinds(plan)
+    assert lake.table().timeline.first().requested_time == t(1001)  # type: ignore[union-attr]
+
+
+@VERSIONS
+def test_rules_inflight_compaction_in_the_middle(version: int) -> None:
+    """testNoArchivalWithInflightCompactionInMiddle: MOR, min 4, max 5, 2 delta commits per
+    compaction; delta commit 1, an inflight compaction 2, delta commits 3-7: nothing goes (1
+    is the last completed before the pending compaction). Once 2 completes and 8 is written,
+    1, the compaction 2 (requested state and commit) and 3, 4 go."""
+    lake = ArchivalLake(version, mor=True)
+    lake.commit(1)
+    lake.compaction(2)
+    for i in range(3, 8):
+        lake.commit(i)
+        plan = lake.plan(min=4, max=5, delta=2)
+        assert plan.actions == ()
+    (pending,) = [b for b in plan.blockers if b.kind is BlockerKind.PENDING_COMPACTION]
+    assert pending.instant is not None and pending.instant.requested_time == t(2)
+    lake.complete_compaction(2, completed_at=7)
+    lake.commit(8)
+    plan = lake.plan(min=4, max=5, delta=2)
+    compaction = [a for a in plan.actions if a.instant.requested_time == t(2)]
+    assert [s for s, _ in compaction[0].state_files] == [State.REQUESTED, State.INFLIGHT, State.COMPLETED]
+    assert lake.archive(plan) == times(1, 2, 3, 4)
+    assert lake.active() == times(5, 6, 7, 8)
+
+
+@VERSIONS
+def test_rules_delta_commits_kept_for_the_next_compaction(version: int) -> None:
+    """testArchivalWithMaxDeltaCommitsGuaranteeForCompaction: MOR, min 4, max 5, a compaction
+    every 8 delta commits. Delta commits 1-8 stay (fewer than 8 since none compacted); the 9th
+    lets 1 go. After compaction 10, delta commit 11 lets 2-7 go, 13 lets 8, 9 go, 18 lets 10
+    go and 19 lets 11 go (CompactionUtils.getEarliestInstantToRetainForCompaction)."""
+    lake = ArchivalLake(version, mor=True)
+    archived = {}
+    for i in range(1, 10):
+        lake.commit(i)
+        archived[i] = lake.plan_and_archive(min=4, max=5, delta=8)
+    assert {i: a for i, a in archived.items() if a} == {9: times(1)}
+    lake.compaction(10, state=State.INFLIGHT)
+    lake.complete_compaction(10, completed_at=10)
+    archived = {}
+    for i in range(11, 20):
+        lake.commit(i)
+        plan = lake.plan(min=4, max=5, delta=8)
+        archived[i] = lake.archive(plan)
+        if i in (15, 16, 17):
+            window = [b for b in plan.blockers if b.kind is BlockerKind.COMPACTION_WINDOW]
+            assert [b.instant.requested_time for b in window if b.instant] == [t(10)]
+    assert {i: a for i, a in archived.items() if a} == {11: times(2, 3, 4, 5, 6, 7), 13: times(8, 9),
+                                                        18: times(10), 19: times(11)}
+
+
+def test_rules_compaction_window_v1_and_v2() -> None:
+    """CompactionUtils (0.15 getOldestInstantToRetainForCompaction, 1.x
+    getEarliestInstantToRetainForCompaction), as TestCompactionUtils checks it: with a completed
+    compaction, the delta commits after it (V1 by requested time; V2 by completion, so a delta
+    commit that finished after the compaction was requested counts); without one, all delta
+    commits. V1 also takes a completed replacecommit for the latest compaction."""
+    def instant(n: int, action: str, done: int | None = None) -> Instant:
+        return Instant(t(n), action, State.COMPLETED, t(done if done is not None else n)[:-3] + "999")
+
+    deltas = [instant(1, "deltacommit"), instant(2, "deltacommit", 7), instant(4, "deltacommit"),
+              instant(5, "deltacommit"), instant(6, "deltacommit")]
+    pending = Instant(t(8), "deltacommit", State.INFLIGHT)
+    timeline = Timeline.of([*deltas, instant(3, "commit"), pending])
+    # V1: 4, 5, 6, 8 were requested after the compaction; V2 also counts 2, completed after it
+    assert earliest_instant_to_retain_for_compaction(timeline, 5, table_version=6) == instant(3, "commit")
+    assert earliest_instant_to_retain_for_compaction(timeline, 5, table_version=8) == deltas[1]
+    assert earliest_instant_to_retain_for_compaction(timeline, 3, table_version=6) == deltas[3]
+    assert earliest_instant_to_retain_for_compaction(timeline, 2, table_version=6) == deltas[4]
+    assert earliest_instant_to_retain_for_compaction(timeline, 1, table_version=6) == pending
+    no_compaction = Timeline.of(deltas)
+    for version in (6, 8):
+        assert earliest_instant_to_retain_for_compaction(no_compaction, 20, table_version=version) == deltas[0]
+        assert earliest_instant_to_retain_for_compaction(no_compaction, 3, table_version=version) == deltas[2]
+        assert earliest_instant_to_retain_for_compaction(Timeline(), 3, table_version=version) is None
+    replaced = Timeline.of([*deltas, Instant(t(3), "replacecommit", State.COMPLETED, t(3))])
+    replace = Instant(t(3), "replacecommit", State.COMPLETED, t(3))
+    assert earliest_instant_to_retain_for_compaction(replaced, 20, table_version=6) == replace
+    assert earliest_instant_to_retain_for_compaction(replaced, 20, table_version=8) == deltas[0]
+
+
+# The metadata table's compaction
+
+@VERSIONS
+def test_rules_metadata_table_compaction_limits_archival(version: int) -> None:
+    """testArchiveTableWithMetadataTableCompaction: min 4, max 5; the metadata table compacts
+    with the 7th commit, then with the 14th. Before its first compaction nothing goes; after it
+    1-3; commits 8-10 let 4-6 go but not 7 (not compacted); 11-13 nothing; 14 lets 7-10 go.
+    V1 keeps instants requested before the compaction (`<ts>001` after the last delta commit
+    it compacts); V2 keeps commits completed after it was requested."""
+    lake = ArchivalLake(version, metadata_table=True)
+
+    def compact_before(n: int) -> None:
+        # Hudi 0.15 compacts the MDT at the last delta commit + "001"; Hudi 1.x at a new time, before n completes
+        lake.metadata_compaction(t(n - 1) + "001" if version == 6 else t(n)[:-3] + "001")
+
+    for i in range(1, 7):
+        lake.commit(i)
+        plan = lake.plan(min=4, max=5)
+        assert plan.actions == ()
+    assert BlockerKind.METADATA_TABLE_COMPACTION in kinds(plan)
+    assert [b.instant for b in plan.blockers if b.kind is BlockerKind.METADATA_TABLE_COMPACTION] == [None]
+    lake.commit(7)
+    compact_before(7)
+    assert lake.plan_and_archive(min=4, max=5) == times(1, 2, 3)
+    for i in (8, 9, 10):
+        lake.commit(i)
+    assert lake.plan_and_archive(min=4, max=5) == times(4, 5, 6)
+    lake.commit(11)
+    assert lake.plan(min=4, max=5).actions == ()  # 5 commits: not above keep.max
+    for i in (12, 13):
+        lake.commit(i)
+        plan = lake.plan(min=4, max=5)
+        assert plan.actions == ()
+        (lag,) = [b for b in plan.blockers if b.kind is BlockerKind.METADATA_TABLE_COMPACTION]
+        assert lag.instant is not None and lag.instant.requested_time == t(7)
+        assert lag.since == (t(6) + "001" if version == 6 else t(7)[:-3] + "001")
+    lake.commit(14)
+    compact_before(14)
+    assert lake.plan_and_archive(min=4, max=5) == times(7, 8, 9, 10)
+    assert lake.active() == times(11, 12, 13, 14)
+
+
+def test_rules_v1_commits_before_metadata_table_compaction() -> None:
+    """testArchiveCommitsWithCompactionCommitInMetadataTableTimeline (V1): commits 100-114, the
+    metadata table compacted at 105 + "001": 100 to 105 go (min 4, max 5 would let 11)."""
+    lake = ArchivalLake(6, metadata_table=True)
+    for i in range(100, 115):
+        lake.commit(i)
+    lake.metadata_compaction(t(105) + "001")
+    assert lake.plan_and_archive(min=4, max=5) == times(*range(100, 106))
+
+
+def test_rules_v2_commits_completed_after_metadata_table_compaction_stay() -> None:
+    """TimelineArchiverV2 step 4 (findInstantsModifiedAfterByCompletionTime): a commit that
+    was requested before the metadata table's compaction but completed after it stays, and so
+    does every later one; the commit requested at the compaction's own time does not count."""
+    lake = ArchivalLake(8, metadata_table=True)
+    for i in range(1, 10):
+        lake.commit(i)
+    late = Instant(t(10), "commit", State.COMPLETED, t(14)[:-3] + "999")  # requested at 10, completed at 14
+    lake.lake.commit(t(10), completion=late.completion_time)
+    for i in range(11, 13):
+        lake.commit(i)
+    lake.metadata_compaction(t(12)[:-3] + "500")  # after 11 and 12 completed... but before 10 did
+    plan = lake.plan(min=2, max=3)
+    (lag,) = [b for b in plan.blockers if b.kind is BlockerKind.METADATA_TABLE_COMPACTION]
+    assert lag.instant == late
+    assert [i.requested_time for i in plan.instants] == times(*range(1, 10))
+
+
+def test_rules_no_metadata_table_compaction_archives_nothing_at_all() -> None:
+    """"Not archiving as there is no compaction yet on the metadata table": V1 keeps cleans too
+    (testArchiveTableWithCleanCommits with the metadata table); V2 returns no commit, and so no
+    clean either; a metadata table Hudi cannot open counts as none."""
+    for version in (6, 8):
+        lake = ArchivalLake(version, metadata_table=True)
+        lake.commit(1)
+        for i in range(2, 9):
+            lake.clean(i)
+        for i in range(9, 16):
+            lake.commit(i)
+        plan = lake.plan(min=2, max=3)
+        assert plan.actions == (), version
+        assert BlockerKind.METADATA_TABLE_COMPACTION in kinds(plan)
+        lake.lake.storage.delete("/t/.hoodie/metadata/.hoodie/hoodie.properties")
+        assert lake.plan(min=2, max=3).actions == ()
+
+
+# Cleans and rollbacks: V1 by their own counts, V2 only before the newest archived commit
+
+def test_rules_v1_cleans_by_their_own_counts() -> None:
+    """testArchiveTableWithCleanCommits (0.14/0.15, no metadata table): commit 1, cleans 2-7,
+    commit 8, clean 9, commit 10; min 4, max 5: at the 7th instant cleans 2 and 3 go (6 cleans
+    > max 5, keep 4); the commits are too few."""
+    lake = ArchivalLake(6)
+    archived = {}
+    for i in range(1, 11):
+        if i in (1, 8, 10):
+            lake.commit(i)
+        else:
+            lake.clean(i)
+        archived[i] = lake.plan_and_archive(min=4, max=5)
+    assert {i: a for i, a in archived.items() if a} == {7: times(2, 3)}
+    assert lake.active_of("clean") == times(4, 5, 6, 7, 9) and lake.active() == times(1, 8, 10)
+
+
+def test_rules_v1_rollbacks_by_their_own_counts() -> None:
+    """testArchiveRollbacksTestTable (0.14/0.15): commits 1, 3, ..., 11, each rolled back by
+    the next even instant (the commit stays); min 4, max 5: at 11, commits 1, 3 and rollbacks
+    2, 4 go."""
+    lake = ArchivalLake(6)
+    archived = {}
+    for i in range(1, 13, 2):
+        lake.commit(i)
+        lake.rollback(i + 1, of=i)
+        archived[i] = lake.plan_and_archive(min=4, max=5)
+    assert {i: a for i, a in archived.items() if a} == {11: times(1, 2, 3, 4)}
+    assert lake.active_of("rollback") == times(6, 8, 10, 12)
+
+
+def test_rules_v1_cleans_and_rollbacks_counted_apart_from_commits() -> None:
+    """testArchiveRollbacksAndCleanTestTable (0.14/0.15): commit 1, cleans 2-11, commits 12-18
+    each rolled back; min 4, max 9: cleans 2-7 go; 5 commits and 4 rollbacks are too few."""
+    lake = ArchivalLake(6)
+    lake.commit(1)
+    for i in range(2, 12):
+        lake.clean(i)
+    for i in range(12, 19, 2):
+        lake.commit(i)
+        lake.rollback(i + 1, of=i)
+    assert lake.plan_and_archive(min=4, max=9) == times(2, 3, 4, 5, 6, 7)
+
+
+@pytest.mark.parametrize("metadata_table", [True, False])
+def test_rules_v1_completed_rollbacks_and_cleans_keep_min(metadata_table: bool) -> None:
+    """testArchiveCompletedRollbackAndClean (0.14/0.15): 11 cleans and 11 commit/rollback
+    pairs, min 2, max 10 (metadata table compacted at 99 + "001", after all): 2 cleans and 2
+    rollbacks stay, with every state file of the others archived."""
+    lake = ArchivalLake(6, metadata_table=metadata_table)
+    for i in range(1, 12):
+        lake.clean(i)
+    for i in range(12, 34, 2):
+        lake.commit(i + 1)
+        lake.rollback(i, of=i + 1)
+    if metadata_table:
+        lake.metadata_compaction(t(99) + "001")
+    plan = lake.plan(min=2, max=10)
+    cleans = [a for a in plan.actions if a.instant.action == "clean"]
+    assert all([s for s, _ in a.state_files] == list(State) for a in cleans)
+    lake.archive(plan)
+    assert lake.active_of("clean") == times(10, 11) and lake.active_of("rollback") == times(30, 32)
+
+
+def test_rules_v1_inflight_clean_stays() -> None:
+    """testArchiveInflightClean (0.14/0.15): cleans 10-13 done, 14 inflight; min 2, max 3:
+    10 and 11 go; 12, 13 and the inflight 14 stay."""
+    lake = ArchivalLake(6)
+    for i in range(10, 14):
+        lake.clean(i)
+    lake.clean(14, state=State.INFLIGHT)
+    assert lake.plan_and_archive(min=2, max=3) == times(10, 11)
+    assert [i.requested_time for i in lake.table().timeline] == times(12, 13, 14)
+
+
+def test_rules_v2_cleans_only_before_the_newest_archived_commit() -> None:
+    """testArchiveTableWithCleanCommits (1.x): commit 1, cleans 2, 3, 5, commits 4, 6, 7, 8;
+    min 2, max 4: nothing until the 8th instant, then commits 1, 4, 6 and every clean before
+    6 (2, 3, 5) go; 7 and 8 stay."""
+    lake = ArchivalLake(8)
+    archived = {}
+    for i in range(1, 9):
+        if i in (2, 3, 5):
+            lake.clean(i)
+        else:
+            lake.commit(i)
+        archived[i] = lake.plan_and_archive(min=2, max=4)
+    assert {i: a for i, a in archived.items() if a} == {8: times(1, 2, 3, 4, 5, 6)}
+    assert [i.requested_time for i in lake.table().timeline] == times(7, 8)
+
+
+def test_rules_v2_rollbacks_follow_the_commits() -> None:
+    """testArchiveRollbacksTestTable (1.x): three rounds of commit, rollback of it, commit;
+    min 4, max 5: after the third, the first commit, its rollback and the second commit go."""
+    lake = ArchivalLake(8)
+    archived = []
+    for i in (1, 4, 7):
+        lake.commit(i)
+        lake.rollback(i + 1, of=i)
+        lake.commit(i + 2)
+        archived.append(lake.plan_and_archive(min=4, max=5))
+    assert archived == [[], [], times(1, 2, 3)]
+
+
+@pytest.mark.parametrize("metadata_table", [True, False])
+def test_rules_v2_completed_rollbacks_and_cleans(metadata_table: bool) -> None:
+    """testArchiveCompletedRollbackAndClean (1.x): 11 cleans, 11 commit/rollback pairs and a
+    last clean; min 2, max 10: 9 commits go, and with them every clean and rollback before
+    the newest of them; 2 commits, 2 rollbacks and the last clean stay."""
+    lake = ArchivalLake(8, metadata_table=metadata_table)
+    for i in range(1, 12):
+        lake.clean(i)
+    for i in range(12, 34, 2):
+        lake.commit(i + 1)
+        lake.rollback(i, of=i + 1)
+    lake.clean(34)
+    if metadata_table:
+        lake.metadata_compaction(t(99))
+    lake.plan_and_archive(min=2, max=10)
+    assert lake.active() == times(31, 33)
+    assert lake.active_of("rollback") == times(30, 32) and lake.active_of("clean") == times(34)
+
+
+# Replace and clustering instants the cleaner still needs
+
+@VERSIONS
+def test_rules_replacecommits_stay_until_cleaned(version: int) -> None:
+    """TestClusteringUtils.testGetOldestInstantToRetainForClustering (0.15) /
+    testGetEarliestInstantToRetainForClustering (1.x), on the archiver: replacecommits stay
+    until the cleaner has removed the file groups they replaced: with no clean, from the first
+    replacecommit on; after a clean retaining from 6, from the first replacecommit at or after 6."""
+    lake = ArchivalLake(version)
+    lake.commit(1)
+    lake.commit(2)
+    for i in range(3, 9):
+        lake.replace(i, clustering=False)
+    plan = lake.plan(min=2, max=3)
+    (replace,) = [b for b in plan.blockers if b.kind is BlockerKind.UNCLEANED_REPLACE]
+    assert replace.instant is not None and replace.instant.requested_time == t(3)
+    assert "no clean has run yet" in replace.why
+    assert lake.archive(plan) == times(1, 2)
+    lake.clean(9, retain=6)
+    assert lake.plan_and_archive(min=2, max=3) == times(3, 4, 5)
+    assert lake.active() == times(6, 7, 8)
+
+
+def test_rules_v2_clean_around_a_savepoint_guards_replacecommits() -> None:
+    """testClusteringCommitAndSavepointWithArchival (1.x, HUDI-7779): min 2, max 4; commits 1,
+    2, 5, clusterings 3, 4, 6, 7, a savepoint at 3. Only 1 and 2 go. A clean (8) that saw the
+    savepoint 3 with replacecommits between it and its retain bound still holds archival at 3;
+    beyond the savepoint, a clean (9) that saw savepoint 7 lets 4, 5, 6 go. With the savepoint
+    deleted, stopping at savepoints also lets 3, 4, 5 go."""
+    for beyond in (True, False):
+        lake = ArchivalLake(8)
+        for i in range(1, 8):
+            if i in (1, 2, 5):
+                lake.commit(i)
+            else:
+                lake.replace(i)
+        lake.savepoint(3)
+        assert lake.plan_and_archive(min=2, max=4, beyond=beyond) == times(1, 2)
+        lake.clean(8, savepointed=t(3))
+        plan = lake.plan(min=2, max=4, beyond=beyond)
+        assert plan.actions == ()
+        assert BlockerKind.UNCLEANED_REPLACE in kinds(plan)
+        lake.clean(9, savepointed=t(7))
+        assert lake.plan_and_archive(min=2, max=4, beyond=beyond) == (times(4, 5, 6) if beyond else [])
+        lake.delete_savepoint(3)
+        lake.plan_and_archive(min=2, max=4, beyond=beyond)
+        assert lake.active() == (times(3, 7) if beyond else times(6, 7))
+        assert lake.active_of("clean") == times(8, 9)
+
+
+def test_rules_v2_clean_savepoint_without_replacecommits_does_not_block() -> None:
+    """testArchiveTableWithCleanerEarliestSavepoint (1.x): min 4, max 5; commits 1-5, 8-12,
+    a clustering at 7, cleans 6 and 13-15 that saw savepoint 3, clean 16 that saw savepoint 10.
+    No replacecommit lies between savepoint 3 and clean 6's bound, so the clean does not hold
+    archival at 3, but the clustering 7 (retained by clean 6) does; clean 16 (no replacecommit
+    between 10 and 16) lets 7 and 8 go, with clean 6."""
+    lake = ArchivalLake(8)
+    sizes = {}
+    for i in range(1, 17):
+        if i == 7:
+            lake.replace(i)
+        elif i != 6 and i <= 12:
+            lake.commit(i)
+        else:
+            lake.clean(i, savepointed=t(10) if i == 16 else t(3))
+        lake.plan_and_archive(min=4, max=5)
+        sizes[i] = len(lake.table().timeline.completed())
+    assert [sizes[i] for i in range(7, 16)] == [5, 6, 5, 6, 6, 7, 8, 9, 10]
+    assert lake.active() == times(9, 10, 11, 12)
+    assert lake.active_of("clean") == times(13, 14, 15, 16)
+
+
+def test_rules_v1_inflight_replacecommit_keeps_the_commit_before_it() -> None:
+    """0.15 ClusteringUtils.getOldestInstantToRetainForClustering: the last completed commit
+    before the first inflight replacecommit stays (a requested one alone does not count here;
+    the earliest pending write holds archival anyway). The blocker names the replacecommit.
+    (The cleaner retains nothing by commits here, so that its window, which the pending
+    clustering pins too, does not raise keep.min.)"""
+    lake = ArchivalLake(6)
+    for i in range(1, 6):
+        lake.commit(i)
+    clustering = lake.replace(6, state=State.INFLIGHT)
+    for i in range(7, 10):
+        lake.commit(i)
+    plan = lake.plan(min=2, max=3, hoodie_clean_policy="KEEP_LATEST_FILE_VERSIONS")
+    assert [i.requested_time for i in plan.instants] == times(1, 2, 3, 4)
+    assert [b.instant for b in plan.blockers if b.kind is BlockerKind.PENDING_CLUSTERING] == [clustering]
+
+
+# Archival switched off
+
+@VERSIONS
+def test_rules_archival_disabled(version: int) -> None:
+    """HoodieArchivalConfig.AUTO_ARCHIVE off: Hudi's writers never archive (a blocker), yet an
+    explicit archive moves what the rules choose. The metaserver on: Hudi's archiver archives
+    nothing (getInstantsToArchive returns nothing)."""
+    lake = ArchivalLake(version)
+    for i in range(1, 8):
+        lake.commit(i)
+    off = lake.plan(min=2, max=3, hoodie_archive_automatic=False)
+    assert off.blockers[0].kind is BlockerKind.ARCHIVAL_DISABLED and len(off.actions) == 5
+    metaserver = lake.plan(min=2, max=3, hoodie_metaserver_enabled=True)
+    assert metaserver.actions == () and kinds(metaserver) == {BlockerKind.ARCHIVAL_DISABLED}
+
+
+def test_rules_inputs_are_pure() -> None:
+    """The rules work on timelines alone (ArchivalInputs): the same inputs give the same choice."""
+    from timeline.archive.rules import select
+
+    timeline = Timeline.of(Instant(t(i), "commit", State.COMPLETED, t(i)) for i in range(1, 8))
+    inputs = ArchivalInputs(timeline, 8, False)
+    first = select(inputs, ArchivalSettings(2, 3), CleanConfig(commits_retained=1))
+    assert first == select(inputs, ArchivalSettings(2, 3), CleanConfig(commits_retained=1))
+    assert [i.requested_time for i in first.instants] == times(1, 2, 3, 4, 5)

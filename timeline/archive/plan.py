@@ -1,0 +1,263 @@
+"""An archival plan: what Hudi's archiver would move off a table's active timeline now (every
+state file of each instant), the active timeline's length before and after, and what blocks the
+rest: the archiver's rules (`timeline.archive.rules`) and a broken LSM history, read as Hudi's
+`LSMTimeline` reads it. Read-only: it reads the table and writes nothing."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from timeline.archive.reader import VERSION_FILE
+from timeline.archive.rules import (
+    ArchivalInputs,
+    Blocker,
+    BlockerKind,
+    KeepCounts,
+    is_v2,
+    select,
+)
+from timeline.archive.settings import ArchivalConfigError, ArchivalSettings, check_settings
+from timeline.clean.config import CleanConfig
+from timeline.exceptions import CleanlineError, FileNotFound, NotAHudiTableError, TableConfigError
+from timeline.instant import CLUSTERING, COMMIT, REPLACE_COMMIT, Instant, State, instant_time_from_epoch_ms, zone_of
+from timeline.locks.discovery import hudi_options_for
+from timeline.metadata.archived import lsm_manifest_files
+from timeline.metadata.records import CleanerPlan, RequestedReplace
+from timeline.storage import FileStatus, Storage
+
+if TYPE_CHECKING:
+    from timeline.table import Table
+    from timeline.timeline import ActiveTimeline
+
+V1_ARCHIVER = "TimelineArchiverV1"  # Hudi 0.15's HoodieTimelineArchiver: table version 6, .hoodie/archived
+V2_ARCHIVER = "TimelineArchiverV2"  # Hudi 1.x: table versions 8 and 9, the LSM timeline
+
+# Blockers that stop any archival run, an explicit one too (the others say why Hudi holds
+# instants back; the instants chosen are what an archival would move).
+STOPPING = frozenset({BlockerKind.LSM_MANIFEST})
+
+
+class ArchivalUnsupported(CleanlineError):
+    """Cleanline does not plan this table's archival (a metadata table: Hudi archives it from
+    its data table's writer, by rules of its own)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ActionToArchive:
+    """One action archival moves (Hudi's `ActiveAction`): the instant at its highest state and
+    every state file of it on the active timeline, requested first; all of them leave together."""
+
+    instant: Instant
+    state_files: tuple[tuple[State, str], ...]
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        return tuple(path for _, path in self.state_files)
+
+
+@dataclass(frozen=True, slots=True)
+class ArchivalPlan:
+    """What archival would do to one table now, and what holds it back.
+
+    `actions` are the instants Hudi's archiver of the table's version (`archiver`) chooses,
+    oldest first, each with all its state files; `active_before`/`active_after` count the
+    instants of the active timeline before and after. `blockers` say what keeps the others
+    (each with its kind, instant, since when and why); `warnings` what Hudi only warns about.
+    `keep` holds the counts archival kept by (raised from the cleaner's settings where Hudi
+    raises them); `settings` and `clean` the settings read (`hoodie.properties`, then the
+    root's `CLEANLINE_HUDI_OPTIONS`, then the call's options)."""
+
+    table_uri: str
+    table_version: int
+    archiver: str
+    settings: ArchivalSettings
+    clean: CleanConfig
+    keep: KeepCounts
+    actions: tuple[ActionToArchive, ...]
+    active_before: int
+    active_after: int
+    blockers: tuple[Blocker, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def archivable(self) -> int:
+        """How many instants archival would move now."""
+        return len(self.actions) if self.runnable else 0
+
+    @property
+    def runnable(self) -> bool:
+        """False when a blocker stops every archival run (a broken LSM history)."""
+        return not any(b.kind in STOPPING for b in self.blockers)
+
+    @property
+    def instants(self) -> tuple[Instant, ...]:
+        return tuple(a.instant for a in self.actions)
+
+
+def archival_properties(table: Table, options: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The Hudi settings archival is planned with, layered as a Hudi writer of the table gets
+    them (`timeline.locks.discovery`): `hoodie.properties`, then the lake-wide options of the
+    root the table lies under (`CLEANLINE_HUDI_OPTIONS`), then the call's options."""
+    _, root = hudi_options_for(table.uri)
+    return {**table.config.props, **root, **{k: str(v) for k, v in (options or {}).items()}}
+
+
+def plan_archival(table: Table, *, options: Mapping[str, str] | None = None) -> ArchivalPlan:
+    """The archival plan of `table` (see `ArchivalPlan`). Raises ArchivalConfigError for
+    settings Hudi refuses (`hoodie.keep.max.commits` not above `hoodie.keep.min.commits` with
+    the KEEP_LATEST_COMMITS cleaner), naming the table, and ArchivalUnsupported for a metadata
+    table (`HoodieTableMetadata.isMetadataTable`: its data table's writer archives it, with
+    keep counts one above its own, no MDT of its own and the data table's timeline as a bound,
+    `TimelineUtils.getEarliestInstantForMetadataArchival`, which this plan does not apply)."""
+    if table.base.rstrip("/").endswith("/.hoodie/metadata"):
+        raise ArchivalUnsupported(f"{table.uri} is a metadata table: its data table's writer archives it by rules "
+                                  "of its own, which Cleanline does not plan")
+    props = archival_properties(table, options)
+    try:
+        settings = ArchivalSettings.from_properties(props)
+    except ArchivalConfigError as exc:
+        raise ArchivalConfigError(f"{table.uri}: {exc}") from None
+    clean = CleanConfig.from_properties(props)
+    warnings = check_settings(settings, clean, where=table.uri)
+    timeline = table.timeline
+    chosen = select(read_inputs(table), settings, clean)
+    blockers = list(chosen.blockers)
+    if table.config.layout_version >= 2:
+        broken, notes = lsm_history_problems(table)
+        blockers[:0] = broken
+        warnings += notes
+    actions = tuple(_action(timeline, i) for i in chosen.instants)
+    return ArchivalPlan(table.uri, table.version, V2_ARCHIVER if is_v2(table.version) else V1_ARCHIVER, settings,
+                        clean, chosen.keep, actions, len(timeline), len(timeline) - len(actions), tuple(blockers),
+                        tuple(warnings))
+
+
+def _action(timeline: ActiveTimeline, instant: Instant) -> ActionToArchive:
+    files = timeline.files_of(instant)
+    return ActionToArchive(instant, tuple((state, files[state].path) for state in sorted(files)))
+
+
+def read_inputs(table: Table) -> ArchivalInputs:
+    """What the archiver reads besides the active timeline (`ArchivalInputs`): the last
+    completed clean's plan when a replace instant needs it (`CleanerUtils.getCleanerPlan`, its
+    requested file), which pending replacecommits of a table-version-6 table are clusterings,
+    and the metadata table's latest compaction (`HoodieBackedTableMetadata.getLatestCompactionTime`)."""
+    timeline = table.timeline
+    version = table.version
+    v2 = is_v2(version)
+    replaces = timeline.with_actions({REPLACE_COMMIT, CLUSTERING} if v2 else {REPLACE_COMMIT})
+    last_clean = timeline.cleans().completed().last()
+    plan = None
+    if replaces and last_clean is not None:
+        plan = table.read(last_clean, CleanerPlan, State.REQUESTED,
+                          fields=("earliest_instant_to_retain", "extra_metadata"))
+    clustering = frozenset() if v2 else frozenset(
+        i.requested_time for i in replaces.pending() if _is_clustering(table, i))
+    available = table.config.metadata_table_enabled
+    return ArchivalInputs(timeline, version, table.config.is_mor, plan, clustering, available,
+                          latest_metadata_compaction(table) if available else None)
+
+
+def _is_clustering(table: Table, instant: Instant) -> bool:
+    """`ClusteringUtils.isClusteringInstant` for a pending v6 replacecommit: its requested plan
+    is a clustering plan (an insert_overwrite's is empty)."""
+    try:
+        return table.read(instant, RequestedReplace, State.REQUESTED).is_clustering
+    except FileNotFound:
+        return False
+
+
+def latest_metadata_compaction(table: Table) -> str | None:
+    """`HoodieBackedTableMetadata.getLatestCompactionTime`: the requested time of the metadata
+    table's latest completed commit or replacecommit (a completed compaction is a commit there);
+    None before its first compaction, or when it cannot be opened (Hudi finds no table then)."""
+    from timeline.mdt.reader import MetadataTable  # the metadata table reader, only for tables that have one
+
+    try:
+        mdt = MetadataTable(table).mdt
+        compactions = mdt.timeline.with_actions({COMMIT, REPLACE_COMMIT}).completed()
+    except (NotAHudiTableError, TableConfigError):
+        return None
+    last = compactions.last()
+    return None if last is None else last.requested_time
+
+
+_MANIFEST = re.compile(r"manifest_([0-9]+)", re.ASCII)
+_JAVA_INT = re.compile(r"[+-]?[0-9]+", re.ASCII)
+
+
+def _java_int(text: str) -> int | None:
+    """`Integer.parseInt`: an optional sign and digits, within 32 bits; None otherwise."""
+    if not _JAVA_INT.fullmatch(text):
+        return None
+    value = int(text)
+    return value if -2**31 <= value < 2**31 else None
+
+
+def lsm_history_problems(table: Table) -> tuple[list[Blocker], list[str]]:
+    """The LSM history (`.hoodie/timeline/history`) read as Hudi reads it, and what breaks it.
+
+    `LSMTimeline.latestSnapshotVersion` takes the number in `_version_`, or, when that file is
+    missing or not a number, the highest `manifest_N` (a warning here: Hudi goes on);
+    `latestSnapshotManifest` reads that manifest (missing or not a manifest: blocker) and the
+    archived timeline reads every file it lists (one missing: blocker). `LSMTimelineWriter`
+    creates the next `manifest_N+1` without overwriting, so a manifest beyond `_version_`, left
+    by an archival that died between the two files, makes every later archival fail (blocker).
+    Returns (blockers, warnings)."""
+    storage = table.storage
+    folder = table.path(table.config.archive_folder)
+    if not storage.exists(folder):
+        return [], []
+    files: dict[str, FileStatus] = {s.name: s for s in storage.list(folder) if not s.is_dir}
+    manifests = {int(m.group(1)): name for name in files if (m := _MANIFEST.fullmatch(name))}
+    zone = zone_of(table.config.timezone)
+
+    def since(name: str) -> str:
+        return instant_time_from_epoch_ms(files[name].mtime_ms, zone)
+
+    def blocker(why: str, name: str | None = None) -> Blocker:
+        return Blocker(BlockerKind.LSM_MANIFEST, f"{folder}: {why}", None, since(name) if name in files else None)
+
+    version = None
+    if VERSION_FILE in files:
+        version = _java_int(storage.read(Storage.join(folder, VERSION_FILE)).decode("utf-8", errors="replace"))
+    warnings, blockers = [], []
+    if version is None:
+        if not manifests:
+            return [], []
+        version = max(manifests)
+        what = "is missing" if VERSION_FILE not in files else "holds no number"
+        warnings.append(f"{folder}: {VERSION_FILE} {what}; Hudi reads the highest manifest, manifest_{version}, "
+                        "and writes the file again at its next archival")
+    leftover = sorted(n for n in manifests if n > version)
+    if leftover:
+        name = manifests[leftover[0]]
+        blockers.append(blocker(f"{name} lies beyond {VERSION_FILE} ({version}), left by an archival that did not "
+                                f"finish: Hudi's archiver creates manifest_{version + 1} and each one after without "
+                                "overwriting, and fails on it", name))
+    name = f"manifest_{version}"
+    if name not in files:
+        blockers.append(blocker(f"{VERSION_FILE} names {name}, which is missing: Hudi cannot read the archived "
+                                "timeline nor archive more", VERSION_FILE))
+        return blockers, warnings
+    try:
+        text = storage.read(Storage.join(folder, name)).decode("utf-8")
+        manifest = json.loads(text) if text else {}
+        listed = lsm_manifest_files(manifest) if manifest and (not isinstance(manifest, dict)
+                                                                or "files" in manifest) else []
+    except (ValueError, KeyError, TypeError, AttributeError):
+        blockers.append(blocker(f"{name} is not an LSM timeline manifest: Hudi cannot read the archived timeline "
+                                "nor archive more", name))
+        return blockers, warnings
+    for missing in [f for f in listed if f not in files]:
+        blockers.append(blocker(f"{name} lists {missing}, which is missing: reading the archived timeline fails",
+                                name))
+    return blockers, warnings
+
+
+__all__ = ["V1_ARCHIVER", "V2_ARCHIVER", "ActionToArchive", "ArchivalPlan", "ArchivalUnsupported",
+           "archival_properties", "latest_metadata_compaction", "lsm_history_problems", "plan_archival", "read_inputs"]
