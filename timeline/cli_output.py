@@ -9,7 +9,12 @@ from typing import Any
 
 import orjson
 
+from timeline.exceptions import CleanlineError
 from timeline.instant import Instant
+
+
+class Cancelled(CleanlineError):
+    """The person at the terminal said no."""
 
 
 def render_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -81,3 +86,13 @@ def instant_json(instant: Instant) -> dict[str, Any]:
         "action": instant.action,
         "state": instant.state.name,
     }
+
+
+def confirm(args: argparse.Namespace, question: str) -> None:
+    """Ask before a destructive step unless --yes; no answer (no terminal) means no."""
+    if args.yes:
+        return
+    print(f"{question} [y/N] ", end="", file=sys.stderr, flush=True)
+    answer = sys.stdin.readline().strip().lower() if sys.stdin and not sys.stdin.closed else ""
+    if answer not in ("y", "yes"):
+        raise Cancelled("cancelled: nothing was changed (pass --yes to skip this question)")

@@ -5,7 +5,7 @@ and chooses the engine (the local one, or PySpark jobs for large tables) in one 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -18,6 +18,8 @@ from timeline.instant import Instant
 from timeline.transactions import Transactions
 
 if TYPE_CHECKING:
+    from timeline.archive.archiver import ArchivalOutcome
+    from timeline.archive.plan import ArchivalPlan
     from timeline.clean.executor import CleanResult, ProgressCallback
     from timeline.clean.store import StoredPlan
     from timeline.locks.discovery import LockDiscovery
@@ -48,6 +50,7 @@ class Maintenance:
         self.spark = spark
         self.processes = processes
         self.writers_stopped = writers_stopped
+        self.options = dict(options or {})
         self.transactions = Transactions(table, options, writers_stopped=writers_stopped)
         self._locked = self.transactions.state_change
 
@@ -222,6 +225,27 @@ class Maintenance:
 
         with self._locked():
             return rollback_failed_writes(self.table)
+
+    # Archival
+
+    def plan_archival(self) -> ArchivalPlan:
+        """What Hudi's archiver would move off the active timeline now and what holds the rest
+        back (`timeline.archive.plan`), with this namespace's writer options."""
+        from timeline.archive.plan import plan_archival
+
+        return plan_archival(self.table, options=self.options)
+
+    def archive(self, *, dry_run: bool = False, expected: Sequence[str] | None = None) -> ArchivalOutcome:
+        """Archive in one call, as Hudi's `archive_commits` procedure does: with `dry_run` the
+        plan only; otherwise, under the table's lock, the timeline re-read and planned again
+        (`expected`, the instants of an approved plan: ArchivalInvalidated unless the new plan
+        moves exactly those) and its instants archived (`timeline.archive.archiver`)."""
+        from timeline.archive.archiver import ArchivalOutcome, run_archival
+
+        if dry_run:
+            return ArchivalOutcome(self.plan_archival())
+        with self._locked():
+            return run_archival(self.table, options=self.options, expected=expected)
 
     def drop_metadata_table(self) -> None:
         """The explicit repair action: remove `.hoodie/metadata` (Hudi writers rebuild it)."""

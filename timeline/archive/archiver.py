@@ -23,16 +23,18 @@ Call it while the table's lock is held (`Transactions.state_change`, as Hudi's
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from timeline.archive.actions import ActiveAction, active_actions, delete_archived_instants
 from timeline.archive.lsm import COMPACTION_MAX_BYTES, DEFAULT_COMPACTION_BATCH, Lsm
 from timeline.archive.write_v1 import DEFAULT_ARCHIVAL_BATCH, write_archive
+from timeline.exceptions import CleanlineError
 from timeline.instant import Instant
 
 if TYPE_CHECKING:
+    from timeline.archive.plan import ArchivalPlan
     from timeline.table import Table
 
 ARCHIVAL_BATCH_KEY = "hoodie.commits.archival.batch"
@@ -78,6 +80,44 @@ class ArchiveResult:
     deleted: tuple[str, ...] = ()
     compacted: tuple[str, ...] = ()
     cleaned: tuple[str, ...] = ()
+
+
+class ArchivalInvalidated(CleanlineError):
+    """The timeline, re-read under the table's lock, no longer gives the approved archival plan:
+    plan again. Nothing was written."""
+
+
+@dataclass(frozen=True, slots=True)
+class ArchivalOutcome:
+    """An archival run: the plan made under the table's lock, and what it did (None for a dry
+    run, or when the plan moved nothing)."""
+
+    plan: ArchivalPlan
+    result: ArchiveResult | None = None
+
+
+def run_archival(table: Table, *, options: Mapping[str, str] | None = None,
+                 expected: Sequence[str] | None = None) -> ArchivalOutcome:
+    """Archive what Hudi's archiver would archive now (Hudi's `archive_commits` procedure and
+    `HoodieTimelineArchiver.archiveIfRequired(acquireLock=true)`): plan with the table's settings
+    over `options`, and archive that plan's instants with the writer settings of the same
+    options. Call it under the table's lock: the plan is made from the timeline read then.
+    `expected` (the instant times of a plan approved earlier): ArchivalInvalidated, nothing
+    written, unless the plan made now moves exactly those. A plan a broken LSM history stops
+    (`runnable` false) writes nothing."""
+    from timeline.archive.plan import archival_properties, plan_archival
+
+    table.reload()
+    plan = plan_archival(table, options=options)
+    chosen = [i.requested_time for i in plan.instants] if plan.runnable else []
+    if expected is not None and sorted(expected) != sorted(chosen):
+        raise ArchivalInvalidated(
+            f"{table.uri}: the timeline changed since the archival was planned (approved: {len(expected)} instants, "
+            f"now: {len(chosen)}); plan it again")
+    if not chosen:
+        return ArchivalOutcome(plan)
+    settings = ArchiveSettings.from_properties(archival_properties(table, options))
+    return ArchivalOutcome(plan, archive_instants(table, plan.instants, settings=settings))
 
 
 def archive_instants(table: Table, instants: Iterable[Instant], *,

@@ -5,7 +5,6 @@ rest: the archiver's rules (`timeline.archive.rules`) and a broken LSM history, 
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -22,10 +21,10 @@ from timeline.archive.rules import (
 )
 from timeline.archive.settings import ArchivalConfigError, ArchivalSettings, check_settings
 from timeline.clean.config import CleanConfig
-from timeline.exceptions import CleanlineError, FileNotFound, NotAHudiTableError, TableConfigError
+from timeline.exceptions import CleanlineError, CorruptInstantError, FileNotFound, NotAHudiTableError, TableConfigError
 from timeline.instant import CLUSTERING, COMMIT, REPLACE_COMMIT, Instant, State, instant_time_from_epoch_ms, zone_of
 from timeline.locks.discovery import hudi_options_for
-from timeline.metadata.archived import lsm_manifest_files
+from timeline.metadata.archived import decode_lsm_manifest
 from timeline.metadata.records import CleanerPlan, RequestedReplace
 from timeline.storage import FileStatus, Storage
 
@@ -245,11 +244,9 @@ def lsm_history_problems(table: Table) -> tuple[list[Blocker], list[str]]:
                                 "timeline nor archive more", VERSION_FILE))
         return blockers, warnings
     try:
-        text = storage.read(Storage.join(folder, name)).decode("utf-8")
-        manifest = json.loads(text) if text else {}
-        listed = lsm_manifest_files(manifest) if manifest and (not isinstance(manifest, dict)
-                                                                or "files" in manifest) else []
-    except (ValueError, KeyError, TypeError, AttributeError):
+        path = Storage.join(folder, name)
+        listed = [entry.name for entry in decode_lsm_manifest(storage.read(path), path=path)]
+    except CorruptInstantError:
         blockers.append(blocker(f"{name} is not an LSM timeline manifest: Hudi cannot read the archived timeline "
                                 "nor archive more", name))
         return blockers, warnings

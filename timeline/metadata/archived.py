@@ -212,13 +212,14 @@ class LsmFileEntry:
 
 
 def decode_lsm_manifest(data: bytes, *, path: str) -> list[LsmFileEntry]:
-    """`HoodieLSMTimelineManifest.fromJsonString`: the files of a manifest (an empty file is an
-    empty manifest). Raises CorruptInstantError naming `path`."""
+    """`HoodieLSMTimelineManifest.fromJsonString`: the files of a manifest (an empty file, or
+    `{}`, is an empty manifest: Jackson leaves the `files` list as the class creates it).
+    Raises CorruptInstantError naming `path`."""
     if not data.strip():
         return []
     try:
         manifest = json.loads(data)
-        return [LsmFileEntry(str(e["fileName"]), int(e.get("fileLen") or 0)) for e in manifest["files"]]
+        return [LsmFileEntry(str(e["fileName"]), int(e.get("fileLen") or 0)) for e in manifest.get("files") or ()]
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise CorruptInstantError(path, f"invalid LSM timeline manifest: {exc!r}") from exc
 
