@@ -62,6 +62,7 @@ bench: setup
 	$(PY) bench/cli.py
 	$(PY) bench/scale.py
 	$(PY) bench/startup.py
+	$(PY) bench/archive.py
 
 clean:
 	rm -rf var .pytest_cache
