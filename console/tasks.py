@@ -113,11 +113,11 @@ def _retry_while_busy(task: Task[[int], object], exc: services.TableBusy, what: 
 
 def _run(task: Task[[int], str], row: CleanPlan | Job, run: Callable[..., CleanPlan | Job], holder: str) -> str:
     """Call the run service of a plan or job, which claims the row under the table lock and
-    stores the task's id on it. A busy table is retried with back-off (CLEANLINE_BUSY_RETRY_SECONDS,
-    doubling up to CLEANLINE_BUSY_RETRY_MAX_SECONDS, CLEANLINE_BUSY_MAX_RETRIES times); then the
-    row fails with the reason, unless what holds the table is another live run of this very row
-    (a re-delivered copy of this task): that run records the outcome. Any other error is not
-    retried: a row the run had not claimed yet fails here with the reason."""
+    stores the task's id on it. A busy table is retried with the one back-off
+    (`_retry_while_busy`); once its retries are spent the row fails with the reason, unless
+    what holds the table is another live run of this very row (a re-delivered copy of this
+    task): that run records the outcome. Any other error is not retried: a row the run had not
+    claimed yet fails here with the reason."""
     try:
         return str(run(task_id=task.request.id or "").status)
     except services.TableBusy as exc:
