@@ -1,10 +1,12 @@
 """Celery tasks, thin (HackSoft style): take an id, claim the row, call a service, record the
-result. A task is sent only once the transaction that asked for it commits (`enqueue`), with
-its id written on its row first. Each claims its row with one conditional update, so that a
-second delivery of it finds the claim taken or the row settled and does nothing; a task whose
-worker died is delivered again (after CLEANLINE_REDELIVERY_SECONDS) and finishes the work.
-Only a transient condition is retried: a busy table (TableBusy), with back-off. Any other
-failure is recorded on the row, never left live."""
+result. A task is sent by the service that makes its row (an approved plan's run by the task
+that approved it), only once the transaction that asked for it commits and with its id written
+on the row first: console/services/queue.py, which also holds the names the tasks are declared
+under. Each claims its row with one conditional update, so that a second delivery of it finds
+the claim taken or the row settled and does nothing; a task whose worker died is delivered
+again (after CLEANLINE_REDELIVERY_SECONDS) and finishes the work. Only a transient condition is
+retried: a busy table (TableBusy), with back-off. Any other failure is recorded on the row,
+never left live."""
 
 from __future__ import annotations
 
@@ -12,14 +14,21 @@ import logging
 from collections.abc import Callable
 
 from celery import Task, shared_task
-from celery.utils import uuid
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import transaction
 from django.db.models import Q
 
 from console import permissions, services
 from console.models import CleanPlan, Job, JobStatus, PlanStatus, RetentionEstimate, SyncStatus, Table
+from console.services.queue import (
+    APPROVE_CLEAN_PLAN,
+    BUILD_CLEAN_PLAN,
+    ESTIMATE_RETENTION,
+    RUN_CLEAN_PLAN,
+    RUN_JOB,
+    SYNC_TABLE,
+    enqueue_on_commit,
+)
 from timeline import CleanlineError
 
 logger = logging.getLogger(__name__)
@@ -32,28 +41,7 @@ def _reason(exc: BaseException) -> str:
     return str(exc) if isinstance(exc, CleanlineError) else f"{type(exc).__name__}: {exc}"
 
 
-def enqueue(task: Task[[int], object], row: Table | CleanPlan | Job | RetentionEstimate, **fields: object) -> None:
-    """Send `task` for `row` once the current transaction commits: nothing is sent for a row
-    that a rolled-back transaction made, and the task never runs before its row is visible.
-    The task's id (and `fields`) are written on the row before it is sent."""
-    task_id = uuid()
-    model, pk = type(row), row.pk
-    id_field = "sync_task_id" if model is Table else "task_id"
-
-    def send() -> None:
-        model.objects.filter(pk=pk).update(**{id_field: task_id}, **fields)
-        task.apply_async((pk,), task_id=task_id)
-
-    transaction.on_commit(send)
-
-
-def enqueue_sync(table: Table) -> None:
-    """Queue a sync of `table` on commit; the row says QUEUED (with the task's id) until the
-    task claims it."""
-    enqueue(sync_table, table, sync_status=SyncStatus.QUEUED)
-
-
-@shared_task(bind=True, acks_late=True)
+@shared_task(name=SYNC_TABLE, bind=True, acks_late=True)
 def sync_table(self: Task[[int], dict[str, int | bool]], table_id: int) -> dict[str, int | bool]:
     """Mirror one table's timeline into the database; any failure leaves it FAILED with the reason.
 
@@ -86,11 +74,11 @@ def sync_all_tables() -> int:
     """The periodic sync (beat): queue a sync of every registered table."""
     tables = list(Table.objects.only("pk"))
     for table in tables:
-        enqueue_sync(table)
+        services.table_sync_queue(table=table)
     return len(tables)
 
 
-@shared_task(bind=True, acks_late=True)
+@shared_task(name=BUILD_CLEAN_PLAN, bind=True, acks_late=True)
 def build_clean_plan(self: Task[[int], str], plan_id: int) -> str:
     """Run the planner for a requested plan; any failure leaves the plan FAILED with the reason.
 
@@ -125,11 +113,11 @@ def _retry_while_busy(task: Task[[int], object], exc: services.TableBusy, what: 
 
 def _run(task: Task[[int], str], row: CleanPlan | Job, run: Callable[..., CleanPlan | Job], holder: str) -> str:
     """Call the run service of a plan or job, which claims the row under the table lock and
-    stores the task's id on it. A busy table is retried with back-off (CLEANLINE_BUSY_RETRY_SECONDS,
-    doubling up to CLEANLINE_BUSY_RETRY_MAX_SECONDS, CLEANLINE_BUSY_MAX_RETRIES times); then the
-    row fails with the reason, unless what holds the table is another live run of this very row
-    (a re-delivered copy of this task): that run records the outcome. Any other error is not
-    retried: a row the run had not claimed yet fails here with the reason."""
+    stores the task's id on it. A busy table is retried with the one back-off
+    (`_retry_while_busy`); once its retries are spent the row fails with the reason, unless
+    what holds the table is another live run of this very row (a re-delivered copy of this
+    task): that run records the outcome. Any other error is not retried: a row the run had not
+    claimed yet fails here with the reason."""
     try:
         return str(run(task_id=task.request.id or "").status)
     except services.TableBusy as exc:
@@ -143,7 +131,7 @@ def _run(task: Task[[int], str], row: CleanPlan | Job, run: Callable[..., CleanP
         raise
 
 
-@shared_task(bind=True, acks_late=True)
+@shared_task(name=APPROVE_CLEAN_PLAN, bind=True, acks_late=True)
 def approve_clean_plan(self: Task[[int], str], plan_id: int) -> str:
     """Re-validate a plan claimed for approval (APPROVING) on the engine that made it, outside
     the request: STALE with the differences, or APPROVED with its clean requested on the
@@ -177,11 +165,11 @@ def approve_clean_plan(self: Task[[int], str], plan_id: int) -> str:
         back_to_draft(_reason(exc))
         raise
     if plan.status == PlanStatus.APPROVED:
-        enqueue(run_clean_plan, plan)
+        enqueue_on_commit(RUN_CLEAN_PLAN, plan)
     return str(plan.status)
 
 
-@shared_task(bind=True, acks_late=True)
+@shared_task(name=RUN_CLEAN_PLAN, bind=True, acks_late=True)
 def run_clean_plan(self: Task[[int], str], plan_id: int) -> str:
     """Run an approved plan's clean. Re-delivered after a lost worker, it finishes the clean;
     while the table is busy it is retried, then the plan fails with the reason."""
@@ -191,7 +179,7 @@ def run_clean_plan(self: Task[[int], str], plan_id: int) -> str:
     return _run(self, plan, lambda **claim: services.plan_run(plan=plan, **claim), services.plan_holder(plan))
 
 
-@shared_task(bind=True, acks_late=True)
+@shared_task(name=RUN_JOB, bind=True, acks_late=True)
 def run_job(self: Task[[int], str], job_id: int) -> str:
     """Run a queued restore, rollback or pending clean; re-delivered after a lost worker, it
     resumes; while the table is busy it is retried, then the job fails with the reason."""
@@ -201,7 +189,7 @@ def run_job(self: Task[[int], str], job_id: int) -> str:
     return _run(self, job, lambda **claim: services.job_run(job=job, **claim), services.job_holder(job))
 
 
-@shared_task(bind=True, acks_late=True)
+@shared_task(name=ESTIMATE_RETENTION, bind=True, acks_late=True)
 def estimate_retention(self: Task[[int], str], estimate_id: int) -> str:
     """Compute a what-if retention estimate (it only reads the table: no lock); a failure
     leaves it FAILED with the reason."""
@@ -228,7 +216,7 @@ def auto_clean_tables() -> int:
             services.audit(user=None, action="clean.auto.failed", table=table, result=str(exc))
             continue
         if plan is not None and plan.status == PlanStatus.APPROVED:
-            enqueue(run_clean_plan, plan)
+            enqueue_on_commit(RUN_CLEAN_PLAN, plan)
             started += 1
     return started
 

@@ -27,7 +27,6 @@ from console.forms import (
 )
 from console.models import Job, PlanStatus, Table
 from console.permissions import AuthenticatedHttpRequest
-from console.tasks import approve_clean_plan, build_clean_plan, enqueue, enqueue_sync, estimate_retention, run_job
 from timeline import CleanlineError
 
 logger = logging.getLogger(__name__)
@@ -169,7 +168,6 @@ def register(request: AuthenticatedHttpRequest) -> HttpResponse:
         except ValidationError as exc:
             form.add_error("path", exc)
         else:
-            enqueue_sync(table)
             messages.success(request, f"{table.name} registered; its timeline is being synced.")
             return _overview(table)
     return _catalog(request, form, status=400)
@@ -244,8 +242,7 @@ def file_groups(request: AuthenticatedHttpRequest, table: Table) -> HttpResponse
 
 @table_action(permissions.SYNC)
 def sync(request: AuthenticatedHttpRequest, table: Table) -> HttpResponse:
-    services.audit(user=request.user, action="table.sync.requested", table=table)
-    enqueue_sync(table)
+    services.table_sync_request(table=table, user=request.user)
     messages.info(request, f"Sync of {table.name} queued.")
     return _overview(table)
 
@@ -267,7 +264,6 @@ def plan_request(request: AuthenticatedHttpRequest, table: Table) -> HttpRespons
     except ValidationError as exc:
         refused(request, exc)
         return _overview_page(request, table, form, status=400)
-    enqueue(build_clean_plan, plan)
     return redirect("console:plan", pk=table.pk, plan_id=plan.pk)
 
 
@@ -309,7 +305,6 @@ def plan_decide(request: AuthenticatedHttpRequest, table: Table, plan_id: int, d
         if decision == "approve":
             plan = services.plan_approval_request(plan=plan, user=request.user,
                                                   writers_stopped=_writers_stopped(request))
-            enqueue(approve_clean_plan, plan)
             messages.info(request, "Approving: the plan is checked against the table as it is now; if it still "
                                    "holds, its clean runs (if the table changed, the plan turns stale and nothing "
                                    "runs).")
@@ -416,7 +411,6 @@ def job_request(request: AuthenticatedHttpRequest, table: Table, kind: str) -> H
         refused(request, exc)
         return redirect("console:restore", pk=table.pk, savepoint=target) if kind == "restore" else redirect(
             "console:failed_writes", pk=table.pk)
-    enqueue(run_job, job)
     return redirect("console:job", pk=table.pk, job_id=job.pk)
 
 
@@ -451,7 +445,6 @@ def retention_request(request: AuthenticatedHttpRequest, table: Table) -> HttpRe
         except ValidationError as exc:
             form.add_error(None, exc)
         else:
-            enqueue(estimate_retention, estimate)
             return redirect(f"{reverse('console:retention', args=[table.pk])}?estimate={estimate.pk}")
     return render(request, "console/retention.html", {
         "table": table, "form": form, "estimate": None, "chart": None}, status=400)
@@ -500,7 +493,6 @@ def clean_run_pending(request: AuthenticatedHttpRequest, table: Table, instant: 
     except ValidationError as exc:
         refused(request, exc)
         return _overview(table)
-    enqueue(run_job, job)
     return redirect("console:job", pk=table.pk, job_id=job.pk)
 
 

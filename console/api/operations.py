@@ -25,7 +25,6 @@ from console.api.schemas import (
 )
 from console.api.tables import ERRORS, table_of
 from console.models import Job
-from console.tasks import enqueue, run_job
 
 router = Router(tags=["operations"])
 
@@ -90,7 +89,6 @@ def restore(request: HttpRequest, table_id: int, body: RestoreIn) -> Status[dict
     table = table_of(request, table_id, permissions.RESTORE)
     job = services.job_request(table=table, user=user_of(request), kind=Job.Kind.RESTORE,
                                target=body.savepoint, confirm_name=body.confirm, writers_stopped=body.writers_stopped)
-    enqueue(run_job, job)
     return Status(202, job_out(job))
 
 
@@ -113,7 +111,6 @@ def rollback(request: HttpRequest, table_id: int, body: RollbackIn) -> Status[di
     table = table_of(request, table_id, permissions.RESTORE)
     job = services.job_request(table=table, user=user_of(request), kind=Job.Kind.ROLLBACK,
                                target=body.instant, confirm_name=body.confirm, writers_stopped=body.writers_stopped)
-    enqueue(run_job, job)
     return Status(202, job_out(job))
 
 

@@ -14,7 +14,6 @@ from console.api.common import paged, role, user_of
 from console.api.schemas import ApproveIn, DecisionIn, PlanFileOut, PlanIn, PlanOut, Problem, page_of
 from console.api.tables import ERRORS, table_of
 from console.models import CleanPlan
-from console.tasks import approve_clean_plan, build_clean_plan, enqueue
 
 router = Router(tags=["clean plans"])
 
@@ -53,7 +52,6 @@ def create_plan(request: HttpRequest, table_id: int, body: PlanIn) -> Status[dic
     table = table_of(request, table_id, permissions.PLAN)
     overrides = {k: v for k, v in body.dict().items() if v not in (None, "")}
     plan = services.plan_request(table=table, user=user_of(request), overrides=overrides)
-    enqueue(build_clean_plan, plan)
     return Status(202, plan_out(plan))
 
 
@@ -97,7 +95,6 @@ def approve_plan(request: HttpRequest, table_id: int, plan_id: int, body: Approv
     plan = plan_of(request, table_id, plan_id, permissions.APPROVE)
     plan = services.plan_approval_request(plan=plan, user=user_of(request),
                                           writers_stopped=bool(body and body.writers_stopped))
-    enqueue(approve_clean_plan, plan)
     return Status(202, plan_out(plan))
 
 

@@ -24,7 +24,6 @@ from console.api.schemas import (
     page_of,
 )
 from console.models import AuditEvent, Instant, Table
-from console.tasks import enqueue_sync
 
 router = Router(tags=["tables"])
 ERRORS: dict[int, type[Schema]] = {401: Problem, 403: Problem, 404: Problem}
@@ -74,7 +73,6 @@ def list_tables(request: HttpRequest, filters: Query[TableFilters]) -> dict[str,
 def register_table(request: HttpRequest, body: TableIn) -> Status[dict[str, Any]]:
     user = require(request, permissions.REGISTER)
     table = services.table_register(path=body.path, user=user)
-    enqueue_sync(table)
     return Status(201, table_out(table))
 
 
@@ -87,8 +85,7 @@ def get_table(request: HttpRequest, table_id: int) -> dict[str, Any]:
              auth=role(permissions.SYNC), response={202: Accepted, **ERRORS}, summary="Sync a table")
 def sync_table(request: HttpRequest, table_id: int) -> Status[dict[str, str]]:
     table = table_of(request, table_id, permissions.SYNC)
-    services.audit(user=user_of(request), action="table.sync.requested", table=table)
-    enqueue_sync(table)
+    services.table_sync_request(table=table, user=user_of(request))
     return Status(202, {"detail": f"Sync of {table.name} queued."})
 
 

@@ -44,6 +44,8 @@ from console.services.tables import (
     table_settings_update,
     table_sync,
     table_sync_failed,
+    table_sync_queue,
+    table_sync_request,
 )
 from console.services.tokens import token_create, token_revoke, token_user
 
@@ -89,6 +91,8 @@ __all__ = [
     "table_settings_update",
     "table_sync",
     "table_sync_failed",
+    "table_sync_queue",
+    "table_sync_request",
     "token_create",
     "token_revoke",
     "token_user",

@@ -17,6 +17,7 @@ from console.models import (
 )
 from console.services.audit import audit
 from console.services.locks import check_table_free, table_lock
+from console.services.queue import RUN_JOB, enqueue_on_commit
 from console.services.runs import _run_claim, _run_stopped
 from console.services.tables import table_services, table_sync
 from timeline import (
@@ -59,20 +60,21 @@ def savepoint_delete(*, table: Table, user: User | None, instant_time: str, writ
 
 
 def job_request(*, table: Table, user: User | None, kind: str, target: str, confirm_name: str | None = None,
-                writers_stopped: bool = False) -> Job:
+                writers_stopped: bool = False, enqueue: bool = True) -> Job:
     """Queue a restore (the table's name typed as confirmation), the rollback of a failed
     write (its instant time typed; anything but a failed write is refused, as is a rollback
     plan naming a path outside the table), or the run of a pending clean found on the timeline
-    (`clean.pending.run`). Every refusal is audited (`<kind>.refused`). `writers_stopped` (the
-    admin's word that the table's Hudi writers are stopped) is recorded on the job and lets it
-    go on beside a live writer when no lock is known."""
+    (`clean.pending.run`): the job's row, and its task sent on commit. Every refusal is audited
+    (`<kind>.refused`). `writers_stopped` (the admin's word that the table's Hudi writers are
+    stopped) is recorded on the job and lets it go on beside a live writer when no lock is
+    known. `enqueue=False`: no task is sent, the caller runs the job itself (`job_run`: tests)."""
     if kind == Job.Kind.CLEAN:
         check_table_free(table)
         job = Job.objects.create(table=table, kind=kind, target=target, requested_by=user,
                                  writers_stopped=writers_stopped)
         audit(user=user, action="clean.pending.run", table=table,
               parameters={"clean": target, "job": job.pk, **_stopped(writers_stopped)})
-        return job
+        return _queued(job, enqueue)
     try:
         if kind == Job.Kind.RESTORE and confirm_name != table.name:
             raise ValidationError(f"Type the table's name ({table.name}) to confirm the restore.")
@@ -91,6 +93,12 @@ def job_request(*, table: Table, user: User | None, kind: str, target: str, conf
     job = Job.objects.create(table=table, kind=kind, target=target, requested_by=user, writers_stopped=writers_stopped)
     audit(user=user, action=f"{kind}.requested", table=table,
           parameters={"target": target, "job": job.pk, **_stopped(writers_stopped)})
+    return _queued(job, enqueue)
+
+
+def _queued(job: Job, enqueue: bool) -> Job:
+    if enqueue:
+        enqueue_on_commit(RUN_JOB, job)
     return job
 
 

@@ -22,6 +22,7 @@ from console.models import (
 from console.permissions import approval_refusal
 from console.services.audit import audit
 from console.services.locks import Lease, LockLost, TableBusy, live_lock, table_lock
+from console.services.queue import APPROVE_CLEAN_PLAN, BUILD_CLEAN_PLAN, enqueue_on_commit
 from console.services.runs import _run_claim, _run_stopped
 from console.services.tables import table_services
 from timeline import (
@@ -50,10 +51,12 @@ def _config(table: Table, overrides: Mapping[str, Any]) -> CleanConfig:
 
 
 def plan_request(*, table: Table, user: User | None, overrides: Mapping[str, Any],
-                 automatic: bool = False) -> CleanPlan:
-    """Ask for a clean plan with the table's settings and `overrides`; a task builds it. A
-    plan keeping less than the table's own settings is refused (the library's retention rule)
-    unless `overrides` has `allow_short_retention`; the plan's settings then record it."""
+                 automatic: bool = False, enqueue: bool = True) -> CleanPlan:
+    """Ask for a clean plan with the table's settings and `overrides`; a task, queued on
+    commit, builds it. A plan keeping less than the table's own settings is refused (the
+    library's retention rule) unless `overrides` has `allow_short_retention`; the plan's
+    settings then record it. `enqueue=False`: no task is queued, the caller builds the plan
+    itself (`plan_build`: automatic mode, tests)."""
     overrides = dict(overrides)
     allow_short = bool(overrides.pop("allow_short_retention", False))
     try:
@@ -70,6 +73,8 @@ def plan_request(*, table: Table, user: User | None, overrides: Mapping[str, Any
     plan = CleanPlan.objects.create(table=table, requested_by=user, settings=settings,
                                     policy=config.policy.value, automatic=automatic)
     audit(user=user, action="clean.plan.requested", table=table, parameters=plan.settings)
+    if enqueue:
+        enqueue_on_commit(BUILD_CLEAN_PLAN, plan)
     return plan
 
 
@@ -204,8 +209,9 @@ def _check_approvable(plan: CleanPlan, user: User | None) -> None:
 def plan_approval_request(*, plan: CleanPlan, user: User | None, writers_stopped: bool = False) -> CleanPlan:
     """An approval, as the pages and the API ask for it: the same checks as `plan_approve`,
     then the draft is claimed for this approver (DRAFT to APPROVING, one conditional update: of
-    simultaneous approvals exactly one wins) and audited; the caller queues the approval task,
-    which re-validates the plan on the engine that made it (`plan_approve`) outside the request.
+    simultaneous approvals exactly one wins) and audited; then the approval task is queued on
+    commit, which re-validates the plan on the engine that made it (`plan_approve`) outside the
+    request.
     `writers_stopped`: the approver's word that the table's Hudi writers are stopped, recorded on
     the plan (its approval and run then go on beside a live writer when no lock is known)."""
     _check_approvable(plan, user)
@@ -217,6 +223,7 @@ def plan_approval_request(*, plan: CleanPlan, user: User | None, writers_stopped
     audit(user=user, action="clean.plan.approval.requested", table=plan.table,
           parameters={"plan": plan.pk, **({"writers_stopped": True} if writers_stopped else {})})
     plan.refresh_from_db()
+    enqueue_on_commit(APPROVE_CLEAN_PLAN, plan)
     return plan
 
 
@@ -425,7 +432,7 @@ def auto_clean(*, table: Table) -> CleanPlan | None:
                    PlanStatus.RUNNING)
     if table.clean_plans.filter(status__in=open_states).exists() or live_lock(table) is not None:
         return None
-    plan = plan_build(plan=plan_request(table=table, user=None, overrides={}, automatic=True))
+    plan = plan_build(plan=plan_request(table=table, user=None, overrides={}, automatic=True, enqueue=False))
     if plan.status != PlanStatus.DRAFT:  # the library refused it: FAILED with the reason
         return plan
     if plan.deletes_nothing:

@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from console.models import JobStatus, RetentionEstimate, Table
 from console.services.audit import audit
+from console.services.queue import ESTIMATE_RETENTION, enqueue_on_commit
 from timeline import CleanlineError, HudiTable
 from timeline.clean.whatif import RetentionCost, what_if
 
@@ -22,11 +23,12 @@ MAX_COMMITS = 50
 MAX_HOURS_SETTINGS = 12
 
 
-def estimate_request(*, table: Table, user: User | None, commits: Sequence[int], hours: Sequence[int]
-                     ) -> RetentionEstimate:
+def estimate_request(*, table: Table, user: User | None, commits: Sequence[int], hours: Sequence[int],
+                     enqueue: bool = True) -> RetentionEstimate:
     """Ask for the cost of each setting: commits retained (each of `commits`) and hours
-    retained (each of `hours`); a task computes it. Refused: no setting, a count below 1, more
-    than MAX_COMMITS commits settings or MAX_HOURS_SETTINGS hours settings."""
+    retained (each of `hours`); a task, queued on commit, computes it. Refused: no setting, a
+    count below 1, more than MAX_COMMITS commits settings or MAX_HOURS_SETTINGS hours settings.
+    `enqueue=False`: no task is queued, the caller computes it itself (`estimate_run`: tests)."""
     commits, hours = sorted(set(commits)), sorted(set(hours))
     if not commits and not hours:
         raise ValidationError("Choose at least one retention setting to estimate.")
@@ -38,6 +40,8 @@ def estimate_request(*, table: Table, user: User | None, commits: Sequence[int],
     estimate = RetentionEstimate.objects.create(table=table, requested_by=user, commits=commits, hours=hours)
     audit(user=user, action="retention.estimate.requested", table=table,
           parameters={"estimate": estimate.pk, "commits": commits, "hours": hours})
+    if enqueue:
+        enqueue_on_commit(ESTIMATE_RETENTION, estimate)
     return estimate
 
 

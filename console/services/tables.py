@@ -23,6 +23,7 @@ from console.models import (
     Table,
 )
 from console.services.audit import audit
+from console.services.queue import SYNC_TABLE, enqueue_on_commit
 from timeline import CleanlineError, FileSystemView, HudiTable, Maintenance, OutsideTableError
 from timeline import Instant as LakeInstant
 from timeline.clean.whatif import reclaimable
@@ -55,11 +56,13 @@ def _resolved_location(path: str) -> str:
     return resolved if scheme == "file" else path
 
 
-def table_register(*, path: str, user: User | None) -> Table:
-    """Register the table at `path`. Refused, with nothing written and no request sent to a
-    store, when the path is outside the allowed roots or has an unknown scheme; refused with
-    nothing written when it is already registered, not a Hudi table, or unreadable. An
-    `s3://` table is opened with its root's CLEANLINE_S3_ROOTS settings (the library's registry)."""
+def table_register(*, path: str, user: User | None, enqueue: bool = True) -> Table:
+    """Register the table at `path` and queue its first sync (on commit). Refused, with nothing
+    written and no request sent to a store, when the path is outside the allowed roots or has an
+    unknown scheme; refused with nothing written when it is already registered, not a Hudi
+    table, or unreadable. An `s3://` table is opened with its root's CLEANLINE_S3_ROOTS
+    settings (the library's registry). `enqueue=False`: no sync is queued, the caller syncs
+    the table itself at once (`table_sync`: `manage.py bootstrap`, the demo lake, tests)."""
     path = path.strip()
     if not path:
         raise ValidationError("Give the table's base path.")
@@ -78,7 +81,21 @@ def table_register(*, path: str, user: User | None) -> Table:
         raise ValidationError(f"{lake.uri} is already registered.")
     table = Table.objects.create(path=lake.uri, registered_by=user, **_table_fields(lake))
     audit(user=user, action="table.registered", table=table, parameters={"path": lake.uri})
+    if enqueue:
+        table_sync_queue(table=table)
     return table
+
+
+def table_sync_queue(*, table: Table) -> None:
+    """Queue a sync of `table` on commit; the row says QUEUED (with the task's id) until the
+    task claims it."""
+    enqueue_on_commit(SYNC_TABLE, table, sync_status=SyncStatus.QUEUED)
+
+
+def table_sync_request(*, table: Table, user: User | None) -> None:
+    """A sync someone asked for (the pages, the API): audited, then queued on commit."""
+    audit(user=user, action="table.sync.requested", table=table)
+    table_sync_queue(table=table)
 
 
 def _table_fields(lake: HudiTable) -> dict[str, Any]:

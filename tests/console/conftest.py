@@ -79,7 +79,8 @@ def start_worker(transactional_db, settings) -> Iterator[Callable[..., subproces
 
 @pytest.fixture
 def console_table(settings, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, table_copy) -> Callable[[str], Any]:
-    """Factory: a registered and synced copy of a fixture table, Celery tasks run eagerly."""
+    """Factory: a registered copy of a fixture table, synced here (no sync task queued), Celery
+    tasks run eagerly."""
     from console import services
     from console.celery import app
 
@@ -87,7 +88,7 @@ def console_table(settings, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, tab
     monkeypatch.setitem(app.conf, "task_always_eager", True)
 
     def make(table_id: str) -> Any:
-        table = services.table_register(path=str(table_copy(table_id)), user=None)
+        table = services.table_register(path=str(table_copy(table_id)), user=None, enqueue=False)
         services.table_sync(table=table)
         return table
 

@@ -57,3 +57,12 @@ def wait_for(condition: Callable[[], bool], seconds: float, what: str) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.05)
+
+
+def queued_outcome(task_id: str, seconds: float) -> Any:
+    """What the task a service queued on commit returned, once a Celery worker ran it (its id is
+    on the row it works on: `task_id`, a table's `sync_task_id`); after `seconds`, fail."""
+    from console.celery import app
+
+    assert task_id, "no task was queued for this row"
+    return app.AsyncResult(task_id).get(timeout=seconds)

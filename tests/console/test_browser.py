@@ -16,7 +16,8 @@ from tests.console.helpers import SHOTS
 def test_browser_login_catalog_timeline_and_instant(browser: Browser, live_server, settings, tmp_path: Path,
                                                     table_copy) -> None:
     settings.CLEANLINE_ALLOWED_ROOTS = [str(tmp_path)]
-    table = services.table_register(path=str(table_copy("sample_table/mor/avro/v9_txns_simple_nometa")), user=None)
+    table = services.table_register(path=str(table_copy("sample_table/mor/avro/v9_txns_simple_nometa")), user=None,
+                                    enqueue=False)  # synced here, below
     services.table_sync(table=table)
     user = User.objects.create_user("ada", password="correct horse")
     user.groups.add(Group.objects.get(name="viewer"))

@@ -94,17 +94,21 @@ FOCUS_JS = COLOUR_JS + """
 
 def lake_pages(table: Table) -> list[tuple[str, str]]:
     """Real data behind every page: a draft plan and a completed one, a savepoint, a rollback
-    job, a failed write, a retention estimate, an API token; returns (name, path) of each page."""
+    job, a failed write, a retention estimate, an API token; returns (name, path) of each page.
+    Each is made here, in the test's process: no task is queued for it."""
     operator = User.objects.create_user("olga", password="secret pass")
     operator.groups.add(Group.objects.get(name="operator"))
     admin = User.objects.create_user("ada", password="secret pass")
     admin.groups.add(Group.objects.get(name="admin"))
-    draft = services.plan_build(plan=services.plan_request(table=table, user=operator, overrides=SHORT_RETENTION))
+    draft = services.plan_build(plan=services.plan_request(table=table, user=operator, overrides=SHORT_RETENTION,
+                                                           enqueue=False))
     # estimated before the clean below: its chart has bars
     estimate = services.estimate_run(estimate=services.estimate_request(table=table, user=operator,
-                                                                        commits=[1, 2, 3, 5], hours=[24]))
+                                                                        commits=[1, 2, 3, 5], hours=[24],
+                                                                        enqueue=False))
     assert estimate.status == JobStatus.COMPLETED and any(r["bytes_to_delete"] for r in estimate.result)
-    done = services.plan_build(plan=services.plan_request(table=table, user=operator, overrides=SHORT_RETENTION))
+    done = services.plan_build(plan=services.plan_request(table=table, user=operator, overrides=SHORT_RETENTION,
+                                                          enqueue=False))
     done = services.plan_run(plan=services.plan_approve(plan=done, user=admin))
     assert draft.status == PlanStatus.DRAFT and draft.files_to_delete > 0, draft.error
     assert done.status == PlanStatus.COMPLETED, done.error
@@ -114,7 +118,8 @@ def lake_pages(table: Table) -> list[tuple[str, str]]:
     lake = Path(table.path.removeprefix("file:"))
     fake_failed_write(lake, "20990101000000000", markers=True)
     job = services.job_run(job=services.job_request(table=table, user=admin, kind="rollback",
-                                                    target="20990101000000000", confirm_name="20990101000000000"))
+                                                    target="20990101000000000", confirm_name="20990101000000000",
+                                                    enqueue=False))
     assert job.status == JobStatus.COMPLETED, job.error
     fake_failed_write(lake, "20990102000000000", markers=True)  # one left for the failed-writes page
     services.table_sync(table=table)
@@ -166,7 +171,8 @@ def check_page(page: Page, name: str, width: int, scheme: str) -> list[str]:
 def test_browser_look_every_page_fits_reads_in_both_schemes_shows_focus_and_draws_the_chart(
         browser: Browser, live_server, settings, tmp_path: Path, table_copy) -> None:  # noqa: F811
     settings.CLEANLINE_ALLOWED_ROOTS = [str(tmp_path)]
-    table = services.table_register(path=str(table_copy("sample_table/cow/v9_txns_simple_nometa")), user=None)
+    table = services.table_register(path=str(table_copy("sample_table/cow/v9_txns_simple_nometa")), user=None,
+                                    enqueue=False)  # synced here, below
     services.table_sync(table=table)
     pages = lake_pages(table)
     SHOTS.mkdir(parents=True, exist_ok=True)

@@ -47,7 +47,8 @@ def open_timeline(browser: Browser, live_server, table: Table, width: int) -> Pa
 def test_browser_time_readable_local_hover_copy_axis_and_date_filter(
         browser: Browser, live_server, settings, tmp_path: Path, table_copy, width: int) -> None:  # noqa: F811
     settings.CLEANLINE_ALLOWED_ROOTS = [str(tmp_path)]
-    table = services.table_register(path=str(table_copy("sample_table/mor/avro/v9_txns_simple_nometa")), user=None)
+    table = services.table_register(path=str(table_copy("sample_table/mor/avro/v9_txns_simple_nometa")), user=None,
+                                    enqueue=False)  # synced here, below
     services.table_sync(table=table)
     user = User.objects.create_user("ada", password="correct horse")
     user.groups.add(Group.objects.get(name="viewer"))

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from console import services
-from console.models import CleanPlan, PlanStatus, TableLock
+from console.models import CleanPlan, PlanStatus, Table, TableLock
 from console.selectors import stored_plan
-from tests.console.helpers import SHORT_RETENTION, wait_for
+from tests.console.helpers import SHORT_RETENTION, queued_outcome, wait_for
 from tests.lakes import Lake
 from tests.readers import rows
 from timeline import HudiTable
@@ -25,6 +25,22 @@ from timeline.storage.arrow import LocalStorage
 
 def status(plan: CleanPlan) -> str:
     return CleanPlan.objects.get(pk=plan.pk).status
+
+
+def registered_on_worker(path: Path) -> Table:
+    """The table registered; the sync its registration queued, run by the worker."""
+    table = services.table_register(path=str(path), user=None)
+    assert queued_outcome(Table.objects.get(pk=table.pk).sync_task_id, 300)["changed"]
+    table.refresh_from_db()
+    return table
+
+
+def drafted_on_worker(table: Table) -> CleanPlan:
+    """A plan asked for; the build its request queued, run by the worker."""
+    plan = services.plan_request(table=table, user=None, overrides=SHORT_RETENTION)
+    assert queued_outcome(CleanPlan.objects.get(pk=plan.pk).task_id, 300) == "draft"
+    plan.refresh_from_db()
+    return plan
 
 
 @pytest.fixture(params=["local", "cluster"])
@@ -41,16 +57,13 @@ def test_clean_worker_plan_approve_execute_on_spark(start_worker, spark_env, set
                                                     table_copy) -> None:
     settings.CLEANLINE_ALLOWED_ROOTS = [str(tmp_path)]
     settings.CLEANLINE_SPARK_MIN_FILES = 1
-    from console.tasks import build_clean_plan, run_clean_plan
+    from console.tasks import run_clean_plan
 
     path = table_copy("sample_table/mor/avro/v9_txns_simple_nometa")
-    table = services.table_register(path=str(path), user=None)
-    services.table_sync(table=table)
     start_worker(spark=True, **spark_env)
-    plan = services.plan_request(table=table, user=None, overrides=SHORT_RETENTION)
-    build_clean_plan.delay(plan.pk).get(timeout=300)
-    plan.refresh_from_db()
-    assert plan.status == PlanStatus.DRAFT and plan.files_to_delete > 0
+    table = registered_on_worker(path)
+    plan = drafted_on_worker(table)
+    assert plan.status == PlanStatus.DRAFT and plan.files_to_delete > 0 and plan.engine == "spark"
     ectr = plan.earliest_retained
     retained = [i.requested_time for i in HudiTable.open(table.path).timeline.writes().completed()
                 if i.requested_time >= ectr]
@@ -73,19 +86,16 @@ def test_clean_worker_killed_mid_clean_a_new_worker_finishes_it(start_worker, sp
                                                                  tmp_path: Path) -> None:
     settings.CLEANLINE_ALLOWED_ROOTS = [str(tmp_path)]
     settings.CLEANLINE_SPARK_MIN_FILES = 1
-    from console.tasks import build_clean_plan, run_clean_plan
+    from console.tasks import run_clean_plan
 
     lake = Lake(LocalStorage(), str(tmp_path / "big"), version=8)
     times = [f"2026110100{i:02d}00000" for i in range(4)]
     for t in times:
         lake.commit(t, {f"p={p}": [lake.base_file(f"p={p}", f"g{g}", t, size=10) for g in range(100)]
                         for p in range(40)})
-    table = services.table_register(path=str(tmp_path / "big"), user=None)
-    services.table_sync(table=table)
     first = start_worker(spark=True, **spark_env)
-    plan = services.plan_request(table=table, user=None, overrides=SHORT_RETENTION)
-    build_clean_plan.delay(plan.pk).get(timeout=300)
-    plan = services.plan_approve(plan=CleanPlan.objects.get(pk=plan.pk), user=None)
+    table = registered_on_worker(tmp_path / "big")
+    plan = services.plan_approve(plan=drafted_on_worker(table), user=None)
     doomed = [Path(f.path.removeprefix("file:")) for f in stored_plan(plan).deletes()]  # type: ignore[union-attr]
     assert len(doomed) == 8000
     run_clean_plan.delay(plan.pk)

@@ -37,8 +37,18 @@ POSTGRES_URL = os.environ.get("CLEANLINE_TEST_POSTGRES_URL", "postgres://postgre
 
 
 
+def registered(path: Path) -> Table:
+    """The table registered and synced here, in the test's process (no sync queued)."""
+    table = services.table_register(path=str(path), user=None, enqueue=False)
+    services.table_sync(table=table)
+    return table
+
+
 def drafted(table: Table) -> CleanPlan:
-    plan = services.plan_request(table=table, user=person("op", "operator"), overrides=SHORT_RETENTION)
+    """A draft plan built here, in the test's process (no build queued): a worker started later
+    gets only the tasks the test sends."""
+    plan = services.plan_request(table=table, user=person("op", "operator"), overrides=SHORT_RETENTION,
+                                 enqueue=False)
     plan = services.plan_build(plan=plan)
     assert plan.status == PlanStatus.DRAFT and plan.files_to_delete > 0
     return plan
@@ -110,8 +120,7 @@ def test_hardening_approve_concurrent_exactly_one_wins(transactional_db, setting
     """Twenty approvals of one draft in twenty processes released at once: one APPROVED, one
     requested clean on the timeline, every other approval refused with a clear reason."""
     settings.CLEANLINE_ALLOWED_ROOTS = [str(tmp_path)]
-    table = services.table_register(path=str(table_copy("sample_table/cow/v9_txns_simple_nometa")), user=None)
-    services.table_sync(table=table)
+    table = registered(table_copy("sample_table/cow/v9_txns_simple_nometa"))
     plan = drafted(table)
     requested_before = [n for n in timeline_names(table) if n.endswith(".clean.requested")]
     go, out = tmp_path / "go", tmp_path / "outcomes"
@@ -175,8 +184,7 @@ def approved_on_worker(start_worker, settings, tmp_path: Path, table_copy, **env
     from console.tasks import run_clean_plan
 
     settings.CLEANLINE_ALLOWED_ROOTS = [str(tmp_path)]
-    table = services.table_register(path=str(table_copy("sample_table/mor/avro/v9_txns_simple_nometa")), user=None)
-    services.table_sync(table=table)
+    table = registered(table_copy("sample_table/mor/avro/v9_txns_simple_nometa"))
     plan = services.plan_approve(plan=drafted(table), user=person("boss", "admin"))
     first = start_worker(spark=True, **env)
     sent, sent_at = run_clean_plan.delay(plan.pk), time.monotonic()
@@ -371,8 +379,7 @@ def test_hardening_busy_table_at_run_time_retries_then_fails_with_the_reason(
     from console.tasks import run_clean_plan, run_job
 
     settings.CLEANLINE_ALLOWED_ROOTS = [str(tmp_path)]
-    table = services.table_register(path=str(table_copy("sample_table/cow/v9_txns_simple_nometa")), user=None)
-    services.table_sync(table=table)
+    table = registered(table_copy("sample_table/cow/v9_txns_simple_nometa"))
     plan = services.plan_approve(plan=drafted(table), user=person("boss", "admin"))
     job = Job.objects.create(table=table, kind=Job.Kind.ROLLBACK, target="20990101000000000")
     start_worker(CLEANLINE_BUSY_RETRY_SECONDS="0.2", CLEANLINE_BUSY_RETRY_MAX_SECONDS="0.4",

@@ -12,8 +12,8 @@ from django.contrib.auth.models import Group, User
 from playwright.sync_api import Browser, Page
 
 from console import services
-from console.models import CleanPlan, PlanStatus
-from tests.console.helpers import SHOTS
+from console.models import CleanPlan, PlanStatus, Table
+from tests.console.helpers import SHOTS, queued_outcome
 
 
 def log_in(browser: Browser, url: str, name: str, role: str) -> Page:  # noqa: F811
@@ -35,9 +35,9 @@ def test_journey_plan_review_approve_report_savepoint_restore(
         browser: Browser, live_server, settings, start_worker, demo_lake: Path, tmp_path: Path) -> None:  # noqa: F811
     shutil.copytree(demo_lake / "trips_cow_v6", tmp_path / "trips_cow_v6")
     settings.CLEANLINE_ALLOWED_ROOTS = [str(tmp_path)]
-    table = services.table_register(path=str(tmp_path / "trips_cow_v6"), user=None)
-    services.table_sync(table=table)
     start_worker()
+    table = services.table_register(path=str(tmp_path / "trips_cow_v6"), user=None)  # the worker runs its sync
+    assert queued_outcome(Table.objects.get(pk=table.pk).sync_task_id, 300)["changed"]
     SHOTS.mkdir(parents=True, exist_ok=True)
 
     operator = log_in(browser, live_server.url, "olga", "operator")

@@ -11,30 +11,36 @@ from django.test import Client
 
 from console import services
 from console.models import AuditEvent, CleanPlan, PlanStatus, Table
-from tests.console.helpers import SHORT_RETENTION, login, person
+from tests.console.helpers import SHORT_RETENTION, login, person, queued_outcome
 from tests.readers import rows
 from timeline import HudiTable
 
 TABLE = "sample_table/cow/v9_txns_simple_meta"
 
 
-def registered(settings: Any, tmp_path: Path, table_copy: Any) -> tuple[Path, Table]:
-    """A copy of the fixture with a metadata table, registered and synced."""
+def registered(settings: Any, tmp_path: Path, table_copy: Any, start_worker: Any = None) -> tuple[Path, Table]:
+    """A copy of the fixture with a metadata table, registered and synced: here, or, given
+    `start_worker`, by a worker started then, running the sync its registration queued."""
     settings.CLEANLINE_ALLOWED_ROOTS = [str(tmp_path)]
     path = table_copy(TABLE)
+    if start_worker is None:
+        table = services.table_register(path=str(path), user=None, enqueue=False)
+        services.table_sync(table=table)
+        return path, table
+    start_worker()
     table = services.table_register(path=str(path), user=None)
-    services.table_sync(table=table)
+    assert queued_outcome(Table.objects.get(pk=table.pk).sync_task_id, 300)["changed"]
+    table.refresh_from_db()
     return path, table
 
 
 def test_console_cleans_a_table_with_a_metadata_table_without_dropping_it(start_worker, settings, tmp_path: Path,
                                                                          table_copy) -> None:
-    from console.tasks import build_clean_plan, run_clean_plan
+    from console.tasks import run_clean_plan
 
-    path, table = registered(settings, tmp_path, table_copy)
-    start_worker()
-    plan = services.plan_request(table=table, user=None, overrides=SHORT_RETENTION)
-    build_clean_plan.delay(plan.pk).get(timeout=300)
+    path, table = registered(settings, tmp_path, table_copy, start_worker)
+    plan = services.plan_request(table=table, user=None, overrides=SHORT_RETENTION)  # the worker builds it
+    assert queued_outcome(CleanPlan.objects.get(pk=plan.pk).task_id, 300) == "draft"
     plan = services.plan_approve(plan=CleanPlan.objects.get(pk=plan.pk), user=None)
     assert plan.status == PlanStatus.APPROVED
     latest = rows(path)

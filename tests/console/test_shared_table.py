@@ -87,7 +87,7 @@ def test_live_lake_an_approval_the_timeline_invalidates_under_the_lock_becomes_s
                                    write_options=OCC)
     table.refresh_from_db()
     plan = services.plan_build(plan=services.plan_request(table=table, user=person("op", "operator"),
-                                                          overrides=SHORT_RETENTION))
+                                                          overrides=SHORT_RETENTION, enqueue=False))  # built here
     assert plan.status == PlanStatus.DRAFT and plan.files_to_delete > 0
     lake = HudiTable.open(table.path)
     writer = lock_for_table(lake.uri, OCC, owner="a-hudi-writer")

@@ -12,7 +12,7 @@ from django.core.exceptions import ValidationError
 
 from console import services
 from console.models import AuditEvent, CleanPlan, Job, JobStatus, PlanStatus, Table
-from tests.console.helpers import SHORT_RETENTION, login
+from tests.console.helpers import SHORT_RETENTION, login, queued_outcome
 from tests.helpers import tree_snapshot
 
 TABLE = "sample_table/cow/v9_txns_simple_nometa"
@@ -38,14 +38,14 @@ def layout(settings, tmp_path: Path, table_copy) -> tuple[Path, Path]:
 
 
 def test_table_location_swapped_folder_is_never_cleaned_by_a_live_worker(layout, start_worker) -> None:
-    from console.tasks import build_clean_plan, run_clean_plan
+    from console.tasks import run_clean_plan
 
     folder, elsewhere = layout
-    table = services.table_register(path=str(folder), user=None)
-    services.table_sync(table=table)
     start_worker()
-    plan = services.plan_request(table=table, user=None, overrides=SHORT_RETENTION)
-    build_clean_plan.delay(plan.pk).get(timeout=300)
+    table = services.table_register(path=str(folder), user=None)  # the worker runs the sync it queues
+    assert queued_outcome(Table.objects.get(pk=table.pk).sync_task_id, 300)["changed"]
+    plan = services.plan_request(table=table, user=None, overrides=SHORT_RETENTION)  # and the build
+    assert queued_outcome(CleanPlan.objects.get(pk=plan.pk).task_id, 300) == "draft"
     plan = services.plan_approve(plan=CleanPlan.objects.get(pk=plan.pk), user=None)
     assert plan.status == PlanStatus.APPROVED and plan.files_to_delete > 0
 

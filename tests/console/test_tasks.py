@@ -1,11 +1,14 @@
-"""Celery tasks in the HackSoft manner: sent only once the transaction that asked for them
-commits, with their id on the row first; each claims its row, so that a second delivery does
-nothing; only a busy table (transient) is retried. Tasks run eagerly here, with explicit ids
-standing for the broker's deliveries; tests/console/test_worker.py and test_hardening_races.py
-run them on real workers."""
+"""Celery tasks in the HackSoft manner: sent by the service that makes their row, only once the
+transaction that asked for them commits, with their id on the row first; each claims its row,
+so that a second delivery does nothing; only a busy table (transient) is retried. Tasks run
+eagerly here, with explicit ids standing for the broker's deliveries;
+tests/console/test_worker.py and test_hardening_races.py run them on real workers."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,7 +19,9 @@ from django.db import transaction
 from console import services
 from console.models import CleanPlan, Job, JobStatus, PlanStatus, SyncStatus, Table
 from console.selectors import stored_plan
-from console.tasks import build_clean_plan, enqueue, enqueue_sync, run_clean_plan, run_job, sync_table
+from console.services.queue import QUEUED_TASKS
+from console.tasks import build_clean_plan, run_clean_plan, run_job, sync_table
+from tests.console.helpers import ROOT
 from tests.lakes import fake_failed_write
 from timeline import HudiTable
 
@@ -51,12 +56,11 @@ def break_lake(table: Table) -> None:
     (Path(table.path.removeprefix("file:")) / ".hoodie" / "hoodie.properties").unlink()
 
 
-def test_tasks_enqueue_sends_on_commit_with_the_task_id_on_the_row(table: Table, started: list[str],
-                                                                   django_capture_on_commit_callbacks) -> None:
-    plan = requested(table)
+def test_tasks_services_send_their_task_on_commit_with_its_id_on_the_row(table: Table, started: list[str],
+                                                                          django_capture_on_commit_callbacks) -> None:
     with django_capture_on_commit_callbacks() as callbacks:
-        enqueue(build_clean_plan, plan)
-        enqueue_sync(table)
+        plan = requested(table)  # the service queues the plan's build
+        services.table_sync_queue(table=table)
     plan.refresh_from_db()
     assert len(callbacks) == 2 and started == []  # nothing sent before the commit
     assert plan.task_id == "" and plan.status == PlanStatus.PLANNING
@@ -68,14 +72,24 @@ def test_tasks_enqueue_sends_on_commit_with_the_task_id_on_the_row(table: Table,
     assert started == [plan.task_id, table.sync_task_id] and plan.task_id != table.sync_task_id
 
 
-def test_tasks_enqueue_in_a_rolled_back_transaction_sends_nothing(table: Table, started: list[str],
+def test_tasks_service_in_a_rolled_back_transaction_sends_nothing(table: Table, started: list[str],
                                                                   django_capture_on_commit_callbacks) -> None:
     with django_capture_on_commit_callbacks() as callbacks:
         with pytest.raises(RuntimeError), transaction.atomic():
-            plan = requested(table)
-            enqueue(build_clean_plan, plan)
+            requested(table)
             raise RuntimeError("the request failed after asking for the plan")
     assert callbacks == [] and started == [] and not CleanPlan.objects.exists()
+
+
+def test_tasks_every_name_the_services_send_is_registered_once_django_starts() -> None:
+    """The services send tasks by name (console/services/queue.py): in a process that only
+    started Django (the web's: nothing there imports console/tasks.py but console/apps.py), every
+    such name is a registered task; a task renamed fails here rather than at its first send."""
+    script = ("import django; django.setup(); from console.celery import app; "
+              f"print([n for n in {list(QUEUED_TASKS)!r} if n not in app.tasks])")
+    found = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                           env={**os.environ, "DJANGO_SETTINGS_MODULE": "console.settings"})
+    assert found.returncode == 0 and found.stdout.strip() == "[]", found.stdout + found.stderr
 
 
 def test_tasks_build_claims_its_plan_and_a_second_delivery_does_nothing(table: Table) -> None:

@@ -1,4 +1,5 @@
-"""A real Celery worker process on a real Redis runs `sync_table`."""
+"""A real Celery worker process on a real Redis runs `sync_table`: the sync a registration
+queues on commit, then one sent again."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from django.db import connection
 
 from console import services
 from console.models import SyncStatus, Table
+from tests.console.helpers import queued_outcome
 from timeline import HudiTable
 
 
@@ -45,11 +47,11 @@ def test_worker_runs_sync_table_on_redis(worker: subprocess.Popen[bytes], settin
     from console.tasks import sync_table
 
     table = services.table_register(path=str(table_copy("quickstart_trips_table/mor/avro/v8_trips_8i3u1d")), user=None)
-    result = sync_table.delay(table.pk)
-    outcome = result.get(timeout=120)
+    task_id = Table.objects.get(pk=table.pk).sync_task_id  # the sync its registration queued on commit
+    outcome = queued_outcome(task_id, 120)
     assert outcome["changed"] and outcome["created"] == len(HudiTable.open(table.path).timeline)
     table.refresh_from_db()
-    assert table.sync_status == SyncStatus.OK and table.sync_task_id == result.id
+    assert table.sync_status == SyncStatus.OK and table.sync_task_id == task_id
     assert table.instants.count() == outcome["created"]
     again = sync_table.delay(table.pk).get(timeout=60)
     assert again == {"changed": False, "created": 0, "updated": 0, "deleted": 0}

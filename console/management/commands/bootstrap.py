@@ -15,7 +15,6 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from console import services
 from console.models import Table
-from console.tasks import enqueue_sync
 
 
 class Command(BaseCommand):
@@ -40,11 +39,11 @@ class Command(BaseCommand):
             path = str(properties.parent.parent)
             table = Table.objects.filter(path__endswith=path).first()
             if table is not None:  # known from an earlier start: the worker re-syncs it, the page shows it now
-                enqueue_sync(table)
+                services.table_sync_queue(table=table)
                 self.stdout.write(f"queued a sync of {table.name}")
                 continue
             try:
-                table = services.table_register(path=path, user=admin)
+                table = services.table_register(path=path, user=admin, enqueue=False)  # synced here, below
             except ValidationError as exc:
                 self.stderr.write(f"skipped {path}: {'; '.join(exc.messages)}")
                 continue

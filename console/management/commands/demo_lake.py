@@ -81,7 +81,7 @@ class Command(BaseCommand):
         table = Table.objects.filter(path__endswith=str(path)).first()
         if table is None:
             try:
-                table = services.table_register(path=str(path), user=user)
+                table = services.table_register(path=str(path), user=user, enqueue=False)  # synced here, below
             except ValidationError as exc:
                 self.stderr.write(f"demo lake: {path} not registered: {'; '.join(exc.messages)}")
                 return

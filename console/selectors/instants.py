@@ -1,0 +1,248 @@
+"""A table's timeline page (its instants, filtered) and an instant's page: its state files
+decoded up to a size, their write stats paged, the raw file streamed, the files its records list."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime, timedelta, tzinfo
+from typing import Any, BinaryIO
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from django.conf import settings
+from django.core.paginator import Page
+from django.db.models import Q, QuerySet
+from django.http import Http404
+from django.utils import timezone
+
+from console.models import Instant, Table
+from console.selectors.paging import PAGE_SIZE, page_of
+from timeline import CleanlineError, HudiTable, State, TableConfig
+from timeline import Instant as LakeInstant
+from timeline.instant import instant_time_of
+from timeline.metadata.records import (
+    CleanerPlan,
+    CleanMetadata,
+    CommitMetadata,
+    Record,
+    RollbackMetadata,
+    SavepointMetadata,
+    WriteStat,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TimelineFilters:
+    """`since`/`until`: an instant time's leading digits, or a date or date-time
+    (yyyy-mm-dd[Thh:mm[:ss[.SSS]]]) in `zone` (an IANA name; the console's TIME_ZONE when empty
+    or unknown); `search`: digits found anywhere in the requested or completion time."""
+
+    action: str = ""
+    state: str = ""
+    since: str = ""
+    until: str = ""
+    search: str = ""
+    zone: str = ""
+
+
+def timeline_page(table: Table, filters: TimelineFilters | None, page: int | str | None) -> Page[Any]:
+    """One page of a table's instants, newest first, filtered; no instant when the filters
+    were refused (None), rather than the whole timeline under an error."""
+    return page_of(timeline_rows(table, filters) if filters is not None else table.instants.none(), page)
+
+
+def timeline_rows(table: Table, filters: TimelineFilters) -> QuerySet[Instant]:
+    """A table's instants, newest first, filtered (the timeline page's and the API's). Dates
+    become instant times in the table's timeline zone, both ends inclusive: `until` 2024-01-05
+    keeps every instant of that day (in `filters.zone`)."""
+    rows = table.instants.all()
+    if filters.action:
+        rows = rows.filter(action=filters.action)
+    if filters.state:
+        rows = rows.filter(state=filters.state)
+    zone = TableConfig(table.properties or {}).timezone
+    if filters.since:
+        typed = _typed_span(filters.since, filters.zone)
+        since = instant_time_of(typed[0], zone) if typed else filters.since
+        rows = rows.filter(requested_time__gte=_whole_second(since))
+    if filters.until:
+        typed = _typed_span(filters.until, filters.zone)
+        if typed:  # before the first instant after the day, minute or second typed
+            rows = rows.filter(requested_time__lt=_whole_second(instant_time_of(typed[0] + typed[1], zone)))
+        else:
+            rows = rows.filter(requested_time__lte=filters.until.ljust(17, "9"))
+    if filters.search:  # separators typed are ignored: 2024-01-05 12:30 finds 202401051230 anywhere
+        digits = "".join(c for c in filters.search if c.isdigit())
+        found = Q(requested_time__contains=digits) | Q(completion_time__contains=digits)
+        rows = rows.filter(found) if digits else rows.none()
+    return rows.order_by("-requested_time", "action")
+
+
+def _typed_span(text: str, zone: str) -> tuple[datetime, timedelta] | None:
+    """A typed date or date-time as an aware moment in `zone` and the length of what it names
+    (a day, a minute, a second, a millisecond); None for an instant time's digits or text that
+    is not a date (compared as it is, as before dates were taken)."""
+    if text.isdigit():
+        return None
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    clock = text[10:].lstrip("T ")
+    length = (timedelta(days=1) if not clock else timedelta(minutes=1) if len(clock) == 5
+              else timedelta(seconds=1) if len(clock) == 8 else timedelta(milliseconds=1))
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=_zone(zone))
+    return moment, length
+
+
+def _zone(name: str) -> tzinfo:
+    try:
+        return ZoneInfo(name) if name else timezone.get_current_timezone()
+    except (ZoneInfoNotFoundError, ValueError, OSError):  # not a zone this machine knows
+        return timezone.get_current_timezone()
+
+
+def _whole_second(bound: str) -> str:
+    """A bound without a whole second's 000, so that a 14-digit instant time of that second
+    compares equal to it (as strings, "20240105000000" < "20240105000000000")."""
+    return bound[:14] if len(bound) == 17 and bound.endswith("000") else bound
+
+
+def actions_of(table: Table) -> list[str]:
+    return sorted(table.instants.order_by().values_list("action", flat=True).distinct())
+
+
+STATES = [s.name for s in State]
+
+
+@dataclass(frozen=True, slots=True)
+class StateContent:
+    """One state file of an instant as a page shows it. A file above
+    CLEANLINE_INSTANT_INLINE_MAX_BYTES is not read in the request (`decoded` False, no content):
+    the page shows its size and offers it as a download; `streams_write_stats` says whether
+    its write stats can be paged (`write_stats_page`)."""
+
+    state: str
+    file: str
+    content: dict[str, Any] | None
+    error: str = ""
+    record: Record | None = None
+    path: str = ""
+    size: int = -1
+    decoded: bool = True
+    streams_write_stats: bool = False
+
+    @property
+    def raw(self) -> str:
+        return json.dumps(self.content, indent=2, default=_json_default)
+
+    def json_content(self) -> Any:
+        """The content with only JSON values (bytes as hex), for the API."""
+        return None if self.content is None else json.loads(json.dumps(self.content, default=_json_default))
+
+
+def _json_default(value: Any) -> str:
+    return value.hex() if isinstance(value, bytes) else str(value)
+
+
+def _lake_instant(instant: Instant) -> LakeInstant:
+    return LakeInstant(instant.requested_time, instant.action, State[instant.state], instant.completion_time or None)
+
+
+def instant_contents(table: Table, instant: Instant) -> list[StateContent]:
+    """The content of every state file of an instant (newest state first), each decoded only
+    up to CLEANLINE_INSTANT_INLINE_MAX_BYTES (a 200 MB commit decodes to gigabytes)."""
+    lake = HudiTable.open(table.path)
+    contents = []
+    for state, path in sorted(lake.state_files(_lake_instant(instant)).items(), reverse=True):
+        name = path.rsplit("/", 1)[-1]
+        try:
+            found = lake.inspect.state_file(state, path, decode_up_to=settings.CLEANLINE_INSTANT_INLINE_MAX_BYTES)
+            contents.append(StateContent(state.name, name, found.content, record=found.record, path=path,
+                                         size=found.size, decoded=found.decoded,
+                                         streams_write_stats=found.streams_write_stats))
+        except CleanlineError as exc:
+            contents.append(StateContent(state.name, name, None, str(exc), path=path))
+    return contents
+
+
+@dataclass(frozen=True, slots=True)
+class WriteStatsPage:
+    """One page of the write stats of a state file left unread for its size: `count` is the
+    number the sync summed (None within one partition or for a pending instant's file),
+    `has_next` whether more follow."""
+
+    stats: list[WriteStat]
+    number: int
+    page_size: int
+    partition: str | None
+    has_next: bool
+    count: int | None
+
+    @property
+    def start(self) -> int:
+        return (self.number - 1) * self.page_size
+
+
+def write_stats_page(table: Table, instant: Instant, contents: list[StateContent], *, partition: str | None,
+                     page: int | str | None, page_size: int = PAGE_SIZE) -> WriteStatsPage | None:
+    """Page `page` of the newest state's write stats (of `partition` only, if given) when that
+    file was too large to decode and its stats can be read as a stream; None otherwise. Only
+    the file's beginning up to the page's last stat is read (bounded memory)."""
+    latest = contents[0] if contents else None
+    if latest is None or latest.decoded or latest.error or not latest.streams_write_stats:
+        return None
+    try:
+        number = int(page or 1)
+    except ValueError:
+        raise Http404(f"There is no page {page}.") from None
+    if number < 1:
+        raise Http404(f"There is no page {page}.")
+    lake = HudiTable.open(table.path)
+    found = lake.inspect.write_stats(latest.path, partition=partition or None, start=(number - 1) * page_size,
+                                     count=page_size + 1)
+    if not found and number > 1:
+        raise Http404(f"There is no page {page} of write stats.")
+    summed = not partition and latest.state == State.COMPLETED.name  # the sync's summary is the completed file's
+    return WriteStatsPage(found[:page_size], number, page_size, partition or None, len(found) > page_size,
+                          instant.files if summed else None)
+
+
+def state_file_reader(table: Table, instant: Instant, state: str) -> tuple[str, BinaryIO]:
+    """The name of an instant's state file in `state` and the file open for reading in chunks
+    (the raw download); 404 when the instant has no such file."""
+    lake = HudiTable.open(table.path)
+    chosen = State.__members__.get(state.upper())
+    path = lake.state_files(_lake_instant(instant)).get(chosen) if chosen is not None else None
+    if path is None:
+        raise Http404(f"The instant has no {state} state file.")
+    return path.rsplit("/", 1)[-1], lake.inspect.open_state_file(path)
+
+
+@dataclass(frozen=True, slots=True)
+class InstantFiles:
+    """What the instant page lists from an instant's records: a commit's write stats, the files
+    a clean plans to delete, the files a clean or rollback deleted, the files a savepoint holds."""
+
+    write_stats: list[WriteStat]
+    plan_files: list[tuple[str, list[str]]]
+    deleted_files: list[tuple[str, list[str]]]
+    savepoint_files: list[tuple[str, list[str]]]
+
+
+def instant_files(contents: list[StateContent]) -> InstantFiles:
+    """The lists of the instant page, from the newest state's record and a clean's plan."""
+    latest = contents[0].record if contents else None
+    plan = next((c.record for c in contents if isinstance(c.record, CleanerPlan)), None)
+    deleted: list[tuple[str, list[str]]] = []
+    if isinstance(latest, CleanMetadata):
+        deleted = [(p, list(m.success_delete_files)) for p, m in latest.partitions.items()]
+    elif isinstance(latest, RollbackMetadata):
+        deleted = [(p, list(m.success_delete_files)) for p, m in latest.partitions.items()]
+    return InstantFiles(
+        write_stats=latest.stats() if isinstance(latest, CommitMetadata) else [],
+        plan_files=[(p, [i.path for i in infos]) for p, infos in plan.files.items()] if plan is not None else [],
+        deleted_files=deleted,
+        savepoint_files=[(p, list(n)) for p, n in latest.files.items()] if isinstance(latest, SavepointMetadata)
+        else [])

@@ -1,0 +1,39 @@
+"""Who does what: the People page's users and waiting admin grants, the audit log."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.models import User
+from django.core.paginator import Page
+from django.db.models import QuerySet
+
+from console.models import AuditEvent, GrantStatus, RoleGrant
+from console.selectors.paging import page_of
+
+
+def people_rows() -> QuerySet[User]:
+    """Every user, by username, with their groups (for the role badge): the People page."""
+    return User.objects.prefetch_related("groups").order_by("username")
+
+
+def pending_grants() -> QuerySet[RoleGrant]:
+    """Admin roles waiting for a second admin's confirmation, oldest first: the People page."""
+    return RoleGrant.objects.filter(status=GrantStatus.PENDING).select_related("user", "requested_by").order_by(
+        "requested_at")
+
+
+def audit_page(*, action: str, username: str, table_id: str, page: int | str | None) -> Page[Any]:
+    return page_of(audit_rows(action=action, username=username, table_id=table_id), page)
+
+
+def audit_rows(*, action: str, username: str, table_id: str) -> QuerySet[AuditEvent]:
+    """Audit events newest first: `action` a prefix, `username` exact, `table_id` an id."""
+    rows = AuditEvent.objects.select_related("table")
+    if action:
+        rows = rows.filter(action__startswith=action)
+    if username:
+        rows = rows.filter(username=username)
+    if table_id.isdigit():
+        rows = rows.filter(table_id=int(table_id))
+    return rows.order_by("-at", "-pk")

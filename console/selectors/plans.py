@@ -1,0 +1,54 @@
+"""Clean plans: a table's plans, a plan's files (read from the plan store a page at a time), its CSV."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from django.core.paginator import Page
+from django.db.models import QuerySet
+
+from console.models import CleanPlan, Table
+from console.selectors.paging import page_of
+from timeline.clean.store import FileRow, StoredPlan
+
+
+def plans_of(table: Table) -> QuerySet[CleanPlan]:
+    return table.clean_plans.select_related("requested_by", "decided_by").order_by("-requested_at")
+
+
+def plan_files(plan: CleanPlan, *, delete: bool | None, search: str, partition: str,
+               page: int | str | None) -> Page[Any]:
+    """A page of a plan's files (to delete, kept, or all), optionally in one partition and
+    whose names contain `search`, read from the plan store a page at a time."""
+    return page_of(plan_file_rows(plan, delete=delete, search=search, partition=partition), page)
+
+
+def stored_plan(plan: CleanPlan) -> StoredPlan | None:
+    """The plan's files in the plan store; None before the plan is built."""
+    return StoredPlan.open(plan.store) if plan.store else None
+
+
+def plan_file_rows(plan: CleanPlan, *, delete: bool | None, search: str, partition: str) -> Sequence[FileRow]:
+    """A plan's files (to delete, kept, or all), in one partition, names containing `search`:
+    a sequence read from the plan store a slice at a time (a Paginator's object list)."""
+    stored = stored_plan(plan)
+    return [] if stored is None else stored.matches(delete=delete, search=search, partition=partition)
+
+
+def plan_csv_rows(plan: CleanPlan) -> Iterator[str]:
+    """The plan's files as CSV lines, streamed from the plan store a part at a time."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(["partition", "file", "bytes", "decision", "reason", "outcome", "path"])
+    stored = stored_plan(plan)
+    for row in stored.iter_rows() if stored is not None else ():
+        writer.writerow([row.partition, row.file_name, row.size, "delete" if row.delete else "keep", row.reason,
+                         row.outcome, row.path])
+        if buffer.tell() > 65_536:
+            yield buffer.getvalue()
+            buffer.seek(0)
+            buffer.truncate()
+    yield buffer.getvalue()
