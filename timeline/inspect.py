@@ -10,7 +10,7 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from timeline.archive import load_archived_timeline
-from timeline.clean.planner import Protection, read_protection, why_protected
+from timeline.clean.protection import Protection, read_protection, why_protected
 from timeline.fsview import FileGroup, FileSlice, FileSystemView
 from timeline.instant import Instant, State
 from timeline.locks.discovery import LockDiscovery, discover_lock
