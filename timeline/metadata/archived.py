@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from timeline.metadata.records import Raw, _text
+from timeline.metadata.raw import Raw, text
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,8 +20,8 @@ class ArchivedEntry:
 
     @classmethod
     def from_raw(cls, raw: Raw) -> ArchivedEntry:
-        return cls(_text(raw, "commitTime"), _text(raw, "actionType"), _text(raw, "actionState") or "COMPLETED",
-                   _text(raw, "stateTransitionTime"))
+        return cls(text(raw, "commitTime"), text(raw, "actionType"), text(raw, "actionState") or "COMPLETED",
+                   text(raw, "stateTransitionTime"))
 
 
 # The columns of an LSM timeline file (HoodieLSMTimelineInstant) that name its instants, in
