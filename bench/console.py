@@ -57,7 +57,8 @@ from console import services  # noqa: E402
 from timeline.clean.config import CleanPolicy  # noqa: E402
 from timeline.clean.planner import CleanPlan as LakePlan  # noqa: E402
 from timeline.clean.planner import FileDecision  # noqa: E402
-from timeline.clean.store import StoredPlan, store_plan, write_part  # noqa: E402
+from timeline.clean.store import StoredPlan, store_plan  # noqa: E402
+from timeline.clean.store_files import write_part  # noqa: E402
 
 SECTION_BEGIN = "<!-- bench/console.py: begin -->"
 SECTION_END = "<!-- bench/console.py: end -->"

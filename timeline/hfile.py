@@ -411,9 +411,41 @@ def write_hfile(cells: Sequence[tuple[bytes, bytes]], file_info: Sequence[tuple[
         raise ValueError("HFile cells must have strictly ascending, unique keys")
     checksum = CHECKSUM_CRC32C if hbase else CHECKSUM_NULL
     out = bytearray()
+    blocks = _write_data_blocks(out, cells, block_size=block_size, codec=codec, checksum=checksum, hbase=hbase)
+    load_on_open = len(out)
+    root = b"".join(struct.pack(">qi", o, n) + _write_vlong(len(k)) + k for o, n, k in blocks.index)
+    out.extend(_write_block(ROOT_INDEX, root, codec, checksum=checksum))
+    out.extend(_write_block(ROOT_INDEX, b"", codec, load_on_open if hbase else NO_PREVIOUS_BLOCK,
+                            checksum=checksum))  # no meta blocks
+    file_info_offset = len(out)
+    info_body = _file_info(cells, file_info, created_ms=created_ms, hbase=hbase)
+    out.extend(_write_block(FILE_INFO, info_body, codec, checksum=checksum))
+    # HBase: data, meta-index and file-info blocks with headers, and the trailer
+    total_uncompressed = blocks.total_uncompressed + HEADER.size + HEADER.size + len(info_body) + TRAILER_SIZE
+    out.extend(_trailer(blocks, cells=len(cells), file_info_offset=file_info_offset, load_on_open=load_on_open,
+                        root_size=len(root), total_uncompressed=total_uncompressed, codec=codec, hbase=hbase))
+    return bytes(out)
+
+
+@dataclass(frozen=True, slots=True)
+class _DataBlocks:
+    """What writing the data blocks leaves for the index and the trailer."""
+
+    index: list[tuple[int, int, bytes]]  # per block: its offset, its size on disk, its index key
+    uncompressed: int                    # the blocks' bodies before compression
+    total_uncompressed: int              # the same with their headers (HBase's trailer counts these)
+
+
+def _write_data_blocks(out: bytearray, cells: Sequence[tuple[bytes, bytes]], *, block_size: int, codec: int,
+                       checksum: int, hbase: bool) -> _DataBlocks:
+    """Append the data blocks of `cells` to `out`. Hudi's writer starts a new block when a cell
+    would take it past `block_size` and indexes a block by its first row; HBase's finishes a
+    block once it holds `block_size` bytes (`checkBlockBoundary`) and indexes it by a whole
+    cell key, after the first block `CellUtil.getMidpoint` of the previous block's last row
+    and its first row. Each block names the previous data block's offset."""
     index: list[tuple[int, int, bytes]] = []
     uncompressed = 0
-    total_uncompressed = 0   # HBase: data, meta-index and file-info blocks with headers, and the trailer
+    total_uncompressed = 0
     block = bytearray()
     first: bytes | None = None
     previous_last: bytes | None = None
@@ -449,13 +481,16 @@ def write_hfile(cells: Sequence[tuple[bytes, bytes]], file_info: Sequence[tuple[
         block += CELL_HEADER.pack(len(key), len(value)) + key + value + b"\x00"
         last_row = row
     close()
-    last_data = index[-1][0] if index else 0
-    load_on_open = len(out)
-    root = b"".join(struct.pack(">qi", o, n) + _write_vlong(len(k)) + k for o, n, k in index)
-    out.extend(_write_block(ROOT_INDEX, root, codec, checksum=checksum))
-    out.extend(_write_block(ROOT_INDEX, b"", codec, load_on_open if hbase else NO_PREVIOUS_BLOCK,
-                            checksum=checksum))  # no meta blocks
-    total_uncompressed += HEADER.size
+    return _DataBlocks(index, uncompressed, total_uncompressed)
+
+
+def _file_info(cells: Sequence[tuple[bytes, bytes]], given: Sequence[tuple[str, bytes]], *, created_ms: int,
+               hbase: bool) -> bytes:
+    """The file info block's body: the `given` entries, then the writer's own that none of them
+    names (last key, average key and value lengths, versions, creation time), in
+    java.util.HashMap order (Hudi's writer) or sorted by key bytes (HBase's HFileInfo, a
+    TreeMap); "PBUF" and a delimited protobuf map."""
+    rows = [row for row, _ in cells]
     own: dict[str, bytes] = {
         "hfile.LASTKEY": (cell_key(rows[-1]) if hbase else index_key(rows[-1])) if rows else b"",
         "hfile.AVG_KEY_LEN": struct.pack(">i", sum(len(r) + (12 if hbase else 0) for r in rows) // len(rows)
@@ -465,23 +500,30 @@ def write_hfile(cells: Sequence[tuple[bytes, bytes]], file_info: Sequence[tuple[
         "MAX_MEMSTORE_TS_KEY": struct.pack(">q", 0),
         "hfile.CREATE_TIME_TS": struct.pack(">q", created_ms),
     }
-    entries = dict(file_info)
+    entries = dict(given)
     entries.update({k: v for k, v in own.items() if k not in entries})
     order = sorted(entries, key=str.encode) if hbase else java_hashmap_order(list(entries))
     info = b"".join(_bytes_field(1, _bytes_field(1, k.encode()) + _bytes_field(2, entries[k])) for k in order)
-    file_info_offset = len(out)
-    info_body = PBUF + _put_varint(len(info)) + info
-    out.extend(_write_block(FILE_INFO, info_body, codec, checksum=checksum))
-    total_uncompressed += HEADER.size + len(info_body) + TRAILER_SIZE
-    sizes = (_int_field(3, len(root)) + _int_field(4, total_uncompressed)) if hbase else _int_field(3, uncompressed)
+    return PBUF + _put_varint(len(info)) + info
+
+
+def _trailer(blocks: _DataBlocks, *, cells: int, file_info_offset: int, load_on_open: int, root_size: int,
+             total_uncompressed: int, codec: int, hbase: bool) -> bytes:
+    """The fixed file trailer (`TRAILER_SIZE` bytes, version last): offsets, counts and the
+    comparator as protobuf fields by number; HBase's writer records the data index's size and
+    the total uncompressed bytes (`finishClose`), Hudi's the data blocks' uncompressed size."""
+    last_data = blocks.index[-1][0] if blocks.index else 0
+    if hbase:
+        sizes = _int_field(3, root_size) + _int_field(4, total_uncompressed)
+    else:
+        sizes = _int_field(3, blocks.uncompressed)
     trailer = (_int_field(1, file_info_offset) + _int_field(2, load_on_open) + sizes
-               + _int_field(5, len(index)) + _int_field(6, 0) + _int_field(7, len(cells)) + _int_field(8, 1)
+               + _int_field(5, len(blocks.index)) + _int_field(6, 0) + _int_field(7, cells) + _int_field(8, 1)
                + _int_field(9, 0) + _int_field(10, last_data) + _bytes_field(11, COMPARATOR.encode())
                + _int_field(12, codec))
     block_bytes = TRAILER + _put_varint(len(trailer)) + trailer
-    out.extend(block_bytes + bytes(TRAILER_SIZE - 4 - len(block_bytes))
-               + bytes([MINOR_VERSION_HBASE if hbase else MINOR_VERSION]) + MAJOR_VERSION.to_bytes(3, "big"))
-    return bytes(out)
+    return (block_bytes + bytes(TRAILER_SIZE - 4 - len(block_bytes))
+            + bytes([MINOR_VERSION_HBASE if hbase else MINOR_VERSION]) + MAJOR_VERSION.to_bytes(3, "big"))
 
 
 def _minimum_midpoint(left: bytes, right: bytes) -> bytes:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from timeline.archive import load_archived_timeline
 from timeline.archive.plan import ArchivalPlan, plan_archival
-from timeline.clean.planner import Protection, read_protection, why_protected
+from timeline.clean.protection import Protection, read_protection, why_protected
 from timeline.fsview import FileGroup, FileSlice, FileSystemView
 from timeline.instant import Instant, State
 from timeline.locks.discovery import LockDiscovery, discover_lock

@@ -114,7 +114,8 @@ class Maintenance:
         """`plan_clean` into a plan store (a local folder or object-store prefix the engine's
         executors reach too): the file decisions are written there as Parquet where they are
         made; the plan returned holds only totals and per-partition sums."""
-        from timeline.clean.store import plan_clean_stored, store_settings
+        from timeline.clean.store import plan_clean_stored
+        from timeline.clean.store_files import store_settings
 
         shortfall = retention_shortfall(self.table.config.props, config)
         if enforce_retention:

@@ -16,7 +16,8 @@ from tests.s3 import S3Server
 from timeline import CleanConfig, CleanPolicy, HudiTable
 from timeline.clean.executor import run_pending_cleans, schedule_clean
 from timeline.clean.planner import CleanPlan, FileDecision
-from timeline.clean.store import FileRow, StoredPlan, StoreError, compare_stored, names_of, plan_clean_stored
+from timeline.clean.store import FileRow, StoredPlan, compare_stored, plan_clean_stored
+from timeline.clean.store_files import StoreError, names_of
 
 SHAPE = CleanShape(partitions=40, groups=3, versions=4, trickle=2, hot=4, retained=3)
 

@@ -19,7 +19,8 @@ from typing import NamedTuple
 
 from timeline import transition
 from timeline.clean.config import CleanConfig
-from timeline.clean.planner import CleanPlan, plan_invalidations, protection_conflicts
+from timeline.clean.planner import CleanPlan, plan_invalidations
+from timeline.clean.protection import protection_conflicts
 from timeline.exceptions import CleanlineError, StorageError
 from timeline.instant import CLEAN, Instant, State
 from timeline.mdt.reader import metadata_table
@@ -362,7 +363,7 @@ def begin_clean(table: Table, clean: Instant) -> tuple[CleanerPlan, list[Target]
     read again and the plan is refused whole when any path it names lies outside the table
     (`timeline/storage/containment.py`) or any file it deletes is now protected: held by a
     savepoint, read by a pending compaction, log compaction or clustering
-    (`planner.protection_conflicts`). A refused clean that is still only requested is
+    (`protection.protection_conflicts`). A refused clean that is still only requested is
     withdrawn (its requested file removed), so that no Hudi writer runs it either."""
     table.reload()
     requested = table.timeline.path_of(clean, State.REQUESTED)

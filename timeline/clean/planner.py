@@ -1,21 +1,29 @@
 """The clean planner: chooses exactly the files Apache Hudi's CleanPlanner would choose
 (hudi-format.md §7) and records, for every file of every considered slice, whether it goes
-and why. Pure: it reads the table and writes nothing."""
+and why. Pure: it reads the table and writes nothing. What protects a file whatever the policy
+(savepoints, pending compactions and clusterings) is `timeline/clean/protection.py`."""
 
 from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import repeat
 from typing import Any, NamedTuple
 
 from timeline.clean.config import CleanConfig, CleanConfigError, CleanPolicy
+from timeline.clean.protection import (
+    Protection,
+    clustering_reason,
+    compaction_reason,
+    pending_reason,
+    protection_conflicts,
+    read_protection,
+    slice_savepoint,
+)
 from timeline.clean.retention import earliest_commit_to_retain, hours_cutoffs
-from timeline.exceptions import InvalidFileNameError
-from timeline.files import base_file_of, is_base_file_name, parse_log_file
 from timeline.forks import fork_map
 from timeline.fsview import (
     FileGroup,
@@ -27,17 +35,9 @@ from timeline.fsview import (
     list_partitions,
     top_folders,
 )
-from timeline.instant import CLUSTERING, COMPACTION, LOG_COMPACTION, REPLACE_COMMIT, RESTORE, ROLLBACK, Instant, State
+from timeline.instant import CLUSTERING, REPLACE_COMMIT, RESTORE, ROLLBACK, Instant, State
 from timeline.metadata import STREAM_CHECK_BYTES
-from timeline.metadata.records import (
-    CleanerPlan,
-    CleanFileInfo,
-    CleanMetadata,
-    CommitMetadata,
-    InstantRef,
-    RequestedReplace,
-    SavepointMetadata,
-)
+from timeline.metadata.records import CleanerPlan, CleanFileInfo, CleanMetadata, CommitMetadata, InstantRef
 from timeline.perf import paused_gc
 from timeline.storage import FileStatus, Storage
 from timeline.table import Table
@@ -117,24 +117,6 @@ class CleanPlan:
             last_completed_commit=self.last_completed_commit, policy=self.policy.value,
             files={p: tuple(infos) for p, infos in per_partition.items()},
             partitions_to_delete=self.partitions_to_delete, extra_metadata=extra, version=CLEANER_PLAN_VERSION)
-
-
-class PendingOperation(NamedTuple):
-    """A file group read by a pending compaction or log compaction plan."""
-
-    base_instant: str
-    kind: str        # "pending compaction" | "pending log compaction"
-    instant: str
-
-
-@dataclass(frozen=True, slots=True)
-class Protection:
-    """What keeps files from being cleaned, read once from the timeline: savepointed file
-    names, file groups in pending (log) compaction plans, files read by pending clusterings."""
-
-    savepointed: Mapping[str, str]        # file name -> savepoint time
-    pending_ops: Mapping[tuple[str, str], PendingOperation]  # (partition, file id) -> its pending plan
-    clustering: Mapping[str, str]         # file name -> pending clustering instant
 
 
 @dataclass(frozen=True, slots=True)
@@ -367,41 +349,6 @@ def _touched_as_streamed(table: Table, instant: Instant) -> set[str] | None:
         return {partition for partition, stat in entries if stat is not None and stat.updates_a_group}
 
 
-# What protects files
-
-def read_protection(table: Table) -> Protection:
-    timeline = table.timeline
-    savepointed: dict[str, str] = {}
-    for savepoint in timeline.savepoints().completed():
-        for _, name in table.read(savepoint, SavepointMetadata).file_names():
-            savepointed.setdefault(name, savepoint.requested_time)
-    pending_ops: dict[tuple[str, str], PendingOperation] = {}
-    clustering: dict[str, str] = {}
-    for action, kind in ((COMPACTION, "pending compaction"), (LOG_COMPACTION, "pending log compaction")):
-        for instant, op in table.pending_compaction_plans(action):
-            key = (op.partition, op.file_id)
-            entry = PendingOperation(op.base_instant_time, kind, instant.requested_time)
-            # A group in both a compaction and a log compaction plan: Hudi checks each map;
-            # keeping the older base instant protects every slice either one reads.
-            if key not in pending_ops or entry.base_instant < pending_ops[key].base_instant:
-                pending_ops[key] = entry
-    for instant in timeline.pending():
-        if instant.action in (CLUSTERING, REPLACE_COMMIT):
-            for piece in table.read(instant, RequestedReplace, State.REQUESTED).input_slices:
-                for name in piece.file_names:
-                    clustering[name] = instant.requested_time
-    return Protection(savepointed, pending_ops, clustering)
-
-
-def _slice_savepoint(piece: FileSlice, savepointed: Mapping[str, str]) -> str | None:
-    if not savepointed:
-        return None
-    for name in piece.file_names:
-        if name in savepointed:
-            return savepointed[name]
-    return None
-
-
 # Per partition
 
 class _Decider:
@@ -459,7 +406,7 @@ def _replaced(decider: _Decider, group: FileGroup, ectr: Instant | None, protect
     eligible = ectr is None or replaced < ectr.requested_time
     for piece in group.slices:
         # isFileSliceExistInSavepointedFiles: any file of the slice, base or log, in a savepoint.
-        savepoint = _slice_savepoint(piece, protection.savepointed)
+        savepoint = slice_savepoint(piece, protection.savepointed)
         if not eligible:
             decider.slice(piece, False, f"replaced by replacecommit {replaced}, which is inside the retained window "
                                         f"(earliest retained commit {ectr.requested_time if ectr else ''})")
@@ -468,29 +415,6 @@ def _replaced(decider: _Decider, group: FileGroup, ectr: Instant | None, protect
         else:
             decider.slice(piece, True, f"file group replaced by replacecommit {replaced}"
                           + (f", before the earliest retained commit {ectr.requested_time}" if ectr else ""))
-
-
-def _pending_reason(group: FileGroup, piece: FileSlice, protection: Protection) -> str | None:
-    """Why a pending table service keeps this slice: Hudi's
-    isFileSliceNeededForPendingMajorOrMinorCompaction, then Cleanline's own protection of the
-    inputs of a pending clustering (Hudi's CleanPlanner has none; keeping them keeps more)."""
-    return _compaction_reason(group, piece, protection) or _clustering_reason(piece, protection)
-
-
-def _compaction_reason(group: FileGroup, piece: FileSlice, protection: Protection) -> str | None:
-    op = protection.pending_ops.get(group.id) if protection.pending_ops else None
-    if op is not None and piece.base_instant_time >= op.base_instant:
-        return f"{op.kind} {op.instant} reads this slice"
-    return None
-
-
-def _clustering_reason(piece: FileSlice, protection: Protection) -> str | None:
-    if protection.clustering:
-        for name in piece.file_names:
-            if name in protection.clustering:
-                return (f"pending clustering {protection.clustering[name]} reads this file (Cleanline keeps it; "
-                        "Hudi's cleaner does not check)")
-    return None
 
 
 def _keep_commits(decider: _Decider, group: FileGroup, policy: CleanPolicy, ectr: Instant,
@@ -508,7 +432,7 @@ def _keep_commits(decider: _Decider, group: FileGroup, policy: CleanPolicy, ectr
     guarded = bool(protection.pending_ops or protection.clustering)
     for piece in slices:  # once per slice of the table: the checks that cannot apply are skipped
         t = piece.base_instant_time
-        savepoint = _slice_savepoint(piece, savepointed) if savepointed else None
+        savepoint = slice_savepoint(piece, savepointed) if savepointed else None
         if savepoint is not None:
             decider.slice(piece, False, f"savepoint {savepoint}")
         elif t == last_version:
@@ -517,7 +441,7 @@ def _keep_commits(decider: _Decider, group: FileGroup, policy: CleanPolicy, ectr
             decider.slice(piece, False, kept_before)
         elif t >= cutoff:
             decider.slice(piece, False, inside)
-        elif guarded and (pending := _pending_reason(group, piece, protection)) is not None:
+        elif guarded and (pending := pending_reason(group, piece, protection)) is not None:
             decider.slice(piece, False, pending)
         else:
             decider.slice(piece, True, superseded)
@@ -538,7 +462,7 @@ def _keep_versions(decider: _Decider, group: FileGroup, retained: int, protectio
     keep = retained - (1 if group.id in protection.pending_ops else 0)
     kept = 0
     for piece in group.slices:
-        compaction = _compaction_reason(group, piece, protection)
+        compaction = compaction_reason(group, piece, protection)
         if compaction is not None:
             decider.slice(piece, False, compaction)
             continue
@@ -546,23 +470,14 @@ def _keep_versions(decider: _Decider, group: FileGroup, retained: int, protectio
             kept += 1
             decider.slice(piece, False, "latest version" if kept == 1 else f"version {kept} of {retained} retained")
             continue
-        savepoint = _slice_savepoint(piece, protection.savepointed)
-        clustering = _clustering_reason(piece, protection)
+        savepoint = slice_savepoint(piece, protection.savepointed)
+        clustering = clustering_reason(piece, protection)
         if savepoint is not None:
             decider.slice(piece, False, f"savepoint {savepoint}")
         elif clustering is not None:
             decider.slice(piece, False, clustering)
         else:
             decider.slice(piece, True, f"older than the {retained} newest versions retained")
-
-
-def why_protected(group: FileGroup, piece: FileSlice, protection: Protection) -> str | None:
-    """Why a slice may not be cleaned whatever the policy: a savepoint holds a file of it, or a
-    pending compaction, log compaction or clustering reads it."""
-    savepoint = _slice_savepoint(piece, protection.savepointed)
-    if savepoint is not None:
-        return f"savepoint {savepoint}"
-    return _pending_reason(group, piece, protection)
 
 
 def plan_invalidations(table: Table, plan: CleanPlan) -> list[str]:
@@ -575,44 +490,3 @@ def plan_invalidations(table: Table, plan: CleanPlan) -> list[str]:
         reasons += [f"{i.action} {i.requested_time} was requested after the plan was made"
                     for i in table.timeline if i.action in (ROLLBACK, RESTORE) and i.requested_time > plan.timeline_end]
     return reasons
-
-
-def protection_conflicts(table: Table, targets: Iterable[tuple[str, str]]) -> list[str]:
-    """Which of a plan's (partition, path) targets the timeline protects now: a savepoint
-    holds the file, or a pending compaction, log compaction or clustering reads its file
-    group. The executor calls this under the table lock right before the first delete (a
-    savepoint or a table service may have appeared since the plan was made). Stricter than
-    `why_protected` for pending compactions: any log file of a group being compacted counts,
-    so a re-validation may keep more than the plan did, never less."""
-    return conflicts_with(read_protection(table), targets)
-
-
-def conflicts_with(protection: Protection, targets: Iterable[tuple[str, str]]) -> list[str]:
-    """`protection_conflicts` against a Protection read beforehand (Spark executors check
-    their share of a plan with the driver's, `timeline/spark/clean.py`)."""
-    if not (protection.savepointed or protection.clustering or protection.pending_ops):
-        return []
-    conflicts = []
-    for partition, path in targets:
-        name = path.rsplit("/", 1)[-1]
-        if name in protection.savepointed:
-            conflicts.append(f"{name}: savepoint {protection.savepointed[name]}")
-            continue
-        if name in protection.clustering:
-            conflicts.append(f"{name}: pending clustering {protection.clustering[name]} reads it")
-            continue
-        if not protection.pending_ops:
-            continue
-        try:
-            if is_base_file_name(name):
-                base = base_file_of(name)
-                file_id, instant, is_log = base.file_id, base.instant_time, False
-            else:
-                log = parse_log_file(name)
-                file_id, instant, is_log = log.file_id, log.instant_time, True
-        except InvalidFileNameError:
-            continue
-        op = protection.pending_ops.get((partition, file_id))
-        if op is not None and (is_log or instant >= op.base_instant):
-            conflicts.append(f"{name}: {op.kind} {op.instant} reads its file group")
-    return conflicts

@@ -6,11 +6,11 @@ spread out:
 1. The driver reads the requested plan as slices (`timeline.metadata.planfile`) and deals
    contiguous runs of partitions out as shares (`shares`), with the timeline's state files
    that `HudiTable.ensure_intact` would decode. It reads the plan's protection (savepoints,
-   pending compactions and clusterings: `planner.read_protection`).
+   pending compactions and clusterings: `protection.read_protection`).
 2. Each worker checks its share (`check_share`): its state files decode; it reads its byte
    range of the requested plan (a digest proves it is the file the driver read), decodes it,
    and applies the containment rule (`timeline/storage/containment.py`) and the protection
-   check (`planner.conflicts_with`). The driver reads the timeline again and refuses the
+   check (`protection.conflicts_with`). The driver reads the timeline again and refuses the
    whole clean before any delete when one worker found a state file or plan bytes that do
    not decode, a path outside the table or a protected file, exactly as
    `executor.begin_clean` does; then the clean goes inflight.
@@ -40,7 +40,7 @@ from timeline.clean.executor import (
     Status,
     refuse_protected,
 )
-from timeline.clean.planner import Protection, conflicts_with, read_protection
+from timeline.clean.protection import Protection, conflicts_with, read_protection
 from timeline.exceptions import CorruptInstantError, StorageError
 from timeline.instant import Instant, State
 from timeline.mdt.reader import metadata_table

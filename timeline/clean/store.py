@@ -11,7 +11,10 @@ parts in name order are the whole plan in that order; a part's name is its index
 task that is retried overwrites what its failed attempt wrote. Beside each part, its names file
 (`part-N.names.arrow`: partition, file name and decision, uncompressed Arrow IPC) lets a
 file-name search scan plain bytes instead of decoding Parquet. After a run, `outcomes.parquet`
-holds what happened to each file the plan deletes."""
+holds what happened to each file the plan deletes.
+
+This module reads a store; its files' schemas and the writing of a part are
+`timeline/clean/store_files.py`, the search over the names files `timeline/clean/store_search.py`."""
 
 from __future__ import annotations
 
@@ -27,11 +30,26 @@ import pyarrow as pa
 
 from timeline.clean.config import CleanConfig, CleanPolicy
 from timeline.clean.planner import CleanPlan, FileDecision, finish_plan, list_some, plan_partition, start_plan
+from timeline.clean.store_files import (
+    DECISIONS,
+    HEADER,
+    OUTCOME_FILE,
+    OUTCOMES,
+    PLAN_ORDER,
+    Part,
+    PartitionSums,
+    StoredPart,
+    clear_folder,
+    names_of,
+    open_store,
+    write_parquet,
+    write_part,
+)
+from timeline.clean.store_files import StoreError as StoreError  # the console catches it from here
+from timeline.clean.store_search import Hits, find_hits
 from timeline.exceptions import CleanlineError, FileNotFound
 from timeline.instant import Instant, State
 from timeline.perf import paused_gc
-from timeline.storage import storage_for
-from timeline.storage.arrow import ArrowStorage
 from timeline.storage.base import Storage
 
 if TYPE_CHECKING:
@@ -43,24 +61,6 @@ if TYPE_CHECKING:
     from timeline.clean.executor import FileOutcome
     from timeline.storage.s3 import S3Settings
     from timeline.table import Table
-
-DECISIONS = pa.schema([
-    ("partition", pa.string()), ("file_name", pa.string()), ("path", pa.string()), ("size", pa.int64()),
-    ("delete", pa.bool_()), ("reason", pa.string()), ("file_id", pa.string()), ("base_instant", pa.string()),
-    ("bootstrap", pa.bool_()),
-])
-OUTCOMES = pa.schema([
-    ("partition", pa.string()), ("file_name", pa.string()), ("outcome", pa.string()), ("bytes", pa.int64()),
-    ("error", pa.string()),
-])
-HEADER = "plan.json"
-OUTCOME_FILE = "outcomes.parquet"
-ROW_GROUP = 16_384  # rows per Parquet row group: a partition filter reads a few of them
-_SORT = [("partition", "ascending"), ("file_name", "ascending")]
-
-
-class StoreError(CleanlineError):
-    """A plan store that cannot be read or written (missing, damaged, unreachable)."""
 
 
 class FileRow(NamedTuple):
@@ -77,147 +77,6 @@ class FileRow(NamedTuple):
     base_instant: str
     bootstrap: bool
     outcome: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class PartitionSums:
-    """One considered partition: its files, those to delete and their bytes, and whether the
-    partition itself goes."""
-
-    partition: str
-    files: int
-    deletes: int
-    bytes_to_delete: int
-    dropped: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class Part:
-    """One Parquet part: its file name, the first and last partition it holds, its rows and
-    how many of them are deletes."""
-
-    name: str
-    first: str
-    last: str
-    rows: int
-    deletes: int
-
-
-@dataclass(frozen=True, slots=True)
-class StoredPart:
-    """What writing a part gives back to the driver: the part (None when its partitions had
-    no file) and its partitions' sums."""
-
-    part: Part | None
-    sums: tuple[PartitionSums, ...]
-
-
-def store_settings(uri: str) -> S3Settings | None:
-    """The S3 settings for a store on S3 (its root's, `configure_s3`); None for other stores."""
-    from timeline.storage.s3 import s3_settings_for
-
-    return s3_settings_for(uri) if uri.split(":", 1)[0].lower() in ("s3", "s3a", "s3n") else None
-
-
-def part_name(index: int) -> str:
-    return f"part-{index:06d}.parquet"
-
-
-def names_of(part: str) -> str:
-    """The names file beside a part: its rows' partition, file name and decision, in the same
-    order, as an uncompressed Arrow IPC file that a search maps and scans as plain bytes."""
-    return part.removesuffix(".parquet") + NAMES_SUFFIX
-
-
-NAMES_SUFFIX = ".names.arrow"
-NAMES = pa.schema([("partition", pa.dictionary(pa.int32(), pa.string())), ("file_name", pa.string()),
-                   ("delete", pa.bool_())])
-
-
-def _write_names(storage: ArrowStorage, path: str, table: pa.Table) -> None:
-    import pyarrow.compute as pc
-
-    names = pa.table([pc.dictionary_encode(table.column("partition")), table.column("file_name"),
-                      table.column("delete")], schema=NAMES).combine_chunks()
-    try:
-        storage.write_arrow(path, names)
-    except CleanlineError as exc:
-        raise StoreError(f"{storage.uri(path)}: cannot write the plan's names: {exc}") from exc
-
-
-def open_store(uri: str, s3: S3Settings | None = None) -> tuple[ArrowStorage, str]:
-    """The storage and path of a plan folder (a local path or `s3://...`)."""
-    storage, path = storage_for(uri, s3=s3 if s3 is not None else store_settings(uri))
-    if not isinstance(storage, ArrowStorage):
-        raise StoreError(f"{uri}: a plan store must be a local folder or an object-store prefix")
-    return storage, path.rstrip("/")
-
-
-def write_part(folder_uri: str, index: int, results: Iterable[tuple[str, Sequence[FileDecision], bool]],
-               s3: S3Settings | None = None) -> StoredPart:
-    """Write one part: the decisions of consecutive partitions (`plan_partition`'s results).
-    Runs where the partitions were planned; returns only sums."""
-    columns: list[list[Any]] = [[] for _ in DECISIONS.names]
-    sums = []
-    for partition, decisions, dropped in results:
-        deletes = doomed_bytes = 0
-        for d in decisions:
-            if d.delete:
-                deletes += 1
-                doomed_bytes += d.size
-        sums.append(PartitionSums(partition, len(decisions), deletes, doomed_bytes, dropped))
-        if decisions:
-            for column, values in zip(columns, zip(*decisions, strict=True), strict=True):
-                column.extend(values)
-    if not columns[0]:
-        return StoredPart(None, tuple(sums))
-    table = pa.Table.from_arrays([pa.array(c, type=t) for c, t in zip(columns, DECISIONS.types, strict=True)],
-                                 schema=DECISIONS).sort_by(_SORT)
-    storage, folder = open_store(folder_uri, s3)
-    name = part_name(index)
-    _write_parquet(storage, Storage.join(folder, name), table)
-    _write_names(storage, Storage.join(folder, names_of(name)), table)
-    partitions = table.column("partition")
-    return StoredPart(Part(name, partitions[0].as_py(), partitions[-1].as_py(), table.num_rows,
-                           sum(s.deletes for s in sums)), tuple(sums))
-
-
-# Dictionary-encode only the columns that repeat (file names and paths are unique); LZ4: a search
-# scans every name, and decompression is the larger part of its cost after decoding.
-_DICTIONARY = ["partition", "reason", "file_id", "base_instant", "outcome", "error"]
-
-
-def _write_parquet(storage: ArrowStorage, path: str, table: pa.Table) -> None:
-    try:
-        storage.write_parquet(path, table, row_group_size=ROW_GROUP, compression="lz4",
-                              use_dictionary=[c for c in _DICTIONARY if c in table.column_names])
-    except CleanlineError as exc:
-        raise StoreError(f"{storage.uri(path)}: cannot write the plan's file: {exc}") from exc
-
-
-def _is_store_file(name: str) -> bool:
-    """A file a plan store writes: its parts and their names files (and their temporary files),
-    header and outcomes."""
-    return (name in (HEADER, OUTCOME_FILE)
-            or (name.startswith("part-") and (".parquet" in name or NAMES_SUFFIX in name))
-            or (name.startswith(OUTCOME_FILE) and name.endswith(".tmp")))
-
-
-def clear_folder(folder_uri: str, s3: S3Settings | None = None) -> None:
-    """Empty a plan folder (an earlier, failed run's parts; a plan no longer wanted). Only a
-    plan store's own files go: a folder holding anything else (a sub-folder, another file) is
-    refused whole and nothing in it is deleted, so a mistyped store never removes a table."""
-    storage, folder = open_store(folder_uri, s3)
-    if not storage.exists(folder):
-        return
-    entries = storage.list(folder)
-    strangers = [e.name for e in entries if e.is_dir or not _is_store_file(e.name)]
-    if strangers:
-        raise StoreError(f"{folder_uri}: not a plan store's folder (it holds {', '.join(sorted(strangers)[:5])}); "
-                         "nothing was deleted")
-    for entry in entries:
-        storage.delete(entry.path)
-    storage.delete_dir(folder)
 
 
 @dataclass(frozen=True)
@@ -374,7 +233,7 @@ class StoredPlan:
         partitions = sorted(set(keys.column("partition").to_pylist()))
         wanted = pc.field("partition").isin(partitions) & pc.field("file_name").isin(keys.column("file_name"))
         parts = [p for p in self.parts if p.rows and p.first <= partitions[-1] and p.last >= partitions[0]]
-        page = self._dataset(parts).to_table(filter=wanted).sort_by(_SORT)
+        page = self._dataset(parts).to_table(filter=wanted).sort_by(PLAN_ORDER)
         exact = set(zip(keys.column("partition").to_pylist(), keys.column("file_name").to_pylist(), strict=True))
         return self._with_outcomes([r for r in _rows_of(page) if (r.partition, r.file_name) in exact])
 
@@ -432,35 +291,11 @@ class StoredPlan:
             raise StoreError(f"{self.uri}: cannot read {names_of(part.name)}: {exc}") from exc
 
     def _hits(self, delete: bool | None, partition: str, search: str) -> Hits | None:
-        """The rows whose file names contain `search` (ignoring case when it has capitals: Hudi's
-        names are lower case), to delete, kept or all, in one partition or all: per part, the
-        row positions, found by scanning the names files' bytes. None when a part has no names
-        file."""
-        import pyarrow.compute as pc
-
-        fold = search != search.lower()
-        needle = (search.lower() if fold else search).encode()
-        found: list[tuple[int, pa.Array]] = []
-        for index in self._part_range(partition):
-            part = self.parts[index]
-            if not part.rows:
-                continue
-            names = self._names(part)
-            if names is None:
-                return None
-            rows = _rows_containing(names.column("file_name").combine_chunks(), needle, fold)
-            if len(rows) and (delete is not None or partition):
-                chosen = names.take(rows)
-                keep = None
-                if delete is not None:
-                    keep = chosen.column("delete") if delete else pc.invert(chosen.column("delete"))
-                if partition:
-                    same = pc.equal(chosen.column("partition").cast(pa.string()), partition)
-                    keep = same if keep is None else pc.and_(keep, same)
-                rows = rows.filter(keep)
-            if len(rows):
-                found.append((index, rows))
-        return Hits(tuple(found))
+        """The search's hits, from the names files of the parts `partition` lies in
+        (`store_search.find_hits`); None when one of them has none."""
+        names = ((index, self._names(self.parts[index])) for index in self._part_range(partition)
+                 if self.parts[index].rows)
+        return find_hits(names, delete=delete, partition=partition, search=search)
 
     def _rows_at(self, hits: Hits, offset: int, limit: int | None) -> list[FileRow]:
         """Whole rows of the hits from `offset`, at most `limit`, reading only their parts."""
@@ -513,9 +348,9 @@ class StoredPlan:
                                          strict=True):
                     column.append(value)
         table = pa.Table.from_arrays([pa.array(c, type=t) for c, t in zip(columns, OUTCOMES.types, strict=True)],
-                                     schema=OUTCOMES).sort_by(_SORT)
+                                     schema=OUTCOMES).sort_by(PLAN_ORDER)
         storage, folder = open_store(self.uri, self.s3)
-        _write_parquet(storage, Storage.join(folder, OUTCOME_FILE), table)
+        write_parquet(storage, Storage.join(folder, OUTCOME_FILE), table)
         planned = {(r.partition, r.file_name): r.size for r in self.deletes()}
         totals: dict[str, list[int]] = {}
         slot = {"deleted": 0, "gone": 1, "failed": 2}
@@ -618,53 +453,6 @@ class Matches(Sequence[FileRow]):
         start, stop, step = index.indices(len(self))
         rows = self.page(start, stop - start) if stop > start else []
         return rows[::step] if step != 1 else rows
-
-
-@dataclass(frozen=True, slots=True)
-class Hits:
-    """A search's hits: per part (its index), the positions of the matching rows, ascending."""
-
-    parts: tuple[tuple[int, pa.Array], ...]
-
-    @property
-    def count(self) -> int:
-        return sum(len(rows) for _, rows in self.parts)
-
-
-def _rows_containing(names: pa.Array, needle: bytes, fold: bool) -> pa.Array:
-    """Positions (int64, ascending) of the strings of `names` that contain `needle` (`fold`:
-    compared lower-cased, the needle already is). The strings' bytes are searched as one
-    buffer with bytes.find, from one match to the next row, so that a rare needle costs about
-    a memchr over the data; a needle found in many rows is matched row by row in C instead."""
-    import pyarrow.compute as pc
-
-    count = len(names)
-    if not needle or not count:
-        return pa.array(range(count) if not needle else [], type=pa.int64())
-    offsets = memoryview(names.buffers()[1]).cast("i")[names.offset:names.offset + count + 1]
-    first, last = offsets[0], offsets[count]
-    data = names.buffers()[2]
-    hay = data.to_pybytes() if data is not None else b""
-    if first or last != len(hay):
-        hay = hay[first:last]
-    if fold:
-        hay = hay.lower()
-    rows: list[int] = []
-    dense = count // 8
-    width = len(needle)
-    at = hay.find(needle)
-    while at >= 0:
-        row = bisect_right(offsets, first + at) - 1
-        end = offsets[row + 1] - first
-        if at + width <= end:  # wholly inside one name, not across two
-            rows.append(row)
-            if len(rows) > dense:  # in many names: the vectorised kernel beats a step per hit
-                mask = pc.match_substring(names, needle.decode(), ignore_case=fold)
-                return pc.indices_nonzero(mask).cast(pa.int64())
-            at = hay.find(needle, end)
-        else:
-            at = hay.find(needle, at + 1)
-    return pa.array(rows, type=pa.int64())
 
 
 def _where(delete: bool | None, partition: str) -> pc.Expression | None:

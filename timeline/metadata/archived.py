@@ -24,7 +24,7 @@ from timeline.instant import (
     State,
 )
 from timeline.metadata import avro, jsonmeta
-from timeline.metadata.records import Raw, _text
+from timeline.metadata.raw import Raw, text
 
 ENTRY_RECORD: Final = "HoodieArchivedMetaEntry"
 LSM_RECORD: Final = "HoodieLSMTimelineInstant"
@@ -41,8 +41,8 @@ class ArchivedEntry:
 
     @classmethod
     def from_raw(cls, raw: Raw) -> ArchivedEntry:
-        return cls(_text(raw, "commitTime"), _text(raw, "actionType"), _text(raw, "actionState") or "COMPLETED",
-                   _text(raw, "stateTransitionTime"))
+        return cls(text(raw, "commitTime"), text(raw, "actionType"), text(raw, "actionState") or "COMPLETED",
+                   text(raw, "stateTransitionTime"))
 
 
 # --- v6: MetadataConversionUtils.createMetaWrapper ---------------------------------------------

@@ -2,7 +2,8 @@
 decoded once from what `timeline.metadata.decode` returns (`from_raw`, keeping the payload as
 `.raw` for the JSON view) and, where Cleanline writes it, encoded back in Hudi's field order
 (`to_raw`). This module and the schemas beside it are the only place Hudi's payload field names
-are spelled; everything else reads attributes."""
+are spelled; everything else reads attributes. The lenient readers of a payload's values are
+`raw.py`."""
 
 from __future__ import annotations
 
@@ -23,15 +24,7 @@ from timeline.instant import (
     SAVEPOINT,
     State,
 )
-
-Raw = Mapping[str, Any]
-_EMPTY: Mapping[str, Any] = {}
-
-
-def camel(name: str) -> str:
-    """`earliest_commit_to_retain` -> `earliestCommitToRetain`."""
-    head, *rest = name.split("_")
-    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+from timeline.metadata.raw import Raw, camel, extra, file_name_of, mapping, number, text, texts
 
 
 def hudi_fields(kind: type[Record], attributes: Iterable[str]) -> list[str]:
@@ -43,39 +36,6 @@ def hudi_fields(kind: type[Record], attributes: Iterable[str]) -> list[str]:
             raise ValueError(f"{kind.__name__} has no field {attribute}")
         names.append(kind.renamed.get(attribute, camel(attribute)))
     return names
-
-
-def _text(raw: Raw, key: str) -> str:
-    value = raw.get(key)
-    return "" if value is None else str(value)
-
-
-def _int(raw: Raw, key: str) -> int:
-    """A count; what is not a number (e.g. "lots" written by hand) counts as 0."""
-    value = raw.get(key)
-    if isinstance(value, bool):
-        return 0
-    try:
-        return int(value) if value is not None else 0
-    except (TypeError, ValueError, OverflowError):
-        return 0
-
-
-def _names(value: Any) -> tuple[str, ...]:
-    return tuple(str(v) for v in value or () if v is not None)
-
-
-def _map(raw: Raw, key: str) -> Mapping[str, Any]:
-    value = raw.get(key)
-    return value if isinstance(value, Mapping) else _EMPTY
-
-
-def _extra(raw: Raw) -> Mapping[str, str]:
-    return {str(k): "" if v is None else str(v) for k, v in _map(raw, "extraMetadata").items()}
-
-
-def _file_name(path: str) -> str:
-    return path.rsplit("/", 1)[-1]
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,11 +68,11 @@ class InstantRef:
     def from_action_instant(cls, raw: Raw | None) -> InstantRef | None:
         if not raw or not raw.get("timestamp"):
             return None
-        return cls(_text(raw, "timestamp"), _text(raw, "action"), _text(raw, "state"))
+        return cls(text(raw, "timestamp"), text(raw, "action"), text(raw, "state"))
 
     @classmethod
     def from_instant_info(cls, raw: Raw) -> InstantRef:
-        return cls(_text(raw, "commitTime"), _text(raw, "action"))
+        return cls(text(raw, "commitTime"), text(raw, "action"))
 
 
 # Clean
@@ -148,12 +108,12 @@ class CleanerPlan(Record):
     def from_raw(cls, raw: Raw) -> CleanerPlan:
         files = {str(p): tuple(CleanFileInfo(str(p), i.get("filePath") or "", bool(i.get("isBootstrapBaseFile")))
                                for i in infos or ())  # one per planned file: no helper call per file
-                 for p, infos in _map(raw, "filePathsToBeDeletedPerPartition").items()}
-        legacy = {str(p): _names(names) for p, names in _map(raw, "filesToBeDeletedPerPartition").items()}
+                 for p, infos in mapping(raw, "filePathsToBeDeletedPerPartition").items()}
+        legacy = {str(p): texts(names) for p, names in mapping(raw, "filesToBeDeletedPerPartition").items()}
         return cls(raw, InstantRef.from_action_instant(raw.get("earliestInstantToRetain")),
-                   _text(raw, "lastCompletedCommitTimestamp"), _text(raw, "policy"), files, legacy,
-                   tuple(p for p in _names(raw.get("partitionsToBeDeleted")) if p), _extra(raw),
-                   _int(raw, "version"))
+                   text(raw, "lastCompletedCommitTimestamp"), text(raw, "policy"), files, legacy,
+                   tuple(p for p in texts(raw.get("partitionsToBeDeleted")) if p), extra(raw),
+                   number(raw, "version"))
 
     def to_raw(self) -> dict[str, Any]:
         ectr = self.earliest_instant_to_retain
@@ -188,9 +148,9 @@ class CleanPartitionMetadata:
 
     @classmethod
     def from_raw(cls, partition: str, raw: Raw) -> CleanPartitionMetadata:
-        return cls(_text(raw, "partitionPath") or partition, _text(raw, "policy"),
-                   _names(raw.get("deletePathPatterns")), _names(raw.get("successDeleteFiles")),
-                   _names(raw.get("failedDeleteFiles")), bool(raw.get("isPartitionDeleted")))
+        return cls(text(raw, "partitionPath") or partition, text(raw, "policy"),
+                   texts(raw.get("deletePathPatterns")), texts(raw.get("successDeleteFiles")),
+                   texts(raw.get("failedDeleteFiles")), bool(raw.get("isPartitionDeleted")))
 
     def to_raw(self) -> dict[str, Any]:
         return {"partitionPath": self.partition, "policy": self.policy,
@@ -220,13 +180,13 @@ class CleanMetadata(Record):
 
     @classmethod
     def from_raw(cls, raw: Raw) -> CleanMetadata:
-        return cls(raw, _text(raw, "startCleanTime"), _int(raw, "timeTakenInMillis"), _int(raw, "totalFilesDeleted"),
-                   _text(raw, "earliestCommitToRetain").strip(), _text(raw, "lastCompletedCommitTimestamp"),
+        return cls(raw, text(raw, "startCleanTime"), number(raw, "timeTakenInMillis"), number(raw, "totalFilesDeleted"),
+                   text(raw, "earliestCommitToRetain").strip(), text(raw, "lastCompletedCommitTimestamp"),
                    {str(p): CleanPartitionMetadata.from_raw(str(p), m or {})
-                    for p, m in _map(raw, "partitionMetadata").items()},
+                    for p, m in mapping(raw, "partitionMetadata").items()},
                    {str(p): CleanPartitionMetadata.from_raw(str(p), m or {})
-                    for p, m in _map(raw, "bootstrapPartitionMetadata").items()},
-                   _extra(raw), _int(raw, "version"))
+                    for p, m in mapping(raw, "bootstrapPartitionMetadata").items()},
+                   extra(raw), number(raw, "version"))
 
     def to_raw(self) -> dict[str, Any]:
         return {
@@ -268,7 +228,7 @@ class WriteStat:
 
     @property
     def file_name(self) -> str:
-        return _file_name(self.path)
+        return file_name_of(self.path)
 
     @property
     def updates_a_group(self) -> bool:
@@ -277,10 +237,10 @@ class WriteStat:
 
     @classmethod
     def from_raw(cls, partition: str, raw: Raw) -> WriteStat:
-        return cls(_text(raw, "partitionPath") or partition, _text(raw, "fileId"), _text(raw, "path"),
-                   _text(raw, "prevCommit") or "null", _int(raw, "numWrites"), _int(raw, "numInserts"),
-                   _int(raw, "numUpdateWrites"), _int(raw, "numDeletes"), _int(raw, "totalWriteBytes"),
-                   _int(raw, "fileSizeInBytes"))
+        return cls(text(raw, "partitionPath") or partition, text(raw, "fileId"), text(raw, "path"),
+                   text(raw, "prevCommit") or "null", number(raw, "numWrites"), number(raw, "numInserts"),
+                   number(raw, "numUpdateWrites"), number(raw, "numDeletes"), number(raw, "totalWriteBytes"),
+                   number(raw, "fileSizeInBytes"))
 
 
 # A commit's write stats by partition: the field `timeline.metadata.stream_write_stats` reads as a stream
@@ -301,9 +261,9 @@ class CommitMetadata(Record):
     @classmethod
     def from_raw(cls, raw: Raw) -> CommitMetadata:
         stats = {str(p): tuple(WriteStat.from_raw(str(p), s) for s in group or ())
-                 for p, group in _map(raw, WRITE_STATS_FIELD).items() if p is not None}
-        replaced = {str(p): _names(ids) for p, ids in _map(raw, "partitionToReplaceFileIds").items() if p is not None}
-        return cls(raw, stats, replaced, _text(raw, "operationType"), _extra(raw), WRITE_STATS_FIELD in raw)
+                 for p, group in mapping(raw, WRITE_STATS_FIELD).items() if p is not None}
+        replaced = {str(p): texts(ids) for p, ids in mapping(raw, "partitionToReplaceFileIds").items() if p is not None}
+        return cls(raw, stats, replaced, text(raw, "operationType"), extra(raw), WRITE_STATS_FIELD in raw)
 
     @property
     def partitions(self) -> set[str]:
@@ -326,12 +286,12 @@ class SliceInfo:
 
     @property
     def file_names(self) -> list[str]:
-        return [_file_name(p) for p in (self.data_file, *self.log_files) if p]
+        return [file_name_of(p) for p in (self.data_file, *self.log_files) if p]
 
     @classmethod
     def from_raw(cls, raw: Raw) -> SliceInfo:
-        return cls(_text(raw, "partitionPath"), _text(raw, "fileId"), _text(raw, "baseInstantTime"),
-                   _text(raw, "dataFilePath"), _names(raw.get("deltaFilePaths")))
+        return cls(text(raw, "partitionPath"), text(raw, "fileId"), text(raw, "baseInstantTime"),
+                   text(raw, "dataFilePath"), texts(raw.get("deltaFilePaths")))
 
     def compaction_operation(self, metrics: Mapping[str, float]) -> dict[str, Any]:
         """A HoodieCompactionOperation (plan version 2) for this slice."""
@@ -366,9 +326,9 @@ class RequestedReplace(Record):
 
     @classmethod
     def from_raw(cls, raw: Raw) -> RequestedReplace:
-        groups = _map(raw, "clusteringPlan").get("inputGroups") or ()
+        groups = mapping(raw, "clusteringPlan").get("inputGroups") or ()
         slices = tuple(SliceInfo.from_raw(s) for g in groups for s in (g or {}).get("slices") or ())
-        return cls(raw, _text(raw, "operationType"), slices)
+        return cls(raw, text(raw, "operationType"), slices)
 
     @property
     def is_clustering(self) -> bool:
@@ -394,9 +354,10 @@ class SavepointMetadata(Record):
 
     @classmethod
     def from_raw(cls, raw: Raw) -> SavepointMetadata:
-        files = {str(p): _names((m or {}).get("savepointDataFile")) for p, m in _map(raw, "partitionMetadata").items()}
-        return cls(raw, _text(raw, "savepointedBy"), _int(raw, "savepointedAt"), _text(raw, "comments"), files,
-                   _int(raw, "version"))
+        files = {str(p): texts((m or {}).get("savepointDataFile"))
+                 for p, m in mapping(raw, "partitionMetadata").items()}
+        return cls(raw, text(raw, "savepointedBy"), number(raw, "savepointedAt"), text(raw, "comments"), files,
+                   number(raw, "version"))
 
     def file_names(self) -> list[tuple[str, str]]:
         return [(p, n) for p, names in self.files.items() for n in names]
@@ -424,9 +385,9 @@ class RollbackRequest:
 
     @classmethod
     def from_raw(cls, raw: Raw) -> RollbackRequest:
-        blocks = {str(k): int(v or 0) for k, v in _map(raw, "logBlocksToBeDeleted").items()}
-        return cls(_text(raw, "partitionPath"), _text(raw, "fileId"), _text(raw, "latestBaseInstant"),
-                   _names(raw.get("filesToBeDeleted")), blocks)
+        blocks = {str(k): int(v or 0) for k, v in mapping(raw, "logBlocksToBeDeleted").items()}
+        return cls(text(raw, "partitionPath"), text(raw, "fileId"), text(raw, "latestBaseInstant"),
+                   texts(raw.get("filesToBeDeleted")), blocks)
 
     def to_raw(self) -> dict[str, Any]:
         return {"partitionPath": self.partition, "fileId": self.file_id, "latestBaseInstant": self.latest_base_instant,
@@ -447,7 +408,7 @@ class RollbackPlan(Record):
         target = raw.get("instantToRollback")
         return cls(raw, InstantRef.from_instant_info(target) if target else None,
                    tuple(RollbackRequest.from_raw(r) for r in raw.get("RollbackRequests") or ()),
-                   _int(raw, "version"))
+                   number(raw, "version"))
 
     def to_raw(self) -> dict[str, Any]:
         return {"instantToRollback": None if self.instant_to_rollback is None else
@@ -469,10 +430,10 @@ class RollbackPartitionMetadata:
 
     @classmethod
     def from_raw(cls, partition: str, raw: Raw) -> RollbackPartitionMetadata:
-        return cls(_text(raw, "partitionPath") or partition, _names(raw.get("successDeleteFiles")),
-                   _names(raw.get("failedDeleteFiles")),
-                   {str(k): int(v or 0) for k, v in _map(raw, "rollbackLogFiles").items()},
-                   {str(k): int(v or 0) for k, v in _map(raw, "logFilesFromFailedCommit").items()})
+        return cls(text(raw, "partitionPath") or partition, texts(raw.get("successDeleteFiles")),
+                   texts(raw.get("failedDeleteFiles")),
+                   {str(k): int(v or 0) for k, v in mapping(raw, "rollbackLogFiles").items()},
+                   {str(k): int(v or 0) for k, v in mapping(raw, "logFilesFromFailedCommit").items()})
 
     def to_raw(self) -> dict[str, Any]:
         return {"partitionPath": self.partition, "successDeleteFiles": list(self.success_delete_files),
@@ -497,12 +458,12 @@ class RollbackMetadata(Record):
 
     @classmethod
     def from_raw(cls, raw: Raw) -> RollbackMetadata:
-        return cls(raw, _text(raw, "startRollbackTime"), _int(raw, "timeTakenInMillis"),
-                   _names(raw.get("commitsRollback")),
+        return cls(raw, text(raw, "startRollbackTime"), number(raw, "timeTakenInMillis"),
+                   texts(raw.get("commitsRollback")),
                    {str(p): RollbackPartitionMetadata.from_raw(str(p), m or {})
-                    for p, m in _map(raw, "partitionMetadata").items()},
+                    for p, m in mapping(raw, "partitionMetadata").items()},
                    tuple(InstantRef.from_instant_info(i) for i in raw.get("instantsRollback") or ()),
-                   _int(raw, "version"))
+                   number(raw, "version"))
 
     def to_raw(self) -> dict[str, Any]:
         return {"startRollbackTime": self.start_rollback_time, "timeTakenInMillis": self.time_taken_ms,
@@ -524,7 +485,7 @@ class RestorePlan(Record):
     @classmethod
     def from_raw(cls, raw: Raw) -> RestorePlan:
         return cls(raw, tuple(InstantRef.from_instant_info(i) for i in raw.get("instantsToRollback") or ()),
-                   _text(raw, "savepointToRestoreTimestamp"), _int(raw, "version"))
+                   text(raw, "savepointToRestoreTimestamp"), number(raw, "version"))
 
     def to_raw(self) -> dict[str, Any]:
         return {"instantsToRollback": [i.instant_info() for i in self.instants_to_rollback],
@@ -544,10 +505,10 @@ class RestoreMetadata(Record):
     @classmethod
     def from_raw(cls, raw: Raw) -> RestoreMetadata:
         rolled = {str(t): tuple(RollbackMetadata.from_raw(m or {}) for m in ms or ())
-                  for t, ms in _map(raw, "hoodieRestoreMetadata").items()}
-        return cls(raw, _text(raw, "startRestoreTime"), _int(raw, "timeTakenInMillis"), rolled,
+                  for t, ms in mapping(raw, "hoodieRestoreMetadata").items()}
+        return cls(raw, text(raw, "startRestoreTime"), number(raw, "timeTakenInMillis"), rolled,
                    tuple(InstantRef.from_instant_info(i) for i in raw.get("restoreInstantInfo") or ()),
-                   _int(raw, "version"))
+                   number(raw, "version"))
 
     def to_raw(self) -> dict[str, Any]:
         return {"startRestoreTime": self.start_restore_time, "timeTakenInMillis": self.time_taken_ms,

@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from timeline.metadata.records import WRITE_STATS_FIELD, camel
+from timeline.metadata.raw import camel
+from timeline.metadata.records import WRITE_STATS_FIELD
 
 # HoodieWriteStat in the field order of Hudi's v6 JSON, with Hudi's defaults.
 _STAT_DEFAULTS: Mapping[str, Any] = {

@@ -41,7 +41,8 @@ from timeline.clean.executor import (
     pending_cleans,
 )
 from timeline.clean.planner import CleanPlan, FileDecision, PlanContext, finish_plan, plan_partition, start_plan
-from timeline.clean.store import StoredPart, StoredPlan, clear_folder, store_plan, store_settings, write_part
+from timeline.clean.store import StoredPlan, store_plan
+from timeline.clean.store_files import StoredPart, clear_folder, store_settings, write_part
 from timeline.fsview import list_partition, partition_paths
 from timeline.instant import Instant
 from timeline.perf import paused_gc

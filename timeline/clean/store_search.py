@@ -1,0 +1,87 @@
+"""A file-name search over a plan store's names files (`part-N.names.arrow`: partition, file
+name and decision per row, uncompressed): each part's names scanned as plain bytes, giving the
+positions of the matching rows per part (`Hits`); `timeline/clean/store.py` reads only those rows."""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+
+@dataclass(frozen=True, slots=True)
+class Hits:
+    """A search's hits: per part (its index), the positions of the matching rows, ascending."""
+
+    parts: tuple[tuple[int, pa.Array], ...]
+
+    @property
+    def count(self) -> int:
+        return sum(len(rows) for _, rows in self.parts)
+
+
+def rows_containing(names: pa.Array, needle: bytes, fold: bool) -> pa.Array:
+    """Positions (int64, ascending) of the strings of `names` that contain `needle` (`fold`:
+    compared lower-cased, the needle already is). The strings' bytes are searched as one
+    buffer with bytes.find, from one match to the next row, so that a rare needle costs about
+    a memchr over the data; a needle found in many rows is matched row by row in C instead."""
+    import pyarrow.compute as pc
+
+    count = len(names)
+    if not needle or not count:
+        return pa.array(range(count) if not needle else [], type=pa.int64())
+    offsets = memoryview(names.buffers()[1]).cast("i")[names.offset:names.offset + count + 1]
+    first, last = offsets[0], offsets[count]
+    data = names.buffers()[2]
+    hay = data.to_pybytes() if data is not None else b""
+    if first or last != len(hay):
+        hay = hay[first:last]
+    if fold:
+        hay = hay.lower()
+    rows: list[int] = []
+    dense = count // 8
+    width = len(needle)
+    at = hay.find(needle)
+    while at >= 0:
+        row = bisect_right(offsets, first + at) - 1
+        end = offsets[row + 1] - first
+        if at + width <= end:  # wholly inside one name, not across two
+            rows.append(row)
+            if len(rows) > dense:  # in many names: the vectorised kernel beats a step per hit
+                mask = pc.match_substring(names, needle.decode(), ignore_case=fold)
+                return pc.indices_nonzero(mask).cast(pa.int64())
+            at = hay.find(needle, end)
+        else:
+            at = hay.find(needle, at + 1)
+    return pa.array(rows, type=pa.int64())
+
+
+def find_hits(names: Iterable[tuple[int, pa.Table | None]], *, delete: bool | None, partition: str,
+              search: str) -> Hits | None:
+    """The rows whose file names contain `search` (ignoring case when it has capitals: Hudi's
+    names are lower case), to delete, kept or all, in one partition or all: per part (its
+    index and names file, in plan order), the row positions. None when a part has no names
+    file (a store written before they existed)."""
+    import pyarrow.compute as pc
+
+    fold = search != search.lower()
+    needle = (search.lower() if fold else search).encode()
+    found: list[tuple[int, pa.Array]] = []
+    for index, table in names:
+        if table is None:
+            return None
+        rows = rows_containing(table.column("file_name").combine_chunks(), needle, fold)
+        if len(rows) and (delete is not None or partition):
+            chosen = table.take(rows)
+            keep = None
+            if delete is not None:
+                keep = chosen.column("delete") if delete else pc.invert(chosen.column("delete"))
+            if partition:
+                same = pc.equal(chosen.column("partition").cast(pa.string()), partition)
+                keep = same if keep is None else pc.and_(keep, same)
+            rows = rows.filter(keep)
+        if len(rows):
+            found.append((index, rows))
+    return Hits(tuple(found))
