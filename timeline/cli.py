@@ -23,6 +23,7 @@ from timeline.cli_clean import (
     clean_schedule,
     clean_show,
     clean_what_if,
+    listing_option,
     maintenance_of,
     retention_settings,
     writer_option,
@@ -108,7 +109,12 @@ def _fsview(args: argparse.Namespace) -> None:
 
         parse_instant_time(args.as_of)
     table = timeline.HudiTable.open(args.path)
-    view = table.file_system_view(as_of=args.as_of, sizes=not args.json)  # the JSON names files, no sizes
+    from timeline.mdt.listing import ListingSource, resolve, table_listing
+
+    # storage: listed by the view itself, without sizes for the JSON (it names files, no sizes)
+    listing = table_listing(table, ListingSource.METADATA)[0] if resolve(table, args.listing) is \
+        ListingSource.METADATA else None
+    view = table.file_system_view(as_of=args.as_of, listing=listing, sizes=not args.json)
     if args.all_slices:
         slices = [s for g in view.file_groups() for s in g.slices]
     else:
@@ -317,6 +323,7 @@ def _read_commands(commands: Any) -> None:
     fs.add_argument("--as-of", metavar="T", help="the view as of completed instant time T")
     fs.add_argument("--all-slices", action="store_true", help="every committed slice, not only the latest")
     fs.add_argument("--json", action="store_true", help="print JSON")
+    listing_option(fs)
 
 
 def _clean_commands(commands: Any) -> None:
@@ -337,7 +344,7 @@ def _clean_commands(commands: Any) -> None:
         cmd.add_argument("--allow-short-retention", action="store_true",
                          help="allow retaining less than the table's own clean settings (refused otherwise)")
         if name == "plan":
-            _sizes(cmd)
+            listing_option(_sizes(cmd))
             cmd.add_argument("--json", action="store_true", help="print JSON (HoodieCleanerPlan names + reasons)")
             cmd.add_argument("--engine", choices=["local", "spark", "auto"], default="local",
                              help="plan in this process, or fan out over partitions on Spark (SPARK_MASTER); "
@@ -358,6 +365,7 @@ def _clean_commands(commands: Any) -> None:
     whatif.add_argument("--no-incremental", action="store_true",
                         help="plan every setting over every partition, not incrementally as a clean would")
     whatif.add_argument("--json", action="store_true", help="print JSON (sizes in bytes)")
+    listing_option(whatif)
     run = _writers_stopped(_sizes(_command(clean, "run", clean_run,
                                         "run pending cleans (requested or inflight) with progress")))
     run.add_argument("--instant", metavar="T", help="only the pending clean at T")

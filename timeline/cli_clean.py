@@ -62,12 +62,22 @@ def writer_option(text: str) -> tuple[str, str]:
     return key.strip(), value.strip()
 
 
+def listing_option(cmd: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """--listing: where the table's files are listed from (timeline/mdt/listing.py)."""
+    cmd.add_argument("--listing", choices=["auto", "metadata", "storage"], default="auto",
+                     help="list the table's files through its metadata table (as Hudi does when its `files` "
+                          "partition is available), from storage, or auto: the metadata table when available "
+                          "(default)")
+    return cmd
+
+
 def planned(args: argparse.Namespace) -> tuple[timeline.HudiTable, timeline.CleanConfig, timeline.CleanPlan]:
     table = timeline.HudiTable.open(args.path)
     config = clean_config(table, args)
     maintenance = maintenance_of(table, args, planning=True)
     return table, config, maintenance.plan_clean(config, now=now_of(table, args.now),
-                                                 enforce_retention=not args.allow_short_retention)
+                                                 enforce_retention=not args.allow_short_retention,
+                                                 listing=getattr(args, "listing", "auto"))
 
 
 def plan_json(plan: timeline.CleanPlan) -> dict[str, Any]:
@@ -83,6 +93,7 @@ def plan_json(plan: timeline.CleanPlan) -> dict[str, Any]:
                         "partitionsWithDeletes": len({d.partition for d in deleted}),
                         "partitionsToDelete": len(plan.partitions_to_delete)}
     record["incremental"] = plan.incremental
+    record["listing"] = plan.listing
     record["notes"] = list(plan.notes)
     return record
 
@@ -136,8 +147,8 @@ def clean_what_if(args: argparse.Namespace) -> None:
     base = timeline.CleanConfig.from_properties(table.config.props, incremental=False if args.no_incremental else None)
     from timeline.clean.whatif import what_if
 
-    result = what_if(table, commits=args.commits, hours=args.hours or (),
-                              file_versions=args.file_versions or (), base=base, now=now_of(table, args.now))
+    result = what_if(table, commits=args.commits, hours=args.hours or (), file_versions=args.file_versions or (),
+                     base=base, now=now_of(table, args.now), source=args.listing)
     data = {"table": result.table, "now": result.now.isoformat() if result.now else None,
             "listing": {"partitions": result.partitions, "files": result.files, "bytes": result.bytes},
             "tableSettings": base.as_properties(), "settings": [cost_json(c) for c in result.costs]}

@@ -92,10 +92,12 @@ class Maintenance:
         return plan
 
     def plan_clean(self, config: CleanConfig, *, now: datetime | None = None,
-                   enforce_retention: bool = True) -> CleanPlan:
+                   enforce_retention: bool = True, listing: str = "storage") -> CleanPlan:
         """The plan, with a reason for every file; writes nothing. With `enforce_retention`
         (the default) a configuration that keeps less than the table's own clean settings is
-        refused (RetentionTooShort); without it such a plan carries a note saying so."""
+        refused (RetentionTooShort); without it such a plan carries a note saying so.
+        `listing` (storage, metadata or auto: `timeline.mdt.listing.ListingSource`) is where this
+        process lists the table from; the Spark engine lists storage."""
         shortfall = retention_shortfall(self.table.config.props, config)
         if enforce_retention:
             check_retention(self.table.uri, self.table.config.props, config)
@@ -104,7 +106,7 @@ class Maintenance:
 
             plan = plan_clean_spark(self.spark, self.table.uri, config, now=now)
         else:
-            plan = plan_clean(self.table, config, now=now, processes=self.processes)
+            plan = plan_clean(self.table, config, now=now, processes=self.processes, source=listing)
         if shortfall is None:
             return plan
         return replace(plan, notes=(*plan.notes, f"retention check off: {shortfall}"))

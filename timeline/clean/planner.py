@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from itertools import repeat
 from typing import Any, NamedTuple
@@ -36,6 +36,7 @@ from timeline.fsview import (
     top_folders,
 )
 from timeline.instant import CLUSTERING, REPLACE_COMMIT, RESTORE, ROLLBACK, Instant, State
+from timeline.mdt.listing import ListingSource, describe, resolve, table_listing
 from timeline.metadata import STREAM_CHECK_BYTES
 from timeline.metadata.records import CleanerPlan, CleanFileInfo, CleanMetadata, CommitMetadata, InstantRef
 from timeline.perf import paused_gc
@@ -80,6 +81,8 @@ class CleanPlan:
     notes: tuple[str, ...] = field(default=())
     # the latest time (requested or completed) on the timeline the plan was made from
     timeline_end: str = ""
+    # where the files were listed from: "storage" or "metadata" (`timeline.mdt.listing`)
+    listing: str = "storage"
 
     @property
     def files_to_delete(self) -> list[FileDecision]:
@@ -208,22 +211,33 @@ def finish_plan(start: PlanStart, results: Iterable[tuple[str, list[FileDecision
 
 
 def plan_clean(table: Table, config: CleanConfig, *, now: datetime | None = None,
-               listing: TableListing | None = None, processes: int = 1) -> CleanPlan:
+               listing: TableListing | None = None, processes: int = 1,
+               source: ListingSource | str = ListingSource.STORAGE) -> CleanPlan:
     """Plan a clean of `table` under `config`, as of `now` for the hours policy. With
     `processes` > 1, a full plan of a table on a local disk is listed and planned by that many
     processes, each taking a share of the table's folders (`timeline.forks.fork_map`); the
-    plan is the same."""
+    plan is the same. `source` is where the files are listed from (`timeline.mdt.listing`:
+    storage, the metadata table, or Hudi's choice); a plan from the metadata table says so in
+    its notes."""
     start = start_plan(table, config, now=now)
-    if start.context is None:
+    context = start.context
+    if context is None:
         return finish_plan(start, ())
-    if start.partitions is not None:
+    used = resolve(table, source)
+    if used is ListingSource.METADATA:
+        start = replace(start, notes=(*start.notes, describe(used)))
+        if listing is None:
+            listing, _ = table_listing(table, used, partitions=start.partitions)
+        elif start.partitions is not None:
+            listing = TableListing({p: listing.partitions.get(p, ()) for p in start.partitions})
+    elif start.partitions is not None:
         listing = list_some(table, start.partitions)
     elif listing is None and processes > 1 and table.storage.cpu_bound_listing:
         # the base is listed once, here, and its folders dealt out: every share walks what this
         # listing saw, so a folder appearing meanwhile cannot shift one share against another
         folders = top_folders(table.storage, table.base)
         if folders is not None and len(folders) > 1:
-            context, storage, base, dealt = start.context, table.storage, table.base, folders
+            storage, base, dealt = table.storage, table.base, folders
 
             def work(index: int, count: int) -> Share:  # (0, 1): everything, when nothing forks
                 return _plan_share(context, storage, base, dealt[index::count])
@@ -235,9 +249,10 @@ def plan_clean(table: Table, config: CleanConfig, *, now: datetime | None = None
     else:
         listing = listing or table.list_partitions()
     with paused_gc():
-        return finish_plan(start, [
-            (partition, *plan_partition(start.context, table.storage, partition, files))
+        plan = finish_plan(start, [
+            (partition, *plan_partition(context, table.storage, partition, files))
             for partition, files in listing.partitions.items()])
+    return replace(plan, listing=used.value) if used is ListingSource.METADATA else plan
 
 
 # One share of a table, as it travels from a planning process: (partition, whether it goes, how

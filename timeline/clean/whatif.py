@@ -9,6 +9,7 @@ setting. Nothing is written to the table."""
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -17,6 +18,7 @@ from timeline.clean.config import CleanConfig, CleanPolicy
 from timeline.clean.planner import CleanPlan, PlanStart, finish_plan, list_some, plan_partition, start_plan
 from timeline.clean.retention import retention_shortfall
 from timeline.fsview import TableListing
+from timeline.mdt.listing import ListingSource, resolve, table_listing
 from timeline.perf import paused_gc
 from timeline.storage import FileStatus
 from timeline.table import Table
@@ -88,7 +90,8 @@ class WhatIf:
 
 def what_if(table: Table, *, commits: Sequence[int] = DEFAULT_COMMITS, hours: Sequence[int] = (),
             file_versions: Sequence[int] = (), base: CleanConfig | None = None,
-            now: datetime | None = None, listing: TableListing | None = None) -> WhatIf:
+            now: datetime | None = None, listing: TableListing | None = None,
+            source: ListingSource | str = ListingSource.STORAGE) -> WhatIf:
     """What a clean of `table` would free under each setting: `commits` retained
     (KEEP_LATEST_COMMITS), `hours` retained (KEEP_LATEST_BY_HOURS, as of `now`, default the
     wall clock, one moment for all) and `file_versions` retained (KEEP_LATEST_FILE_VERSIONS).
@@ -116,7 +119,7 @@ def what_if(table: Table, *, commits: Sequence[int] = DEFAULT_COMMITS, hours: Se
     the full-listing figures (what `cleanline clean plan --no-incremental` plans), pass a
     `base` with `incremental=False`.
     `listing` is a listing of the table the caller already made (a sync's), used instead of a
-    new one.
+    new one; otherwise the table is listed from `source` (`timeline.mdt.listing`).
     The incremental partitions are taken from the one listing; a partition an incremental plan
     names that the listing lacks (deleted since, or a folder without partition metadata) is
     looked up once, as `plan_clean` would look it up."""
@@ -124,8 +127,10 @@ def what_if(table: Table, *, commits: Sequence[int] = DEFAULT_COMMITS, hours: Se
     configs = list(_settings(base, commits, hours, file_versions))
     if now is None and hours:
         now = datetime.now(UTC)
-    listing = listing if listing is not None else table.list_partitions()
-    looked_up: dict[str, tuple[FileStatus, ...]] = {}
+    used = resolve(table, source)
+    listing = listing if listing is not None else table_listing(table, used)[0]
+    # a partition the listing lacks is looked up on storage; one the metadata table lacks is empty to Hudi
+    looked_up: dict[str, tuple[FileStatus, ...]] = defaultdict(tuple) if used is ListingSource.METADATA else {}
     costs = tuple(_cost(table, config, value, listing, looked_up, now) for value, config in configs)
     return WhatIf(table=table.uri, base=base, now=now if hours else None, partitions=len(listing.partitions),
                   files=sum(len(files) for files in listing.partitions.values()),
@@ -190,7 +195,7 @@ def _partitions(table: Table, start: PlanStart, listing: TableListing,
     if start.partitions is None:
         return listing.partitions.items()
     missing = [p for p in start.partitions if p not in listing.partitions and p not in looked_up]
-    if missing:
+    if missing and not isinstance(looked_up, defaultdict):
         looked_up.update(list_some(table, missing).partitions)
     return [(p, listing.partitions[p] if p in listing.partitions else looked_up[p]) for p in start.partitions]
 
