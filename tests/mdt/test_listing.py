@@ -79,3 +79,36 @@ def test_a_file_gone_from_storage_but_listed_is_seen_only_through_the_metadata_t
     from_storage = plan_clean(table, CleanConfig(commits_retained=1), source="storage")
     assert old.path in {d.path for d in through_mdt.files_to_delete}, "Hudi's cleaner plans it (already gone)"
     assert old.path not in {d.path for d in from_storage.decisions}
+
+
+def test_a_file_the_metadata_table_does_not_list_is_never_deleted(tmp_path: Path) -> None:
+    """A file on storage that no completed write put in the metadata table (a failed write's
+    leftover, copied here beside an old base file) is not seen through the metadata table, so no
+    plan made from it deletes it, even where storage's plan would."""
+    path = unzip_table(FIXTURES / "sample_table/cow/v9_txns_simple_meta.zip", tmp_path)
+    table = HudiTable.open(str(path))
+    old = Path(plan_clean(table, CleanConfig(commits_retained=1), source="storage").files_to_delete[0].path
+               .removeprefix("file:"))
+    file_id, _, rest = old.name.partition("_")
+    stray = old.with_name(f"{file_id[:-1]}9_{rest}")  # another file group, same old instant: storage would clean it
+    stray.write_bytes(old.read_bytes())
+    table = HudiTable.open(str(path))
+    from_storage = plan_clean(table, CleanConfig(commits_retained=1), source="storage")
+    through_mdt = plan_clean(table, CleanConfig(commits_retained=1), source="auto")
+    assert through_mdt.listing == "metadata"
+    assert stray.name not in {Path(d.path).name for d in through_mdt.decisions}
+    assert stray.name in {Path(d.path).name for d in from_storage.decisions}
+
+
+def test_auto_lists_storage_while_the_files_partition_is_being_built(tmp_path: Path) -> None:
+    """HoodieTableConfig.isMetadataTableAvailable: a `files` partition still inflight (being
+    built by a Hudi writer) is not used; auto lists storage and `metadata` is refused."""
+    from timeline.config import MDT_PARTITIONS, MDT_PARTITIONS_INFLIGHT, update_config
+
+    path = unzip_table(FIXTURES / "sample_table/cow/v9_txns_simple_meta.zip", tmp_path)
+    table = HudiTable.open(str(path))
+    update_config(table.storage, table.base, {MDT_PARTITIONS: "", MDT_PARTITIONS_INFLIGHT: "files"})
+    table = HudiTable.open(str(path))
+    assert resolve(table, "auto") is ListingSource.STORAGE
+    with pytest.raises(MetadataTableMissing):
+        table_listing(table, "metadata")
