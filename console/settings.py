@@ -116,6 +116,7 @@ from urllib.parse import unquote, urlparse
 
 from django.core.exceptions import ImproperlyConfigured
 
+from console.signin.config import ldap_settings, role_map
 from timeline import CleanlineError
 from timeline.engine import spark_min_files
 from timeline.locks.discovery import configure_hudi_options, parse_hudi_options
@@ -302,11 +303,46 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
-# Login throttling (django-axes): its backend first refuses a locked-out username + IP address.
+# Signing in (console/signin/): local accounts, LDAP and OIDC, each on when configured. Login
+# throttling (django-axes): its backend first refuses a locked-out username + IP address; the
+# OIDC callback (a GET, whose code cannot be guessed) is never locked out, password logins are.
+CLEANLINE_LOCAL_SIGNIN = os.environ.get("CLEANLINE_LOCAL_SIGNIN", "true").strip().lower() in ("1", "true", "yes")
+CLEANLINE_BREAK_GLASS_USERS = _list("CLEANLINE_BREAK_GLASS_USERS")
+CLEANLINE_OIDC_ISSUER = os.environ.get("CLEANLINE_OIDC_ISSUER", "").strip()
+CLEANLINE_OIDC_CLIENT_ID = os.environ.get("CLEANLINE_OIDC_CLIENT_ID", "").strip()
+CLEANLINE_OIDC_CLIENT_SECRET = os.environ.get("CLEANLINE_OIDC_CLIENT_SECRET", "")
+if CLEANLINE_OIDC_ISSUER and not CLEANLINE_OIDC_CLIENT_ID:
+    raise ImproperlyConfigured("CLEANLINE_OIDC_ISSUER is set: CLEANLINE_OIDC_CLIENT_ID (and usually "
+                               "CLEANLINE_OIDC_CLIENT_SECRET) are needed too")
+CLEANLINE_OIDC_PROVIDER_NAME = os.environ.get("CLEANLINE_OIDC_PROVIDER_NAME", "").strip() or "single sign-on"
+CLEANLINE_OIDC_ROLE_CLAIM = os.environ.get("CLEANLINE_OIDC_ROLE_CLAIM", "").strip() or "groups"
+CLEANLINE_OIDC_CLAIM_ROLES = role_map("CLEANLINE_OIDC_CLAIM_ROLES", os.environ.get("CLEANLINE_OIDC_CLAIM_ROLES", ""))
+CLEANLINE_OIDC_USERNAME_CLAIM = os.environ.get("CLEANLINE_OIDC_USERNAME_CLAIM", "").strip() or "preferred_username"
+CLEANLINE_OIDC_TIMEOUT = float(os.environ.get("CLEANLINE_OIDC_TIMEOUT", "10"))
+# mozilla-django-oidc's own settings (console/signin/oidc.py reads the endpoints from discovery).
+OIDC_RP_CLIENT_ID = CLEANLINE_OIDC_CLIENT_ID
+OIDC_RP_CLIENT_SECRET = CLEANLINE_OIDC_CLIENT_SECRET
+OIDC_RP_SCOPES = os.environ.get("CLEANLINE_OIDC_SCOPES", "").strip() or "openid email profile"
+OIDC_RP_SIGN_ALGO = os.environ.get("CLEANLINE_OIDC_SIGN_ALGO", "").strip() or "RS256"
+OIDC_USE_PKCE = True
+OIDC_PKCE_CODE_CHALLENGE_METHOD = "S256"
+OIDC_USE_NONCE = True
+OIDC_STORE_ID_TOKEN = True  # the hint for sign-out at the provider
+OIDC_TIMEOUT = CLEANLINE_OIDC_TIMEOUT
+OIDC_AUTHENTICATION_CALLBACK_URL = "oidc_authentication_callback"
+OIDC_REDIRECT_REQUIRE_HTTPS = False  # `next` is a path on this host either way
+# LDAP (django-auth-ldap's AUTH_LDAP_* settings from CLEANLINE_LDAP_*).
+CLEANLINE_LDAP_ENABLED = bool(os.environ.get("CLEANLINE_LDAP_SERVER_URI", "").strip())
+CLEANLINE_LDAP_GROUP_ROLES = role_map("CLEANLINE_LDAP_GROUP_ROLES", os.environ.get("CLEANLINE_LDAP_GROUP_ROLES", ""))
+if CLEANLINE_LDAP_ENABLED:
+    globals().update(ldap_settings(os.environ))
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
-    "django.contrib.auth.backends.ModelBackend",
+    *(["console.signin.ldap.LdapBackend"] if CLEANLINE_LDAP_ENABLED else []),
+    "console.signin.local.LocalBackend",
+    *(["console.signin.oidc.OidcBackend"] if CLEANLINE_OIDC_ISSUER else []),
 ]
+AXES_NEVER_LOCKOUT_GET = True
 AXES_FAILURE_LIMIT = int(os.environ.get("CLEANLINE_LOGIN_FAILURE_LIMIT", "5"))
 AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("CLEANLINE_LOGIN_COOLOFF_MINUTES", "15")))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
