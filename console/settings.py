@@ -319,9 +319,8 @@ CLEANLINE_OIDC_ROLE_CLAIM = os.environ.get("CLEANLINE_OIDC_ROLE_CLAIM", "").stri
 CLEANLINE_OIDC_CLAIM_ROLES = role_map("CLEANLINE_OIDC_CLAIM_ROLES", os.environ.get("CLEANLINE_OIDC_CLAIM_ROLES", ""))
 CLEANLINE_OIDC_USERNAME_CLAIM = os.environ.get("CLEANLINE_OIDC_USERNAME_CLAIM", "").strip() or "preferred_username"
 CLEANLINE_OIDC_TIMEOUT = float(os.environ.get("CLEANLINE_OIDC_TIMEOUT", "10"))
-# mozilla-django-oidc's own settings (console/signin/oidc.py reads the endpoints from discovery).
-OIDC_RP_CLIENT_ID = CLEANLINE_OIDC_CLIENT_ID
-OIDC_RP_CLIENT_SECRET = CLEANLINE_OIDC_CLIENT_SECRET
+# mozilla-django-oidc's own settings (console/signin/oidc.py reads the endpoints from discovery and
+# the client's id and secret from the two settings above).
 OIDC_RP_SCOPES = os.environ.get("CLEANLINE_OIDC_SCOPES", "").strip() or "openid email profile"
 OIDC_RP_SIGN_ALGO = os.environ.get("CLEANLINE_OIDC_SIGN_ALGO", "").strip() or "RS256"
 OIDC_USE_PKCE = True
@@ -340,7 +339,7 @@ AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     *(["console.signin.ldap.LdapBackend"] if CLEANLINE_LDAP_ENABLED else []),
     "console.signin.local.LocalBackend",
-    *(["console.signin.oidc.OidcBackend"] if CLEANLINE_OIDC_ISSUER else []),
+    "console.signin.oidc.OidcBackend",  # answers only the OIDC callback, and only with CLEANLINE_OIDC_ISSUER set
 ]
 AXES_NEVER_LOCKOUT_GET = True
 AXES_FAILURE_LIMIT = int(os.environ.get("CLEANLINE_LOGIN_FAILURE_LIMIT", "5"))

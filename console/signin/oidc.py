@@ -65,11 +65,15 @@ def discovery() -> dict[str, Any]:
     return _discovered(settings.CLEANLINE_OIDC_ISSUER)
 
 
+# mozilla-django-oidc's settings for the client -> Cleanline's.
+CLIENT = {"OIDC_RP_CLIENT_ID": "CLEANLINE_OIDC_CLIENT_ID", "OIDC_RP_CLIENT_SECRET": "CLEANLINE_OIDC_CLIENT_SECRET"}
+
+
 def oidc_setting(attr: str, *default: Any) -> Any:
     """mozilla-django-oidc's `get_settings`, with the provider's endpoints from discovery."""
     if attr in ENDPOINTS:
         return discovery()[ENDPOINTS[attr]]
-    return import_from_settings(attr, *default)
+    return import_from_settings(CLIENT.get(attr, attr), *default)
 
 
 def _refuse(request: HttpRequest, reason: str, **parameters: Any) -> None:

@@ -55,8 +55,8 @@ class OidcProvider:
         self.redirect_uri, self.post_logout_redirect_uri = redirect_uri, post_logout_redirect_uri
         self.process: subprocess.Popen[bytes] | None = None
 
-    def set_user(self, name: str, password: str, **claims: Any) -> None:
-        self.users[name] = {"password": password, "claims": claims}
+    def set_user(self, username: str, password: str, /, **claims: Any) -> None:
+        self.users[username] = {"password": password, "claims": claims}
         tmp = self.users_file.with_suffix(".tmp")
         tmp.write_text(json.dumps(self.users))
         tmp.replace(self.users_file)
