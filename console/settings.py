@@ -123,6 +123,13 @@ from timeline.locks.discovery import configure_hudi_options, parse_hudi_options
 from timeline.storage import S3ConfigError, S3Settings, configure_s3, parse_s3_roots
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+# Where the console keeps what it writes (collected static files, the plan store, beat's schedule):
+# a checkout's var/ (make run, the tests), or CLEANLINE_VAR_DIR; a console installed from the wheel
+# (`cleanline-console`, whose BASE_DIR is site-packages) defaults to var/ under its working directory.
+CHECKOUT = (BASE_DIR / "manage.py").is_file()
+VAR_DIR = Path(os.environ.get("CLEANLINE_VAR_DIR", "").strip()
+               or (BASE_DIR / "var" if CHECKOUT else Path.cwd() / "var"))
+DEFAULT_SQLITE = BASE_DIR / "db.sqlite3" if CHECKOUT else VAR_DIR / "db.sqlite3"
 
 
 def _flag(name: str) -> bool:
@@ -133,7 +140,7 @@ def database_from_url(url: str) -> dict[str, object]:
     """Django's DATABASES entry for a sqlite:/// or postgres:// URL."""
     parsed = urlparse(url)
     if parsed.scheme == "sqlite":
-        name = unquote(parsed.path[1:] if parsed.path.startswith("//") else parsed.path) or str(BASE_DIR / "db.sqlite3")
+        name = unquote(parsed.path[1:] if parsed.path.startswith("//") else parsed.path) or str(DEFAULT_SQLITE)
         # Tests use a file too, so that Celery worker processes started by them share it.
         return {"ENGINE": "django.db.backends.sqlite3", "NAME": name, "OPTIONS": {"timeout": 20},
                 "TEST": {"NAME": str(BASE_DIR / (os.environ.get("CLEANLINE_TEST_DB") or "var/test-db.sqlite3"))}}
@@ -287,7 +294,7 @@ TEMPLATES = [
     }
 ]
 
-DATABASES = {"default": database_from_url(os.environ.get("DATABASE_URL", f"sqlite:///{BASE_DIR / 'db.sqlite3'}"))}
+DATABASES = {"default": database_from_url(os.environ.get("DATABASE_URL", f"sqlite:///{DEFAULT_SQLITE}"))}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 LOGIN_URL = "login"
@@ -361,7 +368,7 @@ SECURE_HSTS_PRELOAD = CLEANLINE_HTTPS and _flag("CLEANLINE_HSTS_PRELOAD")
 SILENCED_SYSTEM_CHECKS = [] if SECURE_HSTS_PRELOAD else ["security.W021"]
 
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "var" / "static"
+STATIC_ROOT = VAR_DIR / "static"
 # WhiteNoise serves STATIC_ROOT (compressed copies made by collectstatic), so that the production
 # server (gunicorn) needs no DEBUG for the console's CSS and scripts.
 STORAGES = {
@@ -378,7 +385,7 @@ TIME_ZONE = "UTC"
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 SPARK_MASTER = os.environ.get("SPARK_MASTER", "local[*]")
 CLEANLINE_ALLOWED_ROOTS = [
-    r.strip() for r in os.environ.get("CLEANLINE_ALLOWED_ROOTS", str(BASE_DIR / "var" / "demo-lake")).split(",")
+    r.strip() for r in os.environ.get("CLEANLINE_ALLOWED_ROOTS", str(VAR_DIR / "demo-lake")).split(",")
     if r.strip()
 ]
 # The library opens s3:// tables below these roots with their settings (this process's registry;
@@ -408,7 +415,7 @@ CLEANLINE_INSTANT_INLINE_MAX_BYTES = int(os.environ.get("CLEANLINE_INSTANT_INLIN
 # shown on the dashboard and the catalog while it runs ("" when there is none).
 CLEANLINE_DEMO_STATUS = os.environ.get("CLEANLINE_DEMO_STATUS", "").strip()
 # Plans' files as Parquet, one folder per plan (timeline/clean/store.py).
-CLEANLINE_PLAN_STORE = os.environ.get("CLEANLINE_PLAN_STORE", "").strip() or str(BASE_DIR / "var" / "plan-store")
+CLEANLINE_PLAN_STORE = os.environ.get("CLEANLINE_PLAN_STORE", "").strip() or str(VAR_DIR / "plan-store")
 
 # /metrics: client addresses or networks allowed, or a bearer token (console.metrics).
 CLEANLINE_METRICS_ALLOW = metrics_allow(_list("CLEANLINE_METRICS_ALLOW", "127.0.0.1,::1"))
