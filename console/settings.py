@@ -46,6 +46,32 @@ CLEANLINE_DEMO_STATUS  the JSON file `manage.py demo_lake --status` keeps the de
 CLEANLINE_TASK_TIME_LIMIT, CLEANLINE_REDELIVERY_SECONDS  Celery's hard time limit per task and
                   when a dead worker's task is delivered again (default 21600 and limit + 600)
 LOG_LEVEL         the root logger's level (default WARNING)
+CLEANLINE_VAR_DIR  where the console writes: collected static files, the plan store's default, beat's
+                  schedule, SQLite's default database (default: var/ in a checkout; an installed
+                  console's var/ under its working directory)
+
+Signing in (console/signin/; every refused sign-in audited as signin.refused)
+CLEANLINE_LOCAL_SIGNIN  "false": local passwords only for CLEANLINE_BREAK_GLASS_USERS (default true)
+CLEANLINE_BREAK_GLASS_USERS  comma-separated local usernames that keep signing in with a password
+CLEANLINE_OIDC_ISSUER  the OIDC provider's issuer URL (default none: OIDC off); its endpoints are
+                  read from <issuer>/.well-known/openid-configuration at the first sign-in
+CLEANLINE_OIDC_CLIENT_ID, CLEANLINE_OIDC_CLIENT_SECRET  the console's client at the provider
+CLEANLINE_OIDC_PROVIDER_NAME  the login button's "Sign in with ..." (default single sign-on)
+CLEANLINE_OIDC_SCOPES  (default "openid email profile"; add the scope of the role claim if needed)
+CLEANLINE_OIDC_ROLE_CLAIM  the claim that gives the role (default groups)
+CLEANLINE_OIDC_CLAIM_ROLES  JSON: claim value -> viewer/operator/admin (default none: no role)
+CLEANLINE_OIDC_USERNAME_CLAIM  the new user's username (default preferred_username, else email)
+CLEANLINE_OIDC_SIGN_ALGO, CLEANLINE_OIDC_TIMEOUT  the ID token's algorithm (RS256), seconds (10)
+CLEANLINE_LDAP_SERVER_URI  ldap:// or ldaps:// (default none: LDAP off; needs cleanline[ldap])
+CLEANLINE_LDAP_BIND_DN, CLEANLINE_LDAP_BIND_PASSWORD  the service account that searches
+CLEANLINE_LDAP_USER_SEARCH_BASE, CLEANLINE_LDAP_USER_FILTER  (required; default (uid=%(user)s))
+CLEANLINE_LDAP_GROUP_SEARCH_BASE, CLEANLINE_LDAP_GROUP_FILTER, CLEANLINE_LDAP_GROUP_TYPE  (required;
+                  (objectClass=*); groupOfNames, groupOfUniqueNames or posixGroup)
+CLEANLINE_LDAP_GROUP_ROLES  JSON: group DN -> viewer/operator/admin (default none: no role)
+CLEANLINE_LDAP_START_TLS, CLEANLINE_LDAP_CA_FILE, CLEANLINE_LDAP_TLS_REQUIRE_CERT  StartTLS on ldap://
+                  (default false), the CA file (default the system's), demand/hard/allow/never
+CLEANLINE_LDAP_TIMEOUT  seconds (default 10); CLEANLINE_LDAP_ATTR_FIRST_NAME, _LAST_NAME, _EMAIL the
+                  attributes copied to the user (givenName, sn, mail)
 CLEANLINE_TEST_DB  the SQLite file tests use (default var/test-db.sqlite3); two test runs in one
                   checkout need two files and two REDIS_URL databases
 
