@@ -26,6 +26,7 @@ test: setup
 	REDIS_URL=$(TEST_REDIS_URL) bash scripts/ensure-redis.sh
 	bash scripts/ensure-postgres.sh
 	bash scripts/ensure-zookeeper.sh
+	bash scripts/ensure-node.sh
 	REDIS_URL=$(TEST_REDIS_URL) $(PY) -m pytest --durations=25 $(PYTEST_ARGS)
 
 # The mutation check: each listed rule broken by a one-line mutation must fail its own test file

@@ -353,3 +353,30 @@ class RoleGrant(models.Model):
         ordering = ["-requested_at"]
         constraints = [models.UniqueConstraint(fields=["user"], condition=models.Q(status="pending"),
                                                name="one_pending_grant_per_user")]
+
+
+class UserSource(models.TextChoices):
+    LOCAL = "local", "local"
+    OIDC = "oidc", "OIDC"
+    LDAP = "ldap", "LDAP"
+
+
+class Profile(models.Model):
+    """Where a user comes from: a local account (made on the People page or by `manage.py`), or
+    one created at its first sign-in through OIDC or LDAP, whose role the identity provider gives
+    again at every sign-in (`console.signin`). A user without a profile is local."""
+
+    user = models.OneToOneField("auth.User", on_delete=models.CASCADE, related_name="profile")
+    source = models.CharField(max_length=8, choices=UserSource.choices, default=UserSource.LOCAL)
+    external_id = models.CharField(max_length=1024, blank=True,
+                                   help_text="OIDC: the issuer and subject; LDAP: the user's DN")
+    role_reason = models.CharField(max_length=1024, blank=True,
+                                   help_text="the claim values or groups that gave the role at the last sign-in")
+    signed_in_at = models.DateTimeField(null=True, blank=True, help_text="the last sign-in through the provider")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["source", "external_id"], condition=~models.Q(external_id=""),
+                                               name="profile_external_id_unique_per_source")]
+
+    def __str__(self) -> str:
+        return f"{self.user_id} ({self.source})"

@@ -46,3 +46,17 @@ def ensure_roles() -> None:
     for role, codenames in ROLES.items():
         group, _ = Group.objects.get_or_create(name=role)
         group.permissions.set(Permission.objects.filter(content_type__app_label="console", codename__in=codenames))
+
+
+SOURCES = {"local": "local", "oidc": "OIDC", "ldap": "LDAP"}
+
+
+def source_of(user: object) -> str:
+    """Where a user comes from: "local", "oidc" or "ldap" (`console.models.Profile`; none: local)."""
+    from django.core.exceptions import ObjectDoesNotExist
+
+    try:
+        profile = getattr(user, "profile", None)
+    except ObjectDoesNotExist:
+        return "local"
+    return str(profile.source) if profile is not None else "local"

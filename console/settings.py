@@ -46,6 +46,32 @@ CLEANLINE_DEMO_STATUS  the JSON file `manage.py demo_lake --status` keeps the de
 CLEANLINE_TASK_TIME_LIMIT, CLEANLINE_REDELIVERY_SECONDS  Celery's hard time limit per task and
                   when a dead worker's task is delivered again (default 21600 and limit + 600)
 LOG_LEVEL         the root logger's level (default WARNING)
+CLEANLINE_VAR_DIR  where the console writes: collected static files, the plan store's default, beat's
+                  schedule, SQLite's default database (default: var/ in a checkout; an installed
+                  console's var/ under its working directory)
+
+Signing in (console/signin/; every refused sign-in audited as signin.refused)
+CLEANLINE_LOCAL_SIGNIN  "false": local passwords only for CLEANLINE_BREAK_GLASS_USERS (default true)
+CLEANLINE_BREAK_GLASS_USERS  comma-separated local usernames that keep signing in with a password
+CLEANLINE_OIDC_ISSUER  the OIDC provider's issuer URL (default none: OIDC off); its endpoints are
+                  read from <issuer>/.well-known/openid-configuration at the first sign-in
+CLEANLINE_OIDC_CLIENT_ID, CLEANLINE_OIDC_CLIENT_SECRET  the console's client at the provider
+CLEANLINE_OIDC_PROVIDER_NAME  the login button's "Sign in with ..." (default single sign-on)
+CLEANLINE_OIDC_SCOPES  (default "openid email profile"; add the scope of the role claim if needed)
+CLEANLINE_OIDC_ROLE_CLAIM  the claim that gives the role (default groups)
+CLEANLINE_OIDC_CLAIM_ROLES  JSON: claim value -> viewer/operator/admin (default none: no role)
+CLEANLINE_OIDC_USERNAME_CLAIM  the new user's username (default preferred_username, else email)
+CLEANLINE_OIDC_SIGN_ALGO, CLEANLINE_OIDC_TIMEOUT  the ID token's algorithm (RS256), seconds (10)
+CLEANLINE_LDAP_SERVER_URI  ldap:// or ldaps:// (default none: LDAP off; needs cleanline[ldap])
+CLEANLINE_LDAP_BIND_DN, CLEANLINE_LDAP_BIND_PASSWORD  the service account that searches
+CLEANLINE_LDAP_USER_SEARCH_BASE, CLEANLINE_LDAP_USER_FILTER  (required; default (uid=%(user)s))
+CLEANLINE_LDAP_GROUP_SEARCH_BASE, CLEANLINE_LDAP_GROUP_FILTER, CLEANLINE_LDAP_GROUP_TYPE  (required;
+                  (objectClass=*); groupOfNames, groupOfUniqueNames or posixGroup)
+CLEANLINE_LDAP_GROUP_ROLES  JSON: group DN -> viewer/operator/admin (default none: no role)
+CLEANLINE_LDAP_START_TLS, CLEANLINE_LDAP_CA_FILE, CLEANLINE_LDAP_TLS_REQUIRE_CERT  StartTLS on ldap://
+                  (default false), the CA file (default the system's), demand/hard/allow/never
+CLEANLINE_LDAP_TIMEOUT  seconds (default 10); CLEANLINE_LDAP_ATTR_FIRST_NAME, _LAST_NAME, _EMAIL the
+                  attributes copied to the user (givenName, sn, mail)
 CLEANLINE_TEST_DB  the SQLite file tests use (default var/test-db.sqlite3); two test runs in one
                   checkout need two files and two REDIS_URL databases
 
@@ -116,12 +142,20 @@ from urllib.parse import unquote, urlparse
 
 from django.core.exceptions import ImproperlyConfigured
 
+from console.signin.config import ldap_settings, role_map
 from timeline import CleanlineError
 from timeline.engine import spark_min_files
 from timeline.locks.discovery import configure_hudi_options, parse_hudi_options
 from timeline.storage import S3ConfigError, S3Settings, configure_s3, parse_s3_roots
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+# Where the console keeps what it writes (collected static files, the plan store, beat's schedule):
+# a checkout's var/ (make run, the tests), or CLEANLINE_VAR_DIR; a console installed from the wheel
+# (`cleanline-console`, whose BASE_DIR is site-packages) defaults to var/ under its working directory.
+CHECKOUT = (BASE_DIR / "manage.py").is_file()
+VAR_DIR = Path(os.environ.get("CLEANLINE_VAR_DIR", "").strip()
+               or (BASE_DIR / "var" if CHECKOUT else Path.cwd() / "var"))
+DEFAULT_SQLITE = BASE_DIR / "db.sqlite3" if CHECKOUT else VAR_DIR / "db.sqlite3"
 
 
 def _flag(name: str) -> bool:
@@ -132,7 +166,7 @@ def database_from_url(url: str) -> dict[str, object]:
     """Django's DATABASES entry for a sqlite:/// or postgres:// URL."""
     parsed = urlparse(url)
     if parsed.scheme == "sqlite":
-        name = unquote(parsed.path[1:] if parsed.path.startswith("//") else parsed.path) or str(BASE_DIR / "db.sqlite3")
+        name = unquote(parsed.path[1:] if parsed.path.startswith("//") else parsed.path) or str(DEFAULT_SQLITE)
         # Tests use a file too, so that Celery worker processes started by them share it.
         return {"ENGINE": "django.db.backends.sqlite3", "NAME": name, "OPTIONS": {"timeout": 20},
                 "TEST": {"NAME": str(BASE_DIR / (os.environ.get("CLEANLINE_TEST_DB") or "var/test-db.sqlite3"))}}
@@ -286,7 +320,7 @@ TEMPLATES = [
     }
 ]
 
-DATABASES = {"default": database_from_url(os.environ.get("DATABASE_URL", f"sqlite:///{BASE_DIR / 'db.sqlite3'}"))}
+DATABASES = {"default": database_from_url(os.environ.get("DATABASE_URL", f"sqlite:///{DEFAULT_SQLITE}"))}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 LOGIN_URL = "login"
@@ -302,11 +336,45 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
-# Login throttling (django-axes): its backend first refuses a locked-out username + IP address.
+# Signing in (console/signin/): local accounts, LDAP and OIDC, each on when configured. Login
+# throttling (django-axes): its backend first refuses a locked-out username + IP address; the
+# OIDC callback (a GET, whose code cannot be guessed) is never locked out, password logins are.
+CLEANLINE_LOCAL_SIGNIN = os.environ.get("CLEANLINE_LOCAL_SIGNIN", "true").strip().lower() in ("1", "true", "yes")
+CLEANLINE_BREAK_GLASS_USERS = _list("CLEANLINE_BREAK_GLASS_USERS")
+CLEANLINE_OIDC_ISSUER = os.environ.get("CLEANLINE_OIDC_ISSUER", "").strip()
+CLEANLINE_OIDC_CLIENT_ID = os.environ.get("CLEANLINE_OIDC_CLIENT_ID", "").strip()
+CLEANLINE_OIDC_CLIENT_SECRET = os.environ.get("CLEANLINE_OIDC_CLIENT_SECRET", "")
+if CLEANLINE_OIDC_ISSUER and not CLEANLINE_OIDC_CLIENT_ID:
+    raise ImproperlyConfigured("CLEANLINE_OIDC_ISSUER is set: CLEANLINE_OIDC_CLIENT_ID (and usually "
+                               "CLEANLINE_OIDC_CLIENT_SECRET) are needed too")
+CLEANLINE_OIDC_PROVIDER_NAME = os.environ.get("CLEANLINE_OIDC_PROVIDER_NAME", "").strip() or "single sign-on"
+CLEANLINE_OIDC_ROLE_CLAIM = os.environ.get("CLEANLINE_OIDC_ROLE_CLAIM", "").strip() or "groups"
+CLEANLINE_OIDC_CLAIM_ROLES = role_map("CLEANLINE_OIDC_CLAIM_ROLES", os.environ.get("CLEANLINE_OIDC_CLAIM_ROLES", ""))
+CLEANLINE_OIDC_USERNAME_CLAIM = os.environ.get("CLEANLINE_OIDC_USERNAME_CLAIM", "").strip() or "preferred_username"
+CLEANLINE_OIDC_TIMEOUT = float(os.environ.get("CLEANLINE_OIDC_TIMEOUT", "10"))
+# mozilla-django-oidc's own settings (console/signin/oidc.py reads the endpoints from discovery and
+# the client's id and secret from the two settings above).
+OIDC_RP_SCOPES = os.environ.get("CLEANLINE_OIDC_SCOPES", "").strip() or "openid email profile"
+OIDC_RP_SIGN_ALGO = os.environ.get("CLEANLINE_OIDC_SIGN_ALGO", "").strip() or "RS256"
+OIDC_USE_PKCE = True
+OIDC_PKCE_CODE_CHALLENGE_METHOD = "S256"
+OIDC_USE_NONCE = True
+OIDC_STORE_ID_TOKEN = True  # the hint for sign-out at the provider
+OIDC_TIMEOUT = CLEANLINE_OIDC_TIMEOUT
+OIDC_AUTHENTICATION_CALLBACK_URL = "oidc_authentication_callback"
+OIDC_REDIRECT_REQUIRE_HTTPS = False  # `next` is a path on this host either way
+# LDAP (django-auth-ldap's AUTH_LDAP_* settings from CLEANLINE_LDAP_*).
+CLEANLINE_LDAP_ENABLED = bool(os.environ.get("CLEANLINE_LDAP_SERVER_URI", "").strip())
+CLEANLINE_LDAP_GROUP_ROLES = role_map("CLEANLINE_LDAP_GROUP_ROLES", os.environ.get("CLEANLINE_LDAP_GROUP_ROLES", ""))
+if CLEANLINE_LDAP_ENABLED:
+    globals().update(ldap_settings(os.environ))
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
-    "django.contrib.auth.backends.ModelBackend",
+    *(["console.signin.ldap.LdapBackend"] if CLEANLINE_LDAP_ENABLED else []),
+    "console.signin.local.LocalBackend",
+    "console.signin.oidc.OidcBackend",  # answers only the OIDC callback, and only with CLEANLINE_OIDC_ISSUER set
 ]
+AXES_NEVER_LOCKOUT_GET = True
 AXES_FAILURE_LIMIT = int(os.environ.get("CLEANLINE_LOGIN_FAILURE_LIMIT", "5"))
 AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("CLEANLINE_LOGIN_COOLOFF_MINUTES", "15")))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
@@ -326,7 +394,7 @@ SECURE_HSTS_PRELOAD = CLEANLINE_HTTPS and _flag("CLEANLINE_HSTS_PRELOAD")
 SILENCED_SYSTEM_CHECKS = [] if SECURE_HSTS_PRELOAD else ["security.W021"]
 
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "var" / "static"
+STATIC_ROOT = VAR_DIR / "static"
 # WhiteNoise serves STATIC_ROOT (compressed copies made by collectstatic), so that the production
 # server (gunicorn) needs no DEBUG for the console's CSS and scripts.
 STORAGES = {
@@ -343,7 +411,7 @@ TIME_ZONE = "UTC"
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 SPARK_MASTER = os.environ.get("SPARK_MASTER", "local[*]")
 CLEANLINE_ALLOWED_ROOTS = [
-    r.strip() for r in os.environ.get("CLEANLINE_ALLOWED_ROOTS", str(BASE_DIR / "var" / "demo-lake")).split(",")
+    r.strip() for r in os.environ.get("CLEANLINE_ALLOWED_ROOTS", str(VAR_DIR / "demo-lake")).split(",")
     if r.strip()
 ]
 # The library opens s3:// tables below these roots with their settings (this process's registry;
@@ -373,7 +441,7 @@ CLEANLINE_INSTANT_INLINE_MAX_BYTES = int(os.environ.get("CLEANLINE_INSTANT_INLIN
 # shown on the dashboard and the catalog while it runs ("" when there is none).
 CLEANLINE_DEMO_STATUS = os.environ.get("CLEANLINE_DEMO_STATUS", "").strip()
 # Plans' files as Parquet, one folder per plan (timeline/clean/store.py).
-CLEANLINE_PLAN_STORE = os.environ.get("CLEANLINE_PLAN_STORE", "").strip() or str(BASE_DIR / "var" / "plan-store")
+CLEANLINE_PLAN_STORE = os.environ.get("CLEANLINE_PLAN_STORE", "").strip() or str(VAR_DIR / "plan-store")
 
 # /metrics: client addresses or networks allowed, or a bearer token (console.metrics).
 CLEANLINE_METRICS_ALLOW = metrics_allow(_list("CLEANLINE_METRICS_ALLOW", "127.0.0.1,::1"))

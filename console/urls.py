@@ -2,7 +2,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from django.contrib.auth import views as auth_views
 from django.http import HttpResponseBase
 from django.templatetags.static import static
 from django.urls import URLPattern, include, path
@@ -10,6 +9,8 @@ from django.views.generic import RedirectView
 
 from console import alerts, metrics, views, views_people
 from console.api import api
+from console.signin import oidc
+from console.signin import views as signin_views
 
 
 def of_table(route: str, view: Callable[..., HttpResponseBase], name: str, **kwargs: str) -> URLPattern:
@@ -70,7 +71,9 @@ urlpatterns = [
     path("favicon.ico", RedirectView.as_view(url=static("console/favicon.svg"), permanent=True), name="favicon"),
     path("metrics", metrics.metrics, name="metrics"),
     path("api/v1/", api.urls),
-    path("login/", auth_views.LoginView.as_view(), name="login"),
-    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("login/", signin_views.SignInView.as_view(), name="login"),
+    path("logout/", signin_views.sign_out, name="logout"),
+    path("oidc/authenticate/", oidc.OidcStart.as_view(), name="oidc_authentication_init"),
+    path("oidc/callback/", oidc.OidcCallback.as_view(), name="oidc_authentication_callback"),
     path("", include((console_patterns, "console"))),
 ]

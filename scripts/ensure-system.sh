@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the operating-system packages Cleanline needs when they are missing:
-# Python 3.11 with venv, Java 17 (PySpark 4), Redis (Celery broker) and Chromium (browser
-# tests). Debian/Ubuntu, as root.
+# Python 3.11 with venv, Java 17 (PySpark 4), Redis (Celery broker), Chromium (browser
+# tests), the OpenLDAP and SASL headers and a compiler that python-ldap (LDAP sign-in) builds
+# with, and OpenLDAP's slapd (the LDAP sign-in tests). Debian/Ubuntu, as root.
 set -euo pipefail
 
 need=()
@@ -12,6 +13,15 @@ if ! java -version 2>&1 | grep -Eq 'version "(1[7-9]|2[0-9])'; then
 fi
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)  # browser tests (Playwright drives it)
+# python-ldap (cleanline[ldap]) is built from source against these
+command -v gcc >/dev/null 2>&1 || need+=(gcc)
+for package in libldap2-dev libsasl2-dev; do
+  dpkg -s "$package" >/dev/null 2>&1 || need+=("$package")
+done
+"$python_bin" -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(sysconfig.get_paths()["include"] + "/Python.h"))' \
+  2>/dev/null || need+=("${python_bin}-dev")
+# the LDAP sign-in tests start their own slapd on 127.0.0.1 (tests/console/identity.py)
+[ -x /usr/sbin/slapd ] || need+=(slapd ldap-utils)
 
 if [ ${#need[@]} -eq 0 ]; then
   exit 0

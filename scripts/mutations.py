@@ -88,6 +88,14 @@ MUTATIONS = [
              "console/permissions.py",
              "    if RoleGrant.objects.filter(user_id=user.pk, requested_by_id=requester_id).exists():",
              "    if False:", "tests/console/test_people_grants.py"),
+    Mutation("a sign-in whose claim or groups map to no role creates no user and gives no access",
+             "console/services/signin.py", "    if not role:", "    if False:", "tests/console/test_signin_ldap.py"),
+    Mutation("the role a provider gives is read again at every sign-in", "console/services/signin.py",
+             "    if before == role:", "    if before:", "tests/console/test_signin_ldap.py"),
+    Mutation("local sign-in off leaves only the break-glass accounts", "console/signin/local.py",
+             "    if not settings.CLEANLINE_LOCAL_SIGNIN and user.get_username() not in "
+             "settings.CLEANLINE_BREAK_GLASS_USERS:",
+             "    if False:", "tests/console/test_signin_local.py"),
 ]
 
 

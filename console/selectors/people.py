@@ -14,7 +14,7 @@ from console.selectors.paging import page_of
 
 def people_rows() -> QuerySet[User]:
     """Every user, by username, with their groups (for the role badge): the People page."""
-    return User.objects.prefetch_related("groups").order_by("username")
+    return User.objects.prefetch_related("groups").select_related("profile").order_by("username")
 
 
 def pending_grants() -> QuerySet[RoleGrant]:

@@ -45,7 +45,7 @@ from django.utils import timezone
 
 from console.models import GrantStatus, RoleGrant
 from console.permissions import PEOPLE
-from console.roles import ROLES, role_of
+from console.roles import ROLES, SOURCES, role_of, source_of
 from console.services.audit import audit
 
 ADMIN = "admin"
@@ -176,6 +176,15 @@ def _last_admin(user: User) -> str:
             f"someone can still manage people and approve plans.")
 
 
+def _check_external(user: User) -> str:
+    """Why `user`'s role is not changed here: their identity provider gives it at every sign-in."""
+    source = source_of(user)
+    if source == "local":
+        return ""
+    return (f"{user.get_username()} signs in through {SOURCES[source]}, which gives their role again at every "
+            f"sign-in: change it at the identity provider.")
+
+
 def _check_target(actor: User, user: User) -> str:
     if user.is_superuser and not actor.is_superuser:
         return f"{user.get_username()} is a superuser: only a superuser changes a superuser."
@@ -239,7 +248,7 @@ def person_role_change(*, actor: User, user: User, role: str) -> bool:
     last active admin losing the admin role, a second pending grant, a concurrent change."""
     _check_actor(actor)
     before = role_of(user)
-    reason = _check_role(role) or _check_target(actor, user)
+    reason = _check_role(role) or _check_target(actor, user) or _check_external(user)
     if not reason:
 
         def change() -> str | bool:

@@ -9,7 +9,7 @@ from django.contrib.auth.models import AnonymousUser, User
 
 from console import permissions
 from console.models import CleanPlan
-from console.roles import role_name, role_of
+from console.roles import SOURCES, role_name, role_of, source_of
 
 register = template.Library()
 
@@ -37,6 +37,12 @@ def leaves_approval_to_another(user: User | AnonymousUser, plan: CleanPlan) -> b
 def role(user: User | AnonymousUser) -> str:
     """The user's role as the badge shows it ("superuser (all permissions)" for a superuser)."""
     return role_of(user)
+
+
+@register.filter
+def source(user: User | AnonymousUser) -> str:
+    """Where the user comes from, as the People page shows it: local, OIDC or LDAP."""
+    return SOURCES[source_of(user)]
 
 
 @register.filter

@@ -1,0 +1,66 @@
+"""The documented deployment: `manage.py check --deploy` reports no issues with the production
+environment file of deploy/ (OIDC on; and with its LDAP lines too), the systemd units run
+`cleanline-console` with that file, and every setting the console reads from the environment is
+in the README's Configuration table."""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+DEPLOY = ROOT / "deploy"
+
+
+def example_env(*, ldap: bool = False) -> dict[str, str]:
+    """deploy/cleanline.env.example as a server's environment (its commented LDAP lines too with
+    `ldap`), with a fresh SECRET_KEY in place of the placeholder."""
+    env = {}
+    for line in (DEPLOY / "cleanline.env.example").read_text().splitlines():
+        if ldap and line.startswith("#CLEANLINE_LDAP_"):
+            line = line[1:]
+        if line.strip() and not line.startswith("#"):
+            name, _, value = line.partition("=")
+            env[name] = value
+    return {**env, "SECRET_KEY": secrets.token_urlsafe(50), "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": os.environ.get("HOME", "/tmp")}
+
+
+def check_deploy(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_deploy_example_environment_passes_check_deploy() -> None:
+    env = example_env()
+    assert env["CLEANLINE_HTTPS"] == "true" and env["CLEANLINE_OIDC_ISSUER"].startswith("https://")
+    for settings in (env, example_env(ldap=True)):
+        run = check_deploy(settings)  # nothing reaches the OIDC provider or the directory at start-up
+        assert run.returncode == 0, run.stdout + run.stderr
+        assert "System check identified no issues" in run.stdout and "WARNINGS" not in run.stdout + run.stderr
+    # the placeholder key of the file is no key: it stays refused
+    run = check_deploy({**env, "SECRET_KEY": "django-insecure-" + "x" * 50})
+    assert run.returncode != 0 and "published development or test key" in run.stderr
+
+
+def test_deploy_units_run_cleanline_console_with_the_environment_file() -> None:
+    commands = {"web": "serve", "worker": "worker", "beat": "beat"}
+    for unit, command in commands.items():
+        text = (DEPLOY / f"cleanline-{unit}.service").read_text()
+        assert f"ExecStart=/opt/cleanline/bin/cleanline-console {command}" in text
+        assert "EnvironmentFile=/etc/cleanline/cleanline.env" in text and "User=cleanline" in text
+        assert "[Install]" in text and "WantedBy=multi-user.target" in text
+
+
+def test_deploy_every_setting_read_from_the_environment_is_in_the_readme() -> None:
+    sources = [ROOT / "console" / "settings.py", ROOT / "console" / "signin" / "config.py",
+               ROOT / "console" / "command.py"]
+    names = {name for source in sources for name in re.findall(r'"((?:CLEANLINE|EMAIL)_[A-Z0-9_]+)"',
+                                                             source.read_text())}
+    readme = (ROOT / "README.md").read_text()
+    table = readme[readme.index("## Configuration"):readme.index("## Deploying")]
+    assert not sorted(name for name in names if name not in table)

@@ -1,0 +1,152 @@
+"""LDAP sign-in against a real OpenLDAP slapd on 127.0.0.1 (tests/console/identity.py): the user
+found by the service account's search and checked by binding as them, created at the first
+sign-in with the role their groups map to (CLEANLINE_LDAP_GROUP_ROLES), the role read again at
+every sign-in (out of the group: the role is gone), no mapped group: refused and audited, a wrong
+password refused and counted by the login throttling (django-axes), StartTLS and LDAPS with the
+CA file, and a local account's username never taken over."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from axes.models import AccessAttempt
+from django.contrib.auth.models import User
+from django.test import Client
+from django.urls import reverse
+
+from console.models import AuditEvent, Profile
+from console.roles import role_name
+from console.signin.config import ldap_settings
+from tests.console.identity import Slapd
+
+pytestmark = pytest.mark.django_db
+PASSWORDS = {"alice": "alice's directory password", "bob": "bob's directory password",
+             "carol": "carol's directory password", "dave": "dave's directory password"}
+ROLES = {"cn=cleanline-admins,ou=groups,dc=example,dc=org": "admin",
+         "cn=cleanline-operators,ou=groups,dc=example,dc=org": "operator",
+         "CN=Cleanline-Viewers,ou=groups,dc=example,dc=org": "viewer"}  # DNs compared ignoring case
+
+
+@pytest.fixture(scope="module")
+def directory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Slapd]:
+    server = Slapd(tmp_path_factory.mktemp("slapd")).start(people=PASSWORDS, groups={
+        "cleanline-admins": ["alice"], "cleanline-operators": ["bob"], "cleanline-viewers": ["bob"],
+        "unrelated": ["carol"]})
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def ldap_on(settings, directory: Slapd) -> Slapd:
+    """The console's settings with CLEANLINE_LDAP_* naming the test directory (plain LDAP)."""
+    use_ldap(settings, directory.env())
+    directory.set_members("cleanline-admins", ["alice"])
+    directory.set_members("cleanline-operators", ["bob"])
+    return directory
+
+
+def use_ldap(settings, env: dict[str, str]) -> None:  # type: ignore[no-untyped-def]
+    for name, value in ldap_settings(env).items():
+        setattr(settings, name, value)
+    settings.CLEANLINE_LDAP_ENABLED = True
+    settings.CLEANLINE_LDAP_GROUP_ROLES = ROLES
+    settings.AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "console.signin.ldap.LdapBackend",
+                                        "console.signin.local.LocalBackend"]
+
+
+def sign_in(username: str, password: str, client: Client | None = None) -> Client:
+    client = client or Client(REMOTE_ADDR="192.0.2.10")
+    client.post(reverse("login"), {"username": username, "password": password})
+    return client
+
+
+def signed_in(client: Client) -> bool:
+    return "_auth_user_id" in client.session
+
+
+def refusals() -> list[dict[str, str]]:
+    return [e.parameters for e in AuditEvent.objects.filter(action="signin.refused").order_by("pk")]
+
+
+def test_ldap_group_gives_the_role_and_a_user_removed_from_the_group_loses_it_at_next_signin(ldap_on: Slapd) -> None:
+    client = sign_in("alice", PASSWORDS["alice"])
+    assert signed_in(client)
+    alice = User.objects.get(username="alice")
+    assert role_name(alice) == "admin" and not alice.has_usable_password()
+    assert (alice.email, alice.first_name) == ("alice@example.org", "Alice")
+    profile = Profile.objects.get(user=alice)
+    assert (profile.source, profile.external_id) == ("ldap", ldap_on.user_dn("alice"))
+    assert client.get(reverse("console:people")).status_code == 200  # the admin role works at once
+    assert AuditEvent.objects.filter(action="signin.user_created", username="alice").count() == 1
+
+    # out of the admins, into the viewers: viewer at the next sign-in
+    ldap_on.set_members("cleanline-admins", [])
+    ldap_on.set_members("cleanline-viewers", ["alice", "bob"])
+    client = sign_in("alice", PASSWORDS["alice"])
+    assert signed_in(client) and role_name(User.objects.get(username="alice")) == "viewer"
+    assert client.get(reverse("console:people")).status_code == 403
+    changed = AuditEvent.objects.filter(action="signin.role_changed", username="alice").order_by("pk")
+    assert [(e.parameters["from"], e.parameters["to"]) for e in changed] == [("", "admin"), ("admin", "viewer")]
+
+    # out of every mapped group: no role, no access
+    ldap_on.set_members("cleanline-viewers", ["bob"])
+    client = sign_in("alice", PASSWORDS["alice"])
+    assert not signed_in(client)
+    assert role_name(User.objects.get(username="alice")) == ""
+    assert refusals()[-1]["method"] == "ldap" and "no Cleanline role" in refusals()[-1]["reason"]
+    assert User.objects.filter(username="alice").count() == 1  # the same user throughout
+
+
+def test_ldap_highest_mapped_group_wins(ldap_on: Slapd) -> None:
+    assert signed_in(sign_in("bob", PASSWORDS["bob"]))  # operators and viewers: operator
+    assert role_name(User.objects.get(username="bob")) == "operator"
+
+
+def test_ldap_user_without_a_mapped_group_is_refused_audited_and_not_created(ldap_on: Slapd) -> None:
+    client = sign_in("carol", PASSWORDS["carol"])
+    assert not signed_in(client)
+    assert not User.objects.filter(username="carol").exists()
+    assert refusals() == [{"method": "ldap", "username": "carol", "identity": ldap_on.user_dn("carol"),
+                           "reason": refusals()[0]["reason"]}]
+    assert "no Cleanline role" in refusals()[0]["reason"]
+    page = client.post(reverse("login"), {"username": "carol", "password": PASSWORDS["carol"]})
+    assert "no Cleanline role" in page.content.decode()  # the login page says why
+
+
+def test_ldap_wrong_password_is_refused_and_counted_by_the_login_throttling(ldap_on: Slapd, settings) -> None:
+    attacker = Client(REMOTE_ADDR="203.0.113.77")
+    answers = [attacker.post(reverse("login"), {"username": "alice", "password": f"guess {n}"}).status_code
+               for n in range(settings.AXES_FAILURE_LIMIT)]
+    assert answers == [200] * (settings.AXES_FAILURE_LIMIT - 1) + [429]
+    attempt = AccessAttempt.objects.get(username="alice", ip_address="203.0.113.77")
+    assert attempt.failures_since_start == settings.AXES_FAILURE_LIMIT
+    # locked out: the right directory password from that address is refused too, and LDAP is not asked
+    assert not signed_in(sign_in("alice", PASSWORDS["alice"], attacker))
+    assert not User.objects.filter(username="alice").exists()
+    assert signed_in(sign_in("alice", PASSWORDS["alice"], Client(REMOTE_ADDR="198.51.100.8")))
+
+
+def test_ldap_starttls_and_ldaps_with_the_ca_file_and_refused_without_it(settings, directory: Slapd) -> None:
+    directory.set_members("cleanline-admins", ["alice"])
+    for env in (directory.env(CLEANLINE_LDAP_START_TLS="true", CLEANLINE_LDAP_CA_FILE=str(directory.ca_file)),
+                directory.env(CLEANLINE_LDAP_SERVER_URI=directory.ldaps_uri,
+                              CLEANLINE_LDAP_CA_FILE=str(directory.ca_file))):
+        use_ldap(settings, env)
+        assert signed_in(sign_in("alice", PASSWORDS["alice"])), env
+    # a server certificate that the CA file does not vouch for: nothing is sent, nobody signs in
+    other_ca = directory.folder / "other-ca.pem"
+    other_ca.write_text(Path("/etc/ssl/certs/ca-certificates.crt").read_text())
+    use_ldap(settings, directory.env(CLEANLINE_LDAP_START_TLS="true", CLEANLINE_LDAP_CA_FILE=str(other_ca)))
+    assert not signed_in(sign_in("alice", PASSWORDS["alice"]))
+
+
+def test_ldap_username_of_a_local_account_is_not_taken_over(ldap_on: Slapd) -> None:
+    ldap_on.set_members("cleanline-admins", ["alice", "dave"])
+    local = User.objects.create_user("dave", password="the local dave's own password")
+    client = sign_in("dave", PASSWORDS["dave"])
+    assert not signed_in(client)
+    assert not Profile.objects.filter(user=local).exists() and role_name(local) == ""
+    assert "There is already a user named 'dave'" in refusals()[-1]["reason"]
+    assert signed_in(sign_in("dave", "the local dave's own password"))  # the local account still works

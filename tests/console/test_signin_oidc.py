@@ -1,0 +1,186 @@
+"""OIDC sign-in in headless Chromium against a real OIDC provider on 127.0.0.1 (the npm package
+oidc-provider, tests/console/identity.py): through the provider's own login page, the code flow
+with PKCE, the role from the claim (and a changed claim changes it at the next sign-in), sign-out
+at the provider, a tampered state or nonce refused, a user whose claim maps to no role refused;
+every refusal audited (`signin.refused`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from urllib.parse import parse_qs, urlencode, urlparse
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+from django.urls import reverse
+from playwright.sync_api import Browser, Page, Route
+
+from console.models import AuditEvent, Profile
+from console.roles import role_name
+from tests.console.helpers import SHOTS
+from tests.console.identity import OidcProvider
+
+ROLES = {"cleanline-admins": "admin", "cleanline-operators": "operator", "cleanline-viewers": "viewer"}
+
+
+@pytest.fixture(scope="module")
+def provider(live_server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[OidcProvider]:
+    server = OidcProvider(tmp_path_factory.mktemp("oidc"), redirect_uri=f"{live_server.url}/oidc/callback/",
+                          post_logout_redirect_uri=f"{live_server.url}/login/").start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def oidc_on(settings, provider: OidcProvider) -> OidcProvider:
+    settings.CLEANLINE_OIDC_ISSUER = provider.issuer
+    settings.CLEANLINE_OIDC_CLIENT_ID = provider.client_id
+    settings.CLEANLINE_OIDC_CLIENT_SECRET = provider.client_secret
+    settings.CLEANLINE_OIDC_PROVIDER_NAME = "Test IdP"
+    settings.CLEANLINE_OIDC_CLAIM_ROLES = ROLES
+    settings.OIDC_RP_SCOPES = "openid email profile groups"
+    return provider
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    """A fresh browser context that reaches 127.0.0.1 and localhost only."""
+    context = browser.new_context(viewport={"width": 1100, "height": 800})
+
+    def local_only(route: Route) -> None:
+        if urlparse(route.request.url).hostname in ("127.0.0.1", "localhost"):
+            route.continue_()
+        else:
+            route.abort()
+
+    context.route("**/*", local_only)
+    yield context.new_page()
+    context.close()
+
+
+def provider_login(page: Page, username: str, password: str) -> None:
+    """On the provider's own login page: type the username and password, submit."""
+    page.wait_for_selector("#provider-submit")
+    assert page.url.startswith("http://127.0.0.1:")
+    page.fill("#login", username)
+    page.fill("#password", password)
+    page.click("#provider-submit")
+    page.wait_for_load_state()
+
+
+def sign_in(page: Page, live_url: str, username: str, password: str) -> None:
+    page.goto(f"{live_url}/login/")
+    page.click("#oidc-signin")
+    provider_login(page, username, password)
+
+
+def sign_out(page: Page) -> None:
+    """The console's Log out, then the provider's own sign-out page: back on the login page."""
+    page.click("form.logout button[type=submit]")
+    page.click("#provider-logout")
+    page.wait_for_selector("#oidc-signin")
+
+
+def refusals() -> list[dict[str, str]]:
+    return [e.parameters for e in AuditEvent.objects.filter(action="signin.refused").order_by("pk")]
+
+
+def test_oidc_signin_through_the_provider_gives_the_role_of_the_claim_and_a_changed_claim_changes_it(
+        page: Page, live_server, oidc_on: OidcProvider) -> None:
+    oidc_on.set_user("grace", "grace's provider password", email="grace@example.org", name="Grace Hopper",
+                     groups=["cleanline-operators", "unrelated"])
+    authorize: list[str] = []
+    page.on("request", lambda r: authorize.append(r.url) if r.url.startswith(f"{oidc_on.issuer}/auth?") else None)
+    page.goto(f"{live_server.url}/tables")
+    assert "/login/" in page.url and page.locator("#oidc-signin").inner_text() == "Sign in with Test IdP"
+    page.click("#oidc-signin")
+    provider_login(page, "grace", "grace's provider password")
+    page.wait_for_selector("h1:has-text('Tables')")  # back where she was going, signed in
+    assert page.locator("header .role").inner_text() == "operator"
+    query = parse_qs(urlparse(authorize[0]).query)
+    assert query["code_challenge_method"] == ["S256"] and len(query["code_challenge"][0]) >= 43
+    assert query["state"][0] and query["nonce"][0] and query["response_type"] == ["code"]
+    grace = User.objects.get(username="grace")
+    assert role_name(grace) == "operator" and not grace.has_usable_password() and grace.email == "grace@example.org"
+    profile = Profile.objects.get(user=grace)
+    assert (profile.source, profile.external_id) == ("oidc", f"{oidc_on.issuer} grace")
+    assert profile.role_reason == "groups=cleanline-operators"
+
+    # the claim changes at the provider: the next sign-in (after signing out there too) gives the new role
+    oidc_on.set_user("grace", "grace's provider password", email="grace@example.org",
+                     groups=["cleanline-admins"])
+    sign_out(page)
+    sign_in(page, live_server.url, "grace", "grace's provider password")
+    page.wait_for_selector("h1:has-text('Lake dashboard')")
+    assert page.locator("header .role").inner_text() == "admin"
+    page.click("header >> text=People")
+    row = page.locator("#people tr[data-username=grace]")
+    assert row.locator("td.source").inner_text() == "OIDC" and "given by OIDC" in row.inner_text()
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / "people-sources.png"), full_page=True)
+    changes = AuditEvent.objects.filter(action="signin.role_changed", username="grace").order_by("pk")
+    assert [(e.parameters["from"], e.parameters["to"]) for e in changes] == [("", "operator"), ("operator", "admin")]
+    assert User.objects.filter(username="grace").count() == 1 and not refusals()
+
+
+def test_oidc_user_without_a_mapped_role_gets_no_access_and_losing_it_takes_the_role_away(
+        page: Page, live_server, oidc_on: OidcProvider) -> None:
+    oidc_on.set_user("mallory", "mallory's provider password", groups=["staff"])
+    sign_in(page, live_server.url, "mallory", "mallory's provider password")
+    page.wait_for_selector("#signin-refusal")
+    assert "no Cleanline role" in page.locator("#signin-refusal").inner_text()
+    assert not User.objects.filter(username="mallory").exists()
+    page.goto(f"{live_server.url}/tables")
+    assert "/login/" in page.url  # no session
+    assert [(r["method"], r["username"]) for r in refusals()] == [("oidc", "mallory")]
+    assert refusals()[0]["identity"] == f"{oidc_on.issuer} mallory" and "groups=['staff']" in refusals()[0]["reason"]
+
+    # a viewer whose claim no longer maps to a role: refused at the next sign-in, role taken away
+    page.context.clear_cookies()  # another browser: mallory's session at the provider is not ivan's
+    oidc_on.set_user("ivan", "ivan's provider password", groups=["cleanline-viewers"])
+    sign_in(page, live_server.url, "ivan", "ivan's provider password")
+    page.wait_for_selector("h1:has-text('Lake dashboard')")
+    oidc_on.set_user("ivan", "ivan's provider password", groups=[])
+    sign_out(page)
+    sign_in(page, live_server.url, "ivan", "ivan's provider password")
+    page.wait_for_selector("#signin-refusal")
+    assert role_name(User.objects.get(username="ivan")) == ""
+    assert refusals()[-1]["username"] == "ivan" and "no Cleanline role any more" in refusals()[-1]["reason"]
+    page.goto(f"{live_server.url}/")
+    assert "/login/" in page.url
+
+
+@pytest.mark.parametrize("tampered", ["state", "nonce"])
+def test_oidc_tampered_state_or_nonce_is_refused_and_audited(page: Page, live_server, oidc_on: OidcProvider,
+                                                             tampered: str) -> None:
+    oidc_on.set_user("judy", "judy's provider password", groups=["cleanline-admins"])
+    page.goto(f"{live_server.url}/login/")
+    # the console's redirect to the provider, read without following it (same cookies as the page)
+    start = page.request.get(f"{live_server.url}/oidc/authenticate/", max_redirects=0)
+    assert start.status == 302
+    location = urlparse(start.headers["location"])
+    query = {k: v[0] for k, v in parse_qs(location.query).items()}
+    query[tampered] = query[tampered][:-4] + "XXXX"
+    page.goto(location._replace(query=urlencode(query)).geturl())
+    provider_login(page, "judy", "judy's provider password")
+    page.wait_for_selector("#signin-refusal")
+    assert page.url.startswith(f"{live_server.url}/login/")
+    expected = {"state": "state not found in session", "nonce": "Nonce verification failed"}[tampered]
+    assert expected in page.locator("#signin-refusal").inner_text()
+    page.goto(f"{live_server.url}/")
+    assert "/login/" in page.url  # no session
+    assert not User.objects.filter(username="judy").exists()
+    assert len(refusals()) == 1 and refusals()[0]["method"] == "oidc" and expected in refusals()[0]["reason"]
+
+
+@pytest.mark.django_db
+def test_oidc_off_by_default_and_a_callback_without_a_started_signin_is_refused(settings, oidc_on) -> None:
+    client = Client()
+    assert b"oidc-signin" in client.get(reverse("login")).content
+    refused = client.get("/oidc/callback/?code=forged&state=forged")
+    assert refused.status_code == 302 and refused["Location"] == reverse("login")
+    assert "No sign-in was started" in refusals()[0]["reason"]
+    settings.CLEANLINE_OIDC_ISSUER = ""
+    assert b"oidc-signin" not in client.get(reverse("login")).content
+    assert client.get("/oidc/authenticate/").status_code == 404
+    assert client.get("/oidc/callback/?code=a&state=b").status_code == 404
