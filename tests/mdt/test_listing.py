@@ -13,8 +13,8 @@ import pytest
 
 from tests.helpers import FIXTURES, unzip_table
 from timeline import CleanConfig, HudiTable
-from timeline.cli import main
 from timeline.clean.planner import plan_clean
+from timeline.cli import main
 from timeline.files import PARTITION_METADATA_FILES
 from timeline.mdt.listing import ListingSource, resolve, table_listing
 from timeline.mdt.reader import MetadataTableMissing
@@ -57,8 +57,8 @@ def test_metadata_listing_view_and_plan_equal_storages(lake: Path, capsys: pytes
                     "--allow-short-retention")["listing"] == "metadata"  # type: ignore[index]
 
 
-def test_auto_lists_storage_without_a_metadata_table_and_metadata_is_refused(tmp_path: Path,
-                                                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_auto_lists_storage_without_a_metadata_table_and_metadata_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = unzip_table(FIXTURES / f"{NO_MDT}.zip", tmp_path)
     table = HudiTable.open(str(path))
     assert resolve(table, "auto") is ListingSource.STORAGE
