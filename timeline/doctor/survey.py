@@ -1,0 +1,191 @@
+"""One look at a table for every finding module: what the diagnosis reads, each piece read at
+most once and only when a module asks for it (the timeline, one listing of the partitions,
+the archived timeline with its payloads, the heartbeats, the marker folders), as of one moment
+`now`. Nothing here writes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from functools import cached_property
+from typing import NamedTuple
+
+from timeline.doctor.history import ArchiveRead, read_archive
+from timeline.exceptions import CleanlineError, FileNotFound, InvalidFileNameError, InvalidInstantError
+from timeline.files import base_file_of, is_base_file_name, parse_log_file
+from timeline.fsview import TableListing
+from timeline.instant import RESTORE, ROLLBACK, instant_time_from_epoch_ms, moment_of, zone_of
+from timeline.locks.live import liveness_window_ms
+from timeline.storage import FileStatus, Storage
+from timeline.table import Table
+from timeline.timeline import ActiveTimeline
+
+HEARTBEAT_FOLDER = (".hoodie", ".heartbeat")   # HoodieTableMetaClient.HEARTBEAT_FOLDER_NAME
+MARKER_FOLDER = (".hoodie", ".temp")           # HoodieTableMetaClient.TEMPFOLDER_NAME
+# CleanupStaleInflightCommitsProcedure's allowed_inflight_interval_minutes default
+DEFAULT_STALE_AFTER = timedelta(minutes=180)
+# How old an unreferenced file must be before it counts as an orphan (at least: the horizon is
+# also before the oldest pending instant and the writers' heartbeat window); Iceberg's
+# remove_orphan_files keeps three days by default.
+DEFAULT_ORPHAN_MIN_AGE = timedelta(days=3)
+# Commits a clean may cover before the doctor calls it lagging, and the commits per capped clean
+# when the table sets no `hoodie.clean.max.commits.to.clean`.
+DEFAULT_CLEAN_LAG_COMMITS = 100
+
+
+@dataclass(frozen=True, slots=True)
+class DoctorSettings:
+    """The doctor's thresholds. `options` are Hudi writer options over `hoodie.properties` (the
+    heartbeat interval and misses, `hoodie.clean.*`, as the table's writers are given them)."""
+
+    stale_after: timedelta = DEFAULT_STALE_AFTER
+    orphan_min_age: timedelta = DEFAULT_ORPHAN_MIN_AGE
+    clean_lag_commits: int = DEFAULT_CLEAN_LAG_COMMITS
+    max_commits_per_clean: int | None = None
+    options: Mapping[str, str] = field(default_factory=dict)
+
+
+class DataFile(NamedTuple):
+    """A base or log file of the listing, parsed: its partition, status, file id, the instant
+    its name carries (a base file's commit; a log file's base instant on table version 6, its
+    delta commit on 8+), and whether it is a log file."""
+
+    partition: str
+    status: FileStatus
+    file_id: str
+    instant: str
+    is_log: bool
+
+
+class Survey:
+    """What the finding modules read, as of `now` (an aware datetime, not later than the
+    clock: a diagnosis as of the past only keeps more)."""
+
+    def __init__(self, table: Table, *, now: datetime | None = None, settings: DoctorSettings | None = None) -> None:
+        clock = datetime.now(UTC)
+        if now is not None and now.tzinfo is None:
+            raise ValueError("now must carry a time zone")
+        if now is not None and now > clock + timedelta(seconds=1):
+            raise ValueError(f"now ({now.isoformat()}) is later than the clock: a diagnosis as of the future "
+                             "would take files being written for old ones")
+        self.table = table.reload()
+        self.now = now or clock
+        self.now_ms = int(self.now.timestamp() * 1000)
+        self.settings = settings or DoctorSettings()
+
+    @property
+    def storage(self) -> Storage:
+        return self.table.storage
+
+    @cached_property
+    def props(self) -> dict[str, str]:
+        """The writers' settings: `hoodie.properties` under the doctor's options."""
+        return {**self.table.config.props, **self.settings.options}
+
+    @cached_property
+    def timeline(self) -> ActiveTimeline:
+        return self.table.timeline
+
+    @cached_property
+    def listing(self) -> TableListing:
+        """One listing of the table's partitions (with sizes and modification times)."""
+        return self.table.list_partitions()
+
+    @cached_property
+    def data_files(self) -> list[DataFile]:
+        """Every base and log file of the listing (what Hudi's repair tools consider:
+        FSUtils.isDataFile), parsed once."""
+        found: list[DataFile] = []
+        add = found.append
+        for partition, files in self.listing.partitions.items():
+            for status in files:
+                name = status.name
+                try:
+                    if name[0] == ".":
+                        if ".log." in name:
+                            log = parse_log_file(name)
+                            add(DataFile(partition, status, log.file_id, log.instant_time, True))
+                    elif is_base_file_name(name):
+                        base = base_file_of(name)
+                        add(DataFile(partition, status, base.file_id, base.instant_time, False))
+                except InvalidFileNameError:
+                    continue
+        return found
+
+    @cached_property
+    def archive(self) -> ArchiveRead:
+        return read_archive(self.table)
+
+    @cached_property
+    def heartbeat_window_ms(self) -> int:
+        return liveness_window_ms(self.props)
+
+    @cached_property
+    def heartbeats(self) -> dict[str, FileStatus]:
+        """`.hoodie/.heartbeat/<instant>` files by instant time."""
+        return {s.name: s for s in self._children(*HEARTBEAT_FOLDER) if not s.is_dir}
+
+    @cached_property
+    def marker_folders(self) -> dict[str, FileStatus]:
+        """`.hoodie/.temp/<instant>` folders by instant time."""
+        return {s.name: s for s in self._children(*MARKER_FOLDER) if s.is_dir}
+
+    def _children(self, *parts: str) -> list[FileStatus]:
+        folder = self.table.path(*parts)
+        try:
+            return self.storage.list(folder) if self.storage.exists(folder) else []
+        except FileNotFound:
+            return []
+
+    def heartbeat_alive(self, instant_time: str) -> bool:
+        """HoodieHeartbeatClient.isHeartbeatExpired, negated, at `now`: touched within the
+        heartbeat interval x tolerable misses (a missing heartbeat counts as expired)."""
+        beat = self.heartbeats.get(instant_time)
+        return beat is not None and 0 < beat.mtime_ms and self.now_ms - beat.mtime_ms <= self.heartbeat_window_ms
+
+    @cached_property
+    def rolled_back(self) -> dict[str, str]:
+        """Instants named by the active timeline's completed rollbacks and restores -> the
+        rollback or restore naming them."""
+        from timeline.metadata.references import references_of
+
+        found: dict[str, str] = {}
+        for instant in self.timeline.completed().with_actions({ROLLBACK, RESTORE}):
+            try:
+                raw = self.table.read_instant(instant)
+            except CleanlineError:
+                continue
+            for named in references_of(raw, action=instant.action, state=instant.state).instants:
+                found.setdefault(named, f"{instant.action} {instant.requested_time}")
+        return found
+
+    @cached_property
+    def finished(self) -> dict[str, str]:
+        """Instants whose writer is done with them -> how: completed on the active timeline,
+        archived, or rolled back (by a completed rollback or restore). A pending instant is
+        never finished."""
+        pending = {i.requested_time for i in self.timeline.pending()}
+        found = {i.requested_time: "completed" for i in self.timeline.completed()}
+        for time_ in self.archive.instants:
+            found.setdefault(time_, "archived")
+        for time_, by in self.rolled_back.items():
+            found.setdefault(time_, f"rolled back by {by}")
+        return {t: how for t, how in found.items() if t not in pending}
+
+    def moment_ms(self, instant_time: str) -> int | None:
+        """An instant time as epoch milliseconds in the table's timeline zone (None if it is
+        not a time)."""
+        try:
+            return int(moment_of(instant_time[:17], self.table.config.timezone).timestamp() * 1000)
+        except InvalidInstantError:
+            return None
+
+    def instant_at(self, epoch_ms: int) -> str:
+        """An epoch time as a 17-digit instant time in the table's timeline zone."""
+        return instant_time_from_epoch_ms(epoch_ms, zone_of(self.table.config.timezone))
+
+    def age_seconds(self, epoch_ms: int) -> int:
+        return max(0, (self.now_ms - epoch_ms) // 1000)
+
+
