@@ -26,9 +26,11 @@ from timeline.cli_clean import (
     retention_settings,
     writer_option,
 )
+from timeline.cli_doctor import add_doctor_command
 from timeline.cli_output import (
     age_text,
     bytes_hex,
+    confirm,
     emit,
     instant_json,
     print_json,
@@ -40,10 +42,6 @@ from timeline.cli_output import (
 from timeline.exceptions import InvalidInstantError
 
 Handler = Callable[[argparse.Namespace], Any]
-
-
-class Cancelled(CleanlineError):
-    """The person at the terminal said no."""
 
 
 def _table_info(args: argparse.Namespace) -> None:
@@ -135,16 +133,6 @@ def _instant_show(args: argparse.Namespace) -> None:
     print_json({"instant": instant_json(instant), "content": content}, default=bytes_hex)
 
 
-def _confirm(args: argparse.Namespace, question: str) -> None:
-    """Ask before a destructive step unless --yes; no answer (no terminal) means no."""
-    if args.yes:
-        return
-    print(f"{question} [y/N] ", end="", file=sys.stderr, flush=True)
-    answer = sys.stdin.readline().strip().lower() if sys.stdin and not sys.stdin.closed else ""
-    if answer not in ("y", "yes"):
-        raise Cancelled("cancelled: nothing was changed (pass --yes to skip this question)")
-
-
 def _savepoint_create(args: argparse.Namespace) -> None:
     done = maintenance_of(timeline.HudiTable.open(args.path), args).create_savepoint(args.instant, user=args.user,
                                                                           comment=args.comment)
@@ -153,7 +141,7 @@ def _savepoint_create(args: argparse.Namespace) -> None:
 
 def _savepoint_delete(args: argparse.Namespace) -> None:
     table = timeline.HudiTable.open(args.path)
-    _confirm(args, f"Delete savepoint {args.instant} of {table.uri}? Its files may then be cleaned.")
+    confirm(args, f"Delete savepoint {args.instant} of {table.uri}? Its files may then be cleaned.")
     maintenance_of(table, args).delete_savepoint(args.instant)
     print(f"savepoint {args.instant} deleted")
 
@@ -195,7 +183,7 @@ def _restore(args: argparse.Namespace) -> None:
                           size_text(args, p.bytes_to_delete)) for p in preview.rollbacks])))
     if args.preview:
         return
-    _confirm(args, f"Restore {table.uri} to savepoint {args.savepoint}? The writes above are rolled back.")
+    confirm(args, f"Restore {table.uri} to savepoint {args.savepoint}? The writes above are rolled back.")
     done = maintenance_of(table, args).restore(args.savepoint)
     print(f"restored to {args.savepoint} (restore {done.requested_time})", file=sys.stderr)
 
@@ -214,7 +202,7 @@ def _rollback(args: argparse.Namespace) -> None:
         if previews else "no failed writes")
     if args.preview or not previews:
         return
-    _confirm(args, f"Roll back {len(previews)} write(s) of {table.uri}?")
+    confirm(args, f"Roll back {len(previews)} write(s) of {table.uri}?")
     if args.failed:  # newest first, each checked again as the one before it goes
         for done in maintenance.rollback_failed_writes():
             print(f"rolled back a failed write (rollback {done.requested_time})", file=sys.stderr)
@@ -273,7 +261,7 @@ def _mdt_drop(args: argparse.Namespace) -> None:
         print(f"{table.uri}: no metadata table to drop", file=sys.stderr)
         return
     if args.confirm != table.config.name:
-        _confirm(args, f"Drop the metadata table of {table.uri} ({', '.join(table.config.metadata_partitions)})? "
+        confirm(args, f"Drop the metadata table of {table.uri} ({', '.join(table.config.metadata_partitions)})? "
                        "Hudi writers rebuild it, reading every file")
     maintenance_of(table, args).drop_metadata_table()
     print(f"dropped the metadata table of {table.uri}", file=sys.stderr)
@@ -450,6 +438,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     for add in (_read_commands, _clean_commands, _change_commands, _other_commands):
         add(commands)
+    add_doctor_command(commands, _writers_stopped, _sizes)
     return parser
 
 

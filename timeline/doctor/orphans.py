@@ -33,7 +33,7 @@ from datetime import UTC, datetime
 
 from timeline.doctor.check import Check, Session, repairable_plan, run_deletes
 from timeline.doctor.findings import Change, Evidence, Finding, RepairPlan, RepairResult, Severity
-from timeline.doctor.survey import DataFile, Survey
+from timeline.doctor.survey import DataFile, Survey, duration
 from timeline.exceptions import CleanlineError
 from timeline.instant import State, split_file_name
 from timeline.mdt.reader import metadata_table
@@ -132,7 +132,7 @@ def horizon(survey: Survey) -> tuple[int, str]:
     the heartbeat window, the oldest pending instant, the oldest marker folder of an
     unfinished instant, each as of `now`."""
     candidates = [(survey.now_ms - int(survey.settings.orphan_min_age.total_seconds() * 1000),
-                   f"the minimum age ({survey.settings.orphan_min_age})"),
+                   f"the minimum age ({duration(survey.settings.orphan_min_age)})"),
                   (survey.now_ms - survey.heartbeat_window_ms, "the writers' heartbeat window")]
     for instant in survey.timeline.pending():
         moment = survey.moment_ms(instant.requested_time)
@@ -193,7 +193,7 @@ def diagnose(survey: Survey) -> list[Finding]:
     size = sum(f.bytes for f in files)
     evidence = OrphanEvidence(files, len(files), size, survey.instant_at(limit), why_limit)
     return [Finding(
-        KIND, Severity.WARNING, f"{len(files)} orphan file(s), {size} bytes, that no instant names",
+        KIND, Severity.WARNING, f"{len(files)} orphan file(s), {size:,} bytes, that no instant names",
         evidence,
         "Files no instant wrote (failed writes without markers, crashed rollbacks) cost storage forever: no clean "
         "ever selects them, and a reader listing storage may pick one up.",

@@ -46,6 +46,16 @@ class DoctorSettings:
     options: Mapping[str, str] = field(default_factory=dict)
 
 
+def duration(span: timedelta) -> str:
+    """A threshold as a person reads it: "3 days", "180 minutes", "45 seconds"."""
+    seconds = int(span.total_seconds())
+    for unit, size in (("day", 86_400), ("hour", 3600), ("minute", 60)):
+        if seconds >= size and seconds % size == 0:
+            count = seconds // size
+            return f"{count} {unit}{'s' if count != 1 else ''}"
+    return f"{seconds} seconds"
+
+
 class DataFile(NamedTuple):
     """A base or log file of the listing, parsed: its partition, status, file id, the instant
     its name carries (a base file's commit; a log file's base instant on table version 6, its
