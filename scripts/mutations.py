@@ -67,8 +67,8 @@ MUTATIONS = [
              "            min_remaining_seconds = 0", "tests/locks/test_held_margin.py"),
     Mutation("an orphan is a file no payload of the active or archived timeline names "
              "(RepairUtils.findInstantFilesToRemove, kept stricter)", "timeline/doctor/orphans.py",
-             "        if status.name in refs.names:",
-             "        if False:", "tests/doctor/test_orphans.py"),
+             "            if status.name in names:",
+             "            if False:", "tests/doctor/test_orphans.py"),
     Mutation("an account the requester created or promoted never approves the requester's change",
              "console/permissions.py",
              "    if RoleGrant.objects.filter(user_id=user.pk, requested_by_id=requester_id).exists():",

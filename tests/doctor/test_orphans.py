@@ -105,15 +105,15 @@ def test_orphans_a_file_named_only_by_an_archived_instant_is_never_an_orphan(tab
     table = HudiTable.open(str(path))
     first = table.timeline.commits().completed().first()
     assert first is not None
-    own = set(referenced(Survey(table)).names)
     archive_commit(path, first.requested_time)
     duplicate = copy_base_file(path, first.requested_time)  # same archived instant, not in its write stats
     age_tree(path)
     survey = Survey(HudiTable.open(str(path)))
     assert survey.archive.error is None and first.requested_time in survey.archive.detailed
-    only_archived = [d.status.name for d in survey.data_files if d.instant == first.requested_time
-                     and d.status.name != duplicate.name]
-    assert only_archived and set(only_archived) <= own  # named by the archived commit, nothing active names them
+    only_archived = {d.status.name for d in survey.files_written_at({first.requested_time})[first.requested_time]
+                     if d.status.name != duplicate.name}
+    assert only_archived and only_archived <= survey.archive.references.names  # the archived commit names them
+    assert not only_archived & survey.state_files.references.names  # and nothing on the active timeline does
     (finding,) = diagnose(HudiTable.open(str(path)), kinds=[KIND])
     assert isinstance(finding.evidence, OrphanEvidence)
     assert [f.name for f in finding.evidence.files] == [duplicate.name]

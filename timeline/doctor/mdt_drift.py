@@ -131,7 +131,7 @@ def diagnose(survey: Survey) -> list[Finding]:
     try:
         mdt = metadata_table(table)
         assert mdt is not None
-        validation = validate_files(mdt, listing=survey.listing)
+        validation = validate_files(mdt, listing=survey.sized_listing)
     except CleanlineError as exc:
         return [Finding(KIND, Severity.ERROR, "the metadata table cannot be read",
                         UnreadableEvidence(str(exc), partitions),

@@ -33,12 +33,11 @@ from datetime import UTC, datetime
 
 from timeline.doctor.check import Check, Session, repairable_plan, run_deletes
 from timeline.doctor.findings import Change, Evidence, Finding, RepairPlan, RepairResult, Severity
-from timeline.doctor.survey import DataFile, Survey, duration
+from timeline.doctor.survey import DataFile, Survey, duration, parse_data_file
 from timeline.exceptions import CleanlineError
-from timeline.instant import State, split_file_name
 from timeline.mdt.reader import metadata_table
-from timeline.metadata.references import References, references_of
-from timeline.table import PLANNED_ACTIONS, Table
+from timeline.metadata.references import References
+from timeline.table import Table
 
 KIND = "orphan-files"
 # HoodieTimeline.INIT_INSTANT_TS, METADATA_BOOTSTRAP_INSTANT_TS, FULL_BOOTSTRAP_INSTANT_TS
@@ -86,26 +85,14 @@ class Referenced:
 def referenced(survey: Survey) -> Referenced:
     """Everything the active and archived timelines name, and the metadata table's listing."""
     table, timeline = survey.table, survey.timeline
+    states = survey.state_files
     named = References()
-    without: set[str] = set()
+    named.update(states.references)
     doubt = None
-    for instant in timeline:
-        for state, status in timeline.files_of(instant).items():
-            if status.size == 0:
-                if state is State.COMPLETED and instant.action not in ("clean", "rollback", "savepoint", "restore"):
-                    without.add(instant.requested_time)
-                continue
-            action = split_file_name(status.name, table.config.layout_version)[1]  # a compaction plan is one
-            try:
-                raw = table.read_state_file(status.path)
-            except CleanlineError as exc:
-                if state is State.COMPLETED or instant.action in PLANNED_ACTIONS:
-                    doubt = doubt or f"cannot read {status.path}: {exc}"
-                continue
-            found = references_of(raw, action=action, state=state)
-            named.update(found)
-            if state is State.COMPLETED and not found.details:
-                without.add(instant.requested_time)
+    if states.errors:
+        path, why = next(iter(states.errors.items()))
+        doubt = f"cannot read {path}: {why}"
+    without = set(states.without_details)
     archive = survey.archive
     if archive.error is not None:
         doubt = doubt or f"cannot read the archived timeline: {archive.error}"
@@ -156,26 +143,34 @@ def orphans(survey: Survey) -> tuple[list[tuple[DataFile, str]], int, str]:
         return [], limit, why_limit
     limit_instant = survey.instant_at(limit)
     earliest = min(refs.known, default=None)
+    names = refs.names
     found: list[tuple[DataFile, str]] = []
-    for data in survey.data_files:
-        status, instant = data.status, data.instant
-        if status.name in refs.names:
-            continue  # a payload names it
-        if instant in refs.pending or instant in refs.without_details or instant in BOOTSTRAP_INSTANTS:
-            continue
-        if earliest is None or instant < earliest:
-            continue  # older than anything the timelines know: history may have been removed
-        if data.is_log and data.file_id in refs.file_ids and instant in refs.known:
-            continue  # a log file of a known file group and instant
-        if not (0 < status.mtime_ms < limit) or instant[:17] >= limit_instant:
-            continue  # too young: a writer may not have published it yet
-        if instant in refs.completed:
-            why = f"{instant} completed and no write stat names it"
-        elif instant in refs.rolled_back:
-            why = f"{instant} was rolled back ({refs.rolled_back[instant]}) and no rollback names it"
-        else:
-            why = f"no instant {instant} on the active or archived timeline"
-        found.append((data, why))
+    for partition, files in survey.listing.partitions.items():
+        for status in files:
+            if status.name in names:
+                continue  # a payload names it (most files: nothing more to look at)
+            data = parse_data_file(partition, status)
+            if data is None:
+                continue  # not a base or log file
+            instant = data.instant
+            if instant in refs.pending or instant in refs.without_details or instant in BOOTSTRAP_INSTANTS:
+                continue
+            if earliest is None or instant < earliest:
+                continue  # older than anything the timelines know: history may have been removed
+            if data.is_log and data.file_id in refs.file_ids and instant in refs.known:
+                continue  # a log file of a known file group and instant
+            if instant[:17] >= limit_instant:
+                continue  # written at an instant too young for the horizon
+            status = survey.sized(status)
+            if not 0 < status.mtime_ms < limit:
+                continue  # too young (or gone): a writer may not have published it yet
+            if instant in refs.completed:
+                why = f"{instant} completed and no write stat names it"
+            elif instant in refs.rolled_back:
+                why = f"{instant} was rolled back ({refs.rolled_back[instant]}) and no rollback names it"
+            else:
+                why = f"no instant {instant} on the active or archived timeline"
+            found.append((data._replace(status=status), why))
     return found, limit, why_limit
 
 

@@ -115,12 +115,8 @@ def diagnose(survey: Survey) -> list[Finding]:
                and m <= threshold and not survey.heartbeat_alive(i.requested_time)]
     if not pending:
         return []
-    counts: dict[str, tuple[int, int]] = {}
-    wanted = {i.requested_time for i in pending}
-    for data in survey.data_files:
-        if data.instant in wanted:
-            files, size = counts.get(data.instant, (0, 0))
-            counts[data.instant] = (files + 1, size + max(data.status.size, 0))
+    written = survey.files_written_at({i.requested_time for i in pending})
+    counts = {t: (len(files), sum(max(survey.sized(f.status).size, 0) for f in files)) for t, files in written.items()}
     findings = []
     for instant in sorted(pending, key=lambda i: i.sort_key, reverse=True):
         t = instant.requested_time

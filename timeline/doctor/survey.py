@@ -12,14 +12,32 @@ from functools import cached_property
 from typing import NamedTuple
 
 from timeline.doctor.history import ArchiveRead, read_archive
-from timeline.exceptions import CleanlineError, FileNotFound, InvalidFileNameError, InvalidInstantError
+from timeline.exceptions import (
+    CleanlineError,
+    CorruptInstantError,
+    FileNotFound,
+    InvalidFileNameError,
+    InvalidInstantError,
+)
 from timeline.files import base_file_of, is_base_file_name, parse_log_file
-from timeline.fsview import TableListing
-from timeline.instant import RESTORE, ROLLBACK, instant_time_from_epoch_ms, moment_of, zone_of
+from timeline.fsview import TableListing, list_partitions
+from timeline.instant import (
+    CLUSTERING,
+    REPLACE_COMMIT,
+    RESTORE,
+    ROLLBACK,
+    State,
+    instant_time_from_epoch_ms,
+    moment_of,
+    split_file_name,
+    zone_of,
+)
 from timeline.locks.live import liveness_window_ms
+from timeline.metadata.references import References, references_in, references_of
+from timeline.perf import paused_gc
 from timeline.storage import FileStatus, Storage
-from timeline.table import Table
-from timeline.timeline import ActiveTimeline
+from timeline.table import PLANNED_ACTIONS, Table
+from timeline.timeline import WRITE_ACTIONS, ActiveTimeline
 
 HEARTBEAT_FOLDER = (".hoodie", ".heartbeat")   # HoodieTableMetaClient.HEARTBEAT_FOLDER_NAME
 MARKER_FOLDER = (".hoodie", ".temp")           # HoodieTableMetaClient.TEMPFOLDER_NAME
@@ -32,6 +50,8 @@ DEFAULT_ORPHAN_MIN_AGE = timedelta(days=3)
 # Commits a clean may cover before the doctor calls it lagging, and the commits per capped clean
 # when the table sets no `hoodie.clean.max.commits.to.clean`.
 DEFAULT_CLEAN_LAG_COMMITS = 100
+# State files larger than this are read as streams (a 200 MB commit decodes to gigabytes).
+WHOLE_FILE_BYTES = 256 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +88,34 @@ class DataFile(NamedTuple):
     is_log: bool
 
 
+def parse_data_file(partition: str, status: FileStatus) -> DataFile | None:
+    """A listed file as a base or log file (what Hudi's repair tools consider, FSUtils.
+    isDataFile), or None for anything else (partition metadata, checksums, ...)."""
+    name = status.name
+    try:
+        if name[0] == ".":
+            if ".log." not in name:
+                return None
+            log = parse_log_file(name)
+            return DataFile(partition, status, log.file_id, log.instant_time, True)
+        if is_base_file_name(name):
+            base = base_file_of(name)
+            return DataFile(partition, status, base.file_id, base.instant_time, False)
+    except InvalidFileNameError:
+        return None
+    return None
+
+
+@dataclass(slots=True)
+class StateFiles:
+    """What the active timeline's state files name, the completed writes without write
+    details, and the checked state files that do not decode (path -> why)."""
+
+    references: References = field(default_factory=References)
+    without_details: set[str] = field(default_factory=set)
+    errors: dict[str, str] = field(default_factory=dict)
+
+
 class Survey:
     """What the finding modules read, as of `now` (an aware datetime, not later than the
     clock: a diagnosis as of the past only keeps more)."""
@@ -99,29 +147,97 @@ class Survey:
 
     @cached_property
     def listing(self) -> TableListing:
-        """One listing of the table's partitions (with sizes and modification times)."""
-        return self.table.list_partitions()
+        """One listing of the table's partitions, without a size or time per file where the
+        storage would have to ask for each (a local disk): `sized` asks for the few that need it."""
+        with paused_gc():
+            return list_partitions(self.storage, self.table.base, sizes=False)
 
     @cached_property
-    def data_files(self) -> list[DataFile]:
-        """Every base and log file of the listing (what Hudi's repair tools consider:
-        FSUtils.isDataFile), parsed once."""
-        found: list[DataFile] = []
-        add = found.append
+    def sized_listing(self) -> TableListing:
+        """The listing with every file's size (what a comparison of sizes needs)."""
+        if all(s.size >= 0 for files in self.listing.partitions.values() for s in files):
+            return self.listing
+        return self.table.list_partitions()
+
+    def sized(self, status: FileStatus) -> FileStatus:
+        """A listed file with its size and modification time (one status call when the listing
+        left them unknown); the same status with size -1 when the file is gone meanwhile."""
+        if status.size >= 0 and status.mtime_ms >= 0:
+            return status
+        try:
+            return self.storage.status(status.path)
+        except FileNotFound:
+            return status
+
+    def files_written_at(self, times: set[str]) -> dict[str, list[DataFile]]:
+        """The base and log files whose names carry one of `times` (their instant), by time."""
+        found: dict[str, list[DataFile]] = {t: [] for t in times}
+        if not times:
+            return found
         for partition, files in self.listing.partitions.items():
             for status in files:
-                name = status.name
-                try:
-                    if name[0] == ".":
-                        if ".log." in name:
-                            log = parse_log_file(name)
-                            add(DataFile(partition, status, log.file_id, log.instant_time, True))
-                    elif is_base_file_name(name):
-                        base = base_file_of(name)
-                        add(DataFile(partition, status, base.file_id, base.instant_time, False))
-                except InvalidFileNameError:
-                    continue
+                if any(t in status.name for t in times):
+                    data = parse_data_file(partition, status)
+                    if data is not None and data.instant in found:
+                        found[data.instant].append(data)
         return found
+
+    @cached_property
+    def state_files(self) -> StateFiles:
+        """Every state file of the active timeline read once: what each names, the completed
+        writes without write details, and the files `Table.ensure_intact` checks that do not
+        decode (those that do are noted intact, so a clean planned next does not decode them
+        again)."""
+        table, timeline, storage = self.table, self.timeline, self.storage
+        checked = {status.path for status, _ in table.unchecked_state_files()}
+        layout = table.config.layout_version
+        found = StateFiles()
+        for instant in timeline:
+            ensured = (State.COMPLETED if instant.is_completed
+                       else State.REQUESTED if instant.action in PLANNED_ACTIONS else None)
+            for state, status in timeline.files_of(instant).items():
+                if status.size == 0:
+                    if state is State.COMPLETED and instant.action in WRITE_ACTIONS:
+                        found.without_details.add(instant.requested_time)  # Hudi: "no instant details"
+                    continue
+                action = split_file_name(status.name, layout)[1]  # a completed compaction's plan is a compaction's
+                try:
+                    if status.size > WHOLE_FILE_BYTES:
+                        named = self._streamed(status, action, state)
+                    else:
+                        named = references_in(storage.read(status.path), path=status.path, action=action,
+                                              state=state, layout=layout)
+                except CorruptInstantError as exc:
+                    if state is ensured:
+                        found.errors[status.path] = exc.reason
+                    continue
+                except CleanlineError as exc:
+                    if state is ensured:
+                        found.errors[status.path] = str(exc)
+                    continue
+                found.references.update(named)
+                if state is State.COMPLETED and instant.action in WRITE_ACTIONS and not named.details:
+                    found.without_details.add(instant.requested_time)
+                if status.path in checked:
+                    table.note_intact(status)
+        return found
+
+    def _streamed(self, status: FileStatus, action: str, state: State) -> References:
+        """What a state file too large to hold names, read as a stream (commit metadata: its
+        write stats one at a time; anything else decoded whole after the intact check)."""
+        self.table.check_state_file(status.path, status.size)
+        if self.table.streams_write_stats(status.path):
+            found = References(details=False)
+            with self.table.stream_write_stats(status.path) as entries:
+                for _, stat in entries or ():
+                    if stat is not None:
+                        found.details = True
+                        found.names.add(stat.file_name)
+                        found.file_ids.add(stat.file_id)
+            if action in (REPLACE_COMMIT, CLUSTERING):  # its replaced file ids are another map
+                found.update(references_of(self.table.read_state_file(status.path), action=action, state=state))
+            return found
+        return references_of(self.table.read_state_file(status.path), action=action, state=state)
 
     @cached_property
     def archive(self) -> ArchiveRead:
@@ -158,8 +274,6 @@ class Survey:
     def rolled_back(self) -> dict[str, str]:
         """Instants named by the active timeline's completed rollbacks and restores -> the
         rollback or restore naming them."""
-        from timeline.metadata.references import references_of
-
         found: dict[str, str] = {}
         for instant in self.timeline.completed().with_actions({ROLLBACK, RESTORE}):
             try:

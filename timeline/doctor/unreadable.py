@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from timeline.doctor.check import Check, Session, repairable_plan, resolve_meta, run_deletes
 from timeline.doctor.findings import NO_REPAIR, Change, Evidence, Finding, RepairPlan, RepairResult, Severity
 from timeline.doctor.survey import Survey
-from timeline.exceptions import CleanlineError, CorruptInstantError
+from timeline.exceptions import CleanlineError
 from timeline.instant import CLEAN, Instant, State
 from timeline.mdt.reader import metadata_table
 from timeline.table import PLANNED_ACTIONS
@@ -53,7 +53,7 @@ def _mdt_holds(survey: Survey, instant_time: str) -> bool:
 
 
 def diagnose(survey: Survey) -> list[Finding]:
-    table, timeline = survey.table, survey.timeline
+    timeline = survey.timeline
     findings = []
     for instant in timeline:
         checked = _checked(instant)
@@ -67,12 +67,10 @@ def diagnose(survey: Survey) -> list[Finding]:
             if not empty_is_corrupt:
                 continue
             reason = "the plan is empty (Hudi: \"Not an Avro data file\")"
+        elif status.path in survey.state_files.errors:
+            reason = survey.state_files.errors[status.path]
         else:
-            try:
-                table.check_state_file(status.path, status.size)
-                continue
-            except CorruptInstantError as exc:
-                reason = exc.reason
+            continue
         pending_clean = instant.action == CLEAN and instant.is_pending
         if pending_clean and not _mdt_holds(survey, instant.requested_time):
             repair = (f"delete the corrupt pending clean {instant.requested_time} (Hudi CLI's repair corrupted clean "

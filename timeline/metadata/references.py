@@ -10,6 +10,7 @@ building a typed record per write stat; everything else through its typed record
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,10 +27,12 @@ from timeline.instant import (
     SAVEPOINT,
     State,
 )
+from timeline.metadata import AVRO_MAGIC, decode, jsonmeta
 from timeline.metadata.records import (
     WRITE_STATS_FIELD,
     CleanerPlan,
     CleanMetadata,
+    CommitMetadata,
     CompactionPlan,
     RequestedReplace,
     RestoreMetadata,
@@ -188,6 +191,34 @@ def references_of(raw: Raw | None, *, action: str, state: State) -> References:
     return References()
 
 
+# The write stats' `path` and `fileId` string values in v6 JSON, when they hold no escape
+_PATH_KEY, _FILE_ID_KEY = b'"path"', b'"fileId"'
+_PATHS = re.compile(_PATH_KEY + rb'\s*:\s*"([^"\\]*)"')
+_FILE_IDS = re.compile(_FILE_ID_KEY + rb'\s*:\s*"([^"\\]*)"')
+_FAST = frozenset({COMMIT, DELTA_COMMIT})
+
+
+def references_in(data: bytes, *, path: str, action: str, state: State, layout: int) -> References:
+    """What one state file names, from its bytes; CorruptInstantError when it does not decode
+    (as `timeline.metadata.decode` and `Table.ensure_intact` judge it).
+
+    A commit's or delta commit's v6 JSON metadata, which can list every file of a table, is
+    validated without being built (`jsonmeta.validate`, the check `ensure_intact` makes) and its
+    write stats' `path` and `fileId` values are read with a pattern: another key of the same name
+    could only add a name (keep a file), never drop one; a file where a key is not followed by
+    a plain string (an escape, a null), or that names no path at all, goes through the full
+    decode instead."""
+    if not data:
+        return References(details=False)
+    if action in _FAST and record_type(action, state) is CommitMetadata and not data.startswith(AVRO_MAGIC):
+        jsonmeta.validate(data, path=path)
+        paths, ids = _PATHS.findall(data), _FILE_IDS.findall(data)
+        if paths and len(paths) == data.count(_PATH_KEY) and len(ids) == data.count(_FILE_ID_KEY):
+            return References({_name(v.decode()) for v in paths if v}, {v.decode() for v in ids if v})
+    return references_of(decode(data, path=path, action=action, state=state, layout=layout), action=action,
+                         state=state)
+
+
 # The archived timeline
 
 # HoodieArchivedMetaEntry's payload fields -> the (action, state) whose record each holds.
@@ -218,4 +249,5 @@ def archived_entry_references(raw: Raw) -> References:
     return found
 
 
-__all__ = ["LSM_PAYLOAD_COLUMNS", "LSM_PLAN_ACTION", "References", "archived_entry_references", "references_of"]
+__all__ = ["LSM_PAYLOAD_COLUMNS", "LSM_PLAN_ACTION", "References", "archived_entry_references", "references_in",
+           "references_of"]
