@@ -76,8 +76,9 @@ class References:
 
 def _commit(raw: Raw) -> References:
     """Commit, delta commit, replace commit and compaction metadata (and an inflight write's
-    workload profile): every write stat's file and file id, and the replaced file ids."""
-    found = References(details=bool(raw.get(WRITE_STATS_FIELD)))
+    workload profile): every write stat's file and file id, and the replaced file ids. It gives
+    details when a write stat names a file (RepairUtils: no path at all is "no instant details")."""
+    found = References()
     names, ids = found.names, found.file_ids
     for stats in (raw.get(WRITE_STATS_FIELD) or {}).values():
         for stat in stats or ():
@@ -90,6 +91,7 @@ def _commit(raw: Raw) -> References:
                 ids.add(str(file_id))
     for file_ids in (raw.get(_REPLACED_FIELD) or {}).values():
         ids.update(str(i) for i in file_ids or () if i)
+    found.details = bool(names)
     return found
 
 
