@@ -12,10 +12,11 @@ import pytest
 
 from tests.doctor.helpers import OLD, age_tree, copy_base_file
 from tests.helpers import FIXTURES, unzip_table
-from tests.lakes import fake_failed_write
+from tests.lakes import Lake, fake_failed_write
 from timeline import HudiTable, LiveWriterUnlocked
 from timeline.doctor import KINDS, UnknownKind, diagnose, find_tables
 from timeline.instant import format_instant_time
+from timeline.storage import MemoryStorage
 
 V9_COW = "sample_table/cow/v9_txns_simple_nometa"
 
@@ -60,3 +61,24 @@ def test_doctor_find_tables_under_a_root(tmp_path) -> None:
     found = find_tables(str(tmp_path / "lake"))
     assert [f.rsplit("/", 1)[-1] for f in found] == ["v6_nonpartitioned", "v9_txns_simple_meta",
                                                       "v9_txns_simple_nometa"]  # no metadata table among them
+
+
+def test_doctor_a_check_the_table_stops_is_itself_a_finding() -> None:
+    storage = MemoryStorage()
+    lake = Lake(storage, "/t", version=8)
+    lake.commit("20261101000000000", {"city=sf": [lake.base_file("city=sf", "fg1", "20261101000000000")]})
+    storage.denied.add("/t/city=sf")  # the store refuses to list a partition
+    findings = diagnose(HudiTable.load(storage, "/t"))
+    assert {f.kind for f in findings} >= {"orphan-files"}
+    (orphans,) = [f for f in findings if f.kind == "orphan-files"]
+    assert orphans.severity.value == "error" and not orphans.repairable
+    assert "permission denied" in orphans.summary and orphans.to_json()["evidence"]["error"]
+
+
+def test_doctor_an_unreadable_pending_replace_is_reported_not_rolled_back(table_copy) -> None:
+    path = table_copy(V9_COW)
+    (Path(HudiTable.open(str(path)).timeline.folder) / f"{OLD}.replacecommit.requested").write_bytes(b"garbage")
+    age_tree(path)
+    findings = diagnose(HudiTable.open(str(path)))
+    assert [(f.kind, f.repairable) for f in findings] == [("unreadable-instant", False), ("stale-pending", False)]
+    assert findings[1].to_json()["evidence"]["role"] == "other"

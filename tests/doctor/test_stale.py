@@ -14,12 +14,13 @@ import pytest
 from tests.doctor.helpers import OLD, age_tree, round_trip
 from tests.lakes import fake_failed_write
 from tests.readers import rows
-from timeline import CleanConfig, HudiTable, metadata
+from timeline import CleanConfig, HudiTable, metadata, transition
 from timeline.clean.executor import schedule_clean
 from timeline.clean.planner import plan_clean
 from timeline.doctor import DoctorSettings, RepairUnavailable, diagnose, plan_repair
 from timeline.doctor.stale import StaleEvidence
-from timeline.instant import COMPACTION, Instant, State
+from timeline.instant import COMPACTION, ROLLBACK, Instant, State
+from timeline.rollback import plan_rollback
 
 V9_COW = "sample_table/cow/v9_txns_simple_nometa"
 KIND = "stale-pending"
@@ -108,3 +109,22 @@ def test_stale_table_service_offers_no_repair(table_copy) -> None:
     assert not finding.repairable and "compaction" in finding.repair
     with pytest.raises(RepairUnavailable, match="no repair Cleanline runs"):
         plan_repair(HudiTable.open(str(path)), KIND)
+
+
+def test_stale_write_with_a_pending_rollback_is_finished_by_that_rollback(table_copy) -> None:
+    path = table_copy(V9_COW)
+    before = rows(path)
+    written = fake_failed_write(path, OLD, markers=True)
+    table = HudiTable.open(str(path))
+    (failed,) = [i for i in table.timeline.pending() if i.requested_time == OLD]
+    pending = transition.request(table, ROLLBACK, plan_rollback(table, failed).plan.to_raw())  # then the writer died
+    age_tree(path)
+    found, plan, result, after = round_trip(path, KIND, settings=DoctorSettings(stale_after=timedelta(0)))
+    assert sorted((f.evidence.instant, f.evidence.role) for f in found  # type: ignore[attr-defined]
+                  ) == [(OLD, "write"), (pending.requested_time, "rollback")]
+    assert [c.key for c in plan.changes if c.action == "rollback"] == [("rollback", OLD)]  # planned once
+    assert result.ok and not any(f.exists() for f in written)
+    done = HudiTable.open(str(path)).timeline.rollbacks().completed()
+    assert [i.requested_time for i in done] == [pending.requested_time]  # the pending rollback, finished
+    assert [f for f in after if f.kind == KIND] == []
+    assert rows(path) == before

@@ -27,6 +27,7 @@ every write and delete follows `transition.fence`, every deleted path goes throu
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 
 from timeline.doctor import (
@@ -85,8 +86,26 @@ def diagnose(table: Table, *, now: datetime | None = None, kinds: Iterable[str] 
     checks; `settings` holds the thresholds and the writers' options."""
     survey = Survey(table, now=now, settings=settings)
     order = {kind: n for n, kind in enumerate(KINDS)}
-    findings = [f for check in _checks(kinds) for f in check.diagnose(survey)]
+    findings = [f for check in _checks(kinds) for f in _diagnosed(check, survey)]
     return sorted(findings, key=lambda f: (-f.severity.rank, order[f.kind]))
+
+
+@dataclass(frozen=True, slots=True)
+class CheckFailed(Evidence):
+    """A check that could not finish: what stopped it."""
+
+    error: str
+
+
+def _diagnosed(check: Check, survey: Survey) -> list[Finding]:
+    """One check's findings; a check the table stops (a file that does not decode, storage
+    refusing a read) is itself a finding, so that the others still report."""
+    try:
+        return check.diagnose(survey)
+    except CleanlineError as exc:
+        return [Finding(check.kind, Severity.ERROR, f"{check.kind} could not be checked: {exc}", CheckFailed(str(exc)),
+                        "What this check looks for cannot be ruled out until the table reads.",
+                        f"none: {exc}")]
 
 
 def plan_repair(table: Table, kind: str, *, now: datetime | None = None,

@@ -68,7 +68,10 @@ class StaleEvidence(Evidence):
 
 def _role(survey: Survey, instant: Instant) -> str:
     if instant.action in WRITES:
-        return "table service" if is_clustering(survey.table, instant) else "write"
+        try:
+            return "table service" if is_clustering(survey.table, instant) else "write"
+        except CleanlineError:
+            return "other"  # its plan does not decode (unreadable-instant says so): nothing is rolled back
     if instant.action in TABLE_SERVICES:
         return "table service"
     return {CLEAN: "clean", ROLLBACK: "rollback", RESTORE: "restore"}.get(instant.action, "other")
