@@ -134,3 +134,29 @@ def _schema_of(table: HudiTable) -> dict[str, str]:
     assert last is not None
     extra = (table.read_instant(last) or {}).get("extraMetadata") or {}
     return {"schema": extra["schema"]} if "schema" in extra else {}
+
+
+def archive_commit_v6(path: Path, time_: str) -> Instant:
+    """Move a completed commit of a table-version-6 table to `.hoodie/archived` as Hudi 0.x's
+    archiver writes it: HoodieArchivedMetaEntry records (requested, inflight, and completed with
+    the commit metadata as Avro) in an Avro data block of `.commits_.archive.1_1-0-1`; its state
+    files leave the active timeline."""
+    from timeline.logformat import avro_data_block
+    from timeline.metadata import avro
+
+    table = HudiTable.open(str(path))
+    instant, completed = completed_file(table, time_)
+    content = table.read_instant(instant)
+
+    def entry(state: str, **payload: object) -> dict[str, object]:
+        return {"commitTime": time_, "actionType": instant.action, "actionState": state,
+                "stateTransitionTime": instant.completion_time, "version": 1, **payload}
+
+    block = avro_data_block([entry("REQUESTED"), entry("INFLIGHT"), entry("COMPLETED", hoodieCommitMetadata=content)],
+                            avro.writer_schema_json("HoodieArchivedMetaEntry"), time_)
+    folder = path / ".hoodie" / "archived"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / ".commits_.archive.1_1-0-1").write_bytes(block)
+    for status in table.timeline.files_of(instant).values():
+        os.unlink(status.path)
+    return instant

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.doctor.helpers import OLD, age_tree, archive_commit, copy_base_file, round_trip
+from tests.doctor.helpers import OLD, age_tree, archive_commit, archive_commit_v6, copy_base_file, round_trip
 from tests.helpers import FIXTURE_IDS
 from tests.lakes import fake_failed_write
 from tests.readers import rows
 from timeline import HudiTable
-from timeline.doctor import diagnose
+from timeline.doctor import diagnose, run_repair
 from timeline.doctor.orphans import OrphanEvidence, orphans, referenced
 from timeline.doctor.survey import Survey
 from timeline.rollback import rollback
@@ -70,6 +70,8 @@ def test_orphans_found_deleted_and_the_table_reads_the_same(table_copy) -> None:
     assert result.ok and len(result.done) == 3 and not any(f.exists() for f in expected)
     assert after == []
     assert rows(path) == before
+    again = run_repair(HudiTable.open(str(path)), plan)  # idempotent: nothing left to do, nothing else touched
+    assert again.ok and not again.done and len(again.skipped) == 3
 
 
 def test_orphans_pending_write_files_are_never_orphans(table_copy) -> None:
@@ -100,12 +102,13 @@ def test_orphans_pending_write_files_are_never_orphans(table_copy) -> None:
     assert not any(f.exists() for f in written)
 
 
-def test_orphans_a_file_named_only_by_an_archived_instant_is_never_an_orphan(table_copy) -> None:
-    path = table_copy(V9_COW)
+@pytest.mark.parametrize("table_id", [V9_COW, "sample_table/cow/v6_simplekeygen_nonhivestyle"], ids=["lsm", "v6"])
+def test_orphans_a_file_named_only_by_an_archived_instant_is_never_an_orphan(table_copy, table_id: str) -> None:
+    path = table_copy(table_id)
     table = HudiTable.open(str(path))
     first = table.timeline.commits().completed().first()
     assert first is not None
-    archive_commit(path, first.requested_time)
+    (archive_commit if table.config.version >= 8 else archive_commit_v6)(path, first.requested_time)
     duplicate = copy_base_file(path, first.requested_time)  # same archived instant, not in its write stats
     age_tree(path)
     survey = Survey(HudiTable.open(str(path)))

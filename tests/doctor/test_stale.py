@@ -5,6 +5,7 @@ without markers, a clean scheduled and never run."""
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -17,7 +18,7 @@ from tests.readers import rows
 from timeline import CleanConfig, HudiTable, metadata, transition
 from timeline.clean.executor import schedule_clean
 from timeline.clean.planner import plan_clean
-from timeline.doctor import DoctorSettings, RepairUnavailable, diagnose, plan_repair
+from timeline.doctor import DoctorSettings, RepairInvalidated, RepairUnavailable, diagnose, plan_repair, run_repair
 from timeline.doctor.stale import StaleEvidence
 from timeline.instant import COMPACTION, ROLLBACK, Instant, State
 from timeline.rollback import plan_rollback
@@ -128,3 +129,16 @@ def test_stale_write_with_a_pending_rollback_is_finished_by_that_rollback(table_
     assert [i.requested_time for i in done] == [pending.requested_time]  # the pending rollback, finished
     assert [f for f in after if f.kind == KIND] == []
     assert rows(path) == before
+
+
+def test_stale_rollback_refused_when_it_would_delete_more_than_previewed(table_copy) -> None:
+    path = table_copy(V9_COW)
+    written = fake_failed_write(path, OLD, markers=False)
+    age_tree(path)
+    plan = plan_repair(HudiTable.open(str(path)), KIND)
+    late = written[0].with_name(written[0].name.replace("9-9-9", "7-7-7"))
+    shutil.copy(written[0], late)  # found by the listing-based rollback now, never previewed
+    with pytest.raises(RepairInvalidated, match="did not preview"):
+        run_repair(HudiTable.open(str(path)), plan)
+    assert all(f.exists() for f in [*written, late])  # nothing changed
+    assert HudiTable.open(str(path)).timeline.find(OLD) is not None
