@@ -62,6 +62,7 @@ def test_archived_leftover_manifest_and_file_are_deleted(table_copy) -> None:
 def test_archived_missing_manifest_falls_back_to_the_highest_whole_one(table_copy) -> None:
     path = table_copy(V9_COW)
     history, first = _archived(path)
+    before = rows(path)
     (history / "_version_").write_text("2")  # names manifest_2, which is not there
     age_tree(path)
     found, plan, result, after = round_trip(path, KIND)
@@ -72,6 +73,7 @@ def test_archived_missing_manifest_falls_back_to_the_highest_whole_one(table_cop
     assert [c.target.rsplit("/", 1)[-1] for c in plan.changes] == ["_version_"]
     assert result.ok and not (history / "_version_").exists() and after == []
     assert [i.requested_time for i in load_archived_timeline(HudiTable.open(str(path)))] == [first]
+    assert rows(path) == before
 
 
 def test_archived_unreadable_manifest_has_no_repair(table_copy) -> None:

@@ -100,7 +100,7 @@ def referenced(survey: Survey) -> Referenced:
     archived_completed = set(archive.instants)
     without |= {t for t in archived_completed if t not in archive.detailed}
     pending = {i.requested_time for i in timeline.pending()}
-    pending |= {t for t in survey.heartbeats if survey.heartbeat_alive(t)}
+    pending |= {t for t in survey.heartbeats if survey.heartbeat_alive(t)} | survey.live
     pending |= {t for t in survey.marker_folders if t not in survey.finished}
     known = {i.requested_time for i in timeline} | archived_completed | named.instants | set(survey.rolled_back)
     if table.config.metadata_table_enabled:

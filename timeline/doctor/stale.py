@@ -115,7 +115,7 @@ def _rollback_target(survey: Survey, instant: Instant) -> Instant | None:
 def diagnose(survey: Survey) -> list[Finding]:
     threshold = survey.now_ms - int(survey.settings.stale_after.total_seconds() * 1000)
     pending = [i for i in survey.timeline.pending() if (m := survey.moment_ms(i.requested_time)) is not None
-               and m <= threshold and not survey.heartbeat_alive(i.requested_time)]
+               and m <= threshold and i.requested_time not in survey.live]
     if not pending:
         return []
     written = survey.files_written_at({i.requested_time for i in pending})

@@ -32,7 +32,7 @@ from timeline.instant import (
     split_file_name,
     zone_of,
 )
-from timeline.locks.live import liveness_window_ms
+from timeline.locks.live import live_writers, liveness_window_ms
 from timeline.metadata.references import References, references_in, references_of
 from timeline.perf import paused_gc
 from timeline.storage import FileStatus, Storage
@@ -263,6 +263,14 @@ class Survey:
             return self.storage.list(folder) if self.storage.exists(folder) else []
         except FileNotFound:
             return []
+
+    @cached_property
+    def live(self) -> frozenset[str]:
+        """The instants a writer is running now, as `timeline/locks/live.py`'s `live_writers`
+        finds them at `now` (a fresh heartbeat of an unfinished instant, or a pending write just
+        requested): never stale, and none of their files an orphan. A superset of
+        `timeline/rollback.py`'s `live_writes`, whose rule it shares."""
+        return frozenset(w.requested_time for w in live_writers(self.table, self.props, now_ms=self.now_ms))
 
     def heartbeat_alive(self, instant_time: str) -> bool:
         """HoodieHeartbeatClient.isHeartbeatExpired, negated, at `now`: touched within the
