@@ -127,7 +127,7 @@ def markdown_section(result: dict[str, Any]) -> str:
         f"Recorded {m['date']} on {m['platform']}: `nproc` = {m['nproc']}, Python {m['python']}. A generated "
         f"version 6 copy-on-write table of {result['files']:,} data files in {result['partitions']:,} partitions "
         f"on {result['fs']} (generated in {result['generated_s']:.0f} s): 10 commits, each with JSON metadata "
-        f"naming the {result['files'] // 10:,} files it wrote; {ORPHANS} orphan files and a stale pending write "
+        f"naming the {(result['files'] - ORPHANS) // 10:,} files it wrote; {ORPHANS} orphan files and a stale pending write "
         f"added. Best of {result['repeat']} interleaved runs after a warm-up. The doctor is "
         "`timeline.doctor.diagnose(HudiTable.open(path))` with every check (it reads every instant file once, "
         "validating the JSON with simdjson and reading the write stats' paths with a pattern, lists the table "
