@@ -142,3 +142,19 @@ def test_stale_rollback_refused_when_it_would_delete_more_than_previewed(table_c
         run_repair(HudiTable.open(str(path)), plan)
     assert all(f.exists() for f in [*written, late])  # nothing changed
     assert HudiTable.open(str(path)).timeline.find(OLD) is not None
+
+
+def test_stale_writes_are_rolled_back_newest_first_in_one_repair(table_copy) -> None:
+    path = table_copy(V9_COW)
+    before = rows(path)
+    older = fake_failed_write(path, OLD, markers=False)
+    newer = fake_failed_write(path, "20261102000000000", markers=True)
+    age_tree(path)
+    found, plan, result, after = round_trip(path, KIND)
+    assert [f.evidence.instant for f in found] == ["20261102000000000", OLD]  # type: ignore[attr-defined]
+    assert all(f.repairable for f in found)  # the older one goes once the newer one is gone (Hudi's order)
+    assert [c.target for c in plan.changes if c.action == "rollback"] == ["20261102000000000", OLD]
+    assert result.ok and not any(f.exists() for f in [*older, *newer])
+    done = HudiTable.open(str(path)).timeline.rollbacks().completed()
+    assert len(done) == 2 and after == []
+    assert rows(path) == before

@@ -77,11 +77,13 @@ def _role(survey: Survey, instant: Instant) -> str:
     return {CLEAN: "clean", ROLLBACK: "rollback", RESTORE: "restore"}.get(instant.action, "other")
 
 
-def _repair(survey: Survey, instant: Instant, role: str) -> str:
+def _repair(survey: Survey, instant: Instant, role: str, newer: frozenset[str]) -> str:
+    """The repair of one stale instant; `newer` are the stale writes rolled back before it (newest
+    first, so Hudi's sequence rule is checked as it will stand when this one's turn comes)."""
     t = instant.requested_time
     if role == "write":
         try:
-            check_rollback_sequence(survey.table, instant)
+            check_rollback_sequence(survey.table, instant, newer_go_first=newer)
         except CleanlineError as exc:
             return f"{NO_REPAIR}{exc}"
         return f"roll back {instant.action} {t} as Hudi's rollback does (its files, then its instant files)"
@@ -121,6 +123,7 @@ def diagnose(survey: Survey) -> list[Finding]:
     written = survey.files_written_at({i.requested_time for i in pending})
     counts = {t: (len(files), sum(max(survey.sized(f.status).size, 0) for f in files)) for t, files in written.items()}
     findings = []
+    newer: set[str] = set()
     for instant in sorted(pending, key=lambda i: i.sort_key, reverse=True):
         t = instant.requested_time
         requested = survey.moment_ms(t) or 0
@@ -139,7 +142,9 @@ def diagnose(survey: Survey) -> list[Finding]:
             evidence,
             "A pending instant no writer runs holds back cleaning and archival (the earliest commit to retain stops "
             "before it) and keeps its partial files on storage.",
-            _repair(survey, instant, role)))
+            _repair(survey, instant, role, frozenset(newer))))
+        if role == "write":
+            newer.add(t)
     return findings
 
 
