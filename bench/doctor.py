@@ -14,7 +14,9 @@ interleaved:
              once, and proves every file referenced or not).
 
 Target: the doctor <= 2x the raw walk. Its findings are checked each run (the 100 orphans and
-the stale write, nothing else).
+the stale write, nothing else). Beside it, without a target, the same comparison on a version 8
+table of 100,000 files (`--v8-files`), whose commit metadata is Avro: every write stat is decoded
+with fastavro there (no pattern reads Avro), which the ratio shows.
 
 Usage (from the repository root):
 
@@ -111,12 +113,29 @@ def measure(path: str, repeat: int) -> dict[str, Any]:
                          "passed": ratio <= 2.0}]}
 
 
+def measure_v8(root: str, files: int, repeat: int) -> dict[str, Any]:
+    """The raw walk and the doctor on a version 8 table (Avro commit metadata), no target."""
+    shape = shape_of(files)
+    path = os.path.join(root, f"doctor_cow_v8_{shape.data_files}")
+    if not os.path.exists(path):
+        progress(f"generating {shape.data_files:,} data files of a version 8 table in {path}")
+        generate_clean_table(path, shape, version=8)
+    assert doctor(path) == []
+    timings = interleaved({"raw walk": lambda: raw_walk(path), "doctor": lambda: doctor(path)}, repeat)
+    best = {name: t.best for name, t in timings.items()}
+    return {"files": count_files(path)[0], "seconds": best, "ratio": best["doctor"] / best["raw walk"]}
+
+
 def text_report(result: dict[str, Any]) -> str:
     lines = [f"table: {result['files']:,} data files in {result['partitions']:,} partitions ({result['fs']}), "
              f"generated in {result['generated_s']:.0f} s",
              *(f"  {name:<9} {value:7.3f} s" for name, value in result["seconds"].items()),
              *(f"  {name}: {value:.2f}" for name, value in result["ratios"].items()),
              *target_text(result["targets"])]
+    if result.get("v8"):
+        v8 = result["v8"]
+        lines.append(f"version 8 (Avro metadata), {v8['files']:,} files: raw walk {v8['seconds']['raw walk']:.3f} s, "
+                     f"doctor {v8['seconds']['doctor']:.3f} s, {v8['ratio']:.2f}x (no target)")
     return "\n".join(lines) + "\n"
 
 
@@ -127,8 +146,8 @@ def markdown_section(result: dict[str, Any]) -> str:
         f"Recorded {m['date']} on {m['platform']}: `nproc` = {m['nproc']}, Python {m['python']}. A generated "
         f"version 6 copy-on-write table of {result['files']:,} data files in {result['partitions']:,} partitions "
         f"on {result['fs']} (generated in {result['generated_s']:.0f} s): 10 commits, each with JSON metadata "
-        f"naming the {(result['files'] - ORPHANS) // 10:,} files it wrote; {ORPHANS} orphan files and a stale pending write "
-        f"added. Best of {result['repeat']} interleaved runs after a warm-up. The doctor is "
+        f"naming the {(result['files'] - ORPHANS) // 10:,} files it wrote; {ORPHANS} orphan files and a stale "
+        f"pending write added. Best of {result['repeat']} interleaved runs after a warm-up. The doctor is "
         "`timeline.doctor.diagnose(HudiTable.open(path))` with every check (it reads every instant file once, "
         "validating the JSON with simdjson and reading the write stats' paths with a pattern, lists the table "
         "once without a stat per file and stats only the files no instant names); its findings are checked "
@@ -139,13 +158,25 @@ def markdown_section(result: dict[str, Any]) -> str:
         f"| listing | {seconds['listing']:.3f} | {ratios['doctor/listing']:.2f} |",
         f"| doctor | {seconds['doctor']:.3f} | 1.00 |", "",
         *target_lines(result["targets"]), "",
+        *_v8_lines(result),
         "Where the doctor's time goes (cProfile, one run):", "", *profile_lines(result["profile"]), "",
         SECTION_END, ""])
+
+
+def _v8_lines(result: dict[str, Any]) -> list[str]:
+    v8 = result.get("v8")
+    if not v8:
+        return []
+    return [f"Without a target: a version 8 table of {v8['files']:,} files (Avro commit metadata, every write stat "
+            f"decoded with fastavro): raw walk {v8['seconds']['raw walk']:.3f} s, doctor {v8['seconds']['doctor']:.3f} "
+            f"s, {v8['ratio']:.2f}x.", ""]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argument_parser(__doc__, tables="generated table", repeat=3)
     parser.add_argument("--files", type=int, default=1_000_000, help="data files of the generated table")
+    parser.add_argument("--v8-files", type=int, default=100_000,
+                        help="data files of the version 8 table measured without a target (0: skip it)")
     args = parser.parse_args(argv)
     root, created = bench_root(args.dir)
     shape = shape_of(args.files)
@@ -160,6 +191,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = {"machine": machine(), "files": files, "partitions": partitions, "fs": file_system_of(path),
                   "generated_s": generated, "repeat": args.repeat, **measure(path, args.repeat)}
         result["profile"] = cprofile(lambda: doctor(path), 10)["functions"]
+        if args.v8_files:
+            result["v8"] = measure_v8(root, args.v8_files, args.repeat)
         publish(result, args, text_report, markdown_section, SECTION_BEGIN, SECTION_END)
         return 0 if all(t["passed"] for t in result["targets"]) else 1
     finally:
