@@ -5,13 +5,15 @@ record index points at it is left to a Hudi writer."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 
-from tests.doctor.helpers import age_tree, round_trip
+from tests.doctor.helpers import age_tree, grow_history, round_trip
 from tests.readers import rows
 from timeline import HudiTable
+from timeline.config import update_config
 from timeline.doctor import RepairUnavailable, diagnose, plan_repair
 from timeline.doctor.mdt_drift import DriftEvidence
 from timeline.mdt.reader import metadata_table
@@ -83,3 +85,30 @@ def test_mdt_drift_a_whole_file_group_gone_under_a_record_index_is_left_to_hudi(
 def test_mdt_drift_none_without_a_metadata_table_or_when_in_sync(table_copy) -> None:
     assert diagnose(HudiTable.open(str(table_copy("sample_table/cow/v9_txns_simple_nometa"))), kinds=[KIND]) == []
     assert diagnose(HudiTable.open(str(table_copy(V9_META))), kinds=[KIND]) == []
+
+
+def test_mdt_drift_a_committed_file_the_metadata_table_missed_is_added(table_copy) -> None:
+    path = table_copy(V9_META)
+    table = HudiTable.open(str(path))
+    update_config(table.storage, table.base, {"hoodie.table.metadata.partitions": "files"})  # no index to rebuild
+    before = rows(path)
+    (time_,) = grow_history(path, 1)  # a commit whose metadata-table update was lost (apache/hudi #11773)
+    age_tree(path)
+    found, plan, result, after = round_trip(path, KIND)
+    (finding,) = found
+    assert isinstance(finding.evidence, DriftEvidence) and finding.evidence.only_on_storage == 1
+    (added,) = [c for c in plan.changes if c.action == "metadata add"]
+    assert time_ in added.target and added.bytes > 0
+    assert result.ok and after == [] and HudiTable.open(str(path)).inspect.validate_metadata_table().ok
+    assert rows(path) == before
+
+
+def test_mdt_drift_a_partition_the_metadata_table_does_not_list_is_left_to_hudi(table_copy) -> None:
+    path = table_copy(V9_META)
+    table = HudiTable.open(str(path))
+    update_config(table.storage, table.base, {"hoodie.table.metadata.partitions": "files"})
+    source = next(p for p in path.iterdir() if p.name.startswith("region="))
+    shutil.copytree(source, path / "region=mars")  # files no instant names, in a partition the table never had
+    age_tree(path)
+    (finding,) = diagnose(HudiTable.open(str(path)), kinds=[KIND])
+    assert not finding.repairable and "region=mars" in finding.repair and "Hudi writer" in finding.repair

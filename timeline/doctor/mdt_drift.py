@@ -145,7 +145,7 @@ def diagnose(survey: Survey) -> list[Finding]:
     only_mdt = sum(len(d.only_in_metadata) for d in drifts)
     sizes = sum(len(d.sizes) for d in drifts)
     stored = {p: {s.name for s in files} for p, files in survey.listing.partitions.items()}
-    repair = refusal(table, validation, stored) or (
+    repair = refusal(table, validation, stored) or uncovered(validation, changes_of(sync_updates(mdt))) or (
         "write one deltacommit on the metadata table bringing its files partition to storage "
         "(fetchOutofSyncFilesRecordsFromMetadataTable, as a restore ends)")
     return [Finding(
@@ -157,6 +157,22 @@ def diagnose(survey: Survey) -> list[Finding]:
         "Readers that list files through the metadata table fail on files it lists that are gone, or miss "
         "committed data it does not list.",
         repair)]
+
+
+def uncovered(validation: Validation, changes: Sequence[Change]) -> str | None:
+    """Why the sync would leave some of the drift (None: it covers all of it): it only brings
+    along the partitions the metadata table lists, as Hudi's does."""
+    keys = {c.key for c in changes}
+    for drift in validation.differences:
+        prefix = f"{drift.partition}/" if drift.partition else ""
+        wanted = [("metadata add", prefix + n) for n in drift.only_on_storage]
+        wanted += [("metadata add", prefix + n) for n, _, _ in drift.sizes]
+        wanted += [("metadata remove", prefix + n) for n in drift.only_in_metadata]
+        missing = [target for target in wanted if target not in keys]
+        if missing and drift.partition not in {c.target for c in changes if c.action == "metadata remove partition"}:
+            return (f"{NO_REPAIR}the metadata table does not list partition {drift.partition!r} ({missing[0][1]}); "
+                    "only a Hudi writer adds a partition to it (or `cleanline mdt drop` for Hudi writers to rebuild)")
+    return None
 
 
 def changes_of(updates: Sequence[MdtUpdate]) -> list[Change]:
