@@ -84,6 +84,10 @@ MUTATIONS = [
              "timeline/archive/rules.py",
              "            rules.append(_Rule(first.requested_time, _metadata_blocker(inputs, first)))",
              "            pass", "tests/archive/test_rules.py"),
+    Mutation("an orphan is a file no payload of the active or archived timeline names "
+             "(RepairUtils.findInstantFilesToRemove, kept stricter)", "timeline/doctor/orphans.py",
+             "            if status.name in names:",
+             "            if False:", "tests/doctor/test_orphans.py"),
     Mutation("an account the requester created or promoted never approves the requester's change",
              "console/permissions.py",
              "    if RoleGrant.objects.filter(user_id=user.pk, requested_by_id=requester_id).exists():",

@@ -28,6 +28,7 @@ from timeline.cli_clean import (
     retention_settings,
     writer_option,
 )
+from timeline.cli_doctor import add_doctor_command
 from timeline.cli_output import (
     age_text,
     bytes_hex,
@@ -137,8 +138,6 @@ def _instant_show(args: argparse.Namespace) -> None:
     state = timeline.State[args.state.upper()] if args.state else None
     content = table.read_instant(instant, state)
     print_json({"instant": instant_json(instant), "content": content}, default=bytes_hex)
-
-
 
 
 def _savepoint_create(args: argparse.Namespace) -> None:
@@ -449,6 +448,7 @@ def build_parser() -> argparse.ArgumentParser:
     for add in (_read_commands, _clean_commands, _change_commands, _other_commands):
         add(commands)
     add_archive_commands(commands, _command, _writers_stopped)
+    add_doctor_command(commands, _writers_stopped, _sizes)
     return parser
 
 

@@ -1,4 +1,5 @@
-"""How the `cleanline` command prints: readable tables and sizes by default, JSON with --json."""
+"""How the `cleanline` command prints and asks: readable tables and sizes by default, JSON with
+--json, and the confirmation a destructive step asks for."""
 
 from __future__ import annotations
 
@@ -15,6 +16,17 @@ from timeline.instant import Instant
 
 class Cancelled(CleanlineError):
     """The person at the terminal said no."""
+
+
+def confirm(args: argparse.Namespace, question: str) -> None:
+    """Ask on the terminal before a destructive step unless --yes; no answer (no terminal)
+    means no (Cancelled: nothing was changed)."""
+    if args.yes:
+        return
+    print(f"{question} [y/N] ", end="", file=sys.stderr, flush=True)
+    answer = sys.stdin.readline().strip().lower() if sys.stdin and not sys.stdin.closed else ""
+    if answer not in ("y", "yes"):
+        raise Cancelled("cancelled: nothing was changed (pass --yes to skip this question)")
 
 
 def render_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -87,12 +99,3 @@ def instant_json(instant: Instant) -> dict[str, Any]:
         "state": instant.state.name,
     }
 
-
-def confirm(args: argparse.Namespace, question: str) -> None:
-    """Ask before a destructive step unless --yes; no answer (no terminal) means no."""
-    if args.yes:
-        return
-    print(f"{question} [y/N] ", end="", file=sys.stderr, flush=True)
-    answer = sys.stdin.readline().strip().lower() if sys.stdin and not sys.stdin.closed else ""
-    if answer not in ("y", "yes"):
-        raise Cancelled("cancelled: nothing was changed (pass --yes to skip this question)")

@@ -26,6 +26,9 @@ from timeline.savepoint import SavepointInfo, list_savepoints, savepoint_candida
 from timeline.timeline import Timeline
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
+    from timeline.doctor import DoctorSettings, Finding
     from timeline.table import Table
 
 
@@ -230,6 +233,14 @@ class Inspect:
             config = self.table.config
             return MetadataTableState(False, config.metadata_partitions, config.metadata_partitions_inflight)
         return mdt.state()
+
+    def diagnose(self, *, now: datetime | None = None, kinds: Iterable[str] | None = None,
+                 settings: DoctorSettings | None = None) -> list[Finding]:
+        """What is wrong with the table, worst first, each finding with its evidence, why it
+        matters and the repair it offers (`timeline.doctor.diagnose`); only reads."""
+        from timeline.doctor import diagnose
+
+        return diagnose(self.table, now=now, kinds=kinds, settings=settings)
 
     def validate_metadata_table(self) -> Validation:
         """The metadata table's file listing against storage (`cleanline mdt validate`);

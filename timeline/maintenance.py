@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from timeline.archive.plan import ArchivalPlan
     from timeline.clean.executor import CleanResult, ProgressCallback
     from timeline.clean.store import StoredPlan
+    from timeline.doctor import DoctorSettings, RepairPlan, RepairResult
     from timeline.locks.discovery import LockDiscovery
     from timeline.locks.live import LockDecision
     from timeline.restore import RestoreVerification
@@ -249,6 +250,34 @@ class Maintenance:
             return ArchivalOutcome(self.plan_archival())
         with self._locked():
             return run_archival(self.table, options=self.options, expected=expected)
+
+    # The doctor's repairs (timeline/doctor/)
+
+    def plan_repair(self, kind: str, *, now: datetime | None = None,
+                    settings: DoctorSettings | None = None) -> RepairPlan:
+        """The repair of every finding of `kind`, before anything changes: exactly the files and
+        instants it changes, with their bytes (`timeline.doctor.plan_repair`). The writer options
+        given to `maintenance(options=...)` count as the doctor's settings' options."""
+        from timeline.doctor import plan_repair
+
+        return plan_repair(self.table, kind, now=now, settings=self._doctor_settings(settings))
+
+    def repair(self, plan: RepairPlan, *, now: datetime | None = None,
+               settings: DoctorSettings | None = None) -> RepairResult:
+        """Run an approved repair plan under the table's lock, re-validated first
+        (`timeline.doctor.run_repair`); every state change is in `decisions`."""
+        from timeline.doctor import run_repair
+
+        return run_repair(self.table, plan, transactions=self.transactions, now=now,
+                          settings=self._doctor_settings(settings))
+
+    def _doctor_settings(self, settings: DoctorSettings | None) -> DoctorSettings:
+        from dataclasses import replace as with_values
+
+        from timeline.doctor import DoctorSettings
+
+        settings = settings or DoctorSettings()
+        return with_values(settings, options={**self.transactions.options, **settings.options})
 
     def drop_metadata_table(self) -> None:
         """The explicit repair action: remove `.hoodie/metadata` (Hudi writers rebuild it)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from timeline.files import PARTITION_METADATA_FILES, is_base_file_name, parse_base_file, parse_log_file
-from timeline.fsview import list_partitions
+from timeline.fsview import TableListing, list_partitions
 from timeline.mdt.reader import MetadataTable
 
 
@@ -48,11 +48,12 @@ def _instant_of(name: str) -> str | None:
         return None
 
 
-def validate_files(mdt: MetadataTable) -> Validation:
-    """Compare the MDT's `files` partition with a storage walk of the data table."""
+def validate_files(mdt: MetadataTable, *, listing: TableListing | None = None) -> Validation:
+    """Compare the MDT's `files` partition with a storage walk of the data table (`listing`,
+    when the caller listed the table already)."""
     table = mdt.table
     listed = mdt.files()
-    on_storage = list_partitions(table.storage, table.base).partitions
+    on_storage = (listing or list_partitions(table.storage, table.base)).partitions
     pending = {i.requested_time for i in table.timeline.pending()}
     differences, uncommitted = [], []
     files = 0

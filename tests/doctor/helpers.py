@@ -1,0 +1,162 @@
+"""Helpers of the doctor's tests: ageing a table's files (the doctor leaves young files alone),
+damaging copies of real tables as the cited Hudi issues describe, and the doctor's round trip
+(diagnose, plan, run, diagnose again)."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from timeline import HudiTable, metadata
+from timeline.doctor import DoctorSettings, Finding, RepairPlan, RepairResult, diagnose, plan_repair, run_repair
+from timeline.instant import Instant, State
+
+DAY = 86_400
+# Later than every fixture's instants, weeks before the tests run: stale, and older than the
+# doctor's horizon once the files are aged.
+OLD = "20261101000000000"
+
+
+def age_tree(path: Path, days: float = 10) -> None:
+    """Set every file and folder below `path` (and `path`) to `days` ago."""
+    moment = time.time() - days * DAY
+    for item in [path, *path.rglob("*")]:
+        os.utime(item, (moment, moment), follow_symlinks=False)
+
+
+def round_trip(path: Path, kind: str, *, settings: DoctorSettings | None = None
+               ) -> tuple[list[Finding], RepairPlan, RepairResult, list[Finding]]:
+    """The findings of `kind`, its repair plan, the repair's result and the findings after."""
+    table = HudiTable.open(str(path))
+    found = diagnose(table, kinds=[kind], settings=settings)
+    plan = plan_repair(table, kind, settings=settings)
+    result = run_repair(HudiTable.open(str(path)), plan, settings=settings)
+    after = diagnose(HudiTable.open(str(path)), settings=settings)
+    return found, plan, result, after
+
+
+def copy_base_file(path: Path, instant: str, *, token: str = "9-9-9") -> Path:
+    """A copy of a real base file renamed for `instant` (what a task of a write at that time
+    leaves: same file group, its own write token), returned as written."""
+    source = sorted(path.rglob("*.parquet"), key=lambda p: str(p))
+    source = [p for p in source if ".hoodie" not in p.parts]
+    first = source[0]
+    file_id = first.name.split("_")[0]
+    target = first.with_name(f"{file_id}_{token}_{instant}.parquet")
+    shutil.copy(first, target)
+    return target
+
+
+def completed_file(table: HudiTable, time_: str) -> tuple[Instant, Path]:
+    instant = next(i for i in table.timeline.completed() if i.requested_time == time_)
+    return instant, Path(table.timeline.path_of(instant, State.COMPLETED))
+
+
+def archive_commit(path: Path, time_: str) -> Instant:
+    """Move a completed commit of a table-version-8+ table to its LSM history as Hudi's archiver
+    writes it: a HoodieLSMTimelineInstant row holding the completed file's bytes, in a Parquet
+    file a new manifest lists; its state files leave the active timeline."""
+    table = HudiTable.open(str(path))
+    instant, completed = completed_file(table, time_)
+    history = Path(table.path(table.config.archive_folder))
+    history.mkdir(parents=True, exist_ok=True)
+    rows = pa.table({"instantTime": [time_], "completionTime": [instant.completion_time],
+                     "action": [instant.action], "metadata": [completed.read_bytes()],
+                     "plan": pa.array([None], pa.binary()), "version": [1]})
+    sink = io.BytesIO()
+    pq.write_table(rows, sink)
+    name = f"{time_}_{time_}_0.parquet"
+    (history / name).write_bytes(sink.getvalue())
+    (history / "manifest_1").write_text(json.dumps({"files": [{"fileName": name, "fileLen": len(sink.getvalue())}]}))
+    (history / "_version_").write_text("1")
+    for status in table.timeline.files_of(instant).values():
+        os.unlink(status.path)
+    return instant
+
+
+def commit_metadata_with(table: HudiTable, files: dict[str, list[str]]) -> bytes:
+    """Commit metadata naming `files` (partition -> file names) as Hudi writes it for the table."""
+    stats = {p: [{"fileId": n.split("_")[0], "path": f"{p}/{n}" if p else n, "prevCommit": "null", "numWrites": 1,
+                  "partitionPath": p, "totalWriteBytes": 1, "fileSizeInBytes": 1} for n in names]
+             for p, names in files.items()}
+    return metadata.encode({"partitionToWriteStats": stats, "compacted": False, "extraMetadata": {},
+                            "operationType": "UPSERT"}, action="commit", state=State.COMPLETED,
+                           layout=table.config.layout_version)
+
+
+def grow_history(path: Path, commits: int, *, start: str = OLD) -> list[str]:
+    """`commits` more completed commits on a copy-on-write table, one a second from `start`,
+    each rewriting one file group with a copy of its latest base file (the rows stay the same)
+    and naming it in its write stats with the previous version as `prevCommit`, as an upsert
+    does. Returns the commits' times."""
+    from datetime import datetime, timedelta
+
+    from timeline.instant import format_instant_time
+
+    table = HudiTable.open(str(path))
+    piece = table.file_system_view().latest_slices()[0]
+    assert piece.base_file is not None
+    folder = path / piece.partition if piece.partition else path
+    source = folder / piece.base_file.name
+    timeline = Path(table.timeline.folder)
+    layout = table.config.layout_version
+    moment = datetime.strptime(start[:14], "%Y%m%d%H%M%S")
+    previous, times = piece.base_instant_time, []
+    for k in range(commits):
+        time_ = format_instant_time(moment + timedelta(seconds=k))
+        name = f"{piece.file_id}_0-1-{k}_{time_}.parquet"
+        shutil.copy(source, folder / name)
+        stat = {"fileId": piece.file_id, "path": f"{piece.partition}/{name}" if piece.partition else name,
+                "prevCommit": previous, "numWrites": 1, "numUpdateWrites": 1, "partitionPath": piece.partition,
+                "totalWriteBytes": source.stat().st_size, "fileSizeInBytes": source.stat().st_size}
+        content = metadata.encode({"partitionToWriteStats": {piece.partition: [stat]}, "compacted": False,
+                                   "extraMetadata": _schema_of(table), "operationType": "UPSERT"},
+                                  action="commit", state=State.COMPLETED, layout=layout)
+        completion = f"{time_[:-3]}500" if layout >= 2 else None
+        for state, data in ((State.REQUESTED, b""), (State.INFLIGHT, b""), (State.COMPLETED, content)):
+            instant = Instant(time_, "commit", state, completion if state is State.COMPLETED else None)
+            (timeline / instant.file_name(layout)).write_bytes(data)
+        previous = time_
+        times.append(time_)
+    return times
+
+
+def _schema_of(table: HudiTable) -> dict[str, str]:
+    """The writer schema of the table's latest commit (hudi-rs reads it from there)."""
+    last = table.timeline.commits().completed().last()
+    assert last is not None
+    extra = (table.read_instant(last) or {}).get("extraMetadata") or {}
+    return {"schema": extra["schema"]} if "schema" in extra else {}
+
+
+def archive_commit_v6(path: Path, time_: str) -> Instant:
+    """Move a completed commit of a table-version-6 table to `.hoodie/archived` as Hudi 0.x's
+    archiver writes it: HoodieArchivedMetaEntry records (requested, inflight, and completed with
+    the commit metadata as Avro) in an Avro data block of `.commits_.archive.1_1-0-1`; its state
+    files leave the active timeline."""
+    from timeline.logformat import avro_data_block
+    from timeline.metadata import avro
+
+    table = HudiTable.open(str(path))
+    instant, completed = completed_file(table, time_)
+    content = table.read_instant(instant)
+
+    def entry(state: str, **payload: object) -> dict[str, object]:
+        return {"commitTime": time_, "actionType": instant.action, "actionState": state,
+                "stateTransitionTime": instant.completion_time, "version": 1, **payload}
+
+    block = avro_data_block([entry("REQUESTED"), entry("INFLIGHT"), entry("COMPLETED", hoodieCommitMetadata=content)],
+                            avro.writer_schema_json("HoodieArchivedMetaEntry"), time_)
+    folder = path / ".hoodie" / "archived"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / ".commits_.archive.1_1-0-1").write_bytes(block)
+    for status in table.timeline.files_of(instant).values():
+        os.unlink(status.path)
+    return instant

@@ -1,0 +1,133 @@
+"""Orphan files (timeline/doctor/orphans.py): nothing referenced is ever offered (every fixture,
+untouched; a pending write's files, with a live heartbeat or not; a file named only by an
+archived instant), and the files no instant names (a crashed write's duplicate task output, a
+write whose instant is gone, what a rollback by markers leaves) are found and deleted, the
+table reading the same."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.doctor.helpers import OLD, age_tree, archive_commit, archive_commit_v6, copy_base_file, round_trip
+from tests.helpers import FIXTURE_IDS
+from tests.lakes import fake_failed_write
+from tests.readers import rows
+from timeline import HudiTable
+from timeline.doctor import diagnose, run_repair
+from timeline.doctor.orphans import OrphanEvidence, orphans, referenced
+from timeline.doctor.survey import Survey
+from timeline.rollback import rollback
+
+V9_COW = "sample_table/cow/v9_txns_simple_nometa"
+KIND = "orphan-files"
+
+
+@pytest.mark.parametrize("table_id", FIXTURE_IDS)
+def test_orphans_none_on_every_untouched_fixture(table_copy, table_id: str) -> None:
+    path = table_copy(table_id)
+    age_tree(path)  # old enough for the horizon: only the references keep a file
+    survey = Survey(HudiTable.open(str(path)))
+    refs = referenced(survey)
+    assert refs.doubt is None  # every payload read: the rule was applied, not skipped
+    found, _, _ = orphans(survey)
+    assert found == []
+    assert diagnose(HudiTable.open(str(path)), kinds=[KIND]) == []
+
+
+def test_orphans_found_deleted_and_the_table_reads_the_same(table_copy) -> None:
+    path = table_copy(V9_COW)
+    before = rows(path)
+    table = HudiTable.open(str(path))
+    last = table.timeline.commits().completed().last()
+    assert last is not None
+    gone = copy_base_file(path, "20261102000000000")               # its write's instant files are gone
+    duplicate = copy_base_file(path, last.requested_time)          # a task attempt the commit did not keep
+    written = fake_failed_write(path, OLD, markers=True)            # a write with markers for these two ...
+    unmarked = written[0].with_name(written[0].name.replace("9-9-9", "8-8-8"))
+    shutil.copy(written[0], unmarked)                               # ... and one file without a marker
+    rollback(HudiTable.open(str(path)), OLD)                        # rolled back by markers: the unmarked one stays
+    assert unmarked.exists() and not any(f.exists() for f in written)
+    expected = {gone: "no instant 20261102000000000 on the active or archived timeline",
+                duplicate: f"{last.requested_time} completed and no write stat names it",
+                unmarked: f"{OLD} was rolled back"}
+    sizes = {f: f.stat().st_size for f in expected}
+    age_tree(path)
+    found, plan, result, after = round_trip(path, KIND)
+    (finding,) = found
+    evidence = finding.evidence
+    assert isinstance(evidence, OrphanEvidence)
+    assert {Path(f.path.removeprefix("file:")): f.reason for f in evidence.files}.keys() == expected.keys()
+    for item in evidence.files:
+        assert item.reason.startswith(expected[Path(item.path.removeprefix("file:"))])
+    assert (evidence.count, evidence.bytes) == (3, sum(sizes.values()))
+    assert sorted((c.action, Path(c.target.removeprefix("file:")), c.bytes) for c in plan.changes) == sorted(
+        ("delete", f, size) for f, size in sizes.items())
+    assert result.ok and len(result.done) == 3 and not any(f.exists() for f in expected)
+    assert after == []
+    assert rows(path) == before
+    again = run_repair(HudiTable.open(str(path)), plan)  # idempotent: nothing left to do, nothing else touched
+    assert again.ok and not again.done and len(again.skipped) == 3
+
+
+def test_orphans_pending_write_files_are_never_orphans(table_copy) -> None:
+    path = table_copy(V9_COW)
+    written = fake_failed_write(path, OLD, markers=False)  # pending, no heartbeat: stale, its files still not orphans
+    beating = copy_base_file(path, "20261103000000000")     # a writer with a live heartbeat, before its instant file
+    heartbeat = path / ".hoodie" / ".heartbeat" / "20261103000000000"
+    heartbeat.parent.mkdir(parents=True, exist_ok=True)
+    marked = copy_base_file(path, "20261104000000000")      # an unfinished instant's marker folder
+    (path / ".hoodie" / ".temp" / "20261104000000000").mkdir(parents=True)
+    age_tree(path)
+    heartbeat.write_bytes(b"")  # touched now
+    table = HudiTable.open(str(path))
+    assert diagnose(table, kinds=[KIND]) == []
+    refs = referenced(Survey(table))
+    assert {OLD, "20261103000000000", "20261104000000000"} <= refs.pending
+    # the pending write is stale (another finding's business), its files still kept; nothing younger than it either
+    assert [f.kind for f in diagnose(table)] == ["stale-pending"]
+    # the pending write rolled back, the heartbeat expired, the marker folder gone: those two instants are on no
+    # timeline, and their files old enough: orphans now (and the rolled-back write's files are gone)
+    rollback(HudiTable.open(str(path)), OLD)
+    shutil.rmtree(path / ".hoodie" / ".temp" / "20261104000000000")
+    age_tree(path)
+    assert not HudiTable.open(str(path)).inspect.diagnose(kinds=["stale-pending"])
+    (finding,) = diagnose(HudiTable.open(str(path)), kinds=[KIND])
+    assert isinstance(finding.evidence, OrphanEvidence)
+    assert {f.name for f in finding.evidence.files} == {beating.name, marked.name}
+    assert not any(f.exists() for f in written)
+
+
+@pytest.mark.parametrize("table_id", [V9_COW, "sample_table/cow/v6_simplekeygen_nonhivestyle"], ids=["lsm", "v6"])
+def test_orphans_a_file_named_only_by_an_archived_instant_is_never_an_orphan(table_copy, table_id: str) -> None:
+    path = table_copy(table_id)
+    table = HudiTable.open(str(path))
+    first = table.timeline.commits().completed().first()
+    assert first is not None
+    (archive_commit if table.config.version >= 8 else archive_commit_v6)(path, first.requested_time)
+    duplicate = copy_base_file(path, first.requested_time)  # same archived instant, not in its write stats
+    age_tree(path)
+    survey = Survey(HudiTable.open(str(path)))
+    assert survey.archive.error is None and first.requested_time in survey.archive.detailed
+    only_archived = {d.status.name for d in survey.files_written_at({first.requested_time})[first.requested_time]
+                     if d.status.name != duplicate.name}
+    assert only_archived and only_archived <= survey.archive.references.names  # the archived commit names them
+    assert not only_archived & survey.state_files.references.names  # and nothing on the active timeline does
+    (finding,) = diagnose(HudiTable.open(str(path)), kinds=[KIND])
+    assert isinstance(finding.evidence, OrphanEvidence)
+    assert [f.name for f in finding.evidence.files] == [duplicate.name]
+    assert finding.evidence.files[0].reason == f"{first.requested_time} completed and no write stat names it"
+
+
+def test_orphans_young_files_wait_for_the_horizon(table_copy) -> None:
+    path = table_copy(V9_COW)
+    age_tree(path)
+    fresh = copy_base_file(path, "20261102000000000")  # written now: a writer may not have published it yet
+    assert diagnose(HudiTable.open(str(path)), kinds=[KIND]) == []
+    day_old = time.time() - 86_400
+    os.utime(fresh, (day_old, day_old))  # younger than the default three days still
+    assert diagnose(HudiTable.open(str(path)), kinds=[KIND]) == []

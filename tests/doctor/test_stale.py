@@ -1,0 +1,160 @@
+"""Stale pending writes and table services (timeline/doctor/stale.py), on copies of real tables
+damaged as apache/hudi #9193 and #9213 describe: a crashed write's inflight instant and its files
+without markers, a clean scheduled and never run."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from tests.doctor.helpers import OLD, age_tree, round_trip
+from tests.lakes import fake_failed_write
+from tests.readers import rows
+from timeline import CleanConfig, HudiTable, metadata, transition
+from timeline.clean.executor import schedule_clean
+from timeline.clean.planner import plan_clean
+from timeline.doctor import DoctorSettings, RepairInvalidated, RepairUnavailable, diagnose, plan_repair, run_repair
+from timeline.doctor.stale import StaleEvidence
+from timeline.instant import COMPACTION, ROLLBACK, Instant, State
+from timeline.rollback import plan_rollback
+
+V9_COW = "sample_table/cow/v9_txns_simple_nometa"
+KIND = "stale-pending"
+
+
+def test_stale_crashed_write_without_markers_is_rolled_back_and_reads_the_same(table_copy) -> None:
+    path = table_copy(V9_COW)
+    before = rows(path)
+    written = fake_failed_write(path, OLD, markers=False)
+    sizes = sorted((str(f), f.stat().st_size) for f in written)
+    age_tree(path)
+    found, plan, result, after = round_trip(path, KIND)
+    (finding,) = found
+    evidence = finding.evidence
+    assert isinstance(evidence, StaleEvidence)
+    assert (evidence.instant, evidence.action, evidence.state, evidence.role) == (OLD, "commit", "INFLIGHT", "write")
+    assert evidence.heartbeat == "none" and evidence.markers is False
+    assert (evidence.files, evidence.bytes) == (2, sum(size for _, size in sizes))
+    assert finding.repairable and evidence.age_seconds > 3 * 3600
+    # the preview names exactly the rollback and the files it deletes, with their bytes
+    assert [c.key for c in plan.changes] == [("rollback", OLD), *(("delete", p) for p, _ in sizes)]
+    assert sorted((c.target, c.bytes) for c in plan.changes if c.action == "delete") == sizes
+    assert plan.bytes == evidence.bytes
+    assert result.ok and not result.skipped and {c.key for c in result.done} == {c.key for c in plan.changes}
+    assert not any(f.exists() for f in written)
+    assert after == []  # healthy: no stale write, and no orphan left behind
+    assert HudiTable.open(str(path)).timeline.find(OLD) is None
+    assert rows(path) == before
+
+
+def test_stale_threshold_and_live_heartbeat(table_copy) -> None:
+    path = table_copy(V9_COW)
+    fake_failed_write(path, OLD, markers=True)
+    age_tree(path)
+    table = HudiTable.open(str(path))
+    requested = datetime(2026, 11, 1, tzinfo=UTC)  # the instant's time (the container runs in UTC)
+    assert diagnose(table, kinds=[KIND], now=requested + timedelta(hours=2)) == []  # younger than 180 minutes
+    (finding,) = diagnose(table, kinds=[KIND], now=requested + timedelta(hours=4))
+    assert isinstance(finding.evidence, StaleEvidence) and finding.evidence.markers is True
+    heartbeat = path / ".hoodie" / ".heartbeat" / OLD
+    heartbeat.parent.mkdir(parents=True, exist_ok=True)
+    heartbeat.write_bytes(b"")  # touched now: its writer is alive
+    assert diagnose(table, kinds=[KIND]) == []
+    gone = time.time() - 600
+    os.utime(heartbeat, (gone, gone))  # expired (60 s x 2)
+    (finding,) = diagnose(table, kinds=[KIND])
+    assert isinstance(finding.evidence, StaleEvidence) and finding.evidence.heartbeat.startswith("expired")
+
+
+def test_stale_pending_clean_is_finished_from_its_plan(table_copy) -> None:
+    path = table_copy(V9_COW)
+    before = rows(path)
+    table = HudiTable.open(str(path))
+    config = CleanConfig(commits_retained=1)
+    planned = plan_clean(table, config)
+    assert planned.files_to_delete
+    clean = schedule_clean(table, planned, config)  # scheduled, never run: its writer died
+    assert clean is not None
+    settings = DoctorSettings(stale_after=timedelta(0))
+    found, plan, result, after = round_trip(path, KIND, settings=settings)
+    (finding,) = found
+    assert isinstance(finding.evidence, StaleEvidence) and finding.evidence.role == "clean"
+    assert plan.changes[0].key == ("run clean", clean.requested_time)
+    assert {c.target for c in plan.changes if c.action == "delete"} == {d.path for d in planned.files_to_delete}
+    assert plan.bytes == planned.bytes_to_delete
+    assert result.ok and len(result.done) == len(plan.changes)
+    assert not any(Path(d.path.removeprefix("file:")).exists() for d in planned.files_to_delete)
+    assert HudiTable.open(str(path)).timeline.cleans().completed().last().requested_time == clean.requested_time
+    assert [f for f in after if f.kind == KIND] == []
+    assert rows(path) == before
+
+
+def test_stale_table_service_offers_no_repair(table_copy) -> None:
+    path = table_copy("sample_table/mor/avro/v9_txns_simple_nometa")
+    table = HudiTable.open(str(path))
+    piece = table.file_system_view().latest_slices()[0]
+    plan = {"operations": [{"baseInstantTime": piece.base_instant_time, "fileId": piece.file_id,
+                            "partitionPath": piece.partition, "deltaFilePaths": [log.name for log in piece.log_files],
+                            "dataFilePath": piece.base_file.name if piece.base_file else None}], "version": 2}
+    requested = Instant(OLD, COMPACTION, State.REQUESTED)
+    data = metadata.encode(plan, action=COMPACTION, state=State.REQUESTED, layout=2)
+    (Path(table.timeline.folder) / requested.file_name(2)).write_bytes(data)
+    age_tree(path)
+    (finding,) = diagnose(HudiTable.open(str(path)), kinds=[KIND])
+    assert isinstance(finding.evidence, StaleEvidence) and finding.evidence.role == "table service"
+    assert not finding.repairable and "compaction" in finding.repair
+    with pytest.raises(RepairUnavailable, match="no repair Cleanline runs"):
+        plan_repair(HudiTable.open(str(path)), KIND)
+
+
+def test_stale_write_with_a_pending_rollback_is_finished_by_that_rollback(table_copy) -> None:
+    path = table_copy(V9_COW)
+    before = rows(path)
+    written = fake_failed_write(path, OLD, markers=True)
+    table = HudiTable.open(str(path))
+    (failed,) = [i for i in table.timeline.pending() if i.requested_time == OLD]
+    pending = transition.request(table, ROLLBACK, plan_rollback(table, failed).plan.to_raw())  # then the writer died
+    age_tree(path)
+    found, plan, result, after = round_trip(path, KIND, settings=DoctorSettings(stale_after=timedelta(0)))
+    assert sorted((f.evidence.instant, f.evidence.role) for f in found  # type: ignore[attr-defined]
+                  ) == [(OLD, "write"), (pending.requested_time, "rollback")]
+    assert [c.key for c in plan.changes if c.action == "rollback"] == [("rollback", OLD)]  # planned once
+    assert result.ok and not any(f.exists() for f in written)
+    done = HudiTable.open(str(path)).timeline.rollbacks().completed()
+    assert [i.requested_time for i in done] == [pending.requested_time]  # the pending rollback, finished
+    assert [f for f in after if f.kind == KIND] == []
+    assert rows(path) == before
+
+
+def test_stale_rollback_refused_when_it_would_delete_more_than_previewed(table_copy) -> None:
+    path = table_copy(V9_COW)
+    written = fake_failed_write(path, OLD, markers=False)
+    age_tree(path)
+    plan = plan_repair(HudiTable.open(str(path)), KIND)
+    late = written[0].with_name(written[0].name.replace("9-9-9", "7-7-7"))
+    shutil.copy(written[0], late)  # found by the listing-based rollback now, never previewed
+    with pytest.raises(RepairInvalidated, match="did not preview"):
+        run_repair(HudiTable.open(str(path)), plan)
+    assert all(f.exists() for f in [*written, late])  # nothing changed
+    assert HudiTable.open(str(path)).timeline.find(OLD) is not None
+
+
+def test_stale_writes_are_rolled_back_newest_first_in_one_repair(table_copy) -> None:
+    path = table_copy(V9_COW)
+    before = rows(path)
+    older = fake_failed_write(path, OLD, markers=False)
+    newer = fake_failed_write(path, "20261102000000000", markers=True)
+    age_tree(path)
+    found, plan, result, after = round_trip(path, KIND)
+    assert [f.evidence.instant for f in found] == ["20261102000000000", OLD]  # type: ignore[attr-defined]
+    assert all(f.repairable for f in found)  # the older one goes once the newer one is gone (Hudi's order)
+    assert [c.target for c in plan.changes if c.action == "rollback"] == ["20261102000000000", OLD]
+    assert result.ok and not any(f.exists() for f in [*older, *newer])
+    done = HudiTable.open(str(path)).timeline.rollbacks().completed()
+    assert len(done) == 2 and after == []
+    assert rows(path) == before

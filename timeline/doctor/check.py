@@ -1,0 +1,126 @@
+"""The seam between the doctor's entry points (`timeline/doctor/__init__.py`) and its finding
+modules: each module defines one `Check` (its kind, how it diagnoses, how it plans its repair,
+how it runs a planned repair), and the machinery shared by the repairs that delete files under
+the table's lock."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from timeline import transition
+from timeline.config import META_FOLDER
+from timeline.doctor.findings import (
+    NO_REPAIR,
+    Change,
+    Finding,
+    RepairPlan,
+    RepairResult,
+    RepairUnavailable,
+)
+from timeline.doctor.survey import DoctorSettings, Survey
+from timeline.exceptions import CleanlineError
+from timeline.storage import OutsideTableError, Storage
+from timeline.table import Table
+from timeline.transactions import Transactions
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    """What running a repair needs: the table (the same object the lock's publish check is set
+    on), its `Transactions` (the lock Hudi's writers share, the live-writer rule), and the
+    settings and moment the plan was diagnosed with."""
+
+    table: Table
+    transactions: Transactions
+    settings: DoctorSettings
+    now: datetime | None = None
+
+    def survey(self) -> Survey:
+        """A fresh look at the table (the re-validation before a repair's first change)."""
+        now = None if self.now is None else min(self.now, datetime.now(self.now.tzinfo))
+        return Survey(self.table, now=now, settings=self.settings)
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One finding kind: `diagnose` only reads; `plan` is pure (RepairUnavailable when the
+    kind offers no repair or finds nothing); `run` re-diagnoses under the table's lock and
+    changes only what the approved plan previewed."""
+
+    kind: str
+    diagnose: Callable[[Survey], list[Finding]]
+    plan: Callable[[Survey], RepairPlan]
+    run: Callable[[Session, RepairPlan], RepairResult]
+
+
+def no_repair(kind: str, findings: Sequence[Finding], table: str) -> RepairUnavailable:
+    """Why a kind's findings cannot be repaired by Cleanline (or that there is nothing)."""
+    if not findings:
+        return RepairUnavailable(f"{table}: no {kind} finding to repair")
+    reasons = sorted({f.repair.removeprefix(NO_REPAIR) for f in findings if not f.repairable})
+    return RepairUnavailable(f"{table}: {kind}: no repair Cleanline runs: {'; '.join(reasons)}")
+
+
+def repairable_plan(survey: Survey, kind: str, findings: list[Finding], changes: Sequence[Change],
+                    notes: Sequence[str] = ()) -> RepairPlan:
+    """The plan of the repairable findings, or RepairUnavailable when none is."""
+    fixed = [f for f in findings if f.repairable]
+    if not fixed:
+        raise no_repair(kind, findings, survey.table.uri)
+    return RepairPlan(survey.table.uri, kind, tuple(fixed), tuple(changes), tuple(notes))
+
+
+def fresh_changes(session: Session, plan_of: Callable[[Survey], RepairPlan]) -> tuple[Change, ...]:
+    """The changes a repair's kind asks for now (none when nothing is found any more)."""
+    try:
+        return plan_of(session.survey()).changes
+    except RepairUnavailable:
+        return ()
+
+
+def run_deletes(session: Session, plan: RepairPlan, plan_of: Callable[[Survey], RepairPlan],
+                resolve: Callable[[Table, Change], str], *, folders: bool = False) -> RepairResult:
+    """A repair that deletes files (or folders): under the table's lock, the kind is diagnosed
+    again and only the planned deletes it still asks for go; every path is first resolved
+    through the table's containment (all of them, before the first delete: one outside refuses
+    the whole repair), and each delete follows the check that the lock is still held. A file
+    already gone counts as skipped, so a re-run after a crash finishes the rest."""
+    table, storage = session.table, session.table.storage
+    with session.transactions.state_change():
+        current = {c.key for c in fresh_changes(session, plan_of)}
+        todo = [c for c in plan.changes if c.key in current]
+        skipped = [(c, "no longer found when diagnosed again under the table's lock") for c in plan.changes
+                   if c.key not in current]
+        paths = [resolve(table, c) for c in todo]
+        done: list[Change] = []
+        failed: list[tuple[Change, str]] = []
+        for change, path in zip(todo, paths):
+            transition.fence(table)
+            try:
+                existed = _delete(storage, path, folders=folders)
+            except CleanlineError as exc:
+                failed.append((change, str(exc)))
+                continue
+            if existed:
+                done.append(change)
+            else:
+                skipped.append((change, "already gone"))
+    table.reload()
+    return RepairResult(table.uri, plan.kind, tuple(done), tuple(skipped), tuple(failed))
+
+
+def _delete(storage: Storage, path: str, *, folders: bool) -> bool:
+    return storage.delete_dir(path) if folders else storage.delete(path)
+
+
+def resolve_meta(table: Table, change: Change) -> str:
+    """The backend path of a file or folder inside `.hoodie/` that a repair deletes (a state
+    file, a marker folder, a heartbeat, an LSM timeline file, the properties backup), through
+    the table's containment: refused if it resolves anywhere else."""
+    path = table.storage.path_of(change.target)
+    for prefix in (table.path(META_FOLDER), table.containment.meta):
+        if path.startswith(prefix + "/"):
+            return table.containment.meta_path(*path[len(prefix) + 1:].split("/"))
+    raise OutsideTableError(table.uri, change.target, "lies outside .hoodie/, where this repair deletes")

@@ -1,0 +1,219 @@
+"""Orphan files: base and log files in the table's partitions that nothing on the timeline names,
+older than a safety horizon; never anything inside `.hoodie`.
+
+Hudi's rule (`RepairUtils.findInstantFilesToRemove`, behind `HoodieRepairTool` and
+`RepairOrphanFilesProcedure`): files are grouped by the instant time their name carries
+(`tagInstantsOfBaseAndLogFiles`); the files of an instant pending on the active timeline are
+kept; those of a completed instant (active or archived) are orphans unless its write stats name
+them, and all are kept when it has no write stats ("no instant details"); those of an instant on
+no timeline at all are orphans. `RepairOrphanFilesProcedure` then keeps every file the metadata
+table still lists (`SKIPPED_PRESENT_IN_MDT`).
+
+Cleanline is stricter wherever it can prove a file referenced; when in doubt a file is not an
+orphan. A file is kept when:
+- any state file of any instant, active or archived, names it: write stats of every state (not
+  only the completed commit of its own instant: a table-version-6 log file carries its slice's
+  base instant, and the delta commits that appended to it name it), clean plans and metadata,
+  rollback plans and metadata, restore metadata, compaction and clustering plans, savepoints;
+- its instant is pending, has a live heartbeat, or has a marker folder;
+- its instant is completed (active or archived) without write details, or its state file (or
+  the archive) cannot be read: then nothing is proved and the whole diagnosis finds no orphan;
+- its instant is older than every instant the timelines know (archived history may be gone),
+  or is a bootstrap instant;
+- it is a log file of a file group some payload names, written at an instant the timelines know;
+- the metadata table lists it;
+- it or its instant is younger than the horizon: the default minimum age, the oldest pending
+  instant, the oldest marker folder of an unfinished instant, and the heartbeat window.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from timeline.doctor.check import Check, Session, repairable_plan, run_deletes
+from timeline.doctor.findings import Change, Evidence, Finding, RepairPlan, RepairResult, Severity
+from timeline.doctor.survey import DataFile, Survey, duration, parse_data_file
+from timeline.exceptions import CleanlineError
+from timeline.mdt.reader import metadata_table
+from timeline.metadata.references import References
+from timeline.table import Table
+
+KIND = "orphan-files"
+# HoodieTimeline.INIT_INSTANT_TS, METADATA_BOOTSTRAP_INSTANT_TS, FULL_BOOTSTRAP_INSTANT_TS
+BOOTSTRAP_INSTANTS = frozenset({"00000000000000", "00000000000001", "00000000000002"})
+SHOWN = 20  # orphan files named in the summary's evidence is every one; the text view shows this many
+
+
+@dataclass(frozen=True, slots=True)
+class OrphanFile(Evidence):
+    partition: str
+    name: str
+    path: str
+    bytes: int
+    modified_at: str   # ISO 8601
+    instant: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class OrphanEvidence(Evidence):
+    """The orphan files with why each is one, their total, and the horizon they are older than
+    (an instant time in the table's zone) with what set it."""
+
+    files: tuple[OrphanFile, ...]
+    count: int
+    bytes: int
+    horizon: str
+    horizon_reason: str
+
+
+@dataclass(slots=True)
+class Referenced:
+    """What the timelines name and know, gathered once; `doubt` says why nothing can be proved."""
+
+    names: set[str]
+    file_ids: set[str]
+    known: set[str]            # every instant time on a timeline (any state) or named as rolled back
+    pending: set[str]          # pending, live heartbeat, or marker folder of an unfinished instant
+    without_details: set[str]  # completed writes whose payload holds no write stats
+    completed: set[str]        # completed (active or archived)
+    rolled_back: dict[str, str]
+    doubt: str | None = None
+
+
+def referenced(survey: Survey) -> Referenced:
+    """Everything the active and archived timelines name, and the metadata table's listing."""
+    table, timeline = survey.table, survey.timeline
+    states = survey.state_files
+    named = References()
+    named.update(states.references)
+    doubt = None
+    if states.errors:
+        path, why = next(iter(states.errors.items()))
+        doubt = f"cannot read {path}: {why}"
+    without = set(states.without_details)
+    archive = survey.archive
+    if archive.error is not None:
+        doubt = doubt or f"cannot read the archived timeline: {archive.error}"
+    named.update(archive.references)
+    archived_completed = set(archive.instants)
+    without |= {t for t in archived_completed if t not in archive.detailed}
+    pending = {i.requested_time for i in timeline.pending()}
+    pending |= {t for t in survey.heartbeats if survey.heartbeat_alive(t)} | survey.live
+    pending |= {t for t in survey.marker_folders if t not in survey.finished}
+    known = {i.requested_time for i in timeline} | archived_completed | named.instants | set(survey.rolled_back)
+    if table.config.metadata_table_enabled:
+        try:
+            mdt = metadata_table(table)
+            if mdt is not None:
+                named.names.update(n for files in mdt.files().values() for n in files)
+        except CleanlineError as exc:
+            doubt = doubt or f"cannot read the metadata table's file listing: {exc}"
+    completed = {i.requested_time for i in timeline.completed()} | archived_completed
+    return Referenced(named.names, named.file_ids, known, pending, without, completed, survey.rolled_back, doubt)
+
+
+def horizon(survey: Survey) -> tuple[int, str]:
+    """The moment (epoch ms) an orphan must be older than, and what set it: the minimum age,
+    the heartbeat window, the oldest pending instant, the oldest marker folder of an
+    unfinished instant, each as of `now`."""
+    candidates = [(survey.now_ms - int(survey.settings.orphan_min_age.total_seconds() * 1000),
+                   f"the minimum age ({duration(survey.settings.orphan_min_age)})"),
+                  (survey.now_ms - survey.heartbeat_window_ms, "the writers' heartbeat window")]
+    for instant in survey.timeline.pending():
+        moment = survey.moment_ms(instant.requested_time)
+        if moment is not None:
+            candidates.append((moment, f"the oldest pending instant, {instant.action} {instant.requested_time}"))
+            break  # the timeline is sorted: the first pending instant is the oldest
+    for time_, folder in sorted(survey.marker_folders.items()):
+        if time_ not in survey.finished:
+            moment = survey.moment_ms(time_)
+            if moment is not None:
+                candidates.append((min(moment, folder.mtime_ms if folder.mtime_ms > 0 else moment),
+                                   f"the marker folder of unfinished instant {time_}"))
+    return min(candidates)
+
+
+def orphans(survey: Survey) -> tuple[list[tuple[DataFile, str]], int, str]:
+    """The orphan files (with why each is one), the horizon and what set it."""
+    refs = referenced(survey)
+    limit, why_limit = horizon(survey)
+    if refs.doubt is not None:
+        return [], limit, why_limit
+    limit_instant = survey.instant_at(limit)
+    earliest = min(refs.known, default=None)
+    names = refs.names
+    found: list[tuple[DataFile, str]] = []
+    for partition, files in survey.listing.partitions.items():
+        for status in files:
+            if status.name in names:
+                continue  # a payload names it (most files: nothing more to look at)
+            data = parse_data_file(partition, status)
+            if data is None:
+                continue  # not a base or log file
+            instant = data.instant
+            if instant in refs.pending or instant in refs.without_details or instant in BOOTSTRAP_INSTANTS:
+                continue
+            if earliest is None or instant < earliest:
+                continue  # older than anything the timelines know: history may have been removed
+            if data.is_log and data.file_id in refs.file_ids and instant in refs.known:
+                continue  # a log file of a known file group and instant
+            if instant[:17] >= limit_instant:
+                continue  # written at an instant too young for the horizon
+            status = survey.sized(status)
+            if not 0 < status.mtime_ms < limit:
+                continue  # too young (or gone): a writer may not have published it yet
+            if instant in refs.completed:
+                why = f"{instant} completed and no write stat names it"
+            elif instant in refs.rolled_back:
+                why = f"{instant} was rolled back ({refs.rolled_back[instant]}) and no rollback names it"
+            else:
+                why = f"no instant {instant} on the active or archived timeline"
+            found.append((data._replace(status=status), why))
+    return found, limit, why_limit
+
+
+def _file(survey: Survey, data: DataFile, why: str) -> OrphanFile:
+    status = data.status
+    return OrphanFile(data.partition, status.name, survey.storage.uri(status.path), max(status.size, 0),
+                      datetime.fromtimestamp(status.mtime_ms / 1000, UTC).isoformat(), data.instant, why)
+
+
+def diagnose(survey: Survey) -> list[Finding]:
+    found, limit, why_limit = orphans(survey)
+    if not found:
+        return []
+    files = tuple(_file(survey, data, why) for data, why in sorted(found, key=lambda f: f[0].status.path))
+    size = sum(f.bytes for f in files)
+    evidence = OrphanEvidence(files, len(files), size, survey.instant_at(limit), why_limit)
+    return [Finding(
+        KIND, Severity.WARNING, f"{len(files)} orphan file(s), {size:,} bytes, that no instant names",
+        evidence,
+        "Files no instant wrote (failed writes without markers, crashed rollbacks) cost storage forever: no clean "
+        "ever selects them, and a reader listing storage may pick one up.",
+        "delete them (RepairUtils.findInstantFilesToRemove's rule, kept stricter), each path checked inside the "
+        "table")]
+
+
+def plan(survey: Survey) -> RepairPlan:
+    findings = diagnose(survey)
+    changes = []
+    for finding in findings:
+        evidence = finding.evidence
+        assert isinstance(evidence, OrphanEvidence)
+        changes += [Change("delete", f.path, f.bytes, f.reason) for f in evidence.files]
+    return repairable_plan(survey, KIND, findings, changes,
+                           [f"only files older than {e.horizon} ({e.horizon_reason})" for f in findings
+                            if isinstance(e := f.evidence, OrphanEvidence)])
+
+
+def _resolve(table: Table, change: Change) -> str:
+    return table.containment.data_path(change.target)
+
+
+def run(session: Session, approved: RepairPlan) -> RepairResult:
+    return run_deletes(session, approved, plan, _resolve)
+
+
+CHECK = Check(KIND, diagnose, plan, run)
