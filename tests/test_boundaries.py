@@ -64,7 +64,8 @@ PUBLIC_MODULES = {
     "timeline.clean.config", "timeline.clean.executor", "timeline.clean.retention", "timeline.clean.store",
     "timeline.clean.whatif", "timeline.demo", "timeline.doctor", "timeline.engine", "timeline.exceptions",
     "timeline.forks", "timeline.fsview", "timeline.instant", "timeline.locks.discovery", "timeline.mdt",
-    "timeline.mdt.reader", "timeline.mdt.validate", "timeline.mdt.writer", "timeline.metadata.records",
+    "timeline.mdt.listing", "timeline.mdt.reader", "timeline.mdt.validate", "timeline.mdt.writer",
+    "timeline.metadata.records",
     "timeline.remote", "timeline.storage",
 }
 SURFACE_MAX = 40
