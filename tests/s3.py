@@ -22,7 +22,6 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.parse
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -216,84 +215,6 @@ class S3Server:
                 body = entry.get("body") or ""
                 entry["body"] = base64.b64decode(body) if entry.get("body_encoded") else body.encode()
                 requests.append(entry)
-
-
-class FaultyProxy:
-    """An HTTP proxy on 127.0.0.1 in front of an S3 server that makes DeleteObjects fail the
-    way S3 does under load: the first `throttle` requests are answered `503 SlowDown` (not
-    forwarded), and in the next `slow_keys` answers the first key is reported as a per-key
-    `SlowDown` error (forwarded, so the key is in fact gone, as when S3 loses an answer).
-    `deletes` counts the DeleteObjects requests that reached the proxy."""
-
-    def __init__(self, target: str, *, throttle: int = 0, slow_keys: int = 0) -> None:
-        import http.server
-        import threading
-
-        self.target = urllib.parse.urlparse(target)
-        self.throttle, self.slow_keys, self.deletes = throttle, slow_keys, 0
-        self.lock = threading.Lock()
-        proxy = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def forward(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                is_delete = self.command == "POST" and "?delete" in self.path
-                with proxy.lock:
-                    proxy.deletes += is_delete
-                    throttled = is_delete and proxy.throttle > 0
-                    proxy.throttle -= throttled
-                    slow = is_delete and not throttled and proxy.slow_keys > 0
-                    proxy.slow_keys -= slow
-                if throttled:
-                    self.answer(503, {"Content-Type": "application/xml"},
-                                b"<?xml version='1.0' encoding='UTF-8'?><Error><Code>SlowDown</Code>"
-                                b"<Message>Please reduce your request rate.</Message></Error>")
-                    return
-                import http.client
-
-                upstream = http.client.HTTPConnection(proxy.target.hostname, proxy.target.port, timeout=60)
-                upstream.request(self.command, self.path, body=body, headers=dict(self.headers.items()))
-                response = upstream.getresponse()
-                data = response.read()
-                headers = {k: v for k, v in response.getheaders()
-                           if k.lower() not in ("content-length", "transfer-encoding", "connection")}
-                upstream.close()
-                if slow:
-                    key = body.split(b"<Key>", 1)[1].split(b"</Key>", 1)[0]
-                    error = (b"<Error><Key>" + key + b"</Key><Code>SlowDown</Code>"
-                             b"<Message>Please reduce your request rate.</Message></Error>")
-                    data = data.replace(b"</DeleteResult>", error + b"</DeleteResult>")
-                self.answer(response.status, headers, data)
-
-            def answer(self, status: int, headers: dict[str, str], data: bytes) -> None:
-                self.send_response(status)
-                for name, value in headers.items():
-                    self.send_header(name, value)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = forward
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    @property
-    def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def __enter__(self) -> FaultyProxy:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 V9_MOR = "sample_table/mor/avro/v9_txns_simple_nometa"         # logs, compaction, clustering

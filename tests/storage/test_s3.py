@@ -20,9 +20,9 @@ from urllib.parse import quote
 import hudi
 import pytest
 
-from tests import storage_contract
 from tests.lakes import Lake
-from tests.s3 import REGION, V9_MOR, FaultyProxy, S3Server, data_keys, rows, signers, split
+from tests.s3 import REGION, V9_MOR, S3Server, data_keys, rows, signers, split
+from tests.storage.helpers import STORAGE_CONTRACT, FaultyProxy
 from timeline import CleanlineError, HudiTable
 from timeline.clean.config import CleanConfig
 from timeline.clean.executor import FileStatus, run_pending_cleans, schedule_clean
@@ -231,12 +231,7 @@ def test_s3_root_profile_signs_with_the_profile_from_the_aws_files(
         storage_for(f"s3://{bucket}/t")
 
 
-@pytest.mark.parametrize("contract", [
-    storage_contract.write_read_list_and_status,
-    storage_contract.write_is_create_if_absent,
-    storage_contract.delete_says_whether_the_file_was_there,
-    storage_contract.missing_paths_raise_file_not_found_naming_the_path,
-], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("contract", STORAGE_CONTRACT, ids=lambda f: f.__name__)
 def test_s3_storage_keeps_the_storage_contract(s3_server: S3Server, contract: Any) -> None:
     bucket = s3_server.new_bucket()
     storage, root = storage_for(f"s3://{bucket}/root")
