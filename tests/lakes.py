@@ -4,15 +4,10 @@ real content (v6 JSON or v8 Avro) and data files into any Storage."""
 
 from __future__ import annotations
 
-import io
-import json
 import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from timeline import HudiTable, metadata
 from timeline.files import base_file_name, log_file_name
@@ -172,27 +167,6 @@ class Lake:
                                  "earliestCommitToRetain": earliest_retained, "lastCompletedCommitTimestamp": "",
                                  "partitionMetadata": {}, "version": 2, "extraMetadata": extra})
         return done
-
-
-def archive_instants(storage: Storage, timeline_folder: str, instants: list[tuple[str, str, str]]) -> None:
-    """Move (requested, completion, action) instants of a v8+ timeline to its LSM history as
-    Hudi's archiver does: their rows in a Parquet file named by a new manifest, their state
-    files gone from the active timeline."""
-    rows = pa.table({"instantTime": [r[0] for r in instants], "completionTime": [r[1] for r in instants],
-                     "action": [r[2] for r in instants], "metadata": [b""] * len(instants),
-                     "plan": [None] * len(instants), "version": [1] * len(instants)})
-    sink = io.BytesIO()
-    pq.write_table(rows, sink)
-    history = f"{timeline_folder}/history"
-    name = f"{instants[0][0]}_{instants[-1][0]}_0.parquet"
-    storage.write(f"{history}/{name}", sink.getvalue())
-    storage.write(f"{history}/manifest_1", json.dumps({"files": [{"fileName": name, "fileLen": 1}]}).encode(),
-                  overwrite=True)
-    storage.write(f"{history}/_version_", b"1", overwrite=True)
-    times = {r[0] for r in instants}
-    for status in list(storage.list(timeline_folder)):
-        if not status.is_dir and status.name[:17] in times:
-            storage.delete(status.path)
 
 
 def huge_commit(timeline_folder: str, time_: str, partitions: Sequence[str], *, size: int) -> tuple[str, int]:

@@ -9,7 +9,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from tests.lakes import Lake, archive_instants
+from tests.clean.helpers import archive_instants
+from tests.lakes import Lake
 from timeline import HudiTable
 from timeline.archive import load_archived_timeline
 from timeline.clean.config import CleanConfig, CleanPolicy
