@@ -253,9 +253,8 @@ def test_boundaries_no_import_circle() -> None:
 
 def test_boundaries_no_test_module_or_conftest_is_imported() -> None:
     """Tests share helpers through one helpers module per level (tests/helpers.py,
-    tests/console/helpers.py, and the topic helpers beside them: lakes, readers, s3, ...) and
-    fixtures through conftest.py, used as fixtures: no module under tests/ imports a test
-    module or a conftest."""
+    tests/console/helpers.py, tests/storage/helpers.py, ...) and fixtures through conftest.py,
+    used as fixtures: no module under tests/ imports a test module or a conftest."""
     tests = Path(__file__).resolve().parent
     offenders = []
     for path in tests.rglob("*.py"):

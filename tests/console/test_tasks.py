@@ -17,7 +17,7 @@ from console import services
 from console.models import CleanPlan, Job, JobStatus, PlanStatus, SyncStatus, Table
 from console.selectors import stored_plan
 from console.tasks import build_clean_plan, enqueue, enqueue_sync, run_clean_plan, run_job, sync_table
-from tests.lakes import fake_failed_write
+from tests.helpers import fake_failed_write
 from timeline import HudiTable
 
 pytestmark = pytest.mark.django_db

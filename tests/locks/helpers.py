@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.s3 import free_port, stop_process
+from tests.helpers import free_port, stop_process
 
 DEBIAN_CLASSPATH = "/usr/share/java/zookeeper.jar"  # its manifest lists the jars it needs
 

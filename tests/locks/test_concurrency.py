@@ -20,9 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import Intervals
+from tests.helpers import Intervals, hudi_read
 from tests.locks.helpers import ZooKeeperServer
-from tests.readers import hudi_read
 from timeline import CleanConfig, CleanlineError, HudiTable
 from timeline.locks import STORAGE_BASED_LOCK_PROVIDER, ZOOKEEPER_BASED_LOCK_PROVIDER
 from timeline.metadata.records import CleanMetadata, CommitMetadata

@@ -32,8 +32,8 @@ from typing import Any
 import pyarrow.fs as pafs
 import pytest
 
+from tests.helpers import REGION, S3Server
 from tests.locks.helpers import CuratorContender, ZooKeeperServer, java_command, pyspark_jars
-from tests.s3 import REGION, S3Server
 from timeline.locks import (
     STORAGE_BASED_LOCK_PROVIDER,
     ZOOKEEPER_BASED_LOCK_PROVIDER,
