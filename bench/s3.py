@@ -2,7 +2,7 @@
 in one run.
 
 Starts moto's S3 server (moto[server], the server the tests use, started and stopped by the
-tests' `S3Server` of tests/s3.py) on 127.0.0.1 in a child process of this script
+tests' `S3Server` of tests/helpers.py) on 127.0.0.1 in a child process of this script
 (`--serve PORT`): moto's own WSGI application, plus one route of the benchmark,
 `POST /_bench/seed`, that loads objects from a local folder straight into the server's store.
 Every measured request goes through the S3 API; the route only makes the set-up affordable
@@ -79,7 +79,7 @@ from bench.common import (  # noqa: E402
     target_text,
     timed,
 )
-from tests.s3 import S3Server, offline_aws_environment  # noqa: E402 - the tests' moto server
+from tests.helpers import S3Server, offline_aws_environment  # noqa: E402 - the tests' moto server
 from timeline import HudiTable  # noqa: E402
 from timeline.clean.executor import (  # noqa: E402
     begin_clean,
@@ -143,7 +143,7 @@ def serve(port: int) -> None:
 
 
 class Server(S3Server):
-    """tests/s3.py's server (start-up, environment, shutdown) running `serve` in a child
+    """tests/helpers.py's S3 server (start-up, environment, shutdown) running `serve` in a child
     process of this script; `seed` loads objects through the seeding route."""
 
     def command(self, port: int) -> list[str]:

@@ -71,7 +71,7 @@ from bench.common import (  # noqa: E402
     timed,
 )
 from console import services  # noqa: E402
-from tests.spark_cluster import StandaloneCluster  # noqa: E402
+from tests.helpers import StandaloneCluster  # noqa: E402
 from timeline import HudiTable  # noqa: E402
 from timeline.clean.config import CleanConfig  # noqa: E402
 from timeline.clean.executor import schedule_clean  # noqa: E402

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs Apache ZooKeeper from Debian's `zookeeper` package when it is missing: the server's
 # jars only, no system service (`zookeeperd` would start one on port 2181). The tests start their
-# own server on 127.0.0.1 on a free port (tests/zookeeper.py); Java 17 comes from ensure-system.sh.
+# own server on 127.0.0.1 on a free port (tests/locks/helpers.py); Java 17 comes from ensure-system.sh.
 # Debian/Ubuntu, as root. Idempotent: does nothing when the jars are there.
 set -euo pipefail
 

@@ -1,14 +1,42 @@
-"""Shared test fixtures: the real Hudi tables of ../shared/fixtures, unzipped into temp dirs."""
+"""Shared test fixtures: the real Hudi tables of ../shared/fixtures unzipped into temp dirs, this
+run's plan store, a Spark session, the demo lake, and the servers on 127.0.0.1 (the S3-protocol
+server, a Spark standalone cluster) the tests at several levels use."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import FIXTURE_ZIPS, FIXTURES, OWN_STORE, PLAN_STORE, fixture_id, unzip_table
+from tests.helpers import (
+    FIXTURE_ZIPS,
+    FIXTURES,
+    ROOT,
+    S3Server,
+    StandaloneCluster,
+    fixture_id,
+    offline_aws_environment,
+    unzip_table,
+)
+
+if not FIXTURE_ZIPS:
+    raise RuntimeError(f"no fixture tables found under {FIXTURES}; ../shared must sit beside the project")
+(ROOT / "var").mkdir(exist_ok=True)  # the SQLite test database lives there (console.settings)
+# Clean plans' stores: one temporary folder per test run, inherited by the workers tests start
+# (console/settings.py reads CLEANLINE_PLAN_STORE; the `plan_store` fixture of tests/console/conftest.py
+# sets it for this process).
+OWN_STORE = "CLEANLINE_PLAN_STORE" not in os.environ
+PLAN_STORE = os.environ.setdefault("CLEANLINE_PLAN_STORE", tempfile.mkdtemp(prefix="cleanline-plan-store-"))
+
+
+@pytest.fixture(scope="session")
+def plan_store_folder() -> str:
+    """This run's plan store (CLEANLINE_PLAN_STORE): a temporary folder, removed after the run,
+    unless the environment named one."""
+    return PLAN_STORE
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -56,8 +84,6 @@ def demo_lake(spark, tmp_path_factory: pytest.TempPathFactory) -> Path:  # type:
 
 # ----------------------------------------------------------------------------------------
 # S3: a real S3-protocol server (moto_server) on 127.0.0.1; nothing else may reach a cloud.
-
-from tests.s3 import S3Server, offline_aws_environment  # noqa: E402
 
 offline_aws_environment()  # AWS_ENDPOINT_URL at a closed local port until s3_server starts
 
@@ -110,9 +136,7 @@ def no_store(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 @pytest.fixture(scope="session")
 def spark_cluster(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     """A real Spark standalone cluster (a master, two one-core workers on 127.0.0.1), started
-    once per run by the first test that asks for it (`tests/spark_cluster.py`)."""
-    from tests.spark_cluster import StandaloneCluster
-
+    once per run by the first test that asks for it (`StandaloneCluster` of tests/helpers.py)."""
     cluster = StandaloneCluster(tmp_path_factory.mktemp("spark-cluster")).start()
     yield cluster
     cluster.stop()

@@ -256,9 +256,8 @@ def test_boundaries_no_import_circle() -> None:
 
 def test_boundaries_no_test_module_or_conftest_is_imported() -> None:
     """Tests share helpers through one helpers module per level (tests/helpers.py,
-    tests/console/helpers.py, and the topic helpers beside them: lakes, readers, s3, ...) and
-    fixtures through conftest.py, used as fixtures: no module under tests/ imports a test
-    module or a conftest."""
+    tests/console/helpers.py, tests/storage/helpers.py, ...) and fixtures through conftest.py,
+    used as fixtures: no module under tests/ imports a test module or a conftest."""
     tests = Path(__file__).resolve().parent
     offenders = []
     for path in tests.rglob("*.py"):
@@ -271,3 +270,12 @@ def test_boundaries_no_test_module_or_conftest_is_imported() -> None:
                 if module.startswith("tests") and (last.startswith("test_") or last == "conftest"):
                     offenders.append(f"{path.relative_to(tests)} imports {module}")
     assert offenders == []
+
+
+def test_boundaries_tests_keep_helpers_in_one_module_per_level() -> None:
+    """Every Python module under tests/ is a test module, that level's helpers.py or its
+    conftest.py (data files aside): a helper has one place to be found."""
+    tests = Path(__file__).resolve().parent
+    strays = [str(path.relative_to(tests)) for path in tests.rglob("*.py")
+              if not path.name.startswith("test_") and path.name not in ("helpers.py", "conftest.py")]
+    assert strays == []

@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.doctor.helpers import OLD, age_tree, copy_base_file
-from tests.helpers import FIXTURES, tree_snapshot, unzip_table
-from tests.lakes import fake_failed_write
+from tests.helpers import FIXTURES, fake_failed_write, tree_snapshot, unzip_table
 from timeline.cli import main
 
 V9_COW = "sample_table/cow/v9_txns_simple_nometa"

@@ -8,8 +8,7 @@ from pathlib import Path
 import hudi
 import pytest
 
-from tests.helpers import FIXTURE_IDS
-from tests.readers import ours, theirs
+from tests.helpers import FIXTURE_IDS, ours, theirs
 from timeline import HudiTable
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.lakes import Lake
+from tests.helpers import Lake
 from timeline import HudiTable
 from timeline.clean.config import CleanConfig, CleanPolicy
 from timeline.clean.executor import CleanRefused, run_pending_cleans, schedule_clean

@@ -14,8 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import FIXTURES, unzip_table
-from tests.readers import hudi_rs_records
+from tests.helpers import FIXTURES, hudi_rs_records, unzip_table
 from timeline.hfile import (
     HEADER,
     CorruptHFileError,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.lakes import Lake, T, rewrite_history
+from tests.helpers import Lake, T, rewrite_history
 from timeline import CleanConfig, HudiTable
 from timeline.clean.executor import PlanInvalidated
 from timeline.instant import Instant, State

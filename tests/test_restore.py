@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.readers import retained_files, rows
+from tests.helpers import retained_files, rows
 from timeline import HudiTable
 from timeline.clean.config import CleanConfig, CleanPolicy
 from timeline.clean.executor import run_pending_cleans, schedule_clean
@@ -124,7 +124,7 @@ def test_restore_and_rollback_cli_preview_confirm_and_run(table_copy) -> None:
 
 
 def test_restore_rolls_back_a_pending_compaction_after_the_savepoint() -> None:
-    from tests.lakes import Lake
+    from tests.helpers import Lake
     from timeline.instant import State
     from timeline.storage import MemoryStorage
 

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import FIXTURES, unzip_table
-from tests.readers import rows
+from tests.helpers import FIXTURES, rows, unzip_table
 from timeline import HudiTable
 from timeline.savepoint import create_savepoint
 

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.lakes import Lake, fake_failed_write
-from tests.readers import rows
+from tests.helpers import Lake, fake_failed_write, rows
 from timeline import HudiTable
 from timeline.instant import State
 from timeline.metadata import avro

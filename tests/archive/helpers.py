@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from tests.lakes import Lake
+from tests.helpers import Lake
 from timeline import HudiTable
 from timeline.archive.plan import ArchivalPlan
 from timeline.instant import Instant, State

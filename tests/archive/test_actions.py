@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.lakes import Lake
+from tests.helpers import Lake
 from timeline import HudiTable
 from timeline.archive.actions import ArchiveRefused, LeftoverMarkers, active_actions, delete_archived_instants
 from timeline.instant import Instant, State

@@ -15,7 +15,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from tests.readers import ours, rows
+from tests.helpers import ours, rows
 from timeline import HudiTable
 from timeline.archive import load_archived_timeline
 from timeline.archive.archiver import archive_instants

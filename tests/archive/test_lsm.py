@@ -16,12 +16,8 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from tests.helpers import tree_snapshot
-from tests.lakes import Lake
-from tests.lakes import archive_instants as hand_made_history
-from tests.readers import ours, rows, theirs
-from tests.s3 import S3Server
-from tests.s3 import rows as s3_rows
+from tests.helpers import Lake, S3Server, ours, rows, s3_rows, theirs, tree_snapshot
+from tests.helpers import archive_instants as hand_made_history
 from timeline import HudiTable
 from timeline.archive import load_archived_timeline
 from timeline.archive.archiver import ArchiveSettings, archive_instants

@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.archive.helpers import ArchivalLake, t, times
-from tests.helpers import tree_snapshot
-from tests.lakes import archive_instants
+from tests.helpers import archive_instants, tree_snapshot
 from timeline import HudiTable
 from timeline.archive.plan import V1_ARCHIVER, V2_ARCHIVER, ArchivalUnsupported
 from timeline.archive.rules import BlockerKind

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tests.lakes import Lake
+from tests.helpers import Lake
 from timeline import HudiTable
 from timeline.archive import load_archived_timeline
 from timeline.exceptions import CorruptInstantError

@@ -17,8 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import tree_snapshot
-from tests.readers import rows
+from tests.helpers import rows, tree_snapshot
 from timeline import HudiTable
 from timeline.archive import load_archived_timeline
 from timeline.archive.archiver import ArchivalInvalidated

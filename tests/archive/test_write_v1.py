@@ -12,9 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import tree_snapshot
-from tests.lakes import Lake
-from tests.readers import ours, rows
+from tests.helpers import Lake, ours, rows, tree_snapshot
 from timeline import HudiTable
 from timeline.archive import load_archived_timeline
 from timeline.archive.actions import ArchiveRefused

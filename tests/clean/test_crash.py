@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.lakes import Lake
+from tests.helpers import Lake
 from timeline import HudiTable
 from timeline.clean.config import CleanConfig
 from timeline.clean.executor import run_pending_cleans, schedule_clean

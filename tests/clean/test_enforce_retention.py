@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.lakes import Lake, T, rewrite_history
+from tests.helpers import Lake, T, rewrite_history
 from timeline import CleanConfig, CleanPolicy, HudiTable, RetentionTooShort
 from timeline.clean.retention import retention_shortfall
 from timeline.storage import MemoryStorage

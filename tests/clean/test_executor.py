@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.lakes import Lake
+from tests.helpers import Lake
 from timeline import HudiTable
 from timeline.clean.config import CleanConfig
 from timeline.clean.executor import CleanRefused, FileStatus, Progress, run_pending_cleans, schedule_clean

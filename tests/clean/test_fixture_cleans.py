@@ -9,7 +9,7 @@ from pathlib import Path
 import hudi
 import pytest
 
-from tests.readers import hudi_read, hudi_rs_records, retained_files, rows
+from tests.helpers import hudi_read, hudi_rs_records, retained_files, rows
 from timeline import HudiTable
 from timeline.clean.config import CleanConfig, CleanPolicy
 from timeline.clean.executor import FileOutcome, Status, run_pending_cleans, schedule_clean

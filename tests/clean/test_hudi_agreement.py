@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from tests.lakes import Lake, archive_instants
+from tests.helpers import Lake, archive_instants
 from timeline import HudiTable
 from timeline.archive import load_archived_timeline
 from timeline.clean.config import CleanConfig, CleanPolicy
@@ -287,7 +287,7 @@ def test_getBaseInstantTime_real_table_with_archived_delta_commits_round_trip(ta
     """A real v9 MOR table written by Hudi, its first delta commits moved to the LSM history:
     after an aggressive clean hudi-rs reads the latest snapshot and every retained instant with
     the rows it read before."""
-    from tests.readers import rows
+    from tests.helpers import rows
     from timeline.clean.executor import run_pending_cleans
 
     path = table_copy("sample_table/mor/avro/v9_txns_simple_nometa")

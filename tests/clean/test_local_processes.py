@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import FIXTURE_IDS, ROOT
-from tests.lakes import Lake
+from tests.helpers import FIXTURE_IDS, ROOT, Lake
 from timeline import HudiTable
 from timeline.clean.config import CleanConfig
 from timeline.clean.planner import plan_clean

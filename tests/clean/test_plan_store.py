@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 
 from bench.common import CleanShape, full_config, generate_clean_table
-from tests.helpers import FIXTURES, unzip_table
-from tests.s3 import S3Server
+from tests.helpers import FIXTURES, S3Server, unzip_table
 from timeline import CleanConfig, CleanPolicy, HudiTable
 from timeline.clean.executor import run_pending_cleans, schedule_clean
 from timeline.clean.planner import CleanPlan, FileDecision

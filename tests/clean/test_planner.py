@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from tests.lakes import Lake, T, rewrite_history
+from tests.helpers import Lake, T, rewrite_history
 from timeline import HudiTable
 from timeline.clean.config import CleanConfig, CleanConfigError, CleanPolicy
 from timeline.clean.planner import CleanPlan, plan_clean

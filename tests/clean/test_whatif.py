@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 
 from bench.common import CleanShape, avro_schema, generate_clean_table, schedule_full_plan, write_versions
-from tests.helpers import FIXTURE_IDS, tree_snapshot
-from tests.lakes import Lake
+from tests.helpers import FIXTURE_IDS, Lake, tree_snapshot
 from timeline import CleanConfig, CleanPlan, CleanPolicy, HudiTable
 from timeline.clean.config import CleanConfigError
 from timeline.clean.executor import run_pending_cleans

@@ -17,13 +17,12 @@ from django.db import connection
 from playwright.sync_api import Browser, sync_playwright
 
 from tests.console.helpers import ARGS, ROOT
-from tests.helpers import PLAN_STORE
 
 
 @pytest.fixture(autouse=True)
-def plan_store(settings) -> None:  # type: ignore[no-untyped-def]
-    """Plans of this test run go to its temporary plan store (tests/helpers.py), never var/."""
-    settings.CLEANLINE_PLAN_STORE = PLAN_STORE
+def plan_store(settings, plan_store_folder: str) -> None:  # type: ignore[no-untyped-def]
+    """Plans of this test run go to its temporary plan store (tests/conftest.py), never var/."""
+    settings.CLEANLINE_PLAN_STORE = plan_store_folder
 
 
 @pytest.fixture(autouse=True)

@@ -3,11 +3,19 @@ most plans are made with, waiting for other processes, where screenshots go and 
 
 from __future__ import annotations
 
+import datetime
+import json
 import os
+import shutil
+import signal
+import socket
+import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from tests.helpers import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -66,3 +74,200 @@ def queued_outcome(task_id: str, seconds: float) -> Any:
 
     assert task_id, "no task was queued for this row"
     return app.AsyncResult(task_id).get(timeout=seconds)
+
+
+# Identity providers the sign-in tests start on 127.0.0.1: the OIDC provider (the npm package
+# oidc-provider run by Node, tests/console/oidc_provider/provider.mjs, installed by
+# scripts/ensure-node.sh) and an OpenLDAP `slapd` (Debian's package, installed by
+# scripts/ensure-system.sh) with a small directory loaded from an LDIF, over plain LDAP, StartTLS
+# and LDAPS (a test CA made here).
+PROVIDER_DIR = Path(__file__).resolve().parent / "oidc_provider"
+SUFFIX = "dc=example,dc=org"
+ROOT_DN, ROOT_PASSWORD = f"cn=admin,{SUFFIX}", "directory-admin-password"
+SERVICE_DN, SERVICE_PASSWORD = f"cn=cleanline,ou=services,{SUFFIX}", "service account password"
+GROUPS = f"ou=groups,{SUFFIX}"
+PEOPLE = f"ou=people,{SUFFIX}"
+
+
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
+
+
+class OidcProvider:
+    """oidc-provider on 127.0.0.1 with one client (PKCE required) and the users of a JSON file
+    that `set_user` rewrites (the provider reads it at every request)."""
+
+    client_id, client_secret = "cleanline-console", "test client secret, not for anything else"
+
+    def __init__(self, folder: Path, *, redirect_uri: str, post_logout_redirect_uri: str) -> None:
+        self.folder, self.port = folder, free_port()
+        self.issuer = f"http://127.0.0.1:{self.port}"
+        self.users_file = folder / "users.json"
+        self.users: dict[str, dict[str, Any]] = {}
+        self.redirect_uri, self.post_logout_redirect_uri = redirect_uri, post_logout_redirect_uri
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def set_user(self, username: str, password: str, /, **claims: Any) -> None:
+        self.users[username] = {"password": password, "claims": claims}
+        tmp = self.users_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.users))
+        tmp.replace(self.users_file)
+
+    def start(self) -> OidcProvider:
+        node = shutil.which("node")
+        assert node, "Node.js is installed by `make test` (scripts/ensure-node.sh)"
+        assert (PROVIDER_DIR / "node_modules" / "oidc-provider").is_dir(), "run scripts/ensure-node.sh (npm ci)"
+        self.set_user("nobody", "-")
+        log = (self.folder / "provider.log").open("wb")
+        self.process = subprocess.Popen(
+            [node, str(PROVIDER_DIR / "provider.mjs")], stdout=subprocess.PIPE, stderr=log, start_new_session=True,
+            env={"PATH": os.environ.get("PATH", ""), "PORT": str(self.port), "CLIENT_ID": self.client_id,
+                 "CLIENT_SECRET": self.client_secret, "REDIRECT_URI": self.redirect_uri,
+                 "POST_LOGOUT_REDIRECT_URI": self.post_logout_redirect_uri, "USERS_FILE": str(self.users_file)})
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline().decode()
+        assert line.startswith("ready "), (self.folder / "provider.log").read_text()
+        return self
+
+    def stop(self) -> None:
+        if self.process is not None:
+            _stop(self.process)
+
+
+def _test_ca(folder: Path) -> tuple[Path, Path, Path]:
+    """A CA and a certificate for 127.0.0.1 signed by it: (ca.pem, server.pem, server.key)."""
+    from ipaddress import IPv4Address
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.datetime.now(datetime.UTC)
+
+    def name(cn: str) -> x509.Name:
+        return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+
+    ca_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    ca = (x509.CertificateBuilder().subject_name(name("Cleanline test CA")).issuer_name(name("Cleanline test CA"))
+          .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
+          .not_valid_before(now - datetime.timedelta(hours=1)).not_valid_after(now + datetime.timedelta(days=1))
+          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+          .sign(ca_key, hashes.SHA256()))
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    cert = (x509.CertificateBuilder().subject_name(name("127.0.0.1")).issuer_name(ca.subject)
+            .public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(hours=1)).not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(IPv4Address("127.0.0.1"))]), critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    paths = folder / "ca.pem", folder / "server.pem", folder / "server.key"
+    paths[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    paths[1].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    paths[2].write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    paths[2].chmod(0o600)
+    return paths
+
+
+def _entry(dn: str, **attrs: str | list[str]) -> str:
+    lines = [f"dn: {dn}"]
+    for key, value in attrs.items():
+        for item in [value] if isinstance(value, str) else value:
+            lines.append(f"{key}: {item}")
+    return "\n".join(lines) + "\n"
+
+
+class Slapd:
+    """OpenLDAP's slapd on 127.0.0.1 (a free port for ldap://, another for ldaps://; StartTLS on
+    the first), with the people and groups given, loaded by slapadd before it starts."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder, self.port, self.tls_port = folder, free_port(), free_port()
+        self.uri, self.ldaps_uri = f"ldap://127.0.0.1:{self.port}", f"ldaps://127.0.0.1:{self.tls_port}"
+        self.process: subprocess.Popen[bytes] | None = None
+        self.ca_file = folder / "ca.pem"
+
+    def start(self, *, people: dict[str, str], groups: dict[str, list[str]]) -> Slapd:
+        slapd = shutil.which("slapd") or "/usr/sbin/slapd"
+        assert Path(slapd).exists(), "Debian's slapd is installed by `make test` (scripts/ensure-system.sh)"
+        ca, cert, key = _test_ca(self.folder)
+        data = self.folder / "data"
+        data.mkdir()
+        conf = self.folder / "slapd.conf"
+        schema = Path("/etc/ldap/schema")
+        conf.write_text("\n".join([
+            *(f"include {schema / n}.schema" for n in ("core", "cosine", "inetorgperson", "nis")),
+            f"pidfile {self.folder / 'slapd.pid'}", "modulepath /usr/lib/ldap", "moduleload back_mdb",
+            f"TLSCACertificateFile {ca}", f"TLSCertificateFile {cert}", f"TLSCertificateKeyFile {key}",
+            "database mdb", f'suffix "{SUFFIX}"', f'rootdn "{ROOT_DN}"', f"rootpw {ROOT_PASSWORD}",
+            f"directory {data}", "maxsize 10485760",
+            # the service account searches; users bind as themselves; nobody else reads passwords
+            "access to attrs=userPassword by anonymous auth by self read by * none",
+            f'access to * by dn.exact="{SERVICE_DN}" read by self read by * none', ""]))
+        entries = [_entry(SUFFIX, objectClass=["top", "dcObject", "organization"], o="Example", dc="example"),
+                   _entry(PEOPLE, objectClass="organizationalUnit", ou="people"),
+                   _entry(GROUPS, objectClass="organizationalUnit", ou="groups"),
+                   _entry(f"ou=services,{SUFFIX}", objectClass="organizationalUnit", ou="services"),
+                   _entry(SERVICE_DN, objectClass=["person", "simpleSecurityObject"], cn="cleanline", sn="service",
+                          userPassword=SERVICE_PASSWORD)]
+        for uid, password in people.items():
+            entries.append(_entry(self.user_dn(uid), objectClass="inetOrgPerson", uid=uid, cn=uid.title(),
+                                  sn="Tester", givenName=uid.title(), mail=f"{uid}@example.org", userPassword=password))
+        for cn, members in groups.items():
+            # groupOfNames needs a member: the service account stands in for an empty group
+            entries.append(_entry(self.group_dn(cn), objectClass="groupOfNames", cn=cn,
+                                  member=[self.user_dn(m) for m in members] or [SERVICE_DN]))
+        ldif = self.folder / "directory.ldif"
+        ldif.write_text("\n".join(entries))
+        loaded = subprocess.run(["/usr/sbin/slapadd", "-f", str(conf), "-l", str(ldif)], capture_output=True,
+                                text=True, timeout=60)
+        assert loaded.returncode == 0, loaded.stderr
+        log = (self.folder / "slapd.log").open("wb")
+        self.process = subprocess.Popen([slapd, "-f", str(conf), "-h", f"{self.uri}/ {self.ldaps_uri}/", "-d", "0"],
+                                        stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
+                break
+            except OSError:
+                assert self.process.poll() is None, (self.folder / "slapd.log").read_text()
+                assert time.monotonic() < deadline, "slapd did not start"
+                time.sleep(0.05)
+        return self
+
+    @staticmethod
+    def user_dn(uid: str) -> str:
+        return f"uid={uid},{PEOPLE}"
+
+    @staticmethod
+    def group_dn(cn: str) -> str:
+        return f"cn={cn},{GROUPS}"
+
+    def set_members(self, cn: str, members: list[str]) -> None:
+        """Replace a group's members (as the directory's admin)."""
+        import ldap
+
+        connection = ldap.initialize(self.uri)
+        connection.simple_bind_s(ROOT_DN, ROOT_PASSWORD)
+        values = [self.user_dn(m).encode() for m in members] or [SERVICE_DN.encode()]
+        connection.modify_s(self.group_dn(cn), [(ldap.MOD_REPLACE, "member", values)])
+        connection.unbind_s()
+
+    def env(self, **extra: str) -> dict[str, str]:
+        """The CLEANLINE_LDAP_* variables that reach this directory."""
+        return {"CLEANLINE_LDAP_SERVER_URI": self.uri, "CLEANLINE_LDAP_BIND_DN": SERVICE_DN,
+                "CLEANLINE_LDAP_BIND_PASSWORD": SERVICE_PASSWORD, "CLEANLINE_LDAP_USER_SEARCH_BASE": PEOPLE,
+                "CLEANLINE_LDAP_GROUP_SEARCH_BASE": GROUPS, "CLEANLINE_LDAP_TIMEOUT": "5", **extra}
+
+    def stop(self) -> None:
+        if self.process is not None:
+            _stop(self.process)

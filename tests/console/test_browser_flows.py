@@ -13,7 +13,7 @@ from playwright.sync_api import Browser, Page
 from console import services
 from console.models import Job, JobStatus, Table
 from tests.console.helpers import SHOTS
-from tests.lakes import fake_failed_write
+from tests.helpers import fake_failed_write
 
 FAILED = "20990101000000000"
 VIEWS = [(1280, "light"), (390, "dark")]

@@ -17,7 +17,7 @@ from playwright.sync_api import Browser, Page
 from console import services
 from console.models import JobStatus, PlanStatus, Table
 from tests.console.helpers import SHORT_RETENTION, SHOTS
-from tests.lakes import fake_failed_write
+from tests.helpers import fake_failed_write
 from timeline import HudiTable
 
 VIEWPORTS = {1280: {"width": 1280, "height": 900}, 390: {"width": 390, "height": 844}}

@@ -13,7 +13,7 @@ from console import services
 from console.models import AuditEvent, CleanPlan, PlanStatus, Table
 from console.selectors import stored_plan
 from tests.console.helpers import SHORT_RETENTION, person
-from tests.readers import rows
+from tests.helpers import rows
 from timeline import HudiTable
 from timeline.savepoint import create_savepoint
 

@@ -1,5 +1,5 @@
 """The whole clean journey on real services: Redis, Celery worker processes and Spark, on
-local[2] and on a real standalone cluster (`tests/spark_cluster.py`: the Celery worker is the
+local[2] and on a real standalone cluster (`tests/helpers.py`'s `StandaloneCluster`: the Celery worker is the
 driver, submitting to spark://127.0.0.1). Plan, approve, execute; hudi-rs reads the retained
 instants as before and the report lists exactly the planned files. Then a worker killed in the
 middle of a clean: Celery delivers the task again, a new worker finishes it and the plan's row
@@ -17,8 +17,7 @@ from console import services
 from console.models import CleanPlan, PlanStatus, Table, TableLock
 from console.selectors import stored_plan
 from tests.console.helpers import SHORT_RETENTION, queued_outcome, wait_for
-from tests.lakes import Lake
-from tests.readers import rows
+from tests.helpers import Lake, rows
 from timeline import HudiTable
 from timeline.storage.arrow import LocalStorage
 

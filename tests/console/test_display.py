@@ -223,7 +223,7 @@ def test_display_file_groups_show_slice_ages(table: Table) -> None:
 def test_display_failed_writes_show_the_write_readable_and_its_last_change_as_an_age(console_table) -> None:
     from pathlib import Path
 
-    from tests.lakes import fake_failed_write
+    from tests.helpers import fake_failed_write
     from timeline.instant import instant_time_of
 
     table = console_table("sample_table/cow/v9_txns_simple_nometa")

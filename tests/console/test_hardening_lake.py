@@ -15,7 +15,7 @@ from console import services
 from console.models import AuditEvent, CleanPlan, Job, JobStatus, PlanStatus, SyncStatus, Table
 from console.selectors import stored_plan
 from tests.console.helpers import SHORT_RETENTION, login, person
-from tests.lakes import fake_failed_write
+from tests.helpers import fake_failed_write
 from timeline import HudiTable, metadata
 from timeline.instant import Instant as LakeInstant
 from timeline.instant import State

@@ -19,8 +19,7 @@ from django.urls import reverse
 
 from console import services
 from console.models import Instant, Table
-from tests.lakes import huge_commit, huge_file_id
-from tests.memory import peak_growth
+from tests.helpers import huge_commit, huge_file_id, peak_growth
 
 pytestmark = pytest.mark.django_db
 

@@ -12,7 +12,7 @@ from django.test import Client
 from console import services
 from console.models import AuditEvent, CleanPlan, PlanStatus, Table
 from tests.console.helpers import SHORT_RETENTION, login, person, queued_outcome
-from tests.readers import rows
+from tests.helpers import rows
 from timeline import HudiTable
 
 TABLE = "sample_table/cow/v9_txns_simple_meta"

@@ -11,8 +11,7 @@ from django.urls import reverse
 from console import services
 from console.models import AuditEvent, Job, JobStatus, Table
 from tests.console.helpers import login
-from tests.lakes import fake_failed_write
-from tests.readers import rows
+from tests.helpers import fake_failed_write, rows
 from timeline import HudiTable
 
 pytestmark = pytest.mark.django_db

@@ -16,7 +16,7 @@ from playwright.sync_api import Browser, Page
 from console import services
 from console.models import AuditEvent, CleanPlan, PlanStatus, Table
 from tests.console.helpers import SHORT_RETENTION, SHOTS
-from tests.lakes import fake_failed_write
+from tests.helpers import fake_failed_write
 
 pytestmark = pytest.mark.django_db
 STRONG = "a long enough password 1"

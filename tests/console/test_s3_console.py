@@ -1,4 +1,4 @@
-"""The console on an `s3://` table, on the real S3 server (tests/s3.py): the table's root has
+"""The console on an `s3://` table, on the real S3 server (tests/helpers.py): the table's root has
 its endpoint, region and credentials in CLEANLINE_S3_ROOTS, credentials named as environment
 variables. The environment's own endpoint (AWS_ENDPOINT_URL) is a closed port in this process
 and in the worker, so every request that reaches the server went by the root's settings, and
@@ -23,8 +23,17 @@ from console.models import CleanPlan, Job, JobStatus, PlanStatus, SyncStatus, Ta
 from console.selectors import stored_plan
 from console.settings import s3_roots
 from tests.console.helpers import ROOT, SHORT_RETENTION, login, queued_outcome
-from tests.helpers import FIXTURES, unzip_table
-from tests.s3 import REGION, V9_MOR, S3Server, data_keys, rows, signers, split
+from tests.helpers import (
+    FIXTURES,
+    REGION,
+    V9_MOR,
+    S3Server,
+    bucket_and_prefix,
+    data_keys,
+    s3_rows,
+    signers,
+    unzip_table,
+)
 from timeline import HudiTable
 
 CLOSED = "http://127.0.0.1:9"
@@ -83,7 +92,7 @@ def test_s3_console_register_sync_plan_approve_run_savepoint_rollback_with_the_r
     assert plan.status == PlanStatus.DRAFT and plan.files_to_delete > 0
     retained = [i.requested_time for i in HudiTable.open(uri).timeline.writes().completed()
                 if i.requested_time >= plan.earliest_retained]
-    before = {t: rows(s3_server, uri, t) for t in retained}
+    before = {t: s3_rows(s3_server, uri, t) for t in retained}
     with by_the_root(s3_server):
         plan = services.plan_approve(plan=plan, user=None)
     assert plan.status == PlanStatus.APPROVED
@@ -100,9 +109,9 @@ def test_s3_console_register_sync_plan_approve_run_savepoint_rollback_with_the_r
     clean = lake.read_instant(lake.timeline.cleans().last())  # type: ignore[arg-type]
     listed = {n for meta in (clean or {})["partitionMetadata"].values() for n in meta["successDeleteFiles"]}
     assert planned == reported and {p.rsplit("/", 1)[-1] for p in planned} == listed
-    _, prefix = split(uri)
+    _, prefix = bucket_and_prefix(uri)
     assert not {p.removeprefix(f"{uri}/") for p in planned} & data_keys(s3_server, uri)
-    assert all(rows(s3_server, uri, t) == before[t] for t in retained)
+    assert all(s3_rows(s3_server, uri, t) == before[t] for t in retained)
     assert [s.instant.requested_time for s in selectors.savepoints(table)] == [latest.requested_time]
     admin = login("admin")
     with by_the_root(s3_server):
@@ -111,7 +120,7 @@ def test_s3_console_register_sync_plan_approve_run_savepoint_rollback_with_the_r
         assert admin.get(reverse("console:file_groups", args=[table.pk])).status_code == 200
 
     # a failed write after the savepoint, rolled back on the worker
-    before_rows, before_keys = rows(s3_server, uri), data_keys(s3_server, uri)
+    before_rows, before_keys = s3_rows(s3_server, uri), data_keys(s3_server, uri)
     failed = "20990101000000000"
     client = s3_server.client()
     for state in ("deltacommit.requested", "deltacommit.inflight"):
@@ -127,7 +136,7 @@ def test_s3_console_register_sync_plan_approve_run_savepoint_rollback_with_the_r
         queued_outcome(Job.objects.get(pk=job.pk).task_id, 120)  # the run the request queued, on the worker
     job.refresh_from_db()
     assert job.status == JobStatus.COMPLETED, job.error
-    assert data_keys(s3_server, uri) == before_keys and rows(s3_server, uri) == before_rows
+    assert data_keys(s3_server, uri) == before_keys and s3_rows(s3_server, uri) == before_rows
     assert HudiTable.open(uri).timeline.find(failed) is None
     assert Table.objects.get(pk=table.pk).instants.filter(action="rollback").exists()
 

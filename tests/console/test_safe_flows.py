@@ -49,7 +49,7 @@ def test_safe_flows_rollback_has_a_preview_page_with_files_and_a_typed_confirmat
     from pathlib import Path
 
     from console.models import Job, JobStatus
-    from tests.lakes import fake_failed_write
+    from tests.helpers import fake_failed_write
 
     failed = "20990101000000000"
     fake_failed_write(Path(table.path.removeprefix("file:")), failed, markers=True)

@@ -19,7 +19,7 @@ from django.urls import reverse
 from console.models import AuditEvent, Profile
 from console.roles import role_name
 from console.signin.config import ldap_settings
-from tests.console.identity import Slapd
+from tests.console.helpers import Slapd
 
 pytestmark = pytest.mark.django_db
 PASSWORDS = {"alice": "alice's directory password", "bob": "bob's directory password",

@@ -17,8 +17,7 @@ from playwright.sync_api import Browser, Page, Route
 
 from console.models import AuditEvent, Profile
 from console.roles import role_name
-from tests.console.helpers import SHOTS
-from tests.console.identity import OidcProvider
+from tests.console.helpers import SHOTS, OidcProvider
 
 ROLES = {"cleanline-admins": "admin", "cleanline-operators": "operator", "cleanline-viewers": "viewer"}
 

@@ -22,7 +22,7 @@ from console.selectors import stored_plan
 from console.services.queue import QUEUED_TASKS
 from console.tasks import build_clean_plan, run_clean_plan, run_job, sync_table
 from tests.console.helpers import ROOT
-from tests.lakes import fake_failed_write
+from tests.helpers import fake_failed_write
 from timeline import HudiTable
 
 pytestmark = pytest.mark.django_db

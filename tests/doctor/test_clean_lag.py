@@ -7,7 +7,7 @@ and the table reads the same for every retained instant."""
 from __future__ import annotations
 
 from tests.doctor.helpers import age_tree, grow_history, round_trip
-from tests.readers import rows
+from tests.helpers import rows
 from timeline import CleanConfig, HudiTable
 from timeline.clean.planner import plan_clean
 from timeline.config import update_config

@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.doctor.helpers import OLD, age_tree, copy_base_file
-from tests.helpers import FIXTURES, unzip_table
-from tests.lakes import Lake, fake_failed_write
+from tests.helpers import FIXTURES, Lake, fake_failed_write, unzip_table
 from timeline import HudiTable, LiveWriterUnlocked
 from timeline.doctor import KINDS, UnknownKind, diagnose, find_tables
 from timeline.instant import format_instant_time

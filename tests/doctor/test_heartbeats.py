@@ -4,7 +4,7 @@ heartbeat of a completed write goes; a fresh one, or a pending write's, stays.""
 from __future__ import annotations
 
 from tests.doctor.helpers import age_tree, round_trip
-from tests.readers import rows
+from tests.helpers import rows
 from timeline import HudiTable
 from timeline.doctor import diagnose
 from timeline.doctor.heartbeats import HeartbeatsEvidence

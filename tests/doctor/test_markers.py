@@ -4,8 +4,7 @@ a commit, they go; a pending write's markers stay."""
 from __future__ import annotations
 
 from tests.doctor.helpers import OLD, age_tree, round_trip
-from tests.lakes import fake_failed_write
-from tests.readers import rows
+from tests.helpers import fake_failed_write, rows
 from timeline import HudiTable
 from timeline.doctor.markers import MarkersEvidence
 

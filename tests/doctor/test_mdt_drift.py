@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.doctor.helpers import age_tree, grow_history, round_trip
-from tests.readers import rows
+from tests.helpers import rows
 from timeline import HudiTable
 from timeline.config import update_config
 from timeline.doctor import RepairUnavailable, diagnose, plan_repair

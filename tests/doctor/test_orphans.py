@@ -14,9 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.doctor.helpers import OLD, age_tree, archive_commit, archive_commit_v6, copy_base_file, round_trip
-from tests.helpers import FIXTURE_IDS
-from tests.lakes import fake_failed_write
-from tests.readers import rows
+from tests.helpers import FIXTURE_IDS, fake_failed_write, rows
 from timeline import HudiTable
 from timeline.doctor import diagnose, run_repair
 from timeline.doctor.orphans import OrphanEvidence, orphans, referenced

@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from tests.doctor.helpers import age_tree, round_trip
-from tests.readers import rows
+from tests.helpers import rows
 from timeline import HudiTable
 from timeline.doctor import diagnose
 from timeline.doctor.properties import PropertiesEvidence

@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.doctor.helpers import OLD, age_tree, round_trip
-from tests.lakes import fake_failed_write
-from tests.readers import rows
+from tests.helpers import fake_failed_write, rows
 from timeline import CleanConfig, HudiTable, metadata, transition
 from timeline.clean.executor import schedule_clean
 from timeline.clean.planner import plan_clean

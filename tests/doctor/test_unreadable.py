@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.doctor.helpers import OLD, age_tree, round_trip
-from tests.readers import rows
+from tests.helpers import rows
 from timeline import HudiTable
 from timeline.doctor import RepairUnavailable, diagnose, plan_repair
 from timeline.doctor.unreadable import UnreadableEvidence

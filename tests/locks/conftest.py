@@ -1,5 +1,6 @@
 """Fixtures of the lock tests: a v9 fixture table with a metadata table, copied for each test,
-and the lake-wide Hudi options of this process cleared after each test."""
+the lake-wide Hudi options of this process cleared after each test, and a real ZooKeeper server
+on 127.0.0.1 (tests/locks/helpers.py), one per test module."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.locks.helpers import ZooKeeperServer
 from timeline.locks.discovery import configure_hudi_options
 
 V9_WITH_MDT = "sample_table/cow/v9_txns_simple_meta"
@@ -23,3 +25,10 @@ def no_root_options() -> Iterator[None]:
     previous = configure_hudi_options({})
     yield
     configure_hudi_options(previous)
+
+
+@pytest.fixture(scope="module")
+def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
+    server = ZooKeeperServer(tmp_path_factory.mktemp("zookeeper")).start()
+    yield server
+    server.stop()

@@ -16,14 +16,12 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import Intervals
-from tests.readers import hudi_read
-from tests.zookeeper import ZooKeeperServer
+from tests.helpers import Intervals, hudi_read
+from tests.locks.helpers import ZooKeeperServer
 from timeline import CleanConfig, CleanlineError, HudiTable
 from timeline.locks import STORAGE_BASED_LOCK_PROVIDER, ZOOKEEPER_BASED_LOCK_PROVIDER
 from timeline.metadata.records import CleanMetadata, CommitMetadata
@@ -36,22 +34,20 @@ OCC = {"hoodie.write.concurrency.mode": "optimistic_concurrency_control",
 
 
 @pytest.fixture(params=["storage", "zookeeper"])
-def lock_options(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+def lock_options(request: pytest.FixtureRequest) -> dict[str, str]:
     """The writer's and Cleanline's lock: Hudi's storage-based lock file, or ZooKeeper (a real
-    server on 127.0.0.1, Curator's recipe)."""
+    server on 127.0.0.1, conftest.py's `zookeeper`; Curator's recipe)."""
     if request.param == "storage":
-        yield OCC
-        return
-    server = ZooKeeperServer(tmp_path_factory.mktemp("zookeeper")).start()
-    try:
-        yield {"hoodie.write.concurrency.mode": "optimistic_concurrency_control",
-               "hoodie.write.lock.provider": ZOOKEEPER_BASED_LOCK_PROVIDER,
-               "hoodie.write.lock.zookeeper.url": server.hosts,
-               "hoodie.write.lock.zookeeper.base_path": "/hudi/locks",
-               "hoodie.write.lock.zookeeper.lock_key": "live",
-               "hoodie.write.lock.wait_time_ms": "120000"}
-    finally:
-        server.stop()
+        return OCC
+    server: ZooKeeperServer = request.getfixturevalue("zookeeper")
+    return {"hoodie.write.concurrency.mode": "optimistic_concurrency_control",
+            "hoodie.write.lock.provider": ZOOKEEPER_BASED_LOCK_PROVIDER,
+            "hoodie.write.lock.zookeeper.url": server.hosts,
+            "hoodie.write.lock.zookeeper.base_path": "/hudi/locks",
+            "hoodie.write.lock.zookeeper.lock_key": "live",
+            "hoodie.write.lock.wait_time_ms": "120000"}
+
+
 COMMITS = 8
 KEYS = 12
 

@@ -6,10 +6,10 @@ mutually exclusive with other holders on real stores and a real ZooKeeper.
   not renewed lets a new owner in (a holder killed with SIGKILL); renewal keeps it; a non-owner
   (or an owner whose lease was taken over) cannot release it; a lock file written the way Hudi's
   Java writes it (Jackson's bytes, checked against Jackson itself) is respected.
-- ZooKeeper (ZookeeperBasedLockProvider): on a real ZooKeeper server started here
-  (tests/zookeeper.py), contenders in threads and processes exclude each other, a real Curator
-  InterProcessMutex (the class Hudi uses) and Cleanline exclude each other both ways, kazoo's own
-  Lock recipe would not, and a lost session (expired on the server, or a killed holder) frees the
+- ZooKeeper (ZookeeperBasedLockProvider): on a real ZooKeeper server (conftest.py's `zookeeper`,
+  tests/locks/helpers.py), contenders in threads and processes exclude each other, a real
+  Curator InterProcessMutex (the class Hudi uses) and Cleanline exclude each other both ways,
+  kazoo's own Lock recipe would not, and a lost session (expired on the server, or a killed holder) frees the
   lock and is reported to the old holder.
 """
 
@@ -24,7 +24,7 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,8 +32,8 @@ from typing import Any
 import pyarrow.fs as pafs
 import pytest
 
-from tests.s3 import REGION, S3Server
-from tests.zookeeper import CuratorContender, ZooKeeperServer, java_command, pyspark_jars
+from tests.helpers import REGION, S3Server
+from tests.locks.helpers import CuratorContender, ZooKeeperServer, java_command, pyspark_jars
 from timeline.locks import (
     STORAGE_BASED_LOCK_PROVIDER,
     ZOOKEEPER_BASED_LOCK_PROVIDER,
@@ -490,13 +490,6 @@ def test_locks_storage_check_held_sees_a_takeover_the_holder_missed(store: Store
 
 # ----------------------------------------------------------------------------------------
 # ZooKeeper
-
-@pytest.fixture(scope="module")
-def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
-    server = ZooKeeperServer(tmp_path_factory.mktemp("zookeeper")).start()
-    yield server
-    server.stop()
-
 
 @pytest.fixture
 def zk_lock(zookeeper: ZooKeeperServer, request: pytest.FixtureRequest) -> Callable[..., ZookeeperBasedLock]:

@@ -134,7 +134,7 @@ def test_rollback_rolls_the_metadata_table_back_too(lake: Path, crashed: bool) -
 
 
 def rows_of(path: Path, as_of: str | None = None) -> list[tuple]:
-    from tests.readers import rows
+    from tests.helpers import rows
 
     return rows(path, as_of)
 

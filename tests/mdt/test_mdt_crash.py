@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import FIXTURES, unzip_table
-from tests.mdt_v6 import KILLER
-from tests.readers import rows
+from tests.helpers import FIXTURES, rows, unzip_table
+from tests.mdt.helpers import KILLER
 from timeline import HudiTable
 from timeline.clean.config import CleanConfig
 from timeline.clean.executor import run_pending_cleans, schedule_clean

@@ -17,9 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import FIXTURES, unzip_table
-from tests.mdt_v6 import FILE_ID, INIT, KILLER, add_v6_metadata_table
-from tests.readers import hudi_rs_records, rows
+from tests.helpers import FIXTURES, hudi_rs_records, rows, unzip_table
+from tests.mdt.helpers import FILE_ID, INIT, KILLER, add_v6_metadata_table
 from timeline import CleanConfig, CleanPolicy, HudiTable
 from timeline.clean.executor import run_pending_cleans, schedule_clean
 from timeline.hfile import HEADER, read_hfile, read_trailer

@@ -9,9 +9,7 @@ from pathlib import Path
 import fastavro
 import pytest
 
-from tests.helpers import FIXTURE_IDS
-from tests.lakes import Lake, huge_commit, huge_file_id
-from tests.memory import peak_growth
+from tests.helpers import FIXTURE_IDS, Lake, huge_commit, huge_file_id, peak_growth
 from timeline import HudiTable, InstantSummary, metadata
 from timeline.exceptions import CorruptInstantError
 from timeline.instant import Instant, State

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from tests.lakes import TOKEN, Lake
-from tests.readers import retained_files, rows
+from tests.helpers import TOKEN, Lake, retained_files, rows
 from timeline import HudiTable
 from timeline.clean.config import CleanConfig, CleanPolicy
 from timeline.clean.executor import FileOutcome, Progress, Status, Target, run_pending_cleans, schedule_clean

@@ -7,7 +7,7 @@ from pathlib import Path
 import hudi
 from pyspark.sql import SparkSession
 
-from tests.readers import ours, theirs
+from tests.helpers import ours, theirs
 from timeline import HudiTable
 from timeline.clean.config import CleanConfig
 from timeline.clean.planner import plan_clean

@@ -12,7 +12,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from bench.common import CleanShape, generate_clean_table
-from tests.lakes import Lake
+from tests.helpers import Lake
 from timeline import HudiTable
 from timeline.clean import sliced
 from timeline.clean.config import CleanConfig

@@ -1,8 +1,9 @@
-"""Planning and cleaning on a real Spark standalone cluster (`tests/spark_cluster.py`: a master and
-two one-core workers on 127.0.0.1). The driver is a separate process (as a Celery worker is): it
-shares nothing with the executors but the table's storage. The cluster plans the same files, file
-by file with the same reasons, as the local engine; an executor JVM killed in the middle of a
-clean job has its tasks retried by Spark and the clean ends as an uninterrupted one would."""
+"""Planning and cleaning on a real Spark standalone cluster (`StandaloneCluster` of
+tests/helpers.py: a master and two one-core workers on 127.0.0.1). The driver is a separate
+process (as a Celery worker is): it shares nothing with the executors but the table's storage.
+The cluster plans the same files, file by file with the same reasons, as the local engine; an
+executor JVM killed in the middle of a clean job has its tasks retried by Spark and the clean
+ends as an uninterrupted one would."""
 
 from __future__ import annotations
 

@@ -18,8 +18,7 @@ import pyarrow as pa
 import pytest
 from pyspark.sql import SparkSession
 
-from tests.helpers import FIXTURES
-from tests.readers import hudi_read, ours, theirs
+from tests.helpers import FIXTURES, hudi_read, ours, theirs
 from timeline import HudiTable
 from timeline.config import checksum
 from timeline.instant import State

@@ -20,9 +20,8 @@ from urllib.parse import quote
 import hudi
 import pytest
 
-from tests import storage_contract
-from tests.lakes import Lake
-from tests.s3 import REGION, V9_MOR, FaultyProxy, S3Server, data_keys, rows, signers, split
+from tests.helpers import REGION, V9_MOR, Lake, S3Server, bucket_and_prefix, data_keys, s3_rows, signers
+from tests.storage.helpers import STORAGE_CONTRACT, FaultyProxy
 from timeline import CleanlineError, HudiTable
 from timeline.clean.config import CleanConfig
 from timeline.clean.executor import FileStatus, run_pending_cleans, schedule_clean
@@ -186,7 +185,7 @@ def test_s3_root_settings_open_tables_below_it_with_its_endpoint_and_credentials
         s3_server: S3Server, s3_table: Any, fixture_lake: dict[str, Path], monkeypatch: pytest.MonkeyPatch,
         s3_roots: Any) -> None:
     uri = s3_table(V9_MOR_NONPART)
-    bucket, _ = split(uri)
+    bucket, _ = bucket_and_prefix(uri)
     monkeypatch.setenv("AWS_ENDPOINT_URL", CLOSED)
     with pytest.raises(CleanlineError):
         HudiTable.open(uri)  # by the environment: nothing answers
@@ -231,12 +230,7 @@ def test_s3_root_profile_signs_with_the_profile_from_the_aws_files(
         storage_for(f"s3://{bucket}/t")
 
 
-@pytest.mark.parametrize("contract", [
-    storage_contract.write_read_list_and_status,
-    storage_contract.write_is_create_if_absent,
-    storage_contract.delete_says_whether_the_file_was_there,
-    storage_contract.missing_paths_raise_file_not_found_naming_the_path,
-], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("contract", STORAGE_CONTRACT, ids=lambda f: f.__name__)
 def test_s3_storage_keeps_the_storage_contract(s3_server: S3Server, contract: Any) -> None:
     bucket = s3_server.new_bucket()
     storage, root = storage_for(f"s3://{bucket}/root")
@@ -309,7 +303,7 @@ def test_s3_fsview_equals_hudi_rs_on_s3_and_the_local_table(
 def test_s3_listing_lists_partition_folders_concurrently_and_skips_hoodie(
         s3_server: S3Server, s3_table: Any) -> None:
     uri = s3_table(V6_COW)
-    bucket, prefix = split(uri)
+    bucket, prefix = bucket_and_prefix(uri)
     siblings = threading.Barrier(3, timeout=20)  # the three byteField= folders, listed at once or never
 
     class Probe(S3Storage):
@@ -338,7 +332,7 @@ def test_s3_listing_lists_partition_folders_concurrently_and_skips_hoodie(
 def test_s3_clean_plan_schedule_run_matches_the_local_table(
         s3_server: S3Server, s3_table: Any, table_copy: Any) -> None:
     uri, local = s3_table(V9_MOR), str(table_copy(V9_MOR))
-    before_rows = rows(s3_server, uri)
+    before_rows = s3_rows(s3_server, uri)
     planned = cli("clean", "plan", uri, "--retain-commits", "1", "--allow-short-retention", "--json")
     assert planned.returncode == 0, planned.stderr
     plan = json.loads(planned.stdout)
@@ -365,10 +359,10 @@ def test_s3_clean_plan_schedule_run_matches_the_local_table(
     table = HudiTable.open(uri)
     ectr = plan["earliestInstantToRetain"]["timestamp"]
     assert written_files(table, ectr) <= data_keys(s3_server, uri)  # every retained file is there
-    assert rows(s3_server, uri) == before_rows
+    assert s3_rows(s3_server, uri) == before_rows
     shown = json.loads(cli("clean", "show", uri, instant, "--json").stdout)
     assert shown["metadata"]["totalFilesDeleted"] == len(doomed)
-    bucket, prefix = split(uri)
+    bucket, prefix = bucket_and_prefix(uri)
     names = [k for k in s3_server.keys(bucket, f"{prefix}/.hoodie/timeline/") if instant in k]
     completed = next(k for k in names if k.endswith(".clean"))
     body = s3_server.client().get_object(Bucket=bucket, Key=completed)["Body"].read()
@@ -400,7 +394,7 @@ def test_s3_clean_sends_one_delete_request_per_batch(s3_server: S3Server, tmp_pa
     assert sorted(r["body"].count(b"<Key>") for r in delete_requests(requests)) == [50, 100, 100]
     assert not [r for r in requests if r["method"] in ("DELETE", "HEAD") and "/.hoodie/" not in r["url"]]
     assert seen[-1] == 250 and seen == sorted(seen)
-    keys = s3_server.keys(*split(uri))
+    keys = s3_server.keys(*bucket_and_prefix(uri))
     assert not [k for k in keys if k.endswith("_20261101000000000.parquet")]
     assert len([k for k in keys if k.endswith("_20261101010000000.parquet")]) == 250
 
@@ -469,7 +463,7 @@ def test_s3_savepoint_then_restore_reads_as_the_savepoint(s3_server: S3Server, s
     table = HudiTable.open(uri)
     writes = [i for i in table.timeline.commits().completed() if i.action in ("commit", "deltacommit")]
     k = writes[1].requested_time
-    expected = rows(s3_server, uri, k)
+    expected = s3_rows(s3_server, uri, k)
     create_savepoint(table, k, user="tester")
     (info,) = list_savepoints(table)
     assert info.instant.requested_time == k
@@ -478,15 +472,15 @@ def test_s3_savepoint_then_restore_reads_as_the_savepoint(s3_server: S3Server, s
     restore(table, k)
     after = HudiTable.open(uri)
     assert [i for i in after.timeline.writes() if i.requested_time > k] == []
-    assert rows(s3_server, uri) == expected
+    assert s3_rows(s3_server, uri) == expected
     assert written_files(after, "0") <= data_keys(s3_server, uri)
 
 
 def test_s3_rollback_of_a_failed_write_deletes_its_files(s3_server: S3Server, s3_table: Any) -> None:
     uri = s3_table(V9_MOR)
-    before_rows, before_keys = rows(s3_server, uri), data_keys(s3_server, uri)
+    before_rows, before_keys = s3_rows(s3_server, uri), data_keys(s3_server, uri)
     table = HudiTable.open(uri)
-    bucket, prefix = split(uri)
+    bucket, prefix = bucket_and_prefix(uri)
     failed = "20990101000000000"
     client = s3_server.client()
     for state in ("deltacommit.requested", "deltacommit.inflight"):
@@ -508,7 +502,7 @@ def test_s3_rollback_of_a_failed_write_deletes_its_files(s3_server: S3Server, s3
     assert data_keys(s3_server, uri) == before_keys
     assert HudiTable.open(uri).timeline.find(failed) is None
     assert HudiTable.open(uri).timeline.rollbacks().completed().last() == done
-    assert rows(s3_server, uri) == before_rows
+    assert s3_rows(s3_server, uri) == before_rows
 
 
 # ----------------------------------------------------------------------------------------
@@ -627,7 +621,7 @@ def test_s3_clean_and_rollback_keep_the_metadata_table(s3_server: S3Server, s3_t
     rolls its MDT deltacommit back too."""
     uri = s3_table("sample_table/cow/v9_txns_simple_meta")
     assert cli("mdt", "validate", uri).returncode == 0
-    before_rows = rows(s3_server, uri)
+    before_rows = s3_rows(s3_server, uri)
     table = HudiTable.open(uri)
     config = CleanConfig(commits_retained=1)
     clean = schedule_clean(table, plan_clean(table, config), config)
@@ -636,8 +630,8 @@ def test_s3_clean_and_rollback_keep_the_metadata_table(s3_server: S3Server, s3_t
     assert result.deleted > 0 and result.failed == 0
     validated = cli("mdt", "validate", uri, "--json")
     assert validated.returncode == 0 and json.loads(validated.stdout)["ok"], validated.stdout
-    assert rows(s3_server, uri) == before_rows
-    bucket, prefix = split(uri)
+    assert s3_rows(s3_server, uri) == before_rows
+    bucket, prefix = bucket_and_prefix(uri)
     assert [k for k in s3_server.keys(bucket, f"{prefix}/.hoodie/metadata/.hoodie/timeline/")
             if k.rsplit("/", 1)[-1].startswith(clean.requested_time + "_") and k.endswith(".deltacommit")]
     latest = table.reload().timeline.writes().completed().last()

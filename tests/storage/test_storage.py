@@ -8,7 +8,12 @@ from pathlib import Path
 import pyarrow.fs as pafs
 import pytest
 
-from tests import storage_contract
+from tests.storage.helpers import (
+    delete_says_whether_the_file_was_there,
+    missing_paths_raise_file_not_found_naming_the_path,
+    write_is_create_if_absent,
+    write_read_list_and_status,
+)
 from timeline.exceptions import StorageError
 from timeline.storage import MemoryStorage, Storage, storage_for
 from timeline.storage.arrow import ArrowStorage, LocalStorage
@@ -24,7 +29,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Storage, str]
 
 
 def test_storage_write_read_list_and_status(store: tuple[Storage, str]) -> None:
-    storage_contract.write_read_list_and_status(store)
+    write_read_list_and_status(store)
 
 
 def test_storage_list_unsized_leaves_sizes_unknown_only_where_each_costs_a_call(store: tuple[Storage, str]) -> None:
@@ -44,15 +49,15 @@ def test_storage_list_unsized_leaves_sizes_unknown_only_where_each_costs_a_call(
 
 
 def test_storage_write_is_create_if_absent(store: tuple[Storage, str]) -> None:
-    storage_contract.write_is_create_if_absent(store)
+    write_is_create_if_absent(store)
 
 
 def test_storage_delete_says_whether_the_file_was_there(store: tuple[Storage, str]) -> None:
-    storage_contract.delete_says_whether_the_file_was_there(store)
+    delete_says_whether_the_file_was_there(store)
 
 
 def test_storage_missing_paths_raise_file_not_found_naming_the_path(store: tuple[Storage, str]) -> None:
-    storage_contract.missing_paths_raise_file_not_found_naming_the_path(store)
+    missing_paths_raise_file_not_found_naming_the_path(store)
 
 
 def test_storage_local_errors_are_library_errors(tmp_path: Path) -> None:

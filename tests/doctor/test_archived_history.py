@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.doctor.helpers import age_tree, archive_commit, round_trip
-from tests.readers import rows
+from tests.helpers import rows
 from timeline import HudiTable
 from timeline.archive import load_archived_timeline
 from timeline.doctor import RepairUnavailable, diagnose, plan_repair

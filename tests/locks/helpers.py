@@ -1,5 +1,6 @@
-"""A real Apache ZooKeeper server for the lock tests, on 127.0.0.1 on a free port, and a real
-Apache Curator `InterProcessMutex` contender to prove Cleanline's ZooKeeper lock excludes it.
+"""Helpers of the lock tests (fixtures are in conftest.py): a real Apache ZooKeeper server on
+127.0.0.1 on a free port (conftest.py's `zookeeper` fixture starts it), and a real Apache
+Curator `InterProcessMutex` contender to prove Cleanline's ZooKeeper lock excludes it.
 
 `ZooKeeperServer(workdir).start()` runs `org.apache.zookeeper.server.ZooKeeperServerMain` with
 Java from Debian's `zookeeper` package (`scripts/ensure-zookeeper.sh` installs it) or from an
@@ -22,7 +23,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.s3 import free_port, stop_process
+from tests.helpers import free_port, stop_process
 
 DEBIAN_CLASSPATH = "/usr/share/java/zookeeper.jar"  # its manifest lists the jars it needs
 
