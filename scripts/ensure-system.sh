@@ -20,7 +20,7 @@ for package in libldap2-dev libsasl2-dev; do
 done
 "$python_bin" -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(sysconfig.get_paths()["include"] + "/Python.h"))' \
   2>/dev/null || need+=("${python_bin}-dev")
-# the LDAP sign-in tests start their own slapd on 127.0.0.1 (tests/console/identity.py)
+# the LDAP sign-in tests start their own slapd on 127.0.0.1 (tests/console/helpers.py)
 [ -x /usr/sbin/slapd ] || need+=(slapd ldap-utils)
 
 if [ ${#need[@]} -eq 0 ]; then

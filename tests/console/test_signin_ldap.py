@@ -1,4 +1,4 @@
-"""LDAP sign-in against a real OpenLDAP slapd on 127.0.0.1 (tests/console/identity.py): the user
+"""LDAP sign-in against a real OpenLDAP slapd on 127.0.0.1 (tests/console/helpers.py): the user
 found by the service account's search and checked by binding as them, created at the first
 sign-in with the role their groups map to (CLEANLINE_LDAP_GROUP_ROLES), the role read again at
 every sign-in (out of the group: the role is gone), no mapped group: refused and audited, a wrong

@@ -1,5 +1,5 @@
 """OIDC sign-in in headless Chromium against a real OIDC provider on 127.0.0.1 (the npm package
-oidc-provider, tests/console/identity.py): through the provider's own login page, the code flow
+oidc-provider, tests/console/helpers.py): through the provider's own login page, the code flow
 with PKCE, the role from the claim (and a changed claim changes it at the next sign-in), sign-out
 at the provider, a tampered state or nonce refused, a user whose claim maps to no role refused;
 every refusal audited (`signin.refused`)."""
