@@ -58,8 +58,8 @@ def health_check(*, table: Table, force: bool = False, lake: HudiTable | None = 
     return health
 
 
-def _refused(user: User | None, table: Table, kind: str, reason: str, action: str = "repair.refused") -> None:
-    audit(user=user, action=action, table=table, parameters={"kind": kind}, result=reason)
+def _refused(user: User | None, table: Table, kind: str, reason: str) -> None:
+    audit(user=user, action="repair.refused", table=table, parameters={"kind": kind}, result=reason)
 
 
 def repair_request(*, table: Table, user: User | None, kind: str) -> Repair:
@@ -99,16 +99,16 @@ def repair_approve(*, repair: Repair, user: User | None, writers_stopped: bool =
     while CLEANLINE_APPROVER_MUST_DIFFER. `writers_stopped`: the approver's word that the
     table's Hudi writers are stopped (its run then goes on beside a live writer when no lock is
     known)."""
-    if repair.status != RepairStatus.DRAFT:
-        raise ValidationError(f"Only a repair waiting for approval can be approved; this one is {repair.status}.")
-    refusal = repair_approval_refusal(user, repair)
-    if refusal:
-        _refused(user, repair.table, repair.kind, refusal, "repair.approval.refused")
-        raise ValidationError(refusal)
-    if not Repair.objects.filter(pk=repair.pk, status=RepairStatus.DRAFT).update(
+    refusal = (f"Only a repair waiting for approval can be approved; this one is {repair.status}."
+               if repair.status != RepairStatus.DRAFT else repair_approval_refusal(user, repair))
+    if not refusal and not Repair.objects.filter(pk=repair.pk, status=RepairStatus.DRAFT).update(
             status=RepairStatus.APPROVED, decided_by=user, decided_at=timezone.now(), writers_stopped=writers_stopped):
         repair.refresh_from_db()
-        raise ValidationError(f"Repair #{repair.pk} was decided meanwhile (it is {repair.status}).")
+        refusal = f"Repair #{repair.pk} was decided meanwhile (it is {repair.status})."
+    if refusal:
+        audit(user=user, action="repair.approval.refused", table=repair.table,
+              parameters={"repair": repair.pk, "kind": repair.kind}, result=refusal)
+        raise ValidationError(refusal)
     audit(user=user, action="repair.approved", table=repair.table,
           parameters={"repair": repair.pk, "kind": repair.kind, **({"writers_stopped": True} if writers_stopped
                                                                   else {})})
@@ -122,7 +122,10 @@ def repair_reject(*, repair: Repair, user: User | None, note: str = "") -> Repai
     if not Repair.objects.filter(pk=repair.pk, status=RepairStatus.DRAFT).update(
             status=RepairStatus.REJECTED, decided_by=user, decided_at=timezone.now(), decision_note=note[:2000]):
         repair.refresh_from_db()
-        raise ValidationError(f"Only a repair waiting for approval can be rejected; this one is {repair.status}.")
+        reason = f"Only a repair waiting for approval can be rejected; this one is {repair.status}."
+        audit(user=user, action="repair.rejection.refused", table=repair.table,
+              parameters={"repair": repair.pk, "kind": repair.kind}, result=reason)
+        raise ValidationError(reason)
     audit(user=user, action="repair.rejected", table=repair.table,
           parameters={"repair": repair.pk, "kind": repair.kind, "note": note})
     repair.refresh_from_db()
