@@ -1,0 +1,187 @@
+"""The table doctor in the console (console/services/health.py, console/selectors/health.py,
+console/api/health.py): findings checked at sync time and stored, the same on the page, in the API
+and from `cleanline doctor --json`; repairs requested, approved by a second admin, run under the
+table lock, stale when the table asks for more than the preview; every step audited."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client, TestCase
+
+from console import services
+from console.models import AuditEvent, Table
+from console.models_health import Repair, RepairStatus, TableHealth
+from console.selectors import health as selectors
+from console.services import health
+from console.tasks import sync_table
+from tests.console.helpers import leave_markers, login, person
+from tests.doctor.helpers import OLD, age_tree
+from tests.helpers import fake_failed_write
+from timeline.cli import main
+
+pytestmark = pytest.mark.django_db
+
+V9_COW = "sample_table/cow/v9_txns_simple_nometa"
+
+
+@pytest.fixture(autouse=True)
+def every_sync_checks(settings) -> None:
+    """Every sync runs the doctor (CLEANLINE_HEALTH_INTERVAL_SECONDS=0) unless a test says otherwise."""
+    settings.CLEANLINE_HEALTH_INTERVAL_SECONDS = 0
+
+
+def folder(table: Table) -> Path:
+    """A registered local table's folder (its path is a file: URI)."""
+    return Path(table.path.removeprefix("file:"))
+
+
+def cli_findings(path: str, capsys: pytest.CaptureFixture[str]) -> list[dict[str, Any]]:
+    main(["doctor", path, "--json"])
+    found: list[dict[str, Any]] = json.loads(capsys.readouterr().out)
+    return found
+
+
+def synced(table: Table) -> TableHealth:
+    """The sync task, as beat or a request sends it (run here, eagerly), and the health it stored."""
+    sync_table.apply(args=[table.pk])
+    return TableHealth.objects.get(table=table)
+
+
+def api(user: Any, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+    secret = services.token_create(actor=user, owner=user, name=f"t-{method}-{path}"[:90])[1]
+    client, headers = Client(), {"HTTP_AUTHORIZATION": f"Bearer {secret}"}
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        if method == "GET":
+            return client.get("/api/v1" + path, **headers)
+        return client.post("/api/v1" + path, json.dumps(body or {}), content_type="application/json", **headers)
+
+
+def test_health_sync_stores_the_doctors_findings_as_the_cli_prints_them(console_table, capsys) -> None:
+    table = console_table(V9_COW)
+    assert synced(table).findings == [] and TableHealth.objects.get(table=table).worst == ""
+    leave_markers(folder(table))
+    stored = synced(table)
+    cli = cli_findings(table.path, capsys)
+    assert [f["kind"] for f in cli] == ["leftover-markers"]
+    assert stored.findings == cli and stored.worst == "info" and not stored.error
+    viewer = person("v", "viewer")
+    answer = api(viewer, "GET", f"/tables/{table.pk}/health").json()
+    assert answer["findings"] == cli and answer["healthy"] is False and answer["worst"] == "info"
+    page = login("viewer").get(f"/tables/{table.pk}/").content.decode()
+    assert 'id="health-findings"' in page and cli[0]["summary"] in page and "leftover-markers" in page
+    assert f"/tables/{table.pk}/health/leftover-markers/repair" in page  # repairable: its preview is offered
+    dashboard = login("operator").get("/").content.decode()
+    assert 'id="lake-health-list"' in dashboard and "leftover-markers" in dashboard
+
+
+def test_health_unchanged_timeline_is_checked_again_only_after_the_interval(console_table, settings) -> None:
+    table = console_table(V9_COW)
+    settings.CLEANLINE_HEALTH_INTERVAL_SECONDS = 3600
+    assert synced(table).findings == []
+    leave_markers(folder(table))  # no instant file changes: the fingerprint stays
+    assert synced(table).findings == []
+    settings.CLEANLINE_HEALTH_INTERVAL_SECONDS = 0
+    assert [f["kind"] for f in synced(table).findings] == ["leftover-markers"]
+
+
+def copy_of(table: Table, where: Path) -> Table:
+    """Another registered copy of a registered table's folder, synced."""
+    copied = shutil.copytree(folder(table), where / folder(table).name)
+    other = services.table_register(path=str(copied), user=None, enqueue=False)
+    services.table_sync(table=other)
+    return other
+
+
+def test_health_lake_list_worst_first_and_an_unreadable_table_first(console_table, tmp_path: Path) -> None:
+    healthy = console_table(V9_COW)
+    info, warned, broken = (copy_of(healthy, tmp_path / name) for name in ("info", "warned", "broken"))
+    leave_markers(folder(info))
+    fake_failed_write(folder(warned), OLD, markers=False)
+    age_tree(folder(warned))
+    for table in (healthy, info, warned, broken):
+        synced(table)
+    shutil.rmtree(folder(broken) / ".hoodie")
+    health.health_check(table=broken, force=True)
+    rows = selectors.lake_health()
+    assert [r.table.pk for r in rows] == [broken.pk, warned.pk, info.pk, healthy.pk]
+    assert rows[0].health is not None and rows[0].health.error and rows[0].health.rank == 4
+    assert [r.health.worst for r in rows[1:] if r.health] == ["warning", "info", ""]
+
+
+def test_health_repair_requested_previewed_approved_by_a_second_admin_and_run(console_table, capsys,
+                                                                             settings) -> None:
+    settings.CLEANLINE_APPROVER_MUST_DIFFER = True
+    table = console_table(V9_COW)
+    instant = leave_markers(folder(table))
+    synced(table)
+    operator, admin, second = person("op", "operator"), person("a1", "admin"), person("a2", "admin")
+    preview = api(operator, "GET", f"/tables/{table.pk}/health/leftover-markers/repair").json()
+    assert [(c["action"], c["target"].rsplit("/", 1)[-1]) for c in preview["changes"]] == [("delete folder", instant)]
+    assert api(person("v", "viewer"), "POST", f"/tables/{table.pk}/health/leftover-markers/repair").status_code == 403
+    asked = api(operator, "POST", f"/tables/{table.pk}/health/leftover-markers/repair")
+    assert asked.status_code == 201, asked.content
+    repair = Repair.objects.get(pk=asked.json()["id"])
+    assert repair.status == RepairStatus.DRAFT and repair.plan["changes"] == preview["changes"]
+    again = api(admin, "POST", f"/tables/{table.pk}/health/leftover-markers/repair")
+    assert again.status_code == 409 and "already" in again.json()["detail"]
+    operator.groups.set(second.groups.all())  # the requester, made an admin, still may not approve their own
+    refused = api(operator, "POST", f"/tables/{table.pk}/repairs/{repair.pk}/approve")
+    assert refused.status_code == 409 and "must differ" in refused.json()["detail"]
+    done = api(second, "POST", f"/tables/{table.pk}/repairs/{repair.pk}/approve")  # run eagerly on commit
+    assert done.status_code == 202, done.content
+    repair.refresh_from_db()
+    assert repair.status == RepairStatus.COMPLETED, repair.error
+    assert [c["action"] for c in repair.result["done"]] == ["delete folder"]
+    assert not (folder(table) / ".hoodie" / ".temp" / instant).exists()
+    assert TableHealth.objects.get(table=table).findings == [] == cli_findings(table.path, capsys)
+    assert synced(table).findings == []
+    actions = list(AuditEvent.objects.filter(table=table, action__startswith="repair.").order_by("pk")
+                   .values_list("action", flat=True))
+    assert actions == ["repair.requested", "repair.refused", "repair.approval.refused", "repair.approved",
+                       "repair.completed"]
+
+
+def test_health_repair_turns_stale_when_the_table_asks_for_more_than_the_preview(console_table) -> None:
+    table = console_table(V9_COW)
+    written = fake_failed_write(folder(table), OLD, markers=False)
+    age_tree(folder(table))
+    finding = next(f for f in synced(table).findings if f["kind"] == "stale-pending")
+    assert finding["repairable"]
+    repair = health.repair_request(table=table, user=person("op", "operator"), kind="stale-pending")
+    late = written[0].with_name(written[0].name.replace("9-9-9", "7-7-7"))
+    shutil.copy(written[0], late)  # a file the rollback would now delete that the preview never listed
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        health.repair_approve(repair=repair, user=person("a", "admin"))
+    repair.refresh_from_db()
+    assert repair.status == RepairStatus.STALE and "did not preview" in repair.error
+    assert all(f.exists() for f in [*written, late])  # nothing changed
+    assert AuditEvent.objects.filter(table=table, action="repair.stale").exists()
+    page = login("viewer").get(f"/tables/{table.pk}/repairs/{repair.pk}").content.decode()
+    assert 'id="repair-stale"' in page and "did not preview" in page
+
+
+def test_health_repair_refused_for_a_kind_without_a_finding_and_pages_answer_by_role(console_table) -> None:
+    table = console_table(V9_COW)
+    synced(table)
+    with pytest.raises(Exception, match="no leftover-markers finding"):
+        health.repair_request(table=table, user=None, kind="leftover-markers")
+    assert AuditEvent.objects.filter(table=table, action="repair.refused").exists()
+    viewer, operator = login("viewer"), login("operator")
+    preview = viewer.get(f"/tables/{table.pk}/health/leftover-markers/repair")
+    assert preview.status_code == 200 and 'id="repair-unavailable"' in preview.content.decode()
+    url = f"/tables/{table.pk}/health/leftover-markers/repair/request"
+    assert operator.get(url).status_code == 405
+    assert viewer.post(url).status_code == 403
+    assert Client().post(url).status_code == 302  # to the login page
+    outsider = Client()
+    outsider.force_login(User.objects.create_user("outsider", password="pw"))  # no role
+    assert outsider.get(f"/tables/{table.pk}/health/leftover-markers/repair").status_code == 404
+    csrf = Client(enforce_csrf_checks=True)
+    csrf.force_login(person("op2", "operator"))
+    assert csrf.post(url).status_code == 403
