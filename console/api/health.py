@@ -13,7 +13,7 @@ from django.shortcuts import get_object_or_404
 from ninja import Router, Schema, Status
 
 from console import permissions
-from console.api.common import problem, role, user_of
+from console.api.common import role, user_of
 from console.api.schemas import ApproveIn, DecisionIn, Problem
 from console.api.tables import ERRORS, table_of
 from console.models_health import Repair
@@ -67,16 +67,20 @@ def health(request: HttpRequest, table_id: int) -> dict[str, Any]:
     return selectors.health_json(table_of(request, table_id))
 
 
-@router.get("/tables/{table_id}/health/{kind}/repair", response={200: RepairPlanOut, 409: Problem, **ERRORS},
+class RepairPreviewOut(Schema):
+    kind: str
+    plan: RepairPlanOut | None
+    why: str | None
+
+
+@router.get("/tables/{table_id}/health/{kind}/repair", response={200: RepairPreviewOut, **ERRORS},
             summary="A repair's preview")
-def repair_preview(request: HttpRequest, table_id: int, kind: str) -> Any:
-    """The repair of every finding of `kind` as the doctor plans it now: exactly the changes it
-    would make (`action`, `target`, `bytes`, `detail`), as `cleanline doctor --repair KIND
-    --preview --json` shows them; 409 with who must act when Cleanline has no repair for it."""
+def repair_preview(request: HttpRequest, table_id: int, kind: str) -> dict[str, Any]:
+    """The repair of every finding of `kind` as the doctor plans it now: `plan` lists exactly the
+    changes it would make (`action`, `target`, `bytes`, `detail`), as `cleanline doctor --repair
+    KIND --preview --json` shows them; without one (`plan` null), `why` says who must act."""
     plan, why = selectors.repair_preview(table_of(request, table_id), kind)
-    if plan is None:
-        return problem(409, "No repair", why)
-    return plan.to_json()
+    return {"kind": kind, "plan": plan.to_json() if plan else None, "why": why or None}
 
 
 def repair_of(request: HttpRequest, table_id: int, repair_id: int, permission: str = permissions.VIEW) -> Repair:

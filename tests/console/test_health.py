@@ -121,7 +121,7 @@ def test_health_repair_requested_previewed_approved_by_a_second_admin_and_run(co
     instant = leave_markers(folder(table))
     synced(table)
     operator, admin, second = person("op", "operator"), person("a1", "admin"), person("a2", "admin")
-    preview = api(operator, "GET", f"/tables/{table.pk}/health/leftover-markers/repair").json()
+    preview = api(operator, "GET", f"/tables/{table.pk}/health/leftover-markers/repair").json()["plan"]
     assert [(c["action"], c["target"].rsplit("/", 1)[-1]) for c in preview["changes"]] == [("delete folder", instant)]
     assert api(person("v", "viewer"), "POST", f"/tables/{table.pk}/health/leftover-markers/repair").status_code == 403
     asked = api(operator, "POST", f"/tables/{table.pk}/health/leftover-markers/repair")
