@@ -185,3 +185,64 @@ def test_health_repair_refused_for_a_kind_without_a_finding_and_pages_answer_by_
     csrf = Client(enforce_csrf_checks=True)
     csrf.force_login(person("op2", "operator"))
     assert csrf.post(url).status_code == 403
+
+
+def scrape() -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    response = Client().get("/metrics")
+    assert response.status_code == 200
+    return {(s.name, frozenset(s.labels.items())): s.value
+            for family in text_string_to_metric_families(response.content.decode()) for s in family.samples}
+
+
+def test_health_metrics_a_gauge_per_finding_kind(console_table, tmp_path: Path) -> None:
+    table = console_table(V9_COW)
+    other = copy_of(table, tmp_path / "other")
+    leave_markers(folder(table))
+    fake_failed_write(folder(other), OLD, markers=False)
+    age_tree(folder(other))
+    synced(table), synced(other)
+    samples = scrape()
+
+    def findings(of: Table, kind: str) -> float | None:
+        return samples.get(("cleanline_table_findings", frozenset({("table_id", str(of.pk)), ("table", of.name),
+                                                                   ("kind", kind)})))
+
+    assert findings(table, "leftover-markers") == 1 and findings(table, "stale-pending") == 0
+    assert findings(other, "stale-pending") == 1 and findings(other, "leftover-markers") == 0
+    assert samples[("cleanline_tables_with_finding", frozenset({("kind", "leftover-markers"),
+                                                               ("severity", "info")}))] == 1
+    assert samples[("cleanline_tables_with_finding", frozenset({("kind", "orphan-files"), ("severity", "error")}))] == 0
+    worst = {of.pk: samples[("cleanline_table_health_worst", frozenset({("table_id", str(of.pk)), ("table", of.name)}))]
+             for of in (table, other)}
+    assert worst == {table.pk: 1, other.pk: 2}
+
+
+def test_health_alerts_one_rule_per_severity_info_off_by_default(console_table, tmp_path: Path) -> None:
+    from console.alerts import check_alerts, rules_of
+    from console.models import Alert, AlertKind
+
+    table = console_table(V9_COW)
+    other = copy_of(table, tmp_path / "other")
+    leave_markers(folder(table))
+    fake_failed_write(folder(other), OLD, markers=False)
+    age_tree(folder(other))
+    synced(table), synced(other)
+    rules = rules_of(table)
+    assert rules[AlertKind.HEALTH_ERROR].enabled and rules[AlertKind.HEALTH_WARNING].enabled
+    assert not rules[AlertKind.HEALTH_INFO].enabled  # info findings are listed, not paged
+    check_alerts()
+    opened = {(a.table_id, a.kind, a.key) for a in Alert.objects.filter(resolved_at=None)}
+    assert (other.pk, AlertKind.HEALTH_WARNING, "finding:stale-pending") in opened
+    assert not any(kind.startswith("health_") for table_id, kind, _ in opened if table_id == table.pk)
+    rules[AlertKind.HEALTH_INFO].enabled = True
+    rules[AlertKind.HEALTH_INFO].save()
+    check_alerts()
+    alert = Alert.objects.get(table=table, kind=AlertKind.HEALTH_INFO, resolved_at=None)
+    assert alert.key == "finding:leftover-markers" and "leftover-markers" in alert.message
+    shutil.rmtree(folder(table) / ".hoodie" / ".temp")
+    synced(table)
+    check_alerts()
+    alert.refresh_from_db()
+    assert alert.resolved_at is not None
