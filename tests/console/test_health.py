@@ -196,13 +196,20 @@ def scrape() -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
             for family in text_string_to_metric_families(response.content.decode()) for s in family.samples}
 
 
-def test_health_metrics_a_gauge_per_finding_kind(console_table, tmp_path: Path) -> None:
+def info_and_warning(console_table: Any, tmp_path: Path) -> tuple[Table, Table]:
+    """Two synced copies of a table: one with leftover markers (info), one with a stale write
+    (warning)."""
     table = console_table(V9_COW)
     other = copy_of(table, tmp_path / "other")
     leave_markers(folder(table))
     fake_failed_write(folder(other), OLD, markers=False)
     age_tree(folder(other))
     synced(table), synced(other)
+    return table, other
+
+
+def test_health_metrics_a_gauge_per_finding_kind(console_table, tmp_path: Path) -> None:
+    table, other = info_and_warning(console_table, tmp_path)
     samples = scrape()
 
     def findings(of: Table, kind: str) -> float | None:
@@ -223,12 +230,7 @@ def test_health_alerts_one_rule_per_severity_info_off_by_default(console_table, 
     from console.alerts import check_alerts, rules_of
     from console.models import Alert, AlertKind
 
-    table = console_table(V9_COW)
-    other = copy_of(table, tmp_path / "other")
-    leave_markers(folder(table))
-    fake_failed_write(folder(other), OLD, markers=False)
-    age_tree(folder(other))
-    synced(table), synced(other)
+    table, other = info_and_warning(console_table, tmp_path)
     rules = rules_of(table)
     assert rules[AlertKind.HEALTH_ERROR].enabled and rules[AlertKind.HEALTH_WARNING].enabled
     assert not rules[AlertKind.HEALTH_INFO].enabled  # info findings are listed, not paged
