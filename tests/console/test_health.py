@@ -80,14 +80,19 @@ def test_health_sync_stores_the_doctors_findings_as_the_cli_prints_them(console_
     assert 'id="lake-health-list"' in dashboard and "leftover-markers" in dashboard
 
 
-def test_health_unchanged_timeline_is_checked_again_only_after_the_interval(console_table, settings) -> None:
+def test_health_unchanged_timeline_checked_again_after_the_interval_or_when_asked(console_table, settings) -> None:
     table = console_table(V9_COW)
     settings.CLEANLINE_HEALTH_INTERVAL_SECONDS = 3600
     assert synced(table).findings == []
     leave_markers(folder(table))  # no instant file changes: the fingerprint stays
     assert synced(table).findings == []
+    with TestCase.captureOnCommitCallbacks(execute=True):  # a sync someone asks for checks again at once
+        services.table_sync_request(table=table, user=None)
+    assert [f["kind"] for f in TableHealth.objects.get(table=table).findings] == ["leftover-markers"]
+    shutil.rmtree(folder(table) / ".hoodie" / ".temp")
+    assert synced(table).findings != []  # checked less than the interval ago
     settings.CLEANLINE_HEALTH_INTERVAL_SECONDS = 0
-    assert [f["kind"] for f in synced(table).findings] == ["leftover-markers"]
+    assert synced(table).findings == []
 
 
 def copy_of(table: Table, where: Path) -> Table:
