@@ -253,3 +253,26 @@ def test_health_alerts_one_rule_per_severity_info_off_by_default(console_table, 
     check_alerts()
     alert.refresh_from_db()
     assert alert.resolved_at is not None
+
+
+def test_health_repair_never_approved_by_an_account_its_requester_made(console_table, settings) -> None:
+    from django.core.exceptions import ValidationError
+
+    from console.models import RoleGrant
+
+    settings.CLEANLINE_APPROVER_MUST_DIFFER = True
+    table = console_table(V9_COW)
+    leave_markers(folder(table))
+    synced(table)
+    ann, sock = person("ann", "admin"), person("sock", "admin")
+    RoleGrant.objects.create(user=sock, role="admin", account_created=True, status="granted", requested_by=ann)
+    repair = health.repair_request(table=table, user=ann, kind="leftover-markers")
+    with pytest.raises(ValidationError, match="created or given its role by the requester"):
+        health.repair_approve(repair=repair, user=sock)
+    page = Client()
+    page.force_login(sock)
+    shown = page.get(f"/tables/{table.pk}/repairs/{repair.pk}").content.decode()
+    assert "Approve and run" not in shown and "another admin must approve" in shown
+    settings.CLEANLINE_APPROVER_MUST_DIFFER = False  # one admin may approve their own once the rule is off
+    with TestCase.captureOnCommitCallbacks(execute=False):
+        assert health.repair_approve(repair=repair, user=ann).status == RepairStatus.APPROVED
