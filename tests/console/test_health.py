@@ -276,3 +276,27 @@ def test_health_repair_never_approved_by_an_account_its_requester_made(console_t
     settings.CLEANLINE_APPROVER_MUST_DIFFER = False  # one admin may approve their own once the rule is off
     with TestCase.captureOnCommitCallbacks(execute=False):
         assert health.repair_approve(repair=repair, user=ann).status == RepairStatus.APPROVED
+
+
+def test_health_repair_waits_for_a_busy_table_and_fails_when_its_approver_is_gone(console_table) -> None:
+    from console.services import TableBusy, table_lock
+    from console.tasks import run_repair
+
+    table = console_table(V9_COW)
+    instant = leave_markers(folder(table))
+    synced(table)
+    repair = health.repair_request(table=table, user=None, kind="leftover-markers")
+    approver = person("a", "admin")
+    with TestCase.captureOnCommitCallbacks(execute=False):  # run below, by hand
+        health.repair_approve(repair=repair, user=approver)
+    with table_lock(table, "clean-plan:1"), pytest.raises(TableBusy):
+        health.repair_run(repair=Repair.objects.get(pk=repair.pk))
+    assert Repair.objects.get(pk=repair.pk).status == RepairStatus.APPROVED  # untouched: the task retries
+    assert (folder(table) / ".hoodie" / ".temp" / instant).exists()
+    approver.is_active = False
+    approver.save()
+    assert run_repair.apply(args=[repair.pk]).get() == "refused"
+    repair.refresh_from_db()
+    assert repair.status == RepairStatus.FAILED and "approver" in repair.error
+    assert (folder(table) / ".hoodie" / ".temp" / instant).exists()
+    assert AuditEvent.objects.filter(table=table, action="repair.failed").exists()
