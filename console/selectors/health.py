@@ -4,18 +4,16 @@ as its last check stored it, the lake's tables worst first, a repair's preview (
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import QuerySet
 
 from console.models import Table
 from console.models_health import OPEN_REPAIR, Repair, TableHealth
-from console.templatetags.humanize_bytes import human_bytes
 from timeline import CleanlineError, HudiTable
 from timeline.doctor import KINDS, DoctorSettings, RepairPlan, plan_repair
 
-SHOWN = 5  # rows of an evidence list on the page (the API and the JSON have them all)
 NO_REPAIR = "none: "  # how the library begins the repair text of a finding no Cleanline repair fixes
 
 
@@ -42,42 +40,6 @@ def health_json(table: Table) -> dict[str, Any]:
 
 
 @dataclass(frozen=True, slots=True)
-class EvidenceItem:
-    """One field of a finding's evidence, compact: a value, or the first rows of a list."""
-
-    key: str
-    value: str = ""
-    rows: list[str] = field(default_factory=list)
-    count: int = 0
-
-    @property
-    def more(self) -> int:
-        return max(0, self.count - len(self.rows))
-
-
-def _text(key: str, value: Any) -> str:
-    if isinstance(value, int) and not isinstance(value, bool) and key.lower().endswith("bytes"):
-        return human_bytes(value)
-    if isinstance(value, dict):
-        return ", ".join(f"{k}: {_text(k, v)}" for k, v in value.items() if not isinstance(v, list | dict))
-    if isinstance(value, list):
-        return ", ".join(_text(key, v) for v in value[:SHOWN]) + (f", … ({len(value)})" if len(value) > SHOWN else "")
-    return "-" if value is None else str(value)
-
-
-def compact_evidence(evidence: dict[str, Any]) -> list[EvidenceItem]:
-    """A finding's evidence as the page shows it: scalars as `key: value` (bytes readable),
-    lists by their first rows and a count."""
-    items = []
-    for key, value in evidence.items():
-        if isinstance(value, list):
-            items.append(EvidenceItem(key, rows=[_text(key, v) for v in value[:SHOWN]], count=len(value)))
-        else:
-            items.append(EvidenceItem(key, value=_text(key, value)))
-    return items
-
-
-@dataclass(frozen=True, slots=True)
 class FindingRow:
     """A stored finding as the Health section shows it."""
 
@@ -87,7 +49,7 @@ class FindingRow:
     why: str
     repair: str
     repairable: bool
-    evidence: list[EvidenceItem]
+    evidence: dict[str, Any]
 
     @property
     def who_must_act(self) -> str:
@@ -98,7 +60,7 @@ def finding_rows(health: TableHealth | None) -> list[FindingRow]:
     if health is None:
         return []
     return [FindingRow(str(f["kind"]), str(f["severity"]), str(f["summary"]), str(f["why"]), str(f["repair"]),
-                       bool(f["repairable"]), compact_evidence(f.get("evidence") or {})) for f in health.findings]
+                       bool(f["repairable"]), dict(f.get("evidence") or {})) for f in health.findings]
 
 
 @dataclass(frozen=True, slots=True)
