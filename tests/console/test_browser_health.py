@@ -69,3 +69,7 @@ def test_browser_health_list_finding_preview_second_admin_approval_and_healthy_r
     admin.goto(f"{live_server.url}/")
     assert "healthy" in admin.locator(f"#lake-health-list tr[data-table='{table.name}']").inner_text()
     admin.screenshot(path=str(SHOTS / "health-dashboard.png"), full_page=True)
+    admin.set_viewport_size({"width": 390, "height": 900})  # a phone: wide tables scroll in their own box
+    for url in (f"/tables/{table.pk}/repairs/{repair.pk}", f"/tables/{table.pk}/health/leftover-markers/repair", "/"):
+        admin.goto(f"{live_server.url}{url}")
+        assert admin.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), url
