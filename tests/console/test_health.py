@@ -150,6 +150,7 @@ def test_health_repair_requested_previewed_approved_by_a_second_admin_and_run(co
                    .values_list("action", flat=True))
     assert actions == ["repair.requested", "repair.refused", "repair.approval.refused", "repair.approved",
                        "repair.completed"]
+    assert f"/tables/{table.pk}/repairs/{repair.pk}" in login("viewer").get("/audit").content.decode()
 
 
 def test_health_repair_turns_stale_when_the_table_asks_for_more_than_the_preview(console_table) -> None:
