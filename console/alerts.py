@@ -39,6 +39,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
 from console import permissions
+from console.alerts_health import health_error, health_info, health_warning
 from console.metrics import age_seconds, earliest_savepoints, pending_writes, reclaimable, timeline_zone
 from console.models import Alert, AlertKind, AlertRule, Job, JobStatus, PlanStatus, Table
 from console.services.audit import audit
@@ -63,6 +64,10 @@ THRESHOLDS = {
 }
 
 
+# Rules a table starts with turned off: the doctor's info findings are worth a look, not a page.
+OFF_BY_DEFAULT = frozenset({AlertKind.HEALTH_INFO})
+
+
 def default_threshold(kind: str) -> float | None:
     known = THRESHOLDS.get(AlertKind(kind))
     return float(getattr(settings, known.setting)) if known else None
@@ -77,7 +82,8 @@ def rules_of(table: Table, *, create: bool = True) -> dict[str, AlertRule]:
     """The table's rule of every kind (made, enabled with the default threshold, when missing;
     unsaved ones with `create` false)."""
     rules = {r.kind: r for r in table.alert_rules.all()}
-    missing = [AlertRule(table=table, kind=kind) for kind in AlertKind.values if kind not in rules]
+    missing = [AlertRule(table=table, kind=kind, enabled=kind not in OFF_BY_DEFAULT) for kind in AlertKind.values
+               if kind not in rules]
     if missing and create:
         AlertRule.objects.bulk_create(missing, ignore_conflicts=True)
         rules = {r.kind: r for r in table.alert_rules.all()}
@@ -213,6 +219,9 @@ CONDITIONS: dict[str, Callable[[Table, float | None, Figures], dict[str, str]]] 
     AlertKind.SAVEPOINT_OLD: savepoint_old,
     AlertKind.RECLAIMABLE: reclaimable_over,
     AlertKind.MDT_OUT_OF_SYNC: mdt_out_of_sync,
+    AlertKind.HEALTH_ERROR: health_error,
+    AlertKind.HEALTH_WARNING: health_warning,
+    AlertKind.HEALTH_INFO: health_info,
 }
 
 

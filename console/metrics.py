@@ -32,6 +32,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram,
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 
+from console.metrics_health import health_metrics
 from console.models import WRITE_ACTIONS, Alert, AlertKind, CleanPlan, Instant, Job, JobStatus, PlanStatus, Table
 from timeline.exceptions import InvalidInstantError
 from timeline.instant import moment_of
@@ -215,6 +216,7 @@ class DatabaseCollector:
         yield from self.tables()
         yield from self.jobs()
         yield from self.alerts()
+        yield from health_metrics()
 
     def tables(self) -> Iterator[Metric]:
         labels = ["table_id", "table"]

@@ -294,6 +294,9 @@ class AlertKind(models.TextChoices):
     SAVEPOINT_OLD = "savepoint_old", "a savepoint holding back archival"
     RECLAIMABLE = "reclaimable", "reclaimable bytes over the threshold"
     MDT_OUT_OF_SYNC = "mdt_out_of_sync", "the metadata table out of sync"
+    HEALTH_ERROR = "health_error", "the doctor found an error"
+    HEALTH_WARNING = "health_warning", "the doctor found a warning"
+    HEALTH_INFO = "health_info", "the doctor found something worth knowing"
 
 
 class AlertRule(models.Model):
@@ -380,3 +383,8 @@ class Profile(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user_id} ({self.source})"
+
+
+# The table doctor's health and repairs (issue 28): their own module, imported here so that Django
+# registers its models with the app's.
+from console import models_health  # noqa: E402,F401

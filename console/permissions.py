@@ -21,6 +21,8 @@ DELETE_SAVEPOINT = "console.delete_savepoint"
 RESTORE = "console.restore_table"
 SETTINGS = "console.change_settings"
 PEOPLE = "console.manage_people"
+REQUEST_REPAIR = "console.plan_clean"  # operators and admins ask for a repair of the doctor's findings
+APPROVE_REPAIR = "console.approve_clean"  # admins approve it, by the two-person rule of a clean
 
 # What the pages ask "may this user ...?" about (the `may` template filter): every action a
 # button or form on a page leads to, by the name templates use.
@@ -28,7 +30,8 @@ ACTIONS = {
     "view": VIEW, "register": REGISTER, "sync": SYNC, "plan": PLAN, "approve": APPROVE, "reject": APPROVE,
     "run_pending_clean": APPROVE, "break_lock": APPROVE, "create_savepoint": CREATE_SAVEPOINT,
     "delete_savepoint": DELETE_SAVEPOINT, "restore": RESTORE, "rollback": RESTORE, "drop_metadata_table": RESTORE,
-    "change_settings": SETTINGS, "manage_people": PEOPLE,
+    "change_settings": SETTINGS, "manage_people": PEOPLE, "request_repair": REQUEST_REPAIR,
+    "approve_repair": APPROVE_REPAIR,
 }
 
 

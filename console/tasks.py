@@ -20,12 +20,15 @@ from django.db.models import Q
 
 from console import permissions, services
 from console.models import CleanPlan, Job, JobStatus, PlanStatus, RetentionEstimate, SyncStatus, Table
+from console.models_health import Repair, RepairStatus
+from console.services import health
 from console.services.queue import (
     APPROVE_CLEAN_PLAN,
     BUILD_CLEAN_PLAN,
     ESTIMATE_RETENTION,
     RUN_CLEAN_PLAN,
     RUN_JOB,
+    RUN_REPAIR,
     SYNC_TABLE,
     enqueue_on_commit,
 )
@@ -63,6 +66,7 @@ def sync_table(self: Task[[int], dict[str, int | bool]], table_id: int) -> dict[
         logger.exception("sync of table %s (%s) failed", table_id, table.path)
         services.table_sync_failed(table=table, error=_reason(exc))
         return dict(NOTHING_SYNCED)
+    health.health_check(table=table)  # the table doctor's findings (an unchanged table: once an interval)
     if not result.changed:  # the rows were in sync and the service wrote nothing: the claim ends
         Table.objects.filter(pk=table_id, sync_status=SyncStatus.RUNNING, sync_task_id=task_id).update(
             sync_status=SyncStatus.OK)
@@ -187,6 +191,31 @@ def run_job(self: Task[[int], str], job_id: int) -> str:
     if job is None or job.status not in (JobStatus.QUEUED, JobStatus.RUNNING):
         return "skipped"
     return _run(self, job, lambda **claim: services.job_run(job=job, **claim), services.job_holder(job))
+
+
+@shared_task(name=RUN_REPAIR, bind=True, acks_late=True)
+def run_repair(self: Task[[int], str], repair_id: int) -> str:
+    """Run an approved repair of the table doctor's findings (console.services.health). The
+    approver must still be active and allowed to approve (else it fails with the reason); a busy
+    table is retried with the one back-off, then the repair fails with the reason."""
+    repair = Repair.objects.filter(pk=repair_id).select_related("table", "decided_by").first()
+    if repair is None or repair.status not in (RepairStatus.APPROVED, RepairStatus.RUNNING):
+        return "skipped"
+    approver = repair.decided_by
+    if approver is None or not approver.is_active or not approver.has_perm(permissions.APPROVE):
+        health.repair_gave_up(repair=repair, error="The approver is gone or may no longer approve.")
+        return "refused"
+    try:
+        return str(health.repair_run(repair=repair, task_id=self.request.id or "").status)
+    except services.TableBusy as exc:
+        _retry_while_busy(self, exc, health.repair_holder(repair))
+        if exc.holder == health.repair_holder(repair):
+            return "running elsewhere"
+        health.repair_gave_up(repair=repair, error=f"Gave up after {self.request.retries} retries: {exc.messages[0]}")
+        return "failed"
+    except Exception as exc:  # a run that claimed it marked it FAILED; one that did not yet, here
+        health.repair_gave_up(repair=repair, error=_reason(exc))
+        raise
 
 
 @shared_task(name=ESTIMATE_RETENTION, bind=True, acks_late=True)

@@ -7,7 +7,7 @@ from django.templatetags.static import static
 from django.urls import URLPattern, include, path
 from django.views.generic import RedirectView
 
-from console import alerts, metrics, views, views_people
+from console import alerts, metrics, views, views_health, views_people
 from console.api import api
 from console.signin import oidc
 from console.signin import views as signin_views
@@ -63,6 +63,11 @@ console_patterns = [
     of_table("retention", views.retention, "retention"),
     of_table("retention/estimate", views.retention_request, "retention_request"),
     of_table("cleans/<str:instant>/run", views.clean_run_pending, "clean_run_pending"),
+    of_table("health/<str:kind>/repair", views_health.repair_preview, "repair_preview"),
+    of_table("health/<str:kind>/repair/request", views_health.repair_request, "repair_request"),
+    of_table("repairs/<int:repair_id>", views_health.repair_detail, "repair"),
+    of_table("repairs/<int:repair_id>/approve", views_health.repair_decide, "repair_approve", decision="approve"),
+    of_table("repairs/<int:repair_id>/reject", views_health.repair_decide, "repair_reject", decision="reject"),
 ]
 
 handler403 = views.permission_denied

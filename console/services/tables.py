@@ -22,6 +22,7 @@ from console.models import (
     SyncStatus,
     Table,
 )
+from console.models_health import TableHealth
 from console.services.audit import audit
 from console.services.queue import SYNC_TABLE, enqueue_on_commit
 from timeline import CleanlineError, FileSystemView, HudiTable, Maintenance, OutsideTableError
@@ -95,6 +96,7 @@ def table_sync_queue(*, table: Table) -> None:
 def table_sync_request(*, table: Table, user: User | None) -> None:
     """A sync someone asked for (the pages, the API): audited, then queued on commit."""
     audit(user=user, action="table.sync.requested", table=table)
+    TableHealth.objects.filter(table=table).update(fingerprint="")  # a sync asked for runs the table doctor again
     table_sync_queue(table=table)
 
 

@@ -271,3 +271,16 @@ class Slapd:
     def stop(self) -> None:
         if self.process is not None:
             _stop(self.process)
+
+
+def leave_markers(path: Path) -> str:
+    """Damage a table copy as a crash after a commit does (the doctor's `leftover-markers`): a
+    marker folder of its last completed instant left under `.hoodie/.temp`. Returns the instant."""
+    from timeline import HudiTable
+
+    last = HudiTable.open(str(path)).timeline.commits().completed().last()
+    assert last is not None
+    folder = path / ".hoodie" / ".temp" / last.requested_time / "region=eu"
+    folder.mkdir(parents=True)
+    (folder / "x_0-1-0_1.parquet.marker.CREATE").write_bytes(b"")
+    return last.requested_time

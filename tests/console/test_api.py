@@ -21,6 +21,7 @@ from openapi_spec_validator import validate
 
 from console import services
 from console.models import ApiToken, AuditEvent, CleanPlan, Job, PlanStatus, Table
+from console.models_health import Repair
 from console.selectors import stored_plan
 from tests.console.helpers import SHORT_RETENTION, person, wait_for
 from timeline import HudiTable
@@ -75,7 +76,15 @@ def endpoints(table: Table, plan: CleanPlan, job: Job) -> list[tuple[str, str, d
     kept, commit = commits[-1], commits[-2]  # a savepoint the restore preview reads; one created and deleted
     if not table.instants.filter(action="savepoint", requested_time=kept).exists():
         services.savepoint_create(table=table, user=None, instant_time=kept, comment="for the preview")
+    r = Repair.objects.get_or_create(table=table, kind="leftover-markers")[0].pk  # a repair with nothing to change
     return [
+        ("GET", f"/tables/{t}/health", None, "viewer"),
+        ("GET", f"/tables/{t}/health/leftover-markers/repair", None, "viewer"),
+        ("GET", f"/tables/{t}/repairs", None, "viewer"),
+        ("GET", f"/tables/{t}/repairs/{r}", None, "viewer"),
+        ("POST", f"/tables/{t}/health/leftover-markers/repair", None, "operator"),
+        ("POST", f"/tables/{t}/repairs/{r}/approve", None, "admin"),
+        ("POST", f"/tables/{t}/repairs/{r}/reject", {"note": "no"}, "admin"),
         ("GET", "/tables", None, "viewer"),
         ("GET", f"/tables/{t}", None, "viewer"),
         ("GET", f"/tables/{t}/instants", None, "viewer"),

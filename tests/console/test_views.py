@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from console import services
 from console.models import AuditEvent, Job, PlanStatus, Table, TableLock
-from tests.console.helpers import SHORT_RETENTION, SHORT_RETENTION_FORM
+from tests.console.helpers import SHORT_RETENTION, SHORT_RETENTION_FORM, leave_markers
 from timeline import HudiTable
 
 pytestmark = pytest.mark.django_db
@@ -200,14 +200,41 @@ def _retention_request(table: Table, table_copy: Callable[[str], Path]) -> Case:
                 lambda queued: table.retention_estimates.exists() and len(queued) == 1)
 
 
+def _draft_repair(table: Table) -> int:
+    """A repair of leftover markers waiting for approval (asked for by no one: any admin approves it)."""
+    from console.services.health import repair_request
+
+    leave_markers(Path(table.path.removeprefix("file:")))
+    return repair_request(table=table, user=None, kind="leftover-markers").pk
+
+
+def _repair_request(table: Table, table_copy: Callable[[str], Path]) -> Case:
+    leave_markers(Path(table.path.removeprefix("file:")))
+    return Case(reverse("console:repair_request", args=[table.pk, "leftover-markers"]), {},
+                lambda queued: table.repairs.filter(status="draft").exists())
+
+
+def _repair_approve(table: Table, table_copy: Callable[[str], Path]) -> Case:
+    repair = _draft_repair(table)
+    return Case(reverse("console:repair_approve", args=[table.pk, repair]), {},
+                lambda queued: table.repairs.get(pk=repair).status == "approved" and len(queued) == 1)
+
+
+def _repair_reject(table: Table, table_copy: Callable[[str], Path]) -> Case:
+    repair = _draft_repair(table)
+    return Case(reverse("console:repair_reject", args=[table.pk, repair]), {"note": "no"},
+                lambda queued: table.repairs.get(pk=repair).status == "rejected")
+
+
 MUTATIONS: dict[str, Prepare] = {
     "register": _register, "sync": _sync, "lock_break": _lock_break, "plan_request": _plan_request,
     "plan_approve": _plan_approve, "plan_reject": _plan_reject, "savepoint_create": _savepoint_create,
     "savepoint_delete": _savepoint_delete, "restore_run": _restore_run, "rollback_run": _rollback_run,
     "table_settings": _table_settings, "clean_run_pending": _clean_run_pending,
     "metadata_table_drop": _metadata_table_drop, "retention_request": _retention_request,
+    "repair_request": _repair_request, "repair_approve": _repair_approve, "repair_reject": _repair_reject,
 }
-OPERATOR_MAY = {"sync", "plan_request", "savepoint_create", "retention_request"}
+OPERATOR_MAY = {"sync", "plan_request", "savepoint_create", "retention_request", "repair_request"}
 
 
 def named_patterns(patterns: list[Any], namespace: str = "") -> Iterator[tuple[str, URLPattern]]:

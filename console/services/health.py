@@ -1,0 +1,212 @@
+"""The table doctor in the console (issue 28): each table's health, checked at sync time and
+stored, and repairs of its findings: requested with the plan the library previews (exactly the
+changes it makes), approved by the same rule as a clean (`approval_refusal`: a second admin while
+CLEANLINE_APPROVER_MUST_DIFFER), run by a Celery task under the table's lock, re-validated by the
+library before its first change. Every step is audited (`repair.requested`, `.approved`,
+`.rejected`, `.approval.refused`, `.refused`, `.completed`, `.failed`, `.stale`). The findings,
+plans and repairs are the library's (`timeline.doctor`); nothing here decides what is wrong."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.core.exceptions import ValidationError
+from django.utils import timezone
+
+from console.models import Table
+from console.models_health import OPEN_REPAIR, SEVERITY_RANK, Repair, RepairStatus, TableHealth
+from console.permissions import approval_refusal
+from console.selectors.health import doctor_settings
+from console.services.audit import audit
+from console.services.locks import table_lock
+from console.services.queue import RUN_REPAIR, enqueue_on_commit
+from console.services.tables import fingerprint, table_services, table_sync
+from timeline import CleanlineError, HudiTable
+from timeline.doctor import Change, RepairInvalidated, RepairPlan
+
+logger = logging.getLogger(__name__)
+
+
+def health_check(*, table: Table, force: bool = False, lake: HudiTable | None = None) -> TableHealth:
+    """Diagnose the table (`table.inspect.diagnose`, which only reads) and store its findings,
+    worst first, as `cleanline doctor --json` prints them. At sync time (`force` false) an
+    unchanged timeline is diagnosed again only once the last check is
+    CLEANLINE_HEALTH_INTERVAL_SECONDS old. A table the doctor cannot open is stored with why;
+    this never raises for the lake's sake (a sync is not failed by its health check)."""
+    current = TableHealth.objects.filter(table=table).first()
+    now = timezone.now()
+    try:
+        lake = lake or HudiTable.open(table.path)
+        print_ = fingerprint(lake)
+        if (not force and current is not None and not current.error and current.fingerprint == print_
+                and now - current.checked_at < timedelta(seconds=settings.CLEANLINE_HEALTH_INTERVAL_SECONDS)):
+            return current
+        findings = [f.to_json() for f in lake.inspect.diagnose(settings=doctor_settings(table))]
+        error = ""
+    except Exception as exc:  # the library's refusals name the table; anything else says what it is, logged
+        if not isinstance(exc, CleanlineError):
+            logger.exception("health check of table %s (%s) failed", table.pk, table.path)
+        print_, findings = "", []
+        error = (str(exc) if isinstance(exc, CleanlineError) else f"{type(exc).__name__}: {exc}")[:2000]
+    worst = max((str(f["severity"]) for f in findings), key=lambda s: SEVERITY_RANK.get(s, 0), default="")
+    health, _ = TableHealth.objects.update_or_create(table=table, defaults={
+        "checked_at": now, "fingerprint": print_, "findings": findings, "worst": worst, "error": error})
+    return health
+
+
+def _refused(user: User | None, table: Table, kind: str, reason: str) -> None:
+    audit(user=user, action="repair.refused", table=table, parameters={"kind": kind}, result=reason)
+
+
+def repair_request(*, table: Table, user: User | None, kind: str) -> Repair:
+    """Ask for the repair of every finding of `kind`: the library plans it now (exactly the
+    changes it makes, with their bytes) and the plan is kept with the request; an admin other
+    than the requester (CLEANLINE_APPROVER_MUST_DIFFER) approves exactly that. Refused, and
+    audited, when the kind finds nothing or offers no repair Cleanline runs (the reason says who
+    must act), or a repair of that kind is already open."""
+    if Repair.objects.filter(table=table, kind=kind, status__in=OPEN_REPAIR).exists():
+        reason = f"A repair of {kind} on {table.name} is already waiting or running."
+        _refused(user, table, kind, reason)
+        raise ValidationError(reason)
+    try:
+        plan = table_services(table).plan_repair(kind, settings=doctor_settings(table))
+    except CleanlineError as exc:
+        _refused(user, table, kind, str(exc))
+        raise ValidationError(str(exc)) from exc
+    if plan.is_empty:
+        reason = f"The repair of {kind} on {table.name} changes nothing now."
+        _refused(user, table, kind, reason)
+        raise ValidationError(reason)
+    repair = Repair.objects.create(table=table, kind=kind, plan=plan.to_json(), changes=len(plan.changes),
+                                   bytes=plan.bytes, requested_by=user)
+    audit(user=user, action="repair.requested", table=table,
+          parameters={"repair": repair.pk, "kind": kind, "changes": repair.changes, "bytes": repair.bytes})
+    return repair
+
+
+def repair_approval_refusal(user: User | None, repair: Repair) -> str:
+    """Why `user` may not approve `repair`, or "": a clean's two-person rule."""
+    return "" if user is None else approval_refusal(user, repair.requested_by_id)
+
+
+def repair_approve(*, repair: Repair, user: User | None, writers_stopped: bool = False) -> Repair:
+    """Approve a waiting repair (one conditional update: of two approvals exactly one wins) and
+    queue its run on commit; refused, and audited, for the requester (and accounts they made)
+    while CLEANLINE_APPROVER_MUST_DIFFER. `writers_stopped`: the approver's word that the
+    table's Hudi writers are stopped (its run then goes on beside a live writer when no lock is
+    known)."""
+    refusal = (f"Only a repair waiting for approval can be approved; this one is {repair.status}."
+               if repair.status != RepairStatus.DRAFT else repair_approval_refusal(user, repair))
+    if not refusal and not Repair.objects.filter(pk=repair.pk, status=RepairStatus.DRAFT).update(
+            status=RepairStatus.APPROVED, decided_by=user, decided_at=timezone.now(), writers_stopped=writers_stopped):
+        repair.refresh_from_db()
+        refusal = f"Repair #{repair.pk} was decided meanwhile (it is {repair.status})."
+    if refusal:
+        audit(user=user, action="repair.approval.refused", table=repair.table,
+              parameters={"repair": repair.pk, "kind": repair.kind}, result=refusal)
+        raise ValidationError(refusal)
+    audit(user=user, action="repair.approved", table=repair.table,
+          parameters={"repair": repair.pk, "kind": repair.kind, **({"writers_stopped": True} if writers_stopped
+                                                                  else {})})
+    repair.refresh_from_db()
+    enqueue_on_commit(RUN_REPAIR, repair)
+    return repair
+
+
+def repair_reject(*, repair: Repair, user: User | None, note: str = "") -> Repair:
+    """Refuse a waiting repair (any admin, the requester too); audited."""
+    if not Repair.objects.filter(pk=repair.pk, status=RepairStatus.DRAFT).update(
+            status=RepairStatus.REJECTED, decided_by=user, decided_at=timezone.now(), decision_note=note[:2000]):
+        repair.refresh_from_db()
+        reason = f"Only a repair waiting for approval can be rejected; this one is {repair.status}."
+        audit(user=user, action="repair.rejection.refused", table=repair.table,
+              parameters={"repair": repair.pk, "kind": repair.kind}, result=reason)
+        raise ValidationError(reason)
+    audit(user=user, action="repair.rejected", table=repair.table,
+          parameters={"repair": repair.pk, "kind": repair.kind, "note": note})
+    repair.refresh_from_db()
+    return repair
+
+
+def repair_holder(repair: Repair) -> str:
+    """What holds the table's lock while the repair runs."""
+    return f"repair:{repair.pk}"
+
+
+def approved_plan(repair: Repair) -> RepairPlan:
+    """The plan as it was approved: exactly the changes previewed (the library runs only
+    those, and only where it still finds them)."""
+    plan: dict[str, Any] = repair.plan
+    return RepairPlan(str(plan.get("table", repair.table.path)), repair.kind, (),
+                      tuple(Change(str(c["action"]), str(c["target"]), int(c.get("bytes") or 0), str(c.get("detail")
+                                                                                                    or ""))
+                            for c in plan.get("changes", [])),
+                      tuple(str(n) for n in plan.get("notes", [])))
+
+
+def _finish(repair: Repair, token: str, status: str, action: str, outcome: str, **fields: Any) -> bool:
+    """Settle this run's claim; audited. False if the run lost its claim meanwhile."""
+    if not Repair.objects.filter(pk=repair.pk, status=RepairStatus.RUNNING, run_token=token).update(
+            status=status, finished_at=timezone.now(), **fields):
+        return False
+    audit(user=None, action=action, table=repair.table, parameters={"repair": repair.pk, "kind": repair.kind},
+          result=outcome)
+    return True
+
+
+def repair_run(*, repair: Repair, task_id: str = "") -> Repair:
+    """Run an approved repair under the table's lock: claimed (APPROVED, or RUNNING again after a
+    lost worker: repairs are idempotent) with one conditional update, then the library re-diagnoses
+    the kind under the lock its writers share and changes only what the plan previewed and it
+    still finds. A table asking for more than the preview makes it STALE with the reason
+    (RepairInvalidated); any other refusal or a change that failed, FAILED. Afterwards the table
+    is synced and its health checked again. TableBusy when another run holds the table."""
+    table = repair.table
+    with table_lock(table, repair_holder(repair)) as lease:
+        if not Repair.objects.filter(pk=repair.pk, status__in=(RepairStatus.APPROVED, RepairStatus.RUNNING)).update(
+                status=RepairStatus.RUNNING, run_token=lease.token, task_id=task_id or repair.task_id):
+            repair.refresh_from_db()
+            return repair
+        try:
+            maintenance = table_services(table, writers_stopped=repair.writers_stopped)
+            result = maintenance.repair(approved_plan(repair), settings=doctor_settings(table))
+        except RepairInvalidated as exc:
+            _finish(repair, lease.token, RepairStatus.STALE, "repair.stale", str(exc), error=str(exc)[:2000])
+        except CleanlineError as exc:
+            _finish(repair, lease.token, RepairStatus.FAILED, "repair.failed", str(exc), error=str(exc)[:2000])
+        except Exception as exc:
+            reason = f"{type(exc).__name__}: {exc}"
+            _finish(repair, lease.token, RepairStatus.FAILED, "repair.failed", reason, error=reason[:2000])
+            raise
+        else:
+            summary = (f"{len(result.done)} change(s) made, {len(result.skipped)} skipped, "
+                       f"{len(result.failed)} failed")
+            if result.ok:
+                _finish(repair, lease.token, RepairStatus.COMPLETED, "repair.completed", summary,
+                        result=result.to_json())
+            else:
+                why = "; ".join(f"{c.action} {c.target}: {reason}" for c, reason in result.failed[:5])
+                _finish(repair, lease.token, RepairStatus.FAILED, "repair.failed", f"{summary}: {why}",
+                        result=result.to_json(), error=f"{summary}: {why}"[:2000])
+    try:
+        table_sync(table=table)
+    except CleanlineError as exc:
+        logger.warning("%s: the sync after repair %s failed: %s", table.path, repair.pk, exc)
+    health_check(table=table, force=True)
+    repair.refresh_from_db()
+    return repair
+
+
+def repair_gave_up(*, repair: Repair, error: str) -> bool:
+    """A task gave up on an approved repair (its table stayed busy, or it failed before the run
+    claimed it): FAILED with the reason and audited, unless a run settled it meanwhile."""
+    if not Repair.objects.filter(pk=repair.pk, status=RepairStatus.APPROVED).update(
+            status=RepairStatus.FAILED, error=error[:2000], finished_at=timezone.now()):
+        return False
+    audit(user=None, action="repair.failed", table=repair.table, parameters={"repair": repair.pk, "kind": repair.kind},
+          result=error)
+    return True

@@ -1,0 +1,70 @@
+"""The table doctor's pages (issue 28): a repair's preview, its request, the repair's page with
+its approval. The Health section of a table's overview and the dashboard's health list are
+drawn by `templatetags/health.py`. Thin: authorise, call one service or selector, render."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.core.exceptions import ValidationError
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+
+from console import permissions
+from console.forms import DecisionForm
+from console.models import Table
+from console.models_health import RepairStatus
+from console.permissions import AuthenticatedHttpRequest
+from console.selectors import health as selectors
+from console.selectors import writer_lock
+from console.services import health as services
+from console.views import _writers_stopped, table_action, table_page
+
+
+@table_page(reads_lake=True)
+def repair_preview(request: AuthenticatedHttpRequest, table: Table, kind: str) -> HttpResponse:
+    """What the repair of every finding of `kind` would change now (the library's plan: exactly
+    those files and instants, with their bytes), or who must act; the request button."""
+    plan, why = selectors.repair_preview(table, kind)
+    return render(request, "console/repair_preview.html", {
+        "table": table, "kind": kind, "plan": plan, "why": why, "open_repair": selectors.open_repair(table, kind),
+        "findings": [f for f in selectors.finding_rows(selectors.table_health(table)) if f.kind == kind]})
+
+
+@table_action(permissions.REQUEST_REPAIR)
+def repair_request(request: AuthenticatedHttpRequest, table: Table, kind: str) -> HttpResponse:
+    try:
+        repair = services.repair_request(table=table, user=request.user, kind=kind)
+    except ValidationError as exc:
+        messages.error(request, "; ".join(exc.messages))  # the service audited the refusal
+        return redirect("console:repair_preview", pk=table.pk, kind=kind)
+    messages.success(request, f"Repair #{repair.pk} requested: another admin approves it, then a worker runs it.")
+    return redirect("console:repair", pk=table.pk, repair_id=repair.pk)
+
+
+@table_page()
+def repair_detail(request: AuthenticatedHttpRequest, table: Table, repair_id: int) -> HttpResponse:
+    repair = get_object_or_404(table.repairs, pk=repair_id)
+    live = repair.status in (RepairStatus.APPROVED, RepairStatus.RUNNING)
+    return render(request, "console/repair.html", {
+        "table": table, "repair": repair, "live": live, "decision": DecisionForm(),
+        "refusal": services.repair_approval_refusal(request.user, repair),
+        "writer_lock": writer_lock(table) if repair.status == RepairStatus.DRAFT else None})
+
+
+@table_action(permissions.APPROVE_REPAIR)
+def repair_decide(request: AuthenticatedHttpRequest, table: Table, repair_id: int, decision: str) -> HttpResponse:
+    repair = get_object_or_404(table.repairs, pk=repair_id)
+    form = DecisionForm(request.POST)
+    note = form.cleaned_data["note"] if form.is_valid() else ""
+    try:
+        if decision == "approve":
+            services.repair_approve(repair=repair, user=request.user, writers_stopped=_writers_stopped(request))
+            messages.info(request, "Approved: a worker runs the repair under the table's lock, after the doctor "
+                                   "checks the table again (if it now needs more than this preview, the repair "
+                                   "turns stale and nothing changes).")
+        else:
+            services.repair_reject(repair=repair, user=request.user, note=note)
+            messages.info(request, "Repair rejected.")
+    except ValidationError as exc:
+        messages.error(request, "; ".join(exc.messages))  # the service audited the refusal
+    return redirect("console:repair", pk=table.pk, repair_id=repair.pk)
