@@ -472,8 +472,9 @@ class S3Storage(ArrowStorage):
     def delete_many(self, paths: Iterable[str]) -> dict[str, str]:
         """`DeleteObjects`, `delete_batch_size` keys a request, one request after another
         (callers run several calls at once for parallelism). Keys S3 refuses (AccessDenied,
-        ...) are "failed: <code>: <message>"; a request that fails whole (no such bucket, no
-        connection after botocore's retries) fails each of its keys. Never raises."""
+        ...) are "failed: <code>: <message>"; a request that fails whole for good (no such
+        bucket) fails each of its keys; transient failures are retried (`_delete_batch`) and a
+        key "failed" after them is still on S3 or could not be looked up. Never raises."""
         results: dict[str, str] = {}
         by_bucket: dict[str, dict[str, str]] = {}
         for path in paths:
