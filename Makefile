@@ -60,6 +60,7 @@ bench: setup
 	$(PY) bench/console.py
 	$(PY) bench/spark.py
 	$(PY) bench/s3.py
+	$(PY) bench/s3_scale.py
 	$(PY) bench/cli.py
 	$(PY) bench/scale.py
 	$(PY) bench/startup.py

@@ -10,6 +10,8 @@
 - Timing: `timed`, contenders run side by side with `interleaved`, `cprofile`; memory: `peak_growth`.
 - Reporting: `machine`, `argument_parser`, `publish` (text or --json, and with --record the
   benchmark's section of RESULTS.md).
+- The S3 server: `SeededS3Server`, the tests' moto server (tests/helpers.py) with a seeding route
+  that loads objects straight into its store (bench/s3.py, bench/s3_scale.py).
 
 Every benchmark is a script run from the repository root; it puts the root on `sys.path`
 before importing `bench.common`.
@@ -29,12 +31,14 @@ import pstats
 import sys
 import tempfile
 import time
+import urllib.request
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.helpers import S3Server
 from timeline import HudiTable, metadata
 from timeline.clean.config import CleanConfig
 from timeline.clean.executor import schedule_clean
@@ -625,3 +629,80 @@ def profile_lines(functions: list[dict[str, Any]]) -> list[str]:
     lines = ["| own share | own (s) | cumulative (s) | calls | function |", "|---:|---:|---:|---:|---|"]
     return lines + [f"| {r['own_share']:.1%} | {r['own_s']:.3f} | {r['cumulative_s']:.3f} | {r['calls']:,} "
                     f"| `{r['function']}` |" for r in functions[:10]]
+
+
+# ----------------------------------------------------------------------------------------
+# The S3 server with a seeding route (bench/s3.py, bench/s3_scale.py)
+
+SEED_ROUTE = "/_bench/seed"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def serve_seeded_s3(port: int) -> None:
+    """moto's S3 server on 127.0.0.1:port with the seeding route `POST /_bench/seed`; runs until
+    killed. Every measured request goes through the S3 API; the route only makes the set-up
+    affordable (moto answers about 150 PUTs a second)."""
+    import logging
+
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+    from moto.s3.models import s3_backends
+    from werkzeug.serving import run_simple
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no line per request
+    app = DomainDispatcherApplication(create_backend_app)
+
+    def seed(request: dict[str, Any]) -> int:
+        """Put objects: the files of a local folder (`root`, `prefix`, and `files`: paths
+        relative to root, all files below root when absent), or `count` objects of 4 bytes named
+        `prefix/NNNN/NNNNNNN.parquet`, `per_folder` a folder (`synthetic`)."""
+        backend = s3_backends[DEFAULT_ACCOUNT_ID]["aws"]
+        prefix = request["prefix"].rstrip("/")
+        if request.get("synthetic"):
+            per_folder = int(request["per_folder"])
+            for n in range(int(request["count"])):
+                backend.put_object(request["bucket"], f"{prefix}/{n // per_folder:04d}/{n:07d}.parquet", BASE_BYTES)
+            return int(request["count"])
+        root = request["root"]
+        files = request.get("files")
+        if files is None:
+            files = [os.path.relpath(os.path.join(d, n), root) for d, _, names in os.walk(root) for n in names]
+        for relative in files:
+            with open(os.path.join(root, relative), "rb") as handle:
+                backend.put_object(request["bucket"], f"{prefix}/{relative}", handle.read())
+        return len(files)
+
+    def bench_app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        if environ.get("PATH_INFO") != SEED_ROUTE:
+            return app(environ, start_response)
+        body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+        count = seed(json.loads(body))
+        start_response("200 OK", [("Content-Type", "application/json")])
+        return [json.dumps({"seeded": count}).encode()]
+
+    run_simple("127.0.0.1", port, bench_app, threaded=True)
+
+
+class SeededS3Server(S3Server):
+    """tests/helpers.py's server (start-up, environment, request recording, shutdown) running
+    `serve_seeded_s3` in a child process; `seed` and `seed_synthetic` load objects through the
+    seeding route."""
+
+    def command(self, port: int) -> list[str]:
+        code = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); from bench.common import serve_seeded_s3; "
+                f"serve_seeded_s3({port})")
+        return [sys.executable, "-c", code]
+
+    def _seed(self, request: dict[str, Any]) -> int:
+        body = json.dumps(request).encode()
+        call = urllib.request.Request(f"{self.endpoint}{SEED_ROUTE}", data=body, method="POST")
+        with urllib.request.urlopen(call, timeout=3600) as response:
+            return int(json.loads(response.read())["seeded"])
+
+    def seed(self, root: str, prefix: str, files: Sequence[str] | None = None, *, bucket: str) -> int:
+        return self._seed({"bucket": bucket, "root": root, "prefix": prefix,
+                           "files": None if files is None else list(files)})
+
+    def seed_synthetic(self, bucket: str, prefix: str, count: int, per_folder: int) -> int:
+        return self._seed({"bucket": bucket, "prefix": prefix, "synthetic": True, "count": count,
+                           "per_folder": per_folder})

@@ -2,8 +2,8 @@
 in one run.
 
 Starts moto's S3 server (moto[server], the server the tests use, started and stopped by the
-tests' `S3Server` of tests/helpers.py) on 127.0.0.1 in a child process of this script
-(`--serve PORT`): moto's own WSGI application, plus one route of the benchmark,
+tests' `S3Server` of tests/helpers.py) on 127.0.0.1 in a child process (`SeededS3Server` of
+bench/common.py): moto's own WSGI application, plus one route of the benchmarks,
 `POST /_bench/seed`, that loads objects from a local folder straight into the server's store.
 Every measured request goes through the S3 API; the route only makes the set-up affordable
 (moto answers about 150 PUTs a second, so putting 100,000 objects would take 11 minutes, and
@@ -47,12 +47,10 @@ at the child server, with test credentials.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import sys
 import time
-import urllib.request
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
@@ -65,6 +63,7 @@ if str(ROOT) not in sys.path:
 
 from bench.common import (  # noqa: E402
     CleanShape,
+    SeededS3Server,
     argument_parser,
     bench_root,
     clean_state_file,
@@ -79,7 +78,7 @@ from bench.common import (  # noqa: E402
     target_text,
     timed,
 )
-from tests.helpers import S3Server, offline_aws_environment  # noqa: E402 - the tests' moto server
+from tests.helpers import offline_aws_environment  # noqa: E402
 from timeline import HudiTable  # noqa: E402
 from timeline.clean.executor import (  # noqa: E402
     begin_clean,
@@ -98,63 +97,14 @@ RAW_BUCKET = "cleanline-bench-raw"  # the raw delete set: moto scans a whole buc
 TABLE = "table"
 RAW = "raw"
 THREADS = 32
-SEED_ROUTE = "/_bench/seed"
 RATIO_MIN = 0.5
 
 
-# ----------------------------------------------------------------------------------------
-# The server (child process)
-
-
-def serve(port: int) -> None:
-    """moto's S3 server on 127.0.0.1:port with the seeding route; runs until killed."""
-    import logging
-
-    from moto.core import DEFAULT_ACCOUNT_ID
-    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
-    from moto.s3.models import s3_backends
-    from werkzeug.serving import run_simple
-
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no line per request
-    app = DomainDispatcherApplication(create_backend_app)
-
-    def seed(request: dict[str, Any]) -> int:
-        """Put files of a local folder as objects: `root`, `prefix`, and `files` (paths
-        relative to root; all files below root when absent)."""
-        backend = s3_backends[DEFAULT_ACCOUNT_ID]["aws"]
-        root, prefix = request["root"], request["prefix"].rstrip("/")
-        files = request.get("files")
-        if files is None:
-            files = [os.path.relpath(os.path.join(d, n), root) for d, _, names in os.walk(root) for n in names]
-        for relative in files:
-            with open(os.path.join(root, relative), "rb") as handle:
-                backend.put_object(request["bucket"], f"{prefix}/{relative}", handle.read())
-        return len(files)
-
-    def bench_app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
-        if environ.get("PATH_INFO") != SEED_ROUTE:
-            return app(environ, start_response)
-        body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
-        count = seed(json.loads(body))
-        start_response("200 OK", [("Content-Type", "application/json")])
-        return [json.dumps({"seeded": count}).encode()]
-
-    run_simple("127.0.0.1", port, bench_app, threaded=True)
-
-
-class Server(S3Server):
-    """tests/helpers.py's S3 server (start-up, environment, shutdown) running `serve` in a child
-    process of this script; `seed` loads objects through the seeding route."""
-
-    def command(self, port: int) -> list[str]:
-        return [sys.executable, __file__, "--serve", str(port)]
+class Server(SeededS3Server):
+    """The seeded server, seeding into the benchmark's bucket unless told otherwise."""
 
     def seed(self, root: str, prefix: str, files: Sequence[str] | None = None, *, bucket: str = BUCKET) -> int:
-        body = json.dumps({"bucket": bucket, "root": root, "prefix": prefix,
-                           "files": None if files is None else list(files)}).encode()
-        request = urllib.request.Request(f"{self.endpoint}{SEED_ROUTE}", data=body, method="POST")
-        with urllib.request.urlopen(request, timeout=600) as response:
-            return int(json.loads(response.read())["seeded"])
+        return super().seed(root, prefix, files, bucket=bucket)
 
 
 def s3_client(endpoint: str) -> Any:
@@ -399,7 +349,6 @@ def markdown_section(result: dict[str, Any]) -> str:
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argument_parser(__doc__)
-    parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)  # the child server
     parser.add_argument("--partitions", type=int, default=100)
     parser.add_argument("--groups", type=int, default=500, help="file groups per partition")
     parser.add_argument("--per-file-sample", type=int, default=2000, help="objects deleted one request each")
@@ -411,9 +360,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    if args.serve:
-        serve(args.serve)
-        return 0
     from importlib.metadata import version
 
     shape = CleanShape(partitions=args.partitions, groups=args.groups, versions=2, trickle=1, hot=1, new_commits=0,

@@ -5,7 +5,16 @@ the way S3 does under load."""
 
 from __future__ import annotations
 
+import base64
+import http.client
+import http.server
+import random
+import re
+import socket
+import struct
+import threading
 import urllib.parse
+import zlib
 from typing import Any
 
 import pytest
@@ -72,7 +81,6 @@ class FaultyProxy:
 
     def __init__(self, target: str, *, throttle: int = 0, slow_keys: int = 0) -> None:
         import http.server
-        import threading
 
         self.target = urllib.parse.urlparse(target)
         self.throttle, self.slow_keys, self.deletes = throttle, slow_keys, 0
@@ -139,3 +147,177 @@ class FaultyProxy:
     def __exit__(self, *exc: object) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+class ChaosProxy:
+    """A fault-injecting HTTP proxy on 127.0.0.1 in front of an S3 server: S3 at its limits.
+
+    A seeded fraction `rate` of the requests it receives (every kind: listings, GETs, HEADs,
+    PUTs, DeleteObjects) gets a fault, each of `kinds` in turn:
+    - "slowdown": answered `503 SlowDown` (not forwarded);
+    - "internal": answered `500 InternalError` (not forwarded);
+    - "reset": the connection reset (RST) without an answer (not forwarded);
+    - "lost": forwarded and done by the server, then the connection closed without the answer
+      (S3 did it, the client does not know).
+    In DeleteObjects requests that are forwarded, a seeded fraction `key_rate` of the keys (and
+    every key containing one of `stuck`, every time) is taken out of the request forwarded and
+    answered as a per-key error (`SlowDown` or `InternalError`), so those keys stay on the server.
+    `faults` counts the faults given by kind ("key" for per-key errors), `requests` the requests
+    received. Forwarding keeps one upstream connection per client connection."""
+
+    KINDS = ("slowdown", "internal", "reset", "lost")
+
+    def __init__(self, target: str, *, rate: float = 0.1, key_rate: float = 0.0, seed: int = 0,
+                 kinds: tuple[str, ...] = KINDS, stuck: tuple[str, ...] = ()) -> None:
+        import http.client
+        import http.server
+        import threading
+        from collections import Counter
+
+        self.target = urllib.parse.urlparse(target)
+        self.rate, self.key_rate, self.kinds, self.stuck = rate, key_rate, kinds, stuck
+        self.random = random.Random(seed)
+        self.faults: Counter[str] = Counter()
+        self.requests = 0
+        self.lock = threading.Lock()
+        proxy = self
+
+        def crc32(data: bytes) -> str:
+            return base64.b64encode(struct.pack(">I", zlib.crc32(data))).decode()
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            upstream: http.client.HTTPConnection | None = None
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def fault(self) -> str | None:
+                with proxy.lock:
+                    proxy.requests += 1
+                    if proxy.random.random() >= proxy.rate:
+                        return None
+                    kind = proxy.kinds[sum(proxy.faults[k] for k in proxy.kinds) % len(proxy.kinds)]
+                    proxy.faults[kind] += 1
+                    return kind
+
+            def failing_keys(self, keys: list[bytes]) -> set[bytes]:
+                with proxy.lock:
+                    chosen = {k for k in keys if proxy.random.random() < proxy.key_rate
+                              or any(s.encode() in k for s in proxy.stuck)}
+                    proxy.faults["key"] += len(chosen)
+                    return chosen
+
+            def forward(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                kind = self.fault()
+                if kind == "reset":
+                    self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    self.connection.close()  # an RST, no FIN first
+                    self.close_connection = True
+                    return
+                if kind in ("slowdown", "internal"):
+                    code, status = ("SlowDown", 503) if kind == "slowdown" else ("InternalError", 500)
+                    self.answer(status, {"Content-Type": "application/xml"},
+                                f"<?xml version='1.0' encoding='UTF-8'?><Error><Code>{code}</Code>"
+                                f"<Message>injected {code}</Message></Error>".encode())
+                    return
+                headers = {k: v for k, v in self.headers.items() if k.lower() != "connection"}
+                errors = b""
+                if self.command == "POST" and "?delete" in self.path:  # no fault, or "lost"
+                    objects = re.findall(rb"<Object>.*?</Object>", body, re.S)
+                    keys = [re.search(rb"<Key>(.*?)</Key>", o, re.S).group(1) for o in objects]  # type: ignore[union-attr]
+                    failing = self.failing_keys(keys)
+                    if failing:
+                        with proxy.lock:
+                            codes = {k: proxy.random.choice((b"SlowDown", b"InternalError")) for k in failing}
+                        errors = b"".join(b"<Error><Key>" + k + b"</Key><Code>" + codes[k] + b"</Code>"
+                                          b"<Message>injected " + codes[k] + b"</Message></Error>"
+                                          for k in sorted(failing))
+                        kept = [o for o, k in zip(objects, keys) if k not in failing]
+                        if not kept:
+                            if kind == "lost":
+                                self.close_connection = True
+                                return
+                            self.answer(200, {"Content-Type": "application/xml"},
+                                        b'<?xml version="1.0" encoding="UTF-8"?><DeleteResult xmlns='
+                                        b'"http://s3.amazonaws.com/doc/2006-03-01/">' + errors + b"</DeleteResult>")
+                            return
+                        body = re.sub(rb"<Object>.*</Object>", b"".join(kept).replace(b"\\", b"\\\\"), body,
+                                      count=1, flags=re.S)
+                        headers = {k: v for k, v in headers.items()
+                                   if k.lower() not in ("content-md5", "content-length")
+                                   and not k.lower().startswith("x-amz-checksum-")}
+                        headers["x-amz-checksum-crc32"] = crc32(body)
+                        headers["Content-Length"] = str(len(body))
+                status, response_headers, data = self.upstream_call(body, headers)
+                if kind == "lost":
+                    self.close_connection = True
+                    return
+                if errors:
+                    if b"</DeleteResult>" in data:
+                        data = data.replace(b"</DeleteResult>", errors + b"</DeleteResult>")
+                    else:  # <DeleteResult .../>
+                        data = re.sub(rb"<DeleteResult([^>]*)/>", rb"<DeleteResult\1>" + errors.replace(b"\\", b"\\\\")
+                                      + b"</DeleteResult>", data)
+                self.answer(status, response_headers, data)
+
+            def upstream_call(self, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+                for attempt in range(2):  # a kept-alive upstream connection may have been closed
+                    if self.upstream is None:
+                        self.upstream = http.client.HTTPConnection(proxy.target.hostname, proxy.target.port,
+                                                                   timeout=120)
+                    try:
+                        self.upstream.request(self.command, self.path, body=body, headers=headers)
+                        response = self.upstream.getresponse()
+                        data = response.read()
+                    except (http.client.HTTPException, OSError):
+                        self.upstream.close()
+                        self.upstream = None
+                        if attempt:
+                            raise
+                        continue
+                    dropped = ("transfer-encoding", "connection") if self.command == "HEAD" else (
+                        "content-length", "transfer-encoding", "connection")
+                    kept = {k: v for k, v in response.getheaders() if k.lower() not in dropped}
+                    return response.status, kept, data
+                raise AssertionError("unreachable")
+
+            def answer(self, status: int, headers: dict[str, str], data: bytes) -> None:
+                self.send_response(status)
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                if not any(name.lower() == "content-length" for name in headers):
+                    self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(data)
+
+            def finish(self) -> None:
+                super().finish()
+                if self.upstream is not None:
+                    self.upstream.close()
+
+            do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = forward
+
+        class Server(http.server.ThreadingHTTPServer):
+            daemon_threads = True
+            request_queue_size = 128
+
+        self.server = Server(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def __enter__(self) -> ChaosProxy:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+V9_MOR = "sample_table/mor/avro/v9_txns_simple_nometa"         # logs, compaction, clustering

@@ -23,6 +23,17 @@ caller configures it.
 Deletes: S3 answers "deleted" for a key that was not there, so `delete_many` reports such a
 key as "deleted", never "gone". Telling them apart would take a HEAD per key, and the clean
 executor counts a file already gone as deleted anyway, as Hudi does (apache/hudi#18035).
+
+Retries (S3 at its request limits): every request of either client is retried with exponential
+back-off and jitter on throttling (503 SlowDown, 429), 5xx answers and dropped or reset
+connections, `CLEANLINE_S3_MAX_ATTEMPTS` attempts in all (botocore's standard mode; pyarrow's
+`AwsStandardS3RetryStrategy`). A DeleteObjects request has Cleanline's own rounds on top, for
+what botocore does not retry: the keys of its answer's Errors list with a transient code (per key)
+and a request that still failed transiently after botocore's attempts (its retry quota spent under
+a burst of faults). A key that fails after every round is looked up (HEAD): gone means deleted
+(an answer was lost after S3 had deleted it), there means "failed: <reason>". A conditional create
+whose first attempt was written but whose answer was lost is recognised on the retry's 412 by
+reading the object back: the same bytes are this write's own.
 """
 
 from __future__ import annotations
@@ -48,6 +59,10 @@ from timeline.storage.containment import UnsupportedLocationError, _is_inside, p
 log = logging.getLogger(__name__)
 
 REQUEST_TIMEOUT_SECONDS = 120
+# Attempts per S3 request (the first included) of botocore, pyarrow and Cleanline's own rounds of
+# a DeleteObjects request; requests (DeleteObjects batches, listings) in flight at once per store.
+MAX_ATTEMPTS_VARIABLE, CONCURRENCY_VARIABLE = "CLEANLINE_S3_MAX_ATTEMPTS", "CLEANLINE_S3_CONCURRENCY"
+DEFAULT_MAX_ATTEMPTS, DEFAULT_CONCURRENCY = 5, 32
 
 # boto3 clients by (process, endpoint, region, attempts, settings' credentials, credential variables).
 _CLIENTS: dict[tuple[Any, ...], Any] = {}
@@ -58,6 +73,20 @@ _CREDENTIAL_VARIABLES = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESS
 TRANSIENT_CODES = frozenset({"SlowDown", "Throttling", "ThrottlingException", "RequestLimitExceeded",
                              "TooManyRequests", "RequestTimeout", "InternalError", "ServiceUnavailable",
                              "503", "500"})
+
+
+def _setting(name: str, default: int, environ: Mapping[str, str] | None = None) -> int:
+    """A positive whole number from the environment, the default when unset."""
+    text = ((os.environ if environ is None else environ).get(name) or "").strip()
+    if not text:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise S3ConfigError(f"{name}={text!r}: give a whole number of at least 1")
+    return value
 
 
 class S3ConfigError(CleanlineError, ValueError):
@@ -259,19 +288,27 @@ def parse_s3_roots(text: str, environ: Mapping[str, str] | None = None) -> dict[
 class S3Storage(ArrowStorage):
     """One S3 (or S3-compatible) endpoint; paths are `bucket/key`."""
 
-    io_threads = 32
-    listing_threads = 32
+    io_threads = DEFAULT_CONCURRENCY
+    listing_threads = DEFAULT_CONCURRENCY
     delete_batch_size = 1000
-    # Rounds of a DeleteObjects request for keys S3 answered with a transient per-key error
-    # (SlowDown, InternalError); errors of the whole request are retried by botocore itself
-    # (standard mode: throttling, 5xx and connection errors, with exponential back-off).
-    key_retry_attempts = 4
+    # Rounds of a DeleteObjects request (each of up to `request_attempts` botocore attempts) for
+    # the keys S3 answered with a transient per-key error (SlowDown, InternalError) and for a
+    # request that failed transiently whole; full jitter over `retry_base_seconds * 2**round`.
+    key_retry_attempts = DEFAULT_MAX_ATTEMPTS
     retry_base_seconds = 0.2
-    request_attempts = 5
+    # Attempts per request of botocore (standard mode: throttling, 5xx and connection errors,
+    # exponential back-off with jitter) and of pyarrow (the AWS SDK's standard strategy).
+    request_attempts = DEFAULT_MAX_ATTEMPTS
 
     def __init__(self, *, bucket: str = "", scheme: str = "s3", settings: S3Settings | None = None) -> None:
         self.settings = settings or S3Settings.from_environ()
-        fs = _guard(f"{scheme}://{bucket}", lambda: pafs.S3FileSystem(**self.settings.arrow_options(bucket)))
+        attempts = _setting(MAX_ATTEMPTS_VARIABLE, DEFAULT_MAX_ATTEMPTS)
+        concurrency = _setting(CONCURRENCY_VARIABLE, DEFAULT_CONCURRENCY)
+        self.request_attempts = self.key_retry_attempts = attempts
+        self.io_threads = self.listing_threads = concurrency
+        options = {**self.settings.arrow_options(bucket),
+                   "retry_strategy": pafs.AwsStandardS3RetryStrategy(max_attempts=attempts)}
+        fs = _guard(f"{scheme}://{bucket}", lambda: pafs.S3FileSystem(**options))
         super().__init__(fs, scheme=scheme, netloc=bucket)
         self._client: Any = None
 
@@ -359,6 +396,8 @@ class S3Storage(ArrowStorage):
             code, status = _code(exc), _status(exc)
             if not overwrite and (status in (412, 409) or code in ("PreconditionFailed",
                                                                     "ConditionalRequestConflict")):
+                if _retried(exc) and self._holds(bucket, key, data):
+                    return  # an earlier attempt of this write created it; its answer was lost
                 raise FileExists(path) from exc
             if not overwrite and (status == 501 or code == "NotImplemented"):
                 if self.exists(path):
@@ -368,6 +407,15 @@ class S3Storage(ArrowStorage):
             raise StorageError(path, _reason(exc)) from exc
         except BotoCoreError as exc:
             raise StorageError(path, _reason(exc)) from exc
+
+    def _holds(self, bucket: str, key: str, data: bytes) -> bool:
+        """Whether the object holds exactly `data` (False when it cannot be read)."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            return bytes(self.client.get_object(Bucket=bucket, Key=key)["Body"].read()) == data
+        except (ClientError, BotoCoreError):
+            return False
 
     def delete(self, path: str) -> bool:
         """A HEAD (S3 answers a DELETE of a missing key with success), then a DELETE. Unlike
@@ -424,8 +472,9 @@ class S3Storage(ArrowStorage):
     def delete_many(self, paths: Iterable[str]) -> dict[str, str]:
         """`DeleteObjects`, `delete_batch_size` keys a request, one request after another
         (callers run several calls at once for parallelism). Keys S3 refuses (AccessDenied,
-        ...) are "failed: <code>: <message>"; a request that fails whole (no such bucket, no
-        connection after botocore's retries) fails each of its keys. Never raises."""
+        ...) are "failed: <code>: <message>"; a request that fails whole for good (no such
+        bucket) fails each of its keys; transient failures are retried (`_delete_batch`) and a
+        key "failed" after them is still on S3 or could not be looked up. Never raises."""
         results: dict[str, str] = {}
         by_bucket: dict[str, dict[str, str]] = {}
         for path in paths:
@@ -447,12 +496,15 @@ class S3Storage(ArrowStorage):
         return results
 
     def _delete_batch(self, bucket: str, pending: dict[str, str]) -> dict[str, str]:
-        """One DeleteObjects request (key -> path), repeated with back-off for the keys that
-        got a transient per-key error."""
+        """One DeleteObjects request (key -> path), repeated in rounds with back-off and full
+        jitter for the keys that got a transient per-key error and for a request that failed
+        transiently whole (botocore retried it `request_attempts` times already). Keys still
+        failing after `key_retry_attempts` rounds are looked up (`_settle`): never "deleted"
+        unless S3 no longer holds them."""
         from botocore.exceptions import BotoCoreError, ClientError
 
         results: dict[str, str] = {}
-        last_reason = ""
+        reasons: dict[str, str] = {}
         for attempt in range(self.key_retry_attempts):
             if attempt:
                 time.sleep(random.uniform(0, self.retry_base_seconds * 2 ** attempt))  # full jitter
@@ -460,30 +512,75 @@ class S3Storage(ArrowStorage):
                 response = self.client.delete_objects(
                     Bucket=bucket, Delete={"Objects": [{"Key": key} for key in pending], "Quiet": True})
             except (ClientError, BotoCoreError) as exc:
-                reason = f"failed: {_reason(exc)}"
-                log.warning("s3://%s: DeleteObjects of %d keys failed: %s", bucket, len(pending), _reason(exc))
-                results.update((path, reason) for path in pending.values())
-                return results
+                reason = _reason(exc)
+                log.warning("s3://%s: DeleteObjects of %d keys failed (round %d of %d): %s", bucket, len(pending),
+                            attempt + 1, self.key_retry_attempts, reason)
+                if not _transient(exc):
+                    results.update((path, f"failed: {reason}") for path in pending.values())
+                    return results
+                reasons = dict.fromkeys(pending, reason)
+                continue
             retry: dict[str, str] = {}
+            reasons = {}
             for error in response.get("Errors") or ():
                 key = error.get("Key", "")
                 if key not in pending:
                     continue
                 code, message = error.get("Code", ""), error.get("Message", "")
-                last_reason = f"{code}: {message}" if message else code
+                reason = f"{code}: {message}" if message else code
                 if code in TRANSIENT_CODES:
-                    retry[key] = pending[key]
+                    retry[key], reasons[key] = pending[key], reason
                 else:
-                    results[pending[key]] = f"failed: {last_reason}"
+                    results[pending[key]] = f"failed: {reason}"
             for key, path in pending.items():
                 if key not in retry and path not in results:
                     results[path] = "deleted"
             pending = retry
             if not pending:
                 return results
-        results.update((path, f"failed: {last_reason} (after {self.key_retry_attempts} attempts)")
-                       for path in pending.values())
+        results.update(self._settle(bucket, pending, reasons))
         return results
+
+    def _settle(self, bucket: str, pending: dict[str, str], reasons: dict[str, str]) -> dict[str, str]:
+        """Keys (key -> path) that still failed after every round: a HEAD each (itself retried).
+        A key S3 no longer holds was deleted (a round's answer was lost after S3 acted on it);
+        one it holds, or that cannot be looked up, failed with the last reason."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        results: dict[str, str] = {}
+        for key, path in pending.items():
+            reason = f"{reasons.get(key) or 'no answer'} (after {self.key_retry_attempts} rounds)"
+            try:
+                self.client.head_object(Bucket=bucket, Key=key)
+            except ClientError as exc:
+                if _status(exc) == 404:
+                    results[path] = "deleted"
+                    continue
+                reason += f"; and it could not be looked up: {_reason(exc)}"
+            except BotoCoreError as exc:
+                reason += f"; and it could not be looked up: {_reason(exc)}"
+            results[path] = f"failed: {reason}"
+        log.warning("s3://%s: %d of %d keys still there after %d DeleteObjects rounds", bucket,
+                    sum(r.startswith("failed") for r in results.values()), len(pending), self.key_retry_attempts)
+        return results
+
+
+def _transient(exc: Exception) -> bool:
+    """Whether a failed request may succeed if sent again: throttling, 5xx, a dropped, reset or
+    timed-out connection."""
+    from botocore.exceptions import ConnectionError as BotoConnectionError
+    from botocore.exceptions import HTTPClientError
+
+    if isinstance(exc, (BotoConnectionError, HTTPClientError)):
+        return True
+    status = _status(exc)
+    return _code(exc) in TRANSIENT_CODES or status == 429 or status >= 500
+
+
+def _retried(exc: Exception) -> bool:
+    """Whether botocore sent the request more than once before this answer."""
+    response = getattr(exc, "response", None) or {}
+    return int((response.get("ResponseMetadata") or {}).get("RetryAttempts") or 0) > 0
 
 
 def _code(exc: Exception) -> str:
