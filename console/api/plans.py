@@ -107,7 +107,7 @@ def reject_plan(request: HttpRequest, table_id: int, plan_id: int, body: Decisio
 
 
 @router.get("/tables/{table_id}/plans/{plan_id}/report.csv", response={200: None, **ERRORS},
-            summary="A plan's files as CSV", openapi_extra={"responses": {"200": {
+            summary="A plan's files as CSV", openapi_extra={"responses": {200: {
                 "description": "partition, file, bytes, decision, reason, outcome, path",
                 "content": {"text/csv": {"schema": {"type": "string"}}}}}})
 def plan_csv(request: HttpRequest, table_id: int, plan_id: int) -> StreamingHttpResponse:

@@ -141,7 +141,7 @@ def get_instant(request: HttpRequest, table_id: int, instant_id: int, query: Que
 
 @router.get("/tables/{table_id}/instants/{instant_id}/files/{state}", response={200: None, **ERRORS},
             url_name="instant_file", summary="An instant's state file, raw",
-            openapi_extra={"responses": {"200": {"description": "the state file as Hudi wrote it",
+            openapi_extra={"responses": {200: {"description": "the state file as Hudi wrote it",
                                                  "content": {"application/octet-stream": {
                                                      "schema": {"type": "string", "format": "binary"}}}}}})
 def instant_file(request: HttpRequest, table_id: int, instant_id: int, state: str) -> FileResponse:
