@@ -265,6 +265,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "console.api.common.AuditScopeMiddleware",
+    "console.api.common.ApiProblemMiddleware",  # errors under /api/ as problem details, never HTML
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Last, as django-axes asks: turns a locked-out login into its 429 answer.
     "axes.middleware.AxesMiddleware",

@@ -8,7 +8,7 @@ from django.templatetags.static import static
 from django.urls import URLPattern, include, path
 from django.views.generic import RedirectView
 
-from console import alerts, metrics, views, views_people
+from console import alerts, metrics, views, views_errors, views_people
 from console.api import api
 
 
@@ -65,6 +65,7 @@ console_patterns = [
 ]
 
 handler403 = views.permission_denied
+handler404 = views_errors.not_found
 
 urlpatterns = [
     path("favicon.ico", RedirectView.as_view(url=static("console/favicon.svg"), permanent=True), name="favicon"),

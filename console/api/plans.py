@@ -8,12 +8,14 @@ from typing import Any
 from django.http import HttpRequest, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from ninja import Query, Router, Schema, Status
+from pydantic import field_validator
 
 from console import permissions, selectors, services
 from console.api.common import paged, role, user_of
+from console.api.filters import one_of
 from console.api.schemas import ApproveIn, DecisionIn, PlanFileOut, PlanIn, PlanOut, Problem, page_of
 from console.api.tables import ERRORS, table_of
-from console.models import CleanPlan
+from console.models import CleanPlan, PlanStatus
 
 router = Router(tags=["clean plans"])
 
@@ -33,6 +35,11 @@ class Paging(Schema):
     status: str = ""
     page: int = 1
     page_size: int = 50
+
+    @field_validator("status")
+    @classmethod
+    def _status(cls, value: str) -> str:
+        return one_of("status", value, PlanStatus.values)
 
 
 @router.get("/tables/{table_id}/plans", response={200: page_of(PlanOut), **ERRORS}, summary="Clean plans")
@@ -66,6 +73,11 @@ class FileFilters(Schema):
     partition: str = ""
     page: int = 1
     page_size: int = 100
+
+    @field_validator("show")
+    @classmethod
+    def _show(cls, value: str) -> str:
+        return one_of("show", value, ("delete", "keep", "all"))
 
 
 @router.get("/tables/{table_id}/plans/{plan_id}/files", response={200: page_of(PlanFileOut), **ERRORS},

@@ -23,6 +23,7 @@ from console.permissions import approval_refusal
 from console.services.audit import audit
 from console.services.locks import Lease, LockLost, TableBusy, live_lock, table_lock
 from console.services.queue import APPROVE_CLEAN_PLAN, BUILD_CLEAN_PLAN, enqueue_on_commit
+from console.services.refusals import Refused
 from console.services.runs import _run_claim, _run_stopped
 from console.services.tables import table_services
 from timeline import (
@@ -65,8 +66,8 @@ def plan_request(*, table: Table, user: User | None, overrides: Mapping[str, Any
         raise ValidationError(str(exc)) from exc
     shortfall = retention_shortfall(table.properties, config)
     if shortfall is not None and not allow_short:
-        raise ValidationError(f"The plan {shortfall}; tick \"allow less retention than the table's settings\" "
-                              "to plan it anyway.")
+        raise Refused(f"The plan {shortfall}; tick \"allow less retention than the table's settings\" to plan it "
+                      "anyway.", api=f'The plan {shortfall}; send "allow_short_retention": true to plan it anyway.')
     settings = config.as_properties()
     if allow_short:
         settings[ENFORCE_RETENTION] = "false"
