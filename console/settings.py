@@ -263,6 +263,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "console.sessions.SessionExpiredMiddleware",  # a form sent after the session ended: back to its page
     "django.contrib.messages.middleware.MessageMiddleware",
     "console.api.common.AuditScopeMiddleware",
     "console.api.common.ApiProblemMiddleware",  # errors under /api/ as problem details, never HTML
@@ -282,6 +283,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "console.sessions.session_notice",
             ]
         },
     }
@@ -291,6 +293,7 @@ DATABASES = {"default": database_from_url(os.environ.get("DATABASE_URL", f"sqlit
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 LOGIN_URL = "login"
+CSRF_FAILURE_VIEW = "console.views_errors.csrf_failure"  # the console's page, not Django's bare one
 LOGIN_REDIRECT_URL = "console:home"
 LOGOUT_REDIRECT_URL = "login"
 SESSION_COOKIE_HTTPONLY = True
