@@ -294,6 +294,7 @@ class AlertKind(models.TextChoices):
     SAVEPOINT_OLD = "savepoint_old", "a savepoint holding back archival"
     RECLAIMABLE = "reclaimable", "reclaimable bytes over the threshold"
     MDT_OUT_OF_SYNC = "mdt_out_of_sync", "the metadata table out of sync"
+    APPROVAL_WAITING = "approval_waiting", "a plan waits for approval"
 
 
 class AlertRule(models.Model):

@@ -89,7 +89,11 @@ PROMETHEUS_MULTIPROC_DIR  set (to an empty directory) when the web server runs s
                   processes, so that request latencies are summed over all of them (prometheus_client)
 
 Alerts (console/alerts.py; checked by beat every CLEANLINE_ALERT_INTERVAL_SECONDS, default 300)
-CLEANLINE_ALERT_EMAILS  comma-separated recipients of alert e-mails (default none: no e-mail)
+CLEANLINE_ALERT_EMAILS  comma-separated recipients of alert e-mails (default none: no e-mail); a
+                  plan waiting for approval is also e-mailed to every admin who may approve it
+                  and has an e-mail address
+CLEANLINE_URL     the console's address in the links it sends (an approval notice), e.g.
+                  https://cleanline.example.com (default http://HOST:PORT)
 CLEANLINE_ALERT_FROM  the alert e-mails' sender (default cleanline@localhost)
 CLEANLINE_ALERT_WEBHOOKS  comma-separated http(s) URLs each alert is POSTed to as JSON with a
                   `text` field (Slack-compatible incoming webhooks; default none). The URLs are
@@ -284,6 +288,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "console.sessions.session_notice",
+                "console.context_processors.approvals",
             ]
         },
     }
@@ -383,6 +388,10 @@ CLEANLINE_PLAN_STORE = os.environ.get("CLEANLINE_PLAN_STORE", "").strip() or str
 CLEANLINE_METRICS_ALLOW = metrics_allow(_list("CLEANLINE_METRICS_ALLOW", "127.0.0.1,::1"))
 CLEANLINE_METRICS_TOKEN = os.environ.get("CLEANLINE_METRICS_TOKEN", "").strip()
 # Alerts (console.alerts): where they go (nowhere by default) and the rules' default thresholds.
+# The console's address in what it sends (an approval notice's link): scheme, host and port.
+_SERVED_AT = "127.0.0.1" if HOST in ("0.0.0.0", "::") else HOST
+CLEANLINE_URL = (os.environ.get("CLEANLINE_URL", "").strip().rstrip("/")
+                 or f"http{'s' if CLEANLINE_HTTPS else ''}://{_SERVED_AT}:{PORT}")
 CLEANLINE_ALERT_EMAILS = _list("CLEANLINE_ALERT_EMAILS")
 CLEANLINE_ALERT_FROM = os.environ.get("CLEANLINE_ALERT_FROM", "cleanline@localhost")
 CLEANLINE_ALERT_WEBHOOKS = webhook_urls(_list("CLEANLINE_ALERT_WEBHOOKS"))

@@ -8,7 +8,7 @@ from django.templatetags.static import static
 from django.urls import URLPattern, include, path
 from django.views.generic import RedirectView
 
-from console import alerts, metrics, views, views_errors, views_people
+from console import alerts, metrics, views, views_approvals, views_errors, views_people
 from console.api import api
 
 
@@ -24,6 +24,7 @@ console_patterns = [
     path("tables/register", views.register, name="register"),
     path("audit", views.audit_log, name="audit"),
     path("alerts", alerts.alerts_page, name="alerts"),
+    path("approvals", views_approvals.approvals, name="approvals"),
     path("tokens", views_people.tokens, name="tokens"),
     path("tokens/create", views_people.token_create, name="token_create"),
     path("tokens/<int:token_id>/revoke", views_people.token_revoke, name="token_revoke"),

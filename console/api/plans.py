@@ -11,7 +11,7 @@ from ninja import Query, Router, Schema, Status
 from pydantic import field_validator
 
 from console import permissions, selectors, services
-from console.api.common import paged, role, user_of
+from console.api.common import paged, require, role, user_of
 from console.api.filters import one_of
 from console.api.schemas import ApproveIn, DecisionIn, PlanFileOut, PlanIn, PlanOut, Problem, page_of
 from console.api.tables import ERRORS, table_of
@@ -48,6 +48,24 @@ def list_plans(request: HttpRequest, table_id: int, filters: Query[Paging]) -> d
     rows = selectors.plans_of(table_of(request, table_id))
     if filters.status:
         rows = rows.filter(status=filters.status)
+    return paged(rows, filters.page, filters.page_size, plan_out)
+
+
+class AllPlans(Paging):
+    @field_validator("status")
+    @classmethod
+    def _status(cls, value: str) -> str:  # Paging's, with "awaiting" too
+        return one_of("status", value, [*PlanStatus.values, "awaiting"])
+
+
+@router.get("/plans", response={200: page_of(PlanOut), **ERRORS}, summary="Clean plans of every table")
+def list_all_plans(request: HttpRequest, filters: Query[AllPlans]) -> dict[str, Any]:
+    """Every table's plans, newest first; `status` filters. `status=awaiting` is the approvals
+    queue of the token's user: the draft plans they may approve (not their own while two-person
+    approval is on, nothing for a role that approves nothing), oldest first."""
+    user = require(request)
+    rows = (selectors.awaiting_plans(user) if filters.status == "awaiting"
+            else selectors.all_plans(status=filters.status))
     return paged(rows, filters.page, filters.page_size, plan_out)
 
 

@@ -4,6 +4,7 @@ Hudi rule is decided here."""
 
 from __future__ import annotations
 
+from console.selectors.approvals import Approvals, Awaiting, awaiting_decision, awaiting_plans
 from console.selectors.catalog import (
     CATALOG_SORTS,
     CHART_DAYS,
@@ -29,7 +30,7 @@ from console.selectors.instants import (
 )
 from console.selectors.paging import PAGE_SIZE, page_of
 from console.selectors.people import audit_page, audit_rows, pending_grants, people_rows
-from console.selectors.plans import plan_csv_rows, plan_file_rows, plan_files, plans_of, stored_plan
+from console.selectors.plans import all_plans, plan_csv_rows, plan_file_rows, plan_files, plans_of, stored_plan
 from console.selectors.tables import (
     LockState,
     Overview,
@@ -52,6 +53,10 @@ from console.selectors.tables import (
 )
 
 __all__ = [
+    "Approvals",
+    "Awaiting",
+    "awaiting_decision",
+    "awaiting_plans",
     "CATALOG_SORTS",
     "CHART_DAYS",
     "CatalogCounts",
@@ -68,6 +73,7 @@ __all__ = [
     "WriteStatsPage",
     "WriterLock",
     "actions_of",
+    "all_plans",
     "audit_page",
     "audit_rows",
     "catalog",

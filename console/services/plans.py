@@ -22,7 +22,7 @@ from console.models import (
 from console.permissions import approval_refusal
 from console.services.audit import audit
 from console.services.locks import Lease, LockLost, TableBusy, live_lock, table_lock
-from console.services.queue import APPROVE_CLEAN_PLAN, BUILD_CLEAN_PLAN, enqueue_on_commit
+from console.services.queue import APPROVE_CLEAN_PLAN, BUILD_CLEAN_PLAN, check_alerts_on_commit, enqueue_on_commit
 from console.services.refusals import Refused
 from console.services.runs import _run_claim, _run_stopped
 from console.services.tables import table_services
@@ -102,6 +102,8 @@ def plan_build(*, plan: CleanPlan) -> CleanPlan:
     plan.refresh_from_db()
     audit(user=None, action="clean.plan.built", table=table, parameters={"plan": plan.pk, "engine": engine},
           result=f"{plan.files_to_delete} files ({plan.bytes_to_delete} bytes) to delete")
+    if not plan.automatic and not plan.deletes_nothing:  # it waits for an admin: tell the approvers
+        check_alerts_on_commit(table)
     return plan
 
 
@@ -445,6 +447,8 @@ def auto_clean(*, table: Table) -> CleanPlan | None:
         if plan.status == PlanStatus.APPROVED:
             audit(user=None, action="clean.plan.auto-approved", table=table,
                   parameters={"plan": plan.pk, "files": plan.files_to_delete, "bytes": plan.bytes_to_delete})
+    else:  # over the table's thresholds: it waits for an admin
+        check_alerts_on_commit(table)
     return plan
 
 

@@ -23,7 +23,9 @@ APPROVE_CLEAN_PLAN = "console.tasks.approve_clean_plan"
 RUN_CLEAN_PLAN = "console.tasks.run_clean_plan"
 RUN_JOB = "console.tasks.run_job"
 ESTIMATE_RETENTION = "console.tasks.estimate_retention"
-QUEUED_TASKS = (SYNC_TABLE, BUILD_CLEAN_PLAN, APPROVE_CLEAN_PLAN, RUN_CLEAN_PLAN, RUN_JOB, ESTIMATE_RETENTION)
+CHECK_TABLE_ALERTS = "console.tasks.check_table_alerts"
+QUEUED_TASKS = (SYNC_TABLE, BUILD_CLEAN_PLAN, APPROVE_CLEAN_PLAN, RUN_CLEAN_PLAN, RUN_JOB, ESTIMATE_RETENTION,
+                CHECK_TABLE_ALERTS)
 
 
 def enqueue_on_commit(task: str, row: Table | CleanPlan | Job | RetentionEstimate, **fields: object) -> None:
@@ -39,3 +41,11 @@ def enqueue_on_commit(task: str, row: Table | CleanPlan | Job | RetentionEstimat
         app.tasks[task].apply_async((pk,), task_id=task_id)
 
     transaction.on_commit(send)
+
+
+def check_alerts_on_commit(table: Table) -> None:
+    """Check the table's alert rules once the current transaction commits (a plan now waiting
+    for approval notifies its approvers at once, not at beat's next check). The task claims no
+    row, so no id is written."""
+    pk = table.pk
+    transaction.on_commit(lambda: app.tasks[CHECK_TABLE_ALERTS].apply_async((pk,)))

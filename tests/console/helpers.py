@@ -4,10 +4,16 @@ most plans are made with, waiting for other processes, where screenshots go and 
 from __future__ import annotations
 
 import os
+import socket
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from email.message import EmailMessage
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from console.models import Alert
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -66,3 +72,27 @@ def queued_outcome(task_id: str, seconds: float) -> Any:
 
     assert task_id, "no task was queued for this row"
     return app.AsyncResult(task_id).get(timeout=seconds)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@dataclass
+class Sinks:
+    """What the local SMTP server and webhook receiver got."""
+
+    mails: list[tuple[list[str], EmailMessage]] = field(default_factory=list)
+    hooks: list[dict[str, Any]] = field(default_factory=list)
+    fail_hooks: list[int] = field(default_factory=list)  # status codes to answer the next POSTs with
+
+    def mails_of(self, alert: Alert) -> list[EmailMessage]:
+        return [m for _, m in self.mails if f"(alert #{alert.pk})" in m.get_content()]
+
+    def hooks_of(self, alert: Alert) -> list[dict[str, Any]]:
+        return [h for h in self.hooks if h["cleanline"]["alert"] == alert.pk]
+
+    def counts(self) -> tuple[int, int]:
+        return len(self.mails), len(self.hooks)
