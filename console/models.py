@@ -354,3 +354,11 @@ class RoleGrant(models.Model):
         ordering = ["-requested_at"]
         constraints = [models.UniqueConstraint(fields=["user"], condition=models.Q(status="pending"),
                                                name="one_pending_grant_per_user")]
+
+
+class Preference(models.Model):
+    """One user's choices for how the console shows things: the time zone every time is shown
+    in (an IANA name; empty: the browser's)."""
+
+    user = models.OneToOneField("auth.User", on_delete=models.CASCADE, related_name="preference")
+    time_zone = models.CharField(max_length=64, blank=True, help_text="IANA zone; empty: the browser's")

@@ -268,6 +268,7 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "console.sessions.SessionExpiredMiddleware",  # a form sent after the session ended: back to its page
+    "console.zones.TimeZoneMiddleware",  # every time in the user's zone (their choice, else the browser's)
     "django.contrib.messages.middleware.MessageMiddleware",
     "console.api.common.AuditScopeMiddleware",
     "console.api.common.ApiProblemMiddleware",  # errors under /api/ as problem details, never HTML
@@ -289,6 +290,7 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 "console.sessions.session_notice",
                 "console.context_processors.approvals",
+                "console.zones.time_zone",
             ]
         },
     }

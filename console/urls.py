@@ -8,7 +8,7 @@ from django.templatetags.static import static
 from django.urls import URLPattern, include, path
 from django.views.generic import RedirectView
 
-from console import alerts, metrics, views, views_approvals, views_errors, views_people
+from console import alerts, metrics, views, views_approvals, views_errors, views_people, views_preferences
 from console.api import api
 
 
@@ -25,6 +25,7 @@ console_patterns = [
     path("audit", views.audit_log, name="audit"),
     path("alerts", alerts.alerts_page, name="alerts"),
     path("approvals", views_approvals.approvals, name="approvals"),
+    path("preferences", views_preferences.preferences, name="preferences"),
     path("tokens", views_people.tokens, name="tokens"),
     path("tokens/create", views_people.token_create, name="token_create"),
     path("tokens/<int:token_id>/revoke", views_people.token_revoke, name="token_revoke"),

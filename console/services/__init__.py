@@ -33,6 +33,7 @@ from console.services.plans import (
     plan_run,
     plan_store,
 )
+from console.services.preferences import preference_time_zone
 from console.services.retention import estimate_request, estimate_run
 from console.services.runs import run_gave_up
 from console.services.tables import (
@@ -50,6 +51,7 @@ from console.services.tables import (
 from console.services.tokens import token_create, token_revoke, token_user
 
 __all__ = [
+    "preference_time_zone",
     "estimate_request",
     "estimate_run",
     "Lease",

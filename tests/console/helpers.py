@@ -96,3 +96,18 @@ class Sinks:
 
     def counts(self) -> tuple[int, int]:
         return len(self.mails), len(self.hooks)
+
+
+def browser_sign_in(browser: Any, url: str, role: str, **context: Any) -> Any:
+    """A new browser page (1280 px unless `context` says otherwise) signed in as `ada` with
+    `role`, on the dashboard."""
+    from django.contrib.auth.models import Group, User
+
+    User.objects.create_user("ada", password="correct horse").groups.add(Group.objects.get(name=role))
+    page = browser.new_context(**{"viewport": {"width": 1280, "height": 900}, **context}).new_page()
+    page.goto(f"{url}/login/")
+    page.fill("input[name=username]", "ada")
+    page.fill("input[name=password]", "correct horse")
+    page.click("button[type=submit]")
+    page.wait_for_selector("h1:has-text('Lake dashboard')")
+    return page

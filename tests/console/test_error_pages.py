@@ -6,13 +6,12 @@ POST-only action's "HTTP ERROR 405"), which says what was lost."""
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth.models import Group, User
 from django.contrib.sessions.models import Session
 from django.test import Client
 from playwright.sync_api import Browser
 
 from console.models import Table
-from tests.console.helpers import SHOTS, person
+from tests.console.helpers import SHOTS, browser_sign_in, person
 
 pytestmark = pytest.mark.django_db
 
@@ -57,13 +56,7 @@ def test_error_pages_a_form_sent_after_the_session_ended_returns_to_its_page(db)
 def test_error_pages_session_expiry_in_a_browser_leads_back_to_the_form_not_a_405(
         browser: Browser, live_server, console_table) -> None:  # noqa: F811
     table: Table = console_table("sample_table/cow/v8_nonpartitioned")
-    User.objects.create_user("ada", password="correct horse").groups.add(Group.objects.get(name="operator"))
-    page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
-    page.goto(f"{live_server.url}/login/")
-    page.fill("input[name=username]", "ada")
-    page.fill("input[name=password]", "correct horse")
-    page.click("button[type=submit]")
-    page.wait_for_selector("h1:has-text('Lake dashboard')")
+    page = browser_sign_in(browser, live_server.url, "operator")
     page.goto(f"{live_server.url}/tables/{table.pk}/savepoints")
     page.fill("input[name=comment]", "before the backfill")
     Session.objects.all().delete()  # the session expires while the form is open
