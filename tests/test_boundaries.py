@@ -62,7 +62,8 @@ CONSOLE = Path(__file__).resolve().parents[1] / "console"
 PUBLIC_MODULES = {
     "timeline.archive.plan", "timeline.archive.rules", "timeline.archive.settings",
     "timeline.clean.config", "timeline.clean.executor", "timeline.clean.retention", "timeline.clean.store",
-    "timeline.clean.whatif", "timeline.demo", "timeline.engine", "timeline.exceptions", "timeline.forks",
+    "timeline.clean.whatif", "timeline.demo", "timeline.discover", "timeline.engine", "timeline.exceptions",
+    "timeline.forks",
     "timeline.fsview", "timeline.instant", "timeline.locks.discovery", "timeline.mdt", "timeline.mdt.reader",
     "timeline.mdt.validate", "timeline.mdt.writer", "timeline.metadata.records", "timeline.remote", "timeline.storage",
 }
