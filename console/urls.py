@@ -8,7 +8,16 @@ from django.templatetags.static import static
 from django.urls import URLPattern, include, path
 from django.views.generic import RedirectView
 
-from console import alerts, metrics, views, views_approvals, views_errors, views_people, views_preferences
+from console import (
+    alerts,
+    metrics,
+    views,
+    views_approvals,
+    views_discover,
+    views_errors,
+    views_people,
+    views_preferences,
+)
 from console.api import api
 
 
@@ -22,6 +31,8 @@ console_patterns = [
     path("tables", views.catalog, name="catalog"),
     path("demo-status", views.demo_status, name="demo_status"),
     path("tables/register", views.register, name="register"),
+    path("tables/discover", views_discover.discover, name="discover"),
+    path("tables/discover/register", views_discover.discover_register, name="discover_register"),
     path("audit", views.audit_log, name="audit"),
     path("alerts", alerts.alerts_page, name="alerts"),
     path("approvals", views_approvals.approvals, name="approvals"),

@@ -14,6 +14,7 @@ from console.selectors.catalog import (
     dashboard,
     demo_status,
 )
+from console.selectors.discover import Discovered, discovered
 from console.selectors.instants import (
     STATES,
     InstantFiles,
@@ -53,6 +54,8 @@ from console.selectors.tables import (
 )
 
 __all__ = [
+    "Discovered",
+    "discovered",
     "Approvals",
     "Awaiting",
     "awaiting_decision",

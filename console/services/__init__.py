@@ -47,10 +47,12 @@ from console.services.tables import (
     table_sync_failed,
     table_sync_queue,
     table_sync_request,
+    tables_register,
 )
 from console.services.tokens import token_create, token_revoke, token_user
 
 __all__ = [
+    "tables_register",
     "preference_time_zone",
     "estimate_request",
     "estimate_run",

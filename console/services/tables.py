@@ -86,6 +86,21 @@ def table_register(*, path: str, user: User | None, enqueue: bool = True) -> Tab
     return table
 
 
+def tables_register(*, paths: list[str], user: User | None) -> tuple[list[Table], list[str]]:
+    """Register several tables at once (the Discover tables page): each as `table_register`
+    does (its first sync queued on commit, a worker runs it), each refusal audited
+    (`table.register.refused`) and returned with its path; the others are registered."""
+    registered, refusals = [], []
+    for path in dict.fromkeys(p.strip() for p in paths if p.strip()):
+        try:
+            registered.append(table_register(path=path, user=user))
+        except ValidationError as exc:
+            reason = "; ".join(exc.messages)
+            audit(user=user, action="table.register.refused", parameters={"path": path}, result=reason)
+            refusals.append(f"{path}: {reason}")
+    return registered, refusals
+
+
 def table_sync_queue(*, table: Table) -> None:
     """Queue a sync of `table` on commit; the row says QUEUED (with the task's id) until the
     task claims it."""
