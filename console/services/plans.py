@@ -79,6 +79,19 @@ def plan_request(*, table: Table, user: User | None, overrides: Mapping[str, Any
     return plan
 
 
+def plans_request(*, tables: list[Table], user: User | None) -> tuple[list[CleanPlan], list[str]]:
+    """A clean plan of each of `tables` with its own settings (the catalog's bulk action, one
+    confirmation), each as `plan_request` makes it (audited, built by a worker); a table whose
+    plan is refused is named with the reason, the others are planned."""
+    plans, refusals = [], []
+    for table in tables:
+        try:
+            plans.append(plan_request(table=table, user=user, overrides={}))
+        except ValidationError as exc:
+            refusals.append(f"{table.name}: {'; '.join(exc.messages)}")
+    return plans, refusals
+
+
 def plan_build(*, plan: CleanPlan) -> CleanPlan:
     """Run the library's planner into the plan's folder of the plan store (the engine writes
     the file decisions there as Parquet) and keep its totals and per-partition sums as a

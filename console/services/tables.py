@@ -113,6 +113,14 @@ def table_sync_request(*, table: Table, user: User | None) -> None:
     table_sync_queue(table=table)
 
 
+def tables_sync_request(*, tables: list[Table], user: User | None) -> int:
+    """A sync of each of `tables` (the catalog's bulk action, one confirmation): each audited and
+    queued as `table_sync_request` does. Returns how many were queued."""
+    for table in tables:
+        table_sync_request(table=table, user=user)
+    return len(tables)
+
+
 def _table_fields(lake: HudiTable) -> dict[str, Any]:
     config = lake.config
     return {
