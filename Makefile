@@ -10,12 +10,9 @@ DEMO_LAKE ?= var/demo-lake
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml scripts/ensure-system.sh
-	PYTHON=$(PYTHON) bash scripts/ensure-system.sh
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[test]"
-	touch $(STAMP)
+# One progress line per step; what apt and pip print goes to var/log/setup.log (scripts/setup.sh).
+$(STAMP): pyproject.toml scripts/ensure-system.sh scripts/setup.sh
+	@PYTHON=$(PYTHON) VENV=$(VENV) bash scripts/setup.sh
 
 # Tests use Redis database 15 so that a running `make run` (database 0) never sees their tasks.
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
@@ -48,11 +45,12 @@ demo-lake: setup
 	$(PY) scripts/demo_lake.py $(FIXTURES) $(DEMO_LAKE)/fixtures
 	$(VENV)/bin/cleanline demo $(DEMO_LAKE)
 
-# Serves the console at once; run.sh unpacks the fixture tables and builds the Spark tables in the
-# background. HOST and PORT (default 127.0.0.1:8000) choose where it listens.
+# Serves the console at once; run.sh starts Redis, unpacks the fixture tables and builds the Spark
+# tables in the background, one progress line per step (their output in var/log/). HOST and PORT
+# (default 127.0.0.1:8000) choose where it listens. One command, exec'd: Ctrl-C ends with run.sh's
+# own "stopped" line, not make's.
 run: setup
-	bash scripts/ensure-redis.sh
-	DEMO_LAKE=$(DEMO_LAKE) FIXTURES=$(FIXTURES) bash scripts/run.sh
+	@DEMO_LAKE=$(DEMO_LAKE) FIXTURES=$(FIXTURES) exec bash scripts/run.sh
 
 bench: setup
 	$(PY) bench/fsview.py

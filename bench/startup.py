@@ -131,7 +131,6 @@ class Console:
                 "in the background" in line for line in self.lines):
             self.wait_for_line(lambda line: line.startswith(BUILT), timeout=timeout)
             start.built_seconds = time.monotonic() - began
-            self.wait_for_line(lambda line: line.startswith("login:"), after=BUILT, timeout=30)
         return start
 
     def _read(self, process: subprocess.Popen[str]) -> None:
@@ -160,6 +159,23 @@ class Console:
             return int(error.code), error.read().decode(errors="replace")
         except (OSError, urllib.error.URLError):
             return 0, ""
+
+    def interrupt(self, *, timeout: float = 60) -> int:
+        """Ctrl-C as a terminal sends it: SIGINT to the whole process group; waits until `make`
+        ends and its output is read. Returns its exit status."""
+        assert self.process is not None
+        process, self.process = self.process, None
+        os.killpg(process.pid, signal.SIGINT)
+        status = process.wait(timeout=timeout)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:  # the reader thread drains what is left
+            try:
+                os.killpg(process.pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.2)
+        time.sleep(0.5)
+        return status
 
     def stop(self) -> None:
         """Stops the whole process group (make, run.sh, gunicorn, worker, beat, any Spark build)."""

@@ -41,7 +41,7 @@ from django.views.decorators.http import require_http_methods
 from console import permissions
 from console.alerts_health import health_error, health_info, health_warning
 from console.metrics import age_seconds, earliest_savepoints, pending_writes, reclaimable, timeline_zone
-from console.models import Alert, AlertKind, AlertRule, Job, JobStatus, PlanStatus, Table
+from console.models import Alert, AlertKind, AlertRule, CleanPlan, Job, JobStatus, PlanStatus, Table
 from console.services.audit import audit
 from console.services.locks import live_lock
 from timeline import CleanlineError, HudiTable
@@ -212,6 +212,23 @@ def mdt_out_of_sync(table: Table, threshold: float | None, figures: Figures) -> 
                      "another size)"}
 
 
+def approval_waiting(table: Table, threshold: float | None, figures: Figures) -> dict[str, str]:
+    """Draft plans with something to delete, waiting for an admin's approval (an automatic
+    plan over its table's thresholds too): one alert per plan, with the link to decide it,
+    resolved once it is approved or rejected. Its e-mail also goes to every admin who may
+    approve it (`approvers_of`)."""
+    found = {}
+    for plan in table.clean_plans.filter(status=PlanStatus.DRAFT).select_related("requested_by"):
+        if plan.deletes_nothing:
+            continue
+        asked = plan.requested_by.get_username() if plan.requested_by else "automatic mode"
+        found[f"plan:{plan.pk}"] = (f"clean plan #{plan.pk} waits for approval: {plan.files_to_delete} files "
+                                    f"({plan.bytes_to_delete} bytes) to delete, requested by {asked} at "
+                                    f"{plan.requested_at:%Y-%m-%d %H:%M} UTC; review and decide: "
+                                    f"{settings.CLEANLINE_URL}{reverse('console:plan', args=[table.pk, plan.pk])}")
+    return found
+
+
 CONDITIONS: dict[str, Callable[[Table, float | None, Figures], dict[str, str]]] = {
     AlertKind.CLEAN_FAILED: clean_failed,
     AlertKind.PLAN_STALE: plan_stale,
@@ -222,6 +239,7 @@ CONDITIONS: dict[str, Callable[[Table, float | None, Figures], dict[str, str]]] 
     AlertKind.HEALTH_ERROR: health_error,
     AlertKind.HEALTH_WARNING: health_warning,
     AlertKind.HEALTH_INFO: health_info,
+    AlertKind.APPROVAL_WAITING: approval_waiting,
 }
 
 
@@ -241,6 +259,14 @@ def check_alerts() -> int:
         if pending_channels(alert):
             deliver(alert)
     return len(fired)
+
+
+def check_table_now(table_id: int) -> int:
+    """One table's rules, checked at once rather than at beat's next check: a plan that now
+    waits for approval reaches its approvers (queued by the plan's service on commit). Returns
+    how many alerts fired."""
+    table = Table.objects.filter(pk=table_id).first()
+    return 0 if table is None else len(check_table(table, Figures.read()))
 
 
 def check_table(table: Table, figures: Figures) -> list[int]:
@@ -288,19 +314,40 @@ def check_table(table: Table, figures: Figures) -> list[int]:
 SENT = "sent"
 
 
-def channels() -> list[tuple[str, Callable[[Alert], None]]]:
-    """The configured channels by name: e-mail, and each webhook by its position and host
-    (its URL is a secret to Slack and the like, so it is never shown or recorded)."""
+def channels(alert: Alert | None = None) -> list[tuple[str, Callable[[Alert], None]]]:
+    """The configured channels by name: e-mail (when it has recipients: `recipients`), and
+    each webhook by its position and host (its URL is a secret to Slack and the like, so it is
+    never shown or recorded)."""
     found: list[tuple[str, Callable[[Alert], None]]] = []
-    if settings.CLEANLINE_ALERT_EMAILS:
+    if recipients(alert):
         found.append(("email", send_email))
     for index, url in enumerate(settings.CLEANLINE_ALERT_WEBHOOKS, 1):
         found.append((f"webhook {index} ({urlparse(url).hostname})", partial(post_webhook, url)))
     return found
 
 
+def approvers_of(alert: Alert) -> list[str]:
+    """The e-mail addresses of the active admins who may approve the plan an approval alert is
+    about (`console.permissions.may_approve`: not its requester, nor an account the requester
+    created or promoted, while two-person approval is on)."""
+    if alert.kind != AlertKind.APPROVAL_WAITING or not alert.key.startswith("plan:"):
+        return []
+    plan = CleanPlan.objects.filter(pk=int(alert.key.removeprefix("plan:"))).first()
+    if plan is None:
+        return []
+    return sorted({u.email for u in User.objects.filter(is_active=True).exclude(email="")
+                   if permissions.may_approve(u, plan)})
+
+
+def recipients(alert: Alert | None) -> list[str]:
+    """Who an alert's e-mail goes to: CLEANLINE_ALERT_EMAILS, and for a plan waiting for
+    approval also the admins who may approve it."""
+    listed = list(settings.CLEANLINE_ALERT_EMAILS)
+    return listed + [a for a in (approvers_of(alert) if alert is not None else []) if a not in listed]
+
+
 def pending_channels(alert: Alert) -> list[tuple[str, Callable[[Alert], None]]]:
-    return [(name, send) for name, send in channels()
+    return [(name, send) for name, send in channels(alert)
             if (alert.deliveries or {}).get(name, {}).get("outcome") != SENT]
 
 
@@ -332,7 +379,7 @@ def body_of(alert: Alert) -> str:
 
 
 def send_email(alert: Alert) -> None:
-    send_mail(subject_of(alert), body_of(alert), settings.CLEANLINE_ALERT_FROM, list(settings.CLEANLINE_ALERT_EMAILS))
+    send_mail(subject_of(alert), body_of(alert), settings.CLEANLINE_ALERT_FROM, recipients(alert))
 
 
 def payload_of(alert: Alert) -> dict[str, Any]:

@@ -29,9 +29,10 @@ class TimelineFilterForm(forms.Form):
                              widget=forms.TextInput(attrs={"type": "date"}))
     until = forms.RegexField(regex=TYPED_TIME, required=False, label="to",
                              widget=forms.TextInput(attrs={"type": "date"}))
-    search = forms.RegexField(regex=r"^[\d\s:.T-]{0,40}$", required=False, label="instant time contains",
+    search = forms.RegexField(regex=r"^[\d\s:.T-]{1,40}([A-Za-z]{2,5}([+-]\d{1,4}(:\d{2})?)?)?\s*$", required=False,
+                              label="instant time contains",
                               widget=forms.TextInput(attrs={"type": "search", "inputmode": "numeric", "size": 18,
-                                                            "placeholder": "e.g. 2024-01-05 or 1230"}))
+                                                            "placeholder": "e.g. 2024-01-05 12:30 or 1230"}))
     zone = forms.CharField(required=False, widget=forms.HiddenInput)  # an unknown zone is ignored
 
     def _typed_time(self, name: str) -> str:

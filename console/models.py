@@ -297,6 +297,7 @@ class AlertKind(models.TextChoices):
     HEALTH_ERROR = "health_error", "the doctor found an error"
     HEALTH_WARNING = "health_warning", "the doctor found a warning"
     HEALTH_INFO = "health_info", "the doctor found something worth knowing"
+    APPROVAL_WAITING = "approval_waiting", "a plan waits for approval"
 
 
 class AlertRule(models.Model):
@@ -388,3 +389,11 @@ class Profile(models.Model):
 # The table doctor's health and repairs (issue 28): their own module, imported here so that Django
 # registers its models with the app's.
 from console import models_health  # noqa: E402,F401
+
+
+class Preference(models.Model):
+    """One user's choices for how the console shows things: the time zone every time is shown
+    in (an IANA name; empty: the browser's)."""
+
+    user = models.OneToOneField("auth.User", on_delete=models.CASCADE, related_name="preference")
+    time_zone = models.CharField(max_length=64, blank=True, help_text="IANA zone; empty: the browser's")

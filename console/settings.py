@@ -117,7 +117,11 @@ PROMETHEUS_MULTIPROC_DIR  set (to an empty directory) when the web server runs s
                   processes, so that request latencies are summed over all of them (prometheus_client)
 
 Alerts (console/alerts.py; checked by beat every CLEANLINE_ALERT_INTERVAL_SECONDS, default 300)
-CLEANLINE_ALERT_EMAILS  comma-separated recipients of alert e-mails (default none: no e-mail)
+CLEANLINE_ALERT_EMAILS  comma-separated recipients of alert e-mails (default none: no e-mail); a
+                  plan waiting for approval is also e-mailed to every admin who may approve it
+                  and has an e-mail address
+CLEANLINE_URL     the console's address in the links it sends (an approval notice), e.g.
+                  https://cleanline.example.com (default http://HOST:PORT)
 CLEANLINE_ALERT_FROM  the alert e-mails' sender (default cleanline@localhost)
 CLEANLINE_ALERT_WEBHOOKS  comma-separated http(s) URLs each alert is POSTed to as JSON with a
                   `text` field (Slack-compatible incoming webhooks; default none). The URLs are
@@ -299,8 +303,11 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "console.sessions.SessionExpiredMiddleware",  # a form sent after the session ended: back to its page
+    "console.zones.TimeZoneMiddleware",  # every time in the user's zone (their choice, else the browser's)
     "django.contrib.messages.middleware.MessageMiddleware",
     "console.api.common.AuditScopeMiddleware",
+    "console.api.common.ApiProblemMiddleware",  # errors under /api/ as problem details, never HTML
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Last, as django-axes asks: turns a locked-out login into its 429 answer.
     "axes.middleware.AxesMiddleware",
@@ -317,6 +324,9 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "console.sessions.session_notice",
+                "console.context_processors.approvals",
+                "console.zones.time_zone",
             ]
         },
     }
@@ -326,6 +336,7 @@ DATABASES = {"default": database_from_url(os.environ.get("DATABASE_URL", f"sqlit
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 LOGIN_URL = "login"
+CSRF_FAILURE_VIEW = "console.views_errors.csrf_failure"  # the console's page, not Django's bare one
 LOGIN_REDIRECT_URL = "console:home"
 LOGOUT_REDIRECT_URL = "login"
 SESSION_COOKIE_HTTPONLY = True
@@ -451,6 +462,10 @@ CLEANLINE_PLAN_STORE = os.environ.get("CLEANLINE_PLAN_STORE", "").strip() or str
 CLEANLINE_METRICS_ALLOW = metrics_allow(_list("CLEANLINE_METRICS_ALLOW", "127.0.0.1,::1"))
 CLEANLINE_METRICS_TOKEN = os.environ.get("CLEANLINE_METRICS_TOKEN", "").strip()
 # Alerts (console.alerts): where they go (nowhere by default) and the rules' default thresholds.
+# The console's address in what it sends (an approval notice's link): scheme, host and port.
+_SERVED_AT = "127.0.0.1" if HOST in ("0.0.0.0", "::") else HOST
+CLEANLINE_URL = (os.environ.get("CLEANLINE_URL", "").strip().rstrip("/")
+                 or f"http{'s' if CLEANLINE_HTTPS else ''}://{_SERVED_AT}:{PORT}")
 CLEANLINE_ALERT_EMAILS = _list("CLEANLINE_ALERT_EMAILS")
 CLEANLINE_ALERT_FROM = os.environ.get("CLEANLINE_ALERT_FROM", "cleanline@localhost")
 CLEANLINE_ALERT_WEBHOOKS = webhook_urls(_list("CLEANLINE_ALERT_WEBHOOKS"))

@@ -25,6 +25,7 @@ from console.services import health
 from console.services.queue import (
     APPROVE_CLEAN_PLAN,
     BUILD_CLEAN_PLAN,
+    CHECK_TABLE_ALERTS,
     ESTIMATE_RETENTION,
     RUN_CLEAN_PLAN,
     RUN_JOB,
@@ -256,3 +257,11 @@ def check_alerts() -> int:
     from console.alerts import check_alerts as check
 
     return check()
+
+
+@shared_task(name=CHECK_TABLE_ALERTS, acks_late=True)
+def check_table_alerts(table_id: int) -> int:
+    """One table's alert rules checked now (a plan waiting for approval notifies its approvers)."""
+    from console.alerts import check_table_now
+
+    return check_table_now(table_id)

@@ -7,7 +7,18 @@ from django.templatetags.static import static
 from django.urls import URLPattern, include, path
 from django.views.generic import RedirectView
 
-from console import alerts, metrics, views, views_health, views_people
+from console import (
+    alerts,
+    metrics,
+    views,
+    views_approvals,
+    views_bulk,
+    views_discover,
+    views_errors,
+    views_health,
+    views_people,
+    views_preferences,
+)
 from console.api import api
 from console.signin import oidc
 from console.signin import views as signin_views
@@ -23,8 +34,13 @@ console_patterns = [
     path("tables", views.catalog, name="catalog"),
     path("demo-status", views.demo_status, name="demo_status"),
     path("tables/register", views.register, name="register"),
+    path("tables/discover", views_discover.discover, name="discover"),
+    path("tables/bulk", views_bulk.bulk, name="bulk"),
+    path("tables/discover/register", views_discover.discover_register, name="discover_register"),
     path("audit", views.audit_log, name="audit"),
     path("alerts", alerts.alerts_page, name="alerts"),
+    path("approvals", views_approvals.approvals, name="approvals"),
+    path("preferences", views_preferences.preferences, name="preferences"),
     path("tokens", views_people.tokens, name="tokens"),
     path("tokens/create", views_people.token_create, name="token_create"),
     path("tokens/<int:token_id>/revoke", views_people.token_revoke, name="token_revoke"),
@@ -71,6 +87,7 @@ console_patterns = [
 ]
 
 handler403 = views.permission_denied
+handler404 = views_errors.not_found
 
 urlpatterns = [
     path("favicon.ico", RedirectView.as_view(url=static("console/favicon.svg"), permanent=True), name="favicon"),

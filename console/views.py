@@ -391,12 +391,14 @@ def restore_preview(request: AuthenticatedHttpRequest, table: Table, savepoint: 
 def rollback_preview(request: AuthenticatedHttpRequest, table: Table, instant: str) -> HttpResponse:
     """What rolling back one failed write deletes (paged), or why it cannot be rolled back; the
     typed confirmation that queues it."""
-    row = next((r for r in selectors.failed_write_previews(table) if r.instant.requested_time == instant), None)
+    rows = selectors.failed_write_previews(table)
+    row = next((r for r in rows if r.instant.requested_time == instant), None)
     if row is None:
         raise Http404(f"{instant} is not a failed write of {table.name}.")
     files = row.preview.files_to_delete + row.preview.logs_to_mark if row.preview else ()
     return render(request, "console/rollback.html", {
         "table": table, "row": row, "files": selectors.page_of(list(files), request.GET.get("page")),
+        "ways": selectors.rollback_ways(table, rows, instant) if row.preview is None and not row.live else None,
         "marked": {path for _, path, _ in row.preview.logs_to_mark} if row.preview else set(),
         "writer_lock": selectors.writer_lock(table)})
 

@@ -62,11 +62,10 @@ CONSOLE = Path(__file__).resolve().parents[1] / "console"
 PUBLIC_MODULES = {
     "timeline.archive.plan", "timeline.archive.rules", "timeline.archive.settings",
     "timeline.clean.config", "timeline.clean.executor", "timeline.clean.retention", "timeline.clean.store",
-    "timeline.clean.whatif", "timeline.demo", "timeline.doctor", "timeline.engine", "timeline.exceptions",
-    "timeline.forks", "timeline.fsview", "timeline.instant", "timeline.locks.discovery", "timeline.mdt",
-    "timeline.mdt.listing", "timeline.mdt.reader", "timeline.mdt.validate", "timeline.mdt.writer",
-    "timeline.metadata.records",
-    "timeline.remote", "timeline.storage",
+    "timeline.clean.whatif", "timeline.demo", "timeline.discover", "timeline.doctor", "timeline.engine",
+    "timeline.exceptions", "timeline.forks", "timeline.fsview", "timeline.instant", "timeline.locks.discovery",
+    "timeline.mdt", "timeline.mdt.listing", "timeline.mdt.reader", "timeline.mdt.validate", "timeline.mdt.writer",
+    "timeline.metadata.records", "timeline.remote", "timeline.storage",
 }
 SURFACE_MAX = 40
 

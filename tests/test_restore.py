@@ -120,6 +120,8 @@ def test_restore_and_rollback_cli_preview_confirm_and_run(table_copy) -> None:
     assert refused.returncode == 2 and "savepointed commit" in refused.stderr
     older = run("rollback", str(path), "--instant", commits[1], "--preview", "--json")
     assert older.returncode == 2 and "found commits after" in older.stderr  # validateRollbackCommitSequence
+    assert f"first delete the savepoint after it ({k}" in older.stderr  # the rule and the way forward
+    assert f"create a savepoint of {commits[0]}" in older.stderr and f"--instant {k}`" in older.stderr
     assert run("rollback", str(path), "--failed").stdout.strip() == "no failed writes"
 
 

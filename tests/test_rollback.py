@@ -157,3 +157,47 @@ def test_rollback_reads_timeline_server_markers() -> None:
     rollback(table, T[1])
     assert not lake.storage.exists(f"/t/{P}/{written}") and not lake.storage.exists(f"/t/{P}/{other}")
     assert not lake.storage.exists(f"/t/.hoodie/.temp/{T[1]}/MARKERS0")
+
+
+def test_validateRollbackCommitSequence_refusal_explains_the_rule_and_the_way_forward() -> None:
+    """A failed write with a later completed commit: the refusal names Hudi's rule and a way
+    forward that works (a savepoint before it to restore to, made first when there is none),
+    and that way, followed, removes the write."""
+    from timeline.restore import restore
+
+    lake = Lake(MemoryStorage(), "/t", version=8)
+    lake.commit(T[0], {P: [lake.base_file(P, "g", T[0])]})
+    lake.commit(T[1], {P: [lake.base_file(P, "g", T[1])]})
+    lake.commit(T[2], {P: [lake.base_file(P, "h", T[2])]}, state=State.INFLIGHT)
+    lake.commit(T[3], {P: [lake.base_file(P, "i", T[3])]})
+    table = HudiTable.load(lake.storage, "/t")
+    with pytest.raises(RollbackRefused) as refused:
+        rollback(table, T[2])
+    message = str(refused.value)
+    assert "validateRollbackCommitSequence" in message and "newest first" in message
+    assert f"create a savepoint of {T[1]} (the newest write before it), then restore the table to it" in message
+    assert "cannot be rolled back first" in message  # Hudi refuses the later commits while this one is pending
+    with pytest.raises(RollbackRefused, match=f"found pending writes after {T[3]}: none is newer"):
+        rollback(table, T[3])  # ...as the refusal said
+    create_savepoint(table, T[1])
+    with pytest.raises(RollbackRefused, match=f"restore the table to the savepoint {T[1]} "):
+        rollback(table.reload(), T[2])
+    restore(table.reload(), T[1])  # the way forward, followed
+    assert {i.requested_time for i in table.reload().timeline.writes()} == {T[0], T[1]}
+    assert not lake.storage.exists(f"/t/{P}/h_0-1-0_{T[2]}.parquet")
+
+
+def test_validateRollbackCommitSequence_refusal_of_a_completed_write_says_roll_back_the_later_ones_first() -> None:
+    lake = Lake(MemoryStorage(), "/t", version=8)
+    for n, group in enumerate("ghi"):
+        lake.commit(T[n], {P: [lake.base_file(P, group, T[n])]})
+    table = HudiTable.load(lake.storage, "/t")
+    with pytest.raises(RollbackRefused) as refused:
+        rollback(table, T[1])
+    message = str(refused.value)
+    assert f"create a savepoint of {T[0]}" in message
+    assert f"or roll back the later commits first, newest first, starting with {T[2]} " in message
+    assert f"`cleanline rollback {table.uri} --instant {T[2]}`" in message
+    rollback(table, T[2])  # the way forward, followed
+    rollback(table.reload(), T[1])
+    assert [i.requested_time for i in table.reload().timeline.writes()] == [T[0]]

@@ -281,6 +281,18 @@ def _demo(args: argparse.Namespace) -> None:
         print(path)
 
 
+def _discover(args: argparse.Namespace) -> None:
+    from timeline.discover import discover
+
+    found = discover(args.path, sizes=not args.no_sizes)
+    emit(args, [{"path": t.uri, "name": t.name, "type": t.table_type, "version": t.version, "files": t.files,
+                 "bytes": t.bytes, "error": t.error} for t in found], lambda: render_table(
+        ["path", "name", "type", "version", "files", size_header(args)],
+        [(t.uri, t.name or f"unreadable: {t.error}", t.table_type, t.version, "" if args.no_sizes else t.files,
+          "" if args.no_sizes or t.error else size_text(args, t.bytes)) for t in found])
+        if found else f"no Hudi table under {args.path}")
+
+
 def _command(sub: Any, name: str, handler: Handler, help_text: str) -> argparse.ArgumentParser:
     cmd: argparse.ArgumentParser = sub.add_parser(name, help=help_text, description=help_text)
     cmd.add_argument("path", help="table base path or URI (file://, s3://, gs://, hdfs://)")
@@ -417,7 +429,15 @@ def _change_commands(commands: Any) -> None:
 
 
 def _other_commands(commands: Any) -> None:
-    """demo, instant show."""
+    """discover, demo, instant show."""
+    found = _sizes(commands.add_parser("discover", help="list every Hudi table under a root (name, type, version, "
+                                       "files, size), not descending into tables"))
+    found.add_argument("path", help="the root: a folder or URI (file://, s3://, gs://, hdfs://)")
+    found.add_argument("--json", action="store_true", help="print JSON")
+    found.add_argument("--no-sizes", action="store_true", help="do not list each table's files (faster on large "
+                                                                 "tables)")
+    found.set_defaults(handler=_discover)
+
     demo = commands.add_parser("demo", help="build a demo lake with the Spark writer (SPARK_MASTER)")
     demo.add_argument("path", help="folder for the demo tables (existing tables are kept)")
     demo.set_defaults(handler=_demo)

@@ -41,6 +41,7 @@ from timeline.metadata.records import (
     RollbackPlan,
     RollbackRequest,
 )
+from timeline.savepoint import savepoint_candidates
 from timeline.storage import Storage
 from timeline.table import Table
 from timeline.timeline import WRITE_ACTIONS
@@ -311,13 +312,56 @@ def check_rollback_sequence(table: Table, instant: Instant, *,
     heartbeat = table.storage.exists(table.path(".hoodie", ".heartbeat", t))
     if later and not heartbeat:
         raise RollbackRefused(f"{table.uri}: found commits after {t} ({', '.join(later[:3])}"
-                              f"{', ...' if len(later) > 3 else ''}); Hudi rolls back the latest commits first, "
-                              "or restores to a savepoint")
+                              f"{', ...' if len(later) > 3 else ''}), so it cannot be rolled back now. "
+                              f"{_sequence_rule(table, instant, later)}")
     pending = [i.requested_time for i in _pending_writes(table) if i.requested_time not in newer_go_first]
     if pending and pending[0] != t:
-        raise RollbackRefused(f"{table.uri}: found pending writes after {t} "
-                              f"({', '.join(p for p in pending if p > t)[:60]}"
-                              "); roll back the newer ones first")
+        newer = [p for p in pending if p > t]
+        if newer:
+            raise RollbackRefused(f"{table.uri}: found pending writes after {t} ({', '.join(newer[:3])}"
+                                  f"{', ...' if len(newer) > 3 else ''}); roll back the newer ones first. Hudi's "
+                                  "rule (validateRollbackCommitSequence, failed-writes policy EAGER): pending "
+                                  f"writes are rolled back newest first, so roll back {pending[0]} first, then "
+                                  "this one.")
+        raise RollbackRefused(f"{table.uri}: found pending writes after {t}: none is newer, but {pending[0]} is "
+                              "pending. Hudi's rule (validateRollbackCommitSequence, failed-writes policy EAGER) "
+                              "rolls back a completed commit only while no write is pending: roll back the pending "
+                              f"write{'s' if len(pending) > 1 else ''} first ({', '.join(pending[:3])}), or restore "
+                              "the table to a savepoint.")
+
+
+def _sequence_rule(table: Table, instant: Instant, later: list[str]) -> str:
+    """Hudi's rule behind a refusal for later completed commits, and the way forward this
+    table offers. A savepoint before the write to restore to (an existing one, else the newest
+    write before it that may be savepointed); savepoints after it must be deleted first (Hudi
+    restores to no savepoint with a later one). Rolling the later commits back first works only
+    for a completed write: while this write is pending, Hudi's same rule refuses to roll back
+    any completed commit."""
+    t = instant.requested_time
+    savepoints = sorted(i.requested_time for i in table.timeline.savepoints().completed())
+    before = [s for s in savepoints if s < t]
+    after = [s for s in savepoints if s > t]
+    first = (f"first delete the savepoint{'s' if len(after) > 1 else ''} after it ({', '.join(after)}: no restore "
+             "passes a later savepoint and no savepointed commit is rolled back); then " if after else "")
+    if before:
+        restore = f"restore the table to the savepoint {before[-1]}"
+    else:
+        candidate = next((c.requested_time for c in savepoint_candidates(table) if c.requested_time < t), None)
+        restore = (f"create a savepoint of {candidate} (the newest write before it), then restore the table to it"
+                   if candidate else "")
+    if restore:
+        restore += " (a restore rolls back every write after the savepoint, this one included)"
+    rule = ("Hudi's rule (BaseRollbackActionExecutor.validateRollbackCommitSequence, failed-writes policy EAGER): "
+            "a write is rolled back only when no commit completed after it, newest first.")
+    if instant.is_pending:
+        way = (f"{first}{restore}. The later commits cannot be rolled back first: while this write is pending "
+               "Hudi's same rule refuses to roll back a completed commit." if restore else
+               "no savepoint can be restored to (none lies before it, and no write before it can be savepointed), "
+               "and while this write is pending Hudi's same rule refuses to roll back the later commits.")
+        return f"{rule} The way forward: {way}"
+    back = (f"roll back the later commits first, newest first, starting with {max(later)} "
+            f"(`cleanline rollback {table.uri} --instant {max(later)}`; what they wrote is lost), then this one")
+    return f"{rule} The way forward: {first}{restore + '; or ' if restore else ''}{back}."
 
 
 # Execution

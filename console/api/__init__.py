@@ -5,6 +5,8 @@ same services as the pages; errors are JSON problem details (RFC 9457)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI
@@ -14,6 +16,7 @@ from ninja.errors import ValidationError as InputError
 from console.api import health, operations, plans, tables
 from console.api.common import TokenAuth, problem
 from console.services import TableBusy
+from console.services.refusals import api_words
 from timeline import CleanlineError
 
 api = NinjaAPI(title="Cleanline API", version="1", urls_namespace="api", auth=TokenAuth(),
@@ -42,10 +45,20 @@ def not_found(request: HttpRequest, exc: Exception) -> HttpResponse:
     return problem(404, "Not Found", str(exc) or "No such object.")
 
 
+def _where(loc: Any) -> str:
+    """Where a bad value was sent, `query.since` or `body.confirm` (Ninja repeats `body`)."""
+    parts = [str(p) for p in loc]
+    return ".".join(p for i, p in enumerate(parts) if i == 0 or p != parts[i - 1])
+
+
 @api.exception_handler(InputError)
 def bad_input(request: HttpRequest, exc: InputError) -> HttpResponse:
-    details = "; ".join(f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg', '')}" for e in exc.errors)
-    return problem(400, "Bad Request", details or "The request is not valid.", errors=exc.errors)
+    """400 for input Ninja refuses: a body that does not fit, a filter or sort outside its choices
+    (`console/api/filters.py`), each named with where it was sent (`query.since: ...`)."""
+    details = "; ".join(f"{_where(e.get('loc', ()))}: {str(e.get('msg', '')).removeprefix('Value error, ')}"
+                        for e in exc.errors)
+    errors = [{k: v for k, v in e.items() if k != "ctx"} for e in exc.errors]  # ctx holds the exception itself
+    return problem(400, "Bad Request", details or "The request is not valid.", errors=errors)
 
 
 @api.exception_handler(TableBusy)
@@ -53,14 +66,26 @@ def busy(request: HttpRequest, exc: TableBusy) -> HttpResponse:
     return problem(409, "Table busy", "; ".join(exc.messages))
 
 
+# The library's words for the live-writer override, and the API's: the field to send.
+LIBRARY_OVERRIDE = "(--writers-stopped, writers_stopped=True)"
+API_OVERRIDE = ('(send "writers_stopped": true in the request body; a savepoint\'s DELETE takes '
+                '?writers_stopped=true)')
+
+
+def in_api_words(text: str) -> str:
+    """A refusal as an API caller acts on it: the fields to send, not the boxes to tick or the
+    CLI's options."""
+    return text.replace(LIBRARY_OVERRIDE, API_OVERRIDE)
+
+
 @api.exception_handler(ValidationError)
 def refused(request: HttpRequest, exc: ValidationError) -> HttpResponse:
-    return problem(409, "Refused", "; ".join(exc.messages))
+    return problem(409, "Refused", in_api_words(api_words(exc)))
 
 
 @api.exception_handler(CleanlineError)
 def lake_error(request: HttpRequest, exc: Exception) -> HttpResponse:
-    return problem(409, "Table unavailable or refused", str(exc))
+    return problem(409, "Table unavailable or refused", in_api_words(str(exc)))
 
 
 @api.exception_handler(HttpError)

@@ -56,6 +56,29 @@ class AuditScopeMiddleware:
             return self.get_response(request)
 
 
+class ApiProblemMiddleware:
+    """Every error under /api/ answered as problem details: Ninja's bare 405 (and any other
+    error a page handler made, a 500 included) becomes `application/problem+json` with its
+    status, so a script never parses HTML."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if (not request.path.startswith("/api/") or response.status_code < 400
+                or response.get("Content-Type", "").startswith(("application/problem+json", "application/json"))):
+            return response
+        if response.status_code == 405:
+            allowed = response.get("Allow", "")
+            answer = problem(405, "Method Not Allowed", f"{request.method} is not allowed on {request.path}; it takes "
+                                                        f"{allowed or 'other methods'}.")
+            answer["Allow"] = allowed
+            return answer
+        return problem(response.status_code, response.reason_phrase, f"{request.method} {request.path} failed "
+                       f"({response.status_code} {response.reason_phrase}).")
+
+
 def user_of(request: HttpRequest) -> User:
     user = request.user
     if isinstance(user, AnonymousUser) or not user.is_authenticated:

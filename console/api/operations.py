@@ -8,9 +8,11 @@ from typing import Any
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
 from ninja import Query, Router, Schema, Status
+from pydantic import field_validator
 
 from console import permissions, selectors, services
 from console.api.common import paged, role, user_of
+from console.api.filters import one_of
 from console.api.schemas import (
     Accepted,
     FailedWriteOut,
@@ -24,7 +26,7 @@ from console.api.schemas import (
     page_of,
 )
 from console.api.tables import ERRORS, table_of
-from console.models import Job
+from console.models import Job, JobStatus
 
 router = Router(tags=["operations"])
 
@@ -118,6 +120,11 @@ class JobFilters(Schema):
     status: str = ""
     page: int = 1
     page_size: int = 50
+
+    @field_validator("status")
+    @classmethod
+    def _status(cls, value: str) -> str:
+        return one_of("status", value, JobStatus.values)
 
 
 @router.get("/tables/{table_id}/jobs", response={200: page_of(JobOut), **ERRORS}, summary="Jobs")

@@ -8,12 +8,14 @@ from typing import Any
 from django.http import HttpRequest, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from ninja import Query, Router, Schema, Status
+from pydantic import field_validator
 
 from console import permissions, selectors, services
-from console.api.common import paged, role, user_of
+from console.api.common import paged, require, role, user_of
+from console.api.filters import one_of
 from console.api.schemas import ApproveIn, DecisionIn, PlanFileOut, PlanIn, PlanOut, Problem, page_of
 from console.api.tables import ERRORS, table_of
-from console.models import CleanPlan
+from console.models import CleanPlan, PlanStatus
 
 router = Router(tags=["clean plans"])
 
@@ -34,6 +36,11 @@ class Paging(Schema):
     page: int = 1
     page_size: int = 50
 
+    @field_validator("status")
+    @classmethod
+    def _status(cls, value: str) -> str:
+        return one_of("status", value, PlanStatus.values)
+
 
 @router.get("/tables/{table_id}/plans", response={200: page_of(PlanOut), **ERRORS}, summary="Clean plans")
 def list_plans(request: HttpRequest, table_id: int, filters: Query[Paging]) -> dict[str, Any]:
@@ -41,6 +48,24 @@ def list_plans(request: HttpRequest, table_id: int, filters: Query[Paging]) -> d
     rows = selectors.plans_of(table_of(request, table_id))
     if filters.status:
         rows = rows.filter(status=filters.status)
+    return paged(rows, filters.page, filters.page_size, plan_out)
+
+
+class AllPlans(Paging):
+    @field_validator("status")
+    @classmethod
+    def _status(cls, value: str) -> str:  # Paging's, with "awaiting" too
+        return one_of("status", value, [*PlanStatus.values, "awaiting"])
+
+
+@router.get("/plans", response={200: page_of(PlanOut), **ERRORS}, summary="Clean plans of every table")
+def list_all_plans(request: HttpRequest, filters: Query[AllPlans]) -> dict[str, Any]:
+    """Every table's plans, newest first; `status` filters. `status=awaiting` is the approvals
+    queue of the token's user: the draft plans they may approve (not their own while two-person
+    approval is on, nothing for a role that approves nothing), oldest first."""
+    user = require(request)
+    rows = (selectors.awaiting_plans(user) if filters.status == "awaiting"
+            else selectors.all_plans(status=filters.status))
     return paged(rows, filters.page, filters.page_size, plan_out)
 
 
@@ -66,6 +91,11 @@ class FileFilters(Schema):
     partition: str = ""
     page: int = 1
     page_size: int = 100
+
+    @field_validator("show")
+    @classmethod
+    def _show(cls, value: str) -> str:
+        return one_of("show", value, ("delete", "keep", "all"))
 
 
 @router.get("/tables/{table_id}/plans/{plan_id}/files", response={200: page_of(PlanFileOut), **ERRORS},
@@ -107,7 +137,7 @@ def reject_plan(request: HttpRequest, table_id: int, plan_id: int, body: Decisio
 
 
 @router.get("/tables/{table_id}/plans/{plan_id}/report.csv", response={200: None, **ERRORS},
-            summary="A plan's files as CSV", openapi_extra={"responses": {"200": {
+            summary="A plan's files as CSV", openapi_extra={"responses": {200: {
                 "description": "partition, file, bytes, decision, reason, outcome, path",
                 "content": {"text/csv": {"schema": {"type": "string"}}}}}})
 def plan_csv(request: HttpRequest, table_id: int, plan_id: int) -> StreamingHttpResponse:

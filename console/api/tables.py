@@ -9,9 +9,11 @@ from django.http import FileResponse, HttpRequest
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from ninja import Query, Router, Schema, Status
+from pydantic import ValidationInfo, field_validator
 
 from console import permissions, selectors, services
 from console.api.common import MAX_PAGE_SIZE, paged, require, role, user_of
+from console.api.filters import one_of, typed_time, whole_number
 from console.api.schemas import (
     Accepted,
     AuditOut,
@@ -24,6 +26,7 @@ from console.api.schemas import (
     page_of,
 )
 from console.models import AuditEvent, Instant, Table
+from timeline.instant import ACTIONS
 
 router = Router(tags=["tables"])
 ERRORS: dict[int, type[Schema]] = {401: Problem, 403: Problem, 404: Problem}
@@ -42,15 +45,20 @@ def table_of(request: HttpRequest, table_id: int, permission: str = permissions.
     return get_object_or_404(Table, pk=table_id)
 
 
+SORTS = {"name": "name", "-name": "-name", "files": "total_files", "-files": "-total_files",
+         "bytes": "total_bytes", "-bytes": "-total_bytes", "synced": "synced_at", "-synced": "-synced_at"}
+
+
 class TableFilters(Schema):
     q: str = ""
     sort: str = "name"
     page: int = 1
     page_size: int = 50
 
-
-SORTS = {"name": "name", "-name": "-name", "files": "total_files", "-files": "-total_files",
-         "bytes": "total_bytes", "-bytes": "-total_bytes", "synced": "synced_at", "-synced": "-synced_at"}
+    @field_validator("sort")
+    @classmethod
+    def _sort(cls, value: str) -> str:
+        return one_of("sort", value, SORTS)
 
 
 @router.get("/tables", response={200: page_of(TableOut), **ERRORS}, summary="List tables")
@@ -63,7 +71,7 @@ def list_tables(request: HttpRequest, filters: Query[TableFilters]) -> dict[str,
         from django.db.models import Q
 
         rows = rows.filter(Q(name__icontains=filters.q) | Q(path__icontains=filters.q))
-    rows = rows.order_by(SORTS.get(filters.sort, "name"), "pk")
+    rows = rows.order_by(SORTS[filters.sort or "name"], "pk")
     return paged(rows, filters.page, filters.page_size, table_out)
 
 
@@ -97,6 +105,23 @@ class InstantFilters(Schema):
     search: str = ""
     page: int = 1
     page_size: int = 50
+
+    @field_validator("action")
+    @classmethod
+    def _action(cls, value: str) -> str:
+        return one_of("action", value, ACTIONS)
+
+    @field_validator("state")
+    @classmethod
+    def _state(cls, value: str) -> str:
+        if value.upper() in selectors.STATES:  # requested, inflight, completed: either case
+            return value.upper()
+        return one_of("state", value, selectors.STATES)
+
+    @field_validator("since", "until")
+    @classmethod
+    def _time(cls, value: str, info: ValidationInfo) -> str:
+        return typed_time(str(info.field_name), value)
 
 
 @router.get("/tables/{table_id}/instants", response={200: page_of(InstantOut), **ERRORS}, summary="Timeline")
@@ -141,7 +166,7 @@ def get_instant(request: HttpRequest, table_id: int, instant_id: int, query: Que
 
 @router.get("/tables/{table_id}/instants/{instant_id}/files/{state}", response={200: None, **ERRORS},
             url_name="instant_file", summary="An instant's state file, raw",
-            openapi_extra={"responses": {"200": {"description": "the state file as Hudi wrote it",
+            openapi_extra={"responses": {200: {"description": "the state file as Hudi wrote it",
                                                  "content": {"application/octet-stream": {
                                                      "schema": {"type": "string", "format": "binary"}}}}}})
 def instant_file(request: HttpRequest, table_id: int, instant_id: int, state: str) -> FileResponse:
@@ -171,6 +196,11 @@ class AuditFilters(Schema):
     table: str = ""
     page: int = 1
     page_size: int = 50
+
+    @field_validator("table")
+    @classmethod
+    def _table(cls, value: str) -> str:
+        return whole_number("table", value)
 
 
 @router.get("/audit", response={200: page_of(AuditOut), **ERRORS}, summary="Audit log", tags=["audit"])

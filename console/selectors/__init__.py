@@ -4,6 +4,7 @@ Hudi rule is decided here."""
 
 from __future__ import annotations
 
+from console.selectors.approvals import Approvals, Awaiting, awaiting_decision, awaiting_plans
 from console.selectors.catalog import (
     CATALOG_SORTS,
     CHART_DAYS,
@@ -13,6 +14,7 @@ from console.selectors.catalog import (
     dashboard,
     demo_status,
 )
+from console.selectors.discover import Discovered, discovered
 from console.selectors.instants import (
     STATES,
     InstantFiles,
@@ -29,10 +31,11 @@ from console.selectors.instants import (
 )
 from console.selectors.paging import PAGE_SIZE, page_of
 from console.selectors.people import audit_page, audit_rows, pending_grants, people_rows
-from console.selectors.plans import plan_csv_rows, plan_file_rows, plan_files, plans_of, stored_plan
+from console.selectors.plans import all_plans, plan_csv_rows, plan_file_rows, plan_files, plans_of, stored_plan
 from console.selectors.tables import (
     LockState,
     Overview,
+    RollbackWays,
     SliceRow,
     WriterLock,
     failed_write_previews,
@@ -43,6 +46,7 @@ from console.selectors.tables import (
     restore_preview,
     retention_chart,
     retention_estimate,
+    rollback_ways,
     savepoints,
     savepoints_page,
     table_lock_state,
@@ -50,6 +54,12 @@ from console.selectors.tables import (
 )
 
 __all__ = [
+    "Discovered",
+    "discovered",
+    "Approvals",
+    "Awaiting",
+    "awaiting_decision",
+    "awaiting_plans",
     "CATALOG_SORTS",
     "CHART_DAYS",
     "CatalogCounts",
@@ -58,6 +68,7 @@ __all__ = [
     "LockState",
     "Overview",
     "PAGE_SIZE",
+    "RollbackWays",
     "STATES",
     "SliceRow",
     "StateContent",
@@ -65,6 +76,7 @@ __all__ = [
     "WriteStatsPage",
     "WriterLock",
     "actions_of",
+    "all_plans",
     "audit_page",
     "audit_rows",
     "catalog",
@@ -87,6 +99,7 @@ __all__ = [
     "restore_preview",
     "retention_chart",
     "retention_estimate",
+    "rollback_ways",
     "savepoints",
     "savepoints_page",
     "state_file_reader",

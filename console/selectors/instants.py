@@ -4,8 +4,10 @@ decoded up to a size, their write stats paged, the raw file streamed, the files 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta, tzinfo
+from datetime import UTC, datetime, timedelta, tzinfo
+from datetime import timezone as dt_timezone
 from typing import Any, BinaryIO
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -71,11 +73,50 @@ def timeline_rows(table: Table, filters: TimelineFilters) -> QuerySet[Instant]:
             rows = rows.filter(requested_time__lt=_whole_second(instant_time_of(typed[0] + typed[1], zone)))
         else:
             rows = rows.filter(requested_time__lte=filters.until.ljust(17, "9"))
-    if filters.search:  # separators typed are ignored: 2024-01-05 12:30 finds 202401051230 anywhere
-        digits = "".join(c for c in filters.search if c.isdigit())
-        found = Q(requested_time__contains=digits) | Q(completion_time__contains=digits)
-        rows = rows.filter(found) if digits else rows.none()
+    if filters.search:
+        shown = _shown_span(filters.search, filters.zone)
+        if shown is not None:  # a time as the pages show it: the instants requested or completed then
+            start, end = (_whole_second(instant_time_of(m, zone)) for m in (shown[0], shown[0] + shown[1]))
+            rows = rows.filter(Q(requested_time__gte=start, requested_time__lt=end)
+                               | Q(completion_time__gte=start, completion_time__lt=end))
+        else:  # digits anywhere (separators ignored): 1230 finds 202401051230
+            digits = "".join(c for c in filters.search if c.isdigit())
+            found = Q(requested_time__contains=digits) | Q(completion_time__contains=digits)
+            rows = rows.filter(found) if digits else rows.none()
     return rows.order_by("-requested_time", "action")
+
+
+# A time as the pages show it: a date, a clock to the minute or second, the zone's label
+# ("2024-01-05 12:30:45 UTC+14", "2024-01-05 12:30 IST", "2024-01-05").
+_SHOWN = re.compile(r"^\s*(\d{4}-\d{2}-\d{2})(?:[ T](\d{2}:\d{2}(?::\d{2}(?:\.\d{1,3})?)?))?(?:\s*([A-Za-z]{2,5}"
+                    r"(?:[+-]\d{1,4}(?::\d{2})?)?))?\s*$")
+
+
+def _shown_span(text: str, zone: str) -> tuple[datetime, timedelta] | None:
+    """A time typed as the pages show it, as the moment it names and its length (the day,
+    minute or second): read in `zone` (the user's), or in the zone its label names when that is
+    UTC or an offset ("UTC+14"); another abbreviation ("IST") is the user's zone's own label."""
+    match = _SHOWN.match(text)
+    if match is None:
+        return None
+    day, clock, label = match.groups()
+    span = _typed_span(f"{day}T{clock}" if clock else day, zone)
+    if span is None:
+        return None
+    labelled = _labelled_zone(label or "")
+    return (span[0].replace(tzinfo=labelled), span[1]) if labelled is not None else span
+
+
+def _labelled_zone(label: str) -> tzinfo | None:
+    """The zone a label names by itself: UTC (or GMT) and offsets from it."""
+    found = re.fullmatch(r"(?:UTC|GMT)(?:([+-])(\d{1,2}):?(\d{2})?)?", label.upper())
+    if found is None:
+        return None
+    sign, hours, minutes = found.groups()
+    if sign is None:
+        return UTC
+    offset = timedelta(hours=int(hours), minutes=int(minutes or 0))
+    return dt_timezone(offset if sign == "+" else -offset)
 
 
 def _typed_span(text: str, zone: str) -> tuple[datetime, timedelta] | None:

@@ -19,6 +19,12 @@ def plans_of(table: Table) -> QuerySet[CleanPlan]:
     return table.clean_plans.select_related("requested_by", "decided_by").order_by("-requested_at")
 
 
+def all_plans(*, status: str = "") -> QuerySet[CleanPlan]:
+    """Every table's plans, newest first, optionally of one status."""
+    rows = CleanPlan.objects.select_related("requested_by", "decided_by").order_by("-requested_at", "-pk")
+    return rows.filter(status=status) if status else rows
+
+
 def plan_files(plan: CleanPlan, *, delete: bool | None, search: str, partition: str,
                page: int | str | None) -> Page[Any]:
     """A page of a plan's files (to delete, kept, or all), optionally in one partition and

@@ -164,6 +164,24 @@ def failed_write_previews(table: Table) -> list[FailedWrite]:
     return HudiTable.open(table.path).inspect.failed_writes()
 
 
+@dataclass(frozen=True, slots=True)
+class RollbackWays:
+    """The ways forward the page offers for a failed write the library refused to roll back:
+    the newer failed writes that may go first, and the newest savepoint before it to restore to
+    (a restore rolls back every write after the savepoint). The refusal itself says Hudi's rule."""
+
+    newer: tuple[str, ...]
+    restore_to: str | None
+
+
+def rollback_ways(table: Table, rows: list[FailedWrite], instant: str) -> RollbackWays:
+    savepoints = HudiTable.open(table.path).timeline.savepoints().completed()
+    before = [s.requested_time for s in savepoints if s.requested_time < instant]
+    return RollbackWays(tuple(r.instant.requested_time for r in rows
+                              if r.instant.requested_time > instant and r.preview is not None),
+                        max(before) if before else None)
+
+
 def retention_estimate(table: Table, estimate_id: int | None = None) -> RetentionEstimate | None:
     """A table's what-if retention estimate (its latest when no id is given)."""
     found = table.retention_estimates.select_related("requested_by")

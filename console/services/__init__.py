@@ -32,7 +32,9 @@ from console.services.plans import (
     plan_request,
     plan_run,
     plan_store,
+    plans_request,
 )
+from console.services.preferences import preference_time_zone
 from console.services.retention import estimate_request, estimate_run
 from console.services.runs import run_gave_up
 from console.services.tables import (
@@ -46,10 +48,16 @@ from console.services.tables import (
     table_sync_failed,
     table_sync_queue,
     table_sync_request,
+    tables_register,
+    tables_sync_request,
 )
 from console.services.tokens import token_create, token_revoke, token_user
 
 __all__ = [
+    "plans_request",
+    "tables_sync_request",
+    "tables_register",
+    "preference_time_zone",
     "estimate_request",
     "estimate_run",
     "Lease",

@@ -23,6 +23,7 @@ from console.models import (
     TableLock,
 )
 from console.services.audit import audit
+from console.zones import zone_label
 
 logger = logging.getLogger(__name__)
 
@@ -188,8 +189,9 @@ def table_lock_break(*, table: Table, user: User | None, token: str) -> None:
     if lock is None:
         raise ValidationError("That lock is no longer held; nothing to break.")
     if lock.expires_at is not None and lock.expires_at > now:
-        raise ValidationError(f"{lock.holder} still heartbeats (last {lock.heartbeat_at or lock.acquired_at:%H:%M:%S} "
-                              "UTC): only an expired lock can be broken.")
+        last = timezone.localtime(lock.heartbeat_at or lock.acquired_at)  # the user's zone (console/zones.py)
+        raise ValidationError(f"{lock.holder} still heartbeats (last {last:%H:%M:%S} {zone_label(last)}): only an "
+                              "expired lock can be broken.")
     deleted, _ = TableLock.objects.filter(pk=lock.pk, token=token).filter(_expired(now)).delete()
     if not deleted:
         raise ValidationError("The lock changed meanwhile; look again.")

@@ -18,6 +18,7 @@ from console.models import (
 from console.services.audit import audit
 from console.services.locks import check_table_free, table_lock
 from console.services.queue import RUN_JOB, enqueue_on_commit
+from console.services.refusals import Refused
 from console.services.runs import _run_claim, _run_stopped
 from console.services.tables import table_services, table_sync
 from timeline import (
@@ -77,10 +78,13 @@ def job_request(*, table: Table, user: User | None, kind: str, target: str, conf
         return _queued(job, enqueue)
     try:
         if kind == Job.Kind.RESTORE and confirm_name != table.name:
-            raise ValidationError(f"Type the table's name ({table.name}) to confirm the restore.")
+            raise Refused(f"Type the table's name ({table.name}) to confirm the restore.",
+                          api=f'Send "confirm": "{table.name}" (the table\'s name) to confirm the restore.')
         if kind == Job.Kind.ROLLBACK:
             if confirm_name != target:
-                raise ValidationError(f"Type the failed write's instant time ({target}) to confirm the rollback.")
+                raise Refused(f"Type the failed write's instant time ({target}) to confirm the rollback.",
+                              api=f'Send "confirm": "{target}" (the failed write\'s instant time) to confirm the '
+                                  'rollback.')
             try:
                 table_services(table).preview_rollback(target)
             except CleanlineError as exc:

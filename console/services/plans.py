@@ -22,7 +22,8 @@ from console.models import (
 from console.permissions import approval_refusal
 from console.services.audit import audit
 from console.services.locks import Lease, LockLost, TableBusy, live_lock, table_lock
-from console.services.queue import APPROVE_CLEAN_PLAN, BUILD_CLEAN_PLAN, enqueue_on_commit
+from console.services.queue import APPROVE_CLEAN_PLAN, BUILD_CLEAN_PLAN, check_alerts_on_commit, enqueue_on_commit
+from console.services.refusals import Refused
 from console.services.runs import _run_claim, _run_stopped
 from console.services.tables import table_services
 from timeline import (
@@ -65,8 +66,8 @@ def plan_request(*, table: Table, user: User | None, overrides: Mapping[str, Any
         raise ValidationError(str(exc)) from exc
     shortfall = retention_shortfall(table.properties, config)
     if shortfall is not None and not allow_short:
-        raise ValidationError(f"The plan {shortfall}; tick \"allow less retention than the table's settings\" "
-                              "to plan it anyway.")
+        raise Refused(f"The plan {shortfall}; tick \"allow less retention than the table's settings\" to plan it "
+                      "anyway.", api=f'The plan {shortfall}; send "allow_short_retention": true to plan it anyway.')
     settings = config.as_properties()
     if allow_short:
         settings[ENFORCE_RETENTION] = "false"
@@ -76,6 +77,19 @@ def plan_request(*, table: Table, user: User | None, overrides: Mapping[str, Any
     if enqueue:
         enqueue_on_commit(BUILD_CLEAN_PLAN, plan)
     return plan
+
+
+def plans_request(*, tables: list[Table], user: User | None) -> tuple[list[CleanPlan], list[str]]:
+    """A clean plan of each of `tables` with its own settings (the catalog's bulk action, one
+    confirmation), each as `plan_request` makes it (audited, built by a worker); a table whose
+    plan is refused is named with the reason, the others are planned."""
+    plans, refusals = [], []
+    for table in tables:
+        try:
+            plans.append(plan_request(table=table, user=user, overrides={}))
+        except ValidationError as exc:
+            refusals.append(f"{table.name}: {'; '.join(exc.messages)}")
+    return plans, refusals
 
 
 def plan_build(*, plan: CleanPlan) -> CleanPlan:
@@ -101,6 +115,8 @@ def plan_build(*, plan: CleanPlan) -> CleanPlan:
     plan.refresh_from_db()
     audit(user=None, action="clean.plan.built", table=table, parameters={"plan": plan.pk, "engine": engine},
           result=f"{plan.files_to_delete} files ({plan.bytes_to_delete} bytes) to delete")
+    if not plan.automatic and not plan.deletes_nothing:  # it waits for an admin: tell the approvers
+        check_alerts_on_commit(table)
     return plan
 
 
@@ -444,6 +460,8 @@ def auto_clean(*, table: Table) -> CleanPlan | None:
         if plan.status == PlanStatus.APPROVED:
             audit(user=None, action="clean.plan.auto-approved", table=table,
                   parameters={"plan": plan.pk, "files": plan.files_to_delete, "bytes": plan.bytes_to_delete})
+    else:  # over the table's thresholds: it waits for an admin
+        check_alerts_on_commit(table)
     return plan
 
 

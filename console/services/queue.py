@@ -25,8 +25,9 @@ RUN_CLEAN_PLAN = "console.tasks.run_clean_plan"
 RUN_JOB = "console.tasks.run_job"
 ESTIMATE_RETENTION = "console.tasks.estimate_retention"
 RUN_REPAIR = "console.tasks.run_repair"
+CHECK_TABLE_ALERTS = "console.tasks.check_table_alerts"
 QUEUED_TASKS = (SYNC_TABLE, BUILD_CLEAN_PLAN, APPROVE_CLEAN_PLAN, RUN_CLEAN_PLAN, RUN_JOB, ESTIMATE_RETENTION,
-                RUN_REPAIR)
+                RUN_REPAIR, CHECK_TABLE_ALERTS)
 
 
 def enqueue_on_commit(task: str, row: Table | CleanPlan | Job | RetentionEstimate | Repair, **fields: object) -> None:
@@ -42,3 +43,11 @@ def enqueue_on_commit(task: str, row: Table | CleanPlan | Job | RetentionEstimat
         app.tasks[task].apply_async((pk,), task_id=task_id)
 
     transaction.on_commit(send)
+
+
+def check_alerts_on_commit(table: Table) -> None:
+    """Check the table's alert rules once the current transaction commits (a plan now waiting
+    for approval notifies its approvers at once, not at beat's next check). The task claims no
+    row, so no id is written."""
+    pk = table.pk
+    transaction.on_commit(lambda: app.tasks[CHECK_TABLE_ALERTS].apply_async((pk,)))

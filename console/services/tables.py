@@ -87,6 +87,21 @@ def table_register(*, path: str, user: User | None, enqueue: bool = True) -> Tab
     return table
 
 
+def tables_register(*, paths: list[str], user: User | None) -> tuple[list[Table], list[str]]:
+    """Register several tables at once (the Discover tables page): each as `table_register`
+    does (its first sync queued on commit, a worker runs it), each refusal audited
+    (`table.register.refused`) and returned with its path; the others are registered."""
+    registered, refusals = [], []
+    for path in dict.fromkeys(p.strip() for p in paths if p.strip()):
+        try:
+            registered.append(table_register(path=path, user=user))
+        except ValidationError as exc:
+            reason = "; ".join(exc.messages)
+            audit(user=user, action="table.register.refused", parameters={"path": path}, result=reason)
+            refusals.append(f"{path}: {reason}")
+    return registered, refusals
+
+
 def table_sync_queue(*, table: Table) -> None:
     """Queue a sync of `table` on commit; the row says QUEUED (with the task's id) until the
     task claims it."""
@@ -98,6 +113,14 @@ def table_sync_request(*, table: Table, user: User | None) -> None:
     audit(user=user, action="table.sync.requested", table=table)
     TableHealth.objects.filter(table=table).update(fingerprint="")  # a sync asked for runs the table doctor again
     table_sync_queue(table=table)
+
+
+def tables_sync_request(*, tables: list[Table], user: User | None) -> int:
+    """A sync of each of `tables` (the catalog's bulk action, one confirmation): each audited and
+    queued as `table_sync_request` does. Returns how many were queued."""
+    for table in tables:
+        table_sync_request(table=table, user=user)
+    return len(tables)
 
 
 def _table_fields(lake: HudiTable) -> dict[str, Any]:

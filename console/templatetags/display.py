@@ -3,14 +3,15 @@ the raw instant on hover and a copy button, durations, and the time axis of a ti
 Instant times stay sortable strings everywhere else; they are parsed here (by the library's
 `moment_of`, in the table's timeline zone), for display only.
 
-The server writes each moment in the console's time zone (TIME_ZONE) and names the zone; the
-page's script (static console/time.js) rewrites the `<time>` elements into the browser's zone."""
+The server writes each moment in the request's time zone, the user's (console/zones.py: their
+choice, else the browser's, else TIME_ZONE), and names the zone; every page, form and CSV shows
+the same zone."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django import template
@@ -19,6 +20,7 @@ from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
 from console.models import Instant, Table
+from console.zones import zone_label
 from timeline import TableConfig
 from timeline.exceptions import InvalidInstantError
 from timeline.instant import format_instant_time, moment_of, parse_instant_time
@@ -56,10 +58,34 @@ def aware(instant_time: str | None, where: Table | str | None = None) -> datetim
 
 
 def readable(when: datetime, style: str = "datetime") -> str:
-    """An aware datetime in the console's time zone: '2024-01-01 12:30:45 UTC'."""
+    """An aware datetime in the request's time zone (the user's: console/zones.py), the zone
+    named: '2024-01-01 12:30:45 UTC', '2024-01-02 02:30:45 UTC+14'."""
     local = timezone.localtime(when)
     text = local.strftime(FORMATS[style])
-    return f"{text} {local.tzname()}" if style == "datetime" else text
+    return f"{text} {zone_label(local)}" if style == "datetime" else text
+
+
+@register.filter
+def stamp(when: datetime | None, style: str = "datetime") -> SafeString:
+    """A moment the console recorded (a plan requested, a lock taken, an alert fired) as
+    `instant` shows an instant time: in the user's zone with the zone named, the moment itself
+    (UTC, ISO) on hover; empty for none."""
+    if when is None or not isinstance(when, datetime):
+        return mark_safe("")
+    return format_html('<time datetime="{}" title="{}" data-local="{}">{}</time>', when.isoformat(),
+                       when.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"), style, readable(when, style))
+
+
+@register.simple_tag
+def now_stamp() -> SafeString:
+    """This moment, as `stamp` shows one."""
+    return stamp(timezone.now())
+
+
+@register.filter
+def stamp_text(when: datetime | None) -> str:
+    """`stamp` as plain text (options, titles, CSV)."""
+    return readable(when) if isinstance(when, datetime) else ""
 
 
 _AGE_UNITS = (("y", 365 * 86400), ("mo", 30 * 86400), ("d", 86400), ("h", 3600), ("min", 60), ("s", 1))

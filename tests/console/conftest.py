@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import email
+import email.policy
+import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +21,8 @@ import redis
 from django.db import connection
 from playwright.sync_api import Browser, sync_playwright
 
-from tests.console.helpers import ARGS, ROOT
+from tests.console.helpers import ARGS, ROOT, Sinks
+from tests.helpers import free_port
 
 
 @pytest.fixture(autouse=True)
@@ -106,3 +112,49 @@ def browser() -> Iterator[Browser]:
         yield browser
         browser.close()
     del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
+
+
+@pytest.fixture
+def sinks(settings) -> Iterator[Sinks]:
+    """A real SMTP server and a real webhook receiver on 127.0.0.1; the settings point alerts at them."""
+    from aiosmtpd.controller import Controller
+
+    found = Sinks()
+
+    class Mailbox:
+        async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+            message = email.message_from_bytes(envelope.content, policy=email.policy.default)
+            found.mails.append((list(envelope.rcpt_tos), message))
+            return "250 OK"
+
+    class Receiver(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            status = found.fail_hooks.pop(0) if found.fail_hooks else 200
+            if status == 200:
+                assert self.headers["Content-Type"] == "application/json"
+                found.hooks.append(json.loads(body))
+            self.send_response(status)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    smtp = Controller(Mailbox(), hostname="127.0.0.1", port=free_port())
+    smtp.start()
+    web = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+    thread = threading.Thread(target=web.serve_forever, daemon=True)
+    thread.start()
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"  # pytest-django's default is locmem
+    settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", smtp.port
+    settings.CLEANLINE_ALERT_EMAILS = ["ops@cleanline.test", "lead@cleanline.test"]
+    settings.CLEANLINE_ALERT_FROM = "alerts@cleanline.test"
+    settings.CLEANLINE_ALERT_WEBHOOKS = [f"http://127.0.0.1:{web.server_address[1]}/hooks/T000/B000/secret-part"]
+    try:
+        yield found
+    finally:
+        web.shutdown()
+        web.server_close()
+        smtp.stop()

@@ -12,8 +12,13 @@ import socket
 import subprocess
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from email.message import EmailMessage
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from console.models import Alert
 
 from tests.helpers import free_port
 
@@ -284,3 +289,36 @@ def leave_markers(path: Path) -> str:
     folder.mkdir(parents=True)
     (folder / "x_0-1-0_1.parquet.marker.CREATE").write_bytes(b"")
     return last.requested_time
+
+
+@dataclass
+class Sinks:
+    """What the local SMTP server and webhook receiver got."""
+
+    mails: list[tuple[list[str], EmailMessage]] = field(default_factory=list)
+    hooks: list[dict[str, Any]] = field(default_factory=list)
+    fail_hooks: list[int] = field(default_factory=list)  # status codes to answer the next POSTs with
+
+    def mails_of(self, alert: Alert) -> list[EmailMessage]:
+        return [m for _, m in self.mails if f"(alert #{alert.pk})" in m.get_content()]
+
+    def hooks_of(self, alert: Alert) -> list[dict[str, Any]]:
+        return [h for h in self.hooks if h["cleanline"]["alert"] == alert.pk]
+
+    def counts(self) -> tuple[int, int]:
+        return len(self.mails), len(self.hooks)
+
+
+def browser_sign_in(browser: Any, url: str, role: str, **context: Any) -> Any:
+    """A new browser page (1280 px unless `context` says otherwise) signed in as `ada` with
+    `role`, on the dashboard."""
+    from django.contrib.auth.models import Group, User
+
+    User.objects.create_user("ada", password="correct horse").groups.add(Group.objects.get(name=role))
+    page = browser.new_context(**{"viewport": {"width": 1280, "height": 900}, **context}).new_page()
+    page.goto(f"{url}/login/")
+    page.fill("input[name=username]", "ada")
+    page.fill("input[name=password]", "correct horse")
+    page.click("button[type=submit]")
+    page.wait_for_selector("h1:has-text('Lake dashboard')")
+    return page

@@ -6,18 +6,9 @@ the audit log saying so) once the condition is gone."""
 
 from __future__ import annotations
 
-import email
-import email.policy
 import json
 import shutil
-import socket
-import threading
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from email.message import EmailMessage
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
@@ -28,80 +19,10 @@ from console import services, tasks
 from console.alerts import check_alerts
 from console.models import Alert, AlertKind, AlertRule, AuditEvent, CleanPlan, PlanStatus, Table
 from console.selectors import stored_plan
-from tests.console.helpers import SHORT_RETENTION, login, person
+from tests.console.helpers import SHORT_RETENTION, Sinks, login, person
 from timeline import HudiTable
 
 pytestmark = pytest.mark.django_db
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-@dataclass
-class Sinks:
-    """What the local SMTP server and webhook receiver got."""
-
-    mails: list[tuple[list[str], EmailMessage]] = field(default_factory=list)
-    hooks: list[dict[str, Any]] = field(default_factory=list)
-    fail_hooks: list[int] = field(default_factory=list)  # status codes to answer the next POSTs with
-
-    def mails_of(self, alert: Alert) -> list[EmailMessage]:
-        return [m for _, m in self.mails if f"(alert #{alert.pk})" in m.get_content()]
-
-    def hooks_of(self, alert: Alert) -> list[dict[str, Any]]:
-        return [h for h in self.hooks if h["cleanline"]["alert"] == alert.pk]
-
-    def counts(self) -> tuple[int, int]:
-        return len(self.mails), len(self.hooks)
-
-
-@pytest.fixture
-def sinks(settings) -> Iterator[Sinks]:
-    """A real SMTP server and a real webhook receiver on 127.0.0.1; the settings point alerts at them."""
-    from aiosmtpd.controller import Controller
-
-    found = Sinks()
-
-    class Mailbox:
-        async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
-            message = email.message_from_bytes(envelope.content, policy=email.policy.default)
-            found.mails.append((list(envelope.rcpt_tos), message))
-            return "250 OK"
-
-    class Receiver(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = self.rfile.read(int(self.headers["Content-Length"]))
-            status = found.fail_hooks.pop(0) if found.fail_hooks else 200
-            if status == 200:
-                assert self.headers["Content-Type"] == "application/json"
-                found.hooks.append(json.loads(body))
-            self.send_response(status)
-            self.send_header("Content-Length", "2")
-            self.end_headers()
-            self.wfile.write(b"ok")
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    smtp = Controller(Mailbox(), hostname="127.0.0.1", port=free_port())
-    smtp.start()
-    web = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
-    thread = threading.Thread(target=web.serve_forever, daemon=True)
-    thread.start()
-    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"  # pytest-django's default is locmem
-    settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", smtp.port
-    settings.CLEANLINE_ALERT_EMAILS = ["ops@cleanline.test", "lead@cleanline.test"]
-    settings.CLEANLINE_ALERT_FROM = "alerts@cleanline.test"
-    settings.CLEANLINE_ALERT_WEBHOOKS = [f"http://127.0.0.1:{web.server_address[1]}/hooks/T000/B000/secret-part"]
-    try:
-        yield found
-    finally:
-        web.shutdown()
-        web.server_close()
-        smtp.stop()
 
 
 def base(table: Table) -> Path:

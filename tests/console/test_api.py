@@ -288,14 +288,43 @@ def test_tokens_page_creates_shows_once_and_revokes(db) -> None:
     assert mine.post("/tokens/create", {"name": "laptop"}).status_code == 400  # the name is taken
 
 
+def no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object hook that refuses a key given twice (as Swagger UI's YAML parser does:
+    "duplicated mapping key"); json.loads alone keeps the last."""
+    keys = [key for key, _ in pairs]
+    twice = sorted({key for key in keys if keys.count(key) > 1})
+    if twice:
+        raise ValueError(f"duplicated keys {twice} in an object with keys {keys}")
+    return dict(pairs)
+
+
 def test_openapi_document_validates_and_docs_are_served_locally(db) -> None:
     response = Client().get(f"{API}/openapi.json")
     assert response.status_code == 200
-    document = response.json()
+    document = json.loads(response.content, object_pairs_hook=no_duplicate_keys)
     validate(document)  # openapi-spec-validator: a valid OpenAPI 3 document
     assert document["openapi"].startswith("3.") and document["components"]["securitySchemes"]
     docs = Client().get(f"{API}/docs")
     assert docs.status_code == 200 and b"cdn." not in docs.content and b"/static/ninja/" in docs.content
+
+
+@pytest.mark.django_db(transaction=True)
+def test_openapi_docs_render_in_chromium_without_an_error(browser, live_server) -> None:  # noqa: F811
+    """Swagger UI at /api/v1/docs (served from the console's static files) draws every
+    operation and no error box ("duplicated mapping key / Unable to render this definition")."""
+    page = browser.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(f"{live_server.url}{API}/docs")
+    page.wait_for_selector(".opblock", timeout=30_000)
+    page.wait_for_load_state("networkidle")
+    text = page.locator("body").inner_text()
+    assert "duplicated mapping key" not in text and "Unable to render" not in text, text[:2000]
+    assert page.locator(".errors-wrapper, .swagger-ui .errors").count() == 0 and not errors
+    document = Client().get(f"{API}/openapi.json").json()
+    operations = sum(len(methods) for methods in document["paths"].values())
+    assert page.locator(".opblock").count() == operations
+    page.close()
 
 
 @pytest.mark.django_db(transaction=True)

@@ -21,7 +21,7 @@ from timeline.instant import moment_of
 # zone); the browser is on Kiritimati, 14 h ahead: every time on the page moves, to the next day
 # for the fixture's afternoon instants, and a day picked in the filter is a day there.
 BROWSER_ZONE = "Pacific/Kiritimati"
-BROWSER_ZONE_NAME = "GMT+14"
+BROWSER_ZONE_NAME = "UTC+14"  # the server names a zone without an abbreviation by its offset
 
 
 def local(instant_time: str) -> str:

@@ -140,3 +140,41 @@ def test_safe_flows_a_refused_plan_request_keeps_what_was_typed(table: Table) ->
     assert 'name="commits_retained" value="1"' in body and not CleanPlan.objects.exists()
     invalid = operator.post(reverse("console:plan_request", args=[table.pk]), {"commits_retained": "-4"})
     assert invalid.status_code == 400 and 'value="-4"' in invalid.content.decode()
+
+
+def test_safe_flows_a_refused_rollback_has_a_preview_link_saying_hudis_rule_and_the_way_forward(table: Table) -> None:
+    """A failed write with a commit completed after it (Hudi's validateRollbackCommitSequence
+    refuses it): the failed-writes page links its preview, which says the rule and offers the
+    ways forward (the newer failed write first, a savepoint before it to restore to); the API
+    says the same."""
+    import json
+    from pathlib import Path
+
+    from tests.lakes import fake_failed_write
+
+    from tests.console.helpers import person
+
+    path = Path(table.path.removeprefix("file:"))
+    first = HudiTable.open(table.path).timeline.commits().completed().first()
+    assert first is not None
+    older = str(int(first.requested_time) + 1)  # between the first commit and the next
+    fake_failed_write(path, older, markers=True)
+    fake_failed_write(path, "20990101000000000", markers=True)
+    services.table_sync(table=table)
+    viewer = login("viewer")
+    listing = viewer.get(reverse("console:failed_writes", args=[table.pk])).content.decode()
+    preview_url = reverse("console:rollback_preview", args=[table.pk, older])
+    assert f'href="{preview_url}" class="way-forward"' in listing and "Why, and the way forward" in listing
+    page = viewer.get(preview_url).content.decode()
+    assert "validateRollbackCommitSequence" in page and "The way forward" in page
+    assert reverse("console:rollback_preview", args=[table.pk, "20990101000000000"]) in page  # the newer one first
+    assert reverse("console:savepoints", args=[table.pk]) in page and 'name="confirm"' not in page
+    services.savepoint_create(table=table, user=None, instant_time=first.requested_time, comment="")
+    page = viewer.get(preview_url).content.decode()
+    assert reverse("console:restore", args=[table.pk, first.requested_time]) in page
+    assert "restore the table to the savepoint" in page  # its time shown as a date (the |instants filter)
+    reader = person("api-viewer", "viewer")
+    token = services.token_create(actor=reader, owner=reader, name="ci")[1]
+    answer = viewer.get(f"/api/v1/tables/{table.pk}/failed-writes", HTTP_AUTHORIZATION=f"Bearer {token}")
+    refusal = {r["instant"]: r["refusal"] for r in json.loads(answer.content)}[older]
+    assert "validateRollbackCommitSequence" in refusal and f"the savepoint {first.requested_time}" in refusal

@@ -264,6 +264,8 @@ def test_views_post_only_urls_are_exactly_the_mutation_matrix() -> None:
     # (their persona matrices: tests/console/test_people.py, test_people_grants.py) are POST-only too
     people = {"console:people_create", "console:people_role", "console:people_deactivate", "console:people_reactivate",
               "console:people_grant_confirm", "console:people_grant_decline"}
+    # registering the tables a discovery found (its matrix: tests/console/test_discover_console.py)
+    people |= {"console:discover_register", "console:bulk"}  # and the bulk actions (test_bulk.py)
     assert post_only == {f"console:{name}" for name in MUTATIONS} | {"logout", "console:token_create",
                                                                      "console:token_revoke"} | people, answers
     assert answers.pop("favicon") == 301  # to the static icon

@@ -4,7 +4,10 @@
   deletes and an insert-overwrite, a savepoint, and enough file versions for a clean plan of
   hundreds of files;
 - `events_mor_v6`: merge-on-read v6 with log files, a compaction and a completed clean;
-- `orders_cow_v8`: copy-on-write v8 with a failed (pending) write left behind."""
+- `orders_cow_v8`: copy-on-write v8 with two failed (pending) writes left behind: the newest
+  write, which Hudi's rules let an admin roll back, and an older one with a commit completed
+  after it, which they refuse (`validateRollbackCommitSequence`: the refusal explains the way
+  forward, a savepoint before it to restore to)."""
 
 from __future__ import annotations
 
@@ -87,7 +90,8 @@ def _orders(spark: SparkSession, path: str, rng: random.Random, say: Progress) -
         write(spark, _rows(spark, rng, rng.sample(keys, 150), commit), path, operation="upsert", **common)
     _failed_write(Table.open(path))
     write(spark, _rows(spark, rng, rng.sample(keys, 150), 5), path, operation="upsert", **common)
-    say("orders_cow_v8: written, with a failed write left pending")
+    _failed_write(Table.open(path))  # the newest write: rolled back by Hudi's rules
+    say("orders_cow_v8: written, with two failed writes left pending")
 
 
 def _failed_write(table: Table) -> None:

@@ -63,12 +63,16 @@ class Command(BaseCommand):
                 state["built"] = sorted(set(state["built"]) | {name}, key=DEMO_TABLES.index)
                 state["building"] = ""
                 save()
-                self.stdout.write(f"demo lake: {name} built and in the catalog ({time.monotonic() - started:.0f} s)")
+                self.stdout.write(f"demo lake: {name} built and in the catalog ({len(state['built'])} of "
+                                  f"{len(DEMO_TABLES)}, {time.monotonic() - started:.0f} s)")
 
         save()
         try:
             build_demo_lake(lake, progress=progress)  # returns at once, without Spark, when all are there
             state.update(finished=True, building="")
+            if done:
+                self.stdout.write(f"demo lake: every Spark table is built and in the catalog "
+                                  f"({time.monotonic() - started:.0f} s)")
         except Exception as exc:
             state.update(finished=True, building="", failed=f"{type(exc).__name__}: {exc}"[:500])
             raise

@@ -1,33 +1,33 @@
-// Times in the viewer's own zone, and copy buttons (console/templatetags/display.py).
-// The server writes every <time data-local> in the console's zone; this rewrites it in the
-// browser's zone, in the same style. Timeline filters learn the browser's zone (the hidden
-// `zone` field) so that a date typed in From/To means a day here, like the times shown.
+// Times and copy buttons (console/templatetags/display.py, console/zones.py). The server writes
+// every time in the user's zone (their choice, else the browser's, else the console's) and
+// names it; nothing is rewritten here. Until the user chooses a zone, this script tells the
+// server the browser's (the cleanline_tz cookie) and, when the page was written in another
+// zone, reloads it once, so that every time on it (options and texts too) is in one zone.
+// Timeline filters carry the page's zone (the hidden `zone` field): a date typed in From/To
+// means a day in the zone the times are shown in.
 (function () {
   "use strict";
-  const pad = (n, width) => String(n).padStart(width || 2, "0");
-  const zoneName = (d) => {
-    const part = new Intl.DateTimeFormat("en-US", {timeZoneName: "short"}).formatToParts(d)
-      .find((p) => p.type === "timeZoneName");
-    return part ? part.value : "";
-  };
-  const formats = {
-    datetime: (d) => `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ` +
-      `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())} ${zoneName(d)}`,
-    date: (d) => `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}`,
-    daytime: (d) => `${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}`,
-    time: (d) => `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`,
-  };
+  const COOKIE = "cleanline_tz";
 
   function localise(root) {
-    root.querySelectorAll("time[datetime][data-local]").forEach((el) => {
-      const d = new Date(el.getAttribute("datetime"));
-      const format = formats[el.dataset.local];
-      if (!format || isNaN(d.getTime())) return;
-      el.textContent = format(d);
-      el.dataset.localised = "true";
-    });
-    const zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+    root.querySelectorAll("time[datetime][data-local]").forEach((el) => { el.dataset.localised = "true"; });
+    const zone = document.body.dataset.zone;
     root.querySelectorAll("input[name=zone]").forEach((input) => { if (!input.value && zone) input.value = zone; });
+  }
+
+  function learnZone() {
+    const body = document.body;
+    const browser = Intl.DateTimeFormat().resolvedOptions().timeZone;
+    if (!browser || body.dataset.zoneSource === "chosen") return;
+    const cookie = document.cookie.split("; ").find((c) => c.startsWith(`${COOKIE}=`));
+    if (cookie !== `${COOKIE}=${browser}`) {
+      document.cookie = `${COOKIE}=${browser}; path=/; max-age=31536000; SameSite=Lax`;
+    }
+    const tried = `${COOKIE}-reloaded-${browser}`;
+    if (body.dataset.zone !== browser && body.dataset.method === "GET" && !sessionStorage.getItem(tried)) {
+      sessionStorage.setItem(tried, "1");  // once: a server that does not know the zone keeps its own
+      window.location.reload();
+    }
   }
 
   function copy(text) {
@@ -53,6 +53,6 @@
       setTimeout(() => { button.classList.remove("copied"); button.setAttribute("aria-label", `Copy ${button.dataset.copy}`); }, 1500);
     });
   });
-  document.addEventListener("DOMContentLoaded", () => localise(document));
+  document.addEventListener("DOMContentLoaded", () => { learnZone(); localise(document); });
   document.addEventListener("htmx:load", (event) => localise(event.target));  // parts htmx swaps in
 })();

@@ -1,0 +1,109 @@
+"""The approvals queue (issue 30): what waits for one user's decision, oldest first, on its
+page, the dashboard's card, the header's badge and `GET /api/v1/plans?status=awaiting`; a plan
+that needs approval reaches its approvers through the alert channels (e-mail, also to each
+admin who may approve it, and webhooks) with a link, and the alert resolves once it is decided."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from console import services
+from console.models import Alert, AlertKind, CleanPlan, Table
+from console.selectors import awaiting_decision
+from tests.console.helpers import SHORT_RETENTION, Sinks, person
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def table(console_table) -> Table:
+    return console_table("sample_table/cow/v9_txns_simple_nometa")
+
+
+def signed_in(user: Any) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def draft(table: Table, user: Any, overrides: dict[str, Any] | None = None) -> CleanPlan:
+    return services.plan_build(plan=services.plan_request(table=table, user=user,
+                                                          overrides=overrides or SHORT_RETENTION, enqueue=False))
+
+
+def test_approvals_queue_lists_what_waits_for_this_user_oldest_first(table: Table) -> None:
+    ada, bob, cyd = person("ada", "admin"), person("bob", "operator"), person("cyd", "admin")
+    viewer = person("vic", "viewer")
+    first, second = draft(table, ada), draft(table, bob)
+    nothing = draft(table, bob, {"policy": "KEEP_LATEST_COMMITS", "commits_retained": 50})
+    assert first.files_to_delete and second.files_to_delete and nothing.deletes_nothing
+    assert [a.plan for a in awaiting_decision(cyd)] == [first, second]  # oldest first; nothing to approve: not listed
+    assert [a.plan for a in awaiting_decision(ada)] == [second]          # her own plan waits for another admin
+    assert awaiting_decision(bob) == [] == awaiting_decision(viewer)     # their roles approve nothing
+    services.person_role_change(actor=ada, user=bob, role="admin")       # waits for a second admin
+    assert [a.kind for a in awaiting_decision(cyd)] == ["clean plan", "clean plan", "admin role"]
+    assert [a.kind for a in awaiting_decision(ada)] == ["clean plan"]    # she asked for it
+
+    page = signed_in(cyd).get(reverse("console:approvals")).content.decode()
+    plan_urls = [reverse("console:plan", args=[table.pk, p.pk]) for p in (first, second)]
+    assert page.index(plan_urls[0]) < page.index(plan_urls[1]) and "make bob an admin" in page
+    assert reverse("console:plan", args=[table.pk, nothing.pk]) not in page
+    assert 'id="approvals-badge"' in page and ">3</span>" in page        # the header's badge, on every page
+    home = signed_in(cyd).get(reverse("console:home")).content.decode()
+    assert 'id="approvals-card"' in home and plan_urls[0] in home and 'id="approvals-badge"' in home
+    quiet = signed_in(viewer).get(reverse("console:approvals")).content.decode()
+    assert 'id="approvals-empty"' in quiet and 'id="approvals-badge"' not in quiet
+    services.plan_reject(plan=first, user=cyd)
+    assert [a.plan for a in awaiting_decision(cyd)][:1] == [second]
+
+
+def test_approvals_api_plans_awaiting_is_the_tokens_users_queue(table: Table) -> None:
+    ada, cyd = person("ada", "admin"), person("cyd", "admin")
+    first, second = draft(table, ada), draft(table, person("bob", "operator"))
+
+    tokens = {u.pk: services.token_create(actor=u, owner=u, name="ci")[1] for u in (ada, cyd)}
+
+    def ids(user: Any, **query: str) -> list[int]:
+        answer = Client().get("/api/v1/plans", query, HTTP_AUTHORIZATION=f"Bearer {tokens[user.pk]}")
+        assert answer.status_code == 200, answer.content
+        return [p["id"] for p in answer.json()["items"]]
+
+    assert ids(cyd, status="awaiting") == [first.pk, second.pk]
+    assert ids(ada, status="awaiting") == [second.pk]
+    assert ids(ada, status="draft") == [second.pk, first.pk]  # every table's plans, newest first
+    assert ids(ada) == [second.pk, first.pk]
+    bogus = Client().get("/api/v1/plans", {"status": "bogus"}, HTTP_AUTHORIZATION=f"Bearer {tokens[ada.pk]}")
+    assert bogus.status_code == 400 and "awaiting" in bogus.json()["detail"]
+
+
+def test_approvals_a_plan_needing_approval_notifies_its_approvers_with_a_link(
+        table: Table, sinks: Sinks, settings, django_capture_on_commit_callbacks) -> None:
+    settings.CLEANLINE_URL = "https://cleanline.example.com"
+    ada, cyd = person("ada", "admin"), person("cyd", "admin")
+    for user, address in ((ada, "ada@cleanline.test"), (cyd, "cyd@cleanline.test")):
+        user.email = address
+        user.save()
+    with django_capture_on_commit_callbacks(execute=True):  # the worker's build: the check is queued on commit
+        plan = draft(table, ada)
+    alert = Alert.objects.get(kind=AlertKind.APPROVAL_WAITING, resolved_at=None)
+    link = f"https://cleanline.example.com{reverse('console:plan', args=[table.pk, plan.pk])}"
+    assert alert.key == f"plan:{plan.pk}" and link in alert.message and "requested by ada" in alert.message
+    (mail,) = sinks.mails_of(alert)
+    (recipients,) = [r for r, m in sinks.mails if m is mail]
+    assert recipients == ["ops@cleanline.test", "lead@cleanline.test", "cyd@cleanline.test"]  # not ada: her plan
+    assert link in mail.get_content() and "waits for approval" in mail["Subject"]
+    (hook,) = sinks.hooks_of(alert)
+    assert link in hook["text"]
+    with django_capture_on_commit_callbacks(execute=True):
+        draft(table, ada, {"policy": "KEEP_LATEST_COMMITS", "commits_retained": 50})  # deletes nothing: no notice
+    assert Alert.objects.filter(kind=AlertKind.APPROVAL_WAITING).count() == 1
+    services.plan_reject(plan=plan, user=cyd)
+    from console.alerts import check_alerts
+
+    check_alerts()
+    alert.refresh_from_db()
+    assert alert.resolved_at is not None and sinks.counts() == (1, 1)  # decided: resolved, sent once
