@@ -4,6 +4,14 @@ Hudi rule is decided here."""
 
 from __future__ import annotations
 
+from console.selectors.archival import (
+    ArchivalPreview,
+    SavepointRelease,
+    archival_preview,
+    archivals_of,
+    open_archival,
+    savepoint_release,
+)
 from console.selectors.catalog import (
     CATALOG_SORTS,
     CHART_DAYS,
@@ -50,6 +58,12 @@ from console.selectors.tables import (
 )
 
 __all__ = [
+    "ArchivalPreview",
+    "SavepointRelease",
+    "archival_preview",
+    "archivals_of",
+    "open_archival",
+    "savepoint_release",
     "CATALOG_SORTS",
     "CHART_DAYS",
     "CatalogCounts",

@@ -22,6 +22,7 @@ from console.models import (
     SyncStatus,
     Table,
 )
+from console.selectors.archival import archival_plan, plan_summary
 from console.services.audit import audit
 from console.services.queue import SYNC_TABLE, enqueue_on_commit
 from timeline import CleanlineError, FileSystemView, HudiTable, Maintenance, OutsideTableError
@@ -175,6 +176,7 @@ def table_sync(*, table: Table) -> SyncResult:
     # unchanged since a sync that succeeded (queued or running now): it was intact then
     if print_ == table.timeline_fingerprint and table.sync_status != SyncStatus.FAILED:
         _refresh_failed_writes(table, lake)
+        _refresh_archival(table, lake)
         return SyncResult(False, 0, 0, 0)
     lake.ensure_intact()  # a corrupt instant fails the sync, as it stops planning and mutations
     failed = failed_write_count(lake)
@@ -189,6 +191,7 @@ def table_sync(*, table: Table) -> SyncResult:
     sizes = [s.size for files in listing.partitions.values() for s in files]
     layout = _layout_summary(lake.file_system_view(listing=listing))
     layout["reclaimable"] = _reclaimable(lake, listing)
+    archival = _archival(table, lake)
     stale = [key for key in known if key not in present]
     created = [key for key in changes if key not in known]
     with transaction.atomic():
@@ -202,7 +205,7 @@ def table_sync(*, table: Table) -> SyncResult:
         Table.objects.filter(pk=table.pk).update(
             timeline_fingerprint=print_, sync_status=SyncStatus.OK, sync_error="", synced_at=timezone.now(),
             total_bytes=sum(sizes), total_files=len(sizes), layout_summary=layout, failed_writes=failed,
-            **_table_fields(lake))
+            archival=archival, **_table_fields(lake))
     table.refresh_from_db()
     return SyncResult(True, len(created), len(changes) - len(created), len(stale))
 
@@ -223,6 +226,26 @@ def _refresh_failed_writes(table: Table, lake: HudiTable) -> None:
     if count != table.failed_writes:
         Table.objects.filter(pk=table.pk).update(failed_writes=count)
         table.failed_writes = count
+
+
+def _archival(table: Table, lake: HudiTable) -> dict[str, Any]:
+    """What archival would do now (the library's plan with the table's writer options), kept
+    for the overview, the metrics and the alert: instants on the active timeline, how many it
+    moves, each blocker; the options it was planned with; why not, when the library refuses."""
+    options = dict(table.write_options or {})
+    try:
+        return plan_summary(archival_plan(table, lake)) | {"options": options}
+    except CleanlineError as exc:
+        return {"active": len(lake.timeline), "archivable": 0, "blockers": [], "error": str(exc)[:500],
+                "options": options}
+
+
+def _refresh_archival(table: Table, lake: HudiTable) -> None:
+    """An unchanged timeline keeps its archival summary, unless the table's writer options
+    changed since it was made (they hold the keep counts) or none was made yet."""
+    if (table.archival or {}).get("options") != dict(table.write_options or {}):
+        table.archival = _archival(table, lake)
+        Table.objects.filter(pk=table.pk).update(archival=table.archival)
 
 
 def _layout_summary(view: FileSystemView) -> dict[str, Any]:
@@ -272,6 +295,7 @@ def table_settings_update(*, table: Table, user: User | None, auto_clean: bool, 
           parameters={"auto_clean": auto_clean, "auto_max_files": auto_max_files, "auto_max_bytes": auto_max_bytes,
                       "write_options": options})
     table.refresh_from_db()
+    _refresh_archival(table, HudiTable.open(table.path))  # the options hold archival's keep counts
     return table
 
 
