@@ -19,11 +19,22 @@ from django.core.exceptions import ValidationError
 from django.db.models import Q
 
 from console import permissions, services
-from console.models import CleanPlan, Job, JobStatus, PlanStatus, RetentionEstimate, SyncStatus, Table
+from console.models import (
+    Archival,
+    ArchivalStatus,
+    CleanPlan,
+    Job,
+    JobStatus,
+    PlanStatus,
+    RetentionEstimate,
+    SyncStatus,
+    Table,
+)
 from console.services.queue import (
     APPROVE_CLEAN_PLAN,
     BUILD_CLEAN_PLAN,
     ESTIMATE_RETENTION,
+    RUN_ARCHIVAL,
     RUN_CLEAN_PLAN,
     RUN_JOB,
     SYNC_TABLE,
@@ -111,9 +122,10 @@ def _retry_while_busy(task: Task[[int], object], exc: services.TableBusy, what: 
         raise task.retry(countdown=countdown, max_retries=settings.CLEANLINE_BUSY_MAX_RETRIES) from exc
 
 
-def _run(task: Task[[int], str], row: CleanPlan | Job, run: Callable[..., CleanPlan | Job], holder: str) -> str:
-    """Call the run service of a plan or job, which claims the row under the table lock and
-    stores the task's id on it. A busy table is retried with the one back-off
+def _run(task: Task[[int], str], row: CleanPlan | Job | Archival, run: Callable[..., CleanPlan | Job | Archival],
+         holder: str) -> str:
+    """Call the run service of a plan, job or archival, which claims the row under the table
+    lock and stores the task's id on it. A busy table is retried with the one back-off
     (`_retry_while_busy`); once its retries are spent the row fails with the reason, unless
     what holds the table is another live run of this very row (a re-delivered copy of this
     task): that run records the outcome. Any other error is not retried: a row the run had not
@@ -187,6 +199,18 @@ def run_job(self: Task[[int], str], job_id: int) -> str:
     if job is None or job.status not in (JobStatus.QUEUED, JobStatus.RUNNING):
         return "skipped"
     return _run(self, job, lambda **claim: services.job_run(job=job, **claim), services.job_holder(job))
+
+
+@shared_task(name=RUN_ARCHIVAL, bind=True, acks_late=True)
+def run_archival(self: Task[[int], str], archival_id: int) -> str:
+    """Run an approved archival under the table's lock, where the library checks the timeline
+    still gives the approved instants (else STALE, nothing written); while the table is busy it
+    is retried, then the archival fails with the reason."""
+    archival = Archival.objects.filter(pk=archival_id).select_related("table").first()
+    if archival is None or archival.status not in (ArchivalStatus.APPROVED, ArchivalStatus.RUNNING):
+        return "skipped"
+    return _run(self, archival, lambda **claim: services.archival_run(archival=archival, **claim),
+                services.archival_holder(archival))
 
 
 @shared_task(name=ESTIMATE_RETENTION, bind=True, acks_late=True)

@@ -8,7 +8,7 @@ from django.templatetags.static import static
 from django.urls import URLPattern, include, path
 from django.views.generic import RedirectView
 
-from console import alerts, metrics, views, views_people
+from console import alerts, metrics, views, views_archival, views_people
 from console.api import api
 
 
@@ -53,6 +53,13 @@ console_patterns = [
     of_table("savepoints", views.savepoints, "savepoints"),
     of_table("savepoints/create", views.savepoint_create, "savepoint_create"),
     of_table("savepoints/<str:instant>/delete", views.savepoint_delete, "savepoint_delete"),
+    of_table("archival", views_archival.archival, "archival"),
+    of_table("archival/request", views_archival.archival_request, "archival_request"),
+    of_table("archivals/<int:archival_id>", views_archival.archival_detail, "archival_detail"),
+    of_table("archivals/<int:archival_id>/approve", views_archival.archival_decide, "archival_approve",
+             decision="approve"),
+    of_table("archivals/<int:archival_id>/decline", views_archival.archival_decide, "archival_decline",
+             decision="decline"),
     of_table("restore/<str:savepoint>", views.restore_preview, "restore"),
     of_table("jobs/restore", views.job_request, "restore_run", kind="restore"),
     of_table("jobs/rollback", views.job_request, "rollback_run", kind="rollback"),

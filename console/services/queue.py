@@ -15,7 +15,7 @@ from celery.utils import uuid
 from django.db import transaction
 
 from console.celery import app
-from console.models import CleanPlan, Job, RetentionEstimate, Table
+from console.models import Archival, CleanPlan, Job, RetentionEstimate, Table
 
 SYNC_TABLE = "console.tasks.sync_table"
 BUILD_CLEAN_PLAN = "console.tasks.build_clean_plan"
@@ -23,10 +23,13 @@ APPROVE_CLEAN_PLAN = "console.tasks.approve_clean_plan"
 RUN_CLEAN_PLAN = "console.tasks.run_clean_plan"
 RUN_JOB = "console.tasks.run_job"
 ESTIMATE_RETENTION = "console.tasks.estimate_retention"
-QUEUED_TASKS = (SYNC_TABLE, BUILD_CLEAN_PLAN, APPROVE_CLEAN_PLAN, RUN_CLEAN_PLAN, RUN_JOB, ESTIMATE_RETENTION)
+RUN_ARCHIVAL = "console.tasks.run_archival"
+QUEUED_TASKS = (SYNC_TABLE, BUILD_CLEAN_PLAN, APPROVE_CLEAN_PLAN, RUN_CLEAN_PLAN, RUN_JOB, ESTIMATE_RETENTION,
+                RUN_ARCHIVAL)
 
 
-def enqueue_on_commit(task: str, row: Table | CleanPlan | Job | RetentionEstimate, **fields: object) -> None:
+def enqueue_on_commit(task: str, row: Table | CleanPlan | Job | RetentionEstimate | Archival,
+                      **fields: object) -> None:
     """Send the task named `task` for `row` once the current transaction commits (at once
     outside one), its id written on the row first (a table's `sync_task_id`, else `task_id`),
     with `fields`."""

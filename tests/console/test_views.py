@@ -16,7 +16,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 
 from console import services
-from console.models import AuditEvent, Job, PlanStatus, Table, TableLock
+from console.models import ArchivalStatus, AuditEvent, Job, PlanStatus, Table, TableLock
 from tests.console.helpers import SHORT_RETENTION, SHORT_RETENTION_FORM
 from timeline import HudiTable
 
@@ -57,7 +57,7 @@ def pages(table: Table) -> list[str]:
     return [reverse("console:home"), reverse("console:catalog"), reverse("console:overview", args=[table.pk]),
             reverse("console:timeline", args=[table.pk]), reverse("console:instant", args=[table.pk, instant.pk]),
             reverse("console:file_groups", args=[table.pk]), reverse("console:sync_status", args=[table.pk]),
-            reverse("console:retention", args=[table.pk]),
+            reverse("console:retention", args=[table.pk]), reverse("console:archival", args=[table.pk]),
             reverse("console:instant_raw", args=[table.pk, instant.pk, "completed"])]
 
 
@@ -200,14 +200,49 @@ def _retention_request(table: Table, table_copy: Callable[[str], Path]) -> Case:
                 lambda queued: table.retention_estimates.exists() and len(queued) == 1)
 
 
+ARCHIVE_SMALL = {"hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3", "hoodie.clean.commits.retained": "1"}
+
+
+def _archivable(table: Table) -> Table:
+    """The table with writer options under which archival moves instants now."""
+    Table.objects.filter(pk=table.pk).update(write_options=ARCHIVE_SMALL)
+    table.refresh_from_db()
+    return table
+
+
+def _archival_request(table: Table, table_copy: Callable[[str], Path]) -> Case:
+    _archivable(table)
+    return Case(reverse("console:archival_request", args=[table.pk]), {},
+                lambda queued: table.archivals.filter(status=ArchivalStatus.PENDING).exists() and queued == [])
+
+
+def _pending_archival(table: Table) -> int:
+    requester = User.objects.create_user("archival-requester")
+    return services.archival_request(table=_archivable(table), user=requester).pk
+
+
+def _archival_approve(table: Table, table_copy: Callable[[str], Path]) -> Case:
+    archival = _pending_archival(table)
+    return Case(reverse("console:archival_approve", args=[table.pk, archival]), {},
+                lambda queued: table.archivals.get(pk=archival).status == ArchivalStatus.APPROVED and len(queued) == 1)
+
+
+def _archival_decline(table: Table, table_copy: Callable[[str], Path]) -> Case:
+    archival = _pending_archival(table)
+    return Case(reverse("console:archival_decline", args=[table.pk, archival]), {"note": "no"},
+                lambda queued: table.archivals.get(pk=archival).status == ArchivalStatus.DECLINED)
+
+
 MUTATIONS: dict[str, Prepare] = {
     "register": _register, "sync": _sync, "lock_break": _lock_break, "plan_request": _plan_request,
     "plan_approve": _plan_approve, "plan_reject": _plan_reject, "savepoint_create": _savepoint_create,
     "savepoint_delete": _savepoint_delete, "restore_run": _restore_run, "rollback_run": _rollback_run,
     "table_settings": _table_settings, "clean_run_pending": _clean_run_pending,
     "metadata_table_drop": _metadata_table_drop, "retention_request": _retention_request,
+    "archival_request": _archival_request, "archival_approve": _archival_approve,
+    "archival_decline": _archival_decline,
 }
-OPERATOR_MAY = {"sync", "plan_request", "savepoint_create", "retention_request"}
+OPERATOR_MAY = {"sync", "plan_request", "savepoint_create", "retention_request", "archival_request"}
 
 
 def named_patterns(patterns: list[Any], namespace: str = "") -> Iterator[tuple[str, URLPattern]]:
