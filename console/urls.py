@@ -53,6 +53,7 @@ console_patterns = [
     of_table("savepoints", views.savepoints, "savepoints"),
     of_table("savepoints/create", views.savepoint_create, "savepoint_create"),
     of_table("savepoints/<str:instant>/delete", views.savepoint_delete, "savepoint_delete"),
+    of_table("savepoints/<str:instant>", views_archival.savepoint, "savepoint"),
     of_table("archival", views_archival.archival, "archival"),
     of_table("archival/request", views_archival.archival_request, "archival_request"),
     of_table("archivals/<int:archival_id>", views_archival.archival_detail, "archival_detail"),

@@ -1,13 +1,13 @@
 """Archival pages: the preview (what Hudi's archiver would move now, what blocks the rest, the
-active timeline before and after) with its request, and an archival's page with its approval
-and outcome. Thin views over `console.services` and `console.selectors`, as in
-`console/views.py`."""
+active timeline before and after) with its request, an archival's page with its approval and
+outcome, and a savepoint's page, where deleting it is confirmed and what archival that frees is
+shown. Thin views over `console.services` and `console.selectors`, as in `console/views.py`."""
 
 from __future__ import annotations
 
 from django.contrib import messages
 from django.core.exceptions import ValidationError
-from django.http import HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
 from console import permissions, selectors, services
@@ -15,6 +15,7 @@ from console.forms import DecisionForm
 from console.models import ArchivalStatus, Table
 from console.permissions import AuthenticatedHttpRequest
 from console.views import refused, table_action, table_page, writers_stopped_ticked
+from timeline import CleanlineError
 
 # While an archival is in these states its page polls (htmx) until it settles.
 LIVE_ARCHIVAL_STATES = (ArchivalStatus.APPROVED, ArchivalStatus.RUNNING)
@@ -74,3 +75,21 @@ def archival_decide(request: AuthenticatedHttpRequest, table: Table, archival_id
     except ValidationError as exc:
         refused(request, exc)
     return redirect("console:archival_detail", pk=table.pk, archival_id=found.pk)
+
+
+@table_page(reads_lake=True)
+def savepoint(request: AuthenticatedHttpRequest, table: Table, instant: str) -> HttpResponse:
+    """A savepoint's page: what it protects, what archival deleting it frees (read-only: the
+    archival plan of the timeline without it), and the typed confirmation that deletes it."""
+    found = next((s for s in selectors.savepoints(table) if s.instant.requested_time == instant), None)
+    if found is None:
+        raise Http404(f"{table.name} has no savepoint {instant}.")
+    try:
+        release, error = selectors.savepoint_release(table, instant), ""
+    except LookupError as exc:
+        raise Http404(str(exc)) from exc
+    except CleanlineError as exc:  # settings Hudi refuses: no plan, the savepoint can still be deleted
+        release, error = None, str(exc)
+    return render(request, "console/savepoint.html", {
+        "table": table, "savepoint": found, "release": release, "error": error,
+        "writer_lock": selectors.writer_lock(table)})

@@ -3,7 +3,8 @@ of a real table whose writer options keep 2 to 3 commits (the library archives 9
 instants): the sync stores what archival moves and what blocks it (a savepoint named with its
 instant and since when), the overview shows it; a request waits for a second admin, runs (the
 task eagerly, as on commit) and shortens the active timeline, audited as a clean is; a plan the
-timeline no longer gives turns stale with nothing written; double submits change nothing.
+timeline no longer gives turns stale with nothing written; double submits change nothing; a
+savepoint's page says what archival deleting it frees, and deleting it frees exactly that.
 The gauges and the alert: tests/console/test_archival_alerts.py."""
 
 from __future__ import annotations
@@ -162,3 +163,30 @@ def test_archival_pages_and_their_roles(table: Table) -> None:
     assert 'id="open-archival"' in client_of(operator).get(preview).content.decode()
     assert client_of(person("out", "viewer")).get(reverse("console:archival_detail",
                                                           args=[table.pk, 999])).status_code == 404
+
+
+def test_archival_savepoint_page_says_what_deleting_it_frees(table: Table) -> None:
+    savepoint = commits(table)[1]
+    services.savepoint_create(table=table, user=None, instant_time=savepoint, comment="keep")
+    admin = client_of(person("ada", "admin"))
+    page = admin.get(reverse("console:savepoint", args=[table.pk, savepoint])).content.decode()
+    # now archival moves the commit before the savepoint; without it, 9 commits (12 - 9 - the savepoint: 2 left)
+    assert "lets archival move <strong>8 more instants</strong>" in page
+    assert "from 12 to <strong>2</strong> instants" in page and "archival takes it to 11" in page
+    assert page.count("<tr><td><span class=\"instant\">") == 8 and 'name="confirm"' in page
+    viewer = client_of(person("vera", "viewer")).get(reverse("console:savepoint", args=[table.pk, savepoint]))
+    assert b"8 more instants" in viewer.content and b'name="confirm"' not in viewer.content
+    assert admin.get(reverse("console:savepoint", args=[table.pk, commits(table)[2]])).status_code == 404
+    services.savepoint_delete(table=table, user=None, instant_time=savepoint)
+    after = HudiTable.open(table.path).inspect.archival(SMALL)
+    assert after.archivable == 9 and after.active_after == 2  # what the page said deleting it frees
+
+
+def test_archival_savepoint_that_blocks_nothing_frees_nothing(table: Table) -> None:
+    services.table_settings_update(table=table, user=None, auto_clean=False, auto_max_files=1000,
+                                   auto_max_bytes=1000, write_options={})
+    savepoint = commits(table)[1]
+    services.savepoint_create(table=table, user=None, instant_time=savepoint, comment="keep")
+    page = client_of(person("ada", "admin")).get(reverse("console:savepoint", args=[table.pk, savepoint]))
+    assert b"Deleting this savepoint frees nothing for archival now" in page.content
+    assert b"keep.max not exceeded" in page.content
