@@ -11,7 +11,7 @@ from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError
 from ninja.errors import ValidationError as InputError
 
-from console.api import operations, plans, tables
+from console.api import archival, operations, plans, tables
 from console.api.common import TokenAuth, problem
 from console.services import TableBusy
 from timeline import CleanlineError
@@ -21,6 +21,7 @@ api = NinjaAPI(title="Cleanline API", version="1", urls_namespace="api", auth=To
 api.add_router("", tables.router)
 api.add_router("", plans.router)
 api.add_router("", operations.router)
+api.add_router("", archival.router)
 
 
 @api.exception_handler(AuthenticationError)
