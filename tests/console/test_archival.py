@@ -61,6 +61,9 @@ def test_archival_sync_stores_what_archival_moves_and_what_blocks_it(table: Tabl
     assert table.archival["active"] == len(lake.timeline) == 11
     assert table.archival["archivable"] == lake.inspect.archival(SMALL).archivable == 9
     assert table.archival["active_after"] == 2 and table.archival["blockers"] == []
+    Table.objects.filter(pk=table.pk).update(archival={})  # a table synced before archival was summed up
+    assert not services.table_sync(table=table).changed  # its timeline is unchanged, its summary is made
+    assert Table.objects.get(pk=table.pk).archival == table.archival
     savepoint = commits(table)[1]
     services.savepoint_create(table=table, user=None, instant_time=savepoint, comment="keep")  # syncs
     table.refresh_from_db()
