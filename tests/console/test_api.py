@@ -22,7 +22,7 @@ from openapi_spec_validator import validate
 from console import services
 from console.models import ApiToken, Archival, AuditEvent, CleanPlan, Job, PlanStatus, Table
 from console.selectors import stored_plan
-from tests.console.helpers import SHORT_RETENTION, person, wait_for
+from tests.console.helpers import ARCHIVABLE_TABLE, KEEP_FEW, SHORT_RETENTION, person, wait_for
 from timeline import HudiTable
 
 pytestmark = pytest.mark.django_db
@@ -216,9 +216,8 @@ def test_a_stale_plan_through_the_api(table: Table) -> None:
 def test_archival_through_the_api(console_table) -> None:
     """The plan and its blockers, a request, the two-person rule, the run (eager here) and its
     status, through the API alone, on a table whose writer options keep 2 to 3 commits."""
-    table = console_table("sample_table/cow/v9_txns_nonpart_nometa")
-    Table.objects.filter(pk=table.pk).update(write_options={
-        "hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3", "hoodie.clean.commits.retained": "1"})
+    table = console_table(ARCHIVABLE_TABLE)
+    Table.objects.filter(pk=table.pk).update(write_options=KEEP_FEW)
     first, second = person("ada", "admin"), person("bob", "admin")
     ada, bob = Caller(token_for(first, "ada-laptop")), Caller(token_for(second, "bob-ci"))
     viewer = Caller(token_for(person("vera", "viewer")))

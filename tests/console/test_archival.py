@@ -9,8 +9,6 @@ The gauges and the alert: tests/console/test_archival_alerts.py."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from django.core.exceptions import ValidationError
 from django.test import Client
@@ -18,37 +16,21 @@ from django.urls import reverse
 
 from console import services
 from console.models import Archival, ArchivalStatus, AuditEvent, Table
-from tests.console.helpers import person
+from tests.console.helpers import KEEP_FEW, completed_commits, hoodie_files, person
 from timeline import HudiTable
 
 pytestmark = pytest.mark.django_db
 
-TABLE = "sample_table/cow/v9_txns_nonpart_nometa"
-SMALL = {"hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3", "hoodie.clean.commits.retained": "1"}
-
 
 @pytest.fixture
-def table(console_table) -> Table:
-    """The table, its writer options keeping 2 to 3 commits (saved as an admin saves them)."""
-    found: Table = console_table(TABLE)
-    return services.table_settings_update(table=found, user=None, auto_clean=False, auto_max_files=1000,
-                                          auto_max_bytes=1000, write_options=SMALL)
+def table(archivable_table: Table) -> Table:
+    return archivable_table
 
 
 def client_of(user: object) -> Client:
     client = Client()
     client.force_login(user)  # type: ignore[arg-type]
     return client
-
-
-def lake_files(table: Table) -> dict[str, int]:
-    """Every file under the table's .hoodie with its size: what an archival writes or deletes."""
-    root = Path(table.path.removeprefix("file:")) / ".hoodie"
-    return {str(p.relative_to(root)): p.stat().st_size for p in root.rglob("*") if p.is_file()}
-
-
-def commits(table: Table) -> list[str]:
-    return [i.requested_time for i in HudiTable.open(table.path).timeline.commits().completed()]
 
 
 def actions(table: Table) -> list[str]:
@@ -59,12 +41,12 @@ def actions(table: Table) -> list[str]:
 def test_archival_sync_stores_what_archival_moves_and_what_blocks_it(table: Table) -> None:
     lake = HudiTable.open(table.path)
     assert table.archival["active"] == len(lake.timeline) == 11
-    assert table.archival["archivable"] == lake.inspect.archival(SMALL).archivable == 9
+    assert table.archival["archivable"] == lake.inspect.archival(KEEP_FEW).archivable == 9
     assert table.archival["active_after"] == 2 and table.archival["blockers"] == []
     Table.objects.filter(pk=table.pk).update(archival={})  # a table synced before archival was summed up
-    assert not services.table_sync(table=table).changed  # its timeline is unchanged, its summary is made
+    assert not services.table_sync(table=Table.objects.get(pk=table.pk)).changed  # unchanged; its summary is made
     assert Table.objects.get(pk=table.pk).archival == table.archival
-    savepoint = commits(table)[1]
+    savepoint = completed_commits(table)[1]
     services.savepoint_create(table=table, user=None, instant_time=savepoint, comment="keep")  # syncs
     table.refresh_from_db()
     [blocker] = [b for b in table.archival["blockers"] if b["kind"] == "savepoint"]
@@ -88,20 +70,20 @@ def test_archival_request_waits_for_a_second_admin_then_shortens_the_timeline(
         again = services.archival_request(table=table, user=ada)  # a double submit
     assert again.pk == archival.pk and Archival.objects.count() == 1 and queued == []  # nothing runs unapproved
     assert archival.status == ArchivalStatus.PENDING and len(archival.instants) == 9
-    assert archival.expected == commits(table)[:9] and archival.plan["active_after"] == 2
+    assert archival.expected == completed_commits(table)[:9] and archival.plan["active_after"] == 2
     with pytest.raises(ValidationError, match="approver must differ"):
         services.archival_approve(archival=archival, user=ada)
     page = client_of(ada).get(reverse("console:archival_detail", args=[table.pk, archival.pk])).content.decode()
     assert 'id="approval-note"' in page and "Approve and archive" not in page
     page = client_of(bob).get(reverse("console:archival_detail", args=[table.pk, archival.pk])).content.decode()
     assert "Approve and archive" in page
-    before = lake_files(table)
+    before = hoodie_files(table)
     with django_capture_on_commit_callbacks(execute=True):
         done = services.archival_approve(archival=archival, user=bob)
     done.refresh_from_db()
     assert done.status == ArchivalStatus.COMPLETED, done.error or done.stale_reason
     assert done.result["archived"] == 9 and done.result["active_after"] == 2
-    assert len(HudiTable.open(table.path).timeline) == 2 and lake_files(table) != before
+    assert len(HudiTable.open(table.path).timeline) == 2 and hoodie_files(table) != before
     table.refresh_from_db()
     assert table.active_instants == 2 and table.archivable_instants == 0  # synced after the run
     assert table.instants.filter(archived=True).count() == 9
@@ -119,18 +101,19 @@ def test_archival_a_plan_the_timeline_no_longer_gives_turns_stale_with_nothing_w
         table: Table, django_capture_on_commit_callbacks) -> None:
     ada, bob = person("ada", "admin"), person("bob", "admin")
     archival = services.archival_request(table=table, user=ada)
-    services.savepoint_create(table=table, user=None, instant_time=commits(table)[1], comment="since the request")
-    before = lake_files(table)
+    held = completed_commits(table)[1]
+    services.savepoint_create(table=table, user=None, instant_time=held, comment="since the request")
+    before = hoodie_files(table)
     with django_capture_on_commit_callbacks(execute=True):
         services.archival_approve(archival=archival, user=bob)
     archival.refresh_from_db()
     assert archival.status == ArchivalStatus.STALE and "plan it again" in archival.stale_reason
-    assert lake_files(table) == before and len(HudiTable.open(table.path).timeline) == 12
+    assert hoodie_files(table) == before and len(HudiTable.open(table.path).timeline) == 12
     assert actions(table)[-2:] == ["archival.approved", "archival.stale"]
     shown = client_of(bob).get(reverse("console:archival_detail", args=[table.pk, archival.pk]))
     assert b"Stale, nothing written" in shown.content
     fresh = services.archival_request(table=table, user=ada)  # a stale archival is not open: ask again
-    assert fresh.pk != archival.pk and fresh.expected == commits(table)[:1]
+    assert fresh.pk != archival.pk and fresh.expected == completed_commits(table)[:1]
 
 
 def test_archival_decline_and_refusals(table: Table, django_capture_on_commit_callbacks) -> None:
@@ -169,7 +152,7 @@ def test_archival_pages_and_their_roles(table: Table) -> None:
 
 
 def test_archival_savepoint_page_says_what_deleting_it_frees(table: Table) -> None:
-    savepoint = commits(table)[1]
+    savepoint = completed_commits(table)[1]
     services.savepoint_create(table=table, user=None, instant_time=savepoint, comment="keep")
     admin = client_of(person("ada", "admin"))
     page = admin.get(reverse("console:savepoint", args=[table.pk, savepoint])).content.decode()
@@ -179,16 +162,16 @@ def test_archival_savepoint_page_says_what_deleting_it_frees(table: Table) -> No
     assert page.count("<tr><td><span class=\"instant\">") == 8 and 'name="confirm"' in page
     viewer = client_of(person("vera", "viewer")).get(reverse("console:savepoint", args=[table.pk, savepoint]))
     assert b"8 more instants" in viewer.content and b'name="confirm"' not in viewer.content
-    assert admin.get(reverse("console:savepoint", args=[table.pk, commits(table)[2]])).status_code == 404
+    assert admin.get(reverse("console:savepoint", args=[table.pk, completed_commits(table)[2]])).status_code == 404
     services.savepoint_delete(table=table, user=None, instant_time=savepoint)
-    after = HudiTable.open(table.path).inspect.archival(SMALL)
+    after = HudiTable.open(table.path).inspect.archival(KEEP_FEW)
     assert after.archivable == 9 and after.active_after == 2  # what the page said deleting it frees
 
 
 def test_archival_savepoint_that_blocks_nothing_frees_nothing(table: Table) -> None:
     services.table_settings_update(table=table, user=None, auto_clean=False, auto_max_files=1000,
                                    auto_max_bytes=1000, write_options={})
-    savepoint = commits(table)[1]
+    savepoint = completed_commits(table)[1]
     services.savepoint_create(table=table, user=None, instant_time=savepoint, comment="keep")
     page = client_of(person("ada", "admin")).get(reverse("console:savepoint", args=[table.pk, savepoint]))
     assert b"Deleting this savepoint frees nothing for archival now" in page.content

@@ -12,26 +12,13 @@ from prometheus_client.parser import text_string_to_metric_families
 from console import services
 from console.alerts import check_alerts
 from console.models import Alert, AlertKind, AlertRule, Table
-from timeline import HudiTable
+from tests.console.helpers import completed_commits
 
 pytestmark = pytest.mark.django_db
 
-TABLE = "sample_table/cow/v9_txns_nonpart_nometa"
-SMALL = {"hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3", "hoodie.clean.commits.retained": "1"}
 
-
-@pytest.fixture
-def table(console_table) -> Table:
-    found: Table = console_table(TABLE)
-    return services.table_settings_update(table=found, user=None, auto_clean=False, auto_max_files=1000,
-                                          auto_max_bytes=1000, write_options=SMALL)
-
-
-def commits(table: Table) -> list[str]:
-    return [i.requested_time for i in HudiTable.open(table.path).timeline.commits().completed()]
-
-
-def test_archival_gauges_and_the_active_timeline_alert(table: Table, settings) -> None:
+def test_archival_gauges_and_the_active_timeline_alert(archivable_table: Table, settings) -> None:
+    table = archivable_table
     samples = {(s.name, s.labels.get("table_id")): s.value for family in text_string_to_metric_families(
         Client().get("/metrics").content.decode()) for s in family.samples}
     assert samples[("cleanline_table_active_instants", str(table.pk))] == 11
@@ -40,11 +27,12 @@ def test_archival_gauges_and_the_active_timeline_alert(table: Table, settings) -
     check_alerts()
     assert not Alert.objects.filter(kind=AlertKind.ACTIVE_TIMELINE).exists()  # 11 instants: below the default
     settings.CLEANLINE_ALERT_ACTIVE_INSTANTS = 10
-    services.savepoint_create(table=table, user=None, instant_time=commits(table)[1], comment="keep")
+    savepoint = completed_commits(table)[1]
+    services.savepoint_create(table=table, user=None, instant_time=savepoint, comment="keep")
     check_alerts()
     alert = Alert.objects.get(kind=AlertKind.ACTIVE_TIMELINE, resolved_at=None)
     assert "holds 12 instants (threshold 10)" in alert.message
-    assert f"savepoint {commits(table)[1]}" in alert.message and "would move 1 now" in alert.message
+    assert f"savepoint {savepoint}" in alert.message and "would move 1 now" in alert.message
     AlertRule.objects.filter(table=table, kind=AlertKind.ACTIVE_TIMELINE).update(threshold=20)
     check_alerts()
     assert Alert.objects.get(pk=alert.pk).resolved_at is not None

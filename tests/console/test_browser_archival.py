@@ -7,28 +7,14 @@ shorter on the table's page and on the lake."""
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth.models import Group, User
 from playwright.sync_api import Browser, Page
 
 from console import services
 from console.models import Archival, ArchivalStatus, Table
-from tests.console.helpers import SHOTS
+from tests.console.helpers import SHOTS, completed_commits, signed_in
 from timeline import HudiTable
 
-TABLE = "sample_table/cow/v9_txns_nonpart_nometa"
-SMALL = {"hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3", "hoodie.clean.commits.retained": "1"}
 VIEWS = [(1280, "light"), (390, "dark")]
-
-
-def admin_page(browser: Browser, url: str, name: str, width: int, scheme: str) -> Page:
-    User.objects.create_user(name, password="correct horse").groups.add(Group.objects.get(name="admin"))
-    page = browser.new_context(viewport={"width": width, "height": 900}, color_scheme=scheme).new_page()
-    page.goto(f"{url}/login/")
-    page.fill("input[name=username]", name)
-    page.fill("input[name=password]", "correct horse")
-    page.click("button[type=submit]")
-    page.wait_for_selector("h1:has-text('Lake dashboard')")
-    return page
 
 
 def fits(page: Page) -> bool:
@@ -37,14 +23,11 @@ def fits(page: Page) -> bool:
 
 @pytest.mark.parametrize(("width", "scheme"), VIEWS)
 def test_browser_archival_blocked_by_a_savepoint_freed_and_archived(
-        browser: Browser, live_server, console_table, width: int, scheme: str) -> None:
-    table: Table = console_table(TABLE)
-    services.table_settings_update(table=table, user=None, auto_clean=False, auto_max_files=1000,
-                                   auto_max_bytes=1000, write_options=SMALL)
-    commits = [i.requested_time for i in HudiTable.open(table.path).timeline.commits().completed()]
-    savepoint = commits[1]
+        browser: Browser, live_server, archivable_table, width: int, scheme: str) -> None:
+    table: Table = archivable_table
+    savepoint = completed_commits(table)[1]
     services.savepoint_create(table=table, user=None, instant_time=savepoint, comment="hold")
-    ada = admin_page(browser, live_server.url, "ada", width, scheme)
+    ada = signed_in(browser, live_server.url, "ada", "admin", width, scheme)
     ada.goto(f"{live_server.url}/tables/{table.pk}/")
     blocker = ada.locator("#archival ~ table tr.blocker[data-kind='savepoint']")
     assert blocker.count() == 1 and blocker.locator(f"td:nth-child(2) time[title='{savepoint}']").count() == 1
@@ -71,7 +54,7 @@ def test_browser_archival_blocked_by_a_savepoint_freed_and_archived(
     archival = Archival.objects.get()
     assert archival.status == ArchivalStatus.PENDING
 
-    bob = admin_page(browser, live_server.url, "bob", width, scheme)
+    bob = signed_in(browser, live_server.url, "bob", "admin", width, scheme)
     bob.goto(f"{live_server.url}/tables/{table.pk}/archivals/{archival.pk}")
     bob.click("button:has-text('Approve and archive')")
     bob.wait_for_selector("#archival-result")

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from console import services
 from console.models import ArchivalStatus, AuditEvent, Job, PlanStatus, Table, TableLock
-from tests.console.helpers import SHORT_RETENTION, SHORT_RETENTION_FORM
+from tests.console.helpers import KEEP_FEW, SHORT_RETENTION, SHORT_RETENTION_FORM
 from timeline import HudiTable
 
 pytestmark = pytest.mark.django_db
@@ -200,12 +200,9 @@ def _retention_request(table: Table, table_copy: Callable[[str], Path]) -> Case:
                 lambda queued: table.retention_estimates.exists() and len(queued) == 1)
 
 
-ARCHIVE_SMALL = {"hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3", "hoodie.clean.commits.retained": "1"}
-
-
 def _archivable(table: Table) -> Table:
     """The table with writer options under which archival moves instants now."""
-    Table.objects.filter(pk=table.pk).update(write_options=ARCHIVE_SMALL)
+    Table.objects.filter(pk=table.pk).update(write_options=KEEP_FEW)
     table.refresh_from_db()
     return table
 
