@@ -158,15 +158,17 @@ def archival_run(*, archival: Archival, task_id: str = "") -> Archival:
             archival.refresh_from_db()
             return archival
         try:
-            services = table_services(table, writers_stopped=archival.writers_stopped)
+            maintenance = table_services(table, writers_stopped=archival.writers_stopped)
             lease.check(now=True)  # still this run's table, right before the library takes the Hudi lock
-            outcome = services.archive(expected=archival.expected)
+            outcome = maintenance.archive(expected=archival.expected)
         except ArchivalInvalidated as exc:
             reason = str(exc) + (" (an earlier run of this archival stopped part-way)" if resumed else "")
             completed = False
             if mine.update(status=ArchivalStatus.STALE, stale_reason=reason[:2000], finished_at=timezone.now()):
                 audit(user=None, action="archival.stale", table=table, parameters={"archival": archival.pk},
                       result=reason)
+            else:
+                _run_stopped(archival, "archival.stopped", lease, f"lost the table's lock, then: {exc}")
         except CleanlineError as exc:
             if mine.update(status=ArchivalStatus.FAILED, error=str(exc)[:2000], finished_at=timezone.now()):
                 audit(user=None, action="archival.failed", table=table, parameters={"archival": archival.pk},
@@ -181,7 +183,7 @@ def archival_run(*, archival: Archival, task_id: str = "") -> Archival:
                       "already_archived": len(done.already_archived) if done else 0,
                       "written": len(done.written) if done else 0, "deleted": len(done.deleted) if done else 0,
                       "active_before": outcome.plan.active_before, "active_after": outcome.plan.active_after,
-                      "lock": [decision.describe() for decision in services.decisions]}
+                      "lock": [decision.describe() for decision in maintenance.decisions]}
             completed = bool(mine.update(status=ArchivalStatus.COMPLETED, result=result, finished_at=timezone.now()))
             if not completed:
                 _run_stopped(archival, "archival.stopped", lease, "lost the table's lock to another run; recorded "

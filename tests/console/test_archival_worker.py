@@ -61,8 +61,9 @@ def test_archival_worker_request_second_admin_approves_worker_archives(on_worker
     lake = HudiTable.open(table.path)
     assert len(lake.timeline) == before - 9 == archival.result["active_after"]
     assert {i.requested_time for i in lake.inspect.archived_instants()} >= set(archival.expected)
-    table.refresh_from_db()
-    assert table.active_instants == 2 and table.instants.filter(archived=True).count() == 9
+    # the worker syncs the table once the archival is recorded completed
+    wait_for(lambda: Table.objects.get(pk=table.pk).active_instants == 2, 60, "the sync after the archival")
+    assert table.instants.filter(archived=True).count() == 9
     assert not TableLock.objects.filter(table=table).exists()
     audited = list(AuditEvent.objects.filter(table=table, action__startswith="archival.").order_by("pk")
                    .values_list("action", "username"))
