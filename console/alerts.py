@@ -61,6 +61,7 @@ THRESHOLDS = {
     AlertKind.WRITE_PENDING: Threshold("hours", "CLEANLINE_ALERT_WRITE_PENDING_HOURS"),
     AlertKind.SAVEPOINT_OLD: Threshold("days", "CLEANLINE_ALERT_SAVEPOINT_DAYS"),
     AlertKind.RECLAIMABLE: Threshold("bytes", "CLEANLINE_ALERT_RECLAIMABLE_BYTES"),
+    AlertKind.ACTIVE_TIMELINE: Threshold("instants", "CLEANLINE_ALERT_ACTIVE_INSTANTS"),
 }
 
 
@@ -227,6 +228,21 @@ def approval_waiting(table: Table, threshold: float | None, figures: Figures) ->
                                     f"{plan.requested_at:%Y-%m-%d %H:%M} UTC; review and decide: "
                                     f"{settings.CLEANLINE_URL}{reverse('console:plan', args=[table.pk, plan.pk])}")
     return found
+def active_timeline_long(table: Table, threshold: float | None, figures: Figures) -> dict[str, str]:
+    """More instants in the active timeline than the threshold, at the last sync (every
+    listing, clean plan and sync pays for them), with what archival would move now and what
+    holds the rest back (the library's plan the sync stored)."""
+    summary = table.archival or {}
+    active = table.active_instants
+    if active is None or active <= (threshold or 0):
+        return {}
+    blockers = summary.get("blockers") or []
+    held = "; ".join(f"{b['kind']}{' ' + b['instant'] if b.get('instant') else ''}" for b in blockers[:3])
+    more = f" and {len(blockers) - 3} more" if len(blockers) > 3 else ""
+    why = (f"archival is held back by {held}{more}" if blockers
+           else f"archival cannot be planned: {summary['error']}" if summary.get("error") else "nothing blocks it")
+    return {"active": f"the active timeline holds {active} instants (threshold {threshold:g}); archival would move "
+                      f"{table.archivable_instants or 0} now; {why}"[:1000]}
 
 
 CONDITIONS: dict[str, Callable[[Table, float | None, Figures], dict[str, str]]] = {
@@ -240,6 +256,7 @@ CONDITIONS: dict[str, Callable[[Table, float | None, Figures], dict[str, str]]] 
     AlertKind.HEALTH_WARNING: health_warning,
     AlertKind.HEALTH_INFO: health_info,
     AlertKind.APPROVAL_WAITING: approval_waiting,
+    AlertKind.ACTIVE_TIMELINE: active_timeline_long,
 }
 
 

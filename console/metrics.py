@@ -220,7 +220,8 @@ class DatabaseCollector:
 
     def tables(self) -> Iterator[Metric]:
         labels = ["table_id", "table"]
-        tables = list(Table.objects.only("pk", "name", "total_files", "total_bytes", "failed_writes", "properties"))
+        tables = list(Table.objects.only("pk", "name", "total_files", "total_bytes", "failed_writes", "properties",
+                                         "archival"))
         names = {t.pk: [str(t.pk), t.name] for t in tables}
 
         def gauge(name: str, documentation: str, values: Mapping[int, float]) -> GaugeMetricFamily:
@@ -259,6 +260,11 @@ class DatabaseCollector:
         yield gauge("cleanline_table_instants_since_last_clean", "Completed writes (commit, deltacommit, "
                     "replacecommit) requested after the last completed clean on the timeline (all when never "
                     "cleaned)", writes_since_last_clean())
+        yield gauge("cleanline_table_active_instants", "Instants in the table's active timeline, at the last sync",
+                    {t.pk: v for t in tables if (v := t.active_instants) is not None})
+        yield gauge("cleanline_table_archivable_instants", "Instants Hudi's archiver would move off the active "
+                    "timeline now (the table's writer options), at the last sync",
+                    {t.pk: v for t in tables if (v := t.archivable_instants) is not None})
         cleans = last_cleans()
         yield gauge("cleanline_table_last_clean_bytes", "Bytes the last clean Cleanline completed deleted; absent "
                     "before the first", {k: v.bytes for k, v in cleans.items()})

@@ -49,6 +49,9 @@ class Table(models.Model):
     registered_at = models.DateTimeField(auto_now_add=True)
     location_error = models.TextField(blank=True, help_text="why the last change or sync was refused: the table's "
                                                             "folder no longer resolves where it was registered")
+    archival = models.JSONField(default=dict, blank=True,
+                                help_text="what archival would do now, from the last sync (the library's plan with the "
+                                          "table's writer options): active instants, how many it moves, its blockers")
 
     class Meta:
         ordering = ["name"]
@@ -64,6 +67,18 @@ class Table(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def active_instants(self) -> int | None:
+        """Instants on the active timeline at the last sync (None before one)."""
+        found = (self.archival or {}).get("active")
+        return int(found) if found is not None else None
+
+    @property
+    def archivable_instants(self) -> int | None:
+        """Instants archival would move now, at the last sync (None before one)."""
+        found = (self.archival or {}).get("archivable")
+        return int(found) if found is not None else None
 
     @property
     def reclaimable(self) -> dict[str, Any]:
@@ -287,6 +302,64 @@ class ApiToken(models.Model):
         return f"{self.name} ({self.prefix}…)"
 
 
+class ArchivalStatus(models.TextChoices):
+    PENDING = "pending", "waiting for approval"
+    DECLINED = "declined", "declined"
+    APPROVED = "approved", "approved"
+    RUNNING = "running", "running"
+    COMPLETED = "completed", "completed"
+    STALE = "stale", "stale"
+    FAILED = "failed", "failed"
+
+
+# An archival in these states holds the table's one open archival (a second request gets it back).
+OPEN_ARCHIVAL = (ArchivalStatus.PENDING, ArchivalStatus.APPROVED, ArchivalStatus.RUNNING)
+
+
+class Archival(models.Model):
+    """Archiving a table's active timeline as Hudi's archiver would now (the library's plan,
+    `inspect.archival`, with the table's writer options): asked for by an operator, approved by
+    an admin (the two-person rule of a clean), then run by a worker under the table's lock,
+    where the timeline must still give the approved instants (else STALE, nothing written)."""
+
+    table = models.ForeignKey(Table, related_name="archivals", on_delete=models.CASCADE)
+    status = models.CharField(max_length=16, choices=ArchivalStatus.choices, default=ArchivalStatus.PENDING)
+    instants = models.JSONField(default=list, help_text="the instants the plan moves, oldest first: requested_time, "
+                                                        "action, completion_time")
+    plan = models.JSONField(default=dict, help_text="the plan as requested: active timeline before and after, "
+                                                    "archiver, keep counts, blockers, warnings")
+    requested_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    requested_at = models.DateTimeField(auto_now_add=True)
+    decided_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decision_note = models.TextField(blank=True)
+    writers_stopped = models.BooleanField(default=False, help_text="the admin said the table's Hudi writers are "
+                                                                   "stopped: no lock known and a writer live did "
+                                                                   "not refuse it (audited)")
+    task_id = models.CharField(max_length=64, blank=True)
+    run_token = models.CharField(max_length=64, blank=True, help_text="the table lock token of the run that "
+                                                                      "claimed it")
+    result = models.JSONField(default=dict, help_text="what the run did: instants archived, files written and "
+                                                      "deleted, the active timeline after, the lock decisions")
+    stale_reason = models.TextField(blank=True, help_text="why the timeline no longer gives the approved plan")
+    error = models.TextField(blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-requested_at", "-pk"]
+        constraints = [models.UniqueConstraint(fields=["table"], condition=models.Q(status__in=OPEN_ARCHIVAL),
+                                               name="one_open_archival_per_table")]
+
+    def __str__(self) -> str:
+        return f"archival #{self.pk} of {self.table_id}"
+
+    @property
+    def expected(self) -> list[str]:
+        """The approved plan's instant times: the run refuses any other."""
+        return [i["requested_time"] for i in self.instants]
+
+
 class AlertKind(models.TextChoices):
     CLEAN_FAILED = "clean_failed", "a clean failed"
     PLAN_STALE = "plan_stale", "a plan went stale"
@@ -298,16 +371,17 @@ class AlertKind(models.TextChoices):
     HEALTH_WARNING = "health_warning", "the doctor found a warning"
     HEALTH_INFO = "health_info", "the doctor found something worth knowing"
     APPROVAL_WAITING = "approval_waiting", "a plan waits for approval"
+    ACTIVE_TIMELINE = "active_timeline", "an active timeline longer than the threshold"
 
 
 class AlertRule(models.Model):
     """One alert rule of one table (every kind exists per table, with its default threshold,
-    once the table is checked): on or off, and its threshold (hours, days or bytes by kind)."""
+    once the table is checked): on or off, and its threshold (hours, days, bytes or instants by kind)."""
 
     table = models.ForeignKey(Table, related_name="alert_rules", on_delete=models.CASCADE)
     kind = models.CharField(max_length=32, choices=AlertKind.choices)
     enabled = models.BooleanField(default=True)
-    threshold = models.FloatField(null=True, blank=True, help_text="hours, days or bytes, by kind")
+    threshold = models.FloatField(null=True, blank=True, help_text="hours, days, bytes or instants, by kind")
 
     class Meta:
         ordering = ["table", "kind"]

@@ -9,7 +9,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest
 from django.shortcuts import get_object_or_404
 
-from console.models import CleanPlan, RoleGrant, Table
+from console.models import Archival, CleanPlan, RoleGrant, Table
 
 VIEW = "console.view_table"
 REGISTER = "console.register_table"
@@ -23,6 +23,9 @@ SETTINGS = "console.change_settings"
 PEOPLE = "console.manage_people"
 REQUEST_REPAIR = "console.plan_clean"  # operators and admins ask for a repair of the doctor's findings
 APPROVE_REPAIR = "console.approve_clean"  # admins approve it, by the two-person rule of a clean
+# Archival goes as a clean does: operators and admins ask for it, an admin approves it.
+REQUEST_ARCHIVAL = "console.plan_clean"
+APPROVE_ARCHIVAL = "console.approve_clean"
 
 # What the pages ask "may this user ...?" about (the `may` template filter): every action a
 # button or form on a page leads to, by the name templates use.
@@ -31,7 +34,8 @@ ACTIONS = {
     "run_pending_clean": APPROVE, "break_lock": APPROVE, "create_savepoint": CREATE_SAVEPOINT,
     "delete_savepoint": DELETE_SAVEPOINT, "restore": RESTORE, "rollback": RESTORE, "drop_metadata_table": RESTORE,
     "change_settings": SETTINGS, "manage_people": PEOPLE, "request_repair": REQUEST_REPAIR,
-    "approve_repair": APPROVE_REPAIR,
+    "approve_repair": APPROVE_REPAIR, "request_archival": REQUEST_ARCHIVAL,
+    "approve_archival": APPROVE_ARCHIVAL, "decline_archival": APPROVE_ARCHIVAL,
 }
 
 
@@ -80,14 +84,16 @@ def approval_refusal(user: User | AnonymousUser, requester_id: int | None) -> st
     return ""
 
 
-def must_leave_approval_to_another(user: User | AnonymousUser, plan: CleanPlan) -> bool:
-    """Whether `approval_refusal` keeps `user` from approving `plan` (the plan service refuses
-    such an approval; pages show a note instead). Automatic plans have no requester."""
-    return not plan.automatic and bool(approval_refusal(user, plan.requested_by_id))
+def must_leave_approval_to_another(user: User | AnonymousUser, change: CleanPlan | Archival) -> bool:
+    """Whether `approval_refusal` keeps `user` from approving `change`, a clean plan or an
+    archival (their services refuse such an approval; pages show a note instead). Automatic
+    plans have no requester."""
+    automatic = isinstance(change, CleanPlan) and change.automatic
+    return not automatic and bool(approval_refusal(user, change.requested_by_id))
 
 
-def may_approve(user: User | AnonymousUser, plan: CleanPlan) -> bool:
-    return may(user, "approve") and not must_leave_approval_to_another(user, plan)
+def may_approve(user: User | AnonymousUser, change: CleanPlan | Archival) -> bool:
+    return may(user, "approve") and not must_leave_approval_to_another(user, change)
 
 
 def visible_table(user: User | AnonymousUser, pk: int) -> Table:

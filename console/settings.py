@@ -132,6 +132,8 @@ CLEANLINE_ALERT_SAVEPOINT_DAYS  default threshold: a table's earliest savepoint 
                   fires, as Hudi's archival stops at it (default 30)
 CLEANLINE_ALERT_RECLAIMABLE_BYTES  default threshold: more reclaimable bytes fire (default
                   107374182400, 100 GiB)
+CLEANLINE_ALERT_ACTIVE_INSTANTS  default threshold: an active timeline holding more instants
+                  fires, naming what holds archival back (default 200)
                   Admins change each table's rules (on/off, threshold) on the alerts page.
 EMAIL_HOST, EMAIL_PORT  the SMTP server alert e-mails go through (Django's SMTP backend;
                   default localhost and 25); EMAIL_HOST_USER, EMAIL_HOST_PASSWORD, EMAIL_USE_TLS,
@@ -473,6 +475,7 @@ CLEANLINE_ALERT_WEBHOOK_TIMEOUT_SECONDS = float(os.environ.get("CLEANLINE_ALERT_
 CLEANLINE_ALERT_WRITE_PENDING_HOURS = float(os.environ.get("CLEANLINE_ALERT_WRITE_PENDING_HOURS", "12"))
 CLEANLINE_ALERT_SAVEPOINT_DAYS = float(os.environ.get("CLEANLINE_ALERT_SAVEPOINT_DAYS", "30"))
 CLEANLINE_ALERT_RECLAIMABLE_BYTES = float(os.environ.get("CLEANLINE_ALERT_RECLAIMABLE_BYTES", str(100 * 1024**3)))
+CLEANLINE_ALERT_ACTIVE_INSTANTS = float(os.environ.get("CLEANLINE_ALERT_ACTIVE_INSTANTS", "200"))
 # Django's SMTP backend, for alert e-mails only (a local server by default).
 EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
 EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")

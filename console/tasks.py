@@ -19,7 +19,17 @@ from django.core.exceptions import ValidationError
 from django.db.models import Q
 
 from console import permissions, services
-from console.models import CleanPlan, Job, JobStatus, PlanStatus, RetentionEstimate, SyncStatus, Table
+from console.models import (
+    Archival,
+    ArchivalStatus,
+    CleanPlan,
+    Job,
+    JobStatus,
+    PlanStatus,
+    RetentionEstimate,
+    SyncStatus,
+    Table,
+)
 from console.models_health import Repair, RepairStatus
 from console.services import health
 from console.services.queue import (
@@ -27,6 +37,7 @@ from console.services.queue import (
     BUILD_CLEAN_PLAN,
     CHECK_TABLE_ALERTS,
     ESTIMATE_RETENTION,
+    RUN_ARCHIVAL,
     RUN_CLEAN_PLAN,
     RUN_JOB,
     RUN_REPAIR,
@@ -116,9 +127,10 @@ def _retry_while_busy(task: Task[[int], object], exc: services.TableBusy, what: 
         raise task.retry(countdown=countdown, max_retries=settings.CLEANLINE_BUSY_MAX_RETRIES) from exc
 
 
-def _run(task: Task[[int], str], row: CleanPlan | Job, run: Callable[..., CleanPlan | Job], holder: str) -> str:
-    """Call the run service of a plan or job, which claims the row under the table lock and
-    stores the task's id on it. A busy table is retried with the one back-off
+def _run(task: Task[[int], str], row: CleanPlan | Job | Archival, run: Callable[..., CleanPlan | Job | Archival],
+         holder: str) -> str:
+    """Call the run service of a plan, job or archival, which claims the row under the table
+    lock and stores the task's id on it. A busy table is retried with the one back-off
     (`_retry_while_busy`); once its retries are spent the row fails with the reason, unless
     what holds the table is another live run of this very row (a re-delivered copy of this
     task): that run records the outcome. Any other error is not retried: a row the run had not
@@ -217,6 +229,18 @@ def run_repair(self: Task[[int], str], repair_id: int) -> str:
     except Exception as exc:  # a run that claimed it marked it FAILED; one that did not yet, here
         health.repair_gave_up(repair=repair, error=_reason(exc))
         raise
+
+
+@shared_task(name=RUN_ARCHIVAL, bind=True, acks_late=True)
+def run_archival(self: Task[[int], str], archival_id: int) -> str:
+    """Run an approved archival under the table's lock, where the library checks the timeline
+    still gives the approved instants (else STALE, nothing written); while the table is busy it
+    is retried, then the archival fails with the reason."""
+    archival = Archival.objects.filter(pk=archival_id).select_related("table").first()
+    if archival is None or archival.status not in (ArchivalStatus.APPROVED, ArchivalStatus.RUNNING):
+        return "skipped"
+    return _run(self, archival, lambda **claim: services.archival_run(archival=archival, **claim),
+                services.archival_holder(archival))
 
 
 @shared_task(name=ESTIMATE_RETENTION, bind=True, acks_late=True)

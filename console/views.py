@@ -70,7 +70,7 @@ def table_action(permission: str) -> Callable[[TableView], TableView]:
 # Views whose service audits its own refusals (so that the API's are audited too).
 _AUDITED_BY_SERVICE = frozenset({"restore_run", "rollback_run", "savepoint_create", "people_create", "people_role",
                                  "people_deactivate", "people_reactivate", "people_grant_confirm",
-                                 "people_grant_decline"})
+                                 "people_grant_decline", "archival_request"})
 
 
 def refused(request: AuthenticatedHttpRequest, exc: ValidationError) -> None:
@@ -106,7 +106,7 @@ def attempt(request: AuthenticatedHttpRequest, work: Callable[[], str]) -> None:
         refused(request, exc)
 
 
-def _writers_stopped(request: AuthenticatedHttpRequest) -> bool:
+def writers_stopped_ticked(request: AuthenticatedHttpRequest) -> bool:
     """The admin ticked "the table's Hudi writers are stopped" (offered when no lock is known and
     a writer looks live: `selectors.writer_lock`)."""
     return request.POST.get("writers_stopped") in ("on", "true", "1")
@@ -304,7 +304,7 @@ def plan_decide(request: AuthenticatedHttpRequest, table: Table, plan_id: int, d
     try:
         if decision == "approve":
             plan = services.plan_approval_request(plan=plan, user=request.user,
-                                                  writers_stopped=_writers_stopped(request))
+                                                  writers_stopped=writers_stopped_ticked(request))
             messages.info(request, "Approving: the plan is checked against the table as it is now; if it still "
                                    "holds, its clean runs (if the table changed, the plan turns stale and nothing "
                                    "runs).")
@@ -352,7 +352,7 @@ def savepoint_create(request: AuthenticatedHttpRequest, table: Table) -> HttpRes
     try:
         done = services.savepoint_create(table=table, user=request.user,
                                          instant_time=instant_time, comment=comment,
-                                         writers_stopped=_writers_stopped(request))
+                                         writers_stopped=writers_stopped_ticked(request))
     except ValidationError as exc:
         return _savepoints(request, table, chosen=instant_time, comment=comment, error="; ".join(exc.messages),
                            status=400)
@@ -364,7 +364,7 @@ def savepoint_create(request: AuthenticatedHttpRequest, table: Table) -> HttpRes
 def savepoint_delete(request: AuthenticatedHttpRequest, table: Table, instant: str) -> HttpResponse:
     def delete() -> str:
         services.savepoint_delete(table=table, user=request.user, instant_time=instant,
-                                  writers_stopped=_writers_stopped(request))
+                                  writers_stopped=writers_stopped_ticked(request))
         return f"Savepoint {instant} deleted."
 
     if request.POST.get("confirm") != instant:
@@ -408,7 +408,8 @@ def job_request(request: AuthenticatedHttpRequest, table: Table, kind: str) -> H
     target = request.POST.get("target", "")
     try:
         job = services.job_request(table=table, user=request.user, kind=kind, target=target,
-                                   confirm_name=request.POST.get("confirm"), writers_stopped=_writers_stopped(request))
+                                   confirm_name=request.POST.get("confirm"),
+                                   writers_stopped=writers_stopped_ticked(request))
     except ValidationError as exc:
         refused(request, exc)
         return redirect("console:restore", pk=table.pk, savepoint=target) if kind == "restore" else redirect(
@@ -491,7 +492,7 @@ def clean_run_pending(request: AuthenticatedHttpRequest, table: Table, instant: 
     """Run a requested or inflight clean found on the timeline (one a Hudi writer left)."""
     try:
         job = services.job_request(table=table, user=request.user, kind=Job.Kind.CLEAN,
-                                   target=instant, writers_stopped=_writers_stopped(request))
+                                   target=instant, writers_stopped=writers_stopped_ticked(request))
     except ValidationError as exc:
         refused(request, exc)
         return _overview(table)
@@ -504,7 +505,7 @@ def metadata_table_drop(request: AuthenticatedHttpRequest, table: Table) -> Http
     def drop() -> str:
         partitions = services.metadata_table_drop(table=table, user=request.user,
                                                   confirm_name=request.POST.get("confirm"),
-                                                  writers_stopped=_writers_stopped(request))
+                                                  writers_stopped=writers_stopped_ticked(request))
         return f"The metadata table ({', '.join(partitions)}) was dropped; Hudi writers rebuild it."
 
     attempt(request, drop)

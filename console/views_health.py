@@ -17,7 +17,7 @@ from console.permissions import AuthenticatedHttpRequest
 from console.selectors import health as selectors
 from console.selectors import writer_lock
 from console.services import health as services
-from console.views import _writers_stopped, table_action, table_page
+from console.views import table_action, table_page, writers_stopped_ticked
 
 
 @table_page(reads_lake=True)
@@ -58,7 +58,7 @@ def repair_decide(request: AuthenticatedHttpRequest, table: Table, repair_id: in
     note = form.cleaned_data["note"] if form.is_valid() else ""
     try:
         if decision == "approve":
-            services.repair_approve(repair=repair, user=request.user, writers_stopped=_writers_stopped(request))
+            services.repair_approve(repair=repair, user=request.user, writers_stopped=writers_stopped_ticked(request))
             messages.info(request, "Approved: a worker runs the repair under the table's lock, after the doctor "
                                    "checks the table again (if it now needs more than this preview, the repair "
                                    "turns stale and nothing changes).")

@@ -60,7 +60,7 @@ CONSOLE = Path(__file__).resolve().parents[1] / "console"
 # What a library user reaches beyond the package's one screen of names: each module's own public
 # (not underscored) names. Everything else is the library's inside.
 PUBLIC_MODULES = {
-    "timeline.archive.plan", "timeline.archive.rules", "timeline.archive.settings",
+    "timeline.archive.archiver", "timeline.archive.plan", "timeline.archive.rules", "timeline.archive.settings",
     "timeline.clean.config", "timeline.clean.executor", "timeline.clean.retention", "timeline.clean.store",
     "timeline.clean.whatif", "timeline.demo", "timeline.discover", "timeline.doctor", "timeline.engine",
     "timeline.exceptions", "timeline.forks", "timeline.fsview", "timeline.instant", "timeline.locks.discovery",

@@ -31,6 +31,8 @@ class TableOut(Schema):
     total_files: int
     total_bytes: int
     failed_writes: int
+    active_instants: int | None = Field(None, description="instants in the active timeline, at the last sync")
+    archivable_instants: int | None = Field(None, description="instants archival would move now, at the last sync")
 
 
 class TableIn(Schema):
@@ -241,6 +243,65 @@ class RollbackIn(Schema):
     confirm: str = Field(..., description="the failed write's instant time, typed")
     writers_stopped: bool = Field(False, description="the table's Hudi writers are stopped: needed only when no "
                                   "lock they share is known and a writer looks live; recorded and audited")
+
+
+class BlockerOut(Schema):
+    kind: str = Field(..., description="archival disabled, keep.max not exceeded, clean retention, savepoint, "
+                      "pending instant, pending compaction, pending clustering, delta commits for the next "
+                      "compaction, replaced files not cleaned, metadata-table compaction lag, broken LSM manifest")
+    instant: str | None = Field(None, description="the instant that holds the others back (None: the table)")
+    action: str | None = None
+    since: str | None = Field(None, description="an instant time: since when")
+    why: str
+
+
+class KeepOut(Schema):
+    min: int
+    max: int
+    configured_min: int
+    configured_max: int
+    raised: bool = Field(..., description="the cleaner's retention raised the keep counts")
+
+
+class ArchivalInstantOut(Schema):
+    requested_time: str
+    action: str
+    completion_time: str
+
+
+class ArchivalPlanOut(Schema):
+    """What archival would move now (read from the table with its writer options)."""
+
+    active: int = Field(..., description="instants in the active timeline now")
+    active_after: int = Field(..., description="instants left after archival")
+    archivable: int
+    runnable: bool = Field(..., description="false when a broken LSM history stops every archival")
+    archiver: str
+    keep: KeepOut
+    blockers: list[BlockerOut]
+    warnings: list[str]
+    instants: list[ArchivalInstantOut]
+
+
+class ArchivalOut(Schema):
+    id: int
+    table_id: int
+    status: str = Field(..., description="pending (waiting for approval), declined, approved, running, completed, "
+                        "stale, failed")
+    instants: list[ArchivalInstantOut]
+    plan: dict[str, Any] = Field(..., description="the plan as requested: active, active_after, archivable, "
+                                 "archiver, keep, blockers, warnings")
+    requested_by: str | None
+    requested_at: datetime
+    decided_by: str | None
+    decided_at: datetime | None
+    decision_note: str
+    writers_stopped: bool
+    result: dict[str, Any]
+    stale_reason: str
+    error: str
+    started_at: datetime | None
+    finished_at: datetime | None
 
 
 class AuditOut(Schema):

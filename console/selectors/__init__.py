@@ -5,6 +5,14 @@ Hudi rule is decided here."""
 from __future__ import annotations
 
 from console.selectors.approvals import Approvals, Awaiting, awaiting_decision, awaiting_plans
+from console.selectors.archival import (
+    ArchivalPreview,
+    SavepointRelease,
+    archival_preview,
+    archivals_of,
+    open_archival,
+    savepoint_release,
+)
 from console.selectors.catalog import (
     CATALOG_SORTS,
     CHART_DAYS,
@@ -60,6 +68,12 @@ __all__ = [
     "Awaiting",
     "awaiting_decision",
     "awaiting_plans",
+    "ArchivalPreview",
+    "SavepointRelease",
+    "archival_preview",
+    "archivals_of",
+    "open_archival",
+    "savepoint_release",
     "CATALOG_SORTS",
     "CHART_DAYS",
     "CatalogCounts",

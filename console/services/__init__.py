@@ -3,6 +3,13 @@ these modules mirror what the library reads and record who did what."""
 
 from __future__ import annotations
 
+from console.services.archival import (
+    archival_approve,
+    archival_decline,
+    archival_holder,
+    archival_request,
+    archival_run,
+)
 from console.services.audit import audit
 from console.services.locks import Lease, LockLost, TableBusy, check_table_free, live_lock, table_lock, table_lock_break
 from console.services.operations import (
@@ -58,6 +65,11 @@ __all__ = [
     "tables_sync_request",
     "tables_register",
     "preference_time_zone",
+    "archival_approve",
+    "archival_decline",
+    "archival_holder",
+    "archival_request",
+    "archival_run",
     "estimate_request",
     "estimate_run",
     "Lease",

@@ -15,7 +15,7 @@ from celery.utils import uuid
 from django.db import transaction
 
 from console.celery import app
-from console.models import CleanPlan, Job, RetentionEstimate, Table
+from console.models import Archival, CleanPlan, Job, RetentionEstimate, Table
 from console.models_health import Repair
 
 SYNC_TABLE = "console.tasks.sync_table"
@@ -25,12 +25,14 @@ RUN_CLEAN_PLAN = "console.tasks.run_clean_plan"
 RUN_JOB = "console.tasks.run_job"
 ESTIMATE_RETENTION = "console.tasks.estimate_retention"
 RUN_REPAIR = "console.tasks.run_repair"
+RUN_ARCHIVAL = "console.tasks.run_archival"
 CHECK_TABLE_ALERTS = "console.tasks.check_table_alerts"
 QUEUED_TASKS = (SYNC_TABLE, BUILD_CLEAN_PLAN, APPROVE_CLEAN_PLAN, RUN_CLEAN_PLAN, RUN_JOB, ESTIMATE_RETENTION,
-                RUN_REPAIR, CHECK_TABLE_ALERTS)
+                RUN_REPAIR, RUN_ARCHIVAL, CHECK_TABLE_ALERTS)
 
 
-def enqueue_on_commit(task: str, row: Table | CleanPlan | Job | RetentionEstimate | Repair, **fields: object) -> None:
+def enqueue_on_commit(task: str, row: Table | CleanPlan | Job | RetentionEstimate | Repair | Archival,
+                      **fields: object) -> None:
     """Send the task named `task` for `row` once the current transaction commits (at once
     outside one), its id written on the row first (a table's `sync_task_id`, else `task_id`),
     with `fields`."""

@@ -1,4 +1,5 @@
-"""Claiming a plan or job for one run, and giving up on it, shared by plans and operations."""
+"""Claiming a plan, job or archival for one run, and giving up on it, shared by plans,
+operations and archivals."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from console.models import (
+    Archival,
+    ArchivalStatus,
     CleanPlan,
     Job,
     JobStatus,
@@ -22,14 +25,17 @@ from console.services.locks import Lease
 logger = logging.getLogger(__name__)
 
 
-def _kind(row: CleanPlan | Job) -> str:
-    return "plan" if isinstance(row, CleanPlan) else "job"
+Run = CleanPlan | Job | Archival
+
+
+def _kind(row: Run) -> str:
+    return "plan" if isinstance(row, CleanPlan) else "archival" if isinstance(row, Archival) else "job"
 
 
 @contextmanager
-def _run_claim(row: CleanPlan | Job, lease: Lease, *, ready: tuple[str, ...], failed_action: str,
+def _run_claim(row: Run, lease: Lease, *, ready: tuple[str, ...], failed_action: str,
                **fields: Any) -> Iterator[QuerySet[Any] | None]:
-    """Claim a plan or job for this run (status RUNNING with the run's lock token) by one
+    """Claim a plan, job or archival for this run (status RUNNING with the run's lock token) by one
     conditional update, under the table lock. Yields the row's queryset, through which only
     this run's updates land, or None when an earlier run settled it (COMPLETED, FAILED): then
     there is nothing to do. An unexpected error marks the row FAILED with the reason (never
@@ -50,20 +56,22 @@ def _run_claim(row: CleanPlan | Job, lease: Lease, *, ready: tuple[str, ...], fa
         raise
 
 
-def _run_stopped(row: CleanPlan | Job, action: str, lease: Lease, reason: str) -> None:
+def _run_stopped(row: Run, action: str, lease: Lease, reason: str) -> None:
     """This run lost the table to another (its lock expired): it records nothing more."""
     logger.warning("%s %s: %s", type(row).__name__, row.pk, reason)
     audit(user=None, action=action, table=row.table, parameters={_kind(row): row.pk, "token": lease.token},
           result=reason)
 
 
-def run_gave_up(*, row: CleanPlan | Job, error: str, running: bool = True) -> bool:
-    """A task gave up on a plan or job (its table stayed busy, or it failed before claiming
-    it): the row fails with the reason and an audit event, unless a run settled it meanwhile
-    (or, with `running` false, a run claimed it). False if nothing changed."""
-    ready: tuple[PlanStatus | JobStatus, ...]
+def run_gave_up(*, row: Run, error: str, running: bool = True) -> bool:
+    """A task gave up on a plan, job or archival (its table stayed busy, or it failed before
+    claiming it): the row fails with the reason and an audit event, unless a run settled it
+    meanwhile (or, with `running` false, a run claimed it). False if nothing changed."""
+    ready: tuple[PlanStatus | JobStatus | ArchivalStatus, ...]
     if isinstance(row, CleanPlan):
         ready, action = (PlanStatus.APPROVED, PlanStatus.RUNNING), "clean.run.failed"
+    elif isinstance(row, Archival):
+        ready, action = (ArchivalStatus.APPROVED, ArchivalStatus.RUNNING), "archival.failed"
     else:
         ready, action = (JobStatus.QUEUED, JobStatus.RUNNING), f"{row.kind}.failed"
     ready = ready if running else ready[:1]

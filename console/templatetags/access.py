@@ -8,7 +8,7 @@ from django import template
 from django.contrib.auth.models import AnonymousUser, User
 
 from console import permissions
-from console.models import CleanPlan
+from console.models import Archival, CleanPlan
 from console.roles import SOURCES, role_name, role_of, source_of
 
 register = template.Library()
@@ -21,16 +21,17 @@ def may(user: User | AnonymousUser, action: str) -> bool:
 
 
 @register.filter
-def may_approve(user: User | AnonymousUser, plan: CleanPlan) -> bool:
-    """Whether the user may approve `plan`: an approver, and not its requester while
-    CLEANLINE_APPROVER_MUST_DIFFER is on."""
-    return permissions.may_approve(user, plan)
+def may_approve(user: User | AnonymousUser, change: CleanPlan | Archival) -> bool:
+    """Whether the user may approve `change` (a clean plan, an archival): an approver, and not
+    its requester while CLEANLINE_APPROVER_MUST_DIFFER is on."""
+    return permissions.may_approve(user, change)
 
 
 @register.filter
-def leaves_approval_to_another(user: User | AnonymousUser, plan: CleanPlan) -> bool:
-    """Whether the user requested `plan` and another admin must approve it."""
-    return permissions.must_leave_approval_to_another(user, plan)
+def leaves_approval_to_another(user: User | AnonymousUser, change: CleanPlan | Archival) -> bool:
+    """Whether the user requested `change` (or was made by its requester) and another admin
+    must approve it."""
+    return permissions.must_leave_approval_to_another(user, change)
 
 
 @register.filter

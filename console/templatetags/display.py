@@ -265,14 +265,15 @@ def time_ticks(context: template.Context, instants: Iterable[Instant], where: Ta
 # Audit parameters that name an object of the console, and the page that shows it.
 _AUDIT_LINKS = (("plan", "console:plan", "plan_id", "plan"), ("job", "console:job", "job_id", "job"),
                 ("estimate", "console:retention", None, "estimate"),
-                ("repair", "console:repair", "repair_id", "repair"))
+                ("repair", "console:repair", "repair_id", "repair"),
+                ("archival", "console:archival_detail", "archival_id", "archival"))
 
 
 @register.simple_tag
 def audit_links(event: Any) -> SafeString:
-    """Links from an audit row to what it is about: its table, and the plan, job, estimate or
-    repair its parameters name (a plan's page, a job's page, the estimate on the retention page,
-    a repair's page)."""
+    """Links from an audit row to what it is about: its table, and the plan, job, estimate,
+    repair or archival its parameters name (a plan's page, a job's page, the estimate on the
+    retention page, a repair's or an archival's page)."""
     from django.urls import NoReverseMatch, reverse
 
     table = getattr(event, "table", None)

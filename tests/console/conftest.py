@@ -21,7 +21,7 @@ import redis
 from django.db import connection
 from playwright.sync_api import Browser, sync_playwright
 
-from tests.console.helpers import ARGS, ROOT, Sinks
+from tests.console.helpers import ARCHIVABLE_TABLE, ARGS, KEEP_FEW, ROOT, Sinks
 from tests.helpers import free_port
 
 
@@ -98,6 +98,17 @@ def console_table(settings, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, tab
         return table
 
     return make
+
+
+@pytest.fixture
+def archivable_table(console_table) -> Any:
+    """A registered copy of ARCHIVABLE_TABLE whose writer options (KEEP_FEW, saved as an admin
+    saves them) make archival move 9 of its 11 instants."""
+    from console import services
+
+    table = console_table(ARCHIVABLE_TABLE)
+    return services.table_settings_update(table=table, user=None, auto_clean=False, auto_max_files=1000,
+                                          auto_max_bytes=1000, write_options=KEEP_FEW)
 
 
 @pytest.fixture(scope="module")

@@ -62,6 +62,43 @@ SHORT_RETENTION = {"commits_retained": 1, "allow_short_retention": True}
 SHORT_RETENTION_FORM = {"commits_retained": "1", "allow_short_retention": "on"}
 
 
+# Hudi writer options under which archival moves instants of a small fixture table: keep 2 to 3
+# commits (Hudi's defaults, 20 to 30, keep every instant of the fixtures), the cleaner retaining
+# one (its retention would raise the keep counts otherwise). On a copy of
+# sample_table/cow/v9_txns_nonpart_nometa (11 commits) archival moves 9.
+KEEP_FEW = {"hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3", "hoodie.clean.commits.retained": "1"}
+ARCHIVABLE_TABLE = "sample_table/cow/v9_txns_nonpart_nometa"
+
+
+def completed_commits(table: Any) -> list[str]:
+    """The completed commits of a registered table's active timeline, read from the lake."""
+    from timeline import HudiTable
+
+    return [i.requested_time for i in HudiTable.open(table.path).timeline.commits().completed()]
+
+
+def hoodie_files(table: Any) -> dict[str, int]:
+    """Every file under a registered local table's .hoodie folder with its size (what an
+    archival writes or deletes), to compare before and after."""
+    root = Path(table.path.removeprefix("file:")) / ".hoodie"
+    return {str(p.relative_to(root)): p.stat().st_size for p in root.rglob("*") if p.is_file()}
+
+
+def signed_in(browser: Any, url: str, name: str, role: str, width: int, scheme: str) -> Any:
+    """A new browser page (its own context) logged in through the login form as a new user
+    `name` with `role`, on the dashboard."""
+    from django.contrib.auth.models import Group, User
+
+    User.objects.create_user(name, password="correct horse").groups.add(Group.objects.get(name=role))
+    page = browser.new_context(viewport={"width": width, "height": 900}, color_scheme=scheme).new_page()
+    page.goto(f"{url}/login/")
+    page.fill("input[name=username]", name)
+    page.fill("input[name=password]", "correct horse")
+    page.click("button[type=submit]")
+    page.wait_for_selector("h1:has-text('Lake dashboard')")
+    return page
+
+
 def wait_for(condition: Callable[[], bool], seconds: float, what: str) -> None:
     """Poll `condition` every 50 ms until it holds; after `seconds`, fail naming `what` (what
     other processes, Celery workers or Spark, do to the database or the lake)."""

@@ -20,10 +20,10 @@ from django.test import Client, TestCase
 from openapi_spec_validator import validate
 
 from console import services
-from console.models import ApiToken, AuditEvent, CleanPlan, Job, PlanStatus, Table
+from console.models import ApiToken, Archival, AuditEvent, CleanPlan, Job, PlanStatus, Table
 from console.models_health import Repair
 from console.selectors import stored_plan
-from tests.console.helpers import SHORT_RETENTION, person, wait_for
+from tests.console.helpers import ARCHIVABLE_TABLE, KEEP_FEW, SHORT_RETENTION, person, wait_for
 from timeline import HudiTable
 
 pytestmark = pytest.mark.django_db
@@ -77,6 +77,7 @@ def endpoints(table: Table, plan: CleanPlan, job: Job) -> list[tuple[str, str, d
     if not table.instants.filter(action="savepoint", requested_time=kept).exists():
         services.savepoint_create(table=table, user=None, instant_time=kept, comment="for the preview")
     r = Repair.objects.get_or_create(table=table, kind="leftover-markers")[0].pk  # a repair with nothing to change
+    archival = (table.archivals.first() or Archival.objects.create(table=table)).pk  # approved by the admin's call
     return [
         ("GET", f"/tables/{t}/health", None, "viewer"),
         ("GET", f"/tables/{t}/health/leftover-markers/repair", None, "viewer"),
@@ -100,6 +101,9 @@ def endpoints(table: Table, plan: CleanPlan, job: Job) -> list[tuple[str, str, d
         ("GET", f"/tables/{t}/savepoints", None, "viewer"),
         ("GET", f"/tables/{t}/restore/{kept}", None, "viewer"),
         ("GET", f"/tables/{t}/failed-writes", None, "viewer"),
+        ("GET", f"/tables/{t}/archival", None, "viewer"),
+        ("GET", f"/tables/{t}/archivals", None, "viewer"),
+        ("GET", f"/tables/{t}/archivals/{archival}", None, "viewer"),
         ("GET", "/audit", None, "viewer"),
         ("POST", "/tables", {"path": "/nowhere"}, "admin"),
         ("POST", f"/tables/{t}/sync", None, "operator"),
@@ -110,6 +114,9 @@ def endpoints(table: Table, plan: CleanPlan, job: Job) -> list[tuple[str, str, d
         ("POST", f"/tables/{t}/rollback", {"instant": commit, "confirm": "wrong"}, "admin"),
         ("POST", f"/tables/{t}/plans/{p}/approve", None, "admin"),
         ("POST", f"/tables/{t}/plans/{p}/reject", {"note": "no"}, "admin"),
+        ("POST", f"/tables/{t}/archivals", None, "operator"),
+        ("POST", f"/tables/{t}/archivals/{archival}/approve", None, "admin"),
+        ("POST", f"/tables/{t}/archivals/{archival}/decline", {"note": "no"}, "admin"),
     ]
 
 
@@ -213,6 +220,44 @@ def test_a_stale_plan_through_the_api(table: Table) -> None:
     again = admin("POST", f"/tables/{table.pk}/plans/{plan_id}/approve")
     assert again.status_code == 409 and "stale" in again.json()["detail"]
     assert not HudiTable.open(table.path).timeline.cleans()
+
+
+def test_archival_through_the_api(console_table) -> None:
+    """The plan and its blockers, a request, the two-person rule, the run (eager here) and its
+    status, through the API alone, on a table whose writer options keep 2 to 3 commits."""
+    table = console_table(ARCHIVABLE_TABLE)
+    Table.objects.filter(pk=table.pk).update(write_options=KEEP_FEW)
+    first, second = person("ada", "admin"), person("bob", "admin")
+    ada, bob = Caller(token_for(first, "ada-laptop")), Caller(token_for(second, "bob-ci"))
+    viewer = Caller(token_for(person("vera", "viewer")))
+    plan = viewer("GET", f"/tables/{table.pk}/archival").json()
+    assert (plan["active"], plan["archivable"], plan["active_after"], plan["blockers"]) == (11, 9, 2, [])
+    commits = [i["requested_time"] for i in plan["instants"]]
+    assert ada("POST", f"/tables/{table.pk}/savepoints", {"instant": commits[1]}).status_code == 201
+    held = viewer("GET", f"/tables/{table.pk}/archival").json()
+    [savepoint] = [b for b in held["blockers"] if b["kind"] == "savepoint"]
+    assert savepoint["instant"] == commits[1] and savepoint["since"] and held["archivable"] == 1
+    assert bob("DELETE", f"/tables/{table.pk}/savepoints/{commits[1]}").status_code == 200
+    assert viewer("POST", f"/tables/{table.pk}/archivals").status_code == 403
+    asked = ada("POST", f"/tables/{table.pk}/archivals")
+    assert asked.status_code == 202 and asked.json()["status"] == "pending", asked.content
+    archival = asked.json()["id"]
+    assert [i["requested_time"] for i in asked.json()["instants"]] == commits
+    assert ada("POST", f"/tables/{table.pk}/archivals").json()["id"] == archival  # a double submit
+    refused = ada("POST", f"/tables/{table.pk}/archivals/{archival}/approve")
+    assert refused.status_code == 409 and "approver must differ" in refused.json()["detail"]
+    approved = bob("POST", f"/tables/{table.pk}/archivals/{archival}/approve", {"writers_stopped": False})
+    assert approved.status_code == 202 and approved.json()["status"] == "approved", approved.content
+    done = viewer("GET", f"/tables/{table.pk}/archivals/{archival}").json()  # the run (eager) is over
+    assert done["status"] == "completed" and done["result"]["archived"] == 9 and done["decided_by"] == "bob"
+    assert viewer("GET", f"/tables/{table.pk}").json()["active_instants"] == 2
+    assert viewer("GET", f"/tables/{table.pk}/archivals", status="completed").json()["count"] == 1
+    assert bob("POST", f"/tables/{table.pk}/archivals/{archival}/decline", {"note": "late"}).status_code == 409
+    requested = AuditEvent.objects.get(action="archival.requested", table=table)
+    assert requested.username == "ada" and requested.parameters["api_token"] == "ada-laptop"
+    assert AuditEvent.objects.get(action="archival.approved", table=table).parameters["api_token"] == "bob-ci"
+    nothing = ada("POST", f"/tables/{table.pk}/archivals")
+    assert nothing.status_code == 409 and "Nothing to archive" in nothing.json()["detail"]
 
 
 def test_paging_filters_and_problem_details(table: Table, callers: dict[str, Caller]) -> None:

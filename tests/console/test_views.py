@@ -16,8 +16,8 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 
 from console import services
-from console.models import AuditEvent, Job, PlanStatus, Table, TableLock
-from tests.console.helpers import SHORT_RETENTION, SHORT_RETENTION_FORM, leave_markers
+from console.models import ArchivalStatus, AuditEvent, Job, PlanStatus, Table, TableLock
+from tests.console.helpers import KEEP_FEW, SHORT_RETENTION, SHORT_RETENTION_FORM, leave_markers
 from timeline import HudiTable
 
 pytestmark = pytest.mark.django_db
@@ -57,7 +57,7 @@ def pages(table: Table) -> list[str]:
     return [reverse("console:home"), reverse("console:catalog"), reverse("console:overview", args=[table.pk]),
             reverse("console:timeline", args=[table.pk]), reverse("console:instant", args=[table.pk, instant.pk]),
             reverse("console:file_groups", args=[table.pk]), reverse("console:sync_status", args=[table.pk]),
-            reverse("console:retention", args=[table.pk]),
+            reverse("console:retention", args=[table.pk]), reverse("console:archival", args=[table.pk]),
             reverse("console:instant_raw", args=[table.pk, instant.pk, "completed"])]
 
 
@@ -224,6 +224,34 @@ def _repair_reject(table: Table, table_copy: Callable[[str], Path]) -> Case:
     repair = _draft_repair(table)
     return Case(reverse("console:repair_reject", args=[table.pk, repair]), {"note": "no"},
                 lambda queued: table.repairs.get(pk=repair).status == "rejected")
+def _archivable(table: Table) -> Table:
+    """The table with writer options under which archival moves instants now."""
+    Table.objects.filter(pk=table.pk).update(write_options=KEEP_FEW)
+    table.refresh_from_db()
+    return table
+
+
+def _archival_request(table: Table, table_copy: Callable[[str], Path]) -> Case:
+    _archivable(table)
+    return Case(reverse("console:archival_request", args=[table.pk]), {},
+                lambda queued: table.archivals.filter(status=ArchivalStatus.PENDING).exists() and queued == [])
+
+
+def _pending_archival(table: Table) -> int:
+    requester = User.objects.create_user("archival-requester")
+    return services.archival_request(table=_archivable(table), user=requester).pk
+
+
+def _archival_approve(table: Table, table_copy: Callable[[str], Path]) -> Case:
+    archival = _pending_archival(table)
+    return Case(reverse("console:archival_approve", args=[table.pk, archival]), {},
+                lambda queued: table.archivals.get(pk=archival).status == ArchivalStatus.APPROVED and len(queued) == 1)
+
+
+def _archival_decline(table: Table, table_copy: Callable[[str], Path]) -> Case:
+    archival = _pending_archival(table)
+    return Case(reverse("console:archival_decline", args=[table.pk, archival]), {"note": "no"},
+                lambda queued: table.archivals.get(pk=archival).status == ArchivalStatus.DECLINED)
 
 
 MUTATIONS: dict[str, Prepare] = {
@@ -233,8 +261,11 @@ MUTATIONS: dict[str, Prepare] = {
     "table_settings": _table_settings, "clean_run_pending": _clean_run_pending,
     "metadata_table_drop": _metadata_table_drop, "retention_request": _retention_request,
     "repair_request": _repair_request, "repair_approve": _repair_approve, "repair_reject": _repair_reject,
+    "archival_request": _archival_request, "archival_approve": _archival_approve,
+    "archival_decline": _archival_decline,
 }
-OPERATOR_MAY = {"sync", "plan_request", "savepoint_create", "retention_request", "repair_request"}
+OPERATOR_MAY = {"sync", "plan_request", "savepoint_create", "retention_request", "repair_request",
+                "archival_request"}
 
 
 def named_patterns(patterns: list[Any], namespace: str = "") -> Iterator[tuple[str, URLPattern]]:
