@@ -63,6 +63,7 @@ bench: setup
 	$(PY) bench/scale.py
 	$(PY) bench/startup.py
 	$(PY) bench/archive.py
+	$(PY) bench/doctor.py
 
 clean:
 	rm -rf var .pytest_cache
