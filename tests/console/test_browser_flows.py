@@ -7,12 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from django.contrib.auth.models import Group, User
 from playwright.sync_api import Browser, Page
 
 from console import services
 from console.models import Job, JobStatus, Table
-from tests.console.helpers import SHOTS
+from tests.console.helpers import SHOTS, browser_sign_in
 from tests.helpers import fake_failed_write
 
 FAILED = "20990101000000000"
@@ -20,14 +19,7 @@ VIEWS = [(1280, "light"), (390, "dark")]
 
 
 def logged_in(browser: Browser, url: str, width: int, scheme: str) -> Page:  # noqa: F811
-    User.objects.create_user("ada", password="correct horse").groups.add(Group.objects.get(name="admin"))
-    page = browser.new_context(viewport={"width": width, "height": 900}, color_scheme=scheme).new_page()
-    page.goto(f"{url}/login/")
-    page.fill("input[name=username]", "ada")
-    page.fill("input[name=password]", "correct horse")
-    page.click("button[type=submit]")
-    page.wait_for_selector("h1:has-text('Lake dashboard')")
-    return page
+    return browser_sign_in(browser, url, "admin", viewport={"width": width, "height": 900}, color_scheme=scheme)
 
 
 def fits(page: Page) -> bool:
