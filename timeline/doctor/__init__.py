@@ -26,10 +26,11 @@ every write and delete follows `transition.fence`, every deleted path goes throu
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
+from timeline.discover import find_tables  # the tables under a root: one walk, timeline/discover.py
 from timeline.doctor import (
     archived,
     clean_lag,
@@ -54,7 +55,6 @@ from timeline.doctor.findings import (
 )
 from timeline.doctor.survey import DoctorSettings, Survey
 from timeline.exceptions import CleanlineError
-from timeline.storage import FileStatus, Storage, storage_for
 from timeline.table import Table
 from timeline.transactions import Transactions
 
@@ -128,27 +128,6 @@ def run_repair(table: Table, plan: RepairPlan, *, transactions: Transactions | N
     session = Session(table, transactions or Transactions(table, settings.options if settings else None),
                       settings or DoctorSettings(), now)
     return check.run(session, plan)
-
-
-def find_tables(root: str) -> list[str]:
-    """Every Hudi table below `root` (a path or URI): folders holding `.hoodie/hoodie.properties`
-    (or only its backup), not descending into a table (so never into a metadata table), in
-    name order, as URIs."""
-    storage, base = storage_for(root)
-    found: list[str] = []
-
-    def descend(folder: str, entries: list[FileStatus]) -> Iterator[str]:
-        if any(e.is_dir and e.name == ".hoodie" for e in entries):
-            meta = Storage.join(folder, ".hoodie")
-            if storage.exists(Storage.join(meta, "hoodie.properties")) or storage.exists(
-                    Storage.join(meta, "hoodie.properties.backup")):
-                found.append(storage.uri(folder))
-            return iter(())
-        return (e.path for e in entries if e.is_dir and not e.name.startswith("."))
-
-    for _ in storage.walk(base, lambda folder, entries: list(descend(folder, entries)), sizes=False):
-        pass
-    return sorted(found)
 
 
 __all__ = ["CHECKS", "KINDS", "Change", "DoctorSettings", "Evidence", "Finding", "RepairInvalidated", "RepairPlan",
