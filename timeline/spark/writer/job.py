@@ -82,16 +82,16 @@ def write(spark: SparkSession, df: DataFrame, path: str, *, table_name: str, rec
         storage, base = storage_for(path)
         create_table(storage, base, spec.properties(schema.data_avro))
         table = Table.load(storage, base)
-        if metadata_table.wanted(options):
-            metadata_table.create_metadata_table(table)
     records_per_file = max(1, max_file_size // RECORD_SIZE_ESTIMATE)
-    return _write(spark, table, spec, schema, op, keyed_records(data, spec, schema), records_per_file,
+    create_mdt = metadata_table.wanted(options) and not table.config.metadata_table_enabled and \
+        not list(table.timeline.writes().completed())
+    return _write(spark, table, spec, schema, op, keyed_records(data, spec, schema), records_per_file, create_mdt,
                   Transactions(table, options, application_id=f"cleanline-writer-{os.getpid()}",
                                live_writer_rule=False))
 
 
 def _write(spark: SparkSession, table: Table, spec: TableSpec, schema: RecordSchema, operation: Operation,
-           keyed: DataFrame, records_per_file: int, transactions: Transactions) -> str:
+           keyed: DataFrame, records_per_file: int, create_mdt: bool, transactions: Transactions) -> str:
     requested = Instant(table.new_instant_time(), action(operation, table.config.is_mor), State.REQUESTED)
     instant = requested.requested_time
     ctx = WriteContext(InstantContext(table.uri, instant, spec.version, spec.precombine_field,
@@ -104,6 +104,8 @@ def _write(spark: SparkSession, table: Table, spec: TableSpec, schema: RecordSch
         profile = workload_profile(tagged, spec.record_key)
         jobs, routes = plan_jobs(profile, slices, table.config.is_mor, records_per_file)
         with transactions.state_change():  # requested and started under the lock, once the write is planned
+            if create_mdt:  # a new table's metadata table, under the same lock as its first instant
+                metadata_table.create_metadata_table(table)
             request(table, requested)
             inflight = start(table, requested, commit_metadata(workload_stats(profile, slices), operation.value,
                                                                None))

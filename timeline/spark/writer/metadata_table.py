@@ -87,8 +87,8 @@ def metadata_properties(table: Table) -> dict[str, str]:
 
 def create_metadata_table(table: Table) -> None:
     """Initialise the `files` partition of a new table's metadata table (see the module's
-    docstring). WriteError on a table that already has a completed write or a table version
-    before 8; nothing is changed then."""
+    docstring), under the lock of the table's first write. WriteError on a table that already
+    has a completed write or a table version before 8; nothing is changed then."""
     if table.config.version < 8:
         raise WriteError(f"{table.uri}: this writer creates metadata tables on table version 8 only; a version-6 "
                          "table's metadata table is created by a Hudi writer")
