@@ -150,9 +150,8 @@ def test_safe_flows_a_refused_rollback_has_a_preview_link_saying_hudis_rule_and_
     import json
     from pathlib import Path
 
-    from tests.helpers import fake_failed_write
-
     from tests.console.helpers import person
+    from tests.helpers import fake_failed_write
 
     path = Path(table.path.removeprefix("file:"))
     first = HudiTable.open(table.path).timeline.commits().completed().first()
