@@ -99,10 +99,11 @@ class Console:
         self.checkout, self.port = checkout, port
         self.url = f"http://127.0.0.1:{port}/"
         env = {k: v for k, v in os.environ.items() if k not in ("DEBUG", "PYTEST_VERSION", "SECRET_KEY",
-                                                                "DJANGO_SETTINGS_MODULE", "VIRTUAL_ENV")}
+                                                                "DJANGO_SETTINGS_MODULE", "VIRTUAL_ENV",
+                                                                "MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
         env |= {"PORT": str(port), "HOST": "127.0.0.1", "REDIS_URL": redis_url, "FIXTURES": str(FIXTURES),
                 "DATABASE_URL": f"sqlite:///{checkout / 'var' / 'console.sqlite3'}",
-                "CLEANLINE_PLAN_STORE": str(checkout / "var" / "plan-store"), "MAKEFLAGS": ""}
+                "CLEANLINE_PLAN_STORE": str(checkout / "var" / "plan-store")}
         if debug is not None:
             env["DEBUG"] = debug
         self.env = env
