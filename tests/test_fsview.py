@@ -186,3 +186,17 @@ def test_fsview_partition_rule_is_the_same_for_the_walk_and_the_partition_listin
     storage.write("/t/c/.hoodie_partition_metadata_copy", b"")
     storage.write("/t/c/d/.hoodie_partition_metadata.orc", b"")
     assert sorted(list_partitions(storage, "/t").partitions) == partition_paths(storage, "/t") == ["a", "b", "c/d"]
+
+
+def test_fsview_v8_a_log_older_than_the_first_write_counts_as_archived_though_a_clean_is_older() -> None:
+    """CompletionTimeQueryViewV2.isArchived: a log instant before the first instant of the
+    *write* timeline (`getWriteTimeline().getFirstNonSavepointCommit()`) counts as completed,
+    even where an older clean is still on the active timeline (archival keeps cleans by their
+    own rule): the log stays in the latest slice readers see."""
+    lake = Lake(MemoryStorage(), "/t", version=8, table_type="MERGE_ON_READ")
+    t0 = T1[:-4] + "0000"
+    old = lake.base_file(P, "fg1", t0)       # its commit archived long ago
+    log = lake.log_file(P, "fg1", T2)        # its delta commit archived, not on the active timeline
+    lake.clean(T1, t0)                       # a clean older than every active write
+    lake.commit(T3, {P: [lake.base_file(P, "fg2", T3)]})
+    assert (t0, old, (log,)) in slices(open_table(lake))

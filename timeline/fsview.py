@@ -242,8 +242,8 @@ class FileSystemView:
                 for s in slices]
 
     def _log_committed(self, instant: str) -> bool:
-        """CompletionTimeQueryView.isCompleted: completed on the active timeline, or older than
-        it (archived)."""
+        """CompletionTimeQueryViewV2.isCompleted: completed on the active timeline or in the
+        archived one, or older than the write timeline's first instant (isArchived)."""
         inputs = self.inputs
         return (instant in inputs.completion_times or instant in inputs.archived_completion_times
                 or (inputs.completion_cursor is not None and instant < inputs.completion_cursor))

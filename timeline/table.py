@@ -297,7 +297,10 @@ class Table:
             visible = writes.completed_and_compaction()
         else:
             visible = writes.completed().before_or_on(as_of)
-        first = self.timeline.first()
+        # CompletionTimeQueryViewV2: `getWriteTimeline().getFirstNonSavepointCommit()` (a write
+        # timeline holds no savepoint instants, so its first instant): an older clean or
+        # rollback on the active timeline does not move it.
+        first = writes.first()
         return ViewInputs(
             visible=visible,
             table_version=self.version,
