@@ -6,6 +6,7 @@ view equals hudi-rs's file slices; the files Hudi's format asks for are there.""
 from __future__ import annotations
 
 import json
+import time
 import zipfile
 from collections.abc import Iterable
 from datetime import UTC, date, datetime
@@ -22,6 +23,7 @@ from tests.helpers import FIXTURES, hudi_read, ours, theirs
 from timeline import HudiTable
 from timeline.config import checksum
 from timeline.instant import State
+from timeline.locks import STORAGE_BASED_LOCK_PROVIDER, LockUnavailable
 from timeline.mdt import MetadataTableEnabledError
 from timeline.mdt.reader import MetadataTable
 from timeline.mdt.validate import validate_files
@@ -420,3 +422,27 @@ def test_writer_refuses_a_metadata_table_it_cannot_keep(spark: SparkSession, tmp
     with pytest.raises(WriteError, match="version 8 only"):
         run_write(spark, tmp_path / "v6", "insert", INSERT, version=6, table_type="COPY_ON_WRITE", options=WITH_MDT)
     assert not (tmp_path / "v6").exists()
+
+
+def test_compact_schedules_and_completes_under_the_lock(spark: SparkSession, tmp_path: Path) -> None:
+    """BaseHoodieTableServiceClient: a compaction is scheduled and completed under the table's
+    lock. With another writer's live lease on the table's lock file, `compact` with optimistic
+    concurrency waits for the lock and, given none of its wait, stops before writing anything;
+    once the lease is gone the same call compacts."""
+    path = tmp_path / "trips"
+    run_write(spark, path, "insert", INSERT, version=8, table_type="MERGE_ON_READ")
+    run_write(spark, path, "delete", DELETE, version=8, table_type="MERGE_ON_READ")
+    lock = path / ".hoodie" / ".locks" / "table_lock.json"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    until = int(time.time() * 1000) + 300_000
+    lock.write_bytes(f'{{"expired":false,"validUntil":{until},"owner":"hudi-writer-uuid"}}'.encode())
+    occ = {"hoodie.write.concurrency.mode": "optimistic_concurrency_control",
+           "hoodie.write.lock.provider": STORAGE_BASED_LOCK_PROVIDER, "hoodie.write.lock.wait_time_ms": "0"}
+    before = sorted(p.name for p in (path / ".hoodie" / "timeline").iterdir())
+    with pytest.raises(LockUnavailable, match="hudi-writer-uuid"):
+        compact(spark, str(path), options=occ)
+    assert sorted(p.name for p in (path / ".hoodie" / "timeline").iterdir()) == before
+    lock.unlink()
+    compaction = compact(spark, str(path), options=occ)
+    assert compaction is not None
+    assert HudiTable.open(str(path)).timeline.find(compaction).state is State.COMPLETED

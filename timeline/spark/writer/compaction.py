@@ -4,7 +4,9 @@ does."""
 
 from __future__ import annotations
 
+import os
 import time
+from collections.abc import Mapping
 from contextlib import suppress
 from functools import partial
 from typing import Any
@@ -25,27 +27,35 @@ from timeline.spark.writer.model import FILE_NAME, IOType, WriteError
 from timeline.spark.writer.publish import complete, publish
 from timeline.spark.writer.tasks import InstantContext
 from timeline.table import Table
+from timeline.transactions import Transactions
 
 _MB = 1024 * 1024
 
 
-def compact(spark: SparkSession, path: str) -> str | None:
+def compact(spark: SparkSession, path: str, *, options: Mapping[str, str] | None = None) -> str | None:
     """Compact a merge-on-read table: run its pending compactions (a crashed one is resumed), or
     else schedule one over every latest file slice with a base file and log files and run it.
     Writes `<t>.compaction.requested` (HoodieCompactionPlan), `<t>.compaction.inflight`, one new
     base file per file group (one task each, base and committed log blocks merged), then the
     completed commit (`compacted: true`, operationType COMPACT). Returns the last compaction's
-    instant time, None when there was nothing to compact."""
+    instant time, None when there was nothing to compact. `options` are Hudi writer options as
+    for `write`: with a lock configured (or another writer's lease found), the plan is scheduled
+    and the compaction completed under the table's lock, as Hudi's table service client does
+    (`BaseHoodieTableServiceClient.scheduleTableServiceInternal` and `completeCompaction` take
+    `txnManager.beginStateChange`)."""
     table = Table.open(path)
+    transactions = Transactions(table, options, application_id=f"cleanline-writer-{os.getpid()}",
+                                live_writer_rule=False)
     if not table.config.is_mor:
         raise WriteError(f"{table.uri}: only merge-on-read tables are compacted")
     metadata_table.check_keepable(table)
     pending = [i.requested_time for i in table.timeline.pending_compactions()]
     if not pending:
-        scheduled = _schedule_compaction(table)
+        with transactions.state_change():
+            scheduled = _schedule_compaction(table.reload())
         pending = [scheduled] if scheduled else []
     for instant in pending:
-        _run_compaction(spark, table.reload(), instant)
+        _run_compaction(spark, table.reload(), instant, transactions)
     return pending[-1] if pending else None
 
 
@@ -94,7 +104,7 @@ def _compact_group(ctx: InstantContext, operation: SliceInfo) -> dict[str, Any]:
                      total_updated_records_compacted=updated, total_log_blocks=merged.log_blocks, **extra)
 
 
-def _run_compaction(spark: SparkSession, table: Table, instant: str) -> None:
+def _run_compaction(spark: SparkSession, table: Table, instant: str, transactions: Transactions) -> None:
     requested = Instant(instant, COMPACTION, State.REQUESTED)
     operations = list(table.read(requested, CompactionPlan, State.REQUESTED).operations)
     log_only = [f"{op.partition}/{op.file_id}" for op in operations if not op.data_file]
@@ -102,12 +112,13 @@ def _run_compaction(spark: SparkSession, table: Table, instant: str) -> None:
         raise WriteError(f"{table.uri}: compaction {instant} includes file groups without a base file "
                          f"({', '.join(log_only)}); this writer compacts only file groups with one")
     inflight = requested.at(State.INFLIGHT)
-    with suppress(FileExists):  # present when a crashed run is resumed
+    with transactions.state_change(), suppress(FileExists):  # present when a crashed run is resumed
         publish(table, inflight, None)
     ctx = InstantContext(table.uri, instant, table.version, table.config.get(PRECOMBINE_FIELD) or "",
                          CommittedInstants.of(table))
     stats = spark.sparkContext.parallelize(operations, max(1, len(operations))).map(
         partial(_compact_group, ctx)).collect() if operations else []
     content = commit_metadata(by_partition(stats), "COMPACT", table.config.get(CREATE_SCHEMA), compacted=True)
-    metadata_table.update_for_write(table, instant, content)  # before the compaction completes, as Hudi's commit
-    complete(table, inflight, content)
+    with transactions.state_change():  # completed under the lock, as Hudi's completeCompaction
+        metadata_table.update_for_write(table, instant, content)  # before the compaction completes, as Hudi's commit
+        complete(table, inflight, content)
