@@ -460,9 +460,9 @@ class Profile(models.Model):
         return f"{self.user_id} ({self.source})"
 
 
-# The table doctor's health and repairs (issue 28): their own module, imported here so that Django
-# registers its models with the app's.
-from console import models_health  # noqa: E402,F401
+# The table doctor's health and repairs (issue 28) and the history's snapshots (issue 30): their own
+# modules, imported here so that Django registers their models with the app's.
+from console import models_health, models_history  # noqa: E402,F401
 
 
 class Preference(models.Model):

@@ -17,6 +17,7 @@ from console import (
     views_discover,
     views_errors,
     views_health,
+    views_history,
     views_people,
     views_preferences,
 )
@@ -41,6 +42,7 @@ console_patterns = [
     path("audit", views.audit_log, name="audit"),
     path("alerts", alerts.alerts_page, name="alerts"),
     path("approvals", views_approvals.approvals, name="approvals"),
+    path("history", views_history.lake_history, name="history"),
     path("preferences", views_preferences.preferences, name="preferences"),
     path("tokens", views_people.tokens, name="tokens"),
     path("tokens/create", views_people.token_create, name="token_create"),
@@ -54,6 +56,7 @@ console_patterns = [
     path("people/grants/<int:grant_id>/decline", views_people.people_grant_decline, name="people_grant_decline"),
     of_table("", views.overview, "overview"),
     of_table("timeline", views.timeline, "timeline"),
+    of_table("history", views_history.table_history, "table_history"),
     of_table("instants/<int:instant_id>", views.instant_detail, "instant"),
     of_table("instants/<int:instant_id>/raw/<str:state>", views.instant_raw, "instant_raw"),
     of_table("file-groups", views.file_groups, "file_groups"),
