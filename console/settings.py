@@ -136,7 +136,9 @@ CLEANLINE_ALERT_RECLAIMABLE_BYTES  default threshold: more reclaimable bytes fir
                   107374182400, 100 GiB)
 CLEANLINE_ALERT_ACTIVE_INSTANTS  default threshold: an active timeline holding more instants
                   fires, naming what holds archival back (default 200)
-                  Admins change each table's rules (on/off, threshold) on the alerts page.
+                  Admins change each table's rules (on/off, threshold) on the alerts page, and the
+                  lake-wide defaults and the channels (which then replace CLEANLINE_ALERT_EMAILS and
+                  CLEANLINE_ALERT_WEBHOOKS) on the alert set-up page; these settings are the defaults.
 EMAIL_HOST, EMAIL_PORT  the SMTP server alert e-mails go through (Django's SMTP backend;
                   default localhost and 25); EMAIL_HOST_USER, EMAIL_HOST_PASSWORD, EMAIL_USE_TLS,
                   EMAIL_USE_SSL when it needs them; EMAIL_TIMEOUT in seconds (default 10)"""
