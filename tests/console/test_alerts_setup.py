@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
@@ -135,4 +136,12 @@ def test_alerts_setup_is_changed_by_admins_only_with_csrf(db) -> None:
     assert guarded.post(reverse("console:alert_channel_add"), {"kind": "email", "target": "a@b.c"}).status_code == 403
     assert not AlertChannel.objects.exists() and not AuditEvent.objects.filter(action="alert.defaults.changed")
     assert Client().get(SETUP).status_code == 302  # to the login page
+    channel = AlertChannel.objects.create(kind="email", target="kept@cleanline.test")
+    for change in ("on", "off", "remove"):
+        assert operator.post(reverse(f"console:alert_channel_{change}", args=[channel.pk])).status_code == 403
+    outsider = Client()
+    outsider.force_login(User.objects.create_user("outsider"))  # no role: sees nothing
+    assert outsider.get(SETUP).status_code == 404
+    assert outsider.post(reverse("console:alert_channel_remove", args=[channel.pk])).status_code == 404
+    assert AlertChannel.objects.filter(pk=channel.pk, enabled=True).exists()
     assert Table.objects.count() == 0
