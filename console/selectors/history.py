@@ -36,11 +36,13 @@ class History:
 
     @property
     def charts(self) -> dict[str, dict[str, Any]]:
-        """The three charts' specs for console/static/console/charts.js."""
+        """The three charts' specs for console/static/console/charts.js, from the first day with
+        a snapshot (a young lake's charts do not start with weeks of nothing)."""
+        start = next((n for n in range(len(self.days)) if any(v[n] is not None for v in self.series.values())), 0)
 
         def spec(fmt: str, figures: tuple[str, ...]) -> dict[str, Any]:
-            return {"type": "line", "format": fmt, "labels": self.days,
-                    "datasets": [{"label": LABELS[f], "data": self.series[f]} for f in figures]}
+            return {"type": "line", "format": fmt, "labels": self.days[start:],
+                    "datasets": [{"label": LABELS[f], "data": self.series[f][start:]} for f in figures]}
 
         return {"bytes": spec("bytes", ("bytes", "reclaimable_bytes", "reclaimed_bytes")),
                 "files": spec("count", ("files",)), "active": spec("count", ("active_instants",))}
