@@ -447,13 +447,17 @@ class RulesForm(forms.Form):
 
 
 def rules_update(*, table: Table, user: User, values: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Save a table's rules (admins): each follows the lake-wide default (`lake_<kind>`) or is
-    the table's own; audited with every rule's new state."""
+    """Save a table's rules (admins); audited with every rule's new state. A rule follows the
+    lake-wide default while "as the lake" (`lake_<kind>`) is ticked, and becomes the table's own
+    when it is not, or when a rule that followed the lake is sent with another state or a
+    threshold of its own (the admin changed it, leaving the box as it was)."""
     rules = rules_of(table)
     lake = lake_rules()
     changed: dict[str, dict[str, Any]] = {}
     for kind, rule in rules.items():
-        rule.custom = not values.get(f"lake_{kind}")
+        edited = (bool(values.get(f"enabled_{kind}")) != lake_enabled(kind, lake)
+                  or values.get(f"threshold_{kind}") is not None)
+        rule.custom = not values.get(f"lake_{kind}") or (not rule.custom and edited)
         rule.enabled = bool(values.get(f"enabled_{kind}")) if rule.custom else lake_enabled(kind, lake)
         rule.threshold = values.get(f"threshold_{kind}") if rule.custom and kind in THRESHOLDS else None
         rule.save(update_fields=["enabled", "threshold", "custom"])

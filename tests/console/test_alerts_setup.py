@@ -114,6 +114,14 @@ def test_alerts_setup_lake_defaults_reach_every_table_that_follows_them(console_
     check_alerts()
     assert set(Alert.objects.filter(kind=reclaimable, resolved_at=None).values_list("table_id", flat=True)) == {
         one.pk, two.pk}
+    as_shown = {"table": one.pk, **{f"lake_{k}": "on" for k in AlertKind.values},  # the form as a browser sends it
+                **{f"enabled_{k}": "on" for k, rule in rules_of(one).items() if rule.enabled}}
+    admin.post(reverse("console:alerts"), {**as_shown, f"threshold_{reclaimable}": "3000"})  # one threshold edited
+    ones = rules_of(one)
+    assert ones[reclaimable].custom and threshold_of(ones[reclaimable]) == 3000  # the table's own now
+    assert not any(r.custom for k, r in ones.items() if k != reclaimable)  # the others follow the lake still
+    admin.post(reverse("console:alerts"), as_shown)  # "as the lake" ticked again: it follows again
+    assert threshold_of(rules_of(one)[reclaimable]) == 2000 and not rules_of(one)[reclaimable].custom
     (first, second) = AuditEvent.objects.filter(action="alert.defaults.changed").order_by("pk")
     assert first.parameters[reclaimable] == {"enabled": True, "threshold": 1000}
     assert second.parameters[AlertKind.PLAN_STALE]["enabled"] is False
