@@ -80,6 +80,8 @@ def test_history_the_sync_task_records_a_snapshot_when_something_changed_and_dai
 
 def test_history_pages_and_api_chart_each_table_and_the_lake_a_point_a_day(console_table) -> None:
     one, two = console_table(TABLE), console_table("sample_table/cow/v8_nonpartitioned")
+    viewer = login("viewer")
+    assert 'id="history-empty"' in viewer.get(reverse("console:table_history", args=[one.pk])).content.decode()
     now = timezone.now()
     snapshot_record(table=one, now=now - timedelta(days=3))
     Table.objects.filter(pk=one.pk).update(total_files=one.total_files + 10,
@@ -88,7 +90,6 @@ def test_history_pages_and_api_chart_each_table_and_the_lake_a_point_a_day(conso
     snapshot_record(table=two, now=now - timedelta(days=2))
     one.refresh_from_db()
 
-    viewer = login("viewer")
     page = viewer.get(reverse("console:table_history", args=[one.pk]), {"days": "7"})
     assert page.status_code == 200
     history = page.context["history"]
