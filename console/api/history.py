@@ -20,15 +20,19 @@ router = Router(tags=["history"])
 
 
 class Window(Schema):
-    days: int = selectors.HISTORY_DAYS
+    days: int | None = None  # 90, or every day kept when CLEANLINE_HISTORY_DAYS is shorter
 
     @field_validator("days")
     @classmethod
-    def _days(cls, value: int) -> int:
-        if not 1 <= value <= settings.CLEANLINE_HISTORY_DAYS:
+    def _days(cls, value: int | None) -> int | None:
+        if value is not None and not 1 <= value <= settings.CLEANLINE_HISTORY_DAYS:
             raise ValueError(f"days={value} is not between 1 and {settings.CLEANLINE_HISTORY_DAYS} "
                              "(CLEANLINE_HISTORY_DAYS: how long snapshots are kept)")
         return value
+
+    @property
+    def span(self) -> int:
+        return self.days or max(1, min(selectors.HISTORY_DAYS, settings.CLEANLINE_HISTORY_DAYS))
 
 
 class SnapshotOut(Schema):
@@ -63,11 +67,11 @@ def lake_history(request: HttpRequest, window: Query[Window]) -> dict[str, Any]:
     here: days are the console's TIME_ZONE's) over the last `days` days, today last; null
     before any snapshot."""
     require(request)
-    return history_out(selectors.lake_history(days=window.days))
+    return history_out(selectors.lake_history(days=window.span))
 
 
 @router.get("/tables/{table_id}/history", response={200: TableHistoryOut, **ERRORS}, summary="A table's history")
 def table_history(request: HttpRequest, table_id: int, window: Query[Window]) -> dict[str, Any]:
     """The table's figures a day over the last `days` days, and its snapshots in them, oldest first."""
-    history = selectors.table_history(table_of(request, table_id), days=window.days)
+    history = selectors.table_history(table_of(request, table_id), days=window.span)
     return history_out(history) | {"snapshots": [s.figures() | {"at": s.at} for s in history.snapshots]}

@@ -78,7 +78,7 @@ def test_history_the_sync_task_records_a_snapshot_when_something_changed_and_dai
     assert TableSnapshot.objects.filter(table=table).count() == 1  # the newest always stays
 
 
-def test_history_pages_and_api_chart_each_table_and_the_lake_a_point_a_day(console_table) -> None:
+def test_history_pages_and_api_chart_each_table_and_the_lake_a_point_a_day(console_table, settings) -> None:
     one, two = console_table(TABLE), console_table("sample_table/cow/v8_nonpartitioned")
     viewer = login("viewer")
     assert 'id="history-empty"' in viewer.get(reverse("console:table_history", args=[one.pk])).content.decode()
@@ -118,6 +118,9 @@ def test_history_pages_and_api_chart_each_table_and_the_lake_a_point_a_day(conso
     assert body["files"] == series and len(body["days"]) == 7 and len(body["snapshots"]) == 2
     assert body["snapshots"][1]["files"] == one.total_files
     assert Client().get("/api/v1/history", {"days": 7}, **bearer).json()["files"] == lake.series["files"]
+    assert len(Client().get("/api/v1/history", **bearer).json()["days"]) == 90
+    settings.CLEANLINE_HISTORY_DAYS = 30
+    assert len(Client().get("/api/v1/history", **bearer).json()["days"]) == 30  # every day kept
     bad = Client().get("/api/v1/history", {"days": 0}, **bearer)
     assert bad.status_code == 400 and "query.days" in bad.json()["detail"]
     assert Client().get("/api/v1/history").status_code == 401
