@@ -22,7 +22,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
-from urllib.parse import urlparse
 
 from django import forms
 from django.conf import settings
@@ -40,6 +39,7 @@ from django.views.decorators.http import require_http_methods
 
 from console import permissions
 from console.alerts_health import health_error, health_info, health_warning
+from console.alerts_setup import alert_emails, alert_webhooks, all_channels, lake_enabled, lake_rules, lake_threshold
 from console.metrics import age_seconds, earliest_savepoints, pending_writes, reclaimable, timeline_zone
 from console.models import Alert, AlertKind, AlertRule, CleanPlan, Job, JobStatus, PlanStatus, Table
 from console.services.audit import audit
@@ -65,13 +65,18 @@ THRESHOLDS = {
 }
 
 
-# Rules a table starts with turned off: the doctor's info findings are worth a look, not a page.
-OFF_BY_DEFAULT = frozenset({AlertKind.HEALTH_INFO})
+def setting_threshold(kind: str) -> float | None:
+    """The kind's threshold in the settings (CLEANLINE_ALERT_*), None for a kind without one."""
+    known = THRESHOLDS.get(AlertKind(kind))
+    return float(getattr(settings, known.setting)) if known else None
 
 
 def default_threshold(kind: str) -> float | None:
-    known = THRESHOLDS.get(AlertKind(kind))
-    return float(getattr(settings, known.setting)) if known else None
+    """The lake-wide threshold: the console's (alerts set up by an admin), else the setting's."""
+    if kind not in THRESHOLDS:
+        return None
+    found = lake_threshold(kind)
+    return found if found is not None else setting_threshold(kind)
 
 
 def threshold_of(rule: AlertRule) -> float | None:
@@ -80,10 +85,11 @@ def threshold_of(rule: AlertRule) -> float | None:
 
 
 def rules_of(table: Table, *, create: bool = True) -> dict[str, AlertRule]:
-    """The table's rule of every kind (made, enabled with the default threshold, when missing;
+    """The table's rule of every kind (made, following the lake-wide default, when missing;
     unsaved ones with `create` false)."""
     rules = {r.kind: r for r in table.alert_rules.all()}
-    missing = [AlertRule(table=table, kind=kind, enabled=kind not in OFF_BY_DEFAULT) for kind in AlertKind.values
+    lake = lake_rules()
+    missing = [AlertRule(table=table, kind=kind, enabled=lake_enabled(kind, lake)) for kind in AlertKind.values
                if kind not in rules]
     if missing and create:
         AlertRule.objects.bulk_create(missing, ignore_conflicts=True)
@@ -338,8 +344,8 @@ def channels(alert: Alert | None = None) -> list[tuple[str, Callable[[Alert], No
     found: list[tuple[str, Callable[[Alert], None]]] = []
     if recipients(alert):
         found.append(("email", send_email))
-    for index, url in enumerate(settings.CLEANLINE_ALERT_WEBHOOKS, 1):
-        found.append((f"webhook {index} ({urlparse(url).hostname})", partial(post_webhook, url)))
+    for name, url in alert_webhooks():  # the console's channels, else the settings' (console.alerts_setup)
+        found.append((name, partial(post_webhook, url)))
     return found
 
 
@@ -357,9 +363,9 @@ def approvers_of(alert: Alert) -> list[str]:
 
 
 def recipients(alert: Alert | None) -> list[str]:
-    """Who an alert's e-mail goes to: CLEANLINE_ALERT_EMAILS, and for a plan waiting for
-    approval also the admins who may approve it."""
-    listed = list(settings.CLEANLINE_ALERT_EMAILS)
+    """Who an alert's e-mail goes to: the e-mail channels (the console's, else
+    CLEANLINE_ALERT_EMAILS), and for a plan waiting for approval also the admins who may approve it."""
+    listed = alert_emails()
     return listed + [a for a in (approvers_of(alert) if alert is not None else []) if a not in listed]
 
 
@@ -408,7 +414,12 @@ def payload_of(alert: Alert) -> dict[str, Any]:
 
 
 def post_webhook(url: str, alert: Alert) -> None:
-    request = urllib.request.Request(url, data=json.dumps(payload_of(alert)).encode(), method="POST",
+    post_json(url, payload_of(alert))
+
+
+def post_json(url: str, payload: dict[str, Any]) -> None:
+    """POST `payload` to a webhook; a failure's message names its status or reason, never the URL."""
+    request = urllib.request.Request(url, data=json.dumps(payload).encode(), method="POST",
                                      headers={"Content-Type": "application/json", "User-Agent": "Cleanline"})
     try:
         with urllib.request.urlopen(request, timeout=settings.CLEANLINE_ALERT_WEBHOOK_TIMEOUT_SECONDS) as response:
@@ -422,11 +433,13 @@ def post_webhook(url: str, alert: Alert) -> None:
 # The page -----------------------------------------------------------------------------------
 
 class RulesForm(forms.Form):
-    """One table's rules: each kind on or off, and its threshold where it has one."""
+    """One table's rules: each kind following the lake-wide default, or on or off with its
+    threshold where it has one."""
 
     def __init__(self, *args: Any, rules: dict[str, AlertRule], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         for kind, rule in rules.items():
+            self.fields[f"lake_{kind}"] = forms.BooleanField(required=False, initial=not rule.custom)
             self.fields[f"enabled_{kind}"] = forms.BooleanField(required=False, initial=rule.enabled)
             if kind in THRESHOLDS:
                 self.fields[f"threshold_{kind}"] = forms.FloatField(required=False, min_value=0,
@@ -434,15 +447,23 @@ class RulesForm(forms.Form):
 
 
 def rules_update(*, table: Table, user: User, values: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Save a table's rules (admins); audited with every rule's new state."""
+    """Save a table's rules (admins); audited with every rule's new state. A rule follows the
+    lake-wide default while "as the lake" (`lake_<kind>`) is ticked, and becomes the table's own
+    when it is not, or when a rule that followed the lake is sent with another state or a
+    threshold of its own (the admin changed it, leaving the box as it was)."""
     rules = rules_of(table)
-    changed = {}
+    lake = lake_rules()
+    changed: dict[str, dict[str, Any]] = {}
     for kind, rule in rules.items():
-        rule.enabled = bool(values.get(f"enabled_{kind}"))
-        if kind in THRESHOLDS:
-            rule.threshold = values.get(f"threshold_{kind}")
-        rule.save(update_fields=["enabled", "threshold"])
+        edited = (bool(values.get(f"enabled_{kind}")) != lake_enabled(kind, lake)
+                  or values.get(f"threshold_{kind}") is not None)
+        rule.custom = not values.get(f"lake_{kind}") or (not rule.custom and edited)
+        rule.enabled = bool(values.get(f"enabled_{kind}")) if rule.custom else lake_enabled(kind, lake)
+        rule.threshold = values.get(f"threshold_{kind}") if rule.custom and kind in THRESHOLDS else None
+        rule.save(update_fields=["enabled", "threshold", "custom"])
         changed[kind] = {"enabled": rule.enabled, "threshold": rule.threshold}
+        if not rule.custom:
+            changed[kind]["lake_default"] = True
     audit(user=user, action="alert.rules.changed", table=table, parameters=changed)
     return changed
 
@@ -475,7 +496,7 @@ def alerts_page(request: permissions.AuthenticatedHttpRequest) -> HttpResponse:
             unit = THRESHOLDS[AlertKind(kind)].unit if kind in THRESHOLDS else ""
             rules.append({"kind": kind, "label": AlertKind(kind).label, "rule": rule, "unit": unit,
                           "default": default_threshold(kind), "effective": threshold_of(rule),
-                          "enabled_field": form[f"enabled_{kind}"],
+                          "enabled_field": form[f"enabled_{kind}"], "lake_field": form[f"lake_{kind}"],
                           "threshold_field": form[f"threshold_{kind}"] if unit else None})
     alerts = Alert.objects.select_related("table")
     return render(request, "console/alerts.html", {
@@ -483,5 +504,5 @@ def alerts_page(request: permissions.AuthenticatedHttpRequest) -> HttpResponse:
         "resolved_alerts": alerts.exclude(resolved_at=None).order_by("-resolved_at", "-pk")[:50],
         "tables": tables, "chosen": chosen, "rules": rules, "form": form,
         "can_change": request.user.has_perm(permissions.SETTINGS),
-        "channels": [name for name, _ in channels()],
+        "channels": [c for c in all_channels() if c.enabled],
         "interval": settings.CELERY_BEAT_SCHEDULE["alerts"]["schedule"]})

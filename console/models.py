@@ -382,6 +382,8 @@ class AlertRule(models.Model):
     kind = models.CharField(max_length=32, choices=AlertKind.choices)
     enabled = models.BooleanField(default=True)
     threshold = models.FloatField(null=True, blank=True, help_text="hours, days, bytes or instants, by kind")
+    custom = models.BooleanField(default=False, help_text="set for this table by an admin; else it follows the "
+                                                          "lake-wide default (LakeAlertRule)")
 
     class Meta:
         ordering = ["table", "kind"]
@@ -460,9 +462,9 @@ class Profile(models.Model):
         return f"{self.user_id} ({self.source})"
 
 
-# The table doctor's health and repairs (issue 28): their own module, imported here so that Django
-# registers its models with the app's.
-from console import models_health  # noqa: E402,F401
+# The table doctor's health and repairs (issue 28), the history's snapshots and the alerts set up in
+# the console (issue 30): their own modules, imported here so that Django registers their models.
+from console import models_alerts, models_health, models_history  # noqa: E402,F401
 
 
 class Preference(models.Model):

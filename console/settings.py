@@ -28,6 +28,8 @@ CLEANLINE_SYNC_INTERVAL_SECONDS, CLEANLINE_AUTO_CLEAN_INTERVAL_SECONDS  beat's s
                   (default 300 and 3600)
 CLEANLINE_HEALTH_INTERVAL_SECONDS  a sync runs the table doctor again on an unchanged timeline once its
                   last check is this old (default 3600; 0: at every sync)
+CLEANLINE_HISTORY_DAYS  the History charts' snapshots (one per sync that changed something, at least
+                  one a day per table) are kept this many days (default 400; a table's newest stays)
 CLEANLINE_APPROVER_MUST_DIFFER  an approver must differ from the plan's requester (default true)
 CLEANLINE_LOCK_EXPIRY_SECONDS  a table lock whose run stopped heartbeating is free after this (default 120)
 CLEANLINE_BUSY_RETRY_SECONDS, CLEANLINE_BUSY_RETRY_MAX_SECONDS  a task finding its table busy
@@ -134,7 +136,9 @@ CLEANLINE_ALERT_RECLAIMABLE_BYTES  default threshold: more reclaimable bytes fir
                   107374182400, 100 GiB)
 CLEANLINE_ALERT_ACTIVE_INSTANTS  default threshold: an active timeline holding more instants
                   fires, naming what holds archival back (default 200)
-                  Admins change each table's rules (on/off, threshold) on the alerts page.
+                  Admins change each table's rules (on/off, threshold) on the alerts page, and the
+                  lake-wide defaults and the channels (which then replace CLEANLINE_ALERT_EMAILS and
+                  CLEANLINE_ALERT_WEBHOOKS) on the alert set-up page; these settings are the defaults.
 EMAIL_HOST, EMAIL_PORT  the SMTP server alert e-mails go through (Django's SMTP backend;
                   default localhost and 25); EMAIL_HOST_USER, EMAIL_HOST_PASSWORD, EMAIL_USE_TLS,
                   EMAIL_USE_SSL when it needs them; EMAIL_TIMEOUT in seconds (default 10)"""
@@ -457,6 +461,8 @@ CLEANLINE_INSTANT_INLINE_MAX_BYTES = int(os.environ.get("CLEANLINE_INSTANT_INLIN
 # The demo lake's background build (`make run`): the JSON file its command keeps its progress in,
 # shown on the dashboard and the catalog while it runs ("" when there is none).
 CLEANLINE_DEMO_STATUS = os.environ.get("CLEANLINE_DEMO_STATUS", "").strip()
+# History (console.services.history): the syncs' snapshots are kept this many days.
+CLEANLINE_HISTORY_DAYS = int(os.environ.get("CLEANLINE_HISTORY_DAYS", "400"))
 # Plans' files as Parquet, one folder per plan (timeline/clean/store.py).
 CLEANLINE_PLAN_STORE = os.environ.get("CLEANLINE_PLAN_STORE", "").strip() or str(VAR_DIR / "plan-store")
 

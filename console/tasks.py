@@ -31,7 +31,7 @@ from console.models import (
     Table,
 )
 from console.models_health import Repair, RepairStatus
-from console.services import health
+from console.services import health, history
 from console.services.queue import (
     APPROVE_CLEAN_PLAN,
     BUILD_CLEAN_PLAN,
@@ -82,6 +82,10 @@ def sync_table(self: Task[[int], dict[str, int | bool]], table_id: int) -> dict[
     if not result.changed:  # the rows were in sync and the service wrote nothing: the claim ends
         Table.objects.filter(pk=table_id, sync_status=SyncStatus.RUNNING, sync_task_id=task_id).update(
             sync_status=SyncStatus.OK)
+    try:  # the history's snapshot, from the Table's fields as the sync left them
+        history.snapshot_record(table=table, changed=result.changed)
+    except Exception:  # a missing point on a chart must not fail the sync
+        logger.exception("history snapshot of table %s failed", table_id)
     return {"changed": result.changed, "created": result.created, "updated": result.updated, "deleted": result.deleted}
 
 

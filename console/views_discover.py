@@ -38,8 +38,9 @@ def discover(request: AuthenticatedHttpRequest) -> HttpResponse:
 @login_required
 @require_POST
 def discover_register(request: AuthenticatedHttpRequest) -> HttpResponse:
-    """Register the ticked tables in one step; each is then synced by a worker (the catalog
-    shows its progress)."""
+    """Register the ticked tables in one step; each is then synced by a worker, and the
+    Discover page it goes back to shows each one's progress (its sync badge, polled until the
+    sync settles)."""
     permissions.require(request.user, permissions.REGISTER)
     paths = request.POST.getlist("path")
     if not paths:
@@ -51,4 +52,4 @@ def discover_register(request: AuthenticatedHttpRequest) -> HttpResponse:
                                   f"({', '.join(t.name for t in registered)}); each is being synced by a worker.")
     for refusal in refusals:
         messages.error(request, refusal)
-    return redirect("console:catalog")
+    return redirect(f"{reverse('console:discover')}?{urlencode({'root': request.POST.get('root', '')})}")

@@ -23,6 +23,7 @@ from console.selectors.catalog import (
     demo_status,
 )
 from console.selectors.discover import Discovered, discovered
+from console.selectors.history import HISTORY_DAYS, History, lake_history, table_history
 from console.selectors.instants import (
     STATES,
     InstantFiles,
@@ -66,6 +67,10 @@ __all__ = [
     "discovered",
     "Approvals",
     "Awaiting",
+    "HISTORY_DAYS",
+    "History",
+    "lake_history",
+    "table_history",
     "awaiting_decision",
     "awaiting_plans",
     "ArchivalPreview",

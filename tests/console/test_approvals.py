@@ -13,7 +13,9 @@ from django.urls import reverse
 
 from console import services
 from console.models import Alert, AlertKind, CleanPlan, Table
+from console.models_health import Repair, RepairStatus
 from console.selectors import awaiting_decision
+from console.services import health
 from tests.console.helpers import SHORT_RETENTION, Sinks, person
 
 pytestmark = pytest.mark.django_db
@@ -107,3 +109,39 @@ def test_approvals_a_plan_needing_approval_notifies_its_approvers_with_a_link(
     check_alerts()
     alert.refresh_from_db()
     assert alert.resolved_at is not None and sinks.counts() == (1, 1)  # decided: resolved, sent once
+
+
+def test_approvals_queue_holds_repairs_and_archivals_for_their_approvers(archivable_table: Table) -> None:
+    ada, cyd, bob = person("ada", "admin"), person("cyd", "admin"), person("bob", "operator")
+    table = archivable_table
+    repair = Repair.objects.create(table=table, kind="orphan_files", changes=2, bytes=300, requested_by=bob,
+                                   plan={"changes": []})
+    archival = services.archival_request(table=table, user=ada)
+    plan = draft(table, bob)
+    Repair.objects.create(table=table, kind="markers", status=RepairStatus.COMPLETED, requested_by=bob)  # decided
+    assert [(a.kind, a.pk) for a in awaiting_decision(cyd)] == [
+        ("repair", repair.pk), ("archival", archival.pk), ("clean plan", plan.pk)]  # oldest first
+    assert [a.kind for a in awaiting_decision(ada)] == ["repair", "clean plan"]  # her archival waits for another
+    assert awaiting_decision(bob) == []  # an operator approves nothing
+
+    page = signed_in(cyd).get(reverse("console:approvals")).content.decode()
+    urls = [reverse("console:repair", args=[table.pk, repair.pk]),
+            reverse("console:archival_detail", args=[table.pk, archival.pk]),
+            reverse("console:plan", args=[table.pk, plan.pk])]
+    assert page.index(urls[0]) < page.index(urls[1]) < page.index(urls[2])
+    assert ">3</span>" in page and "300 B" in page  # the badge; what the repair deletes
+    home = signed_in(cyd).get(reverse("console:home")).content.decode()
+    assert all(url in home for url in urls)  # the dashboard's card: the oldest three
+
+    token = services.token_create(actor=cyd, owner=cyd, name="ci")[1]
+    answer = Client().get("/api/v1/approvals", HTTP_AUTHORIZATION=f"Bearer {token}")
+    assert answer.status_code == 200, answer.content
+    items = answer.json()["items"]
+    assert [(i["kind"], i["id"], i["table_id"]) for i in items] == [
+        ("repair", repair.pk, table.pk), ("archival", archival.pk, table.pk), ("clean plan", plan.pk, table.pk)]
+    assert items[0]["url"].endswith(urls[0]) and items[0]["requested_by"] == "bob" and items[0]["bytes"] == 300
+
+    health.repair_reject(repair=repair, user=cyd)
+    services.archival_decline(archival=archival, user=cyd)
+    assert [a.kind for a in awaiting_decision(cyd)] == ["clean plan"]
+    assert Client().get("/api/v1/approvals").status_code == 401

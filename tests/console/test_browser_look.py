@@ -16,6 +16,7 @@ from playwright.sync_api import Browser, Page
 
 from console import services
 from console.models import JobStatus, PlanStatus, Table
+from console.services.history import snapshot_record
 from tests.console.helpers import SHORT_RETENTION, SHOTS
 from tests.helpers import fake_failed_write
 from timeline import HudiTable
@@ -123,15 +124,17 @@ def lake_pages(table: Table) -> list[tuple[str, str]]:
     assert job.status == JobStatus.COMPLETED, job.error
     fake_failed_write(lake, "20990102000000000", markers=True)  # one left for the failed-writes page
     services.table_sync(table=table)
+    snapshot_record(table=table)  # the History pages' charts have a point
     services.token_create(actor=admin, owner=admin, name="ci pipeline")
     instant = table.instants.filter(action="commit", state="COMPLETED").order_by("-requested_time")[0]
     of_table = {"overview": [], "timeline": [], "instant": [instant.pk], "file-groups": [], "savepoints": [],
                 "restore": [savepoint], "failed-writes": [], "plan-draft": [draft.pk], "plan-completed": [done.pk],
-                "job": [job.pk], "retention": []}
+                "job": [job.pk], "table-history": [], "retention": []}
     names = {"file-groups": "file_groups", "failed-writes": "failed_writes", "plan-draft": "plan",
-             "plan-completed": "plan"}
+             "plan-completed": "plan", "table-history": "table_history"}
     pages = [(name, reverse(f"console:{name}")) for name in ("home", "catalog", "audit", "tokens", "people")]
     pages.append(("alerts", f"{reverse('console:alerts')}?table={table.pk}"))
+    pages += [("history", reverse("console:history")), ("alerts-setup", reverse("console:alerts_setup"))]
     pages += [(name, reverse(f"console:{names.get(name, name)}", args=[table.pk, *args]))
               for name, args in of_table.items()]
     pages[-1] = ("retention", f"{pages[-1][1]}?estimate={estimate.pk}")

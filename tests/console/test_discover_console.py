@@ -1,6 +1,7 @@
 """The Discover tables page (issue 30): every Hudi table under an allowed root with its name,
 type, version and size, the registered ones marked; the ticked ones registered in one step,
-each then synced by a worker; refusals said and audited; admins only, POST with CSRF."""
+each then synced by a worker (a real one on Redis) with its progress on the page; refusals said
+and audited; admins only, POST with CSRF."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from django.urls import reverse
 
 from console import services
 from console.models import AuditEvent, SyncStatus, Table
-from tests.console.helpers import login, person
+from tests.console.helpers import login, person, queued_outcome, wait_for
 from tests.helpers import FIXTURES, unzip_table
 from timeline import HudiTable
 
@@ -46,16 +47,16 @@ def test_discover_page_lists_the_tables_under_a_root_and_registers_the_ticked_on
         answer = admin.post(reverse("console:discover_register"),
                             {"path": [HudiTable.open(str(lake["mor"])).uri, HudiTable.open(str(lake["meta"])).uri,
                                       "/etc/passwd"]})
-    assert answer.status_code == 302 and answer["Location"] == reverse("console:catalog")
+    assert answer.status_code == 302 and answer["Location"] == f"{reverse('console:discover')}?root="
     new = Table.objects.exclude(pk=already.pk)
     assert new.count() == 2 and all(t.sync_status == SyncStatus.OK and t.instants.exists() for t in new)
     assert AuditEvent.objects.filter(action="table.registered").count() == 3
     refused = AuditEvent.objects.get(action="table.register.refused")
     assert refused.parameters["path"] == "/etc/passwd" and "outside the allowed roots" in refused.result
-    catalog = admin.get(reverse("console:catalog")).content.decode()
-    assert "2 tables registered" in catalog and "/etc/passwd: " in catalog
-    again = admin.get(reverse("console:discover")).content.decode()
+    again = admin.get(reverse("console:discover")).content.decode()  # where the registration goes back to
+    assert "2 tables registered" in again and "/etc/passwd: " in again
     assert "0 not registered yet" in again and 'name="path"' not in again
+    assert all(f'id="sync-{t.pk}"' in again for t in new) and again.count(">in sync") == 2
 
 
 def test_discover_is_for_admins_within_the_allowed_roots(lake: dict[str, Path]) -> None:
@@ -70,3 +71,30 @@ def test_discover_is_for_admins_within_the_allowed_roots(lake: dict[str, Path]) 
     guarded.force_login(person("csrf-admin", "admin"))
     assert guarded.post(reverse("console:discover_register"), {"path": str(lake["cow"])}).status_code == 403
     assert not Table.objects.exists()
+
+
+def test_discover_registers_each_table_on_a_worker_and_shows_its_progress(start_worker, settings,
+                                                                           tmp_path: Path) -> None:
+    root = tmp_path / "lake"
+    settings.CLEANLINE_ALLOWED_ROOTS = [str(root)]
+    paths = [HudiTable.open(str(unzip_table(FIXTURES / f"sample_table/{name}.zip", root / folder))).uri
+             for name, folder in (("cow/v8_nonpartitioned", "sales"), ("cow/v9_txns_simple_meta", "ops"))]
+    admin = login("admin")
+    answer = admin.post(reverse("console:discover_register"), {"path": paths, "root": str(root)})
+    assert answer.status_code == 302
+    tables = list(Table.objects.order_by("pk"))
+    assert [t.path for t in tables] == paths and all(t.sync_status == SyncStatus.QUEUED for t in tables)
+    page = admin.get(answer["Location"]).content.decode()  # no worker yet: each is queued, its badge polled
+    for table in tables:
+        assert f'id="sync-{table.pk}"' in page
+        assert f'hx-get="{reverse("console:sync_status", args=[table.pk])}"' in page
+    assert page.count(">queued") == 2 and "each is being synced by a worker" in page
+
+    start_worker()
+    outcomes = [queued_outcome(t.sync_task_id, 120) for t in tables]  # run by the worker, not here
+    assert all(o["changed"] and o["created"] > 0 for o in outcomes)
+    wait_for(lambda: all(t.sync_status == SyncStatus.OK for t in Table.objects.all()), 60, "both tables in sync")
+    badge = admin.get(reverse("console:sync_status", args=[tables[0].pk])).content.decode()
+    assert "in sync" in badge and "hx-get" not in badge  # the polled badge settles
+    page = admin.get(answer["Location"]).content.decode()
+    assert page.count(">in sync") == 2 and "hx-get" not in page

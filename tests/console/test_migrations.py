@@ -33,3 +33,25 @@ def test_migration_0015_retires_plans_under_review_whose_files_were_rows() -> No
         assert found[plans["approved"].pk].status == "approved" and found[plans["completed"].pk].status == "completed"
     finally:
         migrate(("console", MigrationExecutor(connection).loader.graph.leaf_nodes("console")[0][1]))
+
+
+def test_migration_0029_keeps_a_tables_changed_alert_rules_as_its_own() -> None:
+    old = migrate(("console", "0028_table_snapshots")).loader.project_state(("console", "0028_table_snapshots")).apps
+    one, two = (old.get_model("console", "Table").objects.create(
+        name=name, path=f"/lake/{name}", table_type="COPY_ON_WRITE", table_version=6, layout_version=1)
+        for name in ("t", "u"))
+    rule = old.get_model("console", "AlertRule").objects
+    made = {"default_on": rule.create(table=one, kind="clean_failed", enabled=True),
+            "default_off": rule.create(table=one, kind="health_info", enabled=False),
+            "turned_off": rule.create(table=one, kind="plan_stale", enabled=False),
+            "turned_on": rule.create(table=two, kind="health_info", enabled=True),
+            "threshold": rule.create(table=one, kind="reclaimable", enabled=True, threshold=5.0)}
+    try:
+        new = migrate(("console", "0029_alerts_set_up_in_console")).loader.project_state(
+            ("console", "0029_alerts_set_up_in_console")).apps
+        rules = new.get_model("console", "AlertRule").objects
+        custom = {name: rules.get(pk=row.pk).custom for name, row in made.items()}
+        assert custom == {"default_on": False, "default_off": False, "turned_off": True, "turned_on": True,
+                          "threshold": True}
+    finally:
+        migrate(("console", MigrationExecutor(connection).loader.graph.leaf_nodes("console")[0][1]))

@@ -297,6 +297,8 @@ def test_views_post_only_urls_are_exactly_the_mutation_matrix() -> None:
               "console:people_grant_confirm", "console:people_grant_decline"}
     # registering the tables a discovery found (its matrix: tests/console/test_discover_console.py)
     people |= {"console:discover_register", "console:bulk"}  # and the bulk actions (test_bulk.py)
+    # the alert set-up's channels (their matrix: tests/console/test_alerts_setup.py)
+    people |= {f"console:alert_channel_{change}" for change in ("add", "test", "on", "off", "remove")}
     assert post_only == {f"console:{name}" for name in MUTATIONS} | {"logout", "console:token_create",
                                                                      "console:token_revoke"} | people, answers
     assert answers.pop("favicon") == 301  # to the static icon

@@ -1,7 +1,7 @@
 // Charts of the console, drawn with the vendored Chart.js (console/static/console/vendor/) from
 // specs a page embeds with Django's json_script: every <canvas data-chart="ID"> is drawn from the
 // JSON in the element with that id:
-//   {type: "bar", labels: [...], datasets: [{label, data, colors?}], format: "bytes"|"count"|"days",
+//   {type: "bar"|"line", labels: [...], datasets: [{label, data, colors?}], format: "bytes"|"count"|"days",
 //    stacked?: bool, horizontal?: bool, notes?: [text per label, shown in the tooltip]}
 // Colours follow the page's CSS variables, so the charts read in light and dark mode alike.
 // Redrawn after HTMX swaps a part of the page in.
@@ -48,9 +48,10 @@
       data: {
         labels: spec.labels,
         datasets: spec.datasets.map(function (d, i) {
+          var colour = colours[i % colours.length];
           return {label: d.label, data: d.data, backgroundColor: d.colors ? d.colors.map(function (c) {
             return c === "warn" ? colours[1] : colours[0];
-          }) : colours[i % colours.length]};
+          }) : colour, borderColor: colour, pointRadius: spec.type === "line" ? 2 : undefined, spanGaps: false};
         }),
       },
       options: {
