@@ -20,8 +20,9 @@ from tests.helpers import Lake, S3Server, ours, rows, s3_rows, theirs, tree_snap
 from tests.helpers import archive_instants as hand_made_history
 from timeline import HudiTable
 from timeline.archive import load_archived_timeline
-from timeline.archive.archiver import ArchiveSettings, archive_instants
+from timeline.archive.archiver import archive_instants
 from timeline.archive.lsm import candidate_files, compacted_file_name, file_layer
+from timeline.archive.settings import ArchivalSettings
 from timeline.exceptions import CleanlineError
 from timeline.instant import Instant, State
 from timeline.metadata.archived import (
@@ -188,7 +189,7 @@ def test_lsm_appends_to_a_history_written_before_and_compacts_it() -> None:
     hand_made_history(lake.storage, lake.timeline_folder,
                       [(instants[0].requested_time, instants[0].completion_time or "", "commit")])
     table = HudiTable.load(lake.storage, "/t")
-    result = archive_instants(table, [instants[1]], settings=ArchiveSettings(compaction_batch=2))
+    result = archive_instants(table, [instants[1]], settings=ArchivalSettings(compaction_batch=2))
     assert result.written[1].endswith("manifest_2")
     assert len(result.compacted) == 2  # the other writer's file and ours, into one layer-1 file
     assert [(i.requested_time, i.completion_time) for i in load_archived_timeline(table)] == [

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from timeline.archive.reader import VERSION_FILE
@@ -19,7 +19,13 @@ from timeline.archive.rules import (
     is_v2,
     select,
 )
-from timeline.archive.settings import ArchivalConfigError, ArchivalSettings, check_settings
+from timeline.archive.settings import (
+    ArchivalConfigError,
+    ArchivalSettings,
+    check_settings,
+    metadata_table_clean,
+    metadata_table_settings,
+)
 from timeline.clean.config import CleanConfig
 from timeline.exceptions import CleanlineError, CorruptInstantError, FileNotFound, NotAHudiTableError, TableConfigError
 from timeline.instant import CLUSTERING, COMMIT, REPLACE_COMMIT, Instant, State, instant_time_from_epoch_ms, zone_of
@@ -30,7 +36,7 @@ from timeline.storage import FileStatus, Storage
 
 if TYPE_CHECKING:
     from timeline.table import Table
-    from timeline.timeline import ActiveTimeline
+    from timeline.timeline import ActiveTimeline, Timeline
 
 V1_ARCHIVER = "TimelineArchiverV1"  # Hudi 0.15's HoodieTimelineArchiver: table version 6, .hoodie/archived
 V2_ARCHIVER = "TimelineArchiverV2"  # Hudi 1.x: table versions 8 and 9, the LSM timeline
@@ -41,8 +47,17 @@ STOPPING = frozenset({BlockerKind.LSM_MANIFEST})
 
 
 class ArchivalUnsupported(CleanlineError):
-    """Cleanline does not plan this table's archival (a metadata table: Hudi archives it from
-    its data table's writer, by rules of its own)."""
+    """An archival Cleanline does not run: a metadata table's own, asked for on its own (its
+    data table's archival runs it, under the data table's lock, as Hudi's data-table writer
+    runs it)."""
+
+
+METADATA_SUFFIX = "/.hoodie/metadata"
+
+
+def is_metadata_table(table: Table) -> bool:
+    """`HoodieTableMetadata.isMetadataTable`: the table lies at `<data table>/.hoodie/metadata`."""
+    return table.base.rstrip("/").endswith(METADATA_SUFFIX)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +83,10 @@ class ArchivalPlan:
     (each with its kind, instant, since when and why); `warnings` what Hudi only warns about.
     `keep` holds the counts archival kept by (raised from the cleaner's settings where Hudi
     raises them); `settings` and `clean` the settings read (`hoodie.properties`, then the
-    root's `CLEANLINE_HUDI_OPTIONS`, then the call's options)."""
+    root's `CLEANLINE_HUDI_OPTIONS`, then the call's options). `metadata_table`: the plan of
+    the data table's metadata table, archived right after it by its own rules
+    (`plan_metadata_archival`, over the data table's timeline as this plan leaves it); None
+    without a metadata table, and on a metadata table's own plan."""
 
     table_uri: str
     table_version: int
@@ -81,6 +99,7 @@ class ArchivalPlan:
     active_after: int
     blockers: tuple[Blocker, ...] = ()
     warnings: tuple[str, ...] = ()
+    metadata_table: ArchivalPlan | None = None
 
     @property
     def archivable(self) -> int:
@@ -106,29 +125,73 @@ def archival_properties(table: Table, options: Mapping[str, str] | None = None) 
 
 
 def plan_archival(table: Table, *, options: Mapping[str, str] | None = None) -> ArchivalPlan:
-    """The archival plan of `table` (see `ArchivalPlan`). Raises ArchivalConfigError for
-    settings Hudi refuses (`hoodie.keep.max.commits` not above `hoodie.keep.min.commits` with
-    the KEEP_LATEST_COMMITS cleaner), naming the table, and ArchivalUnsupported for a metadata
-    table (`HoodieTableMetadata.isMetadataTable`: its data table's writer archives it, with
-    keep counts one above its own, no MDT of its own and the data table's timeline as a bound,
-    `TimelineUtils.getEarliestInstantForMetadataArchival`, which this plan does not apply)."""
-    if table.base.rstrip("/").endswith("/.hoodie/metadata"):
-        raise ArchivalUnsupported(f"{table.uri} is a metadata table: its data table's writer archives it by rules "
-                                  "of its own, which Cleanline does not plan")
+    """The archival plan of `table` (see `ArchivalPlan`), with the plan of its metadata table
+    when it has one. Raises ArchivalConfigError for settings Hudi refuses
+    (`hoodie.keep.max.commits` not above `hoodie.keep.min.commits` with the KEEP_LATEST_COMMITS
+    cleaner), naming the table. Asked of a metadata table itself, its own plan
+    (`plan_metadata_archival`) over its data table's timeline as it is now."""
+    if is_metadata_table(table):
+        data = type(table).load(table.storage, table.base.rstrip("/")[:-len(METADATA_SUFFIX)])
+        return plan_metadata_archival(data, table, options=options)
     props = archival_properties(table, options)
+    settings = _settings(table, props)
+    clean = CleanConfig.from_properties(props)
+    plan = _plan(table, settings, clean, check_settings(settings, clean, where=table.uri))
+    mdt = metadata_table_of(table)
+    if mdt is None:
+        return plan
+    moved = {(i.requested_time, i.action) for i in plan.instants} if plan.runnable else set()
+    after = table.timeline.filter(lambda i: (i.requested_time, i.action) not in moved)
+    return replace(plan, metadata_table=plan_metadata_archival(table, mdt, options=options, data_timeline=after))
+
+
+def plan_metadata_archival(data: Table, mdt: Table, *, options: Mapping[str, str] | None = None,
+                           data_timeline: Timeline | None = None) -> ArchivalPlan:
+    """The archival of a metadata table as its data table's writer runs it after each
+    metadata-table write (`HoodieBackedTableMetadataWriter.performTableServices`:
+    `writeClient.archive()` on the metadata table's own client): the archiver of its table
+    version over its own timeline, with the settings `createMetadataWriteConfig` derives from
+    the data table's (`metadata_table_settings`, `metadata_table_clean`), no metadata table of
+    its own, and the data table's active timeline (`data_timeline`, else the data table's now)
+    as a bound (`TimelineUtils.getEarliestInstantForMetadataArchival`)."""
+    props = archival_properties(data, options)
+    settings = metadata_table_settings(_settings(data, props), props)
+    clean = metadata_table_clean(CleanConfig.from_properties(props), table_version=mdt.version)
+    warnings = check_settings(settings, clean, where=mdt.uri)
+    return _plan(mdt, settings, clean, warnings, data.timeline if data_timeline is None else data_timeline)
+
+
+def metadata_table_of(table: Table) -> Table | None:
+    """The data table's metadata table, opened as a table whose every write is fenced by the
+    data table's lock (`timeline.mdt.reader.MetadataTable`); None when it has none, or when it
+    cannot be opened (Hudi's writer skips its table services then)."""
+    if not table.config.metadata_table_enabled:
+        return None
+    from timeline.mdt.reader import MetadataTable  # the metadata table reader, only for tables that have one
+
     try:
-        settings = ArchivalSettings.from_properties(props)
+        return MetadataTable(table).mdt
+    except (NotAHudiTableError, TableConfigError):
+        return None
+
+
+def _settings(table: Table, props: Mapping[str, str]) -> ArchivalSettings:
+    try:
+        return ArchivalSettings.from_properties(props)
     except ArchivalConfigError as exc:
         raise ArchivalConfigError(f"{table.uri}: {exc}") from None
-    clean = CleanConfig.from_properties(props)
-    warnings = check_settings(settings, clean, where=table.uri)
+
+
+def _plan(table: Table, settings: ArchivalSettings, clean: CleanConfig, warnings: list[str],
+          data_timeline: Timeline | None = None) -> ArchivalPlan:
+    """One table's plan: Hudi's archiver's choice (`select`) and a broken LSM history's blockers."""
     timeline = table.timeline
-    chosen = select(read_inputs(table), settings, clean)
+    chosen = select(replace(read_inputs(table), data_table_timeline=data_timeline), settings, clean)
     blockers = list(chosen.blockers)
     if table.config.layout_version >= 2:
         broken, notes = lsm_history_problems(table)
         blockers[:0] = broken
-        warnings += notes
+        warnings = warnings + notes
     actions = tuple(_action(timeline, i) for i in chosen.instants)
     return ArchivalPlan(table.uri, table.version, V2_ARCHIVER if is_v2(table.version) else V1_ARCHIVER, settings,
                         clean, chosen.keep, actions, len(timeline), len(timeline) - len(actions), tuple(blockers),
@@ -257,4 +320,5 @@ def lsm_history_problems(table: Table) -> tuple[list[Blocker], list[str]]:
 
 
 __all__ = ["V1_ARCHIVER", "V2_ARCHIVER", "ActionToArchive", "ArchivalPlan", "ArchivalUnsupported",
-           "archival_properties", "latest_metadata_compaction", "lsm_history_problems", "plan_archival", "read_inputs"]
+           "archival_properties", "is_metadata_table", "latest_metadata_compaction", "lsm_history_problems",
+           "metadata_table_of", "plan_archival", "plan_metadata_archival", "read_inputs"]

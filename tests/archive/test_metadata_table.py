@@ -1,0 +1,195 @@
+"""The metadata table's own timeline archived by its own rules (timeline/archive/retain.py
+`earliest_instant_for_metadata_archival`, settings.py `metadata_table_settings` and
+`metadata_table_clean`, plan.py `plan_metadata_archival`): Hudi's data-table writer archives the
+metadata table after each metadata-table write (`HoodieBackedTableMetadataWriter.
+performTableServices`) with keep counts one above the data table's, its own compaction window
+(`hoodie.metadata.compact.max.delta.commits`) and never from the data table's earliest active
+commit or pending instant on. Hand-made timelines transcribed from Hudi's
+`TestTimelineUtils.testGetEarliestInstantForMetadataArchival` and
+`TestHoodieTimelineArchiver.testArchivalAndCompactionInMetadataTable`, for table versions 6 and 8."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.archive.helpers import ArchivalLake, t, times
+from timeline import HudiTable
+from timeline.archive.archiver import run_archival
+from timeline.archive.plan import ArchivalPlan, ArchivalUnsupported
+from timeline.archive.retain import earliest_instant_for_metadata_archival
+from timeline.archive.rules import BlockerKind
+from timeline.archive.settings import ArchivalSettings, metadata_table_clean, metadata_table_settings
+from timeline.clean.config import CleanConfig, CleanPolicy
+from timeline.instant import Instant, State
+from timeline.timeline import Timeline
+
+C, INF, R = State.COMPLETED, State.INFLIGHT, State.REQUESTED
+MDT_INIT = "00000000000000000"  # instantTimePlusMillis(SOLO_COMMIT_TIMESTAMP, 0)
+
+
+def earliest(instants: list[tuple[State, str, str]], *, beyond: bool = False) -> tuple[str, str, State] | None:
+    found = earliest_instant_for_metadata_archival(Timeline.of(Instant(time, action, state)
+                                                               for state, action, time in instants),
+                                                   beyond_savepoint=beyond)
+    return None if found is None else (found.requested_time, found.action, found.state)
+
+
+def test_earliest_instant_for_metadata_archival() -> None:
+    """TestTimelineUtils.testGetEarliestInstantForMetadataArchival, case by case."""
+    assert earliest([]) is None
+    # an earlier requested clean before the commits
+    assert earliest([(C, "rollback", "001"), (C, "clean", "002"), (R, "clean", "003"), (C, "commit", "010"),
+                     (C, "replacecommit", "011"), (R, "clustering", "012")]) == ("003", "clean", R)
+    # no inflight instant before the first commit
+    assert earliest([(C, "rollback", "001"), (C, "clean", "002"), (C, "clean", "003"), (C, "commit", "010"),
+                     (C, "replacecommit", "011"), (R, "clustering", "012")]) == ("010", "commit", C)
+    # rollbacks only
+    rollbacks = [(C, "rollback", "001"), (C, "rollback", "002"), (INF, "rollback", "003")]
+    assert earliest(rollbacks) == ("003", "rollback", INF)
+    assert earliest([(C, "rollback", "001"), (C, "rollback", "002"), (C, "rollback", "003")]) is None
+    # with savepoints: the first commit, or with archive-beyond-savepoint the first not savepointed
+    savepointed = [(C, "rollback", "001"), (C, "commit", "003"), (C, "savepoint", "003"), (C, "commit", "010"),
+                   (C, "commit", "011")]
+    assert earliest(savepointed) == ("003", "commit", C)
+    assert earliest(savepointed, beyond=True) == ("010", "commit", C)
+
+
+def test_metadata_table_settings_derived_from_the_data_table() -> None:
+    """HoodieMetadataWriteUtils.createMetadataWriteConfig: keep counts one above the data
+    table's; its own compaction trigger; nothing else borrowed (archive beyond savepoint, the
+    metaserver and `hoodie.archive.automatic` at Hudi's defaults, the writer calling archive()
+    anyway). The cleaner: 1.x borrows the data table's policy, retaining 1.2 x as much (at
+    least 20 commits); 0.14/0.15 keeps 20 commits."""
+    data = ArchivalSettings(min_commits=4, max_commits=6, beyond_savepoint=True, automatic=False, metaserver=True)
+    mdt = metadata_table_settings(data, {"hoodie.metadata.compact.max.delta.commits": "8"})
+    assert (mdt.min_commits, mdt.max_commits, mdt.compaction_max_delta_commits) == (5, 7, 8)
+    assert (mdt.beyond_savepoint, mdt.automatic, mdt.metaserver) == (False, True, False)
+    assert metadata_table_settings(ArchivalSettings(), {}).compaction_max_delta_commits == 10
+    assert metadata_table_clean(CleanConfig(commits_retained=1), table_version=8).commits_retained == 20
+    assert metadata_table_clean(CleanConfig(commits_retained=30), table_version=8).commits_retained == 36
+    versions = metadata_table_clean(CleanConfig(policy=CleanPolicy.KEEP_LATEST_FILE_VERSIONS,
+                                                file_versions_retained=3), table_version=9)
+    assert (versions.policy, versions.file_versions_retained) == (CleanPolicy.KEEP_LATEST_FILE_VERSIONS, 4)
+    by_hours = CleanConfig(policy=CleanPolicy.KEEP_LATEST_BY_HOURS, hours_retained=5)
+    assert metadata_table_clean(by_hours, table_version=8).hours_retained == 6
+    old = metadata_table_clean(by_hours, table_version=6)
+    assert (old.policy, old.commits_retained) == (CleanPolicy.KEEP_LATEST_COMMITS, 20)
+
+
+OPTIONS = {"hoodie.keep.min.commits": "4", "hoodie.keep.max.commits": "6", "hoodie.clean.commits.retained": "1",
+           "hoodie.metadata.compact.max.delta.commits": "8"}
+
+
+def compaction_time(n: int) -> str:
+    """The metadata table's compaction after the delta commit of t(n) (0.x: its time + "001")."""
+    return t(n)[:-3] + "001"
+
+
+def lake_at_write_10(version: int) -> ArchivalLake:
+    """testArchivalAndCompactionInMetadataTable when write 10 starts: write 1 rolled back by
+    the rollback at 2, writes 3-9 completed and 10 inflight on the data table; the metadata
+    table holds its initial delta commit, those of writes 3-9 and the compaction that 8 delta
+    commits triggered (write 1's was rolled back with it)."""
+    lake = ArchivalLake(version, metadata_table=True)
+    lake.rollback(2, of=1)
+    for n in range(3, 10):
+        lake.commit(n)
+    lake.commit(10, state=INF)
+    assert lake.mdt is not None
+    lake.mdt.commit(MDT_INIT, action="deltacommit")
+    for n in range(3, 10):
+        lake.mdt.commit(t(n), action="deltacommit")
+    lake.metadata_compaction(compaction_time(9))
+    return lake
+
+
+def drop(lake: ArchivalLake, *times_: str, mdt: bool = False) -> None:
+    """Remove every state file of the instants at `times_` (as an archival or a finished write
+    leaves the timeline), from the metadata table's timeline with `mdt`."""
+    where = lake.mdt if mdt else lake.lake
+    assert where is not None
+    for status in list(where.storage.list(where.timeline_folder)):
+        if status.name.startswith(times_):
+            where.storage.delete(status.path)
+
+
+def mdt_plan(lake: ArchivalLake) -> ArchivalPlan:
+    return HudiTable.load(lake.lake.storage, "/t/.hoodie/metadata").inspect.archival(OPTIONS)
+
+
+@pytest.mark.parametrize("version", [6, 8])
+def test_archival_and_compaction_in_metadata_table_at_write_10(version: int) -> None:
+    """testArchivalAndCompactionInMetadataTable, i == 10: the metadata table's initial delta
+    commit is archived since it is older than the data table's earliest commit (3); the
+    completed rollback at 2 does not block it; the data table's commits 3.. keep theirs."""
+    lake = lake_at_write_10(version)
+    plan = mdt_plan(lake)
+    assert (plan.keep.min_instants, plan.keep.max_instants) == (5, 7)
+    assert [i.requested_time for i in plan.instants] == [MDT_INIT]
+    [held] = [b for b in plan.blockers if b.kind is BlockerKind.DATA_TABLE_TIMELINE]
+    assert held.instant is not None and held.instant.requested_time == t(3)
+
+
+@pytest.mark.parametrize("version", [6, 8])
+def test_archival_and_compaction_in_metadata_table_at_write_11(version: int) -> None:
+    """testArchivalAndCompactionInMetadataTable, i <= 13: once the data table archived 3-6
+    (its timeline starts at 7), the metadata table's delta commits 3-6 go, 7 on stay with its
+    compaction (the compaction window keeps the latest compaction)."""
+    lake = lake_at_write_10(version)
+    drop(lake, *times(2, 3, 4, 5, 6, 10))
+    drop(lake, MDT_INIT, mdt=True)
+    lake.commit(10)
+    assert lake.mdt is not None
+    lake.mdt.commit(t(10), action="deltacommit")
+    plan = mdt_plan(lake)
+    assert [i.requested_time for i in plan.instants] == times(3, 4, 5, 6)
+
+
+@pytest.mark.parametrize("version", [6, 8])
+def test_metadata_table_plan_follows_the_data_table_archival(version: int) -> None:
+    """The data table's plan carries its metadata table's, made over the data table's
+    timeline as its archival leaves it (what the next writer's table services archive): with
+    write 10 done, the data table archives 3-6 and its metadata table then init and 3-6."""
+    lake = lake_at_write_10(version)
+    drop(lake, t(10))
+    lake.commit(10)
+    assert lake.mdt is not None
+    lake.mdt.commit(t(10), action="deltacommit")
+    plan = lake.table().inspect.archival(OPTIONS)
+    data = [i.requested_time for i in plan.instants if i.action != "rollback"]
+    assert data == times(3, 4, 5, 6)
+    assert plan.metadata_table is not None
+    assert [i.requested_time for i in plan.metadata_table.instants] == [MDT_INIT, *times(3, 4, 5, 6)]
+    assert plan.metadata_table.table_uri.endswith("/.hoodie/metadata")
+
+
+@pytest.mark.parametrize("version", [6, 8])
+def test_metadata_table_pending_data_instant_holds_its_instants(version: int) -> None:
+    """A pending instant of any action on the data table (here a requested clean requested
+    between writes 4 and 5, older than its earliest commit, 7) bounds the metadata table's
+    archival (getEarliestInstantForMetadataArchival): its delta commits 3 and 4 go, not 5 and 6."""
+    lake = lake_at_write_10(version)
+    drop(lake, *times(2, 3, 4, 5, 6, 10))
+    drop(lake, MDT_INIT, mdt=True)
+    lake.commit(10)
+    assert lake.mdt is not None
+    lake.mdt.commit(t(10), action="deltacommit")
+    clean = t(4)[:-3] + "500"
+    lake.lake.instant_file(Instant(clean, "clean", R), {
+        "earliestInstantToRetain": None, "lastCompletedCommitTimestamp": "", "policy": "KEEP_LATEST_COMMITS",
+        "filesToBeDeletedPerPartition": {}, "version": 2, "filePathsToBeDeletedPerPartition": {},
+        "partitionsToBeDeleted": [], "extraMetadata": None})
+    plan = mdt_plan(lake)
+    assert [i.requested_time for i in plan.instants] == times(3, 4)
+    [held] = [b for b in plan.blockers if b.kind is BlockerKind.DATA_TABLE_TIMELINE]
+    assert held.instant is not None and (held.instant.requested_time, held.instant.action) == (clean, "clean")
+
+
+def test_metadata_table_archival_alone_is_refused() -> None:
+    """The metadata table's archival runs with its data table's, under the data table's lock:
+    asked for on its own, it is refused and nothing changes."""
+    lake = lake_at_write_10(8)
+    mdt = HudiTable.load(lake.lake.storage, "/t/.hoodie/metadata")
+    with pytest.raises(ArchivalUnsupported, match="is a metadata table: archive its data table"):
+        run_archival(mdt, options=OPTIONS)
+    assert MDT_INIT in {i.requested_time for i in mdt.reload().timeline}
