@@ -16,6 +16,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
+from tests.archive.helpers import expected_row, lsm_rows
 from tests.helpers import Lake, S3Server, ours, rows, s3_rows, theirs, tree_snapshot
 from tests.helpers import archive_instants as hand_made_history
 from timeline import HudiTable
@@ -24,7 +25,7 @@ from timeline.archive.archiver import archive_instants
 from timeline.archive.lsm import candidate_files, compacted_file_name, file_layer
 from timeline.archive.settings import ArchivalSettings
 from timeline.exceptions import CleanlineError
-from timeline.instant import Instant, State
+from timeline.instant import Instant
 from timeline.metadata.archived import (
     LSM_COLUMNS,
     LSM_JAVA_SCHEMA,
@@ -49,33 +50,6 @@ ARCHIVABLE = ("commit", "deltacommit", "replacecommit", "clean", "rollback")
 
 def history(path: Path) -> Path:
     return path / ".hoodie" / "timeline" / "history"
-
-
-def lsm_rows(folder: Path) -> list[dict[str, Any]]:
-    """Every row of the files the latest snapshot lists, in file order."""
-    version = int((folder / "_version_").read_text())
-    files = decode_lsm_manifest((folder / f"manifest_{version}").read_bytes(), path="manifest")
-    return [row for f in files for row in pq.read_table(folder / f.name).to_pylist()]
-
-
-def expected_row(table: HudiTable, instant: Instant) -> dict[str, Any]:
-    """createLSMTimelineInstant, worked out from the state files as they are before archiving."""
-    files = table.timeline.files_of(instant)
-
-    def data(state: State) -> bytes | None:
-        return table.storage.read(files[state].path) if state in files else None
-
-    pending = files.get(State.REQUESTED) or files.get(State.INFLIGHT)
-    pending_action = pending.name.split(".")[1] if pending is not None else None
-    plan = None
-    if pending_action in ("replacecommit", "clustering"):
-        plan = data(State.INFLIGHT) or data(State.REQUESTED) or None
-    elif pending_action in ("compaction", "logcompaction"):
-        plan = data(State.REQUESTED)
-    elif pending_action == "clean":
-        plan = data(State.REQUESTED) if State.REQUESTED in files else data(State.INFLIGHT)
-    return {"instantTime": instant.requested_time, "completionTime": instant.completion_time,
-            "action": instant.action, "metadata": data(State.COMPLETED) or None, "plan": plan, "version": 1}
 
 
 def archivable(table: HudiTable) -> list[Instant]:

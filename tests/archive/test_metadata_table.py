@@ -10,16 +10,24 @@ commit or pending instant on. Hand-made timelines transcribed from Hudi's
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
 import pytest
 
-from tests.archive.helpers import ArchivalLake, t, times
+from tests.archive.helpers import ArchivalLake, expected_row, lsm_rows, t, times
+from tests.helpers import rows
 from timeline import HudiTable
+from timeline.archive import load_archived_timeline
 from timeline.archive.archiver import run_archival
 from timeline.archive.plan import ArchivalPlan, ArchivalUnsupported
 from timeline.archive.retain import earliest_instant_for_metadata_archival
 from timeline.archive.rules import BlockerKind
 from timeline.archive.settings import ArchivalSettings, metadata_table_clean, metadata_table_settings
 from timeline.clean.config import CleanConfig, CleanPolicy
+from timeline.cli import main
 from timeline.instant import Instant, State
 from timeline.timeline import Timeline
 
@@ -193,3 +201,59 @@ def test_metadata_table_archival_alone_is_refused() -> None:
     with pytest.raises(ArchivalUnsupported, match="is a metadata table: archive its data table"):
         run_archival(mdt, options=OPTIONS)
     assert MDT_INIT in {i.requested_time for i in mdt.reload().timeline}
+
+
+# On copies of real tables with a metadata table (v8 MOR, v9 COW and MOR)
+
+SMALL = ["--hoodie-conf", "hoodie.keep.min.commits=2", "--hoodie-conf", "hoodie.keep.max.commits=3",
+         "--hoodie-conf", "hoodie.clean.commits.retained=1"]
+MDT_TABLES = [
+    "quickstart_trips_table/mor/avro/v8_trips_8i3u1d",
+    "sample_table/cow/v9_txns_simple_meta",
+    "sample_table/mor/avro/v9_txns_complex_meta",
+]
+
+
+def cli_json(capsys: pytest.CaptureFixture[str], *args: str) -> Any:
+    code = main([*args, "--json"])
+    out = capsys.readouterr().out
+    assert code in (0, None), out
+    return json.loads(out)
+
+
+@pytest.mark.parametrize("table_id", MDT_TABLES)
+def test_metadata_table_archived_with_its_data_table(table_copy: Callable[[str], Path], table_id: str,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """`cleanline archive run` archives the metadata table's timeline after the data table's, as
+    its plan says: the moved instants leave the metadata table's active timeline and its LSM
+    history holds each with its original content (createLSMTimelineInstant's row, byte for
+    byte); `cleanline mdt validate` is clean, `cleanline fsview --json` unchanged, hudi-rs reads
+    the same rows now and as of every instant it could read before."""
+    path = table_copy(table_id)
+    table = HudiTable.open(str(path))
+    readable = [i.requested_time for i in table.timeline.writes().completed()]
+    rows_before = {t_: rows(path, t_) for t_ in readable}
+    latest_before = rows(path)
+    fsview_before = cli_json(capsys, "fsview", str(path))
+    plan = cli_json(capsys, *SMALL, "archive", "plan", str(path))["metadataTable"]
+    assert plan is not None and plan["archivable"] > 0, "the metadata table has instants to archive"
+    mdt = HudiTable.open(str(path / ".hoodie" / "metadata"))
+    wanted = [i["requestedTime"] for i in plan["instants"]]
+    moving = [i for i in mdt.timeline if i.requested_time in wanted]
+    expected = [expected_row(mdt, i) for i in moving]
+
+    done = cli_json(capsys, *SMALL, "archive", "run", str(path), "--yes")
+    assert [i["requestedTime"] for i in done["metadataTableArchived"]] == wanted
+
+    mdt = HudiTable.open(str(path / ".hoodie" / "metadata"))
+    assert not set(wanted) & {i.requested_time for i in mdt.timeline}, "moved off the metadata table's timeline"
+    assert [(i.requested_time, i.completion_time) for i in load_archived_timeline(mdt)] == [
+        (i.requested_time, i.completion_time) for i in moving]
+    assert lsm_rows(path / ".hoodie" / "metadata" / ".hoodie" / "timeline" / "history") == expected
+    assert cli_json(capsys, "mdt", "validate", str(path))["ok"]
+    assert cli_json(capsys, "fsview", str(path)) == fsview_before
+    assert rows(path) == latest_before
+    for instant, before in rows_before.items():
+        assert rows(path, instant) == before, f"as of {instant}"
+    again = cli_json(capsys, *SMALL, "archive", "plan", str(path))["metadataTable"]
+    assert again["archivable"] == 0, "nothing left to archive now"
