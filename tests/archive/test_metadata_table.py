@@ -18,16 +18,17 @@ from typing import Any
 import pytest
 
 from tests.archive.helpers import ArchivalLake, expected_row, lsm_rows, t, times
-from tests.helpers import rows
+from tests.helpers import FIXTURES, rows, tree_snapshot, unzip_table
 from timeline import HudiTable
 from timeline.archive import load_archived_timeline
-from timeline.archive.archiver import run_archival
+from timeline.archive.archiver import archive_instants, run_archival
 from timeline.archive.plan import ArchivalPlan, ArchivalUnsupported
 from timeline.archive.retain import earliest_instant_for_metadata_archival
 from timeline.archive.rules import BlockerKind
 from timeline.archive.settings import ArchivalSettings, metadata_table_clean, metadata_table_settings
 from timeline.clean.config import CleanConfig, CleanPolicy
 from timeline.cli import main
+from timeline.exceptions import CleanlineError
 from timeline.instant import Instant, State
 from timeline.timeline import Timeline
 
@@ -257,3 +258,34 @@ def test_metadata_table_archived_with_its_data_table(table_copy: Callable[[str],
         assert rows(path, instant) == before, f"as of {instant}"
     again = cli_json(capsys, *SMALL, "archive", "plan", str(path))["metadataTable"]
     assert again["archivable"] == 0, "nothing left to archive now"
+
+
+def test_metadata_table_archival_is_fenced_by_the_data_table_lock(table_copy: Callable[[str], Path],
+                                                                  tmp_path: Path) -> None:
+    """Every write of the metadata table's archival is preceded by the data table's held-lock
+    check (`MetadataTable.fence`): a lock lost once the data table's archival is done stops it
+    before anything of the metadata table changes."""
+    options = {"hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3", "hoodie.clean.commits.retained": "1"}
+    counted = table_copy("sample_table/cow/v9_txns_simple_meta")
+    table = HudiTable.open(str(counted))
+    plan = table.inspect.archival(options)
+    assert plan.archivable and plan.metadata_table is not None and plan.metadata_table.archivable
+    calls: list[str] = []
+    table.publish_check = lambda: calls.append("data")
+    archive_instants(table, plan.instants, settings=plan.settings)
+    data_checks = len(calls)
+
+    path = unzip_table(FIXTURES / "sample_table/cow/v9_txns_simple_meta.zip", tmp_path / "fenced")
+    table = HudiTable.open(str(path))
+    mdt_before = tree_snapshot(path / ".hoodie" / "metadata")
+
+    def check() -> None:
+        calls.append("fenced")
+        if calls.count("fenced") > data_checks:
+            raise CleanlineError("lock lost")
+
+    table.publish_check = check
+    with pytest.raises(CleanlineError, match="lock lost"):
+        run_archival(table, options=options)
+    assert not {i.requested_time for i in plan.instants} & {i.requested_time for i in table.reload().timeline}
+    assert tree_snapshot(path / ".hoodie" / "metadata") == mdt_before, "nothing of the metadata table changed"
