@@ -5,12 +5,11 @@ rest: the archiver's rules (`timeline.archive.rules`) and a broken LSM history, 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from timeline.archive.reader import VERSION_FILE
+from timeline.archive.reader import VERSION_FILE, lsm_state, snapshot_files
 from timeline.archive.rules import (
     ArchivalInputs,
     Blocker,
@@ -30,9 +29,7 @@ from timeline.clean.config import CleanConfig
 from timeline.exceptions import CleanlineError, CorruptInstantError, FileNotFound, NotAHudiTableError, TableConfigError
 from timeline.instant import CLUSTERING, COMMIT, REPLACE_COMMIT, Instant, State, instant_time_from_epoch_ms, zone_of
 from timeline.locks.discovery import hudi_options_for
-from timeline.metadata.archived import decode_lsm_manifest
 from timeline.metadata.records import CleanerPlan, RequestedReplace
-from timeline.storage import FileStatus, Storage
 
 if TYPE_CHECKING:
     from timeline.table import Table
@@ -248,20 +245,9 @@ def latest_metadata_compaction(table: Table) -> str | None:
     return None if last is None else last.requested_time
 
 
-_MANIFEST = re.compile(r"manifest_([0-9]+)", re.ASCII)
-_JAVA_INT = re.compile(r"[+-]?[0-9]+", re.ASCII)
-
-
-def _java_int(text: str) -> int | None:
-    """`Integer.parseInt`: an optional sign and digits, within 32 bits; None otherwise."""
-    if not _JAVA_INT.fullmatch(text):
-        return None
-    value = int(text)
-    return value if -2**31 <= value < 2**31 else None
-
-
 def lsm_history_problems(table: Table) -> tuple[list[Blocker], list[str]]:
-    """The LSM history (`.hoodie/timeline/history`) read as Hudi reads it, and what breaks it.
+    """The LSM history (`.hoodie/timeline/history`) read as Hudi reads it (`lsm_state`), and
+    what breaks it.
 
     `LSMTimeline.latestSnapshotVersion` takes the number in `_version_`, or, when that file is
     missing or not a number, the highest `manifest_N` (a warning here: Hudi goes on);
@@ -271,33 +257,26 @@ def lsm_history_problems(table: Table) -> tuple[list[Blocker], list[str]]:
     by an archival that died between the two files, makes every later archival fail (blocker).
     Returns (blockers, warnings)."""
     storage = table.storage
-    folder = table.path(table.config.archive_folder)
-    if not storage.exists(folder):
-        return [], []
-    files: dict[str, FileStatus] = {s.name: s for s in storage.list(folder) if not s.is_dir}
-    manifests = {int(m.group(1)): name for name in files if (m := _MANIFEST.fullmatch(name))}
+    state = lsm_state(storage, table.path(table.config.archive_folder))
+    folder, files = state.folder, state.files
     zone = zone_of(table.config.timezone)
 
-    def since(name: str) -> str:
-        return instant_time_from_epoch_ms(files[name].mtime_ms, zone)
-
     def blocker(why: str, name: str | None = None) -> Blocker:
-        return Blocker(BlockerKind.LSM_MANIFEST, f"{folder}: {why}", None, since(name) if name in files else None)
+        since = instant_time_from_epoch_ms(files[name].mtime_ms, zone) if name in files else None
+        return Blocker(BlockerKind.LSM_MANIFEST, f"{folder}: {why}", None, since)
 
-    version = None
-    if VERSION_FILE in files:
-        version = _java_int(storage.read(Storage.join(folder, VERSION_FILE)).decode("utf-8", errors="replace"))
     warnings, blockers = [], []
+    version = state.version
     if version is None:
-        if not manifests:
+        if not state.manifests:
             return [], []
-        version = max(manifests)
-        what = "is missing" if VERSION_FILE not in files else "holds no number"
+        version = max(state.manifests)
+        what = "is missing" if state.version_status is None else "holds no number"
         warnings.append(f"{folder}: {VERSION_FILE} {what}; Hudi reads the highest manifest, manifest_{version}, "
                         "and writes the file again at its next archival")
-    leftover = sorted(n for n in manifests if n > version)
+    leftover = sorted(n for n in state.manifests if n > version)
     if leftover:
-        name = manifests[leftover[0]]
+        name = state.manifests[leftover[0]].name
         blockers.append(blocker(f"{name} lies beyond {VERSION_FILE} ({version}), left by an archival that did not "
                                 f"finish: Hudi's archiver creates manifest_{version + 1} and each one after without "
                                 "overwriting, and fails on it", name))
@@ -307,8 +286,7 @@ def lsm_history_problems(table: Table) -> tuple[list[Blocker], list[str]]:
                                 "timeline nor archive more", VERSION_FILE))
         return blockers, warnings
     try:
-        path = Storage.join(folder, name)
-        listed = [entry.name for entry in decode_lsm_manifest(storage.read(path), path=path)]
+        listed = [entry.name for entry in snapshot_files(storage, folder, version)]
     except CorruptInstantError:
         blockers.append(blocker(f"{name} is not an LSM timeline manifest: Hudi cannot read the archived timeline "
                                 "nor archive more", name))
