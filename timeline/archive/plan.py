@@ -261,7 +261,7 @@ def lsm_history_problems(table: Table) -> tuple[list[Blocker], list[str]]:
     folder, files = state.folder, state.files
     zone = zone_of(table.config.timezone)
 
-    def blocker(why: str, name: str | None = None) -> Blocker:
+    def blocker(why: str, name: str) -> Blocker:
         since = instant_time_from_epoch_ms(files[name].mtime_ms, zone) if name in files else None
         return Blocker(BlockerKind.LSM_MANIFEST, f"{folder}: {why}", None, since)
 
