@@ -11,6 +11,8 @@ commit or pending instant on. Hand-made timelines transcribed from Hudi's
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -289,3 +291,79 @@ def test_metadata_table_archival_is_fenced_by_the_data_table_lock(table_copy: Ca
         run_archival(table, options=options)
     assert not {i.requested_time for i in plan.instants} & {i.requested_time for i in table.reload().timeline}
     assert tree_snapshot(path / ".hoodie" / "metadata") == mdt_before, "nothing of the metadata table changed"
+
+
+# Archives a table (its metadata table's archival after its own) and kills its own process at
+# one point of the metadata table's archival:
+#   after-data      right after the metadata table's LSM data file is written;
+#   after-manifest  right after its manifest is written (`_version_` still the old one);
+#   mid-delete      after three of its archived state files are deleted.
+MDT_KILLER = """
+import os, signal, sys
+from timeline import HudiTable
+from timeline.archive.archiver import run_archival
+from timeline.storage.arrow import LocalStorage
+path, point = sys.argv[1], sys.argv[2]
+real_write, real_delete = LocalStorage.write, LocalStorage.delete
+deleted = []
+def die():
+    os.kill(os.getpid(), signal.SIGKILL)
+def write(self, target, data, **kw):
+    real_write(self, target, data, **kw)
+    if "/metadata/.hoodie/timeline/history/" in target:
+        name = target.rsplit("/", 1)[-1]
+        if point == "after-data" and name.endswith("_0.parquet"):
+            die()
+        if point == "after-manifest" and name.startswith("manifest_"):
+            die()
+def delete(self, target):
+    found = real_delete(self, target)
+    if "/metadata/.hoodie/timeline/" in target and "/history/" not in target:
+        deleted.append(target)
+        if point == "mid-delete" and len(deleted) == 3:
+            die()
+    return found
+LocalStorage.write, LocalStorage.delete = write, delete
+run_archival(HudiTable.open(path), options={"hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3",
+                                            "hoodie.clean.commits.retained": "1"})
+"""
+KILLED_OPTIONS = {"hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3", "hoodie.clean.commits.retained": "1"}
+
+
+@pytest.mark.parametrize("point", ["after-data", "after-manifest", "mid-delete"])
+def test_metadata_table_archival_killed_is_readable_and_finishes_on_rerun(table_copy: Callable[[str], Path],
+                                                                         point: str,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """SIGKILL in the metadata table's archival (after its LSM file, after its manifest,
+    half-way through its state files): the table reads as before (hudi-rs rows, `mdt validate`
+    clean), the metadata table's timeline lists every instant (active or archived); a re-run
+    finishes it, each moved instant archived once."""
+    path = table_copy("sample_table/cow/v9_txns_simple_meta")
+    table = HudiTable.open(str(path))
+    plan = table.inspect.archival(KILLED_OPTIONS)
+    assert plan.metadata_table is not None
+    moving = [i.requested_time for i in plan.metadata_table.instants]
+    mdt_path = path / ".hoodie" / "metadata"
+    every = {i.requested_time for i in HudiTable.open(str(mdt_path)).timeline}
+    expected_rows = rows(path)
+
+    run = subprocess.run([sys.executable, "-c", MDT_KILLER, str(path), point], capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == -9, run.stderr
+
+    def readable() -> list[str]:
+        mdt = HudiTable.open(str(mdt_path))
+        archived = [i.requested_time for i in load_archived_timeline(mdt)]
+        assert every <= {i.requested_time for i in mdt.timeline} | set(archived), "nothing lost"
+        history = mdt_path / ".hoodie" / "timeline" / "history"
+        listed = [r["instantTime"] for r in lsm_rows(history)] if (history / "_version_").exists() else []
+        assert len(listed) == len(set(listed)), "nothing listed twice"
+        assert rows(path) == expected_rows
+        assert cli_json(capsys, "mdt", "validate", str(path))["ok"]
+        return archived
+
+    readable()
+    outcome = run_archival(HudiTable.open(str(path)), options=KILLED_OPTIONS)
+    assert outcome.metadata_table is not None
+    assert readable() == moving
+    assert not set(moving) & {i.requested_time for i in HudiTable.open(str(mdt_path)).timeline}
