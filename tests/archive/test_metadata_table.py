@@ -272,6 +272,8 @@ def test_metadata_table_archival_is_fenced_by_the_data_table_lock(table_copy: Ca
     table = HudiTable.open(str(counted))
     plan = table.inspect.archival(options)
     assert plan.archivable and plan.metadata_table is not None and plan.metadata_table.archivable
+    [window] = [b for b in plan.metadata_table.blockers if b.kind is BlockerKind.COMPACTION_WINDOW]
+    assert "(hoodie.metadata.compact.max.delta.commits)" in window.why, "named by the setting it comes from"
     calls: list[str] = []
     table.publish_check = lambda: calls.append("data")
     archive_instants(table, plan.instants, settings=plan.settings)

@@ -18,7 +18,9 @@ from timeline.archive.rules import (
     is_v2,
     select,
 )
+from timeline.archive.settings import KEYS as SETTING_KEYS
 from timeline.archive.settings import (
+    METADATA_COMPACT_MAX_DELTA_COMMITS,
     ArchivalConfigError,
     ArchivalSettings,
     check_settings,
@@ -155,7 +157,24 @@ def plan_metadata_archival(data: Table, mdt: Table, *, options: Mapping[str, str
     settings = metadata_table_settings(_settings(data, props), props)
     clean = metadata_table_clean(CleanConfig.from_properties(props), table_version=mdt.version)
     warnings = check_settings(settings, clean, where=mdt.uri)
-    return _plan(mdt, settings, clean, warnings, data.timeline if data_timeline is None else data_timeline)
+    plan = _plan(mdt, settings, clean, warnings, data.timeline if data_timeline is None else data_timeline)
+    return replace(plan, blockers=tuple(replace(b, why=_metadata_wording(b.why)) for b in plan.blockers),
+                   warnings=tuple(_metadata_wording(w) for w in plan.warnings))
+
+
+# The settings a metadata table's archival reads, named as the data table's settings they come from.
+_METADATA_WORDING = (
+    (SETTING_KEYS["compaction_max_delta_commits"][0], METADATA_COMPACT_MAX_DELTA_COMMITS[0]),
+    (SETTING_KEYS["min_commits"][0], f"{SETTING_KEYS['min_commits'][0]}+1"),
+    (SETTING_KEYS["max_commits"][0], f"{SETTING_KEYS['max_commits'][0]}+1"),
+    ("hoodie.clean.commits.retained", "the metadata table's hoodie.clean.commits.retained"),
+)
+
+
+def _metadata_wording(text: str) -> str:
+    for key, said in _METADATA_WORDING:
+        text = text.replace(key, said)
+    return text
 
 
 def metadata_table_of(table: Table) -> Table | None:
