@@ -179,8 +179,8 @@ def _metadata_wording(text: str) -> str:
 
 def metadata_table_of(table: Table) -> Table | None:
     """The data table's metadata table, opened as a table whose every write is fenced by the
-    data table's lock (`timeline.mdt.reader.MetadataTable`); None when it has none, or when it
-    cannot be opened (Hudi's writer skips its table services then)."""
+    data table's lock (`timeline.mdt.reader.MetadataTable`); None when it has none, or when its
+    folder holds no readable Hudi table (there is no timeline of it to archive)."""
     if not table.config.metadata_table_enabled:
         return None
     from timeline.mdt.reader import MetadataTable  # the metadata table reader, only for tables that have one
