@@ -23,7 +23,8 @@ def plan_json(plan: ArchivalPlan) -> dict[str, Any]:
             "instants": [instant_json(i) for i in plan.instants],
             "blockers": [{"kind": b.kind.value, "instant": instant_json(b.instant) if b.instant else None,
                           "since": b.since, "why": b.why} for b in plan.blockers],
-            "warnings": list(plan.warnings)}
+            "warnings": list(plan.warnings),
+            "metadataTable": plan_json(plan.metadata_table) if plan.metadata_table is not None else None}
 
 
 def plan_text(plan: ArchivalPlan) -> str:
@@ -39,6 +40,8 @@ def plan_text(plan: ArchivalPlan) -> str:
                                   [(b.kind.value, b.instant.requested_time if b.instant else "", b.since or "", b.why)
                                    for b in plan.blockers]))
     lines += [f"warning: {w}" for w in plan.warnings]
+    if plan.metadata_table is not None:
+        lines += ["then its metadata table, by its own rules:", plan_text(plan.metadata_table)]
     return "\n".join(lines)
 
 
@@ -53,14 +56,20 @@ def archive_run(args: argparse.Namespace) -> None:
     plan = maintenance.plan_archival()
     if not args.json:
         print(plan_text(plan), file=sys.stderr)
-    if not plan.archivable:
-        emit(args, {"archived": [], "plan": plan_json(plan)}, lambda: "nothing to archive")
+    mdt = plan.metadata_table.archivable if plan.metadata_table is not None else 0
+    if not plan.archivable and not mdt:
+        emit(args, {"archived": [], "metadataTableArchived": [], "plan": plan_json(plan)},
+             lambda: "nothing to archive")
         return
-    confirm(args, f"Archive {plan.archivable} instants of {table.uri}?")
+    confirm(args, f"Archive {plan.archivable} instants of {table.uri}"
+                  f"{f' and {mdt} of its metadata table' if mdt else ''}?")
     outcome = maintenance.archive(expected=[i.requested_time for i in plan.instants])
     moved = outcome.result.archived if outcome.result else ()
-    emit(args, {"archived": [instant_json(i) for i in moved], "plan": plan_json(outcome.plan)},
-         lambda: f"archived {len(moved)} instants; the active timeline now holds {outcome.plan.active_after}")
+    mdt_moved = outcome.metadata_table.archived if outcome.metadata_table else ()
+    emit(args, {"archived": [instant_json(i) for i in moved],
+                "metadataTableArchived": [instant_json(i) for i in mdt_moved], "plan": plan_json(outcome.plan)},
+         lambda: f"archived {len(moved)} instants (and {len(mdt_moved)} of the metadata table); the active "
+                 f"timeline now holds {outcome.plan.active_after}")
 
 
 def add_archive_commands(commands: Any, command: Any, writers_stopped: Any) -> None:

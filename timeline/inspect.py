@@ -115,7 +115,8 @@ class Inspect:
         decides (`timeline.archive.plan`). `options` are Hudi writer options
         (`hoodie.keep.min.commits`, `hoodie.keep.max.commits`, `hoodie.archive.beyond.savepoint`,
         the cleaner's settings, ...) over the root's `CLEANLINE_HUDI_OPTIONS` and
-        `hoodie.properties`. Reads only."""
+        `hoodie.properties`; with a metadata table, its own archival's plan too
+        (`ArchivalPlan.metadata_table`). Reads only."""
         return plan_archival(self.table, options=options)
 
     def state_files(self, instant: Instant) -> list[StateFile]:

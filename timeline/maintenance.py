@@ -243,7 +243,8 @@ class Maintenance:
         """Archive in one call, as Hudi's `archive_commits` procedure does: with `dry_run` the
         plan only; otherwise, under the table's lock, the timeline re-read and planned again
         (`expected`, the instants of an approved plan: ArchivalInvalidated unless the new plan
-        moves exactly those) and its instants archived (`timeline.archive.archiver`)."""
+        moves exactly those) and its instants archived (`timeline.archive.archiver`), then the
+        metadata table's own archival by its plan, under the same lock."""
         from timeline.archive.archiver import ArchivalOutcome, run_archival
 
         if dry_run:

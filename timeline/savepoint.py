@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass
 
 from timeline import transition
-from timeline.archive.plan import ArchivalUnsupported, plan_archival
+from timeline.archive.plan import plan_archival
 from timeline.archive.rules import BlockerKind
 from timeline.archive.settings import ArchivalConfigError
 from timeline.clean.executor import plan_targets
@@ -198,10 +198,9 @@ def list_savepoints(table: Table) -> list[SavepointInfo]:
 
 def _blocking_savepoints(table: Table) -> set[str]:
     """The savepoints Hudi's archiver stops at (or skips) now. Settings Hudi refuses stop any
-    writer, and so any archival: no savepoint holds anything back then (nor on a metadata
-    table, whose archival is not planned)."""
+    writer, and so any archival: no savepoint holds anything back then."""
     try:
         plan = plan_archival(table)
-    except (ArchivalConfigError, ArchivalUnsupported):
+    except ArchivalConfigError:
         return set()
     return {b.instant.requested_time for b in plan.blockers if b.kind is BlockerKind.SAVEPOINT and b.instant}

@@ -35,13 +35,16 @@ def blocker_row(blocker: Blocker) -> dict[str, Any]:
 def plan_summary(plan: ArchivalPlan) -> dict[str, Any]:
     """The plan's figures and blockers as JSON (without its instants): the active timeline's
     length before and after, how many instants archival moves now, whether a blocker stops
-    every run, the archiver, the keep counts and the warnings."""
+    every run, the archiver, the keep counts and the warnings; with a metadata table, the same
+    of its own archival, which runs right after (`metadata_table`, else None)."""
     keep = plan.keep
+    mdt = plan.metadata_table
     return {"active": plan.active_before, "active_after": plan.active_before - plan.archivable,
             "archivable": plan.archivable, "runnable": plan.runnable, "archiver": plan.archiver,
             "keep": {"min": keep.min_instants, "max": keep.max_instants, "configured_min": keep.configured_min,
                      "configured_max": keep.configured_max, "raised": keep.raised},
-            "blockers": [blocker_row(b) for b in plan.blockers], "warnings": list(plan.warnings)}
+            "blockers": [blocker_row(b) for b in plan.blockers], "warnings": list(plan.warnings),
+            "metadata_table": None if mdt is None else plan_summary(mdt)}
 
 
 def archival_plan(table: Table, lake: HudiTable | None = None) -> ArchivalPlan:

@@ -178,8 +178,9 @@ def archival_run(*, archival: Archival, task_id: str = "") -> Archival:
             archival.refresh_from_db()
             return archival
         else:
-            done = outcome.result
+            done, mdt = outcome.result, outcome.metadata_table
             result = {"archived": len(done.archived) if done else 0,
+                      "metadata_table_archived": len(mdt.archived) if mdt else 0,
                       "already_archived": len(done.already_archived) if done else 0,
                       "written": len(done.written) if done else 0, "deleted": len(done.deleted) if done else 0,
                       "active_before": outcome.plan.active_before, "active_after": outcome.plan.active_after,

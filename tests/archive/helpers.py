@@ -7,11 +7,16 @@ compactions, and a metadata table holding only a compaction (`createCompactionCo
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
 
 from tests.helpers import Lake
 from timeline import HudiTable
 from timeline.archive.plan import ArchivalPlan
 from timeline.instant import Instant, State
+from timeline.metadata.archived import decode_lsm_manifest
 from timeline.storage import MemoryStorage
 
 BASE = "/t"
@@ -154,3 +159,32 @@ class ArchivalLake:
 
 def times(*numbers: int) -> list[str]:
     return [t(n) for n in numbers]
+
+
+# The LSM timeline read back as it is on storage
+
+def lsm_rows(folder: Path) -> list[dict[str, Any]]:
+    """Every row of the files the latest snapshot lists, in file order."""
+    version = int((folder / "_version_").read_text())
+    files = decode_lsm_manifest((folder / f"manifest_{version}").read_bytes(), path="manifest")
+    return [row for f in files for row in pq.read_table(folder / f.name).to_pylist()]
+
+
+def expected_row(table: HudiTable, instant: Instant) -> dict[str, Any]:
+    """createLSMTimelineInstant, worked out from the state files as they are before archiving."""
+    files = table.timeline.files_of(instant)
+
+    def data(state: State) -> bytes | None:
+        return table.storage.read(files[state].path) if state in files else None
+
+    pending = files.get(State.REQUESTED) or files.get(State.INFLIGHT)
+    pending_action = pending.name.split(".")[1] if pending is not None else None
+    plan = None
+    if pending_action in ("replacecommit", "clustering"):
+        plan = data(State.INFLIGHT) or data(State.REQUESTED) or None
+    elif pending_action in ("compaction", "logcompaction"):
+        plan = data(State.REQUESTED)
+    elif pending_action == "clean":
+        plan = data(State.REQUESTED) if State.REQUESTED in files else data(State.INFLIGHT)
+    return {"instantTime": instant.requested_time, "completionTime": instant.completion_time,
+            "action": instant.action, "metadata": data(State.COMPLETED) or None, "plan": plan, "version": 1}

@@ -16,14 +16,16 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
+from tests.archive.helpers import expected_row, lsm_rows
 from tests.helpers import Lake, S3Server, ours, rows, s3_rows, theirs, tree_snapshot
 from tests.helpers import archive_instants as hand_made_history
 from timeline import HudiTable
 from timeline.archive import load_archived_timeline
-from timeline.archive.archiver import ArchiveSettings, archive_instants
+from timeline.archive.archiver import archive_instants
 from timeline.archive.lsm import candidate_files, compacted_file_name, file_layer
+from timeline.archive.settings import ArchivalSettings
 from timeline.exceptions import CleanlineError
-from timeline.instant import Instant, State
+from timeline.instant import Instant
 from timeline.metadata.archived import (
     LSM_COLUMNS,
     LSM_JAVA_SCHEMA,
@@ -48,33 +50,6 @@ ARCHIVABLE = ("commit", "deltacommit", "replacecommit", "clean", "rollback")
 
 def history(path: Path) -> Path:
     return path / ".hoodie" / "timeline" / "history"
-
-
-def lsm_rows(folder: Path) -> list[dict[str, Any]]:
-    """Every row of the files the latest snapshot lists, in file order."""
-    version = int((folder / "_version_").read_text())
-    files = decode_lsm_manifest((folder / f"manifest_{version}").read_bytes(), path="manifest")
-    return [row for f in files for row in pq.read_table(folder / f.name).to_pylist()]
-
-
-def expected_row(table: HudiTable, instant: Instant) -> dict[str, Any]:
-    """createLSMTimelineInstant, worked out from the state files as they are before archiving."""
-    files = table.timeline.files_of(instant)
-
-    def data(state: State) -> bytes | None:
-        return table.storage.read(files[state].path) if state in files else None
-
-    pending = files.get(State.REQUESTED) or files.get(State.INFLIGHT)
-    pending_action = pending.name.split(".")[1] if pending is not None else None
-    plan = None
-    if pending_action in ("replacecommit", "clustering"):
-        plan = data(State.INFLIGHT) or data(State.REQUESTED) or None
-    elif pending_action in ("compaction", "logcompaction"):
-        plan = data(State.REQUESTED)
-    elif pending_action == "clean":
-        plan = data(State.REQUESTED) if State.REQUESTED in files else data(State.INFLIGHT)
-    return {"instantTime": instant.requested_time, "completionTime": instant.completion_time,
-            "action": instant.action, "metadata": data(State.COMPLETED) or None, "plan": plan, "version": 1}
 
 
 def archivable(table: HudiTable) -> list[Instant]:
@@ -188,7 +163,7 @@ def test_lsm_appends_to_a_history_written_before_and_compacts_it() -> None:
     hand_made_history(lake.storage, lake.timeline_folder,
                       [(instants[0].requested_time, instants[0].completion_time or "", "commit")])
     table = HudiTable.load(lake.storage, "/t")
-    result = archive_instants(table, [instants[1]], settings=ArchiveSettings(compaction_batch=2))
+    result = archive_instants(table, [instants[1]], settings=ArchivalSettings(compaction_batch=2))
     assert result.written[1].endswith("manifest_2")
     assert len(result.compacted) == 2  # the other writer's file and ours, into one layer-1 file
     assert [(i.requested_time, i.completion_time) for i in load_archived_timeline(table)] == [

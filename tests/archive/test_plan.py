@@ -12,7 +12,7 @@ import pytest
 from tests.archive.helpers import ArchivalLake, t, times
 from tests.helpers import archive_instants, tree_snapshot
 from timeline import HudiTable
-from timeline.archive.plan import V1_ARCHIVER, V2_ARCHIVER, ArchivalUnsupported
+from timeline.archive.plan import V1_ARCHIVER, V2_ARCHIVER
 from timeline.archive.rules import BlockerKind
 from timeline.archive.settings import ArchivalConfigError
 from timeline.instant import State
@@ -83,14 +83,6 @@ def test_plan_refuses_settings_hudi_refuses_and_names_the_table() -> None:
         lake.table().inspect.archival({"hoodie.keep.min.commits": "lots"})
     with pytest.raises(ArchivalConfigError, match=r"/t: Increase hoodie.keep.max.commits"):
         lake.table().inspect.archival({"hoodie.keep.min.commits": "30", "hoodie.keep.max.commits": "30"})
-
-
-def test_plan_refuses_a_metadata_table() -> None:
-    """A metadata table is archived from its data table's writer by rules of its own
-    (TimelineUtils.getEarliestInstantForMetadataArchival): no plan of it, rather than a wrong one."""
-    lake = ArchivalLake(8, metadata_table=True)
-    with pytest.raises(ArchivalUnsupported, match="is a metadata table"):
-        HudiTable.load(lake.lake.storage, "/t/.hoodie/metadata").inspect.archival()
 
 
 # The LSM history as Hudi reads it (LSMTimeline.latestSnapshotVersion / latestSnapshotManifest)

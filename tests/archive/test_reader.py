@@ -82,3 +82,22 @@ def test_archive_corrupt_manifest_names_the_file() -> None:
     lake.storage.write("/t/.hoodie/timeline/history/manifest_1", b"{broken")
     with pytest.raises(CorruptInstantError, match="manifest_1"):
         load_archived_timeline(HudiTable.load(lake.storage, "/t"))
+
+
+@pytest.mark.parametrize(("content", "latest"), [
+    (b"2", 2), (b"+2", 2), (b"2\n", 3), (b" 2", 3), (b"two", 3), (b"99999999999", 3), (None, 3)])
+def test_archive_lsm_state_reads_the_version_file_as_integer_parse_int(content: bytes | None, latest: int) -> None:
+    """LSMTimeline.latestSnapshotVersion: `Integer.parseInt(fromUTF8Bytes(content))` (a sign and
+    digits, nothing else, within 32 bits), else the highest manifest; the one reading the plan,
+    the LSM writer and the doctor share (`lsm_state`)."""
+    from timeline.archive.reader import lsm_state
+
+    storage = MemoryStorage()
+    folder = "/t/.hoodie/timeline/history"
+    for n in (1, 2, 3):
+        storage.write(f"{folder}/manifest_{n}", json.dumps({"files": []}).encode())
+    if content is not None:
+        storage.write(f"{folder}/_version_", content)
+    state = lsm_state(storage, folder)
+    assert state.latest == latest and sorted(state.manifests) == [1, 2, 3]
+    assert (state.version_status is None) == (content is None)

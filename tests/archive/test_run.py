@@ -1,12 +1,13 @@
 """Archiving as an operator does it (`cleanline archive plan|run`, `Maintenance.archive`): the plan
 made again under the table's lock, then Hudi's archiver's choice written. On copies of real tables
-(v8 and v9, COW and MOR, with and without a metadata table) with small keep settings: the file
+(v6, v8 and v9, COW and MOR, with and without a metadata table) with small keep settings: the file
 system view is unchanged (`cleanline fsview --json` equal), hudi-rs reads the same rows now and as
 of every instant it could read before, the archived timeline lists every moved instant, a clean
 afterwards plans the same files, and `cleanline mdt validate` is clean. A savepoint that blocks
 archival shows as the blocker; deleting it lets archival shorten the timeline. An approved plan
 the timeline no longer gives is refused, nothing written. (Each moved instant's archived content
-is compared byte for byte with its state files in test_lsm.py and test_write_v1.py.)"""
+is compared byte for byte with its state files in test_lsm.py and test_write_v1.py; the metadata
+table's own archival in test_metadata_table.py.)"""
 
 from __future__ import annotations
 
@@ -26,11 +27,19 @@ from timeline.cli import main
 SMALL = ["--hoodie-conf", "hoodie.keep.min.commits=2", "--hoodie-conf", "hoodie.keep.max.commits=3",
          "--hoodie-conf", "hoodie.clean.commits.retained=1"]
 SMALL_OPTIONS = {"hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3", "hoodie.clean.commits.retained": "1"}
+# The v6 fixtures hold three instants at most: archiving any of them needs keep counts of 1 and 2,
+# a cleaner that does not raise them (KEEP_LATEST_FILE_VERSIONS) and, on MOR, a compaction
+# trigger that keeps no delta commits for it (TIME_ELAPSED), all settings Hudi accepts.
+V6_SMALL = ["--hoodie-conf", "hoodie.keep.min.commits=1", "--hoodie-conf", "hoodie.keep.max.commits=2",
+            "--hoodie-conf", "hoodie.clean.policy=KEEP_LATEST_FILE_VERSIONS",
+            "--hoodie-conf", "hoodie.compact.inline.trigger.strategy=TIME_ELAPSED"]
 TABLES = [
-    "quickstart_trips_table/mor/avro/v8_trips_8i3u1d",  # v8 MOR, metadata table
-    "sample_table/cow/v9_txns_simple_meta",             # v9 COW, metadata table, replacecommits
-    "sample_table/mor/avro/v9_txns_nonpart_nometa",     # v9 MOR, compaction, no metadata table
-    "sample_table/cow/v9_txns_complex_nometa",          # v9 COW, no metadata table
+    ("quickstart_trips_table/mor/avro/v8_trips_8i3u1d", SMALL),  # v8 MOR, metadata table
+    ("sample_table/cow/v9_txns_simple_meta", SMALL),             # v9 COW, metadata table, replacecommits
+    ("sample_table/mor/avro/v9_txns_nonpart_nometa", SMALL),     # v9 MOR, compaction, no metadata table
+    ("sample_table/cow/v9_txns_complex_nometa", SMALL),          # v9 COW, no metadata table
+    ("sample_table/cow/v6_simplekeygen_nonhivestyle_overwritetable", V6_SMALL),        # v6 COW, replacecommit
+    ("sample_table/mor/parquet/v6_simplekeygen_nonhivestyle_overwritetable", V6_SMALL),  # v6 MOR, replacecommit
 ]
 
 
@@ -45,8 +54,9 @@ def deletes(plan: dict[str, Any]) -> list[str]:
     return sorted(f["filePath"] for f in plan["files"] if f["delete"])
 
 
-@pytest.mark.parametrize("table_id", TABLES)
+@pytest.mark.parametrize(("table_id", "small"), TABLES)
 def test_archive_run_changes_nothing_a_reader_or_a_clean_sees(table_copy: Callable[[str], Path], table_id: str,
+                                                              small: list[str],
                                                               capsys: pytest.CaptureFixture[str]) -> None:
     path = str(table_copy(table_id))
     table = HudiTable.open(path)
@@ -54,12 +64,12 @@ def test_archive_run_changes_nothing_a_reader_or_a_clean_sees(table_copy: Callab
     rows_before = {t: rows(Path(path), t) for t in readable}
     latest_before = rows(Path(path))
     fsview_before = cli_json(capsys, "fsview", path)
-    clean_before = deletes(cli_json(capsys, *SMALL, "clean", "plan", path))
-    plan = cli_json(capsys, *SMALL, "archive", "plan", path)
+    clean_before = deletes(cli_json(capsys, *small, "clean", "plan", path))
+    plan = cli_json(capsys, *small, "archive", "plan", path)
     assert plan["archivable"] > 0 and plan["activeAfter"] < plan["activeBefore"]
     completed = {i["requestedTime"]: i["completionTime"] for i in plan["instants"]}
 
-    done = cli_json(capsys, *SMALL, "archive", "run", path, "--yes")
+    done = cli_json(capsys, *small, "archive", "run", path, "--yes")
     moved = [i["requestedTime"] for i in done["archived"]]
     assert moved == [i["requestedTime"] for i in plan["instants"]]
 
@@ -69,13 +79,13 @@ def test_archive_run_changes_nothing_a_reader_or_a_clean_sees(table_copy: Callab
     for instant in moved:  # their content, byte for byte: tests/archive/test_lsm.py
         assert archived[instant].completion_time == completed[instant]
     assert cli_json(capsys, "fsview", path) == fsview_before
-    assert deletes(cli_json(capsys, *SMALL, "clean", "plan", path)) == clean_before
+    assert deletes(cli_json(capsys, *small, "clean", "plan", path)) == clean_before
     assert rows(Path(path)) == latest_before
     for instant, expected in rows_before.items():
         assert rows(Path(path), instant) == expected, f"as of {instant}"
     if table.config.metadata_table_enabled:
         assert cli_json(capsys, "mdt", "validate", path)["ok"]
-    assert cli_json(capsys, *SMALL, "archive", "plan", path)["archivable"] == 0, "nothing left to archive now"
+    assert cli_json(capsys, *small, "archive", "plan", path)["archivable"] == 0, "nothing left to archive now"
 
 
 def test_a_savepoint_blocks_archival_until_it_is_deleted(table_copy: Callable[[str], Path],

@@ -16,8 +16,9 @@ from tests.helpers import Lake, ours, rows, tree_snapshot
 from timeline import HudiTable
 from timeline.archive import load_archived_timeline
 from timeline.archive.actions import ArchiveRefused
-from timeline.archive.archiver import ArchiveSettings, archive_instants
+from timeline.archive.archiver import archive_instants
 from timeline.archive.reader import archived_entries
+from timeline.archive.settings import ArchivalSettings
 from timeline.archive.write_v1 import archive_file_name
 from timeline.exceptions import CleanlineError
 from timeline.instant import Instant, State, instant_time_from_epoch_ms, zone_of
@@ -118,7 +119,7 @@ def test_write_v1_next_archival_rolls_over_to_a_new_file(table_copy: Callable[[s
     path = table_copy("sample_table/mor/parquet/v6_nonpartitioned_rollback")
     table = HudiTable.open(str(path))
     first, second, last = list(table.timeline.completed())
-    archive_instants(table, [first], settings=ArchiveSettings(archival_batch=2))
+    archive_instants(table, [first], settings=ArchivalSettings(archival_batch=2))
     result = archive_instants(table, [second])
     assert result.written == (str(path / ".hoodie" / "archived" / archive_file_name(2)),)
     assert list(load_archived_timeline(table)) == [first, second]

@@ -176,3 +176,27 @@ def test_archival_savepoint_that_blocks_nothing_frees_nothing(table: Table) -> N
     page = client_of(person("ada", "admin")).get(reverse("console:savepoint", args=[table.pk, savepoint]))
     assert b"Deleting this savepoint frees nothing for archival now" in page.content
     assert b"keep.max not exceeded" in page.content
+
+
+def test_archival_of_a_table_with_a_metadata_table_says_what_its_own_archival_moves(
+        console_table, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+    """A table with a metadata table: the summary, the preview and the finished archival say
+    what the metadata table's own archival moves (it runs right after the data table's, by its
+    own rules: the library's `ArchivalPlan.metadata_table`)."""
+    table = services.table_settings_update(table=console_table("sample_table/cow/v9_txns_simple_meta"), user=None,
+                                           auto_clean=False, auto_max_files=1000, auto_max_bytes=1000,
+                                           write_options=KEEP_FEW)
+    planned = HudiTable.open(table.path).inspect.archival(KEEP_FEW).metadata_table
+    assert planned is not None and planned.archivable > 0
+    assert table.archival["metadata_table"]["archivable"] == planned.archivable
+    ada, bob = person("ada", "admin"), person("bob", "admin")
+    page = client_of(ada).get(reverse("console:archival", args=[table.pk])).content.decode()
+    assert f'id="metadata-table-archivable">{planned.archivable} of its {planned.active_before} instants' in page
+    archival = services.archival_request(table=table, user=ada)
+    with django_capture_on_commit_callbacks(execute=True):
+        done = services.archival_approve(archival=archival, user=bob)
+    done.refresh_from_db()
+    assert done.status == ArchivalStatus.COMPLETED, done.error or done.stale_reason
+    assert done.result["metadata_table_archived"] == planned.archivable
+    page = client_of(ada).get(reverse("console:archival_detail", args=[table.pk, archival.pk])).content.decode()
+    assert f"Its metadata table's own archival moved {planned.archivable} instants." in page

@@ -28,42 +28,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from timeline.archive.actions import ActiveAction, active_actions, delete_archived_instants
-from timeline.archive.lsm import COMPACTION_MAX_BYTES, DEFAULT_COMPACTION_BATCH, Lsm
-from timeline.archive.write_v1 import DEFAULT_ARCHIVAL_BATCH, write_archive
+from timeline.archive.lsm import COMPACTION_MAX_BYTES, Lsm
+from timeline.archive.settings import ArchivalSettings
+from timeline.archive.write_v1 import write_archive
 from timeline.exceptions import CleanlineError
 from timeline.instant import Instant
 
 if TYPE_CHECKING:
     from timeline.archive.plan import ArchivalPlan
     from timeline.table import Table
-
-ARCHIVAL_BATCH_KEY = "hoodie.commits.archival.batch"
-COMPACTION_BATCH_KEY = "hoodie.timeline.compaction.batch.size"
-
-
-@dataclass(frozen=True, slots=True)
-class ArchiveSettings:
-    """The writer settings of Hudi's archiver (`HoodieArchivalConfig`): entries per Avro block
-    of a v6 archive file (`hoodie.commits.archival.batch`, 10) and files of one LSM layer merged
-    at once (`hoodie.timeline.compaction.batch.size`, 10)."""
-
-    archival_batch: int = DEFAULT_ARCHIVAL_BATCH
-    compaction_batch: int = DEFAULT_COMPACTION_BATCH
-    compaction_max_bytes: int = COMPACTION_MAX_BYTES
-
-    @classmethod
-    def from_properties(cls, props: Mapping[str, str]) -> ArchiveSettings:
-        """The settings in writer options (Hudi's defaults for those not given)."""
-        def number(key: str, default: int) -> int:
-            value = props.get(key)
-            try:
-                return int(value) if value is not None else default
-            except ValueError:
-                raise ValueError(f"{key}={value!r} is not a number") from None
-
-        return cls(number(ARCHIVAL_BATCH_KEY, DEFAULT_ARCHIVAL_BATCH),
-                   number(COMPACTION_BATCH_KEY, DEFAULT_COMPACTION_BATCH))
-
 
 @dataclass(frozen=True, slots=True)
 class ArchiveResult:
@@ -90,23 +63,32 @@ class ArchivalInvalidated(CleanlineError):
 @dataclass(frozen=True, slots=True)
 class ArchivalOutcome:
     """An archival run: the plan made under the table's lock, and what it did (None for a dry
-    run, or when the plan moved nothing)."""
+    run, or when the plan moved nothing); `metadata_table`: what the metadata table's own
+    archival did (None: nothing to move, or no metadata table)."""
 
     plan: ArchivalPlan
     result: ArchiveResult | None = None
+    metadata_table: ArchiveResult | None = None
 
 
 def run_archival(table: Table, *, options: Mapping[str, str] | None = None,
                  expected: Sequence[str] | None = None) -> ArchivalOutcome:
     """Archive what Hudi's archiver would archive now (Hudi's `archive_commits` procedure and
     `HoodieTimelineArchiver.archiveIfRequired(acquireLock=true)`): plan with the table's settings
-    over `options`, and archive that plan's instants with the writer settings of the same
-    options. Call it under the table's lock: the plan is made from the timeline read then.
-    `expected` (the instant times of a plan approved earlier): ArchivalInvalidated, nothing
-    written, unless the plan made now moves exactly those. A plan a broken LSM history stops
-    (`runnable` false) writes nothing."""
-    from timeline.archive.plan import archival_properties, plan_archival
+    over `options`, and archive that plan's instants with its writer settings; then the metadata
+    table's own archival as its plan says (`ArchivalPlan.metadata_table`, made from the data
+    table's timeline as this archival leaves it: what the next Hudi writer's
+    `HoodieBackedTableMetadataWriter.performTableServices` would archive), each of its writes
+    fenced by the data table's lock. Call it under the table's lock: the plans are made from
+    the timelines read then. `expected` (the instant times of a data-table plan approved
+    earlier): ArchivalInvalidated, nothing written, unless the plan made now moves exactly
+    those. A plan a broken LSM history stops (`runnable` false) writes nothing; ArchivalUnsupported
+    for a metadata table on its own (archive its data table)."""
+    from timeline.archive.plan import ArchivalUnsupported, is_metadata_table, metadata_table_of, plan_archival
 
+    if is_metadata_table(table):
+        raise ArchivalUnsupported(f"{table.uri} is a metadata table: archive its data table, whose archival runs "
+                                  "the metadata table's under the data table's lock, as Hudi's writer does")
     table.reload()
     plan = plan_archival(table, options=options)
     chosen = [i.requested_time for i in plan.instants] if plan.runnable else []
@@ -114,20 +96,23 @@ def run_archival(table: Table, *, options: Mapping[str, str] | None = None,
         raise ArchivalInvalidated(
             f"{table.uri}: the timeline changed since the archival was planned (approved: {len(expected)} instants, "
             f"now: {len(chosen)}); plan it again")
-    if not chosen:
-        return ArchivalOutcome(plan)
-    settings = ArchiveSettings.from_properties(archival_properties(table, options))
-    return ArchivalOutcome(plan, archive_instants(table, plan.instants, settings=settings))
+    result = archive_instants(table, plan.instants, settings=plan.settings) if chosen else None
+    mdt_plan = plan.metadata_table
+    if mdt_plan is None or not mdt_plan.runnable or not mdt_plan.instants:
+        return ArchivalOutcome(plan, result)
+    mdt = metadata_table_of(table)
+    assert mdt is not None  # planned above
+    return ArchivalOutcome(plan, result, archive_instants(mdt, mdt_plan.instants, settings=mdt_plan.settings))
 
 
 def archive_instants(table: Table, instants: Iterable[Instant], *,
-                     settings: ArchiveSettings | None = None) -> ArchiveResult:
+                     settings: ArchivalSettings | None = None) -> ArchiveResult:
     """Move `instants` (completed instants of the active timeline, one per action: Hudi's
     instants to archive) to the archived timeline, with all their state files, and remove
     them from the active timeline (see the module's docstring for the order). Raises
     ArchiveRefused before anything changes for a pending instant or an action Hudi never
     archives, CorruptInstantError naming a state file that cannot be archived as Hudi would."""
-    settings = settings or ArchiveSettings()
+    settings = settings or ArchivalSettings()
     actions, gone = active_actions(table, instants)
     if not actions:
         return ArchiveResult(gone=tuple(gone))
@@ -141,7 +126,7 @@ def archive_instants(table: Table, instants: Iterable[Instant], *,
                          cleaned=result.cleaned)
 
 
-def _archive_v1(table: Table, actions: list[ActiveAction], settings: ArchiveSettings) -> ArchiveResult:
+def _archive_v1(table: Table, actions: list[ActiveAction], settings: ArchivalSettings) -> ArchiveResult:
     """`HoodieTimelineArchiver.archiveIfRequired` (0.14/0.15) / `TimelineArchiverV1`: `archive`,
     then `deleteArchivedInstants`. (Merging small archive files, off by default, is not done.)"""
     written = write_archive(table, actions, batch=settings.archival_batch)
@@ -152,7 +137,7 @@ def _archive_v1(table: Table, actions: list[ActiveAction], settings: ArchiveSett
                          written=(written.path,) if written.path else (), deleted=tuple(deleted))
 
 
-def _archive_lsm(table: Table, actions: list[ActiveAction], settings: ArchiveSettings) -> ArchiveResult:
+def _archive_lsm(table: Table, actions: list[ActiveAction], settings: ArchivalSettings) -> ArchiveResult:
     """`TimelineArchiverV2.archiveIfRequired`: `LSMTimelineWriter.write`, then
     `deleteArchivedActions`, then `compactAndClean`."""
     lsm = Lsm(table)
@@ -161,8 +146,7 @@ def _archive_lsm(table: Table, actions: list[ActiveAction], settings: ArchiveSet
     new = lsm.write(fresh)
     written = () if new is None else (lsm.path(new[0].name), *lsm.snapshot_paths(new[1]))
     deleted = delete_archived_instants(table, actions)
-    compacted, cleaned = lsm.compact_and_clean(batch=settings.compaction_batch,
-                                               max_bytes=settings.compaction_max_bytes)
+    compacted, cleaned = lsm.compact_and_clean(batch=settings.compaction_batch, max_bytes=COMPACTION_MAX_BYTES)
     moved = {id(a) for a in fresh}
     return ArchiveResult(archived=tuple(a.instant for a in fresh),
                          already_archived=tuple(a.instant for a in actions if id(a) not in moved),

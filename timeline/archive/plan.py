@@ -5,12 +5,11 @@ rest: the archiver's rules (`timeline.archive.rules`) and a broken LSM history, 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from timeline.archive.reader import VERSION_FILE
+from timeline.archive.reader import VERSION_FILE, lsm_state, snapshot_files
 from timeline.archive.rules import (
     ArchivalInputs,
     Blocker,
@@ -19,18 +18,24 @@ from timeline.archive.rules import (
     is_v2,
     select,
 )
-from timeline.archive.settings import ArchivalConfigError, ArchivalSettings, check_settings
+from timeline.archive.settings import KEYS as SETTING_KEYS
+from timeline.archive.settings import (
+    METADATA_COMPACT_MAX_DELTA_COMMITS,
+    ArchivalConfigError,
+    ArchivalSettings,
+    check_settings,
+    metadata_table_clean,
+    metadata_table_settings,
+)
 from timeline.clean.config import CleanConfig
 from timeline.exceptions import CleanlineError, CorruptInstantError, FileNotFound, NotAHudiTableError, TableConfigError
 from timeline.instant import CLUSTERING, COMMIT, REPLACE_COMMIT, Instant, State, instant_time_from_epoch_ms, zone_of
 from timeline.locks.discovery import hudi_options_for
-from timeline.metadata.archived import decode_lsm_manifest
 from timeline.metadata.records import CleanerPlan, RequestedReplace
-from timeline.storage import FileStatus, Storage
 
 if TYPE_CHECKING:
     from timeline.table import Table
-    from timeline.timeline import ActiveTimeline
+    from timeline.timeline import ActiveTimeline, Timeline
 
 V1_ARCHIVER = "TimelineArchiverV1"  # Hudi 0.15's HoodieTimelineArchiver: table version 6, .hoodie/archived
 V2_ARCHIVER = "TimelineArchiverV2"  # Hudi 1.x: table versions 8 and 9, the LSM timeline
@@ -41,8 +46,17 @@ STOPPING = frozenset({BlockerKind.LSM_MANIFEST})
 
 
 class ArchivalUnsupported(CleanlineError):
-    """Cleanline does not plan this table's archival (a metadata table: Hudi archives it from
-    its data table's writer, by rules of its own)."""
+    """An archival Cleanline does not run: a metadata table's own, asked for on its own (its
+    data table's archival runs it, under the data table's lock, as Hudi's data-table writer
+    runs it)."""
+
+
+METADATA_SUFFIX = "/.hoodie/metadata"
+
+
+def is_metadata_table(table: Table) -> bool:
+    """`HoodieTableMetadata.isMetadataTable`: the table lies at `<data table>/.hoodie/metadata`."""
+    return table.base.rstrip("/").endswith(METADATA_SUFFIX)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +82,10 @@ class ArchivalPlan:
     (each with its kind, instant, since when and why); `warnings` what Hudi only warns about.
     `keep` holds the counts archival kept by (raised from the cleaner's settings where Hudi
     raises them); `settings` and `clean` the settings read (`hoodie.properties`, then the
-    root's `CLEANLINE_HUDI_OPTIONS`, then the call's options)."""
+    root's `CLEANLINE_HUDI_OPTIONS`, then the call's options). `metadata_table`: the plan of
+    the data table's metadata table, archived right after it by its own rules
+    (`plan_metadata_archival`, over the data table's timeline as this plan leaves it); None
+    without a metadata table, and on a metadata table's own plan."""
 
     table_uri: str
     table_version: int
@@ -81,6 +98,7 @@ class ArchivalPlan:
     active_after: int
     blockers: tuple[Blocker, ...] = ()
     warnings: tuple[str, ...] = ()
+    metadata_table: ArchivalPlan | None = None
 
     @property
     def archivable(self) -> int:
@@ -106,29 +124,90 @@ def archival_properties(table: Table, options: Mapping[str, str] | None = None) 
 
 
 def plan_archival(table: Table, *, options: Mapping[str, str] | None = None) -> ArchivalPlan:
-    """The archival plan of `table` (see `ArchivalPlan`). Raises ArchivalConfigError for
-    settings Hudi refuses (`hoodie.keep.max.commits` not above `hoodie.keep.min.commits` with
-    the KEEP_LATEST_COMMITS cleaner), naming the table, and ArchivalUnsupported for a metadata
-    table (`HoodieTableMetadata.isMetadataTable`: its data table's writer archives it, with
-    keep counts one above its own, no MDT of its own and the data table's timeline as a bound,
-    `TimelineUtils.getEarliestInstantForMetadataArchival`, which this plan does not apply)."""
-    if table.base.rstrip("/").endswith("/.hoodie/metadata"):
-        raise ArchivalUnsupported(f"{table.uri} is a metadata table: its data table's writer archives it by rules "
-                                  "of its own, which Cleanline does not plan")
+    """The archival plan of `table` (see `ArchivalPlan`), with the plan of its metadata table
+    when it has one. Raises ArchivalConfigError for settings Hudi refuses
+    (`hoodie.keep.max.commits` not above `hoodie.keep.min.commits` with the KEEP_LATEST_COMMITS
+    cleaner), naming the table. Asked of a metadata table itself, its own plan
+    (`plan_metadata_archival`) over its data table's timeline as it is now."""
+    if is_metadata_table(table):
+        data = type(table).load(table.storage, table.base.rstrip("/")[:-len(METADATA_SUFFIX)])
+        return plan_metadata_archival(data, table, options=options)
     props = archival_properties(table, options)
+    settings = _settings(table, props)
+    clean = CleanConfig.from_properties(props)
+    plan = _plan(table, settings, clean, check_settings(settings, clean, where=table.uri))
+    mdt = metadata_table_of(table)
+    if mdt is None:
+        return plan
+    moved = {(i.requested_time, i.action) for i in plan.instants} if plan.runnable else set()
+    after = table.timeline.filter(lambda i: (i.requested_time, i.action) not in moved)
+    return replace(plan, metadata_table=plan_metadata_archival(table, mdt, options=options, data_timeline=after))
+
+
+def plan_metadata_archival(data: Table, mdt: Table, *, options: Mapping[str, str] | None = None,
+                           data_timeline: Timeline | None = None) -> ArchivalPlan:
+    """The archival of a metadata table as its data table's writer runs it after each
+    metadata-table write (`HoodieBackedTableMetadataWriter.performTableServices`:
+    `writeClient.archive()` on the metadata table's own client): the archiver of its table
+    version over its own timeline, with the settings `createMetadataWriteConfig` derives from
+    the data table's (`metadata_table_settings`, `metadata_table_clean`), no metadata table of
+    its own, and the data table's active timeline (`data_timeline`, else the data table's now)
+    as a bound (`TimelineUtils.getEarliestInstantForMetadataArchival`)."""
+    props = archival_properties(data, options)
+    settings = metadata_table_settings(_settings(data, props), props)
+    clean = metadata_table_clean(CleanConfig.from_properties(props), table_version=mdt.version)
+    warnings = check_settings(settings, clean, where=mdt.uri)
+    plan = _plan(mdt, settings, clean, warnings, data.timeline if data_timeline is None else data_timeline)
+    return replace(plan, blockers=tuple(replace(b, why=_metadata_wording(b.why)) for b in plan.blockers),
+                   warnings=tuple(_metadata_wording(w) for w in plan.warnings))
+
+
+# The settings a metadata table's archival reads, named as the data table's settings they come from.
+_METADATA_WORDING = (
+    (SETTING_KEYS["compaction_max_delta_commits"][0], METADATA_COMPACT_MAX_DELTA_COMMITS[0]),
+    (SETTING_KEYS["min_commits"][0], f"{SETTING_KEYS['min_commits'][0]}+1"),
+    (SETTING_KEYS["max_commits"][0], f"{SETTING_KEYS['max_commits'][0]}+1"),
+    ("hoodie.clean.commits.retained", "the metadata table's hoodie.clean.commits.retained"),
+)
+
+
+def _metadata_wording(text: str) -> str:
+    for key, said in _METADATA_WORDING:
+        text = text.replace(key, said)
+    return text
+
+
+def metadata_table_of(table: Table) -> Table | None:
+    """The data table's metadata table, opened as a table whose every write is fenced by the
+    data table's lock (`timeline.mdt.reader.MetadataTable`); None when it has none, or when its
+    folder holds no readable Hudi table (there is no timeline of it to archive)."""
+    if not table.config.metadata_table_enabled:
+        return None
+    from timeline.mdt.reader import MetadataTable  # the metadata table reader, only for tables that have one
+
     try:
-        settings = ArchivalSettings.from_properties(props)
+        return MetadataTable(table).mdt
+    except (NotAHudiTableError, TableConfigError):
+        return None
+
+
+def _settings(table: Table, props: Mapping[str, str]) -> ArchivalSettings:
+    try:
+        return ArchivalSettings.from_properties(props)
     except ArchivalConfigError as exc:
         raise ArchivalConfigError(f"{table.uri}: {exc}") from None
-    clean = CleanConfig.from_properties(props)
-    warnings = check_settings(settings, clean, where=table.uri)
+
+
+def _plan(table: Table, settings: ArchivalSettings, clean: CleanConfig, warnings: list[str],
+          data_timeline: Timeline | None = None) -> ArchivalPlan:
+    """One table's plan: Hudi's archiver's choice (`select`) and a broken LSM history's blockers."""
     timeline = table.timeline
-    chosen = select(read_inputs(table), settings, clean)
+    chosen = select(replace(read_inputs(table), data_table_timeline=data_timeline), settings, clean)
     blockers = list(chosen.blockers)
     if table.config.layout_version >= 2:
         broken, notes = lsm_history_problems(table)
         blockers[:0] = broken
-        warnings += notes
+        warnings = warnings + notes
     actions = tuple(_action(timeline, i) for i in chosen.instants)
     return ArchivalPlan(table.uri, table.version, V2_ARCHIVER if is_v2(table.version) else V1_ARCHIVER, settings,
                         clean, chosen.keep, actions, len(timeline), len(timeline) - len(actions), tuple(blockers),
@@ -185,20 +264,9 @@ def latest_metadata_compaction(table: Table) -> str | None:
     return None if last is None else last.requested_time
 
 
-_MANIFEST = re.compile(r"manifest_([0-9]+)", re.ASCII)
-_JAVA_INT = re.compile(r"[+-]?[0-9]+", re.ASCII)
-
-
-def _java_int(text: str) -> int | None:
-    """`Integer.parseInt`: an optional sign and digits, within 32 bits; None otherwise."""
-    if not _JAVA_INT.fullmatch(text):
-        return None
-    value = int(text)
-    return value if -2**31 <= value < 2**31 else None
-
-
 def lsm_history_problems(table: Table) -> tuple[list[Blocker], list[str]]:
-    """The LSM history (`.hoodie/timeline/history`) read as Hudi reads it, and what breaks it.
+    """The LSM history (`.hoodie/timeline/history`) read as Hudi reads it (`lsm_state`), and
+    what breaks it.
 
     `LSMTimeline.latestSnapshotVersion` takes the number in `_version_`, or, when that file is
     missing or not a number, the highest `manifest_N` (a warning here: Hudi goes on);
@@ -208,33 +276,26 @@ def lsm_history_problems(table: Table) -> tuple[list[Blocker], list[str]]:
     by an archival that died between the two files, makes every later archival fail (blocker).
     Returns (blockers, warnings)."""
     storage = table.storage
-    folder = table.path(table.config.archive_folder)
-    if not storage.exists(folder):
-        return [], []
-    files: dict[str, FileStatus] = {s.name: s for s in storage.list(folder) if not s.is_dir}
-    manifests = {int(m.group(1)): name for name in files if (m := _MANIFEST.fullmatch(name))}
+    state = lsm_state(storage, table.path(table.config.archive_folder))
+    folder, files = state.folder, state.files
     zone = zone_of(table.config.timezone)
 
-    def since(name: str) -> str:
-        return instant_time_from_epoch_ms(files[name].mtime_ms, zone)
+    def blocker(why: str, name: str) -> Blocker:
+        since = instant_time_from_epoch_ms(files[name].mtime_ms, zone) if name in files else None
+        return Blocker(BlockerKind.LSM_MANIFEST, f"{folder}: {why}", None, since)
 
-    def blocker(why: str, name: str | None = None) -> Blocker:
-        return Blocker(BlockerKind.LSM_MANIFEST, f"{folder}: {why}", None, since(name) if name in files else None)
-
-    version = None
-    if VERSION_FILE in files:
-        version = _java_int(storage.read(Storage.join(folder, VERSION_FILE)).decode("utf-8", errors="replace"))
     warnings, blockers = [], []
+    version = state.version
     if version is None:
-        if not manifests:
+        if not state.manifests:
             return [], []
-        version = max(manifests)
-        what = "is missing" if VERSION_FILE not in files else "holds no number"
+        version = max(state.manifests)
+        what = "is missing" if state.version_status is None else "holds no number"
         warnings.append(f"{folder}: {VERSION_FILE} {what}; Hudi reads the highest manifest, manifest_{version}, "
                         "and writes the file again at its next archival")
-    leftover = sorted(n for n in manifests if n > version)
+    leftover = sorted(n for n in state.manifests if n > version)
     if leftover:
-        name = manifests[leftover[0]]
+        name = state.manifests[leftover[0]].name
         blockers.append(blocker(f"{name} lies beyond {VERSION_FILE} ({version}), left by an archival that did not "
                                 f"finish: Hudi's archiver creates manifest_{version + 1} and each one after without "
                                 "overwriting, and fails on it", name))
@@ -244,8 +305,7 @@ def lsm_history_problems(table: Table) -> tuple[list[Blocker], list[str]]:
                                 "timeline nor archive more", VERSION_FILE))
         return blockers, warnings
     try:
-        path = Storage.join(folder, name)
-        listed = [entry.name for entry in decode_lsm_manifest(storage.read(path), path=path)]
+        listed = [entry.name for entry in snapshot_files(storage, folder, version)]
     except CorruptInstantError:
         blockers.append(blocker(f"{name} is not an LSM timeline manifest: Hudi cannot read the archived timeline "
                                 "nor archive more", name))
@@ -257,4 +317,5 @@ def lsm_history_problems(table: Table) -> tuple[list[Blocker], list[str]]:
 
 
 __all__ = ["V1_ARCHIVER", "V2_ARCHIVER", "ActionToArchive", "ArchivalPlan", "ArchivalUnsupported",
-           "archival_properties", "latest_metadata_compaction", "lsm_history_problems", "plan_archival", "read_inputs"]
+           "archival_properties", "is_metadata_table", "latest_metadata_compaction", "lsm_history_problems",
+           "metadata_table_of", "plan_archival", "plan_metadata_archival", "read_inputs"]

@@ -13,6 +13,11 @@ Two archivers, chosen by table version as Hudi chooses them (`TimelineArchivers.
   and cleans and rollbacks only older than the newest commit archived
   (`getCleanAndRollbackInstantsToArchive`).
 
+A metadata table's timeline is archived by the same archiver of its version with the settings
+its data table's writer gives it (`timeline.archive.settings.metadata_table_settings`) and one
+rule more: nothing from the data table's earliest active commit or pending instant on
+(`earliest_instant_for_metadata_archival`).
+
 Every function is pure: it takes timelines and settings. `timeline.archive.plan` reads the table
 (the last clean's plan, the metadata table's timeline, the LSM history) and builds the plan. The
 `Blocker`s say, for each rule that holds back a commit the counts alone would archive, which
@@ -23,27 +28,25 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import timedelta
 from enum import Enum
 
-from timeline.archive.settings import KEYS, ArchivalConfigError, ArchivalSettings, CompactionTrigger
-from timeline.clean.config import CleanConfig, CleanPolicy
-from timeline.clean.planner import SAVEPOINTED_TIMESTAMPS
-from timeline.clean.retention import earliest_commit_to_retain
-from timeline.exceptions import InvalidInstantError
-from timeline.instant import (
-    CLEAN,
-    CLUSTERING,
-    COMMIT,
-    COMPACTION,
-    DELTA_COMMIT,
-    LOG_COMPACTION,
-    REPLACE_COMMIT,
-    ROLLBACK,
-    Instant,
-    format_instant_time,
-    parse_instant_time,
+from timeline.archive.retain import (
+    KeepCounts,
+    cleaner_earliest_commit_to_retain,
+    commit_to_retain_for_pending,
+    completed_commits,
+    earliest_instant_for_metadata_archival,
+    earliest_instant_to_retain_for_clustering,
+    earliest_instant_to_retain_for_compaction,
+    earliest_pending_write,
+    earliest_replaced_savepoint_in_clean,
+    is_v2,
+    min_and_max_instants_to_keep,
+    modified_after_by_completion,
 )
+from timeline.archive.settings import KEYS, ArchivalConfigError, ArchivalSettings, CompactionTrigger
+from timeline.clean.config import CleanConfig
+from timeline.instant import CLEAN, CLUSTERING, COMPACTION, LOG_COMPACTION, REPLACE_COMMIT, ROLLBACK, Instant
 from timeline.metadata.records import CleanerPlan
 from timeline.timeline import Timeline
 
@@ -62,6 +65,7 @@ class BlockerKind(str, Enum):
     COMPACTION_WINDOW = "delta commits for the next compaction"
     UNCLEANED_REPLACE = "replaced files not cleaned"
     METADATA_TABLE_COMPACTION = "metadata-table compaction lag"
+    DATA_TABLE_TIMELINE = "data table's active timeline"
     LSM_MANIFEST = "broken LSM manifest"
 
 
@@ -80,30 +84,15 @@ class Blocker:
 
 
 @dataclass(frozen=True, slots=True)
-class KeepCounts:
-    """The completed commits archival keeps: at most `max_instants` before it starts, then
-    `min_instants`; both are the configured ones unless the cleaner's earliest commit to
-    retain raised them (`ArchivalUtils.getMinAndMaxInstantsToKeep`)."""
-
-    min_instants: int
-    max_instants: int
-    configured_min: int
-    configured_max: int
-    earliest_commit_to_retain: Instant | None = None
-
-    @property
-    def raised(self) -> bool:
-        return self.min_instants != self.configured_min
-
-
-@dataclass(frozen=True, slots=True)
 class ArchivalInputs:
     """What the archiver reads besides the active timeline: the last completed clean's plan
     (its requested file, as `CleanerUtils.getCleanerPlan` reads it; None without a clean, or
     when no replace instant needs it), the pending replacecommits of a table-version-6 table
     whose plan is a clustering (`clustering`, only to name the blocker), and the metadata
     table: `metadata_table_available` (`isMetadataTableAvailable`: its `files` partition is
-    complete) and the time of its latest completed compaction (None: none yet)."""
+    complete) and the time of its latest completed compaction (None: none yet).
+    `data_table_timeline`: set when the table is a metadata table (`table.isMetadataTable()`),
+    its data table's active timeline."""
 
     timeline: Timeline
     table_version: int
@@ -112,6 +101,7 @@ class ArchivalInputs:
     clustering: frozenset[str] = frozenset()
     metadata_table_available: bool = False
     metadata_table_compaction: str | None = None
+    data_table_timeline: Timeline | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,166 +112,6 @@ class Selection:
     instants: tuple[Instant, ...]
     keep: KeepCounts
     blockers: tuple[Blocker, ...]
-
-
-def is_v2(table_version: int) -> bool:
-    """`TimelineArchivers.getInstance`: table version 8 and later archive with V2 (the LSM
-    timeline); earlier ones with V1 (`.hoodie/archived`)."""
-    return table_version >= 8
-
-
-# The timelines the archiver works on
-
-def completed_commits(timeline: Timeline, *, is_mor: bool) -> Timeline:
-    """`HoodieTable.getCompletedCommitsTimeline` (`HoodieTableMetaClient.getCommitsTimeline`
-    completed): on MOR commit, deltacommit, replacecommit and (V2) clustering; on COW commit,
-    replacecommit and (V2) clustering (`getCommitTimeline` in 0.15, `getCommitAndReplaceTimeline`
-    in 1.x). A completed compaction is a commit, a completed clustering a replacecommit."""
-    if is_mor:
-        return timeline.commits().completed()
-    return timeline.with_actions({COMMIT, REPLACE_COMMIT, CLUSTERING}).completed()
-
-
-def modified_after_by_completion(timeline: Timeline, time_: str) -> Timeline:
-    """`findInstantsModifiedAfterByCompletionTime` (Hudi 1.x): pending instants requested
-    after `time_`, and instants completed after it that are not `time_` itself."""
-    return timeline.filter(lambda i: (i.completion_time is None and i.requested_time > time_)
-                           or (i.completion_time is not None and i.completion_time > time_
-                               and i.requested_time != time_))
-
-
-def earliest_pending_write(timeline: Timeline) -> Instant | None:
-    """The earliest pending instant of `getWriteTimeline` (commit, deltacommit, replacecommit,
-    compaction, log compaction; V2 also clustering): archival never passes it."""
-    return timeline.writes().pending().first()
-
-
-def commit_to_retain_for_pending(completed: Timeline, pending: Instant | None) -> Instant | None:
-    """`getCommitInstantsToArchive` step 1: the greatest completed commit requested before the
-    earliest pending write (or that pending write, when no commit precedes it). Commits from
-    it on stay: the timeline keeps no hole before a pending write."""
-    if pending is None:
-        return None
-    before = completed.filter(lambda i: i.requested_time < pending.requested_time).last()
-    return before if before is not None else pending
-
-
-def earliest_instant_to_retain_for_compaction(timeline: Timeline, max_delta_commits: int, *,
-                                              table_version: int) -> Instant | None:
-    """`CompactionUtils.getOldestInstantToRetainForCompaction` (0.15) /
-    `getEarliestInstantToRetainForCompaction` (1.x): keep enough delta commits to schedule the
-    next compaction. With `getDeltaCommitsSinceLatestCompaction`'s delta commits (every delta
-    commit, pending ones too, after the latest completed compaction; all of them when there is
-    none), fewer than `max_delta_commits` keep everything from the latest compaction (or the
-    first delta commit); otherwise from the (n - max + 1)-th of them.
-
-    V1 takes the latest completed commit or replacecommit (0.15's `getCommitTimeline`) and the
-    delta commits requested after it; V2 the latest completed commit and the delta commits that
-    completed after it was requested (or are pending and requested after it)."""
-    latest = timeline.with_actions({COMMIT} if is_v2(table_version) else {COMMIT, REPLACE_COMMIT}).completed().last()
-    deltas = timeline.with_actions({DELTA_COMMIT})
-    if latest is not None:
-        since = latest.requested_time
-        after = (modified_after_by_completion(deltas, since) if is_v2(table_version)
-                 else deltas.after(since)).instants
-        right = latest
-    elif deltas:
-        after = deltas.instants
-        right = after[0]
-    else:
-        return None
-    if len(after) < max_delta_commits:
-        return right
-    return after[len(after) - max_delta_commits]
-
-
-def earliest_replaced_savepoint_in_clean(timeline: Timeline, policy: CleanPolicy, plan: CleanerPlan) -> str | None:
-    """`ClusteringUtils.getEarliestReplacedSavepointInClean` (1.x, HUDI-7779): the earliest
-    savepoint the last clean saw, when a completed replacecommit lies between it and the
-    clean's earliest instant to retain (the cleaner kept the files that replacecommit replaced
-    for the savepoint; once the savepoint is deleted they wait for a later clean). Never with
-    KEEP_LATEST_FILE_VERSIONS."""
-    ectr = plan.earliest_instant_to_retain.time if plan.earliest_instant_to_retain else ""
-    listed = plan.extra_metadata.get(SAVEPOINTED_TIMESTAMPS, "")
-    earliest = sorted(listed.split(","))[0]
-    if policy is CleanPolicy.KEEP_LATEST_FILE_VERSIONS or not ectr or not earliest or ectr <= earliest:
-        return None
-    replaced = timeline.with_actions({REPLACE_COMMIT}).completed()
-    if any(earliest <= i.requested_time <= ectr for i in replaced):
-        return earliest
-    return None
-
-
-def earliest_instant_to_retain_for_clustering(timeline: Timeline, plan: CleanerPlan | None, *, table_version: int,
-                                              policy: CleanPolicy = CleanPolicy.KEEP_LATEST_COMMITS) -> Instant | None:
-    """A replacecommit stays until the cleaner has removed the file groups it replaced (or the
-    file-system view would show them again), and a pending clustering keeps the commit before it.
-
-    The replace instants (every state; V2 also clustering) from the retain bound on stay: the
-    bound is the last completed clean's earliest instant to retain (its plan's), or the clean's
-    own time when the plan has none (KEEP_LATEST_FILE_VERSIONS); with no completed clean, the
-    first replace instant. V1 (0.15 `ClusteringUtils.getOldestInstantToRetainForClustering`)
-    also keeps the last completed commit before the first inflight replacecommit. V2 (1.x
-    `getEarliestInstantToRetainForClustering`) instead moves the bound back to the savepoint a
-    replacecommit was cleaned around (`earliest_replaced_savepoint_in_clean`)."""
-    v2 = is_v2(table_version)
-    replaces = timeline.with_actions({REPLACE_COMMIT, CLUSTERING} if v2 else {REPLACE_COMMIT})
-    if not replaces:
-        return None
-    last_clean = timeline.cleans().completed().last()
-    if last_clean is not None:
-        plan = plan or CleanerPlan()
-        ectr = plan.earliest_instant_to_retain.time if plan.earliest_instant_to_retain else ""
-        savepoint = earliest_replaced_savepoint_in_clean(timeline, policy, plan) if v2 else None
-        bound = savepoint or ectr or last_clean.requested_time
-        retain = replaces.filter(lambda i: i.requested_time >= bound).first()
-    else:
-        retain = replaces.first()
-    if not v2:
-        inflight = replaces.filter(lambda i: i.is_inflight).first()
-        if inflight is not None:
-            before = timeline.commits().completed().filter(
-                lambda i: i.requested_time < inflight.requested_time).last()
-            if before is not None and (retain is None or retain.sort_key > before.sort_key):
-                retain = before
-    return retain
-
-
-def cleaner_earliest_commit_to_retain(timeline: Timeline, clean: CleanConfig, latest: Instant | None) -> Instant | None:
-    """`ArchivalUtils.getEarliestCommitToRetain`: `CleanerUtils.getEarliestCommitToRetain` on the
-    active commits timeline (commit, deltacommit, replacecommit, clustering; every state), its
-    hours cutoff counted back from the latest completed commit rather than from now. A latest
-    commit time Hudi cannot parse (`HoodieInstantTimeGenerator.parseDateFromInstantTime`:
-    fewer than 14 digits, `00000000000000`, ...) gives none, whatever the policy."""
-    if latest is None:
-        return None  # no completed commit: no policy retains anything
-    try:
-        moment = parse_instant_time(latest.requested_time).astimezone()  # the JVM's (here: this process's) zone
-    except InvalidInstantError:
-        return None
-    commits = timeline.commits()
-    if clean.policy is CleanPolicy.KEEP_LATEST_COMMITS:
-        return earliest_commit_to_retain(commits, clean)
-    if clean.policy is CleanPolicy.KEEP_LATEST_BY_HOURS:
-        cutoff = format_instant_time((moment - timedelta(hours=clean.hours_retained)).astimezone())
-        return commits.completed().filter(lambda i: i.requested_time >= cutoff).first()
-    return None
-
-
-def min_and_max_instants_to_keep(timeline: Timeline, settings: ArchivalSettings, clean: CleanConfig, *,
-                                 is_mor: bool) -> KeepCounts:
-    """`ArchivalUtils.getMinAndMaxInstantsToKeep`: when the cleaner retains from a commit
-    (`cleaner_earliest_commit_to_retain`) and keeping the completed commits after it plus two
-    needs more than `hoodie.keep.min.commits`, that becomes the minimum and the maximum rises
-    by as much (HUDI-6370: archival never runs ahead of the cleaner)."""
-    completed = completed_commits(timeline, is_mor=is_mor)
-    ectr = cleaner_earliest_commit_to_retain(timeline, clean, completed.last())
-    low, high = settings.min_commits, settings.max_commits
-    if ectr is not None:
-        needed = len(completed.after(ectr.requested_time)) + 2
-        if low < needed:
-            return KeepCounts(needed, needed + high - low, low, high, ectr)
-    return KeepCounts(low, high, low, high)
 
 
 # The two archivers
@@ -394,6 +224,21 @@ def _metadata_blocker(inputs: ArchivalInputs, first_held: Instant | None) -> Blo
                    "instants it has not compacted stay on the data table's timeline", first_held, compaction)
 
 
+def _data_table_rule(inputs: ArchivalInputs, settings: ArchivalSettings) -> _Rule | None:
+    """A metadata table's instants from its data table's earliest active commit or pending
+    instant on stay (`earliest_instant_for_metadata_archival`); None for a data table."""
+    if inputs.data_table_timeline is None:
+        return None
+    earliest = earliest_instant_for_metadata_archival(inputs.data_table_timeline,
+                                                      beyond_savepoint=settings.beyond_savepoint)
+    if earliest is None:
+        return None
+    return _Rule(earliest.requested_time, Blocker(
+        BlockerKind.DATA_TABLE_TIMELINE, f"the data table's active timeline holds {earliest.action} "
+        f"{earliest.requested_time} ({earliest.state.name.lower()}): the metadata table keeps its instants from "
+        "there on (TimelineUtils.getEarliestInstantForMetadataArchival)", earliest, earliest.requested_time))
+
+
 def _held(rules: Sequence[_Rule], window: Sequence[Instant]) -> list[Blocker]:
     """The blockers of the rules that hold back a commit of `window`: one the counts alone
     would archive."""
@@ -457,7 +302,9 @@ def select_v1(inputs: ArchivalInputs, settings: ArchivalSettings, clean: CleanCo
     2. `getCleanInstantsToArchive`: completed cleans and completed rollbacks, each action by
        its own count: when more than the maximum, all but the newest minimum;
     3. with the metadata table available, only instants requested before its latest completed
-       compaction (none at all before its first).
+       compaction (none at all before its first);
+    4. on a metadata table, only instants requested before its data table's earliest active
+       commit or pending instant (`table.isMetadataTable()`).
 
     Metaserver on: nothing (`isMetaserverEnabled`)."""
     keep, completed, blockers = _counted(inputs, settings, clean)
@@ -477,6 +324,10 @@ def select_v1(inputs: ArchivalInputs, settings: ArchivalSettings, clean: CleanCo
         if held:
             blockers.append(_metadata_blocker(inputs, min(held, key=lambda i: i.sort_key) if compaction else None))
         chosen = [i for i in chosen if i not in held]
+    data_rule = _data_table_rule(inputs, settings)
+    if data_rule is not None and any(data_rule.excludes(i) for i in chosen):
+        blockers.append(data_rule.blocker)
+        chosen = [i for i in chosen if not data_rule.excludes(i)]
     return Selection(tuple(sorted(chosen, key=lambda i: i.sort_key)), keep, _ordered(blockers))
 
 
@@ -499,7 +350,8 @@ def select_v2(inputs: ArchivalInputs, settings: ArchivalSettings, clean: CleanCo
        the earliest pending write, what the next compaction needs (MOR), the first
        replace/clustering instant the cleaner still retains (moved back to a savepoint it
        cleaned around), and, with the metadata table available, the first commit completed
-       after its latest compaction (nothing at all before its first compaction). The oldest
+       after its latest compaction (nothing at all before its first compaction), and, on a
+       metadata table, its data table's earliest active commit or pending instant. The oldest
        (count - minimum) completed commits before it and before the first savepoint (or not
        savepointed, with `hoodie.archive.beyond.savepoint`) go;
     2. `getCleanAndRollbackInstantsToArchive`: completed cleans and rollbacks requested before
@@ -522,6 +374,9 @@ def select_v2(inputs: ArchivalInputs, settings: ArchivalSettings, clean: CleanCo
         first = modified_after_by_completion(completed, compaction).first()
         if first is not None:
             rules.append(_Rule(first.requested_time, _metadata_blocker(inputs, first)))
+    data_rule = _data_table_rule(inputs, settings)
+    if data_rule is not None:
+        rules.append(data_rule)
     commits = [s for s in completed if not any(r.excludes(s) for r in rules)][:quota]
     blockers += _held(rules, window)
     if commits:
@@ -563,7 +418,8 @@ def _ordered(blockers: Sequence[Blocker]) -> tuple[Blocker, ...]:
 
 __all__ = [
     "ArchivalInputs", "Blocker", "BlockerKind", "KeepCounts", "Selection", "cleaner_earliest_commit_to_retain",
-    "commit_to_retain_for_pending", "completed_commits", "earliest_instant_to_retain_for_clustering",
-    "earliest_instant_to_retain_for_compaction", "earliest_pending_write", "earliest_replaced_savepoint_in_clean",
-    "is_v2", "min_and_max_instants_to_keep", "modified_after_by_completion", "select", "select_v1", "select_v2",
+    "commit_to_retain_for_pending", "completed_commits", "earliest_instant_for_metadata_archival",
+    "earliest_instant_to_retain_for_clustering", "earliest_instant_to_retain_for_compaction",
+    "earliest_pending_write", "earliest_replaced_savepoint_in_clean", "is_v2", "min_and_max_instants_to_keep",
+    "modified_after_by_completion", "select", "select_v1", "select_v2",
 ]
