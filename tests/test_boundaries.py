@@ -278,3 +278,25 @@ def test_boundaries_tests_keep_helpers_in_one_module_per_level() -> None:
     strays = [str(path.relative_to(tests)) for path in tests.rglob("*.py")
               if not path.name.startswith("test_") and path.name not in ("helpers.py", "conftest.py")]
     assert strays == []
+
+
+MODULE_MAX_LINES, FUNCTION_MAX_LINES = 600, 80
+
+
+def test_boundaries_modules_and_functions_stay_small() -> None:
+    """No module of the library or the console (migrations aside) over 600 lines, no function
+    over 80: where one grows past, a concern is split out (the small-surface issue's rule)."""
+    too_long = []
+    for root in (LIBRARY, CONSOLE):
+        for path in sorted(root.rglob("*.py")):
+            if "migrations" in path.parts:
+                continue
+            text = path.read_text()
+            lines = len(text.splitlines())
+            if lines > MODULE_MAX_LINES:
+                too_long.append(f"{path.relative_to(root.parent)}: {lines} lines")
+            too_long += [f"{path.relative_to(root.parent)}:{node.lineno} {node.name}: "
+                         f"{node.end_lineno - node.lineno + 1} lines" for node in ast.walk(ast.parse(text))
+                         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno
+                         and node.end_lineno - node.lineno + 1 > FUNCTION_MAX_LINES]
+    assert not too_long, too_long

@@ -13,6 +13,7 @@ import pytest
 from tests.helpers import Lake, T, rewrite_history
 from timeline import CleanConfig, HudiTable
 from timeline.clean.executor import PlanInvalidated
+from timeline.failed_writes import failed_writes, live_writes
 from timeline.instant import Instant, State
 from timeline.locks import (
     STORAGE_BASED_LOCK_PROVIDER,
@@ -22,7 +23,6 @@ from timeline.locks import (
     lock_for_table,
 )
 from timeline.locks.live import LiveWriterUnlocked
-from timeline.rollback import failed_writes, live_writes
 from timeline.savepoint import create_savepoint
 from timeline.storage.arrow import LocalStorage
 from timeline.transactions import Transactions

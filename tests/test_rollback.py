@@ -8,9 +8,10 @@ import pytest
 
 from tests.helpers import Lake, fake_failed_write, rows
 from timeline import HudiTable
+from timeline.failed_writes import failed_writes
 from timeline.instant import State
 from timeline.metadata import avro
-from timeline.rollback import RollbackRefused, failed_writes, plan_rollback, rollback, rollback_failed_writes
+from timeline.rollback import RollbackRefused, plan_rollback, rollback, rollback_failed_writes
 from timeline.savepoint import create_savepoint
 from timeline.storage import MemoryStorage
 

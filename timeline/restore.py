@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from timeline import transition
 from timeline.config import MDT_PARTITIONS, MDT_PARTITIONS_INFLIGHT, update_config
 from timeline.exceptions import CleanlineError
+from timeline.failed_writes import is_clustering
 from timeline.instant import (
     CLUSTERING,
     COMMIT,
@@ -42,7 +43,6 @@ from timeline.rollback import (
     RollbackRefused,
     check_not_running,
     execute_rollback_plan,
-    is_clustering,
     pending_rollback_of,
     plan_rollback,
 )

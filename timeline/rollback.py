@@ -1,7 +1,7 @@
 """Rolling back writes as Hudi's rollback executors do (hudi-format.md §9): a plan
 (HoodieRollbackPlan v1) from markers or from a listing, then the deletion of what the write
 made, a rollback command block for v6 merge-on-read logs, and HoodieRollbackMetadata v1.
-Also finds failed writes under the EAGER and LAZY policies."""
+Which pending writes have failed is timeline/failed_writes.py's rule."""
 
 from __future__ import annotations
 
@@ -10,12 +10,18 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from timeline import transition
-from timeline.exceptions import CleanlineError, FileNotFound, InvalidFileNameError
+from timeline.exceptions import CleanlineError, InvalidFileNameError
+from timeline.failed_writes import (
+    ROLLBACKABLE,
+    failed_writes,
+    failed_writes_policy,
+    heartbeat_alive,
+    live_writes,
+    pending_writes,
+)
 from timeline.files import base_file_of, is_base_file_name, log_file_name, parse_log_file
 from timeline.instant import (
-    COMMIT,
     DELTA_COMMIT,
-    REPLACE_COMMIT,
     ROLLBACK,
     Instant,
     State,
@@ -35,7 +41,6 @@ from timeline.mdt.writer import (
 from timeline.metadata.records import (
     CommitMetadata,
     InstantRef,
-    RequestedReplace,
     RollbackMetadata,
     RollbackPartitionMetadata,
     RollbackPlan,
@@ -48,7 +53,6 @@ from timeline.timeline import WRITE_ACTIONS
 
 ROLLBACK_PLAN_VERSION = 1
 ROLLBACK_METADATA_VERSION = 1
-ROLLBACKABLE = frozenset({COMMIT, DELTA_COMMIT, REPLACE_COMMIT})
 UNKNOWN_WRITE_TOKEN = "1-0-1"
 MARKER_SUFFIXES = (".marker.CREATE", ".marker.MERGE", ".marker.APPEND")
 
@@ -73,86 +77,11 @@ class RollbackPreview:
 
 # Failed writes
 
-MULTI_WRITER_MODES = frozenset({"OPTIMISTIC_CONCURRENCY_CONTROL", "NON_BLOCKING_CONCURRENCY_CONTROL"})
-
-
-def failed_writes_policy(table: Table) -> str:
-    """`hoodie.clean.failed.writes.policy` (old key `hoodie.cleaner.policy.failed.writes`),
-    EAGER by default; LAZY whenever `hoodie.write.concurrency.mode` allows several writers
-    (HoodieWriteConfig infers it: other writers' pending instants are alive until their
-    heartbeats expire)."""
-    props = table.config.props
-    mode = (props.get("hoodie.write.concurrency.mode") or "").upper()
-    if mode in MULTI_WRITER_MODES:
-        return "LAZY"
-    return (props.get("hoodie.clean.failed.writes.policy") or props.get("hoodie.cleaner.policy.failed.writes")
-            or "EAGER").upper()
-
-
-def _pending_writes(table: Table) -> list[Instant]:
-    """getInflightTimelineExcludeCompactionAndClustering, newest first."""
-    pending = [i for i in table.timeline.pending() if i.action in ROLLBACKABLE and not is_clustering(table, i)]
-    return sorted(pending, key=lambda i: i.sort_key, reverse=True)
-
-
-def failed_writes(table: Table, *, now_ms: int | None = None) -> list[Instant]:
-    """Pending commits, deltacommits and replacecommits that failed, newest first, as
-    BaseHoodieTableServiceClient.getInstantsToRollback finds them: under EAGER (the default,
-    one writer) every one of them (a writer starting up rolls back all others); under LAZY
-    those whose heartbeat (`.hoodie/.heartbeat/<t>`) is older than interval x tolerable misses
-    (60,000 ms x 2 by default; a missing heartbeat counts as expired); none under NEVER.
-    Under either policy a write whose heartbeat is alive is left alone (see `live_writes`).
-    Compaction and clustering plans are never failed writes."""
-    pending = _pending_writes(table)
-    policy = failed_writes_policy(table)
-    if policy == "NEVER" or not pending:
-        return []
-    # LAZY: only expired heartbeats. EAGER (one writer, which rolls back every other pending
-    # write when it starts): Cleanline is not that writer, so a write whose heartbeat is alive
-    # is never taken for failed either: its writer is still running (Cleanline keeps more
-    # than Hudi here; `live_writes` says which and why).
-    return [i for i in pending if not _heartbeat_alive(table, i, now_ms)]
-
-
-def live_writes(table: Table, *, now_ms: int | None = None) -> list[tuple[Instant, int]]:
-    """Pending writes whose heartbeat is alive, newest first, with the heartbeat's age in
-    seconds: never rolled back, whatever the failed-writes policy."""
-    now = int(time.time() * 1000) if now_ms is None else now_ms
-    return [(i, max(0, (now - _heartbeat_ms(table, i)) // 1000)) for i in _pending_writes(table)
-            if _heartbeat_alive(table, i, now_ms)]
-
-
 def check_not_running(table: Table, instant: Instant, *, now_ms: int | None = None) -> None:
     """Refuse to roll back a pending write whose heartbeat is alive: its writer is running it."""
-    if instant.is_pending and _heartbeat_alive(table, instant, now_ms):
+    if instant.is_pending and heartbeat_alive(table, instant, now_ms):
         raise RollbackRefused(f"{table.uri}: {instant.action} {instant.requested_time} is still being written (its "
                               "heartbeat is alive); wait until its writer finishes or its heartbeat expires")
-
-
-def _heartbeat_alive(table: Table, instant: Instant, now_ms: int | None) -> bool:
-    """HoodieHeartbeatClient.isHeartbeatExpired, negated: the heartbeat file was touched within
-    interval x tolerable misses (60,000 ms x 2 by default); a missing one counts as expired."""
-    props = table.config.props
-    interval = int(props.get("hoodie.client.heartbeat.interval_in_ms", "60000"))
-    misses = int(props.get("hoodie.client.heartbeat.tolerable.misses", "2"))
-    now = int(time.time() * 1000) if now_ms is None else now_ms
-    beat = _heartbeat_ms(table, instant)
-    return beat > 0 and now - beat <= interval * misses
-
-
-def _heartbeat_ms(table: Table, instant: Instant) -> int:
-    try:
-        return table.storage.status(table.path(".hoodie", ".heartbeat", instant.requested_time)).mtime_ms
-    except FileNotFound:
-        return 0  # a missing heartbeat counts as expired
-
-
-def is_clustering(table: Table, instant: Instant) -> bool:
-    if instant.action != REPLACE_COMMIT:
-        return False
-    if State.REQUESTED not in table.timeline.files_of(instant):
-        return False
-    return table.read(instant, RequestedReplace, State.REQUESTED).is_clustering
 
 
 # Planning
@@ -314,7 +243,7 @@ def check_rollback_sequence(table: Table, instant: Instant, *,
         raise RollbackRefused(f"{table.uri}: found commits after {t} ({', '.join(later[:3])}"
                               f"{', ...' if len(later) > 3 else ''}), so it cannot be rolled back now. "
                               f"{_sequence_rule(table, instant, later)}")
-    pending = [i.requested_time for i in _pending_writes(table) if i.requested_time not in newer_go_first]
+    pending = [i.requested_time for i in pending_writes(table) if i.requested_time not in newer_go_first]
     if pending and pending[0] != t:
         newer = [p for p in pending if p > t]
         if newer:

@@ -11,7 +11,7 @@ from tests.helpers import ours, rows, theirs
 from timeline import HudiTable
 from timeline.clean.config import CleanConfig
 from timeline.clean.planner import plan_clean
-from timeline.rollback import failed_writes
+from timeline.failed_writes import failed_writes
 from timeline.spark.demo import build_demo_lake
 
 

@@ -27,11 +27,12 @@ from timeline.clean.config import CleanConfig
 from timeline.clean.executor import FileStatus, run_pending_cleans, schedule_clean
 from timeline.clean.planner import plan_clean
 from timeline.exceptions import FileExists, StorageError
+from timeline.failed_writes import failed_writes
 from timeline.fsview import list_partitions
 from timeline.instant import CLEAN, Instant, State
 from timeline.metadata import avro
 from timeline.restore import preview_restore, restore
-from timeline.rollback import failed_writes, plan_rollback, rollback
+from timeline.rollback import plan_rollback, rollback
 from timeline.savepoint import create_savepoint, list_savepoints
 from timeline.storage import OutsideTableError, S3ConfigError, configure_s3, parse_s3_roots, storage_for
 from timeline.storage.arrow import LocalStorage

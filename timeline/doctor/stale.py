@@ -31,12 +31,12 @@ from timeline.doctor.findings import (
 )
 from timeline.doctor.survey import Survey
 from timeline.exceptions import CleanlineError
+from timeline.failed_writes import is_clustering
 from timeline.instant import CLEAN, COMMIT, DELTA_COMMIT, REPLACE_COMMIT, RESTORE, ROLLBACK, Instant, State
 from timeline.metadata.records import CleanerPlan, RollbackPlan
 from timeline.rollback import (
     RollbackPreview,
     check_rollback_sequence,
-    is_clustering,
     pending_rollback_of,
     plan_rollback,
     preview_of_plan,

@@ -269,7 +269,7 @@ class Survey:
         """The instants a writer is running now, as `timeline/locks/live.py`'s `live_writers`
         finds them at `now` (a fresh heartbeat of an unfinished instant, or a pending write just
         requested): never stale, and none of their files an orphan. A superset of
-        `timeline/rollback.py`'s `live_writes`, whose rule it shares."""
+        `timeline/failed_writes.py`'s `live_writes`, whose rule it shares."""
         return frozenset(w.requested_time for w in live_writers(self.table, self.props, now_ms=self.now_ms))
 
     def heartbeat_alive(self, instant_time: str) -> bool:

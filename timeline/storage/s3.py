@@ -55,6 +55,7 @@ from timeline.exceptions import CleanlineError, FileExists, FileNotFound, Storag
 from timeline.storage.arrow import ArrowStorage, _guard
 from timeline.storage.base import FileStatus
 from timeline.storage.containment import UnsupportedLocationError, _is_inside, parse_location
+from timeline.storage.s3_errors import TRANSIENT_CODES, code_of, reason_of, retried, status_of, transient
 
 log = logging.getLogger(__name__)
 
@@ -69,10 +70,6 @@ _CLIENTS: dict[tuple[Any, ...], Any] = {}
 _CLIENTS_LOCK = threading.Lock()
 _CREDENTIAL_VARIABLES = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE")
 
-# Error codes S3 (or an S3-compatible store) gives for a key it may delete on a later try.
-TRANSIENT_CODES = frozenset({"SlowDown", "Throttling", "ThrottlingException", "RequestLimitExceeded",
-                             "TooManyRequests", "RequestTimeout", "InternalError", "ServiceUnavailable",
-                             "503", "500"})
 
 
 def _setting(name: str, default: int, environ: Mapping[str, str] | None = None) -> int:
@@ -144,7 +141,7 @@ class S3Settings:
         try:
             found = boto3.session.Session(profile_name=self.profile).get_credentials()
         except BotoCoreError as exc:
-            raise StorageError(f"AWS profile {self.profile!r}", _reason(exc)) from exc
+            raise StorageError(f"AWS profile {self.profile!r}", reason_of(exc)) from exc
         if found is None:
             raise StorageError(f"AWS profile {self.profile!r}", "holds no credentials")
         frozen = found.get_frozen_credentials()
@@ -369,11 +366,11 @@ class S3Storage(ArrowStorage):
         try:
             return bytes(self.client.get_object(Bucket=bucket, Key=key)["Body"].read())
         except ClientError as exc:
-            if _code(exc) in ("NoSuchKey", "404", "NotFound"):
+            if code_of(exc) in ("NoSuchKey", "404", "NotFound"):
                 raise FileNotFound(path) from exc
-            raise StorageError(path, _reason(exc)) from exc
+            raise StorageError(path, reason_of(exc)) from exc
         except BotoCoreError as exc:
-            raise StorageError(path, _reason(exc)) from exc
+            raise StorageError(path, reason_of(exc)) from exc
 
     @staticmethod
     def _split(path: str) -> tuple[str, str]:
@@ -393,10 +390,10 @@ class S3Storage(ArrowStorage):
         try:
             self.client.put_object(Bucket=bucket, Key=key, Body=data, **condition)
         except ClientError as exc:
-            code, status = _code(exc), _status(exc)
+            code, status = code_of(exc), status_of(exc)
             if not overwrite and (status in (412, 409) or code in ("PreconditionFailed",
                                                                     "ConditionalRequestConflict")):
-                if _retried(exc) and self._holds(bucket, key, data):
+                if retried(exc) and self._holds(bucket, key, data):
                     return  # an earlier attempt of this write created it; its answer was lost
                 raise FileExists(path) from exc
             if not overwrite and (status == 501 or code == "NotImplemented"):
@@ -404,9 +401,9 @@ class S3Storage(ArrowStorage):
                     raise FileExists(path) from exc
                 self.write(path, data, overwrite=True)
                 return
-            raise StorageError(path, _reason(exc)) from exc
+            raise StorageError(path, reason_of(exc)) from exc
         except BotoCoreError as exc:
-            raise StorageError(path, _reason(exc)) from exc
+            raise StorageError(path, reason_of(exc)) from exc
 
     def _holds(self, bucket: str, key: str, data: bytes) -> bool:
         """Whether the object holds exactly `data` (False when it cannot be read)."""
@@ -428,15 +425,15 @@ class S3Storage(ArrowStorage):
         try:
             self.client.head_object(Bucket=bucket, Key=key)
         except ClientError as exc:
-            if _status(exc) == 404 and _code(exc) in ("404", "NoSuchKey", "NotFound"):
+            if status_of(exc) == 404 and code_of(exc) in ("404", "NoSuchKey", "NotFound"):
                 return False
-            raise StorageError(path, _reason(exc)) from exc
+            raise StorageError(path, reason_of(exc)) from exc
         except BotoCoreError as exc:
-            raise StorageError(path, _reason(exc)) from exc
+            raise StorageError(path, reason_of(exc)) from exc
         try:
             self.client.delete_object(Bucket=bucket, Key=key)
         except (ClientError, BotoCoreError) as exc:
-            raise StorageError(path, _reason(exc)) from exc
+            raise StorageError(path, reason_of(exc)) from exc
         return True
 
     def delete_dir(self, path: str) -> bool:
@@ -466,7 +463,7 @@ class S3Storage(ArrowStorage):
             for page in self.client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=f"{prefix}/"):
                 found += [FileStatus.at(f"{bucket}/{o['Key']}", o["Size"], 0) for o in page.get("Contents") or ()]
         except (ClientError, BotoCoreError) as exc:
-            raise StorageError(path, _reason(exc)) from exc
+            raise StorageError(path, reason_of(exc)) from exc
         return found
 
     def delete_many(self, paths: Iterable[str]) -> dict[str, str]:
@@ -512,10 +509,10 @@ class S3Storage(ArrowStorage):
                 response = self.client.delete_objects(
                     Bucket=bucket, Delete={"Objects": [{"Key": key} for key in pending], "Quiet": True})
             except (ClientError, BotoCoreError) as exc:
-                reason = _reason(exc)
+                reason = reason_of(exc)
                 log.warning("s3://%s: DeleteObjects of %d keys failed (round %d of %d): %s", bucket, len(pending),
                             attempt + 1, self.key_retry_attempts, reason)
-                if not _transient(exc):
+                if not transient(exc):
                     results.update((path, f"failed: {reason}") for path in pending.values())
                     return results
                 reasons = dict.fromkeys(pending, reason)
@@ -553,50 +550,13 @@ class S3Storage(ArrowStorage):
             try:
                 self.client.head_object(Bucket=bucket, Key=key)
             except ClientError as exc:
-                if _status(exc) == 404:
+                if status_of(exc) == 404:
                     results[path] = "deleted"
                     continue
-                reason += f"; and it could not be looked up: {_reason(exc)}"
+                reason += f"; and it could not be looked up: {reason_of(exc)}"
             except BotoCoreError as exc:
-                reason += f"; and it could not be looked up: {_reason(exc)}"
+                reason += f"; and it could not be looked up: {reason_of(exc)}"
             results[path] = f"failed: {reason}"
         log.warning("s3://%s: %d of %d keys still there after %d DeleteObjects rounds", bucket,
                     sum(r.startswith("failed") for r in results.values()), len(pending), self.key_retry_attempts)
         return results
-
-
-def _transient(exc: Exception) -> bool:
-    """Whether a failed request may succeed if sent again: throttling, 5xx, a dropped, reset or
-    timed-out connection."""
-    from botocore.exceptions import ConnectionError as BotoConnectionError
-    from botocore.exceptions import HTTPClientError
-
-    if isinstance(exc, (BotoConnectionError, HTTPClientError)):
-        return True
-    status = _status(exc)
-    return _code(exc) in TRANSIENT_CODES or status == 429 or status >= 500
-
-
-def _retried(exc: Exception) -> bool:
-    """Whether botocore sent the request more than once before this answer."""
-    response = getattr(exc, "response", None) or {}
-    return int((response.get("ResponseMetadata") or {}).get("RetryAttempts") or 0) > 0
-
-
-def _code(exc: Exception) -> str:
-    response = getattr(exc, "response", None) or {}
-    return str((response.get("Error") or {}).get("Code") or "")
-
-
-def _status(exc: Exception) -> int:
-    response = getattr(exc, "response", None) or {}
-    return int((response.get("ResponseMetadata") or {}).get("HTTPStatusCode") or 0)
-
-
-def _reason(exc: Exception) -> str:
-    response = getattr(exc, "response", None)
-    if response:
-        error = response.get("Error") or {}
-        code, message = error.get("Code") or "", error.get("Message") or ""
-        return f"{code}: {message}" if code and message else (code or message or str(exc))
-    return str(exc) or type(exc).__name__
