@@ -1,0 +1,150 @@
+"""What changed on a table's active timeline since an earlier look, read without loading the whole
+timeline: the console's sync mirrors only the instants whose state files came or went.
+
+Hudi writes each state file of an instant once under its own name (`HoodieActiveTimeline`'s
+`createNewInstant`, `transitionState`, `saveAsComplete`: a state change is a new file, written
+after the earlier states' files; a rollback or archival removes files), so the set of names in
+the timeline folder says which instants changed: an instant time with a name added or removed
+since the last look is read again, by the rules of `load_active_timeline`
+(`timeline.timeline.assemble_timeline`), from its state files only (from its new completed file
+alone when that came and nothing of it went: the highest state wins). Listing the names costs
+one listing of the folder that asks no file's size; only the changed instants' files are
+stat'ed, checked as `HudiTable.ensure_intact` checks them, and read.
+A state file rewritten in place under the same name (which Hudi does not do) is not seen here;
+a full sync (`Inspect.timeline_changes(previous=None)`) reads everything."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Collection
+from dataclasses import dataclass, field
+
+from timeline.exceptions import FileNotFound, InvalidInstantError
+from timeline.instant import COMPLETED_ACTION, Instant, State, split_file_name
+from timeline.storage import FileStatus, Storage
+from timeline.table import PLANNED_ACTIONS, Table, check_state_file_at
+from timeline.timeline import ActiveTimeline, assemble_timeline
+
+# More changed instant times than this: their state files are found by one pass that splits
+# every name, and stat'ed by one sized listing of the folder, instead of one request each.
+_FEW = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class TimelineChanges:
+    """The active timeline now against the `previous` names given. `names` are the timeline
+    folder's file names now (keep them for the next look); `times` the instant times whose state
+    files changed (every time, on a full look); `timeline` their instants now, with their state
+    files (an instant time in `times` without an instant here left the active timeline: rolled
+    back, restored away or archived). `full` is true when there was nothing to compare with."""
+
+    names: frozenset[str]
+    times: frozenset[str]
+    timeline: ActiveTimeline
+    full: bool
+    added: frozenset[str] = field(default=frozenset())
+    removed: frozenset[str] = field(default=frozenset())
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.times) or self.full
+
+    def digest(self, previous: str = "") -> str:
+        """A hash of the names, chained from the `previous` look's digest by what came and went
+        (every name, on a full look): equal digests in one chain, same names."""
+        digest = hashlib.sha256(previous.encode())
+        for mark, group in (("+", self.names if self.full else self.added), ("-", self.removed)):
+            for name in sorted(group):
+                digest.update(f"{mark}{name}\n".encode())
+        return digest.hexdigest()
+
+
+def timeline_folder_names(table: Table) -> frozenset[str]:
+    """The names in the table's timeline folder now (its folders' too: they are no instant),
+    from one listing that asks no file's size."""
+    return frozenset(table.storage.list_names(table.path(table.config.timeline_folder)))
+
+
+def timeline_changes(table: Table, previous: Collection[str] | None) -> TimelineChanges:
+    """What changed since the timeline folder held the names `previous` (None: read it all, as
+    `HudiTable.timeline` does). The changed instants' state files are checked as
+    `HudiTable.ensure_intact` checks them (CorruptInstantError names the file)."""
+    names = timeline_folder_names(table)
+    if previous is None:
+        timeline = table.timeline
+        table.ensure_intact()
+        return TimelineChanges(names, frozenset(i.requested_time for i in timeline), timeline, True)
+    before = previous if isinstance(previous, (set, frozenset)) else frozenset(previous)
+    added, removed = names - before, before - names
+    layout = table.config.layout_version
+    parsed = {n: _split(n, layout) for n in added | removed}
+    times = frozenset(p[0] for p in parsed.values() if p is not None)
+    # an instant time whose completed file just came, and that lost nothing, is read from what
+    # came (Hudi writes the completed file last); any other changed time from all its names
+    done = {p[0] for n, p in parsed.items() if p is not None and n in added and p[2] is State.COMPLETED}
+    done -= {p[0] for n, p in parsed.items() if p is not None and n in removed}
+    wanted = [n for n, p in parsed.items() if p is not None and n in added and p[0] in done]
+    if times - done:
+        wanted += _names_at(names, times - done, layout)
+    folder = table.path(table.config.timeline_folder)
+    statuses = _statuses(table, folder, wanted) if times else []
+    timeline = assemble_timeline(statuses, folder=folder, config=table.config)
+    _check(table, timeline)
+    return TimelineChanges(names, times, timeline, False, frozenset(added), frozenset(removed))
+
+
+def _split(name: str, layout: int) -> tuple[str, str, State, str | None] | None:
+    try:
+        return split_file_name(name, layout)
+    except (InvalidInstantError, ValueError, IndexError):
+        return None
+
+
+def _time_of(name: str, layout: int) -> str | None:
+    found = _split(name, layout)
+    return None if found is None else found[0]
+
+
+def _names_at(names: frozenset[str], times: frozenset[str], layout: int) -> list[str]:
+    """The names (now) of the instant times `times`: an instant's file names start with its
+    requested time and a "." or "_", so a name is tried only when a prefix of one of the
+    times' lengths is one of them."""
+    found: list[str] = []
+    for n in sorted({len(t) for t in times}):
+        found += [name for name in names if name[:n] in times and name[n:n + 1] in (".", "_")]
+    return [name for name in found if _time_of(name, layout) in times]
+
+
+def _statuses(table: Table, folder: str, names: list[str]) -> list[FileStatus]:
+    if len(names) <= _FEW:
+        found = []
+        for name in names:
+            try:
+                found.append(table.storage.status(Storage.join(folder, name)))
+            except FileNotFound:  # gone since the listing: the next look sees it removed
+                continue
+        return found
+    wanted = set(names)
+    return [s for s in table.storage.list(folder) if s.name in wanted]
+
+
+def _check(table: Table, timeline: ActiveTimeline) -> None:
+    """`HudiTable.ensure_intact` for these instants only: a completed instant's metadata and a
+    pending planned instant's non-empty plan must decode."""
+    for instant in timeline:
+        if not instant.is_completed and instant.action not in PLANNED_ACTIONS:
+            continue
+        state = State.COMPLETED if instant.is_completed else State.REQUESTED
+        status = timeline.files_of(instant).get(state)
+        if status is None or status.size == 0:
+            continue
+        check_state_file_at(table.storage, status.path, status.size, table._codec_of(status.path))
+        table.note_intact(status)
+
+
+def instant_key(instant: Instant) -> tuple[str, str]:
+    """(requested time, comparable action): one instant of the active timeline."""
+    return instant.requested_time, COMPLETED_ACTION.get(instant.action, instant.action)
+
+
+__all__ = ["TimelineChanges", "instant_key", "timeline_changes", "timeline_folder_names"]
