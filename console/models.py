@@ -3,6 +3,7 @@ a sync makes these rows equal to it."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from django.db import models
@@ -88,8 +89,13 @@ class Table(models.Model):
         """Where the size, layout and reclaimable figures came from (the last sync's listing:
         "metadata" or "storage", with when; the reclaimable figure may come from a plan, with its
         id): {} before the first sync."""
-        found: dict[str, Any] = (self.layout_summary or {}).get("source") or {}
-        return found
+        return _with_moment((self.layout_summary or {}).get("source") or {})
+
+    @property
+    def reclaimable_source(self) -> dict[str, Any]:
+        """Where the reclaimable figure came from: the listing's source, or a plan ("plan",
+        with its id and when it was requested); {} before the first sync."""
+        return _with_moment(self.reclaimable.get("source") or {})
 
     @property
     def reclaimable(self) -> dict[str, Any]:
@@ -97,6 +103,12 @@ class Table(models.Model):
         dashboard's column; {} before the first sync)."""
         found: dict[str, Any] = (self.layout_summary or {}).get("reclaimable") or {}
         return found
+
+
+def _with_moment(source: dict[str, Any]) -> dict[str, Any]:
+    """A figure's source with its "at" (ISO text in the JSON) as a datetime, for the pages."""
+    at = source.get("at")
+    return {**source, "at": datetime.fromisoformat(at)} if isinstance(at, str) and at else dict(source)
 
 
 # The actions that write data: their pending instants are pending (and maybe failed) writes.
@@ -500,6 +512,8 @@ class SyncMark(models.Model):
     removed = models.JSONField(default=list, help_text="names gone since `names` was written")
     config_digest = models.CharField(max_length=64, blank=True)
     archive_fingerprint = models.CharField(max_length=64, blank=True)
+    archival_at = models.DateTimeField(null=True, blank=True, help_text="when the table's archival summary was "
+                                                                        "last planned")
 
     def __str__(self) -> str:
         return f"sync mark of {self.table_id}"

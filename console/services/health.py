@@ -24,7 +24,7 @@ from console.selectors.health import doctor_settings
 from console.services.audit import audit
 from console.services.locks import table_lock
 from console.services.queue import RUN_REPAIR, enqueue_on_commit
-from console.services.tables import fingerprint, table_services, table_sync
+from console.services.tables import fingerprint, table_services, table_sync_after_change
 from timeline import CleanlineError, HudiTable
 from timeline.doctor import Change, RepairInvalidated, RepairPlan
 
@@ -192,10 +192,7 @@ def repair_run(*, repair: Repair, task_id: str = "") -> Repair:
                 why = "; ".join(f"{c.action} {c.target}: {reason}" for c, reason in result.failed[:5])
                 _finish(repair, lease.token, RepairStatus.FAILED, "repair.failed", f"{summary}: {why}",
                         result=result.to_json(), error=f"{summary}: {why}"[:2000])
-    try:
-        table_sync(table=table)
-    except CleanlineError as exc:
-        logger.warning("%s: the sync after repair %s failed: %s", table.path, repair.pk, exc)
+    table_sync_after_change(table=table, files=True)  # a repair may delete files: the figures follow at once
     health_check(table=table, force=True)
     repair.refresh_from_db()
     return repair

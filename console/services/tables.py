@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import logging
 import zlib
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -37,6 +37,8 @@ from timeline import Instant as LakeInstant
 from timeline.changes import TimelineChanges
 from timeline.locks.discovery import configure_hudi_options
 from timeline.storage import UnsupportedLocationError, configure_s3, parse_location, within_roots
+
+logger = logging.getLogger(__name__)
 
 
 @receiver(setting_changed)
@@ -108,17 +110,36 @@ def tables_register(*, paths: list[str], user: User | None) -> tuple[list[Table]
     return registered, refusals
 
 
-def table_sync_queue(*, table: Table) -> None:
+def table_sync_queue(*, table: Table, full: bool = False) -> None:
     """Queue a sync of `table` on commit; the row says QUEUED (with the task's id) until the
-    task claims it."""
+    task claims it. `full`: that sync (or the next, if one runs first) reads the whole timeline
+    and lists the table (`Table.sync_full`)."""
+    if full:
+        Table.objects.filter(pk=table.pk).update(sync_full=True)
     enqueue_on_commit(SYNC_TABLE, table, sync_status=SyncStatus.QUEUED)
 
 
-def table_sync_request(*, table: Table, user: User | None) -> None:
-    """A sync someone asked for (the pages, the API): audited, then queued on commit."""
-    audit(user=user, action="table.sync.requested", table=table)
+def table_sync_after_change(*, table: Table, files: bool) -> None:
+    """Cleanline changed the table (a clean, restore or rollback: `files`; a savepoint or an
+    archival): the service that completed the run brings its rows and figures up to date now, so
+    that the pages show the change at once, not after the next sync; a table without a metadata
+    table to list it through is listed in full when its files changed. A sync that fails is
+    recorded on the table (FAILED, with the reason) and not raised: the run itself completed."""
+    try:
+        table_sync(table=table, full=files and not table.metadata_table_enabled)
+    except Exception as exc:
+        logger.exception("sync of table %s after a change failed", table.pk)
+        table_sync_failed(table=table, error=str(exc) if isinstance(exc, CleanlineError)
+                          else f"{type(exc).__name__}: {exc}")
+
+
+def table_sync_request(*, table: Table, user: User | None, full: bool = False) -> None:
+    """A sync someone asked for (the pages, the API): audited, then queued on commit. `full`:
+    a full re-sync (the whole timeline read again, the table listed from storage when it has no
+    metadata table)."""
+    audit(user=user, action="table.sync.requested", table=table, parameters={"full": True} if full else None)
     TableHealth.objects.filter(table=table).update(fingerprint="")  # a sync asked for runs the table doctor again
-    table_sync_queue(table=table)
+    table_sync_queue(table=table, full=full)
 
 
 def tables_sync_request(*, tables: list[Table], user: User | None) -> int:
@@ -219,6 +240,7 @@ def table_sync(*, table: Table, full: bool = False) -> SyncResult:
     changes = lake.inspect.timeline_changes(None if full or mark is None else _names(table, mark))
     if (mark is not None and not changes.changed and mark.config_digest == config_digest
             and mark.archive_fingerprint == archive_print):
+        table.refresh_from_db()  # as another sync (the one after a run) left it
         _refresh_failed_writes(table, lake)
         _refresh_archival(table, lake)
         return SyncResult(False, 0, 0, 0)
@@ -231,7 +253,7 @@ def table_sync(*, table: Table, full: bool = False) -> SyncResult:
     upserts, stale = _instant_changes(lake, changes, archived, known)
     figures = table_figures(table, lake, full=full) if full or changes.changed else None
     layout = plan_figure(table, figures["layout_summary"] if figures else dict(table.layout_summary or {}))
-    archival = _archival(table, lake) if full or _archival_due(table, changes, archive_moved) else None
+    archival = _archival(table, lake) if full or _archival_due(table, mark, changes, archive_moved) else None
     created = [key for key in upserts if key not in known]
     with transaction.atomic():
         for time, action in stale:
@@ -240,6 +262,7 @@ def table_sync(*, table: Table, full: bool = False) -> SyncResult:
         Instant.objects.bulk_create(
             rows, batch_size=2000, update_conflicts=True, unique_fields=["table", "requested_time", "action"],
             update_fields=["completion_time", "state", "archived", "partitions", "files", "records", "bytes"])
+        planned = archival is not None
         if archival is None:  # kept, but for the count of instants on the active timeline
             archival = dict(table.archival or {}) | {"active": _active(table, upserts, stale, known)}
         Table.objects.filter(pk=table.pk).update(
@@ -247,7 +270,8 @@ def table_sync(*, table: Table, full: bool = False) -> SyncResult:
             sync_status=SyncStatus.OK, sync_error="", synced_at=timezone.now(),
             archival=archival, sync_full=False, **((figures or {}) | {"layout_summary": layout}),
             **_table_fields(lake))
-        _mark(table, mark, changes, config_digest=config_digest, archive_fingerprint=archive_print)
+        _mark(table, mark, changes, config_digest=config_digest, archive_fingerprint=archive_print,
+              **({"archival_at": timezone.now()} if archival is not None and planned else {}))
     table.refresh_from_db()
     _SEEN[table.pk] = (table.timeline_fingerprint, changes.names)
     _SEEN.move_to_end(table.pk)
@@ -275,7 +299,7 @@ def _names(table: Table, mark: SyncMark) -> frozenset[str]:
     return base.difference(mark.removed).union(mark.added) if mark.added or mark.removed else base
 
 
-def _mark(table: Table, mark: SyncMark | None, changes: TimelineChanges, **fields: str) -> None:
+def _mark(table: Table, mark: SyncMark | None, changes: TimelineChanges, **fields: Any) -> None:
     """Keep what this sync saw: the names as a delta over the last written ones while the delta
     is small (a sync of 100 new instants writes 300 names, not the table's), else all of them."""
     if mark is not None and not changes.full:
@@ -336,19 +360,17 @@ def _active(table: Table, upserts: Mapping[tuple[str, str], Mapping[str, Any]], 
     return int(before) + came - left - sum(1 for k in stale if not known[k][2])
 
 
-def _archival_due(table: Table, changes: TimelineChanges, archive_moved: bool) -> bool:
+def _archival_due(table: Table, mark: SyncMark | None, changes: TimelineChanges, archive_moved: bool) -> bool:
     """Whether a changed sync plans archival again (a walk over the whole active timeline): when
     instants left the active timeline or archival ran, when a savepoint, clean, rollback or
     restore changed (they hold archival back or move its window), or once the summary is
     CLEANLINE_ARCHIVAL_SUMMARY_SECONDS old; otherwise only its count of active instants is
     brought up to date."""
-    summary = table.archival or {}
-    if archive_moved or not summary or "at" not in summary or changes.removed:
+    if archive_moved or not table.archival or mark is None or mark.archival_at is None or changes.removed:
         return True
     if any(i.action in _ARCHIVAL_ACTIONS or not i.is_completed for i in changes.timeline):
         return True
-    age = timezone.now() - datetime.fromisoformat(str(summary["at"]))
-    return age.total_seconds() >= settings.CLEANLINE_ARCHIVAL_SUMMARY_SECONDS
+    return (timezone.now() - mark.archival_at).total_seconds() >= settings.CLEANLINE_ARCHIVAL_SUMMARY_SECONDS
 
 
 _ARCHIVAL_ACTIONS = frozenset({"savepoint", "clean", "rollback", "restore"})
@@ -379,10 +401,10 @@ def _archival(table: Table, lake: HudiTable) -> dict[str, Any]:
     options = dict(table.write_options or {})
     try:
         with _collections_paused():
-            return plan_summary(archival_plan(table, lake)) | {"options": options, "at": timezone.now().isoformat()}
+            return plan_summary(archival_plan(table, lake)) | {"options": options}
     except CleanlineError as exc:
         return {"active": len(lake.timeline), "archivable": 0, "blockers": [], "error": str(exc)[:500],
-                "options": options, "at": timezone.now().isoformat()}
+                "options": options}
 
 
 @contextmanager
@@ -407,6 +429,7 @@ def _refresh_archival(table: Table, lake: HudiTable) -> None:
     if (table.archival or {}).get("options") != dict(table.write_options or {}):
         table.archival = _archival(table, lake)
         Table.objects.filter(pk=table.pk).update(archival=table.archival)
+        SyncMark.objects.filter(table=table).update(archival_at=timezone.now())
 
 
 def table_sync_failed(*, table: Table, error: str) -> None:
