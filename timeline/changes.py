@@ -16,7 +16,7 @@ a full sync (`Inspect.timeline_changes(previous=None)`) reads everything."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 from timeline.exceptions import FileNotFound, InvalidInstantError
@@ -65,10 +65,16 @@ def timeline_folder_names(table: Table) -> frozenset[str]:
     return frozenset(table.storage.list_names(table.path(table.config.timeline_folder)))
 
 
-def timeline_changes(table: Table, previous: Collection[str] | None) -> TimelineChanges:
+def timeline_changes(table: Table, previous: Collection[str] | None,
+                     known: Callable[[frozenset[str]], Collection[str]] | None = None) -> TimelineChanges:
     """What changed since the timeline folder held the names `previous` (None: read it all, as
     `HudiTable.timeline` does). The changed instants' state files are checked as
-    `HudiTable.ensure_intact` checks them (CorruptInstantError names the file)."""
+    `HudiTable.ensure_intact` checks them (CorruptInstantError names the file).
+
+    `known(times)` says which of the changed instant times had an instant at the earlier look
+    (the caller's mirror of it): a time that had none and whose completed file came is read from
+    the names that came alone, without going through the folder's names for the rest of its
+    files. Without it every changed time's names are looked for."""
     names = timeline_folder_names(table)
     if previous is None:
         timeline = table.timeline
@@ -79,10 +85,11 @@ def timeline_changes(table: Table, previous: Collection[str] | None) -> Timeline
     layout = table.config.layout_version
     parsed = {n: _split(n, layout) for n in added | removed}
     times = frozenset(p[0] for p in parsed.values() if p is not None)
-    # an instant time whose completed file just came, and that lost nothing, is read from what
-    # came (Hudi writes the completed file last); any other changed time from all its names
+    # an instant time new since the last look whose completed file came is read from what came
+    # (Hudi writes the completed file last); any other changed time from all its names
     done = {p[0] for n, p in parsed.items() if p is not None and n in added and p[2] is State.COMPLETED}
     done -= {p[0] for n, p in parsed.items() if p is not None and n in removed}
+    done -= set(known(frozenset(done)) if known is not None and done else done)
     wanted = [n for n, p in parsed.items() if p is not None and n in added and p[0] in done]
     if times - done:
         wanted += _names_at(names, times - done, layout)

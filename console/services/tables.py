@@ -237,7 +237,8 @@ def table_sync(*, table: Table, full: bool = False) -> SyncResult:
     full = full or table.sync_full or mark is None or table.sync_status == SyncStatus.FAILED
     config_digest = hashlib.sha256(repr(sorted(lake.config.props.items())).encode()).hexdigest()
     archive_print = lake.inspect.archive_fingerprint()
-    changes = lake.inspect.timeline_changes(None if full or mark is None else _names(table, mark))
+    changes = lake.inspect.timeline_changes(None if full or mark is None else _names(table, mark),
+                                            lambda times: {t for t, _ in _known(table, times=times)})
     if (mark is not None and not changes.changed and mark.config_digest == config_digest
             and mark.archive_fingerprint == archive_print):
         table.refresh_from_db()  # as another sync (the one after a run) left it
