@@ -81,7 +81,10 @@ def timeline_changes(table: Table, previous: Collection[str] | None,
         table.ensure_intact()
         return TimelineChanges(names, frozenset(i.requested_time for i in timeline), timeline, True)
     before = previous if isinstance(previous, (set, frozenset)) else frozenset(previous)
-    added, removed = names - before, before - names
+    # hidden names (`.temp`, `.aux`, `.heartbeat`: writers make and remove them, no instant has
+    # one) are no change, as loading the timeline skips them
+    added = frozenset(n for n in names - before if n[:1] != ".")
+    removed = frozenset(n for n in before - names if n[:1] != ".")
     layout = table.config.layout_version
     parsed = {n: _split(n, layout) for n in added | removed}
     times = frozenset(p[0] for p in parsed.values() if p is not None)

@@ -31,17 +31,20 @@ from timeline.doctor import Change, RepairInvalidated, RepairPlan
 logger = logging.getLogger(__name__)
 
 
-def health_check(*, table: Table, force: bool = False, lake: HudiTable | None = None) -> TableHealth:
+def health_check(*, table: Table, force: bool = False, lake: HudiTable | None = None,
+                 timeline_print: str = "") -> TableHealth:
     """Diagnose the table (`table.inspect.diagnose`, which only reads) and store its findings,
     worst first, as `cleanline doctor --json` prints them. At sync time (`force` false) an
     unchanged timeline is diagnosed again only once the last check is
-    CLEANLINE_HEALTH_INTERVAL_SECONDS old. A table the doctor cannot open is stored with why;
-    this never raises for the lake's sake (a sync is not failed by its health check)."""
+    CLEANLINE_HEALTH_INTERVAL_SECONDS old. `timeline_print`: the sync's own hash of the
+    timeline and config (`sync_fingerprint`), which spares loading the whole timeline to hash
+    it here. A table the doctor cannot open is stored with why; this never raises for the lake's
+    sake (a sync is not failed by its health check)."""
     current = TableHealth.objects.filter(table=table).first()
     now = timezone.now()
     try:
         lake = lake or HudiTable.open(table.path)
-        print_ = fingerprint(lake)
+        print_ = timeline_print or fingerprint(lake)
         if (not force and current is not None and not current.error and current.fingerprint == print_
                 and now - current.checked_at < timedelta(seconds=settings.CLEANLINE_HEALTH_INTERVAL_SECONDS)):
             return current

@@ -178,6 +178,13 @@ def fingerprint(lake: HudiTable) -> str:
     return digest.hexdigest()
 
 
+def sync_fingerprint(table: Table) -> str:
+    """The last sync's hash of the table's timeline (its state-file names) and config: equal
+    while neither changed. Read from the row, nothing from the lake."""
+    return hashlib.sha256(f"{table.timeline_fingerprint}|{sorted((table.properties or {}).items())!r}"
+                          .encode()).hexdigest()
+
+
 def summary(lake: HudiTable, instant: LakeInstant, timeline: Timeline | None = None) -> dict[str, int]:
     """Partitions, files, records and bytes an instant's metadata reports (its state files
     found on `timeline`, default the table's)."""
