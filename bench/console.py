@@ -324,6 +324,12 @@ def markdown_section(result: dict[str, Any]) -> str:
              f"database {result['database']}. A v6 table whose active timeline holds {result['instants']:,} completed "
              "commits (three state files each) is registered and synced; pages are requested through Django's test "
              f"client as a viewer, {result['repeat']} times each after a warm-up, median kept.", "",
+             f"The incremental sync (issue 29): {NEW_INSTANTS} new completed commits are written and the table "
+             "synced again, twice: first with the last sync's timeline names decoded from the database (`SyncMark`, "
+             "as a worker process other than the last sync's finds them), then with another "
+             f"{NEW_INSTANTS} commits and the names still held by the process; each is a ratio to the first full "
+             "sync of the same run. The table has no metadata table, so neither lists storage (its figures stay "
+             "the first sync's full listing).", "",
              f"Page times are also given as a ratio to a minimal authenticated page served in the same run "
              f"(the table's sync badge: {result['baseline']['median_ms']:.2f} ms here); the targets are on "
              "the ratios, the milliseconds are for information.", "",

@@ -510,6 +510,8 @@ class SyncMark(models.Model):
     names = models.BinaryField(default=b"")
     added = models.JSONField(default=list, help_text="names come since `names` was written")
     removed = models.JSONField(default=list, help_text="names gone since `names` was written")
+    watched = models.JSONField(default=dict, help_text="the newest state files' sizes and modification times, to "
+                                                       "see one rewritten in place")
     config_digest = models.CharField(max_length=64, blank=True)
     archive_fingerprint = models.CharField(max_length=64, blank=True)
     archival_at = models.DateTimeField(null=True, blank=True, help_text="when the table's archival summary was "

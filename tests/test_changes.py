@@ -84,3 +84,17 @@ def test_changes_check_the_changed_instants_as_ensure_intact_does(tmp_path: Path
     with pytest.raises(CorruptInstantError, match=TIMES[2]):
         changed(lake, before)
 
+
+
+def test_changes_a_newest_file_rewritten_in_place_is_a_change(tmp_path: Path) -> None:
+    """A truncated latest commit keeps its name: its size (kept for the newest files) says it
+    changed, and it is checked again."""
+    lake = lake_with(tmp_path, 6, 3)
+    first = timeline_changes(HudiTable.open(lake.base), None)
+    latest = Path(lake.timeline_folder, f"{TIMES[2]}.commit")
+    assert latest.name in first.watched
+    latest.write_bytes(latest.read_bytes()[:40])
+    with pytest.raises(CorruptInstantError, match=TIMES[2]):
+        timeline_changes(HudiTable.open(lake.base), first.names, lambda times: times, first.watched)
+    unwatched = timeline_changes(HudiTable.open(lake.base), first.names, lambda times: times)
+    assert not unwatched.changed  # without the sizes kept, a same-named file is no change

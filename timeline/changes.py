@@ -10,13 +10,15 @@ since the last look is read again, by the rules of `load_active_timeline`
 alone when that came and nothing of it went: the highest state wins). Listing the names costs
 one listing of the folder that asks no file's size; only the changed instants' files are
 stat'ed, checked as `HudiTable.ensure_intact` checks them, and read.
-A state file rewritten in place under the same name (which Hudi does not do) is not seen here;
-a full sync (`Inspect.timeline_changes(previous=None)`) reads everything."""
+A state file rewritten in place under the same name (which Hudi does not do: a truncated or
+damaged file) is seen among the newest state files, whose sizes and modification times are kept
+from look to look; an older one by a full look (`Inspect.timeline_changes(previous=None)`)."""
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Collection
+import heapq
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from timeline.exceptions import FileNotFound, InvalidInstantError
@@ -44,6 +46,7 @@ class TimelineChanges:
     full: bool
     added: frozenset[str] = field(default=frozenset())
     removed: frozenset[str] = field(default=frozenset())
+    watched: Mapping[str, tuple[int, int]] = field(default_factory=dict)
 
     @property
     def changed(self) -> bool:
@@ -66,7 +69,8 @@ def timeline_folder_names(table: Table) -> frozenset[str]:
 
 
 def timeline_changes(table: Table, previous: Collection[str] | None,
-                     known: Callable[[frozenset[str]], Collection[str]] | None = None) -> TimelineChanges:
+                     known: Callable[[frozenset[str]], Collection[str]] | None = None,
+                     watched: Mapping[str, Sequence[int]] | None = None) -> TimelineChanges:
     """What changed since the timeline folder held the names `previous` (None: read it all, as
     `HudiTable.timeline` does). The changed instants' state files are checked as
     `HudiTable.ensure_intact` checks them (CorruptInstantError names the file).
@@ -74,19 +78,26 @@ def timeline_changes(table: Table, previous: Collection[str] | None,
     `known(times)` says which of the changed instant times had an instant at the earlier look
     (the caller's mirror of it): a time that had none and whose completed file came is read from
     the names that came alone, without going through the folder's names for the rest of its
-    files. Without it every changed time's names are looked for."""
+    files. Without it every changed time's names are looked for.
+
+    `watched` are the newest state files' sizes and modification times at the earlier look
+    (`TimelineChanges.watched`): one of them rewritten in place (a truncated latest commit) makes
+    its instant changed too. Older files rewritten in place are seen by a full look."""
     names = timeline_folder_names(table)
+    folder = table.path(table.config.timeline_folder)
+    newest = _newest(table, folder, names)
     if previous is None:
         timeline = table.timeline
         table.ensure_intact()
-        return TimelineChanges(names, frozenset(i.requested_time for i in timeline), timeline, True)
+        return TimelineChanges(names, frozenset(i.requested_time for i in timeline), timeline, True, watched=newest)
     before = previous if isinstance(previous, (set, frozenset)) else frozenset(previous)
     # hidden names (`.temp`, `.aux`, `.heartbeat`: writers make and remove them, no instant has
     # one) are no change, as loading the timeline skips them
     added = frozenset(n for n in names - before if n[:1] != ".")
     removed = frozenset(n for n in before - names if n[:1] != ".")
     layout = table.config.layout_version
-    parsed = {n: _split(n, layout) for n in added | removed}
+    rewritten = {n for n, status in newest.items() if n in (watched or {}) and list(watched[n]) != list(status)}
+    parsed = {n: _split(n, layout) for n in added | removed | rewritten}
     times = frozenset(p[0] for p in parsed.values() if p is not None)
     # an instant time new since the last look whose completed file came is read from what came
     # (Hudi writes the completed file last); any other changed time from all its names
@@ -96,11 +107,27 @@ def timeline_changes(table: Table, previous: Collection[str] | None,
     wanted = [n for n, p in parsed.items() if p is not None and n in added and p[0] in done]
     if times - done:
         wanted += _names_at(names, times - done, layout)
-    folder = table.path(table.config.timeline_folder)
     statuses = _statuses(table, folder, wanted) if times else []
     timeline = assemble_timeline(statuses, folder=folder, config=table.config)
     _check(table, timeline)
-    return TimelineChanges(names, times, timeline, False, frozenset(added), frozenset(removed))
+    return TimelineChanges(names, times, timeline, False, frozenset(added), frozenset(removed), newest)
+
+
+# How many of the newest names are stat'ed at each look, to see one rewritten in place: the
+# state files of the latest instants, which readers (and Hudi's) read first.
+WATCHED = 64
+
+
+def _newest(table: Table, folder: str, names: frozenset[str]) -> dict[str, tuple[int, int]]:
+    """The newest instant state files' sizes and modification times (names sort by instant time)."""
+    found = {}
+    for name in heapq.nlargest(WATCHED, (n for n in names if n[:1].isdigit())):
+        try:
+            status = table.storage.status(Storage.join(folder, name))
+        except FileNotFound:  # gone since the listing: the next look sees it removed
+            continue
+        found[name] = (status.size, status.mtime_ms)
+    return found
 
 
 def _split(name: str, layout: int) -> tuple[str, str, State, str | None] | None:

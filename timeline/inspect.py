@@ -5,7 +5,7 @@ that holds its rule; this namespace only gathers them."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -111,12 +111,13 @@ class Inspect:
         return load_archived_timeline(self.table)
 
     def timeline_changes(self, previous: Collection[str] | None,
-                         known: Callable[[frozenset[str]], Collection[str]] | None = None) -> TimelineChanges:
+                         known: Callable[[frozenset[str]], Collection[str]] | None = None,
+                         watched: Mapping[str, Sequence[int]] | None = None) -> TimelineChanges:
         """The active timeline's instants whose state files came or went since the timeline
         folder held the names `previous` (None: every instant), read and checked without
-        loading the rest; `known(times)`: which of those times had instants then
-        (`timeline.changes`)."""
-        return timeline_changes(self.table, previous, known)
+        loading the rest; `known(times)`: which of those times had instants then; `watched`: the
+        newest files' sizes and times then (`timeline.changes`)."""
+        return timeline_changes(self.table, previous, known, watched)
 
     def archive_fingerprint(self) -> str:
         """A hash of the archived timeline's folder listing (names, sizes, modification times;

@@ -245,7 +245,8 @@ def table_sync(*, table: Table, full: bool = False) -> SyncResult:
     config_digest = hashlib.sha256(repr(sorted(lake.config.props.items())).encode()).hexdigest()
     archive_print = lake.inspect.archive_fingerprint()
     changes = lake.inspect.timeline_changes(None if full or mark is None else _names(table, mark),
-                                            lambda times: {t for t, _ in _known(table, times=times)})
+                                            lambda times: {t for t, _ in _known(table, times=times)},
+                                            None if mark is None else mark.watched)
     if (mark is not None and not changes.changed and mark.config_digest == config_digest
             and mark.archive_fingerprint == archive_print):
         table.refresh_from_db()  # as another sync (the one after a run) left it
@@ -309,7 +310,9 @@ def _names(table: Table, mark: SyncMark) -> frozenset[str]:
 
 def _mark(table: Table, mark: SyncMark | None, changes: TimelineChanges, **fields: Any) -> None:
     """Keep what this sync saw: the names as a delta over the last written ones while the delta
-    is small (a sync of 100 new instants writes 300 names, not the table's), else all of them."""
+    is small (a sync of 100 new instants writes 300 names, not the table's), else all of them;
+    the newest state files' sizes and times."""
+    fields["watched"] = {name: list(status) for name, status in changes.watched.items()}
     if mark is not None and not changes.full:
         added = (set(mark.added) - changes.removed) | changes.added
         removed = (set(mark.removed) - changes.added) | changes.removed
