@@ -96,7 +96,8 @@ def timeline_changes(table: Table, previous: Collection[str] | None,
     added = frozenset(n for n in names - before if n[:1] != ".")
     removed = frozenset(n for n in before - names if n[:1] != ".")
     layout = table.config.layout_version
-    rewritten = {n for n, status in newest.items() if n in (watched or {}) and list(watched[n]) != list(status)}
+    kept = watched or {}
+    rewritten = {n for n, status in newest.items() if n in kept and list(kept[n]) != list(status)}
     parsed = {n: _split(n, layout) for n in added | removed | rewritten}
     times = frozenset(p[0] for p in parsed.values() if p is not None)
     # an instant time new since the last look whose completed file came is read from what came
