@@ -60,6 +60,9 @@ class PlanForm(forms.Form):
     file_versions_retained = forms.IntegerField(required=False, min_value=1, label="file versions retained")
     hours_retained = forms.IntegerField(required=False, min_value=0, label="hours retained")
     allow_short_retention = forms.BooleanField(required=False, label="allow less retention than the table's settings")
+    listing = forms.ChoiceField(required=False, initial="auto", label="list the table", choices=[
+        ("auto", "auto: through the metadata table when it is valid, else storage (Hudi's choice)"),
+        ("metadata", "through the metadata table"), ("storage", "from storage")])
 
 
 class DecisionForm(forms.Form):

@@ -3,6 +3,7 @@ a sync makes these rows equal to it."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from django.db import models
@@ -52,6 +53,9 @@ class Table(models.Model):
     archival = models.JSONField(default=dict, blank=True,
                                 help_text="what archival would do now, from the last sync (the library's plan with the "
                                           "table's writer options): active instants, how many it moves, its blockers")
+    sync_full = models.BooleanField(default=False, help_text="the next sync reads the whole timeline and lists the "
+                                                             "whole table (a full re-sync asked for, or Cleanline "
+                                                             "changed the table's files)")
 
     class Meta:
         ordering = ["name"]
@@ -81,11 +85,30 @@ class Table(models.Model):
         return int(found) if found is not None else None
 
     @property
+    def figures_source(self) -> dict[str, Any]:
+        """Where the size, layout and reclaimable figures came from (the last sync's listing:
+        "metadata" or "storage", with when; the reclaimable figure may come from a plan, with its
+        id): {} before the first sync."""
+        return _with_moment((self.layout_summary or {}).get("source") or {})
+
+    @property
+    def reclaimable_source(self) -> dict[str, Any]:
+        """Where the reclaimable figure came from: the listing's source, or a plan ("plan",
+        with its id and when it was requested); {} before the first sync."""
+        return _with_moment(self.reclaimable.get("source") or {})
+
+    @property
     def reclaimable(self) -> dict[str, Any]:
         """What a clean under the table's own settings would free, from its last sync (the
         dashboard's column; {} before the first sync)."""
         found: dict[str, Any] = (self.layout_summary or {}).get("reclaimable") or {}
         return found
+
+
+def _with_moment(source: dict[str, Any]) -> dict[str, Any]:
+    """A figure's source with its "at" (ISO text in the JSON) as a datetime, for the pages."""
+    at = source.get("at")
+    return {**source, "at": datetime.fromisoformat(at)} if isinstance(at, str) and at else dict(source)
 
 
 # The actions that write data: their pending instants are pending (and maybe failed) writes.
@@ -170,6 +193,10 @@ class CleanPlan(models.Model):
     progress_done = models.BigIntegerField(default=0)
     progress_total = models.BigIntegerField(default=0)
     progress_bytes = models.BigIntegerField(default=0)
+    listing = models.CharField(max_length=16, default="auto", help_text="where the requester asked the table to be "
+                                                                         "listed from: auto, metadata or storage")
+    listing_used = models.CharField(max_length=16, blank=True, help_text="where the planner listed the table from: "
+                                                                          "metadata or storage")
     error = models.TextField(blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -473,3 +500,24 @@ class Preference(models.Model):
 
     user = models.OneToOneField("auth.User", on_delete=models.CASCADE, related_name="preference")
     time_zone = models.CharField(max_length=64, blank=True, help_text="IANA zone; empty: the browser's")
+
+
+class SyncMark(models.Model):
+    """What the last successful sync of a table saw, so that the next one reads only what changed:
+    the timeline folder's file names (zlib-compressed, one a line, as of a sync, with the names
+    added and removed since, so that a sync of a few new instants rewrites only those), a hash of
+    hoodie.properties, and a hash of the archived timeline's folder listing."""
+
+    table = models.OneToOneField(Table, related_name="sync_mark", on_delete=models.CASCADE)
+    names = models.BinaryField(default=b"")
+    added = models.JSONField(default=list, help_text="names come since `names` was written")
+    removed = models.JSONField(default=list, help_text="names gone since `names` was written")
+    watched = models.JSONField(default=dict, help_text="the newest state files' sizes and modification times, to "
+                                                       "see one rewritten in place")
+    config_digest = models.CharField(max_length=64, blank=True)
+    archive_fingerprint = models.CharField(max_length=64, blank=True)
+    archival_at = models.DateTimeField(null=True, blank=True, help_text="when the table's archival summary was "
+                                                                        "last planned")
+
+    def __str__(self) -> str:
+        return f"sync mark of {self.table_id}"

@@ -30,6 +30,8 @@ CLEANLINE_HEALTH_INTERVAL_SECONDS  a sync runs the table doctor again on an unch
                   last check is this old (default 3600; 0: at every sync)
 CLEANLINE_HISTORY_DAYS  the History charts' snapshots (one per sync that changed something, at least
                   one a day per table) are kept this many days (default 400; a table's newest stays)
+CLEANLINE_ARCHIVAL_SUMMARY_SECONDS  a sync that only added completed writes plans archival again (for the
+                  overview's summary) once the summary is this old (default 600; 0: at every changed sync)
 CLEANLINE_APPROVER_MUST_DIFFER  an approver must differ from the plan's requester (default true)
 CLEANLINE_LOCK_EXPIRY_SECONDS  a table lock whose run stopped heartbeating is free after this (default 120)
 CLEANLINE_BUSY_RETRY_SECONDS, CLEANLINE_BUSY_RETRY_MAX_SECONDS  a task finding its table busy
@@ -444,6 +446,8 @@ configure_hudi_options(CLEANLINE_HUDI_OPTIONS)
 CLEANLINE_SYNC_INTERVAL_SECONDS = int(os.environ.get("CLEANLINE_SYNC_INTERVAL_SECONDS", "300"))
 # The table doctor at sync time: again on an unchanged timeline once its last check is this old.
 CLEANLINE_HEALTH_INTERVAL_SECONDS = int(os.environ.get("CLEANLINE_HEALTH_INTERVAL_SECONDS", "3600"))
+# a sync that only added completed writes re-plans archival for the overview once its summary is this old
+CLEANLINE_ARCHIVAL_SUMMARY_SECONDS = int(os.environ.get("CLEANLINE_ARCHIVAL_SUMMARY_SECONDS", "600"))
 # An approver must differ from the plan's requester (automatic plans excepted).
 CLEANLINE_APPROVER_MUST_DIFFER = os.environ.get("CLEANLINE_APPROVER_MUST_DIFFER", "true").lower() in (
     "1", "true", "yes")

@@ -242,8 +242,9 @@ def file_groups(request: AuthenticatedHttpRequest, table: Table) -> HttpResponse
 
 @table_action(permissions.SYNC)
 def sync(request: AuthenticatedHttpRequest, table: Table) -> HttpResponse:
-    services.table_sync_request(table=table, user=request.user)
-    messages.info(request, f"Sync of {table.name} queued.")
+    full = request.POST.get("full") == "1"
+    services.table_sync_request(table=table, user=request.user, full=full)
+    messages.info(request, f"{'Full re-sync' if full else 'Sync'} of {table.name} queued.")
     return _overview(table)
 
 

@@ -61,6 +61,7 @@ CONSOLE = Path(__file__).resolve().parents[1] / "console"
 # (not underscored) names. Everything else is the library's inside.
 PUBLIC_MODULES = {
     "timeline.archive.archiver", "timeline.archive.plan", "timeline.archive.rules", "timeline.archive.settings",
+    "timeline.changes",
     "timeline.clean.config", "timeline.clean.executor", "timeline.clean.retention", "timeline.clean.store",
     "timeline.clean.whatif", "timeline.demo", "timeline.discover", "timeline.doctor", "timeline.engine",
     "timeline.exceptions", "timeline.forks", "timeline.fsview", "timeline.instant", "timeline.locks.discovery",

@@ -4,13 +4,15 @@ that holds its rule; this namespace only gathers them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+import hashlib
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from timeline.archive import load_archived_timeline
 from timeline.archive.plan import ArchivalPlan, plan_archival
+from timeline.changes import TimelineChanges, timeline_changes
 from timeline.clean.protection import Protection, read_protection, why_protected
 from timeline.fsview import FileGroup, FileSlice, FileSystemView
 from timeline.instant import Instant, State
@@ -23,7 +25,7 @@ from timeline.metadata.records import CleanMetadata, CommitMetadata, Record, Sav
 from timeline.restore import RestorePreview, preview_restore
 from timeline.rollback import FailedWrite, preview_failed_writes
 from timeline.savepoint import SavepointInfo, list_savepoints, savepoint_candidates
-from timeline.timeline import Timeline
+from timeline.timeline import ActiveTimeline, Timeline
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -108,6 +110,26 @@ class Inspect:
     def archived_instants(self) -> Timeline:
         return load_archived_timeline(self.table)
 
+    def timeline_changes(self, previous: Collection[str] | None,
+                         known: Callable[[frozenset[str]], Collection[str]] | None = None,
+                         watched: Mapping[str, Sequence[int]] | None = None) -> TimelineChanges:
+        """The active timeline's instants whose state files came or went since the timeline
+        folder held the names `previous` (None: every instant), read and checked without
+        loading the rest; `known(times)`: which of those times had instants then; `watched`: the
+        newest files' sizes and times then (`timeline.changes`)."""
+        return timeline_changes(self.table, previous, known, watched)
+
+    def archive_fingerprint(self) -> str:
+        """A hash of the archived timeline's folder listing (names, sizes, modification times;
+        "" when there is none): while it is unchanged, so is the archived timeline."""
+        folder = self.table.path(self.table.config.archive_folder)
+        if not self.table.storage.exists(folder):
+            return ""
+        digest = hashlib.sha256()
+        for status in sorted(self.table.storage.list(folder), key=lambda s: s.name):
+            digest.update(f"{status.name}|{status.is_dir}|{status.size}|{status.mtime_ms}\n".encode())
+        return digest.hexdigest()
+
     def archival(self, options: Mapping[str, str] | None = None) -> ArchivalPlan:
         """What archival would move off the active timeline now and what blocks the rest
         (savepoints, pending instants, the cleaner's window, the metadata table's compaction, a
@@ -167,11 +189,13 @@ class Inspect:
         return self.table.read_record_file(self.table.timeline.path_of(instant, instant.state if state is None
                                                                        else state))
 
-    def summary(self, instant: Instant) -> InstantSummary | None:
-        """What a completed instant reports (None for a pending one or one that reports nothing)."""
+    def summary(self, instant: Instant, timeline: Timeline | None = None) -> InstantSummary | None:
+        """What a completed instant reports (None for a pending one or one that reports nothing);
+        its state files found on `timeline` (default the table's; `TimelineChanges.timeline`)."""
         if not instant.is_completed:
             return None
-        status = self.table.timeline.files_of(instant).get(State.COMPLETED)
+        found = timeline if isinstance(timeline, ActiveTimeline) else self.table.timeline
+        status = found.files_of(instant).get(State.COMPLETED)
         if status is None:
             return InstantSummary.of(self.record(instant, State.COMPLETED))
         if status.size > STREAM_CHECK_BYTES and self.table.streams_write_stats(status.path):

@@ -113,10 +113,12 @@ class Maintenance:
         return replace(plan, notes=(*plan.notes, f"retention check off: {shortfall}"))
 
     def plan_clean_stored(self, config: CleanConfig, folder: str, *, now: datetime | None = None,
-                          enforce_retention: bool = True) -> StoredPlan:
+                          enforce_retention: bool = True, listing: str = "storage") -> StoredPlan:
         """`plan_clean` into a plan store (a local folder or object-store prefix the engine's
         executors reach too): the file decisions are written there as Parquet where they are
-        made; the plan returned holds only totals and per-partition sums."""
+        made; the plan returned holds only totals and per-partition sums. `listing` as
+        `plan_clean` takes it: where this process lists the table from; the Spark engine lists
+        storage."""
         from timeline.clean.store import plan_clean_stored
         from timeline.clean.store_files import store_settings
 
@@ -128,7 +130,7 @@ class Maintenance:
 
             plan = plan_clean_spark_stored(self.spark, self.table.uri, config, folder, now=now)
         else:
-            plan = plan_clean_stored(self.table, config, folder, now=now, s3=store_settings(folder))
+            plan = plan_clean_stored(self.table, config, folder, now=now, s3=store_settings(folder), source=listing)
         if shortfall is None:
             return plan
         return replace(plan, notes=(*plan.notes, f"retention check off: {shortfall}")).save()

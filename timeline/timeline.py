@@ -178,11 +178,19 @@ def load_active_timeline(storage: Storage, base: str, config: TableConfig) -> Ac
     are not instants are skipped with a warning; per (time, comparable action) the highest
     state wins; completion times of layout-1 and legacy files come from modification times."""
     folder = Storage.join(base, config.timeline_folder)
+    return assemble_timeline(storage.list(folder), folder=folder, config=config)
+
+
+def assemble_timeline(statuses: Iterable[FileStatus], *, folder: str, config: TableConfig) -> ActiveTimeline:
+    """The active timeline of these state files of the timeline folder `folder` (all of them:
+    `load_active_timeline`; those of some instant times only: `timeline.changes`), by the rules
+    `load_active_timeline` states. A completed layout-1 file's status must carry its
+    modification time (its completion time)."""
     layout = config.layout_version
     zone = zone_of(config.timezone)
     files: dict[tuple[str, str], dict[State, FileStatus]] = {}
     top: dict[tuple[str, str], tuple[str, str, State, str | None, FileStatus]] = {}
-    for status in storage.list(folder):
+    for status in statuses:
         name = status.name
         if status.is_dir or name in _NOT_INSTANTS or name[0] == ".":
             continue

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from ninja import Field, Schema
 from pydantic import create_model
@@ -123,6 +123,9 @@ class PlanIn(Schema):
     file_versions_retained: int | None = Field(None, ge=1)
     hours_retained: int | None = Field(None, ge=0)
     allow_short_retention: bool = False
+    listing: Literal["auto", "metadata", "storage"] = Field(
+        "auto", description="where the planner lists the table from: auto (through the metadata table when it is "
+                            "valid, else storage, as Hudi does), metadata or storage")
 
 
 class PlanOut(Schema):
@@ -148,6 +151,8 @@ class PlanOut(Schema):
     notes: list[str]
     stale_reasons: list[str]
     clean_instant: str
+    listing: str
+    listing_used: str
     progress_done: int
     progress_total: int
     progress_bytes: int

@@ -91,10 +91,12 @@ def get_table(request: HttpRequest, table_id: int) -> dict[str, Any]:
 
 @router.post("/tables/{table_id}/sync",
              auth=role(permissions.SYNC), response={202: Accepted, **ERRORS}, summary="Sync a table")
-def sync_table(request: HttpRequest, table_id: int) -> Status[dict[str, str]]:
+def sync_table(request: HttpRequest, table_id: int, full: bool = False) -> Status[dict[str, str]]:
+    """`?full=true`: a full re-sync (the whole timeline read again, the table listed from storage
+    when it has no metadata table)."""
     table = table_of(request, table_id, permissions.SYNC)
-    services.table_sync_request(table=table, user=user_of(request))
-    return Status(202, {"detail": f"Sync of {table.name} queued."})
+    services.table_sync_request(table=table, user=user_of(request), full=full)
+    return Status(202, {"detail": f"{'Full re-sync' if full else 'Sync'} of {table.name} queued."})
 
 
 class InstantFilters(Schema):

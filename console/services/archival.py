@@ -23,7 +23,7 @@ from console.services.audit import audit
 from console.services.locks import table_lock
 from console.services.queue import RUN_ARCHIVAL, enqueue_on_commit
 from console.services.runs import _run_claim, _run_stopped
-from console.services.tables import table_services, table_sync
+from console.services.tables import table_services, table_sync_after_change
 from timeline import CleanlineError
 from timeline.archive.archiver import ArchivalInvalidated
 
@@ -195,5 +195,5 @@ def archival_run(*, archival: Archival, task_id: str = "") -> Archival:
               result=f"{result['archived']} instants archived; the active timeline holds {result['active_after']}")
     archival.refresh_from_db()
     if archival.status in (ArchivalStatus.COMPLETED, ArchivalStatus.STALE):
-        table_sync(table=table)  # the timeline changed: by this run, or under the approved plan
+        table_sync_after_change(table=table, files=False)  # the timeline changed: by this run, or under the plan
     return archival

@@ -24,24 +24,27 @@ from console.selectors.health import doctor_settings
 from console.services.audit import audit
 from console.services.locks import table_lock
 from console.services.queue import RUN_REPAIR, enqueue_on_commit
-from console.services.tables import fingerprint, table_services, table_sync
+from console.services.tables import fingerprint, table_services, table_sync_after_change
 from timeline import CleanlineError, HudiTable
 from timeline.doctor import Change, RepairInvalidated, RepairPlan
 
 logger = logging.getLogger(__name__)
 
 
-def health_check(*, table: Table, force: bool = False, lake: HudiTable | None = None) -> TableHealth:
+def health_check(*, table: Table, force: bool = False, lake: HudiTable | None = None,
+                 timeline_print: str = "") -> TableHealth:
     """Diagnose the table (`table.inspect.diagnose`, which only reads) and store its findings,
     worst first, as `cleanline doctor --json` prints them. At sync time (`force` false) an
     unchanged timeline is diagnosed again only once the last check is
-    CLEANLINE_HEALTH_INTERVAL_SECONDS old. A table the doctor cannot open is stored with why;
-    this never raises for the lake's sake (a sync is not failed by its health check)."""
+    CLEANLINE_HEALTH_INTERVAL_SECONDS old. `timeline_print`: the sync's own hash of the
+    timeline and config (`sync_fingerprint`), which spares loading the whole timeline to hash
+    it here. A table the doctor cannot open is stored with why; this never raises for the lake's
+    sake (a sync is not failed by its health check)."""
     current = TableHealth.objects.filter(table=table).first()
     now = timezone.now()
     try:
         lake = lake or HudiTable.open(table.path)
-        print_ = fingerprint(lake)
+        print_ = timeline_print or fingerprint(lake)
         if (not force and current is not None and not current.error and current.fingerprint == print_
                 and now - current.checked_at < timedelta(seconds=settings.CLEANLINE_HEALTH_INTERVAL_SECONDS)):
             return current
@@ -192,10 +195,7 @@ def repair_run(*, repair: Repair, task_id: str = "") -> Repair:
                 why = "; ".join(f"{c.action} {c.target}: {reason}" for c, reason in result.failed[:5])
                 _finish(repair, lease.token, RepairStatus.FAILED, "repair.failed", f"{summary}: {why}",
                         result=result.to_json(), error=f"{summary}: {why}"[:2000])
-    try:
-        table_sync(table=table)
-    except CleanlineError as exc:
-        logger.warning("%s: the sync after repair %s failed: %s", table.path, repair.pk, exc)
+    table_sync_after_change(table=table, files=True)  # a repair may delete files: the figures follow at once
     health_check(table=table, force=True)
     repair.refresh_from_db()
     return repair

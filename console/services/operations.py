@@ -20,7 +20,7 @@ from console.services.locks import check_table_free, table_lock
 from console.services.queue import RUN_JOB, enqueue_on_commit
 from console.services.refusals import Refused
 from console.services.runs import _run_claim, _run_stopped
-from console.services.tables import table_services, table_sync
+from console.services.tables import table_services, table_sync_after_change
 from timeline import (
     CleanlineError,
     HudiTable,
@@ -45,7 +45,7 @@ def savepoint_create(*, table: Table, user: User | None, instant_time: str, comm
             raise ValidationError(str(exc)) from exc
     audit(user=user, action="savepoint.created", table=table,
           parameters={"instant": instant_time, "comment": comment, **_stopped(writers_stopped)})
-    table_sync(table=table)
+    table_sync_after_change(table=table, files=False)
     return done.requested_time
 
 
@@ -57,7 +57,7 @@ def savepoint_delete(*, table: Table, user: User | None, instant_time: str, writ
             raise ValidationError(str(exc)) from exc
     audit(user=user, action="savepoint.deleted", table=table,
           parameters={"instant": instant_time, **_stopped(writers_stopped)})
-    table_sync(table=table)
+    table_sync_after_change(table=table, files=False)
 
 
 def job_request(*, table: Table, user: User | None, kind: str, target: str, confirm_name: str | None = None,
@@ -166,7 +166,7 @@ def job_run(*, job: Job, task_id: str = "") -> Job:
         return job
     audit(user=None, action=f"{job.kind}.completed", table=table, parameters={"job": job.pk, "target": job.target},
           result=json.dumps(result))
-    table_sync(table=table)
+    table_sync_after_change(table=table, files=True)  # the pages show what the run changed at once
     job.refresh_from_db()
     return job
 

@@ -25,7 +25,7 @@ from console.services.locks import Lease, LockLost, TableBusy, live_lock, table_
 from console.services.queue import APPROVE_CLEAN_PLAN, BUILD_CLEAN_PLAN, check_alerts_on_commit, enqueue_on_commit
 from console.services.refusals import Refused
 from console.services.runs import _run_claim, _run_stopped
-from console.services.tables import table_services
+from console.services.tables import table_services, table_sync_after_change
 from timeline import (
     CleanConfig,
     CleanlineError,
@@ -39,6 +39,7 @@ from timeline import (
 from timeline.clean.retention import retention_shortfall
 from timeline.clean.store import StoredPlan, StoreError, compare_stored
 from timeline.engine import engine_for, spark_session
+from timeline.mdt.listing import ListingSource, resolve
 from timeline.mdt.writer import CLEAN_PARTITIONS
 
 logger = logging.getLogger(__name__)
@@ -60,6 +61,7 @@ def plan_request(*, table: Table, user: User | None, overrides: Mapping[str, Any
     itself (`plan_build`: automatic mode, tests)."""
     overrides = dict(overrides)
     allow_short = bool(overrides.pop("allow_short_retention", False))
+    listing = _listing(table, str(overrides.pop("listing", "") or "auto"))
     try:
         config = _config(table, overrides)
     except CleanlineError as exc:
@@ -72,11 +74,24 @@ def plan_request(*, table: Table, user: User | None, overrides: Mapping[str, Any
     if allow_short:
         settings[ENFORCE_RETENTION] = "false"
     plan = CleanPlan.objects.create(table=table, requested_by=user, settings=settings,
-                                    policy=config.policy.value, automatic=automatic)
-    audit(user=user, action="clean.plan.requested", table=table, parameters=plan.settings)
+                                    policy=config.policy.value, automatic=automatic, listing=listing)
+    audit(user=user, action="clean.plan.requested", table=table, parameters=plan.settings | {"listing": listing})
     if enqueue:
         enqueue_on_commit(BUILD_CLEAN_PLAN, plan)
     return plan
+
+
+def _listing(table: Table, listing: str) -> str:
+    """Where the planner lists the table from (issue 29): auto (the metadata table when it is
+    valid, storage otherwise: Hudi's choice), metadata or storage; metadata is refused for a table
+    without a metadata table to list it through."""
+    try:
+        wanted = ListingSource(listing)
+    except ValueError as exc:
+        raise ValidationError(f"Unknown listing {listing!r}: choose auto, metadata or storage.") from exc
+    if wanted is ListingSource.METADATA and not table.metadata_table_enabled:
+        raise ValidationError(f"{table.name} has no metadata table to list it through: choose auto or storage.")
+    return wanted.value
 
 
 def plans_request(*, tables: list[Table], user: User | None) -> tuple[list[CleanPlan], list[str]]:
@@ -103,7 +118,8 @@ def plan_build(*, plan: CleanPlan) -> CleanPlan:
         lake = HudiTable.open(table.path)
         config = CleanConfig.from_properties(plan.settings)
         engine = "spark" if _on_spark(table) else "local"
-        stored = _make_plan(table, lake, config, _enforced(plan), folder, engine)
+        stored = _make_plan(table, lake, config, _enforced(plan), folder, engine, plan.listing)
+        used = ListingSource.STORAGE if engine == "spark" else resolve(lake, plan.listing)
     except CleanlineError as exc:
         CleanPlan.objects.filter(pk=plan.pk, status=PlanStatus.PLANNING).update(
             status=PlanStatus.FAILED, error=str(exc)[:2000], finished_at=timezone.now())
@@ -111,7 +127,7 @@ def plan_build(*, plan: CleanPlan) -> CleanPlan:
         plan.refresh_from_db()
         return plan
     plan_store(plan=plan, stored=stored, warnings=_warnings(lake))
-    CleanPlan.objects.filter(pk=plan.pk).update(engine=engine)
+    CleanPlan.objects.filter(pk=plan.pk).update(engine=engine, listing_used=used.value)
     plan.refresh_from_db()
     audit(user=None, action="clean.plan.built", table=table, parameters={"plan": plan.pk, "engine": engine},
           result=f"{plan.files_to_delete} files ({plan.bytes_to_delete} bytes) to delete")
@@ -160,12 +176,13 @@ def _enforced(plan: CleanPlan) -> bool:
 
 
 def _make_plan(table: Table, lake: HudiTable, config: CleanConfig, enforce_retention: bool, folder: str,
-               engine: str | None = None) -> StoredPlan:
+               engine: str | None = None, listing: str = "auto") -> StoredPlan:
     """The planner on `engine` ("local" or "spark"; by default the one the table's size calls
-    for), writing the plan's files into the plan store at `folder`."""
+    for), listing the table from `listing` (the plan's choice), writing the plan's files into the
+    plan store at `folder`."""
     on_spark = _on_spark(table) if engine is None else engine == "spark"
     services = table_services(table, lake, spark=_spark() if on_spark else None)
-    return services.plan_clean_stored(config, folder, enforce_retention=enforce_retention)
+    return services.plan_clean_stored(config, folder, enforce_retention=enforce_retention, listing=listing)
 
 
 def _run_clean(table: Table, lake: HudiTable, instant: str, progress: Any, stored: StoredPlan | None, *,
@@ -291,7 +308,8 @@ def _approve_checked(plan: CleanPlan, user: User | None, lease: Lease) -> CleanP
         lake = HudiTable.open(table.path)
         config = CleanConfig.from_properties(plan.settings)
         stored = StoredPlan.open(plan.store)
-        now_plan = _make_plan(table, lake, config, _enforced(plan), plan_folder(plan, "-check"), plan.engine or None)
+        now_plan = _make_plan(table, lake, config, _enforced(plan), plan_folder(plan, "-check"), plan.engine or None,
+                              plan.listing_used or "storage")  # listed as the plan was
         reasons = compare_stored(stored, now_plan)
         if reasons:
             claim.update(status=PlanStatus.STALE, stale_reasons=reasons[:200], run_token="")
@@ -412,6 +430,7 @@ def plan_run(*, plan: CleanPlan, task_id: str = "") -> CleanPlan:
         audit(user=None, action="clean.run.completed", table=table,
               parameters={"plan": plan.pk, "clean": plan.clean_instant},
               result=f"{result.deleted} deleted, {result.already_gone} already gone, {result.failed} failed")
+        table_sync_after_change(table=table, files=True)  # the dashboard shows the clean at once (issue 30)
     plan.refresh_from_db()
     return plan
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import gc
 import hashlib
-from collections import Counter
+import logging
+import zlib
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -21,19 +23,22 @@ from django.utils import timezone
 from console.models import (
     WRITE_ACTIONS,
     Instant,
+    SyncMark,
     SyncStatus,
     Table,
 )
 from console.models_health import TableHealth
 from console.selectors.archival import archival_plan, plan_summary
 from console.services.audit import audit
+from console.services.figures import plan_figure, table_figures
 from console.services.queue import SYNC_TABLE, enqueue_on_commit
-from timeline import CleanlineError, FileSystemView, HudiTable, Maintenance, OutsideTableError
+from timeline import CleanlineError, HudiTable, Maintenance, OutsideTableError, Timeline
 from timeline import Instant as LakeInstant
-from timeline.clean.whatif import reclaimable
-from timeline.fsview import TableListing
+from timeline.changes import TimelineChanges
 from timeline.locks.discovery import configure_hudi_options
 from timeline.storage import UnsupportedLocationError, configure_s3, parse_location, within_roots
+
+logger = logging.getLogger(__name__)
 
 
 @receiver(setting_changed)
@@ -105,17 +110,36 @@ def tables_register(*, paths: list[str], user: User | None) -> tuple[list[Table]
     return registered, refusals
 
 
-def table_sync_queue(*, table: Table) -> None:
+def table_sync_queue(*, table: Table, full: bool = False) -> None:
     """Queue a sync of `table` on commit; the row says QUEUED (with the task's id) until the
-    task claims it."""
+    task claims it. `full`: that sync (or the next, if one runs first) reads the whole timeline
+    and lists the table (`Table.sync_full`)."""
+    if full:
+        Table.objects.filter(pk=table.pk).update(sync_full=True)
     enqueue_on_commit(SYNC_TABLE, table, sync_status=SyncStatus.QUEUED)
 
 
-def table_sync_request(*, table: Table, user: User | None) -> None:
-    """A sync someone asked for (the pages, the API): audited, then queued on commit."""
-    audit(user=user, action="table.sync.requested", table=table)
+def table_sync_after_change(*, table: Table, files: bool) -> None:
+    """Cleanline changed the table (a clean, restore or rollback: `files`; a savepoint or an
+    archival): the service that completed the run brings its rows and figures up to date now, so
+    that the pages show the change at once, not after the next sync; a table without a metadata
+    table to list it through is listed in full when its files changed. A sync that fails is
+    recorded on the table (FAILED, with the reason) and not raised: the run itself completed."""
+    try:
+        table_sync(table=table, full=files and not table.metadata_table_enabled)
+    except Exception as exc:
+        logger.exception("sync of table %s after a change failed", table.pk)
+        table_sync_failed(table=table, error=str(exc) if isinstance(exc, CleanlineError)
+                          else f"{type(exc).__name__}: {exc}")
+
+
+def table_sync_request(*, table: Table, user: User | None, full: bool = False) -> None:
+    """A sync someone asked for (the pages, the API): audited, then queued on commit. `full`:
+    a full re-sync (the whole timeline read again, the table listed from storage when it has no
+    metadata table)."""
+    audit(user=user, action="table.sync.requested", table=table, parameters={"full": True} if full else None)
     TableHealth.objects.filter(table=table).update(fingerprint="")  # a sync asked for runs the table doctor again
-    table_sync_queue(table=table)
+    table_sync_queue(table=table, full=full)
 
 
 def tables_sync_request(*, tables: list[Table], user: User | None) -> int:
@@ -154,9 +178,17 @@ def fingerprint(lake: HudiTable) -> str:
     return digest.hexdigest()
 
 
-def summary(lake: HudiTable, instant: LakeInstant) -> dict[str, int]:
-    """Partitions, files, records and bytes an instant's metadata reports."""
-    found = lake.inspect.summary(instant)
+def sync_fingerprint(table: Table) -> str:
+    """The last sync's hash of the table's timeline (its state-file names) and config: equal
+    while neither changed. Read from the row, nothing from the lake."""
+    return hashlib.sha256(f"{table.timeline_fingerprint}|{sorted((table.properties or {}).items())!r}"
+                          .encode()).hexdigest()
+
+
+def summary(lake: HudiTable, instant: LakeInstant, timeline: Timeline | None = None) -> dict[str, int]:
+    """Partitions, files, records and bytes an instant's metadata reports (its state files
+    found on `timeline`, default the table's)."""
+    found = lake.inspect.summary(instant, timeline)
     if found is None:
         return {}
     values = {"partitions": found.partitions, "files": found.files, "records": found.records, "bytes": found.bytes}
@@ -164,14 +196,15 @@ def summary(lake: HudiTable, instant: LakeInstant) -> dict[str, int]:
 
 
 def _rows(lake: HudiTable, instants: Iterable[LakeInstant], archived: bool,
-          known: Mapping[tuple[str, str], tuple[str, str, bool]]) -> Iterable[tuple[tuple[str, str], dict[str, Any]]]:
+          known: Mapping[tuple[str, str], tuple[str, str, bool]],
+          timeline: Timeline | None = None) -> Iterable[tuple[tuple[str, str], dict[str, Any]]]:
     for instant in instants:
         key = (instant.requested_time, instant.action)
         values = (instant.completion_time or "", instant.state.name, archived)
         if known.get(key) == values:
             continue
         yield key, {"completion_time": values[0], "state": values[1], "archived": archived,
-                    **({} if archived else summary(lake, instant))}
+                    **({} if archived else summary(lake, instant, timeline))}
 
 
 def table_located(table: Table, lake: HudiTable) -> None:
@@ -193,48 +226,165 @@ def table_located(table: Table, lake: HudiTable) -> None:
         table.location_error = ""
 
 
-def table_sync(*, table: Table) -> SyncResult:
+def table_sync(*, table: Table, full: bool = False) -> SyncResult:
     """Make the table's rows equal to the lake: an idempotent upsert keyed by (table,
-    requested time, action), rows of instants no longer there removed. An unchanged table
-    costs one timeline listing and no writes. A table whose folder moved is not synced."""
+    requested time, action), rows of instants no longer there removed. A table whose folder
+    moved is not synced.
+
+    Incremental (issue 29): only the instants whose state files came or went since the last
+    sync are read (`Inspect.timeline_changes` against the names the last sync kept, `SyncMark`),
+    the archived timeline only when its folder changed, and the figures (`services/figures.py`)
+    come from the metadata table, or stay as the last full listing left them with the
+    reclaimable figure from the last plan. `full` (or `Table.sync_full`, or no sync before)
+    reads the whole timeline and lists the table. An unchanged table costs one unsized listing
+    of the timeline folder and writes nothing."""
     lake = HudiTable.open(table.path)
     table_located(table, lake)
-    print_ = fingerprint(lake)
-    # unchanged since a sync that succeeded (queued or running now): it was intact then
-    if print_ == table.timeline_fingerprint and table.sync_status != SyncStatus.FAILED:
+    mark = SyncMark.objects.filter(table=table).first()
+    full = full or table.sync_full or mark is None or table.sync_status == SyncStatus.FAILED
+    config_digest = hashlib.sha256(repr(sorted(lake.config.props.items())).encode()).hexdigest()
+    archive_print = lake.inspect.archive_fingerprint()
+    changes = lake.inspect.timeline_changes(None if full or mark is None else _names(table, mark),
+                                            lambda times: {t for t, _ in _known(table, times=times)},
+                                            None if mark is None else mark.watched)
+    if (mark is not None and not changes.changed and mark.config_digest == config_digest
+            and mark.archive_fingerprint == archive_print):
+        table.refresh_from_db()  # as another sync (the one after a run) left it
         _refresh_failed_writes(table, lake)
         _refresh_archival(table, lake)
         return SyncResult(False, 0, 0, 0)
-    lake.ensure_intact()  # a corrupt instant fails the sync, as it stops planning and mutations
-    failed = failed_write_count(lake)
-    known = {(r[0], r[1]): (r[2], r[3], r[4]) for r in table.instants.values_list(
-        "requested_time", "action", "completion_time", "state", "archived")}
-    archived = lake.inspect.archived_instants() if _has_archive(lake) else ()
-    active_keys = {(i.requested_time, i.action) for i in lake.timeline}
-    changes = dict(_rows(lake, (i for i in archived if (i.requested_time, i.action) not in active_keys), True, known))
-    changes.update(_rows(lake, lake.timeline, False, known))
-    present = active_keys | {(i.requested_time, i.action) for i in archived}
-    listing = lake.list_partitions()
-    sizes = [s.size for files in listing.partitions.values() for s in files]
-    layout = _layout_summary(lake.file_system_view(listing=listing))
-    layout["reclaimable"] = _reclaimable(lake, listing)
-    archival = _archival(table, lake)
-    stale = [key for key in known if key not in present]
-    created = [key for key in changes if key not in known]
+    archive_moved = full or mark is None or mark.archive_fingerprint != archive_print
+    archived = lake.inspect.archived_instants() if archive_moved and archive_print else None
+    if full:
+        known = _known(table)
+    else:
+        known = _known(table, times=changes.times) if archived is None else _known(table)
+    upserts, stale = _instant_changes(lake, changes, archived, known)
+    figures = table_figures(table, lake, full=full) if full or changes.changed else None
+    layout = plan_figure(table, figures["layout_summary"] if figures else dict(table.layout_summary or {}))
+    archival = _archival(table, lake) if full or _archival_due(table, mark, changes, archive_moved) else None
+    created = [key for key in upserts if key not in known]
     with transaction.atomic():
-        if stale:
-            for time, action in stale:
-                table.instants.filter(requested_time=time, action=action).delete()
-        rows = [Instant(table=table, requested_time=t, action=a, **v) for (t, a), v in changes.items()]
+        for time, action in stale:
+            table.instants.filter(requested_time=time, action=action).delete()
+        rows = [Instant(table=table, requested_time=t, action=a, **v) for (t, a), v in upserts.items()]
         Instant.objects.bulk_create(
             rows, batch_size=2000, update_conflicts=True, unique_fields=["table", "requested_time", "action"],
             update_fields=["completion_time", "state", "archived", "partitions", "files", "records", "bytes"])
+        planned = archival is not None
+        if archival is None:  # kept, but for the count of instants on the active timeline
+            archival = dict(table.archival or {}) | {"active": _active(table, upserts, stale, known)}
         Table.objects.filter(pk=table.pk).update(
-            timeline_fingerprint=print_, sync_status=SyncStatus.OK, sync_error="", synced_at=timezone.now(),
-            total_bytes=sum(sizes), total_files=len(sizes), layout_summary=layout, failed_writes=failed,
-            archival=archival, **_table_fields(lake))
+            timeline_fingerprint=changes.digest("" if changes.full else table.timeline_fingerprint),
+            sync_status=SyncStatus.OK, sync_error="", synced_at=timezone.now(),
+            archival=archival, sync_full=False, **((figures or {}) | {"layout_summary": layout}),
+            **_table_fields(lake))
+        _mark(table, mark, changes, config_digest=config_digest, archive_fingerprint=archive_print,
+              **({"archival_at": timezone.now()} if archival is not None and planned else {}))
     table.refresh_from_db()
-    return SyncResult(True, len(created), len(changes) - len(created), len(stale))
+    _SEEN[table.pk] = (table.timeline_fingerprint, changes.names)
+    _SEEN.move_to_end(table.pk)
+    while len(_SEEN) > _SEEN_TABLES:
+        _SEEN.popitem(last=False)
+    if full:
+        table.failed_writes = -1  # counted again below
+    _refresh_failed_writes(table, lake)
+    return SyncResult(True, len(created), len(upserts) - len(created), len(stale))
+
+
+# The names each of the last few tables synced in this process had, by the digest the sync left
+# on the table: a worker syncing a large table again skips decoding them from its mark.
+_SEEN: OrderedDict[int, tuple[str, frozenset[str]]] = OrderedDict()
+_SEEN_TABLES = 8
+
+
+def _names(table: Table, mark: SyncMark) -> frozenset[str]:
+    """The timeline folder's names at the last sync."""
+    seen = _SEEN.get(table.pk)
+    if seen is not None and seen[0] == table.timeline_fingerprint:
+        return seen[1]
+    text = zlib.decompress(bytes(mark.names)).decode() if mark.names else ""
+    base = frozenset(text.split("\n")) if text else frozenset()
+    return base.difference(mark.removed).union(mark.added) if mark.added or mark.removed else base
+
+
+def _mark(table: Table, mark: SyncMark | None, changes: TimelineChanges, **fields: Any) -> None:
+    """Keep what this sync saw: the names as a delta over the last written ones while the delta
+    is small (a sync of 100 new instants writes 300 names, not the table's), else all of them;
+    the newest state files' sizes and times."""
+    fields["watched"] = {name: list(status) for name, status in changes.watched.items()}
+    if mark is not None and not changes.full:
+        added = (set(mark.added) - changes.removed) | changes.added
+        removed = (set(mark.removed) - changes.added) | changes.removed
+        if len(added) + len(removed) <= max(1000, len(changes.names) // 20):
+            SyncMark.objects.filter(pk=mark.pk).update(added=sorted(added), removed=sorted(removed), **fields)
+            return
+    SyncMark.objects.update_or_create(table=table, defaults={
+        "names": zlib.compress("\n".join(changes.names).encode(), 1), "added": [], "removed": [], **fields})
+
+
+Known = dict[tuple[str, str], tuple[str, str, bool]]
+
+
+def _known(table: Table, times: Iterable[str] | None = None) -> Known:
+    """The table's rows, (requested time, action) -> (completion time, state, archived): all of
+    them, or those of `times` only."""
+    rows = table.instants.values_list("requested_time", "action", "completion_time", "state", "archived")
+    if times is None:
+        return {(r[0], r[1]): (r[2], r[3], r[4]) for r in rows}
+    wanted, found = sorted(times), {}
+    for at in range(0, len(wanted), 500):
+        found.update({(r[0], r[1]): (r[2], r[3], r[4]) for r in rows.filter(requested_time__in=wanted[at:at + 500])})
+    return found
+
+
+def _instant_changes(lake: HudiTable, changes: TimelineChanges, archived: Timeline | None,
+                     known: Known) -> tuple[dict[tuple[str, str], dict[str, Any]], list[tuple[str, str]]]:
+    """The rows to write and the rows to remove. `known` holds every row when the whole
+    timeline or the archived one was read, else the rows of the changed instant times; a row
+    at an unchanged time stays active (its state files are as they were)."""
+    active = {(i.requested_time, i.action) for i in changes.timeline}
+    if changes.full:
+        present = set(active)
+    else:  # the rows of unchanged times are still on the active timeline
+        present = {k for k, v in known.items() if k[0] not in changes.times and not v[2]} | active
+    upserts: dict[tuple[str, str], dict[str, Any]] = {}
+    if archived is not None:
+        upserts.update(_rows(lake, (i for i in archived if (i.requested_time, i.action) not in present), True, known))
+        present |= {(i.requested_time, i.action) for i in archived}
+    else:  # the archived timeline is as it was: its rows stay
+        present |= {k for k, v in known.items() if v[2]}
+    upserts.update(_rows(lake, changes.timeline, False, known, changes.timeline))
+    return upserts, [key for key in known if key not in present]
+
+
+def _active(table: Table, upserts: Mapping[tuple[str, str], Mapping[str, Any]], stale: Iterable[tuple[str, str]],
+            known: Known) -> int:
+    """Instants on the active timeline after this sync's changes: the last count, moved by the
+    rows that came to it or left it (every row it changes is in `known`); counted when no count
+    was kept."""
+    before = (table.archival or {}).get("active")
+    if before is None:
+        return int(table.instants.filter(archived=False).count())
+    came = sum(1 for k, v in upserts.items() if not v["archived"] and (k not in known or known[k][2]))
+    left = sum(1 for k, v in upserts.items() if v["archived"] and k in known and not known[k][2])
+    return int(before) + came - left - sum(1 for k in stale if not known[k][2])
+
+
+def _archival_due(table: Table, mark: SyncMark | None, changes: TimelineChanges, archive_moved: bool) -> bool:
+    """Whether a changed sync plans archival again (a walk over the whole active timeline): when
+    instants left the active timeline or archival ran, when a savepoint, clean, rollback or
+    restore changed (they hold archival back or move its window), or once the summary is
+    CLEANLINE_ARCHIVAL_SUMMARY_SECONDS old; otherwise only its count of active instants is
+    brought up to date."""
+    if archive_moved or not table.archival or mark is None or mark.archival_at is None or changes.removed:
+        return True
+    if any(i.action in _ARCHIVAL_ACTIONS or not i.is_completed for i in changes.timeline):
+        return True
+    return (timezone.now() - mark.archival_at).total_seconds() >= settings.CLEANLINE_ARCHIVAL_SUMMARY_SECONDS
+
+
+_ARCHIVAL_ACTIONS = frozenset({"savepoint", "clean", "rollback", "restore"})
 
 
 def failed_write_count(lake: HudiTable) -> int:
@@ -290,33 +440,7 @@ def _refresh_archival(table: Table, lake: HudiTable) -> None:
     if (table.archival or {}).get("options") != dict(table.write_options or {}):
         table.archival = _archival(table, lake)
         Table.objects.filter(pk=table.pk).update(archival=table.archival)
-
-
-def _layout_summary(view: FileSystemView) -> dict[str, Any]:
-    """For the overview's charts, from the sync's listing: bytes of committed slices per
-    partition (largest 30) and how many file groups have how many versions."""
-    per_partition: Counter[str] = Counter()
-    versions: Counter[int] = Counter()
-    for group in view.all_file_groups():
-        versions[len(group.slices)] += 1
-        for piece in group.slices:
-            per_partition[group.partition or "(none)"] += piece.size
-    return {"bytes_per_partition": per_partition.most_common(30), "versions": sorted(versions.items())}
-
-
-def _reclaimable(lake: HudiTable, listing: TableListing) -> dict[str, Any]:
-    """What a clean with the table's own settings would free now (the library's planner over
-    the sync's listing), for the dashboard; why not, when the planner refuses."""
-    try:
-        cost = reclaimable(lake, listing=listing)
-    except CleanlineError as exc:
-        return {"error": str(exc)[:500]}
-    return {"files": cost.files_to_delete, "bytes": cost.bytes_to_delete, "policy": cost.policy.value,
-            "retained": cost.retained, "unit": cost.unit, "why_nothing": cost.why_nothing}
-
-
-def _has_archive(lake: HudiTable) -> bool:
-    return lake.storage.exists(lake.path(lake.config.archive_folder))
+        SyncMark.objects.filter(table=table).update(archival_at=timezone.now())
 
 
 def table_sync_failed(*, table: Table, error: str) -> None:

@@ -116,3 +116,24 @@ def test_demo_lake_build_progress_shows_on_the_dashboard_and_catalog(settings, t
                                               "finished": True, "failed": ""}
     page = viewer.get(reverse("console:demo_status")).content
     assert b"Demo lake" not in page and poll not in page  # done: the banner goes and stops polling
+
+
+@pytest.mark.parametrize("fixture", ["sample_table/mor/avro/v9_txns_simple_nometa",
+                                     "sample_table/cow/v9_txns_simple_meta"])
+def test_dashboard_shows_cleanlines_own_clean_at_once(console_table, fixture: str) -> None:
+    """Issue 30 item 5: after Cleanline's own clean the dashboard shows the new files, bytes,
+    reclaimable bytes and last clean at once, with no sync run in between: the service that
+    completes the run syncs the table (listing it in full when it has no metadata table)."""
+    table = console_table(fixture)
+    before = Table.objects.get(pk=table.pk)
+    plan = services.plan_build(plan=services.plan_request(table=table, user=None, overrides=SHORT_RETENTION))
+    plan = services.plan_run(plan=services.plan_approve(plan=plan, user=person("boss", "admin")))
+    assert plan.status == PlanStatus.COMPLETED and plan.files_to_delete > 0
+    after = Table.objects.get(pk=table.pk)
+    assert after.total_files == before.total_files - plan.files_to_delete
+    assert after.total_bytes == before.total_bytes - plan.progress_bytes
+    lake = HudiTable.open(table.path)
+    expected = plan_clean(lake, CleanConfig.from_properties(lake.config.props))
+    assert after.reclaimable["bytes"] == expected.bytes_to_delete
+    page = login("viewer").get(reverse("console:home")).content.decode()
+    assert plan.clean_instant in page and "never" not in page.split(table.name, 1)[1].split("</tr>", 1)[0]

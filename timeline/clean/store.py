@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from itertools import groupby
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, overload
@@ -49,6 +49,7 @@ from timeline.clean.store_files import StoreError as StoreError  # the console c
 from timeline.clean.store_search import Hits, find_hits
 from timeline.exceptions import CleanlineError, FileNotFound
 from timeline.instant import Instant, State
+from timeline.mdt.listing import ListingSource, describe, resolve, table_listing
 from timeline.perf import paused_gc
 from timeline.storage.base import Storage
 
@@ -539,16 +540,24 @@ PART_ROWS = 65_536  # the local planner writes a part once it holds this many fi
 
 
 def plan_clean_stored(table: Table, config: CleanConfig, folder_uri: str, *, now: datetime | None = None,
-                      s3: S3Settings | None = None, part_rows: int = PART_ROWS) -> StoredPlan:
+                      s3: S3Settings | None = None, part_rows: int = PART_ROWS,
+                      source: ListingSource | str = ListingSource.STORAGE) -> StoredPlan:
     """`plan_clean` into a plan store: partitions planned in order and written a part at a time
     (whole partitions, about `part_rows` files each); only sums stay in memory, beside the
-    table's listing."""
+    table's listing. `source` is where the files are listed from, as `plan_clean` takes it; a
+    plan listed through the metadata table says so in its notes."""
     start = start_plan(table, config, now=now)
+    used = resolve(table, source)
+    if used is ListingSource.METADATA:
+        start = replace(start, notes=(*start.notes, describe(used)))
     clear_folder(folder_uri, s3)
     header = finish_plan(start, ())
     if start.context is None:
         return store_plan(folder_uri, header, (), s3=s3)
-    listing = list_some(table, start.partitions) if start.partitions is not None else table.list_partitions()
+    if used is ListingSource.METADATA:
+        listing = table_listing(table, used, partitions=start.partitions)[0]
+    else:
+        listing = list_some(table, start.partitions) if start.partitions is not None else table.list_partitions()
     stored: list[StoredPart] = []
     batch: list[tuple[str, list[FileDecision], bool]] = []
     rows = 0

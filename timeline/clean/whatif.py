@@ -137,13 +137,15 @@ def what_if(table: Table, *, commits: Sequence[int] = DEFAULT_COMMITS, hours: Se
                   bytes=sum(f.size for files in listing.partitions.values() for f in files), costs=costs)
 
 
-def reclaimable(table: Table, *, listing: TableListing | None = None) -> RetentionCost:
+def reclaimable(table: Table, *, listing: TableListing | None = None,
+                source: ListingSource | str = ListingSource.STORAGE) -> RetentionCost:
     """What a clean with the table's own clean settings (`hoodie.properties`, Hudi's defaults
-    where unset) would free now: its one setting's cost, from `listing` when given."""
+    where unset) would free now: its one setting's cost, from `listing` when given (listed from
+    `source`, as `what_if` takes it)."""
     base = CleanConfig.from_properties(table.config.props)
     policy = base.policy
     (cost,) = what_if(
-        table, base=base, listing=listing,
+        table, base=base, listing=listing, source=source,
         commits=(base.commits_retained,) if policy is CleanPolicy.KEEP_LATEST_COMMITS else (),
         hours=(base.hours_retained,) if policy is CleanPolicy.KEEP_LATEST_BY_HOURS else (),
         file_versions=(base.file_versions_retained,) if policy is CleanPolicy.KEEP_LATEST_FILE_VERSIONS else ()).costs

@@ -261,6 +261,9 @@ class LocalStorage(ArrowStorage):
     def list_unsized(self, path: str) -> builtins.list[FileStatus]:
         return _guard(path, lambda: _scan_names(path))
 
+    def list_names(self, path: str) -> builtins.list[str]:
+        return _guard(path, lambda: os.listdir(path))
+
     def sizes_of(self, paths: Iterable[str]) -> dict[str, int]:
         """A stat per file: cheaper on a local disk than listing folders that hold files kept."""
         found: dict[str, int] = {}
