@@ -58,16 +58,18 @@ def writer_lock(table: Table) -> WriterLock:
     `Maintenance.preflight`); an unreadable table's error is shown, not raised."""
     try:
         lake = HudiTable.open(table.path)
-        found = lake.inspect.lock(table.write_options)
-        live = [w.describe() for w in lake.inspect.live_writers(table.write_options)]
-        try:
-            lake.maintenance(options=table.write_options).preflight()
-            needs_override = False
-        except LiveWriterUnlocked:
-            needs_override = True
+        try:  # one read of the timeline and the heartbeats: the preflight's own (a page of a
+            # 100,000-instant table read it three times)
+            decision = lake.maintenance(options=table.write_options).preflight()
+            found, needs_override = decision.discovery, False
+            writers = (lake.inspect.live_writers(table.write_options) if decision.locked
+                       else list(decision.live_writers))
+        except LiveWriterUnlocked as exc:
+            found, needs_override, writers = exc.discovery, True, list(exc.writers)
     except CleanlineError as exc:
         return WriterLock("", "", "", [], False, str(exc))
-    return WriterLock(found.provider_name, found.source.value, found.detail, live, needs_override)
+    return WriterLock(found.provider_name, found.source.value, found.detail, [w.describe() for w in writers],
+                      needs_override)
 
 
 def metadata_table(table: Table, *, validate: bool = False) -> tuple[Any, Any, str]:
