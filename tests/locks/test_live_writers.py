@@ -115,3 +115,23 @@ def test_live_writers_a_pending_write_far_ahead_of_the_clock_is_no_evidence(v9_t
     pending_write(v9_table, soon, heartbeat_age_s=None)
     table = HudiTable.open(str(v9_table))
     assert [w.requested_time for w in table.inspect.live_writers()] == [soon]
+
+
+def test_live_writers_completed_writes_and_table_services_keep_their_pending_files_and_are_not_live(
+        v9_table: Path) -> None:
+    """A completed write keeps its requested and inflight files; a compaction completes as a
+    commit and a clustering as a replacecommit of its own time: none is live, though all were
+    requested just now. A pending delta commit and a pending compaction beside them are."""
+    now = datetime.now()  # the fixture's timeline is in LOCAL time
+    t1, t2, t3, t4, t5 = (format_instant_time(now - timedelta(seconds=s)) for s in (5, 4, 3, 2, 1))
+    folder = v9_table / ".hoodie" / "timeline"
+    completion = format_instant_time(now)
+    for name in (f"{t1}.commit.requested", f"{t1}.commit.inflight", f"{t1}_{completion}.commit",
+                 f"{t2}.compaction.requested", f"{t2}.compaction.inflight", f"{t2}_{completion}.commit",
+                 f"{t3}.clustering.requested", f"{t3}.clustering.inflight", f"{t3}_{completion}.replacecommit",
+                 f"{t4}.deltacommit.requested", f"{t5}.compaction.requested"):
+        source = next(folder.glob("*.commit"))  # any decodable content: only the names matter here
+        (folder / name).write_bytes(source.read_bytes() if not name.endswith((".requested", ".inflight")) else b"")
+    live = HudiTable.open(str(v9_table)).inspect.live_writers()
+    assert [(w.requested_time, w.action, w.evidence) for w in live] == [
+        (t5, "compaction", "pending"), (t4, "deltacommit", "pending")]

@@ -26,6 +26,8 @@ from timeline.exceptions import FileNotFound, InvalidInstantError
 from timeline.instant import moment_of
 from timeline.locks.base import LockError
 from timeline.locks.discovery import LockDiscovery
+from timeline.storage import FileStatus, Storage
+from timeline.timeline import ActiveTimeline, assemble_timeline
 
 if TYPE_CHECKING:
     from timeline.table import Table
@@ -125,26 +127,22 @@ def live_writers(table: Table, properties: Mapping[str, str] | None = None, *,
                  now_ms: int | None = None) -> list[LiveWriter]:
     """The writes running on `table` now, newest first (see the module's docstring).
     `properties` are the writers' settings (the heartbeat interval and misses; the table's
-    `hoodie.properties` when None). The timeline is read again."""
+    `hoodie.properties` when None). The timeline is read again: its folder's names, and only
+    the instants that could be live writes (those with a requested or inflight state file, and
+    those a fresh heartbeat names) are assembled from them, by the rules of
+    `load_active_timeline`; a page showing the writers of a 100,000-instant table builds a few
+    instants, not all. The table's loaded timeline is dropped, to be read afresh by its next use."""
     props = table.config.props if properties is None else properties
     window = liveness_window_ms(props)
     now = int(time.time() * 1000) if now_ms is None else now_ms
-    timeline = table.reload().timeline
+    beats = [s for s in _heartbeats(table) if not s.is_dir and s.name[:1].isdigit() and now - s.mtime_ms <= window]
+    timeline = _candidates(table, {s.name for s in beats})
     actions = {i.requested_time: i.action for i in timeline}
     pending = {i.requested_time: i for i in timeline.pending() if i.action in WRITE_ACTIONS}
     completed = {i.requested_time for i in timeline.completed()} - set(pending)
     found: dict[str, LiveWriter] = {}
-    folder = table.path(HEARTBEAT_FOLDER)
-    try:
-        beats = table.storage.list(folder) if table.storage.exists(folder) else []
-    except FileNotFound:
-        beats = []
     for status in beats:
-        if status.is_dir or not status.name[:1].isdigit():
-            continue
         age = now - status.mtime_ms
-        if age > window:
-            continue
         if status.name in completed:  # a finished write whose heartbeat file was not deleted yet
             continue
         found[status.name] = LiveWriter(status.name, actions.get(status.name, ""), "heartbeat", max(0, age) // 1000)
@@ -155,3 +153,42 @@ def live_writers(table: Table, properties: Mapping[str, str] | None = None, *,
         if requested is not None and abs(now - requested) <= window:  # a writer's clock may run ahead a little
             found[t] = LiveWriter(t, instant.action, "pending", max(0, now - requested) // 1000)
     return sorted(found.values(), key=lambda w: w.requested_time, reverse=True)
+
+
+def _heartbeats(table: Table) -> list[FileStatus]:
+    folder = table.path(HEARTBEAT_FOLDER)
+    try:
+        return table.storage.list(folder) if table.storage.exists(folder) else []
+    except FileNotFound:
+        return []
+
+
+_PENDING_SUFFIXES = (".requested", ".inflight")
+_COMPLETED_WRITES = frozenset({"commit", "deltacommit", "replacecommit"})  # what every write action completes as
+
+
+def _candidates(table: Table, beating: set[str]) -> ActiveTimeline:
+    """The active timeline's instants that could be live writes: every instant time with a
+    requested or inflight state file and no completed write's file (a compaction, log
+    compaction or clustering completes as a commit, deltacommit or replacecommit of its own
+    time), and the times a fresh heartbeat names, each assembled from all its state files (the
+    highest state wins, as `load_active_timeline` has it)."""
+    config = table.reload().config
+    folder = table.path(config.timeline_folder)
+    names = table.storage.list_names(folder)
+    pending, written = set(), set()
+    for name in names:
+        if name.endswith(_PENDING_SUFFIXES):
+            pending.add(_time_of(name))
+        elif name.rsplit(".", 1)[-1] in _COMPLETED_WRITES:
+            written.add(_time_of(name))
+    times = beating | (pending - written)  # a completed write keeps its requested and inflight files
+    statuses = [FileStatus(Storage.join(folder, n), n, -1, -1) for n in names if _time_of(n) in times]
+    return assemble_timeline(statuses, folder=folder, config=config)
+
+
+def _time_of(name: str) -> str:
+    """The instant time a state file's name starts with (`<t>.<action>...` or, completed on
+    table version 8+, `<t>_<completion time>.<action>`)."""
+    return name.split(".", 1)[0].split("_", 1)[0]
+
