@@ -89,6 +89,10 @@ def job_request(*, table: Table, user: User | None, kind: str, target: str, conf
                 table_services(table).preview_rollback(target)
             except CleanlineError as exc:
                 raise ValidationError(str(exc)) from exc
+        try:  # a live writer with no lock known: refused now, not by the job once it runs
+            table_services(table, writers_stopped=writers_stopped).preflight()
+        except CleanlineError as exc:
+            raise ValidationError(str(exc)) from exc
         check_table_free(table)
     except ValidationError as exc:
         audit(user=user, action=f"{kind}.refused", table=table, parameters={"target": target},

@@ -132,11 +132,14 @@ def test_writer_lock_the_api_takes_the_override_and_the_job_records_it(table: Ta
     assert AuditEvent.objects.get(action="savepoint.created", table=table).parameters["writers_stopped"] is True
 
     restore = f"/api/v1/tables/{table.pk}/restore"
-    with django_capture_on_commit_callbacks(execute=True):  # the job runs eagerly
+    with django_capture_on_commit_callbacks(execute=True):
         first = api.post(restore, {"savepoint": commit.requested_time, "confirm": table.name},
                          content_type="application/json")
-    job = Job.objects.get(pk=first.json()["id"])
-    assert job.status == "failed" and not job.writers_stopped and LIVE in job.error
+    # refused when asked, not by the job once it runs: no job, the refusal audited
+    assert first.status_code in (400, 409) and LIVE in first.json()["detail"], first.content
+    assert not Job.objects.exists()
+    refused_audit = AuditEvent.objects.get(action="restore.refused", table=table)
+    assert LIVE in refused_audit.result
     with django_capture_on_commit_callbacks(execute=True):
         second = api.post(restore, {"savepoint": commit.requested_time, "confirm": table.name,
                                     "writers_stopped": True}, content_type="application/json")
