@@ -57,18 +57,30 @@ from django.test.utils import setup_test_environment  # noqa: E402
 from django.urls import reverse  # noqa: E402
 
 from bench.common import (  # noqa: E402
+    BASE_BYTES,
+    MDT_RECORD_SCHEMA,
     CleanShape,
     argument_parser,
+    avro_schema,
+    base_name,
     bench_root,
+    cow_v6_props,
+    file_ids,
     file_system_of,
     generate_clean_table,
+    instant_at,
     machine,
+    new_table,
+    partition_name,
     progress,
     publish,
     put_back,
     target_lines,
     target_text,
     timed,
+    write_file,
+    write_partition_metadata,
+    write_versions,
 )
 from console import services  # noqa: E402
 from tests.helpers import StandaloneCluster  # noqa: E402
@@ -76,6 +88,9 @@ from timeline import HudiTable  # noqa: E402
 from timeline.clean.config import CleanConfig  # noqa: E402
 from timeline.clean.executor import schedule_clean  # noqa: E402
 from timeline.clean.store import StoredPlan  # noqa: E402
+from timeline.instant import Instant, State  # noqa: E402
+from timeline.spark.writer.create import create_table  # noqa: E402
+from timeline.storage import storage_for  # noqa: E402
 
 SECTION_BEGIN = "<!-- bench/scale.py: begin -->"
 SECTION_END = "<!-- bench/scale.py: end -->"
@@ -146,8 +161,9 @@ from timeline.clean.config import CleanConfig
 from timeline.clean.store import plan_clean_stored
 from timeline import HudiTable
 began = time.perf_counter()
-plan = plan_clean_stored(HudiTable.open(sys.argv[1]), CleanConfig(commits_retained=3), sys.argv[2])
-print(json.dumps({"seconds": time.perf_counter() - began, "files": plan.files,
+plan = plan_clean_stored(HudiTable.open(sys.argv[1]), CleanConfig(commits_retained=3), sys.argv[2],
+                         source="auto")  # the lake tables through their metadata table, as Hudi lists them
+print(json.dumps({"seconds": time.perf_counter() - began, "files": plan.files, "listing": plan.listing,
                   "python_peak_kib": next(int(line.split()[1]) for line in open("/proc/self/status")
                                           if line.startswith("VmHWM:"))}))  # not ru_maxrss: see DRIVER
 """
@@ -174,6 +190,83 @@ def drive(cluster: StandaloneCluster, commands: list[tuple[str, str, str]]) -> l
     if run.returncode != 0:
         raise RuntimeError(f"the driver failed:\n{run.stderr[-4000:]}")
     return [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
+
+
+LAKE_FILES_PER_PARTITION = 1_000  # the lake tables: 100 file groups x 10 commits a partition
+LAKE_SAMPLE_EVERY = 100           # every 100th partition's files are on storage too
+LAKE_BASE_FILE = "files-0000-0_0-0-0_00000000000000010.hfile"
+
+
+def lake_shape(files: int) -> CleanShape:
+    return CleanShape(partitions=files // LAKE_FILES_PER_PARTITION, groups=100, versions=10, trickle=0, hot=0,
+                      retained=3)
+
+
+def generate_lake_table(base: str, shape: CleanShape, sample_every: int = LAKE_SAMPLE_EVERY) -> int:
+    """A version 8 COPY_ON_WRITE table whose metadata table lists `shape.data_files` files while
+    storage holds only a sample of them (where 10M real files do not fit this machine's inodes
+    and tmpfs): every partition's folder and partition metadata, the files (and the commits'
+    write stats) of every `sample_every`-th partition. The metadata table's `files` partition is
+    one base HFile written at its initialisation instant `00000000000000010`, as Hudi's
+    initialisation of the files partition writes it (bulk insert into HFile base files; 1 MB
+    GZ blocks), listing every partition and file. Returns the files written to storage."""
+    from timeline import transition
+    from timeline.config import MDT_PARTITIONS, update_config
+    from timeline.hfile import write_hfile
+    from timeline.metadata.mdt_payload import (
+        encode_record,
+        files_record,
+        partition_identifier,
+        partition_list_record,
+    )
+
+    props = cow_v6_props("bench_lake_v8")
+    props.update({"hoodie.table.version": "8", "hoodie.timeline.layout.version": "2",
+                  "hoodie.timeline.path": "timeline", "hoodie.timeline.history.path": "history"})
+    timeline = new_table(base, props)
+    schema = avro_schema(["city"])
+    times = [instant_at(k) for k in range(shape.commits)]
+    names = [partition_name(p) for p in range(shape.partitions)]
+    for name in names:
+        write_partition_metadata(f"{base}/{name}", times[0], 1)
+    sampled = list(range(0, shape.partitions, sample_every))
+    write_versions(base, timeline, schema, shape, sampled, list(enumerate(times)), {}, layout=2)
+    mdt_base = f"{base}/.hoodie/metadata"
+    create_table(storage_for(mdt_base)[0], mdt_base, {
+        "hoodie.table.name": "bench_lake_v8_metadata", "hoodie.table.type": "MERGE_ON_READ",
+        "hoodie.table.version": "8", "hoodie.timeline.layout.version": "2", "hoodie.timeline.path": "timeline",
+        "hoodie.timeline.history.path": "history", "hoodie.table.base.file.format": "HFILE",
+        "hoodie.table.recordkey.fields": "key", "hoodie.populate.meta.fields": "false",
+        "hoodie.table.keygenerator.type": "HOODIE_TABLE_METADATA",
+        "hoodie.compaction.payload.class": "org.apache.hudi.metadata.HoodieMetadataPayload"})
+    write_partition_metadata(f"{mdt_base}/files", "00000000000000010", 1)
+    mdt_table = HudiTable.open(mdt_base)
+    init = Instant("00000000000000010", "deltacommit", State.REQUESTED)
+    transition.write_state(mdt_table, init, None)
+    inflight = transition.start(mdt_table, init, None)
+    cells = [(b"__all_partitions__", encode_record(partition_list_record(
+        [partition_identifier(n) for n in names], deleted=False), MDT_RECORD_SCHEMA))]
+    size = len(BASE_BYTES)
+    for p, name in enumerate(names):  # city=NNNN sorts after __all_partitions__
+        files = {base_name(file_id, g, k, t): size for k, t in enumerate(times)
+                 for g, file_id in enumerate(file_ids(p, shape.groups))}
+        cells.append((name.encode(), encode_record(files_record(name, added=files), MDT_RECORD_SCHEMA)))
+    assert [c[0] for c in cells] == sorted(c[0] for c in cells)
+    data = write_hfile(cells, [("schema", MDT_RECORD_SCHEMA.encode())], created_ms=0, block_size=1 << 20)
+    del cells
+    write_file(f"{mdt_base}/files/{LAKE_BASE_FILE}", data)
+    transition.complete(mdt_table, inflight, None)
+    update_config(storage_for(base)[0], base, {MDT_PARTITIONS: "files"})
+    return len(sampled) * shape.groups * shape.versions
+
+
+def generate_lake(root: str, files: int) -> str:
+    path = os.path.join(root, f"lake-{files}")
+    if not os.path.exists(path):
+        progress(f"generating a {files:,}-file table listed by its metadata table in {path}")
+        elapsed, on_storage = timed(lambda: generate_lake_table(path, lake_shape(files)))
+        progress(f"  generated in {elapsed:.0f} s ({on_storage:,} of its files on storage)")
+    return path
 
 
 def generate(root: str, files: int) -> str:

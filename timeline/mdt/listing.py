@@ -74,7 +74,9 @@ def statuses_of(base: str, partition: str, files: dict[str, int]) -> tuple[FileS
     """A partition's files as the metadata table lists them (name -> size): sizes from the
     records, modification times unknown (-1)."""
     folder = Storage.join(base, partition) if partition else base
-    return tuple(FileStatus(Storage.join(folder, name), name, size, -1) for name, size in sorted(files.items()))
+    prefix = Storage.join(folder, "_")[:-1]  # what Storage.join puts before a plain file name, joined once
+    new, status = tuple.__new__, FileStatus  # once per file listed: no Python-level __new__
+    return tuple(new(status, (prefix + name, name, size, -1, False)) for name, size in sorted(files.items()))
 
 
 def iter_listing(table: Table, source: ListingSource | str = ListingSource.STORAGE, *,
