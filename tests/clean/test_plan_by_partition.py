@@ -3,8 +3,7 @@
 partition at a time, the stored plan is the whole-table plan file for file, on every fixture
 (listing storage, and through the metadata table where there is one) and on a generated
 multi-partition table whose folders' partitions interleave in partition order; a file the
-metadata table does not list is never deleted; the metadata table's stream
-(`timeline.mdt.stream.iter_files`) is its whole listing."""
+metadata table does not list is never deleted."""
 
 from __future__ import annotations
 
@@ -18,9 +17,7 @@ from tests.helpers import FIXTURES, fixture_id, unzip_table
 from timeline import CleanConfig, CleanPolicy, HudiTable
 from timeline.clean.planner import CleanPlan, plan_clean
 from timeline.clean.store import FileRow, StoredPlan, plan_clean_stored
-from timeline.mdt.listing import folder_groups, iter_listing, table_listing
-from timeline.mdt.reader import MetadataTable
-from timeline.mdt.stream import iter_files
+from timeline.mdt.listing import iter_listing
 
 ALL_FIXTURES = sorted(FIXTURES.rglob("*.zip"))
 CONFIGS = [CleanConfig(commits_retained=1, incremental=False),
@@ -74,21 +71,7 @@ def test_the_plan_by_partition_equals_the_whole_table_plan_on_a_generated_table(
                     memory)
 
 
-def test_top_folders_are_grouped_where_their_partitions_interleave() -> None:
-    folders = ["/t/b", "/t/a", "/t/a-b", "/t/a.c", "/t/ab", "/t/a-b-c", "/t/c"]
-    assert folder_groups(folders) == [["/t/a", "/t/a-b", "/t/a-b-c", "/t/a.c"], ["/t/ab"], ["/t/b"], ["/t/c"]]
-
-
 MDT_FIXTURE = FIXTURES / "sample_table/cow/v9_txns_simple_meta.zip"
-
-
-def test_the_metadata_tables_stream_is_its_listing(tmp_path: Path) -> None:
-    table = HudiTable.open(str(unzip_table(MDT_FIXTURE, tmp_path)))
-    whole = MetadataTable(table).files()
-    assert list(iter_files(MetadataTable(table))) == sorted(whole.items())
-    some = sorted(whole)[:1] + ["no/such/partition"]
-    assert dict(iter_files(MetadataTable(table), some)) == {some[0]: whole[some[0]], "no/such/partition": {}}
-    assert dict(iter_listing(table, "metadata")) == table_listing(table, "metadata")[0].partitions
 
 
 def test_a_file_the_metadata_table_does_not_list_is_never_deleted_by_the_stored_plan(tmp_path: Path) -> None:
