@@ -54,6 +54,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+# the cluster's daemons and executors (started with this process's environment) run this checkout
+os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
 os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(50))
 
@@ -63,7 +65,7 @@ django.setup()
 
 from django.contrib.auth.models import Group, User  # noqa: E402
 from django.test import Client  # noqa: E402
-from django.test.utils import setup_test_environment  # noqa: E402
+from django.test.utils import setup_test_environment, teardown_test_environment  # noqa: E402
 from django.urls import reverse  # noqa: E402
 
 from bench.common import (  # noqa: E402
@@ -296,6 +298,7 @@ def review(table_path: str, folder: str, repeat: int) -> dict[str, Any]:
     from django.db import connection
 
     setup_test_environment()
+    old_name = connection.settings_dict["NAME"]
     connection.creation.create_test_db(verbosity=0, autoclobber=True)
     settings.CLEANLINE_ALLOWED_ROOTS = [os.path.dirname(table_path)]
     try:
@@ -333,7 +336,8 @@ def review(table_path: str, folder: str, repeat: int) -> dict[str, Any]:
             pages[label] = {"first_ms": first[label], "median_ms": statistics.median(samples), "max_ms": max(samples)}
         return {"reviewable_s": reviewable_s, "pages": pages}
     finally:
-        connection.creation.destroy_test_db(connection.settings_dict["NAME"], verbosity=0)
+        connection.creation.destroy_test_db(old_name, verbosity=0)
+        teardown_test_environment()  # reviewed again for the next plan
 
 
 def execution(cluster: StandaloneCluster, path: str, folder: str) -> dict[str, Any]:
