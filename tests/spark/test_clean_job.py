@@ -128,6 +128,27 @@ def test_spark_engine_from_the_cli_plans_like_the_local_engine(table_copy) -> No
     assert spark.stdout == local.stdout and '"delete": true' in local.stdout
 
 
+def test_spark_engine_from_the_cli_honours_listing(table_copy) -> None:
+    """`cleanline clean plan --engine spark`: auto lists through the metadata table (Hudi's
+    choice), `--listing storage` lists storage; the same files either way."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    cleanline = str(Path(sys.executable).with_name("cleanline"))
+    path = str(table_copy("sample_table/cow/v9_txns_simple_meta"))
+    env = {**os.environ, "SPARK_MASTER": "local[2]"}
+    short = ["--retain-commits", "1", "--allow-short-retention", "--json", "--engine", "spark"]
+    runs = {listing: subprocess.run([cleanline, "clean", "plan", path, *short, "--listing", listing],
+                                    capture_output=True, text=True, timeout=300, env=env)
+            for listing in ("auto", "storage")}
+    assert all(r.returncode == 0 for r in runs.values()), runs["auto"].stderr[-2000:]
+    auto, storage = (json.loads(runs[k].stdout) for k in ("auto", "storage"))
+    assert (auto["listing"], storage["listing"]) == ("metadata", "storage")
+    assert auto["files"] == storage["files"] and auto["totals"]["filesToDelete"]
+
+
 def _mixed_lake(base: Path) -> Lake:
     """A table whose pending clean names deleted-to-be files in two partitions, a file already
     gone, a directory where a file should be (the store refuses it) and a bootstrap-flagged
