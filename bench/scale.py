@@ -544,8 +544,8 @@ def markdown_section(result: dict[str, Any]) -> str:
     lines += ["", f"The local engine plans faster at every crossover size; {where}; warm session, a new one costs "
               f"about {result['execution']['session_s']:.0f} s more. Neither engine's memory grows with the "
               "listing now: the local engine lists, plans and writes a partition at a time (a top folder of "
-              "storage, or a key of the metadata table's stream); CLEANLINE_SPARK_MIN_FILES stays at 1,000,000 "
-              "from the crossover.", "", *target_lines(result["targets"]), SECTION_END]
+              "storage, or a key of the metadata table's stream); CLEANLINE_SPARK_MIN_FILES is left at 1,000,000 "
+              "(a choice of speed only now).", "", *target_lines(result["targets"]), SECTION_END]
     return "\n".join(lines) + "\n"
 
 
