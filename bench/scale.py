@@ -275,20 +275,18 @@ def generate_lake_table(base: str, shape: CleanShape, sample_every: int = LAKE_S
 
 
 def generate_lake(root: str, files: int) -> str:
-    path = os.path.join(root, f"lake-{files}")
-    if not os.path.exists(path):
-        progress(f"generating a {files:,}-file table listed by its metadata table in {path}")
-        elapsed, on_storage = timed(lambda: generate_lake_table(path, lake_shape(files)))
-        progress(f"  generated in {elapsed:.0f} s ({on_storage:,} of its files on storage)")
-    return path
+    return generate(root, files, lake=True)
 
 
-def generate(root: str, files: int) -> str:
-    path = os.path.join(root, f"table-{files}")
+def generate(root: str, files: int, *, lake: bool = False) -> str:
+    """The table of `files` files under `root` (generated once): every file on storage, or with
+    `lake` listed by its metadata table with a sample on storage (`generate_lake_table`)."""
+    path = os.path.join(root, f"{'lake' if lake else 'table'}-{files}")
     if not os.path.exists(path):
-        progress(f"generating a {files:,}-file table in {path}")
-        elapsed, _ = timed(lambda: generate_clean_table(path, shape_of(files)))
-        progress(f"  generated in {elapsed:.0f} s")
+        progress(f"generating a {files:,}-file table{' listed by its metadata table' if lake else ''} in {path}")
+        elapsed, on_storage = timed(lambda: generate_lake_table(path, lake_shape(files)) if lake
+                                    else generate_clean_table(path, shape_of(files)))
+        progress(f"  generated in {elapsed:.0f} s" + (f" ({on_storage:,} of its files on storage)" if lake else ""))
     return path
 
 
