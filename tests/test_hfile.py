@@ -6,6 +6,7 @@ we write reads back the same with our reader and with hudi-rs."""
 
 from __future__ import annotations
 
+import io
 import shutil
 import struct
 from collections.abc import Iterator
@@ -20,6 +21,7 @@ from timeline.hfile import (
     CorruptHFileError,
     java_hashmap_order,
     read_hfile,
+    stream_hfile,
     write_hfile,
 )
 from timeline.logformat import BlockType, read_blocks
@@ -143,3 +145,21 @@ def test_reader_names_the_file_on_damage(lakes: list[Path]) -> None:
 def test_file_info_follows_java_hashmap_order() -> None:
     assert java_hashmap_order(["hfile.LASTKEY", "schema", "hfile.AVG_VALUE_LEN", "KEY_VALUE_VERSION"]) == [
         "schema", "hfile.LASTKEY", "hfile.AVG_VALUE_LEN", "KEY_VALUE_VERSION"]
+
+
+def test_a_streamed_hfile_reads_as_the_whole_file(lakes: list[Path]) -> None:
+    """`stream_hfile` (a block at a time from a seekable reader) gives `read_hfile`'s file info
+    and cells: on every fixture HFile, and on one of many GZ and uncompressed blocks."""
+    written = [(f"key{i:05d}".encode(), bytes(range(i % 200))) for i in range(3000)]
+    many = [write_hfile(written, [("schema", b"{}")], created_ms=1, block_size=4096, codec=codec) for codec in (1, 2)]
+    checked = 0
+    for name, data in [*((name, data) for table in lakes for _, name, data in hfiles(table)),
+                       *(("written", data) for data in many)]:
+        whole = read_hfile(data, path=name)
+        info, cells = stream_hfile(io.BytesIO(data), path=name)
+        assert (info, list(cells)) == (dict(whole.file_info), list(whole.cells)), name
+        checked += 1
+    assert checked > 150 and len(read_hfile(many[0], path="w").cells) == 3000
+    truncated = many[0][:200] + many[0][400:]
+    with pytest.raises(CorruptHFileError, match="truncated"):
+        list(stream_hfile(io.BytesIO(truncated), path="truncated")[1])

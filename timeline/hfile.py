@@ -28,6 +28,7 @@ import struct
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import BinaryIO
 
 import google_crc32c
 
@@ -307,20 +308,61 @@ def read_hfile(data: bytes, *, path: str) -> HFile:
         for block_offset, _, name in _root_index(body, trailer.meta_index_count):
             _, meta_body, _ = _block(data, block_offset, codec, path)
             meta[name.decode()] = meta_body
-        magic, body, _ = _block(data, trailer.file_info_offset, codec, path)
-        if magic != FILE_INFO or not body.startswith(PBUF):
-            raise CorruptHFileError(path, "no file info block")
-        info: dict[bytes, bytes] = {}
-        for number, entry in _fields(_delimited(body, len(PBUF))):
-            if number == 1 and isinstance(entry, bytes):
-                pair = dict(_fields(entry))
-                first, second = pair.get(1, b""), pair.get(2, b"")
-                if not isinstance(first, bytes) or not isinstance(second, bytes):
-                    raise ValueError("a file info entry that is not two byte strings")
-                info[first] = second
+        info = _read_file_info(data, trailer.file_info_offset, codec, path)
     except (ValueError, struct.error, UnicodeDecodeError) as exc:
         raise CorruptHFileError(path, str(exc)) from exc
     return HFile(tuple(cells), info, meta, trailer)
+
+
+def _read_file_info(data: bytes, offset: int, codec: int, path: str) -> dict[bytes, bytes]:
+    magic, body, _ = _block(data, offset, codec, path)
+    if magic != FILE_INFO or not body.startswith(PBUF):
+        raise CorruptHFileError(path, "no file info block")
+    info: dict[bytes, bytes] = {}
+    for number, entry in _fields(_delimited(body, len(PBUF))):
+        if number == 1 and isinstance(entry, bytes):
+            pair = dict(_fields(entry))
+            first, second = pair.get(1, b""), pair.get(2, b"")
+            if not isinstance(first, bytes) or not isinstance(second, bytes):
+                raise ValueError("a file info entry that is not two byte strings")
+            info[first] = second
+    return info
+
+
+def stream_hfile(reader: BinaryIO, *, path: str) -> tuple[dict[bytes, bytes], Iterator[tuple[bytes, bytes]]]:
+    """An HFile's file info, and its cells read a data block at a time from a seekable reader
+    (the reader stays open until the cells are read): what `read_hfile` gives, holding one
+    block, not the file (a metadata table's base file of 10 million entries is about a GB)."""
+    size = reader.seek(0, 2)
+    reader.seek(max(0, size - TRAILER_SIZE))
+    trailer = read_trailer(reader.read(TRAILER_SIZE), path=path)
+    reader.seek(trailer.load_on_open_offset)
+    tail = reader.read(size - trailer.load_on_open_offset)
+    try:
+        info = _read_file_info(tail, trailer.file_info_offset - trailer.load_on_open_offset, trailer.codec, path)
+    except (ValueError, struct.error, UnicodeDecodeError) as exc:
+        raise CorruptHFileError(path, str(exc)) from exc
+    return info, _streamed_cells(reader, trailer, path)
+
+
+def _streamed_cells(reader: BinaryIO, trailer: Trailer, path: str) -> Iterator[tuple[bytes, bytes]]:
+    count, offset = 0, trailer.first_data_block_offset
+    while trailer.entry_count and offset <= trailer.last_data_block_offset:
+        reader.seek(offset)
+        head = reader.read(HEADER.size)
+        if len(head) < HEADER.size:
+            raise CorruptHFileError(path, f"block header at {offset} past the end")
+        magic, body, length = _block(head + reader.read(HEADER.unpack_from(head)[1]), 0, trailer.codec, path)
+        offset += length
+        if magic in (LEAF_INDEX, INTERMEDIATE_INDEX, META):
+            continue
+        if magic != DATA:
+            raise CorruptHFileError(path, f"unexpected {magic!r} among the data blocks")
+        for cell in _cells(body, path):
+            count += 1
+            yield cell
+    if count != trailer.entry_count:
+        raise CorruptHFileError(path, f"{count} cells read, the trailer says {trailer.entry_count}")
 
 
 def cell_key(row: bytes) -> bytes:

@@ -97,15 +97,15 @@ class Maintenance:
         """The plan, with a reason for every file; writes nothing. With `enforce_retention`
         (the default) a configuration that keeps less than the table's own clean settings is
         refused (RetentionTooShort); without it such a plan carries a note saying so.
-        `listing` (storage, metadata or auto: `timeline.mdt.listing.ListingSource`) is where this
-        process lists the table from; the Spark engine lists storage."""
+        `listing` (storage, metadata or auto: `timeline.mdt.listing.ListingSource`) is where the
+        table is listed from, by this process or by the Spark engine."""
         shortfall = retention_shortfall(self.table.config.props, config)
         if enforce_retention:
             check_retention(self.table.uri, self.table.config.props, config)
         if self.spark is not None:
             from timeline.spark.clean import plan_clean_spark
 
-            plan = plan_clean_spark(self.spark, self.table.uri, config, now=now)
+            plan = plan_clean_spark(self.spark, self.table.uri, config, now=now, source=listing)
         else:
             plan = plan_clean(self.table, config, now=now, processes=self.processes, source=listing)
         if shortfall is None:
@@ -116,9 +116,8 @@ class Maintenance:
                           enforce_retention: bool = True, listing: str = "storage") -> StoredPlan:
         """`plan_clean` into a plan store (a local folder or object-store prefix the engine's
         executors reach too): the file decisions are written there as Parquet where they are
-        made; the plan returned holds only totals and per-partition sums. `listing` as
-        `plan_clean` takes it: where this process lists the table from; the Spark engine lists
-        storage."""
+        made, partition by partition; the plan returned holds only totals and per-partition
+        sums. `listing` as for `plan_clean`."""
         from timeline.clean.store import plan_clean_stored
         from timeline.clean.store_files import store_settings
 
@@ -128,7 +127,7 @@ class Maintenance:
         if self.spark is not None:
             from timeline.spark.clean import plan_clean_spark_stored
 
-            plan = plan_clean_spark_stored(self.spark, self.table.uri, config, folder, now=now)
+            plan = plan_clean_spark_stored(self.spark, self.table.uri, config, folder, now=now, source=listing)
         else:
             plan = plan_clean_stored(self.table, config, folder, now=now, s3=store_settings(folder), source=listing)
         if shortfall is None:

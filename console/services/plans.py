@@ -39,7 +39,7 @@ from timeline import (
 from timeline.clean.retention import retention_shortfall
 from timeline.clean.store import StoredPlan, StoreError, compare_stored
 from timeline.engine import engine_for, spark_session
-from timeline.mdt.listing import ListingSource, resolve
+from timeline.mdt.listing import ListingSource
 from timeline.mdt.writer import CLEAN_PARTITIONS
 
 logger = logging.getLogger(__name__)
@@ -119,7 +119,6 @@ def plan_build(*, plan: CleanPlan) -> CleanPlan:
         config = CleanConfig.from_properties(plan.settings)
         engine = "spark" if _on_spark(table) else "local"
         stored = _make_plan(table, lake, config, _enforced(plan), folder, engine, plan.listing)
-        used = ListingSource.STORAGE if engine == "spark" else resolve(lake, plan.listing)
     except CleanlineError as exc:
         CleanPlan.objects.filter(pk=plan.pk, status=PlanStatus.PLANNING).update(
             status=PlanStatus.FAILED, error=str(exc)[:2000], finished_at=timezone.now())
@@ -127,7 +126,7 @@ def plan_build(*, plan: CleanPlan) -> CleanPlan:
         plan.refresh_from_db()
         return plan
     plan_store(plan=plan, stored=stored, warnings=_warnings(lake))
-    CleanPlan.objects.filter(pk=plan.pk).update(engine=engine, listing_used=used.value)
+    CleanPlan.objects.filter(pk=plan.pk).update(engine=engine, listing_used=stored.listing)
     plan.refresh_from_db()
     audit(user=None, action="clean.plan.built", table=table, parameters={"plan": plan.pk, "engine": engine},
           result=f"{plan.files_to_delete} files ({plan.bytes_to_delete} bytes) to delete")

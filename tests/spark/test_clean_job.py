@@ -13,9 +13,16 @@ from timeline import HudiTable
 from timeline.clean.config import CleanConfig, CleanPolicy
 from timeline.clean.executor import FileOutcome, Progress, Status, Target, run_pending_cleans, schedule_clean
 from timeline.clean.planner import plan_clean
+from timeline.clean.store import plan_clean_stored
 from timeline.files import base_file_name
 from timeline.instant import CLEAN, Instant, State
-from timeline.spark.clean import batches, outcomes_of, plan_clean_spark, run_pending_cleans_spark
+from timeline.spark.clean import (
+    batches,
+    outcomes_of,
+    plan_clean_spark,
+    plan_clean_spark_stored,
+    run_pending_cleans_spark,
+)
 from timeline.storage.arrow import LocalStorage
 
 TABLES = ["sample_table/mor/avro/v9_txns_simple_nometa", "sample_table/cow/v9_txns_complex_nometa",
@@ -32,6 +39,52 @@ def test_spark_plan_equals_local_plan(spark: SparkSession, table_copy, table_id:
         local = plan_clean(HudiTable.open(path), config)
         distributed = plan_clean_spark(spark, path, config)
         assert distributed == local
+
+
+MDT_TABLES = ["sample_table/cow/v9_txns_simple_meta", "sample_table/mor/avro/v9_txns_complex_meta",
+              "sample_table/mor/avro/v9_txns_nonpart_meta"]
+
+
+@pytest.mark.parametrize("table_id", MDT_TABLES)
+def test_spark_plan_through_the_metadata_table_equals_its_plan_listing_storage(
+        spark: SparkSession, table_copy, table_id: str, tmp_path: Path) -> None:
+    """With a valid metadata table the Spark engine lists through it by default (auto), as the
+    local engine does; its plans, in memory and in a plan store, equal those listing storage and
+    the local engine's by partition."""
+    path = str(table_copy(table_id))
+    for n, config in enumerate(CONFIGS):
+        through_mdt, from_storage = plan_clean_spark(spark, path, config), plan_clean_spark(spark, path, config,
+                                                                                            source="storage")
+        assert (through_mdt.listing, from_storage.listing) == ("metadata", "storage")
+        assert through_mdt.decisions == from_storage.decisions
+        assert through_mdt == plan_clean(HudiTable.open(path), config, source="metadata")
+        stored = plan_clean_spark_stored(spark, path, config, str(tmp_path / f"m{n}"))
+        listed = plan_clean_spark_stored(spark, path, config, str(tmp_path / f"s{n}"), source="storage")
+        local = plan_clean_stored(HudiTable.open(path), config, str(tmp_path / f"l{n}"), source="metadata")
+        assert stored.listing == local.listing == "metadata" and listed.listing == "storage"
+        assert list(stored.iter_rows()) == list(listed.iter_rows()) == list(local.iter_rows())
+        assert stored.partitions_to_delete == listed.partitions_to_delete
+        assert stored.notes == local.notes
+        assert sorted(p.name for p in (tmp_path / f"m{n}").iterdir() if "listing" in p.name) == []
+
+
+def test_spark_never_deletes_a_file_the_metadata_table_does_not_list(spark: SparkSession, table_copy,
+                                                                    tmp_path: Path) -> None:
+    """A failed write's leftover (a file group no completed write put in the metadata table,
+    beside an old base file) is seen by a Spark plan listing storage, never by one through the
+    metadata table."""
+    path = table_copy("sample_table/cow/v9_txns_simple_meta")
+    config = CleanConfig(commits_retained=1)
+    old = Path(plan_clean(HudiTable.open(str(path)), config, source="storage").files_to_delete[0].path
+               .removeprefix("file:"))
+    file_id, _, rest = old.name.partition("_")
+    stray = old.with_name(f"{file_id[:-1]}9_{rest}")
+    stray.write_bytes(old.read_bytes())
+    assert stray.name in {Path(d.path).name for d in plan_clean_spark(spark, str(path), config,
+                                                                      source="storage").decisions}
+    assert stray.name not in {Path(d.path).name for d in plan_clean_spark(spark, str(path), config).decisions}
+    stored = plan_clean_spark_stored(spark, str(path), config, str(tmp_path / "store"))
+    assert stored.listing == "metadata" and stray.name not in {r.file_name for r in stored.iter_rows()}
 
 
 def test_spark_clean_run_keeps_retained_reads(spark: SparkSession, table_copy) -> None:
@@ -73,6 +126,27 @@ def test_spark_engine_from_the_cli_plans_like_the_local_engine(table_copy) -> No
                            capture_output=True, text=True, timeout=300, env=env)
     assert local.returncode == spark.returncode == 0, spark.stderr[-2000:]
     assert spark.stdout == local.stdout and '"delete": true' in local.stdout
+
+
+def test_spark_engine_from_the_cli_honours_listing(table_copy) -> None:
+    """`cleanline clean plan --engine spark`: auto lists through the metadata table (Hudi's
+    choice), `--listing storage` lists storage; the same files either way."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    cleanline = str(Path(sys.executable).with_name("cleanline"))
+    path = str(table_copy("sample_table/cow/v9_txns_simple_meta"))
+    env = {**os.environ, "SPARK_MASTER": "local[2]"}
+    short = ["--retain-commits", "1", "--allow-short-retention", "--json", "--engine", "spark"]
+    runs = {listing: subprocess.run([cleanline, "clean", "plan", path, *short, "--listing", listing],
+                                    capture_output=True, text=True, timeout=300, env=env)
+            for listing in ("auto", "storage")}
+    assert all(r.returncode == 0 for r in runs.values()), runs["auto"].stderr[-2000:]
+    auto, storage = (json.loads(runs[k].stdout) for k in ("auto", "storage"))
+    assert (auto["listing"], storage["listing"]) == ("metadata", "storage")
+    assert auto["files"] == storage["files"] and auto["totals"]["filesToDelete"]
 
 
 def _mixed_lake(base: Path) -> Lake:

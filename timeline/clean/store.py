@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple, overload
 import pyarrow as pa
 
 from timeline.clean.config import CleanConfig, CleanPolicy
-from timeline.clean.planner import CleanPlan, FileDecision, finish_plan, list_some, plan_partition, start_plan
+from timeline.clean.planner import CleanPlan, FileDecision, finish_plan, plan_partition, start_plan
 from timeline.clean.store_files import (
     DECISIONS,
     HEADER,
@@ -49,7 +49,7 @@ from timeline.clean.store_files import StoreError as StoreError  # the console c
 from timeline.clean.store_search import Hits, find_hits
 from timeline.exceptions import CleanlineError, FileNotFound
 from timeline.instant import Instant, State
-from timeline.mdt.listing import ListingSource, describe, resolve, table_listing
+from timeline.mdt.listing import ListingSource, describe, iter_listing, resolve
 from timeline.perf import paused_gc
 from timeline.storage.base import Storage
 
@@ -98,6 +98,7 @@ class StoredPlan:
     notes: tuple[str, ...] = ()
     timeline_end: str = ""
     s3: S3Settings | None = field(default=None, compare=False, repr=False)
+    listing: str = "storage"  # where the files were listed from (`timeline.mdt.listing`)
 
     # Totals
 
@@ -136,7 +137,7 @@ class StoredPlan:
                                                                       ectr.state.name, ectr.completion_time],
             "partitions_to_delete": list(self.partitions_to_delete), "incremental": self.incremental,
             "savepointed_timestamps": list(self.savepointed_timestamps), "notes": list(self.notes),
-            "timeline_end": self.timeline_end, "parts": [asdict(p) for p in self.parts],
+            "timeline_end": self.timeline_end, "listing": self.listing, "parts": [asdict(p) for p in self.parts],
             "sums": [[s.partition, s.files, s.deletes, s.bytes_to_delete, s.dropped] for s in self.sums],
         }
         storage, folder = open_store(self.uri, self.s3)
@@ -158,7 +159,7 @@ class StoredPlan:
                 parts=tuple(Part(**p) for p in header["parts"]),
                 sums=tuple(PartitionSums(*s) for s in header["sums"]),
                 savepointed_timestamps=tuple(header["savepointed_timestamps"]), notes=tuple(header["notes"]),
-                timeline_end=header["timeline_end"], s3=s3)
+                timeline_end=header["timeline_end"], s3=s3, listing=header.get("listing", "storage"))
         except CleanlineError as exc:
             raise StoreError(f"{uri}: no stored plan here ({exc})") from exc
         except (ValueError, KeyError, TypeError, IndexError) as exc:
@@ -486,7 +487,7 @@ def store_plan(folder_uri: str, plan: CleanPlan, stored: Sequence[StoredPart], *
         partitions_to_delete=tuple(s.partition for s in sums if s.dropped and s.partition),
         incremental=plan.incremental, parts=tuple(sorted(parts, key=lambda p: p.name)), sums=sums,
         savepointed_timestamps=plan.savepointed_timestamps, notes=plan.notes, timeline_end=plan.timeline_end,
-        s3=s3).save()
+        s3=s3, listing=plan.listing).save()
 
 
 def compare_stored(stored: StoredPlan, now: StoredPlan) -> list[str]:
@@ -542,28 +543,28 @@ PART_ROWS = 65_536  # the local planner writes a part once it holds this many fi
 def plan_clean_stored(table: Table, config: CleanConfig, folder_uri: str, *, now: datetime | None = None,
                       s3: S3Settings | None = None, part_rows: int = PART_ROWS,
                       source: ListingSource | str = ListingSource.STORAGE) -> StoredPlan:
-    """`plan_clean` into a plan store: partitions planned in order and written a part at a time
-    (whole partitions, about `part_rows` files each); only sums stay in memory, beside the
-    table's listing. `source` is where the files are listed from, as `plan_clean` takes it; a
-    plan listed through the metadata table says so in its notes."""
+    """`plan_clean` into a plan store, partition by partition: what needs the whole table (the
+    earliest commit to retain, savepoints, pending compactions and clusterings, replaced file
+    groups: `start_plan`) is read from the timeline first, as Hudi's CleanPlanner does before
+    `getDeletePaths` per partition; then each partition is listed (`source`: storage or the
+    metadata table, `timeline.mdt.listing.iter_listing`, in partition order), planned, and
+    its decisions written a part at a time (whole partitions, about `part_rows` files each) and
+    dropped. Only the sums and one part's decisions stay in memory, never the table's listing."""
     start = start_plan(table, config, now=now)
-    used = resolve(table, source)
-    if used is ListingSource.METADATA:
-        start = replace(start, notes=(*start.notes, describe(used)))
     clear_folder(folder_uri, s3)
     header = finish_plan(start, ())
-    if start.context is None:
+    context = start.context
+    if context is None:
         return store_plan(folder_uri, header, (), s3=s3)
+    used = resolve(table, source)
     if used is ListingSource.METADATA:
-        listing = table_listing(table, used, partitions=start.partitions)[0]
-    else:
-        listing = list_some(table, start.partitions) if start.partitions is not None else table.list_partitions()
+        header = replace(header, notes=(*header.notes, describe(used)), listing=used.value)
     stored: list[StoredPart] = []
     batch: list[tuple[str, list[FileDecision], bool]] = []
     rows = 0
     with paused_gc():
-        for partition in sorted(listing.partitions):
-            decisions, dropped = plan_partition(start.context, table.storage, partition, listing.partitions[partition])
+        for partition, files in iter_listing(table, used, partitions=start.partitions):
+            decisions, dropped = plan_partition(context, table.storage, partition, files)
             batch.append((partition, decisions, dropped))
             rows += len(decisions)
             if rows >= part_rows:

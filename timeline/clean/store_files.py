@@ -90,6 +90,13 @@ def names_of(part: str) -> str:
 
 
 NAMES_SUFFIX = ".names.arrow"
+LISTING_SUFFIX = ".listing.json"
+
+
+def listing_name(index: int) -> str:
+    """A Spark task's slice of the metadata table's listing, kept in the store while the plan
+    is made (`timeline.spark.clean.plan_clean_spark_stored`)."""
+    return f"part-{index:06d}{LISTING_SUFFIX}"
 NAMES = pa.schema([("partition", pa.dictionary(pa.int32(), pa.string())), ("file_name", pa.string()),
                    ("delete", pa.bool_())])
 
@@ -160,7 +167,7 @@ def _is_store_file(name: str) -> bool:
     """A file a plan store writes: its parts and their names files (and their temporary files),
     header and outcomes."""
     return (name in (HEADER, OUTCOME_FILE)
-            or (name.startswith("part-") and (".parquet" in name or NAMES_SUFFIX in name))
+            or (name.startswith("part-") and (".parquet" in name or NAMES_SUFFIX in name or LISTING_SUFFIX in name))
             or (name.startswith(OUTCOME_FILE) and name.endswith(".tmp")))
 
 

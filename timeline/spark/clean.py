@@ -11,10 +11,12 @@ as before: the driver reads the plan, ships batches of paths and builds the meta
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import nullcontext
+from dataclasses import replace
 from datetime import datetime
 from itertools import chain, groupby, repeat
 from operator import attrgetter
@@ -42,11 +44,19 @@ from timeline.clean.executor import (
 )
 from timeline.clean.planner import CleanPlan, FileDecision, PlanContext, finish_plan, plan_partition, start_plan
 from timeline.clean.store import StoredPlan, store_plan
-from timeline.clean.store_files import StoredPart, clear_folder, store_settings, write_part
+from timeline.clean.store_files import (
+    StoredPart,
+    clear_folder,
+    listing_name,
+    open_store,
+    store_settings,
+    write_part,
+)
 from timeline.fsview import list_partition, partition_paths
 from timeline.instant import Instant
+from timeline.mdt.listing import ListingSource, describe, iter_listing, resolve, statuses_of
 from timeline.perf import paused_gc
-from timeline.storage import storage_for
+from timeline.storage import FileStatus, Storage, storage_for
 from timeline.storage.s3 import S3Settings
 from timeline.table import Table
 
@@ -55,31 +65,67 @@ TASKS_PER_CORE = 4
 POLL_SECONDS = 0.5
 
 
-def _plan_partitions(context: PlanContext, s3: S3Settings | None, partitions: Iterable[str]
+# A slice of partitions as the metadata table lists them, as it travels to an executor (in the
+# task's data, or as a JSON listing file in the plan store): (partition, file names, sizes).
+Listed = list[tuple[str, list[str], list[int]]]
+
+
+def _listed_files(base: str, listed: Listed) -> Iterator[tuple[str, tuple[FileStatus, ...]]]:
+    for partition, names, sizes in listed:
+        yield partition, statuses_of(base, partition, dict(zip(names, sizes, strict=True)))
+
+
+def _plan_partitions(context: PlanContext, s3: S3Settings | None, partitions: Iterable[str | tuple[str, Any, Any]]
                      ) -> Iterator[tuple[str, list[FileDecision], bool]]:
-    """Runs on an executor: list and plan each partition."""
+    """Runs on an executor: list (or take as the metadata table listed them) and plan each
+    partition."""
     storage, base = storage_for(context.table_uri, s3=s3)
-    for partition in partitions:
-        yield (partition, *plan_partition(context, storage, partition, list_partition(storage, base, partition)))
+    for partition, files in _task_listing(storage, base, partitions):
+        yield (partition, *plan_partition(context, storage, partition, files))
+
+
+def _task_listing(storage: Storage, base: str, given: Iterable[str | tuple[str, Any, Any]]
+                  ) -> Iterator[tuple[str, tuple[FileStatus, ...]]]:
+    """A task's partitions with their files: partition names are listed from storage here;
+    (partition, names, sizes) entries come listed by the metadata table."""
+    for item in given:
+        if isinstance(item, str):
+            yield item, list_partition(storage, base, item)
+        else:
+            yield from _listed_files(base, [item])
 
 
 def _plan_part(context: PlanContext, s3: S3Settings | None, folder: str, store_s3: S3Settings | None,
-               partitions: Iterable[str]) -> Iterator[StoredPart]:
-    """Runs on an executor: list and plan the task's partitions, write their decisions as the
-    task's part of the plan store (named by the task's index: a retry overwrites it) and send
-    back only the sums."""
+               partitions: Iterable[str | int]) -> Iterator[StoredPart]:
+    """Runs on an executor: list and plan the task's partitions (or those of the metadata
+    table's listing file it is given, by index), write their decisions as the task's part of
+    the plan store (named by the task's index: a retry overwrites it) and send back only the
+    sums."""
     storage, base = storage_for(context.table_uri, s3=s3)
-    results = [(partition, *plan_partition(context, storage, partition, list_partition(storage, base, partition)))
-               for partition in partitions]
     task = TaskContext.get()
-    yield write_part(folder, task.partitionId() if task is not None else 0, results, store_s3)
+    index = task.partitionId() if task is not None else 0
+    given = list(partitions)
+    if given and isinstance(given[0], int):  # one listing file a task: its index names the part too
+        index = given[0]
+        store, root = open_store(folder, store_s3)
+        listed: Listed = [tuple(entry) for entry in json.loads(store.read(Storage.join(root, listing_name(index))))]
+        listing: Iterable[tuple[str, tuple[FileStatus, ...]]] = _listed_files(base, listed)
+    else:
+        listing = ((p, list_partition(storage, base, p)) for p in given if isinstance(p, str))
+    results = [(partition, *plan_partition(context, storage, partition, files)) for partition, files in listing]
+    yield write_part(folder, index, results, store_s3)
 
 
 def plan_clean_spark_stored(spark: SparkSession, uri: str, config: CleanConfig, folder: str, *,
-                            now: datetime | None = None) -> StoredPlan:
+                            now: datetime | None = None,
+                            source: ListingSource | str = ListingSource.AUTO) -> StoredPlan:
     """`plan_clean_stored` with partitions listed and planned on the executors, each task
     writing its partitions' decisions into the plan store at `folder`; the driver receives
-    only per-partition sums (nothing per file)."""
+    only per-partition sums (nothing per file). `source` (Hudi's choice by default) is where
+    the files are listed from: storage, by each executor for its partitions, or the metadata
+    table, read by the driver as a stream (`timeline.mdt.stream`) and written into the store a
+    task's slice at a time (`part-N.listing.json`, removed after the job), so the driver holds
+    one slice, never the table's listing."""
     table = Table.open(uri)
     start = start_plan(table, config, now=now)
     store_s3 = store_settings(folder)
@@ -88,6 +134,19 @@ def plan_clean_spark_stored(spark: SparkSession, uri: str, config: CleanConfig, 
     context = start.context
     if context is None:
         return store_plan(folder, header, (), s3=store_s3)
+    used = resolve(table, source)
+    s3 = store_settings(table.uri)
+    if used is ListingSource.METADATA:
+        header = replace(header, notes=(*header.notes, describe(used)), listing=used.value)
+        slices = _write_listings(table, start.partitions, folder, store_s3)
+        if not slices:
+            return store_plan(folder, header, (), s3=store_s3)
+        rdd = spark.sparkContext.parallelize(range(slices), slices)
+        try:
+            stored = rdd.mapPartitions(lambda part: _plan_part(context, s3, folder, store_s3, part)).collect()
+        finally:
+            _remove_listings(folder, store_s3, slices)
+        return store_plan(folder, header, stored, s3=store_s3)
     partitions = sorted(start.partitions if start.partitions is not None
                         else partition_paths(table.storage, table.base))
     if not partitions:
@@ -95,27 +154,69 @@ def plan_clean_spark_stored(spark: SparkSession, uri: str, config: CleanConfig, 
     # contiguous slices of the sorted partitions: part i holds slice i, so parts in index order
     # are the plan in partition order
     slices = max(1, min(len(partitions), -(-len(partitions) // PARTITIONS_PER_TASK)))
-    rdd = spark.sparkContext.parallelize(partitions, slices)
-    s3 = store_settings(table.uri)
-    stored = rdd.mapPartitions(lambda part: _plan_part(context, s3, folder, store_s3, part)).collect()
+    by_name = spark.sparkContext.parallelize(partitions, slices)
+    stored = by_name.mapPartitions(lambda part: _plan_part(context, s3, folder, store_s3, part)).collect()
     return store_plan(folder, header, stored, s3=store_s3)
 
 
+def _write_listings(table: Table, partitions: tuple[str, ...] | None, folder: str,
+                    store_s3: S3Settings | None) -> int:
+    """The metadata table's listing written into the store in slices of PARTITIONS_PER_TASK
+    partitions, in partition order (slice i: `listing_name(i)`); the number of slices."""
+    store, root = open_store(folder, store_s3)
+    store.makedirs(root)
+    written = 0
+    for chunk in _chunks(iter_listing(table, ListingSource.METADATA, partitions=partitions)):
+        listed = [(p, [f.name for f in files], [f.size for f in files]) for p, files in chunk]
+        store.write(Storage.join(root, listing_name(written)), json.dumps(listed).encode(), overwrite=True)
+        written += 1
+    return written
+
+
+def _remove_listings(folder: str, store_s3: S3Settings | None, slices: int) -> None:
+    store, root = open_store(folder, store_s3)
+    for index in range(slices):
+        store.delete(Storage.join(root, listing_name(index)))
+
+
+def _chunks(items: Iterator[tuple[str, tuple[FileStatus, ...]]], size: int = PARTITIONS_PER_TASK
+            ) -> Iterator[list[tuple[str, tuple[FileStatus, ...]]]]:
+    chunk: list[tuple[str, tuple[FileStatus, ...]]] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
 def plan_clean_spark(spark: SparkSession, uri: str, config: CleanConfig, *,
-                     now: datetime | None = None) -> CleanPlan:
-    """The same plan as `plan_clean`, with partitions listed and planned on the executors."""
+                     now: datetime | None = None, source: ListingSource | str = ListingSource.AUTO) -> CleanPlan:
+    """The same plan as `plan_clean`, with partitions listed and planned on the executors
+    (`source` as for `plan_clean_spark_stored`; the metadata table's listing travels in the
+    tasks' data)."""
     table = Table.open(uri)
     start = start_plan(table, config, now=now)
     context = start.context
     if context is None:
         return finish_plan(start, ())
-    partitions = list(start.partitions) if start.partitions is not None else partition_paths(table.storage, table.base)
-    if not partitions:
-        return finish_plan(start, ())
-    slices = max(1, min(len(partitions), -(-len(partitions) // PARTITIONS_PER_TASK)))
-    rdd = spark.sparkContext.parallelize(partitions, slices)
-    s3 = store_settings(table.uri)
-    return finish_plan(start, rdd.mapPartitions(lambda part: _plan_partitions(context, s3, part)).collect())
+    used = resolve(table, source)
+    given: list[Any]
+    if used is ListingSource.METADATA:
+        start = replace(start, notes=(*start.notes, describe(used)))
+        given = [(p, [f.name for f in files], [f.size for f in files])
+                 for p, files in iter_listing(table, used, partitions=start.partitions)]
+    else:
+        given = list(start.partitions) if start.partitions is not None else partition_paths(table.storage, table.base)
+    if not given:
+        plan = finish_plan(start, ())
+    else:
+        slices = max(1, min(len(given), -(-len(given) // PARTITIONS_PER_TASK)))
+        rdd = spark.sparkContext.parallelize(given, slices)
+        s3 = store_settings(table.uri)
+        plan = finish_plan(start, rdd.mapPartitions(lambda part: _plan_partitions(context, s3, part)).collect())
+    return replace(plan, listing=used.value) if used is ListingSource.METADATA else plan
 
 
 # What travels to an executor: one batch of a partition's files (paths, bootstrap flags or None
