@@ -114,7 +114,12 @@ def discover_and_register(page: Page, journey: Journey) -> dict[str, Table]:
     journey.look(page, "discover")
     page.click("button:has-text('Register the ticked tables')")
     page.wait_for_selector(f"text={len(DEMO_TABLES)} tables registered")
-    page.wait_for_selector(f".badge.sync-ok >> nth={len(DEMO_TABLES) - 1}", timeout=WORK)  # the worker synced each
+    # back on the Discover page, each table's sync badge polled until the worker synced it
+    page.wait_for_selector("h1:has-text('Discover tables')")
+    page.wait_for_selector(f".badge.sync-ok >> nth={len(DEMO_TABLES) - 1}", timeout=WORK)
+    journey.look(page, "discover-registered", remember=False)
+    page.click("header >> text=Tables")
+    page.wait_for_selector("h1:has-text('Tables')")
     journey.look(page, "catalog")
     tables = {t.name: t for t in Table.objects.all()}
     assert sorted(tables) == sorted(DEMO_TABLES) and all(t.sync_status == SyncStatus.OK for t in tables.values())
