@@ -89,7 +89,8 @@ MUTATIONS = [
              "            pass", "tests/archive/test_rules.py"),
     Mutation("a metadata table keeps its instants from its data table's earliest active commit or pending instant "
              "on (TimelineUtils.getEarliestInstantForMetadataArchival)", "timeline/archive/rules.py",
-             "    if inputs.data_table_timeline is None:", "    if True:", "tests/archive/test_archival_of_metadata_table.py"),
+             "    if inputs.data_table_timeline is None:", "    if True:",
+             "tests/archive/test_archival_of_metadata_table.py"),
     Mutation("an orphan is a file no payload of the active or archived timeline names "
              "(RepairUtils.findInstantFilesToRemove, kept stricter)", "timeline/doctor/orphans.py",
              "            if status.name in names:",
