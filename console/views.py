@@ -275,13 +275,14 @@ def plan_detail(request: AuthenticatedHttpRequest, table: Table, plan_id: int) -
     delete = {"delete": True, "keep": False}.get(show)
     search = request.GET.get("q", "").strip()
     partition = request.GET.get("partition", "")
+    can_decide = request.user.has_perm(permissions.APPROVE)
     return render(request, "console/plan.html", {
         "table": table, "plan": plan, "show": show, "q": search, "partition": partition,
         "files": selectors.plan_files(plan, delete=delete, search=search, partition=partition,
                                       page=request.GET.get("page")),
-        "partitions": plan.partition_summary, "decision": DecisionForm(),
-        "can_decide": request.user.has_perm(permissions.APPROVE),
-        "writer_lock": selectors.writer_lock(table) if plan.status == PlanStatus.DRAFT else None})
+        "partitions": plan.partition_summary, "decision": DecisionForm(), "can_decide": can_decide,
+        # only the approval form shows it; it reads the timeline's names and the heartbeats
+        "writer_lock": selectors.writer_lock(table) if plan.status == PlanStatus.DRAFT and can_decide else None})
 
 
 @table_page()
