@@ -280,7 +280,8 @@ def plan_detail(request: AuthenticatedHttpRequest, table: Table, plan_id: int) -
         "table": table, "plan": plan, "show": show, "q": search, "partition": partition,
         "files": selectors.plan_files(plan, delete=delete, search=search, partition=partition,
                                       page=request.GET.get("page")),
-        "partitions": plan.partition_summary, "decision": DecisionForm(), "can_decide": can_decide,
+        "partitions": selectors.plan_partitions(plan, request.GET.get("ppage")),
+        "partition_choices": selectors.partition_choices(plan), "decision": DecisionForm(), "can_decide": can_decide,
         # only the approval form shows it; it reads the timeline's names and the heartbeats
         "writer_lock": selectors.writer_lock(table) if plan.status == PlanStatus.DRAFT and can_decide else None})
 

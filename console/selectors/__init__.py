@@ -40,7 +40,16 @@ from console.selectors.instants import (
 )
 from console.selectors.paging import PAGE_SIZE, page_of
 from console.selectors.people import audit_page, audit_rows, pending_grants, people_rows
-from console.selectors.plans import all_plans, plan_csv_rows, plan_file_rows, plan_files, plans_of, stored_plan
+from console.selectors.plans import (
+    all_plans,
+    partition_choices,
+    plan_csv_rows,
+    plan_file_rows,
+    plan_files,
+    plan_partitions,
+    plans_of,
+    stored_plan,
+)
 from console.selectors.tables import (
     LockState,
     Overview,
@@ -108,11 +117,13 @@ __all__ = [
     "metadata_table",
     "overview",
     "page_of",
+    "partition_choices",
     "pending_grants",
     "people_rows",
     "plan_csv_rows",
     "plan_file_rows",
     "plan_files",
+    "plan_partitions",
     "plans_of",
     "restore_files",
     "restore_preview",

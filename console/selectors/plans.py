@@ -32,6 +32,22 @@ def plan_files(plan: CleanPlan, *, delete: bool | None, search: str, partition: 
     return page_of(plan_file_rows(plan, delete=delete, search=search, partition=partition), page)
 
 
+PARTITION_CHOICES = 200  # partitions up to which the file filter offers a list to pick from
+
+
+def plan_partitions(plan: CleanPlan, page: int | str | None) -> Page[Any]:
+    """A page of the plan's per-partition sums, in plan order (a plan may consider 10,000
+    partitions: the page never draws them all)."""
+    return page_of(plan.partition_summary, page)
+
+
+def partition_choices(plan: CleanPlan) -> list[str] | None:
+    """The partitions the file filter lists to pick from; None when there are too many to
+    list (the filter is then a text field, and each partition's row links to its files)."""
+    summary = plan.partition_summary
+    return None if len(summary) > PARTITION_CHOICES else [p["partition"] for p in summary]
+
+
 def stored_plan(plan: CleanPlan) -> StoredPlan | None:
     """The plan's files in the plan store; None before the plan is built."""
     return StoredPlan.open(plan.store) if plan.store else None

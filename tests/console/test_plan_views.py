@@ -31,8 +31,8 @@ def test_plan_views_operator_plans_admin_approves_and_downloads_the_report(
     page = operator.get(reverse("console:plan", args=[table.pk, plan.pk]))
     assert b"Approve and run" not in page.content and str(plan.files_to_delete).encode() in page.content
     kept = operator.get(reverse("console:plan", args=[table.pk, plan.pk]), {"show": "keep", "partition": "region=eu"})
-    assert b"latest version" in kept.content and b"region=us" not in kept.content.split(b"<h2>Files</h2>")[1].split(
-        b"</select>")[-1]
+    files = kept.content.split(b'<h2 id="files">Files</h2>')[1].split(b"</select>")[-1]
+    assert b"latest version" in kept.content and b"region=us" not in files
     first = min(stored_plan(plan).deletes(), key=lambda f: f.file_name)  # type: ignore[union-attr]
     found = operator.get(reverse("console:plan", args=[table.pk, plan.pk]), {"q": first.file_name[3:14]})
     assert first.file_name.encode() in found.content
@@ -57,3 +57,26 @@ def test_plan_views_reject_and_viewer_cannot_plan(table: Table) -> None:
     admin.post(reverse("console:plan_reject", args=[table.pk, plan.pk]), {"note": "not today"})
     plan.refresh_from_db()
     assert plan.status == PlanStatus.REJECTED and plan.decision_note == "not today"
+
+
+def test_plan_views_a_plan_of_many_partitions_pages_its_sums_and_filters_by_a_text_field(table: Table) -> None:
+    """A plan of 10,000 partitions must not draw them all on every page: the per-partition
+    sums come a page at a time, and the file filter is a text field (each row links to its
+    partition's files) once there are too many partitions to list."""
+    summary = [{"partition": f"day={i:05d}", "files": 1, "bytes": 10, "reclaimed": 0, "failed": 0}
+               for i in range(250)]
+    plan = CleanPlan.objects.create(table=table, partition_summary=summary, status=PlanStatus.DRAFT)
+    url = reverse("console:plan", args=[table.pk, plan.pk])
+    viewer = login("viewer")
+    page = viewer.get(url).content.decode()
+    assert "Per partition (250)" in page and "page 1 of 5" in page
+    assert "day=00049" in page and "day=00050" not in page
+    assert '<input type="search" name="partition"' in page and '<select name="partition"' not in page
+    assert 'href="?show=delete&partition=day%3D00007#files"' in page
+    third = viewer.get(url, {"ppage": 3}).content.decode()
+    assert "day=00100" in third and "day=00049" not in third
+    assert viewer.get(url, {"ppage": 9}).status_code == 404
+    plan.partition_summary = summary[:3]
+    plan.save()
+    small = viewer.get(url).content.decode()
+    assert '<select name="partition"><option value="">all</option><option value="day=00000" >' in small

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import pyarrow as pa
+import stringzilla
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,8 +26,9 @@ class Hits:
 def rows_containing(names: pa.Array, needle: bytes, fold: bool) -> pa.Array:
     """Positions (int64, ascending) of the strings of `names` that contain `needle` (`fold`:
     compared lower-cased, the needle already is). The strings' bytes are searched as one
-    buffer with bytes.find, from one match to the next row, so that a rare needle costs about
-    a memchr over the data; a needle found in many rows is matched row by row in C instead."""
+    buffer, in place (StringZilla's SIMD search over the Arrow buffer; a lower-cased copy when
+    folding), from one match to the next row, so that a rare needle costs about one pass over
+    the data; a needle found in many rows is matched row by row in C instead."""
     import pyarrow.compute as pc
 
     count = len(names)
@@ -35,26 +37,23 @@ def rows_containing(names: pa.Array, needle: bytes, fold: bool) -> pa.Array:
     offsets = memoryview(names.buffers()[1]).cast("i")[names.offset:names.offset + count + 1]
     first, last = offsets[0], offsets[count]
     data = names.buffers()[2]
-    hay = data.to_pybytes() if data is not None else b""
-    if first or last != len(hay):
-        hay = hay[first:last]
-    if fold:
-        hay = hay.lower()
+    view = memoryview(data if data is not None else b"")
+    hay: bytes | stringzilla.Str = view.tobytes().lower() if fold else stringzilla.Str(view)
     rows: list[int] = []
     dense = count // 8
     width = len(needle)
-    at = hay.find(needle)
+    at = hay.find(needle, first, last)
     while at >= 0:
-        row = bisect_right(offsets, first + at) - 1
-        end = offsets[row + 1] - first
+        row = bisect_right(offsets, at) - 1
+        end = offsets[row + 1]
         if at + width <= end:  # wholly inside one name, not across two
             rows.append(row)
             if len(rows) > dense:  # in many names: the vectorised kernel beats a step per hit
                 mask = pc.match_substring(names, needle.decode(), ignore_case=fold)
                 return pc.indices_nonzero(mask).cast(pa.int64())
-            at = hay.find(needle, end)
+            at = hay.find(needle, end, last)
         else:
-            at = hay.find(needle, at + 1)
+            at = hay.find(needle, at + 1, last)
     return pa.array(rows, type=pa.int64())
 
 
@@ -72,7 +71,9 @@ def find_hits(names: Iterable[tuple[int, pa.Table | None]], *, delete: bool | No
     for index, table in names:
         if table is None:
             return None
-        rows = rows_containing(table.column("file_name").combine_chunks(), needle, fold)
+        column = table.column("file_name")
+        # one chunk (as the names files are written) is searched in place: combining copies it
+        rows = rows_containing(column.chunk(0) if column.num_chunks == 1 else column.combine_chunks(), needle, fold)
         if len(rows) and (delete is not None or partition):
             chosen = table.take(rows)
             keep = None

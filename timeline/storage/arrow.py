@@ -5,6 +5,7 @@ from __future__ import annotations
 import builtins
 import errno
 import functools
+import mmap
 import os
 import posixpath
 import shutil
@@ -318,8 +319,17 @@ class LocalStorage(ArrowStorage):
         _write_replacing(path, write)
 
     def read_arrow(self, path: str) -> pa.Table:
-        """Memory-mapped: the table's buffers are the file's pages, nothing is copied."""
-        return _guard(path, lambda: _pa().ipc.open_file(_pa().memory_map(path)).read_all())
+        """Memory-mapped: the table's buffers are the file's pages, nothing is copied (Python's
+        mmap, which maps a file about three times faster than pyarrow's `memory_map`: a plan's
+        search opens one names file per part)."""
+        def call() -> pa.Table:
+            with open(path, "rb") as source:
+                if not os.fstat(source.fileno()).st_size:
+                    raise StorageError(path, "an empty file is no Arrow IPC file")
+                mapped = mmap.mmap(source.fileno(), 0, access=mmap.ACCESS_READ)
+            return _pa().ipc.open_file(_pa().py_buffer(mapped)).read_all()
+
+        return _guard(path, call)
 
     def delete(self, path: str) -> bool:
         try:
