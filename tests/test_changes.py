@@ -98,3 +98,25 @@ def test_changes_a_newest_file_rewritten_in_place_is_a_change(tmp_path: Path) ->
         timeline_changes(HudiTable.open(lake.base), first.names, lambda times: times, first.watched)
     unwatched = timeline_changes(HudiTable.open(lake.base), first.names, lambda times: times)
     assert not unwatched.changed  # without the sizes kept, a same-named file is no change
+
+
+def test_changes_the_newest_files_watched_are_those_of_a_full_look(tmp_path: Path) -> None:
+    """The newest state files are found among the last look's newest and the names that came
+    (no pass over every name), unless one of the last look's newest went: either way they are
+    the ones a full look finds."""
+    lake = Lake(LocalStorage(), str(tmp_path / "lake"), version=6)
+    times = [f"2026110{d}{h:02d}0000000" for d in range(1, 4) for h in range(10, 20)]  # 30 commits, 90 names
+    for time_ in times[:25]:
+        lake.commit(time_, {"city=sf": [lake.base_file("city=sf", f"fg{time_[-12:-7]}", time_)]})
+    first = timeline_changes(HudiTable.open(lake.base), None)
+    assert len(first.watched) == 64
+    for time_ in times[25:]:
+        lake.commit(time_, {"city=sf": [lake.base_file("city=sf", f"fg{time_[-12:-7]}", time_)]})
+    grown = timeline_changes(HudiTable.open(lake.base), list(first.names), lambda found: found, first.watched)
+    assert grown.watched == timeline_changes(HudiTable.open(lake.base), None).watched
+    assert max(grown.watched).startswith(times[-1])
+    for path in Path(lake.timeline_folder).glob(f"{times[-1]}.*"):  # the newest instant goes
+        path.unlink()
+    shrunk = timeline_changes(HudiTable.open(lake.base), list(grown.names), lambda found: found, grown.watched)
+    assert shrunk.removed and shrunk.watched == timeline_changes(HudiTable.open(lake.base), None).watched
+    assert max(shrunk.watched).startswith(times[-2]) and len(shrunk.watched) == 64

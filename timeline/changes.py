@@ -85,16 +85,22 @@ def timeline_changes(table: Table, previous: Collection[str] | None,
     its instant changed too. Older files rewritten in place are seen by a full look."""
     names = timeline_folder_names(table)
     folder = table.path(table.config.timeline_folder)
-    newest = _newest(table, folder, names)
     if previous is None:
         timeline = table.timeline
         table.ensure_intact()
-        return TimelineChanges(names, frozenset(i.requested_time for i in timeline), timeline, True, watched=newest)
-    before = previous if isinstance(previous, (set, frozenset)) else frozenset(previous)
+        return TimelineChanges(names, frozenset(i.requested_time for i in timeline), timeline, True,
+                               watched=_newest(table, folder, names))
     # hidden names (`.temp`, `.aux`, `.heartbeat`: writers make and remove them, no instant has
     # one) are no change, as loading the timeline skips them
-    added = frozenset(n for n in names - before if n[:1] != ".")
-    removed = frozenset(n for n in before - names if n[:1] != ".")
+    came: Collection[str]
+    went: Collection[str]
+    if isinstance(previous, (set, frozenset)):
+        came, went = names - previous, previous - names
+    else:  # a list (as a mark decodes it) is compared without a set of its own: one hash per name
+        came, went = names.difference(previous), [n for n in previous if n not in names]
+    newest = _newest(table, folder, _newest_candidates(names, came, went, watched))
+    added = frozenset(n for n in came if n[:1] != ".")
+    removed = frozenset(n for n in went if n[:1] != ".")
     layout = table.config.layout_version
     kept = watched or {}
     rewritten = {n for n, status in newest.items() if n in kept and list(kept[n]) != list(status)}
@@ -119,16 +125,39 @@ def timeline_changes(table: Table, previous: Collection[str] | None,
 WATCHED = 64
 
 
-def _newest(table: Table, folder: str, names: frozenset[str]) -> dict[str, tuple[int, int]]:
+def _newest(table: Table, folder: str, names: Collection[str]) -> dict[str, tuple[int, int]]:
     """The newest instant state files' sizes and modification times (names sort by instant time)."""
     found = {}
-    for name in heapq.nlargest(WATCHED, (n for n in names if n[:1].isdigit())):
+    for name in _largest_instant_names(names, WATCHED):
         try:
             status = table.storage.status(Storage.join(folder, name))
         except FileNotFound:  # gone since the listing: the next look sees it removed
             continue
         found[name] = (status.size, status.mtime_ms)
     return found
+
+
+def _newest_candidates(names: frozenset[str], came: Collection[str], went: Collection[str],
+                       watched: Mapping[str, Sequence[int]] | None) -> Collection[str]:
+    """Where the newest instant names are now: among the last look's newest and the names that
+    came, when the last look watched a full WATCHED and none of them went (every other name was
+    older than those, which are all still here); else among all the names."""
+    if watched is None or len(watched) < WATCHED or any(n in watched for n in went):
+        return names
+    return {*watched, *(n for n in came if n[:1].isdigit())}
+
+
+def _largest_instant_names(names: Collection[str], count: int) -> list[str]:
+    """The `count` largest names that start with a digit (instant files), without a Python step
+    per name: names starting with a letter sort after digits, so the largest few of all names
+    are taken, widening until `count` instant names are among them or every name was."""
+    wanted = count + 16
+    while True:
+        largest = heapq.nlargest(wanted, names)
+        found = [n for n in largest if n[:1].isdigit()]
+        if len(found) >= count or wanted >= len(names):
+            return found[:count]
+        wanted *= 4
 
 
 def _split(name: str, layout: int) -> tuple[str, str, State, str | None] | None:
