@@ -84,8 +84,9 @@ CLEANLINE_TEST_DB  the SQLite file tests use (default var/test-db.sqlite3); two 
 SECRET_KEY        required when DEBUG is off: start-up fails without it. Generate one with
                   `python -c "import secrets; print(secrets.token_urlsafe(50))"`. With DEBUG on a
                   development key is used; under pytest (PYTEST_VERSION set) a random key for the run.
-                  With DEBUG off a published key (the development key, `django-insecure-...`) is
-                  refused at start-up.
+                  With DEBUG off a published key (the development key, the placeholder of
+                  deploy/cleanline.env.example, `django-insecure-...`, any key containing
+                  "change-me") is refused at start-up.
 DEBUG             off unless "1"/"true"/"yes" (Django's debug pages: never where others can reach it)
 HOST, PORT        the address and port `make run` serves the console on with gunicorn (default
                   127.0.0.1 and 8000; HOST=0.0.0.0 for every interface). A HOST other than 127.0.0.1,
@@ -195,23 +196,34 @@ def _list(name: str, default: str = "") -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
 
 
-# Keys published in this repository (or by Django's startproject): never a server's key.
+# Keys published in this repository (or by Django's startproject): never a server's key. The
+# placeholder of deploy/cleanline.env.example is one: a server that copied the file unchanged
+# would sign its sessions with a key anyone can read; so is any key still saying "change-me".
 DEVELOPMENT_KEY = "cleanline-development-only-key-change-me"
-PUBLISHED_KEYS = frozenset({DEVELOPMENT_KEY, "cleanline-tests-only-key-never-use-it-elsewhere-0123456789"})
+EXAMPLE_KEY = "change-me-to-a-long-random-string-of-fifty-characters-or-more"
+PUBLISHED_KEYS = frozenset({DEVELOPMENT_KEY, EXAMPLE_KEY, "cleanline-tests-only-key-never-use-it-elsewhere-0123456789"})
+
+
+def published_key(key: str) -> bool:
+    """Whether `key` is published (this project's development, example or former test key, a
+    `django-insecure-` key) or a placeholder left unchanged (it contains "change-me")."""
+    return key in PUBLISHED_KEYS or key.startswith("django-insecure-") or "change-me" in key.lower()
 
 
 def secret_key(*, debug: bool) -> str:
-    """SECRET_KEY from the environment. With DEBUG off a published key (this project's
-    development or former test key, or a `django-insecure-` key) is refused whatever else is
-    set. Without a key: the development key with DEBUG on; under pytest a random key for the
-    run (put into the environment so that the workers and servers a test starts share it);
-    otherwise start-up fails with how to make one."""
+    """SECRET_KEY from the environment. With DEBUG off a published key (`published_key`: the
+    development, example or former test key, a `django-insecure-` key, any key containing
+    "change-me") is refused whatever else is set. Without a key: the development key with DEBUG
+    on; under pytest a random key for the run (put into the environment so that the workers and
+    servers a test starts share it); otherwise start-up fails with how to make one."""
     key = os.environ.get("SECRET_KEY", "").strip()
     if key:
-        if not debug and (key in PUBLISHED_KEYS or key.startswith("django-insecure-")):
+        if not debug and published_key(key):
             raise ImproperlyConfigured(
-                "SECRET_KEY is a published development or test key and DEBUG is off: anyone could forge "
-                "sessions with it. Set SECRET_KEY to a long random string kept secret, e.g. the output of "
+                "SECRET_KEY is a published key (the development or test key, the placeholder of "
+                "deploy/cleanline.env.example, a django-insecure- key or another key saying \"change-me\") and "
+                "DEBUG is off: anyone could forge sessions with it. Set SECRET_KEY to a long random string kept "
+                "secret, e.g. the output of "
                 "`python -c \"import secrets; print(secrets.token_urlsafe(50))\"`.")
         return key
     if debug:

@@ -1,10 +1,11 @@
-"""The console installed from its wheel, as the README's "Deploying" section installs it: a wheel
-built by `python -m build` from a copy of the sources, installed with its `console` extra into a
-fresh virtual environment outside the checkout, and run with `cleanline-console` from a temporary
-working directory, PYTHONPATH unset and the settings from the environment only, against
-PostgreSQL and Redis: it migrates (collecting the static files), bootstraps two admins and a
-fixture table, serves with gunicorn, runs a Celery worker and beat; one admin signs in and plans
-a clean, the other approves it, and the worker runs it. Nothing is read from the checkout."""
+"""The console installed from its wheel, as the README's "Deploying" section installs it: a wheel built
+by `python -m build` from a copy of the sources (the sdist, then the wheel from it), installed with
+its `console` extra into a fresh virtual environment outside the checkout, and run with
+`cleanline-console` from a temporary working directory, PYTHONPATH unset and the settings from the
+environment only, against PostgreSQL and Redis: it migrates (collecting the static files),
+bootstraps two admins and a fixture table, serves with gunicorn, runs a Celery worker and beat; one
+admin signs in and plans a clean, the other approves it, and the worker runs it. Nothing is read
+from the checkout."""
 
 from __future__ import annotations
 
@@ -99,10 +100,12 @@ class Browser:
 
 def test_wheel_installed_console_migrates_serves_and_runs_a_clean(tmp_path: Path, database: str,
                                                                   processes: list[subprocess.Popen[bytes]]) -> None:
-    # the wheel, built from a copy of the sources (the checkout stays as it is)
+    # the wheel, built from a copy of the sources (the checkout stays as it is) as the README
+    # builds it: `python -m build` makes the sdist, then the wheel from the sdist
     sources = tmp_path / "sources"
     shutil.copytree(ROOT, sources, ignore=NOT_SOURCES)
-    run([sys.executable, "-m", "build", "--wheel", "--outdir", str(tmp_path / "dist"), str(sources)], cwd=tmp_path)
+    run([sys.executable, "-m", "build", "--outdir", str(tmp_path / "dist"), str(sources)], cwd=tmp_path)
+    assert len(list((tmp_path / "dist").glob("cleanline-*.tar.gz"))) == 1
     wheel = next((tmp_path / "dist").glob("cleanline-*.whl"))
     shutil.rmtree(sources)
 

@@ -32,8 +32,9 @@ api.add_router("", history.router)
 
 @api.exception_handler(AuthenticationError)
 def unauthenticated(request: HttpRequest, exc: Exception) -> HttpResponse:
-    response = problem(401, "Unauthorized", "Send a personal API token: Authorization: Bearer <token> (create one "
-                       "on the console's API tokens page).")
+    refusal = getattr(request, "cleanline_token_refusal", "")
+    response = problem(401, "Unauthorized", refusal or "Send a personal API token: Authorization: Bearer <token> "
+                       "(create one on the console's API tokens page).")
     response["WWW-Authenticate"] = "Bearer"
     return response
 

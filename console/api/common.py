@@ -15,6 +15,7 @@ from ninja.security import HttpBearer
 from console import permissions
 from console.services import tokens
 from console.services.audit import acting_token, request_scope
+from console.services.signin import SignInRefused
 
 MAX_PAGE_SIZE = 500
 
@@ -23,14 +24,19 @@ class TokenAuth(HttpBearer):
     """`Authorization: Bearer <personal API token>`: the request acts as the token's user, whose
     role must hold `permission` (403 otherwise). Authentication runs before Django Ninja reads
     the request's input, so that a role that may not call an endpoint learns that (403), not
-    what its input lacks (400)."""
+    what its input lacks (400). A token refused for its user (local sign-in off) answers 401 with
+the reason."""
 
     def __init__(self, permission: str = permissions.VIEW) -> None:
         super().__init__()
         self.permission = permission
 
     def authenticate(self, request: HttpRequest, token: str) -> User | None:
-        found = tokens.token_user(token)
+        try:
+            found = tokens.token_user(token)
+        except SignInRefused as refused:  # audited; the 401 says why
+            request.cleanline_token_refusal = str(refused)  # type: ignore[attr-defined]
+            return None
         if found is None:
             return None
         user, record = found

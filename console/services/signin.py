@@ -8,13 +8,18 @@ as a `RoleGrant` (asked by nobody: the provider gave it) and audited (`signin.ro
 the user's creation too (`signin.user_created`). Refused (audited as `signin.refused` with the
 method and the reason; `SignInRefused` raised): no mapped role, a deactivated user, a username
 that a user from elsewhere (a local account, another provider) holds or looks like, no username.
-The two-person rule, API tokens and the People page then treat these users as any other."""
+The two-person rule, API tokens and the People page then treat these users as any other.
+
+`local_signin_refusal` is the one rule of `CLEANLINE_LOCAL_SIGNIN`: with it off a local account
+that is not a break-glass account (`CLEANLINE_BREAK_GLASS_USERS`) neither signs in with its
+password (`console.signin.local`) nor keeps its session or its API tokens (`services.tokens`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import Group, User
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -24,7 +29,7 @@ from console.roles import ROLES, role_name, source_of
 from console.services.audit import audit
 from console.services.people import _look_alike, normalised_username
 
-__all__ = ["SignInRefused", "signin_external", "signin_refused", "source_of"]
+__all__ = ["SignInRefused", "local_signin_refusal", "signin_external", "signin_refused", "source_of"]
 METHODS = {UserSource.OIDC: "oidc", UserSource.LDAP: "ldap", UserSource.LOCAL: "local"}
 
 
@@ -39,6 +44,19 @@ def signin_refused(*, method: str, reason: str, username: str = "", user: User |
         "method": method, "username": username or (user.get_username() if user else ""), "reason": reason,
         **(parameters or {})})
     return SignInRefused(reason)
+
+
+def local_signin_refusal(user: User) -> str:
+    """Why the local account `user` may not act with what it holds here (its password, its
+    session, its API tokens) while `CLEANLINE_LOCAL_SIGNIN` is off, or "" when it may: a
+    break-glass account, local sign-in on, or a user from an identity provider (whose password
+    is refused by the local backend anyway, and whose role the provider gives)."""
+    if settings.CLEANLINE_LOCAL_SIGNIN or source_of(user) != UserSource.LOCAL:
+        return ""
+    if user.get_username() in settings.CLEANLINE_BREAK_GLASS_USERS:
+        return ""
+    return ("Local sign-in is off (CLEANLINE_LOCAL_SIGNIN): only the break-glass accounts sign in with a password "
+            "or use their API tokens here. Sign in through your identity provider.")
 
 
 def _set_role(user: User, role: str, *, method: str, reason: str) -> None:

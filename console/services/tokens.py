@@ -1,5 +1,8 @@
 """Personal API tokens: created and revoked by their user or an admin; only the SHA-256 of the
-secret is stored, the secret is shown once. A token acts as its user, with that user's role."""
+secret is stored, the secret is shown once. A token acts as its user, with that user's role,
+while the user is active and, for a local account, while it may sign in
+(`services.signin.local_signin_refusal`: with `CLEANLINE_LOCAL_SIGNIN` off only the break-glass
+accounts' tokens work; a refused token is audited as `signin.refused`, method `api_token`)."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from django.utils import timezone
 
 from console.models import ApiToken
 from console.services.audit import audit
+from console.services.signin import local_signin_refusal, signin_refused
 
 PREFIX = "cl_"
 
@@ -58,11 +62,15 @@ def token_revoke(*, actor: User, token: ApiToken) -> None:
 
 def token_user(secret: str) -> tuple[User, ApiToken] | None:
     """The active user and live token a secret belongs to, or None (unknown, revoked, or its
-    user deactivated); its last use is recorded."""
+    user deactivated); its last use is recorded. `SignInRefused` (audited) for a token of a
+    local account that may not sign in (local sign-in off, not a break-glass account)."""
     if not secret.startswith(PREFIX):
         return None
-    token = ApiToken.objects.select_related("user").filter(digest=digest(secret), revoked_at=None).first()
+    token = ApiToken.objects.select_related("user__profile").filter(digest=digest(secret), revoked_at=None).first()
     if token is None or not token.user.is_active:
         return None
+    reason = local_signin_refusal(token.user)
+    if reason:
+        raise signin_refused(method="api_token", user=token.user, reason=reason, parameters={"token": token.name})
     ApiToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now())
     return token.user, token

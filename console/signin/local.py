@@ -1,29 +1,26 @@
 """Local accounts: Django's password check, for local users only. With `CLEANLINE_LOCAL_SIGNIN`
 off only the break-glass accounts (`CLEANLINE_BREAK_GLASS_USERS`) sign in with a password, and
-the sessions of the others end; a refused right password is audited (`signin.refused`). Users
+the sessions of the others end (the rule: `console.services.signin.local_signin_refusal`, which
+refuses their API tokens too); a refused right password is audited (`signin.refused`). Users
 from OIDC or LDAP have no usable password here."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.models import User
 from django.http import HttpRequest
 
 from console.models import UserSource
-from console.services.signin import signin_refused, source_of
+from console.services.signin import local_signin_refusal, signin_refused, source_of
 
 
 def local_refusal(user: User) -> str:
     """Why `user` may not sign in with a local password, or ""."""
     if source_of(user) != UserSource.LOCAL:
         return f"{user.get_username()} signs in through {source_of(user).upper()}, not with a local password."
-    if not settings.CLEANLINE_LOCAL_SIGNIN and user.get_username() not in settings.CLEANLINE_BREAK_GLASS_USERS:
-        return ("Local sign-in is off (CLEANLINE_LOCAL_SIGNIN): only the break-glass accounts sign in with a "
-                "password here. Sign in through your identity provider.")
-    return ""
+    return local_signin_refusal(user)
 
 
 class LocalBackend(ModelBackend):
@@ -45,8 +42,4 @@ class LocalBackend(ModelBackend):
     def get_user(self, user_id: Any) -> User | None:
         """The session's user, while local sign-in is on or they are a break-glass account."""
         user = super().get_user(user_id)
-        if user is None or settings.CLEANLINE_LOCAL_SIGNIN:
-            return user
-        if user.get_username() in settings.CLEANLINE_BREAK_GLASS_USERS:
-            return user
-        return None
+        return None if user is None or local_signin_refusal(user) else user

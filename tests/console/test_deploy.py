@@ -1,5 +1,6 @@
 """The documented deployment: `manage.py check --deploy` reports no issues with the production
-environment file of deploy/ (OIDC on; and with its LDAP lines too), the systemd units run
+environment file of deploy/ once its SECRET_KEY is replaced (OIDC on; and with its LDAP lines
+too), and refuses to start with the file's own placeholder key; the systemd units run
 `cleanline-console` with that file, and every setting the console reads from the environment is
 in the README's Configuration table."""
 
@@ -16,9 +17,9 @@ ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 
 
-def example_env(*, ldap: bool = False) -> dict[str, str]:
-    """deploy/cleanline.env.example as a server's environment (its commented LDAP lines too with
-    `ldap`), with a fresh SECRET_KEY in place of the placeholder."""
+def example_file(*, ldap: bool = False) -> dict[str, str]:
+    """deploy/cleanline.env.example's variables as written (its commented LDAP lines too with
+    `ldap`), with PATH and HOME to run a command."""
     env = {}
     for line in (DEPLOY / "cleanline.env.example").read_text().splitlines():
         if ldap and line.startswith("#CLEANLINE_LDAP_"):
@@ -26,8 +27,13 @@ def example_env(*, ldap: bool = False) -> dict[str, str]:
         if line.strip() and not line.startswith("#"):
             name, _, value = line.partition("=")
             env[name] = value
-    return {**env, "SECRET_KEY": secrets.token_urlsafe(50), "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "HOME": os.environ.get("HOME", "/tmp")}
+    return {**env, "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", "/tmp")}
+
+
+def example_env(*, ldap: bool = False) -> dict[str, str]:
+    """deploy/cleanline.env.example as a server's environment: a fresh SECRET_KEY in place of
+    the placeholder, as its comment asks."""
+    return {**example_file(ldap=ldap), "SECRET_KEY": secrets.token_urlsafe(50)}
 
 
 def check_deploy(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -42,9 +48,18 @@ def test_deploy_example_environment_passes_check_deploy() -> None:
         run = check_deploy(settings)  # nothing reaches the OIDC provider or the directory at start-up
         assert run.returncode == 0, run.stdout + run.stderr
         assert "System check identified no issues" in run.stdout and "WARNINGS" not in run.stdout + run.stderr
-    # the placeholder key of the file is no key: it stays refused
-    run = check_deploy({**env, "SECRET_KEY": "django-insecure-" + "x" * 50})
-    assert run.returncode != 0 and "published development or test key" in run.stderr
+
+
+def test_deploy_example_files_own_secret_key_is_refused() -> None:
+    """A server that copies the file without replacing its placeholder key does not start: the
+    key is in this repository for anyone to read."""
+    env = example_file()
+    assert "change-me" in env["SECRET_KEY"]
+    run = check_deploy(env)
+    assert run.returncode != 0, run.stdout
+    assert "SECRET_KEY is a published key" in run.stderr and "deploy/cleanline.env.example" in run.stderr
+    run = check_deploy({**env, "SECRET_KEY": env["SECRET_KEY"].replace("change-me-to", "we-will-change-me-to")})
+    assert run.returncode != 0 and "SECRET_KEY is a published key" in run.stderr  # a placeholder, edited
 
 
 def test_deploy_units_run_cleanline_console_with_the_environment_file() -> None:

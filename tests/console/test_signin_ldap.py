@@ -3,25 +3,30 @@ found by the service account's search and checked by binding as them, created at
 sign-in with the role their groups map to (CLEANLINE_LDAP_GROUP_ROLES), the role read again at
 every sign-in (out of the group: the role is gone), no mapped group: refused and audited, a wrong
 password refused and counted by the login throttling (django-axes), StartTLS and LDAPS with the
-CA file, and a local account's username never taken over."""
+CA file, and a local account's username never taken over. An admin the directory makes is an
+admin at once (no second admin confirms a provider's role) yet the two-person rule and API tokens
+hold for them as for anyone: their own plan is approved by another admin only."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from axes.models import AccessAttempt
 from django.contrib.auth.models import User
-from django.test import Client
+from django.test import Client, TestCase
 from django.urls import reverse
 
-from console.models import AuditEvent, Profile
+from console.models import AuditEvent, CleanPlan, GrantStatus, PlanStatus, Profile, RoleGrant
 from console.roles import role_name
 from console.signin.config import ldap_settings
-from tests.console.helpers import Slapd
+from tests.console.helpers import SHORT_RETENTION, Slapd
 
 pytestmark = pytest.mark.django_db
+TABLE = "sample_table/mor/avro/v9_txns_simple_nometa"
 PASSWORDS = {"alice": "alice's directory password", "bob": "bob's directory password",
              "carol": "carol's directory password", "dave": "dave's directory password"}
 ROLES = {"cn=cleanline-admins,ou=groups,dc=example,dc=org": "admin",
@@ -150,3 +155,48 @@ def test_ldap_username_of_a_local_account_is_not_taken_over(ldap_on: Slapd) -> N
     assert not Profile.objects.filter(user=local).exists() and role_name(local) == ""
     assert "There is already a user named 'dave'" in refusals()[-1]["reason"]
     assert signed_in(sign_in("dave", "the local dave's own password"))  # the local account still works
+
+
+def api(client: Client, token: str, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+    """One call to /api/v1 with `token`; the tasks it queues run (eagerly) as on commit."""
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        return getattr(client, method.lower())("/api/v1" + path, json.dumps(body or {}),
+                                               content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+
+
+def token_of(client: Client) -> str:
+    """A token created on the tokens page by the user signed in on `client` (shown once)."""
+    page = client.post(reverse("console:token_create"), {"name": "laptop"})
+    assert page.status_code == 200, page.content
+    return str(page.context["secret"])
+
+
+def test_ldap_admin_is_admin_at_once_and_the_two_person_rule_and_tokens_hold_for_them(ldap_on: Slapd, settings,
+                                                                                         console_table) -> None:
+    assert settings.CLEANLINE_APPROVER_MUST_DIFFER  # a local promotion to admin would wait for a second admin
+    table = console_table(TABLE)
+    ldap_on.set_members("cleanline-admins", ["alice", "dave"])
+    alice_session = sign_in("alice", PASSWORDS["alice"])
+    assert signed_in(alice_session)
+    alice = User.objects.get(username="alice")
+    # the directory's admin role is given at the first sign-in, confirmed by nobody: the provider's word
+    assert alice.has_perm("console.approve_clean")
+    assert list(RoleGrant.objects.filter(user=alice).values_list("role", "status", "requested_by", "decided_by")) == [
+        ("admin", GrantStatus.GRANTED, None, None)]
+
+    alice_token = token_of(alice_session)
+    created = api(alice_session, alice_token, "POST", f"/tables/{table.pk}/plans", SHORT_RETENTION)
+    assert created.status_code == 202, created.content
+    plan_id = created.json()["id"]
+    assert CleanPlan.objects.get(pk=plan_id).status == PlanStatus.DRAFT
+    assert AuditEvent.objects.get(action="clean.plan.requested", table=table).parameters["api_token"] == "laptop"
+    refused = api(Client(), alice_token, "POST", f"/tables/{table.pk}/plans/{plan_id}/approve")
+    assert refused.status_code == 409 and "approver must differ" in refused.json()["detail"]
+    assert CleanPlan.objects.get(pk=plan_id).status == PlanStatus.DRAFT
+
+    dave_session = sign_in("dave", PASSWORDS["dave"])
+    assert signed_in(dave_session) and Profile.objects.get(user__username="dave").source == "ldap"
+    approved = api(Client(), token_of(dave_session), "POST", f"/tables/{table.pk}/plans/{plan_id}/approve")
+    assert approved.status_code == 202 and approved.json()["status"] == "approving", approved.content
+    assert CleanPlan.objects.get(pk=plan_id).status == PlanStatus.COMPLETED  # the approval task ran (eagerly)
+    assert AuditEvent.objects.get(action="clean.plan.approved", table=table).username == "dave"

@@ -1,6 +1,6 @@
 """Local accounts beside the identity providers: with CLEANLINE_LOCAL_SIGNIN off only the
 break-glass accounts sign in with a password (the others are refused and audited, and their
-sessions end), a user from a provider never signs in with a local password, the login page offers
+sessions and API tokens end), a user from a provider never signs in with a local password, the login page offers
 what is configured, and the People page neither changes the role a provider gives nor hides where
 a user comes from."""
 
@@ -15,6 +15,7 @@ from django.urls import reverse
 from console import services
 from console.models import AuditEvent, Profile, UserSource
 from console.roles import role_name
+from console.services import token_create
 
 pytestmark = pytest.mark.django_db
 PASSWORD = "a long enough password 1"
@@ -91,3 +92,24 @@ def test_people_page_shows_where_users_come_from_and_leaves_a_providers_role_to_
     assert AuditEvent.objects.filter(action="people.refused", parameters__username="lena").exists()
     services.person_deactivate(actor=admin, user=ldap_user)  # deactivation works the same for everyone
     assert not User.objects.get(pk=ldap_user.pk).is_active
+
+
+def test_local_signin_off_refuses_the_api_tokens_of_local_users_but_the_break_glass_ones(settings) -> None:
+    ops, breakglass, lena = local("ops", "operator"), local("breakglass"), local("lena", "viewer")
+    Profile.objects.create(user=lena, source=UserSource.LDAP, external_id="uid=lena,ou=people,dc=example,dc=org")
+    held = {user.get_username(): token_create(actor=user, owner=user, name="ci")[1]
+            for user in (ops, breakglass, lena)}
+
+    def call(name: str) -> tuple[int, str]:
+        answer = Client().get("/api/v1/tables", HTTP_AUTHORIZATION=f"Bearer {held[name]}")
+        return answer.status_code, answer.json()["detail"] if answer.status_code != 200 else ""
+
+    assert [call(name)[0] for name in held] == [200, 200, 200]
+    settings.CLEANLINE_LOCAL_SIGNIN, settings.CLEANLINE_BREAK_GLASS_USERS = False, ["breakglass"]
+    status, detail = call("ops")
+    assert status == 401 and "Local sign-in is off" in detail
+    event = AuditEvent.objects.get(action="signin.refused")
+    assert (event.username, event.parameters["method"], event.parameters["token"]) == ("ops", "api_token", "ci")
+    assert call("breakglass")[0] == 200 and call("lena")[0] == 200  # a provider's user keeps their tokens
+    settings.CLEANLINE_LOCAL_SIGNIN = True
+    assert call("ops")[0] == 200

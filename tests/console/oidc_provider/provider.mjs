@@ -1,4 +1,4 @@
-// The OIDC provider of the console's sign-in tests (tests/console/oidc.py starts it): the npm
+// The OIDC provider of the console's sign-in tests (`OidcProvider` in tests/console/helpers.py starts it): the npm
 // package oidc-provider on 127.0.0.1, one static confidential client that must use PKCE (S256),
 // RP-initiated logout, and its own login page checking the passwords of the users in USERS_FILE
 // (JSON: {"alice": {"password": "...", "claims": {"email": "...", "groups": ["..."]}}}), read at
