@@ -37,8 +37,8 @@ def add_doctor_command(commands: Any, writers_stopped: Callable[[argparse.Argume
                         "heartbeat is stale once this old (default 180, Hudi's cleanup_stale_inflight_commits)")
     doctor.add_argument("--orphan-min-age", type=_at_least(0), metavar="HOURS", help="an unreferenced file is an "
                         "orphan only once this old, and older than the oldest pending instant (default 72)")
-    doctor.add_argument("--clean-lag", type=_at_least(1, int), metavar="COMMITS", help="a next clean covering this many "
-                        "commits is a finding, and the commits per capped clean when the table sets no "
+    doctor.add_argument("--clean-lag", type=_at_least(1, int), metavar="COMMITS", help="a next clean covering this "
+                        "many commits is a finding, and the commits per capped clean when the table sets no "
                         "hoodie.clean.max.commits.to.clean (default 100)")
     sizes(writers_stopped(doctor))
     doctor.set_defaults(handler=doctor_command)
