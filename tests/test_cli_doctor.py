@@ -122,8 +122,8 @@ def test_cli_doctor_clean_lag_threshold_and_bad_values(table_copy, capsys: pytes
     capsys.readouterr()
     assert main(["doctor", str(path), "--clean-lag", "50", "--json"]) == 1
     (finding,) = json.loads(capsys.readouterr().out)
-    assert finding["kind"] == "clean-lag" and finding["evidence"]["commits_to_clean"] == 52
-    assert finding["evidence"]["max_commits_to_clean"] == 50 and len(finding["evidence"]["steps"]) == 2
+    assert finding["kind"] == "clean-lag" and finding["evidence"]["commitsToClean"] == 52
+    assert finding["evidence"]["maxCommitsToClean"] == 50 and len(finding["evidence"]["steps"]) == 2
     for option, value in (("--clean-lag", "0"), ("--clean-lag", "1.5"), ("--stale-after", "-1"),
                           ("--orphan-min-age", "soon")):
         with pytest.raises(SystemExit) as stopped:
