@@ -141,6 +141,8 @@ def test_orphans_never_inside_hoodie(table_copy) -> None:
     inside = [aux / "x.parquet", aux / real.name.replace(real.name.split("_")[-1], "20261102000000000.parquet")]
     for item in inside:
         shutil.copy(real, item)  # what no instant names, under .hoodie: Hudi's own business, never an orphan
+    marker = next(p for p in real.parent.iterdir() if p.name.startswith(".hoodie_partition_metadata"))
+    shutil.copy(marker, aux / marker.name)  # even where it looks like a partition
     age_tree(path)
     assert diagnose(HudiTable.open(str(path)), kinds=[KIND]) == []
     assert all(item.exists() for item in inside)
