@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import io
 import json
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from tests.doctor.helpers import OLD, age_tree, copy_base_file, grow_history
 from tests.helpers import FIXTURES, fake_failed_write, tree_snapshot, unzip_table
+from timeline import HudiTable
 from timeline.cli import main
 
 V9_COW = "sample_table/cow/v9_txns_simple_nometa"
@@ -112,6 +114,12 @@ def test_cli_doctor_thresholds(table_copy, capsys: pytest.CaptureFixture[str]) -
     assert main(["doctor", str(path), "--repair", "orphan-files", "--orphan-min-age", str(11 * 24), "--yes"]) == 0
     assert orphan.exists()  # younger than the age given: not an orphan, nothing deleted
     capsys.readouterr()
+    recent = (datetime.now(UTC) - timedelta(hours=2)).strftime("%Y%m%d%H%M%S000")  # the table's zone is UTC
+    fake_failed_write(path, recent, markers=False)
+    assert main(["doctor", str(path), "--repair", "stale-pending", "--yes"]) == 0  # younger than 180 minutes
+    assert "no stale-pending finding" in capsys.readouterr().out
+    assert main(["doctor", str(path), "--repair", "stale-pending", "--stale-after", "60", "--yes"]) == 0
+    assert HudiTable.open(str(path)).timeline.find(recent) is None  # planned and run with the threshold given
 
 
 def test_cli_doctor_clean_lag_threshold_and_bad_values(table_copy, capsys: pytest.CaptureFixture[str]) -> None:
