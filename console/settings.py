@@ -28,6 +28,12 @@ CLEANLINE_SYNC_INTERVAL_SECONDS, CLEANLINE_AUTO_CLEAN_INTERVAL_SECONDS  beat's s
                   (default 300 and 3600)
 CLEANLINE_HEALTH_INTERVAL_SECONDS  a sync runs the table doctor again on an unchanged timeline once its
                   last check is this old (default 3600; 0: at every sync)
+CLEANLINE_DOCTOR_STALE_AFTER_MINUTES, CLEANLINE_DOCTOR_ORPHAN_MIN_AGE_HOURS, CLEANLINE_DOCTOR_CLEAN_LAG_COMMITS
+                  the table doctor's thresholds (as `cleanline doctor --stale-after --orphan-min-age
+                  --clean-lag` give them): a pending instant with no live heartbeat is stale once
+                  this old (default 180), an unreferenced file an orphan once this old (default
+                  72), a clean covering this many commits lags and is capped to this many per
+                  step when the table sets no hoodie.clean.max.commits.to.clean (default 100)
 CLEANLINE_HISTORY_DAYS  the History charts' snapshots (one per sync that changed something, at least
                   one a day per table) are kept this many days (default 400; a table's newest stays)
 CLEANLINE_ARCHIVAL_SUMMARY_SECONDS  a sync that only added completed writes plans archival again (for the
@@ -458,6 +464,10 @@ configure_hudi_options(CLEANLINE_HUDI_OPTIONS)
 CLEANLINE_SYNC_INTERVAL_SECONDS = int(os.environ.get("CLEANLINE_SYNC_INTERVAL_SECONDS", "300"))
 # The table doctor at sync time: again on an unchanged timeline once its last check is this old.
 CLEANLINE_HEALTH_INTERVAL_SECONDS = int(os.environ.get("CLEANLINE_HEALTH_INTERVAL_SECONDS", "3600"))
+# The table doctor's thresholds (timeline.doctor.DoctorSettings; console.selectors.health.doctor_settings).
+CLEANLINE_DOCTOR_STALE_AFTER_MINUTES = float(os.environ.get("CLEANLINE_DOCTOR_STALE_AFTER_MINUTES", "180"))
+CLEANLINE_DOCTOR_ORPHAN_MIN_AGE_HOURS = float(os.environ.get("CLEANLINE_DOCTOR_ORPHAN_MIN_AGE_HOURS", "72"))
+CLEANLINE_DOCTOR_CLEAN_LAG_COMMITS = int(os.environ.get("CLEANLINE_DOCTOR_CLEAN_LAG_COMMITS", "100"))
 # a sync that only added completed writes re-plans archival for the overview once its summary is this old
 CLEANLINE_ARCHIVAL_SUMMARY_SECONDS = int(os.environ.get("CLEANLINE_ARCHIVAL_SUMMARY_SECONDS", "600"))
 # An approver must differ from the plan's requester (automatic plans excepted).

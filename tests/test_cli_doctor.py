@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import io
 import json
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from tests.doctor.helpers import OLD, age_tree, copy_base_file
+from tests.doctor.helpers import OLD, age_tree, copy_base_file, grow_history
 from tests.helpers import FIXTURES, fake_failed_write, tree_snapshot, unzip_table
+from timeline import HudiTable
 from timeline.cli import main
 
 V9_COW = "sample_table/cow/v9_txns_simple_nometa"
@@ -88,3 +90,51 @@ def test_cli_doctor_tables_under_a_root(tmp_path: Path, capsys: pytest.CaptureFi
     text = capsys.readouterr().out
     assert "healthy" in text and "stale-pending" in text
     assert main(["doctor", str(lake / "a"), "--tables"]) == 0
+
+
+def test_cli_doctor_thresholds(table_copy, capsys: pytest.CaptureFixture[str]) -> None:
+    path = table_copy(V9_COW)
+    fake_failed_write(path, OLD, markers=False)  # 26 days old when the tests were written
+    age_tree(path)
+    assert main(["doctor", str(path), "--json"]) == 1
+    assert [f["kind"] for f in json.loads(capsys.readouterr().out)] == ["stale-pending"]
+    never = str(10 * 365 * 24 * 60)  # ten years, in minutes
+    assert main(["doctor", str(path), "--stale-after", never, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == []
+    assert main(["doctor", str(path), "--repair", "stale-pending", "--stale-after", never, "--yes"]) == 0
+    assert "no stale-pending finding" in capsys.readouterr().out
+    assert main(["doctor", str(path), "--repair", "stale-pending", "--yes"]) == 0  # rolled back
+    capsys.readouterr()
+    orphan = copy_base_file(path, "20261102000000000")
+    age_tree(path)  # 10 days old
+    assert main(["doctor", str(path), "--orphan-min-age", str(11 * 24), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == []
+    assert main(["doctor", str(path), "--orphan-min-age", str(9 * 24), "--json"]) == 1
+    assert [f["kind"] for f in json.loads(capsys.readouterr().out)] == ["orphan-files"]
+    assert main(["doctor", str(path), "--repair", "orphan-files", "--orphan-min-age", str(11 * 24), "--yes"]) == 0
+    assert orphan.exists()  # younger than the age given: not an orphan, nothing deleted
+    capsys.readouterr()
+    recent = (datetime.now(UTC) - timedelta(hours=2)).strftime("%Y%m%d%H%M%S000")  # the table's zone is UTC
+    fake_failed_write(path, recent, markers=False)
+    assert main(["doctor", str(path), "--repair", "stale-pending", "--yes"]) == 0  # younger than 180 minutes
+    assert "no stale-pending finding" in capsys.readouterr().out
+    assert main(["doctor", str(path), "--repair", "stale-pending", "--stale-after", "60", "--yes"]) == 0
+    assert HudiTable.open(str(path)).timeline.find(recent) is None  # planned and run with the threshold given
+
+
+def test_cli_doctor_clean_lag_threshold_and_bad_values(table_copy, capsys: pytest.CaptureFixture[str]) -> None:
+    path = table_copy("sample_table/cow/v6_nonpartitioned")
+    grow_history(path, 60)
+    age_tree(path)
+    assert main(["doctor", str(path), "--json"]) == 0  # 52 commits to clean: under the default 100
+    capsys.readouterr()
+    assert main(["doctor", str(path), "--clean-lag", "50", "--json"]) == 1
+    (finding,) = json.loads(capsys.readouterr().out)
+    assert finding["kind"] == "clean-lag" and finding["evidence"]["commitsToClean"] == 52
+    assert finding["evidence"]["maxCommitsToClean"] == 50 and len(finding["evidence"]["steps"]) == 2
+    for option, value in (("--clean-lag", "0"), ("--clean-lag", "1.5"), ("--stale-after", "-1"),
+                          ("--orphan-min-age", "soon")):
+        with pytest.raises(SystemExit) as stopped:
+            main(["doctor", str(path), option, value])
+        assert stopped.value.code == 2
+        assert option in capsys.readouterr().err

@@ -33,6 +33,13 @@ def add_doctor_command(commands: Any, writers_stopped: Callable[[argparse.Argume
                         "changes, asks, then runs it under the table's lock")
     doctor.add_argument("--preview", action="store_true", help="with --repair: show the plan, change nothing")
     doctor.add_argument("--yes", action="store_true", help="with --repair: do not ask for confirmation")
+    doctor.add_argument("--stale-after", type=_at_least(0), metavar="MINUTES", help="a pending instant with no live "
+                        "heartbeat is stale once this old (default 180, Hudi's cleanup_stale_inflight_commits)")
+    doctor.add_argument("--orphan-min-age", type=_at_least(0), metavar="HOURS", help="an unreferenced file is an "
+                        "orphan only once this old, and older than the oldest pending instant (default 72)")
+    doctor.add_argument("--clean-lag", type=_at_least(1, int), metavar="COMMITS", help="a next clean covering this "
+                        "many commits is a finding, and the commits per capped clean when the table sets no "
+                        "hoodie.clean.max.commits.to.clean (default 100)")
     sizes(writers_stopped(doctor))
     doctor.set_defaults(handler=doctor_command)
 
@@ -50,10 +57,34 @@ def doctor_command(args: argparse.Namespace) -> int:
     return 1 if findings else 0
 
 
+def _at_least(low: int, kind: Callable[[str], float] = float) -> Callable[[str], float]:
+    """An argparse type: a number (`kind` of the text) not below `low`."""
+    def number(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not {'a whole' if kind is int else 'a'} number: {text!r}") from None
+        if not value >= low:  # also refuses nan
+            raise argparse.ArgumentTypeError(f"must be at least {low}: {text!r}")
+        return value
+    return number
+
+
 def _settings(args: argparse.Namespace) -> Any:
+    """The doctor's settings: the thresholds given (the library's defaults for the others) and
+    the writer options of `--hoodie-conf`."""
+    from datetime import timedelta
+
     from timeline.doctor import DoctorSettings
 
-    return DoctorSettings(options=dict(args.hoodie_conf or ()))
+    given: dict[str, Any] = {}
+    if args.stale_after is not None:
+        given["stale_after"] = timedelta(minutes=args.stale_after)
+    if args.orphan_min_age is not None:
+        given["orphan_min_age"] = timedelta(hours=args.orphan_min_age)
+    if args.clean_lag is not None:
+        given["clean_lag_commits"] = args.clean_lag
+    return DoctorSettings(options=dict(args.hoodie_conf or ()), **given)
 
 
 def _findings_text(args: argparse.Namespace, uri: str, findings: Sequence[Any]) -> str:
@@ -134,7 +165,7 @@ def _repair(args: argparse.Namespace) -> int:
         return 0
     maintenance = maintenance_of(table, args)
     try:
-        plan = maintenance.plan_repair(args.repair)
+        plan = maintenance.plan_repair(args.repair, settings=_settings(args))
     except timeline.CleanlineError as exc:  # findings no Cleanline repair fixes: who must act is in the message
         why = str(exc)
         emit(args, {"plan": None, "result": None, "remaining": [f.to_json() for f in found], "why": why},
@@ -148,7 +179,7 @@ def _repair(args: argparse.Namespace) -> int:
         return 0
     confirm(args, f"Repair {plan.kind} on {table.uri}: {len(plan.changes)} change(s), "
                    f"{sized_text(args, plan.bytes)}?")
-    result = maintenance.repair(plan)
+    result = maintenance.repair(plan, settings=_settings(args))
     left = table.inspect.diagnose(kinds=[plan.kind], settings=_settings(args))
     if args.json:
         print_json({"plan": plan.to_json(), "result": result.to_json(), "remaining": [f.to_json() for f in left]})

@@ -5,8 +5,10 @@ as its last check stored it, the lake's tables worst first, a repair's preview (
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db.models import QuerySet
 
 from console.models import Table
@@ -19,8 +21,12 @@ NO_REPAIR = "none: "  # how the library begins the repair text of a finding no C
 
 def doctor_settings(table: Table) -> DoctorSettings:
     """The doctor's settings for a registered table: its Hudi writer options (as the CLI's
-    `--hoodie-conf` gives them), the library's default thresholds."""
-    return DoctorSettings(options=dict(table.write_options or {}))
+    `--hoodie-conf` gives them) and the thresholds of CLEANLINE_DOCTOR_* (as the CLI's
+    `--stale-after`, `--orphan-min-age` and `--clean-lag` give them)."""
+    return DoctorSettings(stale_after=timedelta(minutes=settings.CLEANLINE_DOCTOR_STALE_AFTER_MINUTES),
+                          orphan_min_age=timedelta(hours=settings.CLEANLINE_DOCTOR_ORPHAN_MIN_AGE_HOURS),
+                          clean_lag_commits=max(1, settings.CLEANLINE_DOCTOR_CLEAN_LAG_COMMITS),
+                          options=dict(table.write_options or {}))
 
 
 def table_health(table: Table) -> TableHealth | None:

@@ -23,7 +23,9 @@ from console.tasks import sync_table
 from tests.console.helpers import leave_markers, login, person
 from tests.doctor.helpers import OLD, age_tree
 from tests.helpers import fake_failed_write
+from timeline import HudiTable
 from timeline.cli import main
+from timeline.rollback import rollback
 
 pytestmark = pytest.mark.django_db
 
@@ -301,3 +303,22 @@ def test_health_repair_waits_for_a_busy_table_and_fails_when_its_approver_is_gon
     assert repair.status == RepairStatus.FAILED and "approver" in repair.error
     assert (folder(table) / ".hoodie" / ".temp" / instant).exists()
     assert AuditEvent.objects.filter(table=table, action="repair.failed").exists()
+
+
+def test_health_thresholds_from_the_doctor_settings(console_table, settings) -> None:
+    table = console_table(V9_COW)
+    fake_failed_write(folder(table), OLD, markers=False)
+    orphan = folder(table) / "region=eu" / "orphan_0-0-0_20261102000000000.parquet"
+    shutil.copy(next((folder(table) / "region=eu").glob("*.parquet")), orphan)
+    age_tree(folder(table))  # 10 days old
+    assert [f["kind"] for f in synced(table).findings] == ["stale-pending"]  # the pending write holds orphans back
+    settings.CLEANLINE_DOCTOR_STALE_AFTER_MINUTES = 10 * 365 * 24 * 60  # ten years
+    assert synced(table).findings == []
+    assert selectors.repair_preview(table, "stale-pending")[0] is None  # the preview uses the same thresholds
+    rollback(HudiTable.open(table.path), OLD)
+    age_tree(folder(table))
+    assert [f["kind"] for f in synced(table).findings] == ["orphan-files"]
+    settings.CLEANLINE_DOCTOR_ORPHAN_MIN_AGE_HOURS = 11 * 24
+    assert synced(table).findings == [] and orphan.exists()
+    settings.CLEANLINE_DOCTOR_CLEAN_LAG_COMMITS = 7
+    assert selectors.doctor_settings(table).clean_lag_commits == 7

@@ -9,14 +9,17 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tests.helpers import rows
 from timeline import HudiTable, metadata
 from timeline.doctor import DoctorSettings, Finding, RepairPlan, RepairResult, diagnose, plan_repair, run_repair
 from timeline.instant import Instant, State
+from timeline.metadata.records import CleanMetadata
 
 DAY = 86_400
 # Later than every fixture's instants, weeks before the tests run: stale, and older than the
@@ -31,14 +34,67 @@ def age_tree(path: Path, days: float = 10) -> None:
         os.utime(item, (moment, moment), follow_symlinks=False)
 
 
-def round_trip(path: Path, kind: str, *, settings: DoctorSettings | None = None
+LATEST = "latest"  # the key of the snapshot read (no as-of) in `reads`
+
+
+def _read(path: Path, as_of: str | None) -> list[tuple] | None:
+    """The rows hudi-rs reads, or None when it cannot (a damaged table may stop old instants
+    reading, as the file a half-applied clean deleted does)."""
+    try:
+        return rows(path, as_of)
+    except Exception:  # noqa: BLE001 (hudi-rs raises its own errors)
+        return None
+
+
+def completed_writes(path: Path) -> list[str]:
+    """Every completed write (commit, delta commit, replace commit, compaction) on the active timeline."""
+    return [i.requested_time for i in HudiTable.open(str(path)).timeline.writes().completed()]
+
+
+def reads(path: Path, *, since: str | None = None) -> dict[str, list[tuple] | None]:
+    """What hudi-rs reads as of every completed write on the active timeline (from `since`, when
+    only those are retained afterwards) and of the latest snapshot (key LATEST)."""
+    times = [t for t in completed_writes(path) if since is None or t >= since]
+    return {t: _read(path, t) for t in times} | {LATEST: _read(path, None)}
+
+
+def retained(path: Path) -> list[str]:
+    """The completed writes a reader may still time-travel to: those at or after the last completed
+    clean's earliest commit to retain (older ones' files may be cleaned, as Hudi allows)."""
+    table = HudiTable.open(str(path))
+    clean = table.timeline.cleans().completed().last()
+    floor = table.read(clean, CleanMetadata).earliest_commit_to_retain if clean is not None else ""
+    return [t for t in completed_writes(path) if t >= (floor or "")]
+
+
+def assert_reads_the_same(path: Path, before: dict[str, list[tuple] | None], *, removed: Iterable[str] = ()) -> None:
+    """hudi-rs reads the same rows as `before` at every retained completed write that it read
+    then, and the latest: every retained write was recorded, none left the timeline but the
+    `removed` ones, and the latest snapshot read before."""
+    gone = {t for t in before if t != LATEST} - set(completed_writes(path))
+    assert gone == set(removed), f"completed writes gone from the timeline: {sorted(gone)}"
+    kept = [*retained(path), LATEST]
+    assert not [t for t in kept if t not in before], "a retained write was not recorded before the repair"
+    assert before[LATEST] is not None, "hudi-rs could not read the table before the repair: give `before`"
+    readable = [t for t in kept if before[t] is not None]
+    assert {t: _read(path, None if t == LATEST else t) for t in readable} == {t: before[t] for t in readable}
+
+
+def round_trip(path: Path, kind: str, *, settings: DoctorSettings | None = None,
+               before: dict[str, list[tuple] | None] | None = None, removed: Iterable[str] = ()
                ) -> tuple[list[Finding], RepairPlan, RepairResult, list[Finding]]:
-    """The findings of `kind`, its repair plan, the repair's result and the findings after."""
+    """The findings of `kind`, its repair plan, the repair's result and the findings after; and
+    hudi-rs reads the same rows after the repair as before it, at every retained completed write
+    and the latest (`before`: `reads(path)` taken by the caller, when the damage stops hudi-rs
+    reading, or to record only the writes a clean will retain; `removed`: completed writes the
+    repair takes off the timeline)."""
+    before = reads(path) if before is None else before
     table = HudiTable.open(str(path))
     found = diagnose(table, kinds=[kind], settings=settings)
     plan = plan_repair(table, kind, settings=settings)
     result = run_repair(HudiTable.open(str(path)), plan, settings=settings)
     after = diagnose(HudiTable.open(str(path)), settings=settings)
+    assert_reads_the_same(path, before, removed=removed)
     return found, plan, result, after
 
 

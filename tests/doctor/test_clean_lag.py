@@ -6,9 +6,12 @@ and the table reads the same for every retained instant."""
 
 from __future__ import annotations
 
-from tests.doctor.helpers import age_tree, grow_history, round_trip
+from datetime import datetime, timedelta
+
+from tests.doctor.helpers import age_tree, grow_history, reads, round_trip
 from tests.helpers import rows
 from timeline import CleanConfig, HudiTable
+from timeline.clean.executor import run_pending_cleans, schedule_clean
 from timeline.clean.planner import plan_clean
 from timeline.config import update_config
 from timeline.doctor import diagnose
@@ -28,7 +31,7 @@ def test_clean_lag_1000_commits_cleaned_in_capped_steps(table_copy) -> None:
     retained = commits[-10:]
     before = {t: rows(path, t) for t in retained} | {"now": rows(path)}
     full = plan_clean(table, CleanConfig.from_properties(table.config.props))
-    found, plan, result, after = round_trip(path, KIND)
+    found, plan, result, after = round_trip(path, KIND, before=reads(path, since=retained[0]))
     (finding,) = found
     evidence = finding.evidence
     assert isinstance(evidence, CleanLagEvidence)
@@ -65,3 +68,45 @@ def test_clean_lag_the_tables_cap_and_threshold(table_copy) -> None:
     assert isinstance(evidence, CleanLagEvidence)
     assert evidence.commits_to_clean == 352 and evidence.max_commits_to_clean == 150
     assert evidence.cap_source == "hoodie.clean.max.commits.to.clean" and len(evidence.steps) == 3
+
+
+def test_clean_lag_after_a_real_clean_steps_from_its_earliest_retained_commit(table_copy) -> None:
+    path = table_copy(V6_COW)
+    grow_history(path, 20)
+    table = HudiTable.open(str(path))
+    config = CleanConfig.from_properties(table.config.props)  # the table's own: the latest 10 commits retained
+    clean = schedule_clean(table, plan_clean(table, config), config, force=True)
+    assert clean is not None
+    run_pending_cleans(table, instant=clean.requested_time)
+    table = HudiTable.open(str(path))
+    (cleaned,) = table.timeline.cleans().completed()
+    previous = table.read(cleaned, CleanMetadata).earliest_commit_to_retain
+    after_clean = datetime.strptime(clean.requested_time[:14], "%Y%m%d%H%M%S") + timedelta(seconds=1)
+    grown = grow_history(path, 1000, start=after_clean.strftime("%Y%m%d%H%M%S000"))  # then the cleaner was off
+    age_tree(path)
+    table = HudiTable.open(str(path))
+    commits = [i.requested_time for i in table.timeline.commits().completed()]
+    base = commits.index(previous)
+    assert (len(commits), base) == (1022, 12)
+    full = plan_clean(table, CleanConfig.from_properties(table.config.props))
+    (finding,) = diagnose(table, kinds=[KIND])
+    evidence = finding.evidence
+    assert isinstance(evidence, CleanLagEvidence)
+    assert (evidence.last_clean, evidence.commits_since_last_clean) == (clean.requested_time, 1000)
+    assert evidence.previous_earliest_commit_to_retain == previous == commits[12]
+    assert evidence.next_earliest_commit_to_retain == commits[1012] and evidence.commits_to_clean == 1000
+    # Hudi's incremental path: only the partitions written since the previous clean's earliest retained commit
+    assert evidence.full_scan is False and "every partition" not in evidence.listing
+    stored = [f for f in path.iterdir() if f.is_file()]  # the partition (the base path) listed, .hoodie aside
+    assert (evidence.partitions_to_list, evidence.files_to_list) == (1, len(stored))
+    # the first capped step moves the earliest retained commit 100 commits past the previous clean's
+    assert evidence.steps == (*commits[112:1012:100], commits[1012]) and evidence.steps[0] == commits[base + 100]
+    found, plan, result, after = round_trip(path, KIND, before=reads(path, since=commits[1012]))
+    assert found == [finding]
+    deletes = [c for c in plan.changes if c.action == "delete"]
+    assert {c.target for c in deletes} == {d.path for d in full.files_to_delete} and len(deletes) >= 1000
+    assert result.ok and after == []
+    table = HudiTable.open(str(path))
+    cleans = [c for c in table.timeline.cleans().completed() if c.requested_time != clean.requested_time]
+    assert [table.read(c, CleanMetadata).earliest_commit_to_retain for c in cleans] == list(evidence.steps)
+    assert grown[-1] == commits[-1]

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.doctor.helpers import OLD, age_tree, copy_base_file
-from tests.helpers import FIXTURES, Lake, fake_failed_write, unzip_table
+from tests.doctor.helpers import LATEST, OLD, age_tree, assert_reads_the_same, copy_base_file, reads
+from tests.helpers import FIXTURES, Lake, fake_failed_write, rows, unzip_table
 from timeline import HudiTable, LiveWriterUnlocked
 from timeline.doctor import KINDS, UnknownKind, diagnose, find_tables
 from timeline.instant import format_instant_time
@@ -81,3 +81,18 @@ def test_doctor_an_unreadable_pending_replace_is_reported_not_rolled_back(table_
     findings = diagnose(HudiTable.open(str(path)))
     assert [(f.kind, f.repairable) for f in findings] == [("unreadable-instant", False), ("stale-pending", False)]
     assert findings[1].to_json()["evidence"]["role"] == "other"
+
+
+def test_doctor_round_trip_compares_every_retained_instant_not_only_the_latest(table_copy) -> None:
+    """The round trip's read check (tests/doctor/helpers.py) notices a repair that changes what an
+    older retained instant reads while the latest snapshot stays the same."""
+    path = table_copy(V9_COW)
+    before = reads(path)
+    group = next(g for g in HudiTable.open(str(path)).file_system_view().all_file_groups()
+                 if len(g.slices) > 1 and g.slices[1].base_file is not None)
+    older = group.slices[1]
+    assert older.base_file is not None
+    (path / older.partition / older.base_file.name).unlink()  # a version an older instant reads
+    assert rows(path) == before[LATEST]
+    with pytest.raises(AssertionError):
+        assert_reads_the_same(path, before)

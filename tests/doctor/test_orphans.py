@@ -16,9 +16,11 @@ import pytest
 from tests.doctor.helpers import OLD, age_tree, archive_commit, archive_commit_v6, copy_base_file, round_trip
 from tests.helpers import FIXTURE_IDS, fake_failed_write, rows
 from timeline import HudiTable
-from timeline.doctor import diagnose, run_repair
+from timeline.config import update_config
+from timeline.doctor import RepairUnavailable, diagnose, plan_repair, run_repair
 from timeline.doctor.orphans import OrphanEvidence, orphans, referenced
 from timeline.doctor.survey import Survey
+from timeline.mdt.reader import metadata_table
 from timeline.rollback import rollback
 
 V9_COW = "sample_table/cow/v9_txns_simple_nometa"
@@ -129,3 +131,39 @@ def test_orphans_young_files_wait_for_the_horizon(table_copy) -> None:
     day_old = time.time() - 86_400
     os.utime(fresh, (day_old, day_old))  # younger than the default three days still
     assert diagnose(HudiTable.open(str(path)), kinds=[KIND]) == []
+
+
+def test_orphans_never_inside_hoodie(table_copy) -> None:
+    path = table_copy(V9_COW)
+    aux = path / ".hoodie" / ".aux"
+    aux.mkdir(parents=True, exist_ok=True)
+    real = next(p for p in sorted(path.rglob("*.parquet")) if ".hoodie" not in p.parts)
+    inside = [aux / "x.parquet", aux / real.name.replace(real.name.split("_")[-1], "20261102000000000.parquet")]
+    for item in inside:
+        shutil.copy(real, item)  # what no instant names, under .hoodie: Hudi's own business, never an orphan
+    marker = next(p for p in real.parent.iterdir() if p.name.startswith(".hoodie_partition_metadata"))
+    shutil.copy(marker, aux / marker.name)  # even where it looks like a partition
+    age_tree(path)
+    assert diagnose(HudiTable.open(str(path)), kinds=[KIND]) == []
+    assert all(item.exists() for item in inside)
+
+
+def test_orphans_a_file_only_the_metadata_table_lists_is_never_offered(table_copy) -> None:
+    path = table_copy("sample_table/cow/v9_txns_simple_meta")
+    table = HudiTable.open(str(path))
+    update_config(table.storage, table.base, {"hoodie.table.metadata.partitions": "files"})
+    last = table.timeline.commits().completed().last()
+    assert last is not None
+    listed = copy_base_file(path, last.requested_time)  # a task attempt its commit does not name ...
+    age_tree(path)
+    synced = run_repair(HudiTable.open(str(path)), plan_repair(HudiTable.open(str(path)), "metadata-table-drift"))
+    assert synced.ok  # ... that the metadata table lists (RepairOrphanFilesProcedure: SKIPPED_PRESENT_IN_MDT)
+    table = HudiTable.open(str(path))
+    mdt = metadata_table(table)
+    assert mdt is not None and listed.name in mdt.files()[listed.parent.name]
+    assert listed.name not in Survey(table).state_files.references.names  # no instant names it
+    age_tree(path)
+    assert diagnose(HudiTable.open(str(path)), kinds=[KIND]) == []
+    with pytest.raises(RepairUnavailable):
+        plan_repair(HudiTable.open(str(path)), KIND)
+    assert listed.exists()

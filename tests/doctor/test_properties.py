@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from tests.doctor.helpers import age_tree, round_trip
+from tests.doctor.helpers import age_tree, reads, round_trip
 from tests.helpers import rows
 from timeline import HudiTable
 from timeline.doctor import diagnose
@@ -22,6 +22,7 @@ KIND = "table-properties"
 def test_properties_restored_from_the_backup(table_copy, damage: str) -> None:
     path = table_copy(V9_COW)
     before = rows(path)
+    readable = reads(path)  # hudi-rs reads no table without its hoodie.properties
     main = path / ".hoodie" / "hoodie.properties"
     backup = path / ".hoodie" / "hoodie.properties.backup"
     shutil.copy(main, backup)
@@ -32,7 +33,7 @@ def test_properties_restored_from_the_backup(table_copy, damage: str) -> None:
         main.write_bytes(good.replace(b"hoodie.table.checksum=", b"hoodie.table.checksum=1"))
     age_tree(path)
     assert HudiTable.open(str(path)).config.path.endswith("hoodie.properties.backup")
-    found, plan, result, after = round_trip(path, KIND)
+    found, plan, result, after = round_trip(path, KIND, before=readable)
     (finding,) = found
     evidence = finding.evidence
     assert isinstance(evidence, PropertiesEvidence) and evidence.read_from_backup

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.doctor.helpers import OLD, age_tree, round_trip
+from tests.doctor.helpers import OLD, age_tree, reads, round_trip
 from tests.helpers import rows
 from timeline import HudiTable
 from timeline.doctor import RepairUnavailable, diagnose, plan_repair
@@ -23,13 +23,14 @@ KIND = "unreadable-instant"
 def test_unreadable_pending_clean_is_removed(table_copy, content: bytes) -> None:
     path = table_copy(V9_COW)
     before = rows(path)
+    readable = reads(path)  # before the damage, in case it stops hudi-rs reading
     folder = Path(HudiTable.open(str(path)).timeline.folder)
     requested = folder / Instant(OLD, CLEAN, State.REQUESTED).file_name(2)
     inflight = folder / Instant(OLD, CLEAN, State.INFLIGHT).file_name(2)
     requested.write_bytes(content)
     inflight.write_bytes(b"")
     age_tree(path)
-    found, plan, result, after = round_trip(path, KIND)
+    found, plan, result, after = round_trip(path, KIND, before=readable)
     (finding,) = found
     evidence = finding.evidence
     assert isinstance(evidence, UnreadableEvidence)
