@@ -60,7 +60,7 @@ class TimeZoneMiddleware:
         browser = known_zone(request.COOKIES.get(COOKIE))
         name, source = ((chosen, "chosen") if chosen else (browser, "browser") if browser
                         else (settings.TIME_ZONE, "console"))
-        request.time_zone, request.time_zone_source = name, source  # type: ignore[attr-defined]
+        request.time_zone, request.time_zone_source = name, source  # type: ignore[attr-defined]  # read by time_zone() below
         timezone.activate(ZoneInfo(name))
         try:
             return self.get_response(request)

@@ -3,8 +3,10 @@ test in that rule's own test file.
 
 The tests run in a copy of the tracked tree in a temporary folder (the checkout is never
 written); the fixture tables come from CLEANLINE_FIXTURES (../shared beside the checkout by
-default). Prints one line per mutation and exits 1 if a mutation survived (its test file still
-passed) or could not be applied (the line it names is gone: update the list with the rule).
+default). Each listed test file is first run unmutated: one that fails then proves nothing, and
+its mutations are reported ERROR (not killed) without being run. Prints one line per mutation and
+exits 1 if a mutation survived (its test file still passed), could not be applied (the line it
+names is gone: update the list with the rule) or ended in ERROR.
 """
 
 from __future__ import annotations
@@ -47,10 +49,10 @@ MUTATIONS = [
              "        return set()", "tests/clean/test_planner.py"),
     Mutation("nothing outside the table: containment on whole path segments", "timeline/storage/containment.py",
              '    return path == folder or path.startswith(folder if folder == "/" else folder + "/")',
-             "    return path == folder or path.startswith(folder)", "tests/test_hardening.py"),
+             "    return path == folder or path.startswith(folder)", "tests/storage/test_containment.py"),
     Mutation("a table whose folder moved since registration is refused", "timeline/table.py",
              "        self._located = self.containment.ensure_located(list(roots))",
-             "        return", "tests/test_hardening.py"),
+             "        return", "tests/storage/test_containment.py"),
     Mutation("the metadata table gets a tombstone for every planned file of a clean", "timeline/mdt/writer.py",
              "            records.append(files_record(identifier, deleted=entry.delete_path_patterns))",
              "            records.append(files_record(identifier, deleted=entry.success_delete_files))",
@@ -100,13 +102,14 @@ MUTATIONS = [
              "    if RoleGrant.objects.filter(user_id=user.pk, requested_by_id=requester_id).exists():",
              "    if False:", "tests/console/test_people_grants.py"),
     Mutation("a sign-in whose claim or groups map to no role creates no user and gives no access",
-             "console/services/signin.py", "    if not role:", "    if False:", "tests/console/test_signin_ldap.py"),
+             "console/services/signin.py", "    if not role:", "    if False:",
+             "tests/console/signin/test_signin_ldap.py"),
     Mutation("the role a provider gives is read again at every sign-in", "console/services/signin.py",
-             "    if before == role:", "    if before:", "tests/console/test_signin_ldap.py"),
+             "    if before == role:", "    if before:", "tests/console/signin/test_signin_ldap.py"),
     Mutation("local sign-in off leaves only the break-glass accounts", "console/signin/local.py",
              "    if not settings.CLEANLINE_LOCAL_SIGNIN and user.get_username() not in "
              "settings.CLEANLINE_BREAK_GLASS_USERS:",
-             "    if False:", "tests/console/test_signin_local.py"),
+             "    if False:", "tests/console/signin/test_signin_local.py"),
     Mutation("an S3 key that failed every DeleteObjects round is reported deleted only when S3 no longer holds it",
              "timeline/storage/s3.py", "        results.update(self._settle(bucket, pending, reasons))",
              '        results.update((path, "deleted") for path in pending.values())',
@@ -126,19 +129,37 @@ def tracked_copy(into: Path) -> None:
             shutil.copy2(source, target)
 
 
-def run(mutation: Mutation, tree: Path, env: dict[str, str]) -> str:
-    """'killed', 'SURVIVED' or 'NOT APPLIED', restoring the module afterwards."""
+def pytest(tests: str, tree: Path, env: dict[str, str]) -> int:
+    """The exit code of one test file's run in the copy of the tree (stopping at its first
+    failure); 124 if it ran past 15 minutes."""
+    try:
+        return subprocess.run([sys.executable, "-m", "pytest", tests, "-x", "-q", "-p", "no:cacheprovider"],
+                              cwd=tree, env=env, capture_output=True, text=True, timeout=900).returncode
+    except subprocess.TimeoutExpired:
+        return 124
+
+
+def outcome_of(returncode: int) -> str:
+    return "killed" if returncode == 1 else "SURVIVED" if returncode == 0 else f"ERROR ({returncode})"
+
+
+def run(mutation: Mutation, tree: Path, env: dict[str, str], unmutated: dict[str, int]) -> str:
+    """'killed', 'SURVIVED', 'NOT APPLIED' or 'ERROR (...)', restoring the module afterwards. The
+    test file is run unmutated first (once per file, remembered in `unmutated`): if it fails
+    then, its failing with the mutation would say nothing, and the outcome is ERROR."""
     module = tree / mutation.path
     text = module.read_text()
     if text.count(mutation.line + "\n") != 1:
         return "NOT APPLIED"
+    if mutation.tests not in unmutated:
+        unmutated[mutation.tests] = pytest(mutation.tests, tree, env)
+    if unmutated[mutation.tests] != 0:
+        return f"ERROR (fails unmutated: {unmutated[mutation.tests]})"
     module.write_text(text.replace(mutation.line + "\n", mutation.mutant + "\n"))
     try:
-        done = subprocess.run([sys.executable, "-m", "pytest", mutation.tests, "-x", "-q", "-p", "no:cacheprovider"],
-                              cwd=tree, env=env, capture_output=True, text=True, timeout=900)
+        return outcome_of(pytest(mutation.tests, tree, env))
     finally:
         module.write_text(text)
-    return "killed" if done.returncode == 1 else "SURVIVED" if done.returncode == 0 else f"ERROR ({done.returncode})"
 
 
 def main() -> int:
@@ -148,9 +169,10 @@ def main() -> int:
         tracked_copy(tree)
         env = {**os.environ, "CLEANLINE_FIXTURES": str(Path(fixtures).resolve()), "PYTHONPATH": str(tree)}
         bad = 0
+        unmutated: dict[str, int] = {}
         for mutation in MUTATIONS:
             started = time.monotonic()
-            outcome = run(mutation, tree, env)
+            outcome = run(mutation, tree, env, unmutated)
             bad += outcome != "killed"
             print(f"{outcome:12} {time.monotonic() - started:5.1f} s  {mutation.path}: {mutation.rule} "
                   f"({mutation.tests})", flush=True)

@@ -344,6 +344,43 @@ def rewrite_history(lake: Lake, times: list[str], partition: str = "city=sf", fi
     return names
 
 
+# A table beside a folder it must never touch: hostile plans run against it in
+# tests/storage/test_containment.py and tests/test_hardening.py.
+
+GUARDED_TIMES = [f"2026110100{i:02d}00000" for i in range(20)]
+GUARDED_PARTITION = "city=sf"
+
+
+def guarded_lake(root: Path, version: int) -> Lake:
+    """A local table at `root`/lake with five commits rewriting one file group, beside a folder
+    `elsewhere` holding files that must survive."""
+    from timeline.storage.arrow import LocalStorage
+
+    (root / "elsewhere" / "dir").mkdir(parents=True)
+    (root / "elsewhere" / "victim.txt").write_bytes(b"keep me")
+    (root / "elsewhere" / "dir" / "inner.txt").write_bytes(b"keep me too")
+    lake = Lake(LocalStorage(), str(root / "lake"), version=version)
+    for t in GUARDED_TIMES[:5]:
+        lake.commit(t, {GUARDED_PARTITION: [lake.base_file(GUARDED_PARTITION, "fg1", t)]})
+    return lake
+
+
+def elsewhere(lake: Lake) -> list[Path]:
+    """The files beside a `guarded_lake` that must survive."""
+    root = Path(lake.base).parent / "elsewhere"
+    return [root / "victim.txt", root / "dir" / "inner.txt"]
+
+
+def table_files(lake: Lake) -> set[str]:
+    """The table's data files (its .hoodie folder aside)."""
+    return {str(p) for p in Path(lake.base).rglob("*") if p.is_file() and ".hoodie" not in p.parts}
+
+
+def own_file(lake: Lake, t: str) -> str:
+    """The `guarded_lake`'s base file written at `t`, as a plan names it."""
+    return f"file:{lake.base}/{GUARDED_PARTITION}/fg1_0-1-0_{t}.parquet"
+
+
 # ----------------------------------------------------------------------------------------------
 # hudi-rs, the independent reader the tests compare with
 

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
+import tokenize
 from pathlib import Path
+
+import pytest
 
 LIBRARY = Path(__file__).resolve().parents[1] / "timeline"
 
@@ -174,25 +178,64 @@ def test_boundaries_hudi_field_names_are_spelled_only_in_timeline_metadata() -> 
     assert {p: f for p, f in templates.items() if f} == {}
 
 
-def import_graph() -> dict[str, set[str]]:
-    """Module -> the library modules it imports, imports inside functions counted (those under
-    `if TYPE_CHECKING:` are not imports at run time)."""
+def library_modules() -> dict[str, Path]:
+    """Module name -> its file, for every module of the library (a package is its __init__.py)."""
     modules: dict[str, Path] = {}
     for path in LIBRARY.rglob("*.py"):
         parts = list(path.relative_to(LIBRARY.parent).with_suffix("").parts)
         modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return modules
+
+
+def absolute(package: str, node: ast.ImportFrom) -> str:
+    """The module a `from ... import` names, a relative one resolved against its package."""
+    if not node.level:
+        return node.module or ""
+    anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
+    return ".".join(anchor + ([node.module] if node.module else []))
+
+
+def lazy_exports() -> dict[str, dict[str, str]]:
+    """Package -> {exported name: the module its `__init__.pyi` imports it from}: what
+    `lazy_loader.attach_stub` reads, so that an import of the package's name reaches the
+    module that defines it (the package's __init__.py itself imports nothing)."""
+    exports: dict[str, dict[str, str]] = {}
+    for stub in LIBRARY.rglob("__init__.pyi"):
+        package = ".".join(stub.parent.relative_to(LIBRARY.parent).parts)
+        exports[package] = {alias.asname or alias.name: absolute(package, node)
+                            for node in ast.parse(stub.read_text()).body if isinstance(node, ast.ImportFrom)
+                            for alias in node.names}
+    return exports
+
+
+def import_graph(sources: dict[str, str] | None = None) -> dict[str, set[str]]:
+    """Module -> the library modules it imports, imports inside functions counted (those under
+    `if TYPE_CHECKING:` are not imports at run time). A name a lazily loading package exports
+    (`from timeline.storage import storage_for`, `timeline.HudiTable`) counts as an import of the
+    module that defines it. `sources` replaces modules' text, to analyse a planted import in memory."""
+    modules = library_modules()
+    exports = lazy_exports()
 
     def known(name: str) -> str | None:
         while name and name not in modules:
             name = name.rpartition(".")[0]
         return name or None
 
+    def defined(base: str, name: str) -> str:
+        while name in exports.get(base, {}):
+            base = exports[base][name]
+        return f"{base}.{name}"
+
     graph: dict[str, set[str]] = {name: set() for name in modules}
     for name, path in modules.items():
-        tree = ast.parse(path.read_text(), filename=str(path))
+        text = (sources or {}).get(name) or path.read_text()
+        tree = ast.parse(text, filename=str(path))
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         typing_only = {id(sub) for node in ast.walk(tree) if isinstance(node, ast.If)
                        and "TYPE_CHECKING" in ast.unparse(node.test) for sub in ast.walk(node)}
+        lazy_bound = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+                      and id(node) not in typing_only for alias in node.names
+                      if alias.asname is None and alias.name in exports}
         for node in ast.walk(tree):
             targets: list[str] = []
             if id(node) in typing_only:
@@ -200,11 +243,10 @@ def import_graph() -> dict[str, set[str]]:
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
-                    base = ".".join(anchor + ([base] if base else []))
-                targets = [base, *(f"{base}.{alias.name}" for alias in node.names)]
+                base = absolute(package, node)
+                targets = [base, *(defined(base, alias.name) for alias in node.names)]
+            elif isinstance(node, ast.Attribute) and ast.unparse(node.value) in lazy_bound:
+                targets = [defined(ast.unparse(node.value), node.attr)]  # `import timeline` ... `timeline.X`
             for target in targets:
                 found = known(target) if target.startswith("timeline") else None
                 if found and found != name and found != "timeline":
@@ -245,13 +287,81 @@ def circles(graph: dict[str, set[str]]) -> list[set[str]]:
 
 
 def test_boundaries_no_import_circle() -> None:
-    """Imports inside functions count: the storage backends are chosen by their registry
+    """Imports inside functions count, and a name a package exports lazily counts as an import
+    of the module defining it: the storage backends are chosen by their registry
     (timeline/storage/registry.py); the engine, the fork pool and the demo stand apart; the
     rule modules take a `Table` and the namespaces hang on the `HudiTable` above them
     (timeline/hudi_table.py); the metadata table's rollback and restore live beside the
-    machinery they run (timeline/rollback.py, timeline/restore.py), not in its writer. With no
-    circle the imports form layers, and none runs back up one."""
+    machinery they run (timeline/rollback.py, timeline/restore.py), not in its writer."""
     assert circles(import_graph()) == []
+
+
+# The library's layers, lowest first. A module imports only from its own layer or one below
+# (imports inside functions counted). `pkg.*` is a package and its modules; a module named
+# exactly is placed apart from its package. The package `timeline` itself imports nothing at
+# run time (lazy_loader), so it has no place here.
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("values and errors", ("timeline.exceptions", "timeline.instant", "timeline.properties", "timeline.files",
+                           "timeline.perf", "timeline.forks", "timeline.hfile", "timeline.logformat")),
+    ("storage backends", ("timeline.storage.*",)),
+    ("storage registry", ("timeline.storage.registry", "timeline.storage")),
+    ("records and settings", ("timeline.metadata.*", "timeline.config")),
+    ("table", ("timeline.timeline", "timeline.transition", "timeline.fsview", "timeline.archive",
+               "timeline.archive.reader", "timeline.locks.*", "timeline.transactions", "timeline.table")),
+    ("rules", ("timeline.clean.*", "timeline.archive.*", "timeline.mdt.*", "timeline.savepoint", "timeline.rollback",
+               "timeline.restore", "timeline.failed_writes", "timeline.changes", "timeline.discover",
+               "timeline.doctor.*", "timeline.spark.*")),
+    ("namespaces", ("timeline.inspect", "timeline.maintenance")),
+    ("the table's front", ("timeline.hudi_table",)),
+    ("entry points", ("timeline.engine", "timeline.demo", "timeline.spark.demo", "timeline.remote", "timeline.cli",
+                      "timeline.cli_archive", "timeline.cli_clean", "timeline.cli_doctor", "timeline.cli_output")),
+)
+
+
+def layer_of(module: str) -> int | None:
+    """The layer a module is placed in: a module named exactly, else its nearest `pkg.*`."""
+    for level, (_, entries) in enumerate(LAYERS):
+        if module in entries:
+            return level
+    package = module
+    while package:
+        for level, (_, entries) in enumerate(LAYERS):
+            if f"{package}.*" in entries:
+                return level
+        package = package.rpartition(".")[0]
+    return None
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Each import from a layer above the importing module's."""
+    found = []
+    for module, imported in sorted(graph.items()):
+        for other in sorted(imported):
+            low, high = layer_of(module), layer_of(other)
+            if low is not None and high is not None and high > low:
+                found.append(f"{module} ({LAYERS[low][0]}) imports {other} ({LAYERS[high][0]})")
+    return found
+
+
+def test_boundaries_no_import_runs_up_a_layer() -> None:
+    """Every library module has a layer in LAYERS, and every import points down or sideways."""
+    graph = import_graph()
+    assert [m for m in sorted(graph) if m != "timeline" and layer_of(m) is None] == []
+    assert upward_imports(graph) == []
+
+
+@pytest.mark.parametrize(("module", "planted", "defined_in"), [
+    ("timeline.storage.s3", "from timeline.storage import storage_for", "timeline.storage.registry"),
+    ("timeline.table", "from timeline import HudiTable", "timeline.hudi_table"),
+])
+def test_boundaries_a_planted_import_of_a_lazy_name_is_caught(module: str, planted: str, defined_in: str) -> None:
+    """An import inside a function of a name a package exports lazily reaches the module that
+    defines it, and both checks catch it (the module's text replaced in memory, not on disk)."""
+    path = library_modules()[module]
+    graph = import_graph({module: f"{path.read_text()}\n\ndef _planted() -> None:\n    {planted}\n"})
+    assert defined_in in graph[module]
+    assert any({module, defined_in} <= circle for circle in circles(graph))
+    assert any(edge.startswith(f"{module} (") and f" imports {defined_in} (" in edge for edge in upward_imports(graph))
 
 
 def test_boundaries_no_test_module_or_conftest_is_imported() -> None:
@@ -279,6 +389,21 @@ def test_boundaries_tests_keep_helpers_in_one_module_per_level() -> None:
     strays = [str(path.relative_to(tests)) for path in tests.rglob("*.py")
               if not path.name.startswith("test_") and path.name not in ("helpers.py", "conftest.py")]
     assert strays == []
+
+
+IGNORE_WITH_REASON = re.compile(r"# type: ignore\[[\w\-, ]+\]  # \S")
+
+
+def test_boundaries_every_type_ignore_says_why_on_its_line() -> None:
+    """A `type: ignore` in the library or the console names its error codes and then its reason,
+    on the same line: `# type: ignore[attr-defined]  # read by the login page`."""
+    bare = []
+    for path in sorted([*LIBRARY.rglob("*.py"), *CONSOLE.rglob("*.py")]):
+        with path.open("rb") as source:
+            comments = [t for t in tokenize.tokenize(source.readline) if t.type == tokenize.COMMENT]
+        bare += [f"{path.relative_to(LIBRARY.parent)}:{t.start[0]}" for t in comments
+                 if "type: ignore" in t.string and not IGNORE_WITH_REASON.search(t.string)]
+    assert bare == []
 
 
 MODULE_MAX_LINES, FUNCTION_MAX_LINES = 600, 80

@@ -46,7 +46,7 @@ class LogFile(NamedTuple):
     @property
     def sort_key(self) -> tuple[str, int, str, str]:
         """Hudi's LogFileComparator order (oldest first)."""
-        return LOG_ORDER(self)  # type: ignore[no-any-return]
+        return LOG_ORDER(self)  # type: ignore[no-any-return]  # itemgetter returns Any
 
 
 # tuple.__new__ builds a NamedTuple without its Python-level __new__: these run once per file.

@@ -265,7 +265,7 @@ def read_trailer(data: bytes, *, path: str) -> Trailer:
                 values[names[number]] = value.decode() if isinstance(value, bytes) else value
     except (ValueError, UnicodeDecodeError) as exc:
         raise CorruptHFileError(path, f"trailer: {exc}") from exc
-    return Trailer(**values, major_version=major, minor_version=minor)  # type: ignore[arg-type]
+    return Trailer(**values, major_version=major, minor_version=minor)  # type: ignore[arg-type]  # values typed by field number
 
 
 def _root_index(body: bytes, count: int) -> list[tuple[int, int, bytes]]:

@@ -286,12 +286,12 @@ def test_views_post_only_urls_are_exactly_the_mutation_matrix() -> None:
     answers = {}
     for name, pattern in named_patterns(get_resolver().url_patterns):
         if name.startswith("api:"):
-            continue  # the REST API authenticates by token: its matrix is tests/console/test_api.py
+            continue  # the REST API authenticates by token: its matrix is tests/console/api/test_api.py
         kwargs = {key: 999999 if type(converter).__name__ == "IntConverter" else "x"
                   for key, converter in pattern.pattern.converters.items()}
         answers[name] = admin.get(reverse(name, kwargs=kwargs)).status_code
     post_only = {name for name, status in answers.items() if status == 405}
-    # a user's own API tokens (any role; tests/console/test_api.py) and the People page's changes
+    # a user's own API tokens (any role; tests/console/api/test_api.py) and the People page's changes
     # (their persona matrices: tests/console/test_people.py, test_people_grants.py) are POST-only too
     people = {"console:people_create", "console:people_role", "console:people_deactivate", "console:people_reactivate",
               "console:people_grant_confirm", "console:people_grant_decline"}

@@ -238,14 +238,14 @@ def _irregular(root: str, partition: str, files: list[tuple[str | None, bool | N
     if None in paths:
         return [], [], "a file entry names no path"
     cut = len(folder)
-    if not all(p.startswith(folder) for p in paths):  # type: ignore[union-attr]
+    if not all(p.startswith(folder) for p in paths):  # type: ignore[union-attr]  # None ruled out above
         return [], [], f"a file is not named in its partition's folder {folder}"
-    names = [p[cut:] for p in paths]  # type: ignore[index]
+    names = [p[cut:] for p in paths]  # type: ignore[index]  # None ruled out above
     if any(not n or any(c in n for c in _NOT_IN_NAMES) for n in names):
         return [], [], f"a file is not named directly in its partition's folder {folder}, by a plain name"
     if len(set(names)) != len(names):
         return [], [], "a file is named twice"
-    return paths, names, ""  # type: ignore[return-value]
+    return paths, names, ""  # type: ignore[return-value]  # None ruled out above
 
 
 # What a URI parser reads in a path; a regular partition or file name holds none of them, nor a

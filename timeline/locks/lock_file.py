@@ -193,7 +193,7 @@ class S3StorageLockClient(StorageLockClient):
 
     @property
     def _client(self) -> Any:
-        return self.storage.client  # type: ignore[attr-defined]
+        return self.storage.client  # type: ignore[attr-defined]  # only an S3Storage (checked by the caller)
 
     def read_current_lock_file(self) -> tuple[LockGetResult, StorageLockFile | None]:
         from botocore.exceptions import BotoCoreError, ClientError

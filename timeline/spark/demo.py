@@ -58,7 +58,7 @@ def _trips(spark: SparkSession, path: str, rng: random.Random, say: Progress) ->
             write(spark, _rows(spark, rng, rng.sample(keys, 300), commit), path, operation="upsert", **common)
         if commit == 20:
             create_savepoint(Table.open(path), Table.open(path).timeline.commits().completed()
-                             .last().requested_time, user="demo", comment="before the lisbon backfill")  # type: ignore[union-attr]
+                             .last().requested_time, user="demo", comment="before the lisbon backfill")  # type: ignore[union-attr]  # 20 commits written
         say(f"trips_cow_v6: commit {commit + 1} of 30")
     lisbon = [k for k in keys if CITIES[k % len(CITIES)] == "lisbon"]
     write(spark, _rows(spark, rng, lisbon, 29), path, operation="insert_overwrite", **common)

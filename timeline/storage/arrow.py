@@ -122,7 +122,7 @@ class ArrowStorage(Storage):
         return _guard(path, call)
 
     def reader(self, path: str) -> BinaryIO:
-        return _guard(path, lambda: self.fs.open_input_file(path))  # type: ignore[no-any-return]
+        return _guard(path, lambda: self.fs.open_input_file(path))  # type: ignore[no-any-return]  # pyarrow has no stubs
 
     def write(self, path: str, data: bytes, *, overwrite: bool = False) -> None:
         if not overwrite and self.exists(path):
