@@ -61,12 +61,12 @@ def test_lock_discovery_sources_in_order(v9_table: Path) -> None:
 
 def test_lock_discovery_hoodie_properties_holding_the_lock_are_the_table_properties_source(v9_table: Path) -> None:
     table = HudiTable.open(str(v9_table))
-    update_config(table.storage, table.base, {**OCC, "hoodie.write.lock.storage.validity.timeout.secs": "30"})
+    update_config(table.storage, table.base, {**OCC, "hoodie.write.lock.storage.validity.timeout.secs": "600"})
     table = HudiTable.open(str(v9_table))
     found = discover_lock(table)
     assert (found.source, found.provider, found.shared) == (LockSource.TABLE_PROPERTIES, STORAGE_BASED_LOCK_PROVIDER,
                                                             True)
-    assert found.properties["hoodie.write.lock.storage.validity.timeout.secs"] == "30"
+    assert found.properties["hoodie.write.lock.storage.validity.timeout.secs"] == "600"
     assert "from the table properties" in found.detail
     live_lease(v9_table)
     older = table.timeline.writes().completed().instants[-3].requested_time
