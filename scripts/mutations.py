@@ -7,6 +7,8 @@ default). Each listed test file is first run unmutated: one that fails then prov
 its mutations are reported ERROR (not killed) without being run. Prints one line per mutation and
 exits 1 if a mutation survived (its test file still passed), could not be applied (the line it
 names is gone: update the list with the rule) or ended in ERROR.
+Arguments, if any, choose the mutations to run: those whose rule or module contains one of them
+(`python scripts/mutations.py "clock skew" mdt/reader.py`).
 """
 
 from __future__ import annotations
@@ -70,6 +72,17 @@ MUTATIONS = [
              "timeline/locks/storage_based.py",
              "            min_remaining_seconds = self.renew_interval_seconds",
              "            min_remaining_seconds = 0", "tests/locks/test_held_margin.py"),
+    Mutation("every write to the metadata table is fenced by its data table's lock", "timeline/mdt/reader.py",
+             "        self.mdt.publish_check = self.fence", "        pass", "tests/mdt/test_mdt_fencing.py"),
+    Mutation("the metadata table's new times wait out its data table's clock skew", "timeline/mdt/reader.py",
+             "        self.mdt.lock_owner = table", "        pass", "tests/mdt/test_mdt_fencing.py"),
+    Mutation("new instant times wait out the clock skew under the lock (SkewAdjustingTimeGenerator)",
+             "timeline/table.py", "            time.sleep(skew_ms / 1000)", "            pass",
+             "tests/locks/test_held_margin.py"),
+    Mutation("FileSystemBasedLockProvider is taken as a lock file, not refused", "timeline/locks/__init__.py",
+             "    if name in (STORAGE_BASED_LOCK_PROVIDER, FILESYSTEM_BASED_LOCK_PROVIDER):  # a lock file on the "
+             "table's store",
+             "    if name in (STORAGE_BASED_LOCK_PROVIDER,):", "tests/locks/test_filesystem_lock.py"),
     Mutation("archived state files: every requested and inflight file before any completed file "
              "(deleteArchivedInstants)", "timeline/archive/actions.py",
              "    return transition.delete_states(table, pending) + transition.delete_states(table, completed)",
@@ -162,7 +175,8 @@ def run(mutation: Mutation, tree: Path, env: dict[str, str], unmutated: dict[str
         module.write_text(text)
 
 
-def main() -> int:
+def main(chosen: list[str]) -> int:
+    mutations = [m for m in MUTATIONS if not chosen or any(word in m.rule or word in m.path for word in chosen)]
     fixtures = os.environ.get("CLEANLINE_FIXTURES") or str(ROOT.parent / "shared" / "fixtures" / "hudi-rs-tables")
     with tempfile.TemporaryDirectory(prefix="cleanline-mutants-") as folder:
         tree = Path(folder)
@@ -170,15 +184,15 @@ def main() -> int:
         env = {**os.environ, "CLEANLINE_FIXTURES": str(Path(fixtures).resolve()), "PYTHONPATH": str(tree)}
         bad = 0
         unmutated: dict[str, int] = {}
-        for mutation in MUTATIONS:
+        for mutation in mutations:
             started = time.monotonic()
             outcome = run(mutation, tree, env, unmutated)
             bad += outcome != "killed"
             print(f"{outcome:12} {time.monotonic() - started:5.1f} s  {mutation.path}: {mutation.rule} "
                   f"({mutation.tests})", flush=True)
-    print(f"{len(MUTATIONS) - bad} of {len(MUTATIONS)} mutations killed by their rule's own test file")
+    print(f"{len(mutations) - bad} of {len(mutations)} mutations killed by their rule's own test file")
     return 1 if bad else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

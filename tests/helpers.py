@@ -99,7 +99,7 @@ FIXTURE_IDS = [fixture_id(z) for z in FIXTURE_ZIPS]
 
 
 class Intervals(logging.Handler):
-    """Cleanline's side of the lock's log: who held it, from when to when."""
+    """Cleanline's side of the lock's log: who held it, from when to when (and since when it waited)."""
 
     def __init__(self, log: Path) -> None:
         super().__init__()
@@ -108,6 +108,7 @@ class Intervals(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         with self.log.open("a") as out:
             out.write(json.dumps({"holder": record.holder, "acquired": record.acquired,  # type: ignore[attr-defined]
+                                  "requested": getattr(record, "requested", record.acquired),  # type: ignore[attr-defined]
                                   "released": record.released}) + "\n")  # type: ignore[attr-defined]
 
 

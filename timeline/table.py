@@ -68,6 +68,9 @@ class Table:
         # While a state change holds the table's lock: how long a new instant time waits after
         # reading the clock (SkewAdjustingTimeGenerator; 0 without a lock).
         self.clock_skew_ms = 0
+        # The table whose lock this one's writes are under, when not its own: a metadata table's
+        # data table (timeline/mdt/reader.py), whose skew its new times wait out.
+        self.lock_owner: Table | None = None
 
     @classmethod
     def open(cls, uri: str) -> Self:
@@ -163,14 +166,16 @@ class Table:
         timeline (requested and completed) and than `after`, as Hudi's time generator makes
         them: the clock, or one millisecond past the latest time if the clock is behind. While
         the table's lock is held (`clock_skew_ms`), the clock is read and then the skew waited
-        out before the time is returned, as `SkewAdjustingTimeGenerator` does."""
+        out before the time is returned, as `SkewAdjustingTimeGenerator` does (a metadata
+        table's times: its data table's lock and skew, `lock_owner`)."""
         timeline = self.reload().timeline
         latest = max([after, *(i.requested_time for i in timeline), *(i.completion_time or "" for i in timeline)])
         now = format_instant_time(datetime.now(UTC).astimezone(zone_of(self.config.timezone)))
-        if self.clock_skew_ms > 0:
+        skew_ms = (self.lock_owner or self).clock_skew_ms
+        if skew_ms > 0:
             # SkewAdjustingTimeGenerator.generateTime: under the lock, read the clock, then wait the
             # max expected clock skew, so no other host's writer can later take an earlier time.
-            time.sleep(self.clock_skew_ms / 1000)
+            time.sleep(skew_ms / 1000)
         if now > latest:
             return now
         return f"{int(latest[:17].ljust(17, '0')) + 1:017d}"

@@ -38,8 +38,9 @@ if TYPE_CHECKING:
     from timeline.table import Table
 
 log = logging.getLogger(__name__)
-# One record per lock held: `table`, `holder`, `acquired` and `released` (epoch seconds) as
-# attributes of the record, for audits and for tests that check two parties never overlapped.
+# One record per lock held: `table`, `holder`, `requested` (when it began waiting), `acquired`
+# and `released` (epoch seconds) as attributes of the record, for audits and for tests that
+# check two parties never overlapped and that one waited for the other.
 intervals = logging.getLogger("timeline.transactions.intervals")
 
 
@@ -111,6 +112,7 @@ class Transactions:
             return
         props = dict(decision.discovery.properties)
         lock = lock_for_table(self.table.uri, props, storage=self.table.storage, application_id=self.application_id)
+        requested = time.time()
         lock.acquire(wait_seconds(props))
         acquired = time.time()
         previous, previous_skew = self.table.publish_check, self.table.clock_skew_ms
@@ -130,4 +132,5 @@ class Transactions:
                 lock.close()
             intervals.info("%s held the lock of %s from %.6f to %.6f", self.application_id, self.table.uri,
                            acquired, released, extra={"table": self.table.uri, "holder": self.application_id,
-                                                      "acquired": acquired, "released": released})
+                                                      "requested": requested, "acquired": acquired,
+                                                      "released": released})

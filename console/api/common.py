@@ -35,7 +35,7 @@ the reason."""
         try:
             found = tokens.token_user(token)
         except SignInRefused as refused:  # audited; the 401 says why
-            request.cleanline_token_refusal = str(refused)  # type: ignore[attr-defined]
+            request.cleanline_token_refusal = str(refused)  # type: ignore[attr-defined]  # read back by the 401 handler
             return None
         if found is None:
             return None

@@ -63,6 +63,16 @@ def test_writer_lock_overview_shows_the_lock_and_its_source(table: Table, settin
     page = viewer.get(reverse("console:overview", args=[table.pk])).content.decode()
     assert "StorageBasedLockProvider" in page and "from: root setting" in page
 
+    # the table's own "Hudi writer options" (the console's per-table settings) over the root's
+    services.table_settings_update(table=table, user=None, auto_clean=False, auto_max_files=1000,
+                                   auto_max_bytes=1000, write_options={
+                                       "hoodie.write.concurrency.mode": "optimistic_concurrency_control",
+                                       "hoodie.write.lock.provider": STORAGE_LOCK})
+    page = viewer.get(reverse("console:overview", args=[table.pk])).content.decode()
+    assert "StorageBasedLockProvider" in page and "from: option" in page
+
+    services.table_settings_update(table=table, user=None, auto_clean=False, auto_max_files=1000,
+                                   auto_max_bytes=1000, write_options={})
     settings.CLEANLINE_HUDI_OPTIONS = {}
     lock_file = base(table) / ".hoodie" / ".locks" / "table_lock.json"
     lock_file.parent.mkdir(parents=True)
@@ -88,7 +98,7 @@ def test_writer_lock_a_live_writer_with_no_lock_refuses_every_change_until_an_ad
     plan_page = ada.get(reverse("console:plan", args=[table.pk, plan.pk])).content.decode()
     assert 'name="writers_stopped"' in plan_page
 
-    # refused: the approval, a savepoint, a restore job, the metadata-table drop
+    # refused: the approval, a savepoint (the metadata-table drop: the test after the next)
     with django_capture_on_commit_callbacks(execute=True):  # the approval task runs eagerly
         ada.post(reverse("console:plan_approve", args=[table.pk, plan.pk]))
     plan.refresh_from_db()
@@ -149,3 +159,23 @@ def test_writer_lock_the_api_takes_the_override_and_the_job_records_it(table: Ta
     requested = AuditEvent.objects.filter(action="restore.requested", table=table).order_by("pk").last()
     assert requested is not None and requested.parameters["writers_stopped"] is True
     assert not CleanPlan.objects.exists()
+
+
+def test_writer_lock_a_live_writer_with_no_lock_refuses_the_metadata_table_drop_until_an_admin_says_stopped(
+        console_table) -> None:  # type: ignore[no-untyped-def]
+    table = console_table("sample_table/cow/v9_txns_simple_meta")
+    live_writer(table)
+    metadata = base(table) / ".hoodie" / "metadata"
+    before = sorted(str(p) for p in metadata.rglob("*"))
+    ada = admin("ada")
+    drop = reverse("console:metadata_table_drop", args=[table.pk])
+    refused = ada.post(drop, {"confirm": table.name}, follow=True).content.decode()
+    assert "no lock it shares with Cleanline is known" in refused and "nothing was changed" in refused
+    assert LIVE in AuditEvent.objects.get(action="metadata_table.drop.failed", table=table).result
+    assert sorted(str(p) for p in metadata.rglob("*")) == before
+    assert not AuditEvent.objects.filter(action="metadata_table.dropped", table=table).exists()
+
+    done = ada.post(drop, {"confirm": table.name, "writers_stopped": "on"}, follow=True).content.decode()
+    assert "was dropped" in done and not metadata.exists()
+    dropped = AuditEvent.objects.get(action="metadata_table.dropped", table=table)
+    assert dropped.parameters["writers_stopped"] is True

@@ -15,6 +15,7 @@ import pytest
 from tests.helpers import tree_snapshot
 from timeline import CleanConfig, HudiTable
 from timeline.cli import main
+from timeline.config import update_config
 from timeline.instant import format_instant_time
 from timeline.locks.live import LiveWriterUnlocked
 
@@ -135,3 +136,30 @@ def test_live_writers_completed_writes_and_table_services_keep_their_pending_fil
     live = HudiTable.open(str(v9_table)).inspect.live_writers()
     assert [(w.requested_time, w.action, w.evidence) for w in live] == [
         (t5, "compaction", "pending"), (t4, "deltacommit", "pending")]
+
+
+def test_live_writers_the_override_lets_a_clean_and_a_rollback_go_on_and_records_it(v9_table: Path) -> None:
+    t = "20300101000000000"
+    pending_write(v9_table, t, heartbeat_age_s=5)
+    table = HudiTable.open(str(v9_table))
+    # the writers' failed-writes policy is LAZY (as under multi-writer settings), so a completed
+    # commit may be rolled back beside another writer's pending one
+    update_config(table.storage, table.base, {"hoodie.clean.failed.writes.policy": "LAZY"})
+    latest = table.reload().timeline.writes().completed().instants[-1].requested_time
+    config = CleanConfig(commits_retained=1)
+    maintenance = table.maintenance(writers_stopped=True)
+    plan = maintenance.plan_clean(config, enforce_retention=False)
+    assert plan.files_to_delete
+    with pytest.raises(LiveWriterUnlocked, match=f"commit {t}"):
+        table.maintenance().schedule_clean(plan, config)
+    clean = maintenance.schedule_clean(plan, config)
+    assert clean is not None and len(maintenance.run_cleans()) == 1
+    assert table.reload().timeline.cleans().completed().last().requested_time == clean.requested_time  # type: ignore[union-attr]
+    with pytest.raises(LiveWriterUnlocked, match=f"commit {t}"):
+        table.maintenance().rollback(latest)
+    maintenance.rollback(latest)
+    assert latest not in {i.requested_time for i in table.reload().timeline.writes()}
+    # schedule, the run's inflight and completion, the rollback: each under the caller's word
+    assert len(maintenance.decisions) >= 4
+    assert all(d.overridden and not d.locked and d.live_writers[0].requested_time == t
+               for d in maintenance.decisions)

@@ -14,6 +14,7 @@ import pytest
 from tests.helpers import tree_snapshot
 from timeline import CleanConfig, HudiTable
 from timeline.cli import main
+from timeline.config import update_config
 from timeline.locks import STORAGE_BASED_LOCK_PROVIDER, LockUnavailable, UnsupportedLockProvider
 from timeline.locks.discovery import (
     HudiOptionsError,
@@ -55,6 +56,25 @@ def test_lock_discovery_sources_in_order(v9_table: Path) -> None:
     assert (found.source, found.provider, found.shared) == (LockSource.STORAGE, STORAGE_BASED_LOCK_PROVIDER, True)
     assert table.inspect.lock().source is LockSource.STORAGE
     configure_hudi_options({str(v9_table.parent): ZK})  # a setting wins over the evidence
+    assert discover_lock(table).source is LockSource.ROOT_SETTING
+
+
+def test_lock_discovery_hoodie_properties_holding_the_lock_are_the_table_properties_source(v9_table: Path) -> None:
+    table = HudiTable.open(str(v9_table))
+    update_config(table.storage, table.base, {**OCC, "hoodie.write.lock.storage.validity.timeout.secs": "600"})
+    table = HudiTable.open(str(v9_table))
+    found = discover_lock(table)
+    assert (found.source, found.provider, found.shared) == (LockSource.TABLE_PROPERTIES, STORAGE_BASED_LOCK_PROVIDER,
+                                                            True)
+    assert found.properties["hoodie.write.lock.storage.validity.timeout.secs"] == "600"
+    assert "from the table properties" in found.detail
+    live_lease(v9_table)
+    older = table.timeline.writes().completed().instants[-3].requested_time
+    before = tree_snapshot(v9_table)
+    with pytest.raises(LockUnavailable, match="hudi-writer-uuid"):  # the lock hoodie.properties names is taken
+        table.maintenance(options=NO_WAIT).create_savepoint(older)
+    assert tree_snapshot(v9_table) == before
+    configure_hudi_options({str(v9_table.parent): ZK})  # a root setting over the table's own
     assert discover_lock(table).source is LockSource.ROOT_SETTING
 
 

@@ -1,6 +1,8 @@
 """Every write to the metadata table is fenced by the data table's lock (timeline/mdt/reader.py
 `MetadataTable.fence`, timeline/transition.py `fence`): a lease taken away just before the
-metadata table's update publishes nothing there, for a clean, a rollback and a restore."""
+metadata table's update publishes nothing there, for a clean, a rollback and a restore; one
+taken away part-way through it (after its first log file) publishes nothing more. The metadata
+table's new times wait out its data table's clock skew while that table's lock is held."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from timeline.locks import STORAGE_BASED_LOCK_PROVIDER, LockLost
 from timeline.mdt.reader import MetadataTable
 from timeline.restore import restore_metadata_table
 from timeline.rollback import rollback_in_metadata_table
+from timeline.storage.arrow import LocalStorage
 from timeline.transactions import Transactions
 
 V9_WITH_MDT = "sample_table/cow/v9_txns_simple_meta"
@@ -25,7 +28,8 @@ OCC = {"hoodie.write.concurrency.mode": "optimistic_concurrency_control",
        "hoodie.write.lock.provider": STORAGE_BASED_LOCK_PROVIDER,
        "hoodie.write.lock.storage.validity.timeout.secs": "10",
        "hoodie.write.lock.storage.renew.interval.secs": "1",
-       "hoodie.write.lock.wait_time_ms": "300"}
+       "hoodie.write.lock.wait_time_ms": "300",
+       "hoodie.time.generator.max_expected_clock_skew_ms": "400"}
 
 
 def take_lease_away(base: Path) -> None:
@@ -88,3 +92,56 @@ def test_mdt_fencing_a_lease_taken_away_before_a_metadata_restore_changes_nothin
         before = tree_snapshot(base / ".hoodie")
         restore_metadata_table(MetadataTable(table), older, table.new_instant_time())
     assert tree_snapshot(base / ".hoodie") == before
+
+
+class LeaseLostAfterFirstMdtLog(LocalStorage):
+    """The local disk, where the lease is taken away right after the first log file of the
+    metadata table is written (as if the renewal stalled and a Hudi writer took the lock
+    between two of the update's writes); the metadata table's files are recorded then."""
+
+    def __init__(self, base: Path) -> None:
+        super().__init__()
+        self.base = base
+        self.first_log: str | None = None
+        self.metadata_then: dict[str, tuple[int, int]] = {}
+
+    def write(self, path: str, data: bytes, *, overwrite: bool = False) -> None:
+        super().write(path, data, overwrite=overwrite)
+        if self.first_log is None and "/.hoodie/metadata/" in path and ".log." in path:
+            self.first_log = path
+            take_lease_away(self.base)
+            self.metadata_then = tree_snapshot(self.base / ".hoodie" / "metadata")
+
+
+def test_mdt_fencing_a_lease_lost_part_way_through_the_metadata_update_publishes_nothing_more(
+        table_copy) -> None:  # type: ignore[no-untyped-def]
+    base = table_copy(V9_WITH_MDT)
+    config = CleanConfig(commits_retained=1)
+    planning = HudiTable.open(str(base)).maintenance(options=OCC)
+    plan = planning.plan_clean(config, enforce_retention=False)
+    clean = planning.schedule_clean(plan, config)
+    assert clean is not None and plan.files_to_delete
+    storage = LeaseLostAfterFirstMdtLog(base)
+    table = HudiTable.load(storage, str(base))
+    with pytest.raises(LockLost, match="hudi-writer-uuid"):
+        table.maintenance(options=OCC).run_cleans()
+    assert storage.first_log is not None  # the update had begun: its first log file is out
+    timeline = base / ".hoodie" / "metadata" / ".hoodie" / "timeline"
+    states = sorted(p.name for p in timeline.iterdir() if p.name.startswith(clean.requested_time))
+    assert states == [f"{clean.requested_time}.deltacommit.inflight", f"{clean.requested_time}.deltacommit.requested"]
+    assert tree_snapshot(base / ".hoodie" / "metadata") == storage.metadata_then  # no state file, no log file more
+    assert not HudiTable.open(str(base)).timeline.cleans().completed().instants
+
+
+def test_mdt_fencing_metadata_times_wait_out_the_data_tables_clock_skew(table_copy) -> None:  # type: ignore[no-untyped-def]
+    base = table_copy(V9_WITH_MDT)
+    table = HudiTable.open(str(base))
+    mdt = MetadataTable(table).mdt
+    started = time.monotonic()
+    mdt.new_instant_time()
+    assert time.monotonic() - started < 0.4  # no lock held: no wait
+    with Transactions(table, OCC).state_change():
+        started = time.monotonic()
+        mdt.new_instant_time()
+        waited = time.monotonic() - started
+    assert waited >= 0.4  # the data table's hoodie.time.generator.max_expected_clock_skew_ms

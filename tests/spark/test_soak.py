@@ -5,9 +5,12 @@ number of rounds. The same writer writes the same batches to a twin table withou
 
 Afterwards hudi-rs reads, for every retained instant, the same rows from the table as from the
 twin as of the same batch (0 rows lost), the latest rows agree, and every file a retained
-instant names exists. The rounds, the conflicts seen (stale plans, lock waits, refusals) and
-what was done are printed (`-s`) and checked; both sides log every interval they held the lock
-(`timeline.transactions.intervals`) and no two intervals overlap. Both tables have a metadata
+instant names exists. The rounds, the conflicts seen and refused (stale plans, changes refused
+because the lock was held, other refusals, lock handoffs between the writer and Cleanline and
+those where one side waited for the other) and what was done are printed (`-s`) and checked:
+both sides log every interval they held the lock (`timeline.transactions.intervals`), no two
+intervals overlap, and the lock passed between them at least once (a run without contention
+fails). Both tables have a metadata
 table (`hoodie.metadata.enable`: the writer keeps its `files` partition, Cleanline's clean,
 savepoint and rollback keep it too), and `cleanline mdt validate` finds both exact afterwards;
 hudi-rs lists both through them."""
@@ -30,8 +33,9 @@ import pytest
 
 from tests.helpers import Intervals
 from timeline import CleanConfig, CleanlineError, HudiTable, transition
+from timeline.clean.executor import PlanInvalidated
 from timeline.config import update_config
-from timeline.locks import STORAGE_BASED_LOCK_PROVIDER
+from timeline.locks import STORAGE_BASED_LOCK_PROVIDER, LockUnavailable
 from timeline.metadata.records import CleanMetadata, CommitMetadata
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,8 +63,8 @@ WRITER = textwrap.dedent("""
         def emit(self, record):
             if record.table.rstrip("/").endswith("/soak"):  # the twin takes no lock
                 with open(log, "a") as out:
-                    out.write(json.dumps({"holder": record.holder, "acquired": record.acquired,
-                                          "released": record.released}) + "\\n")
+                    out.write(json.dumps({"holder": record.holder, "requested": record.requested,
+                                          "acquired": record.acquired, "released": record.released}) + "\\n")
 
     logger = logging.getLogger("timeline.transactions.intervals")
     logger.setLevel(logging.INFO)
@@ -98,15 +102,17 @@ class Soak:
         self.uri = uri
         self.counts = {"rounds": 0, "cleans": 0, "stale plans": 0, "savepoints created": 0,
                        "savepoints deleted": 0, "failed writes injected": 0, "failed writes rolled back": 0,
-                       "refused": 0}
+                       "refused: lock held": 0, "refused": 0}
         self.refusals: list[str] = []
         self.failed: str | None = None
 
     def attempt(self, action: Any) -> Any:
         try:
             return action()
-        except CleanlineError as exc:  # a lock wait, a stale plan, a rollback the sequence rule defers: again later
-            self.counts["refused"] += 1
+        except CleanlineError as exc:  # a stale plan, a lock held too long, a rollback the sequence rule defers
+            kind = ("stale plans" if isinstance(exc, PlanInvalidated)
+                    else "refused: lock held" if isinstance(exc, LockUnavailable) else "refused")
+            self.counts[kind] += 1  # again later
             self.refusals.append(f"{type(exc).__name__}: {exc}"[:300])
             return None
 
@@ -172,6 +178,15 @@ class Soak:
             self.counts["failed writes injected"] += 1
 
 
+def handoffs(held: list[dict[str, Any]], writers: list[dict[str, Any]]) -> tuple[int, int]:
+    """While the writer ran (its first hold to its last): how often the lock passed between it
+    and Cleanline, and how often the side taking it had been waiting while the other held it."""
+    during = [r for r in held if writers[0]["acquired"] <= r["acquired"] and r["released"] <= writers[-1]["released"]]
+    turns = [(a, b) for a, b in zip(during, during[1:])
+             if a["holder"].startswith("cleanline-writer-") != b["holder"].startswith("cleanline-writer-")]
+    return len(turns), sum(1 for a, b in turns if b["requested"] < a["released"])
+
+
 @pytest.fixture(params=["s3", "local"])
 def soak_paths(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str, dict[str, str]]:
     """The table, its twin and hudi-rs's storage options."""
@@ -220,10 +235,9 @@ def test_soak_cleanline_beside_a_live_writer_loses_no_rows(
     assert len(theirs) == 2 * COMMITS and len(held) > len(theirs)  # the writer: start and complete
     overlaps = [(a, b) for a, b in zip(held, held[1:]) if b["acquired"] < a["released"]]
     assert overlaps == [], "the lock was held by two parties at once"
-    soak.counts["lock handoffs"] = sum(1 for a, b in zip(held, held[1:])
-                                       if a["holder"].startswith("cleanline-writer-")
-                                       != b["holder"].startswith("cleanline-writer-"))
+    soak.counts["lock handoffs"], soak.counts["lock waits"] = handoffs(held, theirs)
     print(f"\nsoak {uri}: {json.dumps(soak.counts)}; refusals: {soak.refusals[:5]}")
+    assert soak.counts["lock handoffs"] >= 2, "Cleanline never took the lock between two of the writer's holds"
     assert len(committed) == COMMITS
     assert soak.counts["cleans"] >= 1 and soak.counts["savepoints created"] >= 1
     assert soak.counts["savepoints deleted"] >= 1 and soak.counts["failed writes rolled back"] == 1

@@ -16,7 +16,8 @@ own (`LockLost` otherwise, the file left alone), and `check_held` requires the f
 Cleanline's and a margin of its expiry left. Hudi requires a store with atomic creation
 (`StorageSchemes.isAtomicCreationSupported`: HDFS, local files, ...); Cleanline takes it where
 its storage creates exclusively (local files and its in-memory store), and refuses it on
-object stores."""
+object stores and on HDFS (pyarrow's HDFS client has no create that fails when the file exists,
+so two contenders could both believe they created the lock file)."""
 
 from __future__ import annotations
 

@@ -68,6 +68,9 @@ class MetadataTable:
         # Every write to the metadata table is fenced by the data table's lock: the same
         # held-lock check, looked up when the write happens (timeline.transition.fence).
         self.mdt.publish_check = self.fence
+        # Its new instant and completion times wait out the data table's clock skew while the
+        # data table's lock is held (SkewAdjustingTimeGenerator, per write client in Hudi).
+        self.mdt.lock_owner = table
 
     def fence(self) -> None:
         """The data table's held-lock check (`HudiTable.publish_check`), when a state change
