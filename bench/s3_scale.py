@@ -25,21 +25,35 @@ slows the server down), never in the timed runs.
    `S3Storage.delete_many`, with its retries, on the storage's 32 threads, sizes from the plan),
    then seeded again and deleted by plain boto3: DeleteObjects in 1,000-key batches on 32 threads.
    Every object must be gone after each.
+3. Faults (also alone with `--faults-only`; recorded in a section of their own, so that a run of
+   them alone keeps the figures above): the same `--objects` objects deleted by the same delete
+   stage, and a real clean of the generated table (planned, scheduled, `run_pending_cleans`),
+   both through tests/storage/helpers.py's `ChaosProxy` in front of the server: 10% of all
+   requests answered 503 SlowDown or 500, reset, or done with the answer lost; 1% of
+   DeleteObjects keys answered with per-key errors, and some keys failing every time. Afterwards
+   the buckets are listed straight from the server.
 
 Targets: through the metadata table at least 20x fewer requests and at least 5x faster than
-listing storage, for the plan and for the view; the deletes at least 0.8x the raw rate.
+listing storage, for the plan and for the view; the deletes at least 0.8x the raw rate. Through
+the proxy (exact counts, no timing target): every object deleted or reported failed, the sum the
+objects planned; 0 reported deleted (or gone) that are still at the server; every object
+reported failed still there with the store's error, the always-failing keys among them; every
+kind of fault given; the completed clean's HoodieCleanMetadata lists exactly the keys that left
+the bucket as deleted and the reported failed as failed.
 
 Usage (from the repository root):
 
     .venv/bin/python bench/s3_scale.py                  # generate, measure, print, clean up
     .venv/bin/python bench/s3_scale.py --record         # also update bench/RESULTS.md
     .venv/bin/python bench/s3_scale.py --partitions 50 --groups 20 --objects 20000 -n 1   # quick
+    .venv/bin/python bench/s3_scale.py --faults-only --record   # only the runs through the proxy
 
 Progress goes to stderr. Nothing leaves 127.0.0.1.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import sys
@@ -71,14 +85,26 @@ from bench.common import (  # noqa: E402
     timed,
 )
 from tests.helpers import offline_aws_environment  # noqa: E402
+from tests.storage.helpers import ChaosProxy  # noqa: E402
 from timeline import HudiTable  # noqa: E402
 from timeline.clean.config import CleanConfig  # noqa: E402
-from timeline.clean.executor import Status, Target, _delete_all  # noqa: E402
+from timeline.clean.executor import FileOutcome, Status, Target, _delete_all, run_pending_cleans, schedule_clean  # noqa: E402
 from timeline.clean.planner import plan_clean  # noqa: E402
+from timeline.instant import CLEAN, State  # noqa: E402
 from timeline.mdt.listing import table_listing  # noqa: E402
+from timeline.metadata import decode  # noqa: E402
+from timeline.metadata.records import CleanMetadata  # noqa: E402
+from timeline.storage import storage_for  # noqa: E402
 
 SECTION_BEGIN = "<!-- bench/s3_scale.py: begin -->"
 SECTION_END = "<!-- bench/s3_scale.py: end -->"
+FAULTS_BEGIN = "<!-- bench/s3_scale.py faults: begin -->"
+FAULTS_END = "<!-- bench/s3_scale.py faults: end -->"
+FAULT_BUCKET, FAULT_TABLE_BUCKET = "cleanline-scale-faults", "cleanline-scale-faults-clean"
+FAULT_RATE, KEY_RATE = 0.1, 0.01
+STUCK_OBJECTS = "999.parquet"  # keys the proxy fails every time: 1 in 1,000 of the objects
+STUCK_EVERY = 100              # in the faulted clean, every 100th planned file fails every time
+CLEAN_BATCH = 100              # the faulted clean's keys a DeleteObjects (34 requests of 1,000 see few faults)
 BUCKET, OURS_BUCKET, RAW_BUCKET = "cleanline-scale", "cleanline-scale-ours", "cleanline-scale-raw"
 TABLE = "table"
 THREADS = 32
@@ -266,6 +292,190 @@ def markdown_section(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+# ----------------------------------------------------------------------------------------
+# Faults: the same deletes, and a real clean, through tests/storage/helpers.py's ChaosProxy
+
+
+def server_keys(client: Any, bucket: str) -> set[str]:
+    """Every key of a bucket, listed straight from the server (never through the proxy)."""
+    return {o["Key"] for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket)
+            for o in page.get("Contents", ())}
+
+
+def through(proxy: ChaosProxy) -> None:
+    """Point this process's S3 clients made from now on at the proxy."""
+    os.environ["AWS_ENDPOINT_URL"] = proxy.endpoint
+
+
+def checked_outcomes(outcomes: Sequence[FileOutcome], planned: set[str], remaining: set[str],
+                     key_of: Callable[[str], str]) -> dict[str, Any]:
+    """Counts of a faulted run's outcomes against what the server holds afterwards."""
+    by_status = {s: {o.path for o in outcomes if o.status is s} for s in Status}
+    still = {s: sum(1 for p in paths if key_of(p) in remaining) for s, paths in by_status.items()}
+    errors = [o.error for o in outcomes if o.status is Status.FAILED]
+    return {"planned": len(planned), "reported": len(outcomes), "covered": {o.path for o in outcomes} == planned,
+            "deleted": len(by_status[Status.DELETED]), "gone": len(by_status[Status.GONE]),
+            "failed": len(by_status[Status.FAILED]), "deleted_still_there": still[Status.DELETED],
+            "gone_still_there": still[Status.GONE], "failed_still_there": still[Status.FAILED],
+            "failed_with_reason": sum(1 for e in errors if "SlowDown" in e or "InternalError" in e),
+            "first_error": errors[0] if errors else ""}
+
+
+def faulted_deletes(server: SeededS3Server, client: Any, objects: int) -> dict[str, Any]:
+    """`objects` objects deleted by the clean executor's delete stage through the proxy."""
+    per_folder = 1000
+    keys = [f"{TABLE}/{n // per_folder:04d}/{n:07d}.parquet" for n in range(objects)]
+    targets = [Target(f"{n // per_folder:04d}", f"s3://{FAULT_BUCKET}/{key}") for n, key in enumerate(keys)]
+    progress(f"faults: seeding {objects:,} objects")
+    server.seed_synthetic(FAULT_BUCKET, TABLE, objects, per_folder)
+    with ChaosProxy(server.endpoint, rate=FAULT_RATE, key_rate=KEY_RATE, seed=29, stuck=(STUCK_OBJECTS,)) as proxy:
+        through(proxy)
+        storage = storage_for(f"s3://{FAULT_BUCKET}/{TABLE}")[0]
+        progress(f"faults: deleting {objects:,} objects through the proxy at {proxy.endpoint}")
+        elapsed, outcomes = timed(lambda: _delete_all(storage, targets, {t.path: 4 for t in targets}, None, "bench",
+                                                      storage.io_threads))
+        os.environ.update(server.env)
+    progress(f"faults: {elapsed:.0f} s; listing what is left at the server")
+    remaining = server_keys(client, FAULT_BUCKET)
+    found = checked_outcomes(outcomes, {t.path for t in targets}, remaining,
+                             lambda p: p.removeprefix(f"s3://{FAULT_BUCKET}/"))
+    stuck = {t.path for t in targets if STUCK_OBJECTS in t.path}
+    failed = {o.path for o in outcomes if o.status is Status.FAILED}
+    return {**found, "seconds": elapsed, "remaining": len(remaining), "stuck": len(stuck),
+            "stuck_failed": len(stuck & failed), "requests": proxy.requests, "faults": dict(proxy.faults)}
+
+
+def completed_clean(client: Any, bucket: str, requested_time: str) -> CleanMetadata:
+    """The completed clean's HoodieCleanMetadata, read straight from the server."""
+    keys = server_keys(client, bucket)
+    key = next(k for k in keys if k.startswith(f"{TABLE}/.hoodie/timeline/{requested_time}_") and k.endswith(".clean"))
+    body = client.get_object(Bucket=bucket, Key=key)["Body"].read()
+    raw = decode(body, path=key, action=CLEAN, state=State.COMPLETED, layout=2)
+    assert raw is not None, key
+    return CleanMetadata.from_raw(raw)
+
+
+def faulted_clean(server: SeededS3Server, client: Any) -> dict[str, Any]:
+    """A clean of the generated table planned, scheduled and run (`run_pending_cleans`)
+    through the proxy; its completed metadata compared with what left the server."""
+    uri = f"s3://{FAULT_TABLE_BUCKET}/{TABLE}"
+    before = server_keys(client, FAULT_TABLE_BUCKET)
+    direct = plan_clean(HudiTable.open(uri), CleanConfig(commits_retained=1, incremental=False))
+    stuck = tuple(d.path.rsplit("/", 1)[1] for d in direct.files_to_delete[::STUCK_EVERY])
+    with ChaosProxy(server.endpoint, rate=FAULT_RATE, key_rate=KEY_RATE, seed=30, stuck=stuck) as proxy:
+        through(proxy)
+        table = HudiTable.open(uri)
+        table.storage.delete_batch_size = CLEAN_BATCH
+        progress(f"faults: planning and scheduling a clean of {uri} through the proxy")
+        config = CleanConfig(commits_retained=1, incremental=False)
+        plan = plan_clean(table, config)
+        assert [(d.path, d.delete) for d in plan.decisions] == [(d.path, d.delete) for d in direct.decisions]
+        clean = schedule_clean(table, plan, config)
+        assert clean is not None
+        progress(f"faults: running clean {clean.requested_time} ({len(plan.files_to_delete):,} files to delete)")
+        elapsed, (result,) = timed(lambda: run_pending_cleans(table))
+        os.environ.update(server.env)
+    after = server_keys(client, FAULT_TABLE_BUCKET)
+    key_of = {d.path: d.path.removeprefix(f"s3://{FAULT_TABLE_BUCKET}/") for d in plan.files_to_delete}
+    found = checked_outcomes(result.outcomes, set(key_of), after, key_of.__getitem__)
+    meta = completed_clean(client, FAULT_TABLE_BUCKET, clean.requested_time)
+    went = {k for k in before if k not in after}
+    listed_ok = {f"{TABLE}/{p}/{n}" if p else f"{TABLE}/{n}" for p, m in meta.partitions.items()
+                 for n in m.success_delete_files}
+    listed_failed = {f"{TABLE}/{p}/{n}" if p else f"{TABLE}/{n}" for p, m in meta.partitions.items()
+                     for n in m.failed_delete_files}
+    failed = {key_of[o.path] for o in result.outcomes if o.status is Status.FAILED}
+    return {**found, "seconds": elapsed, "files": len(plan.decisions), "stuck": len(stuck),
+            "stuck_failed": sum(1 for k in failed if k.rsplit("/", 1)[1] in stuck), "gone_at_server": len(went),
+            "listed_deleted": len(listed_ok), "listed_failed": len(listed_failed),
+            "listed_equals_gone": listed_ok == went, "listed_failed_equals_failed": listed_failed == failed,
+            "total_files_deleted": meta.total_files_deleted, "requests": proxy.requests,
+            "faults": dict(proxy.faults)}
+
+
+def fault_targets(deletes: dict[str, Any], clean: dict[str, Any]) -> list[dict[str, Any]]:
+    found = []
+    for run, label in ((deletes, f"{deletes['planned']:,} objects deleted through the proxy"),
+                       (clean, f"a clean of {clean['planned']:,} files run through the proxy")):
+        done = run["deleted"] + run["gone"] + run["failed"]
+        found += [
+            {"target": f"{label}: every object deleted or reported failed",
+             "value": f"{run['deleted']:,} deleted + {run['gone']:,} gone + {run['failed']:,} failed = {done:,} "
+                      f"of {run['planned']:,}", "passed": done == run["planned"] == run["reported"] and run["covered"]},
+            {"target": f"{label}: 0 reported deleted that still exist (listed at the server)",
+             "value": f"{run['deleted_still_there'] + run['gone_still_there']:,}",
+             "passed": run["deleted_still_there"] + run["gone_still_there"] == 0},
+            {"target": f"{label}: every object reported failed is still there, with the store's error",
+             "value": f"{run['failed_still_there']:,} of {run['failed']:,} there, {run['failed_with_reason']:,} "
+                      f"with SlowDown/InternalError; {run['stuck_failed']:,} of {run['stuck']:,} always-failing "
+                      "keys among them",
+             "passed": run["failed_still_there"] == run["failed"] == run["failed_with_reason"]
+                       and run["stuck_failed"] == run["stuck"] > 0},
+            {"target": f"{label}: the proxy gave every kind of fault",
+             "value": ", ".join(f"{k} {v:,}" for k, v in sorted(run["faults"].items())) + f" in {run['requests']:,} "
+                      "requests", "passed": all(run["faults"].get(k, 0) > 0 for k in (*ChaosProxy.KINDS, "key"))},
+        ]
+    found.append({"target": "the completed clean lists exactly what was deleted (and what failed)",
+                  "value": f"listed deleted {clean['listed_deleted']:,}, gone at the server {clean['gone_at_server']:,}"
+                           f", equal: {clean['listed_equals_gone']}; listed failed {clean['listed_failed']:,}, equal "
+                           f"to the reported failed: {clean['listed_failed_equals_failed']}",
+                  "passed": clean["listed_equals_gone"] and clean["listed_failed_equals_failed"]
+                            and clean["total_files_deleted"] == clean["deleted"] + clean["gone"]})
+    return found
+
+
+def faults_text(result: dict[str, Any]) -> str:
+    de, cl = result["deletes"], result["clean"]
+    lines = [f"S3 faults through tests/storage/helpers.py's ChaosProxy ({FAULT_RATE:.0%} of requests, "
+             f"{KEY_RATE:.0%} of DeleteObjects keys)",
+             f"deletes of {de['planned']:,} objects: {de['seconds']:.1f} s, {de['remaining']:,} left at the server",
+             f"clean of {cl['files']:,} files ({cl['planned']:,} planned deletes): {cl['seconds']:.1f} s", ""]
+    return "\n".join(lines + target_text(result["targets"])) + "\n"
+
+
+def faults_section(result: dict[str, Any]) -> str:
+    m, de, cl, s = result["machine"], result["deletes"], result["clean"], result["shape"]
+    lines = [
+        FAULTS_BEGIN,
+        "## S3 at its limits: a million deletes and a clean through a fault-injecting proxy "
+        "(`bench/s3_scale.py --faults-only`)",
+        "",
+        f"Recorded {m['date']} on {m['platform']}: `nproc` = {m['nproc']}, Python {m['python']}, moto "
+        f"{result['moto']} (`SeededS3Server`), whole run {result['total_s']:.0f} s (timings for information only; the "
+        "machine was shared). Between the client and the server: `ChaosProxy` of tests/storage/helpers.py, the proxy "
+        f"the tests use, on 127.0.0.1: a seeded {FAULT_RATE:.0%} of all requests (DeleteObjects, listings, GETs, "
+        "HEADs, PUTs) answered 503 SlowDown or 500 InternalError, reset without an answer, or done by the server "
+        f"with the answer lost, in turn; in DeleteObjects it forwards, {KEY_RATE:.0%} of the keys answered with a "
+        "per-key SlowDown/InternalError (kept on the server), and some keys failed every time. Afterwards every "
+        "bucket is listed straight from the server, not through the proxy.",
+        "",
+        f"1. The delete stage `bench/s3_scale.py` measures as ours (`_delete_all`, {THREADS} threads, DeleteObjects "
+        f"of 1,000 keys with `S3Storage`'s retries) on {de['planned']:,} objects in {-(-de['planned'] // 1000):,} "
+        f"folders; keys ending `{STUCK_OBJECTS}` ({de['stuck']:,}) fail every time. {de['seconds']:.1f} s, "
+        f"{de['requests']:,} requests at the proxy; {de['remaining']:,} objects left at the server.",
+        f"2. A real clean of bench/common.py's generated table (version 8 COPY_ON_WRITE, {s['partitions']:,} "
+        f"partitions x {s['groups']} file groups x {s['versions']} commits = {cl['files']:,} files, with a metadata "
+        f"table) seeded to `s3://{FAULT_TABLE_BUCKET}/{TABLE}`: planned (retaining 1 commit, {cl['planned']:,} files "
+        "to delete), scheduled and run with `run_pending_cleans` all through the proxy, "
+        f"{CLEAN_BATCH} keys a DeleteObjects (more requests, more faults); every {STUCK_EVERY}th planned file "
+        f"({cl['stuck']:,}) fails every time. The run took {cl['seconds']:.1f} s, {cl['requests']:,} requests at the "
+        "proxy. The completed clean (its HoodieCleanMetadata read from the server) is compared with the keys that "
+        "left the bucket.",
+        "",
+        "| run | planned | deleted | gone | failed | reported deleted, still there | failed, still there |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+        *(f"| {name} | {r['planned']:,} | {r['deleted']:,} | {r['gone']:,} | {r['failed']:,} | "
+          f"{r['deleted_still_there'] + r['gone_still_there']:,} | {r['failed_still_there']:,} |"
+          for name, r in (("delete stage", de), ("clean", cl))),
+        "",
+        f"A failed file's outcome reads, e.g.: `{de['first_error'] or cl['first_error']}`.",
+        "",
+        *target_lines(result["targets"]),
+        FAULTS_END,
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argument_parser(__doc__, repeat=3)
     parser.add_argument("--partitions", type=int, default=1000)
@@ -273,6 +483,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--versions", type=int, default=3, help="commits rewriting every file group (at least 2)")
     parser.add_argument("--objects", type=int, default=1_000_000, help="objects deleted by each contender")
     parser.add_argument("--delete-repeat", type=int, default=1, help="delete runs per contender")
+    parser.add_argument("--faults-only", action="store_true",
+                        help="only the runs through the fault-injecting proxy (their own section of RESULTS.md)")
     args = parser.parse_args(argv)
     from importlib.metadata import version
 
@@ -281,9 +493,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     root, _ = bench_root()
     local = os.path.join(root, TABLE)
     started = time.perf_counter()
-    server = SeededS3Server(Path(root) / "s3-server").start()
+    server = SeededS3Server(Path(root) / "s3-server")
+    server.start()
     offline_aws_environment()
     os.environ.update(server.env)
+    base = {"machine": machine(), "moto": version("moto"), "shape": asdict(shape)}
+    result: dict[str, Any] | None = None
     try:
         progress(f"S3 server at {server.endpoint}; generating {shape.data_files:,} data files and a metadata table "
                  f"in {local} ({file_system_of(root)})")
@@ -291,23 +506,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         generate_clean_table(local, shape, version=8)
         add_files_metadata_table(local)
         client = s3_client(server.endpoint)
-        for bucket in (BUCKET, OURS_BUCKET, RAW_BUCKET):
+        for bucket in (BUCKET, OURS_BUCKET, RAW_BUCKET, FAULT_BUCKET, FAULT_TABLE_BUCKET):
             client.create_bucket(Bucket=bucket)
-        seeded = server.seed(local, TABLE, bucket=BUCKET)
+        seeded = server.seed(local, TABLE, bucket=FAULT_TABLE_BUCKET)
+        if not args.faults_only:
+            server.seed(local, TABLE, bucket=BUCKET)
         shutil.rmtree(local)
         generation_s = time.perf_counter() - began
         progress(f"seeded {seeded:,} objects in {generation_s:.1f} s")
-        listing = phase_listing(server, f"s3://{BUCKET}/{TABLE}", args.repeat)
-        deletes = phase_deletes(server, client, args.objects, args.delete_repeat)
-        result: dict[str, Any] = {"machine": machine(), "moto": version("moto"), "repeat": args.repeat,
-                                  "shape": asdict(shape), "generation_s": generation_s, "listing": listing,
-                                  "deletes": deletes, "targets": targets(listing, deletes)}
+        if not args.faults_only:
+            listing = phase_listing(server, f"s3://{BUCKET}/{TABLE}", args.repeat)
+            deletes = phase_deletes(server, client, args.objects, args.delete_repeat)
+            result = {**base, "repeat": args.repeat, "generation_s": generation_s, "listing": listing,
+                      "deletes": deletes, "targets": targets(listing, deletes)}
+            result["total_s"] = time.perf_counter() - started
+        faults_began = time.perf_counter()
+        logging.getLogger("timeline").setLevel(logging.ERROR)  # no warning a batch for the keys failing every time
+        faulted = {"deletes": faulted_deletes(server, client, args.objects), "clean": faulted_clean(server, client)}
+        faults: dict[str, Any] = {**base, **faulted, "targets": fault_targets(faulted["deletes"], faulted["clean"]),
+                                  "total_s": time.perf_counter() - faults_began + generation_s}
     finally:
         server.stop()
         shutil.rmtree(root, ignore_errors=True)
-    result["total_s"] = time.perf_counter() - started
-    publish(result, args, text_report, markdown_section, SECTION_BEGIN, SECTION_END)
-    return 0 if all(t["passed"] for t in result["targets"]) else 1
+    if result is not None:
+        publish(result, args, text_report, markdown_section, SECTION_BEGIN, SECTION_END)
+    publish(faults, args, faults_text, faults_section, FAULTS_BEGIN, FAULTS_END)
+    return 0 if all(t["passed"] for r in (result or {}, faults) for t in r.get("targets", ())) else 1
 
 
 if __name__ == "__main__":

@@ -25,9 +25,11 @@ key as "deleted", never "gone". Telling them apart would take a HEAD per key, an
 executor counts a file already gone as deleted anyway, as Hudi does (apache/hudi#18035).
 
 Retries (S3 at its request limits): every request of either client is retried with exponential
-back-off and jitter on throttling (503 SlowDown, 429), 5xx answers and dropped or reset
-connections, `CLEANLINE_S3_MAX_ATTEMPTS` attempts in all (botocore's standard mode; pyarrow's
-`AwsStandardS3RetryStrategy`). A DeleteObjects request has Cleanline's own rounds on top, for
+back-off on throttling (503 SlowDown, 429), 5xx answers and dropped or reset connections,
+`CLEANLINE_S3_MAX_ATTEMPTS` attempts in all (botocore's standard mode, with jitter; pyarrow's
+`AwsDefaultS3RetryStrategy`, not the AWS SDK's standard strategy, which spends a retry quota on
+5xx answers and then stops retrying: some hundreds of requests into a run of InternalErrors, a
+clean's listings failed). A DeleteObjects request has Cleanline's own rounds on top, for
 what botocore does not retry: the keys of its answer's Errors list with a transient code (per key)
 and a request that still failed transiently after botocore's attempts (its retry quota spent under
 a burst of faults). A key that fails after every round is looked up (HEAD): gone means deleted
@@ -304,7 +306,7 @@ class S3Storage(ArrowStorage):
         self.request_attempts = self.key_retry_attempts = attempts
         self.io_threads = self.listing_threads = concurrency
         options = {**self.settings.arrow_options(bucket),
-                   "retry_strategy": pafs.AwsStandardS3RetryStrategy(max_attempts=attempts)}
+                   "retry_strategy": pafs.AwsDefaultS3RetryStrategy(max_attempts=attempts)}
         fs = _guard(f"{scheme}://{bucket}", lambda: pafs.S3FileSystem(**options))
         super().__init__(fs, scheme=scheme, netloc=bucket)
         self._client: Any = None
