@@ -26,8 +26,9 @@ CLEANLINE_S3_ROOTS  per-root S3 settings, a JSON object keyed by s3:// root (def
                   stops start-up naming the root and key.
 CLEANLINE_SYNC_INTERVAL_SECONDS, CLEANLINE_AUTO_CLEAN_INTERVAL_SECONDS  beat's schedules
                   (default 300 and 3600)
-CLEANLINE_HEALTH_INTERVAL_SECONDS  a sync runs the table doctor again on an unchanged timeline once its
-                  last check is this old (default 3600; 0: at every sync)
+CLEANLINE_HEALTH_INTERVAL_SECONDS  a sync runs the whole table doctor again once its last full check is
+                  this old (default 3600; 0: at every sync); before that a changed timeline is
+                  checked by the doctor's timeline checks only (no listing of the table's files)
 CLEANLINE_DOCTOR_STALE_AFTER_MINUTES, CLEANLINE_DOCTOR_ORPHAN_MIN_AGE_HOURS, CLEANLINE_DOCTOR_CLEAN_LAG_COMMITS
                   the table doctor's thresholds (as `cleanline doctor --stale-after --orphan-min-age
                   --clean-lag` give them): a pending instant with no live heartbeat is stale once
@@ -462,7 +463,7 @@ configure_s3(CLEANLINE_S3_ROOTS)
 CLEANLINE_HUDI_OPTIONS = hudi_options(os.environ.get("CLEANLINE_HUDI_OPTIONS", ""))
 configure_hudi_options(CLEANLINE_HUDI_OPTIONS)
 CLEANLINE_SYNC_INTERVAL_SECONDS = int(os.environ.get("CLEANLINE_SYNC_INTERVAL_SECONDS", "300"))
-# The table doctor at sync time: again on an unchanged timeline once its last check is this old.
+# The table doctor at sync time: in full once its last full check is this old (timeline checks between).
 CLEANLINE_HEALTH_INTERVAL_SECONDS = int(os.environ.get("CLEANLINE_HEALTH_INTERVAL_SECONDS", "3600"))
 # The table doctor's thresholds (timeline.doctor.DoctorSettings; console.selectors.health.doctor_settings).
 CLEANLINE_DOCTOR_STALE_AFTER_MINUTES = float(os.environ.get("CLEANLINE_DOCTOR_STALE_AFTER_MINUTES", "180"))

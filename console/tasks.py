@@ -78,7 +78,7 @@ def sync_table(self: Task[[int], dict[str, int | bool]], table_id: int) -> dict[
         logger.exception("sync of table %s (%s) failed", table_id, table.path)
         services.table_sync_failed(table=table, error=_reason(exc))
         return dict(NOTHING_SYNCED)
-    # the table doctor's findings (an unchanged table: once an interval), keyed by the sync's hash
+    # the table doctor's findings (in full once an interval, the timeline's checks when it changed between)
     health.health_check(table=table, timeline_print=services.sync_fingerprint(table))
     if not result.changed:  # the rows were in sync and the service wrote nothing: the claim ends
         Table.objects.filter(pk=table_id, sync_status=SyncStatus.RUNNING, sync_task_id=task_id).update(

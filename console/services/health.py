@@ -26,7 +26,7 @@ from console.services.locks import table_lock
 from console.services.queue import RUN_REPAIR, enqueue_on_commit
 from console.services.tables import fingerprint, table_services, table_sync_after_change
 from timeline import CleanlineError, HudiTable
-from timeline.doctor import Change, RepairInvalidated, RepairPlan
+from timeline.doctor import KINDS, LISTING_KINDS, TIMELINE_KINDS, Change, RepairInvalidated, RepairPlan
 
 logger = logging.getLogger(__name__)
 
@@ -34,31 +34,47 @@ logger = logging.getLogger(__name__)
 def health_check(*, table: Table, force: bool = False, lake: HudiTable | None = None,
                  timeline_print: str = "") -> TableHealth:
     """Diagnose the table (`table.inspect.diagnose`, which only reads) and store its findings,
-    worst first, as `cleanline doctor --json` prints them. At sync time (`force` false) an
-    unchanged timeline is diagnosed again only once the last check is
-    CLEANLINE_HEALTH_INTERVAL_SECONDS old. `timeline_print`: the sync's own hash of the
-    timeline and config (`sync_fingerprint`), which spares loading the whole timeline to hash
-    it here. A table the doctor cannot open is stored with why; this never raises for the lake's
-    sake (a sync is not failed by its health check)."""
+    worst first, as `cleanline doctor --json` prints them. At sync time (`force` false) the whole
+    diagnosis runs again once the last one is CLEANLINE_HEALTH_INTERVAL_SECONDS old; before
+    that, an unchanged timeline is not diagnosed, and a changed one only by the checks that read
+    the timeline (`TIMELINE_KINDS`), the findings of those that list every file (`LISTING_KINDS`:
+    orphans, metadata-table drift, clean lag) kept from the last whole diagnosis, whose time
+    `checked_at` stays: a table that commits every few minutes is not listed at every sync.
+    `timeline_print`: the sync's own hash of the timeline and config (`sync_fingerprint`), which
+    spares loading the whole timeline to hash it here. A table the doctor cannot open is stored
+    with why; this never raises for the lake's sake (a sync is not failed by its health check)."""
     current = TableHealth.objects.filter(table=table).first()
     now = timezone.now()
+    fresh = (not force and current is not None and not current.error and bool(current.fingerprint)
+             and now - current.checked_at < timedelta(seconds=settings.CLEANLINE_HEALTH_INTERVAL_SECONDS))
+    kept: list[dict[str, Any]] = []
     try:
         lake = lake or HudiTable.open(table.path)
         print_ = timeline_print or fingerprint(lake)
-        if (not force and current is not None and not current.error and current.fingerprint == print_
-                and now - current.checked_at < timedelta(seconds=settings.CLEANLINE_HEALTH_INTERVAL_SECONDS)):
+        if fresh and current is not None and current.fingerprint == print_:
             return current
-        findings = [f.to_json() for f in lake.inspect.diagnose(settings=doctor_settings(table))]
+        kinds = TIMELINE_KINDS if fresh else None
+        if fresh and current is not None:
+            kept = [f for f in current.findings if f.get("kind") in LISTING_KINDS]
+        found = [f.to_json() for f in lake.inspect.diagnose(kinds=kinds, settings=doctor_settings(table))]
+        findings = sorted([*found, *kept], key=_worst_first) if kept else found
         error = ""
     except Exception as exc:  # the library's refusals name the table; anything else says what it is, logged
         if not isinstance(exc, CleanlineError):
             logger.exception("health check of table %s (%s) failed", table.pk, table.path)
-        print_, findings = "", []
+        print_, findings, kept, fresh = "", [], [], False
         error = (str(exc) if isinstance(exc, CleanlineError) else f"{type(exc).__name__}: {exc}")[:2000]
     worst = max((str(f["severity"]) for f in findings), key=lambda s: SEVERITY_RANK.get(s, 0), default="")
     health, _ = TableHealth.objects.update_or_create(table=table, defaults={
-        "checked_at": now, "fingerprint": print_, "findings": findings, "worst": worst, "error": error})
+        **({} if fresh else {"checked_at": now}), "fingerprint": print_, "findings": findings, "worst": worst,
+        "error": error})
     return health
+
+
+def _worst_first(finding: dict[str, Any]) -> tuple[int, int]:
+    """The library's order of findings (`timeline.doctor.diagnose`): worst first, then by kind."""
+    kind = str(finding.get("kind"))
+    return -SEVERITY_RANK.get(str(finding.get("severity")), 0), KINDS.index(kind) if kind in KINDS else len(KINDS)
 
 
 def _refused(user: User | None, table: Table, kind: str, reason: str) -> None:

@@ -97,6 +97,33 @@ def test_health_unchanged_timeline_checked_again_after_the_interval_or_when_aske
     assert synced(table).findings == []
 
 
+def test_health_a_changed_timeline_is_checked_at_each_sync_and_listed_once_an_interval(console_table, settings) -> None:
+    """A table that commits every few minutes is not listed at every sync: before the interval,
+    a changed timeline runs only the checks that read the timeline (leftover markers found at
+    once), keeping the listing checks' findings and time (an orphan waits); after it, the whole
+    diagnosis runs (the orphan found)."""
+    table = console_table(V9_COW)
+    settings.CLEANLINE_HEALTH_INTERVAL_SECONDS = 3600
+    first = synced(table)
+    assert first.findings == []
+    partition = next(p for p in folder(table).iterdir() if p.is_dir() and not p.name.startswith("."))
+    orphan = partition / "orphan_0-0-0_20261102000000000.parquet"
+    shutil.copy(next(partition.glob("*.parquet")), orphan)
+    age_tree(folder(table))  # the orphan 10 days old
+    leave_markers(folder(table))
+    lake = HudiTable.open(table.path)
+    newest = lake.timeline.commits().completed().last()
+    assert newest is not None
+    lake.maintenance().create_savepoint(newest.requested_time, user="t", comment="")
+    changed = synced(table)
+    assert changed.fingerprint != first.fingerprint and changed.checked_at == first.checked_at
+    assert [f["kind"] for f in changed.findings] == ["leftover-markers"]
+    settings.CLEANLINE_HEALTH_INTERVAL_SECONDS = 0
+    listed = synced(table)
+    assert {f["kind"] for f in listed.findings} == {"leftover-markers", "orphan-files"}
+    assert listed.checked_at > first.checked_at
+
+
 def copy_of(table: Table, where: Path) -> Table:
     """Another registered copy of a registered table's folder, synced."""
     copied = shutil.copytree(folder(table), where / folder(table).name)

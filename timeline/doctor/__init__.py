@@ -63,6 +63,11 @@ CHECKS: Mapping[str, Check] = {check.kind: check for check in (
     unreadable.CHECK, properties.CHECK, archived.CHECK, stale.CHECK, mdt_drift.CHECK, orphans.CHECK,
     clean_lag.CHECK, markers.CHECK, heartbeats.CHECK)}
 KINDS = tuple(CHECKS)
+# The checks that list the table's files (every partition): what a caller that diagnoses often
+# (the console at each sync) runs less often than the rest, which read only the timeline folder,
+# the instants, markers, heartbeats and hoodie.properties.
+LISTING_KINDS = (mdt_drift.KIND, orphans.KIND, clean_lag.KIND)
+TIMELINE_KINDS = tuple(kind for kind in KINDS if kind not in LISTING_KINDS)
 
 
 class UnknownKind(CleanlineError, ValueError):
@@ -130,6 +135,6 @@ def run_repair(table: Table, plan: RepairPlan, *, transactions: Transactions | N
     return check.run(session, plan)
 
 
-__all__ = ["CHECKS", "KINDS", "Change", "DoctorSettings", "Evidence", "Finding", "RepairInvalidated", "RepairPlan",
-           "RepairResult", "RepairUnavailable", "Severity", "UnknownKind", "diagnose", "find_tables", "plan_repair",
-           "run_repair"]
+__all__ = ["CHECKS", "KINDS", "LISTING_KINDS", "TIMELINE_KINDS", "Change", "DoctorSettings", "Evidence", "Finding",
+           "RepairInvalidated", "RepairPlan", "RepairResult", "RepairUnavailable", "Severity", "UnknownKind",
+           "diagnose", "find_tables", "plan_repair", "run_repair"]
