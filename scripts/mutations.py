@@ -122,10 +122,9 @@ MUTATIONS = [
              "tests/console/signin/test_signin_ldap.py"),
     Mutation("the role a provider gives is read again at every sign-in", "console/services/signin.py",
              "    if before == role:", "    if before:", "tests/console/signin/test_signin_ldap.py"),
-    Mutation("local sign-in off leaves only the break-glass accounts", "console/signin/local.py",
-             "    if not settings.CLEANLINE_LOCAL_SIGNIN and user.get_username() not in "
-             "settings.CLEANLINE_BREAK_GLASS_USERS:",
-             "    if False:", "tests/console/signin/test_signin_local.py"),
+    Mutation("local sign-in off leaves only the break-glass accounts (passwords, sessions, API tokens)",
+             "console/services/signin.py", "    if user.get_username() in settings.CLEANLINE_BREAK_GLASS_USERS:",
+             "    if True:", "tests/console/signin/test_signin_local.py"),
     Mutation("an S3 key that failed every DeleteObjects round is reported deleted only when S3 no longer holds it",
              "timeline/storage/s3.py", "        results.update(self._settle(bucket, pending, reasons))",
              '        results.update((path, "deleted") for path in pending.values())',
