@@ -119,3 +119,21 @@ def test_storage_object_store_uris_map_to_pyarrow_paths() -> None:
     hdfs = ArrowStorage(pafs.LocalFileSystem(), scheme="hdfs", netloc="nn:8020")
     assert hdfs.uri("/lake/t") == "hdfs://nn:8020/lake/t"
     assert hdfs.path_of("hdfs://nn:8020/lake/t") == "/lake/t"
+
+
+@pytest.mark.parametrize("backend", [LocalStorage, lambda: ArrowStorage(pafs.LocalFileSystem())],
+                         ids=["local", "arrow"])
+def test_storage_arrow_ipc_files_are_read_mapped_and_a_damaged_one_is_a_library_error(
+        tmp_path: Path, backend: Callable[[], ArrowStorage]) -> None:
+    """An Arrow IPC file (a plan store's names file) reads back whole; an empty or truncated one
+    is a StorageError naming it (the local backend maps files: an empty one cannot be mapped)."""
+    import pyarrow as pa
+
+    store, table = backend(), pa.table({"file_name": ["a.parquet", "b.parquet"]})
+    store.write_arrow(str(tmp_path / "names.arrow"), table)
+    assert store.read_arrow(str(tmp_path / "names.arrow")).equals(table)
+    (tmp_path / "empty.arrow").write_bytes(b"")
+    (tmp_path / "cut.arrow").write_bytes((tmp_path / "names.arrow").read_bytes()[:40])
+    for damaged in ("empty.arrow", "cut.arrow"):
+        with pytest.raises(StorageError, match=damaged):
+            store.read_arrow(str(tmp_path / damaged))
