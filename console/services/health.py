@@ -62,7 +62,7 @@ def health_check(*, table: Table, force: bool = False, lake: HudiTable | None = 
     except Exception as exc:  # the library's refusals name the table; anything else says what it is, logged
         if not isinstance(exc, CleanlineError):
             logger.exception("health check of table %s (%s) failed", table.pk, table.path)
-        print_, findings, kept, fresh = "", [], [], False
+        print_, findings, fresh = "", [], False
         error = (str(exc) if isinstance(exc, CleanlineError) else f"{type(exc).__name__}: {exc}")[:2000]
     worst = max((str(f["severity"]) for f in findings), key=lambda s: SEVERITY_RANK.get(s, 0), default="")
     health, _ = TableHealth.objects.update_or_create(table=table, defaults={
