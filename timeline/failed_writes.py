@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 from timeline.exceptions import FileNotFound
 from timeline.instant import CLUSTERING, COMMIT, COMPACTION, DELTA_COMMIT, REPLACE_COMMIT, Instant, State
-from timeline.locks.discovery import writer_properties
+from timeline.locks.discovery import hudi_options_for, writer_properties
 from timeline.metadata.records import RequestedReplace
 from timeline.table import Table
 
@@ -19,26 +19,28 @@ ROLLBACKABLE = frozenset({COMMIT, DELTA_COMMIT, REPLACE_COMMIT})
 # cleanup_stale_inflight_commits leaves alone unless include_ingestion_commits
 INGESTION_ACTIONS = frozenset({COMMIT, DELTA_COMMIT})
 EAGER, LAZY, NEVER = "EAGER", "LAZY", "NEVER"
+POLICY_KEYS = ("hoodie.clean.failed.writes.policy", "hoodie.cleaner.policy.failed.writes")  # the name, the old one
 MULTI_WRITER_MODES = frozenset({"OPTIMISTIC_CONCURRENCY_CONTROL", "NON_BLOCKING_CONCURRENCY_CONTROL"})
 
 
 def failed_writes_policy(table: Table, options: Mapping[str, str] | None = None) -> str:
-    """The failed-writes policy of the table's writers (`writer_properties`: their options over
-    `hoodie.properties`, as `HoodieWriteConfig.getFailedWritesCleanPolicy` reads its own config;
-    the key is a writer setting, seldom in `hoodie.properties`)."""
-    return policy_of(writer_properties(table, options))
-
-
-def policy_of(props: Mapping[str, str]) -> str:
-    """`hoodie.clean.failed.writes.policy` (old key `hoodie.cleaner.policy.failed.writes`) in a
-    writer's settings, EAGER by default; LAZY whenever `hoodie.write.concurrency.mode` allows
-    several writers (HoodieWriteConfig infers it: other writers' pending instants are alive
-    until their heartbeats expire)."""
-    mode = (props.get("hoodie.write.concurrency.mode") or "").upper()
-    if mode in MULTI_WRITER_MODES:
+    """The failed-writes policy of the table's writers, as `HoodieWriteConfig.
+    getFailedWritesCleanPolicy` reads it from a writer's own config: `options` (the call's),
+    then the root's `configure_hudi_options`, then `hoodie.properties` (`writer_properties`'s
+    layers; the key is a writer setting, seldom in `hoodie.properties`). The highest layer that
+    sets either name of the key (`hoodie.clean.failed.writes.policy`, formerly
+    `hoodie.cleaner.policy.failed.writes`) gives it; EAGER by default; LAZY whenever
+    `hoodie.write.concurrency.mode` allows several writers (HoodieWriteConfig infers it:
+    other writers' pending instants are alive until their heartbeats expire)."""
+    props = writer_properties(table, options)
+    if (props.get("hoodie.write.concurrency.mode") or "").strip().upper() in MULTI_WRITER_MODES:
         return LAZY
-    return (props.get("hoodie.clean.failed.writes.policy") or props.get("hoodie.cleaner.policy.failed.writes")
-            or EAGER).strip().upper()
+    _, root = hudi_options_for(table.uri)
+    for layer in (options or {}, root, table.config.props):
+        value = (layer.get(POLICY_KEYS[0]) or layer.get(POLICY_KEYS[1]) or "").strip()
+        if value:
+            return value.upper()
+    return EAGER
 
 
 def pending_writes(table: Table) -> list[Instant]:

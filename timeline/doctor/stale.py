@@ -46,7 +46,7 @@ from timeline.doctor.findings import (
 )
 from timeline.doctor.survey import Survey
 from timeline.exceptions import CleanlineError
-from timeline.failed_writes import INGESTION_ACTIONS, LAZY, NEVER, is_clustering, keeps_plan, policy_of
+from timeline.failed_writes import INGESTION_ACTIONS, LAZY, NEVER, failed_writes_policy, is_clustering, keeps_plan
 from timeline.instant import CLEAN, COMMIT, DELTA_COMMIT, REPLACE_COMMIT, RESTORE, ROLLBACK, Instant, State
 from timeline.metadata.records import CleanerPlan, RollbackPlan
 from timeline.pending_rollbacks import finish_rollback
@@ -136,7 +136,7 @@ def _repair(survey: Survey, instant: Instant, role: str, newer: frozenset[str]) 
 def _write_held(survey: Survey, instant: Instant) -> str:
     """Why the failed-writes policy holds a stale write back from the repair ("" when it does
     not: see the module's docstring)."""
-    policy = policy_of(survey.props)
+    policy = failed_writes_policy(survey.table, survey.settings.options)
     t = instant.requested_time
     if policy == NEVER:
         return ("the writers' failed-writes policy is NEVER (hoodie.clean.failed.writes.policy): Hudi never rolls "
