@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 from timeline import transition
 from timeline.failed_writes import ROLLBACKABLE, keeps_plan
-from timeline.instant import CLUSTERING, DELTA_COMMIT, ROLLBACK, Instant, State
+from timeline.instant import DELTA_COMMIT, ROLLBACK, Instant, State
 from timeline.mdt.reader import metadata_table
 from timeline.mdt.writer import check_metadata_rollback
 from timeline.rollback import (
@@ -28,19 +28,17 @@ def finish_rollback(table: Table, requested_time: str, *, options: Mapping[str, 
     (`rollbackFailedWrites` re-runs every pending rollback of a write, whatever the failed-writes
     policy); when the rolled-back instant's files are gone already (a rollback that died after
     deleting them), with that instant reconstructed from the plan, deleting no instant file;
-    of a pending compaction or clustering, `keeps_plan`'s revert to requested. RollbackRefused
-    when no rollback of it is pending."""
+    of a pending compaction or clustering, `keeps_plan`'s revert to requested; of a pending log
+    compaction, its instant files go with it (`rollbackInflightLogCompaction`: deleteInstants).
+    RollbackRefused when no rollback of it is pending."""
     table.reload()
     existing = pending_rollback_of(table, requested_time)
     if existing is None:
         raise RollbackRefused(f"{table.uri}: no pending rollback of {requested_time}")
     rollback_instant, plan = existing
     target = next((i for i in table.timeline if i.requested_time == requested_time and i.action != ROLLBACK), None)
-    if target is None or not keeps_plan(table, target):
-        if target is not None and target.action not in ROLLBACKABLE | {CLUSTERING}:
-            raise RollbackRefused(f"{table.uri}: {target.action} {requested_time} is not rolled back by Cleanline")
-        if target is not None:
-            return rollback(table, requested_time, options=options)
+    if target is not None and target.action in ROLLBACKABLE and not keeps_plan(table, target):
+        return rollback(table, requested_time, options=options)  # a write: Hudi's sequence rule first
     table.ensure_intact()
     if target is None:
         ref = plan.instant_to_rollback

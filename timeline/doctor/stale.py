@@ -204,7 +204,7 @@ def diagnose(survey: Survey) -> list[Finding]:
             "A pending instant no writer runs holds back cleaning and archival (the earliest commit to retain stops "
             "before it) and keeps its partial files on storage.",
             _repair(survey, instant, role, frozenset(newer))))
-        if role == "write" and not _write_held(survey, instant):
+        if role == "write" and findings[-1].repairable:
             newer.add(t)
     return findings
 
