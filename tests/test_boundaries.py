@@ -309,6 +309,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("table", ("timeline.timeline", "timeline.transition", "timeline.fsview", "timeline.archive",
                "timeline.archive.reader", "timeline.locks.*", "timeline.transactions", "timeline.table")),
     ("rules", ("timeline.clean.*", "timeline.archive.*", "timeline.mdt.*", "timeline.savepoint", "timeline.rollback",
+               "timeline.pending_rollbacks",
                "timeline.restore", "timeline.failed_writes", "timeline.changes", "timeline.discover",
                "timeline.doctor.*", "timeline.spark.*")),
     ("namespaces", ("timeline.inspect", "timeline.maintenance")),

@@ -30,8 +30,10 @@ def test_cli_doctor_healthy_then_findings_as_text_and_json(table_copy, capsys: p
     assert main(["doctor", str(path)]) == 1
     text = capsys.readouterr().out
     assert "stale-pending" in text and "orphan-files" not in text  # the pending write keeps the horizon back
-    assert "why:" in text and "repair: roll back commit 20261101000000000" in text
-    assert main(["doctor", str(path), "--json"]) == 1
+    assert "why:" in text and "repair: none: under the EAGER failed-writes policy" in text  # no heartbeat to go by
+    assert main(["doctor", str(path), "--include-ingestion-commits"]) == 1
+    assert "repair: roll back commit 20261101000000000" in capsys.readouterr().out
+    assert main(["--hoodie-conf", "hoodie.clean.failed.writes.policy=LAZY", "doctor", str(path), "--json"]) == 1
     (finding,) = json.loads(capsys.readouterr().out)
     assert (finding["kind"], finding["severity"], finding["evidence"]["instant"]) == ("stale-pending", "warning", OLD)
     assert finding["evidence"]["files"] == 2 and finding["repairable"] is True
@@ -103,7 +105,10 @@ def test_cli_doctor_thresholds(table_copy, capsys: pytest.CaptureFixture[str]) -
     assert json.loads(capsys.readouterr().out) == []
     assert main(["doctor", str(path), "--repair", "stale-pending", "--stale-after", never, "--yes"]) == 0
     assert "no stale-pending finding" in capsys.readouterr().out
-    assert main(["doctor", str(path), "--repair", "stale-pending", "--yes"]) == 0  # rolled back
+    assert main(["doctor", str(path), "--repair", "stale-pending", "--yes"]) == 1  # EAGER: an ingestion commit stays
+    assert "no repair" in capsys.readouterr().out.lower()
+    assert main(["doctor", str(path), "--repair", "stale-pending", "--include-ingestion-commits", "--yes"]) == 0
+    assert HudiTable.open(str(path)).timeline.find(OLD) is None  # rolled back, on the operator's word
     capsys.readouterr()
     orphan = copy_base_file(path, "20261102000000000")
     age_tree(path)  # 10 days old
@@ -118,7 +123,8 @@ def test_cli_doctor_thresholds(table_copy, capsys: pytest.CaptureFixture[str]) -
     fake_failed_write(path, recent, markers=False)
     assert main(["doctor", str(path), "--repair", "stale-pending", "--yes"]) == 0  # younger than 180 minutes
     assert "no stale-pending finding" in capsys.readouterr().out
-    assert main(["doctor", str(path), "--repair", "stale-pending", "--stale-after", "60", "--yes"]) == 0
+    assert main(["doctor", str(path), "--repair", "stale-pending", "--stale-after", "60",
+                 "--include-ingestion-commits", "--yes"]) == 0
     assert HudiTable.open(str(path)).timeline.find(recent) is None  # planned and run with the threshold given
 
 

@@ -9,8 +9,10 @@ from tests.helpers import Lake
 from timeline import HudiTable
 from timeline.failed_writes import failed_writes, failed_writes_policy
 from timeline.instant import State
+from timeline.locks.discovery import configure_hudi_options
 from timeline.rollback import rollback_failed_writes
 from timeline.storage import MemoryStorage
+from timeline.storage.arrow import LocalStorage
 
 T = [f"2026110100{i:02d}00000" for i in range(20)]
 P = "city=sf"
@@ -59,3 +61,27 @@ def test_failed_writes_none_under_never_and_the_old_key_is_read() -> None:
     lake.commit(T[1], {}, state=State.INFLIGHT)
     table = HudiTable.load(lake.storage, "/n")
     assert failed_writes_policy(table) == "NEVER" and failed_writes(table) == []
+
+
+def test_failed_writes_policy_is_the_writers_options_over_the_table_properties(tmp_path) -> None:
+    """HoodieWriteConfig.getFailedWritesCleanPolicy reads the writer's own config: the call's
+    options (`maintenance(options=...)`), then the root's (`configure_hudi_options`,
+    CLEANLINE_HUDI_OPTIONS), over `hoodie.properties`, layered as the lock is found. A pending
+    write under NEVER from the writers' options is no failed write, whatever the table says."""
+    base = str(tmp_path / "lake" / "w")
+    lake = Lake(LocalStorage(), base, version=8, extra_props={"hoodie.clean.failed.writes.policy": "EAGER"})
+    lake.commit(T[0], {P: [lake.base_file(P, "g", T[0])]})
+    lake.commit(T[1], {}, state=State.INFLIGHT)
+    table = HudiTable.load(lake.storage, base)
+    never = {"hoodie.clean.failed.writes.policy": "NEVER"}
+    assert failed_writes_policy(table) == "EAGER" and [i.requested_time for i in failed_writes(table)] == [T[1]]
+    assert failed_writes_policy(table, never) == "NEVER" and failed_writes(table, options=never) == []
+    assert table.maintenance(options=never).preview_rollback_failed_writes() == []
+    assert table.maintenance(options=never).rollback_failed_writes() == []
+    assert table.timeline.find(T[1]) is not None
+    previous = configure_hudi_options({str(tmp_path / "lake"): {"hoodie.cleaner.policy.failed.writes": "never"}})
+    try:
+        assert failed_writes_policy(table) == "NEVER" and failed_writes(table) == []
+        assert failed_writes_policy(table, {"hoodie.clean.failed.writes.policy": "LAZY"}) == "LAZY"  # the call's win
+    finally:
+        configure_hudi_options(previous)

@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import Lake, fake_failed_write, rows
-from timeline import HudiTable
+from tests.helpers import TOKEN, Lake, fake_failed_write, rows
+from timeline import HudiTable, transition
 from timeline.failed_writes import failed_writes
-from timeline.instant import State
+from timeline.files import base_file_name
+from timeline.instant import Instant, State
 from timeline.metadata import avro
 from timeline.rollback import RollbackRefused, plan_rollback, rollback
 from timeline.savepoint import create_savepoint
@@ -167,3 +168,32 @@ def test_validateRollbackCommitSequence_refusal_of_a_completed_write_says_roll_b
     rollback(table, T[2])  # the way forward, followed
     rollback(table.reload(), T[1])
     assert [i.requested_time for i in table.reload().timeline.writes()] == [T[0]]
+
+
+def test_rollback_resumed_on_a_v6_clustering_keeps_its_plan() -> None:
+    """HoodieTable.rollbackInflightClustering on table version 6 (a replacecommit whose
+    requested plan is a clustering): the pending rollback of the inflight attempt deletes the
+    file it wrote and reverts it to requested; its plan stays for a writer to run again. A
+    pending rollback of an insert_overwrite replacecommit (no clustering plan) removes it whole."""
+    lake = Lake(MemoryStorage(), "/t", version=6)
+    lake.commit(T[0], {P: [lake.base_file(P, "g", T[0])]})
+    plan = {"operationType": "cluster", "version": 1, "extraMetadata": {}, "clusteringPlan": {
+        "inputGroups": [{"slices": [{"dataFilePath": f"g_1-0-1_{T[0]}.parquet", "fileId": "g", "partitionPath": P,
+                                     "deltaFilePaths": [], "version": 1}], "metrics": {}, "numOutputFileGroups": 1,
+                         "version": 1}], "version": 1, "extraMetadata": {}, "preserveHoodieMetadata": True,
+        "strategy": {"strategyClassName": "x", "strategyParams": {}, "version": 1}}}
+    for time_, content in ((T[1], plan), (T[2], {"operationType": None, "clusteringPlan": None,
+                                                 "extraMetadata": None, "version": None})):
+        lake.instant_file(Instant(time_, "replacecommit", State.REQUESTED), content)
+        lake.instant_file(Instant(time_, "replacecommit", State.INFLIGHT))
+        lake.base_file(P, f"c{time_[-7:]}", time_)
+    table = HudiTable.load(lake.storage, "/t")
+    for time_ in (T[2], T[1]):  # newest first
+        target = next(i for i in table.reload().timeline if i.requested_time == time_)
+        transition.request(table, "rollback", plan_rollback(table, target).plan.to_raw())
+        rollback(table, time_)
+    left = {(i.requested_time, i.action, i.state) for i in table.reload().timeline if i.requested_time in T[1:3]}
+    assert left == {(T[1], "replacecommit", State.REQUESTED)}
+    assert lake.storage.exists(f"/t/.hoodie/{T[1]}.replacecommit.requested")
+    assert not any(lake.storage.exists(f"/t/{P}/{base_file_name(f'c{t[-7:]}', TOKEN, t)}") for t in T[1:3])
+    assert len(table.timeline.rollbacks().completed()) == 2

@@ -40,6 +40,11 @@ def add_doctor_command(commands: Any, writers_stopped: Callable[[argparse.Argume
     doctor.add_argument("--clean-lag", type=_at_least(1, int), metavar="COMMITS", help="a next clean covering this "
                         "many commits is a finding, and the commits per capped clean when the table sets no "
                         "hoodie.clean.max.commits.to.clean (default 100)")
+    doctor.add_argument("--include-ingestion-commits", action="store_true", help="with --repair stale-pending: "
+                        "also roll back stale commits and delta commits whose writers keep no heartbeat (failed-writes "
+                        "policy EAGER), as Hudi's cleanup_stale_inflight_commits(include_ingestion_commits => true); "
+                        "DANGEROUS: a writer still running a long write loses it. Use only when its writer is known "
+                        "gone; the plan records it")
     sizes(writers_stopped(doctor))
     doctor.set_defaults(handler=doctor_command)
 
@@ -84,6 +89,8 @@ def _settings(args: argparse.Namespace) -> Any:
         given["orphan_min_age"] = timedelta(hours=args.orphan_min_age)
     if args.clean_lag is not None:
         given["clean_lag_commits"] = args.clean_lag
+    if getattr(args, "include_ingestion_commits", False):
+        given["include_ingestion_commits"] = True
     return DoctorSettings(options=dict(args.hoodie_conf or ()), **given)
 
 

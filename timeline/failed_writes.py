@@ -6,27 +6,41 @@ timeline/rollback.py."""
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 
 from timeline.exceptions import FileNotFound
-from timeline.instant import COMMIT, DELTA_COMMIT, REPLACE_COMMIT, Instant, State
+from timeline.instant import CLUSTERING, COMMIT, COMPACTION, DELTA_COMMIT, REPLACE_COMMIT, Instant, State
+from timeline.locks.discovery import hudi_options_for, writer_properties
 from timeline.metadata.records import RequestedReplace
 from timeline.table import Table
 
 ROLLBACKABLE = frozenset({COMMIT, DELTA_COMMIT, REPLACE_COMMIT})
+# HoodieTimelineCleanupUtil.inflightWriteCommitsOlderThan's ingestion commits: the writes
+# cleanup_stale_inflight_commits leaves alone unless include_ingestion_commits
+INGESTION_ACTIONS = frozenset({COMMIT, DELTA_COMMIT})
+EAGER, LAZY, NEVER = "EAGER", "LAZY", "NEVER"
+POLICY_KEYS = ("hoodie.clean.failed.writes.policy", "hoodie.cleaner.policy.failed.writes")  # the name, the old one
 MULTI_WRITER_MODES = frozenset({"OPTIMISTIC_CONCURRENCY_CONTROL", "NON_BLOCKING_CONCURRENCY_CONTROL"})
 
 
-def failed_writes_policy(table: Table) -> str:
-    """`hoodie.clean.failed.writes.policy` (old key `hoodie.cleaner.policy.failed.writes`),
-    EAGER by default; LAZY whenever `hoodie.write.concurrency.mode` allows several writers
-    (HoodieWriteConfig infers it: other writers' pending instants are alive until their
-    heartbeats expire)."""
-    props = table.config.props
-    mode = (props.get("hoodie.write.concurrency.mode") or "").upper()
-    if mode in MULTI_WRITER_MODES:
-        return "LAZY"
-    return (props.get("hoodie.clean.failed.writes.policy") or props.get("hoodie.cleaner.policy.failed.writes")
-            or "EAGER").upper()
+def failed_writes_policy(table: Table, options: Mapping[str, str] | None = None) -> str:
+    """The failed-writes policy of the table's writers, as `HoodieWriteConfig.
+    getFailedWritesCleanPolicy` reads it from a writer's own config: `options` (the call's),
+    then the root's `configure_hudi_options`, then `hoodie.properties` (`writer_properties`'s
+    layers; the key is a writer setting, seldom in `hoodie.properties`). The highest layer that
+    sets either name of the key (`hoodie.clean.failed.writes.policy`, formerly
+    `hoodie.cleaner.policy.failed.writes`) gives it; EAGER by default; LAZY whenever
+    `hoodie.write.concurrency.mode` allows several writers (HoodieWriteConfig infers it:
+    other writers' pending instants are alive until their heartbeats expire)."""
+    props = writer_properties(table, options)
+    if (props.get("hoodie.write.concurrency.mode") or "").strip().upper() in MULTI_WRITER_MODES:
+        return LAZY
+    _, root = hudi_options_for(table.uri)
+    for layer in (options or {}, root, table.config.props):
+        value = (layer.get(POLICY_KEYS[0]) or layer.get(POLICY_KEYS[1]) or "").strip()
+        if value:
+            return value.upper()
+    return EAGER
 
 
 def pending_writes(table: Table) -> list[Instant]:
@@ -35,17 +49,19 @@ def pending_writes(table: Table) -> list[Instant]:
     return sorted(pending, key=lambda i: i.sort_key, reverse=True)
 
 
-def failed_writes(table: Table, *, now_ms: int | None = None) -> list[Instant]:
+def failed_writes(table: Table, *, now_ms: int | None = None, options: Mapping[str, str] | None = None
+                  ) -> list[Instant]:
     """Pending commits, deltacommits and replacecommits that failed, newest first, as
     BaseHoodieTableServiceClient.getInstantsToRollback finds them: under EAGER (the default,
     one writer) every one of them (a writer starting up rolls back all others); under LAZY
     those whose heartbeat (`.hoodie/.heartbeat/<t>`) is older than interval x tolerable misses
-    (60,000 ms x 2 by default; a missing heartbeat counts as expired); none under NEVER.
+    (60,000 ms x 2 by default; a missing heartbeat counts as expired); none under NEVER. The
+    policy is the writers' (`failed_writes_policy`: `options` over `hoodie.properties`).
     Under either policy a write whose heartbeat is alive is left alone (see `live_writes`).
     Compaction and clustering plans are never failed writes."""
     pending = pending_writes(table)
-    policy = failed_writes_policy(table)
-    if policy == "NEVER" or not pending:
+    policy = failed_writes_policy(table, options)
+    if policy == NEVER or not pending:
         return []
     # LAZY: only expired heartbeats. EAGER (one writer, which rolls back every other pending
     # write when it starts): Cleanline is not that writer, so a write whose heartbeat is alive
@@ -86,3 +102,15 @@ def is_clustering(table: Table, instant: Instant) -> bool:
     if State.REQUESTED not in table.timeline.files_of(instant):
         return False
     return table.read(instant, RequestedReplace, State.REQUESTED).is_clustering
+
+
+def keeps_plan(table: Table, target: Instant) -> bool:
+    """Whether rolling back `target` keeps its plan: a pending compaction or clustering (also a
+    table-version-6 replacecommit whose plan is a clustering) reverts to requested, as
+    `HoodieTable.rollbackInflightCompaction` / `rollbackInflightClustering` do
+    (`rollbackInflightInstant`: the rollback with deleteInstants=false, then
+    `revertInstantFromInflightToRequested`), so that its plan runs again. A log compaction's
+    instants go (`rollbackInflightLogCompaction`: deleteInstants=true), as a write's do."""
+    if not target.is_pending:
+        return False
+    return target.action in (COMPACTION, CLUSTERING) or is_clustering(table, target)

@@ -248,8 +248,10 @@ class Inspect:
         heartbeat window), newest first (`timeline.locks.live`)."""
         return live_writers(self.table, discover_lock(self.table, options).properties)
 
-    def failed_writes(self) -> list[FailedWrite]:
-        return preview_failed_writes(self.table)
+    def failed_writes(self, options: Mapping[str, str] | None = None) -> list[FailedWrite]:
+        """The failed writes under the writers' failed-writes policy (`options`: their Hudi
+        options over `hoodie.properties` and the root's), each with its rollback preview."""
+        return preview_failed_writes(self.table, options=options)
 
     def metadata_table(self) -> MetadataTableState:
         """The metadata table's partitions, last instant and file groups (`timeline.mdt`)."""

@@ -198,38 +198,38 @@ class Maintenance:
         if target is None:
             raise InvalidInstantError(f"{self.table.uri}: no instant {instant} on the active timeline")
         check_not_running(self.table, target)
-        check_rollback_sequence(self.table, target)
+        check_rollback_sequence(self.table, target, options=self.options)
         return plan_rollback(self.table, target)
 
     def rollback(self, instant: str) -> Instant:
         from timeline.rollback import rollback
 
         with self._locked():
-            return rollback(self.table, instant)
+            return rollback(self.table, instant, options=self.options)
 
     def preview_rollback(self, instant: str) -> RollbackPreview:
         """What rolling back one failed write deletes; refused for anything else."""
         from timeline.rollback import preview_failed_write
 
-        return preview_failed_write(self.table, instant)
+        return preview_failed_write(self.table, instant, options=self.options)
 
     def rollback_failed_write(self, instant: str) -> Instant:
         from timeline.rollback import rollback_failed_write
 
         with self._locked():
-            return rollback_failed_write(self.table, instant)
+            return rollback_failed_write(self.table, instant, options=self.options)
 
     def preview_rollback_failed_writes(self) -> list[RollbackPreview]:
         """What `rollback_failed_writes` deletes, newest first (refused whole if one cannot go)."""
         from timeline.rollback import preview_rollback_failed_writes
 
-        return preview_rollback_failed_writes(self.table)
+        return preview_rollback_failed_writes(self.table, options=self.options)
 
     def rollback_failed_writes(self) -> list[Instant]:
         from timeline.rollback import rollback_failed_writes
 
         with self._locked():
-            return rollback_failed_writes(self.table)
+            return rollback_failed_writes(self.table, options=self.options)
 
     # Archival
 

@@ -12,10 +12,12 @@ from dataclasses import dataclass
 from timeline import transition
 from timeline.exceptions import CleanlineError, InvalidFileNameError
 from timeline.failed_writes import (
+    EAGER,
     ROLLBACKABLE,
     failed_writes,
     failed_writes_policy,
     heartbeat_alive,
+    keeps_plan,
     live_writes,
     pending_writes,
 )
@@ -228,13 +230,14 @@ def _size_of(table: Table, path: str) -> int:
         return 0
 
 
-def check_rollback_sequence(table: Table, instant: Instant, *,
-                            newer_go_first: frozenset[str] = frozenset()) -> None:
-    """BaseRollbackActionExecutor.validateRollbackCommitSequence, under the EAGER policy only:
+def check_rollback_sequence(table: Table, instant: Instant, *, newer_go_first: frozenset[str] = frozenset(),
+                            options: Mapping[str, str] | None = None) -> None:
+    """BaseRollbackActionExecutor.validateRollbackCommitSequence, under the EAGER policy only
+    (the writers', `failed_writes_policy` with `options`):
     refused when a completed write follows the instant (unless the instant has a heartbeat
     file: the remnant of an earlier LAZY setting), or when the instant is not the newest
     pending non-clustering write ("please rollback greater commits first")."""
-    if failed_writes_policy(table) != "EAGER":
+    if failed_writes_policy(table, options) != EAGER:
         return
     t = instant.requested_time
     later = [i.requested_time for i in table.timeline.writes().completed() if i.requested_time > t]
@@ -297,12 +300,13 @@ def _sequence_rule(table: Table, instant: Instant, later: list[str]) -> str:
 
 def execute_rollback_plan(table: Table, rollback_time: str, plan: RollbackPlan,
                           target: Instant, *,
-                          before_state_files: Callable[[Mapping[str, RollbackPartitionMetadata]], object] | None = None
-                          ) -> RollbackMetadata:
+                          before_state_files: Callable[[Mapping[str, RollbackPartitionMetadata]], object] | None = None,
+                          keep_requested: bool = False) -> RollbackMetadata:
     """Carry out a rollback plan (idempotently) and return its HoodieRollbackMetadata; the
     caller publishes it. Deletes the rolled-back instant's state files and markers, after
     `before_state_files` (the metadata table's rollback, given the partitions' rollback
-    metadata) has run."""
+    metadata) has run; with `keep_requested` (a pending table service, `keeps_plan`) only its
+    inflight file: it reverts to requested."""
     started = time.monotonic()
     check_plan_paths(table, plan)  # every path inside the table, or nothing is deleted
     transition.fence(table)  # the deletes start only while the table's lock (the data table's, on the MDT) is ours
@@ -325,7 +329,7 @@ def execute_rollback_plan(table: Table, rollback_time: str, plan: RollbackPlan,
     partitions = {p: RollbackPartitionMetadata(p, tuple(d), tuple(f), b, lg) for p, (d, f, b, lg) in found.items()}
     if before_state_files is not None:
         before_state_files(partitions)
-    for state in (State.INFLIGHT, State.REQUESTED):
+    for state in (State.INFLIGHT,) if keep_requested else (State.INFLIGHT, State.REQUESTED):
         if state in files:
             table.storage.delete(files[state].path)
     table.storage.delete_dir(table.path(".hoodie", ".temp", target.requested_time))
@@ -356,10 +360,11 @@ def _append_rollback_block(table: Table, rollback_time: str, target: str, log_ur
     return storage.uri(path)
 
 
-def rollback(table: Table, requested_time: str) -> Instant:
+def rollback(table: Table, requested_time: str, *, options: Mapping[str, str] | None = None) -> Instant:
     """Roll back the write at `requested_time` (pending or completed): requested and inflight
     rollback, deletion of what it wrote, completed rollback. A pending rollback of the same
-    instant is resumed."""
+    instant is resumed (`finish_rollback`). `options`: the writers' Hudi options (their
+    failed-writes policy decides Hudi's sequence rule)."""
     table.reload()
     target = next((i for i in table.timeline if i.requested_time == requested_time
                    and i.action in ROLLBACKABLE | {"clustering"}), None)
@@ -367,7 +372,7 @@ def rollback(table: Table, requested_time: str) -> Instant:
         raise RollbackRefused(f"{table.uri}: no write {requested_time} on the active timeline")
     table.ensure_intact()
     check_not_running(table, target)
-    check_rollback_sequence(table, target)
+    check_rollback_sequence(table, target, options=options)
     mdt = metadata_table(table)
     if mdt is not None:  # before anything is deleted
         check_metadata_rollback(mdt, requested_time)
@@ -379,7 +384,8 @@ def rollback(table: Table, requested_time: str) -> Instant:
         rollback_instant = transition.request(table, ROLLBACK, plan.to_raw())
     transition.start(table, rollback_instant)
     rollback_time = rollback_instant.requested_time
-    content = execute_rollback_plan(table, rollback_time, plan, target, before_state_files=None if mdt is None else (
+    content = execute_rollback_plan(table, rollback_time, plan, target, keep_requested=keeps_plan(table, target),
+                                    before_state_files=None if mdt is None else (
         lambda partitions: rollback_in_metadata_table(mdt, requested_time, rollback_time, partitions)))
     return transition.complete(table, rollback_instant, content.to_raw())
 
@@ -392,22 +398,24 @@ def pending_rollback_of(table: Table, requested_time: str) -> tuple[Instant, Rol
     return None
 
 
-def rollback_failed_write(table: Table, requested_time: str, *, now_ms: int | None = None) -> Instant:
+def rollback_failed_write(table: Table, requested_time: str, *, now_ms: int | None = None,
+                          options: Mapping[str, str] | None = None) -> Instant:
     """Roll back one write only if it is a failed write now (see `failed_writes`), or resume
     its pending rollback; a completed or still-running write is refused."""
     table.reload()
     if pending_rollback_of(table, requested_time) is None and requested_time not in {
-            i.requested_time for i in failed_writes(table, now_ms=now_ms)}:
+            i.requested_time for i in failed_writes(table, now_ms=now_ms, options=options)}:
         raise RollbackRefused(f"{table.uri}: {requested_time} is not a failed write under the table's failed-writes "
                               "policy (completed writes are undone by a restore to a savepoint)")
-    return rollback(table, requested_time)
+    return rollback(table, requested_time, options=options)
 
 
-def rollback_failed_writes(table: Table, *, now_ms: int | None = None) -> list[Instant]:
+def rollback_failed_writes(table: Table, *, now_ms: int | None = None,
+                           options: Mapping[str, str] | None = None) -> list[Instant]:
     """Roll back every failed write (see `failed_writes`), newest first, as
     BaseHoodieTableServiceClient.rollbackFailedWrites does."""
-    return [rollback(table, i.requested_time)
-            for i in failed_writes(table, now_ms=now_ms)]
+    return [rollback(table, i.requested_time, options=options)
+            for i in failed_writes(table, now_ms=now_ms, options=options)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -422,42 +430,46 @@ class FailedWrite:
     live: bool = False  # its heartbeat is alive: its writer is still running it (not a failed write yet)
 
 
-def preview_failed_writes(table: Table, *, now_ms: int | None = None) -> list[FailedWrite]:
+def preview_failed_writes(table: Table, *, now_ms: int | None = None,
+                          options: Mapping[str, str] | None = None) -> list[FailedWrite]:
     """Every failed write, newest first, with its rollback preview or the reason it is refused."""
     table.reload()
     now = int(time.time() * 1000) if now_ms is None else now_ms
     rows = [FailedWrite(i, None, f"its heartbeat is alive (touched {age} s ago): its writer is still running it",
                         age, live=True) for i, age in live_writes(table, now_ms=now_ms)]
-    for instant in failed_writes(table, now_ms=now_ms):
+    for instant in failed_writes(table, now_ms=now_ms, options=options):
         newest = max((s.mtime_ms for s in table.timeline.files_of(instant).values()), default=now)
         try:
-            check_rollback_sequence(table, instant)
+            check_rollback_sequence(table, instant, options=options)
             rows.append(FailedWrite(instant, plan_rollback(table, instant), "", max(0, (now - newest) // 1000)))
         except CleanlineError as exc:
             rows.append(FailedWrite(instant, None, str(exc), max(0, (now - newest) // 1000)))
     return sorted(rows, key=lambda r: r.instant.sort_key, reverse=True)
 
 
-def preview_rollback_failed_writes(table: Table, *, now_ms: int | None = None) -> list[RollbackPreview]:
+def preview_rollback_failed_writes(table: Table, *, now_ms: int | None = None,
+                                   options: Mapping[str, str] | None = None) -> list[RollbackPreview]:
     """What `rollback_failed_writes` deletes, newest first; refused whole (RollbackRefused or
     OutsideTableError) when any of them could not go even after the newer ones."""
     table.reload()
-    writes = failed_writes(table, now_ms=now_ms)
+    writes = failed_writes(table, now_ms=now_ms, options=options)
     previews = []
     for index, instant in enumerate(writes):
-        check_rollback_sequence(table, instant, newer_go_first=frozenset(i.requested_time for i in writes[:index]))
+        check_rollback_sequence(table, instant, newer_go_first=frozenset(i.requested_time for i in writes[:index]),
+                                options=options)
         previews.append(plan_rollback(table, instant))
     return previews
 
 
-def preview_failed_write(table: Table, requested_time: str, *, now_ms: int | None = None) -> RollbackPreview:
+def preview_failed_write(table: Table, requested_time: str, *, now_ms: int | None = None,
+                         options: Mapping[str, str] | None = None) -> RollbackPreview:
     """What rolling back one failed write would delete (a pending rollback plan of it is what
     runs, so that is what is previewed); refused for anything but a failed write that Hudi's
     sequence rule lets go now, and for a plan naming a path outside the table."""
     table.reload()
-    for instant in failed_writes(table, now_ms=now_ms):
+    for instant in failed_writes(table, now_ms=now_ms, options=options):
         if instant.requested_time == requested_time:
-            check_rollback_sequence(table, instant)
+            check_rollback_sequence(table, instant, options=options)
             return plan_rollback(table, instant)
     raise RollbackRefused(f"{table.uri}: {requested_time} is not a failed write under the table's failed-writes "
                           "policy (completed writes are undone by a restore to a savepoint)")

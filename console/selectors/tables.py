@@ -163,7 +163,7 @@ def restore_files(preview: Any) -> list[tuple[str, str, str, int]]:
 
 
 def failed_write_previews(table: Table) -> list[FailedWrite]:
-    return HudiTable.open(table.path).inspect.failed_writes()
+    return HudiTable.open(table.path).inspect.failed_writes(table.write_options)  # the writers' policy
 
 
 @dataclass(frozen=True, slots=True)

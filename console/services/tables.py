@@ -391,10 +391,11 @@ def _archival_due(table: Table, mark: SyncMark | None, changes: TimelineChanges,
 _ARCHIVAL_ACTIONS = frozenset({"savepoint", "clean", "rollback", "restore"})
 
 
-def failed_write_count(lake: HudiTable) -> int:
-    """Failed writes under the table's failed-writes policy: the failed-writes page's list
-    without the writes whose heartbeat is alive (their writer is still running them)."""
-    return sum(1 for f in lake.inspect.failed_writes()
+def failed_write_count(lake: HudiTable, options: dict[str, str] | None = None) -> int:
+    """Failed writes under the writers' failed-writes policy (`options`, the table's writer
+    options): the failed-writes page's list without the writes whose heartbeat is alive (their
+    writer is still running them)."""
+    return sum(1 for f in lake.inspect.failed_writes(options)
                if not f.live)
 
 
@@ -403,7 +404,7 @@ def _refresh_failed_writes(table: Table, lake: HudiTable) -> None:
     expires without any instant file changing. Checked only while the table has a pending
     write (else none can be failed); written only when the count changed."""
     pending = table.instants.filter(action__in=WRITE_ACTIONS, archived=False).exclude(state="COMPLETED").exists()
-    count = failed_write_count(lake) if pending else 0
+    count = failed_write_count(lake, table.write_options) if pending else 0
     if count != table.failed_writes:
         Table.objects.filter(pk=table.pk).update(failed_writes=count)
         table.failed_writes = count

@@ -164,6 +164,25 @@ def test_rules_savepoint_stops_archival_or_is_skipped(version: int, beyond: bool
     assert lake.active() == times(8, 9)
 
 
+@VERSIONS
+def test_rules_archival_stops_at_the_first_of_two_savepoints(version: int) -> None:
+    """getCommitInstantsToArchive (0.15 HoodieTimelineArchiver, TimelineArchiverV1/V2): without
+    archive-beyond-savepoint nothing at or after the first completed savepoint goes. Commits
+    1-8, savepoints at 3 and 5, min 2, max 4: the counts would archive 1-6, the first savepoint
+    holds 3 on, so only 1 and 2 go (stopping at the last savepoint would archive 1-4). The
+    blocker names savepoint 3."""
+    lake = ArchivalLake(version)
+    for i in range(1, 9):
+        lake.commit(i)
+    lake.savepoint(3)
+    lake.savepoint(5)
+    plan = lake.plan(min=2, max=4)
+    (savepoint,) = [b for b in plan.blockers if b.kind is BlockerKind.SAVEPOINT]
+    assert savepoint.instant is not None and savepoint.instant.requested_time == t(3)
+    assert lake.archive(plan) == times(1, 2)
+    assert lake.active() == times(3, 4, 5, 6, 7, 8)
+
+
 @pytest.mark.parametrize("beyond", [True, False])
 @pytest.mark.parametrize("metadata_table", [True, False])
 @VERSIONS
@@ -579,14 +598,18 @@ def test_rules_replacecommits_stay_until_cleaned(version: int) -> None:
     assert lake.active() == times(6, 7, 8)
 
 
-def test_rules_v2_clean_around_a_savepoint_guards_replacecommits() -> None:
-    """testClusteringCommitAndSavepointWithArchival (1.x, HUDI-7779): min 2, max 4; commits 1,
-    2, 5, clusterings 3, 4, 6, 7, a savepoint at 3. Only 1 and 2 go. A clean (8) that saw the
-    savepoint 3 with replacecommits between it and its retain bound still holds archival at 3;
-    beyond the savepoint, a clean (9) that saw savepoint 7 lets 4, 5, 6 go. With the savepoint
-    deleted, stopping at savepoints also lets 3, 4, 5 go."""
+@VERSIONS
+def test_rules_clean_around_a_savepoint_guards_replacecommits(version: int) -> None:
+    """testClusteringCommitAndSavepointWithArchival (1.x, HUDI-7779), on table version 6 too
+    (TimelineArchiverV1 calls the same ClusteringUtils.getEarliestInstantToRetainForClustering):
+    min 2, max 4; commits 1, 2, 5, clusterings 3, 4, 6, 7, a savepoint at 3. Only 1 and 2 go.
+    A clean (8) that saw the savepoint 3 with replacecommits between it and its retain bound
+    still holds archival at 3; beyond the savepoint, a clean (9) that saw savepoint 7 lets 4, 5,
+    6 go. With the savepoint deleted, stopping at savepoints also lets 3, 4, 5 go. Three later
+    commits (10-12) then archive down to keep.min but not the clustering 7, which clean 9 kept
+    for savepoint 7: its replaced file groups are still on storage."""
     for beyond in (True, False):
-        lake = ArchivalLake(8)
+        lake = ArchivalLake(version)
         for i in range(1, 8):
             if i in (1, 2, 5):
                 lake.commit(i)
@@ -604,6 +627,13 @@ def test_rules_v2_clean_around_a_savepoint_guards_replacecommits() -> None:
         lake.plan_and_archive(min=2, max=4, beyond=beyond)
         assert lake.active() == (times(3, 7) if beyond else times(6, 7))
         assert lake.active_of("clean") == times(8, 9)
+        for i in (10, 11, 12):
+            lake.commit(i)
+        plan = lake.plan(min=2, max=4, beyond=beyond)
+        (held,) = [b for b in plan.blockers if b.kind is BlockerKind.UNCLEANED_REPLACE]
+        assert held.instant is not None and held.instant.requested_time == t(7)
+        lake.archive(plan)
+        assert lake.active() == times(7, 10, 11, 12)
 
 
 def test_rules_v2_clean_savepoint_without_replacecommits_does_not_block() -> None:

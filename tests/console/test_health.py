@@ -184,6 +184,8 @@ def test_health_repair_requested_previewed_approved_by_a_second_admin_and_run(co
 
 def test_health_repair_turns_stale_when_the_table_asks_for_more_than_the_preview(console_table) -> None:
     table = console_table(V9_COW)
+    table.write_options = {"hoodie.clean.failed.writes.policy": "LAZY"}  # the writers' policy: the commit is offered
+    table.save(update_fields=["write_options"])
     written = fake_failed_write(folder(table), OLD, markers=False)
     age_tree(folder(table))
     finding = next(f for f in synced(table).findings if f["kind"] == "stale-pending")

@@ -17,22 +17,30 @@ from tests.helpers import fake_failed_write, rows
 from timeline import CleanConfig, HudiTable, metadata, transition
 from timeline.clean.executor import schedule_clean
 from timeline.clean.planner import plan_clean
+from timeline.config import update_config
 from timeline.doctor import DoctorSettings, RepairInvalidated, RepairUnavailable, diagnose, plan_repair, run_repair
 from timeline.doctor.stale import StaleEvidence
-from timeline.instant import COMPACTION, ROLLBACK, Instant, State
+from timeline.instant import CLUSTERING, COMPACTION, DELTA_COMMIT, ROLLBACK, Instant, State
 from timeline.rollback import plan_rollback
 
 V9_COW = "sample_table/cow/v9_txns_simple_nometa"
+V9_MOR = "sample_table/mor/avro/v9_txns_simple_nometa"
 KIND = "stale-pending"
 
 
+LAZY = DoctorSettings(options={"hoodie.clean.failed.writes.policy": "LAZY"})  # as the writers are given it
+INCLUDE = DoctorSettings(include_ingestion_commits=True)
+
+
 def test_stale_crashed_write_without_markers_is_rolled_back_and_reads_the_same(table_copy) -> None:
+    """Under the writers' LAZY policy (their options, not hoodie.properties) a stale commit
+    without a heartbeat (expired) is offered and rolled back."""
     path = table_copy(V9_COW)
     before = rows(path)
     written = fake_failed_write(path, OLD, markers=False)
     sizes = sorted((str(f), f.stat().st_size) for f in written)
     age_tree(path)
-    found, plan, result, after = round_trip(path, KIND)
+    found, plan, result, after = round_trip(path, KIND, settings=LAZY)
     (finding,) = found
     evidence = finding.evidence
     assert isinstance(evidence, StaleEvidence)
@@ -134,11 +142,11 @@ def test_stale_rollback_refused_when_it_would_delete_more_than_previewed(table_c
     path = table_copy(V9_COW)
     written = fake_failed_write(path, OLD, markers=False)
     age_tree(path)
-    plan = plan_repair(HudiTable.open(str(path)), KIND)
+    plan = plan_repair(HudiTable.open(str(path)), KIND, settings=INCLUDE)
     late = written[0].with_name(written[0].name.replace("9-9-9", "7-7-7"))
     shutil.copy(written[0], late)  # found by the listing-based rollback now, never previewed
     with pytest.raises(RepairInvalidated, match="did not preview"):
-        run_repair(HudiTable.open(str(path)), plan)
+        run_repair(HudiTable.open(str(path)), plan, settings=INCLUDE)
     assert all(f.exists() for f in [*written, late])  # nothing changed
     assert HudiTable.open(str(path)).timeline.find(OLD) is not None
 
@@ -149,11 +157,158 @@ def test_stale_writes_are_rolled_back_newest_first_in_one_repair(table_copy) -> 
     older = fake_failed_write(path, OLD, markers=False)
     newer = fake_failed_write(path, "20261102000000000", markers=True)
     age_tree(path)
-    found, plan, result, after = round_trip(path, KIND)
+    found, plan, result, after = round_trip(path, KIND, settings=INCLUDE)
+    assert any("include_ingestion_commits" in n for n in plan.notes)  # the operator's word, on the record
     assert [f.evidence.instant for f in found] == ["20261102000000000", OLD]  # type: ignore[attr-defined]
     assert all(f.repairable for f in found)  # the older one goes once the newer one is gone (Hudi's order)
     assert [c.target for c in plan.changes if c.action == "rollback"] == ["20261102000000000", OLD]
     assert result.ok and not any(f.exists() for f in [*older, *newer])
     done = HudiTable.open(str(path)).timeline.rollbacks().completed()
     assert len(done) == 2 and after == []
+    assert rows(path) == before
+
+
+def _pending_deltacommit(path: Path, hours: float) -> str:
+    """A delta commit requested `hours` ago and inflight since (its writer keeps no heartbeat)."""
+    time_ = (datetime.now(UTC) - timedelta(hours=hours)).strftime("%Y%m%d%H%M%S000")  # the table's zone is UTC
+    folder = Path(HudiTable.open(str(path)).timeline.folder)
+    for state in (State.REQUESTED, State.INFLIGHT):
+        (folder / Instant(time_, DELTA_COMMIT, state).file_name(2)).write_bytes(b"")
+    return time_
+
+
+@pytest.mark.parametrize("policy", ["EAGER", "NEVER"])
+def test_stale_ingestion_commit_not_offered_under_eager_or_never(table_copy, policy: str) -> None:
+    """A 4-hour-old inflight delta commit with no heartbeat: under EAGER its writer keeps none
+    (BaseHoodieWriteClient.startCommit heartbeats only under LAZY), so it may still be running;
+    Hudi's cleanup_stale_inflight_commits leaves ingestion commits alone, and NEVER rolls back
+    nothing. The finding stays, with no repair. The operator's include_ingestion_commits opens
+    it under EAGER only; the writers' options (not hoodie.properties) saying LAZY open it too."""
+    path = table_copy(V9_MOR)
+    time_ = _pending_deltacommit(path, 4)
+    given = {"hoodie.clean.failed.writes.policy": policy}
+    (finding,) = diagnose(HudiTable.open(str(path)), kinds=[KIND], settings=DoctorSettings(options=given))
+    assert isinstance(finding.evidence, StaleEvidence) and finding.evidence.instant == time_
+    assert finding.evidence.role == "write" and not finding.repairable and policy in finding.repair
+    with pytest.raises(RepairUnavailable):
+        plan_repair(HudiTable.open(str(path)), KIND, settings=DoctorSettings(options=given))
+    opted = DoctorSettings(options=given, include_ingestion_commits=True)
+    (finding,) = diagnose(HudiTable.open(str(path)), kinds=[KIND], settings=opted)
+    assert finding.repairable is (policy == "EAGER")
+    lazy = DoctorSettings(options={"hoodie.clean.failed.writes.policy": "LAZY"})
+    update_config(HudiTable.open(str(path)).storage, str(path), {"hoodie.clean.failed.writes.policy": policy})
+    (finding,) = diagnose(HudiTable.open(str(path)), kinds=[KIND], settings=lazy)  # the writers' options win
+    assert finding.repairable and finding.repair.startswith("roll back deltacommit")
+    assert [c.key for c in plan_repair(HudiTable.open(str(path)), KIND, settings=lazy).changes] == [
+        ("rollback", time_)]
+
+
+def _pending_clustering(path: Path, time_: str) -> tuple[Instant, list[Path]]:
+    """A clustering (table version 9: action clustering) planned over the first file slice,
+    started (inflight) and dead after writing one base file; its markers name that file."""
+    table = HudiTable.open(str(path))
+    piece = table.file_system_view().latest_slices()[0]
+    assert piece.base_file is not None
+    plan = {"operationType": "cluster", "version": 1, "extraMetadata": {}, "clusteringPlan": {
+        "inputGroups": [{"slices": [{"dataFilePath": piece.base_file.name, "fileId": piece.file_id,
+                                     "partitionPath": piece.partition, "deltaFilePaths": [], "version": 1}],
+                         "metrics": {}, "numOutputFileGroups": 1, "version": 1}],
+        "strategy": {"strategyClassName": "org.apache.hudi.client.clustering.run.strategy."
+                                          "SparkSortAndSizeExecutionStrategy", "strategyParams": {}, "version": 1},
+        "extraMetadata": {}, "version": 1, "preserveHoodieMetadata": True}}
+    folder = Path(table.timeline.folder)
+    requested = Instant(time_, CLUSTERING, State.REQUESTED)
+    (folder / requested.file_name(2)).write_bytes(
+        metadata.encode(plan, action=CLUSTERING, state=State.REQUESTED, layout=2))
+    (folder / Instant(time_, CLUSTERING, State.INFLIGHT).file_name(2)).write_bytes(b"")
+    partition = path / piece.partition if piece.partition else path
+    name = f"c0ffee00-0000-0000-0000-000000000000-0_0-1-0_{time_}.parquet"
+    shutil.copy(partition / piece.base_file.name, partition / name)
+    marker = path / ".hoodie" / ".temp" / time_ / piece.partition / f"{name}.marker.CREATE"
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_bytes(b"")
+    return Instant(time_, CLUSTERING, State.INFLIGHT), [partition / name]
+
+
+def test_stale_pending_rollback_of_a_clustering_keeps_its_plan(table_copy) -> None:
+    """A rollback of an inflight clustering that died midway is finished as
+    HoodieTable.rollbackInflightClustering finishes it: the files its plan names go, the
+    clustering reverts to requested with its plan kept (a Hudi writer runs it again), and the
+    clustering itself stays a finding no Cleanline repair touches."""
+    path = table_copy(V9_COW)
+    before = rows(path)
+    clustering, written = _pending_clustering(path, OLD)
+    table = HudiTable.open(str(path))
+    requested = Path(table.timeline.folder) / Instant(OLD, CLUSTERING, State.REQUESTED).file_name(2)
+    plan_bytes = requested.read_bytes()
+    pending = transition.request(table, ROLLBACK, plan_rollback(table, clustering, for_restore=True).plan.to_raw())
+    age_tree(path)
+    found, plan, result, after = round_trip(path, KIND, settings=DoctorSettings(stale_after=timedelta(0)))
+    roles = {f.evidence.instant: (f.evidence.role, f.repairable) for f in found}  # type: ignore[attr-defined]
+    assert roles == {OLD: ("table service", False), pending.requested_time: ("rollback", True)}
+    assert [c.key for c in plan.changes] == [("rollback", OLD), ("delete", f"file:{written[0]}")]
+    assert "its plan kept" in plan.changes[0].detail
+    assert result.ok and not written[0].exists()
+    table = HudiTable.open(str(path))
+    assert [i.requested_time for i in table.timeline.rollbacks().completed()] == [pending.requested_time]
+    (left,) = [i for i in table.timeline if i.requested_time == OLD]
+    assert (left.action, left.state) == (CLUSTERING, State.REQUESTED) and requested.read_bytes() == plan_bytes
+    assert not (path / ".hoodie" / ".temp" / OLD).exists()
+    assert [(f.evidence.instant, f.repairable) for f in after if f.kind == KIND] == [(OLD, False)]  # type: ignore[attr-defined]
+    assert rows(path) == before
+
+
+def test_stale_pending_rollback_of_a_compaction_reverts_it_to_requested(table_copy) -> None:
+    """HoodieTable.rollbackInflightCompaction: a pending rollback of an inflight compaction is
+    finished (once offered, then refused: `rollback` knew no compaction) and the compaction
+    reverts to requested, its plan kept."""
+    path = table_copy(V9_MOR)
+    table = HudiTable.open(str(path))
+    piece = table.file_system_view().latest_slices()[0]
+    compaction_plan = {"operations": [{"baseInstantTime": piece.base_instant_time, "fileId": piece.file_id,
+                                       "partitionPath": piece.partition,
+                                       "deltaFilePaths": [log.name for log in piece.log_files],
+                                       "dataFilePath": piece.base_file.name if piece.base_file else None}],
+                       "version": 2}
+    folder = Path(table.timeline.folder)
+    requested = folder / Instant(OLD, COMPACTION, State.REQUESTED).file_name(2)
+    requested.write_bytes(metadata.encode(compaction_plan, action=COMPACTION, state=State.REQUESTED, layout=2))
+    (folder / Instant(OLD, COMPACTION, State.INFLIGHT).file_name(2)).write_bytes(requested.read_bytes())
+    rollback_plan = {"instantToRollback": {"commitTime": OLD, "action": COMPACTION}, "RollbackRequests": [],
+                     "version": 1}
+    pending = transition.request(HudiTable.open(str(path)), ROLLBACK, rollback_plan)
+    age_tree(path)
+    settings = DoctorSettings(stale_after=timedelta(0))
+    plan = plan_repair(HudiTable.open(str(path)), KIND, settings=settings)
+    assert [c.key for c in plan.changes] == [("rollback", OLD)]
+    result = run_repair(HudiTable.open(str(path)), plan, settings=settings)
+    assert result.ok and not result.failed
+    table = HudiTable.open(str(path))
+    assert [i.requested_time for i in table.timeline.rollbacks().completed()] == [pending.requested_time]
+    (left,) = [i for i in table.timeline if i.requested_time == OLD]
+    assert (left.action, left.state) == (COMPACTION, State.REQUESTED) and requested.exists()
+
+
+def test_stale_pending_rollback_whose_instant_is_gone_is_finished(table_copy) -> None:
+    """BaseHoodieTableServiceClient.rollback: a pending rollback whose instant's files are gone
+    already (it died after deleting them) is finished from its plan, the instant reconstructed;
+    Cleanline used to refuse it."""
+    path = table_copy(V9_COW)
+    before = rows(path)
+    written = fake_failed_write(path, OLD, markers=True)
+    table = HudiTable.open(str(path))
+    (failed,) = [i for i in table.timeline.pending() if i.requested_time == OLD]
+    pending = transition.request(table, ROLLBACK, plan_rollback(table, failed).plan.to_raw())
+    for status in table.timeline.files_of(failed).values():
+        os.unlink(status.path)  # the rollback deleted the write's instant files, then died
+    age_tree(path)
+    found, plan, result, after = round_trip(path, KIND, settings=DoctorSettings(stale_after=timedelta(0)))
+    (finding,) = found
+    assert isinstance(finding.evidence, StaleEvidence) and finding.evidence.role == "rollback"
+    assert finding.repairable and "gone already" in finding.repair
+    assert {c.target for c in plan.changes if c.action == "delete"} == {f"file:{f}" for f in written}
+    assert result.ok and not any(f.exists() for f in written)
+    done = HudiTable.open(str(path)).timeline.rollbacks().completed()
+    assert [i.requested_time for i in done] == [pending.requested_time]
+    assert [f for f in after if f.kind == KIND] == []
     assert rows(path) == before

@@ -30,7 +30,7 @@ from timeline.archive.settings import (
 from timeline.clean.config import CleanConfig
 from timeline.exceptions import CleanlineError, CorruptInstantError, FileNotFound, NotAHudiTableError, TableConfigError
 from timeline.instant import CLUSTERING, COMMIT, REPLACE_COMMIT, Instant, State, instant_time_from_epoch_ms, zone_of
-from timeline.locks.discovery import hudi_options_for
+from timeline.locks.discovery import writer_properties
 from timeline.metadata.records import CleanerPlan, RequestedReplace
 
 if TYPE_CHECKING:
@@ -119,8 +119,7 @@ def archival_properties(table: Table, options: Mapping[str, str] | None = None) 
     """The Hudi settings archival is planned with, layered as a Hudi writer of the table gets
     them (`timeline.locks.discovery`): `hoodie.properties`, then the lake-wide options of the
     root the table lies under (`CLEANLINE_HUDI_OPTIONS`), then the call's options."""
-    _, root = hudi_options_for(table.uri)
-    return {**table.config.props, **root, **{k: str(v) for k, v in (options or {}).items()}}
+    return writer_properties(table, options)
 
 
 def plan_archival(table: Table, *, options: Mapping[str, str] | None = None) -> ArchivalPlan:

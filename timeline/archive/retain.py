@@ -143,10 +143,13 @@ def earliest_instant_to_retain_for_clustering(timeline: Timeline, plan: CleanerP
     The replace instants (every state; V2 also clustering) from the retain bound on stay: the
     bound is the last completed clean's earliest instant to retain (its plan's), or the clean's
     own time when the plan has none (KEEP_LATEST_FILE_VERSIONS); with no completed clean, the
-    first replace instant. V1 (0.15 `ClusteringUtils.getOldestInstantToRetainForClustering`)
-    also keeps the last completed commit before the first inflight replacecommit. V2 (1.x
-    `getEarliestInstantToRetainForClustering`) instead moves the bound back to the savepoint a
-    replacecommit was cleaned around (`earliest_replaced_savepoint_in_clean`)."""
+    first replace instant. Both archivers move the bound back to the savepoint a replacecommit
+    was cleaned around (`earliest_replaced_savepoint_in_clean`): Hudi 1.x's
+    `ClusteringUtils.getEarliestInstantToRetainForClustering` (HUDI-7779), which
+    `TimelineArchiverV1.getCommitInstantsToArchive` calls as `TimelineArchiverV2` does. V1 also
+    keeps, as 0.15's `getOldestInstantToRetainForClustering` did, the last completed commit
+    before the first inflight replacecommit: a version-6 table may still be written by 0.15,
+    and each rule only keeps more."""
     v2 = is_v2(table_version)
     replaces = timeline.with_actions({REPLACE_COMMIT, CLUSTERING} if v2 else {REPLACE_COMMIT})
     if not replaces:
@@ -155,7 +158,7 @@ def earliest_instant_to_retain_for_clustering(timeline: Timeline, plan: CleanerP
     if last_clean is not None:
         plan = plan or CleanerPlan()
         ectr = plan.earliest_instant_to_retain.time if plan.earliest_instant_to_retain else ""
-        savepoint = earliest_replaced_savepoint_in_clean(timeline, policy, plan) if v2 else None
+        savepoint = earliest_replaced_savepoint_in_clean(timeline, policy, plan)
         bound = savepoint or ectr or last_clean.requested_time
         retain = replaces.filter(lambda i: i.requested_time >= bound).first()
     else:

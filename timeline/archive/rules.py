@@ -297,8 +297,9 @@ def select_v1(inputs: ArchivalInputs, settings: ArchivalSettings, clean: CleanCo
        keep, the oldest of them (count - minimum) that pass every rule: before the first
        savepoint (or not savepointed, with `hoodie.archive.beyond.savepoint`), before the last
        completed commit preceding the earliest pending write, before what the next compaction
-       needs (MOR), before the first replacecommit the cleaner still retains (or the commit
-       before an inflight one);
+       needs (MOR), before the first replacecommit the cleaner still retains (moved back to a
+       savepoint it cleaned around, as 1.x's `TimelineArchiverV1` does; or the commit before an
+       inflight one);
     2. `getCleanInstantsToArchive`: completed cleans and completed rollbacks, each action by
        its own count: when more than the maximum, all but the newest minimum;
     3. with the metadata table available, only instants requested before its latest completed

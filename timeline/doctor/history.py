@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 from timeline import metadata
 from timeline.archive.reader import archived_entries, lsm_file_rows
 from timeline.exceptions import CleanlineError
-from timeline.instant import State
+from timeline.instant import CLUSTERING, REPLACE_COMMIT, State
+from timeline.metadata import AVRO_MAGIC, avro
 from timeline.metadata.archived import ArchivedEntry
 from timeline.metadata.references import (
     LSM_PAYLOAD_COLUMNS,
@@ -81,5 +82,21 @@ def _read_lsm(storage: Storage, folder: str, found: ArchiveRead) -> None:
                 found.detailed.add(time)
             plan_action = LSM_PLAN_ACTION.get(action)
             if plan and plan_action is not None:
-                raw_plan = metadata.decode(plan, path=where, action=plan_action, state=State.REQUESTED, layout=2)
-                found.references.update(references_of(raw_plan, action=plan_action, state=State.REQUESTED))
+                state = _plan_state(plan, plan_action, where)
+                raw_plan = metadata.decode(plan, path=where, action=plan_action, state=state, layout=2)
+                found.references.update(references_of(raw_plan, action=plan_action, state=state))
+
+
+def _plan_state(plan: bytes, action: str, where: str) -> State:
+    """The state file an LSM row's `plan` was taken from. `MetadataConversionUtils.
+    createLSMTimelineInstant` stores a replacecommit's or clustering's requested
+    HoodieRequestedReplaceMetadata there, then overwrites it with the inflight file when that
+    is not empty (`getInflightCommitMetadata`: an insert_overwrite's HoodieCommitMetadata, or
+    v6 JSON for an instant carried over from a version-6 table); every other plan is the
+    requested one."""
+    if action not in (REPLACE_COMMIT, CLUSTERING):
+        return State.REQUESTED
+    if not plan.startswith(AVRO_MAGIC):
+        return State.INFLIGHT
+    name = avro.record_name(plan, path=where).rsplit(".", 1)[-1]
+    return State.REQUESTED if name == "HoodieRequestedReplaceMetadata" else State.INFLIGHT

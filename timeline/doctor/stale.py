@@ -7,10 +7,25 @@ Repairs, where Cleanline has one: a write (commit, delta commit, replace commit 
 clustering) is rolled back as `timeline/rollback.py` does (`BaseRollbackActionExecutor`, from
 markers or, without them, by listing: the procedure's `ROLLBACK_USING_MARKERS_ENABLE=false`
 case), newest first; a pending clean is finished from its plan (`CleanActionExecutor.
-runPendingClean`, `timeline/clean/executor.py`); a pending rollback is finished from its plan.
-Compactions, log compactions and clusterings (the procedure's `rollbackInflightCompaction` /
-`rollbackInflightClustering`), restores and other actions are left to a Hudi writer.
-A write whose heartbeat is alive is never stale (`timeline/rollback.py`'s rule)."""
+runPendingClean`, `timeline/clean/executor.py`); a pending rollback is finished from its plan
+(`timeline.pending_rollbacks.finish_rollback`: of a compaction or clustering, which then reverts to
+requested with its plan kept, as `HoodieTable.rollbackInflightCompaction` /
+`rollbackInflightClustering` do; of an instant already gone, as `BaseHoodieTableServiceClient.
+rollback` finishes it). Compactions, log compactions and clusterings themselves, restores and
+other actions are left to a Hudi writer. A write whose heartbeat is alive is never stale
+(`timeline/rollback.py`'s rule).
+
+Which stale writes are offered, by the writers' failed-writes policy (`failed_writes_policy`,
+their options over `hoodie.properties`, as the lock is found): a writer heartbeats only under
+LAZY (`BaseHoodieWriteClient.startCommit` starts `HoodieHeartbeatClient` then), so under EAGER
+a writer still running a long write looks the same as a dead one. Like Hudi's
+`cleanup_stale_inflight_commits`, whose `HoodieTimelineCleanupUtil.inflightWriteCommitsOlderThan`
+drops commits and delta commits (ingestion commits) unless `include_ingestion_commits` (which
+its documentation calls dangerous), an ingestion commit is offered only under LAZY (its
+heartbeat expired) or with `DoctorSettings.include_ingestion_commits`, the operator's explicit
+word, which the plan records in its notes. Under NEVER no write is offered: Hudi never rolls
+one back by itself (`getInstantsToRollback`); a pending rollback someone started is still
+finished (`rollbackFailedWrites` re-runs those whatever the policy)."""
 
 from __future__ import annotations
 
@@ -31,9 +46,10 @@ from timeline.doctor.findings import (
 )
 from timeline.doctor.survey import Survey
 from timeline.exceptions import CleanlineError
-from timeline.failed_writes import is_clustering
+from timeline.failed_writes import INGESTION_ACTIONS, LAZY, NEVER, failed_writes_policy, is_clustering, keeps_plan
 from timeline.instant import CLEAN, COMMIT, DELTA_COMMIT, REPLACE_COMMIT, RESTORE, ROLLBACK, Instant, State
 from timeline.metadata.records import CleanerPlan, RollbackPlan
+from timeline.pending_rollbacks import finish_rollback
 from timeline.rollback import (
     RollbackPreview,
     check_rollback_sequence,
@@ -82,8 +98,14 @@ def _repair(survey: Survey, instant: Instant, role: str, newer: frozenset[str]) 
     first, so Hudi's sequence rule is checked as it will stand when this one's turn comes)."""
     t = instant.requested_time
     if role == "write":
+        pending = pending_rollback_of(survey.table, t)
+        if pending is not None:
+            return f"finish rollback {pending[0].requested_time} of {instant.action} {t} from its plan"
+        held = _write_held(survey, instant)
+        if held:
+            return f"{NO_REPAIR}{held}"
         try:
-            check_rollback_sequence(survey.table, instant, newer_go_first=newer)
+            check_rollback_sequence(survey.table, instant, newer_go_first=newer, options=survey.settings.options)
         except CleanlineError as exc:
             return f"{NO_REPAIR}{exc}"
         return f"roll back {instant.action} {t} as Hudi's rollback does (its files, then its instant files)"
@@ -92,8 +114,16 @@ def _repair(survey: Survey, instant: Instant, role: str, newer: frozenset[str]) 
     if role == "rollback":
         target = _rollback_target(survey, instant)
         if target is None:
-            return (f"{NO_REPAIR}the instant rollback {t} names is gone from the active timeline; a Hudi writer must "
-                    "finish it (its rollbackFailedWrites re-runs pending rollback plans)")
+            named = _rollback_named(survey, instant)
+            if named is None:
+                return f"{NO_REPAIR}rollback {t}'s plan names no instant; a Hudi writer must finish or remove it"
+            return (f"finish rollback {t} of {named.action} {named.requested_time} from its plan (the instant's files "
+                    "are gone already: only what the plan names is deleted, as BaseHoodieTableServiceClient.rollback "
+                    "finishes it)")
+        if keeps_plan(survey.table, target):
+            return (f"finish rollback {t} of {target.action} {target.requested_time} from its plan, then revert it "
+                    "to requested with its plan kept (HoodieTable.rollbackInflightCompaction / "
+                    "rollbackInflightClustering)")
         return f"finish rollback {t} of {target.action} {target.requested_time} from its plan"
     if role == "table service":
         return (f"{NO_REPAIR}a Hudi writer must run or roll back the pending {instant.action} {t} (run_compaction, "
@@ -101,6 +131,37 @@ def _repair(survey: Survey, instant: Instant, role: str, newer: frozenset[str]) 
     if role == "restore":
         return f"{NO_REPAIR}re-run the restore (cleanline restore --savepoint ...) or finish it with a Hudi writer"
     return f"{NO_REPAIR}a Hudi writer must finish or roll back the pending {instant.action} {t}"
+
+
+def _write_held(survey: Survey, instant: Instant) -> str:
+    """Why the failed-writes policy holds a stale write back from the repair ("" when it does
+    not: see the module's docstring)."""
+    policy = failed_writes_policy(survey.table, survey.settings.options)
+    t = instant.requested_time
+    if policy == NEVER:
+        return ("the writers' failed-writes policy is NEVER (hoodie.clean.failed.writes.policy): Hudi never rolls "
+                "back a failed write by itself; once its writer is known gone, roll it back by name (cleanline "
+                f"rollback PATH --instant {t})")
+    if instant.action in INGESTION_ACTIONS and policy != LAZY and not survey.settings.include_ingestion_commits:
+        return (f"under the {policy} failed-writes policy Hudi writers keep no heartbeat "
+                "(BaseHoodieWriteClient.startCommit starts one only under LAZY), so a writer still running this "
+                f"{instant.action} looks the same as a dead one. Like Hudi's cleanup_stale_inflight_commits, the "
+                "doctor leaves ingestion commits alone unless told to include them (include_ingestion_commits, "
+                "`cleanline doctor --repair stale-pending --include-ingestion-commits`): that drops the write of "
+                "any writer still running it")
+    return ""
+
+
+def _rollback_named(survey: Survey, instant: Instant) -> Instant | None:
+    """The instant a pending rollback's plan names, as BaseHoodieTableServiceClient.rollback
+    reconstructs it when it is gone (inflight, the plan's action); None when the plan names none."""
+    try:
+        target = survey.table.read(instant, RollbackPlan, State.REQUESTED).instant_to_rollback
+    except (CleanlineError, TypeError):
+        return None
+    if target is None or not target.time:
+        return None
+    return Instant(target.time, target.action or DELTA_COMMIT, State.INFLIGHT)
 
 
 def _rollback_target(survey: Survey, instant: Instant) -> Instant | None:
@@ -143,15 +204,17 @@ def diagnose(survey: Survey) -> list[Finding]:
             "A pending instant no writer runs holds back cleaning and archival (the earliest commit to retain stops "
             "before it) and keeps its partial files on storage.",
             _repair(survey, instant, role, frozenset(newer))))
-        if role == "write":
+        if role == "write" and findings[-1].repairable:
             newer.add(t)
     return findings
 
 
-def _write_changes(preview: RollbackPreview) -> list[Change]:
+def _write_changes(preview: RollbackPreview, *, keep_plan: bool = False) -> list[Change]:
     t = preview.instant.requested_time
+    instant_files = ("its inflight file and markers (it reverts to requested, its plan kept)" if keep_plan
+                     else "its instant files and markers")
     changes = [Change("rollback", t, 0, f"roll back {preview.instant.action} {t}: {len(preview.files_to_delete)} "
-                                        "files (listed below), its instant files and markers")]
+                                        f"files (listed below), {instant_files}")]
     changes += [Change("delete", path, size, f"written by {t}") for _, path, size in preview.files_to_delete]
     changes += [Change("rollback block", path, size, f"a rollback command block for {t} after this log file")
                 for _, path, size in preview.logs_to_mark]
@@ -180,11 +243,12 @@ def _instant_changes(survey: Survey, finding: Finding) -> list[Change]:
         return _write_changes(plan_rollback(survey.table, instant))
     if evidence.role == "clean":
         return _clean_changes(survey, instant)
-    target = _rollback_target(survey, instant)
+    target = _rollback_target(survey, instant) or _rollback_named(survey, instant)
     assert target is not None
     existing = pending_rollback_of(survey.table, target.requested_time)
     assert existing is not None
-    return _write_changes(preview_of_plan(survey.table, target, existing[1]))
+    return _write_changes(preview_of_plan(survey.table, target, existing[1]),
+                          keep_plan=target.is_pending and keeps_plan(survey.table, target))
 
 
 def plan(survey: Survey) -> RepairPlan:
@@ -194,8 +258,12 @@ def plan(survey: Survey) -> RepairPlan:
         if finding.repairable:
             for change in _instant_changes(survey, finding):
                 changes.setdefault(change.key, change)
-    return repairable_plan(survey, KIND, findings, list(changes.values()),
-                           ["writes are rolled back newest first, as Hudi's rollbackFailedWrites does"])
+    notes = ["writes are rolled back newest first, as Hudi's rollbackFailedWrites does"]
+    if survey.settings.include_ingestion_commits:
+        notes.append("include_ingestion_commits: the operator's word that stale commits and delta commits may be "
+                     "rolled back although their writers keep no heartbeat; a writer still running one loses its "
+                     "write (Hudi's cleanup_stale_inflight_commits calls this dangerous)")
+    return repairable_plan(survey, KIND, findings, list(changes.values()), notes)
 
 
 def run(session: Session, approved: RepairPlan) -> RepairResult:
@@ -248,9 +316,12 @@ def _revalidate(session: Session, approved: RepairPlan, head: Change, mine: list
 
 
 def _roll_back(session: Session, instant_time: str) -> None:
-    """Roll back a stale write, or finish the pending rollback of it (`rollback` resumes a
-    pending rollback of the same instant)."""
-    rollback(session.table, instant_time)
+    """Roll back a stale write, or finish the pending rollback of an instant (`finish_rollback`:
+    of a write, a table service, or an instant already gone)."""
+    if pending_rollback_of(session.table.reload(), instant_time) is not None:
+        finish_rollback(session.table, instant_time, options=session.settings.options)
+    else:
+        rollback(session.table, instant_time, options=session.settings.options)
 
 
 def _changes_of(plan: RepairPlan, head: Change) -> list[Change]:

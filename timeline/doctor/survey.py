@@ -32,6 +32,7 @@ from timeline.instant import (
     split_file_name,
     zone_of,
 )
+from timeline.locks.discovery import writer_properties
 from timeline.locks.live import live_writers, liveness_window_ms
 from timeline.metadata.references import References, references_in, references_of
 from timeline.perf import paused_gc
@@ -57,13 +58,18 @@ WHOLE_FILE_BYTES = 256 << 20
 @dataclass(frozen=True, slots=True)
 class DoctorSettings:
     """The doctor's thresholds. `options` are Hudi writer options over `hoodie.properties` (the
-    heartbeat interval and misses, `hoodie.clean.*`, as the table's writers are given them)."""
+    heartbeat interval and misses, the failed-writes policy, `hoodie.clean.*`, as the table's
+    writers are given them). `include_ingestion_commits`: the operator's explicit word that a
+    stale commit or delta commit may be rolled back although its writer keeps no heartbeat
+    (EAGER policy), as Hudi's `cleanup_stale_inflight_commits(include_ingestion_commits => true)`,
+    which its documentation calls dangerous: a writer still running a long write loses it."""
 
     stale_after: timedelta = DEFAULT_STALE_AFTER
     orphan_min_age: timedelta = DEFAULT_ORPHAN_MIN_AGE
     clean_lag_commits: int = DEFAULT_CLEAN_LAG_COMMITS
     max_commits_per_clean: int | None = None
     options: Mapping[str, str] = field(default_factory=dict)
+    include_ingestion_commits: bool = False
 
 
 def duration(span: timedelta) -> str:
@@ -138,8 +144,9 @@ class Survey:
 
     @cached_property
     def props(self) -> dict[str, str]:
-        """The writers' settings: `hoodie.properties` under the doctor's options."""
-        return {**self.table.config.props, **self.settings.options}
+        """The writers' settings: `hoodie.properties` under the root's and the doctor's options
+        (`writer_properties`, as the lock is found)."""
+        return writer_properties(self.table, self.settings.options)
 
     @cached_property
     def timeline(self) -> ActiveTimeline:

@@ -179,6 +179,15 @@ def _sets_lock(options: Mapping[str, str]) -> bool:
     return bool((options.get(WRITE_CONCURRENCY_MODE) or "").strip() or (options.get(LOCK_PROVIDER) or "").strip())
 
 
+def writer_properties(table: Table, options: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The Hudi settings a writer of `table` runs with, layered as `discover_lock` layers them
+    (a Hudi writer's `HoodieWriteConfig` is its options over the table's config):
+    `hoodie.properties`, then the root's `configure_hudi_options`, then the call's `options`.
+    The rules that follow writer settings (the lock, the failed-writes policy) read these."""
+    _, root_options = hudi_options_for(table.uri)
+    return {**table.config.props, **root_options, **{k: str(v) for k, v in (options or {}).items()}}
+
+
 def discover_lock(table: Table, options: Mapping[str, str] | None = None) -> LockDiscovery:
     """The lock the writers of `table` use (see the module's docstring for the order).
     `options` are the call's Hudi writer options. Raises LockConfigError for a concurrency

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from console import selectors
@@ -40,3 +42,23 @@ def test_selectors_file_groups_show_slices_and_replacements(table: Table) -> Non
     partitions, chosen, groups = selectors.file_groups(table, "region=us")
     assert chosen == "region=us" and "region=us" in partitions
     assert any(g["replaced_by"] for g in groups) and all(g["slices"] for g in groups if not g["replaced_by"])
+
+
+def test_selectors_failed_writes_follow_the_tables_writer_options(console_table) -> None:
+    """The failed-writes page and count use the writers' failed-writes policy: the table's
+    writer options over hoodie.properties (HoodieWriteConfig), as the rollback they lead to does.
+    NEVER there: the dead write is no failed write (Hudi never rolls it back by itself)."""
+    from console.services import table_sync
+    from tests.helpers import fake_failed_write
+
+    table = console_table("sample_table/cow/v9_txns_simple_nometa")
+    fake_failed_write(Path(table.path.removeprefix("file:")), "20261101000000000", markers=False)
+    table_sync(table=table)
+    table.refresh_from_db()
+    assert table.failed_writes == 1 == len(selectors.failed_write_previews(table))
+    table.write_options = {"hoodie.clean.failed.writes.policy": "NEVER"}
+    table.save(update_fields=["write_options"])
+    assert selectors.failed_write_previews(table) == []
+    table_sync(table=table)
+    table.refresh_from_db()
+    assert table.failed_writes == 0

@@ -1,0 +1,60 @@
+"""Pending rollbacks finished as Hudi finishes them: of a write, of a pending compaction or
+clustering (which then reverts to requested, `failed_writes.keeps_plan`), or of an instant whose
+files are gone already. The rollback itself is timeline/rollback.py's."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from timeline import transition
+from timeline.failed_writes import ROLLBACKABLE, keeps_plan
+from timeline.instant import DELTA_COMMIT, ROLLBACK, Instant, State
+from timeline.mdt.reader import metadata_table
+from timeline.mdt.writer import check_metadata_rollback
+from timeline.rollback import (
+    RollbackRefused,
+    check_not_running,
+    execute_rollback_plan,
+    pending_rollback_of,
+    rollback,
+    rollback_in_metadata_table,
+)
+from timeline.table import Table
+
+
+def finish_rollback(table: Table, requested_time: str, *, options: Mapping[str, str] | None = None) -> Instant:
+    """Finish the pending rollback of `requested_time` from its plan, as Hudi finishes one:
+    of a write, `BaseHoodieTableServiceClient.rollback` with the pending rollback's plan
+    (`rollbackFailedWrites` re-runs every pending rollback of a write, whatever the failed-writes
+    policy); when the rolled-back instant's files are gone already (a rollback that died after
+    deleting them), with that instant reconstructed from the plan, deleting no instant file;
+    of a pending compaction or clustering, `keeps_plan`'s revert to requested; of a pending log
+    compaction, its instant files go with it (`rollbackInflightLogCompaction`: deleteInstants).
+    RollbackRefused when no rollback of it is pending."""
+    table.reload()
+    existing = pending_rollback_of(table, requested_time)
+    if existing is None:
+        raise RollbackRefused(f"{table.uri}: no pending rollback of {requested_time}")
+    rollback_instant, plan = existing
+    target = next((i for i in table.timeline if i.requested_time == requested_time and i.action != ROLLBACK), None)
+    if target is not None and target.action in ROLLBACKABLE and not keeps_plan(table, target):
+        return rollback(table, requested_time, options=options)  # a write: Hudi's sequence rule first
+    table.ensure_intact()
+    if target is None:
+        ref = plan.instant_to_rollback
+        target = Instant(requested_time, ref.action if ref is not None and ref.action else DELTA_COMMIT,
+                         State.INFLIGHT)
+    else:
+        check_not_running(table, target)
+    mdt = metadata_table(table)
+    if mdt is not None:
+        check_metadata_rollback(mdt, requested_time)
+    transition.start(table, rollback_instant)
+    rollback_time = rollback_instant.requested_time
+    content = execute_rollback_plan(table, rollback_time, plan, target, keep_requested=keeps_plan(table, target),
+                                    before_state_files=None if mdt is None else (
+        lambda partitions: rollback_in_metadata_table(mdt, requested_time, rollback_time, partitions)))
+    return transition.complete(table, rollback_instant, content.to_raw())
+
+
+__all__ = ["finish_rollback"]
