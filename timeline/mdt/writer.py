@@ -30,7 +30,7 @@ and secondary indexes get nothing, as in Hudi.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib.resources import files as files_pkg
 
@@ -441,9 +441,11 @@ def check_restorable(mdt: MetadataTable, savepoint_time: str) -> None:
                 "Hudi cannot restore the metadata table either (delete it and retry): cleanline mdt drop")
 
 
-def sync_updates(mdt: MetadataTable) -> list[MdtUpdate]:
+def sync_updates(mdt: MetadataTable, *, admit: Callable[[str], bool] | None = None) -> list[MdtUpdate]:
     """What makes the `files` partition list what storage holds, and the column-stats
-    deletions of files no longer there."""
+    deletions of files no longer there. With `admit`, a file the metadata table does not list is
+    added only if `admit(name)` (the doctor's drift repair adds only what commit metadata names,
+    `timeline/committed.py`)."""
     listed = mdt.files()
     stored = {p: {s.name: s.size for s in files if _is_data_file(s.name)}
               for p, files in mdt.table.list_partitions().partitions.items()
@@ -460,7 +462,8 @@ def sync_updates(mdt: MetadataTable) -> list[MdtUpdate]:
             added: dict[str, int] = {}
         else:
             removed = sorted(n for n in indexed if n not in present)
-            added = {n: size for n, size in present.items() if size > 0 and indexed.get(n) != size}
+            added = {n: size for n, size in present.items() if size > 0 and indexed.get(n) != size
+                     and (admit is None or n in indexed or admit(n))}
         deleted += [(identifier, name) for name in removed]
         if removed or added:
             records.append(files_record(identifier, added=added, deleted=removed))
