@@ -168,3 +168,33 @@ def test_orphans_a_file_only_the_metadata_table_lists_is_never_offered(table_cop
     with pytest.raises(RepairUnavailable):
         plan_repair(HudiTable.open(str(path)), KIND)
     assert listed.exists()
+
+
+def test_orphans_a_file_older_than_every_known_instant_is_kept(table_copy) -> None:
+    """Its write left the timelines (archived, the archive gone): the file-system view reads it as
+    committed (timeline/committed.py), so it is never offered, old as it is."""
+    path = table_copy(V9_COW)
+    ancient = copy_base_file(path, "20000101000000000")
+    age_tree(path)
+    survey = Survey(HudiTable.open(str(path)))
+    assert survey.known_instants and min(survey.known_instants) > "20000101000000000"
+    assert orphans(survey)[0] == [] and diagnose(HudiTable.open(str(path)), kinds=[KIND]) == []
+    assert ancient.exists()
+
+
+@pytest.mark.parametrize("table_id", ["sample_table/mor/parquet/v6_simplekeygen_nonhivestyle",
+                                      "sample_table/mor/avro/v9_txns_simple_nometa"], ids=["v6", "v9"])
+def test_orphans_an_unnamed_log_version_of_a_known_file_group_is_kept(table_copy, table_id: str) -> None:
+    """A log file of a file group the payloads name, at an instant the timelines know, that no
+    write stat names (a version a writer rolled over to, a rollback's block): kept, although its
+    instant completed without naming it."""
+    path = table_copy(table_id)
+    log = sorted(p for p in path.rglob(".*.log.1_*") if ".hoodie" not in p.parts)[0]
+    version = log.with_name(log.name.replace(".log.1_", ".log.2_").rsplit("_", 1)[0] + "_0-99-99")
+    shutil.copy(log, version)
+    age_tree(path)
+    survey = Survey(HudiTable.open(str(path)))
+    instant = log.name[1:].split(".log.")[0].rsplit("_", 1)[1]
+    assert instant in survey.known_instants and instant >= min(survey.known_instants)
+    assert version.name not in referenced(survey).names
+    assert orphans(survey)[0] == [] and diagnose(HudiTable.open(str(path)), kinds=[KIND]) == []
