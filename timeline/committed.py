@@ -28,7 +28,13 @@ from enum import Enum
 from typing import TYPE_CHECKING
 
 from timeline.exceptions import CleanlineError
-from timeline.files import is_base_file_name, parse_base_file, parse_log_file
+from timeline.files import (
+    BASE_FILE_EXTENSIONS,
+    PARTITION_METADATA_PREFIX,
+    is_base_file_name,
+    parse_base_file,
+    parse_log_file,
+)
 from timeline.instant import State
 from timeline.metadata.references import references_of
 from timeline.timeline import WRITE_ACTIONS
@@ -62,12 +68,15 @@ class CommittedFiles:
     pending: frozenset[str]
 
     def of(self, name: str) -> Commitment:
-        """Where the file `name` stands."""
+        """Where the file `name` stands (a name with a base file's extension that carries no
+        instant is a data file to Hudi, `FSUtils.isBaseFile`, and committed only if named)."""
         instant = instant_of(name)
-        if instant is None:
+        if instant is None and not is_data_file(name):
             return Commitment.NOT_DATA
         if name in self.named:
             return Commitment.NAMED
+        if instant is None:
+            return Commitment.NOT_COMMITTED
         if instant in self.pending:
             return Commitment.PENDING
         if self.earliest is not None and instant < self.earliest:
@@ -85,6 +94,15 @@ def instant_of(name: str) -> str | None:
         return parse_base_file(name).instant_time if is_base_file_name(name) else parse_log_file(name).instant_time
     except ValueError:
         return None
+
+
+def is_data_file(name: str) -> bool:
+    """`FSUtils.isDataFile`: a base file by its extension, or a log file by its name's pattern;
+    never a partition metadata file (`HoodieBackedTableMetadataWriter`'s `DirectoryInfo` takes
+    those for partition markers before it asks `isDataFile`)."""
+    if name.startswith(PARTITION_METADATA_PREFIX):
+        return False
+    return name[name.rfind("."):] in BASE_FILE_EXTENSIONS or instant_of(name) is not None
 
 
 def committed_files(named: Iterable[str], known: Iterable[str], pending: Iterable[str]) -> CommittedFiles:
@@ -112,4 +130,4 @@ def active_committed_files(table: Table) -> CommittedFiles:
                            (i.requested_time for i in timeline.pending()))
 
 
-__all__ = ["Commitment", "CommittedFiles", "active_committed_files", "committed_files", "instant_of"]
+__all__ = ["Commitment", "CommittedFiles", "active_committed_files", "committed_files", "instant_of", "is_data_file"]

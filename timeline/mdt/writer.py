@@ -35,8 +35,9 @@ from dataclasses import dataclass
 from importlib.resources import files as files_pkg
 
 from timeline import transition
+from timeline.committed import is_data_file
 from timeline.exceptions import CleanlineError
-from timeline.files import PARTITION_METADATA_FILES, is_base_file_name, log_file_name, parse_log_file
+from timeline.files import is_base_file_name, log_file_name, parse_log_file
 from timeline.fsview import FileSlice
 from timeline.hfile import read_hfile, write_hfile
 from timeline.instant import Instant, State
@@ -447,7 +448,7 @@ def sync_updates(mdt: MetadataTable, *, admit: Callable[[str], bool] | None = No
     added only if `admit(name)` (the doctor's drift repair adds only what commit metadata names,
     `timeline/committed.py`)."""
     listed = mdt.files()
-    stored = {p: {s.name: s.size for s in files if _is_data_file(s.name)}
+    stored = {p: {s.name: s.size for s in files if is_data_file(s.name)}
               for p, files in mdt.table.list_partitions().partitions.items()
               if p in listed}  # fetchOutofSyncFilesRecordsFromMetadataTable: partitions the MDT lists
     records: list[MetadataRecord] = []
@@ -473,19 +474,6 @@ def sync_updates(mdt: MetadataTable, *, admit: Callable[[str], bool] | None = No
     if COLUMN_STATS in mdt.table.config.metadata_partitions and deleted and not is_v6(mdt):  # 0.x: files only
         updates += _column_stats_deletions(mdt, deleted)
     return updates
-
-
-def _is_data_file(name: str) -> bool:
-    """`FSUtils.isDataFile`: a base file or a log file (not partition metadata, checksums, ...)."""
-    if name in PARTITION_METADATA_FILES:
-        return False
-    if is_base_file_name(name):
-        return True
-    try:
-        parse_log_file(name)
-    except ValueError:
-        return False
-    return True
 
 
 def _column_stats_deletions(mdt: MetadataTable, deleted: list[tuple[str, str]]) -> list[MdtUpdate]:
