@@ -310,7 +310,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                "timeline.archive.reader", "timeline.locks.*", "timeline.transactions", "timeline.table")),
     ("rules", ("timeline.clean.*", "timeline.archive.*", "timeline.mdt.*", "timeline.savepoint", "timeline.rollback",
                "timeline.restore", "timeline.failed_writes", "timeline.changes", "timeline.discover",
-               "timeline.doctor.*", "timeline.spark.*")),
+               "timeline.committed", "timeline.doctor.*", "timeline.spark.*")),
     ("namespaces", ("timeline.inspect", "timeline.maintenance")),
     ("the table's front", ("timeline.hudi_table",)),
     ("entry points", ("timeline.engine", "timeline.demo", "timeline.spark.demo", "timeline.remote", "timeline.cli",
