@@ -8,6 +8,8 @@ import posixpath
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from itertools import repeat
+from operator import itemgetter
 from typing import BinaryIO, NamedTuple
 from urllib.parse import urlparse
 
@@ -39,6 +41,7 @@ class FileStatus(NamedTuple):
 # (`AbstractTableFileSystemView.buildFileGroups`) and the metadata writer's listing
 # (`HoodieBackedTableMetadataWriter`'s `DirectoryInfo`) keep to.
 SIDE_FILE_ENDINGS = (".crc", ".DS_Store")
+_NAME = itemgetter(1)  # FileStatus.name, read in C
 
 
 def is_side_file(name: str) -> bool:
@@ -47,8 +50,18 @@ def is_side_file(name: str) -> bool:
 
 
 def without_side_files(entries: list[FileStatus]) -> list[FileStatus]:
-    """The entries of a listing that are not side files (`is_side_file`)."""
-    return [s for s in entries if not (s.name.endswith(SIDE_FILE_ENDINGS) and is_side_file(s.name))]
+    """The entries of a listing that are not side files (`is_side_file`): the list itself when it
+    holds none (a scan in C, no Python call per entry: this runs on every listing)."""
+    if not any(map(str.endswith, map(_NAME, entries), repeat(SIDE_FILE_ENDINGS))):
+        return entries
+    return [s for s in entries if not is_side_file(s.name)]
+
+
+def without_side_names(names: list[str]) -> list[str]:
+    """`without_side_files` for a listing of names."""
+    if not any(map(str.endswith, names, repeat(SIDE_FILE_ENDINGS))):
+        return names
+    return [n for n in names if not is_side_file(n)]
 
 
 class Storage(ABC):
@@ -88,7 +101,7 @@ class Storage(ABC):
     def list_names(self, path: str) -> builtins.list[str]:
         """The names of a folder's direct children, files and folders alike, unsorted: the
         cheapest look at a folder (a local disk reads the folder alone); side files left out."""
-        return [n for n in self._list_names(path) if not (n.endswith(SIDE_FILE_ENDINGS) and is_side_file(n))]
+        return without_side_names(self._list_names(path))
 
     def list_recursive(self, path: str) -> Iterator[FileStatus]:
         """Every file (not folder) below a folder, at any depth; side files left out."""
