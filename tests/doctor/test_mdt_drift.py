@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.doctor.helpers import age_tree, grow_history, round_trip
+from tests.doctor.helpers import age_tree, archive_commit, grow_history, round_trip
 from tests.helpers import rows
 from timeline import HudiTable
 from timeline.config import update_config
@@ -194,3 +194,20 @@ def test_mdt_drift_a_file_older_than_every_instant_is_committed_but_never_added(
     assert [d.only_on_storage for d in finding.evidence.partitions] == [(ancient.name,)]
     with pytest.raises(RepairUnavailable, match="no commit metadata names them"):
         plan_repair(HudiTable.open(str(path)), KIND)
+
+
+def test_mdt_drift_validate_and_the_doctor_agree_on_a_file_an_archived_commit_does_not_name(table_copy) -> None:
+    """Stamped with an archived commit's time, which the active timeline starts after: the
+    archived write stats decide (not the file-system view's before-the-timeline rule), for
+    `mdt validate` as for the doctor: not committed, an orphan and no drift."""
+    path = table_copy(V9_META)
+    first = HudiTable.open(str(path)).timeline.commits().completed().first()
+    assert first is not None
+    archive_commit(path, first.requested_time)
+    stranger = _stranger(path, first.requested_time)
+    age_tree(path)
+    table = HudiTable.open(str(path))
+    assert min(i.requested_time for i in table.timeline) > first.requested_time
+    validation = table.inspect.validate_metadata_table()
+    assert validation.ok and [d.not_committed for d in validation.not_committed] == [(stranger.name,)]
+    assert [f.kind for f in diagnose(HudiTable.open(str(path)))] == ["orphan-files"]
