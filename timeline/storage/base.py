@@ -38,8 +38,8 @@ class FileStatus(NamedTuple):
 # ending in ".crc", its listStatus DEFAULT_FILTER); a `.crc` of a log file would otherwise parse
 # as a log file (FSUtils.LOG_FILE_PATTERN is matched with find()). macOS Finder's `.DS_Store` is
 # no base or log file (`FSUtils.isDataFile`), which the file-system view
-# (`AbstractTableFileSystemView.buildFileGroups`) and the metadata writer's listing
-# (`HoodieBackedTableMetadataWriter`'s `DirectoryInfo`) keep to.
+# (`AbstractTableFileSystemView.buildFileGroups`: `convertFileStatusesToBaseFiles` and
+# `convertFileStatusesToLogFiles`) and the metadata writer's listing (`DirectoryInfo`) keep to.
 SIDE_FILE_ENDINGS = (".crc", ".DS_Store")
 _NAME = itemgetter(1)  # FileStatus.name, read in C
 
