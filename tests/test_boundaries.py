@@ -311,7 +311,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("rules", ("timeline.clean.*", "timeline.archive.*", "timeline.mdt.*", "timeline.savepoint", "timeline.rollback",
                "timeline.pending_rollbacks",
                "timeline.restore", "timeline.failed_writes", "timeline.changes", "timeline.discover",
-               "timeline.doctor.*", "timeline.spark.*")),
+               "timeline.committed", "timeline.doctor.*", "timeline.spark.*")),
     ("namespaces", ("timeline.inspect", "timeline.maintenance")),
     ("the table's front", ("timeline.hudi_table",)),
     ("entry points", ("timeline.engine", "timeline.demo", "timeline.spark.demo", "timeline.remote", "timeline.cli",

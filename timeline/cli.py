@@ -236,7 +236,8 @@ def _mdt_validate(args: argparse.Namespace) -> int:
                              "onlyInMetadataTable": list(d.only_in_metadata),
                              "sizes": [{"file": f, "storage": a, "metadataTable": b} for f, a, b in d.sizes]}
                             for d in result.differences],
-            "uncommitted": {d.partition: list(d.uncommitted) for d in result.uncommitted}}
+            "uncommitted": {d.partition: list(d.uncommitted) for d in result.uncommitted},
+            "notCommitted": {d.partition: list(d.not_committed) for d in result.not_committed}}
 
     def text() -> str:
         lines = [f"{result.partitions} partitions, {result.files} files on storage: "
@@ -248,6 +249,9 @@ def _mdt_validate(args: argparse.Namespace) -> int:
             lines += [f"  {d.partition or '(root)'}: {f} is {_differing(args, a, b)}" for f, a, b in d.sizes]
         for d in result.uncommitted:
             lines += [f"  {d.partition or '(root)'}: not committed yet (ignored): {name}" for name in d.uncommitted]
+        for d in result.not_committed:
+            lines += [f"  {d.partition or '(root)'}: no completed write names it (ignored; see the doctor's "
+                      f"orphan-files): {name}" for name in d.not_committed]
         return "\n".join(lines)
 
     emit(args, data, text)

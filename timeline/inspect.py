@@ -271,8 +271,12 @@ class Inspect:
 
     def validate_metadata_table(self) -> Validation:
         """The metadata table's file listing against storage (`cleanline mdt validate`);
-        raises MetadataTableMissing when the table has none."""
+        raises MetadataTableMissing when the table has none. Files are judged committed or not
+        over the active and archived timelines, as the doctor judges them (`Survey.committed`)."""
+        from timeline.doctor.survey import Survey
+
         mdt = metadata_table(self.table)
         if mdt is None:
             raise MetadataTableMissing(f"{self.table.uri}: the metadata table is not enabled")
-        return validate_files(mdt)
+        survey = Survey(self.table)
+        return validate_files(mdt, listing=survey.sized_listing, committed=survey.committed)

@@ -1,21 +1,25 @@
 """Metadata-table drift (timeline/doctor/mdt_drift.py) on a copy of a real table with a metadata
 table, damaged as apache/hudi #11773 describes: a file deleted that the metadata table still
 lists. The repair's deltacommit brings the files partition to storage; a file group gone while a
-record index points at it is left to a Hudi writer."""
+record index points at it is left to a Hudi writer. "Committed" is timeline/committed.py's: a
+file no write stat names, whatever instant its name carries, is no drift but an orphan, and the
+repair never adopts it."""
 
 from __future__ import annotations
 
 import shutil
+import uuid
 from pathlib import Path
 
 import pytest
 
-from tests.doctor.helpers import age_tree, grow_history, round_trip
+from tests.doctor.helpers import age_tree, archive_commit, grow_history, round_trip
 from tests.helpers import rows
 from timeline import HudiTable
 from timeline.config import update_config
-from timeline.doctor import RepairUnavailable, diagnose, plan_repair
+from timeline.doctor import RepairUnavailable, diagnose, plan_repair, run_repair
 from timeline.doctor.mdt_drift import DriftEvidence
+from timeline.doctor.orphans import OrphanEvidence
 from timeline.mdt.reader import metadata_table
 
 V9_META = "sample_table/cow/v9_txns_simple_meta"
@@ -112,3 +116,98 @@ def test_mdt_drift_a_partition_the_metadata_table_does_not_list_is_left_to_hudi(
     age_tree(path)
     (finding,) = diagnose(HudiTable.open(str(path)), kinds=[KIND])
     assert not finding.repairable and "region=mars" in finding.repair and "Hudi writer" in finding.repair
+
+
+def _stranger(path: Path, instant: str) -> Path:
+    """A copy of the latest base file under a new file id, its name stamped with `instant`: a file
+    no instant wrote (a copy, a failed task's output renamed), rows and all."""
+    table = HudiTable.open(str(path))
+    piece = max((s for s in table.file_system_view().latest_slices() if s.base_file is not None),
+                key=lambda s: s.base_instant_time)
+    assert piece.base_file is not None
+    folder = path / piece.partition if piece.partition else path
+    target = folder / f"{uuid.uuid4()}-0_0-1-1_{instant}.parquet"
+    shutil.copy(folder / piece.base_file.name, target)
+    return target
+
+
+def _repair_everything(path: Path) -> None:
+    """`cleanline doctor --repair KIND` for every kind with a repairable finding, drift first (a
+    kind the repairs before left without one is skipped)."""
+    kinds = sorted({f.kind for f in diagnose(HudiTable.open(str(path))) if f.repairable}, key=lambda k: k != KIND)
+    for kind in kinds:
+        if any(f.repairable for f in diagnose(HudiTable.open(str(path)), kinds=[kind])):
+            assert run_repair(HudiTable.open(str(path)), plan_repair(HudiTable.open(str(path)), kind)).ok
+
+
+def test_mdt_drift_a_file_no_write_names_is_an_orphan_never_adopted(table_copy) -> None:
+    """Stamped with a completed commit's time under a new file id: no drift (Hudi's files
+    partition holds what commit metadata names, convertMetadataToFilesPartitionRecords), an
+    orphan; after the doctor's repairs hudi-rs reads the rows it read before, not the copy's too."""
+    path = table_copy(V9_META)
+    table = HudiTable.open(str(path))
+    update_config(table.storage, table.base, {"hoodie.table.metadata.partitions": "files"})  # a sync could add it
+    before = rows(path)
+    last = table.timeline.commits().completed().last()
+    assert last is not None
+    stranger = _stranger(path, last.requested_time)
+    age_tree(path)
+    drift = diagnose(HudiTable.open(str(path)), kinds=[KIND])
+    orphans = diagnose(HudiTable.open(str(path)), kinds=["orphan-files"])
+    validation = HudiTable.open(str(path)).inspect.validate_metadata_table()
+    _repair_everything(path)
+    assert len(before) == 12 and rows(path) == before  # not the copy's rows as well
+    assert not stranger.exists() and diagnose(HudiTable.open(str(path))) == []
+    assert drift == []
+    assert validation.ok and [d.not_committed for d in validation.not_committed] == [(stranger.name,)]
+    (orphan,) = orphans
+    assert isinstance(orphan.evidence, OrphanEvidence) and [f.name for f in orphan.evidence.files] == [stranger.name]
+
+
+def test_mdt_drift_a_file_of_an_instant_on_no_timeline_is_not_committed(table_copy) -> None:
+    """Its time on no timeline: not "a committed file missing", so no advice to drop the
+    metadata table (the table keeps a record index, under which adding files is refused)."""
+    path = table_copy(V9_META)
+    stranger = _stranger(path, "20261102000000000")
+    age_tree(path)
+    found = diagnose(HudiTable.open(str(path)))
+    assert [f.kind for f in found] == ["orphan-files"]
+    assert not [f for f in found if "mdt drop" in f.repair]
+    (orphan,) = found
+    assert isinstance(orphan.evidence, OrphanEvidence) and [f.name for f in orphan.evidence.files] == [stranger.name]
+    assert orphan.evidence.files[0].reason == "no instant 20261102000000000 on the active or archived timeline"
+
+
+def test_mdt_drift_a_file_older_than_every_instant_is_committed_but_never_added(table_copy) -> None:
+    """Older than every instant the timelines know: the file-system view reads it as committed
+    (isFileSliceCommitted: before the timeline starts), so it is drift and no orphan; no commit
+    metadata names it, so the sync does not add it: only a metadata table initialised from a
+    listing lists it."""
+    path = table_copy(V9_META)
+    table = HudiTable.open(str(path))
+    update_config(table.storage, table.base, {"hoodie.table.metadata.partitions": "files"})
+    ancient = _stranger(path, "20000101000000000")
+    age_tree(path)
+    (finding,) = diagnose(HudiTable.open(str(path)))
+    assert finding.kind == KIND and not finding.repairable and "older than every instant" in finding.repair
+    assert isinstance(finding.evidence, DriftEvidence)
+    assert [d.only_on_storage for d in finding.evidence.partitions] == [(ancient.name,)]
+    with pytest.raises(RepairUnavailable, match="no commit metadata names them"):
+        plan_repair(HudiTable.open(str(path)), KIND)
+
+
+def test_mdt_drift_validate_and_the_doctor_agree_on_a_file_an_archived_commit_does_not_name(table_copy) -> None:
+    """Stamped with an archived commit's time, which the active timeline starts after: the
+    archived write stats decide (not the file-system view's before-the-timeline rule), for
+    `mdt validate` as for the doctor: not committed, an orphan and no drift."""
+    path = table_copy(V9_META)
+    first = HudiTable.open(str(path)).timeline.commits().completed().first()
+    assert first is not None
+    archive_commit(path, first.requested_time)
+    stranger = _stranger(path, first.requested_time)
+    age_tree(path)
+    table = HudiTable.open(str(path))
+    assert min(i.requested_time for i in table.timeline) > first.requested_time
+    validation = table.inspect.validate_metadata_table()
+    assert validation.ok and [d.not_committed for d in validation.not_committed] == [(stranger.name,)]
+    assert [f.kind for f in diagnose(HudiTable.open(str(path)))] == ["orphan-files"]

@@ -21,6 +21,7 @@ from timeline.doctor import RepairUnavailable, diagnose, plan_repair, run_repair
 from timeline.doctor.orphans import OrphanEvidence, orphans, referenced
 from timeline.doctor.survey import Survey
 from timeline.mdt.reader import metadata_table
+from timeline.mdt.writer import sync_updates, write_update
 from timeline.rollback import rollback
 
 V9_COW = "sample_table/cow/v9_txns_simple_nometa"
@@ -155,9 +156,9 @@ def test_orphans_a_file_only_the_metadata_table_lists_is_never_offered(table_cop
     last = table.timeline.commits().completed().last()
     assert last is not None
     listed = copy_base_file(path, last.requested_time)  # a task attempt its commit does not name ...
-    age_tree(path)
-    synced = run_repair(HudiTable.open(str(path)), plan_repair(HudiTable.open(str(path)), "metadata-table-drift"))
-    assert synced.ok  # ... that the metadata table lists (RepairOrphanFilesProcedure: SKIPPED_PRESENT_IN_MDT)
+    mdt = metadata_table(HudiTable.open(str(path)))
+    assert mdt is not None  # ... that a sync from a storage listing (a restore's, in Hudi) put in the metadata table
+    write_update(mdt, mdt.mdt.new_instant_time(after=OLD), sync_updates(mdt))
     table = HudiTable.open(str(path))
     mdt = metadata_table(table)
     assert mdt is not None and listed.name in mdt.files()[listed.parent.name]
@@ -167,3 +168,33 @@ def test_orphans_a_file_only_the_metadata_table_lists_is_never_offered(table_cop
     with pytest.raises(RepairUnavailable):
         plan_repair(HudiTable.open(str(path)), KIND)
     assert listed.exists()
+
+
+def test_orphans_a_file_older_than_every_known_instant_is_kept(table_copy) -> None:
+    """Its write left the timelines (archived, the archive gone): the file-system view reads it as
+    committed (timeline/committed.py), so it is never offered, old as it is."""
+    path = table_copy(V9_COW)
+    ancient = copy_base_file(path, "20000101000000000")
+    age_tree(path)
+    survey = Survey(HudiTable.open(str(path)))
+    assert survey.known_instants and min(survey.known_instants) > "20000101000000000"
+    assert orphans(survey)[0] == [] and diagnose(HudiTable.open(str(path)), kinds=[KIND]) == []
+    assert ancient.exists()
+
+
+@pytest.mark.parametrize("table_id", ["sample_table/mor/parquet/v6_simplekeygen_nonhivestyle",
+                                      "sample_table/mor/avro/v9_txns_simple_nometa"], ids=["v6", "v9"])
+def test_orphans_an_unnamed_log_version_of_a_known_file_group_is_kept(table_copy, table_id: str) -> None:
+    """A log file of a file group the payloads name, at an instant the timelines know, that no
+    write stat names (a version a writer rolled over to, a rollback's block): kept, although its
+    instant completed without naming it."""
+    path = table_copy(table_id)
+    log = sorted(p for p in path.rglob(".*.log.1_*") if ".hoodie" not in p.parts)[0]
+    version = log.with_name(log.name.replace(".log.1_", ".log.2_").rsplit("_", 1)[0] + "_0-99-99")
+    shutil.copy(log, version)
+    age_tree(path)
+    survey = Survey(HudiTable.open(str(path)))
+    instant = log.name[1:].split(".log.")[0].rsplit("_", 1)[1]
+    assert instant in survey.known_instants and instant >= min(survey.known_instants)
+    assert version.name not in referenced(survey).names
+    assert orphans(survey)[0] == [] and diagnose(HudiTable.open(str(path)), kinds=[KIND]) == []

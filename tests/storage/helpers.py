@@ -15,12 +15,14 @@ import struct
 import threading
 import urllib.parse
 import zlib
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from timeline.exceptions import FileExists, FileNotFound
 from timeline.storage import Storage
+from timeline.storage.base import is_side_file
 
 
 def write_read_list_and_status(store: tuple[Storage, str]) -> None:
@@ -68,8 +70,53 @@ def missing_paths_raise_file_not_found_naming_the_path(store: tuple[Storage, str
         assert f"{root}/missing" in str(raised.value)
 
 
+def side_files_are_never_listed(store: tuple[Storage, str]) -> None:
+    """Hadoop's checksum files (`.<name>.crc`) and macOS's `.DS_Store` are in no listing (a
+    `.crc` of a log file looks like a log file); they are there all the same, and a folder deleted
+    goes with them. A name ending in `.crc` without the leading dot is no checksum file."""
+    storage, root = store
+    for name in ("a_0-1-1_001.parquet", ".a_001.log.1_0-1-1"):
+        storage.write(f"{root}/p/{name}", b"x")
+        storage.write(f"{root}/p/.{name}.crc", b"crc\0")
+    storage.write(f"{root}/p/.DS_Store", b"d")
+    storage.write(f"{root}/p/sub/.DS_Store", b"d")
+    storage.write(f"{root}/p/notes.crc", b"n")
+    files = {"a_0-1-1_001.parquet", ".a_001.log.1_0-1-1", "notes.crc"}
+    assert {s.name for s in storage.list(f"{root}/p")} == files | {"sub"}
+    assert {s.name for s in storage.list_unsized(f"{root}/p")} == files | {"sub"}
+    assert set(storage.list_names(f"{root}/p")) == files | {"sub"}
+    assert {s.name for s in storage.list_recursive(f"{root}/p")} == files
+    walked = dict(storage.walk(f"{root}/p", lambda folder, entries: [e.path for e in entries if e.is_dir]))
+    assert {s.name for entries in walked.values() for s in entries} == files | {"sub"}
+    assert storage.exists(f"{root}/p/.DS_Store") and storage.read(f"{root}/p/..a_001.log.1_0-1-1.crc") == b"crc\0"
+    assert storage.delete_dir(f"{root}/p") and not storage.exists(f"{root}/p/.DS_Store")
+
+
+def add_side_files(base: Path) -> int:
+    """What Hadoop's local file system and macOS leave in a table: a checksum file beside every
+    file (`.<name>.crc`, ChecksumFileSystem's format: "crc\\0", the bytes per checksum, a CRC-32
+    per chunk) and a `.DS_Store` in every folder. Returns how many were written."""
+    written = 0
+    for folder in [base, *(p for p in base.rglob("*") if p.is_dir())]:
+        for item in list(folder.iterdir()):
+            if item.is_file():
+                data = item.read_bytes()
+                sums = b"".join(struct.pack(">I", zlib.crc32(data[i:i + 512])) for i in range(0, len(data), 512))
+                (folder / f".{item.name}.crc").write_bytes(b"crc\0" + struct.pack(">i", 512) + sums)
+                written += 1
+        (folder / ".DS_Store").write_bytes(b"\0\0\0\1Bud1")
+        written += 1
+    return written
+
+
+def remove_side_files(base: Path) -> None:
+    """A table as Hudi's listings see it: every side file gone (some fixtures ship a `.DS_Store`)."""
+    for item in [p for p in base.rglob("*") if p.is_file() and is_side_file(p.name)]:
+        item.unlink()
+
+
 STORAGE_CONTRACT = (write_read_list_and_status, write_is_create_if_absent, delete_says_whether_the_file_was_there,
-                    missing_paths_raise_file_not_found_naming_the_path)
+                    missing_paths_raise_file_not_found_naming_the_path, side_files_are_never_listed)
 
 
 class FaultyProxy:

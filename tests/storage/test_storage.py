@@ -11,6 +11,7 @@ import pytest
 from tests.storage.helpers import (
     delete_says_whether_the_file_was_there,
     missing_paths_raise_file_not_found_naming_the_path,
+    side_files_are_never_listed,
     write_is_create_if_absent,
     write_read_list_and_status,
 )
@@ -46,6 +47,10 @@ def test_storage_list_unsized_leaves_sizes_unknown_only_where_each_costs_a_call(
         assert unsized == {s.name: (s.size, s.mtime_ms, s.is_dir) for s in storage.list(f"{root}/a")}
     walked = dict(storage.walk(f"{root}/a", lambda folder, entries: (), sizes=False))
     assert {s.name for s in walked[f"{root}/a"]} == {"one.parquet", "sub"}
+
+
+def test_storage_side_files_are_never_listed(store: tuple[Storage, str]) -> None:
+    side_files_are_never_listed(store)
 
 
 def test_storage_write_is_create_if_absent(store: tuple[Storage, str]) -> None:

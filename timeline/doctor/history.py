@@ -22,6 +22,7 @@ from timeline.metadata.references import (
     references_of,
 )
 from timeline.storage import Storage
+from timeline.timeline import WRITE_ACTIONS
 
 if TYPE_CHECKING:
     from timeline.table import Table
@@ -36,6 +37,7 @@ class ArchiveRead:
     detailed: set[str] = field(default_factory=set)
     references: References = field(default_factory=References)
     error: str | None = None
+    committed: set[str] = field(default_factory=set)  # what archived completed writes' write stats name
 
 
 def read_archive(table: Table) -> ArchiveRead:
@@ -62,6 +64,8 @@ def _read_v6(storage: Storage, folder: str, found: ArchiveRead) -> None:
         found.references.update(named)
         if (entry.state or "COMPLETED") == "COMPLETED":
             found.instants[entry.time] = entry.action
+            if entry.action in WRITE_ACTIONS:
+                found.committed |= named.names
             if named.details:
                 found.detailed.add(entry.time)
         else:
@@ -78,6 +82,8 @@ def _read_lsm(storage: Storage, folder: str, found: ArchiveRead) -> None:
             raw = metadata.decode(completed or b"", path=where, action=action, state=State.COMPLETED, layout=2)
             named = references_of(raw, action=action, state=State.COMPLETED)
             found.references.update(named)
+            if action in WRITE_ACTIONS:
+                found.committed |= named.names
             if named.details:
                 found.detailed.add(time)
             plan_action = LSM_PLAN_ACTION.get(action)

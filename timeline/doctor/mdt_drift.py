@@ -2,6 +2,11 @@
 hold, misses committed files, or records other sizes (`cleanline mdt validate`,
 `timeline/mdt/validate.py`, after Hudi CLI's `MetadataCommand.validateFiles`). Readers that
 trust the metadata table then fail on missing files or miss data (apache/hudi #11773).
+"Committed" is `timeline/committed.py`'s definition, the one the orphan check shares: a file no
+completed write names is not drift (it is the orphan check's), and the repair adds only files
+commit metadata names (`HoodieTableMetadataUtil.convertMetadataToFilesPartitionRecords`, what
+fills the `files` partition); a committed file older than every known instant that the metadata
+table misses is left to a metadata table initialised from a listing.
 
 The repair is the smallest correct one Hudi has: one deltacommit on the metadata table that
 brings its `files` partition to what storage holds, the records `timeline/mdt/writer.py`'s
@@ -20,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from timeline.committed import Commitment, CommittedFiles
 from timeline.doctor.check import Check, Session, no_repair, repairable_plan
 from timeline.doctor.findings import (
     NO_REPAIR,
@@ -76,6 +82,7 @@ class DriftEvidence(Evidence):
     sizes: int
     uncommitted: int
     metadata_partitions: tuple[str, ...]
+    not_committed: int = 0  # files on storage no completed write names: not drift (see orphan-files)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,13 +103,19 @@ def _file_id(name: str) -> str | None:
         return None
 
 
-def refusal(table: Table, validation: Validation, storage_files: dict[str, set[str]]) -> str | None:
+def refusal(table: Table, validation: Validation, storage_files: dict[str, set[str]],
+            committed: CommittedFiles) -> str | None:
     """Why the `files` sync is not the repair (None: it is)."""
     if validation.uncommitted:
         files = sum(len(d.uncommitted) for d in validation.uncommitted)
         return (f"{NO_REPAIR}{files} file(s) of pending writes are on storage and a sync would list them; roll back "
                 "or finish the pending writes first (see stale-pending)")
     adds = [n for d in validation.differences for n in d.only_on_storage]
+    unnamed = [n for n in adds if committed.of(n) is not Commitment.NAMED]
+    if unnamed:
+        return (f"{NO_REPAIR}{len(unnamed)} file(s) older than every instant the timelines know (first: {unnamed[0]}) "
+                "are missing from the metadata table; no commit metadata names them, so only a metadata table "
+                "initialised from a storage listing lists them (`cleanline mdt drop`; Hudi writers rebuild it)")
     blocking = _indexes(table, NEEDS_ENTRIES_FOR_NEW_FILES)
     if adds and blocking:
         return (f"{NO_REPAIR}{len(adds)} committed file(s) are missing from the metadata table, and its index "
@@ -131,7 +144,7 @@ def diagnose(survey: Survey) -> list[Finding]:
     try:
         mdt = metadata_table(table)
         assert mdt is not None
-        validation = validate_files(mdt, listing=survey.sized_listing)
+        validation = validate_files(mdt, listing=survey.sized_listing, committed=survey.committed)
     except CleanlineError as exc:
         return [Finding(KIND, Severity.ERROR, "the metadata table cannot be read",
                         UnreadableEvidence(str(exc), partitions),
@@ -145,7 +158,8 @@ def diagnose(survey: Survey) -> list[Finding]:
     only_mdt = sum(len(d.only_in_metadata) for d in drifts)
     sizes = sum(len(d.sizes) for d in drifts)
     stored = {p: {s.name for s in files} for p, files in survey.listing.partitions.items()}
-    repair = refusal(table, validation, stored) or uncovered(validation, changes_of(sync_updates(mdt))) or (
+    repair = refusal(table, validation, stored, survey.committed) or uncovered(
+        validation, changes_of(_sync_updates(mdt, survey))) or (
         "write one deltacommit on the metadata table bringing its files partition to storage "
         "(fetchOutofSyncFilesRecordsFromMetadataTable, as a restore ends)")
     return [Finding(
@@ -153,7 +167,7 @@ def diagnose(survey: Survey) -> list[Finding]:
         f"the metadata table differs from storage in {len(drifts)} partition(s): {only_mdt} file(s) listed but gone, "
         f"{only_storage} committed file(s) missing, {sizes} size(s) differ",
         DriftEvidence(drifts, only_storage, only_mdt, sizes, sum(len(d.uncommitted) for d in validation.uncommitted),
-                      partitions),
+                      partitions, sum(len(d.not_committed) for d in validation.not_committed)),
         "Readers that list files through the metadata table fail on files it lists that are gone, or miss "
         "committed data it does not list.",
         repair)]
@@ -205,7 +219,7 @@ def plan(survey: Survey) -> RepairPlan:
         raise no_repair(KIND, findings, survey.table.uri)
     mdt = metadata_table(survey.table)
     assert mdt is not None
-    return repairable_plan(survey, KIND, findings, changes_of(sync_updates(mdt)),
+    return repairable_plan(survey, KIND, findings, changes_of(_sync_updates(mdt, survey)),
                            ["the deltacommit's time is chosen when it is written: later than every instant"])
 
 
@@ -216,8 +230,9 @@ def run(session: Session, approved: RepairPlan) -> RepairResult:
     table = session.table
     previewed = {c.key for c in approved.changes}
     with session.transactions.state_change():
+        survey = session.survey()
         try:
-            fresh = plan(session.survey())
+            fresh = plan(survey)
         except RepairUnavailable as exc:
             if diagnose(session.survey()):
                 raise
@@ -228,11 +243,19 @@ def run(session: Session, approved: RepairPlan) -> RepairResult:
                                     f"({len(extra)} change(s) the plan did not preview); nothing was changed")
         mdt = metadata_table(table)
         assert mdt is not None
-        write_update(mdt, _sync_time(mdt), sync_updates(mdt))
+        write_update(mdt, _sync_time(mdt), _sync_updates(mdt, survey))
         current = {c.key for c in fresh.changes}
     table.reload()
     return RepairResult(table.uri, KIND, tuple(c for c in approved.changes if c.key in current),
                         tuple((c, "already in sync") for c in approved.changes if c.key not in current))
+
+
+def _sync_updates(mdt: MetadataTable, survey: Survey) -> list[MdtUpdate]:
+    """The sync's records, adding only files commit metadata names (`timeline/committed.py`:
+    HoodieTableMetadataUtil.convertMetadataToFilesPartitionRecords is what fills the `files`
+    partition; a file no write stat names is never adopted)."""
+    committed = survey.committed
+    return sync_updates(mdt, admit=lambda name: committed.of(name) is Commitment.NAMED)
 
 
 def _sync_time(mdt: MetadataTable) -> str:

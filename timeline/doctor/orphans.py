@@ -18,8 +18,10 @@ orphan. A file is kept when:
 - its instant is pending, has a live heartbeat, or has a marker folder;
 - its instant is completed (active or archived) without write details, or its state file (or
   the archive) cannot be read: then nothing is proved and the whole diagnosis finds no orphan;
-- its instant is older than every instant the timelines know (archived history may be gone),
-  or is a bootstrap instant;
+- it is committed (`timeline/committed.py`, the definition the metadata-table drift check shares,
+  so that no file is both a drift and an orphan): a write stat names it (above), or its instant is
+  older than every instant the timelines know (archived history may be gone);
+- its instant is a bootstrap instant;
 - it is a log file of a file group some payload names, written at an instant the timelines know;
 - the metadata table lists it;
 - it or its instant is younger than the horizon: the default minimum age, the oldest pending
@@ -31,6 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from timeline.committed import Commitment
 from timeline.doctor.check import Check, Session, repairable_plan, run_deletes
 from timeline.doctor.findings import Change, Evidence, Finding, RepairPlan, RepairResult, Severity
 from timeline.doctor.survey import DataFile, Survey, duration, parse_data_file
@@ -102,7 +105,7 @@ def referenced(survey: Survey) -> Referenced:
     pending = {i.requested_time for i in timeline.pending()}
     pending |= {t for t in survey.heartbeats if survey.heartbeat_alive(t)} | survey.live
     pending |= {t for t in survey.marker_folders if t not in survey.finished}
-    known = {i.requested_time for i in timeline} | archived_completed | named.instants | set(survey.rolled_back)
+    known = set(survey.known_instants)
     if table.config.metadata_table_enabled:
         try:
             mdt = metadata_table(table)
@@ -142,7 +145,8 @@ def orphans(survey: Survey) -> tuple[list[tuple[DataFile, str]], int, str]:
     if refs.doubt is not None:
         return [], limit, why_limit
     limit_instant = survey.instant_at(limit)
-    earliest = min(refs.known, default=None)
+    committed = survey.committed
+    earliest = committed.earliest
     names = refs.names
     found: list[tuple[DataFile, str]] = []
     for partition, files in survey.listing.partitions.items():
@@ -155,8 +159,8 @@ def orphans(survey: Survey) -> tuple[list[tuple[DataFile, str]], int, str]:
             instant = data.instant
             if instant in refs.pending or instant in refs.without_details or instant in BOOTSTRAP_INSTANTS:
                 continue
-            if earliest is None or instant < earliest:
-                continue  # older than anything the timelines know: history may have been removed
+            if earliest is None or committed.of(status.name) is Commitment.BEFORE_HISTORY:
+                continue  # older than anything the timelines know: committed (timeline/committed.py)
             if data.is_log and data.file_id in refs.file_ids and instant in refs.known:
                 continue  # a log file of a known file group and instant
             if instant[:17] >= limit_instant:

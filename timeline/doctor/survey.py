@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from functools import cached_property
 from typing import NamedTuple
 
+from timeline.committed import CommittedFiles, committed_files
 from timeline.doctor.history import ArchiveRead, read_archive
 from timeline.exceptions import (
     CleanlineError,
@@ -120,6 +121,7 @@ class StateFiles:
     references: References = field(default_factory=References)
     without_details: set[str] = field(default_factory=set)
     errors: dict[str, str] = field(default_factory=dict)
+    committed: set[str] = field(default_factory=set)  # what completed writes' write stats name
 
 
 class Survey:
@@ -223,8 +225,10 @@ class Survey:
                         found.errors[status.path] = str(exc)
                     continue
                 found.references.update(named)
-                if state is State.COMPLETED and instant.action in WRITE_ACTIONS and not named.details:
-                    found.without_details.add(instant.requested_time)
+                if state is State.COMPLETED and instant.action in WRITE_ACTIONS:
+                    found.committed |= named.names
+                    if not named.details:
+                        found.without_details.add(instant.requested_time)
                 if status.path in checked:
                     table.note_intact(status)
         return found
@@ -249,6 +253,21 @@ class Survey:
     @cached_property
     def archive(self) -> ArchiveRead:
         return read_archive(self.table)
+
+    @cached_property
+    def known_instants(self) -> frozenset[str]:
+        """Every instant time the timelines know: on the active timeline (any state), archived,
+        named by a payload (rolled back, restored) or by a completed rollback or restore."""
+        named = self.state_files.references.instants | self.archive.references.instants
+        return frozenset({i.requested_time for i in self.timeline} | set(self.archive.instants) | named
+                         | set(self.rolled_back))
+
+    @cached_property
+    def committed(self) -> CommittedFiles:
+        """Which files are committed (`timeline/committed.py`), over the active and archived
+        timelines: the drift check and the orphan check read this one answer."""
+        return committed_files(self.state_files.committed | self.archive.committed, self.known_instants,
+                               (i.requested_time for i in self.timeline.pending()))
 
     @cached_property
     def heartbeat_window_ms(self) -> int:

@@ -2,16 +2,20 @@
 partition (Hudi CLI's `metadata validate-files`, `MetadataCommand.validateFiles`, which compares
 `HoodieBackedTableMetadata` with `FileSystemBackedTableMetadata` file by file and size by size).
 
-Files on storage written by an instant that is not completed on the data table (a write in
-flight, or a failed one awaiting rollback) are not in the metadata table by design; they are
-reported apart as uncommitted and are no difference.
+Only base and log files are compared (`FSUtils.getAllDataFilesInPartition`). A file on storage
+that the metadata table does not list is a difference only when it is committed
+(`timeline/committed.py`): Hudi fills the `files` partition from commit metadata alone
+(`HoodieTableMetadataUtil.convertMetadataToFilesPartitionRecords`). Files of a pending instant
+(a write in flight, or a failed one awaiting rollback) are reported apart as uncommitted, and
+files no completed write names (a failed task's output, a file copied in) apart as not
+committed: neither is a difference (the second is the orphan check's business).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from timeline.files import PARTITION_METADATA_FILES, is_base_file_name, parse_base_file, parse_log_file
+from timeline.committed import Commitment, CommittedFiles, active_committed_files
 from timeline.fsview import TableListing, list_partitions
 from timeline.mdt.reader import MetadataTable
 
@@ -23,6 +27,7 @@ class PartitionDifference:
     only_in_metadata: tuple[str, ...] = ()
     sizes: tuple[tuple[str, int, int], ...] = ()       # (file, storage size, metadata size)
     uncommitted: tuple[str, ...] = ()                  # on storage, from instants not completed
+    not_committed: tuple[str, ...] = ()                # on storage, no completed write names them
 
     @property
     def differs(self) -> bool:
@@ -35,38 +40,45 @@ class Validation:
     files: int
     differences: tuple[PartitionDifference, ...] = field(default_factory=tuple)
     uncommitted: tuple[PartitionDifference, ...] = field(default_factory=tuple)
+    not_committed: tuple[PartitionDifference, ...] = field(default_factory=tuple)
 
     @property
     def ok(self) -> bool:
         return not self.differences
 
 
-def _instant_of(name: str) -> str | None:
-    try:
-        return parse_base_file(name).instant_time if is_base_file_name(name) else parse_log_file(name).instant_time
-    except ValueError:
-        return None
-
-
-def validate_files(mdt: MetadataTable, *, listing: TableListing | None = None) -> Validation:
+def validate_files(mdt: MetadataTable, *, listing: TableListing | None = None,
+                   committed: CommittedFiles | None = None) -> Validation:
     """Compare the MDT's `files` partition with a storage walk of the data table (`listing`,
-    when the caller listed the table already)."""
+    when the caller listed the table already), judging files by `committed` (the active
+    timeline's reading when not given; the doctor passes its reading of both timelines)."""
     table = mdt.table
     listed = mdt.files()
     on_storage = (listing or list_partitions(table.storage, table.base)).partitions
-    pending = {i.requested_time for i in table.timeline.pending()}
-    differences, uncommitted = [], []
+    judge = committed or active_committed_files(table)
+    differences, uncommitted, not_committed = [], [], []
     files = 0
     for partition in sorted(set(listed) | set(on_storage)):
-        stored = {s.name: s.size for s in on_storage.get(partition, ()) if s.name not in PARTITION_METADATA_FILES}
         indexed = listed.get(partition, {})
+        stored: dict[str, int] = {}
+        missing: dict[Commitment, list[str]] = {}
+        for status in on_storage.get(partition, ()):
+            standing = judge.of(status.name)
+            if standing is Commitment.NOT_DATA:
+                continue
+            stored[status.name] = status.size
+            if status.name not in indexed:
+                missing.setdefault(standing, []).append(status.name)
         files += len(stored)
-        fresh = tuple(sorted(n for n in stored if n not in indexed and _instant_of(n) in pending))
-        only_storage = tuple(sorted(n for n in stored if n not in indexed and n not in fresh))
+        only_storage = tuple(sorted(n for c, names in missing.items() if c.committed for n in names))
         only_mdt = tuple(sorted(n for n in indexed if n not in stored))
         sizes = tuple((n, stored[n], indexed[n]) for n in sorted(stored) if n in indexed and stored[n] != indexed[n])
         if only_storage or only_mdt or sizes:
             differences.append(PartitionDifference(partition, only_storage, only_mdt, sizes))
-        if fresh:
-            uncommitted.append(PartitionDifference(partition, uncommitted=fresh))
-    return Validation(len(set(listed) | set(on_storage)), files, tuple(differences), tuple(uncommitted))
+        if missing.get(Commitment.PENDING):
+            uncommitted.append(PartitionDifference(partition, uncommitted=tuple(sorted(missing[Commitment.PENDING]))))
+        if missing.get(Commitment.NOT_COMMITTED):
+            not_committed.append(PartitionDifference(
+                partition, not_committed=tuple(sorted(missing[Commitment.NOT_COMMITTED]))))
+    return Validation(len(set(listed) | set(on_storage)), files, tuple(differences), tuple(uncommitted),
+                      tuple(not_committed))

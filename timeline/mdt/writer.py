@@ -30,13 +30,14 @@ and secondary indexes get nothing, as in Hudi.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib.resources import files as files_pkg
 
 from timeline import transition
+from timeline.committed import is_data_file
 from timeline.exceptions import CleanlineError
-from timeline.files import PARTITION_METADATA_FILES, is_base_file_name, log_file_name, parse_log_file
+from timeline.files import is_base_file_name, log_file_name, parse_log_file
 from timeline.fsview import FileSlice
 from timeline.hfile import read_hfile, write_hfile
 from timeline.instant import Instant, State
@@ -441,11 +442,13 @@ def check_restorable(mdt: MetadataTable, savepoint_time: str) -> None:
                 "Hudi cannot restore the metadata table either (delete it and retry): cleanline mdt drop")
 
 
-def sync_updates(mdt: MetadataTable) -> list[MdtUpdate]:
+def sync_updates(mdt: MetadataTable, *, admit: Callable[[str], bool] | None = None) -> list[MdtUpdate]:
     """What makes the `files` partition list what storage holds, and the column-stats
-    deletions of files no longer there."""
+    deletions of files no longer there. With `admit`, a file the metadata table does not list is
+    added only if `admit(name)` (the doctor's drift repair adds only what commit metadata names,
+    `timeline/committed.py`)."""
     listed = mdt.files()
-    stored = {p: {s.name: s.size for s in files if _is_data_file(s.name)}
+    stored = {p: {s.name: s.size for s in files if is_data_file(s.name)}
               for p, files in mdt.table.list_partitions().partitions.items()
               if p in listed}  # fetchOutofSyncFilesRecordsFromMetadataTable: partitions the MDT lists
     records: list[MetadataRecord] = []
@@ -460,7 +463,8 @@ def sync_updates(mdt: MetadataTable) -> list[MdtUpdate]:
             added: dict[str, int] = {}
         else:
             removed = sorted(n for n in indexed if n not in present)
-            added = {n: size for n, size in present.items() if size > 0 and indexed.get(n) != size}
+            added = {n: size for n, size in present.items() if size > 0 and indexed.get(n) != size
+                     and (admit is None or n in indexed or admit(n))}
         deleted += [(identifier, name) for name in removed]
         if removed or added:
             records.append(files_record(identifier, added=added, deleted=removed))
@@ -470,19 +474,6 @@ def sync_updates(mdt: MetadataTable) -> list[MdtUpdate]:
     if COLUMN_STATS in mdt.table.config.metadata_partitions and deleted and not is_v6(mdt):  # 0.x: files only
         updates += _column_stats_deletions(mdt, deleted)
     return updates
-
-
-def _is_data_file(name: str) -> bool:
-    """`FSUtils.isDataFile`: a base file or a log file (not partition metadata, checksums, ...)."""
-    if name in PARTITION_METADATA_FILES:
-        return False
-    if is_base_file_name(name):
-        return True
-    try:
-        parse_log_file(name)
-    except ValueError:
-        return False
-    return True
 
 
 def _column_stats_deletions(mdt: MetadataTable, deleted: list[tuple[str, str]]) -> list[MdtUpdate]:

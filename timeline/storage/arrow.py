@@ -104,11 +104,11 @@ class ArrowStorage(Storage):
             return parsed.path
         return super().path_of(uri)
 
-    def list(self, path: str) -> list[FileStatus]:
+    def _list(self, path: str) -> list[FileStatus]:
         infos = _guard(path, lambda: self.fs.get_file_info(_pafs().FileSelector(path)))
         return [_status(info) for info in infos]
 
-    def list_recursive(self, path: str) -> Iterator[FileStatus]:
+    def _list_recursive(self, path: str) -> Iterator[FileStatus]:
         selector = _pafs().FileSelector(path, recursive=True)
         for info in _guard(path, lambda: self.fs.get_file_info(selector)):
             if info.type == _pafs().FileType.File:
@@ -256,13 +256,13 @@ class LocalStorage(ArrowStorage):
             return uri[5:]  # the form `uri` writes and Hudi uses for local tables
         return super().path_of(uri)
 
-    def list(self, path: str) -> list[FileStatus]:
+    def _list(self, path: str) -> list[FileStatus]:
         return _guard(path, lambda: _scan(path))
 
-    def list_unsized(self, path: str) -> builtins.list[FileStatus]:
+    def _list_unsized(self, path: str) -> builtins.list[FileStatus]:
         return _guard(path, lambda: _scan_names(path))
 
-    def list_names(self, path: str) -> builtins.list[str]:
+    def _list_names(self, path: str) -> builtins.list[str]:
         return _guard(path, lambda: os.listdir(path))
 
     def sizes_of(self, paths: Iterable[str]) -> dict[str, int]:
@@ -276,7 +276,7 @@ class LocalStorage(ArrowStorage):
                 continue
         return found
 
-    def list_recursive(self, path: str) -> Iterator[FileStatus]:
+    def _list_recursive(self, path: str) -> Iterator[FileStatus]:
         stack = [path]
         while stack:
             folder = stack.pop()

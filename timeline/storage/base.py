@@ -8,6 +8,8 @@ import posixpath
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from itertools import repeat
+from operator import itemgetter
 from typing import BinaryIO, NamedTuple
 from urllib.parse import urlparse
 
@@ -27,6 +29,39 @@ class FileStatus(NamedTuple):
     @classmethod
     def at(cls, path: str, size: int, mtime_ms: int, is_dir: bool = False) -> FileStatus:
         return cls(path, posixpath.basename(path), size, mtime_ms, is_dir)
+
+
+# Side files: files beside a table's files that are none of Hudi's and that Hudi's listings never
+# see. Hadoop's local file system, through which Hudi's HoodieHadoopStorage writes, is a
+# ChecksumFileSystem: it keeps a checksum `.<name>.crc` beside every file it writes and hides
+# them from every listing (`ChecksumFileSystem.isChecksumFile`: a name starting with "." and
+# ending in ".crc", its listStatus DEFAULT_FILTER); a `.crc` of a log file would otherwise parse
+# as a log file (FSUtils.LOG_FILE_PATTERN is matched with find()). macOS Finder's `.DS_Store` is
+# no base or log file (`FSUtils.isDataFile`), which the file-system view
+# (`AbstractTableFileSystemView.buildFileGroups`: `convertFileStatusesToBaseFiles` and
+# `convertFileStatusesToLogFiles`) and the metadata writer's listing (`DirectoryInfo`) keep to.
+SIDE_FILE_ENDINGS = (".crc", ".DS_Store")
+_NAME = itemgetter(1)  # FileStatus.name, read in C
+
+
+def is_side_file(name: str) -> bool:
+    """A Hadoop checksum file (`.<name>.crc`) or macOS Finder's `.DS_Store`."""
+    return name.startswith(".") and (name.endswith(".crc") or name == ".DS_Store")
+
+
+def without_side_files(entries: list[FileStatus]) -> list[FileStatus]:
+    """The entries of a listing that are not side files (`is_side_file`): the list itself when it
+    holds none (a scan in C, no Python call per entry: this runs on every listing)."""
+    if not any(map(str.endswith, map(_NAME, entries), repeat(SIDE_FILE_ENDINGS))):
+        return entries
+    return [s for s in entries if not is_side_file(s.name)]
+
+
+def without_side_names(names: list[str]) -> list[str]:
+    """`without_side_files` for a listing of names."""
+    if not any(map(str.endswith, names, repeat(SIDE_FILE_ENDINGS))):
+        return names
+    return [n for n in names if not is_side_file(n)]
 
 
 class Storage(ABC):
@@ -50,24 +85,44 @@ class Storage(ABC):
     # the backend has no batch delete and `delete_many` deletes file by file.
     delete_batch_size: int = 0
 
-    @abstractmethod
-    def list(self, path: str) -> list[FileStatus]:
-        """Direct children of a folder, files and folders, unsorted."""
+    # Every listing leaves side files out (`is_side_file`), here and only here: the public
+    # listing methods filter what a backend's `_list*` methods return.
+
+    def list(self, path: str) -> builtins.list[FileStatus]:
+        """Direct children of a folder, files and folders, unsorted; side files left out."""
+        return without_side_files(self._list(path))
 
     def list_unsized(self, path: str) -> builtins.list[FileStatus]:
         """`list` for a caller that needs no sizes: a backend that must ask for each file's size
         separately (a local disk: one stat per file) leaves `size` and `mtime_ms` at -1 (unknown);
         the others return what `list` does."""
-        return self.list(path)
+        return without_side_files(self._list_unsized(path))
 
     def list_names(self, path: str) -> builtins.list[str]:
         """The names of a folder's direct children, files and folders alike, unsorted: the
-        cheapest look at a folder (a local disk reads the folder alone)."""
-        return [s.name for s in self.list_unsized(path)]
+        cheapest look at a folder (a local disk reads the folder alone); side files left out."""
+        return without_side_names(self._list_names(path))
+
+    def list_recursive(self, path: str) -> Iterator[FileStatus]:
+        """Every file (not folder) below a folder, at any depth; side files left out."""
+        return (s for s in self._list_recursive(path) if not (s.name.endswith(SIDE_FILE_ENDINGS)
+                                                              and is_side_file(s.name)))
 
     @abstractmethod
-    def list_recursive(self, path: str) -> Iterator[FileStatus]:
-        """Every file (not folder) below a folder, at any depth."""
+    def _list(self, path: str) -> builtins.list[FileStatus]:
+        """The backend's listing behind `list`, side files included."""
+
+    def _list_unsized(self, path: str) -> builtins.list[FileStatus]:
+        """The backend's listing behind `list_unsized`, side files included."""
+        return self._list(path)
+
+    def _list_names(self, path: str) -> builtins.list[str]:
+        """The backend's listing behind `list_names`, side files included."""
+        return [s.name for s in self._list_unsized(path)]
+
+    @abstractmethod
+    def _list_recursive(self, path: str) -> Iterator[FileStatus]:
+        """The backend's listing behind `list_recursive`, side files included."""
 
     @abstractmethod
     def read(self, path: str) -> bytes:

@@ -51,7 +51,7 @@ class MemoryStorage(Storage):
     def resolve(self, path: str) -> str:
         return self._norm(path)
 
-    def list(self, path: str) -> list[FileStatus]:
+    def _list(self, path: str) -> list[FileStatus]:
         norm = self._check(path)
         if not self._is_dir(norm):
             raise FileNotFound(path)
@@ -70,7 +70,7 @@ class MemoryStorage(Storage):
                 children.setdefault(child, FileStatus.at(child, 0, 0, True))
         return list(children.values())
 
-    def list_recursive(self, path: str) -> Iterator[FileStatus]:
+    def _list_recursive(self, path: str) -> Iterator[FileStatus]:
         norm = self._check(path)
         if not self._is_dir(norm):
             raise FileNotFound(path)
