@@ -1,12 +1,15 @@
 """OIDC sign-in on mozilla-django-oidc: the authorization code flow with PKCE (S256), state and
 nonce checked against the session, the ID token's signature (the provider's JWKS), issuer,
-audience and expiry checked, the role from a claim at every sign-in, sign-out at the provider.
+audience, authorized party (`audience_refusal`) and expiry checked, the role from a claim at every
+sign-in, sign-out at the provider.
 
 The provider's endpoints come from its discovery document (`<issuer>/.well-known/openid-
 configuration`), read at the first sign-in and kept for the process: nothing reaches the
 provider at start-up, and a local or LDAP sign-in never does. Every refusal (a state or nonce
 that does not match, the provider's error, a failed token exchange, a bad ID token, no mapped
-role, a deactivated user) is audited as `signin.refused` and the login page says why."""
+role, a deactivated user) is audited as `signin.refused` and the login page says why (the
+provider's own error text only for a sign-in this browser started); refused callbacks are
+throttled per address (`console.signin.throttle`)."""
 
 from __future__ import annotations
 
