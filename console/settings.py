@@ -75,6 +75,8 @@ CLEANLINE_OIDC_ROLE_CLAIM  the claim that gives the role (default groups)
 CLEANLINE_OIDC_CLAIM_ROLES  JSON: claim value -> viewer/operator/admin (default none: no role)
 CLEANLINE_OIDC_USERNAME_CLAIM  the new user's username (default preferred_username, else email)
 CLEANLINE_OIDC_SIGN_ALGO, CLEANLINE_OIDC_TIMEOUT  the ID token's algorithm (RS256), seconds (10)
+CLEANLINE_OIDC_TRUSTED_AUDIENCES  comma-separated audiences an ID token may name besides the client
+                  (default none: a token also for anyone else is refused; with one, its azp must be the client)
 CLEANLINE_LDAP_SERVER_URI  ldap:// or ldaps:// (default none: LDAP off; needs cleanline[ldap])
 CLEANLINE_LDAP_BIND_DN, CLEANLINE_LDAP_BIND_PASSWORD  the service account that searches
 CLEANLINE_LDAP_USER_SEARCH_BASE, CLEANLINE_LDAP_USER_FILTER  (required; default (uid=%(user)s))
@@ -114,8 +116,9 @@ CLEANLINE_TRUSTED_PROXY_SSL_HEADER  the header a TLS-terminating proxy sets on H
                   `X-Forwarded-Proto` (value https) or `Name=value`; set it only when that proxy
                   always sets or strips the header, else a client could claim HTTPS. Behind such a
                   proxy CLEANLINE_HTTPS needs it, or every request is redirected again.
-CLEANLINE_LOGIN_FAILURE_LIMIT  failed logins of one username from one IP address before both are
-                  locked out (django-axes; default 5)
+CLEANLINE_LOGIN_FAILURE_LIMIT  failed logins of one username (whatever its case) from one IP address
+                  before both are locked out, and refused OIDC callbacks or API tokens from one IP
+                  address before it is answered 429 (django-axes; default 5)
 CLEANLINE_LOGIN_COOLOFF_MINUTES  how long a lockout lasts (default 15)
 Passwords are checked by Django's four validators (at least 12 characters).
 
@@ -377,8 +380,8 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 
 # Signing in (console/signin/): local accounts, LDAP and OIDC, each on when configured. Login
-# throttling (django-axes): its backend first refuses a locked-out username + IP address; the
-# OIDC callback (a GET, whose code cannot be guessed) is never locked out, password logins are.
+# throttling (django-axes, console/signin/throttle.py): its backend first refuses a locked-out
+# username + IP address; refused OIDC callbacks and API tokens are counted per IP address too.
 CLEANLINE_LOCAL_SIGNIN = os.environ.get("CLEANLINE_LOCAL_SIGNIN", "true").strip().lower() in ("1", "true", "yes")
 CLEANLINE_BREAK_GLASS_USERS = _list("CLEANLINE_BREAK_GLASS_USERS")
 CLEANLINE_OIDC_ISSUER = os.environ.get("CLEANLINE_OIDC_ISSUER", "").strip()
@@ -392,6 +395,8 @@ CLEANLINE_OIDC_ROLE_CLAIM = os.environ.get("CLEANLINE_OIDC_ROLE_CLAIM", "").stri
 CLEANLINE_OIDC_CLAIM_ROLES = role_map("CLEANLINE_OIDC_CLAIM_ROLES", os.environ.get("CLEANLINE_OIDC_CLAIM_ROLES", ""))
 CLEANLINE_OIDC_USERNAME_CLAIM = os.environ.get("CLEANLINE_OIDC_USERNAME_CLAIM", "").strip() or "preferred_username"
 CLEANLINE_OIDC_TIMEOUT = float(os.environ.get("CLEANLINE_OIDC_TIMEOUT", "10"))
+# Audiences besides the client that an ID token may also name (OIDC Core 3.1.3.7; its azp must then be us).
+CLEANLINE_OIDC_TRUSTED_AUDIENCES = _list("CLEANLINE_OIDC_TRUSTED_AUDIENCES")
 # mozilla-django-oidc's own settings (console/signin/oidc.py reads the endpoints from discovery and
 # the client's id and secret from the two settings above).
 OIDC_RP_SCOPES = os.environ.get("CLEANLINE_OIDC_SCOPES", "").strip() or "openid email profile"
@@ -414,7 +419,10 @@ AUTHENTICATION_BACKENDS = [
     "console.signin.local.LocalBackend",
     "console.signin.oidc.OidcBackend",  # answers only the OIDC callback, and only with CLEANLINE_OIDC_ISSUER set
 ]
-AXES_NEVER_LOCKOUT_GET = True
+# Every refusal counts, a GET's too (the OIDC callback, an API call with a wrong token), under the
+# name console/signin/throttle.py gives it: a username whatever its case, width or hidden characters.
+AXES_NEVER_LOCKOUT_GET = False
+AXES_USERNAME_CALLABLE = "console.signin.throttle.username"
 AXES_FAILURE_LIMIT = int(os.environ.get("CLEANLINE_LOGIN_FAILURE_LIMIT", "5"))
 AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("CLEANLINE_LOGIN_COOLOFF_MINUTES", "15")))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, User
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import EmptyPage, Paginator
@@ -16,6 +17,7 @@ from console import permissions
 from console.services import tokens
 from console.services.audit import acting_token, request_scope
 from console.services.signin import SignInRefused
+from console.signin import throttle
 
 MAX_PAGE_SIZE = 500
 
@@ -25,19 +27,25 @@ class TokenAuth(HttpBearer):
     role must hold `permission` (403 otherwise). Authentication runs before Django Ninja reads
     the request's input, so that a role that may not call an endpoint learns that (403), not
     what its input lacks (400). A token refused for its user (local sign-in off) answers 401 with
-the reason."""
+    the reason. Refused tokens are counted per client address like failed sign-ins
+    (`console.signin.throttle`): past `CLEANLINE_LOGIN_FAILURE_LIMIT` the address is answered 429
+    without its token being looked up, for `CLEANLINE_LOGIN_COOLOFF_MINUTES`."""
 
     def __init__(self, permission: str = permissions.VIEW) -> None:
         super().__init__()
         self.permission = permission
 
     def authenticate(self, request: HttpRequest, token: str) -> User | None:
+        if throttle.locked(request, throttle.API_TOKEN):
+            return None  # answered 429 (django-axes), the token not even looked up
         try:
             found = tokens.token_user(token)
         except SignInRefused as refused:  # audited; the 401 says why
             request.cleanline_token_refusal = str(refused)  # type: ignore[attr-defined]  # read back by the 401 handler
+            throttle.failed(request, throttle.API_TOKEN, method="api_token")
             return None
         if found is None:
+            throttle.failed(request, throttle.API_TOKEN, method="api_token")
             return None
         user, record = found
         request.user = user
@@ -75,6 +83,12 @@ class ApiProblemMiddleware:
         if (not request.path.startswith("/api/") or response.status_code < 400
                 or response.get("Content-Type", "").startswith(("application/problem+json", "application/json"))):
             return response
+        if response.status_code == 429:  # django-axes' lockout (console.signin.throttle)
+            seconds = int(settings.AXES_COOLOFF_TIME.total_seconds())
+            answer = problem(429, "Too Many Requests", "Too many refused API tokens or sign-ins from this address: its "
+                             f"requests are refused without being checked for up to {seconds // 60} minutes.")
+            answer["Retry-After"] = str(seconds)
+            return answer
         if response.status_code == 405:
             allowed = response.get("Allow", "")
             answer = problem(405, "Method Not Allowed", f"{request.method} is not allowed on {request.path}; it takes "

@@ -20,7 +20,8 @@ the change's requester created or promoted is refused (`console.permissions.appr
 
 Usernames are normalised (NFKC) and one that looks like an existing user's (`аdmin` with a
 Cyrillic а beside `admin`; Unicode's confusables, through the `confusable-homoglyphs` package) is
-refused.
+refused, and so is one holding a character that shows nothing or reorders the text
+(`console.services.usernames`).
 A change that meets a concurrent one (SQLite's "database is locked") is refused as a conflict,
 to be tried again; nothing of it was written."""
 
@@ -47,6 +48,7 @@ from console.models import GrantStatus, RoleGrant
 from console.permissions import PEOPLE
 from console.roles import ROLES, SOURCES, role_of, source_of
 from console.services.audit import audit
+from console.services.usernames import hidden_characters, shown, without_hidden
 
 ADMIN = "admin"
 T = TypeVar("T")
@@ -106,9 +108,9 @@ def normalised_username(username: str) -> str:
 def _skeleton(username: str) -> str:
     """What a username looks like: case-folded, then each character that Unicode's confusables
     table reads as a Latin one (a Cyrillic а, a digit 1 for l) replaced by it (UTS #39's
-    skeleton, one character at a time)."""
+    skeleton, one character at a time), without the characters that show nothing."""
     chars = []
-    for char in username.casefold():
+    for char in without_hidden(username).casefold():
         found = confusables.is_confusable(char, greedy=True, preferred_aliases=["latin"])
         chars.append(found[0]["homoglyphs"][0]["c"] if found else char)
     return "".join(chars)
@@ -116,7 +118,11 @@ def _skeleton(username: str) -> str:
 
 def _look_alike(username: str) -> str:
     """Why `username` may not be taken: an existing user's name that it equals ignoring case, or
-    that it looks like (`_skeleton`)."""
+    that it looks like (`_skeleton`); a character in it that shows nothing or reorders the text."""
+    hidden = hidden_characters(username)
+    if hidden:
+        return (f"'{shown(username)}' holds characters that show nothing or reorder the text ({', '.join(hidden)}): "
+                "it would look like another name. Choose a name without them.")
     folded, skeleton = username.casefold(), _skeleton(username)
     for existing in User.objects.values_list("username", flat=True).iterator():
         if existing.casefold() == folded:

@@ -7,7 +7,8 @@ user whose claim or groups map to no role loses their role and is refused. The r
 as a `RoleGrant` (asked by nobody: the provider gave it) and audited (`signin.role_changed`), and
 the user's creation too (`signin.user_created`). Refused (audited as `signin.refused` with the
 method and the reason; `SignInRefused` raised): no mapped role, a deactivated user, a username
-that a user from elsewhere (a local account, another provider) holds or looks like, no username.
+that a user from elsewhere (a local account, another provider) holds or looks like, a username
+holding a character that shows nothing or reorders the text (`services.usernames`), no username.
 The two-person rule, API tokens and the People page then treat these users as any other.
 
 `local_signin_refusal` is the one rule of `CLEANLINE_LOCAL_SIGNIN`: with it off a local account
@@ -28,6 +29,7 @@ from console.models import GrantStatus, Profile, RoleGrant, UserSource
 from console.roles import ROLES, role_name, source_of
 from console.services.audit import audit
 from console.services.people import _look_alike, normalised_username
+from console.services.usernames import hidden_characters, shown
 
 __all__ = ["SignInRefused", "local_signin_refusal", "signin_external", "signin_refused", "source_of"]
 METHODS = {UserSource.OIDC: "oidc", UserSource.LDAP: "ldap", UserSource.LOCAL: "local"}
@@ -93,6 +95,11 @@ def _find_or_create(*, source: UserSource, external_id: str, username: str, role
     if not username or len(username) > 150:
         raise _Refusal("The identity provider gave no usable username (1 to 150 characters).", username=username,
                        identity=external_id)
+    hidden = hidden_characters(username)
+    if hidden:
+        raise _Refusal(f"The identity provider gave the username '{shown(username)}', which holds characters that "
+                       f"show nothing or reorder the text ({', '.join(hidden)}): it would look like another name. "
+                       "Ask an admin to change it at the provider.", username=shown(username), identity=external_id)
     taken = _look_alike(username)
     if taken:
         raise _Refusal(f"{taken} That account is not this {method.upper()} identity; an admin must rename one of "

@@ -12,4 +12,5 @@ audit log (`signin.refused`, with the method and the reason); the writes are in
 
 Modules: `config` (the settings' parsers, no Django import), `oidc` (the backend, the views of the
 code flow, discovery and sign-out at the provider), `ldap` (the backend), `local` (the local
-backend), `views` (the login and logout pages)."""
+backend), `throttle` (refused sign-ins, OIDC callbacks and API tokens counted per address, on
+django-axes), `views` (the login and logout pages)."""

@@ -1,17 +1,21 @@
 """OIDC sign-in on mozilla-django-oidc: the authorization code flow with PKCE (S256), state and
 nonce checked against the session, the ID token's signature (the provider's JWKS), issuer,
-audience and expiry checked, the role from a claim at every sign-in, sign-out at the provider.
+audience, authorized party (`audience_refusal`) and expiry checked, the role from a claim at every
+sign-in, sign-out at the provider.
 
 The provider's endpoints come from its discovery document (`<issuer>/.well-known/openid-
 configuration`), read at the first sign-in and kept for the process: nothing reaches the
 provider at start-up, and a local or LDAP sign-in never does. Every refusal (a state or nonce
 that does not match, the provider's error, a failed token exchange, a bad ID token, no mapped
-role, a deactivated user) is audited as `signin.refused` and the login page says why."""
+role, a deactivated user) is audited as `signin.refused` and the login page says why (the
+provider's own error text only for a sign-in this browser started); refused callbacks are
+throttled per address (`console.signin.throttle`)."""
 
 from __future__ import annotations
 
 import functools
 import logging
+from collections.abc import Collection, Mapping
 from typing import Any
 from urllib.parse import urlencode
 
@@ -30,6 +34,7 @@ from mozilla_django_oidc.views import OIDCAuthenticationCallbackView, OIDCAuthen
 
 from console.models import UserSource
 from console.services.signin import SignInRefused, signin_external, signin_refused
+from console.signin import throttle
 from console.signin.config import role_for
 
 log = logging.getLogger(__name__)
@@ -74,6 +79,23 @@ def oidc_setting(attr: str, *default: Any) -> Any:
     if attr in ENDPOINTS:
         return discovery()[ENDPOINTS[attr]]
     return import_from_settings(CLIENT.get(attr, attr), *default)
+
+
+def audience_refusal(claims: Mapping[str, Any], client_id: str, trusted: Collection[str]) -> str:
+    """Why an ID token whose `aud` holds `client_id` (checked by PyJWT) is not for this client, or
+    "": OpenID Connect Core 1.0, 3.1.3.7, steps 3 to 5. Every other audience must be one this
+    client trusts (`CLEANLINE_OIDC_TRUSTED_AUDIENCES`); a token for several audiences must name
+    its authorized party (`azp`), and an `azp`, when present, must be this client."""
+    audiences = claims["aud"] if isinstance(claims["aud"], list) else [claims["aud"]]
+    untrusted = sorted({str(a) for a in audiences} - {client_id} - set(trusted))
+    if untrusted:
+        return (f"it is also for {', '.join(map(repr, untrusted))}, an audience this client does not trust "
+                "(CLEANLINE_OIDC_TRUSTED_AUDIENCES).")
+    if len(audiences) > 1 and "azp" not in claims:
+        return "it is for several audiences and names no authorized party (azp)."
+    if "azp" in claims and claims["azp"] != client_id:
+        return f"its authorized party (azp) is {claims['azp']!r}, not this client ({client_id!r})."
+    return ""
 
 
 def _refuse(request: HttpRequest, reason: str, **parameters: Any) -> None:
@@ -129,7 +151,7 @@ class OidcBackend(OIDCAuthenticationBackend):  # type: ignore[misc]  # mozilla-d
 
     def _verify_jws(self, payload: bytes | str, key: Any) -> dict[str, Any]:
         """The token's signature with the provider's key and algorithm, its expiry, and (unlike the
-        library, which checks neither) its issuer and audience."""
+        library, which checks neither) its issuer and audience (`audience_refusal`)."""
         header = jwt.get_unverified_header(payload)
         if header.get("alg") != self.OIDC_RP_SIGN_ALGO:
             raise SuspiciousOperation(f"The ID token is signed with {header.get('alg')!r}, not "
@@ -140,6 +162,9 @@ class OidcBackend(OIDCAuthenticationBackend):  # type: ignore[misc]  # mozilla-d
                                                 options={"require": ["exp", "iat", "iss", "aud", "sub"]}, leeway=60)
         except jwt.PyJWTError as exc:
             raise SuspiciousOperation(f"The ID token was refused: {exc}.") from exc
+        refusal = audience_refusal(claims, self.OIDC_RP_CLIENT_ID, settings.CLEANLINE_OIDC_TRUSTED_AUDIENCES)
+        if refusal:
+            raise SuspiciousOperation(f"The ID token was refused: {refusal}")
         return claims
 
     def get_userinfo(self, access_token: str, id_token: str, payload: dict[str, Any]) -> dict[str, Any]:
@@ -185,9 +210,15 @@ class OidcStart(OIDCAuthenticationRequestView):  # type: ignore[misc]  # mozilla
         return response
 
 
+NOT_STARTED = "No sign-in was started in this browser session (no state kept for it)."
+
+
 class OidcCallback(OIDCAuthenticationCallbackView):  # type: ignore[misc]  # mozilla-django-oidc ships no types
     """GET /oidc/callback/: the provider's answer. The library checks the state against the
-    session (and the nonce in the ID token); every refusal is audited here."""
+    session (and the nonce in the ID token); every refusal is audited here and counted towards
+    the address's throttling (`console.signin.throttle`: past the limit a callback is answered
+    429 unread and unaudited). The provider's error text is shown only for a sign-in that this
+    browser started (the answer's state is one its session keeps)."""
 
     get_settings = staticmethod(oidc_setting)
 
@@ -206,26 +237,35 @@ class OidcCallback(OIDCAuthenticationCallbackView):  # type: ignore[misc]  # moz
     def get(self, request: HttpRequest) -> HttpResponse:
         if not enabled():
             raise Http404("OIDC sign-in is not configured.")
-        error = request.GET.get("error", "")
+        if throttle.locked(request, throttle.OIDC_CALLBACK):
+            return self._failure()  # answered 429 by django-axes: nothing read, nothing audited
+        error, state = request.GET.get("error", ""), request.GET.get("state", "")
+        # read before the library takes the state out of the session
+        started = bool(state) and state in request.session.get("oidc_states", {})
         try:
             response = self._answer(request)
         except SuspiciousOperation as exc:
-            _refuse(request, f"The sign-in was refused: {exc}", state=request.GET.get("state", "")[:64])
-            return self._failure()
+            _refuse(request, f"The sign-in was refused: {exc}", state=state[:64])
+            response = self._failure()
         except (requests.RequestException, ImproperlyConfigured, ValueError, KeyError) as exc:
             log.warning("OIDC sign-in failed: %s", exc)
             _refuse(request, f"The identity provider could not be reached or answered wrongly: {exc}")
-            return self._failure()
-        if not request.user.is_authenticated:
-            if error:
+            response = self._failure()
+        else:
+            if request.user.is_authenticated:
+                return response
+            if error and started:
                 _refuse(request, f"The identity provider answered {error}: "
                                  f"{request.GET.get('error_description', '')}".strip(": "), error=error[:64])
+            elif error:  # its text is not shown: anyone can send a browser here with any words
+                _refuse(request, NOT_STARTED, error=error[:64])
             elif "code" not in request.GET or "state" not in request.GET:
                 _refuse(request, "The provider's answer has no code and state.")
             elif "oidc_states" not in request.session:
-                _refuse(request, "No sign-in was started in this browser session (no state kept for it).")
+                _refuse(request, NOT_STARTED)
             else:
                 _refuse(request, "The sign-in was refused.")
+        throttle.failed(request, throttle.OIDC_CALLBACK, method=METHOD)
         return response
 
 

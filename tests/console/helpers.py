@@ -145,7 +145,7 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 class OidcProvider:
     """oidc-provider on 127.0.0.1 with one client (PKCE required) and the users of a JSON file
-    that `set_user` rewrites (the provider reads it at every request)."""
+    that `set_user` rewrites (the provider reads it at every request; provider.mjs)."""
 
     client_id, client_secret = "cleanline-console", "test client secret, not for anything else"
 
@@ -157,8 +157,11 @@ class OidcProvider:
         self.redirect_uri, self.post_logout_redirect_uri = redirect_uri, post_logout_redirect_uri
         self.process: subprocess.Popen[bytes] | None = None
 
-    def set_user(self, username: str, password: str, /, **claims: Any) -> None:
-        self.users[username] = {"password": password, "claims": claims}
+    def set_user(self, username: str, password: str, /, *, id_token: dict[str, Any] | None = None,
+                 **claims: Any) -> None:
+        """A user the provider signs in, with their claims; `id_token` is set over their ID
+        token's claims (an `aud` naming other audiences too, an `azp`)."""
+        self.users[username] = {"password": password, "claims": claims, **({"id_token": id_token} if id_token else {})}
         tmp = self.users_file.with_suffix(".tmp")
         tmp.write_text(json.dumps(self.users))
         tmp.replace(self.users_file)

@@ -2,8 +2,11 @@
 // package oidc-provider on 127.0.0.1, one static confidential client that must use PKCE (S256),
 // RP-initiated logout, and its own login page checking the passwords of the users in USERS_FILE
 // (JSON: {"alice": {"password": "...", "claims": {"email": "...", "groups": ["..."]}}}), read at
-// every request so that a test changes a user's claims between two sign-ins. Pages load nothing
-// from elsewhere. Prints "ready <issuer>" once it listens.
+// every request so that a test changes a user's claims between two sign-ins. A user's "id_token"
+// entry ({"aud": [...], "azp": "..."}) is set over the ID token's own claims, and the token signed
+// again with the provider's key, as a provider issuing a token for several audiences does. Pages
+// load nothing from elsewhere. Prints "ready <issuer>" once it listens.
+import crypto from 'node:crypto';
 import http from 'node:http';
 import fs from 'node:fs';
 import { URLSearchParams } from 'node:url';
@@ -21,7 +24,13 @@ const escape = (text) => String(text).replace(/[&<>"']/g, (c) => `&#${c.charCode
 const page = (title, body) => `<!doctype html><html><head><meta charset="utf-8"><title>${escape(title)}</title></head>
 <body><h1>${escape(title)}</h1>${body}</body></html>`;
 
+// The signing key, made at each start (its public half is served at the provider's jwks_uri).
+const signingKey = { ...crypto.generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'jwk' }),
+  kid: 'test-signing-key', use: 'sig', alg: 'RS256' };
+const signingKeyObject = crypto.createPrivateKey({ key: signingKey, format: 'jwk' });
+
 const provider = new Provider(issuer, {
+  jwks: { keys: [signingKey] },
   clients: [{
     client_id: env('CLIENT_ID'),
     client_secret: env('CLIENT_SECRET'),
@@ -67,6 +76,18 @@ const provider = new Provider(issuer, {
   renderError: async (ctx, out) => { ctx.body = page('Error', `<pre id="provider-error">${escape(JSON.stringify(out))}</pre>`); },
   ttl: { Session: 3600, Interaction: 600, Grant: 3600, AccessToken: 600, IdToken: 600, AuthorizationCode: 60 },
 });
+
+// An ID token with the user's "id_token" entry set over its claims, signed again (RS256, the same key).
+const issue = provider.IdToken.prototype.issue;
+provider.IdToken.prototype.issue = async function issueWithOverrides(options) {
+  const token = await issue.call(this, options);
+  const [header, body] = token.split('.');
+  const claims = JSON.parse(Buffer.from(body, 'base64url').toString('utf8'));
+  const overrides = options?.use === 'idtoken' ? users()[claims.sub]?.id_token : undefined;
+  if (!overrides) return token;
+  const input = `${header}.${Buffer.from(JSON.stringify({ ...claims, ...overrides })).toString('base64url')}`;
+  return `${input}.${crypto.sign('sha256', Buffer.from(input), signingKeyObject).toString('base64url')}`;
+};
 
 const readForm = (req) => new Promise((resolve, reject) => {
   let body = '';

@@ -133,6 +133,24 @@ def test_ldap_wrong_password_is_refused_and_counted_by_the_login_throttling(ldap
     assert signed_in(sign_in("alice", PASSWORDS["alice"], Client(REMOTE_ADDR="198.51.100.8")))
 
 
+def test_ldap_lockout_counts_every_case_and_width_of_a_username_as_one(ldap_on: Slapd, settings) -> None:
+    """The directory finds `uid=bob` for `Bob`, `bOb` or `ｂｏｂ` (caseIgnoreMatch): the lockout
+    counts them as one name, so that no spelling gets guesses of its own."""
+    limit = settings.AXES_FAILURE_LIMIT
+    attacker = Client(REMOTE_ADDR="203.0.113.78")
+    spellings = ["bob", "Bob", "bOb", "boB", "BOB", "bOB", " Bob"][:limit]
+    answers = [attacker.post(reverse("login"), {"username": name, "password": f"guess {n}"}).status_code
+               for n, name in enumerate(spellings)]
+    assert answers == [200] * (limit - 1) + [429]
+    assert set(AccessAttempt.objects.values_list("username", flat=True)) == {"bob"}
+    # every spelling is locked out with it, the right directory password too, and LDAP is not asked
+    for name in ("bob", "BOb", "ＢＯＢ", "bob\u200b"):
+        assert not signed_in(sign_in(name, PASSWORDS["bob"], attacker)), name
+    assert not User.objects.filter(username="bob").exists()
+    assert signed_in(sign_in("BOb", PASSWORDS["bob"], Client(REMOTE_ADDR="198.51.100.8")))  # elsewhere: bob
+    assert User.objects.get().username == "bob"
+
+
 def test_ldap_starttls_and_ldaps_with_the_ca_file_and_refused_without_it(settings, directory: Slapd) -> None:
     directory.set_members("cleanline-admins", ["alice"])
     for env in (directory.env(CLEANLINE_LDAP_START_TLS="true", CLEANLINE_LDAP_CA_FILE=str(directory.ca_file)),

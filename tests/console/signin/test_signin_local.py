@@ -7,6 +7,7 @@ a user comes from."""
 from __future__ import annotations
 
 import pytest
+from axes.models import AccessAttempt
 from django.contrib.auth.models import Group, User
 from django.core.exceptions import ValidationError
 from django.test import Client
@@ -113,3 +114,22 @@ def test_local_signin_off_refuses_the_api_tokens_of_local_users_but_the_break_gl
     assert call("breakglass")[0] == 200 and call("lena")[0] == 200  # a provider's user keeps their tokens
     settings.CLEANLINE_LOCAL_SIGNIN = True
     assert call("ops")[0] == 200
+
+
+def test_local_lockout_counts_a_username_whatever_its_case_and_the_password_check_keeps_case(settings) -> None:
+    local("alice")
+    limit = settings.AXES_FAILURE_LIMIT
+    attacker = Client(REMOTE_ADDR="203.0.113.79")
+    answers = [attacker.post(reverse("login"), {"username": name, "password": "a wrong guess"}).status_code
+               for name in ["alice", "Alice", "ALICE", "aLiCe", "alicE", "ALICe"][:limit]]
+    assert answers == [200] * (limit - 1) + [429]
+    assert set(AccessAttempt.objects.values_list("username", flat=True)) == {"alice"}
+    right = attacker.post(reverse("login"), {"username": "alice", "password": PASSWORD})
+    assert right.status_code == 429 and "_auth_user_id" not in attacker.session
+    # elsewhere: a local username is still matched exactly (Django's), only the count ignores case
+    elsewhere = Client(REMOTE_ADDR="198.51.100.30")
+    elsewhere.post(reverse("login"), {"username": "Alice", "password": PASSWORD})
+    assert "_auth_user_id" not in elsewhere.session
+    elsewhere.post(reverse("login"), {"username": "alice", "password": PASSWORD})
+    assert "_auth_user_id" in elsewhere.session
+
