@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from django.urls import reverse
 
 from console import services
 from console.models import Instant, Table
+from console.models_write_stats import WriteStatsIndex
 from tests.helpers import huge_commit, huge_file_id, peak_growth
 
 pytestmark = pytest.mark.django_db
@@ -104,6 +106,53 @@ def test_huge_instant_page_and_api_answer_without_decoding_the_file(synced: tupl
     assert (stats["page"], stats["page_size"], stats["count"], stats["has_next"]) == (3, 10, count, True)
     assert [s["file_id"] for s in stats["items"]] == [huge_file_id(3 * k) for k in range(20, 30)]
     assert stats["items"][0]["num_writes"] == 61 and stats["items"][0]["partition"] == "10"
+
+
+def timed(call: Callable[[], Any]) -> tuple[Any, float]:
+    started = time.monotonic()
+    result = call()
+    return result, time.monotonic() - started
+
+
+def test_huge_instant_any_page_or_partition_answers_at_once(synced: tuple[Table, Instant, str, int]) -> None:
+    """Issue 38: the sync indexed the 200 MB commit's write stats, so its last page, a partition's
+    last page, a page far past the end (404) and a filter longer than any partition path (400)
+    answer in well under a second, on the page and in the API."""
+    table, row, _, count = synced
+    index = WriteStatsIndex.objects.get(table=table, requested_time=HUGE_TIME)
+    assert index.complete and index.count == count
+    viewer = client_of("viewer")
+    url = reverse("console:instant", args=[table.pk, row.pk])
+    last, in_30 = -(-count // 50), len(range(2, count, 3))
+    final = huge_file_id(2 + 3 * (in_30 - 1))  # the file's last stat: partition 30's last
+    answer, took = timed(lambda: viewer.get(url, {"page": last}))
+    assert answer.status_code == 200 and took < 1, took
+    text = answer.content.decode()
+    assert final in text and "next</a>" not in text
+    pages_of_30 = -(-in_30 // 50)
+    answer, took = timed(lambda: viewer.get(url, {"partition": "30", "page": pages_of_30}))
+    assert answer.status_code == 200 and took < 1, took
+    text = answer.content.decode()
+    assert final in text and huge_file_id(2 + 3 * 50 * (pages_of_30 - 1)) in text  # the page's first
+    assert huge_file_id(2 + 3 * (50 * (pages_of_30 - 1) - 1)) not in text
+    for query, status in (({"page": 999999999999}, 404), ({"page": last + 1}, 404), ({"page": -1}, 404),
+                          ({"partition": "30/" * 2000}, 400), ({"partition": "30", "page": last}, 404)):
+        answer, took = timed(lambda q=query: viewer.get(url, q))  # type: ignore[misc]
+        assert answer.status_code == status and took < 1, (query, answer.status_code, took)
+    nowhere, took = timed(lambda: viewer.get(url, {"partition": "40"}))
+    assert nowhere.status_code == 200 and took < 1 and huge_file_id(0) not in nowhere.content.decode()
+
+    user = User.objects.get(username="user-viewer")
+    api = Client(HTTP_AUTHORIZATION=f"Bearer {services.token_create(actor=user, owner=user, name='t')[1]}")
+    path = f"/api/v1/tables/{table.pk}/instants/{row.pk}"
+    answer, took = timed(lambda: api.get(path, {"page": last, "page_size": 50}))
+    stats = answer.json()["write_stats"]
+    assert answer.status_code == 200 and took < 1, took
+    assert stats["items"][-1]["file_id"] == final and not stats["has_next"]
+    for query, status in (({"page": 999999999999}, 404), ({"partition": "x" * 5000}, 400)):
+        answer, took = timed(lambda q=query: api.get(path, q))  # type: ignore[misc]
+        assert answer.status_code == status and took < 1, (query, answer.status_code, took)
+        assert answer["Content-Type"] == "application/problem+json"
 
 
 def test_huge_instant_raw_download_streams_the_exact_bytes(synced: tuple[Table, Instant, str, int]) -> None:
