@@ -205,6 +205,27 @@ def test_huge_instant_write_stats_page_and_filter_by_partition(small: tuple[Tabl
     assert api.get(path, {"page_size": 1, "page": 3}).status_code == 404
 
 
+def test_huge_instant_a_page_past_the_count_or_a_filter_too_long_is_refused_before_the_file_is_read(
+        small: tuple[Table, Instant]) -> None:
+    """Issue 38: a file the sync did not index (it was small then) is still refused at once: a
+    page past the sync's count of its stats is a 404 and a filter longer than a path can be a
+    400 before the file is read (it is unreadable past its first bytes here)."""
+    table, row = small
+    on_disk = Path(table.path.removeprefix("file:")) / ".hoodie" / f"{SMALL_COMMIT}.commit"
+    on_disk.write_bytes(b'{\n  "partitionToWriteStats" : {\n    "30" : [ {\n      "fileId" : ' + b"?" * 200)
+    viewer = client_of("viewer")
+    url = reverse("console:instant", args=[table.pk, row.pk])
+    assert viewer.get(url, {"page": 2}).status_code == 404
+    assert viewer.get(url, {"partition": "30/" * 2000}).status_code == 400
+    token = services.token_create(actor=User.objects.get(username="user-viewer"),
+                                  owner=User.objects.get(username="user-viewer"), name="t")[1]
+    api = Client(HTTP_AUTHORIZATION=f"Bearer {token}")
+    path = f"/api/v1/tables/{table.pk}/instants/{row.pk}"
+    assert api.get(path, {"page": 2}).status_code == 404
+    assert api.get(path, {"page": 2, "page_size": 1}).status_code == 409  # within the count: read, and unreadable
+    assert api.get(path, {"partition": "x" * 5000}).status_code == 400
+
+
 def test_huge_instant_raw_download_is_for_viewers_of_the_table_only(small: tuple[Table, Instant],
                                                                    console_table: Callable[[str], Table]) -> None:
     table, row = small
