@@ -21,7 +21,7 @@ from django.urls import reverse
 from console import services
 from console.models import Instant, Table
 from console.models_write_stats import WriteStatsIndex
-from tests.helpers import huge_commit, huge_file_id, peak_growth
+from tests.helpers import FIXTURES, S3Server, huge_commit, huge_file_id, peak_growth, unzip_table
 
 pytestmark = pytest.mark.django_db
 
@@ -224,6 +224,33 @@ def test_huge_instant_a_page_past_the_count_or_a_filter_too_long_is_refused_befo
     assert api.get(path, {"page": 2}).status_code == 404
     assert api.get(path, {"page": 2, "page_size": 1}).status_code == 409  # within the count: read, and unreadable
     assert api.get(path, {"partition": "x" * 5000}).status_code == 400
+
+
+def test_huge_instant_s3_commit_pages_from_its_index_without_reading_the_file_again(
+        settings: Any, s3_server: S3Server, tmp_path: Path) -> None:
+    """Issue 38 on S3: the sync indexes a commit above the limit from the one read it makes; a page
+    of its write stats, or a partition's, then costs the page's check of the file's first bytes
+    (one GET) and nothing more, whichever page is asked for."""
+    bucket = s3_server.new_bucket()
+    uri = s3_server.upload(unzip_table(FIXTURES / f"{SOURCE}.zip", tmp_path / "upload"), bucket,
+                           key_prefix="lake/trips")
+    settings.CLEANLINE_ALLOWED_ROOTS = [f"s3://{bucket}/lake"]
+    settings.CLEANLINE_INSTANT_INLINE_MAX_BYTES = 100
+    table = services.table_register(path=uri, user=None)
+    services.table_sync(table=table)
+    row = table.instants.get(requested_time=SMALL_COMMIT)
+    assert WriteStatsIndex.objects.get(table=table, requested_time=SMALL_COMMIT, complete=True).count == row.files == 2
+    user = User.objects.create_user("reader")
+    user.groups.add(Group.objects.get(name="viewer"))
+    api = Client(HTTP_AUTHORIZATION=f"Bearer {services.token_create(actor=user, owner=user, name='t')[1]}")
+    path = f"/api/v1/tables/{table.pk}/instants/{row.pk}"
+    for query, expected in (({"page": 2, "page_size": 1}, "10/97de74b1"), ({"partition": "30"}, "30/6db57019")):
+        with s3_server.recording() as requests:
+            body = api.get(path, query).json()["write_stats"]
+        assert [s["path"][:11] for s in body["items"]] == [expected]
+        commit = f"/{SMALL_COMMIT}.commit"
+        reads = [r for r in requests if r["method"] == "GET" and r["url"].split("?")[0].endswith(commit)]
+        assert len(reads) == 1, reads
 
 
 def test_huge_instant_raw_download_is_for_viewers_of_the_table_only(small: tuple[Table, Instant],
