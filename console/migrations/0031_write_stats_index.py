@@ -4,6 +4,12 @@ import django.db.models.deletion
 from django.db import migrations, models
 
 
+def sync_every_table_in_full(apps, schema_editor):
+    """The next sync of every table is a full one, which indexes the commits synced before the
+    index existed (`console.services.write_stats.Unindexed`)."""
+    apps.get_model("console", "Table").objects.update(sync_full=True)
+
+
 class Migration(migrations.Migration):
 
     dependencies = [
@@ -60,4 +66,5 @@ class Migration(migrations.Migration):
             model_name='indexedwritestat',
             constraint=models.UniqueConstraint(fields=('index', 'ordinal'), name='indexed_write_stat_unique_ordinal'),
         ),
+        migrations.RunPython(sync_every_table_in_full, migrations.RunPython.noop),
     ]

@@ -32,7 +32,7 @@ from console.selectors.archival import archival_plan, plan_summary
 from console.services.audit import audit
 from console.services.figures import plan_figure, table_figures
 from console.services.queue import SYNC_TABLE, enqueue_on_commit
-from console.services.write_stats import WriteStatsIndexer, write_stats_index_forget
+from console.services.write_stats import Unindexed, WriteStatsIndexer, write_stats_index_forget
 from timeline import CleanlineError, HudiTable, Maintenance, OutsideTableError, Timeline
 from timeline import Instant as LakeInstant
 from timeline.changes import TimelineChanges
@@ -201,10 +201,11 @@ def summary(lake: HudiTable, instant: LakeInstant, timeline: Timeline | None = N
 def _rows(lake: HudiTable, instants: Iterable[LakeInstant], archived: bool,
           known: Mapping[tuple[str, str], tuple[str, str, bool]], timeline: Timeline | None = None,
           table: Table | None = None) -> Iterable[tuple[tuple[str, str], dict[str, Any]]]:
+    unindexed = Unindexed(table) if table is not None and not archived else None
     for instant in instants:
         key = (instant.requested_time, instant.action)
         values = (instant.completion_time or "", instant.state.name, archived)
-        if known.get(key) == values:
+        if known.get(key) == values and (unindexed is None or not unindexed(instant, timeline)):
             continue
         yield key, {"completion_time": values[0], "state": values[1], "archived": archived,
                     **({} if archived else summary(lake, instant, timeline, table))}

@@ -10,10 +10,12 @@ from collections.abc import Iterable
 
 from django.conf import settings
 
-from console.models import Table
+from console.models import WRITE_ACTIONS, Table
 from console.models_write_stats import IndexedWriteStat, WriteStatsIndex
 from timeline import Instant as LakeInstant
+from timeline import State, Timeline
 from timeline.metadata.records import WriteStat
+from timeline.timeline import ActiveTimeline
 
 BATCH = 5000  # rows written at a time: memory stays that of one batch however large the commit
 
@@ -69,6 +71,28 @@ class WriteStatsIndexer:
     def _flush(self) -> None:
         IndexedWriteStat.objects.bulk_create(self.batch)
         self.batch = []
+
+
+class Unindexed:
+    """Which instants a sync reads again although their rows are as the lake says, to index
+    them: completed writes whose completed file is above CLEANLINE_INSTANT_INLINE_MAX_BYTES and
+    has no complete index (synced before the index existed, or before the limit was lowered).
+    Only a full sync's timeline holds every instant's files, so only a full sync finds them."""
+
+    def __init__(self, table: Table) -> None:
+        self.table = table
+        self.indexed: set[tuple[str, int]] | None = None
+
+    def __call__(self, instant: LakeInstant, timeline: Timeline | None) -> bool:
+        if not isinstance(timeline, ActiveTimeline) or instant.action not in WRITE_ACTIONS or not instant.is_completed:
+            return False
+        status = timeline.files_of(instant).get(State.COMPLETED)
+        if status is None or status.size <= settings.CLEANLINE_INSTANT_INLINE_MAX_BYTES:
+            return False
+        if self.indexed is None:  # read once a sync, and only when a file above the limit is met
+            self.indexed = set(WriteStatsIndex.objects.filter(table=self.table, complete=True)
+                               .values_list("file", "size"))
+        return (status.path.rsplit("/", 1)[-1], status.size) not in self.indexed
 
 
 def write_stats_index_forget(*, table: Table, instants: Iterable[tuple[str, str]]) -> None:

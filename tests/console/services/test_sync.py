@@ -128,3 +128,24 @@ def test_sync_indexes_the_write_stats_of_commits_too_large_to_show(allowed: Path
     assert set(WriteStatsIndex.objects.filter(table=table).values_list("requested_time", flat=True)) == {
         i.requested_time for i in writes[:-1]}
     assert not IndexedWriteStat.objects.filter(index__requested_time=writes[-1].requested_time).exists()
+
+
+def test_sync_in_full_indexes_commits_synced_before_the_index(allowed: Path, table_copy, settings) -> None:
+    """Issue 38: commits synced while no index was kept (before the index existed, or while they
+    were under the limit) are indexed by the next full sync, and only once; an incremental sync
+    leaves unchanged instants unread."""
+    path = table_copy("sample_table/cow/v9_txns_simple_nometa")
+    table = services.table_register(path=str(path), user=None)
+    services.table_sync(table=table)
+    assert not WriteStatsIndex.objects.filter(table=table).exists()  # every commit is under 4 MiB
+    settings.CLEANLINE_INSTANT_INLINE_MAX_BYTES = 100
+    services.table_sync(table=table)
+    assert not WriteStatsIndex.objects.filter(table=table).exists()
+    services.table_sync(table=table, full=True)
+    lake = HudiTable.open(str(path))
+    writes = {i.requested_time for i in lake.timeline.completed() if i.action in ("commit", "replacecommit")}
+    indexes = WriteStatsIndex.objects.filter(table=table, complete=True)
+    assert writes and set(indexes.values_list("requested_time", flat=True)) == writes
+    kept = set(indexes.values_list("pk", flat=True))
+    services.table_sync(table=table, full=True)
+    assert set(WriteStatsIndex.objects.filter(table=table).values_list("pk", flat=True)) == kept
