@@ -2,9 +2,11 @@
 
 import django.db.models.deletion
 from django.db import migrations, models
+from django.db.backends.base.schema import BaseDatabaseSchemaEditor
+from django.db.migrations.state import StateApps
 
 
-def sync_every_table_in_full(apps, schema_editor):
+def sync_every_table_in_full(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
     """The next sync of every table is a full one, which indexes the commits synced before the
     index existed (`console.services.write_stats.Unindexed`)."""
     apps.get_model("console", "Table").objects.update(sync_full=True)
