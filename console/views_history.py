@@ -37,11 +37,13 @@ def _render(request: AuthenticatedHttpRequest, table: Table | None, history: sel
 @require_GET
 def lake_history(request: AuthenticatedHttpRequest) -> HttpResponse:
     permissions.require_view(request.user)
+    selectors.page_number(request.GET.get("page"), pages=1)  # the charts are one page: another is a 404
     days = window(request)
     return _render(request, None, selectors.lake_history(days=days), days)
 
 
 @table_page()
 def table_history(request: AuthenticatedHttpRequest, table: Table) -> HttpResponse:
+    selectors.page_number(request.GET.get("page"), pages=1)
     days = window(request)
     return _render(request, table, selectors.table_history(table, days=days), days)

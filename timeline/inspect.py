@@ -8,7 +8,7 @@ import hashlib
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
 
 from timeline.archive import load_archived_timeline
 from timeline.archive.plan import ArchivalPlan, plan_archival
@@ -95,6 +95,29 @@ class InstantSummary:
                 records += stat.num_writes
                 written += stat.total_write_bytes
         return cls(partitions, files, records, written)
+
+
+class WriteStatsSink(Protocol):
+    """Where `Inspect.summary` hands a completed commit's write stats as it sums them, so that
+    a caller indexes a huge commit in the same single pass (the console's write-stats index):
+    `wants` is asked with the file's path and size; when it answers True and the file is commit
+    metadata read as a stream, `add` takes each stat in the file's order and `done` follows
+    the last one."""
+
+    def wants(self, path: str, size: int) -> bool: ...
+
+    def add(self, partition: str, stat: WriteStat) -> None: ...
+
+    def done(self) -> None: ...
+
+
+def _handed(entries: Iterable[tuple[str, WriteStat | None]],
+            sink: WriteStatsSink) -> Iterator[tuple[str, WriteStat | None]]:
+    """`entries` as they are, each stat handed to `sink` on the way."""
+    for partition, stat in entries:
+        if stat is not None:
+            sink.add(partition, stat)
+        yield partition, stat
 
 
 class Inspect:
@@ -189,19 +212,30 @@ class Inspect:
         return self.table.read_record_file(self.table.timeline.path_of(instant, instant.state if state is None
                                                                        else state))
 
-    def summary(self, instant: Instant, timeline: Timeline | None = None) -> InstantSummary | None:
+    def summary(self, instant: Instant, timeline: Timeline | None = None, *,
+                sink: WriteStatsSink | None = None) -> InstantSummary | None:
         """What a completed instant reports (None for a pending one or one that reports nothing);
-        its state files found on `timeline` (default the table's; `TimelineChanges.timeline`)."""
+        its state files found on `timeline` (default the table's; `TimelineChanges.timeline`).
+        Commit metadata of a size `sink` wants (`WriteStatsSink`) is read as a stream and its
+        stats handed to the sink while they are summed."""
         if not instant.is_completed:
             return None
         found = timeline if isinstance(timeline, ActiveTimeline) else self.table.timeline
         status = found.files_of(instant).get(State.COMPLETED)
         if status is None:
             return InstantSummary.of(self.record(instant, State.COMPLETED))
-        if status.size > STREAM_CHECK_BYTES and self.table.streams_write_stats(status.path):
+        handed = sink if sink is not None and sink.wants(status.path, status.size) else None
+        if (handed is not None or status.size > STREAM_CHECK_BYTES) and self.table.streams_write_stats(status.path):
             # a huge commit is summed as it is read, never held (a 200 MB commit decodes to GBs)
             with self.table.stream_write_stats(status.path) as entries:
-                return None if entries is None else InstantSummary.streamed(entries)
+                if entries is None:  # no write stats (an index of none)
+                    if handed is not None:
+                        handed.done()
+                    return None
+                summed = InstantSummary.streamed(entries if handed is None else _handed(entries, handed))
+            if handed is not None:
+                handed.done()
+            return summed
         return InstantSummary.of(self.table.read_record_file(status.path))
 
     def clean_report(self, instant: Instant) -> CleanMetadata:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import BadRequest, PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError
@@ -53,6 +53,12 @@ def _where(loc: Any) -> str:
     """Where a bad value was sent, `query.since` or `body.confirm` (Ninja repeats `body`)."""
     parts = [str(p) for p in loc]
     return ".".join(p for i, p in enumerate(parts) if i == 0 or p != parts[i - 1])
+
+
+@api.exception_handler(BadRequest)
+def bad_request(request: HttpRequest, exc: BadRequest) -> HttpResponse:
+    """400 for a value the selectors refuse (`console.selectors.paging.partition_filter`)."""
+    return problem(400, "Bad Request", str(exc) or "The request is not valid.")
 
 
 @api.exception_handler(InputError)

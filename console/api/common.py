@@ -14,6 +14,7 @@ from django.http import HttpRequest, HttpResponse
 from ninja.security import HttpBearer
 
 from console import permissions
+from console.selectors.paging import page_number
 from console.services import tokens
 from console.services.audit import acting_token, request_scope
 from console.services.signin import SignInRefused
@@ -126,6 +127,7 @@ def problem(status: int, title: str, detail: str, **extra: Any) -> HttpResponse:
 def paged(rows: QuerySet[Any] | Sequence[Any], page: int, page_size: int, item: Callable[[Any], Any]) -> dict[str, Any]:
     """One page of `rows` (1-based; a page past the end is a 404), with the totals."""
     page_size = max(1, min(page_size, MAX_PAGE_SIZE))
+    page = page_number(page)  # 0 and negatives name no page: 404, as on the pages
     paginator = Paginator(rows, page_size)
     try:
         current = paginator.page(page)

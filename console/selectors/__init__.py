@@ -31,6 +31,7 @@ from console.selectors.instants import (
     TimelineFilters,
     WriteStatsPage,
     actions_of,
+    indexed_write_stats,
     instant_contents,
     instant_files,
     state_file_reader,
@@ -38,7 +39,7 @@ from console.selectors.instants import (
     timeline_rows,
     write_stats_page,
 )
-from console.selectors.paging import PAGE_SIZE, page_of
+from console.selectors.paging import PAGE_SIZE, page_number, page_of
 from console.selectors.people import audit_page, audit_rows, pending_grants, people_rows
 from console.selectors.plans import (
     all_plans,
@@ -112,10 +113,12 @@ __all__ = [
     "demo_status",
     "failed_write_previews",
     "file_groups",
+    "indexed_write_stats",
     "instant_contents",
     "instant_files",
     "metadata_table",
     "overview",
+    "page_number",
     "page_of",
     "partition_choices",
     "pending_grants",

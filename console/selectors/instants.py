@@ -18,7 +18,8 @@ from django.http import Http404
 from django.utils import timezone
 
 from console.models import Instant, Table
-from console.selectors.paging import PAGE_SIZE, page_of
+from console.models_write_stats import WriteStatsIndex
+from console.selectors.paging import PAGE_SIZE, page_number, page_of, partition_filter
 from timeline import CleanlineError, HudiTable, State, TableConfig
 from timeline import Instant as LakeInstant
 from timeline.instant import instant_time_of
@@ -229,25 +230,47 @@ class WriteStatsPage:
 def write_stats_page(table: Table, instant: Instant, contents: list[StateContent], *, partition: str | None,
                      page: int | str | None, page_size: int = PAGE_SIZE) -> WriteStatsPage | None:
     """Page `page` of the newest state's write stats (of `partition` only, if given) when that
-    file was too large to decode and its stats can be read as a stream; None otherwise. Only
-    the file's beginning up to the page's last stat is read (bounded memory)."""
+    file was too large to decode and its stats can be read as a stream; None otherwise.
+
+    A file the sync indexed (`WriteStatsIndex`, a completed commit file above
+    CLEANLINE_INSTANT_INLINE_MAX_BYTES) is paged from the database, in time independent of its
+    size; another is read as a stream only up to the page's last stat (bounded memory). The
+    page number and the filter are checked first (`page_number`, `partition_filter`): a page
+    past the last stat the sync counted is a 404 before anything is read."""
     latest = contents[0] if contents else None
     if latest is None or latest.decoded or latest.error or not latest.streams_write_stats:
         return None
-    try:
-        number = int(page or 1)
-    except ValueError:
-        raise Http404(f"There is no page {page}.") from None
-    if number < 1:
-        raise Http404(f"There is no page {page}.")
-    lake = HudiTable.open(table.path)
-    found = lake.inspect.write_stats(latest.path, partition=partition or None, start=(number - 1) * page_size,
-                                     count=page_size + 1)
+    number = page_number(page)
+    chosen = partition_filter(partition)
+    completed = latest.state == State.COMPLETED.name  # the sync's summary and index are the completed file's
+    index = WriteStatsIndex.objects.filter(table=table, file=latest.file, size=latest.size,
+                                           complete=True).first() if completed else None
+    start = (number - 1) * page_size
+    known = index.count if index is not None else instant.files if completed else None
+    if number > 1 and known is not None and start >= known:
+        raise Http404(f"There is no page {number} of write stats ({known} in all, {page_size} a page).")
+    if index is not None:
+        found = indexed_write_stats(index, partition=chosen or None, start=start, count=page_size + 1)
+    else:
+        lake = HudiTable.open(table.path)
+        found = lake.inspect.write_stats(latest.path, partition=chosen or None, start=start, count=page_size + 1)
     if not found and number > 1:
-        raise Http404(f"There is no page {page} of write stats.")
-    summed = not partition and latest.state == State.COMPLETED.name  # the sync's summary is the completed file's
-    return WriteStatsPage(found[:page_size], number, page_size, partition or None, len(found) > page_size,
-                          instant.files if summed else None)
+        raise Http404(f"There is no page {number} of write stats.")
+    return WriteStatsPage(found[:page_size], number, page_size, chosen or None, len(found) > page_size,
+                          known if not chosen and completed else None)
+
+
+def indexed_write_stats(index: WriteStatsIndex, *, partition: str | None, start: int, count: int) -> list[WriteStat]:
+    """At most `count` write stats of an indexed file from the `start`-th (of `partition` only,
+    if given), in the file's order: one range of the index's rows."""
+    rows = index.stats.all()
+    if partition is None:
+        rows = rows.filter(ordinal__gte=start, ordinal__lt=start + count).order_by("ordinal")
+    else:
+        rows = rows.filter(partition=partition, partition_ordinal__gte=start,
+                           partition_ordinal__lt=start + count).order_by("partition_ordinal")
+    return [WriteStat(r.partition, r.file_id, r.path, r.prev_commit, r.num_writes, r.num_inserts, r.num_update_writes,
+                      r.num_deletes, r.total_write_bytes, r.file_size) for r in rows]
 
 
 def state_file_reader(table: Table, instant: Instant, state: str) -> tuple[str, BinaryIO]:

@@ -32,6 +32,7 @@ from console.selectors.archival import archival_plan, plan_summary
 from console.services.audit import audit
 from console.services.figures import plan_figure, table_figures
 from console.services.queue import SYNC_TABLE, enqueue_on_commit
+from console.services.write_stats import Unindexed, WriteStatsIndexer, write_stats_index_forget
 from timeline import CleanlineError, HudiTable, Maintenance, OutsideTableError, Timeline
 from timeline import Instant as LakeInstant
 from timeline.changes import TimelineChanges
@@ -185,10 +186,12 @@ def sync_fingerprint(table: Table) -> str:
                           .encode()).hexdigest()
 
 
-def summary(lake: HudiTable, instant: LakeInstant, timeline: Timeline | None = None) -> dict[str, int]:
+def summary(lake: HudiTable, instant: LakeInstant, timeline: Timeline | None = None,
+            table: Table | None = None) -> dict[str, int]:
     """Partitions, files, records and bytes an instant's metadata reports (its state files
-    found on `timeline`, default the table's)."""
-    found = lake.inspect.summary(instant, timeline)
+    found on `timeline`, default the table's); with `table`, a completed commit file too large
+    to show whole has its write stats indexed in the same read (`services/write_stats.py`)."""
+    found = lake.inspect.summary(instant, timeline, sink=None if table is None else WriteStatsIndexer(table, instant))
     if found is None:
         return {}
     values = {"partitions": found.partitions, "files": found.files, "records": found.records, "bytes": found.bytes}
@@ -196,15 +199,16 @@ def summary(lake: HudiTable, instant: LakeInstant, timeline: Timeline | None = N
 
 
 def _rows(lake: HudiTable, instants: Iterable[LakeInstant], archived: bool,
-          known: Mapping[tuple[str, str], tuple[str, str, bool]],
-          timeline: Timeline | None = None) -> Iterable[tuple[tuple[str, str], dict[str, Any]]]:
+          known: Mapping[tuple[str, str], tuple[str, str, bool]], timeline: Timeline | None = None,
+          table: Table | None = None) -> Iterable[tuple[tuple[str, str], dict[str, Any]]]:
+    unindexed = Unindexed(table) if table is not None and not archived else None
     for instant in instants:
         key = (instant.requested_time, instant.action)
         values = (instant.completion_time or "", instant.state.name, archived)
-        if known.get(key) == values:
+        if known.get(key) == values and (unindexed is None or not unindexed(instant, timeline)):
             continue
         yield key, {"completion_time": values[0], "state": values[1], "archived": archived,
-                    **({} if archived else summary(lake, instant, timeline))}
+                    **({} if archived else summary(lake, instant, timeline, table))}
 
 
 def table_located(table: Table, lake: HudiTable) -> None:
@@ -259,7 +263,7 @@ def table_sync(*, table: Table, full: bool = False) -> SyncResult:
         known = _known(table)
     else:
         known = _known(table, times=changes.times) if archived is None else _known(table)
-    upserts, stale = _instant_changes(lake, changes, archived, known)
+    upserts, stale = _instant_changes(lake, changes, archived, known, table)
     figures = table_figures(table, lake, full=full) if full or changes.changed else None
     layout = plan_figure(table, figures["layout_summary"] if figures else dict(table.layout_summary or {}))
     archival = _archival(table, lake) if full or _archival_due(table, mark, changes, archive_moved) else None
@@ -267,6 +271,7 @@ def table_sync(*, table: Table, full: bool = False) -> SyncResult:
     with transaction.atomic():
         for time, action in stale:
             table.instants.filter(requested_time=time, action=action).delete()
+        write_stats_index_forget(table=table, instants=[*stale, *(k for k, v in upserts.items() if v["archived"])])
         rows = [Instant(table=table, requested_time=t, action=a, **v) for (t, a), v in upserts.items()]
         Instant.objects.bulk_create(
             rows, batch_size=2000, update_conflicts=True, unique_fields=["table", "requested_time", "action"],
@@ -342,8 +347,8 @@ def _known(table: Table, times: Iterable[str] | None = None) -> Known:
     return found
 
 
-def _instant_changes(lake: HudiTable, changes: TimelineChanges, archived: Timeline | None,
-                     known: Known) -> tuple[dict[tuple[str, str], dict[str, Any]], list[tuple[str, str]]]:
+def _instant_changes(lake: HudiTable, changes: TimelineChanges, archived: Timeline | None, known: Known,
+                     table: Table | None = None) -> tuple[dict[tuple[str, str], dict[str, Any]], list[tuple[str, str]]]:
     """The rows to write and the rows to remove. `known` holds every row when the whole
     timeline or the archived one was read, else the rows of the changed instant times; a row
     at an unchanged time stays active (its state files are as they were)."""
@@ -358,7 +363,7 @@ def _instant_changes(lake: HudiTable, changes: TimelineChanges, archived: Timeli
         present |= {(i.requested_time, i.action) for i in archived}
     else:  # the archived timeline is as it was: its rows stay
         present |= {k for k, v in known.items() if v[2]}
-    upserts.update(_rows(lake, changes.timeline, False, known, changes.timeline))
+    upserts.update(_rows(lake, changes.timeline, False, known, changes.timeline, table))
     return upserts, [key for key in known if key not in present]
 
 

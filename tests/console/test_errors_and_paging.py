@@ -59,6 +59,20 @@ def test_pages_past_the_end_answer_404(console_table) -> None:
 
 
 @pytest.mark.django_db
+def test_pages_that_name_no_page_answer_404_on_every_page(console_table) -> None:
+    """Issue 38: a page that is not a whole number, 0, a negative one or one far past the end
+    is a 404 on every page that takes `?page=` (the history's charts are one page)."""
+    table: Table = console_table("sample_table/cow/v6_nonpartitioned")
+    admin = login("admin")
+    urls = [reverse("console:catalog"), reverse("console:timeline", args=[table.pk]), reverse("console:audit"),
+            reverse("console:people"), reverse("console:history"), reverse("console:table_history", args=[table.pk])]
+    for url in urls:
+        assert admin.get(url, {"page": 1}).status_code == 200, url
+        for page in ("-1", "0", "x", "1.5", "999999999999"):
+            assert admin.get(url, {"page": page}).status_code == 404, (url, page)
+
+
+@pytest.mark.django_db
 def test_favicon(client) -> None:  # type: ignore[no-untyped-def]
     response = client.get("/favicon.ico")
     assert response.status_code == 301 and response["Location"].endswith("console/favicon.svg")

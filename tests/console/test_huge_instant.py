@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,8 @@ from django.urls import reverse
 
 from console import services
 from console.models import Instant, Table
-from tests.helpers import huge_commit, huge_file_id, peak_growth
+from console.models_write_stats import WriteStatsIndex
+from tests.helpers import FIXTURES, S3Server, huge_commit, huge_file_id, peak_growth, unzip_table
 
 pytestmark = pytest.mark.django_db
 
@@ -106,6 +108,53 @@ def test_huge_instant_page_and_api_answer_without_decoding_the_file(synced: tupl
     assert stats["items"][0]["num_writes"] == 61 and stats["items"][0]["partition"] == "10"
 
 
+def timed(call: Callable[[], Any]) -> tuple[Any, float]:
+    started = time.monotonic()
+    result = call()
+    return result, time.monotonic() - started
+
+
+def test_huge_instant_any_page_or_partition_answers_at_once(synced: tuple[Table, Instant, str, int]) -> None:
+    """Issue 38: the sync indexed the 200 MB commit's write stats, so its last page, a partition's
+    last page, a page far past the end (404) and a filter longer than any partition path (400)
+    answer in well under a second, on the page and in the API."""
+    table, row, _, count = synced
+    index = WriteStatsIndex.objects.get(table=table, requested_time=HUGE_TIME)
+    assert index.complete and index.count == count
+    viewer = client_of("viewer")
+    url = reverse("console:instant", args=[table.pk, row.pk])
+    last, in_30 = -(-count // 50), len(range(2, count, 3))
+    final = huge_file_id(2 + 3 * (in_30 - 1))  # the file's last stat: partition 30's last
+    answer, took = timed(lambda: viewer.get(url, {"page": last}))
+    assert answer.status_code == 200 and took < 1, took
+    text = answer.content.decode()
+    assert final in text and "next</a>" not in text
+    pages_of_30 = -(-in_30 // 50)
+    answer, took = timed(lambda: viewer.get(url, {"partition": "30", "page": pages_of_30}))
+    assert answer.status_code == 200 and took < 1, took
+    text = answer.content.decode()
+    assert final in text and huge_file_id(2 + 3 * 50 * (pages_of_30 - 1)) in text  # the page's first
+    assert huge_file_id(2 + 3 * (50 * (pages_of_30 - 1) - 1)) not in text
+    for query, status in (({"page": 999999999999}, 404), ({"page": last + 1}, 404), ({"page": -1}, 404),
+                          ({"partition": "30/" * 2000}, 400), ({"partition": "30", "page": last}, 404)):
+        answer, took = timed(lambda q=query: viewer.get(url, q))  # type: ignore[misc]
+        assert answer.status_code == status and took < 1, (query, answer.status_code, took)
+    nowhere, took = timed(lambda: viewer.get(url, {"partition": "40"}))
+    assert nowhere.status_code == 200 and took < 1 and huge_file_id(0) not in nowhere.content.decode()
+
+    user = User.objects.get(username="user-viewer")
+    api = Client(HTTP_AUTHORIZATION=f"Bearer {services.token_create(actor=user, owner=user, name='t')[1]}")
+    path = f"/api/v1/tables/{table.pk}/instants/{row.pk}"
+    answer, took = timed(lambda: api.get(path, {"page": last, "page_size": 50}))
+    stats = answer.json()["write_stats"]
+    assert answer.status_code == 200 and took < 1, took
+    assert stats["items"][-1]["file_id"] == final and not stats["has_next"]
+    for query, status in (({"page": 999999999999}, 404), ({"partition": "x" * 5000}, 400)):
+        answer, took = timed(lambda q=query: api.get(path, q))  # type: ignore[misc]
+        assert answer.status_code == status and took < 1, (query, answer.status_code, took)
+        assert answer["Content-Type"] == "application/problem+json"
+
+
 def test_huge_instant_raw_download_streams_the_exact_bytes(synced: tuple[Table, Instant, str, int]) -> None:
     table, row, path, _ = synced
 
@@ -154,6 +203,54 @@ def test_huge_instant_write_stats_page_and_filter_by_partition(small: tuple[Tabl
     assert files(page_size=1, page=2) == (["10/97de74b1-2a8e-4bb7-874c-0a74e1f42a77-0"], False)
     assert files(partition="10") == (["10/97de74b1-2a8e-4bb7-874c-0a74e1f42a77-0"], False)
     assert api.get(path, {"page_size": 1, "page": 3}).status_code == 404
+
+
+def test_huge_instant_a_page_past_the_count_or_a_filter_too_long_is_refused_before_the_file_is_read(
+        small: tuple[Table, Instant]) -> None:
+    """Issue 38: a file the sync did not index (it was small then) is still refused at once: a
+    page past the sync's count of its stats is a 404 and a filter longer than a path can be a
+    400 before the file is read (it is unreadable past its first bytes here)."""
+    table, row = small
+    on_disk = Path(table.path.removeprefix("file:")) / ".hoodie" / f"{SMALL_COMMIT}.commit"
+    on_disk.write_bytes(b'{\n  "partitionToWriteStats" : {\n    "30" : [ {\n      "fileId" : ' + b"?" * 200)
+    viewer = client_of("viewer")
+    url = reverse("console:instant", args=[table.pk, row.pk])
+    assert viewer.get(url, {"page": 2}).status_code == 404
+    assert viewer.get(url, {"partition": "30/" * 2000}).status_code == 400
+    token = services.token_create(actor=User.objects.get(username="user-viewer"),
+                                  owner=User.objects.get(username="user-viewer"), name="t")[1]
+    api = Client(HTTP_AUTHORIZATION=f"Bearer {token}")
+    path = f"/api/v1/tables/{table.pk}/instants/{row.pk}"
+    assert api.get(path, {"page": 2}).status_code == 404
+    assert api.get(path, {"page": 2, "page_size": 1}).status_code == 409  # within the count: read, and unreadable
+    assert api.get(path, {"partition": "x" * 5000}).status_code == 400
+
+
+def test_huge_instant_s3_commit_pages_from_its_index_without_reading_the_file_again(
+        settings: Any, s3_server: S3Server, tmp_path: Path) -> None:
+    """Issue 38 on S3: the sync indexes a commit above the limit from the one read it makes; a page
+    of its write stats, or a partition's, then costs the page's check of the file's first bytes
+    (one GET) and nothing more, whichever page is asked for."""
+    bucket = s3_server.new_bucket()
+    uri = s3_server.upload(unzip_table(FIXTURES / f"{SOURCE}.zip", tmp_path / "upload"), bucket,
+                           key_prefix="lake/trips")
+    settings.CLEANLINE_ALLOWED_ROOTS = [f"s3://{bucket}/lake"]
+    settings.CLEANLINE_INSTANT_INLINE_MAX_BYTES = 100
+    table = services.table_register(path=uri, user=None)
+    services.table_sync(table=table)
+    row = table.instants.get(requested_time=SMALL_COMMIT)
+    assert WriteStatsIndex.objects.get(table=table, requested_time=SMALL_COMMIT, complete=True).count == row.files == 2
+    user = User.objects.create_user("reader")
+    user.groups.add(Group.objects.get(name="viewer"))
+    api = Client(HTTP_AUTHORIZATION=f"Bearer {services.token_create(actor=user, owner=user, name='t')[1]}")
+    path = f"/api/v1/tables/{table.pk}/instants/{row.pk}"
+    for query, expected in (({"page": 2, "page_size": 1}, "10/97de74b1"), ({"partition": "30"}, "30/6db57019")):
+        with s3_server.recording() as requests:
+            body = api.get(path, query).json()["write_stats"]
+        assert [s["path"][:11] for s in body["items"]] == [expected]
+        commit = f"/{SMALL_COMMIT}.commit"
+        reads = [r for r in requests if r["method"] == "GET" and r["url"].split("?")[0].endswith(commit)]
+        assert len(reads) == 1, reads
 
 
 def test_huge_instant_raw_download_is_for_viewers_of_the_table_only(small: tuple[Table, Instant],

@@ -55,3 +55,18 @@ def test_migration_0029_keeps_a_tables_changed_alert_rules_as_its_own() -> None:
                           "threshold": True}
     finally:
         migrate(("console", MigrationExecutor(connection).loader.graph.leaf_nodes("console")[0][1]))
+
+
+def test_migration_0031_makes_the_next_sync_of_every_table_a_full_one() -> None:
+    """Issue 38: a full sync indexes the huge commits synced before the write-stats index existed."""
+    old = migrate(("console", "0030_sync_mark")).loader.project_state(("console", "0030_sync_mark")).apps
+    made = [old.get_model("console", "Table").objects.create(
+        name=name, path=f"/lake/{name}", table_type="COPY_ON_WRITE", table_version=6, layout_version=1)
+        for name in ("t", "u")]
+    try:
+        new = migrate(("console", "0031_write_stats_index")).loader.project_state(
+            ("console", "0031_write_stats_index")).apps
+        assert [t.sync_full for t in new.get_model("console", "Table").objects.filter(pk__in=[m.pk for m in made])] == [
+            True, True]
+    finally:
+        migrate(("console", MigrationExecutor(connection).loader.graph.leaf_nodes("console")[0][1]))

@@ -14,7 +14,7 @@ from timeline import HudiTable, InstantSummary, metadata
 from timeline.exceptions import CorruptInstantError
 from timeline.instant import Instant, State
 from timeline.metadata import avro
-from timeline.metadata.records import CommitMetadata
+from timeline.metadata.records import CommitMetadata, WriteStat
 from timeline.storage import MemoryStorage
 from timeline.table import check_state_file_at
 
@@ -185,6 +185,43 @@ def test_registry_summary_of_a_commit_above_the_stream_size_is_summed_as_it_is_r
     assert [s.file_id for s in table.inspect.write_stats(path, start=count - 2, count=5)] == last_two
     assert [s.file_id for s in table.inspect.write_stats(path, partition="20", count=2)] == [
         huge_file_id(1), huge_file_id(4)]
+
+
+class RecordingSink:
+    """A `WriteStatsSink` that wants files above `above` bytes and keeps what it is handed."""
+
+    def __init__(self, above: int) -> None:
+        self.above = above
+        self.asked: list[tuple[str, int]] = []
+        self.stats: list[tuple[str, WriteStat]] = []
+        self.finished = 0
+
+    def wants(self, path: str, size: int) -> bool:
+        self.asked.append((path, size))
+        return size > self.above
+
+    def add(self, partition: str, stat: WriteStat) -> None:
+        self.stats.append((partition, stat))
+
+    def done(self) -> None:
+        self.finished += 1
+
+
+def test_registry_summary_hands_a_wanted_commits_write_stats_to_its_sink(fixture_lake: dict[str, Path]) -> None:
+    """Issue 38: a commit file its sink wants, however small, is summed from its stream and each
+    stat handed over in the file's order, then `done`; one not wanted is summed as before."""
+    table = HudiTable.open(str(fixture_lake["sample_table/cow/v6_simplekeygen_nonhivestyle"]))
+    instant = next(i for i in table.timeline.completed() if i.requested_time == "20240418172804498")
+    path = table.state_files(instant)[State.COMPLETED]
+    size = table.storage.status(path).size
+    wanting = RecordingSink(above=0)
+    assert table.inspect.summary(instant, sink=wanting) == table.inspect.summary(instant)
+    assert wanting.asked == [(path, size)] and wanting.finished == 1
+    assert [stat for _, stat in wanting.stats] == table.inspect.write_stats(path)
+    assert [partition for partition, _ in wanting.stats] == ["30", "10"]
+    refusing = RecordingSink(above=size)
+    assert table.inspect.summary(instant, sink=refusing) == table.inspect.summary(instant)
+    assert refusing.asked == [(path, size)] and not refusing.stats and refusing.finished == 0
 
 
 def _avro_commit(map_bytes: bytes) -> bytes:

@@ -115,3 +115,19 @@ def test_api_errors_refusals_name_the_field_to_send(table: Table) -> None:
                          content_type="application/json")
     detail = is_problem(refused, 409)["detail"]
     assert 'send "writers_stopped": true' in detail and "--writers-stopped" not in detail and live in detail
+
+
+def test_api_errors_every_list_answers_a_page_that_names_none_with_a_404(table: Table) -> None:
+    """Issue 38: 0, a negative page and one far past the end are a 404 on every paged list (a
+    page that is not a number is the schema's 400), each answered at once."""
+    plan = services.plan_build(plan=services.plan_request(table=table, user=None, overrides=SHORT_RETENTION))
+    viewer = caller("viewer")
+    lists = ["/tables", "/tables/{t}/instants", "/audit", "/plans", "/tables/{t}/plans", "/tables/{t}/plans/{p}/files",
+             "/tables/{t}/jobs", "/tables/{t}/archivals", "/approvals"]
+    for path in (API + p.format(t=table.pk, p=plan.pk) for p in lists):
+        assert viewer.get(path, {"page": 1}).status_code == 200, path
+        for page in (0, -1, 999999999999):
+            started = time.monotonic()
+            body = is_problem(viewer.get(path, {"page": page}), 404)
+            assert time.monotonic() - started < 1 and "page" in body["detail"].lower(), (path, body)
+        assert "query.page" in is_problem(viewer.get(path, {"page": "x"}), 400)["detail"]

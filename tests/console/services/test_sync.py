@@ -9,9 +9,10 @@ from django.core.exceptions import ValidationError
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from console import services
+from console import selectors, services
 from console.models import Instant, SyncStatus, Table
-from timeline import HudiTable
+from console.models_write_stats import IndexedWriteStat, WriteStatsIndex
+from timeline import HudiTable, State
 
 pytestmark = pytest.mark.django_db
 
@@ -92,3 +93,59 @@ def test_sync_failure_is_recorded_on_the_row(allowed: Path, table_copy) -> None:
     sync_table.apply(args=[table.pk])
     table.refresh_from_db()
     assert table.sync_status == SyncStatus.FAILED and "version 3 is not supported" in table.sync_error
+
+
+def test_sync_indexes_the_write_stats_of_commits_too_large_to_show(allowed: Path, table_copy, settings) -> None:
+    """Issue 38: every completed commit file above CLEANLINE_INSTANT_INLINE_MAX_BYTES has its write
+    stats indexed by the sync, in the file's order and per partition; a sync again keeps the index,
+    and an instant that left the timeline takes its index with it."""
+    settings.CLEANLINE_INSTANT_INLINE_MAX_BYTES = 100
+    path = table_copy("sample_table/cow/v9_txns_simple_nometa")
+    table = services.table_register(path=str(path), user=None)
+    services.table_sync(table=table)
+    lake = HudiTable.open(str(path))
+    writes = [i for i in lake.timeline.completed() if i.action in ("commit", "replacecommit")]
+    indexes = {i.requested_time: i for i in WriteStatsIndex.objects.filter(table=table)}
+    assert writes and set(indexes) == {i.requested_time for i in writes}
+    for instant in writes:
+        completed = lake.state_files(instant)[State.COMPLETED]
+        index = indexes[instant.requested_time]
+        stats = lake.inspect.write_stats(completed)
+        assert index.complete and index.file == completed.rsplit("/", 1)[-1]
+        assert index.size == Path(completed.removeprefix("file:")).stat().st_size
+        assert selectors.indexed_write_stats(index, partition=None, start=0, count=10_000) == stats
+        assert index.count == len(stats) == table.instants.get(requested_time=instant.requested_time).files
+        for partition in {s.partition for s in stats}:
+            assert selectors.indexed_write_stats(index, partition=partition, start=1, count=10_000) == [
+                s for s in stats if s.partition == partition][1:]
+    kept = {i.pk for i in indexes.values()}
+    services.table_sync(table=table, full=True)
+    assert set(WriteStatsIndex.objects.filter(table=table).values_list("pk", flat=True)) == kept
+
+    from timeline.rollback import rollback
+    rollback(lake, writes[-1].requested_time)
+    services.table_sync(table=table)
+    assert set(WriteStatsIndex.objects.filter(table=table).values_list("requested_time", flat=True)) == {
+        i.requested_time for i in writes[:-1]}
+    assert not IndexedWriteStat.objects.filter(index__requested_time=writes[-1].requested_time).exists()
+
+
+def test_sync_in_full_indexes_commits_synced_before_the_index(allowed: Path, table_copy, settings) -> None:
+    """Issue 38: commits synced while no index was kept (before the index existed, or while they
+    were under the limit) are indexed by the next full sync, and only once; an incremental sync
+    leaves unchanged instants unread."""
+    path = table_copy("sample_table/cow/v9_txns_simple_nometa")
+    table = services.table_register(path=str(path), user=None)
+    services.table_sync(table=table)
+    assert not WriteStatsIndex.objects.filter(table=table).exists()  # every commit is under 4 MiB
+    settings.CLEANLINE_INSTANT_INLINE_MAX_BYTES = 100
+    services.table_sync(table=table)
+    assert not WriteStatsIndex.objects.filter(table=table).exists()
+    services.table_sync(table=table, full=True)
+    lake = HudiTable.open(str(path))
+    writes = {i.requested_time for i in lake.timeline.completed() if i.action in ("commit", "replacecommit")}
+    indexes = WriteStatsIndex.objects.filter(table=table, complete=True)
+    assert writes and set(indexes.values_list("requested_time", flat=True)) == writes
+    kept = set(indexes.values_list("pk", flat=True))
+    services.table_sync(table=table, full=True)
+    assert set(WriteStatsIndex.objects.filter(table=table).values_list("pk", flat=True)) == kept
