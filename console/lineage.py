@@ -130,7 +130,8 @@ class Lineage:
         met = [pk for pk in mine if pk in theirs]
         if not met:
             return ""
-        meeting = min(met, key=lambda pk: (mine[pk].steps + theirs[pk].steps, pk))
+        # the shortest chain; of equally short ones, the one that meets nearest the other account
+        meeting = min(met, key=lambda pk: (mine[pk].steps + theirs[pk].steps, theirs[pk].steps, pk))
         up, down = self._walk(mine, meeting), self._walk(theirs, meeting)
         mine_created = any(edge.kind == CREATED for _, edge in up)
         theirs_created = any(edge.kind == CREATED for _, edge in down)
