@@ -149,8 +149,9 @@ def test_lineage_accounts_one_admin_made_never_approve_each_other_even_through_a
     assert permissions.approval_refusal(bob, o3.pk).startswith("You created the requester's account")
     assert permissions.approval_refusal(carol, o3.pk).startswith("Your account and the requester's come from")
     # taking every role away gives nothing: no lineage
-    services.person_role_change(actor=carol, user=created(bob, "dora", "operator"), role="")
-    assert permissions.approval_refusal(person("eve", "admin"), User.objects.get(username="dora").pk) == ""
+    eve, dora = person("eve", "admin"), person("dora", "operator")
+    services.person_role_change(actor=eve, user=dora, role="")
+    assert permissions.approval_refusal(eve, dora.pk) == ""
 
 
 def test_lineage_an_admin_role_waits_for_an_admin_outside_the_lineage_of_its_asker_and_its_user() -> None:
