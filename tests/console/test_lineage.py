@@ -168,6 +168,9 @@ def test_lineage_an_admin_role_waits_for_an_admin_outside_the_lineage_of_its_ask
     assert refused.parameters["change"] == "confirm admin" and "mallory created sock" in refused.parameters["reason"]
     assert grant not in [a.grant for a in awaiting_decision(sock)]
     assert grant in [a.grant for a in awaiting_decision(bob)]
+    confirm = ">Confirm</button>"
+    assert confirm not in signed_in(sock).get(reverse("console:people")).content.decode()
+    assert confirm in signed_in(bob).get(reverse("console:people")).content.decode()
     assert confirmed(bob, pending).groups.filter(name="admin").exists()
 
 
