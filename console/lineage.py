@@ -25,22 +25,28 @@ from __future__ import annotations
 
 from collections import defaultdict, deque
 from dataclasses import dataclass
+from enum import StrEnum
 
 from django.contrib.auth.models import User
 
 from console.models import IdentityLink, RoleGrant, UserSource
 
-CREATED, EMAIL, LINK = "created", "email", "link"
+
+class Tie(StrEnum):
+    """Why a walk goes from one account to another."""
+
+    CREATED = "created"  # the other created this account or gave it a role
+    EMAIL = "email"  # the same person's: a verified e-mail address in common
+    LINK = "link"  # the same person's: an identity link
 
 
 @dataclass(frozen=True, slots=True)
 class Edge:
-    """One step of a walk: to account `to`, because of `kind` (`CREATED`: `to` created the
-    account the step leaves or gave it a role; `EMAIL`, `LINK`: `to` is the same person's), with
-    the shared address or the linking admin's name as `detail`."""
+    """One step of a walk: to account `to`, because of `kind`, with the shared address or the
+    linking admin's name as `detail`."""
 
     to: int
-    kind: str
+    kind: Tie
     detail: str = ""
 
 
@@ -82,14 +88,14 @@ class Lineage:
                 by_email[address].append(pk)
         for address, holders in by_email.items():
             for pk in holders:
-                edges[pk] += [Edge(other, EMAIL, address) for other in holders if other != pk]
+                edges[pk] += [Edge(other, Tie.EMAIL, address) for other in holders if other != pk]
         for pk, other, linker in IdentityLink.objects.values_list("user_id", "other_id", "linked_by__username"):
-            edges[pk].append(Edge(other, LINK, linker or "?"))
-            edges[other].append(Edge(pk, LINK, linker or "?"))
+            edges[pk].append(Edge(other, Tie.LINK, linker or "?"))
+            edges[other].append(Edge(pk, Tie.LINK, linker or "?"))
         for pk, creator in RoleGrant.objects.exclude(requested_by=None).exclude(role="").values_list(
                 "user_id", "requested_by_id").distinct():
             if pk != creator:
-                edges[pk].append(Edge(creator, CREATED))
+                edges[pk].append(Edge(creator, Tie.CREATED))
         return cls(names, edges)
 
     def origins(self, start: int) -> dict[int, Reached]:
@@ -116,9 +122,9 @@ class Lineage:
 
     def _says(self, start: int, edge: Edge) -> str:
         a, b = self.names.get(start, "?"), self.names.get(edge.to, "?")
-        if edge.kind == CREATED:
+        if edge.kind == Tie.CREATED:
             return f"{b} created {a} or gave it a role"
-        if edge.kind == EMAIL:
+        if edge.kind == Tie.EMAIL:
             return f"{a} and {b} share the verified e-mail address {edge.detail}"
         return f"{a} and {b} are linked as one person (by {edge.detail})"
 
@@ -133,8 +139,8 @@ class Lineage:
         # the shortest chain; of equally short ones, the one that meets nearest the other account
         meeting = min(met, key=lambda pk: (mine[pk].steps + theirs[pk].steps, theirs[pk].steps, pk))
         up, down = self._walk(mine, meeting), self._walk(theirs, meeting)
-        mine_created = any(edge.kind == CREATED for _, edge in up)
-        theirs_created = any(edge.kind == CREATED for _, edge in down)
+        mine_created = any(edge.kind == Tie.CREATED for _, edge in up)
+        theirs_created = any(edge.kind == Tie.CREATED for _, edge in down)
         if not mine_created and not theirs_created:
             headline = f"{who[:1].upper()}{who[1:]}'s account is another account of yours"
         elif not mine_created:
