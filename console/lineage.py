@@ -42,8 +42,8 @@ class Tie(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Edge:
-    """One step of a walk: to account `to`, because of `kind`, with the shared address or the
-    linking admin's name as `detail`."""
+    """One step of a walk: to account `to`, because of `kind`, with the linking admin's name as
+    `detail`."""
 
     to: int
     kind: Tie
@@ -86,9 +86,9 @@ class Lineage:
             address = verified_email(email, source, email_verified)
             if address:
                 by_email[address].append(pk)
-        for address, holders in by_email.items():
+        for holders in by_email.values():
             for pk in holders:
-                edges[pk] += [Edge(other, Tie.EMAIL, address) for other in holders if other != pk]
+                edges[pk] += [Edge(other, Tie.EMAIL) for other in holders if other != pk]
         for pk, other, linker in IdentityLink.objects.values_list("user_id", "other_id", "linked_by__username"):
             edges[pk].append(Edge(other, Tie.LINK, linker or "?"))
             edges[other].append(Edge(pk, Tie.LINK, linker or "?"))
@@ -125,7 +125,7 @@ class Lineage:
         if edge.kind == Tie.CREATED:
             return f"{b} created {a} or gave it a role"
         if edge.kind == Tie.EMAIL:
-            return f"{a} and {b} share the verified e-mail address {edge.detail}"
+            return f"{a} and {b} share a verified e-mail address"  # not which: viewers read the audit log
         return f"{a} and {b} are linked as one person (by {edge.detail})"
 
     def refusal(self, *, approver: int, other: int, who: str = "the requester") -> str:

@@ -64,14 +64,14 @@ def test_lineage_identities_a_break_glass_admin_and_his_oidc_identity_never_appr
     assert Profile.objects.get(user=grace).email_verified
 
     by_root, by_grace = draft(table, root), draft(table, grace)
-    refused(by_root, grace, f"{ONE_OF_YOURS} \\(grace and root share the verified e-mail address grace@example.org\\)")
+    refused(by_root, grace, f"{ONE_OF_YOURS} \\(grace and root share a verified e-mail address\\)")
     page.goto(f"{live_server.url}{reverse('console:plan', args=[table.pk, by_root.pk])}")
     note = page.locator("#approval-note").inner_text()
-    assert "grace and root share the verified e-mail address" in note
+    assert "grace and root share a verified e-mail address" in note
     assert page.locator("text=Approve and run").count() == 0
     refused(by_grace, root, "Break-glass accounts may request but never approve")
     settings.CLEANLINE_BREAK_GLASS_USERS = []  # not break-glass any more: still grace's other account
-    refused(by_grace, root, f"{ONE_OF_YOURS} \\(root and grace share the verified e-mail address")
+    refused(by_grace, root, f"{ONE_OF_YOURS} \\(root and grace share a verified e-mail address")
 
     # the provider no longer says it verified the address: nothing links the two accounts
     grace = oidc_identity(page, live_server.url, oidc_on, "grace", email="grace@example.org", email_verified=False)
@@ -90,10 +90,10 @@ def test_lineage_identities_an_ldap_admin_and_his_oidc_identity_never_approve_ea
     sso = oidc_identity(page, live_server.url, oidc_on, "alice-sso", email="alice@example.org", email_verified=True)
 
     by_alice, by_sso = draft(table, alice), draft(table, sso)
-    refused(by_alice, sso, f"{ONE_OF_YOURS} \\(alice-sso and alice share the verified e-mail address alice@example.org")
-    refused(by_sso, alice, f"{ONE_OF_YOURS} \\(alice and alice-sso share the verified e-mail address alice@example.org")
+    refused(by_alice, sso, f"{ONE_OF_YOURS} \\(alice-sso and alice share a verified e-mail address")
+    refused(by_sso, alice, f"{ONE_OF_YOURS} \\(alice and alice-sso share a verified e-mail address")
     answer = session.post(reverse("console:plan_approve", args=[table.pk, by_sso.pk]), follow=True)
-    assert "share the verified e-mail address" in answer.content.decode()
+    assert "share a verified e-mail address" in answer.content.decode()
     assert CleanPlan.objects.get(pk=by_sso.pk).status == PlanStatus.DRAFT
 
     other = User.objects.create_user("zoe")  # an admin of another person approves
