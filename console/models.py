@@ -480,6 +480,8 @@ class Profile(models.Model):
     role_reason = models.CharField(max_length=1024, blank=True,
                                    help_text="the claim values or groups that gave the role at the last sign-in")
     signed_in_at = models.DateTimeField(null=True, blank=True, help_text="the last sign-in through the provider")
+    email_verified = models.BooleanField(default=False, help_text="OIDC: the provider's email_verified claim was "
+                                                                  "true at the last sign-in")
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["source", "external_id"], condition=~models.Q(external_id=""),
@@ -487,6 +489,22 @@ class Profile(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user_id} ({self.source})"
+
+
+class IdentityLink(models.Model):
+    """Two accounts of one person, as an admin who is neither of them said (the People page): the
+    two-person rule counts them as one (`console.lineage`). One row per pair, the lower id first."""
+
+    user = models.ForeignKey("auth.User", on_delete=models.CASCADE, related_name="+")
+    other = models.ForeignKey("auth.User", on_delete=models.CASCADE, related_name="+")
+    linked_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    linked_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["linked_at", "pk"]
+        constraints = [models.UniqueConstraint(fields=["user", "other"], name="identity_link_once_per_pair"),
+                       models.CheckConstraint(condition=models.Q(user__lt=models.F("other")),
+                                              name="identity_link_lower_id_first")]
 
 
 # The table doctor's health and repairs (issue 28), the history's snapshots and the alerts set up in

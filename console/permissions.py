@@ -9,7 +9,9 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest
 from django.shortcuts import get_object_or_404
 
+from console.lineage import Lineage
 from console.models import Archival, CleanPlan, RoleGrant, Table
+from console.models_health import Repair
 
 VIEW = "console.view_table"
 REGISTER = "console.register_table"
@@ -68,28 +70,67 @@ def may(user: User | AnonymousUser, action: str) -> bool:
     return can_view(user) and user.has_perm(ACTIONS[action])
 
 
-def approval_refusal(user: User | AnonymousUser, requester_id: int | None) -> str:
-    """Why `user` may not approve a change that the user `requester_id` asked for, or "": while
-    two-person approval is on (CLEANLINE_APPROVER_MUST_DIFFER), the approver is neither the
-    requester nor an account the requester created or asked to make an admin (`RoleGrant`), so
-    that one admin with a second account of their own cannot approve their own change. Holds
-    for every change that needs approval."""
-    if not settings.CLEANLINE_APPROVER_MUST_DIFFER or requester_id is None or not user.is_authenticated:
+BREAK_GLASS = ("Break-glass accounts may request but never approve (CLEANLINE_BREAK_GLASS_USERS): another admin "
+               "must approve (CLEANLINE_APPROVER_MUST_DIFFER).")
+
+
+def approval_refusal(user: User | AnonymousUser, requester_id: int | None, *, who: str = "the requester") -> str:
+    """Why `user` may not approve a change that the user `requester_id` asked for (None: automatic
+    mode's plan, asked by nobody), or "": the two-person rule, one rule for every change that
+    waits for approval (clean plans, archivals, repairs, admin roles). While two-person approval
+    is on (CLEANLINE_APPROVER_MUST_DIFFER): a break-glass account (CLEANLINE_BREAK_GLASS_USERS)
+    never approves, and the approver is not the requester, not another account of the same
+    person (a verified e-mail address in common, an identity link), and shares no lineage with
+    the requester: neither created or gave a role to the other, directly or through accounts
+    made in between, and both do not come from one person (`console.lineage`). The reason names
+    the chain of accounts (`who` names the other account's holder); every caller audits it."""
+    if not settings.CLEANLINE_APPROVER_MUST_DIFFER or not user.is_authenticated:
+        return ""
+    if user.get_username() in settings.CLEANLINE_BREAK_GLASS_USERS:
+        return BREAK_GLASS
+    if requester_id is None:
         return ""
     if requester_id == user.pk:
         return "The approver must differ from the requester (CLEANLINE_APPROVER_MUST_DIFFER)."
-    if RoleGrant.objects.filter(user_id=user.pk, requested_by_id=requester_id).exists():
-        return ("This account was created or given its role by the requester: another admin must approve "
-                "(CLEANLINE_APPROVER_MUST_DIFFER).")
+    return Lineage.load().refusal(approver=user.pk, other=requester_id, who=who)
+
+
+def grant_confirmation_refusal(user: User | AnonymousUser, grant: RoleGrant) -> str:
+    """Why `user` may not confirm the pending admin role `grant`, or "": its requester and its
+    user never confirm it, and the two-person rule (`approval_refusal`) holds against both."""
+    if grant.requested_by_id == user.pk:
+        return "You asked for this admin role: another admin must confirm it (two-person approval)."
+    if grant.user_id == user.pk:
+        return "Nobody confirms their own admin role."
+    return (approval_refusal(user, grant.requested_by_id)
+            or approval_refusal(user, grant.user_id, who=grant.user.get_username()))
+
+
+def identity_link_refusal(user: User | AnonymousUser, accounts: tuple[User, User]) -> str:
+    """Why `user` may not link (or unlink) `accounts` as one person's, or "": a link changes who
+    may approve whose change, so it is decided as a change of both accounts is approved: by an
+    admin who is neither of them, and whom the two-person rule (`approval_refusal`) lets approve
+    a change of each."""
+    if user.pk in {account.pk for account in accounts}:
+        return "Nobody links or unlinks their own account: another admin does (two-person approval)."
+    for account in accounts:
+        refusal = approval_refusal(user, account.pk, who=account.get_username())
+        if refusal:
+            return refusal
     return ""
+
+
+def change_approval_refusal(user: User | AnonymousUser, change: CleanPlan | Archival | Repair) -> str:
+    """`approval_refusal` for `change`, a clean plan, an archival or a repair (an automatic plan
+    has no requester)."""
+    automatic = isinstance(change, CleanPlan) and change.automatic
+    return approval_refusal(user, None if automatic else change.requested_by_id)
 
 
 def must_leave_approval_to_another(user: User | AnonymousUser, change: CleanPlan | Archival) -> bool:
     """Whether `approval_refusal` keeps `user` from approving `change`, a clean plan or an
-    archival (their services refuse such an approval; pages show a note instead). Automatic
-    plans have no requester."""
-    automatic = isinstance(change, CleanPlan) and change.automatic
-    return not automatic and bool(approval_refusal(user, change.requested_by_id))
+    archival (their services refuse such an approval; pages show the reason instead)."""
+    return bool(change_approval_refusal(user, change))
 
 
 def may_approve(user: User | AnonymousUser, change: CleanPlan | Archival) -> bool:

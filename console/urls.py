@@ -63,6 +63,8 @@ console_patterns = [
     path("people/<int:user_id>/reactivate", views_people.people_reactivate, name="people_reactivate"),
     path("people/grants/<int:grant_id>/confirm", views_people.people_grant_confirm, name="people_grant_confirm"),
     path("people/grants/<int:grant_id>/decline", views_people.people_grant_decline, name="people_grant_decline"),
+    path("people/links/create", views_people.people_link, name="people_link"),
+    path("people/links/<int:link_id>/delete", views_people.people_unlink, name="people_unlink"),
     of_table("", views.overview, "overview"),
     of_table("timeline", views.timeline, "timeline"),
     of_table("history", views_history.table_history, "table_history"),

@@ -1,5 +1,5 @@
 """People and their API tokens: the People page (users, roles, the admin role's second
-confirmation, deactivation) and each user's API tokens. Thin views over `console.services`,
+confirmation, identity links, deactivation) and each user's API tokens. Thin views over `console.services`,
 as in `console/views.py`."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from console import permissions, selectors, services
-from console.models import RoleGrant
+from console.models import IdentityLink, RoleGrant
 from console.permissions import AuthenticatedHttpRequest
 from console.roles import role_of
 from console.views import attempt, refused
@@ -74,6 +74,7 @@ def _people_page(request: AuthenticatedHttpRequest, *, status: int = 200, form: 
     return render(request, "console/people.html", {
         "page": selectors.page_of(selectors.people_rows(), request.GET.get("page")),
         "pending": selectors.pending_grants(), "form": form or PersonCreateForm(), "roles": ROLE_CHOICES,
+        "links": selectors.identity_links(), "shared_emails": selectors.shared_emails(),
         "must_differ": settings.CLEANLINE_APPROVER_MUST_DIFFER, **extra}, status=status)
 
 
@@ -191,3 +192,33 @@ def people_reactivate(request: AuthenticatedHttpRequest, user_id: int) -> HttpRe
         return f"{person.username} can log in again, as {role_of(person)}."
 
     return _change_person(request, user_id, reactivate)
+
+
+@login_required
+@require_POST
+def people_link(request: AuthenticatedHttpRequest) -> HttpResponse:
+    """Link two accounts (by username) as one person's, for the two-person rule."""
+    permissions.require(request.user, permissions.PEOPLE)
+
+    def link() -> str:
+        made = services.person_link(actor=request.user, username=request.POST.get("username", ""),
+                                    other_username=request.POST.get("other", ""))
+        return (f"{made.user.username} and {made.other.username} are now one person for the two-person rule: "
+                "neither approves a change of the other.")
+
+    attempt(request, link)
+    return _back_to_people(request)
+
+
+@login_required
+@require_POST
+def people_unlink(request: AuthenticatedHttpRequest, link_id: int) -> HttpResponse:
+    permissions.require(request.user, permissions.PEOPLE)
+    link = get_object_or_404(IdentityLink.objects.select_related("user", "other", "linked_by"), pk=link_id)
+
+    def unlink() -> str:
+        services.person_unlink(actor=request.user, link=link)
+        return f"{link.user.username} and {link.other.username} are no longer linked as one person."
+
+    attempt(request, unlink)
+    return _back_to_people(request)

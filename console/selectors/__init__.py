@@ -40,7 +40,14 @@ from console.selectors.instants import (
     write_stats_page,
 )
 from console.selectors.paging import PAGE_SIZE, page_number, page_of
-from console.selectors.people import audit_page, audit_rows, pending_grants, people_rows
+from console.selectors.people import (
+    audit_page,
+    audit_rows,
+    identity_links,
+    pending_grants,
+    people_rows,
+    shared_emails,
+)
 from console.selectors.plans import (
     all_plans,
     partition_choices,
@@ -113,6 +120,7 @@ __all__ = [
     "demo_status",
     "failed_write_previews",
     "file_groups",
+    "identity_links",
     "indexed_write_stats",
     "instant_contents",
     "instant_files",
@@ -135,6 +143,7 @@ __all__ = [
     "rollback_ways",
     "savepoints",
     "savepoints_page",
+    "shared_emails",
     "state_file_reader",
     "stored_plan",
     "table_lock_state",

@@ -80,12 +80,12 @@ def awaiting_archivals(user: User | AnonymousUser) -> list[Archival]:
 
 
 def awaiting_grants(user: User | AnonymousUser) -> list[RoleGrant]:
-    """Admin roles waiting for a second admin that `user` may confirm (not their own request,
-    not their own role), oldest first."""
+    """Admin roles waiting for a second admin that `user` may confirm
+    (`permissions.grant_confirmation_refusal`), oldest first."""
     if not permissions.may(user, "manage_people"):
         return []
     return [g for g in RoleGrant.objects.filter(status=GrantStatus.PENDING).select_related("user", "requested_by")
-            .order_by("requested_at", "pk") if g.requested_by_id != user.pk and g.user_id != user.pk]
+            .order_by("requested_at", "pk") if not permissions.grant_confirmation_refusal(user, g)]
 
 
 def _asked(user: User | None) -> str:

@@ -1,4 +1,4 @@
-"""Who does what: the People page's users and waiting admin grants, the audit log."""
+"""Who does what: the People page's users, waiting admin grants and identity links, the audit log."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from django.contrib.auth.models import User
 from django.core.paginator import Page
 from django.db.models import QuerySet
 
-from console.models import AuditEvent, GrantStatus, RoleGrant
+from console.lineage import verified_email
+from console.models import AuditEvent, GrantStatus, IdentityLink, RoleGrant
 from console.selectors.paging import page_of
 
 
@@ -21,6 +22,23 @@ def pending_grants() -> QuerySet[RoleGrant]:
     """Admin roles waiting for a second admin's confirmation, oldest first: the People page."""
     return RoleGrant.objects.filter(status=GrantStatus.PENDING).select_related("user", "requested_by").order_by(
         "requested_at")
+
+
+def identity_links() -> QuerySet[IdentityLink]:
+    """Accounts linked as one person's, oldest link first: the People page."""
+    return IdentityLink.objects.select_related("user", "other", "linked_by").order_by("linked_at", "pk")
+
+
+def shared_emails() -> list[tuple[str, list[str]]]:
+    """Verified e-mail addresses that more than one account holds, with their usernames (each
+    such set is one person for the two-person rule, `console.lineage`), by address."""
+    holders: dict[str, list[str]] = {}
+    for username, email, source, email_verified in User.objects.values_list(
+            "username", "email", "profile__source", "profile__email_verified").order_by("username"):
+        address = verified_email(email, source, email_verified)
+        if address:
+            holders.setdefault(address, []).append(username)
+    return sorted((address, names) for address, names in holders.items() if len(names) > 1)
 
 
 def audit_page(*, action: str, username: str, table_id: str, page: int | str | None) -> Page[Any]:

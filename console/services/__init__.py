@@ -25,8 +25,10 @@ from console.services.people import (
     person_admin_decline,
     person_create,
     person_deactivate,
+    person_link,
     person_reactivate,
     person_role_change,
+    person_unlink,
 )
 from console.services.plans import (
     auto_clean,
@@ -101,8 +103,10 @@ __all__ = [
     "person_admin_decline",
     "person_create",
     "person_deactivate",
+    "person_link",
     "person_reactivate",
     "person_role_change",
+    "person_unlink",
     "run_gave_up",
     "savepoint_create",
     "savepoint_delete",

@@ -18,6 +18,12 @@ confirms (`people.admin.confirmed`) or anyone managing people declines (`people.
 Every role given is kept as a `RoleGrant` with who asked for it, so that an approval by an account
 the change's requester created or promoted is refused (`console.permissions.approval_refusal`).
 
+Two accounts of one person (a local break-glass account and an OIDC identity with another
+e-mail address, say) are linked as one person's by an admin who is neither of them and whom the
+two-person rule lets approve a change of each (`permissions.identity_link_refusal`): the rule then
+counts them as one (`console.lineage`). Links and unlinks are audited (`people.identity.linked`,
+`people.identity.unlinked`), refusals too (`people.refused`).
+
 Usernames are normalised (NFKC) and one that looks like an existing user's (`аdmin` with a
 Cyrillic а beside `admin`; Unicode's confusables, through the `confusable-homoglyphs` package) is
 refused, and so is one holding a character that shows nothing or reorders the text
@@ -44,8 +50,8 @@ from django.db import IntegrityError, OperationalError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from console.models import GrantStatus, RoleGrant
-from console.permissions import PEOPLE
+from console.models import GrantStatus, IdentityLink, RoleGrant
+from console.permissions import PEOPLE, grant_confirmation_refusal, identity_link_refusal
 from console.roles import ROLES, SOURCES, role_of, source_of
 from console.services.audit import audit
 from console.services.usernames import hidden_characters, shown, without_hidden
@@ -279,15 +285,14 @@ def person_role_change(*, actor: User, user: User, role: str) -> bool:
 
 def person_admin_confirm(*, actor: User, grant: RoleGrant) -> None:
     """A second admin confirms a pending admin grant: the user becomes an admin. Refused
-    (audited): the grant's requester or its user confirming, a grant already decided."""
+    (audited): the grant's requester or its user confirming, an admin the two-person rule keeps
+    from it (`permissions.grant_confirmation_refusal`), a grant already decided."""
     _check_actor(actor)
     username = grant.user.get_username()
-    if grant.requested_by_id == actor.pk:
-        _refuse(actor=actor, change="confirm admin", username=username,
-                reason="You asked for this admin role: another admin must confirm it (two-person approval).")
-    if grant.user_id == actor.pk:
-        _refuse(actor=actor, change="confirm admin", username=username,
-                reason="Nobody confirms their own admin role.")
+    decided = not RoleGrant.objects.filter(pk=grant.pk, status=GrantStatus.PENDING).exists()
+    reason = "This grant was already decided." if decided else grant_confirmation_refusal(actor, grant)
+    if reason:
+        _refuse(actor=actor, change="confirm admin", username=username, reason=reason)
 
     def confirm() -> bool:
         if not RoleGrant.objects.filter(pk=grant.pk, status=GrantStatus.PENDING).update(
@@ -345,3 +350,54 @@ def person_reactivate(*, actor: User, user: User) -> None:
     if User.objects.filter(pk=user.pk, is_active=False).update(is_active=True):
         audit(user=actor, action="people.reactivated", parameters={"username": user.get_username()})
     user.is_active = True
+
+
+def _account(actor: User, change: str, username: str) -> User:
+    user = User.objects.filter(username=normalised_username(username)).first()
+    if user is None:
+        _refuse(actor=actor, change=change, username=username, reason=f"There is no user named {username!r}.")
+    return user
+
+
+def person_link(*, actor: User, username: str, other_username: str) -> IdentityLink:
+    """Link the accounts `username` and `other_username` as one person's: the two-person rule
+    counts them as one from now on. Refused (audited, nothing linked): an unknown username, one
+    account twice, two accounts already linked, an actor who is one of them or whom the rule
+    keeps from deciding about them (`permissions.identity_link_refusal`), a concurrent change."""
+    _check_actor(actor)
+    user, other = _account(actor, "link", username), _account(actor, "link", other_username)
+    names = f"{user.get_username()} + {other.get_username()}"
+    if user.pk == other.pk:
+        _refuse(actor=actor, change="link", username=names, reason="Choose two different accounts to link.")
+    low, high = sorted((user, other), key=lambda account: account.pk)
+    reason = identity_link_refusal(actor, (low, high))
+    if not reason and IdentityLink.objects.filter(user=low, other=high).exists():
+        reason = f"{low.get_username()} and {high.get_username()} are already linked as one person."
+    if reason:
+        _refuse(actor=actor, change="link", username=names, reason=reason)
+
+    def link() -> IdentityLink:
+        made = IdentityLink.objects.create(user=low, other=high, linked_by=actor)
+        audit(user=actor, action="people.identity.linked", parameters={
+            "link": made.pk, "usernames": [low.get_username(), high.get_username()]})
+        return made
+
+    try:
+        return _attempted(actor, "link", names, link)
+    except IntegrityError:  # the same link made at the same moment
+        _refuse(actor=actor, change="link", username=names,
+                reason=f"{low.get_username()} and {high.get_username()} are already linked as one person.")
+
+
+def person_unlink(*, actor: User, link: IdentityLink) -> None:
+    """Undo an identity link: the two accounts count as two people again (unless their verified
+    e-mail addresses say otherwise). Refused (audited) as a link is (`person_link`)."""
+    _check_actor(actor)
+    names = f"{link.user.get_username()} + {link.other.get_username()}"
+    reason = identity_link_refusal(actor, (link.user, link.other))
+    if reason:
+        _refuse(actor=actor, change="unlink", username=names, reason=reason)
+    if IdentityLink.objects.filter(pk=link.pk).delete()[0]:
+        audit(user=actor, action="people.identity.unlinked", parameters={
+            "link": link.pk, "usernames": [link.user.get_username(), link.other.get_username()],
+            "linked_by": link.linked_by.get_username() if link.linked_by else None})

@@ -19,7 +19,7 @@ from console.models import (
     PlanStatus,
     Table,
 )
-from console.permissions import approval_refusal
+from console.permissions import change_approval_refusal
 from console.services.audit import audit
 from console.services.locks import Lease, LockLost, TableBusy, live_lock, table_lock
 from console.services.queue import APPROVE_CLEAN_PLAN, BUILD_CLEAN_PLAN, check_alerts_on_commit, enqueue_on_commit
@@ -231,7 +231,7 @@ def _check_approvable(plan: CleanPlan, user: User | None) -> None:
     if plan.deletes_nothing:
         raise ValidationError("Nothing to clean: this plan deletes no file, so there is nothing to approve "
                               "(Hudi schedules no clean for it either).")
-    refusal = "" if user is None or plan.automatic else approval_refusal(user, plan.requested_by_id)
+    refusal = "" if user is None else change_approval_refusal(user, plan)
     if refusal:
         audit(user=user, action="clean.plan.approval.refused", table=plan.table, parameters={"plan": plan.pk},
               result=refusal)

@@ -120,10 +120,11 @@ def _find_or_create(*, source: UserSource, external_id: str, username: str, role
 
 
 def signin_external(*, source: UserSource, external_id: str, username: str, role: str, reason: str,
-                    email: str = "", first_name: str = "", last_name: str = "") -> User:
+                    email: str = "", first_name: str = "", last_name: str = "", email_verified: bool = False) -> User:
     """The user the identity `external_id` of `source` names, created at its first sign-in, with
     the role `role` ("" for none) that `reason` (the claim values or groups) gave it, and the
-    name and e-mail address the provider gives. Refused (`SignInRefused`, audited): no role (an
+    name and e-mail address the provider gives (`email_verified`: OIDC's claim, kept for the
+    two-person rule, `console.lineage`). Refused (`SignInRefused`, audited): no role (an
     existing user's role groups are taken away first), a deactivated user, a username taken or
     looked like by another user, no username."""
     method = METHODS[source]
@@ -132,7 +133,8 @@ def signin_external(*, source: UserSource, external_id: str, username: str, role
             user = _find_or_create(source=source, external_id=external_id, username=normalised_username(username),
                                    role=role, reason=reason)
             _set_role(user, role, method=method, reason=reason)
-            Profile.objects.filter(user=user).update(role_reason=reason[:1024], signed_in_at=timezone.now())
+            Profile.objects.filter(user=user).update(role_reason=reason[:1024], signed_in_at=timezone.now(),
+                                                     email_verified=email_verified and bool(email))
             fields = {"email": email[:254], "first_name": first_name[:150], "last_name": last_name[:150]}
             changed = [name for name, value in fields.items() if value and getattr(user, name) != value]
             for name in changed:

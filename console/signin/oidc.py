@@ -185,6 +185,7 @@ class OidcBackend(OIDCAuthenticationBackend):  # type: ignore[misc]  # mozilla-d
             return signin_external(
                 source=UserSource.OIDC, external_id=f"{payload['iss']} {payload['sub']}", username=username,
                 role=role, reason=reason, email=str(claims.get("email") or ""),
+                email_verified=claims.get("email_verified") is True,
                 first_name=str(claims.get("given_name") or ""), last_name=str(claims.get("family_name") or ""))
         except SignInRefused as refusal:
             self.request.cleanline_signin_refused = True

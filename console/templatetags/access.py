@@ -8,7 +8,7 @@ from django import template
 from django.contrib.auth.models import AnonymousUser, User
 
 from console import permissions
-from console.models import Archival, CleanPlan
+from console.models import Archival, CleanPlan, RoleGrant
 from console.roles import SOURCES, role_name, role_of, source_of
 
 register = template.Library()
@@ -29,9 +29,21 @@ def may_approve(user: User | AnonymousUser, change: CleanPlan | Archival) -> boo
 
 @register.filter
 def leaves_approval_to_another(user: User | AnonymousUser, change: CleanPlan | Archival) -> bool:
-    """Whether the user requested `change` (or was made by its requester) and another admin
-    must approve it."""
+    """Whether the two-person rule keeps the user from approving `change` (their own, or its
+    requester's lineage or identity) and another admin must approve it."""
     return permissions.must_leave_approval_to_another(user, change)
+
+
+@register.filter
+def approval_refusal(user: User | AnonymousUser, change: CleanPlan | Archival) -> str:
+    """Why the user may not approve `change`, as the two-person rule says it ("" when they may)."""
+    return permissions.change_approval_refusal(user, change)
+
+
+@register.filter
+def may_confirm(user: User | AnonymousUser, grant: RoleGrant) -> bool:
+    """Whether the user may confirm the waiting admin role `grant` (`permissions.grant_confirmation_refusal`)."""
+    return not permissions.grant_confirmation_refusal(user, grant)
 
 
 @register.filter

@@ -15,13 +15,25 @@ from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import pytest
 import redis
 from django.db import connection
-from playwright.sync_api import Browser, sync_playwright
+from playwright.sync_api import Browser, Page, Route, sync_playwright
 
-from tests.console.helpers import ARCHIVABLE_TABLE, ARGS, KEEP_FEW, ROOT, Sinks
+from tests.console.helpers import (
+    ARCHIVABLE_TABLE,
+    ARGS,
+    KEEP_FEW,
+    LDAP_PASSWORDS,
+    OIDC_ROLES,
+    ROOT,
+    OidcProvider,
+    Sinks,
+    Slapd,
+    use_ldap,
+)
 from tests.helpers import free_port
 
 
@@ -169,3 +181,60 @@ def sinks(settings) -> Iterator[Sinks]:
         web.shutdown()
         web.server_close()
         smtp.stop()
+
+
+@pytest.fixture(scope="module")
+def provider(live_server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[OidcProvider]:
+    """The test OIDC provider (oidc-provider on Node), redirecting back to the live server."""
+    server = OidcProvider(tmp_path_factory.mktemp("oidc"), redirect_uri=f"{live_server.url}/oidc/callback/",
+                          post_logout_redirect_uri=f"{live_server.url}/login/").start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def oidc_on(settings, provider: OidcProvider) -> OidcProvider:  # type: ignore[no-untyped-def]
+    """The console's settings with CLEANLINE_OIDC_* naming the test provider (groups claim: OIDC_ROLES)."""
+    settings.CLEANLINE_OIDC_ISSUER = provider.issuer
+    settings.CLEANLINE_OIDC_CLIENT_ID = provider.client_id
+    settings.CLEANLINE_OIDC_CLIENT_SECRET = provider.client_secret
+    settings.CLEANLINE_OIDC_PROVIDER_NAME = "Test IdP"
+    settings.CLEANLINE_OIDC_CLAIM_ROLES = OIDC_ROLES
+    settings.OIDC_RP_SCOPES = "openid email profile groups"
+    return provider
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    """A fresh browser context that reaches 127.0.0.1 and localhost only."""
+    context = browser.new_context(viewport={"width": 1100, "height": 800})
+
+    def local_only(route: Route) -> None:
+        if urlparse(route.request.url).hostname in ("127.0.0.1", "localhost"):
+            route.continue_()
+        else:
+            route.abort()
+
+    context.route("**/*", local_only)
+    yield context.new_page()
+    context.close()
+
+
+@pytest.fixture(scope="module")
+def directory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Slapd]:
+    """The test directory (slapd): the people of LDAP_PASSWORDS (mail uid@example.org), alice an
+    admin, bob an operator and a viewer, carol in no mapped group."""
+    server = Slapd(tmp_path_factory.mktemp("slapd")).start(people=LDAP_PASSWORDS, groups={
+        "cleanline-admins": ["alice"], "cleanline-operators": ["bob"], "cleanline-viewers": ["bob"],
+        "unrelated": ["carol"]})
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def ldap_on(settings, directory: Slapd) -> Slapd:  # type: ignore[no-untyped-def]
+    """The console's settings with CLEANLINE_LDAP_* naming the test directory (plain LDAP)."""
+    use_ldap(settings, directory.env())
+    directory.set_members("cleanline-admins", ["alice"])
+    directory.set_members("cleanline-operators", ["bob"])
+    return directory

@@ -129,6 +129,42 @@ ROOT_DN, ROOT_PASSWORD = f"cn=admin,{SUFFIX}", "directory-admin-password"
 SERVICE_DN, SERVICE_PASSWORD = f"cn=cleanline,ou=services,{SUFFIX}", "service account password"
 GROUPS = f"ou=groups,{SUFFIX}"
 PEOPLE = f"ou=people,{SUFFIX}"
+# The provider's groups claim and the directory's groups, mapped to roles; the directory's people.
+OIDC_ROLES = {"cleanline-admins": "admin", "cleanline-operators": "operator", "cleanline-viewers": "viewer"}
+LDAP_ROLES = {"cn=cleanline-admins,ou=groups,dc=example,dc=org": "admin",
+              "cn=cleanline-operators,ou=groups,dc=example,dc=org": "operator",
+              "CN=Cleanline-Viewers,ou=groups,dc=example,dc=org": "viewer"}  # DNs compared ignoring case
+LDAP_PASSWORDS = {"alice": "alice's directory password", "bob": "bob's directory password",
+                  "carol": "carol's directory password", "dave": "dave's directory password"}
+
+
+def use_ldap(settings: Any, env: dict[str, str]) -> None:
+    """The console's settings with the CLEANLINE_LDAP_* of `env` (`Slapd.env`), LDAP on."""
+    from console.signin.config import ldap_settings
+
+    for name, value in ldap_settings(env).items():
+        setattr(settings, name, value)
+    settings.CLEANLINE_LDAP_ENABLED = True
+    settings.CLEANLINE_LDAP_GROUP_ROLES = LDAP_ROLES
+    settings.AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "console.signin.ldap.LdapBackend",
+                                        "console.signin.local.LocalBackend", "console.signin.oidc.OidcBackend"]
+
+
+def provider_login(page: Any, username: str, password: str) -> None:
+    """On the OIDC provider's own login page: type the username and password, submit."""
+    page.wait_for_selector("#provider-submit")
+    assert page.url.startswith("http://127.0.0.1:")
+    page.fill("#login", username)
+    page.fill("#password", password)
+    page.click("#provider-submit")
+    page.wait_for_load_state()
+
+
+def oidc_sign_in(page: Any, live_url: str, username: str, password: str) -> None:
+    """The login page's OIDC button, then the provider's login page."""
+    page.goto(f"{live_url}/login/")
+    page.click("#oidc-signin")
+    provider_login(page, username, password)
 
 
 

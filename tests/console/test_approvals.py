@@ -46,13 +46,15 @@ def test_approvals_queue_lists_what_waits_for_this_user_oldest_first(table: Tabl
     assert [a.plan for a in awaiting_decision(cyd)] == [first, second]  # oldest first; nothing to approve: not listed
     assert [a.plan for a in awaiting_decision(ada)] == [second]          # her own plan waits for another admin
     assert awaiting_decision(bob) == [] == awaiting_decision(viewer)     # their roles approve nothing
-    services.person_role_change(actor=ada, user=bob, role="admin")       # waits for a second admin
+    services.person_role_change(actor=ada, user=viewer, role="admin")    # waits for a second admin
     assert [a.kind for a in awaiting_decision(cyd)] == ["clean plan", "clean plan", "admin role"]
     assert [a.kind for a in awaiting_decision(ada)] == ["clean plan"]    # she asked for it
+    services.person_role_change(actor=ada, user=bob, role="viewer")     # bob now comes from ada: his plan is not hers
+    assert awaiting_decision(ada) == []                                 # to approve (console.lineage)
 
     page = signed_in(cyd).get(reverse("console:approvals")).content.decode()
     plan_urls = [reverse("console:plan", args=[table.pk, p.pk]) for p in (first, second)]
-    assert page.index(plan_urls[0]) < page.index(plan_urls[1]) and "make bob an admin" in page
+    assert page.index(plan_urls[0]) < page.index(plan_urls[1]) and "make vic an admin" in page
     assert reverse("console:plan", args=[table.pk, nothing.pk]) not in page
     assert 'id="approvals-badge"' in page and ">3</span>" in page        # the header's badge, on every page
     home = signed_in(cyd).get(reverse("console:home")).content.decode()

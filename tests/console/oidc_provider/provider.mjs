@@ -42,7 +42,7 @@ const provider = new Provider(issuer, {
   }],
   pkce: { methods: ['S256'], required: () => true },
   scopes: ['openid', 'email', 'profile', 'groups'],
-  claims: { openid: ['sub'], email: ['email'], profile: ['preferred_username', 'name'], groups: ['groups'] },
+  claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['preferred_username', 'name'], groups: ['groups'] },
   cookies: { keys: ['cleanline-test-provider-cookie-key'] },
   features: {
     devInteractions: { enabled: false },

@@ -10,7 +10,6 @@ hold for them as for anyone: their own plan is approved by another admin only.""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,45 +21,11 @@ from django.urls import reverse
 
 from console.models import AuditEvent, CleanPlan, GrantStatus, PlanStatus, Profile, RoleGrant
 from console.roles import role_name
-from console.signin.config import ldap_settings
-from tests.console.helpers import SHORT_RETENTION, Slapd
+from tests.console.helpers import LDAP_PASSWORDS as PASSWORDS
+from tests.console.helpers import SHORT_RETENTION, Slapd, use_ldap
 
 pytestmark = pytest.mark.django_db
 TABLE = "sample_table/mor/avro/v9_txns_simple_nometa"
-PASSWORDS = {"alice": "alice's directory password", "bob": "bob's directory password",
-             "carol": "carol's directory password", "dave": "dave's directory password"}
-ROLES = {"cn=cleanline-admins,ou=groups,dc=example,dc=org": "admin",
-         "cn=cleanline-operators,ou=groups,dc=example,dc=org": "operator",
-         "CN=Cleanline-Viewers,ou=groups,dc=example,dc=org": "viewer"}  # DNs compared ignoring case
-
-
-@pytest.fixture(scope="module")
-def directory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Slapd]:
-    server = Slapd(tmp_path_factory.mktemp("slapd")).start(people=PASSWORDS, groups={
-        "cleanline-admins": ["alice"], "cleanline-operators": ["bob"], "cleanline-viewers": ["bob"],
-        "unrelated": ["carol"]})
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def ldap_on(settings, directory: Slapd) -> Slapd:
-    """The console's settings with CLEANLINE_LDAP_* naming the test directory (plain LDAP)."""
-    use_ldap(settings, directory.env())
-    directory.set_members("cleanline-admins", ["alice"])
-    directory.set_members("cleanline-operators", ["bob"])
-    return directory
-
-
-def use_ldap(settings, env: dict[str, str]) -> None:  # type: ignore[no-untyped-def]
-    for name, value in ldap_settings(env).items():
-        setattr(settings, name, value)
-    settings.CLEANLINE_LDAP_ENABLED = True
-    settings.CLEANLINE_LDAP_GROUP_ROLES = ROLES
-    settings.AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "console.signin.ldap.LdapBackend",
-                                        "console.signin.local.LocalBackend"]
-
-
 def sign_in(username: str, password: str, client: Client | None = None) -> Client:
     client = client or Client(REMOTE_ADDR="192.0.2.10")
     client.post(reverse("login"), {"username": username, "password": password})

@@ -9,7 +9,6 @@ and refused callbacks are throttled per address."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlparse
 
@@ -17,64 +16,12 @@ import pytest
 from django.contrib.auth.models import Group, User
 from django.test import Client
 from django.urls import reverse
-from playwright.sync_api import Browser, Page, Route
+from playwright.sync_api import Page
 
 from console.models import AuditEvent, Profile
 from console.roles import role_name
-from tests.console.helpers import SHOTS, OidcProvider
-
-ROLES = {"cleanline-admins": "admin", "cleanline-operators": "operator", "cleanline-viewers": "viewer"}
-
-
-@pytest.fixture(scope="module")
-def provider(live_server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[OidcProvider]:
-    server = OidcProvider(tmp_path_factory.mktemp("oidc"), redirect_uri=f"{live_server.url}/oidc/callback/",
-                          post_logout_redirect_uri=f"{live_server.url}/login/").start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def oidc_on(settings, provider: OidcProvider) -> OidcProvider:
-    settings.CLEANLINE_OIDC_ISSUER = provider.issuer
-    settings.CLEANLINE_OIDC_CLIENT_ID = provider.client_id
-    settings.CLEANLINE_OIDC_CLIENT_SECRET = provider.client_secret
-    settings.CLEANLINE_OIDC_PROVIDER_NAME = "Test IdP"
-    settings.CLEANLINE_OIDC_CLAIM_ROLES = ROLES
-    settings.OIDC_RP_SCOPES = "openid email profile groups"
-    return provider
-
-
-@pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
-    """A fresh browser context that reaches 127.0.0.1 and localhost only."""
-    context = browser.new_context(viewport={"width": 1100, "height": 800})
-
-    def local_only(route: Route) -> None:
-        if urlparse(route.request.url).hostname in ("127.0.0.1", "localhost"):
-            route.continue_()
-        else:
-            route.abort()
-
-    context.route("**/*", local_only)
-    yield context.new_page()
-    context.close()
-
-
-def provider_login(page: Page, username: str, password: str) -> None:
-    """On the provider's own login page: type the username and password, submit."""
-    page.wait_for_selector("#provider-submit")
-    assert page.url.startswith("http://127.0.0.1:")
-    page.fill("#login", username)
-    page.fill("#password", password)
-    page.click("#provider-submit")
-    page.wait_for_load_state()
-
-
-def sign_in(page: Page, live_url: str, username: str, password: str) -> None:
-    page.goto(f"{live_url}/login/")
-    page.click("#oidc-signin")
-    provider_login(page, username, password)
+from tests.console.helpers import SHOTS, OidcProvider, provider_login
+from tests.console.helpers import oidc_sign_in as sign_in
 
 
 def sign_out(page: Page) -> None:
