@@ -64,7 +64,8 @@ def plan_request(*, table: Table, user: User | None, overrides: Mapping[str, Any
     overrides = dict(overrides)
     allow_short = bool(overrides.pop("allow_short_retention", False))
     listing = _listing(table, str(overrides.pop("listing", "") or "auto"))
-    out_of_bounds = retention_bound_refusal(overrides, instants=instant_count(table))
+    out_of_bounds = retention_bound_refusal(overrides, instants=instant_count(table),
+                                           table_props=table.properties)
     if out_of_bounds is not None:
         raise ValidationError(f"Refused: {out_of_bounds}.")
     try:

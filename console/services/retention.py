@@ -41,7 +41,7 @@ def estimate_request(*, table: Table, user: User | None, commits: Sequence[int],
                               "in one estimate.")
     out_of_bounds = retention_bound_refusal({"commits_retained": commits[-1] if commits else None,
                                              "hours_retained": hours[-1] if hours else None},
-                                            instants=instant_count(table))
+                                            instants=instant_count(table), table_props=table.properties)
     if out_of_bounds is not None:
         raise ValidationError(f"Refused: {out_of_bounds}.")
     estimate = RetentionEstimate.objects.create(table=table, requested_by=user, commits=commits, hours=hours)

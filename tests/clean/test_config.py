@@ -45,3 +45,14 @@ def test_config_retention_bound_refusal_names_the_table_instant_count() -> None:
         retention_bound_refusal({"hours_retained": 10**30}, instants=12) or "")
     assert "not a whole number" in (retention_bound_refusal({"commits_retained": "1e30"}, instants=12) or "")
     assert retention_bound_refusal({"commits_retained": None, "hours_retained": ""}, instants=0) is None
+
+
+def test_config_retention_bound_is_never_below_the_table_own_setting() -> None:
+    """A table of 8 instants configured to keep 10 commits (Hudi's default): asking for its own
+    10 is no slip, 11 is refused naming that setting."""
+    props = {"hoodie.clean.commits.retained": "10"}
+    assert retention_bound_refusal({"commits_retained": 10}, instants=8, table_props=props) is None
+    assert retention_bound_refusal({"commits_retained": 11}, instants=8, table_props=props) == (
+        "commits_retained=11 is above 10, the table's own setting (above its 8 instants, it already keeps every one)")
+    assert "above 8, the table's instant count" in (
+        retention_bound_refusal({"file_versions_retained": 9}, instants=8, table_props=props) or "")

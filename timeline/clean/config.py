@@ -130,15 +130,18 @@ def _convert(name: str, raw: str, source: str) -> Any:
     return number
 
 
-def retention_bound_refusal(overrides: Mapping[str, Any], *, instants: int | None) -> str | None:
+def retention_bound_refusal(overrides: Mapping[str, Any], *, instants: int | None,
+                            table_props: Mapping[str, str] | None = None) -> str | None:
     """Why a retention a person asks for (`overrides`: field names, None or "" for not given) is
     out of bounds, naming the bound, or None. Each value first as Hudi reads it (at most a
     Java int; hours at most HOURS_RETAINED_MAX), then commits and file versions retained at
     most `instants`, the table's instant count on its active and archived timelines (None:
-    not known, no such bound). A table holds no more commits, and a file group no more
-    versions, than it has instants, so a larger value keeps exactly what that count keeps; a
-    value above it is a typing slip (10^30), not a wish. The table's own settings are not
-    bounded by it: Hudi's default of 10 commits on a new table is no slip."""
+    not known, no such bound), or the table's own setting (`table_props`) where that is
+    higher. A table holds no more commits, and a file group no more versions, than it has
+    instants, so a larger value keeps exactly what that count keeps: a value above it is a
+    slip (10^30), not a wish. The table's own setting is never out of bounds (Hudi's default of
+    10 commits on a table of 8 instants), lest a plan that keeps it could not be asked for."""
+    own = CleanConfig.from_properties(table_props) if table_props is not None else None
     for name in ("commits_retained", "file_versions_retained", "hours_retained"):
         value = overrides.get(name)
         if value is None or value == "":
@@ -148,12 +151,16 @@ def retention_bound_refusal(overrides: Mapping[str, Any], *, instants: int | Non
         except ValueError:
             return f"{name}={value!r} is not a whole number"
         unit = _COUNTED.get(name)
-        if unit is not None and instants is not None and number > instants:
-            return (f"{name}={number} is above {instants}, the table's instant count (active and archived "
-                    f"timelines): no table keeps more {unit} than it has instants")
+        if unit is not None and instants is not None:
+            configured = getattr(own, name) if own is not None else 0
+            if number > max(instants, configured):
+                if configured > instants:
+                    return (f"{name}={number} is above {configured}, the table's own setting (above its "
+                            f"{instants} instants, it already keeps every one)")
+                return (f"{name}={number} is above {instants}, the table's instant count (active and archived "
+                        f"timelines): no table keeps more {unit} than it has instants")
         try:
             _convert(name, str(number), name)
         except CleanConfigError as exc:
             return str(exc)
     return None
-
