@@ -146,13 +146,25 @@ def category(address: IPAddress) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """A webhook URL checked: where to connect (the address checked), and what to ask for."""
+    """A webhook URL checked: where to connect (the addresses checked, tried in order), and what
+    to ask for."""
 
     https: bool
     host: str
     port: int
-    address: str
+    addresses: tuple[str, ...]
     path: str
+
+    def connect(self, timeout: float | None) -> socket.socket:
+        """A connection to the first checked address that answers (as socket.create_connection
+        tries a name's addresses), never to the name again."""
+        failure: OSError = OSError(f"{self.host}: no address")
+        for address in self.addresses:
+            try:
+                return socket.create_connection((address, self.port), timeout)
+            except OSError as exc:
+                failure = exc
+        raise failure
 
 
 def target_of(url: str) -> Target:
@@ -182,7 +194,7 @@ def target_of(url: str) -> Target:
     if not addresses:
         raise Failed(f"{host} resolves to no address")
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    return Target(parts.scheme == "https", host, port, str(addresses[0]), path)
+    return Target(parts.scheme == "https", host, port, tuple(str(a) for a in addresses), path)
 
 
 def _is_address(host: str) -> bool:
@@ -210,10 +222,10 @@ class _PinnedHTTPConnection(http.client.HTTPConnection):
 
     def __init__(self, target: Target, timeout: float) -> None:
         super().__init__(target.host, target.port, timeout=timeout)
-        self.address = target.address
+        self.target = target
 
     def connect(self) -> None:
-        self.sock = socket.create_connection((self.address, self.port), self.timeout)
+        self.sock = self.target.connect(self.timeout)
 
 
 class _PinnedHTTPSConnection(http.client.HTTPSConnection):
@@ -222,11 +234,10 @@ class _PinnedHTTPSConnection(http.client.HTTPSConnection):
     def __init__(self, target: Target, timeout: float) -> None:
         self.tls = ssl.create_default_context()
         super().__init__(target.host, target.port, timeout=timeout, context=self.tls)
-        self.address = target.address
+        self.target = target
 
     def connect(self) -> None:
-        plain = socket.create_connection((self.address, self.port), self.timeout)
-        self.sock = self.tls.wrap_socket(plain, server_hostname=self.host)
+        self.sock = self.tls.wrap_socket(self.target.connect(self.timeout), server_hostname=self.host)
 
 
 def post_json(url: str, payload: dict[str, Any]) -> None:

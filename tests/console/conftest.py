@@ -210,3 +210,39 @@ def odd_receiver() -> Iterator[tuple[str, list[str]]]:
     finally:
         web.shutdown()
         web.server_close()
+
+
+@pytest.fixture
+def tls_receiver(tmp_path: Path) -> Iterator[tuple[int, Path, list[dict[str, Any]]]]:
+    """A real HTTPS webhook receiver on 127.0.0.1 with a self-signed certificate for the name
+    `localhost` only (made by the openssl command). Yields its port, the certificate (to trust
+    it: SSL_CERT_FILE) and the JSON bodies it got."""
+    import ssl
+
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=DNS:localhost", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True, timeout=60)
+    got: list[dict[str, Any]] = []
+
+    class Receiver(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            got.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    web = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    web.socket = context.wrap_socket(web.socket, server_side=True)
+    thread = threading.Thread(target=web.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield int(web.server_address[1]), cert, got
+    finally:
+        web.shutdown()
+        web.server_close()

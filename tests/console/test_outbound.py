@@ -5,6 +5,8 @@ never what listens where. Real HTTP servers on 127.0.0.1 (`sinks`, `odd_receiver
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -138,3 +140,34 @@ def test_outbound_allowed_entries_parse(entry: str, covers: tuple[str, str, int]
 def test_outbound_allowed_entries_refuse_what_they_cannot_read(entry: str) -> None:
     with pytest.raises(ValueError, match="port|host name"):
         outbound.allowed_entry(entry)
+
+
+def test_outbound_https_goes_to_the_checked_address_and_verifies_the_name(
+        tls_receiver: tuple[int, Path, list[dict[str, Any]]], settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    """HTTPS through the fence: connected to the address `localhost` was checked at, the
+    certificate verified against the name (trusted here through SSL_CERT_FILE); the same server
+    by its address, which its certificate does not name, fails; untrusted, it fails too."""
+    port, cert, got = tls_receiver
+    settings.CLEANLINE_ALERT_ALLOWED_HOSTS = [f"localhost:{port}", f"127.0.0.1:{port}"]
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+    outbound.post_json(f"https://localhost:{port}/hook", {"text": "over TLS"})
+    assert got == [{"text": "over TLS"}]
+    with pytest.raises(outbound.Failed, match="CERTIFICATE_VERIFY_FAILED|match"):
+        outbound.post_json(f"https://127.0.0.1:{port}/hook", {"text": "by address"})
+    monkeypatch.delenv("SSL_CERT_FILE")
+    with pytest.raises(outbound.Failed, match="CERTIFICATE_VERIFY_FAILED"):
+        outbound.post_json(f"https://localhost:{port}/hook", {"text": "untrusted"})
+    assert len(got) == 1
+
+
+def test_outbound_connects_to_the_checked_address_never_the_name_again(odd_receiver: tuple[str, list[str]]) -> None:
+    """A checked target connects to its addresses (the first that answers), not to its name: a
+    name that no longer resolves, or resolves elsewhere (DNS rebinding), changes nothing."""
+    base, _ = odd_receiver
+    port = int(base.rsplit(":", 1)[1])
+    closed = free_port()
+    target = outbound.Target(False, "rebound.invalid", port, ("127.0.0.1",), "/200")
+    with target.connect(5) as sock:
+        assert sock.getpeername() == ("127.0.0.1", port)
+    with pytest.raises(ConnectionRefusedError):
+        outbound.Target(False, "rebound.invalid", closed, ("127.0.0.1",), "/").connect(5)
