@@ -102,8 +102,8 @@ def _send_test(channel: Channel, sender: str) -> None:
         send_mail("[Cleanline] test of an alert channel", f"{text}\n\nNothing to do: real alerts come the same way.\n",
                   settings.CLEANLINE_ALERT_FROM, [channel.target])
     else:
-        outbound.post_json(channel.target, {"text": text, "cleanline": {"alert": None, "test": True, "sent_by": sender,
-                                                                "at": at.isoformat()}})
+        outbound.post_json(channel.target, {"text": text, "cleanline": {"alert": None, "test": True,
+                                                                         "sent_by": sender, "at": at.isoformat()}})
 
 
 def channel_test(*, user: User | None, key: str) -> Channel:
