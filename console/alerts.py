@@ -14,10 +14,7 @@ that comes back later fires a new alert."""
 
 from __future__ import annotations
 
-import json
 import logging
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -37,7 +34,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
-from console import permissions
+from console import outbound, permissions
 from console.alerts_health import health_error, health_info, health_warning
 from console.alerts_setup import alert_emails, alert_webhooks, all_channels, lake_enabled, lake_rules, lake_threshold
 from console.metrics import age_seconds, earliest_savepoints, pending_writes, reclaimable, timeline_zone
@@ -382,10 +379,10 @@ def deliver(alert: Alert) -> dict[str, Any]:
         try:
             send(alert)
             deliveries[name] = {"outcome": SENT, "at": timezone.now().isoformat(), "attempts": attempts}
-        except Exception as exc:
-            logger.warning("alert %s: delivery to %s failed: %s", alert.pk, name, exc)
+        except Exception as exc:  # the reason to the log only: the page says refused (why) or failed (outbound)
+            logger.warning("alert %s: delivery to %s failed: %s: %s", alert.pk, name, type(exc).__name__, exc)
             deliveries[name] = {"outcome": "failed", "at": timezone.now().isoformat(), "attempts": attempts,
-                                "error": f"{type(exc).__name__}: {exc}"[:500]}
+                                "error": outbound.outcome_of(exc)[:500]}
         Alert.objects.filter(pk=alert.pk).update(deliveries=deliveries)
     alert.deliveries = deliveries
     return deliveries
@@ -414,20 +411,8 @@ def payload_of(alert: Alert) -> dict[str, Any]:
 
 
 def post_webhook(url: str, alert: Alert) -> None:
-    post_json(url, payload_of(alert))
-
-
-def post_json(url: str, payload: dict[str, Any]) -> None:
-    """POST `payload` to a webhook; a failure's message names its status or reason, never the URL."""
-    request = urllib.request.Request(url, data=json.dumps(payload).encode(), method="POST",
-                                     headers={"Content-Type": "application/json", "User-Agent": "Cleanline"})
-    try:
-        with urllib.request.urlopen(request, timeout=settings.CLEANLINE_ALERT_WEBHOOK_TIMEOUT_SECONDS) as response:
-            response.read(1024)
-    except urllib.error.HTTPError as exc:  # its message is the status line, never the URL
-        raise RuntimeError(f"HTTP {exc.code} {exc.reason}") from None
-    except urllib.error.URLError as exc:
-        raise RuntimeError(f"not reached: {exc.reason}") from None
+    """POST the alert to a webhook through the fence (console/outbound.py)."""
+    outbound.post_json(url, payload_of(alert))
 
 
 # The page -----------------------------------------------------------------------------------

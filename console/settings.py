@@ -142,6 +142,11 @@ CLEANLINE_ALERT_WEBHOOKS  comma-separated http(s) URLs each alert is POSTed to a
                   `text` field (Slack-compatible incoming webhooks; default none). The URLs are
                   secrets to Slack and the like: the console shows only their host names.
 CLEANLINE_ALERT_WEBHOOK_TIMEOUT_SECONDS  per webhook request (default 10)
+CLEANLINE_ALERT_ALLOWED_HOSTS  comma-separated host names, IP addresses and networks (CIDR), each
+                  with an optional :port ([v6]:port for IPv6), that webhooks may reach although
+                  they are loopback, private, link-local or otherwise not public (default none:
+                  public addresses only; console/outbound.py). Checked after name resolution, at
+                  every send; redirects are never followed.
 CLEANLINE_ALERT_WRITE_PENDING_HOURS  default threshold: a write pending longer fires (default 12)
 CLEANLINE_ALERT_SAVEPOINT_DAYS  default threshold: a table's earliest savepoint older than this
                   fires, as Hudi's archival stops at it (default 30)
@@ -167,6 +172,7 @@ from urllib.parse import unquote, urlparse
 
 from django.core.exceptions import ImproperlyConfigured
 
+from console.outbound import allowed_entry
 from console.signin.config import ldap_settings, role_map
 from timeline import CleanlineError
 from timeline.engine import spark_min_files
@@ -289,6 +295,16 @@ def webhook_urls(items: list[str]) -> list[str]:
         parsed = urlparse(item)
         if parsed.scheme not in ("http", "https") or not parsed.hostname:
             raise ImproperlyConfigured(f"CLEANLINE_ALERT_WEBHOOKS: entry {index} is not an http:// or https:// URL")
+    return items
+
+
+def alert_allowed_hosts(items: list[str]) -> list[str]:
+    """CLEANLINE_ALERT_ALLOWED_HOSTS checked: each a host name, an IP address or a network, with an optional :port."""
+    for item in items:
+        try:
+            allowed_entry(item)
+        except ValueError as exc:
+            raise ImproperlyConfigured(f"CLEANLINE_ALERT_ALLOWED_HOSTS: {exc}") from None
     return items
 
 
@@ -512,6 +528,7 @@ CLEANLINE_URL = (os.environ.get("CLEANLINE_URL", "").strip().rstrip("/")
 CLEANLINE_ALERT_EMAILS = _list("CLEANLINE_ALERT_EMAILS")
 CLEANLINE_ALERT_FROM = os.environ.get("CLEANLINE_ALERT_FROM", "cleanline@localhost")
 CLEANLINE_ALERT_WEBHOOKS = webhook_urls(_list("CLEANLINE_ALERT_WEBHOOKS"))
+CLEANLINE_ALERT_ALLOWED_HOSTS = alert_allowed_hosts(_list("CLEANLINE_ALERT_ALLOWED_HOSTS"))
 CLEANLINE_ALERT_WEBHOOK_TIMEOUT_SECONDS = float(os.environ.get("CLEANLINE_ALERT_WEBHOOK_TIMEOUT_SECONDS", "10"))
 CLEANLINE_ALERT_WRITE_PENDING_HOURS = float(os.environ.get("CLEANLINE_ALERT_WRITE_PENDING_HOURS", "12"))
 CLEANLINE_ALERT_SAVEPOINT_DAYS = float(os.environ.get("CLEANLINE_ALERT_SAVEPOINT_DAYS", "30"))

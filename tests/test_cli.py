@@ -210,3 +210,23 @@ def test_cli_clean_run_and_savepoint_list_sizes(table_copy) -> None:
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.strip().endswith(f"0 failed, {human_size(total)} reclaimed"), (ran.stdout, instant)
     assert ran.stderr.strip().endswith(f"files, {human_size(total)}")  # the progress line's last state
+
+
+def test_cli_archive_run_refuses_a_lock_file_with_an_out_of_range_lease(table_copy,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """A storage-based lock file whose `validUntil` is 9e18 (year 285 million) is a refusal
+    naming the file, exit 2: no traceback, nothing archived."""
+    path = table_copy(V9_COW)
+    lock = path / ".hoodie" / ".locks" / "table_lock.json"
+    lock.parent.mkdir(parents=True)
+    lock.write_bytes(b'{"expired":false,"validUntil":9e18,"owner":"someone"}')
+    before = tree_snapshot(path)
+    small = ["--hoodie-conf", "hoodie.keep.min.commits=2", "--hoodie-conf", "hoodie.keep.max.commits=3",
+             "--hoodie-conf", "hoodie.clean.commits.retained=1"]
+    assert main([*small, "archive", "run", str(path), "--yes"]) == 2
+    err = capsys.readouterr().err  # the plan it was about to run, then the refusal
+    line = err.strip().splitlines()[-1]
+    assert "Traceback" not in err
+    assert line.startswith("cleanline: error: ") and str(lock) in line
+    assert "validUntil=9e+18 is out of range" in line
+    assert tree_snapshot(path) == before

@@ -184,6 +184,12 @@ def rollback_ways(table: Table, rows: list[FailedWrite], instant: str) -> Rollba
                         max(before) if before else None)
 
 
+def instant_count(table: Table) -> int | None:
+    """The table's instants on its active and archived timelines at the last sync (None before
+    one): the bound of the commits and file versions a person may ask to retain."""
+    return table.instants.count() if table.active_instants is not None else None
+
+
 def retention_estimate(table: Table, estimate_id: int | None = None) -> RetentionEstimate | None:
     """A table's what-if retention estimate (its latest when no id is given)."""
     found = table.retention_estimates.select_related("requested_by")

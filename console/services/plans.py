@@ -20,6 +20,7 @@ from console.models import (
     Table,
 )
 from console.permissions import change_approval_refusal
+from console.selectors.tables import instant_count
 from console.services.audit import audit
 from console.services.locks import Lease, LockLost, TableBusy, live_lock, table_lock
 from console.services.queue import APPROVE_CLEAN_PLAN, BUILD_CLEAN_PLAN, check_alerts_on_commit, enqueue_on_commit
@@ -36,6 +37,7 @@ from timeline import (
     PlanInvalidated,
     Progress,
 )
+from timeline.clean.config import retention_bound_refusal
 from timeline.clean.retention import retention_shortfall
 from timeline.clean.store import StoredPlan, StoreError, compare_stored
 from timeline.engine import engine_for, spark_session
@@ -62,6 +64,10 @@ def plan_request(*, table: Table, user: User | None, overrides: Mapping[str, Any
     overrides = dict(overrides)
     allow_short = bool(overrides.pop("allow_short_retention", False))
     listing = _listing(table, str(overrides.pop("listing", "") or "auto"))
+    out_of_bounds = retention_bound_refusal(overrides, instants=instant_count(table),
+                                           table_props=table.properties)
+    if out_of_bounds is not None:
+        raise ValidationError(f"Refused: {out_of_bounds}.")
     try:
         config = _config(table, overrides)
     except CleanlineError as exc:

@@ -14,9 +14,11 @@ from django.core.exceptions import ValidationError
 from django.utils import timezone
 
 from console.models import JobStatus, RetentionEstimate, Table
+from console.selectors.tables import instant_count
 from console.services.audit import audit
 from console.services.queue import ESTIMATE_RETENTION, enqueue_on_commit
 from timeline import CleanlineError, HudiTable
+from timeline.clean.config import retention_bound_refusal
 from timeline.clean.whatif import RetentionCost, what_if
 
 MAX_COMMITS = 50
@@ -37,6 +39,11 @@ def estimate_request(*, table: Table, user: User | None, commits: Sequence[int],
     if len(commits) > MAX_COMMITS or len(hours) > MAX_HOURS_SETTINGS:
         raise ValidationError(f"At most {MAX_COMMITS} commits settings and {MAX_HOURS_SETTINGS} hours settings "
                               "in one estimate.")
+    out_of_bounds = retention_bound_refusal({"commits_retained": commits[-1] if commits else None,
+                                             "hours_retained": hours[-1] if hours else None},
+                                            instants=instant_count(table), table_props=table.properties)
+    if out_of_bounds is not None:
+        raise ValidationError(f"Refused: {out_of_bounds}.")
     estimate = RetentionEstimate.objects.create(table=table, requested_by=user, commits=commits, hours=hours)
     audit(user=user, action="retention.estimate.requested", table=table,
           parameters={"estimate": estimate.pk, "commits": commits, "hours": hours})

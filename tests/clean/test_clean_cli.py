@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from tests.helpers import tree_snapshot
+from timeline.cli import main
 
 CLEANLINE = Path(sys.executable).with_name("cleanline")
 TABLE = "sample_table/mor/avro/v9_txns_simple_nometa"
@@ -58,3 +59,13 @@ def test_clean_cli_refusals_are_one_line(table_copy) -> None:
     assert bad.returncode == 2 and "not an instant time" in bad.stderr
     missing = run("clean", "show", path)
     assert missing.returncode == 2 and "no completed clean" in missing.stderr
+
+
+def test_clean_cli_retention_above_what_hudi_reads_is_refused_with_the_bound(table_copy, capsys) -> None:
+    """`--retain-commits 10^30`: one line naming the bound (a Java int, as Hudi reads it), exit 2."""
+    path = table_copy(TABLE)  # main() in this process: the code under test, not the installed command's
+    assert main(["clean", "plan", str(path), "--retain-commits", str(10**30)]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [
+        f"cleanline: error: commits_retained={10**30} is above 2147483647, the largest value Hudi reads "
+        "(a Java int: HoodieConfig.getInt)"]

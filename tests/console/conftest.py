@@ -175,6 +175,7 @@ def sinks(settings) -> Iterator[Sinks]:
     settings.CLEANLINE_ALERT_EMAILS = ["ops@cleanline.test", "lead@cleanline.test"]
     settings.CLEANLINE_ALERT_FROM = "alerts@cleanline.test"
     settings.CLEANLINE_ALERT_WEBHOOKS = [f"http://127.0.0.1:{web.server_address[1]}/hooks/T000/B000/secret-part"]
+    settings.CLEANLINE_ALERT_ALLOWED_HOSTS = [f"127.0.0.1:{web.server_address[1]}"]  # on loopback: listed
     try:
         yield found
     finally:
@@ -238,3 +239,79 @@ def ldap_on(settings, directory: Slapd) -> Slapd:  # type: ignore[no-untyped-def
     directory.set_members("cleanline-admins", ["alice"])
     directory.set_members("cleanline-operators", ["bob"])
     return directory
+
+
+@pytest.fixture
+def odd_receiver() -> Iterator[tuple[str, list[str]]]:
+    """A real HTTP server on 127.0.0.1 that answers by the path's status: /302?to=<url> (and the
+    other 3xx) redirect there, /401 refuses, /200 takes it, /hangup closes the connection
+    without an answer. Yields its base URL and what it was asked ("POST /302?to=...")."""
+    from urllib.parse import parse_qs, urlsplit
+
+    asked: list[str] = []
+
+    class Odd(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            asked.append(f"{self.command} {self.path}")
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            parts = urlsplit(self.path)
+            if parts.path == "/hangup":
+                self.close_connection = True
+                self.connection.shutdown(2)
+                return
+            status = int(parts.path.strip("/"))
+            self.send_response(status)
+            if status in (301, 302, 303, 307, 308):
+                self.send_header("Location", parse_qs(parts.query)["to"][0])
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        do_GET = do_POST  # a redirect followed as a GET is seen too
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    web = ThreadingHTTPServer(("127.0.0.1", 0), Odd)
+    thread = threading.Thread(target=web.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{web.server_address[1]}", asked
+    finally:
+        web.shutdown()
+        web.server_close()
+
+
+@pytest.fixture
+def tls_receiver(tmp_path: Path) -> Iterator[tuple[int, Path, list[dict[str, Any]]]]:
+    """A real HTTPS webhook receiver on 127.0.0.1 with a self-signed certificate for the name
+    `localhost` only (made by the openssl command). Yields its port, the certificate (to trust
+    it: SSL_CERT_FILE) and the JSON bodies it got."""
+    import ssl
+
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=DNS:localhost", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True, timeout=60)
+    got: list[dict[str, Any]] = []
+
+    class Receiver(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            got.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    web = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    web.socket = context.wrap_socket(web.socket, server_side=True)
+    thread = threading.Thread(target=web.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield int(web.server_address[1]), cert, got
+    finally:
+        web.shutdown()
+        web.server_close()

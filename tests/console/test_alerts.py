@@ -162,7 +162,7 @@ def test_alerts_an_old_savepoint_fires_a_failed_webhook_is_retried_alone_and_it_
     alert = open_alert(table, AlertKind.SAVEPOINT_OLD)
     assert alert.key == f"savepoint:{second}" and "days old (threshold 30 days)" in alert.message
     assert alert.deliveries["webhook 1 (127.0.0.1)"]["outcome"] == "failed"
-    assert alert.deliveries["webhook 1 (127.0.0.1)"]["error"] == "RuntimeError: HTTP 500 Internal Server Error"
+    assert alert.deliveries["webhook 1 (127.0.0.1)"]["error"] == "failed"  # the status only in the server log
     assert len(sinks.mails_of(alert)) == 1 and not sinks.hooks_of(alert)
     alert = fires_once(table, AlertKind.SAVEPOINT_OLD, sinks)  # the webhook again, not the e-mail
     assert alert.deliveries["webhook 1 (127.0.0.1)"]["attempts"] == 2

@@ -41,7 +41,7 @@ def test_approvals_queue_lists_what_waits_for_this_user_oldest_first(table: Tabl
     ada, bob, cyd = person("ada", "admin"), person("bob", "operator"), person("cyd", "admin")
     viewer = person("vic", "viewer")
     first, second = draft(table, ada), draft(table, bob)
-    nothing = draft(table, bob, {"policy": "KEEP_LATEST_COMMITS", "commits_retained": 50})
+    nothing = draft(table, bob, {"policy": "KEEP_LATEST_COMMITS", "commits_retained": table.instants.count()})
     assert first.files_to_delete and second.files_to_delete and nothing.deletes_nothing
     assert [a.plan for a in awaiting_decision(cyd)] == [first, second]  # oldest first; nothing to approve: not listed
     assert [a.plan for a in awaiting_decision(ada)] == [second]          # her own plan waits for another admin
@@ -103,7 +103,8 @@ def test_approvals_a_plan_needing_approval_notifies_its_approvers_with_a_link(
     (hook,) = sinks.hooks_of(alert)
     assert link in hook["text"]
     with django_capture_on_commit_callbacks(execute=True):
-        draft(table, ada, {"policy": "KEEP_LATEST_COMMITS", "commits_retained": 50})  # deletes nothing: no notice
+        draft(table, ada, {"policy": "KEEP_LATEST_COMMITS",  # deletes nothing: no notice
+                           "commits_retained": table.instants.count()})
     assert Alert.objects.filter(kind=AlertKind.APPROVAL_WAITING).count() == 1
     services.plan_reject(plan=plan, user=cyd)
     from console.alerts import check_alerts

@@ -204,7 +204,7 @@ def test_hardening_bad_properties_checksum_without_backup_stops_the_table(table:
 def test_plan_that_deletes_nothing_shows_nothing_to_clean_and_cannot_be_approved(console_table) -> None:
     table = console_table("sample_table/mor/avro/v9_txns_simple_nometa")
     plan = services.plan_build(plan=services.plan_request(table=table, user=person("op", "operator"),
-                                                          overrides={"commits_retained": 50}))
+                                                          overrides={"commits_retained": table.instants.count()}))
     assert plan.status == PlanStatus.DRAFT and plan.files_to_delete == 0
     page = login("admin").get(reverse("console:plan", args=[table.pk, plan.pk]))
     assert b"nothing to clean" in page.content and b"Approve and run" not in page.content

@@ -54,6 +54,16 @@ def test_settings_start_up_without_secret_key_and_debug_off_fails_clearly() -> N
     assert manage("check", env=clean_env(DEBUG="1")).returncode == 0
 
 
+def test_settings_alert_allowed_hosts_are_checked_at_start_up() -> None:
+    """CLEANLINE_ALERT_ALLOWED_HOSTS: host names, addresses and networks with an optional port;
+    anything else stops the start naming the entry (console/outbound.py reads them)."""
+    good = "hooks.internal:8443, 10.0.0.0/8, [fd00::1]:443, 192.168.1.5"
+    assert manage("check", env=clean_env(DEBUG="1", CLEANLINE_ALERT_ALLOWED_HOSTS=good)).returncode == 0
+    refused = manage("check", env=clean_env(DEBUG="1", CLEANLINE_ALERT_ALLOWED_HOSTS="10.0.0.0/8, http://hooks/x"))
+    assert refused.returncode != 0
+    assert "ImproperlyConfigured: CLEANLINE_ALERT_ALLOWED_HOSTS: 'http://hooks/x'" in refused.stderr
+
+
 @pytest.mark.parametrize("key", ["cleanline-development-only-key-change-me",
                                  "cleanline-tests-only-key-never-use-it-elsewhere-0123456789",
                                  "django-insecure-" + "k" * 50,

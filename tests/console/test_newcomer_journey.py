@@ -270,7 +270,8 @@ def test_newcomer_journey_discover_plan_approve_run_restore_roll_back_at_two_wid
         shutil.copytree(demo_lake / name, lake / name)
     settings.CLEANLINE_ALLOWED_ROOTS = [str(lake)]
     start_worker(EMAIL_HOST="127.0.0.1", EMAIL_PORT=str(settings.EMAIL_PORT), CLEANLINE_ALERT_EMAILS="",
-                 CLEANLINE_ALERT_WEBHOOKS=",".join(settings.CLEANLINE_ALERT_WEBHOOKS), CLEANLINE_URL=live_server.url)
+                 CLEANLINE_ALERT_WEBHOOKS=",".join(settings.CLEANLINE_ALERT_WEBHOOKS), CLEANLINE_URL=live_server.url,
+                 CLEANLINE_ALERT_ALLOWED_HOSTS=",".join(settings.CLEANLINE_ALERT_ALLOWED_HOSTS))  # its receiver
     admin("admin"), admin("admin2")
     journey = Journey(live_server.url)
 

@@ -53,7 +53,7 @@ def test_retention_estimate_equals_the_plan_of_each_setting_and_writes_nothing(t
 def test_retention_estimate_refuses_what_is_no_setting(table: Table) -> None:
     from django.core.exceptions import ValidationError
 
-    for commits, hours in (([], []), ([0, 1], []), (list(range(1, 60)), [])):
+    for commits, hours in (([], []), ([0, 1], []), (list(range(1, 60)), []), ([1, 10**30], []), ([], [10**30])):
         with pytest.raises(ValidationError):
             services.estimate_request(table=table, user=None, commits=commits, hours=hours)
     assert not RetentionEstimate.objects.exists()

@@ -40,6 +40,7 @@ from timeline.locks import (
     CorruptLockFile,
     HudiLock,
     LockConfigError,
+    LockFileOutOfRange,
     LockLost,
     LockNotHeld,
     LockUnavailable,
@@ -242,6 +243,23 @@ def test_locks_lock_file_bytes_are_what_jackson_writes(tmp_path: Path) -> None:
     for broken in (b'{"owner":"o","validUntil":12}', b'{"owner":"o","validUntil":null,"expired":false}', b"[]", b"{"):
         with pytest.raises(CorruptLockFile):
             StorageLockData.from_json(broken, "x")
+
+
+@pytest.mark.parametrize("valid_until", ["9e18", "-1", "253402300800000", "9223372036854775808"])
+def test_locks_storage_lock_file_out_of_range_lease_is_refused_naming_the_file(store: Store,
+                                                                              valid_until: str) -> None:
+    """A lease end no datetime holds (after 9999-12-31, before the epoch, beyond a Java long) is
+    refused naming the lock file, on both stores, and the file is left as it is."""
+    content = f'{{"expired":false,"validUntil":{valid_until},"owner":"someone"}}'.encode()
+    store.write_raw(content)
+    with pytest.raises(LockFileOutOfRange) as raised:
+        store.lock().acquire(0.1)
+    assert raised.value.path.endswith(LOCK_FILE) and raised.value.path in str(raised.value)
+    assert "is out of range" in str(raised.value)
+    assert store.read_raw() == content
+    for not_a_number in (b"NaN", b"Infinity"):  # not JSON to Jackson: a corrupt file, never a crash
+        with pytest.raises(CorruptLockFile):
+            StorageLockData.from_json(b'{"expired":false,"validUntil":%s,"owner":"o"}' % not_a_number, "x")
 
 
 def test_locks_storage_respects_a_lock_file_written_by_hudi(store: Store) -> None:

@@ -27,6 +27,16 @@ class CleanConfigError(CleanlineError, ValueError):
     """A cleaning setting has a value Hudi would refuse."""
 
 
+# HoodieWriteConfig reads every number of HoodieCleanConfig with HoodieConfig.getInt
+# (getCleanerCommitsRetained, getCleanerFileVersionsRetained, getCleanerHoursRetained, ...):
+# Integer.parseInt, so a value above a Java int is one Hudi itself refuses.
+JAVA_INT_MAX = 2**31 - 1
+# A window of hours reaching back further than any instant time (a thousand years); Cleanline's
+# bound, below Hudi's, so that `now - hours` stays a date (timeline/clean/retention.py).
+HOURS_RETAINED_MAX = 24 * 365 * 1000
+# The retention settings bounded by the table's instant count (`retention_bound_refusal`).
+_COUNTED = {"commits_retained": "commits", "file_versions_retained": "file versions"}
+
 # field -> (new key, old key, default), in HoodieCleanConfig's terms.
 KEYS: Mapping[str, tuple[str, str | None, str]] = {
     "policy": ("hoodie.clean.policy", "hoodie.cleaner.policy", "KEEP_LATEST_COMMITS"),
@@ -111,4 +121,46 @@ def _convert(name: str, raw: str, source: str) -> Any:
         raise CleanConfigError(f"{source}={raw!r} is not a valid value") from None
     if number < 0 or (number == 0 and name in ("file_versions_retained", "parallelism")):
         raise CleanConfigError(f"{source}={raw!r} must be {'positive' if number == 0 else 'at least 0'}")
+    if name == "hours_retained" and number > HOURS_RETAINED_MAX:
+        raise CleanConfigError(f"{source}={text} is above {HOURS_RETAINED_MAX} hours (a thousand years), "
+                               "further back than any instant time")
+    if number > JAVA_INT_MAX:
+        raise CleanConfigError(f"{source}={text} is above {JAVA_INT_MAX}, the largest value Hudi reads "
+                               "(a Java int: HoodieConfig.getInt)")
     return number
+
+
+def retention_bound_refusal(overrides: Mapping[str, Any], *, instants: int | None,
+                            table_props: Mapping[str, str] | None = None) -> str | None:
+    """Why a retention a person asks for (`overrides`: field names, None or "" for not given) is
+    out of bounds, naming the bound, or None. Each value first as Hudi reads it (at most a
+    Java int; hours at most HOURS_RETAINED_MAX), then commits and file versions retained at
+    most `instants`, the table's instant count on its active and archived timelines (None:
+    not known, no such bound), or the table's own setting (`table_props`) where that is
+    higher. A table holds no more commits, and a file group no more versions, than it has
+    instants, so a larger value keeps exactly what that count keeps: a value above it is a
+    slip (10^30), not a wish. The table's own setting is never out of bounds (Hudi's default of
+    10 commits on a table of 8 instants), lest a plan that keeps it could not be asked for."""
+    own = CleanConfig.from_properties(table_props) if table_props is not None else None
+    for name in ("commits_retained", "file_versions_retained", "hours_retained"):
+        value = overrides.get(name)
+        if value is None or value == "":
+            continue
+        try:
+            number = int(str(value).strip())
+        except ValueError:
+            return f"{name}={value!r} is not a whole number"
+        unit = _COUNTED.get(name)
+        if unit is not None and instants is not None:
+            configured = getattr(own, name) if own is not None else 0
+            if number > max(instants, configured):
+                if configured > instants:
+                    return (f"{name}={number} is above {configured}, the table's own setting (above its "
+                            f"{instants} instants, it already keeps every one)")
+                return (f"{name}={number} is above {instants}, the table's instant count (active and archived "
+                        f"timelines): no table keeps more {unit} than it has instants")
+        try:
+            _convert(name, str(number), name)
+        except CleanConfigError as exc:
+            return str(exc)
+    return None

@@ -54,7 +54,7 @@ from timeline.locks.config import (
     provider_class,
 )
 from timeline.locks.filesystem import FILESYSTEM_BASED_LOCK_PROVIDER, FileSystemBasedLock
-from timeline.locks.lock_file import CorruptLockFile
+from timeline.locks.lock_file import CorruptLockFile, LockFileOutOfRange
 from timeline.locks.storage_based import StorageBasedLock
 from timeline.locks.zookeeper import ZookeeperBasedLock
 from timeline.storage.base import Storage
@@ -71,6 +71,7 @@ __all__ = [
     "HudiLock",
     "LockConfigError",
     "LockError",
+    "LockFileOutOfRange",
     "LockHolder",
     "LockLost",
     "LockNotHeld",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -32,6 +33,11 @@ log = logging.getLogger(__name__)
 
 # The three JSON properties of StorageLockData, in Jackson's output order.
 _EXPIRED, _VALID_UNTIL, _OWNER = "expired", "validUntil", "owner"
+
+# The lease ends a lock file may name: from the epoch to the last millisecond of 9999-12-31 UTC
+# (the last one a datetime holds). Hudi writes `System.currentTimeMillis() + validity`, so
+# anything outside is a file written by hand or broken.
+VALID_UNTIL_MAX_MS = 253_402_300_799_999
 
 
 def now_ms() -> int:
@@ -64,6 +70,21 @@ class CorruptLockFile(LockError):
         super().__init__(f"{path}: not a Hudi lock file: {reason}")
         self.path = path
         self.reason = reason
+
+
+class LockFileOutOfRange(LockError):
+    """The lock file's `validUntil` is not a lease end (before the epoch, after 9999-12-31, or
+    beyond a Java long). Hudi's reader takes any long, so a far-future value holds the lock for
+    ever; Cleanline refuses it naming the file, to be fixed or removed by a person. Not a
+    CorruptLockFile: a write caught half done never reads as a whole JSON object, so this is no
+    state to retry."""
+
+    def __init__(self, path: str, value: object) -> None:
+        super().__init__(f"{path}: lock file's {_VALID_UNTIL}={value!r} is out of range (epoch milliseconds from "
+                         f"0 to {VALID_UNTIL_MAX_MS}, 9999-12-31): fix or remove the lock file once no writer "
+                         "holds the lock")
+        self.path = path
+        self.value = value
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,18 +131,26 @@ def _as_bool(value: object, path: str) -> bool:
 
 
 def _as_long(value: object, path: str) -> int:
+    """`validUntil` as Jackson reads a `long` (numbers, floats truncated, numeric strings;
+    NaN and Infinity are not JSON to it), then refused outside the lease ends a lock file
+    may name (LockFileOutOfRange)."""
+    number: int | None = None
     if isinstance(value, bool) or value is None:
-        raise CorruptLockFile(path, f"{_VALID_UNTIL}={value!r} is not a number")
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        return int(value)
-    if isinstance(value, str):
+        number = None
+    elif isinstance(value, int):
+        number = value
+    elif isinstance(value, float):
+        number = int(value) if math.isfinite(value) else None
+    elif isinstance(value, str):
         try:
-            return int(value.strip())
+            number = int(value.strip())
         except ValueError:
-            pass
-    raise CorruptLockFile(path, f"{_VALID_UNTIL}={value!r} is not a number")
+            number = None
+    if number is None:
+        raise CorruptLockFile(path, f"{_VALID_UNTIL}={value!r} is not a number")
+    if not 0 <= number <= VALID_UNTIL_MAX_MS:
+        raise LockFileOutOfRange(path, value)
+    return number
 
 
 def _as_owner(value: object, path: str) -> str | None:

@@ -89,6 +89,8 @@ def test_api_errors_refusals_name_the_field_to_send(table: Table) -> None:
                        content_type="application/json")
     detail = is_problem(short, 409)["detail"]
     assert '"allow_short_retention": true' in detail and "tick" not in detail
+    huge = admin.post(f"{API}/tables/{table.pk}/plans", {"commits_retained": 10**30}, content_type="application/json")
+    assert f"is above {table.instants.count()}, the table's instant count" in is_problem(huge, 409)["detail"]
     savepoint = table.instants.filter(action="commit", state="COMPLETED").order_by("requested_time").first()
     assert savepoint is not None
     services.savepoint_create(table=table, user=None, instant_time=savepoint.requested_time, comment="")

@@ -244,3 +244,20 @@ def test_plan_approval_task_never_leaves_a_plan_approving(table: Table) -> None:
     approve_clean_plan.apply(args=(plan.pk,))
     plan.refresh_from_db()
     assert plan.status == PlanStatus.DRAFT and plan.error
+
+
+def test_plan_retention_above_the_table_instant_count_is_refused_with_the_bound(table: Table) -> None:
+    """commits_retained 10^30 (and file versions above the instant count) refused naming the
+    table's instant count, before anything is stored; the count itself is accepted."""
+    user = person("op", "operator")
+    count = table.instants.count()
+    assert count > 10
+    for overrides in ({"commits_retained": 10**30}, {"policy": "KEEP_LATEST_FILE_VERSIONS",
+                                                      "file_versions_retained": count + 1}):
+        with pytest.raises(ValidationError) as refused:
+            services.plan_request(table=table, user=user, overrides=overrides)
+        assert f"is above {count}, the table's instant count" in refused.value.messages[0]
+    assert not CleanPlan.objects.exists()
+    plan = services.plan_request(table=table, user=user, overrides={"commits_retained": count})
+    assert plan.settings["hoodie.clean.commits.retained"] == str(count)
+
