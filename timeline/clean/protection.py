@@ -62,7 +62,7 @@ def read_protection(table: Table) -> Protection:
             for piece in table.read(instant, RequestedReplace, State.REQUESTED).input_slices:
                 for name in piece.file_names:
                     clustering[name] = instant.requested_time
-    writes = frozenset(i.requested_time for i in timeline.commits_and_compaction().pending())
+    writes = frozenset(i.requested_time for i in timeline.writes().pending())
     return Protection(savepointed, pending_ops, clustering, writes)
 
 
