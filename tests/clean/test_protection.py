@@ -58,7 +58,7 @@ def compaction_plan(file_id: str, base_instant: str) -> dict:
 
 def test_protection_read_from_the_timeline_as_the_planner_reads_it() -> None:
     lake = Lake(MemoryStorage(), "/t", version=8, table_type="MERGE_ON_READ")
-    names = {f: lake.base_file(P, f, T[0]) for f in ("fg1", "fg2", "fg3", "fg4", "fg5")}
+    names = {f: lake.base_file(P, f, T[0]) for f in ("fg1", "fg2", "fg3", "fg4", "fg5", "fg6", "fg7")}
     lake.commit(T[0], {P: list(names.values())})
     lake.commit(T[1], {P: [lake.base_file(P, "fg2", T[1]), lake.base_file(P, "fg3", T[1])]})
     lake.savepoint(T[0], {P: [names["fg1"]]})
@@ -69,15 +69,22 @@ def test_protection_read_from_the_timeline_as_the_planner_reads_it() -> None:
     lake.instant_file(Instant(T[3], "logcompaction", State.REQUESTED), compaction_plan("fg2", T[0]))
     lake.instant_file(Instant(T[4], "compaction", State.REQUESTED), compaction_plan("fg3", T[0]))
     lake.instant_file(Instant(T[5], "logcompaction", State.REQUESTED), compaction_plan("fg3", T[1]))
+    # fg6: both from T0: the first plan in timeline order is named
+    lake.instant_file(Instant(T[8], "compaction", State.REQUESTED), compaction_plan("fg6", T[0]))
+    lake.instant_file(Instant(T[9], "logcompaction", State.REQUESTED), compaction_plan("fg6", T[0]))
     lake.instant_file(Instant(T[6], "clustering", State.REQUESTED), clustering_plan(names["fg4"]))
+    # an inflight clustering: its plan is read from the requested file (the inflight one is empty)
+    lake.instant_file(Instant(T[10], "clustering", State.REQUESTED), clustering_plan(names["fg7"]))
+    lake.instant_file(Instant(T[10], "clustering", State.INFLIGHT))
     lake.commit(T[7], {}, state=State.INFLIGHT)
     got = read_protection(HudiTable.load(lake.storage, lake.base))
     assert got == Protection(
         {names["fg1"]: T[0], names["fg5"]: T[1]},
         {(P, "fg2"): PendingOperation(T[0], "pending log compaction", T[3]),
-         (P, "fg3"): PendingOperation(T[0], "pending compaction", T[4])},
-        {names["fg4"]: T[6]},
-        frozenset({T[2], T[3], T[4], T[5], T[6], T[7]}))
+         (P, "fg3"): PendingOperation(T[0], "pending compaction", T[4]),
+         (P, "fg6"): PendingOperation(T[0], "pending compaction", T[8])},
+        {names["fg4"]: T[6], names["fg7"]: T[10]},
+        frozenset({T[2], T[3], T[4], T[5], T[6], T[7], T[8], T[9], T[10]}))
 
 
 def test_protection_of_a_timeline_without_any_is_empty() -> None:
@@ -93,8 +100,8 @@ def test_protection_conflicts_name_each_protected_target_and_why() -> None:
         {base("fg3", T[0]): T[4], base("fg9", T[0]): T[5]})
     targets = [(P, f"/t/{P}/{name}") for name in (
         base("fg1", T[0]), base("fg3", T[0]), base("fg9", T[0]),
-        base("fg2", T[0]), base("fg2", T[1]), base("fg2", T[2]), log("fg2", T[0]),
-        "junk.txt", base("fg5", T[0]))] + [(Q, f"/t/{Q}/{base('fg2', T[1])}")]
+        "junk.txt", base("fg2", T[0]), base("fg2", T[1]), base("fg2", T[2]), log("fg2", T[0]),
+        base("fg5", T[0]))] + [(Q, f"/t/{Q}/{base('fg2', T[1])}")]  # a name not Hudi's is passed over
     assert conflicts_with(protection, targets) == [
         f"{base('fg1', T[0])}: savepoint {T[0]}",
         f"{base('fg3', T[0])}: pending clustering {T[4]} reads it",
