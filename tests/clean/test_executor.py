@@ -15,6 +15,7 @@ from timeline.clean.executor import (
     begin_clean,
     needs_cleaning,
     pending_cleans,
+    refuse_protected,
     run_pending_cleans,
     schedule_clean,
 )
@@ -237,3 +238,15 @@ def test_executor_refuses_a_plan_deleting_a_partition_outside_the_table(lake: La
     lake.instant_file(Instant(T[5], "clean", State.REQUESTED), plan.to_raw())
     with pytest.raises(OutsideTableError, match="lies outside the table"):
         run_pending_cleans(HudiTable.load(lake.storage, "/t"))
+
+
+def test_executor_never_withdraws_a_clean_read_as_requested_that_is_inflight_by_now() -> None:
+    lake = six_groups(8)
+    table = HudiTable.load(lake.storage, "/t")
+    config = CleanConfig(commits_retained=1)
+    clean = schedule_clean(table, plan_clean(table, config), config)
+    assert clean is not None and clean.is_requested
+    begin_clean(table, clean)  # moved to inflight since `clean` was read
+    with pytest.raises(CleanRefused, match="It is inflight and was left as it is"):
+        refuse_protected(table.reload(), clean, ["x: savepoint"], 1)
+    assert set(table.timeline.files_of(clean)) == {State.REQUESTED, State.INFLIGHT}
