@@ -184,6 +184,7 @@ def model_by_versions(model: Model, retained: int) -> set[str]:
 
 
 def assert_nothing_protected_goes(plan: CleanPlan, model: Model) -> None:
+    assert all(type(d.delete) is bool and d.reason for d in plan.decisions)  # a decision and its reason, always
     deleted = {d.file_name for d in plan.files_to_delete}
     assert not deleted & model.savepointed, "a savepointed file is deleted"
     assert not deleted & model.pending_files, "a pending write's file is deleted"
