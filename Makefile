@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 FIXTURES ?= ../shared/fixtures/hudi-rs-tables
 DEMO_LAKE ?= var/demo-lake
 
-.PHONY: setup test check run bench demo-lake clean screenshots
+.PHONY: setup test check mutation run bench demo-lake clean screenshots
 
 setup: $(STAMP)
 
@@ -31,6 +31,13 @@ test: setup
 check: setup
 	REDIS_URL=$(TEST_REDIS_URL) bash scripts/ensure-redis.sh
 	REDIS_URL=$(TEST_REDIS_URL) $(PY) scripts/mutations.py
+
+# Mutation testing with mutmut of the modules that decide what is deleted, archived, rolled back or
+# repaired, each against its own test files (scripts/mutation.py; about an hour, not part of `test`):
+# every mutant is killed or listed in tests/mutation_equivalents.txt with why it is equivalent.
+mutation: setup
+	REDIS_URL=$(TEST_REDIS_URL) bash scripts/ensure-redis.sh
+	REDIS_URL=$(TEST_REDIS_URL) $(PY) scripts/mutation.py
 
 # Refresh the README's screenshots and every page at 1280 and 390 px, light and dark (tests write them
 # to var/screenshots otherwise; the newcomer journey writes its own, newcomer-*.png, only here).

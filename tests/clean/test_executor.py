@@ -7,13 +7,26 @@ import pytest
 from tests.helpers import Lake
 from timeline import HudiTable
 from timeline.clean.config import CleanConfig
-from timeline.clean.executor import CleanRefused, FileStatus, Progress, run_pending_cleans, schedule_clean
+from timeline.clean.executor import (
+    CleanRefused,
+    FileStatus,
+    Progress,
+    Status,
+    begin_clean,
+    needs_cleaning,
+    pending_cleans,
+    refuse_protected,
+    run_pending_cleans,
+    schedule_clean,
+)
 from timeline.clean.planner import plan_clean
 from timeline.config import checksum, read_config
-from timeline.instant import State
+from timeline.instant import Instant, State
 from timeline.mdt.writer import MetadataTableUnsupported
 from timeline.metadata import avro
+from timeline.metadata.records import CleanerPlan
 from timeline.storage import MemoryStorage
+from timeline.storage.containment import OutsideTableError
 
 T = [f"2026110100{i:02d}00000" for i in range(20)]
 P = "city=sf"
@@ -139,3 +152,101 @@ def test_executor_refuses_a_damaged_metadata_table_before_any_delete_until_it_is
     assert run_pending_cleans(table)[0].deleted == 2
     assert table.timeline.cleans().completed().last() is not None
     assert State.COMPLETED is table.timeline.cleans().last().state  # type: ignore[union-attr]
+
+
+def six_groups(version: int) -> Lake:
+    """Six file groups rewritten by T0..T3: a plan retaining one commit deletes their T0 and T1 slices."""
+    lake = Lake(MemoryStorage(), "/t", version=version)
+    for t in T[:4]:
+        lake.commit(t, {P: [lake.base_file(P, f"fg{g}", t) for g in range(6)]})
+    return lake
+
+
+@pytest.mark.parametrize("held", [5, 6])
+def test_executor_refuses_a_clean_a_savepoint_now_protects_and_withdraws_it_while_requested(held: int) -> None:
+    lake = six_groups(8)
+    table = HudiTable.load(lake.storage, "/t")
+    config = CleanConfig(commits_retained=1)
+    plan = plan_clean(table, config)
+    clean = schedule_clean(table, plan, config)
+    assert clean is not None
+    saved = [d.file_name for d in plan.files_to_delete if d.base_instant_time == T[0]][:held]
+    lake.savepoint(T[0], {P: saved})
+    conflicts = [f"{name}: savepoint {T[0]}" for name in saved]
+    with pytest.raises(CleanRefused) as refused:
+        run_pending_cleans(HudiTable.load(lake.storage, "/t"))
+    assert str(refused.value) == (
+        f"{table.uri}: clean {clean.requested_time} refused before any delete: {held} of its files are now protected "
+        f"({'; '.join(conflicts[:5])}{'; ...' if held > 5 else ''}). The requested clean was withdrawn; plan again.")
+    assert not HudiTable.load(lake.storage, "/t").timeline.cleans()
+    assert all(lake.storage.exists(f"/t/{P}/{d.file_name}") for d in plan.files_to_delete)
+
+
+def test_executor_leaves_an_inflight_clean_a_savepoint_now_protects_as_it_is() -> None:
+    lake = six_groups(6)
+    table = HudiTable.load(lake.storage, "/t")
+    config = CleanConfig(commits_retained=1)
+    plan = plan_clean(table, config)
+    clean = schedule_clean(table, plan, config)
+    assert clean is not None
+    begin_clean(table, clean)  # moved to inflight, nothing deleted yet
+    saved = plan.files_to_delete[0].file_name
+    lake.savepoint(T[0], {P: [saved]})
+    with pytest.raises(CleanRefused) as refused:
+        run_pending_cleans(HudiTable.load(lake.storage, "/t"))
+    assert str(refused.value) == (
+        f"{table.uri}: clean {clean.requested_time} refused before any delete: 1 of its files are now protected "
+        f"({saved}: savepoint {T[0]}). It is inflight and was left as it is; remove the protection or finish it "
+        "with a Hudi writer.")
+    (pending,) = HudiTable.load(lake.storage, "/t").timeline.cleans().pending()
+    assert pending.state is State.INFLIGHT and lake.storage.exists(f"/t/{P}/{saved}")
+
+
+def test_executor_trigger_counts_exactly_the_commits_since_the_last_clean(lake: Lake) -> None:
+    table = HudiTable.load(lake.storage, "/t")
+    assert needs_cleaning(table, CleanConfig(trigger_max_commits=5))
+    assert not needs_cleaning(table, CleanConfig(trigger_max_commits=6))
+
+
+def test_executor_runs_only_the_pending_clean_asked_for(lake: Lake) -> None:
+    table, t, _ = schedule(lake)
+    assert [i.requested_time for i in pending_cleans(table, instant=t)] == [t]
+    assert [i.requested_time for i in pending_cleans(table)] == [t]
+    with pytest.raises(CleanRefused) as refused:
+        pending_cleans(table, instant=T[19])
+    assert str(refused.value) == f"{table.uri}: no pending clean at {T[19]}"
+
+
+@pytest.mark.parametrize("partitioned", [True, False])
+def test_executor_runs_a_version_1_plan_naming_files_relative_to_their_partition(partitioned: bool) -> None:
+    lake = Lake(MemoryStorage(), "/t", version=6, partitioned=partitioned)
+    partition = P if partitioned else ""
+    names = [lake.base_file(partition, "fg1", t) for t in T[:2]]
+    for t, name in zip(T, names):
+        lake.commit(t, {partition: [name]})
+    plan = CleanerPlan(legacy_file_names={partition: (names[0],)}, policy="KEEP_LATEST_COMMITS", version=1)
+    lake.instant_file(Instant(T[5], "clean", State.REQUESTED), plan.to_raw())
+    (result,) = run_pending_cleans(HudiTable.load(lake.storage, "/t"))
+    folder = f"/t/{partition}" if partitioned else "/t"
+    assert [(o.partition, o.path, o.status) for o in result.outcomes] == [
+        (partition, f"memory:/{folder}/{names[0]}", Status.DELETED)]
+    assert not lake.storage.exists(f"{folder}/{names[0]}") and lake.storage.exists(f"{folder}/{names[1]}")
+
+
+def test_executor_refuses_a_plan_deleting_a_partition_outside_the_table(lake: Lake) -> None:
+    plan = CleanerPlan(partitions_to_delete=("../elsewhere",), policy="KEEP_LATEST_COMMITS")
+    lake.instant_file(Instant(T[5], "clean", State.REQUESTED), plan.to_raw())
+    with pytest.raises(OutsideTableError, match="lies outside the table"):
+        run_pending_cleans(HudiTable.load(lake.storage, "/t"))
+
+
+def test_executor_never_withdraws_a_clean_read_as_requested_that_is_inflight_by_now() -> None:
+    lake = six_groups(8)
+    table = HudiTable.load(lake.storage, "/t")
+    config = CleanConfig(commits_retained=1)
+    clean = schedule_clean(table, plan_clean(table, config), config)
+    assert clean is not None and clean.is_requested
+    begin_clean(table, clean)  # moved to inflight since `clean` was read
+    with pytest.raises(CleanRefused, match="It is inflight and was left as it is"):
+        refuse_protected(table.reload(), clean, ["x: savepoint"], 1)
+    assert set(table.timeline.files_of(clean)) == {State.REQUESTED, State.INFLIGHT}

@@ -311,3 +311,36 @@ def test_planner_refuses_to_delete_bootstrap_sources_it_cannot_locate() -> None:
     with pytest.raises(CleanConfigError, match="bootstrap index"):
         plan(lake, commits_retained=1, delete_bootstrap_base_file=True)
     assert plan(lake, commits_retained=1).files_to_delete  # Hudi's default keeps bootstrap sources
+
+
+def test_planner_by_hours_keeps_what_a_pending_compaction_reads_before_the_window() -> None:
+    """The hours policy's window is not held back by pending instants (only KEEP_LATEST_COMMITS's
+    is, HUDI-5341): a slice a pending compaction reads may fall before it, and stays."""
+    lake = Lake(MemoryStorage(), "/t", version=8, table_type="MERGE_ON_READ")
+    b0 = lake.base_file(P, "fg1", T[0])
+    lake.commit(T[0], {P: [b0]})
+    log = lake.log_file(P, "fg1", T[1])
+    lake.commit(T[1], {P: [log]})
+    lake.schedule_compaction(T[2], [(P, "fg1", T[0])])
+    for t in T[3:5]:
+        lake.commit(t, {Q: [lake.base_file(Q, "fg2", t)]})
+    now = datetime(2026, 11, 1, 1, 2, 30, tzinfo=UTC)  # one hour after 00:02:30: T3 is the first inside
+    config = CleanConfig().with_overrides(policy="KEEP_LATEST_BY_HOURS", hours_retained=1)
+    result = plan_clean(HudiTable.load(lake.storage, lake.base), config, now=now)
+    assert result.earliest_instant_to_retain is not None and result.earliest_instant_to_retain.requested_time == T[3]
+    got = decisions(result)
+    assert got[b0] == got[log] == (False, f"pending compaction {T[2]} reads this slice")
+
+
+def test_planner_keep_latest_file_versions_counts_a_pending_compaction_as_one_kept() -> None:
+    """isFileGroupInPendingMajorOrMinorCompaction: keepVersions--, whatever the count."""
+    lake = Lake(MemoryStorage(), "/t", version=6, table_type="MERGE_ON_READ")
+    b = [lake.base_file(P, "fg1", t) for t in T[:3]]
+    lake.commit(T[0], {P: [b[0]]})
+    lake.complete_compaction(T[1], {P: [b[1]]})
+    lake.complete_compaction(T[2], {P: [b[2]]})
+    lake.schedule_compaction(T[3], [(P, "fg1", T[2])])
+    got = decisions(plan(lake, policy="KEEP_LATEST_FILE_VERSIONS", file_versions_retained=2))
+    assert got[b[2]] == (False, f"pending compaction {T[3]} reads this slice")
+    assert got[b[1]] == (False, "latest version")
+    assert got[b[0]] == (True, "older than the 2 newest versions retained")

@@ -7,8 +7,14 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from timeline.clean.config import CleanConfig, CleanConfigError, CleanPolicy
-from timeline.clean.retention import earliest_commit_to_retain, hours_cutoff, hours_cutoffs
-from timeline.instant import Instant, State
+from timeline.clean.retention import (
+    RetentionTooShort,
+    check_retention,
+    earliest_commit_to_retain,
+    hours_cutoff,
+    hours_cutoffs,
+)
+from timeline.instant import Instant, State, format_instant_time
 from timeline.timeline import Timeline
 
 
@@ -115,3 +121,22 @@ def test_retention_hours_cutoff_is_the_earlier_of_the_table_and_process_zones(pr
         else:
             os.environ["TZ"] = before
         time.tzset()
+
+
+def test_retention_by_hours_with_nothing_in_the_window_is_none_and_now_defaults_to_the_clock() -> None:
+    hours = CleanConfig(policy=CleanPolicy.KEEP_LATEST_BY_HOURS, hours_retained=1)
+    assert earliest_commit_to_retain(commits(*FIFTEEN), hours, now=datetime(2026, 11, 2, tzinfo=UTC)) is None
+    recent = format_instant_time(datetime.now(UTC) - timedelta(minutes=10))
+    ectr = earliest_commit_to_retain(commits(*FIFTEEN, (recent, "commit", DONE)), hours, timeline_timezone="UTC")
+    assert ectr is not None and ectr.requested_time == recent
+
+
+def test_retention_refusals_say_what_and_how_to_override() -> None:
+    with pytest.raises(ValueError) as naive:
+        hours_cutoffs(datetime(2026, 11, 2), 1, "UTC")
+    assert str(naive.value) == "now must carry a time zone"
+    with pytest.raises(RetentionTooShort) as short:
+        check_retention("file:/t", {}, CleanConfig(commits_retained=2))
+    assert str(short.value) == (
+        "file:/t: retains 2 commits, fewer than the table's configured 10; plan with enforce_retention off (CLI "
+        "--allow-short-retention) to clean more than the table's settings allow")

@@ -19,6 +19,7 @@ from timeline.clean.protection import (
     clustering_reason,
     compaction_reason,
     pending_reason,
+    pending_write_reason,
     protection_conflicts,
     read_protection,
     slice_savepoint,
@@ -427,6 +428,8 @@ def _replaced(decider: _Decider, group: FileGroup, ectr: Instant | None, protect
                                         f"(earliest retained commit {ectr.requested_time if ectr else ''})")
         elif savepoint is not None:
             decider.slice(piece, False, f"savepoint {savepoint}")
+        elif (pending := pending_reason(group, piece, protection)) is not None:
+            decider.slice(piece, False, pending)  # Cleanline's own: Hudi's getReplacedFilesEligibleToClean has none
         else:
             decider.slice(piece, True, f"file group replaced by replacecommit {replaced}"
                           + (f", before the earliest retained commit {ectr.requested_time}" if ectr else ""))
@@ -444,7 +447,7 @@ def _keep_commits(decider: _Decider, group: FileGroup, policy: CleanPolicy, ectr
     before = next((s.base_instant_time for s in slices if s.base_instant_time < cutoff), None)
     superseded = f"older than the earliest retained commit {cutoff} and superseded by slice {before or last_version}"
     savepointed = protection.savepointed
-    guarded = bool(protection.pending_ops or protection.clustering)
+    guarded = bool(protection.pending_ops or protection.clustering or protection.pending_writes)
     for piece in slices:  # once per slice of the table: the checks that cannot apply are skipped
         t = piece.base_instant_time
         savepoint = slice_savepoint(piece, savepointed) if savepointed else None
@@ -486,7 +489,7 @@ def _keep_versions(decider: _Decider, group: FileGroup, retained: int, protectio
             decider.slice(piece, False, "latest version" if kept == 1 else f"version {kept} of {retained} retained")
             continue
         savepoint = slice_savepoint(piece, protection.savepointed)
-        clustering = clustering_reason(piece, protection)
+        clustering = clustering_reason(piece, protection) or pending_write_reason(piece, protection)
         if savepoint is not None:
             decider.slice(piece, False, f"savepoint {savepoint}")
         elif clustering is not None:

@@ -33,13 +33,15 @@ class Protection:
     savepointed: Mapping[str, str]        # file name -> savepoint time
     pending_ops: Mapping[tuple[str, str], PendingOperation]  # (partition, file id) -> its pending plan
     clustering: Mapping[str, str]         # file name -> pending clustering instant
+    pending_writes: frozenset[str] = frozenset()  # requested times of pending writes and table services
 
 
 def read_protection(table: Table) -> Protection:
     """What protects files now, read as CleanPlanner reads it when it is made: the file names of
     every completed savepoint (`getSavepointedDataFiles`), the file groups of pending compaction
     and log compaction plans (`fgIdToPendingCompactionOperations`,
-    `fgIdToPendingLogCompactionOperations`), and (Cleanline's own) the files pending clusterings read."""
+    `fgIdToPendingLogCompactionOperations`), and (Cleanline's own) the files pending clusterings read
+    and the slices pending writes started."""
     timeline = table.timeline
     savepointed: dict[str, str] = {}
     for savepoint in timeline.savepoints().completed():
@@ -60,7 +62,8 @@ def read_protection(table: Table) -> Protection:
             for piece in table.read(instant, RequestedReplace, State.REQUESTED).input_slices:
                 for name in piece.file_names:
                     clustering[name] = instant.requested_time
-    return Protection(savepointed, pending_ops, clustering)
+    writes = frozenset(i.requested_time for i in timeline.writes().pending())
+    return Protection(savepointed, pending_ops, clustering, writes)
 
 
 def slice_savepoint(piece: FileSlice, savepointed: Mapping[str, str]) -> str | None:
@@ -78,7 +81,8 @@ def pending_reason(group: FileGroup, piece: FileSlice, protection: Protection) -
     """Why a pending table service keeps this slice: Hudi's
     isFileSliceNeededForPendingMajorOrMinorCompaction, then Cleanline's own protection of the
     inputs of a pending clustering (Hudi's CleanPlanner has none; keeping them keeps more)."""
-    return compaction_reason(group, piece, protection) or clustering_reason(piece, protection)
+    return (compaction_reason(group, piece, protection) or clustering_reason(piece, protection)
+            or pending_write_reason(piece, protection))
 
 
 def compaction_reason(group: FileGroup, piece: FileSlice, protection: Protection) -> str | None:
@@ -94,6 +98,16 @@ def clustering_reason(piece: FileSlice, protection: Protection) -> str | None:
             if name in protection.clustering:
                 return (f"pending clustering {protection.clustering[name]} reads this file (Cleanline keeps it; "
                         "Hudi's cleaner does not check)")
+    return None
+
+
+def pending_write_reason(piece: FileSlice, protection: Protection) -> str | None:
+    """A slice whose base instant is a pending write's: Hudi's HoodieFileGroup.isFileSliceCommitted
+    takes a write older than the first completed commit for archived, so its cleaner may delete
+    the files of a write still running; Cleanline keeps them."""
+    if piece.base_instant_time in protection.pending_writes:
+        return (f"pending write {piece.base_instant_time} wrote this slice (Cleanline keeps it; Hudi's cleaner "
+                "takes a write older than the first completed commit for archived)")
     return None
 
 
