@@ -21,7 +21,7 @@ from timeline.doctor.findings import (
 )
 from timeline.doctor.survey import DoctorSettings, Survey
 from timeline.exceptions import CleanlineError
-from timeline.storage import OutsideTableError, Storage
+from timeline.storage import OutsideTableError, Storage, TableMovedError
 from timeline.table import Table
 from timeline.transactions import Transactions
 
@@ -100,6 +100,8 @@ def run_deletes(session: Session, plan: RepairPlan, plan_of: Callable[[Survey], 
             transition.fence(table)
             try:
                 existed = _delete(storage, path, folders=folders)
+            except TableMovedError:
+                raise  # the table's folder was swapped during the run: stop here
             except CleanlineError as exc:
                 failed.append((change, str(exc)))
                 continue

@@ -159,7 +159,13 @@ class Containment:
                 raise OutsideTableError(self.table_uri, entry, f"lies outside the table {self.base}")
             if _is_inside(path, self.meta):
                 raise OutsideTableError(self.table_uri, entry, "lies inside .hoodie/, where no data file is")
-        return self.storage.path_of(entry)
+        path = self.storage.path_of(entry)
+        if self.storage.scheme in LOCAL_SCHEMES:
+            # its folder as resolved (the name as written: a symbolic link is deleted, not its target), so that
+            # an entry spelled through another path to the table is changed through the table's handles too
+            folder, _, name = path.rpartition("/")
+            return posixpath.join(self.storage.resolve(folder or "/"), name)
+        return path
 
     def partition_path(self, partition: str) -> str:
         """The backend path of a partition folder a plan deletes whole (relative to the base)."""
