@@ -198,18 +198,19 @@ def test_anchor_orphan_repair_swapped_mid_run_changes_nothing_outside(place: tup
     table.ensure_located(roots=[str(root)])
     moved: list[Path] = []
 
-    def swap_after_five_deletes() -> None:
-        moved.append(swap_for_link(folder, copy) if len(moved) == 5 else folder)
+    def swap_before_the_deletes() -> None:  # the held-lock check before each batch of deletes
+        if not moved:
+            moved.append(swap_for_link(folder, copy))
 
-    table.publish_check = swap_after_five_deletes
+    table.publish_check = swap_before_the_deletes
     with pytest.raises(TableMovedError, match=f"{folder}.*moved during the run"):
         run_repair(table, plan)
     assert tree_state(copy) == before
-    swap_back(folder, moved[5])
+    swap_back(folder, moved[0])
     table = HudiTable.open(lake.base)
     table.ensure_located(roots=[str(root)])
-    result = run_repair(table, plan)  # the rest, once the folder is back
-    assert result.ok and len(result.done) == GROUPS - 5
+    result = run_repair(table, plan)  # once the folder is back
+    assert result.ok and len(result.done) == GROUPS
 
 
 def test_anchor_instant_files_land_in_the_table_held(place: tuple[Path, Path]) -> None:
