@@ -12,8 +12,11 @@ from django.core.exceptions import ValidationError
 
 from console import services
 from console.models import AuditEvent, CleanPlan, Job, JobStatus, PlanStatus, Table
-from tests.console.helpers import SHORT_RETENTION, login, queued_outcome
-from tests.helpers import tree_snapshot
+from console.selectors import stored_plan
+from tests.console.helpers import SHORT_RETENTION, login, queued_outcome, swap_when_deleted
+from tests.helpers import Lake, tree_snapshot
+from timeline import HudiTable
+from timeline.storage.arrow import LocalStorage
 
 TABLE = "sample_table/cow/v9_txns_simple_nometa"
 
@@ -110,3 +113,52 @@ def test_table_location_outside_the_roots_now_is_refused(db, settings, layout, t
     with pytest.raises(Exception, match="outside the allowed roots"):
         services.table_sync(table=table)
 
+
+
+# A swap during a run (issue 38, finding 1): every change of the run goes through the folder it
+# opened (timeline/storage/anchor.py); the swap changes nothing outside, the run fails and says why.
+
+def big_lake(folder: Path) -> None:
+    """A table whose clean (SHORT_RETENTION) deletes 4,000 files."""
+    lake = Lake(LocalStorage(), str(folder), version=8)
+    for t in [f"2026110100{i:02d}00000" for i in range(4)]:
+        lake.commit(t, {f"p={p}": [lake.base_file(f"p={p}", f"g{g}", t, size=10) for g in range(100)]
+                        for p in range(20)})
+
+
+def test_table_location_swap_mid_clean_on_a_live_worker_changes_nothing_outside(settings, tmp_path: Path,
+                                                                                start_worker) -> None:
+    from console.tasks import run_clean_plan
+
+    root, copy = tmp_path / "root", tmp_path / "outside" / "big"
+    settings.CLEANLINE_ALLOWED_ROOTS = [str(root)]
+    folder = root / "big"
+    big_lake(folder)
+    start_worker()
+    table = services.table_register(path=str(folder), user=None)
+    assert queued_outcome(Table.objects.get(pk=table.pk).sync_task_id, 300)["changed"]
+    plan = services.plan_request(table=table, user=None, overrides=SHORT_RETENTION)
+    assert queued_outcome(CleanPlan.objects.get(pk=plan.pk).task_id, 300) == "draft"
+    plan = services.plan_approve(plan=CleanPlan.objects.get(pk=plan.pk), user=None)
+    doomed = [Path(f.path.removeprefix("file:")) for f in stored_plan(plan).deletes()]  # type: ignore[union-attr]
+    assert len(doomed) == 4000
+    shutil.copytree(folder, copy)  # the attacker's copy, outside the roots, made beforehand
+    before = tree_snapshot(copy)
+
+    watcher, moved = swap_when_deleted(doomed[::100], folder, copy)
+    run_clean_plan.delay(plan.pk).get(timeout=300, propagate=False)
+    watcher.join(timeout=30)
+    assert moved, "the swap must happen during the run for this test to mean anything"
+
+    plan.refresh_from_db()
+    assert plan.status == PlanStatus.FAILED and "the table's folder moved" in plan.error, plan.error
+    assert tree_snapshot(copy) == before  # nothing deleted outside the roots, no .clean written there
+    assert "the table's folder moved" in AuditEvent.objects.get(action="clean.run.failed", table=table).result
+    folder.unlink()
+    moved[0].rename(folder)  # the operator puts the folder back: the clean is pending there and runs again
+    lake = HudiTable.open(str(folder))
+    (pending,) = lake.timeline.cleans().pending()
+    assert not lake.timeline.cleans().completed()
+    lake.ensure_located(roots=[str(root)])
+    (result,) = lake.maintenance(writers_stopped=True).run_cleans()
+    assert result.failed == 0 and not any(p.exists() for p in doomed)

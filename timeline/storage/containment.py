@@ -42,7 +42,15 @@ class OutsideTableError(CleanlineError):
 class TableMovedError(OutsideTableError):
     """A table's folder no longer resolves to the location it was opened at (its folder or a
     parent was swapped for a symbolic link after registration), or it now lies outside the
-    allowed roots: every change is refused before it starts (`Containment.ensure_located`)."""
+    allowed roots: every change is refused before it starts (`Containment.ensure_located`). Or it
+    was swapped during a run: the run stops at its next change (`timeline/storage/anchor.py`)."""
+
+    def __init__(self, table: str, entry: str, reason: str) -> None:
+        CleanlineError.__init__(self, f"{table}: the table's folder moved, nothing outside it was changed: "
+                                      f"{entry!r} {reason}")
+        self.table = table
+        self.entry = entry
+        self.reason = reason
 
 
 class UnsupportedLocationError(CleanlineError, ValueError):
