@@ -23,6 +23,7 @@ With `--repair`, instead: the orphan repair's cost (issue 38, finding 4). A vers
 `--kept`); timed, best of N, with the orphans written again (aged, untimed) before each run:
 
 - unlink loop: `os.unlink` of the 20,000 orphans' paths, the least a delete of them costs;
+- diagnosis:   `plan_repair` alone (what the repair runs again under the lock before its deletes);
 - repair:      `timeline.doctor.run_repair` of the approved plan: the table located and its folder
                held (`HudiTable.ensure_located`), the kind diagnosed again under the lock (the
                folder listed, every instant read), every path checked inside the table, then
@@ -227,9 +228,12 @@ def measure_repair(root: str, kept: int, orphans: int, repeat: int) -> dict[str,
         assert result.ok and len(result.done) == orphans, (len(result.done), result.failed[:1])
         return len(result.done)
 
-    runs: dict[str, list[float]] = {"unlink loop": [], "repair": []}
+    def diagnosis() -> int:
+        return len(plan_repair(HudiTable.open(path), "orphan-files").changes)
+
+    runs: dict[str, list[float]] = {"unlink loop": [], "diagnosis": [], "repair": []}
     for _ in range(repeat + 1):  # the first round warms up
-        for name, fn in (("unlink loop", unlink_loop), ("repair", repair)):
+        for name, fn in (("unlink loop", unlink_loop), ("diagnosis", diagnosis), ("repair", repair)):
             write_orphans(paths)
             runs[name].append(timed(fn)[0])
     best = {name: min(times[1:]) for name, times in runs.items()}
@@ -254,12 +258,14 @@ def repair_section(result: dict[str, Any]) -> str:
         f"version 6 table with {result['orphans']:,} orphan files in one partition folder of "
         f"{result['folder_files']:,} files on {result['fs']}. Best of {result['repeat']} interleaved runs after a "
         "warm-up, the orphans written again (untimed) before each. Unlink loop = `os.unlink` of the orphans' paths; "
-        "repair = `run_repair` of the approved plan (the table located and its folder held, the kind diagnosed "
-        "again under the lock, every path checked inside the table by one containment, the deletes through the "
-        "folder's handle). Before the fix each target listed the whole folder again (quadratic: 3,000 orphans took "
-        "28 s before the first delete, 20,000 deleted nothing in 15 minutes).", "",
+        "diagnosis = `plan_repair` alone, which the repair runs again under the lock; repair = `run_repair` of "
+        "the approved plan (the table located and its folder held, the kind diagnosed again under the lock, "
+        "every path checked inside the table by one containment, the deletes through the folder's handle). "
+        "Before the fix each target listed the whole folder again (quadratic: 3,000 orphans took 28 s before the "
+        "first delete, 20,000 deleted nothing in 15 minutes).", "",
         "| measurement | seconds | repair / it |", "|---|---:|---:|",
         f"| unlink loop | {seconds['unlink loop']:.3f} | {result['ratio']:.2f} |",
+        f"| diagnosis (`plan_repair`) | {seconds['diagnosis']:.3f} | {seconds['repair'] / seconds['diagnosis']:.2f} |",
         f"| repair | {seconds['repair']:.3f} | 1.00 |", "",
         *target_lines(result["targets"]), "", REPAIR_END, ""])
 

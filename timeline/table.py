@@ -66,6 +66,8 @@ class Table:
         # The base resolved by `ensure_located`: later containment checks hold paths against it.
         self._located: str | None = None
         self._containment: Containment | None = None  # one per location and loaded timeline
+        # The folder `ensure_located` holds (local storage), for a run's workers to hold too.
+        self.folder_identity: FolderIdentity | None = None
         # While a state change holds the table's lock: how long a new instant time waits after
         # reading the clock (SkewAdjustingTimeGenerator; 0 without a lock).
         self.clock_skew_ms = 0
@@ -111,7 +113,8 @@ class Table:
         self._containment = None
         self._located = self.containment.ensure_located(list(roots))
         self._containment = None
-        return self.storage.anchor(self.base, self.uri, identity)
+        self.folder_identity = self.storage.anchor(self.base, self.uri, identity)
+        return self.folder_identity
 
     @property
     def version(self) -> int:

@@ -23,7 +23,7 @@ from timeline.clean.planner import plan_clean
 from timeline.doctor import plan_repair, run_repair
 from timeline.instant import Instant, State
 from timeline.rollback import rollback
-from timeline.storage import FolderIdentity, TableMovedError
+from timeline.storage import FolderIdentity, TableMovedError, storage_for
 from timeline.storage.arrow import LocalStorage
 
 GROUPS = 40
@@ -228,3 +228,27 @@ def test_anchor_instant_files_land_in_the_table_held(place: tuple[Path, Path]) -
         table.storage.write(f"{lake.base}/.hoodie/timeline/{Instant(T[9], 'clean', State.REQUESTED).file_name(2)}",
                             b"")
     assert not any(p.name.startswith(T[9]) for p in (copy / ".hoodie" / "timeline").iterdir())
+
+
+def test_anchor_a_run_worker_holds_the_folder_the_driver_checked(place: tuple[Path, Path]) -> None:
+    """A Spark executor's storage (`storage_for(..., anchored=identity)`) holds the folder the
+    driver located: a swap before or during its task changes nothing outside."""
+    root, outside = place
+    folder = root / "t"
+    names = folder_of_files(folder, 4)
+    table_folder = LocalStorage()
+    identity = table_folder.anchor(str(folder), "file:t")
+    worker, _ = storage_for(str(folder), anchored=identity)
+    assert worker.delete(names[0])
+    copy = outside / "t"
+    shutil.copytree(folder, copy)
+    before = tree_state(copy)
+    moved = swap_for_link(folder, copy)
+    with pytest.raises(TableMovedError, match="moved during the run"):
+        worker.delete_many(names[1:])
+    with pytest.raises(TableMovedError):  # a worker starting after the swap
+        storage_for(str(folder), anchored=identity)
+    assert tree_state(copy) == before
+    swap_back(folder, moved)
+    worker.release()
+    table_folder.release()

@@ -77,10 +77,16 @@ class AnchoredFolder:
 
     def relative(self, path: str) -> tuple[str, ...] | None:
         """The components of `path` below the table's folder, or None when it lies elsewhere."""
-        path = posixpath.normpath(path)
         if not path.startswith(self._prefix):
-            return None
-        return tuple(path[len(self._prefix):].split("/"))
+            path = posixpath.normpath(path)
+            if not path.startswith(self._prefix):
+                return None
+        rest = path[len(self._prefix):]
+        if "//" in rest or "/." in rest or rest.startswith(".") or rest.endswith("/"):  # the few that need it
+            rest = posixpath.normpath(rest)
+            if rest == ".." or rest.startswith("../"):
+                return None
+        return tuple(rest.split("/"))
 
     # The check every change makes
 
