@@ -252,3 +252,18 @@ def test_anchor_a_run_worker_holds_the_folder_the_driver_checked(place: tuple[Pa
     swap_back(folder, moved)
     worker.release()
     table_folder.release()
+
+
+def test_anchor_a_held_folder_removed_is_gone_not_moved(place: tuple[Path, Path]) -> None:
+    """A subfolder the run holds, removed by someone else with nothing in its place: its files
+    are already gone (not a swap)."""
+    root, _ = place
+    folder = root / "t"
+    names = folder_of_files(folder, 3)
+    storage = LocalStorage()
+    storage.anchor(str(folder), "file:t")
+    assert storage.delete(names[0])
+    shutil.rmtree(folder / "part")
+    assert storage.delete_many(names[1:]) == dict.fromkeys(names[1:], "gone")
+    assert not storage.delete(names[1])
+    storage.release()

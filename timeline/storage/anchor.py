@@ -109,6 +109,9 @@ class AnchoredFolder:
                     break
                 try:
                     now = os.stat(held.name, dir_fd=held.parent, follow_symlinks=False)
+                except FileNotFoundError:  # removed (nothing in its place): what was in it is gone
+                    self._forget(parts[:depth])
+                    break
                 except OSError as exc:
                     raise self._moved(self._join(parts[:depth]), exc.strerror or "it is gone") from exc
                 if not stat.S_ISDIR(now.st_mode) or _identity(now) != held.identity:
@@ -224,10 +227,7 @@ class AnchoredFolder:
                                                             "not followed, nothing deleted")
             if not stat.S_ISDIR(st.st_mode):
                 return False
-            with self._lock:  # a handle held below the folder would name a removed folder
-                for key in [k for k in self._held if k[:len(parts)] == parts]:
-                    held = self._held.pop(key)
-                    os.close(held.fd)
+            self._forget(parts)  # a handle held below the folder would name a removed folder
             shutil.rmtree(name, dir_fd=fd)
         except OSError as exc:
             raise _storage_error(path, exc) from exc
@@ -241,6 +241,12 @@ class AnchoredFolder:
         close()
 
     # Handles
+
+    def _forget(self, parts: tuple[str, ...]) -> None:
+        """Close the handles held of a folder and of the folders below it."""
+        with self._lock:
+            for key in [k for k in self._held if k[:len(parts)] == parts]:
+                os.close(self._held.pop(key).fd)
 
     def _folder(self, parts: tuple[str, ...], *, create: bool) -> tuple[int | None, Callable[[], None]]:
         """The handle of a subfolder (the table's own for ()), opened component by component
