@@ -10,6 +10,7 @@ import http.client
 import http.server
 import random
 import re
+import shutil
 import socket
 import struct
 import threading
@@ -345,3 +346,10 @@ def swap_back(folder: Path, moved: Path) -> None:
     """The operator puts the table's folder back."""
     folder.unlink()
     moved.rename(folder)
+
+
+def copied_aside(folder: Path, copy: Path) -> dict[str, tuple[int, int]]:
+    """The attacker's copy of the table's folder, made beforehand outside the allowed roots; its
+    state, which nothing may change."""
+    shutil.copytree(folder, copy)
+    return tree_state(copy)

@@ -15,7 +15,7 @@ import pytest
 from tests.helpers import GUARDED_PARTITION as P
 from tests.helpers import GUARDED_TIMES as T
 from tests.helpers import Lake
-from tests.storage.helpers import swap_back, swap_for_link, tree_state
+from tests.storage.helpers import copied_aside, swap_back, swap_for_link, tree_state
 from timeline import HudiTable
 from timeline.clean.config import CleanConfig
 from timeline.clean.executor import pending_cleans, run_pending_cleans, schedule_clean
@@ -53,8 +53,7 @@ def test_anchor_deletes_after_a_swap_change_nothing_in_the_copy(place: tuple[Pat
     storage.anchor(str(folder), "file:t")
     assert storage.delete_many(names[:10]) == dict.fromkeys(names[:10], "deleted")
     copy = outside / "t"
-    shutil.copytree(folder, copy)
-    before = tree_state(copy)
+    before = copied_aside(folder, copy)
     moved = swap_for_link(folder, copy)
 
     with pytest.raises(TableMovedError, match=f"{folder}.*moved during the run"):
@@ -126,8 +125,7 @@ def test_anchor_clean_swapped_mid_run_changes_nothing_outside_and_stays_pending(
     lake = lake_with_clean(root)
     folder = Path(lake.base)
     copy = outside / "lake"
-    shutil.copytree(folder, copy)
-    before = tree_state(copy)
+    before = copied_aside(folder, copy)
     table = HudiTable.open(lake.base)
     table.ensure_located(roots=[str(root)])
     moved: list[Path] = []
@@ -157,8 +155,7 @@ def test_anchor_rollback_swapped_mid_run_changes_nothing_outside(place: tuple[Pa
     lake.commit(T[1], {P: [lake.base_file(P, f"fg{g}", T[1]) for g in range(GROUPS)]}, state=State.INFLIGHT)
     folder = Path(lake.base)
     copy = outside / "lake"
-    shutil.copytree(folder, copy)
-    before = tree_state(copy)
+    before = copied_aside(folder, copy)
     table = HudiTable.open(lake.base)
     table.ensure_located(roots=[str(root)])
     moved: list[Path] = []
@@ -192,8 +189,7 @@ def test_anchor_orphan_repair_swapped_mid_run_changes_nothing_outside(place: tup
     plan = plan_repair(HudiTable.open(lake.base), "orphan-files")
     assert len(plan.changes) == GROUPS
     copy = outside / "lake"
-    shutil.copytree(folder, copy)
-    before = tree_state(copy)
+    before = copied_aside(folder, copy)
     table = HudiTable.open(lake.base)
     table.ensure_located(roots=[str(root)])
     moved: list[Path] = []
@@ -241,8 +237,7 @@ def test_anchor_a_run_worker_holds_the_folder_the_driver_checked(place: tuple[Pa
     worker, _ = storage_for(str(folder), anchored=identity)
     assert worker.delete(names[0])
     copy = outside / "t"
-    shutil.copytree(folder, copy)
-    before = tree_state(copy)
+    before = copied_aside(folder, copy)
     moved = swap_for_link(folder, copy)
     with pytest.raises(TableMovedError, match="moved during the run"):
         worker.delete_many(names[1:])

@@ -26,6 +26,7 @@ import threading
 import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 from typing import BinaryIO
 
 from timeline.exceptions import FileExists, FileNotFound, StorageError
@@ -146,23 +147,13 @@ class AnchoredFolder:
             by_folder.setdefault(parts[:-1], []).append((path, _name(parts, path)))
         self.check(by_folder)
         results: dict[str, str] = {}
-        unlink = os.unlink
         for folder, files in by_folder.items():
             fd, close = self._folder(folder, create=False)
             if fd is None:
                 results.update((path, "gone") for path, _ in files)
                 continue
             try:
-                for path, name in files:
-                    try:
-                        unlink(name, dir_fd=fd)
-                        results[path] = "deleted"
-                    except FileNotFoundError:
-                        results[path] = "gone"
-                    except IsADirectoryError:
-                        results[path] = "failed: is a directory"
-                    except OSError as exc:
-                        results[path] = f"failed: {exc.strerror or exc}"
+                unlink_each(files, partial(os.unlink, dir_fd=fd), results)
             finally:
                 close()
         return results
@@ -322,6 +313,21 @@ class AnchoredFolder:
         return TableMovedError(self.table_uri, path,
                                f"is no longer the folder the run opened ({what}; a symbolic link is not followed): "
                                "the run stopped, nothing outside the table changed")
+
+
+def unlink_each(files: Iterable[tuple[str, str]], unlink: Callable[[str], None], results: dict[str, str]) -> None:
+    """`Storage.delete_many`'s loop: `unlink` each (path, name) by its name, and answer for its
+    path "deleted", "gone" or "failed: <reason>" in `results`."""
+    for path, name in files:
+        try:
+            unlink(name)
+            results[path] = "deleted"
+        except FileNotFoundError:
+            results[path] = "gone"
+        except IsADirectoryError:
+            results[path] = "failed: is a directory"
+        except OSError as exc:
+            results[path] = f"failed: {exc.strerror or exc}"
 
 
 def _identity(st: os.stat_result) -> FolderIdentity:

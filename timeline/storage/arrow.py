@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 from urllib.parse import urlparse
 
 from timeline.exceptions import FileExists, FileNotFound, StorageError
-from timeline.storage.anchor import AnchoredFolder
+from timeline.storage.anchor import AnchoredFolder, unlink_each
 from timeline.storage.base import FileStatus, FolderIdentity, Storage
 
 if TYPE_CHECKING:
@@ -229,17 +229,7 @@ class LocalStorage(ArrowStorage):
             for folder, files in anchored.items():
                 results.update(folder.unlink_many(files))
             paths = loose
-        unlink = os.unlink
-        for path in paths:
-            try:
-                unlink(path)
-                results[path] = "deleted"
-            except FileNotFoundError:
-                results[path] = "gone"
-            except IsADirectoryError:
-                results[path] = "failed: is a directory"
-            except OSError as exc:
-                results[path] = f"failed: {exc.strerror or exc}"
+        unlink_each(((path, path) for path in paths), os.unlink, results)
         return results
 
     def __init__(self) -> None:  # no pyarrow file system until one is asked for (`fs`)
