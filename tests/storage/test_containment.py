@@ -179,3 +179,18 @@ def test_containment_ensure_located_refuses_a_swapped_folder_and_pins_the_checke
     assert copy.exists()
     with pytest.raises(TableMovedError, match=f"now resolves to {elsewhere}"):  # swapped before it
         HudiTable.open(str(folder)).ensure_located(roots=[str(root)])
+
+
+def test_containment_one_per_table_until_it_is_located_again(lake: Lake, tmp_path: Path) -> None:
+    """A run's paths are checked by one containment, which resolves and lists each folder once
+    (issue 38, finding 4: a new one per path re-listed the folder for every orphan: quadratic);
+    locating or reloading the table starts a new one."""
+    table = HudiTable.load(lake.storage, lake.base)
+    first = table.containment
+    assert table.containment is first
+    first.data_path(own_file(lake, T[0]))
+    assert table.containment._folders == first._folders and len(first._folders) == 1
+    table.ensure_located(roots=[str(tmp_path)])
+    located = table.containment
+    assert located is not first and table.containment is located
+    assert table.reload().containment is not located
