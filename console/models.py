@@ -50,6 +50,9 @@ class Table(models.Model):
     registered_at = models.DateTimeField(auto_now_add=True)
     location_error = models.TextField(blank=True, help_text="why the last change or sync was refused: the table's "
                                                             "folder no longer resolves where it was registered")
+    folder_identity = models.CharField(max_length=64, blank=True,
+                                       help_text="device:inode of the table's folder when it was registered (local "
+                                                 "tables): every run holds the folder it opens against it")
     archival = models.JSONField(default=dict, blank=True,
                                 help_text="what archival would do now, from the last sync (the library's plan with the "
                                           "table's writer options): active instants, how many it moves, its blockers")

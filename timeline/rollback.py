@@ -49,7 +49,7 @@ from timeline.metadata.records import (
     RollbackRequest,
 )
 from timeline.savepoint import savepoint_candidates
-from timeline.storage import Storage
+from timeline.storage import Storage, TableMovedError
 from timeline.table import Table
 from timeline.timeline import WRITE_ACTIONS
 
@@ -320,6 +320,8 @@ def execute_rollback_plan(table: Table, rollback_time: str, plan: RollbackPlan,
             try:
                 table.storage.delete(table.containment.data_path(path))
                 deleted.append(path)  # gone already counts as deleted (master)
+            except TableMovedError:
+                raise  # the table's folder was swapped during the run: stop, the rollback stays pending
             except CleanlineError:
                 failed.append(path)
         for log_path, size in request.log_blocks_to_delete.items():

@@ -35,7 +35,7 @@ from timeline.metadata.records import (
     to_record,
 )
 from timeline.perf import paused_gc
-from timeline.storage import Containment, FileStatus, Storage, storage_for
+from timeline.storage import Containment, FileStatus, FolderIdentity, Storage, storage_for
 from timeline.timeline import ActiveTimeline, Timeline, load_active_timeline
 
 # Pending instants whose requested file holds a plan that table services read.
@@ -65,6 +65,9 @@ class Table:
         self.publish_check: Callable[[], None] | None = None
         # The base resolved by `ensure_located`: later containment checks hold paths against it.
         self._located: str | None = None
+        self._containment: Containment | None = None  # one per location and loaded timeline
+        # The folder `ensure_located` holds (local storage), for a run's workers to hold too.
+        self.folder_identity: FolderIdentity | None = None
         # While a state change holds the table's lock: how long a new instant time waits after
         # reading the clock (SkewAdjustingTimeGenerator; 0 without a lock).
         self.clock_skew_ms = 0
@@ -89,17 +92,29 @@ class Table:
 
     @property
     def containment(self) -> Containment:
-        """The containment rule for paths this table's plans name (nothing outside the table)."""
-        return Containment(self.storage, self.base, self.uri, resolved_base=self._located)
+        """The containment rule for paths this table's plans name (nothing outside the table):
+        one object until the table is located again or reloaded, so that each folder a run's
+        paths lie in is resolved and listed once (a run of N paths costs O(N))."""
+        if self._containment is None:
+            self._containment = Containment(self.storage, self.base, self.uri, resolved_base=self._located)
+        return self._containment
 
-    def ensure_located(self, *, roots: Iterable[str]) -> None:
+    def ensure_located(self, *, roots: Iterable[str], identity: FolderIdentity | None = None) -> FolderIdentity | None:
         """Before a change to a table opened at its registered location (resolved then, so no
         symbolic link in it): refuse (`TableMovedError`, an OutsideTableError) when it now
         resolves elsewhere (its folder or a parent swapped for a symbolic link) or outside
-        `roots`. Once checked, the resolved base is pinned: a swap after this check makes every
-        path the change deletes resolve outside the table, and it is refused."""
+        `roots`, or, on local storage, when its folder is not the one registered (`identity`,
+        its device and inode). Once checked, the resolved base is pinned for containment, and
+        the folder is opened and held (`Storage.anchor`): every delete, write and rename below it
+        goes through that handle, so a swap after this check changes nothing outside the table
+        and stops the change with TableMovedError. Returns the folder's identity (None on an
+        object store), for the caller to record when it had none."""
         self._located = None
+        self._containment = None
         self._located = self.containment.ensure_located(list(roots))
+        self._containment = None
+        self.folder_identity = self.storage.anchor(self.base, self.uri, identity)
+        return self.folder_identity
 
     @property
     def version(self) -> int:
@@ -117,6 +132,7 @@ class Table:
         self.config = read_config(self.storage, self.base)
         self._timeline = None
         self._archived_completion = None
+        self._containment = None
         return self
 
     def ensure_intact(self) -> None:

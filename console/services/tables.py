@@ -37,7 +37,7 @@ from timeline import CleanlineError, HudiTable, Maintenance, OutsideTableError, 
 from timeline import Instant as LakeInstant
 from timeline.changes import TimelineChanges
 from timeline.locks.discovery import configure_hudi_options
-from timeline.storage import UnsupportedLocationError, configure_s3, parse_location, within_roots
+from timeline.storage import FolderIdentity, UnsupportedLocationError, configure_s3, parse_location, within_roots
 
 logger = logging.getLogger(__name__)
 
@@ -89,7 +89,14 @@ def table_register(*, path: str, user: User | None, enqueue: bool = True) -> Tab
         raise ValidationError(str(exc)) from exc
     if Table.objects.filter(path=lake.uri).exists():
         raise ValidationError(f"{lake.uri} is already registered.")
-    table = Table.objects.create(path=lake.uri, registered_by=user, **_table_fields(lake))
+    try:  # the folder's device and inode, that every run holds the folder it opens against
+        identity = lake.ensure_located(roots=settings.CLEANLINE_ALLOWED_ROOTS)
+    except CleanlineError as exc:
+        raise ValidationError(str(exc)) from exc
+    finally:
+        lake.storage.release()
+    table = Table.objects.create(path=lake.uri, registered_by=user, folder_identity=_identity_text(identity),
+                                 **_table_fields(lake))
     audit(user=user, action="table.registered", table=table, parameters={"path": lake.uri})
     if enqueue:
         table_sync_queue(table=table)
@@ -213,21 +220,37 @@ def _rows(lake: HudiTable, instants: Iterable[LakeInstant], archived: bool,
 
 def table_located(table: Table, lake: HudiTable) -> None:
     """Before every change (and every sync): the table's folder, resolved again, must still be
-    where it was registered and under CLEANLINE_ALLOWED_ROOTS (a folder swapped for a symbolic
-    link after registration is refused; `HudiTable.ensure_located`, which also pins the resolved
-    folder for the change's containment checks). A refusal is marked on the table's page and
-    audited (`table.location.refused`); a table found in place again is unmarked."""
+    where it was registered, the folder registered (its device and inode, `folder_identity`), and
+    under CLEANLINE_ALLOWED_ROOTS (a folder swapped for a symbolic link after registration is
+    refused; `HudiTable.ensure_located`, which also pins the resolved folder for the change's
+    containment checks and holds the folder open: every change of the run goes through it, and a
+    swap during the run stops it with TableMovedError, which fails the run with its reason). A
+    refusal is marked on the table's page and audited (`table.location.refused`); a table found in
+    place again is unmarked."""
+    registered = _identity_of(table.folder_identity)
     try:
-        lake.ensure_located(roots=settings.CLEANLINE_ALLOWED_ROOTS)
+        found = lake.ensure_located(roots=settings.CLEANLINE_ALLOWED_ROOTS, identity=registered)
     except OutsideTableError as exc:
         Table.objects.filter(pk=table.pk).update(location_error=str(exc)[:2000])
         table.location_error = str(exc)[:2000]
         audit(user=None, action="table.location.refused", table=table, parameters={"path": table.path},
               result=str(exc))
         raise
+    if registered is None and found is not None:  # registered before identities were kept: this one from now on
+        table.folder_identity = _identity_text(found)
+        Table.objects.filter(pk=table.pk, folder_identity="").update(folder_identity=table.folder_identity)
     if table.location_error:
         Table.objects.filter(pk=table.pk).update(location_error="")
         table.location_error = ""
+
+
+def _identity_text(identity: FolderIdentity | None) -> str:
+    return "" if identity is None else f"{identity.device}:{identity.inode}"
+
+
+def _identity_of(text: str) -> FolderIdentity | None:
+    device, _, inode = text.partition(":")
+    return FolderIdentity(int(device), int(inode)) if inode else None
 
 
 def table_sync(*, table: Table, full: bool = False) -> SyncResult:

@@ -10,6 +10,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -398,3 +399,25 @@ def browser_sign_in(browser: Any, url: str, role: str, **context: Any) -> Any:
     page.click("button[type=submit]")
     page.wait_for_selector("h1:has-text('Lake dashboard')")
     return page
+
+
+def swap_when_deleted(watched: list[Path], folder: Path, copy: Path) -> tuple[threading.Thread, list[Path]]:
+    """A thread that watches `watched` (files a run deletes) and, as soon as one is gone, renames
+    the table's `folder` aside and leaves a symbolic link to `copy` (outside the allowed roots) in
+    its place: the swap of issue 38 in the middle of a live worker's run. The list it returns gets
+    where the folder went."""
+    moved: list[Path] = []
+
+    def watch() -> None:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            if not all(p.exists() for p in watched):
+                aside = folder.with_name(folder.name + ".moved")
+                folder.rename(aside)
+                folder.symlink_to(copy, target_is_directory=True)
+                moved.append(aside)
+                return
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread, moved

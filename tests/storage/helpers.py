@@ -10,6 +10,7 @@ import http.client
 import http.server
 import random
 import re
+import shutil
 import socket
 import struct
 import threading
@@ -368,3 +369,33 @@ class ChaosProxy:
 
 
 V9_MOR = "sample_table/mor/avro/v9_txns_simple_nometa"         # logs, compaction, clustering
+
+
+# A table's folder swapped during a run (timeline/storage/anchor.py)
+
+def tree_state(path: Path) -> dict[str, tuple[int, int]]:
+    """Every file below `path`: relative path -> (size, modification time), symbolic links as they are."""
+    return {str(p.relative_to(path)): (p.lstat().st_size, p.lstat().st_mtime_ns)
+            for p in path.rglob("*") if not p.is_dir() or p.is_symlink()}
+
+
+def swap_for_link(folder: Path, copy: Path) -> Path:
+    """What the attack does: rename the table's folder aside and put a symbolic link to `copy` (a
+    copy made beforehand, outside the allowed roots) in its place. Returns where the folder went."""
+    moved = folder.with_name(folder.name + ".moved")
+    folder.rename(moved)
+    folder.symlink_to(copy, target_is_directory=True)
+    return moved
+
+
+def swap_back(folder: Path, moved: Path) -> None:
+    """The operator puts the table's folder back."""
+    folder.unlink()
+    moved.rename(folder)
+
+
+def copied_aside(folder: Path, copy: Path) -> dict[str, tuple[int, int]]:
+    """The attacker's copy of the table's folder, made beforehand outside the allowed roots; its
+    state, which nothing may change."""
+    shutil.copytree(folder, copy)
+    return tree_state(copy)

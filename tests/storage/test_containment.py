@@ -152,8 +152,8 @@ def test_containment_plans_keep_working_on_ordinary_tables(lake: Lake) -> None:
 def test_containment_ensure_located_refuses_a_swapped_folder_and_pins_the_checked_one(
         tmp_path: Path, table_copy) -> None:
     """The location rule of every change (`HudiTable.ensure_located`): a folder swapped for a
-    symbolic link before the check is refused; one swapped after it makes every path the change
-    would delete resolve outside the table it checked."""
+    symbolic link before the check is refused; after it, the checked folder is held open, so a
+    path the change deletes reaches the folder checked or nothing (tests/storage/test_anchor.py)."""
     from timeline.storage.containment import TableMovedError
 
     root = tmp_path / "root"
@@ -173,7 +173,24 @@ def test_containment_ensure_located_refuses_a_swapped_folder_and_pins_the_checke
     elsewhere.parent.mkdir()
     shutil.move(str(folder), str(elsewhere))
     folder.symlink_to(elsewhere, target_is_directory=True)
-    with pytest.raises(OutsideTableError, match="outside the table"):  # swapped after the check
-        checked.containment.data_path(entry)
+    copy = elsewhere / data.relative_to(folder)
+    with pytest.raises(TableMovedError, match="moved during the run"):  # swapped after the check
+        checked.storage.delete(checked.containment.data_path(entry))
+    assert copy.exists()
     with pytest.raises(TableMovedError, match=f"now resolves to {elsewhere}"):  # swapped before it
         HudiTable.open(str(folder)).ensure_located(roots=[str(root)])
+
+
+def test_containment_one_per_table_until_it_is_located_again(lake: Lake, tmp_path: Path) -> None:
+    """A run's paths are checked by one containment, which resolves and lists each folder once
+    (issue 38, finding 4: a new one per path re-listed the folder for every orphan: quadratic);
+    locating or reloading the table starts a new one."""
+    table = HudiTable.load(lake.storage, lake.base)
+    first = table.containment
+    assert table.containment is first
+    first.data_path(own_file(lake, T[0]))
+    assert table.containment._folders == first._folders and len(first._folders) == 1
+    table.ensure_located(roots=[str(tmp_path)])
+    located = table.containment
+    assert located is not first and table.containment is located
+    assert table.reload().containment is not located

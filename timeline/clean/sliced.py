@@ -55,7 +55,7 @@ from timeline.metadata.planfile import (
     read_slices,
 )
 from timeline.metadata.records import CleanerPlan, CleanMetadata, CleanPartitionMetadata
-from timeline.storage import Storage
+from timeline.storage import FolderIdentity, Storage
 from timeline.storage.containment import Containment, OutsideTableError
 from timeline.table import Table, check_state_file_at
 
@@ -295,11 +295,13 @@ def check_share(uri: str, s3: Any, root: str, protection: Protection, share: Sha
     return Checked(files, conflicts=tuple(conflicts[:CONFLICTS_SHOWN]), conflict_count=len(conflicts))
 
 
-def clean_share(uri: str, s3: Any, root: str, plan: CleanerPlan, share: Share) -> Iterator[Cleaned]:
-    """Runs on a worker: step 3 for one share, a partition at a time."""
+def clean_share(uri: str, s3: Any, root: str, plan: CleanerPlan, share: Share, *,
+                identity: FolderIdentity | None = None) -> Iterator[Cleaned]:
+    """Runs on a worker: step 3 for one share, a partition at a time, through the table's folder
+    the driver holds (`identity`), when it holds one."""
     from timeline.storage import storage_for
 
-    storage, _ = storage_for(uri, s3=s3)
+    storage, _ = storage_for(uri, s3=s3, anchored=identity)
     doomed = frozenset(plan.partitions_to_delete)
     for partition, infos in _files_of(_read_share(storage, share), share):
         folder = folder_of(root, partition)

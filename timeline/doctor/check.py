@@ -21,7 +21,7 @@ from timeline.doctor.findings import (
 )
 from timeline.doctor.survey import DoctorSettings, Survey
 from timeline.exceptions import CleanlineError
-from timeline.storage import OutsideTableError, Storage
+from timeline.storage import OutsideTableError, TableMovedError
 from timeline.table import Table
 from timeline.transactions import Transactions
 
@@ -85,34 +85,49 @@ def run_deletes(session: Session, plan: RepairPlan, plan_of: Callable[[Survey], 
     """A repair that deletes files (or folders): under the table's lock, the kind is diagnosed
     again and only the planned deletes it still asks for go; every path is first resolved
     through the table's containment (all of them, before the first delete: one outside refuses
-    the whole repair), and each delete follows the check that the lock is still held. A file
-    already gone counts as skipped, so a re-run after a crash finishes the rest."""
+    the whole repair), and each delete (files: each batch of the storage's batch delete) follows the
+    check that the lock is still held. A file already gone counts as skipped, so a re-run after a
+    crash finishes the rest. A table folder swapped during the run stops it (TableMovedError)."""
     table, storage = session.table, session.table.storage
     with session.transactions.state_change():
         current = {c.key for c in fresh_changes(session, plan_of)}
-        todo = [c for c in plan.changes if c.key in current]
-        skipped = [(c, "no longer found when diagnosed again under the table's lock") for c in plan.changes
-                   if c.key not in current]
+        keys = [c.key for c in plan.changes]
+        todo = [c for c, key in zip(plan.changes, keys) if key in current]
+        skipped = [(c, "no longer found when diagnosed again under the table's lock")
+                   for c, key in zip(plan.changes, keys) if key not in current]
         paths = [resolve(table, c) for c in todo]
         done: list[Change] = []
         failed: list[tuple[Change, str]] = []
-        for change, path in zip(todo, paths):
-            transition.fence(table)
-            try:
-                existed = _delete(storage, path, folders=folders)
-            except CleanlineError as exc:
-                failed.append((change, str(exc)))
-                continue
-            if existed:
-                done.append(change)
-            else:
-                skipped.append((change, "already gone"))
+        if folders:
+            for change, path in zip(todo, paths):
+                transition.fence(table)
+                try:
+                    existed = storage.delete_dir(path)
+                except TableMovedError:
+                    raise  # the table's folder was swapped during the run: stop here
+                except CleanlineError as exc:
+                    failed.append((change, str(exc)))
+                    continue
+                if existed:
+                    done.append(change)
+                else:
+                    skipped.append((change, "already gone"))
+        else:  # files: the storage's batch delete, each batch right after the held-lock check
+            size = max(1, storage.delete_batch_size or 1000)
+            for start in range(0, len(todo), size):
+                transition.fence(table)
+                batch = paths[start:start + size]
+                answers = storage.delete_many(batch)  # TableMovedError (a swapped folder) stops the run
+                for change, path in zip(todo[start:start + size], batch):
+                    answer = answers.get(path, "failed: no answer from the store")
+                    if answer == "deleted":
+                        done.append(change)
+                    elif answer == "gone":
+                        skipped.append((change, "already gone"))
+                    else:
+                        failed.append((change, f"{path}: {answer.removeprefix('failed: ')}"))
     table.reload()
     return RepairResult(table.uri, plan.kind, tuple(done), tuple(skipped), tuple(failed))
-
-
-def _delete(storage: Storage, path: str, *, folders: bool) -> bool:
-    return storage.delete_dir(path) if folders else storage.delete(path)
 
 
 def resolve_meta(table: Table, change: Change) -> str:

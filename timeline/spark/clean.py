@@ -56,7 +56,7 @@ from timeline.fsview import list_partition, partition_paths
 from timeline.instant import Instant
 from timeline.mdt.listing import ListingSource, describe, iter_listing, resolve, statuses_of
 from timeline.perf import paused_gc
-from timeline.storage import FileStatus, Storage, storage_for
+from timeline.storage import FileStatus, FolderIdentity, Storage, storage_for
 from timeline.storage.s3 import S3Settings
 from timeline.table import Table
 
@@ -260,12 +260,13 @@ def _ship(outcomes: list[FileOutcome]) -> Shipped:
             {i: o.error for i, o in enumerate(outcomes) if o.error})
 
 
-def _delete_batches(uri: str, s3: S3Settings | None, part: Iterable[Batch], done: Accumulator[int]
-                    ) -> Iterator[Shipped]:
+def _delete_batches(uri: str, s3: S3Settings | None, identity: FolderIdentity | None, part: Iterable[Batch],
+                    done: Accumulator[int]) -> Iterator[Shipped]:
     """Runs on an executor: delete a task's batches, one `delete_many` each on a store with a
     batch delete (S3's DeleteObjects, the local unlink loop), sizes not given read from one
-    listing per folder, as the local engine does; otherwise file by file."""
-    storage, _ = storage_for(uri, s3=s3)
+    listing per folder, as the local engine does; otherwise file by file. Through the table's
+    folder the driver holds (`identity`), when it holds one."""
+    storage, _ = storage_for(uri, s3=s3, anchored=identity)
     for partition, paths, flags, sizes in part:
         targets = [Target(partition, path, flag) for path, flag in zip(paths, flags or repeat(False))]
         known = {path: n for path, n in zip(paths, sizes or ()) if n is not None}
@@ -305,8 +306,9 @@ def run_pending_cleans_spark(spark: SparkSession, uri: str, *, progress: Progres
             work = batches(targets, sizes)
             rdd = context.parallelize(work, max(1, min(len(work), context.defaultParallelism * TASKS_PER_CORE)))
             # the job finishes within this iteration, before rdd and done are rebound
-            s3 = store_settings(uri)
-            job = _Job(lambda: rdd.mapPartitions(lambda part: _delete_batches(uri, s3, part, done)).collect())  # noqa: B023
+            s3, identity = store_settings(uri), table.folder_identity
+            job = _Job(lambda: rdd.mapPartitions(  # noqa: B023
+                lambda part: _delete_batches(uri, s3, identity, part, done)).collect())  # noqa: B023
             while not job.finished(POLL_SECONDS):
                 counter.set(done.value)
                 counter.report()
@@ -342,10 +344,11 @@ def _run_in_shares(context: SparkContext, table: Table, begun: sliced.Begun, pro
     counter = ProgressCounter(begun.clean.requested_time, begun.files, progress)
     done = context.accumulator(0)
     uri, s3, root, plan = table.uri, store_settings(table.uri), begun.root, begun.plan
+    identity = table.folder_identity
 
     def work(part: Iterable[sliced.Share]) -> Iterator[sliced.Cleaned]:
         for share in part:
-            for cleaned in sliced.clean_share(uri, s3, root, plan, share):
+            for cleaned in sliced.clean_share(uri, s3, root, plan, share, identity=identity):
                 done.add(len(cleaned.sizes))
                 yield cleaned
 

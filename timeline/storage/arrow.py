@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 from urllib.parse import urlparse
 
 from timeline.exceptions import FileExists, FileNotFound, StorageError
-from timeline.storage.base import FileStatus, Storage
+from timeline.storage.anchor import AnchoredFolder, unlink_each
+from timeline.storage.base import FileStatus, FolderIdentity, Storage
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -216,22 +217,46 @@ class LocalStorage(ArrowStorage):
 
     def delete_many(self, paths: Iterable[str]) -> dict[str, str]:
         results: dict[str, str] = {}
-        unlink = os.unlink
-        for path in paths:
-            try:
-                unlink(path)
-                results[path] = "deleted"
-            except FileNotFoundError:
-                results[path] = "gone"
-            except IsADirectoryError:
-                results[path] = "failed: is a directory"
-            except OSError as exc:
-                results[path] = f"failed: {exc.strerror or exc}"
+        if self._anchors:
+            anchored: dict[AnchoredFolder, list[tuple[str, tuple[str, ...]]]] = {}
+            loose = []
+            for path in paths:
+                found = self._anchored(path)
+                if found is None:
+                    loose.append(path)
+                else:
+                    anchored.setdefault(found[0], []).append((path, found[1]))
+            for folder, files in anchored.items():
+                results.update(folder.unlink_many(files))
+            paths = loose
+        unlink_each(((path, path) for path in paths), os.unlink, results)
         return results
 
     def __init__(self) -> None:  # no pyarrow file system until one is asked for (`fs`)
         self.scheme = "file"
         self.netloc = ""
+        self._anchors: list[AnchoredFolder] = []  # the tables whose changes go through handles (`anchor`)
+
+    def anchor(self, base: str, table_uri: str, expected: FolderIdentity | None = None) -> FolderIdentity | None:
+        folder = AnchoredFolder(base, table_uri, expected)
+        for old in [a for a in self._anchors if a.path == folder.path]:
+            self._anchors.remove(old)
+            old.close()
+        self._anchors.append(folder)
+        return folder.identity
+
+    def release(self) -> None:
+        anchors, self._anchors = self._anchors, []
+        for folder in anchors:
+            folder.close()
+
+    def _anchored(self, path: str) -> tuple[AnchoredFolder, tuple[str, ...]] | None:
+        """The anchored table folder `path` lies in and its components below it, or None."""
+        for folder in self._anchors:
+            parts = folder.relative(path)
+            if parts is not None:
+                return folder, parts
+        return None
 
     @functools.cached_property
     def fs(self) -> pafs.FileSystem:
@@ -297,6 +322,11 @@ class LocalStorage(ArrowStorage):
         return _guard(path, lambda: open(path, "rb"))  # noqa: SIM115 (the caller closes it)
 
     def write(self, path: str, data: bytes, *, overwrite: bool = False) -> None:
+        found = self._anchored(path) if self._anchors else None
+        if found is not None:
+            found[0].write(found[1], data, overwrite=overwrite)
+            return
+
         def call() -> None:
             os.makedirs(os.path.dirname(path) or "/", exist_ok=True)
             with open(path, "wb" if overwrite else "xb") as handle:
@@ -308,15 +338,22 @@ class LocalStorage(ArrowStorage):
         """Locally through a temporary file renamed into place: a reader never sees half a file."""
         import pyarrow.parquet as pq
 
-        _write_replacing(path, lambda temporary: pq.write_table(table, temporary, **options))
+        self._write_replacing(path, lambda temporary: pq.write_table(table, temporary, **options))
 
     def write_arrow(self, path: str, table: pa.Table) -> None:
         """Through a temporary file renamed into place, as `write_parquet`."""
-        def write(temporary: str) -> None:
-            with _pa().OSFile(temporary, "wb") as out, _pa().ipc.new_file(out, table.schema) as writer:
+        def write(temporary: str | BinaryIO) -> None:
+            with _pa().ipc.new_file(temporary, table.schema) as writer:
                 writer.write_table(table)
 
-        _write_replacing(path, write)
+        self._write_replacing(path, write)
+
+    def _write_replacing(self, path: str, write: Callable[[str | BinaryIO], None]) -> None:
+        found = self._anchored(path) if self._anchors else None
+        if found is None:
+            _write_replacing(path, write)
+        else:
+            found[0].write_replacing(found[1], write, f"{found[1][-1]}.{os.getpid()}.{id(write):x}.tmp")
 
     def read_arrow(self, path: str) -> pa.Table:
         """Memory-mapped: the table's buffers are the file's pages, nothing is copied (Python's
@@ -332,6 +369,9 @@ class LocalStorage(ArrowStorage):
         return _guard(path, call)
 
     def delete(self, path: str) -> bool:
+        found = self._anchored(path) if self._anchors else None
+        if found is not None:
+            return found[0].unlink(found[1])
         try:
             _guard(path, lambda: os.unlink(path))
         except FileNotFound:
@@ -339,6 +379,9 @@ class LocalStorage(ArrowStorage):
         return True
 
     def delete_dir(self, path: str) -> bool:
+        found = self._anchored(path) if self._anchors else None
+        if found is not None:
+            return found[0].rmtree(found[1])
         if not os.path.isdir(path):
             return False
         _guard(path, lambda: shutil.rmtree(path))
@@ -353,6 +396,11 @@ class LocalStorage(ArrowStorage):
         return os.path.exists(path)
 
     def makedirs(self, path: str) -> None:
+        found = self._anchored(path) if self._anchors else None
+        if found is not None:
+            found[0].makedirs(found[1])
+            return
+
         def call() -> None:
             try:
                 os.makedirs(path, exist_ok=True)
@@ -363,7 +411,7 @@ class LocalStorage(ArrowStorage):
         _guard(path, call)
 
 
-def _write_replacing(path: str, write: Callable[[str], None]) -> None:
+def _write_replacing(path: str, write: Callable[[str | BinaryIO], None]) -> None:
     """`write` a local file at a temporary name beside `path`, then rename it into place (a
     reader never sees half a file); the temporary file is removed if anything fails."""
     temporary = f"{path}.{os.getpid()}.{id(write):x}.tmp"

@@ -8,6 +8,7 @@ import posixpath
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
 from itertools import repeat
 from operator import itemgetter
 from typing import BinaryIO, NamedTuple
@@ -62,6 +63,15 @@ def without_side_names(names: list[str]) -> list[str]:
     if not any(map(str.endswith, names, repeat(SIDE_FILE_ENDINGS))):
         return names
     return [n for n in names if not is_side_file(n)]
+
+
+@dataclass(frozen=True, slots=True)
+class FolderIdentity:
+    """A folder's device and inode on a local file system: what a table's folder was
+    registered as (`Storage.anchor`)."""
+
+    device: int
+    inode: int
 
 
 class Storage(ABC):
@@ -238,6 +248,19 @@ class Storage(ABC):
     def symlinks(self, folder: str) -> frozenset[str]:
         """Names of the symbolic links directly in `folder` (none on object stores)."""
         return frozenset()
+
+    def anchor(self, base: str, table_uri: str, expected: FolderIdentity | None = None) -> FolderIdentity | None:
+        """From now on, every change (delete, write, rename) below the table's folder `base` goes
+        through a handle of the folder opened now, never through its path again: a folder swapped
+        for a symbolic link later is not followed, and the change stops with TableMovedError
+        (`timeline/storage/anchor.py`). `expected` is the folder's registered identity
+        (TableMovedError when it is another folder). Returns the identity held, or None on a store
+        without folders to swap (object stores: the prefix check of `Containment` is theirs)."""
+        return None
+
+    def release(self) -> None:
+        """Close what `anchor` opened (the end of a run); later changes go by path again."""
+        return None
 
     @staticmethod
     def join(*parts: str) -> str:

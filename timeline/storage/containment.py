@@ -42,7 +42,15 @@ class OutsideTableError(CleanlineError):
 class TableMovedError(OutsideTableError):
     """A table's folder no longer resolves to the location it was opened at (its folder or a
     parent was swapped for a symbolic link after registration), or it now lies outside the
-    allowed roots: every change is refused before it starts (`Containment.ensure_located`)."""
+    allowed roots: every change is refused before it starts (`Containment.ensure_located`). Or it
+    was swapped during a run: the run stops at its next change (`timeline/storage/anchor.py`)."""
+
+    def __init__(self, table: str, entry: str, reason: str) -> None:
+        CleanlineError.__init__(self, f"{table}: the table's folder moved, nothing outside it was changed: "
+                                      f"{entry!r} {reason}")
+        self.table = table
+        self.entry = entry
+        self.reason = reason
 
 
 class UnsupportedLocationError(CleanlineError, ValueError):
@@ -159,7 +167,13 @@ class Containment:
                 raise OutsideTableError(self.table_uri, entry, f"lies outside the table {self.base}")
             if _is_inside(path, self.meta):
                 raise OutsideTableError(self.table_uri, entry, "lies inside .hoodie/, where no data file is")
-        return self.storage.path_of(entry)
+        path = self.storage.path_of(entry)
+        if self.storage.scheme in LOCAL_SCHEMES:
+            # its folder as resolved (the name as written: a symbolic link is deleted, not its target), so that
+            # an entry spelled through another path to the table is changed through the table's handles too
+            folder, _, name = path.rpartition("/")
+            return posixpath.join(self.storage.resolve(folder or "/"), name)
+        return path
 
     def partition_path(self, partition: str) -> str:
         """The backend path of a partition folder a plan deletes whole (relative to the base)."""

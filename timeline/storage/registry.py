@@ -10,13 +10,14 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 from timeline.exceptions import StorageError
-from timeline.storage.base import Storage
+from timeline.storage.base import FolderIdentity, Storage
 
 if TYPE_CHECKING:
     from timeline.storage.s3 import S3Settings
 
 
-def storage_for(uri: str, *, s3: S3Settings | None = None) -> tuple[Storage, str]:
+def storage_for(uri: str, *, s3: S3Settings | None = None, anchored: FolderIdentity | None = None
+                ) -> tuple[Storage, str]:
     """The backend for a URI or local path, and the path of the URI inside it.
 
     Local paths and `file://` use the local file system; `s3://`, `s3a://` and `s3n://` use
@@ -24,7 +25,18 @@ def storage_for(uri: str, *, s3: S3Settings | None = None) -> tuple[Storage, str
     `configure_s3`, over the `AWS_*` variables, or with `s3` as given; see
     `timeline/storage/s3.py`); `gs://`, `gcs://` and `hdfs://` go through pyarrow.fs;
     `memory://name/...` is a process-wide in-memory store for tests and demos.
+
+    `anchored`: the identity of the table's folder at `uri` (`HudiTable.ensure_located`): a worker
+    of a run (a Spark executor) holds the same folder, and every change it makes goes through it
+    (`Storage.anchor`).
     """
+    storage, path = _storage_for(uri, s3)
+    if anchored is not None:
+        storage.anchor(path, uri, anchored)
+    return storage, path
+
+
+def _storage_for(uri: str, s3: S3Settings | None) -> tuple[Storage, str]:
     from timeline.storage.arrow import ArrowStorage, LocalStorage
     from timeline.storage.memory import MemoryStorage
 
