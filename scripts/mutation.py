@@ -56,7 +56,11 @@ class Target:
 
 
 TARGETS = [
-    Target("timeline/clean/planner.py", ("tests/clean/test_planner.py", "tests/clean/test_planner_properties.py")),
+    # the planner's forked planning is tested by test_local_processes, its re-validation under the
+    # lock (plan_invalidations) through the executor's scheduling
+    Target("timeline/clean/planner.py", ("tests/clean/test_planner.py", "tests/clean/test_planner_properties.py",
+                                         "tests/clean/test_plan_by_partition.py",
+                                         "tests/clean/test_local_processes.py", "tests/clean/test_executor.py")),
     Target("timeline/clean/protection.py", ("tests/clean/test_protection.py", "tests/clean/test_planner.py")),
     Target("timeline/clean/retention.py", ("tests/clean/test_retention.py", "tests/clean/test_enforce_retention.py")),
     # the executor's selection: what it cleans and whether (its deletes are storage mechanics)
@@ -66,7 +70,11 @@ TARGETS = [
                                          "tests/archive/test_archival_of_metadata_table.py",
                                          "tests/archive/test_archival_properties.py")),
     Target("timeline/archive/retain.py", ("tests/archive/test_archival_of_metadata_table.py",)),
-    Target("timeline/archive/plan.py", ("tests/archive/test_plan.py",)),
+    # the plan reads the inputs of the rules (the last clean's plan, pending clusterings): the
+    # rules' tests go through it
+    Target("timeline/archive/plan.py", ("tests/archive/test_plan.py", "tests/archive/test_rules.py",
+                                        "tests/archive/test_archival_of_metadata_table.py",
+                                        "tests/archive/test_archival_properties.py")),
     Target("timeline/doctor/orphans.py", ("tests/doctor/test_orphans.py", "tests/doctor/test_orphan_properties.py")),
     Target("timeline/doctor/stale.py", ("tests/doctor/test_stale.py",)),
     Target("timeline/doctor/mdt_drift.py", ("tests/doctor/test_mdt_drift.py",)),
