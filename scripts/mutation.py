@@ -80,7 +80,9 @@ TARGETS = [
     Target("timeline/doctor/mdt_drift.py", ("tests/doctor/test_mdt_drift.py",)),
     Target("timeline/doctor/markers.py", ("tests/doctor/test_markers.py",)),
     Target("timeline/rollback.py", ("tests/test_rollback.py",)),
-    Target("timeline/restore.py", ("tests/test_restore.py",)),
+    # verify_restore's refusals are in test_hardening, the metadata table's restore in mdt/test_mdt_fencing
+    Target("timeline/restore.py", ("tests/test_restore.py", "tests/test_hardening.py",
+                                   "tests/mdt/test_mdt_fencing.py")),
     Target("timeline/savepoint.py", ("tests/test_savepoint.py",)),
     # the metadata table reader's merge: which slices and blocks a reader merges, and how
     Target("timeline/mdt/reader.py", ("tests/mdt/test_stream.py", "tests/mdt/test_mdt.py"),
