@@ -26,8 +26,8 @@ test: setup
 	bash scripts/ensure-node.sh
 	REDIS_URL=$(TEST_REDIS_URL) $(PY) -m pytest --durations=25 $(PYTEST_ARGS)
 
-# The mutation check: each listed rule broken by a one-line mutation must fail its own test file
-# (scripts/mutations.py; the tests run in a copy of the tree).
+# The mutation check of rules outside `make mutation`'s modules: each listed rule broken by a
+# one-line mutation must fail its own test file (scripts/mutations.py; the tests run in a copy of the tree).
 check: setup
 	REDIS_URL=$(TEST_REDIS_URL) bash scripts/ensure-redis.sh
 	REDIS_URL=$(TEST_REDIS_URL) $(PY) scripts/mutations.py

@@ -56,7 +56,11 @@ class Target:
 
 
 TARGETS = [
-    Target("timeline/clean/planner.py", ("tests/clean/test_planner.py", "tests/clean/test_planner_properties.py")),
+    # the planner's forked planning is tested by test_local_processes, its re-validation under the
+    # lock (plan_invalidations) through the executor's scheduling
+    Target("timeline/clean/planner.py", ("tests/clean/test_planner.py", "tests/clean/test_planner_properties.py",
+                                         "tests/clean/test_plan_by_partition.py",
+                                         "tests/clean/test_local_processes.py", "tests/clean/test_executor.py")),
     Target("timeline/clean/protection.py", ("tests/clean/test_protection.py", "tests/clean/test_planner.py")),
     Target("timeline/clean/retention.py", ("tests/clean/test_retention.py", "tests/clean/test_enforce_retention.py")),
     # the executor's selection: what it cleans and whether (its deletes are storage mechanics)
@@ -66,16 +70,22 @@ TARGETS = [
                                          "tests/archive/test_archival_of_metadata_table.py",
                                          "tests/archive/test_archival_properties.py")),
     Target("timeline/archive/retain.py", ("tests/archive/test_archival_of_metadata_table.py",)),
-    Target("timeline/archive/plan.py", ("tests/archive/test_plan.py",)),
+    # the plan reads the inputs of the rules (the last clean's plan, pending clusterings): the
+    # rules' tests go through it
+    Target("timeline/archive/plan.py", ("tests/archive/test_plan.py", "tests/archive/test_rules.py",
+                                        "tests/archive/test_archival_of_metadata_table.py",
+                                        "tests/archive/test_archival_properties.py")),
     Target("timeline/doctor/orphans.py", ("tests/doctor/test_orphans.py", "tests/doctor/test_orphan_properties.py")),
     Target("timeline/doctor/stale.py", ("tests/doctor/test_stale.py",)),
     Target("timeline/doctor/mdt_drift.py", ("tests/doctor/test_mdt_drift.py",)),
     Target("timeline/doctor/markers.py", ("tests/doctor/test_markers.py",)),
     Target("timeline/rollback.py", ("tests/test_rollback.py",)),
-    Target("timeline/restore.py", ("tests/test_restore.py",)),
+    # verify_restore's refusals are in test_hardening, the metadata table's restore in mdt/test_mdt_fencing
+    Target("timeline/restore.py", ("tests/test_restore.py", "tests/test_hardening.py",
+                                   "tests/mdt/test_mdt_fencing.py")),
     Target("timeline/savepoint.py", ("tests/test_savepoint.py",)),
     # the metadata table reader's merge: which slices and blocks a reader merges, and how
-    Target("timeline/mdt/reader.py", ("tests/mdt/test_stream.py", "tests/mdt/test_mdt.py"),
+    Target("timeline/mdt/reader.py", ("tests/mdt/test_stream.py", "tests/mdt/test_mdt.py", "tests/mdt/test_mdt_v6.py"),
            ("xǁMetadataTableǁvalid_instants", "xǁMetadataTableǁ_valid_instants_v6", "xǁMetadataTableǁmerged_slices",
             "xǁMetadataTableǁrecords", "xǁMetadataTableǁ_slice_records", "xǁMetadataTableǁ_blocks")),
     Target("timeline/mdt/stream.py", ("tests/mdt/test_stream.py",)),
@@ -129,11 +139,26 @@ def module_pyproject(target: Target) -> str:
     return head + marker + "".join(f"{key} = {toml_value(value)}\n" for key, value in settings.items())
 
 
-def mutated_line(work: Path, mutant: str) -> str:
-    """The line a mutant puts in place (the first '+' line of `mutmut show`)."""
-    shown = subprocess.run([str(MUTMUT), "show", mutant], cwd=work, capture_output=True, text=True).stdout
-    added = [line[1:].strip() for line in shown.splitlines() if line.startswith("+") and not line.startswith("+++")]
-    return added[0] if added else ""
+# Run in a module's copy: the line each mutant (argv[2:]) puts in place, the first '+' line of its
+# diff (what `mutmut show` prints), as JSON; one process for all of a module's survivors.
+_SHOW = """
+import json, sys
+from mutmut.mutation.diff_apply import get_diff_for_mutant
+def added(mutant):
+    diff = get_diff_for_mutant(mutant, path=sys.argv[1])
+    lines = [l[1:].strip() for l in diff.splitlines() if l.startswith("+") and not l.startswith("+++")]
+    return lines[0] if lines else ""
+print(json.dumps({m: added(m) for m in sys.argv[2:]}))
+"""
+
+
+def mutated_lines(work: Path, path: str, mutants: list[str]) -> dict[str, str]:
+    """The line each mutant puts in place."""
+    if not mutants:
+        return {}
+    shown = subprocess.run([sys.executable, "-c", _SHOW, path, *mutants], cwd=work, capture_output=True,
+                           text=True, check=True).stdout
+    return dict(json.loads(shown.strip().splitlines()[-1]))
 
 
 @dataclass
@@ -163,18 +188,17 @@ def run_target(target: Target, env: dict[str, str], listed: dict[str, Equivalent
         return score
     codes: dict[str, int | None] = json.loads(meta.read_text())["exit_code_by_key"]
     globs = target.globs()
-    for mutant, code in sorted(codes.items()):
-        if globs and not any(fnmatch.fnmatchcase(mutant, glob) for glob in globs):
-            continue
-        if code in KILLED:
-            score.killed += 1
-            continue
+    chosen = {m: c for m, c in codes.items() if not globs or any(fnmatch.fnmatchcase(m, g) for g in globs)}
+    score.killed = sum(code in KILLED for code in chosen.values())
+    alive = sorted(m for m, code in chosen.items() if code not in KILLED)
+    lines = mutated_lines(work, target.path, alive)
+    for mutant in alive:
         entry = listed.get(mutant)
-        if entry is not None and entry.line == mutated_line(work, mutant):
+        if entry is not None and entry.line == lines[mutant]:
             score.equivalent += 1
         else:
             assert score.survived is not None
-            score.survived.append(f"{mutant} | {mutated_line(work, mutant)} | (exit {code})")
+            score.survived.append(f"{mutant} | {lines[mutant]} | (exit {chosen[mutant]})")
     return score
 
 

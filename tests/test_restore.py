@@ -146,3 +146,35 @@ def test_restore_rolls_back_a_pending_compaction_after_the_savepoint() -> None:
     after = HudiTable.load(lake.storage, "/t")
     assert not after.timeline.pending_compactions()
     assert not lake.storage.exists(f"/t/p=1/{half}") and lake.storage.exists(f"/t/p=1/{log}")
+
+
+@pytest.mark.parametrize("version", [6, 8])
+def test_restore_rolls_back_pending_clusterings_first_then_the_writes_after_the_savepoint_newest_first(
+        version: int) -> None:
+    """RestorePlanActionExecutor: pending clusterings after the savepoint, newest first, then the
+    other writes after it, newest first: v6 by requested time, v8 pending ones first and then by
+    completion time (a write requested before the savepoint's commit and completed after it goes)."""
+    from tests.helpers import Lake, T
+    from timeline.instant import Instant, State
+    from timeline.storage import MemoryStorage
+
+    lake = Lake(MemoryStorage(), "/t", version=version)
+    p = "city=sf"
+    for t in T[:5]:
+        lake.commit(t, {p: [lake.base_file(p, f"g{t[-7:-5]}", t)]})
+    early = "20261101000030000"  # requested between T0 and T1, completed after T3
+    lake.commit(early, {p: [lake.base_file(p, "early", early)]}, completion=T[3][:-3] + "500")
+    cluster = {"operationType": "cluster", "version": 1, "clusteringPlan": {"inputGroups": [], "version": 1}}
+    lake.instant_file(Instant(T[5], "clustering" if version == 8 else "replacecommit", State.REQUESTED), cluster)
+    lake.instant_file(Instant(T[7], "clustering" if version == 8 else "replacecommit", State.REQUESTED), cluster)
+    lake.commit(T[6], {}, state=State.INFLIGHT)
+    table = HudiTable.load(lake.storage, "/t")
+    create_savepoint(table, T[1])
+    preview = preview_restore(table, T[1])
+    expected = [T[7], T[5], T[6], T[4], T[3]] + ([early] if version == 8 else []) + [T[2]]
+    assert [i.requested_time for i in preview.instants] == expected
+    assert [r.instant.requested_time for r in preview.rollbacks] == expected
+    assert preview.metadata_table == ""
+    gone = [t for t in expected if t in (T[2], T[3], T[4], early)]
+    assert preview.per_partition() == {p: (len(gone), 100 * len(gone))}
+    assert preview.bytes_to_delete == 100 * len(gone)

@@ -178,3 +178,26 @@ def test_savepoint_of_the_latest_write_after_a_clean_of_replaced_groups(table_co
     assert latest is not None
     maintenance.create_savepoint(latest.requested_time)
     assert table.reload().timeline.savepoints().completed().find(latest.requested_time) is not None
+
+
+@pytest.mark.parametrize("partitioned", [True, False])
+def test_savepoint_refused_while_a_pending_clean_would_delete_its_files(partitioned: bool) -> None:
+    """Cleanline's own rule: a requested clean deleting files the savepoint would hold is run or
+    withdrawn first; the refusal names how many and the first of them."""
+    lake = Lake(MemoryStorage(), "/t", version=8, partitioned=partitioned)
+    partition = P if partitioned else ""
+    names = {t: [lake.base_file(partition, g, t) for g in ("fg1", "fg2")] for t in T[:5]}
+    for t in T[:5]:
+        lake.commit(t, {partition: names[t]})
+    config = CleanConfig(policy=CleanPolicy.KEEP_LATEST_FILE_VERSIONS, file_versions_retained=1)
+    clean = schedule_clean(table(lake), plan_clean(table(lake), config), config)  # all but the T4 slices
+    assert clean is not None
+    with pytest.raises(SavepointRefused) as refused:
+        create_savepoint(table(lake), T[3])
+    shown = f"{P}/" if partitioned else ""
+    assert str(refused.value) == (
+        f"{table(lake).uri}: cannot savepoint {T[3]}: pending clean {clean.requested_time} would delete 2 of its "
+        f"files (e.g. {shown}{names[T[3]][0]}); run the clean first, or wait until it is done")
+    assert create_savepoint(table(lake), T[4]).requested_time == T[4]  # the clean keeps those files
+    run_pending_cleans(table(lake))
+    assert not lake.storage.exists(f"/t/{shown}{names[T[3]][0]}")
