@@ -14,6 +14,7 @@ import shutil
 import socket
 import struct
 import threading
+import time
 import urllib.parse
 import zlib
 from pathlib import Path
@@ -399,3 +400,21 @@ def copied_aside(folder: Path, copy: Path) -> dict[str, tuple[int, int]]:
     state, which nothing may change."""
     shutil.copytree(folder, copy)
     return tree_state(copy)
+
+
+def swap_when_deleted(watched: list[Path], folder: Path, copy: Path) -> tuple[threading.Thread, list[Path]]:
+    """A thread that watches `watched` (files a run deletes) and, as soon as one is gone, swaps
+    the table's `folder` for a link to `copy` (`swap_for_link`): the swap in the middle of a run
+    that takes no callback (the CLI). The list it returns gets where the folder went."""
+    moved: list[Path] = []
+
+    def watch() -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if not all(p.exists() for p in watched):
+                moved.append(swap_for_link(folder, copy))
+                return
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread, moved

@@ -52,10 +52,15 @@ class _Held:
 class AnchoredFolder:
     """The table's folder, opened once for a run, and the subfolders the run changes."""
 
-    def __init__(self, path: str, table_uri: str, expected: FolderIdentity | None = None) -> None:
+    def __init__(self, path: str, table_uri: str, expected: FolderIdentity | None = None, *,
+                 alias: str | None = None) -> None:
         self.path = posixpath.normpath(path)
         self.table_uri = table_uri
         self._prefix = self.path.rstrip("/") + "/"
+        # The path the table was opened at when it reaches this folder through a symbolic link
+        # (`Table.hold_folder`): a change spelled through it goes through the handles too.
+        self._alias = None if alias is None or posixpath.normpath(alias) == self.path \
+            else posixpath.normpath(alias).rstrip("/") + "/"
         fd = self._open(self.path, None)
         identity = _identity(os.fstat(fd))
         if expected is not None and identity != expected:
@@ -78,16 +83,10 @@ class AnchoredFolder:
 
     def relative(self, path: str) -> tuple[str, ...] | None:
         """The components of `path` below the table's folder, or None when it lies elsewhere."""
-        if not path.startswith(self._prefix):
-            path = posixpath.normpath(path)
-            if not path.startswith(self._prefix):
-                return None
-        rest = path[len(self._prefix):]
-        if "//" in rest or "/." in rest or rest.startswith(".") or rest.endswith("/"):  # the few that need it
-            rest = posixpath.normpath(rest)
-            if rest == ".." or rest.startswith("../"):
-                return None
-        return tuple(rest.split("/"))
+        found = _below(path, self._prefix)
+        if found is None and self._alias is not None:
+            found = _below(path, self._alias)
+        return found
 
     # The check every change makes
 
@@ -313,6 +312,20 @@ class AnchoredFolder:
         return TableMovedError(self.table_uri, path,
                                f"is no longer the folder the run opened ({what}; a symbolic link is not followed): "
                                "the run stopped, nothing outside the table changed")
+
+
+def _below(path: str, prefix: str) -> tuple[str, ...] | None:
+    """The components of `path` below the folder `prefix` (ending in "/"), or None."""
+    if not path.startswith(prefix):
+        path = posixpath.normpath(path)
+        if not path.startswith(prefix):
+            return None
+    rest = path[len(prefix):]
+    if "//" in rest or "/." in rest or rest.startswith(".") or rest.endswith("/"):  # the few that need it
+        rest = posixpath.normpath(rest)
+        if rest == ".." or rest.startswith("../"):
+            return None
+    return tuple(rest.split("/"))
 
 
 def unlink_each(files: Iterable[tuple[str, str]], unlink: Callable[[str], None], results: dict[str, str]) -> None:
