@@ -50,6 +50,12 @@ def is_side_file(name: str) -> bool:
     return name.startswith(".") and (name.endswith(".crc") or name == ".DS_Store")
 
 
+def checksum_file_of(name: str) -> str:
+    """The name of the Hadoop checksum file beside the file `name` (`ChecksumFileSystem.
+    getChecksumFile`: "." + name + ".crc", in the same folder)."""
+    return f".{name}.crc"
+
+
 def without_side_files(entries: list[FileStatus]) -> list[FileStatus]:
     """The entries of a listing that are not side files (`is_side_file`): the list itself when it
     holds none (a scan in C, no Python call per entry: this runs on every listing)."""
