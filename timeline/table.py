@@ -3,6 +3,7 @@ file-system view."""
 
 from __future__ import annotations
 
+import posixpath
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -126,11 +127,16 @@ class Table:
         names its table itself. From then on every delete, write and rename below the folder
         goes through its handle (`Storage.anchor`), so a swap later in the run changes nothing
         outside the table and stops the run with TableMovedError. Returns the identity held
-        (None on an object store)."""
-        if not self._held:
-            self.folder_identity = self.storage.anchor(self.storage.resolve(self.base), self.uri, alias=self.base)
-            self._held = True
-        return self.folder_identity
+        (None on an object store). A base opened through a symbolic link holds the folder it leads
+        to, answering for both paths; its workers (which open the base as given, not following a
+        link) are then not given the identity to hold."""
+        if self._held:
+            return self.folder_identity
+        resolved = self.storage.resolve(self.base)
+        identity = self.storage.anchor(resolved, self.uri, alias=self.base)
+        self.folder_identity = identity if resolved == posixpath.normpath(self.base) else None
+        self._held = True
+        return identity
 
     @property
     def version(self) -> int:

@@ -265,10 +265,12 @@ def test_anchor_a_held_folder_removed_is_gone_not_moved(place: tuple[Path, Path]
     storage.release()
 
 
+@pytest.mark.parametrize("through_link", [False, True])
 def test_anchor_cli_clean_swapped_at_its_first_delete_changes_nothing_outside(
-        place: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+        place: tuple[Path, Path], capsys: pytest.CaptureFixture[str], through_link: bool) -> None:
     """`cleanline clean run` opens no location check (no roots, no registered identity): its run
-    holds the folder from its first change all the same (`Transactions.state_change`)."""
+    holds the folder from its first change all the same (`Transactions.state_change`); a table
+    named through a symbolic link to its folder is held where the link leads, for both paths."""
     root, outside = place
     lake = Lake(LocalStorage(), str(root / "lake"), version=8)
     for t in T[:4]:
@@ -284,8 +286,12 @@ def test_anchor_cli_clean_swapped_at_its_first_delete_changes_nothing_outside(
     copy = outside / "lake"
     before = copied_aside(folder, copy)
 
+    named = folder
+    if through_link:
+        named = root / "link"
+        named.symlink_to(folder, target_is_directory=True)
     watcher, moved = swap_when_deleted(doomed[::100], folder, copy)
-    code = main(["clean", "run", str(folder)])
+    code = main(["clean", "run", str(named)])
     watcher.join(timeout=30)
     assert moved, "the swap must happen during the run for this test to mean anything"
     assert code != 0
@@ -296,3 +302,26 @@ def test_anchor_cli_clean_swapped_at_its_first_delete_changes_nothing_outside(
     table = HudiTable.open(lake.base)
     assert [c.requested_time for c in pending_cleans(table)] == [clean.requested_time]
     assert not table.timeline.cleans().completed()
+
+
+def test_anchor_a_base_named_through_a_link_is_held_for_both_paths(place: tuple[Path, Path]) -> None:
+    """A table named through a symbolic link (`Table.hold_folder`): the folder it leads to is held,
+    and a change spelled through the link goes through that handle too."""
+    root, outside = place
+    folder = root / "t"
+    folder_of_files(folder, 2)
+    link = root / "link"
+    link.symlink_to(folder, target_is_directory=True)
+    storage = LocalStorage()
+    storage.anchor(str(folder), "file:link", alias=str(link))
+    assert storage.delete(f"{link}/part/f0000.parquet") and not (folder / "part" / "f0000.parquet").exists()
+    copy = outside / "t"
+    before = copied_aside(folder, copy)
+    moved = swap_for_link(folder, copy)
+    for change in (lambda: storage.write(f"{link}/part/new", b"x"),
+                   lambda: storage.delete(f"{link}/part/f0001.parquet")):
+        with pytest.raises(TableMovedError):
+            change()
+    assert tree_state(copy) == before
+    swap_back(folder, moved)
+    storage.release()
