@@ -74,6 +74,7 @@ console_patterns = [
     of_table("sync", views.sync, "sync"),
     of_table("sync-status", views.sync_status, "sync_status"),
     of_table("lock/break", views.lock_break, "lock_break"),
+    of_table("location/rerecord", views.location_rerecord, "location_rerecord"),
     of_table("metadata-table/drop", views.metadata_table_drop, "metadata_table_drop"),
     of_table("settings", views.table_settings, "table_settings"),
     of_table("plans", views.plan_request, "plan_request"),

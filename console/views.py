@@ -194,7 +194,9 @@ def _overview_page(request: AuthenticatedHttpRequest, table: Table, plan_form: P
             "auto_max_bytes": table.auto_max_bytes,
             "write_options": "\n".join(f"{k}={v}" for k, v in sorted(table.write_options.items()))}),
         "pending_cleans": table.instants.filter(action="clean").exclude(state="COMPLETED"),
-        "writer_lock": selectors.writer_lock(table)}, status=status)
+        "writer_lock": selectors.writer_lock(table),
+        "folder_replaced": request.user.has_perm(permissions.REGISTER) and selectors.replaced_folder(table) is not None,
+    }, status=status)
 
 
 @table_page()
@@ -512,6 +514,17 @@ def metadata_table_drop(request: AuthenticatedHttpRequest, table: Table) -> Http
         return f"The metadata table ({', '.join(partitions)}) was dropped; Hudi writers rebuild it."
 
     attempt(request, drop)
+    return _overview(table)
+
+
+@table_action(permissions.REGISTER)
+def location_rerecord(request: AuthenticatedHttpRequest, table: Table) -> HttpResponse:
+    """Record the table's replaced folder again (`services.table_location_rerecord`); audited."""
+    def rerecord() -> str:
+        services.table_location_rerecord(table=table, user=request.user)
+        return "The table's folder was recorded again: changes run in it from now on."
+
+    attempt(request, rerecord)
     return _overview(table)
 
 

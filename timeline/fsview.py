@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple, TypeVar
 
 from timeline.config import META_FOLDER
-from timeline.exceptions import InvalidFileNameError
+from timeline.exceptions import FileNotFound, InvalidFileNameError
 from timeline.files import (
     BASE_FILE_EXTENSIONS,
     LOG_ORDER,
@@ -128,6 +128,38 @@ def list_partitions(storage: Storage, base: str, *, sizes: bool = True, within: 
             if files is not None:
                 partitions[folder[prefix:] if folder != base else ""] = files
             children[folder] = folders
+    return TableListing(partitions)
+
+
+def list_some_partitions(storage: Storage, base: str, folders: Iterable[str]) -> TableListing:
+    """The partitions among `folders` (backend paths of folders below `base`, or `base` itself)
+    as `list_partitions` finds them, each listed once, with sizes: a folder holding a partition
+    metadata file, no folder between it and the base holding one (the walk does not descend
+    into a partition), nothing inside `.hoodie`. A folder gone, or no partition, lists nothing.
+    What a re-check of a few known files reads instead of the whole table."""
+    root = base.rstrip("/")
+    marked: dict[str, bool] = {}
+
+    def is_partition(folder: str) -> bool:
+        if folder not in marked:
+            marked[folder] = any(storage.exists(Storage.join(folder, name)) for name in PARTITION_METADATA_FILES)
+        return marked[folder]
+
+    partitions: dict[str, tuple[FileStatus, ...]] = {}
+    for folder in set(folders):
+        folder = folder.rstrip("/")
+        relative = "" if folder == root else folder[len(root) + 1:] if folder.startswith(root + "/") else None
+        if relative is None or relative.split("/", 1)[0] == META_FOLDER:
+            continue
+        above = relative.split("/")[:-1]
+        if relative and any(is_partition(Storage.join(root, *above[:depth])) for depth in range(len(above) + 1)):
+            continue  # inside a partition (or below a base that is one): never walked
+        try:
+            files, _ = _split_folder(storage.list(folder))
+        except FileNotFound:
+            continue
+        if files is not None:
+            partitions[relative] = files
     return TableListing(partitions)
 
 

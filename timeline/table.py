@@ -3,6 +3,7 @@ file-system view."""
 
 from __future__ import annotations
 
+import posixpath
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -66,8 +67,9 @@ class Table:
         # The base resolved by `ensure_located`: later containment checks hold paths against it.
         self._located: str | None = None
         self._containment: Containment | None = None  # one per location and loaded timeline
-        # The folder `ensure_located` holds (local storage), for a run's workers to hold too.
+        # The folder `ensure_located` or `hold_folder` holds (local storage), for a run's workers to hold too.
         self.folder_identity: FolderIdentity | None = None
+        self._held = False  # whether a run of this table object holds its folder (`hold_folder`)
         # While a state change holds the table's lock: how long a new instant time waits after
         # reading the clock (SkewAdjustingTimeGenerator; 0 without a lock).
         self.clock_skew_ms = 0
@@ -114,7 +116,27 @@ class Table:
         self._located = self.containment.ensure_located(list(roots))
         self._containment = None
         self.folder_identity = self.storage.anchor(self.base, self.uri, identity)
+        self._held = True
         return self.folder_identity
+
+    def hold_folder(self) -> FolderIdentity | None:
+        """At the start of every change (`Transactions.state_change`, which every run enters
+        before its first change): hold the table's folder, as it resolves now, unless a run of
+        this table object holds it already (`ensure_located`, which the console calls with its
+        roots and the registered identity). No roots are checked here: a library or CLI run
+        names its table itself. From then on every delete, write and rename below the folder
+        goes through its handle (`Storage.anchor`), so a swap later in the run changes nothing
+        outside the table and stops the run with TableMovedError. Returns the identity held
+        (None on an object store). A base opened through a symbolic link holds the folder it leads
+        to, answering for both paths; its workers (which open the base as given, not following a
+        link) are then not given the identity to hold."""
+        if self._held:
+            return self.folder_identity
+        resolved = self.storage.resolve(self.base)
+        identity = self.storage.anchor(resolved, self.uri, alias=self.base)
+        self.folder_identity = identity if resolved == posixpath.normpath(self.base) else None
+        self._held = True
+        return identity
 
     @property
     def version(self) -> int:

@@ -102,7 +102,12 @@ class Transactions:
         """Hold the table's lock (when its writers lock) for one state change: acquired with
         Hudi's wait (`hoodie.write.lock.wait_time_ms`), the timeline re-read once it is held,
         every publish inside checked against it, released at the end. LockUnavailable names
-        the holder; UnsupportedLockProvider names a provider Cleanline cannot take."""
+        the holder; UnsupportedLockProvider names a provider Cleanline cannot take.
+
+        Every run enters here before its first change, so this is where a run on local storage
+        begins to hold the table's folder (`Table.hold_folder`): its changes go through the
+        folder's handle from then on, whoever runs it (the console, the CLI, a library call)."""
+        self.table.hold_folder()
         decision = self.decide()
         self.decisions.append(decision)
         if not decision.locked:

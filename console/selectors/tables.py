@@ -8,11 +8,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
 from django.utils import timezone
 
 from console.models import RetentionEstimate, Table, TableLock
 from timeline import CleanConfig, CleanlineError, FailedWrite, HudiTable, LiveWriterUnlocked
 from timeline import Instant as LakeInstant
+from timeline.storage import FolderIdentity
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,3 +208,23 @@ def retention_chart(estimate: RetentionEstimate) -> dict[str, Any]:
                           "colors": ["warn" if r["below_table_setting"] else "" for r in rows]}],
             "notes": [f"{r['files_to_delete']} files" + (", below the table's setting" if r["below_table_setting"]
                                                          else "") for r in rows]}
+
+
+def replaced_folder(table: Table) -> FolderIdentity | None:
+    """The identity of a refused table's folder as it is now, when the usual location check
+    passes (no symbolic link on its path, inside CLEANLINE_ALLOWED_ROOTS) and only the folder is
+    not the one registered (replaced: restored from a backup, a new inode); None otherwise (no
+    refusal, a symbolic link, outside the roots, unreadable, an object store)."""
+    if not table.location_error or not table.folder_identity:
+        return None
+    try:
+        lake = HudiTable.open(table.path)
+        try:
+            found = lake.ensure_located(roots=settings.CLEANLINE_ALLOWED_ROOTS)
+        finally:
+            lake.storage.release()
+    except CleanlineError:
+        return None
+    if found is None or f"{found.device}:{found.inode}" == table.folder_identity:
+        return None
+    return found

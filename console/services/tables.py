@@ -29,6 +29,7 @@ from console.models import (
 )
 from console.models_health import TableHealth
 from console.selectors.archival import archival_plan, plan_summary
+from console.selectors.tables import replaced_folder
 from console.services.audit import audit
 from console.services.figures import plan_figure, table_figures
 from console.services.queue import SYNC_TABLE, enqueue_on_commit
@@ -242,6 +243,25 @@ def table_located(table: Table, lake: HudiTable) -> None:
     if table.location_error:
         Table.objects.filter(pk=table.pk).update(location_error="")
         table.location_error = ""
+
+
+def table_location_rerecord(*, table: Table, user: User | None) -> Table:
+    """Record the table's folder again after it was replaced (restored from a backup: a new
+    inode, so every run was refused): only when the usual location check passes now (no
+    symbolic link on its path, inside CLEANLINE_ALLOWED_ROOTS; `selectors.replaced_folder`) and
+    only the folder's identity differs from the one registered; a table refused for a symbolic
+    link or a path outside the roots stays refused. Audited (`table.location.rerecorded`)."""
+    found = replaced_folder(table)
+    if found is None:
+        raise ValidationError("Nothing to record again: only a folder that passes the location check (no symbolic "
+                              "link on its path, inside the allowed roots) but is not the folder registered is "
+                              "recorded again.")
+    before, after = table.folder_identity, _identity_text(found)
+    Table.objects.filter(pk=table.pk).update(folder_identity=after, location_error="")
+    table.folder_identity, table.location_error = after, ""
+    audit(user=user, action="table.location.rerecorded", table=table,
+          parameters={"path": table.path, "before": before, "after": after})
+    return table
 
 
 def _identity_text(identity: FolderIdentity | None) -> str:

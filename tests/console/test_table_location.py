@@ -117,6 +117,61 @@ def test_table_location_outside_the_roots_now_is_refused(db, settings, layout, t
 
 
 
+def replace_folder(folder: Path) -> None:
+    """The table's folder restored from a backup: the same path and files, another folder (inode)."""
+    aside = folder.with_name(folder.name + ".old")
+    folder.rename(aside)
+    shutil.copytree(aside, folder, symlinks=True)
+    shutil.rmtree(aside)
+
+
+def test_table_location_a_replaced_folder_is_recorded_again_by_an_admin(db, layout) -> None:
+    folder, _ = layout
+    table = services.table_register(path=str(folder), user=None)
+    registered = table.folder_identity
+    replace_folder(folder)
+    with pytest.raises(Exception, match="is not the folder registered"):
+        services.table_sync(table=table)
+    admin, viewer = login("admin"), login("viewer")
+    assert 'id="location-rerecord"' not in viewer.get(f"/tables/{table.pk}/").content.decode()
+    assert 'id="location-rerecord"' in admin.get(f"/tables/{table.pk}/").content.decode()
+
+    response = admin.post(f"/tables/{table.pk}/location/rerecord")
+
+    assert response.status_code == 302
+    table.refresh_from_db()
+    assert table.folder_identity == f"{folder.stat().st_dev}:{folder.stat().st_ino}" != registered
+    assert table.location_error == ""
+    event = AuditEvent.objects.get(action="table.location.rerecorded", table=table)
+    assert event.parameters["before"] == registered and event.parameters["after"] == table.folder_identity
+    services.table_sync(table=table)  # runs go on in the folder recorded
+    assert 'id="location-rerecord"' not in admin.get(f"/tables/{table.pk}/").content.decode()
+
+
+def test_table_location_a_link_or_a_folder_outside_the_roots_is_not_recorded_again(db, settings, layout,
+                                                                                  tmp_path: Path) -> None:
+    folder, elsewhere = layout
+    table = services.table_register(path=str(folder), user=None)
+    registered = table.folder_identity
+    swap_for_link(folder, elsewhere)
+    with pytest.raises(Exception, match="now resolves to"):
+        services.table_sync(table=table)
+    admin = login("admin")
+    assert 'id="location-rerecord"' not in admin.get(f"/tables/{table.pk}/").content.decode()
+    with pytest.raises(ValidationError, match="Nothing to record again"):
+        services.table_location_rerecord(table=Table.objects.get(pk=table.pk), user=None)
+    folder.unlink()
+    shutil.move(str(elsewhere), str(folder))
+    replace_folder(folder)  # replaced and, by the settings now, outside the roots
+    settings.CLEANLINE_ALLOWED_ROOTS = [str(tmp_path / "another-root")]
+    with pytest.raises(Exception, match="outside the allowed roots"):
+        services.table_sync(table=table)
+    with pytest.raises(ValidationError, match="Nothing to record again"):
+        services.table_location_rerecord(table=Table.objects.get(pk=table.pk), user=None)
+    assert Table.objects.get(pk=table.pk).folder_identity == registered
+    assert not AuditEvent.objects.filter(action="table.location.rerecorded").exists()
+
+
 # A swap during a run (issue 38, finding 1): every change of the run goes through the folder it
 # opened (timeline/storage/anchor.py); the swap changes nothing outside, the run fails and says why.
 

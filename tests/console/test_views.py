@@ -4,6 +4,7 @@ the role check and not from CSRF; the set of POST-only views is derived from the
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -237,6 +238,18 @@ def _archival_request(table: Table, table_copy: Callable[[str], Path]) -> Case:
                 lambda queued: table.archivals.filter(status=ArchivalStatus.PENDING).exists() and queued == [])
 
 
+def _location_rerecord(table: Table, table_copy: Callable[[str], Path]) -> Case:
+    """The table's folder replaced (restored from a backup: a new inode) and refused for it."""
+    folder = Path(HudiTable.open(table.path).base)
+    aside = folder.with_name(folder.name + ".old")
+    folder.rename(aside)
+    shutil.copytree(aside, folder, symlinks=True)
+    with pytest.raises(Exception, match="is not the folder registered"):
+        services.table_sync(table=table)
+    return Case(reverse("console:location_rerecord", args=[table.pk]), {},
+                lambda queued: Table.objects.get(pk=table.pk).folder_identity.endswith(f":{folder.stat().st_ino}"))
+
+
 def _pending_archival(table: Table) -> int:
     requester = User.objects.create_user("archival-requester")
     return services.archival_request(table=_archivable(table), user=requester).pk
@@ -255,7 +268,8 @@ def _archival_decline(table: Table, table_copy: Callable[[str], Path]) -> Case:
 
 
 MUTATIONS: dict[str, Prepare] = {
-    "register": _register, "sync": _sync, "lock_break": _lock_break, "plan_request": _plan_request,
+    "register": _register, "sync": _sync, "lock_break": _lock_break, "location_rerecord": _location_rerecord,
+    "plan_request": _plan_request,
     "plan_approve": _plan_approve, "plan_reject": _plan_reject, "savepoint_create": _savepoint_create,
     "savepoint_delete": _savepoint_delete, "restore_run": _restore_run, "rollback_run": _rollback_run,
     "table_settings": _table_settings, "clean_run_pending": _clean_run_pending,

@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import time
+from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -20,6 +21,8 @@ from timeline import HudiTable, metadata
 from timeline.doctor import DoctorSettings, Finding, RepairPlan, RepairResult, diagnose, plan_repair, run_repair
 from timeline.instant import Instant, State
 from timeline.metadata.records import CleanMetadata
+from timeline.storage import FileStatus
+from timeline.storage.arrow import LocalStorage
 
 DAY = 86_400
 # Later than every fixture's instants, weeks before the tests run: stale, and older than the
@@ -216,3 +219,30 @@ def archive_commit_v6(path: Path, time_: str) -> Instant:
     for status in table.timeline.files_of(instant).values():
         os.unlink(status.path)
     return instant
+
+
+class CountingStorage(LocalStorage):
+    """The real local storage, counting the folders it lists (any listing method) and the
+    status calls it answers: what shows a repair's work grows with its targets, not with them
+    times the folder."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.listed: Counter[str] = Counter()
+        self.statuses = 0
+
+    def _list(self, path: str) -> list[FileStatus]:
+        self.listed[path] += 1
+        return super()._list(path)
+
+    def _list_unsized(self, path: str) -> list[FileStatus]:
+        self.listed[path] += 1
+        return super()._list_unsized(path)
+
+    def _list_names(self, path: str) -> list[str]:
+        self.listed[path] += 1
+        return super()._list_names(path)
+
+    def status(self, path: str) -> FileStatus:
+        self.statuses += 1
+        return super().status(path)

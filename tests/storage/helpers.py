@@ -14,6 +14,7 @@ import shutil
 import socket
 import struct
 import threading
+import time
 import urllib.parse
 import zlib
 from pathlib import Path
@@ -93,6 +94,26 @@ def side_files_are_never_listed(store: tuple[Storage, str]) -> None:
     assert storage.delete_dir(f"{root}/p") and not storage.exists(f"{root}/p/.DS_Store")
 
 
+def hadoop_checksum(data: bytes) -> bytes:
+    """A `.<name>.crc` file's content for `data`, in ChecksumFileSystem's format: "crc\\0", the
+    bytes per checksum (512), a CRC-32 per chunk."""
+    sums = b"".join(struct.pack(">I", zlib.crc32(data[i:i + 512])) for i in range(0, len(data), 512))
+    return b"crc\0" + struct.pack(">i", 512) + sums
+
+
+def checksum_problems(base: Path) -> list[str]:
+    """The checksum files below `base` whose file is gone, or that no longer match their file
+    (a Hadoop reader fails on those: ChecksumException)."""
+    problems = []
+    for checksum in base.rglob(".*.crc"):
+        checked = checksum.with_name(checksum.name[1:-4])
+        if not checked.exists():
+            problems.append(f"{checksum}: its file is gone")
+        elif checksum.read_bytes() != hadoop_checksum(checked.read_bytes()):
+            problems.append(f"{checksum}: stale")
+    return sorted(problems)
+
+
 def add_side_files(base: Path) -> int:
     """What Hadoop's local file system and macOS leave in a table: a checksum file beside every
     file (`.<name>.crc`, ChecksumFileSystem's format: "crc\\0", the bytes per checksum, a CRC-32
@@ -101,9 +122,7 @@ def add_side_files(base: Path) -> int:
     for folder in [base, *(p for p in base.rglob("*") if p.is_dir())]:
         for item in list(folder.iterdir()):
             if item.is_file():
-                data = item.read_bytes()
-                sums = b"".join(struct.pack(">I", zlib.crc32(data[i:i + 512])) for i in range(0, len(data), 512))
-                (folder / f".{item.name}.crc").write_bytes(b"crc\0" + struct.pack(">i", 512) + sums)
+                (folder / f".{item.name}.crc").write_bytes(hadoop_checksum(item.read_bytes()))
                 written += 1
         (folder / ".DS_Store").write_bytes(b"\0\0\0\1Bud1")
         written += 1
@@ -399,3 +418,21 @@ def copied_aside(folder: Path, copy: Path) -> dict[str, tuple[int, int]]:
     state, which nothing may change."""
     shutil.copytree(folder, copy)
     return tree_state(copy)
+
+
+def swap_when_deleted(watched: list[Path], folder: Path, copy: Path) -> tuple[threading.Thread, list[Path]]:
+    """A thread that watches `watched` (files a run deletes) and, as soon as one is gone, swaps
+    the table's `folder` for a link to `copy` (`swap_for_link`): the swap in the middle of a run
+    that takes no callback (the CLI). The list it returns gets where the folder went."""
+    moved: list[Path] = []
+
+    def watch() -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if not all(p.exists() for p in watched):
+                moved.append(swap_for_link(folder, copy))
+                return
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread, moved

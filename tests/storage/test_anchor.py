@@ -15,11 +15,12 @@ import pytest
 from tests.helpers import GUARDED_PARTITION as P
 from tests.helpers import GUARDED_TIMES as T
 from tests.helpers import Lake
-from tests.storage.helpers import copied_aside, swap_back, swap_for_link, tree_state
+from tests.storage.helpers import copied_aside, swap_back, swap_for_link, swap_when_deleted, tree_state
 from timeline import HudiTable
 from timeline.clean.config import CleanConfig
 from timeline.clean.executor import pending_cleans, run_pending_cleans, schedule_clean
 from timeline.clean.planner import plan_clean
+from timeline.cli import main
 from timeline.doctor import plan_repair, run_repair
 from timeline.instant import Instant, State
 from timeline.rollback import rollback
@@ -261,4 +262,66 @@ def test_anchor_a_held_folder_removed_is_gone_not_moved(place: tuple[Path, Path]
     shutil.rmtree(folder / "part")
     assert storage.delete_many(names[1:]) == dict.fromkeys(names[1:], "gone")
     assert not storage.delete(names[1])
+    storage.release()
+
+
+@pytest.mark.parametrize("through_link", [False, True])
+def test_anchor_cli_clean_swapped_at_its_first_delete_changes_nothing_outside(
+        place: tuple[Path, Path], capsys: pytest.CaptureFixture[str], through_link: bool) -> None:
+    """`cleanline clean run` opens no location check (no roots, no registered identity): its run
+    holds the folder from its first change all the same (`Transactions.state_change`); a table
+    named through a symbolic link to its folder is held where the link leads, for both paths."""
+    root, outside = place
+    lake = Lake(LocalStorage(), str(root / "lake"), version=8)
+    for t in T[:4]:
+        lake.commit(t, {f"p={p}": [lake.base_file(f"p={p}", f"g{g}", t) for g in range(100)] for p in range(20)})
+    table = HudiTable.load(lake.storage, lake.base)
+    config = CleanConfig(commits_retained=1)
+    plan = plan_clean(table, config)
+    schedule_clean(table, plan, config, force=True)
+    (clean,) = pending_cleans(table)
+    doomed = [Path(table.storage.path_of(d.path)) for d in plan.files_to_delete]
+    assert len(doomed) == 4000
+    folder = Path(lake.base)
+    copy = outside / "lake"
+    before = copied_aside(folder, copy)
+
+    named = folder
+    if through_link:
+        named = root / "link"
+        named.symlink_to(folder, target_is_directory=True)
+    watcher, moved = swap_when_deleted(doomed[::100], folder, copy)
+    code = main(["clean", "run", str(named)])
+    watcher.join(timeout=30)
+    assert moved, "the swap must happen during the run for this test to mean anything"
+    assert code != 0
+    err = capsys.readouterr().err
+    assert "the table's folder moved" in err and "Traceback" not in err
+    assert tree_state(copy) == before  # no file deleted, no .clean written outside
+    swap_back(folder, moved[0])
+    table = HudiTable.open(lake.base)
+    assert [c.requested_time for c in pending_cleans(table)] == [clean.requested_time]
+    assert not table.timeline.cleans().completed()
+
+
+def test_anchor_a_base_named_through_a_link_is_held_for_both_paths(place: tuple[Path, Path]) -> None:
+    """A table named through a symbolic link (`Table.hold_folder`): the folder it leads to is held,
+    and a change spelled through the link goes through that handle too."""
+    root, outside = place
+    folder = root / "t"
+    folder_of_files(folder, 2)
+    link = root / "link"
+    link.symlink_to(folder, target_is_directory=True)
+    storage = LocalStorage()
+    storage.anchor(str(folder), "file:link", alias=str(link))
+    assert storage.delete(f"{link}/part/f0000.parquet") and not (folder / "part" / "f0000.parquet").exists()
+    copy = outside / "t"
+    before = copied_aside(folder, copy)
+    moved = swap_for_link(folder, copy)
+    for change in (lambda: storage.write(f"{link}/part/new", b"x"),
+                   lambda: storage.delete(f"{link}/part/f0001.parquet")):
+        with pytest.raises(TableMovedError):
+            change()
+    assert tree_state(copy) == before
+    swap_back(folder, moved)
     storage.release()

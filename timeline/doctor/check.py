@@ -5,7 +5,7 @@ the table's lock."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -21,6 +21,7 @@ from timeline.doctor.findings import (
 )
 from timeline.doctor.survey import DoctorSettings, Survey
 from timeline.exceptions import CleanlineError
+from timeline.perf import paused_gc
 from timeline.storage import OutsideTableError, TableMovedError
 from timeline.table import Table
 from timeline.transactions import Transactions
@@ -37,10 +38,11 @@ class Session:
     settings: DoctorSettings
     now: datetime | None = None
 
-    def survey(self) -> Survey:
-        """A fresh look at the table (the re-validation before a repair's first change)."""
+    def survey(self, *, only: Collection[str] | None = None) -> Survey:
+        """A fresh look at the table (the re-validation before a repair's first change); `only`:
+        a listing of those files alone (`Survey`)."""
         now = None if self.now is None else min(self.now, datetime.now(self.now.tzinfo))
-        return Survey(self.table, now=now, settings=self.settings)
+        return Survey(self.table, now=now, settings=self.settings, only=only)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,21 +83,32 @@ def fresh_changes(session: Session, plan_of: Callable[[Survey], RepairPlan]) -> 
 
 
 def run_deletes(session: Session, plan: RepairPlan, plan_of: Callable[[Survey], RepairPlan],
-                resolve: Callable[[Table, Change], str], *, folders: bool = False) -> RepairResult:
+                resolve: Callable[[Table, Change], str], *, folders: bool = False,
+                current: Callable[[Survey], Iterable[tuple[str, str]]] | None = None) -> RepairResult:
     """A repair that deletes files (or folders): under the table's lock, the kind is diagnosed
     again and only the planned deletes it still asks for go; every path is first resolved
     through the table's containment (all of them, before the first delete: one outside refuses
     the whole repair), and each delete (files: each batch of the storage's batch delete) follows the
     check that the lock is still held. A file already gone counts as skipped, so a re-run after a
-    crash finishes the rest. A table folder swapped during the run stops it (TableMovedError)."""
+    crash finishes the rest. A table folder swapped during the run stops it (TableMovedError).
+
+    `current`, for a kind whose every change is the delete of one listed file: the keys of the
+    changes the kind asks for now, from a survey whose listing holds the planned files alone
+    (each folder they are in listed once, `Survey(only=...)`), without the findings built: the
+    re-check costs the planned files, not the table."""
     table, storage = session.table, session.table.storage
     with session.transactions.state_change():
-        current = {c.key for c in fresh_changes(session, plan_of)}
+        if current is None:
+            found = {c.key for c in fresh_changes(session, plan_of)}
+        else:
+            with paused_gc():  # a few objects per planned file, none cyclic (timeline/perf.py)
+                found = set(current(session.survey(only=[storage.path_of(c.target) for c in plan.changes])))
         keys = [c.key for c in plan.changes]
-        todo = [c for c, key in zip(plan.changes, keys) if key in current]
+        todo = [c for c, key in zip(plan.changes, keys) if key in found]
         skipped = [(c, "no longer found when diagnosed again under the table's lock")
-                   for c, key in zip(plan.changes, keys) if key not in current]
-        paths = [resolve(table, c) for c in todo]
+                   for c, key in zip(plan.changes, keys) if key not in found]
+        with paused_gc():
+            paths = [resolve(table, c) for c in todo]
         done: list[Change] = []
         failed: list[tuple[Change, str]] = []
         if folders:

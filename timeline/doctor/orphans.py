@@ -216,8 +216,13 @@ def _resolve(table: Table, change: Change) -> str:
     return table.containment.data_path(change.target)
 
 
+def _deletes(survey: Survey) -> list[tuple[str, str]]:
+    """The keys of the changes `plan` makes now (a delete of each orphan), without the finding."""
+    return [("delete", survey.storage.uri(data.status.path)) for data, _ in orphans(survey)[0]]
+
+
 def run(session: Session, approved: RepairPlan) -> RepairResult:
-    return run_deletes(session, approved, plan, _resolve)
+    return run_deletes(session, approved, plan, _resolve, current=_deletes)
 
 
 CHECK = Check(KIND, diagnose, plan, run)

@@ -5,7 +5,7 @@ the archived timeline with its payloads, the heartbeats, the marker folders), as
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
@@ -21,7 +21,7 @@ from timeline.exceptions import (
     InvalidInstantError,
 )
 from timeline.files import base_file_of, is_base_file_name, parse_log_file
-from timeline.fsview import TableListing, list_partitions
+from timeline.fsview import TableListing, list_partitions, list_some_partitions
 from timeline.instant import (
     CLUSTERING,
     REPLACE_COMMIT,
@@ -128,7 +128,8 @@ class Survey:
     """What the finding modules read, as of `now` (an aware datetime, not later than the
     clock: a diagnosis as of the past only keeps more)."""
 
-    def __init__(self, table: Table, *, now: datetime | None = None, settings: DoctorSettings | None = None) -> None:
+    def __init__(self, table: Table, *, now: datetime | None = None, settings: DoctorSettings | None = None,
+                 only: Collection[str] | None = None) -> None:
         clock = datetime.now(UTC)
         if now is not None and now.tzinfo is None:
             raise ValueError("now must carry a time zone")
@@ -139,6 +140,9 @@ class Survey:
         self.now = now or clock
         self.now_ms = int(self.now.timestamp() * 1000)
         self.settings = settings or DoctorSettings()
+        # A repair's re-check under the lock (`Session.survey`): the listing holds only these files
+        # (backend paths), from one listing of each folder they are in.
+        self.only = None if only is None else frozenset(only)
 
     @property
     def storage(self) -> Storage:
@@ -157,8 +161,15 @@ class Survey:
     @cached_property
     def listing(self) -> TableListing:
         """One listing of the table's partitions, without a size or time per file where the
-        storage would have to ask for each (a local disk): `sized` asks for the few that need it."""
+        storage would have to ask for each (a local disk): `sized` asks for the few that need it.
+        With `only`: those files alone as `list_partitions` would find them, each folder they are
+        in listed once, with sizes (no status call per file after it)."""
         with paused_gc():
+            if self.only is not None:
+                wanted = self.only
+                found = list_some_partitions(self.storage, self.table.base, (p.rpartition("/")[0] for p in wanted))
+                return TableListing({partition: kept for partition, files in found.partitions.items()
+                                     if (kept := tuple(s for s in files if s.path in wanted))})
             return list_partitions(self.storage, self.table.base, sizes=False)
 
     @cached_property

@@ -12,6 +12,16 @@ run is then not followed: the change lands in the table or not at all. Each chan
 at the path again (`check`): when the folder (or a parent, or a subfolder the run holds) no
 longer is what the handles hold, the run stops with `TableMovedError` naming it.
 
+Hadoop's checksum files go with the files they check, here, the one place every change of a
+run passes (Hadoop's local file system, through which Hudi writes local tables, is a
+`ChecksumFileSystem`: a `.<name>.crc` beside each file it writes). A file deleted takes its
+checksum file with it, removed first (`ChecksumFileSystem.delete`). A file Cleanline writes,
+overwrites or renames into place carries no checksum, so a checksum file left beside it would
+be stale, and Hadoop's reader fails on a stale checksum (`ChecksumFSInputChecker.readChunk`:
+ChecksumException) while it reads a file without one unverified (its constructor ignores the
+missing file): it is removed before the new content is in place (`ChecksumFileSystem.create`
+with `writeChecksum` off removes it; `rename` removes the target's when the source has none).
+
 Object stores have no symbolic links and keep the prefix check alone.
 """
 
@@ -30,7 +40,7 @@ from functools import partial
 from typing import BinaryIO
 
 from timeline.exceptions import FileExists, FileNotFound, StorageError
-from timeline.storage.base import FolderIdentity
+from timeline.storage.base import FolderIdentity, checksum_file_of, is_side_file
 from timeline.storage.containment import TableMovedError
 
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -52,10 +62,15 @@ class _Held:
 class AnchoredFolder:
     """The table's folder, opened once for a run, and the subfolders the run changes."""
 
-    def __init__(self, path: str, table_uri: str, expected: FolderIdentity | None = None) -> None:
+    def __init__(self, path: str, table_uri: str, expected: FolderIdentity | None = None, *,
+                 alias: str | None = None) -> None:
         self.path = posixpath.normpath(path)
         self.table_uri = table_uri
         self._prefix = self.path.rstrip("/") + "/"
+        # The path the table was opened at when it reaches this folder through a symbolic link
+        # (`Table.hold_folder`): a change spelled through it goes through the handles too.
+        self._alias = None if alias is None or posixpath.normpath(alias) == self.path \
+            else posixpath.normpath(alias).rstrip("/") + "/"
         fd = self._open(self.path, None)
         identity = _identity(os.fstat(fd))
         if expected is not None and identity != expected:
@@ -67,6 +82,7 @@ class AnchoredFolder:
         self.fd = fd
         self.identity = identity
         self._held: dict[tuple[str, ...], _Held] = {}
+        self._checksums: dict[tuple[str, ...], set[str]] = {}  # the checksum files of a folder (`_checksums_in`)
         self._lock = threading.Lock()
         self._closer = weakref.finalize(self, _close_all, [fd], self._held)
 
@@ -78,16 +94,10 @@ class AnchoredFolder:
 
     def relative(self, path: str) -> tuple[str, ...] | None:
         """The components of `path` below the table's folder, or None when it lies elsewhere."""
-        if not path.startswith(self._prefix):
-            path = posixpath.normpath(path)
-            if not path.startswith(self._prefix):
-                return None
-        rest = path[len(self._prefix):]
-        if "//" in rest or "/." in rest or rest.startswith(".") or rest.endswith("/"):  # the few that need it
-            rest = posixpath.normpath(rest)
-            if rest == ".." or rest.startswith("../"):
-                return None
-        return tuple(rest.split("/"))
+        found = _below(path, self._prefix)
+        if found is None and self._alias is not None:
+            found = _below(path, self._alias)
+        return found
 
     # The check every change makes
 
@@ -130,7 +140,9 @@ class AnchoredFolder:
         if fd is None:
             return False
         try:
-            os.unlink(_name(parts, path), dir_fd=fd)
+            name = _name(parts, path)
+            self._drop_checksum(parts[:-1], fd, name)
+            os.unlink(name, dir_fd=fd)
         except FileNotFoundError:
             return False
         except OSError as exc:
@@ -141,7 +153,8 @@ class AnchoredFolder:
 
     def unlink_many(self, paths: Iterable[tuple[str, tuple[str, ...]]]) -> dict[str, str]:
         """`Storage.delete_many` for (path, components) pairs: the check once per folder a call
-        touches, then an unlink relative to the folder's handle per file."""
+        touches, then an unlink relative to the folder's handle per file (the checksum files of
+        those that have one first: the folder's are known from one listing per run)."""
         by_folder: dict[tuple[str, ...], list[tuple[str, str]]] = {}
         for path, parts in paths:
             by_folder.setdefault(parts[:-1], []).append((path, _name(parts, path)))
@@ -153,6 +166,11 @@ class AnchoredFolder:
                 results.update((path, "gone") for path, _ in files)
                 continue
             try:
+                sums = self._checksums_in(folder, fd)
+                if sums:
+                    for _, name in files:
+                        if checksum_file_of(name) in sums:
+                            self._drop_checksum(folder, fd, name)
                 unlink_each(files, partial(os.unlink, dir_fd=fd), results)
             finally:
                 close()
@@ -165,8 +183,13 @@ class AnchoredFolder:
         fd, close = self._folder(parts[:-1], create=True)
         assert fd is not None  # created
         flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | (os.O_TRUNC if overwrite else os.O_EXCL)
+        name = _name(parts, path)
         try:
-            with os.fdopen(os.open(_name(parts, path), flags, 0o666, dir_fd=fd), "wb") as out:
+            if overwrite:
+                self._drop_checksum(parts[:-1], fd, name)
+            with os.fdopen(os.open(name, flags, 0o666, dir_fd=fd), "wb") as out:
+                if not overwrite:  # created: a checksum file left from an earlier file of the name is stale
+                    self._drop_checksum(parts[:-1], fd, name)
                 out.write(data)
         except OSError as exc:
             raise _storage_error(path, exc) from exc
@@ -188,6 +211,7 @@ class AnchoredFolder:
                 with os.fdopen(handle, "wb") as out:
                     write(out)
                 self.check([parts[:-1]])
+                self._drop_checksum(parts[:-1], fd, name)
                 os.replace(temporary, name, src_dir_fd=fd, dst_dir_fd=fd)
             except BaseException:
                 try:
@@ -231,6 +255,36 @@ class AnchoredFolder:
         _, close = self._folder(parts, create=True)
         close()
 
+    # Hadoop's checksum files
+
+    def _checksums_in(self, folder: tuple[str, ...], fd: int) -> set[str]:
+        """The checksum files (`.<name>.crc`) in a folder of the run, from one listing of its
+        names the first time the run deletes in it (a bulk delete asks per batch)."""
+        found = self._checksums.get(folder)
+        if found is not None:
+            return found
+        with self._lock:  # listed once, by a handle of its own (threads share `fd` and its offset)
+            found = self._checksums.get(folder)
+            if found is None:
+                own = os.open(".", _DIRECTORY, dir_fd=fd)
+                try:
+                    found = {n for n in os.listdir(own) if n.endswith(".crc") and is_side_file(n)}
+                finally:
+                    os.close(own)
+                self._checksums[folder] = found
+        return found
+
+    def _drop_checksum(self, folder: tuple[str, ...], fd: int, name: str) -> None:
+        """Remove the checksum file of `name` in the folder `fd` if there is one."""
+        checksum = checksum_file_of(name)
+        try:
+            os.unlink(checksum, dir_fd=fd)
+        except FileNotFoundError:
+            pass
+        known = self._checksums.get(folder)
+        if known is not None:
+            known.discard(checksum)
+
     # Handles
 
     def _forget(self, parts: tuple[str, ...]) -> None:
@@ -238,6 +292,8 @@ class AnchoredFolder:
         with self._lock:
             for key in [k for k in self._held if k[:len(parts)] == parts]:
                 os.close(self._held.pop(key).fd)
+            for key in [k for k in self._checksums if k[:len(parts)] == parts]:
+                del self._checksums[key]
 
     def _folder(self, parts: tuple[str, ...], *, create: bool) -> tuple[int | None, Callable[[], None]]:
         """The handle of a subfolder (the table's own for ()), opened component by component
@@ -313,6 +369,20 @@ class AnchoredFolder:
         return TableMovedError(self.table_uri, path,
                                f"is no longer the folder the run opened ({what}; a symbolic link is not followed): "
                                "the run stopped, nothing outside the table changed")
+
+
+def _below(path: str, prefix: str) -> tuple[str, ...] | None:
+    """The components of `path` below the folder `prefix` (ending in "/"), or None."""
+    if not path.startswith(prefix):
+        path = posixpath.normpath(path)
+        if not path.startswith(prefix):
+            return None
+    rest = path[len(prefix):]
+    if "//" in rest or "/." in rest or rest.startswith(".") or rest.endswith("/"):  # the few that need it
+        rest = posixpath.normpath(rest)
+        if rest == ".." or rest.startswith("../"):
+            return None
+    return tuple(rest.split("/"))
 
 
 def unlink_each(files: Iterable[tuple[str, str]], unlink: Callable[[str], None], results: dict[str, str]) -> None:

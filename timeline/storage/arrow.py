@@ -237,8 +237,9 @@ class LocalStorage(ArrowStorage):
         self.netloc = ""
         self._anchors: list[AnchoredFolder] = []  # the tables whose changes go through handles (`anchor`)
 
-    def anchor(self, base: str, table_uri: str, expected: FolderIdentity | None = None) -> FolderIdentity | None:
-        folder = AnchoredFolder(base, table_uri, expected)
+    def anchor(self, base: str, table_uri: str, expected: FolderIdentity | None = None, *,
+               alias: str | None = None) -> FolderIdentity | None:
+        folder = AnchoredFolder(base, table_uri, expected, alias=alias)
         for old in [a for a in self._anchors if a.path == folder.path]:
             self._anchors.remove(old)
             old.close()

@@ -50,6 +50,12 @@ def is_side_file(name: str) -> bool:
     return name.startswith(".") and (name.endswith(".crc") or name == ".DS_Store")
 
 
+def checksum_file_of(name: str) -> str:
+    """The name of the Hadoop checksum file beside the file `name` (`ChecksumFileSystem.
+    getChecksumFile`: "." + name + ".crc", in the same folder)."""
+    return f".{name}.crc"
+
+
 def without_side_files(entries: list[FileStatus]) -> list[FileStatus]:
     """The entries of a listing that are not side files (`is_side_file`): the list itself when it
     holds none (a scan in C, no Python call per entry: this runs on every listing)."""
@@ -249,13 +255,16 @@ class Storage(ABC):
         """Names of the symbolic links directly in `folder` (none on object stores)."""
         return frozenset()
 
-    def anchor(self, base: str, table_uri: str, expected: FolderIdentity | None = None) -> FolderIdentity | None:
+    def anchor(self, base: str, table_uri: str, expected: FolderIdentity | None = None, *,
+               alias: str | None = None) -> FolderIdentity | None:
         """From now on, every change (delete, write, rename) below the table's folder `base` goes
         through a handle of the folder opened now, never through its path again: a folder swapped
         for a symbolic link later is not followed, and the change stops with TableMovedError
         (`timeline/storage/anchor.py`). `expected` is the folder's registered identity
-        (TableMovedError when it is another folder). Returns the identity held, or None on a store
-        without folders to swap (object stores: the prefix check of `Containment` is theirs)."""
+        (TableMovedError when it is another folder). `alias`: the path the table was opened at, when
+        `base` is where it resolves (a symbolic link on the way): changes spelled through it go
+        through the handle too. Returns the identity held, or None on a store without folders to
+        swap (object stores: the prefix check of `Containment` is theirs)."""
         return None
 
     def release(self) -> None:
