@@ -15,7 +15,6 @@ from console.models_write_stats import IndexedWriteStat, WriteStatsIndex
 from timeline import Instant as LakeInstant
 from timeline import State, Timeline
 from timeline.metadata.records import WriteStat
-from timeline.timeline import ActiveTimeline
 
 BATCH = 5000  # rows written at a time: memory stays that of one batch however large the commit
 
@@ -84,9 +83,10 @@ class Unindexed:
         self.indexed: set[tuple[str, int]] | None = None
 
     def __call__(self, instant: LakeInstant, timeline: Timeline | None) -> bool:
-        if not isinstance(timeline, ActiveTimeline) or instant.action not in WRITE_ACTIONS or not instant.is_completed:
+        files_of = getattr(timeline, "files_of", None)  # the active timeline's state files; the archived has none
+        if files_of is None or instant.action not in WRITE_ACTIONS or not instant.is_completed:
             return False
-        status = timeline.files_of(instant).get(State.COMPLETED)
+        status = files_of(instant).get(State.COMPLETED)
         if status is None or status.size <= settings.CLEANLINE_INSTANT_INLINE_MAX_BYTES:
             return False
         if self.indexed is None:  # read once a sync, and only when a file above the limit is met
