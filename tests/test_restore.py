@@ -180,13 +180,16 @@ def test_restore_rolls_back_pending_clusterings_first_then_the_writes_after_the_
     assert preview.bytes_to_delete == 100 * len(gone)
 
 
-def test_restore_previews_and_restores_the_metadata_table_as_hudi_does(table_copy) -> None:
+@pytest.mark.parametrize("building", [(), ("column_stats", "record_index")], ids=["built", "building"])
+def test_restore_previews_and_restores_the_metadata_table_as_hudi_does(table_copy, building: tuple[str, ...]) -> None:
     """BaseHoodieWriteClient.restoreToSavepoint: the preview says the metadata table is deleted
     (savepoint not after its oldest compaction, with the reason) or restored with the table (and
     which partitions go); the restore drops those partitions from the table's config (completed
     and inflight) and storage, rolls back the MDT's later instants and syncs it at a later time."""
     from timeline.config import MDT_PARTITIONS, MDT_PARTITIONS_INFLIGHT, update_config
     from timeline.mdt.reader import MetadataTable
+    from timeline.mdt.writer import MetadataTableUnsupported
+    from timeline.restore import restore_metadata_table
     from timeline.savepoint import delete_savepoint
 
     path = table_copy("sample_table/cow/v9_txns_simple_meta")
@@ -201,11 +204,12 @@ def test_restore_previews_and_restores_the_metadata_table_as_hudi_does(table_cop
         f"The metadata table is deleted first, as Apache Hudi does here (the savepoint {early} is not after the "
         f"metadata table's oldest compaction {compaction}); Hudi writers rebuild it.")
     delete_savepoint(table, early)
-    # an index still being built counts as the built ones do
+    # indexes still being built (inflight) go or stay as the built ones do
     kept = ("column_stats", "files", "record_index")
     update_config(table.storage, table.base, {
-        MDT_PARTITIONS: ",".join(kept + ("partition_stats", "secondary_index_merchant_idx")),
-        MDT_PARTITIONS_INFLIGHT: "secondary_index_txn_date_idx"})
+        MDT_PARTITIONS: ",".join(p for p in (*kept, "partition_stats", "secondary_index_merchant_idx")
+                                 if p not in building),
+        MDT_PARTITIONS_INFLIGHT: ",".join((*building, "secondary_index_txn_date_idx"))})
     create_savepoint(table.reload(), late)
     preview = preview_restore(table, late)
     assert preview.metadata_table == (
@@ -216,7 +220,8 @@ def test_restore_previews_and_restores_the_metadata_table_as_hudi_does(table_cop
     assert later_mdt
     done = restore(table, late)
     table.reload()
-    assert (table.config.metadata_partitions, table.config.metadata_partitions_inflight) == (kept, ())
+    assert (table.config.metadata_partitions, table.config.metadata_partitions_inflight) == (
+        tuple(p for p in kept if p not in building), building)
     folders = {p.name for p in (path / ".hoodie" / "metadata").iterdir() if not p.name.startswith(".")}
     assert folders == set(kept)
     timeline = MetadataTable(table).mdt.timeline
@@ -225,6 +230,9 @@ def test_restore_previews_and_restores_the_metadata_table_as_hudi_does(table_cop
     (sync,) = [i for i in timeline.writes() if i.requested_time > late]
     assert sync.is_completed and sync.requested_time > done.requested_time
     assert table.inspect.validate_metadata_table().ok
+    with pytest.raises(MetadataTableUnsupported) as refused:
+        restore_metadata_table(MetadataTable(table), "20200101000000000", table.new_instant_time())
+    assert str(refused.value) == f"{table.uri}: the metadata table has no completed instant 20200101000000000"
 
 
 def test_restore_on_merge_on_read_v8_goes_by_completion_time_and_compactions_by_requested_time() -> None:
@@ -251,7 +259,9 @@ def test_restore_on_merge_on_read_v8_goes_by_completion_time_and_compactions_by_
         lake.commit(t, {}, state=State.INFLIGHT)
     table = HudiTable.load(lake.storage, "/t")
     create_savepoint(table, T[1])
-    assert [i.requested_time for i in preview_restore(table, T[1]).instants] == [T[5], T[4], T[3], T[2], straddling]
+    preview = preview_restore(table, T[1])
+    assert preview.savepoint == T[1]
+    assert [i.requested_time for i in preview.instants] == [T[5], T[4], T[3], T[2], straddling]
     restore(table, T[1])
     left = HudiTable.load(lake.storage, "/t").timeline.writes()
     assert [i.requested_time for i in left] == [T[0], before, compaction, T[1]]
@@ -324,6 +334,8 @@ def test_restore_refusals_say_why_before_anything_changes() -> None:
     shown = ", ".join(f"{p}/g{i}_0-1-0_{T[1]}.parquet" for i in range(5))
     assert refusal() == (f"{uri}: savepoint {T[1]} holds 6 file(s) that no longer exist ({shown}, ...); restoring "
                          "would not give the table as of the savepoint")
+    with pytest.raises(RestoreRefused, match=f"savepoint {T[1]} holds 6 file"):
+        preview_restore(HudiTable.load(lake.storage, "/t"), T[1])
     assert [i.requested_time for i in HudiTable.load(lake.storage, "/t").timeline.writes()] == T[:3]
 
 
