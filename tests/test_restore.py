@@ -55,7 +55,7 @@ def test_restore_reads_as_the_savepoint(table_copy, table_id: str) -> None:
     for file in retained_files(after, "0"):
         assert file.exists(), file
     meta = avro.decode(Path(after.timeline.path_of(after.timeline.restores().last())).read_bytes(), path="r")  # type: ignore[arg-type]
-    assert meta["startRestoreTime"] == done.requested_time and meta["version"] == 1
+    assert meta["startRestoreTime"] == done.requested_time and meta["version"] == 1 and meta["timeTakenInMillis"] > 0
     assert sorted(meta["instantsToRollback"]) == sorted(later)
     assert set(meta["hoodieRestoreMetadata"]) == set(later)
 
@@ -180,50 +180,74 @@ def test_restore_rolls_back_pending_clusterings_first_then_the_writes_after_the_
     assert preview.bytes_to_delete == 100 * len(gone)
 
 
-@pytest.mark.parametrize("building", [(), ("column_stats", "record_index")], ids=["built", "building"])
-def test_restore_previews_and_restores_the_metadata_table_as_hudi_does(table_copy, building: tuple[str, ...]) -> None:
-    """BaseHoodieWriteClient.restoreToSavepoint: the preview says the metadata table is deleted
-    (savepoint not after its oldest compaction, with the reason) or restored with the table (and
-    which partitions go); the restore drops those partitions from the table's config (completed
+KEPT = ("column_stats", "files", "record_index")
+DROPPED = ("partition_stats", "secondary_index_merchant_idx", "secondary_index_txn_date_idx")
+
+
+def mdt_fixture(table_copy) -> tuple[Path, HudiTable, str, str]:
+    """A v9 table with a metadata table: an early write (not after the MDT's oldest compaction),
+    a late one (after it, not the latest), and the compaction's time."""
+    from timeline.mdt.reader import MetadataTable
+
+    path = table_copy("sample_table/cow/v9_txns_simple_meta")
+    table = HudiTable.open(str(path))
+    compaction = next(i for i in MetadataTable(table).mdt.timeline.completed() if i.action == "commit").requested_time
+    writes = [i.requested_time for i in table.timeline.commits().completed() if i.action == "commit"]
+    return path, table, max(t for t in writes if t < compaction), next(t for t in writes if t > compaction
+                                                                       and t != writes[-1])
+
+
+def test_restore_deletes_the_metadata_table_where_hudi_does(table_copy) -> None:
+    """BaseHoodieWriteClient.restoreToSavepoint: a savepoint not after the MDT's oldest
+    compaction deletes the MDT first; the preview says so and why."""
+    from timeline.mdt.reader import MetadataTable
+
+    path, table, early, _ = mdt_fixture(table_copy)
+    compaction = next(i for i in MetadataTable(table).mdt.timeline.completed() if i.action == "commit").requested_time
+    create_savepoint(table, early)
+    assert preview_restore(table, early).metadata_table == (
+        f"The metadata table is deleted first, as Apache Hudi does here (the savepoint {early} is not after the "
+        f"metadata table's oldest compaction {compaction}); Hudi writers rebuild it.")
+    restore(table, early)
+    table.reload()
+    assert not (path / ".hoodie" / "metadata").exists() and not table.config.metadata_partitions
+    assert not [i for i in table.timeline.writes() if i.requested_time > early]
+
+
+@pytest.mark.parametrize(("completed", "inflight"), [
+    (KEPT + DROPPED[:2], DROPPED[2:]),
+    (("files", *DROPPED[:2]), ("column_stats", "record_index", DROPPED[2])),  # indexes still being built
+    (KEPT, ()),
+], ids=["built", "building", "nothing-dropped"])
+def test_restore_previews_and_restores_the_metadata_table_as_hudi_does(
+        table_copy, completed: tuple[str, ...], inflight: tuple[str, ...]) -> None:
+    """BaseHoodieWriteClient.restoreToSavepoint with a savepoint after the MDT's oldest
+    compaction: the preview says the metadata table is restored with the table and which
+    partitions go (dropIndexOnRestore); the restore drops them from the table's config (completed
     and inflight) and storage, rolls back the MDT's later instants and syncs it at a later time."""
     from timeline.config import MDT_PARTITIONS, MDT_PARTITIONS_INFLIGHT, update_config
     from timeline.mdt.reader import MetadataTable
     from timeline.mdt.writer import MetadataTableUnsupported
     from timeline.restore import restore_metadata_table
-    from timeline.savepoint import delete_savepoint
 
-    path = table_copy("sample_table/cow/v9_txns_simple_meta")
-    table = HudiTable.open(str(path))
-    mdt = MetadataTable(table)
-    compaction = next(i for i in mdt.mdt.timeline.completed() if i.action == "commit").requested_time
-    writes = [i.requested_time for i in table.timeline.commits().completed() if i.action == "commit"]
-    early = max(t for t in writes if t < compaction)
-    late = next(t for t in writes if t > compaction and t != writes[-1])
-    create_savepoint(table, early)
-    assert preview_restore(table, early).metadata_table == (
-        f"The metadata table is deleted first, as Apache Hudi does here (the savepoint {early} is not after the "
-        f"metadata table's oldest compaction {compaction}); Hudi writers rebuild it.")
-    delete_savepoint(table, early)
-    # indexes still being built (inflight) go or stay as the built ones do
-    kept = ("column_stats", "files", "record_index")
-    update_config(table.storage, table.base, {
-        MDT_PARTITIONS: ",".join(p for p in (*kept, "partition_stats", "secondary_index_merchant_idx")
-                                 if p not in building),
-        MDT_PARTITIONS_INFLIGHT: ",".join((*building, "secondary_index_txn_date_idx"))})
+    path, table, _, late = mdt_fixture(table_copy)
+    update_config(table.storage, table.base, {MDT_PARTITIONS: ",".join(completed),
+                                              MDT_PARTITIONS_INFLIGHT: ",".join(inflight)})
     create_savepoint(table.reload(), late)
-    preview = preview_restore(table, late)
-    assert preview.metadata_table == (
+    dropped = [p for p in (*completed, *inflight) if p not in KEPT]
+    assert preview_restore(table, late).metadata_table == (
         "The metadata table is restored with the table, as Apache Hudi does: its instants after the savepoint are "
-        "rolled back and a deltacommit brings its file listing to what storage holds; its partition_stats, "
-        "secondary_index_merchant_idx, secondary_index_txn_date_idx partition(s) are deleted (Hudi rebuilds them).")
+        "rolled back and a deltacommit brings its file listing to what storage holds"
+        + (f"; its {', '.join(dropped)} partition(s) are deleted (Hudi rebuilds them)" if dropped else "") + ".")
+    mdt = MetadataTable(table)
     later_mdt = {i.requested_time for i in mdt.mdt.reload().timeline if i.requested_time > late}
     assert later_mdt
     done = restore(table, late)
     table.reload()
     assert (table.config.metadata_partitions, table.config.metadata_partitions_inflight) == (
-        tuple(p for p in kept if p not in building), building)
+        tuple(p for p in completed if p in KEPT), tuple(p for p in inflight if p in KEPT))
     folders = {p.name for p in (path / ".hoodie" / "metadata").iterdir() if not p.name.startswith(".")}
-    assert folders == set(kept)
+    assert set(KEPT) <= folders and not folders & set(dropped)
     timeline = MetadataTable(table).mdt.timeline
     assert timeline.restores().completed() and timeline.completed().find(late) is not None
     assert not later_mdt & {i.requested_time for i in timeline.writes()}
@@ -233,6 +257,7 @@ def test_restore_previews_and_restores_the_metadata_table_as_hudi_does(table_cop
     with pytest.raises(MetadataTableUnsupported) as refused:
         restore_metadata_table(MetadataTable(table), "20200101000000000", table.new_instant_time())
     assert str(refused.value) == f"{table.uri}: the metadata table has no completed instant 20200101000000000"
+
 
 
 def test_restore_on_merge_on_read_v8_goes_by_completion_time_and_compactions_by_requested_time() -> None:
@@ -262,8 +287,12 @@ def test_restore_on_merge_on_read_v8_goes_by_completion_time_and_compactions_by_
     preview = preview_restore(table, T[1])
     assert preview.savepoint == T[1]
     assert [i.requested_time for i in preview.instants] == [T[5], T[4], T[3], T[2], straddling]
-    restore(table, T[1])
-    left = HudiTable.load(lake.storage, "/t").timeline.writes()
+    done = restore(table, T[1])
+    after = HudiTable.load(lake.storage, "/t")
+    plan = avro.decode(lake.storage.read(after.timeline.path_of(done, State.REQUESTED)), path="plan")
+    assert (plan["savepointToRestoreTimestamp"], plan["version"]) == (T[1], 2)
+    assert [i["commitTime"] for i in plan["instantsToRollback"]] == [T[5], T[4], T[3], T[2], straddling]
+    left = after.timeline.writes()
     assert [i.requested_time for i in left] == [T[0], before, compaction, T[1]]
 
 
@@ -361,6 +390,7 @@ def test_restore_resumes_a_pending_restore_and_reports_only_what_it_rolled_back(
                        savepoint=T[1], version=2)
     resumed = Instant(T[5], "restore", State.REQUESTED)
     lake.instant_file(resumed, plan.to_raw())
+    lake.instant_file(Instant(T[5], "restore", State.INFLIGHT))  # started: its inflight file is empty
     for status in HudiTable.load(lake.storage, "/t").timeline.files_of(table.reload().timeline.find(T[3])).values():
         lake.storage.delete(status.path)  # the interrupted run rolled T3 back
     done = restore(HudiTable.load(lake.storage, "/t"), T[1])
