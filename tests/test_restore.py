@@ -358,6 +358,11 @@ def test_restore_refusals_say_why_before_anything_changes() -> None:
     assert refusal() == (f"{uri}: hoodie.archive.beyond.savepoint is on; commits after the savepoint may be "
                          "archived, so Hudi does not restore")
     update_config(lake.storage, "/t", {"hoodie.archive.beyond.savepoint": "false"})
+    lake.commit(T[5], {}, state=State.INFLIGHT)
+    lake.storage.write(f"/t/.hoodie/.heartbeat/{T[5]}", b"")  # its writer is still at it
+    assert refusal() == (f"{uri}: commit {T[5]} is still being written (its heartbeat is alive); wait until its "
+                         "writer finishes or its heartbeat expires; the restore would roll it back under its writer")
+    lake.storage.set_mtime(f"/t/.hoodie/.heartbeat/{T[5]}", 0)
     for i in range(6):
         lake.storage.delete(f"/t/{p}/g{i}_0-1-0_{T[1]}.parquet")
     shown = ", ".join(f"{p}/g{i}_0-1-0_{T[1]}.parquet" for i in range(5))
@@ -365,40 +370,48 @@ def test_restore_refusals_say_why_before_anything_changes() -> None:
                          "would not give the table as of the savepoint")
     with pytest.raises(RestoreRefused, match=f"savepoint {T[1]} holds 6 file"):
         preview_restore(HudiTable.load(lake.storage, "/t"), T[1])
-    assert [i.requested_time for i in HudiTable.load(lake.storage, "/t").timeline.writes()] == T[:3]
+    assert [i.requested_time for i in HudiTable.load(lake.storage, "/t").timeline.writes()] == [*T[:3], T[5]]
 
 
 def test_restore_resumes_a_pending_restore_and_reports_only_what_it_rolled_back() -> None:
-    """BaseRestoreActionExecutor: a pending restore to the same savepoint is resumed from its plan;
-    an instant already gone was rolled back by the interrupted run ("Ignoring already rolledback
-    instant") and is not in the metadata; rollback instants after the savepoint are removed, an
-    earlier one stays."""
+    """BaseRestoreActionExecutor: a pending restore to the same savepoint is resumed from its plan
+    (its requested file; the inflight one is empty); an instant already gone was rolled back by
+    the interrupted run ("Ignoring already rolledback instant") and is not in the metadata; a
+    pending clustering the plan names may have completed as a replacecommit since; a pending
+    rollback the run left is resumed, not planned again; rollback instants after the savepoint are
+    removed, an earlier one stays."""
     from tests.helpers import Lake, T
     from timeline.instant import Instant, State
     from timeline.metadata.records import InstantRef, RestorePlan
+    from timeline.rollback import plan_rollback
     from timeline.storage import MemoryStorage
 
     lake = Lake(MemoryStorage(), "/t", version=8)
     p = "city=sf"
-    for t in T[:4]:
+    for t in T[:3]:
         lake.commit(t, {p: [lake.base_file(p, f"g{t[-7:-5]}", t)]})
+    lake.commit(T[3], {p: [lake.base_file(p, "c", T[3])]}, replaced={p: ["g02"]})  # the clustering, completed
+    lake.commit(T[4], {p: [lake.base_file(p, "g04", T[4])]})
     table = HudiTable.load(lake.storage, "/t")
     create_savepoint(table, T[1])
     early_rollback = "20261101000010000"  # a rollback before the savepoint: not the restore's
     lake.instant_file(Instant(early_rollback, "rollback", State.REQUESTED))
-    plan = RestorePlan(instants_to_rollback=(InstantRef(T[3], "commit"), InstantRef(T[2], "commit")),
-                       savepoint=T[1], version=2)
+    left_over = Instant(T[6], "rollback", State.REQUESTED)  # the interrupted run's rollback of T2
+    lake.instant_file(left_over, plan_rollback(table, table.timeline.find(T[2]), for_restore=True).plan.to_raw())
+    plan = RestorePlan(instants_to_rollback=(InstantRef(T[4], "commit"), InstantRef(T[3], "clustering"),
+                                             InstantRef(T[2], "commit")), savepoint=T[1], version=2)
     resumed = Instant(T[5], "restore", State.REQUESTED)
     lake.instant_file(resumed, plan.to_raw())
     lake.instant_file(Instant(T[5], "restore", State.INFLIGHT))  # started: its inflight file is empty
-    for status in HudiTable.load(lake.storage, "/t").timeline.files_of(table.reload().timeline.find(T[3])).values():
-        lake.storage.delete(status.path)  # the interrupted run rolled T3 back
+    for status in table.reload().timeline.files_of(table.timeline.find(T[4])).values():
+        lake.storage.delete(status.path)  # the interrupted run rolled T4 back
     done = restore(HudiTable.load(lake.storage, "/t"), T[1])
     assert done.requested_time == T[5]
     after = HudiTable.load(lake.storage, "/t")
     meta = avro.decode(lake.storage.read(after.timeline.path_of(after.timeline.restores().last())), path="r")
     assert (meta["startRestoreTime"], meta["instantsToRollback"], set(meta["hoodieRestoreMetadata"])) == (
-        T[5], [T[2]], {T[2]})
-    assert meta["timeTakenInMillis"] >= 0
+        T[5], [T[3], T[2]], {T[3], T[2]})
+    assert meta["hoodieRestoreMetadata"][T[2]][0]["startRollbackTime"] == T[6]
     assert [i.requested_time for i in after.timeline.writes()] == T[:2]
+    assert not lake.storage.exists(f"/t/{p}/c_0-1-0_{T[3]}.parquet")
     assert [i.requested_time for i in after.timeline.rollbacks()] == [early_rollback]
