@@ -343,6 +343,10 @@ def test_restore_refusals_say_why_before_anything_changes() -> None:
             restore(HudiTable.load(lake.storage, "/t"), T[1])
         return str(refused.value)
 
+    with pytest.raises(RestoreRefused) as later:
+        restore(HudiTable.load(lake.storage, "/t"), T[0])
+    assert str(later.value) == (f"{uri}: savepoint {T[1]} is later than {T[0]}; delete it first (Hudi cannot roll back "
+                                "a savepointed commit)")
     clean = Instant(T[3], "clean", State.REQUESTED)
     lake.instant_file(clean, {"earliestInstantToRetain": None, "policy": "KEEP_LATEST_COMMITS", "version": 2,
                               "filesToBeDeletedPerPartition": {}, "filePathsToBeDeletedPerPartition": {},
@@ -415,3 +419,23 @@ def test_restore_resumes_a_pending_restore_and_reports_only_what_it_rolled_back(
     assert [i.requested_time for i in after.timeline.writes()] == T[:2]
     assert not lake.storage.exists(f"/t/{p}/c_0-1-0_{T[3]}.parquet")
     assert [i.requested_time for i in after.timeline.rollbacks()] == [early_rollback]
+
+
+def test_restore_refused_names_every_missing_file_up_to_five_without_a_partition() -> None:
+    """Cleanline's own check: with five savepointed files gone on a non-partitioned table, all
+    five are named, bare, and nothing is left out."""
+    from tests.helpers import Lake, T
+    from timeline.storage import MemoryStorage
+
+    lake = Lake(MemoryStorage(), "/t", version=8, partitioned=False)
+    for t in T[:2]:
+        lake.commit(t, {"": [lake.base_file("", f"g{i}", t) for i in range(5)]})
+    create_savepoint(HudiTable.load(lake.storage, "/t"), T[0])
+    names = [f"g{i}_0-1-0_{T[0]}.parquet" for i in range(5)]
+    for name in names:
+        lake.storage.delete(f"/t/{name}")
+    table = HudiTable.load(lake.storage, "/t")
+    with pytest.raises(RestoreRefused) as refused:
+        restore(table, T[0])
+    assert str(refused.value) == (f"{table.uri}: savepoint {T[0]} holds 5 file(s) that no longer exist "
+                                  f"({', '.join(names)}); restoring would not give the table as of the savepoint")
