@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -47,7 +48,9 @@ def test_restore_reads_as_the_savepoint(table_copy, table_id: str) -> None:
     preview = preview_restore(table, k)
     later = [i.requested_time for i in table.timeline.writes() if i.requested_time > k]
     assert sorted(i.requested_time for i in preview.instants) == sorted(later)
+    started = time.monotonic()
     done = restore(table, k)
+    took_ms = (time.monotonic() - started) * 1000
     after = HudiTable.open(str(path))
     assert [i for i in after.timeline.writes() if i.requested_time > k] == []
     assert not after.timeline.rollbacks().filter(lambda i: i.requested_time > k)
@@ -55,7 +58,8 @@ def test_restore_reads_as_the_savepoint(table_copy, table_id: str) -> None:
     for file in retained_files(after, "0"):
         assert file.exists(), file
     meta = avro.decode(Path(after.timeline.path_of(after.timeline.restores().last())).read_bytes(), path="r")  # type: ignore[arg-type]
-    assert meta["startRestoreTime"] == done.requested_time and meta["version"] == 1 and meta["timeTakenInMillis"] > 0
+    assert meta["startRestoreTime"] == done.requested_time and meta["version"] == 1
+    assert 0 < meta["timeTakenInMillis"] <= took_ms
     assert sorted(meta["instantsToRollback"]) == sorted(later)
     assert set(meta["hoodieRestoreMetadata"]) == set(later)
 
