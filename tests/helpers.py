@@ -254,9 +254,11 @@ class Lake:
         self.instant_file(done, content)
         return done
 
-    def clean(self, time: str, earliest_retained: str, *, savepointed: Sequence[str] = ()) -> Instant:
+    def clean(self, time: str, earliest_retained: str, *, savepointed: Sequence[str] = (),
+              deleted: Mapping[str, Sequence[str]] | None = None) -> Instant:
         """A completed clean whose metadata records `earliest_retained` (and, as Hudi 1.x
-        does, the savepoints that existed when it was planned)."""
+        does, the savepoints that existed when it was planned) and reports `deleted` (partition
+        -> file names or paths, as written in successDeleteFiles) deleted; they are deleted."""
         extra = {"savepointed_timestamps": ",".join(savepointed)} if savepointed else None
         plan = {"earliestInstantToRetain": None, "lastCompletedCommitTimestamp": "", "policy": "KEEP_LATEST_COMMITS",
                 "filesToBeDeletedPerPartition": {}, "version": 2, "filePathsToBeDeletedPerPartition": {},
@@ -266,7 +268,17 @@ class Lake:
         done = Instant(time, "clean", State.COMPLETED, time[:-3] + "997" if self.layout == 2 else None)
         self.instant_file(done, {"startCleanTime": time, "timeTakenInMillis": 1, "totalFilesDeleted": 0,
                                  "earliestCommitToRetain": earliest_retained, "lastCompletedCommitTimestamp": "",
-                                 "partitionMetadata": {}, "version": 2, "extraMetadata": extra})
+                                 "partitionMetadata": {
+                                     p: {"partitionPath": p, "policy": "KEEP_LATEST_COMMITS",
+                                         "deletePathPatterns": list(names), "successDeleteFiles": list(names),
+                                         "failedDeleteFiles": []}
+                                     for p, names in (deleted or {}).items()},
+                                 "version": 2, "extraMetadata": extra})
+        for partition, names in (deleted or {}).items():
+            for name in names:
+                path = name if name.startswith(self.base + "/") else f"{self.partition_path(partition)}/{name}"
+                if self.storage.exists(path):
+                    self.storage.delete(path)
         return done
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -47,7 +48,9 @@ def test_restore_reads_as_the_savepoint(table_copy, table_id: str) -> None:
     preview = preview_restore(table, k)
     later = [i.requested_time for i in table.timeline.writes() if i.requested_time > k]
     assert sorted(i.requested_time for i in preview.instants) == sorted(later)
+    started = time.monotonic()
     done = restore(table, k)
+    took_ms = (time.monotonic() - started) * 1000
     after = HudiTable.open(str(path))
     assert [i for i in after.timeline.writes() if i.requested_time > k] == []
     assert not after.timeline.rollbacks().filter(lambda i: i.requested_time > k)
@@ -56,6 +59,7 @@ def test_restore_reads_as_the_savepoint(table_copy, table_id: str) -> None:
         assert file.exists(), file
     meta = avro.decode(Path(after.timeline.path_of(after.timeline.restores().last())).read_bytes(), path="r")  # type: ignore[arg-type]
     assert meta["startRestoreTime"] == done.requested_time and meta["version"] == 1
+    assert 0 < meta["timeTakenInMillis"] <= took_ms
     assert sorted(meta["instantsToRollback"]) == sorted(later)
     assert set(meta["hoodieRestoreMetadata"]) == set(later)
 
@@ -178,3 +182,264 @@ def test_restore_rolls_back_pending_clusterings_first_then_the_writes_after_the_
     gone = [t for t in expected if t in (T[2], T[3], T[4], early)]
     assert preview.per_partition() == {p: (len(gone), 100 * len(gone))}
     assert preview.bytes_to_delete == 100 * len(gone)
+
+
+KEPT = ("column_stats", "files", "record_index")
+DROPPED = ("partition_stats", "secondary_index_merchant_idx", "secondary_index_txn_date_idx")
+
+
+def mdt_fixture(table_copy) -> tuple[Path, HudiTable, str, str]:
+    """A v9 table with a metadata table: an early write (not after the MDT's oldest compaction),
+    a late one (after it, not the latest), and the compaction's time."""
+    from timeline.mdt.reader import MetadataTable
+
+    path = table_copy("sample_table/cow/v9_txns_simple_meta")
+    table = HudiTable.open(str(path))
+    compaction = next(i for i in MetadataTable(table).mdt.timeline.completed() if i.action == "commit").requested_time
+    writes = [i.requested_time for i in table.timeline.commits().completed() if i.action == "commit"]
+    return path, table, max(t for t in writes if t < compaction), next(t for t in writes if t > compaction
+                                                                       and t != writes[-1])
+
+
+def test_restore_deletes_the_metadata_table_where_hudi_does(table_copy) -> None:
+    """BaseHoodieWriteClient.restoreToSavepoint: a savepoint not after the MDT's oldest
+    compaction deletes the MDT first; the preview says so and why."""
+    from timeline.mdt.reader import MetadataTable
+
+    path, table, early, _ = mdt_fixture(table_copy)
+    compaction = next(i for i in MetadataTable(table).mdt.timeline.completed() if i.action == "commit").requested_time
+    create_savepoint(table, early)
+    assert preview_restore(table, early).metadata_table == (
+        f"The metadata table is deleted first, as Apache Hudi does here (the savepoint {early} is not after the "
+        f"metadata table's oldest compaction {compaction}); Hudi writers rebuild it.")
+    restore(table, early)
+    table.reload()
+    assert not (path / ".hoodie" / "metadata").exists() and not table.config.metadata_partitions
+    assert not [i for i in table.timeline.writes() if i.requested_time > early]
+
+
+@pytest.mark.parametrize(("completed", "inflight"), [
+    (KEPT + DROPPED[:2], DROPPED[2:]),
+    (("files", *DROPPED[:2]), ("column_stats", "record_index", DROPPED[2])),  # indexes still being built
+    (KEPT, ()),
+], ids=["built", "building", "nothing-dropped"])
+def test_restore_previews_and_restores_the_metadata_table_as_hudi_does(
+        table_copy, completed: tuple[str, ...], inflight: tuple[str, ...]) -> None:
+    """BaseHoodieWriteClient.restoreToSavepoint with a savepoint after the MDT's oldest
+    compaction: the preview says the metadata table is restored with the table and which
+    partitions go (dropIndexOnRestore); the restore drops them from the table's config (completed
+    and inflight) and storage, rolls back the MDT's later instants and syncs it at a later time."""
+    from timeline.config import MDT_PARTITIONS, MDT_PARTITIONS_INFLIGHT, update_config
+    from timeline.mdt.reader import MetadataTable
+    from timeline.mdt.writer import MetadataTableUnsupported
+    from timeline.restore import restore_metadata_table
+
+    path, table, _, late = mdt_fixture(table_copy)
+    update_config(table.storage, table.base, {MDT_PARTITIONS: ",".join(completed),
+                                              MDT_PARTITIONS_INFLIGHT: ",".join(inflight)})
+    create_savepoint(table.reload(), late)
+    dropped = [p for p in (*completed, *inflight) if p not in KEPT]
+    assert preview_restore(table, late).metadata_table == (
+        "The metadata table is restored with the table, as Apache Hudi does: its instants after the savepoint are "
+        "rolled back and a deltacommit brings its file listing to what storage holds"
+        + (f"; its {', '.join(dropped)} partition(s) are deleted (Hudi rebuilds them)" if dropped else "") + ".")
+    mdt = MetadataTable(table)
+    later_mdt = {i.requested_time for i in mdt.mdt.reload().timeline if i.requested_time > late}
+    assert later_mdt
+    done = restore(table, late)
+    table.reload()
+    assert (table.config.metadata_partitions, table.config.metadata_partitions_inflight) == (
+        tuple(p for p in completed if p in KEPT), tuple(p for p in inflight if p in KEPT))
+    folders = {p.name for p in (path / ".hoodie" / "metadata").iterdir() if not p.name.startswith(".")}
+    assert set(KEPT) <= folders and not folders & set(dropped)
+    timeline = MetadataTable(table).mdt.timeline
+    assert timeline.restores().completed() and timeline.completed().find(late) is not None
+    assert not later_mdt & {i.requested_time for i in timeline.writes()}
+    (sync,) = [i for i in timeline.writes() if i.requested_time > late]
+    assert sync.is_completed and sync.requested_time > done.requested_time
+    assert table.inspect.validate_metadata_table().ok
+    with pytest.raises(MetadataTableUnsupported) as refused:
+        restore_metadata_table(MetadataTable(table), "20200101000000000", table.new_instant_time())
+    assert str(refused.value) == f"{table.uri}: the metadata table has no completed instant 20200101000000000"
+
+
+
+def test_restore_on_merge_on_read_v8_goes_by_completion_time_and_compactions_by_requested_time() -> None:
+    """RestorePlanActionExecutor on table version 8+ (RestoreInstantComparatorFactory): a
+    deltacommit requested before the savepointed one is rolled back only if it completed after
+    it did; a compaction on merge-on-read is compared by requested time; pending writes come
+    first, newest first, then the completed ones by completion time, newest first."""
+    from tests.helpers import Lake, T
+    from timeline.instant import State
+    from timeline.storage import MemoryStorage
+
+    lake = Lake(MemoryStorage(), "/t", version=8, table_type="MERGE_ON_READ")
+    p = "city=sf"
+    lake.commit(T[0], {p: [lake.base_file(p, "g", T[0])]})
+    before, straddling, compaction = "20261101000030000", "20261101000040000", "20261101000050000"
+    lake.commit(before, {p: [lake.base_file(p, "b", before)]}, completion=T[1][:-3] + "500")
+    lake.commit(straddling, {p: [lake.base_file(p, "s", straddling)]}, completion=T[2][:-3] + "500")
+    lake.schedule_compaction(compaction, [(p, "g", T[0])])
+    lake.complete_compaction(compaction, {p: [lake.base_file(p, "g", compaction)]}, completion=T[3][:-3] + "500")
+    lake.commit(T[1], {p: [lake.base_file(p, "one", T[1])]})  # completes at T1 + 999 ms
+    for t in T[2:4]:
+        lake.commit(t, {p: [lake.base_file(p, f"w{t[-7:-5]}", t)]})
+    for t in T[4:6]:
+        lake.commit(t, {}, state=State.INFLIGHT)
+    table = HudiTable.load(lake.storage, "/t")
+    create_savepoint(table, T[1])
+    preview = preview_restore(table, T[1])
+    assert preview.savepoint == T[1]
+    assert [i.requested_time for i in preview.instants] == [T[5], T[4], T[3], T[2], straddling]
+    done = restore(table, T[1])
+    after = HudiTable.load(lake.storage, "/t")
+    plan = avro.decode(lake.storage.read(after.timeline.path_of(done, State.REQUESTED)), path="plan")
+    assert (plan["savepointToRestoreTimestamp"], plan["version"]) == (T[1], 2)
+    assert [i["commitTime"] for i in plan["instantsToRollback"]] == [T[5], T[4], T[3], T[2], straddling]
+    left = after.timeline.writes()
+    assert [i.requested_time for i in left] == [T[0], before, compaction, T[1]]
+
+
+@pytest.mark.parametrize("partitioned", [True, False])
+def test_restore_verification_names_missing_files_and_unexpected_base_files(partitioned: bool) -> None:
+    """verify_restore: files the savepoint holds that are gone, and base files of the latest slices
+    it does not hold (a slice of log files only has none), named with their partition."""
+    from tests.helpers import Lake, T
+    from timeline.restore import verify_restore
+    from timeline.storage import MemoryStorage
+
+    lake = Lake(MemoryStorage(), "/t", version=6, table_type="MERGE_ON_READ", partitioned=partitioned)
+    p = "city=sf" if partitioned else ""
+    for t in T[:2]:
+        lake.commit(t, {p: [lake.base_file(p, "g", t)]})
+    create_savepoint(HudiTable.load(lake.storage, "/t"), T[1])
+    assert verify_restore(HudiTable.load(lake.storage, "/t"), T[1]).verified
+    lake.commit(T[2], {p: [lake.base_file(p, "h", T[2]), lake.log_file(p, "k", T[2])]})
+    lake.storage.delete(f"{lake.partition_path(p)}/g_0-1-0_{T[1]}.parquet")
+    check = verify_restore(HudiTable.load(lake.storage, "/t"), T[1])
+    shown = f"{p}/" if p else ""
+    assert (check.savepoint, check.verified) == (T[1], False)
+    assert check.missing == (f"{shown}g_0-1-0_{T[1]}.parquet",)
+    assert check.unexpected == (f"{shown}g_0-1-0_{T[0]}.parquet", f"{shown}h_0-1-0_{T[2]}.parquet")
+
+
+def test_restore_refusals_say_why_before_anything_changes() -> None:
+    """BaseHoodieWriteClient.restoreToSavepoint's preconditions and Cleanline's own: a pending
+    clean, a pending restore to another savepoint, archival beyond savepoints, savepointed files
+    gone (the first five named)."""
+    from tests.helpers import Lake, T
+    from timeline.config import update_config
+    from timeline.instant import Instant, State
+    from timeline.metadata.records import InstantRef, RestorePlan
+    from timeline.storage import MemoryStorage
+
+    lake = Lake(MemoryStorage(), "/t", version=8)
+    p = "city=sf"
+    for t in T[:3]:
+        lake.commit(t, {p: [lake.base_file(p, f"g{i}", t) for i in range(6)]})
+    table = HudiTable.load(lake.storage, "/t")
+    create_savepoint(table, T[1])
+    create_savepoint(table, T[0])
+    uri = table.uri
+
+    def refusal() -> str:
+        with pytest.raises(RestoreRefused) as refused:
+            restore(HudiTable.load(lake.storage, "/t"), T[1])
+        return str(refused.value)
+
+    with pytest.raises(RestoreRefused) as later:
+        restore(HudiTable.load(lake.storage, "/t"), T[0])
+    assert str(later.value) == (f"{uri}: savepoint {T[1]} is later than {T[0]}; delete it first (Hudi cannot roll back "
+                                "a savepointed commit)")
+    clean = Instant(T[3], "clean", State.REQUESTED)
+    lake.instant_file(clean, {"earliestInstantToRetain": None, "policy": "KEEP_LATEST_COMMITS", "version": 2,
+                              "filesToBeDeletedPerPartition": {}, "filePathsToBeDeletedPerPartition": {},
+                              "partitionsToBeDeleted": [], "lastCompletedCommitTimestamp": "", "extraMetadata": None})
+    assert refusal() == f"{uri}: clean {T[3]} is pending; run it first"
+    lake.storage.delete(f"{lake.timeline_folder}/{clean.file_name(lake.layout)}")
+    other = RestorePlan(instants_to_rollback=(InstantRef(T[2], "commit"),), savepoint=T[0], version=2)
+    pending = Instant(T[4], "restore", State.REQUESTED)
+    lake.instant_file(pending, other.to_raw())
+    assert refusal() == f"{uri}: restore {T[4]} to savepoint {T[0]} is pending; finish it first"
+    lake.storage.delete(f"{lake.timeline_folder}/{pending.file_name(lake.layout)}")
+    update_config(lake.storage, "/t", {"hoodie.archive.beyond.savepoint": "true"})
+    assert refusal() == (f"{uri}: hoodie.archive.beyond.savepoint is on; commits after the savepoint may be "
+                         "archived, so Hudi does not restore")
+    update_config(lake.storage, "/t", {"hoodie.archive.beyond.savepoint": "false"})
+    lake.commit(T[5], {}, state=State.INFLIGHT)
+    lake.storage.write(f"/t/.hoodie/.heartbeat/{T[5]}", b"")  # its writer is still at it
+    assert refusal() == (f"{uri}: commit {T[5]} is still being written (its heartbeat is alive); wait until its "
+                         "writer finishes or its heartbeat expires; the restore would roll it back under its writer")
+    lake.storage.set_mtime(f"/t/.hoodie/.heartbeat/{T[5]}", 0)
+    for i in range(6):
+        lake.storage.delete(f"/t/{p}/g{i}_0-1-0_{T[1]}.parquet")
+    shown = ", ".join(f"{p}/g{i}_0-1-0_{T[1]}.parquet" for i in range(5))
+    assert refusal() == (f"{uri}: savepoint {T[1]} holds 6 file(s) that no longer exist ({shown}, ...); restoring "
+                         "would not give the table as of the savepoint")
+    with pytest.raises(RestoreRefused, match=f"savepoint {T[1]} holds 6 file"):
+        preview_restore(HudiTable.load(lake.storage, "/t"), T[1])
+    assert [i.requested_time for i in HudiTable.load(lake.storage, "/t").timeline.writes()] == [*T[:3], T[5]]
+
+
+def test_restore_resumes_a_pending_restore_and_reports_only_what_it_rolled_back() -> None:
+    """BaseRestoreActionExecutor: a pending restore to the same savepoint is resumed from its plan
+    (its requested file; the inflight one is empty); an instant already gone was rolled back by
+    the interrupted run ("Ignoring already rolledback instant") and is not in the metadata; a
+    pending clustering the plan names may have completed as a replacecommit since; a pending
+    rollback the run left is resumed, not planned again; rollback instants after the savepoint are
+    removed, an earlier one stays."""
+    from tests.helpers import Lake, T
+    from timeline.instant import Instant, State
+    from timeline.metadata.records import InstantRef, RestorePlan
+    from timeline.rollback import plan_rollback
+    from timeline.storage import MemoryStorage
+
+    lake = Lake(MemoryStorage(), "/t", version=8)
+    p = "city=sf"
+    for t in T[:3]:
+        lake.commit(t, {p: [lake.base_file(p, f"g{t[-7:-5]}", t)]})
+    lake.commit(T[3], {p: [lake.base_file(p, "c", T[3])]}, replaced={p: ["g02"]})  # the clustering, completed
+    lake.commit(T[4], {p: [lake.base_file(p, "g04", T[4])]})
+    table = HudiTable.load(lake.storage, "/t")
+    create_savepoint(table, T[1])
+    early_rollback = "20261101000010000"  # a rollback before the savepoint: not the restore's
+    lake.instant_file(Instant(early_rollback, "rollback", State.REQUESTED))
+    left_over = Instant(T[6], "rollback", State.REQUESTED)  # the interrupted run's rollback of T2
+    lake.instant_file(left_over, plan_rollback(table, table.timeline.find(T[2]), for_restore=True).plan.to_raw())
+    plan = RestorePlan(instants_to_rollback=(InstantRef(T[4], "commit"), InstantRef(T[3], "clustering"),
+                                             InstantRef(T[2], "commit")), savepoint=T[1], version=2)
+    resumed = Instant(T[5], "restore", State.REQUESTED)
+    lake.instant_file(resumed, plan.to_raw())
+    lake.instant_file(Instant(T[5], "restore", State.INFLIGHT))  # started: its inflight file is empty
+    for status in table.reload().timeline.files_of(table.timeline.find(T[4])).values():
+        lake.storage.delete(status.path)  # the interrupted run rolled T4 back
+    done = restore(HudiTable.load(lake.storage, "/t"), T[1])
+    assert done.requested_time == T[5]
+    after = HudiTable.load(lake.storage, "/t")
+    meta = avro.decode(lake.storage.read(after.timeline.path_of(after.timeline.restores().last())), path="r")
+    assert (meta["startRestoreTime"], meta["instantsToRollback"], set(meta["hoodieRestoreMetadata"])) == (
+        T[5], [T[3], T[2]], {T[3], T[2]})
+    assert meta["hoodieRestoreMetadata"][T[2]][0]["startRollbackTime"] == T[6]
+    assert [i.requested_time for i in after.timeline.writes()] == T[:2]
+    assert not lake.storage.exists(f"/t/{p}/c_0-1-0_{T[3]}.parquet")
+    assert [i.requested_time for i in after.timeline.rollbacks()] == [early_rollback]
+
+
+def test_restore_refused_names_every_missing_file_up_to_five_without_a_partition() -> None:
+    """Cleanline's own check: with five savepointed files gone on a non-partitioned table, all
+    five are named, bare, and nothing is left out."""
+    from tests.helpers import Lake, T
+    from timeline.storage import MemoryStorage
+
+    lake = Lake(MemoryStorage(), "/t", version=8, partitioned=False)
+    for t in T[:2]:
+        lake.commit(t, {"": [lake.base_file("", f"g{i}", t) for i in range(5)]})
+    create_savepoint(HudiTable.load(lake.storage, "/t"), T[0])
+    names = [f"g{i}_0-1-0_{T[0]}.parquet" for i in range(5)]
+    for name in names:
+        lake.storage.delete(f"/t/{name}")
+    table = HudiTable.load(lake.storage, "/t")
+    with pytest.raises(RestoreRefused) as refused:
+        restore(table, T[0])
+    assert str(refused.value) == (f"{table.uri}: savepoint {T[0]} holds 5 file(s) that no longer exist "
+                                  f"({', '.join(names)}); restoring would not give the table as of the savepoint")

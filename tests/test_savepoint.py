@@ -201,3 +201,106 @@ def test_savepoint_refused_while_a_pending_clean_would_delete_its_files(partitio
     assert create_savepoint(table(lake), T[4]).requested_time == T[4]  # the clean keeps those files
     run_pending_cleans(table(lake))
     assert not lake.storage.exists(f"/t/{shown}{names[T[3]][0]}")
+
+
+def test_savepoint_metadata_records_who_when_and_an_empty_comment_by_default(lake: Lake) -> None:
+    import time
+
+    before = int(time.time() * 1000)
+    create_savepoint(table(lake), T[1], user="ada")
+    after = int(time.time() * 1000)
+    (listed,) = list_savepoints(table(lake))
+    data = lake.storage.read(f"{table(lake).timeline.folder}/{listed.instant.file_name(lake.layout)}")
+    meta = avro.decode(data, path="sp")
+    assert meta["comments"] == "" and listed.comments == ""
+    assert before <= meta["savepointedAt"] <= after
+    assert listed.savepointed_at_ms == meta["savepointedAt"]
+    create_savepoint(table(lake), T[2], user="bob", comment="keep")
+    assert [(s.savepointed_by, s.comments) for s in list_savepoints(table(lake))] == [("ada", ""), ("bob", "keep")]
+
+
+def test_savepoint_refusal_of_a_non_write_says_what_may_be_savepointed(lake: Lake) -> None:
+    t = table(lake)
+    with pytest.raises(SavepointRefused) as refused:
+        create_savepoint(t, "20200101000000000")
+    assert str(refused.value) == (f"{t.uri}: 20200101000000000 is not a completed commit, deltacommit or "
+                                  "replacecommit on the active timeline")
+
+
+def test_savepoint_refused_when_a_clean_took_a_log_only_slice_named_by_full_path() -> None:
+    """A clean's reported files may be full paths and may include names that are no data files;
+    a log-only slice (no base file) the clean deleted is lost all the same."""
+    lake = Lake(MemoryStorage(), "/t", version=6, table_type="MERGE_ON_READ", partitioned=False)
+    lake.commit(T[0], {"": [lake.base_file("", "fg1", T[0])]})
+    log = lake.log_file("", "fg1", T[1])
+    lake.commit(T[1], {"": [log]})  # a new slice T1 with its log file only
+    lake.commit(T[2], {"": [lake.base_file("", "fg2", T[2])]})
+    lost = f"/t/{log}"
+    lake.clean(T[3], "", deleted={"": ["/t/.hoodie_partition_metadata", lost]})
+    with pytest.raises(SavepointRefused) as refused:
+        create_savepoint(table(lake), T[2])
+    assert str(refused.value) == (
+        f"{table(lake).uri}: cannot savepoint {T[2]}: file group fg1 in partition (none) lost its slice {T[1]} "
+        f"to a clean; the table can no longer be read as of {T[2]}")
+
+
+@pytest.mark.parametrize("version", [6, 8])
+def test_savepoint_of_a_replacecommit_ignores_what_was_cleaned_of_the_groups_it_replaced(version: int) -> None:
+    """A group replaced by the savepointed replacecommit itself is not read as of it: its cleaned
+    files do not matter; another group's lost slice still refuses."""
+    lake = Lake(MemoryStorage(), "/t", version=version)
+    for t in T[:2]:
+        lake.commit(t, {P: [lake.base_file(P, "fg1", t), lake.base_file(P, "fg2", t)]})
+    lake.commit(T[2], {P: [lake.base_file(P, "fg3", T[2])]}, replaced={P: ["fg1"]})
+    fg1 = [f"fg1_0-1-0_{t}.parquet" for t in T[:2]]
+    lake.clean(T[3], "", deleted={P: fg1})
+    assert create_savepoint(table(lake), T[2]).requested_time == T[2]
+    delete_savepoint(table(lake), T[2])
+    lake.clean(T[4], "", deleted={P: [f"fg2_0-1-0_{T[1]}.parquet"]})
+    lake.clean(T[5], "", deleted={P: fg1})  # the replaced group comes first in the checks
+    with pytest.raises(SavepointRefused, match=f"file group fg2 in partition {P} lost its slice {T[1]}"):
+        create_savepoint(table(lake), T[2])
+
+
+def test_savepoint_allowed_when_cleaned_files_are_of_the_slice_shown_or_later() -> None:
+    """A clean that deleted a stray copy of the slice the savepoint holds (same instant, another
+    write token), or files of later slices only, took nothing a read as of it needs."""
+    from timeline.files import base_file_name
+
+    lake = Lake(MemoryStorage(), "/t", version=6)
+    for t in T[:3]:
+        lake.commit(t, {P: [lake.base_file(P, "fg1", t)]})
+    lake.commit(T[3], {P: [lake.base_file(P, "fg2", T[3])]})
+    strays = [lake.data_file(P, base_file_name(g, "9-9-9", t)) for g, t in (("fg1", T[1]), ("fg2", T[3]))]
+    lake.clean(T[4], "", deleted={P: strays})
+    assert create_savepoint(table(lake), T[1]).requested_time == T[1]
+
+
+def test_savepoint_refused_while_a_version_1_clean_plan_would_delete_its_files() -> None:
+    """A version-1 plan names files relative to their partition (CleanPlanV2MigrationHandler)."""
+    from timeline.instant import Instant
+
+    lake = Lake(MemoryStorage(), "/t", version=6)
+    for t in T[:3]:
+        lake.commit(t, {P: [lake.base_file(P, "fg1", t)]})
+    plan = {"earliestInstantToRetain": None, "policy": "KEEP_LATEST_FILE_VERSIONS", "version": 1,
+            "filesToBeDeletedPerPartition": {P: [f"fg1_0-1-0_{T[1]}.parquet"]}, "filePathsToBeDeletedPerPartition": {},
+            "partitionsToBeDeleted": [], "lastCompletedCommitTimestamp": "", "extraMetadata": None}
+    lake.instant_file(Instant(T[3], "clean", State.REQUESTED), plan)
+    with pytest.raises(SavepointRefused, match=f"pending clean {T[3]} would delete 1 of its files"):
+        create_savepoint(table(lake), T[1])
+
+
+def test_savepoint_list_flags_only_the_savepoint_archival_stops_at() -> None:
+    """Archival stops at the first savepoint; a later savepoint of a replacecommit that holds
+    archival back for its own reason (replaced files not cleaned) is not what holds it back."""
+    lake = Lake(MemoryStorage(), "/u", version=8,
+                extra_props={"hoodie.keep.min.commits": "1", "hoodie.keep.max.commits": "2"})
+    lake.commit(T[0], {P: [lake.base_file(P, "g", T[0])]})
+    lake.commit(T[1], {P: [lake.base_file(P, "h", T[1])]}, replaced={P: ["g"]})
+    for t in T[2:4]:
+        lake.commit(t, {P: [lake.base_file(P, "h", t)]})
+    for t in T[:2]:
+        create_savepoint(table(lake), t)
+    assert [(s.instant.requested_time, s.holds_back_archival) for s in list_savepoints(table(lake))] == [
+        (T[0], True), (T[1], False)]
