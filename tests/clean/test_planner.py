@@ -344,3 +344,115 @@ def test_planner_keep_latest_file_versions_counts_a_pending_compaction_as_one_ke
     assert got[b[2]] == (False, f"pending compaction {T[3]} reads this slice")
     assert got[b[1]] == (False, "latest version")
     assert got[b[0]] == (True, "older than the 2 newest versions retained")
+
+
+def test_planner_keep_latest_file_versions_keeps_a_savepointed_old_version() -> None:
+    lake = Lake(MemoryStorage(), "/t", version=8)
+    names = rewrite_history(lake, T[:4])
+    lake.savepoint(T[4], {P: [names[0]]})
+    got = decisions(plan(lake, policy="KEEP_LATEST_FILE_VERSIONS", file_versions_retained=2))
+    assert got[names[0]] == (False, f"savepoint {T[4]}")
+    assert got[names[1]] == (True, "older than the 2 newest versions retained")
+
+
+def replaced_history(lake: Lake) -> tuple[str, str]:
+    """In P, group "old" (T0) replaced by an insert overwrite at T1 writing "new"; later commits
+    T2-T5 write nothing. The old group's and the new group's base files."""
+    old = lake.base_file(P, "old", T[0])
+    lake.commit(T[0], {P: [old]})
+    new = lake.base_file(P, "new", T[1])
+    lake.commit(T[1], {P: [new]}, replaced={P: ["old"]}, operation="INSERT_OVERWRITE")
+    for t in T[2:6]:
+        lake.commit(t, {})
+    return old, new
+
+
+def test_planner_replaced_group_held_by_a_savepoint_stays(version: int) -> None:
+    lake = Lake(MemoryStorage(), "/t", version=version)
+    old, _ = replaced_history(lake)
+    lake.savepoint(T[0], {P: [old]})
+    result = plan(lake, commits_retained=2)
+    assert decisions(result)[old] == (False, f"savepoint {T[0]}") and not result.files_to_delete
+
+
+def test_planner_replaced_group_a_pending_compaction_reads_stays() -> None:
+    lake = Lake(MemoryStorage(), "/t", version=8, table_type="MERGE_ON_READ")
+    old, _ = replaced_history(lake)
+    lake.schedule_compaction(T[6], [(P, "old", T[0])])
+    result = plan(lake, policy="KEEP_LATEST_FILE_VERSIONS", file_versions_retained=1)
+    assert decisions(result)[old] == (False, f"pending compaction {T[6]} reads this slice")
+    assert not result.files_to_delete
+
+
+def test_planner_replaced_group_under_keep_latest_file_versions_goes_with_its_partition(version: int) -> None:
+    """With no retained window every replaced group goes (getReplacedFilesEligibleToClean with no
+    earliest commit to retain), and a partition left with only replaced groups goes too."""
+    lake = Lake(MemoryStorage(), "/t", version=version)
+    old, new = replaced_history(lake)
+    gone = lake.base_file(Q, "q1", T[6])
+    lake.commit(T[6], {Q: [gone]})
+    lake.commit(T[7], {}, replaced={Q: ["q1"]}, operation="DELETE_PARTITION")
+    result = plan(lake, policy="KEEP_LATEST_FILE_VERSIONS", file_versions_retained=1)
+    got = decisions(result)
+    assert got[old] == (True, f"file group replaced by replacecommit {T[1]}")
+    assert got[gone] == (True, f"file group replaced by replacecommit {T[7]}")
+    assert got[new] == (False, "latest version")
+    assert result.partitions_to_delete == (Q,)
+
+
+def test_planner_replaced_group_inside_the_window_says_which_commit_replaced_it(version: int) -> None:
+    lake = Lake(MemoryStorage(), "/t", version=version)
+    old, _ = replaced_history(lake)
+    result = plan(lake, commits_retained=5)  # completed T0-T5: ECTR T1, the replacecommit itself
+    assert decisions(result)[old] == (False, f"replaced by replacecommit {T[1]}, which is inside the retained "
+                                             f"window (earliest retained commit {T[1]})")
+
+
+def test_planner_partition_replaced_at_the_earliest_retained_commit_is_kept(version: int) -> None:
+    """noSubsequentReplaceCommit: a replace at the earliest commit to retain (not only after it)
+    keeps the partition and its files."""
+    lake = Lake(MemoryStorage(), "/t", version=version)
+    gone = lake.base_file(Q, "q1", T[0])
+    lake.commit(T[0], {Q: [gone]})
+    lake.commit(T[1], {P: [lake.base_file(P, "p1", T[1])]})
+    lake.commit(T[2], {}, replaced={Q: ["q1"]}, operation="DELETE_PARTITION")
+    for t in T[3:6]:
+        lake.commit(t, {})
+    result = plan(lake, commits_retained=4)  # completed T0-T5: ECTR T2
+    assert result.earliest_instant_to_retain is not None and result.earliest_instant_to_retain.requested_time == T[2]
+    assert decisions(result)[gone][0] is False and result.partitions_to_delete == ()
+    later = plan(lake, commits_retained=3)  # ECTR T3: the replace is before the window
+    assert decisions(later)[gone][0] is True and later.partitions_to_delete == (Q,)
+
+
+def test_planner_plan_record_marks_no_file_as_a_bootstrap_base_file() -> None:
+    lake = Lake(MemoryStorage(), "/t", version=6, table_type="MERGE_ON_READ")
+    b0 = lake.base_file(P, "fg1", T[0])
+    lake.commit(T[0], {P: [b0]})
+    log0 = lake.log_file(P, "fg1", T[0])
+    lake.commit(T[1], {P: [log0]})
+    for t in T[2:4]:
+        lake.complete_compaction(t, {P: [lake.base_file(P, "fg1", t)]})
+    lake.commit(T[4], {})
+    record = plan(lake, commits_retained=1).to_record().to_raw()
+    infos = record["filePathsToBeDeletedPerPartition"][P]
+    assert {b0, log0} < {i["filePath"].rsplit("/", 1)[-1] for i in infos}
+    assert [i["isBootstrapBaseFile"] for i in infos] == [False] * len(infos)
+
+
+@pytest.mark.parametrize("partition", ["", "code=AX"])
+def test_planner_paths_of_a_non_partitioned_table_and_of_an_odd_partition_name(partition: str) -> None:
+    lake = Lake(MemoryStorage(), "/t", version=8, partitioned=bool(partition))
+    names = rewrite_history(lake, T[:4], partition=partition)
+    result = plan(lake, commits_retained=1)
+    folder = f"memory://t/{partition}/" if partition else "memory://t/"
+    assert sorted(d.path for d in result.files_to_delete) == [folder + n for n in names[:2]]
+    assert {d.partition for d in result.decisions} == {partition}
+
+
+def test_planner_orders_partitions_by_name_whatever_their_files() -> None:
+    lake = Lake(MemoryStorage(), "/t", version=8)
+    rewrite_history(lake, T[:4], partition=Q)
+    lake.storage.write(f"/t/{P}/.hoodie_partition_metadata", b"commitTime=0\n")  # a partition with no data file
+    result = plan(lake, commits_retained=1)
+    assert result.partitions_considered == (Q, P) and result.partitions_to_delete == (P,)
