@@ -308,8 +308,11 @@ def test_planner_copy_on_write_keeps_log_files_of_a_deleted_slice() -> None:
 def test_planner_refuses_to_delete_bootstrap_sources_it_cannot_locate() -> None:
     lake = Lake(MemoryStorage(), "/t", version=6, extra_props={"hoodie.bootstrap.base.path": "/source"})
     rewrite_history(lake, T[:4])
-    with pytest.raises(CleanConfigError, match="bootstrap index"):
+    with pytest.raises(CleanConfigError) as refused:
         plan(lake, commits_retained=1, delete_bootstrap_base_file=True)
+    assert str(refused.value) == (
+        "memory://t: hoodie.clean.delete.bootstrap.base.file is on, but Cleanline does not read the bootstrap index "
+        "to find bootstrap source files; plan with it off (Hudi's default) to keep them")
     assert plan(lake, commits_retained=1).files_to_delete  # Hudi's default keeps bootstrap sources
 
 
@@ -619,3 +622,10 @@ def test_planner_by_hours_in_one_zone_has_no_zone_note() -> None:
     result = plan_clean(HudiTable.load(lake.storage, "/t"), config, now=datetime.now(UTC))
     assert not any("cutoff" in n for n in result.notes), result.notes
 
+
+
+def test_planner_by_hours_without_a_given_moment_reads_the_clock() -> None:
+    lake = Lake(MemoryStorage(), "/t", version=8, extra_props={"hoodie.table.timeline.timezone": "UTC"})
+    rewrite_history(lake, [f"20261101{h:02d}0000000" for h in range(4)])
+    result = plan(lake, policy="KEEP_LATEST_BY_HOURS", hours_retained=1)  # every commit is days old by now
+    assert result.earliest_instant_to_retain is None and result.decisions == ()
