@@ -629,3 +629,20 @@ def test_planner_by_hours_without_a_given_moment_reads_the_clock() -> None:
     rewrite_history(lake, [f"20261101{h:02d}0000000" for h in range(4)])
     result = plan(lake, policy="KEEP_LATEST_BY_HOURS", hours_retained=1)  # every commit is days old by now
     assert result.earliest_instant_to_retain is None and result.decisions == ()
+
+
+def test_planner_plan_is_invalidated_by_a_savepoint_or_a_rollback_made_after_it() -> None:
+    """plan_invalidations, re-read under the table lock: a savepoint now holding a file the plan
+    deletes, or a rollback requested after the plan was made, invalidates it."""
+    from timeline.clean.planner import plan_invalidations
+
+    lake = Lake(MemoryStorage(), "/t", version=8)
+    names = rewrite_history(lake, T[:5])
+    lake.instant_file(Instant(T[5], "rollback", State.REQUESTED), None)  # the last instant the plan saw
+    made = plan(lake, commits_retained=2)
+    assert made.timeline_end == T[5] and names[0] in {d.file_name for d in made.files_to_delete}
+    assert plan_invalidations(HudiTable.load(lake.storage, lake.base), made) == []
+    lake.savepoint(T[6], {P: [names[0]]})
+    lake.instant_file(Instant(T[7], "rollback", State.REQUESTED), None)
+    assert plan_invalidations(HudiTable.load(lake.storage, lake.base), made) == [
+        f"{names[0]}: savepoint {T[6]}", f"rollback {T[7]} was requested after the plan was made"]
