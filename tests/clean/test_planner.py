@@ -308,8 +308,11 @@ def test_planner_copy_on_write_keeps_log_files_of_a_deleted_slice() -> None:
 def test_planner_refuses_to_delete_bootstrap_sources_it_cannot_locate() -> None:
     lake = Lake(MemoryStorage(), "/t", version=6, extra_props={"hoodie.bootstrap.base.path": "/source"})
     rewrite_history(lake, T[:4])
-    with pytest.raises(CleanConfigError, match="bootstrap index"):
+    with pytest.raises(CleanConfigError) as refused:
         plan(lake, commits_retained=1, delete_bootstrap_base_file=True)
+    assert str(refused.value) == (
+        "memory://t: hoodie.clean.delete.bootstrap.base.file is on, but Cleanline does not read the bootstrap index "
+        "to find bootstrap source files; plan with it off (Hudi's default) to keep them")
     assert plan(lake, commits_retained=1).files_to_delete  # Hudi's default keeps bootstrap sources
 
 
@@ -344,3 +347,302 @@ def test_planner_keep_latest_file_versions_counts_a_pending_compaction_as_one_ke
     assert got[b[2]] == (False, f"pending compaction {T[3]} reads this slice")
     assert got[b[1]] == (False, "latest version")
     assert got[b[0]] == (True, "older than the 2 newest versions retained")
+
+
+def test_planner_keep_latest_file_versions_keeps_a_savepointed_old_version() -> None:
+    lake = Lake(MemoryStorage(), "/t", version=8)
+    names = rewrite_history(lake, T[:4])
+    lake.savepoint(T[4], {P: [names[0]]})
+    got = decisions(plan(lake, policy="KEEP_LATEST_FILE_VERSIONS", file_versions_retained=2))
+    assert got[names[0]] == (False, f"savepoint {T[4]}")
+    assert got[names[1]] == (True, "older than the 2 newest versions retained")
+
+
+def replaced_history(lake: Lake) -> tuple[str, str]:
+    """In P, group "old" (T0) replaced by an insert overwrite at T1 writing "new"; later commits
+    T2-T5 write nothing. The old group's and the new group's base files."""
+    old = lake.base_file(P, "old", T[0])
+    lake.commit(T[0], {P: [old]})
+    new = lake.base_file(P, "new", T[1])
+    lake.commit(T[1], {P: [new]}, replaced={P: ["old"]}, operation="INSERT_OVERWRITE")
+    for t in T[2:6]:
+        lake.commit(t, {})
+    return old, new
+
+
+def test_planner_replaced_group_held_by_a_savepoint_stays(version: int) -> None:
+    lake = Lake(MemoryStorage(), "/t", version=version)
+    old, _ = replaced_history(lake)
+    lake.savepoint(T[0], {P: [old]})
+    result = plan(lake, commits_retained=2)
+    assert decisions(result)[old] == (False, f"savepoint {T[0]}") and not result.files_to_delete
+
+
+def test_planner_replaced_group_a_pending_compaction_reads_stays() -> None:
+    lake = Lake(MemoryStorage(), "/t", version=8, table_type="MERGE_ON_READ")
+    old, _ = replaced_history(lake)
+    lake.schedule_compaction(T[6], [(P, "old", T[0])])
+    result = plan(lake, policy="KEEP_LATEST_FILE_VERSIONS", file_versions_retained=1)
+    assert decisions(result)[old] == (False, f"pending compaction {T[6]} reads this slice")
+    assert not result.files_to_delete
+
+
+def test_planner_replaced_group_under_keep_latest_file_versions_goes_with_its_partition(version: int) -> None:
+    """With no retained window every replaced group goes (getReplacedFilesEligibleToClean with no
+    earliest commit to retain), and a partition left with only replaced groups goes too."""
+    lake = Lake(MemoryStorage(), "/t", version=version)
+    old, new = replaced_history(lake)
+    gone = lake.base_file(Q, "q1", T[6])
+    lake.commit(T[6], {Q: [gone]})
+    lake.commit(T[7], {}, replaced={Q: ["q1"]}, operation="DELETE_PARTITION")
+    result = plan(lake, policy="KEEP_LATEST_FILE_VERSIONS", file_versions_retained=1)
+    got = decisions(result)
+    assert got[old] == (True, f"file group replaced by replacecommit {T[1]}")
+    assert got[gone] == (True, f"file group replaced by replacecommit {T[7]}")
+    assert got[new] == (False, "latest version")
+    assert result.partitions_to_delete == (Q,)
+
+
+def test_planner_replaced_group_inside_the_window_says_which_commit_replaced_it(version: int) -> None:
+    lake = Lake(MemoryStorage(), "/t", version=version)
+    old, _ = replaced_history(lake)
+    result = plan(lake, commits_retained=5)  # completed T0-T5: ECTR T1, the replacecommit itself
+    assert decisions(result)[old] == (False, f"replaced by replacecommit {T[1]}, which is inside the retained "
+                                             f"window (earliest retained commit {T[1]})")
+
+
+def test_planner_partition_replaced_at_the_earliest_retained_commit_is_kept(version: int) -> None:
+    """noSubsequentReplaceCommit: a replace at the earliest commit to retain (not only after it)
+    keeps the partition and its files."""
+    lake = Lake(MemoryStorage(), "/t", version=version)
+    gone = lake.base_file(Q, "q1", T[0])
+    lake.commit(T[0], {Q: [gone]})
+    lake.commit(T[1], {P: [lake.base_file(P, "p1", T[1])]})
+    lake.commit(T[2], {}, replaced={Q: ["q1"]}, operation="DELETE_PARTITION")
+    for t in T[3:6]:
+        lake.commit(t, {})
+    result = plan(lake, commits_retained=4)  # completed T0-T5: ECTR T2
+    assert result.earliest_instant_to_retain is not None and result.earliest_instant_to_retain.requested_time == T[2]
+    assert decisions(result)[gone][0] is False and result.partitions_to_delete == ()
+    later = plan(lake, commits_retained=3)  # ECTR T3: the replace is before the window
+    assert decisions(later)[gone][0] is True and later.partitions_to_delete == (Q,)
+
+
+def test_planner_plan_record_marks_no_file_as_a_bootstrap_base_file() -> None:
+    lake = Lake(MemoryStorage(), "/t", version=6, table_type="MERGE_ON_READ")
+    b0 = lake.base_file(P, "fg1", T[0])
+    lake.commit(T[0], {P: [b0]})
+    log0 = lake.log_file(P, "fg1", T[0])
+    lake.commit(T[1], {P: [log0]})
+    for t in T[2:4]:
+        lake.complete_compaction(t, {P: [lake.base_file(P, "fg1", t)]})
+    lake.commit(T[4], {})
+    record = plan(lake, commits_retained=1).to_record().to_raw()
+    infos = record["filePathsToBeDeletedPerPartition"][P]
+    assert {b0, log0} < {i["filePath"].rsplit("/", 1)[-1] for i in infos}
+    assert [i["isBootstrapBaseFile"] for i in infos] == [False] * len(infos)
+
+
+@pytest.mark.parametrize("partition", ["", "code=AX"])
+def test_planner_paths_of_a_non_partitioned_table_and_of_an_odd_partition_name(partition: str) -> None:
+    lake = Lake(MemoryStorage(), "/t", version=8, partitioned=bool(partition))
+    names = rewrite_history(lake, T[:4], partition=partition)
+    result = plan(lake, commits_retained=1)
+    folder = f"memory://t/{partition}/" if partition else "memory://t/"
+    assert sorted(d.path for d in result.files_to_delete) == [folder + n for n in names[:2]]
+    assert {d.partition for d in result.decisions} == {partition}
+
+
+def test_planner_orders_partitions_by_name_whatever_their_files() -> None:
+    lake = Lake(MemoryStorage(), "/t", version=8)
+    rewrite_history(lake, T[:4], partition=Q)
+    lake.storage.write(f"/t/{P}/.hoodie_partition_metadata", b"commitTime=0\n")  # a partition with no data file
+    result = plan(lake, commits_retained=1)
+    assert result.partitions_considered == (Q, P) and result.partitions_to_delete == (P,)
+
+
+def test_planner_incremental_includes_a_commit_at_the_previous_window_start_and_not_one_at_the_new(
+        version: int) -> None:
+    """getPartitionPathsForIncrementalCleaning: commits from the previous earliest commit to
+    retain (included) to the new one (excluded)."""
+    lake = Lake(MemoryStorage(), "/t", version=version)
+    rewrite_history(lake, T[:2], partition=Q, file_id="q1")   # Q updated at T1, the previous ECTR
+    rewrite_history(lake, T[2:3], partition="city=la", file_id="la")
+    lake.clean(T[3], earliest_retained=T[1])
+    rewrite_history(lake, T[4:7], partition=P, file_id="p")
+    rewrite_history(lake, T[7:8], partition="city=la", file_id="la")  # la updated at T7, the new ECTR
+    lake.commit(T[8], {})
+    result = plan(lake, commits_retained=2)  # completed T0-T2, T4-T8: ECTR T7
+    assert result.earliest_instant_to_retain is not None and result.earliest_instant_to_retain.requested_time == T[7]
+    assert result.incremental and result.partitions_considered == (Q, P)
+
+
+def test_planner_incremental_streamed_commits_still_read_a_replacecommit_whole(
+        version: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A replacecommit's replaced file groups are not in its write stats: it is decoded whole
+    even when every commit counts as huge, and the partition it emptied is cleaned."""
+    from timeline.clean import planner
+
+    lake = Lake(MemoryStorage(), "/t", version=version)
+    history_with_clean(lake, lambda lake: lake.clean(T[3], earliest_retained=T[2]))
+    lake.commit(T[8], {}, replaced={Q: ["q1", "q2"]}, operation="DELETE_PARTITION")
+    for t in T[9:12]:
+        lake.commit(t, {})
+    monkeypatch.setattr(planner, "STREAM_CHECK_BYTES", 0)
+    result = plan(lake, commits_retained=2)
+    assert result.incremental and result.partitions_considered == (Q, P) and result.partitions_to_delete == (Q,)
+
+
+def test_planner_incremental_with_every_listed_savepoint_still_there(version: int) -> None:
+    lake = Lake(MemoryStorage(), "/t", version=version)
+    lake.savepoint(T[0][:-3] + "100", {})
+    lake.savepoint(T[0][:-3] + "200", {})
+    history_with_clean(lake, lambda lake: lake.clean(T[3], earliest_retained=T[2],
+                                                     savepointed=[T[0][:-3] + "100", T[0][:-3] + "200"]))
+    result = plan(lake, commits_retained=2)
+    assert result.incremental and result.notes == (f"incremental: partitions written since {T[2]}",)
+    assert result.savepointed_timestamps == (T[0][:-3] + "100", T[0][:-3] + "200")
+    assert result.to_record().to_raw()["extraMetadata"] == {
+        "savepointed_timestamps": f"{T[0][:-3]}100,{T[0][:-3]}200"}
+
+
+@pytest.mark.parametrize(("incremental", "clean", "note"), [
+    (False, True, "incremental planning is off: every partition is listed"),
+    (True, False, "no earlier clean: every partition is listed"),
+])
+def test_planner_says_why_it_lists_every_partition(incremental: bool, clean: bool, note: str) -> None:
+    lake = Lake(MemoryStorage(), "/t", version=8)
+    history_with_clean(lake, lambda lake: lake.clean(T[3], earliest_retained=T[2]) if clean else None)
+    result = plan(lake, commits_retained=2, incremental=incremental)
+    assert result.notes == (note,) and result.incremental is False
+
+
+def test_planner_keep_latest_file_versions_has_no_window_and_no_incremental_note(version: int) -> None:
+    lake = Lake(MemoryStorage(), "/t", version=version)
+    history_with_clean(lake, lambda lake: lake.clean(T[3], earliest_retained=T[2]))
+    result = plan(lake, policy="KEEP_LATEST_FILE_VERSIONS", file_versions_retained=1)
+    assert result.notes == () and result.incremental is False and result.partitions_considered == (Q, P)
+    assert result.earliest_instant_to_retain is None and result.files_to_delete
+    raw = result.to_record().to_raw()
+    assert raw["earliestInstantToRetain"] is None and raw["extraMetadata"] == {}
+
+
+def test_planner_header_names_the_table_its_last_commit_and_the_timeline_end() -> None:
+    lake = Lake(MemoryStorage(), "/t", version=8)
+    rewrite_history(lake, T[:4])
+    lake.commit(T[5], {}, state=State.INFLIGHT)
+    result = plan(lake, commits_retained=1)
+    assert result.table == HudiTable.load(lake.storage, lake.base).uri
+    assert result.last_completed_commit == T[3]
+    assert result.timeline_end == T[5]  # after T3's completion, T3[:-3] + "999"
+
+
+def test_planner_empty_table_has_no_last_commit_and_no_timeline_end() -> None:
+    lake = Lake(MemoryStorage(), "/t", version=8)
+    result = plan(lake, commits_retained=1)
+    assert result.last_completed_commit == "" and result.timeline_end == "" and result.is_empty
+    assert result.incremental is False and result.partitions_considered == ()
+
+
+def test_planner_non_partitioned_table_records_no_savepoint_timestamps() -> None:
+    lake = Lake(MemoryStorage(), "/t", version=8, partitioned=False)
+    names = rewrite_history(lake, T[:4], partition="")
+    lake.savepoint(T[0], {"": [names[0]]})
+    result = plan(lake, commits_retained=1)
+    assert result.savepointed_timestamps == () and result.to_record().to_raw()["extraMetadata"] == {}
+
+
+def test_planner_notes_a_pending_clean() -> None:
+    lake = Lake(MemoryStorage(), "/t", version=8)
+    rewrite_history(lake, T[:4])
+    lake.instant_file(Instant(T[4], "clean", State.REQUESTED), {
+        "earliestInstantToRetain": None, "lastCompletedCommitTimestamp": "", "policy": "KEEP_LATEST_COMMITS",
+        "filesToBeDeletedPerPartition": {}, "version": 2, "filePathsToBeDeletedPerPartition": {},
+        "partitionsToBeDeleted": [], "extraMetadata": None})
+    result = plan(lake, commits_retained=1)
+    assert f"clean {T[4]} is still pending (requested): run it first" in result.notes
+
+
+def test_planner_says_a_pending_write_holds_the_window() -> None:
+    lake = Lake(MemoryStorage(), "/t", version=8)
+    lake.commit(T[0], {P: [lake.base_file(P, "fg0", T[0])]}, state=State.INFLIGHT)
+    rewrite_history(lake, T[1:6])
+    result = plan(lake, commits_retained=2)
+    assert result.earliest_instant_to_retain is None and result.is_empty
+    assert result.notes[0] == "a pending write holds the retained window at the start of the timeline"
+
+
+def test_planner_copy_on_write_table_with_cdc_deletes_log_files_with_their_slice() -> None:
+    lake = Lake(MemoryStorage(), "/t", version=6, extra_props={"hoodie.table.cdc.enabled": "true"})
+    b0 = lake.base_file(P, "fg1", T[0])
+    cdc = lake.log_file(P, "fg1", T[0])
+    lake.commit(T[0], {P: [b0, cdc]})
+    for t in T[1:4]:
+        lake.commit(t, {P: [lake.base_file(P, "fg1", t)]})
+    got = decisions(plan(lake, commits_retained=1))
+    assert got[cdc] == got[b0] and got[b0][0] is True
+
+
+@pytest.fixture
+def process_zone() -> object:
+    """This process's local zone set to India's (UTC+05:30), put back afterwards."""
+    import os
+    import time
+
+    before = os.environ.get("TZ")
+    os.environ["TZ"] = "Asia/Kolkata"
+    time.tzset()
+    yield
+    if before is None:
+        del os.environ["TZ"]
+    else:
+        os.environ["TZ"] = before
+    time.tzset()
+
+
+def test_planner_by_hours_notes_the_two_zones_cutoffs_and_uses_the_earlier(process_zone: object) -> None:
+    lake = Lake(MemoryStorage(), "/t", version=8, extra_props={"hoodie.table.timeline.timezone": "UTC"})
+    rewrite_history(lake, [f"20261101{h:02d}0000000" for h in range(6)])
+    now = datetime(2026, 11, 1, 4, 0, tzinfo=UTC)
+    table = HudiTable.load(lake.storage, "/t")
+    result = plan_clean(table, CleanConfig(policy=CleanPolicy.KEEP_LATEST_BY_HOURS, hours_retained=1), now=now)
+    assert result.notes == (
+        "no earlier clean: every partition is listed",
+        "the 1-hour cutoff is 20261101030000000 in the table's timeline zone (UTC) and 20261101083000000 in this "
+        "process's zone, which stands in for the zone of Hudi's JVM (HoodieInstantTimeGenerator); the earlier, "
+        "20261101030000000, is used",)
+    other = plan_clean(table, CleanConfig(policy=CleanPolicy.KEEP_LATEST_COMMITS, commits_retained=1), now=now)
+    assert other.notes == ("no earlier clean: every partition is listed",)
+
+
+def test_planner_by_hours_in_one_zone_has_no_zone_note() -> None:
+    lake = Lake(MemoryStorage(), "/t", version=8, extra_props={"hoodie.table.timeline.timezone": "LOCAL"})
+    rewrite_history(lake, [f"20261101{h:02d}0000000" for h in range(6)])
+    config = CleanConfig(policy=CleanPolicy.KEEP_LATEST_BY_HOURS, hours_retained=1)
+    result = plan_clean(HudiTable.load(lake.storage, "/t"), config, now=datetime.now(UTC))
+    assert not any("cutoff" in n for n in result.notes), result.notes
+
+
+
+def test_planner_by_hours_without_a_given_moment_reads_the_clock() -> None:
+    lake = Lake(MemoryStorage(), "/t", version=8, extra_props={"hoodie.table.timeline.timezone": "UTC"})
+    rewrite_history(lake, [f"20261101{h:02d}0000000" for h in range(4)])
+    result = plan(lake, policy="KEEP_LATEST_BY_HOURS", hours_retained=1)  # every commit is days old by now
+    assert result.earliest_instant_to_retain is None and result.decisions == ()
+
+
+def test_planner_plan_is_invalidated_by_a_savepoint_or_a_rollback_made_after_it() -> None:
+    """plan_invalidations, re-read under the table lock: a savepoint now holding a file the plan
+    deletes, or a rollback requested after the plan was made, invalidates it."""
+    from timeline.clean.planner import plan_invalidations
+
+    lake = Lake(MemoryStorage(), "/t", version=8)
+    names = rewrite_history(lake, T[:5])
+    lake.instant_file(Instant(T[5], "rollback", State.REQUESTED), None)  # the last instant the plan saw
+    made = plan(lake, commits_retained=2)
+    assert made.timeline_end == T[5] and names[0] in {d.file_name for d in made.files_to_delete}
+    assert plan_invalidations(HudiTable.load(lake.storage, lake.base), made) == []
+    lake.savepoint(T[6], {P: [names[0]]})
+    lake.instant_file(Instant(T[7], "rollback", State.REQUESTED), None)
+    assert plan_invalidations(HudiTable.load(lake.storage, lake.base), made) == [
+        f"{names[0]}: savepoint {T[6]}", f"rollback {T[7]} was requested after the plan was made"]
