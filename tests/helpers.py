@@ -779,7 +779,7 @@ class StandaloneCluster:
             try:
                 if self.state().get("aliveworkers") == self.workers:
                     return self
-            except OSError:
+            except (OSError, ValueError):  # not up yet, or another process's page on a port taken meanwhile
                 pass
             if time.monotonic() > deadline:
                 self.stop()
