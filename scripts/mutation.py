@@ -79,6 +79,9 @@ TARGETS = [
            ("xǁMetadataTableǁvalid_instants", "xǁMetadataTableǁ_valid_instants_v6", "xǁMetadataTableǁmerged_slices",
             "xǁMetadataTableǁrecords", "xǁMetadataTableǁ_slice_records", "xǁMetadataTableǁ_blocks")),
     Target("timeline/mdt/stream.py", ("tests/mdt/test_stream.py",)),
+    # the definition of a committed file (drift, orphans, mdt validate) and finishing pending rollbacks
+    Target("timeline/committed.py", ("tests/test_committed.py",)),
+    Target("timeline/pending_rollbacks.py", ("tests/test_pending_rollbacks.py", "tests/doctor/test_stale.py")),
 ]
 
 
