@@ -5,11 +5,14 @@ still running. Hand-made timelines (`Lake`)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from tests.helpers import Lake
-from timeline import HudiTable, transition
-from timeline.instant import COMPACTION, DELTA_COMMIT, LOG_COMPACTION, ROLLBACK, Instant, State
+from tests.helpers import FIXTURES, Lake, unzip_table
+from timeline import CleanlineError, HudiTable, transition
+from timeline.instant import COMPACTION, DELTA_COMMIT, LOG_COMPACTION, REPLACE_COMMIT, ROLLBACK, Instant, State
+from timeline.mdt.reader import MetadataTable
 from timeline.metadata.records import RollbackMetadata
 from timeline.pending_rollbacks import finish_rollback
 from timeline.rollback import RollbackRefused, plan_rollback
@@ -132,3 +135,74 @@ def test_pending_rollbacks_log_compaction_instant_files_go() -> None:
                             "RollbackRequests": [], "version": 1})
     finish_rollback(HudiTable.load(made.storage, "/t"), T[1])
     assert states_of(made, T[1]) == []
+
+
+def test_pending_rollbacks_write_follows_the_writers_failed_writes_policy() -> None:
+    """validateRollbackCommitSequence applies under EAGER only: the writers' options decide."""
+    made = lake()
+    written = made.base_file(P, "b", T[1])
+    made.commit(T[1], {P: [written]}, state=State.INFLIGHT)
+    made.commit(T[2], {P: [made.base_file(P, "c", T[2])]})
+    table = HudiTable.load(made.storage, "/t")
+    (failed,) = table.timeline.pending()
+    pending_rollback(made, plan_rollback(table, failed).plan.to_raw())
+    with pytest.raises(RollbackRefused, match=f"found commits after {T[1]}"):
+        finish_rollback(HudiTable.load(made.storage, "/t"), T[1])  # the table's policy: EAGER
+    finish_rollback(HudiTable.load(made.storage, "/t"), T[1], options={"hoodie.clean.failed.writes.policy": "LAZY"})
+    assert states_of(made, T[1]) == [] and not made.storage.exists(f"/t/{P}/{written}")
+
+
+def test_pending_rollbacks_v6_clustering_replacecommit_reverts_to_requested() -> None:
+    """A table-version-6 replacecommit whose plan is a clustering keeps its plan
+    (HoodieTable.rollbackInflightClustering), as a clustering does."""
+    made = Lake(MemoryStorage(), "/t", version=6)
+    made.commit(T[0], {P: [made.base_file(P, "a", T[0])]})
+    made.instant_file(Instant(T[1], REPLACE_COMMIT, State.REQUESTED), {"operationType": "cluster"})
+    made.instant_file(Instant(T[1], REPLACE_COMMIT, State.INFLIGHT))
+    pending_rollback(made, {"instantToRollback": {"commitTime": T[1], "action": REPLACE_COMMIT},
+                            "RollbackRequests": [], "version": 1})
+    finish_rollback(HudiTable.load(made.storage, "/t"), T[1])
+    assert states_of(made, T[1]) == [(REPLACE_COMMIT, State.REQUESTED)]
+
+
+def meta_table(tmp_path: Path) -> tuple[Path, HudiTable, Instant]:
+    """v9_txns_simple_meta whose latest write's instant files are gone while a pending rollback
+    of it waits (as BaseHoodieTableServiceClient.rollback finds a rollback that died midway)."""
+    path = unzip_table(FIXTURES / "sample_table" / "cow" / "v9_txns_simple_meta.zip", tmp_path)
+    table = HudiTable.open(str(path))
+    target = table.timeline.writes().completed().last()
+    assert target is not None
+    transition.request(table, ROLLBACK, plan_rollback(table, target).plan.to_raw())
+    for status in table.timeline.files_of(target).values():
+        table.storage.delete(status.path)
+    return path, table.reload(), target
+
+
+def test_pending_rollbacks_instant_gone_rolls_the_metadata_table_back(tmp_path: Path) -> None:
+    path, table, target = meta_table(tmp_path)
+    t = target.requested_time
+    assert t in {i.requested_time for i in MetadataTable(table).mdt.timeline}
+    done = finish_rollback(table, t)
+    mdt = MetadataTable(table.reload())
+    assert t not in {i.requested_time for i in mdt.mdt.timeline}
+    assert [i.requested_time for i in mdt.mdt.timeline.rollbacks().completed()] == [done.requested_time]
+    assert not [p for p in (path / ".hoodie" / "metadata").rglob(f"*{t}*")
+                if ".hoodie" not in p.relative_to(path / ".hoodie" / "metadata").parts]
+    assert table.inspect.validate_metadata_table().ok
+
+
+def test_pending_rollbacks_instant_gone_refused_once_the_metadata_table_compacted_it(tmp_path: Path) -> None:
+    """HoodieBackedTableMetadataWriter.validateRollback, before anything is deleted."""
+    path, table, target = meta_table(tmp_path)
+    mdt_folder = path / ".hoodie" / "metadata" / ".hoodie" / "timeline"
+    done = next(i for i in MetadataTable(table).mdt.timeline.completed() if i.requested_time == target.requested_time)
+    later = f"{int(done.completion_time) + 1000:017d}"  # type: ignore[arg-type]
+    (mdt_folder / f"{later}.compaction.requested").write_bytes(
+        (mdt_folder / "20260307162449278.compaction.requested").read_bytes())
+    (mdt_folder / f"{later}.compaction.inflight").write_bytes(b"")
+    (mdt_folder / f"{later}_{int(later) + 5:017d}.commit").write_bytes(
+        next(mdt_folder.glob("20260307162449278_*.commit")).read_bytes())
+    files = sorted(p for p in path.rglob("*") if p.is_file() and ".hoodie" not in p.parts)
+    with pytest.raises(CleanlineError, match=f"compacted {target.requested_time}"):
+        finish_rollback(table.reload(), target.requested_time)
+    assert sorted(p for p in path.rglob("*") if p.is_file() and ".hoodie" not in p.parts) == files
