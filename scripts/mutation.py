@@ -68,7 +68,9 @@ TARGETS = [
     Target("timeline/archive/retain.py", ("tests/archive/test_rules.py",
                                           "tests/archive/test_archival_of_metadata_table.py")),
     Target("timeline/archive/plan.py", ("tests/archive/test_plan.py",)),
-    Target("timeline/doctor/orphans.py", ("tests/doctor/test_orphans.py", "tests/doctor/test_orphan_properties.py")),
+    # the orphan rule: what is referenced, the horizon, which files are orphans (the rest is reporting)
+    Target("timeline/doctor/orphans.py", ("tests/doctor/test_orphans.py", "tests/doctor/test_orphan_properties.py"),
+           ("x_referenced", "x_horizon", "x_orphans")),
     Target("timeline/doctor/stale.py", ("tests/doctor/test_stale.py",)),
     Target("timeline/doctor/mdt_drift.py", ("tests/doctor/test_mdt_drift.py",)),
     Target("timeline/doctor/markers.py", ("tests/doctor/test_markers.py",)),

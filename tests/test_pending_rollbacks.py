@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import FIXTURES, Lake, unzip_table
+from tests.mdt.helpers import add_v6_metadata_table
 from timeline import CleanlineError, HudiTable, transition
 from timeline.instant import COMPACTION, DELTA_COMMIT, LOG_COMPACTION, REPLACE_COMMIT, ROLLBACK, Instant, State
 from timeline.mdt.reader import MetadataTable
@@ -206,3 +207,24 @@ def test_pending_rollbacks_instant_gone_refused_once_the_metadata_table_compacte
     with pytest.raises(CleanlineError, match=f"compacted {target.requested_time}"):
         finish_rollback(table.reload(), target.requested_time)
     assert sorted(p for p in path.rglob("*") if p.is_file() and ".hoodie" not in p.parts) == files
+
+
+def test_pending_rollbacks_instant_gone_v6_metadata_table_lists_the_log_files_left(tmp_path: Path) -> None:
+    """0.14/0.15: the metadata table's deltacommit at the rollback's time lists the log files the
+    rollback leaves (its rollback blocks), from the partitions' rollback metadata."""
+    path = unzip_table(FIXTURES / "quickstart_trips_table" / "mor" / "avro" / "v6_trips_8i1u.zip", tmp_path)
+    table = add_v6_metadata_table(path)
+    target = table.timeline.writes().completed().last()
+    assert target is not None
+    transition.request(table, ROLLBACK, plan_rollback(table, target).plan.to_raw())
+    for status in table.timeline.files_of(target).values():
+        table.storage.delete(status.path)
+    done = finish_rollback(table.reload(), target.requested_time)
+    table.reload()
+    rollback = table.read(done, RollbackMetadata)
+    left = {n.rpartition("/")[2] for m in rollback.partitions.values()
+            for n in [*m.rollback_log_files, *m.log_files_from_failed_commit]}
+    assert left  # merge-on-read: rollback blocks
+    listed = {n for files in MetadataTable(table).files().values() for n in files}
+    assert left <= listed
+    assert table.inspect.validate_metadata_table().ok
