@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 import pytest
 
 from tests.archive.helpers import ArchivalLake, t, times
+from timeline.archive.retain import KeepCounts
 from timeline.archive.rules import (
     ArchivalInputs,
     BlockerKind,
@@ -959,3 +960,90 @@ def test_rules_blockers_once_each_table_wide_first_then_by_instant() -> None:
                         CleanConfig(commits_retained=3))
     assert [(b.kind, b.instant and b.instant.requested_time) for b in table_wide.blockers] == [
         (BlockerKind.NOT_ENOUGH_COMMITS, None), (BlockerKind.CLEAN_RETENTION, t(2))]
+
+
+# retain.py's rules, one by one (timeline/archive/retain.py)
+
+def test_retain_modified_after_by_completion_is_strictly_after() -> None:
+    """HoodieDefaultTimeline.findInstantsModifiedAfterByCompletionTime: pending instants requested
+    after the time, instants completed after it (GREATER_THAN both), never the time itself."""
+    from timeline.archive.retain import modified_after_by_completion
+
+    timeline = Timeline.of([Instant(t(1), "deltacommit", State.INFLIGHT),
+                            Instant(t(2), "deltacommit", State.COMPLETED, t(5)),
+                            Instant(t(3), "deltacommit", State.INFLIGHT),
+                            Instant(t(4), "deltacommit", State.COMPLETED, t(6)),
+                            Instant(t(7), "deltacommit", State.INFLIGHT)])
+    assert [i.requested_time for i in modified_after_by_completion(timeline, t(3))] == times(2, 4, 7)
+    assert [i.requested_time for i in modified_after_by_completion(timeline, t(5))] == times(4, 7)
+
+
+def test_retain_replaced_savepoint_in_clean() -> None:
+    """ClusteringUtils.getEarliestReplacedSavepointInClean: the earliest savepoint the clean saw
+    (of several, in any order), when a completed replacecommit lies from it up to the clean's
+    earliest instant to retain (both ends included) and that instant is after the savepoint."""
+    from timeline.archive.retain import earliest_replaced_savepoint_in_clean
+
+    def plan(ectr: int | None, savepoints: str | None) -> CleanerPlan:
+        return CleanerPlan(earliest_instant_to_retain=None if ectr is None else InstantRef(t(ectr), "commit"),
+                           extra_metadata={} if savepoints is None else {"savepointed_timestamps": savepoints})
+
+    def timeline(*replaced: int) -> Timeline:
+        return Timeline.of([*(done(i) for i in range(1, 10)), *(done(i, "replacecommit") for i in replaced)])
+
+    commits = CleanPolicy.KEEP_LATEST_COMMITS
+    assert earliest_replaced_savepoint_in_clean(timeline(3), commits, plan(5, f"{t(4)},{t(2)}")) == t(2)
+    assert earliest_replaced_savepoint_in_clean(timeline(5), commits, plan(5, t(2))) == t(2)  # at the bound
+    assert earliest_replaced_savepoint_in_clean(timeline(6), commits, plan(5, t(2))) is None
+    assert earliest_replaced_savepoint_in_clean(timeline(3), commits, plan(3, t(3))) is None  # not after it
+    assert earliest_replaced_savepoint_in_clean(timeline(3), commits, plan(5, None)) is None  # no savepoint
+    assert earliest_replaced_savepoint_in_clean(timeline(3), commits, plan(None, t(2))) is None  # no bound
+    assert earliest_replaced_savepoint_in_clean(timeline(3), CleanPolicy.KEEP_LATEST_FILE_VERSIONS,
+                                                plan(5, t(2))) is None
+
+
+def test_retain_for_clustering_bound_of_a_clean_without_an_earliest_instant() -> None:
+    """A clean whose plan names no earliest instant to retain (KEEP_LATEST_FILE_VERSIONS) bounds
+    the replace instants by its own time."""
+    from timeline.archive.retain import earliest_instant_to_retain_for_clustering
+
+    timeline = Timeline.of([done(1), done(2, "replacecommit"), done(3, "clean"), done(4),
+                            done(5, "replacecommit"), done(6)])
+    for version in (6, 8):
+        for plan in (None, CleanerPlan()):
+            assert earliest_instant_to_retain_for_clustering(timeline, plan, table_version=version) == done(
+                5, "replacecommit")
+
+
+def test_retain_for_clustering_v1_keeps_the_commit_before_the_first_inflight_replacecommit() -> None:
+    """0.15 getOldestInstantToRetainForClustering, kept by TimelineArchiverV1 beside 1.x's rule: the
+    earlier of the two; the commit before the inflight one when the cleaner's bound passed every
+    replace instant."""
+    from timeline.archive.retain import earliest_instant_to_retain_for_clustering
+
+    inflight = Instant(t(4), "replacecommit", State.INFLIGHT)
+    earlier = Timeline.of([done(1), done(2, "replacecommit"), done(3), inflight, done(5)])
+    assert earliest_instant_to_retain_for_clustering(earlier, None, table_version=6) == done(2, "replacecommit")
+    passed = Timeline.of([done(1), done(3), inflight, done(5), done(6), done(7, "clean")])
+    plan = CleanerPlan(earliest_instant_to_retain=InstantRef(t(6), "commit"))
+    assert earliest_instant_to_retain_for_clustering(passed, plan, table_version=6) == done(3)
+    assert earliest_instant_to_retain_for_clustering(passed, plan, table_version=8) is None
+
+
+def test_retain_cleaner_by_hours_keeps_the_commit_at_the_cutoff() -> None:
+    """CleanerUtils.getEarliestCommitToRetain, KEEP_LATEST_BY_HOURS: the first completed commit at
+    or after (GREATER_THAN_OR_EQUALS) the latest commit's time less the hours."""
+    timeline = Timeline.of([done(0), done(1), done(2), done(61)])
+    clean = CleanConfig(policy=CleanPolicy.KEEP_LATEST_BY_HOURS, hours_retained=1)
+    assert cleaner_earliest_commit_to_retain(timeline, clean, done(61)) == done(1)
+
+
+def test_retain_keep_counts_name_the_cleaners_commit_only_when_it_raised_them() -> None:
+    """ArchivalUtils.getMinAndMaxInstantsToKeep: the configured counts stand when the commits the
+    cleaner retains, plus two, are not more than keep.min."""
+    timeline = Timeline.of(done(i) for i in range(1, 6))
+    settings = ArchivalSettings(4, 6)
+    assert min_and_max_instants_to_keep(timeline, settings, CleanConfig(commits_retained=3),
+                                        is_mor=False) == KeepCounts(4, 6, 4, 6)  # 2 after t(3), + 2 = keep.min
+    raised = min_and_max_instants_to_keep(timeline, settings, CleanConfig(commits_retained=4), is_mor=False)
+    assert raised == KeepCounts(5, 7, 4, 6, done(2))
