@@ -198,3 +198,36 @@ def test_orphans_an_unnamed_log_version_of_a_known_file_group_is_kept(table_copy
     assert instant in survey.known_instants and instant >= min(survey.known_instants)
     assert version.name not in referenced(survey).names
     assert orphans(survey)[0] == [] and diagnose(HudiTable.open(str(path)), kinds=[KIND]) == []
+
+
+def test_orphans_none_while_a_state_file_cannot_be_read(table_copy) -> None:
+    """Nothing is proved while a completed instant's file does not decode: it may name any file."""
+    path = table_copy(V9_COW)
+    table = HudiTable.open(str(path))
+    last = table.timeline.commits().completed().last()
+    assert last is not None
+    state_file = Path(table.timeline.path_of(last).removeprefix("file:"))
+    state_file.write_bytes(b"not an instant")
+    copy_base_file(path, "20261102000000000")  # on no timeline: an orphan, were everything readable
+    age_tree(path)
+    survey = Survey(HudiTable.open(str(path)))
+    refs = referenced(survey)
+    assert refs.doubt is not None and refs.doubt.startswith(f"cannot read {survey.storage.path_of(str(state_file))}")
+    assert orphans(survey)[0] == []
+
+
+def test_orphans_a_completed_write_without_write_stats_keeps_its_files(table_copy) -> None:
+    """A completed write whose file holds no details (empty: Hudi's "no instant details") names
+    nothing, so nothing of its instant is an orphan."""
+    path = table_copy(V9_COW)
+    table = HudiTable.open(str(path))
+    last = table.timeline.commits().completed().last()
+    assert last is not None
+    Path(table.timeline.path_of(last).removeprefix("file:")).write_bytes(b"")
+    duplicate = copy_base_file(path, last.requested_time)
+    gone = copy_base_file(path, "20261102000000000")
+    age_tree(path)
+    survey = Survey(HudiTable.open(str(path)))
+    assert last.requested_time in referenced(survey).without_details
+    assert [d.status.name for d, _ in orphans(survey)[0]] == [gone.name]
+    assert duplicate.exists()
