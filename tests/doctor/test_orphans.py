@@ -231,3 +231,21 @@ def test_orphans_a_completed_write_without_write_stats_keeps_its_files(table_cop
     assert last.requested_time in referenced(survey).without_details
     assert [d.status.name for d, _ in orphans(survey)[0]] == [gone.name]
     assert duplicate.exists()
+
+
+def test_orphans_none_while_the_archived_timeline_cannot_be_read(table_copy) -> None:
+    """Nothing is proved while the archived timeline does not read: its instants may name any file."""
+    path = table_copy(V9_COW)
+    table = HudiTable.open(str(path))
+    first = table.timeline.commits().completed().first()
+    assert first is not None
+    archive_commit(path, first.requested_time)
+    for archived in (path / ".hoodie" / "timeline" / "history").glob("*.parquet"):
+        archived.write_bytes(b"not parquet")
+    copy_base_file(path, "20261102000000000")  # on no timeline: an orphan, were everything readable
+    age_tree(path)
+    survey = Survey(HudiTable.open(str(path)))
+    refs = referenced(survey)
+    assert survey.archive.error is not None
+    assert refs.doubt == f"cannot read the archived timeline: {survey.archive.error}"
+    assert orphans(survey)[0] == []
