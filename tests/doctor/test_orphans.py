@@ -249,3 +249,22 @@ def test_orphans_none_while_the_archived_timeline_cannot_be_read(table_copy) -> 
     assert survey.archive.error is not None
     assert refs.doubt == f"cannot read the archived timeline: {survey.archive.error}"
     assert orphans(survey)[0] == []
+
+
+def test_orphans_a_completed_write_with_a_live_heartbeat_keeps_its_unnamed_files(table_copy) -> None:
+    """A write whose heartbeat is alive (HoodieHeartbeatClient.isHeartbeatExpired, negated) may
+    still be finishing though its instant completed: a file of its instant no write stat names
+    waits until the heartbeat expires."""
+    path = table_copy(V9_COW)
+    last = HudiTable.open(str(path)).timeline.commits().completed().last()
+    assert last is not None
+    duplicate = copy_base_file(path, last.requested_time)
+    heartbeat = path / ".hoodie" / ".heartbeat" / last.requested_time
+    heartbeat.parent.mkdir(parents=True, exist_ok=True)
+    age_tree(path)
+    heartbeat.write_bytes(b"")  # touched now
+    survey = Survey(HudiTable.open(str(path)))
+    assert last.requested_time in referenced(survey).pending and orphans(survey)[0] == []
+    age_tree(path)  # the heartbeat expired
+    found = orphans(Survey(HudiTable.open(str(path))))[0]
+    assert [d.status.name for d, _ in found] == [duplicate.name]
