@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -17,8 +18,8 @@ from tests.doctor.helpers import OLD, age_tree, archive_commit, archive_commit_v
 from tests.helpers import FIXTURE_IDS, fake_failed_write, rows
 from timeline import HudiTable
 from timeline.config import update_config
-from timeline.doctor import RepairUnavailable, diagnose, plan_repair, run_repair
-from timeline.doctor.orphans import OrphanEvidence, orphans, referenced
+from timeline.doctor import DoctorSettings, RepairUnavailable, diagnose, plan_repair, run_repair
+from timeline.doctor.orphans import OrphanEvidence, horizon, orphans, referenced
 from timeline.doctor.survey import Survey
 from timeline.mdt.reader import metadata_table
 from timeline.mdt.writer import sync_updates, write_update
@@ -268,3 +269,28 @@ def test_orphans_a_completed_write_with_a_live_heartbeat_keeps_its_unnamed_files
     age_tree(path)  # the heartbeat expired
     found = orphans(Survey(HudiTable.open(str(path))))[0]
     assert [d.status.name for d, _ in found] == [duplicate.name]
+
+
+def test_orphans_horizon_is_the_minimum_age_or_the_heartbeat_window(table_copy) -> None:
+    """The older of the two moments: now less the minimum age (three days by default), or now less
+    the writers' heartbeat window (interval x tolerable misses) when the minimum age is shorter."""
+    path = table_copy(V9_COW)
+    survey = Survey(HudiTable.open(str(path)))
+    assert horizon(survey) == (survey.now_ms - 3 * 86_400_000, "the minimum age (3 days)")
+    short = Survey(HudiTable.open(str(path)), settings=DoctorSettings(orphan_min_age=timedelta(0)))
+    assert short.heartbeat_window_ms > 0
+    assert horizon(short) == (short.now_ms - short.heartbeat_window_ms, "the writers' heartbeat window")
+
+
+def test_orphans_none_while_the_metadata_tables_listing_cannot_be_read(table_copy) -> None:
+    """The metadata table may list any file: while its listing does not read, nothing is proved."""
+    path = table_copy("sample_table/cow/v9_txns_simple_meta")
+    for stored in (path / ".hoodie" / "metadata" / "files").iterdir():
+        if stored.is_file() and not stored.name.startswith(".hoodie_partition_metadata"):
+            stored.write_bytes(b"not a metadata table file")
+    copy_base_file(path, "20261102000000000")  # on no timeline: an orphan, were everything readable
+    age_tree(path)
+    survey = Survey(HudiTable.open(str(path)))
+    refs = referenced(survey)
+    assert refs.doubt is not None and refs.doubt.startswith("cannot read the metadata table's file listing: ")
+    assert orphans(survey)[0] == []
