@@ -294,3 +294,26 @@ def test_orphans_none_while_the_metadata_tables_listing_cannot_be_read(table_cop
     refs = referenced(survey)
     assert refs.doubt is not None and refs.doubt.startswith("cannot read the metadata table's file listing: ")
     assert orphans(survey)[0] == []
+
+
+def test_orphans_horizon_stops_at_the_oldest_pending_instant_and_unfinished_marker_folder(table_copy) -> None:
+    """Nothing younger than the oldest pending instant, nor than the oldest marker folder of an
+    unfinished instant (its folder's own time when that is older), is an orphan."""
+    path = table_copy(V9_COW)
+    later = "20261105000000000"
+    fake_failed_write(path, later, markers=False)
+    fake_failed_write(path, OLD, markers=False)
+    survey = Survey(HudiTable.open(str(path)))
+    moment = survey.moment_ms(OLD)
+    assert moment is not None
+    assert horizon(survey) == (moment, f"the oldest pending instant, commit {OLD}")
+    marked = "20261031000000000"
+    folder = path / ".hoodie" / ".temp" / marked
+    folder.mkdir(parents=True)
+    surveyed = Survey(HudiTable.open(str(path)))
+    marked_moment = surveyed.moment_ms(marked)
+    assert marked_moment is not None
+    assert horizon(surveyed) == (marked_moment, f"the marker folder of unfinished instant {marked}")
+    older = marked_moment / 1000 - 86_400
+    os.utime(folder, (older, older))
+    assert horizon(Survey(HudiTable.open(str(path))))[0] == int(older * 1000)
