@@ -317,3 +317,7 @@ def test_orphans_horizon_stops_at_the_oldest_pending_instant_and_unfinished_mark
     older = marked_moment / 1000 - 86_400
     os.utime(folder, (older, older))
     assert horizon(Survey(HudiTable.open(str(path))))[0] == int(older * 1000)
+    os.utime(folder, (0, 0))  # a store that gives the folder no time (0): the instant's own moment
+    assert horizon(Survey(HudiTable.open(str(path))))[0] == marked_moment
+    os.utime(folder, ns=(1_000_000, 1_000_000))  # any time after the epoch is the folder's
+    assert horizon(Survey(HudiTable.open(str(path))))[0] == 1
