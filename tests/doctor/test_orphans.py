@@ -321,3 +321,15 @@ def test_orphans_horizon_stops_at_the_oldest_pending_instant_and_unfinished_mark
     assert horizon(Survey(HudiTable.open(str(path))))[0] == marked_moment
     os.utime(folder, ns=(1_000_000, 1_000_000))  # any time after the epoch is the folder's
     assert horizon(Survey(HudiTable.open(str(path))))[0] == 1
+
+
+def test_orphans_found_beside_a_file_older_than_every_instant_with_its_partition(table_copy) -> None:
+    """A kept file older than the timelines and an orphan in the same partition: the orphan is
+    found, with its partition."""
+    path = table_copy(V9_COW)
+    ancient = copy_base_file(path, "20000101000000000")
+    gone = copy_base_file(path, "20261102000000000")
+    age_tree(path)
+    found = orphans(Survey(HudiTable.open(str(path))))[0]
+    assert [(d.partition, d.status.name) for d, _ in found] == [(str(gone.parent.relative_to(path)), gone.name)]
+    assert ancient.exists()
