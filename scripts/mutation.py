@@ -69,13 +69,16 @@ TARGETS = [
     Target("timeline/archive/rules.py", ("tests/archive/test_rules.py",
                                          "tests/archive/test_archival_of_metadata_table.py",
                                          "tests/archive/test_archival_properties.py")),
-    Target("timeline/archive/retain.py", ("tests/archive/test_archival_of_metadata_table.py",)),
+    Target("timeline/archive/retain.py", ("tests/archive/test_rules.py",
+                                          "tests/archive/test_archival_of_metadata_table.py")),
     # the plan reads the inputs of the rules (the last clean's plan, pending clusterings): the
     # rules' tests go through it
     Target("timeline/archive/plan.py", ("tests/archive/test_plan.py", "tests/archive/test_rules.py",
                                         "tests/archive/test_archival_of_metadata_table.py",
                                         "tests/archive/test_archival_properties.py")),
-    Target("timeline/doctor/orphans.py", ("tests/doctor/test_orphans.py", "tests/doctor/test_orphan_properties.py")),
+    # the orphan rule: what is referenced, the horizon, which files are orphans (the rest is reporting)
+    Target("timeline/doctor/orphans.py", ("tests/doctor/test_orphans.py", "tests/doctor/test_orphan_properties.py"),
+           ("x_referenced", "x_horizon", "x_orphans")),
     Target("timeline/doctor/stale.py", ("tests/doctor/test_stale.py",)),
     Target("timeline/doctor/mdt_drift.py", ("tests/doctor/test_mdt_drift.py",)),
     Target("timeline/doctor/markers.py", ("tests/doctor/test_markers.py",)),
@@ -89,6 +92,9 @@ TARGETS = [
            ("xǁMetadataTableǁvalid_instants", "xǁMetadataTableǁ_valid_instants_v6", "xǁMetadataTableǁmerged_slices",
             "xǁMetadataTableǁrecords", "xǁMetadataTableǁ_slice_records", "xǁMetadataTableǁ_blocks")),
     Target("timeline/mdt/stream.py", ("tests/mdt/test_stream.py",)),
+    # the definition of a committed file (drift, orphans, mdt validate) and finishing pending rollbacks
+    Target("timeline/committed.py", ("tests/test_committed.py",)),
+    Target("timeline/pending_rollbacks.py", ("tests/test_pending_rollbacks.py", "tests/doctor/test_stale.py")),
 ]
 
 

@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 import pytest
 
 from tests.archive.helpers import ArchivalLake, t, times
+from timeline.archive.retain import KeepCounts
 from timeline.archive.rules import (
     ArchivalInputs,
     BlockerKind,
@@ -22,6 +23,7 @@ from timeline.archive.rules import (
 from timeline.archive.settings import ArchivalConfigError, ArchivalSettings, CompactionTrigger, check_settings
 from timeline.clean.config import CleanConfig, CleanPolicy
 from timeline.instant import Instant, State, format_instant_time
+from timeline.metadata.records import CleanerPlan, InstantRef
 from timeline.timeline import Timeline
 
 VERSIONS = pytest.mark.parametrize("version", [6, 8, 9])
@@ -700,3 +702,348 @@ def test_rules_inputs_are_pure() -> None:
     first = select(inputs, ArchivalSettings(2, 3), CleanConfig(commits_retained=1))
     assert first == select(inputs, ArchivalSettings(2, 3), CleanConfig(commits_retained=1))
     assert [i.requested_time for i in first.instants] == times(1, 2, 3, 4, 5)
+
+
+# What each blocker says: the instant, since when, and why (the doctor and `cleanline archive
+# plan` show them as they are)
+
+def done(n: int, action: str = "commit") -> Instant:
+    """A completed instant whose completion time differs from its requested time."""
+    return Instant(t(n), action, State.COMPLETED, t(n)[:-3] + "500")
+
+
+def said(selection: object) -> list[tuple[BlockerKind, str, tuple[str, str, State] | None, str | None]]:
+    return [(b.kind, b.why, None if b.instant is None else (b.instant.requested_time, b.instant.action,
+                                                            b.instant.state), b.since)
+            for b in selection.blockers]  # type: ignore[attr-defined]
+
+
+FILE_VERSIONS = CleanConfig(policy=CleanPolicy.KEEP_LATEST_FILE_VERSIONS)  # no cleaner bound on the counts
+
+
+def test_rules_blocker_of_a_pending_write_says_what_it_keeps() -> None:
+    from timeline.archive.rules import select
+
+    first = Timeline.of([Instant(t(1), "commit", State.INFLIGHT), *(done(i) for i in range(2, 8))])
+    assert said(select(ArchivalInputs(first, 8, False), ArchivalSettings(2, 3), FILE_VERSIONS)) == [
+        (BlockerKind.PENDING_INSTANT, f"commit {t(1)} is inflight: archival keeps every commit after it, so that no "
+         "completed commit before a pending write leaves the active timeline", (t(1), "commit", State.INFLIGHT), t(1))]
+    compaction = Timeline.of([done(1, "deltacommit"), done(2, "deltacommit"),
+                              Instant(t(3), "compaction", State.REQUESTED),
+                              *(done(i, "deltacommit") for i in range(4, 9))])
+    settings = ArchivalSettings(2, 3, compaction_max_delta_commits=50)
+    assert said(select(ArchivalInputs(compaction, 8, True), settings, FILE_VERSIONS))[-1] == (
+        BlockerKind.PENDING_COMPACTION, f"compaction {t(3)} is requested: archival keeps commit {t(2)} (the last "
+        "completed before it) and every later one, so that no completed commit before a pending write leaves the "
+        "active timeline", (t(3), "compaction", State.REQUESTED), t(3))
+
+
+def test_rules_blocker_of_a_pending_clustering_after_a_pending_write() -> None:
+    """Two pending instants: the pending write's rule and the clustering rule each name theirs."""
+    from timeline.archive.rules import select
+
+    timeline = Timeline.of([done(1), done(2), Instant(t(3), "commit", State.INFLIGHT),
+                            Instant(t(4), "clustering", State.INFLIGHT), *(done(i) for i in range(5, 11))])
+    assert said(select(ArchivalInputs(timeline, 8, False), ArchivalSettings(2, 3), FILE_VERSIONS)) == [
+        (BlockerKind.PENDING_INSTANT, f"commit {t(3)} is inflight: archival keeps commit {t(2)} (the last completed "
+         "before it) and every later one, so that no completed commit before a pending write leaves the active "
+         "timeline", (t(3), "commit", State.INFLIGHT), t(3)),
+        (BlockerKind.PENDING_CLUSTERING, f"clustering {t(4)} is inflight: archival keeps it and every later commit, so "
+         "that no completed commit before a pending write leaves the active timeline",
+         (t(4), "clustering", State.INFLIGHT), t(4))]
+
+
+@pytest.mark.parametrize("clustering", [False, True])
+def test_rules_blocker_of_an_inflight_replacecommit_v1_keeps_the_commit_before_it(clustering: bool) -> None:
+    """0.15 getOldestInstantToRetainForClustering: the last completed commit before the first
+    inflight replacecommit stays; behind an earlier pending write, both are named."""
+    from timeline.archive.rules import select
+
+    timeline = Timeline.of([done(1), Instant(t(2), "commit", State.INFLIGHT), done(3),
+                            Instant(t(4), "replacecommit", State.INFLIGHT), *(done(i) for i in range(5, 10))])
+    inputs = ArchivalInputs(timeline, 6, False, clustering=frozenset({t(4)} if clustering else ()))
+    kind, what = ((BlockerKind.PENDING_CLUSTERING, "clustering") if clustering
+                  else (BlockerKind.PENDING_INSTANT, "replacecommit"))
+    assert said(select(inputs, ArchivalSettings(2, 3), FILE_VERSIONS))[-1] == (
+        kind, f"{what} {t(4)} is inflight: archival keeps commit {t(3)} (the last completed before it) and every "
+        "later one, so that no completed commit before a pending write leaves the active timeline",
+        (t(4), "replacecommit", State.INFLIGHT), t(4))
+
+
+def test_rules_blocker_of_a_replacecommit_not_cleaned_dates_from_its_completion() -> None:
+    from timeline.archive.rules import select
+
+    commits = [done(1), done(2), done(3, "replacecommit"), *(done(i) for i in range(4, 9))]
+    why = (f"replacecommit {t(3)} replaced file groups the cleaner has not removed yet ({{}}): archiving it would "
+           "show them again")
+    uncleaned = select(ArchivalInputs(Timeline.of(commits), 8, False), ArchivalSettings(2, 3), FILE_VERSIONS)
+    assert said(uncleaned) == [(BlockerKind.UNCLEANED_REPLACE, why.format("no clean has run yet"),
+                                (t(3), "replacecommit", State.COMPLETED), done(3).completion_time)]
+    cleaned = ArchivalInputs(Timeline.of([*commits, done(9, "clean")]), 8, False,
+                             last_clean_plan=CleanerPlan(earliest_instant_to_retain=InstantRef(t(2), "commit")))
+    assert said(select(cleaned, ArchivalSettings(2, 3), FILE_VERSIONS))[0][1] == why.format(
+        f"the last clean, {t(9)}, retains from there")
+
+
+def test_rules_savepoint_cleaned_around_moves_the_bound_back_only_under_commit_policies() -> None:
+    """ClusteringUtils.getEarliestReplacedSavepointInClean: never with KEEP_LATEST_FILE_VERSIONS,
+    where the clean's earliest instant to retain is the bound."""
+    from timeline.archive.rules import select
+
+    plan = CleanerPlan(earliest_instant_to_retain=InstantRef(t(6), "commit"),
+                       extra_metadata={"savepointed_timestamps": t(2)})
+    timeline = Timeline.of([done(1), done(2), done(3, "replacecommit"), *(done(i) for i in range(4, 10)),
+                            done(10, "clean")])
+    inputs = ArchivalInputs(timeline, 8, False, last_clean_plan=plan)
+    by_commits = select(inputs, ArchivalSettings(2, 3), CleanConfig(commits_retained=1))
+    assert [i.requested_time for i in by_commits.instants] == times(1, 2)
+    by_versions = select(inputs, ArchivalSettings(2, 3), FILE_VERSIONS)
+    assert [i.requested_time for i in by_versions.instants] == times(1, 2, 3, 4, 5, 6, 7)
+    assert by_versions.blockers == ()
+
+
+def test_rules_blocker_of_a_savepoint_dates_from_its_completion() -> None:
+    from timeline.archive.rules import select
+
+    timeline = Timeline.of([*(done(i) for i in range(1, 9)), done(3, "savepoint")])
+    inputs = ArchivalInputs(timeline, 8, False)
+    assert said(select(inputs, ArchivalSettings(2, 3), FILE_VERSIONS)) == [
+        (BlockerKind.SAVEPOINT, f"savepoint {t(3)}: archival never passes the first savepoint "
+         "(hoodie.archive.beyond.savepoint=false)", (t(3), "savepoint", State.COMPLETED), done(3).completion_time)]
+    assert said(select(inputs, ArchivalSettings(2, 3, beyond_savepoint=True), FILE_VERSIONS)) == [
+        (BlockerKind.SAVEPOINT, f"commit {t(3)} is savepointed: with hoodie.archive.beyond.savepoint=true archival "
+         "skips it and goes on past it", (t(3), "savepoint", State.COMPLETED), done(3).completion_time)]
+
+
+def test_rules_blocker_of_the_compaction_window_dates_from_its_delta_commit() -> None:
+    from timeline.archive.rules import select
+
+    timeline = Timeline.of(done(i, "deltacommit") for i in range(1, 9))
+    selection = select(ArchivalInputs(timeline, 8, True), ArchivalSettings(2, 3, compaction_max_delta_commits=5),
+                       FILE_VERSIONS)
+    assert said(selection) == [
+        (BlockerKind.COMPACTION_WINDOW, "a compaction is scheduled after 5 delta commits "
+         f"(hoodie.compact.inline.max.delta.commits): archival keeps the timeline from deltacommit {t(4)} on for it",
+         (t(4), "deltacommit", State.COMPLETED), t(4))]
+
+
+@pytest.mark.parametrize("version", [6, 8])
+def test_rules_metadata_table_blockers(version: int) -> None:
+    """0.15 getInstantsToArchive: only instants requested before the metadata table's latest
+    compaction (LESSER_THAN: one requested at that time stays); 1.x: the first commit completed
+    after it stays. Before its first compaction nothing, whatever else holds the window."""
+    from timeline.archive.rules import select
+
+    timeline = Timeline.of(Instant(t(i), "commit", State.COMPLETED, t(i)) for i in range(1, 9))
+    none_yet = select(ArchivalInputs(Timeline.of([*timeline, done(2, "savepoint")]), version, False,
+                                     metadata_table_available=True), ArchivalSettings(2, 3), FILE_VERSIONS)
+    assert none_yet.instants == () and none_yet.keep.max_instants == 3
+    assert said(none_yet)[0] == (BlockerKind.METADATA_TABLE_COMPACTION, "the metadata table has no completed "
+                                 "compaction yet: Hudi archives nothing until it has one", None, None)
+    assert {b.kind for b in none_yet.blockers} == {BlockerKind.METADATA_TABLE_COMPACTION, BlockerKind.SAVEPOINT}
+    compacted = select(ArchivalInputs(timeline, version, False, metadata_table_available=True,
+                                      metadata_table_compaction=t(4)), ArchivalSettings(2, 3), FILE_VERSIONS)
+    first_held = 4 if version == 6 else 5
+    assert [i.requested_time for i in compacted.instants] == times(*range(1, first_held))
+    assert said(compacted) == [
+        (BlockerKind.METADATA_TABLE_COMPACTION, f"the metadata table last compacted at {t(4)}: instants it has not "
+         "compacted stay on the data table's timeline", (t(first_held), "commit", State.COMPLETED), t(4))]
+
+
+@VERSIONS
+def test_rules_metaserver_says_why_and_keeps_the_counts(version: int) -> None:
+    from timeline.archive.rules import select
+
+    timeline = Timeline.of(done(i) for i in range(1, 9))
+    selection = select(ArchivalInputs(timeline, version, False), ArchivalSettings(2, 3, metaserver=True),
+                       FILE_VERSIONS)
+    assert selection.instants == () and (selection.keep.min_instants, selection.keep.max_instants) == (2, 3)
+    assert said(selection) == [(BlockerKind.ARCHIVAL_DISABLED, "hoodie.metaserver.enabled=true: the metaserver keeps "
+                                "the timeline and Hudi's archiver archives nothing", None, None)]
+
+
+@VERSIONS
+def test_rules_keep_min_above_keep_max_under_file_versions(version: int) -> None:
+    """getCommitInstantsToArchive's limit(count - minInstantsToKeep): 0 archives nothing, a
+    negative count fails (HoodieWriteConfig validates keep.max > keep.min only under
+    KEEP_LATEST_COMMITS)."""
+    from timeline.archive.rules import select
+
+    timeline = Timeline.of(done(i) for i in range(1, 6))
+    assert select(ArchivalInputs(timeline, version, False), ArchivalSettings(5, 4), FILE_VERSIONS).instants == ()
+    with pytest.raises(ArchivalConfigError) as refused:
+        select(ArchivalInputs(timeline, version, False), ArchivalSettings(6, 4), FILE_VERSIONS)
+    assert str(refused.value) == ("5 completed commits above hoodie.keep.max.commits=4 but fewer than "
+                                  "hoodie.keep.min.commits=6: Hudi's archiver fails on a negative count (keep.max "
+                                  "must be greater than keep.min)")
+
+
+def test_rules_v2_cleans_only_before_the_newest_commit_archived() -> None:
+    """getCleanAndRollbackInstantsToArchive: LESSER_THAN the newest commit archived."""
+    from timeline.archive.rules import select
+
+    timeline = Timeline.of([*(done(i) for i in range(1, 6)), done(2, "clean"), done(3, "rollback")])
+    selection = select(ArchivalInputs(timeline, 8, False), ArchivalSettings(2, 3), FILE_VERSIONS)
+    assert [(i.requested_time, i.action) for i in selection.instants] == [
+        (t(1), "commit"), (t(2), "clean"), (t(2), "commit"), (t(3), "commit")]
+
+
+def test_rules_blockers_of_the_counts_say_whether_the_cleaner_raised_them() -> None:
+    """ArchivalUtils.getMinAndMaxInstantsToKeep (HUDI-6370): the clean-retention blocker only when
+    the configured keep.max alone would have let archival start."""
+    from timeline.archive.rules import select
+
+    few = select(ArchivalInputs(Timeline.of(done(i) for i in range(1, 4)), 8, False), ArchivalSettings(2, 3),
+                 CleanConfig(commits_retained=3))
+    assert said(few) == [(BlockerKind.NOT_ENOUGH_COMMITS, "3 completed commits: archival starts only above 3 "
+                          "(hoodie.keep.max.commits) and then keeps 2", None, None)]
+    raised = select(ArchivalInputs(Timeline.of(done(i) for i in range(1, 6)), 8, False), ArchivalSettings(2, 3),
+                    CleanConfig(commits_retained=3))
+    assert said(raised) == [
+        (BlockerKind.NOT_ENOUGH_COMMITS, "5 completed commits: archival starts only above 5 "
+         "(hoodie.keep.max.commits=3, raised by the cleaner) and then keeps 4", None, None),
+        (BlockerKind.CLEAN_RETENTION, f"the cleaner (KEEP_LATEST_COMMITS) retains from {t(3)}, so archival keeps 4 "
+         "completed commits, not hoodie.keep.min.commits=2 (and starts above 5, not 3)",
+         (t(3), "commit", State.COMPLETED), t(3))]
+    at_max = select(ArchivalInputs(Timeline.of(done(i) for i in range(1, 5)), 8, False), ArchivalSettings(2, 4),
+                    CleanConfig(commits_retained=3))
+    assert at_max.keep.raised and kinds(at_max) == {BlockerKind.NOT_ENOUGH_COMMITS}  # 4 commits: not above 4 anyway
+
+
+def test_rules_cleaner_raises_the_counts_by_delta_commits_on_mor() -> None:
+    from timeline.archive.rules import select
+
+    timeline = Timeline.of(done(i, "deltacommit") for i in range(1, 9))
+    selection = select(ArchivalInputs(timeline, 8, True), ArchivalSettings(2, 3, compaction_max_delta_commits=1),
+                       CleanConfig(commits_retained=5))
+    assert (selection.keep.min_instants, selection.keep.max_instants) == (6, 7)
+    assert [i.requested_time for i in selection.instants] == times(1, 2)
+
+
+@pytest.mark.parametrize("beyond", [False, True])
+def test_rules_blocker_of_the_data_table_timeline(beyond: bool) -> None:
+    """TimelineUtils.getEarliestInstantForMetadataArchival: with beyond-savepoint, the first
+    commit no savepoint has."""
+    from timeline.archive.rules import select
+
+    data = Timeline.of([done(3), done(3, "savepoint"), done(4), Instant(t(6), "commit", State.INFLIGHT)])
+    metadata = Timeline.of(done(i, "deltacommit") for i in range(1, 9))
+    selection = select(ArchivalInputs(metadata, 8, True, data_table_timeline=data),
+                       ArchivalSettings(2, 3, beyond_savepoint=beyond, compaction_max_delta_commits=1), FILE_VERSIONS)
+    held = 4 if beyond else 3
+    assert [i.requested_time for i in selection.instants] == times(*range(1, held))
+    assert said(selection) == [
+        (BlockerKind.DATA_TABLE_TIMELINE, f"the data table's active timeline holds commit {t(held)} (completed): the "
+         "metadata table keeps its instants from there on (TimelineUtils.getEarliestInstantForMetadataArchival)",
+         (t(held), "commit", State.COMPLETED), t(held))]
+
+
+def test_rules_blockers_once_each_table_wide_first_then_by_instant() -> None:
+    from timeline.archive.rules import select
+
+    savepoints = Timeline.of([*(done(i) for i in range(1, 9)), done(3, "savepoint"), done(4, "savepoint")])
+    selection = select(ArchivalInputs(savepoints, 8, False),
+                       ArchivalSettings(2, 3, beyond_savepoint=True, automatic=False), FILE_VERSIONS)
+    assert [i.requested_time for i in selection.instants] == times(1, 2, 5, 6, 7, 8)  # an explicit archive's choice
+    assert said(selection) == [
+        (BlockerKind.ARCHIVAL_DISABLED, "hoodie.archive.automatic=false: Hudi's writers never archive after a commit; "
+         "only an explicit archive moves these instants", None, None),
+        *((BlockerKind.SAVEPOINT, f"commit {t(n)} is savepointed: with hoodie.archive.beyond.savepoint=true archival "
+           "skips it and goes on past it", (t(n), "savepoint", State.COMPLETED), done(n).completion_time)
+          for n in (3, 4))]
+    pending_first = Timeline.of([done(1), done(2), Instant(t(3), "commit", State.INFLIGHT),
+                                 *(done(i) for i in range(4, 9)), done(6, "savepoint")])
+    by_instant = select(ArchivalInputs(pending_first, 8, False), ArchivalSettings(2, 3), FILE_VERSIONS)
+    assert [(b.kind, b.instant and b.instant.requested_time) for b in by_instant.blockers] == [
+        (BlockerKind.PENDING_INSTANT, t(3)), (BlockerKind.SAVEPOINT, t(6))]  # by instant, not by kind
+    table_wide = select(ArchivalInputs(pending_first, 8, False), ArchivalSettings(2, 3),
+                        CleanConfig(commits_retained=3))
+    assert [(b.kind, b.instant and b.instant.requested_time) for b in table_wide.blockers] == [
+        (BlockerKind.NOT_ENOUGH_COMMITS, None), (BlockerKind.CLEAN_RETENTION, t(2))]
+
+
+# retain.py's rules, one by one (timeline/archive/retain.py)
+
+def test_retain_modified_after_by_completion_is_strictly_after() -> None:
+    """HoodieDefaultTimeline.findInstantsModifiedAfterByCompletionTime: pending instants requested
+    after the time, instants completed after it (GREATER_THAN both), never the time itself."""
+    from timeline.archive.retain import modified_after_by_completion
+
+    timeline = Timeline.of([Instant(t(1), "deltacommit", State.INFLIGHT),
+                            Instant(t(2), "deltacommit", State.COMPLETED, t(5)),
+                            Instant(t(3), "deltacommit", State.INFLIGHT),
+                            Instant(t(4), "deltacommit", State.COMPLETED, t(6)),
+                            Instant(t(7), "deltacommit", State.INFLIGHT)])
+    assert [i.requested_time for i in modified_after_by_completion(timeline, t(3))] == times(2, 4, 7)
+    assert [i.requested_time for i in modified_after_by_completion(timeline, t(5))] == times(4, 7)
+
+
+def test_retain_replaced_savepoint_in_clean() -> None:
+    """ClusteringUtils.getEarliestReplacedSavepointInClean: the earliest savepoint the clean saw
+    (of several, in any order), when a completed replacecommit lies from it up to the clean's
+    earliest instant to retain (both ends included) and that instant is after the savepoint."""
+    from timeline.archive.retain import earliest_replaced_savepoint_in_clean
+
+    def plan(ectr: int | None, savepoints: str | None) -> CleanerPlan:
+        return CleanerPlan(earliest_instant_to_retain=None if ectr is None else InstantRef(t(ectr), "commit"),
+                           extra_metadata={} if savepoints is None else {"savepointed_timestamps": savepoints})
+
+    def timeline(*replaced: int) -> Timeline:
+        return Timeline.of([*(done(i) for i in range(1, 10)), *(done(i, "replacecommit") for i in replaced)])
+
+    commits = CleanPolicy.KEEP_LATEST_COMMITS
+    assert earliest_replaced_savepoint_in_clean(timeline(3), commits, plan(5, f"{t(4)},{t(2)}")) == t(2)
+    assert earliest_replaced_savepoint_in_clean(timeline(5), commits, plan(5, t(2))) == t(2)  # at the bound
+    assert earliest_replaced_savepoint_in_clean(timeline(6), commits, plan(5, t(2))) is None
+    assert earliest_replaced_savepoint_in_clean(timeline(3), commits, plan(3, t(3))) is None  # not after it
+    assert earliest_replaced_savepoint_in_clean(timeline(3), commits, plan(5, None)) is None  # no savepoint
+    assert earliest_replaced_savepoint_in_clean(timeline(3), commits, plan(None, t(2))) is None  # no bound
+    assert earliest_replaced_savepoint_in_clean(timeline(3), CleanPolicy.KEEP_LATEST_FILE_VERSIONS,
+                                                plan(5, t(2))) is None
+
+
+def test_retain_for_clustering_bound_of_a_clean_without_an_earliest_instant() -> None:
+    """A clean whose plan names no earliest instant to retain (KEEP_LATEST_FILE_VERSIONS) bounds
+    the replace instants by its own time."""
+    from timeline.archive.retain import earliest_instant_to_retain_for_clustering
+
+    timeline = Timeline.of([done(1), done(2, "replacecommit"), done(3, "clean"), done(4),
+                            done(5, "replacecommit"), done(6)])
+    for version in (6, 8):
+        for plan in (None, CleanerPlan()):
+            assert earliest_instant_to_retain_for_clustering(timeline, plan, table_version=version) == done(
+                5, "replacecommit")
+
+
+def test_retain_for_clustering_v1_keeps_the_commit_before_the_first_inflight_replacecommit() -> None:
+    """0.15 getOldestInstantToRetainForClustering, kept by TimelineArchiverV1 beside 1.x's rule: the
+    earlier of the two; the commit before the inflight one when the cleaner's bound passed every
+    replace instant."""
+    from timeline.archive.retain import earliest_instant_to_retain_for_clustering
+
+    inflight = Instant(t(4), "replacecommit", State.INFLIGHT)
+    earlier = Timeline.of([done(1), done(2, "replacecommit"), done(3), inflight, done(5)])
+    assert earliest_instant_to_retain_for_clustering(earlier, None, table_version=6) == done(2, "replacecommit")
+    passed = Timeline.of([done(1), done(3), inflight, done(5), done(6), done(7, "clean")])
+    plan = CleanerPlan(earliest_instant_to_retain=InstantRef(t(6), "commit"))
+    assert earliest_instant_to_retain_for_clustering(passed, plan, table_version=6) == done(3)
+    assert earliest_instant_to_retain_for_clustering(passed, plan, table_version=8) is None
+
+
+def test_retain_cleaner_by_hours_keeps_the_commit_at_the_cutoff() -> None:
+    """CleanerUtils.getEarliestCommitToRetain, KEEP_LATEST_BY_HOURS: the first completed commit at
+    or after (GREATER_THAN_OR_EQUALS) the latest commit's time less the hours."""
+    timeline = Timeline.of([done(0), done(1), done(2), done(61)])
+    clean = CleanConfig(policy=CleanPolicy.KEEP_LATEST_BY_HOURS, hours_retained=1)
+    assert cleaner_earliest_commit_to_retain(timeline, clean, done(61)) == done(1)
+
+
+def test_retain_keep_counts_name_the_cleaners_commit_only_when_it_raised_them() -> None:
+    """ArchivalUtils.getMinAndMaxInstantsToKeep: the configured counts stand when the commits the
+    cleaner retains, plus two, are not more than keep.min."""
+    timeline = Timeline.of(done(i) for i in range(1, 6))
+    settings = ArchivalSettings(4, 6)
+    assert min_and_max_instants_to_keep(timeline, settings, CleanConfig(commits_retained=3),
+                                        is_mor=False) == KeepCounts(4, 6, 4, 6)  # 2 after t(3), + 2 = keep.min
+    raised = min_and_max_instants_to_keep(timeline, settings, CleanConfig(commits_retained=4), is_mor=False)
+    assert raised == KeepCounts(5, 7, 4, 6, done(2))

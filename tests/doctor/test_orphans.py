@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -17,8 +18,8 @@ from tests.doctor.helpers import OLD, age_tree, archive_commit, archive_commit_v
 from tests.helpers import FIXTURE_IDS, fake_failed_write, rows
 from timeline import HudiTable
 from timeline.config import update_config
-from timeline.doctor import RepairUnavailable, diagnose, plan_repair, run_repair
-from timeline.doctor.orphans import OrphanEvidence, orphans, referenced
+from timeline.doctor import DoctorSettings, RepairUnavailable, diagnose, plan_repair, run_repair
+from timeline.doctor.orphans import OrphanEvidence, horizon, orphans, referenced
 from timeline.doctor.survey import Survey
 from timeline.mdt.reader import metadata_table
 from timeline.mdt.writer import sync_updates, write_update
@@ -198,3 +199,137 @@ def test_orphans_an_unnamed_log_version_of_a_known_file_group_is_kept(table_copy
     assert instant in survey.known_instants and instant >= min(survey.known_instants)
     assert version.name not in referenced(survey).names
     assert orphans(survey)[0] == [] and diagnose(HudiTable.open(str(path)), kinds=[KIND]) == []
+
+
+def test_orphans_none_while_a_state_file_cannot_be_read(table_copy) -> None:
+    """Nothing is proved while a completed instant's file does not decode: it may name any file."""
+    path = table_copy(V9_COW)
+    table = HudiTable.open(str(path))
+    last = table.timeline.commits().completed().last()
+    assert last is not None
+    state_file = Path(table.timeline.path_of(last).removeprefix("file:"))
+    state_file.write_bytes(b"not an instant")
+    copy_base_file(path, "20261102000000000")  # on no timeline: an orphan, were everything readable
+    age_tree(path)
+    survey = Survey(HudiTable.open(str(path)))
+    refs = referenced(survey)
+    assert refs.doubt is not None and refs.doubt.startswith(f"cannot read {survey.storage.path_of(str(state_file))}")
+    assert orphans(survey)[0] == []
+
+
+def test_orphans_a_completed_write_without_write_stats_keeps_its_files(table_copy) -> None:
+    """A completed write whose file holds no details (empty: Hudi's "no instant details") names
+    nothing, so nothing of its instant is an orphan."""
+    path = table_copy(V9_COW)
+    table = HudiTable.open(str(path))
+    last = table.timeline.commits().completed().last()
+    assert last is not None
+    Path(table.timeline.path_of(last).removeprefix("file:")).write_bytes(b"")
+    duplicate = copy_base_file(path, last.requested_time)
+    gone = copy_base_file(path, "20261102000000000")
+    age_tree(path)
+    survey = Survey(HudiTable.open(str(path)))
+    assert last.requested_time in referenced(survey).without_details
+    assert [d.status.name for d, _ in orphans(survey)[0]] == [gone.name]
+    assert duplicate.exists()
+
+
+def test_orphans_none_while_the_archived_timeline_cannot_be_read(table_copy) -> None:
+    """Nothing is proved while the archived timeline does not read: its instants may name any file."""
+    path = table_copy(V9_COW)
+    table = HudiTable.open(str(path))
+    first = table.timeline.commits().completed().first()
+    assert first is not None
+    archive_commit(path, first.requested_time)
+    for archived in (path / ".hoodie" / "timeline" / "history").glob("*.parquet"):
+        archived.write_bytes(b"not parquet")
+    copy_base_file(path, "20261102000000000")  # on no timeline: an orphan, were everything readable
+    age_tree(path)
+    survey = Survey(HudiTable.open(str(path)))
+    refs = referenced(survey)
+    assert survey.archive.error is not None
+    assert refs.doubt == f"cannot read the archived timeline: {survey.archive.error}"
+    assert orphans(survey)[0] == []
+
+
+def test_orphans_a_completed_write_with_a_live_heartbeat_keeps_its_unnamed_files(table_copy) -> None:
+    """A write whose heartbeat is alive (HoodieHeartbeatClient.isHeartbeatExpired, negated) may
+    still be finishing though its instant completed: a file of its instant no write stat names
+    waits until the heartbeat expires."""
+    path = table_copy(V9_COW)
+    last = HudiTable.open(str(path)).timeline.commits().completed().last()
+    assert last is not None
+    duplicate = copy_base_file(path, last.requested_time)
+    heartbeat = path / ".hoodie" / ".heartbeat" / last.requested_time
+    heartbeat.parent.mkdir(parents=True, exist_ok=True)
+    age_tree(path)
+    heartbeat.write_bytes(b"")  # touched now
+    survey = Survey(HudiTable.open(str(path)))
+    assert last.requested_time in referenced(survey).pending and orphans(survey)[0] == []
+    age_tree(path)  # the heartbeat expired
+    found = orphans(Survey(HudiTable.open(str(path))))[0]
+    assert [d.status.name for d, _ in found] == [duplicate.name]
+
+
+def test_orphans_horizon_is_the_minimum_age_or_the_heartbeat_window(table_copy) -> None:
+    """The older of the two moments: now less the minimum age (three days by default), or now less
+    the writers' heartbeat window (interval x tolerable misses) when the minimum age is shorter."""
+    path = table_copy(V9_COW)
+    survey = Survey(HudiTable.open(str(path)))
+    assert horizon(survey) == (survey.now_ms - 3 * 86_400_000, "the minimum age (3 days)")
+    short = Survey(HudiTable.open(str(path)), settings=DoctorSettings(orphan_min_age=timedelta(0)))
+    assert short.heartbeat_window_ms > 0
+    assert horizon(short) == (short.now_ms - short.heartbeat_window_ms, "the writers' heartbeat window")
+
+
+def test_orphans_none_while_the_metadata_tables_listing_cannot_be_read(table_copy) -> None:
+    """The metadata table may list any file: while its listing does not read, nothing is proved."""
+    path = table_copy("sample_table/cow/v9_txns_simple_meta")
+    for stored in (path / ".hoodie" / "metadata" / "files").iterdir():
+        if stored.is_file() and not stored.name.startswith(".hoodie_partition_metadata"):
+            stored.write_bytes(b"not a metadata table file")
+    copy_base_file(path, "20261102000000000")  # on no timeline: an orphan, were everything readable
+    age_tree(path)
+    survey = Survey(HudiTable.open(str(path)))
+    refs = referenced(survey)
+    assert refs.doubt is not None and refs.doubt.startswith("cannot read the metadata table's file listing: ")
+    assert orphans(survey)[0] == []
+
+
+def test_orphans_horizon_stops_at_the_oldest_pending_instant_and_unfinished_marker_folder(table_copy) -> None:
+    """Nothing younger than the oldest pending instant, nor than the oldest marker folder of an
+    unfinished instant (its folder's own time when that is older), is an orphan."""
+    path = table_copy(V9_COW)
+    later = "20261105000000000"
+    fake_failed_write(path, later, markers=False)
+    fake_failed_write(path, OLD, markers=False)
+    survey = Survey(HudiTable.open(str(path)))
+    moment = survey.moment_ms(OLD)
+    assert moment is not None
+    assert horizon(survey) == (moment, f"the oldest pending instant, commit {OLD}")
+    marked = "20261031000000000"
+    folder = path / ".hoodie" / ".temp" / marked
+    folder.mkdir(parents=True)
+    surveyed = Survey(HudiTable.open(str(path)))
+    marked_moment = surveyed.moment_ms(marked)
+    assert marked_moment is not None
+    assert horizon(surveyed) == (marked_moment, f"the marker folder of unfinished instant {marked}")
+    older = marked_moment / 1000 - 86_400
+    os.utime(folder, (older, older))
+    assert horizon(Survey(HudiTable.open(str(path))))[0] == int(older * 1000)
+    os.utime(folder, (0, 0))  # a store that gives the folder no time (0): the instant's own moment
+    assert horizon(Survey(HudiTable.open(str(path))))[0] == marked_moment
+    os.utime(folder, ns=(1_000_000, 1_000_000))  # any time after the epoch is the folder's
+    assert horizon(Survey(HudiTable.open(str(path))))[0] == 1
+
+
+def test_orphans_found_beside_a_file_older_than_every_instant_with_its_partition(table_copy) -> None:
+    """A kept file older than the timelines and an orphan in the same partition: the orphan is
+    found, with its partition."""
+    path = table_copy(V9_COW)
+    ancient = copy_base_file(path, "20000101000000000")
+    gone = copy_base_file(path, "20261102000000000")
+    age_tree(path)
+    found = orphans(Survey(HudiTable.open(str(path))))[0]
+    assert [(d.partition, d.status.name) for d, _ in found] == [(str(gone.parent.relative_to(path)), gone.name)]
+    assert ancient.exists()

@@ -1,0 +1,230 @@
+"""Pending rollbacks finished as Hudi finishes them (timeline/pending_rollbacks.py): of a write,
+of a pending compaction (reverts to requested), of a pending log compaction (its instant files
+go), of an instant whose files are gone already; refused when none is pending or its writer is
+still running. Hand-made timelines (`Lake`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import FIXTURES, Lake, unzip_table
+from tests.mdt.helpers import add_v6_metadata_table
+from timeline import CleanlineError, HudiTable, transition
+from timeline.instant import COMPACTION, DELTA_COMMIT, LOG_COMPACTION, REPLACE_COMMIT, ROLLBACK, Instant, State
+from timeline.mdt.reader import MetadataTable
+from timeline.metadata.records import RollbackMetadata
+from timeline.pending_rollbacks import finish_rollback
+from timeline.rollback import RollbackRefused, plan_rollback
+from timeline.storage import MemoryStorage
+
+T = [f"2026110100{i:02d}00000" for i in range(10)]
+P = "city=sf"
+
+
+def lake() -> Lake:
+    made = Lake(MemoryStorage(), "/t", version=8)
+    made.commit(T[0], {P: [made.base_file(P, "a", T[0])]})
+    return made
+
+
+def pending_rollback(made: Lake, raw: dict) -> Instant:
+    return transition.request(HudiTable.load(made.storage, "/t"), ROLLBACK, raw)
+
+
+def states_of(made: Lake, time: str) -> list[tuple[str, State]]:
+    return sorted((i.action, i.state) for i in HudiTable.load(made.storage, "/t").timeline if i.requested_time == time)
+
+
+def rolled_back(made: Lake, rollback: Instant) -> RollbackMetadata:
+    table = HudiTable.load(made.storage, "/t")
+    (done,) = [i for i in table.timeline.rollbacks().completed() if i.requested_time == rollback.requested_time]
+    return table.read(done, RollbackMetadata)
+
+
+def beat(made: Lake, time: str) -> None:
+    made.storage.write(f"/t/.hoodie/.heartbeat/{time}", b"")  # its writer is alive
+
+
+def test_pending_rollbacks_refused_when_none_is_pending() -> None:
+    made = lake()
+    made.commit(T[1], {P: [made.base_file(P, "b", T[1])]}, state=State.INFLIGHT)
+    with pytest.raises(RollbackRefused, match=f"no pending rollback of {T[1]}"):
+        finish_rollback(HudiTable.load(made.storage, "/t"), T[1])
+    assert states_of(made, T[1]) == [("commit", State.INFLIGHT)]
+
+
+def test_pending_rollbacks_write_is_finished_from_its_plan() -> None:
+    made = lake()
+    written = made.base_file(P, "b", T[1])
+    made.commit(T[1], {P: [written]}, state=State.INFLIGHT)
+    table = HudiTable.load(made.storage, "/t")
+    (failed,) = table.timeline.pending()
+    pending = pending_rollback(made, plan_rollback(table, failed).plan.to_raw())
+    done = finish_rollback(HudiTable.load(made.storage, "/t"), T[1])
+    assert (done.requested_time, done.action, done.state) == (pending.requested_time, ROLLBACK, State.COMPLETED)
+    assert states_of(made, T[1]) == []
+    assert not made.storage.exists(f"/t/{P}/{written}")
+    assert rolled_back(made, pending).commits_rollback == (T[1],)
+
+
+def test_pending_rollbacks_write_still_running_is_refused() -> None:
+    made = lake()
+    written = made.base_file(P, "b", T[1])
+    made.commit(T[1], {P: [written]}, state=State.INFLIGHT)
+    table = HudiTable.load(made.storage, "/t")
+    (failed,) = table.timeline.pending()
+    pending_rollback(made, plan_rollback(table, failed).plan.to_raw())
+    beat(made, T[1])
+    with pytest.raises(RollbackRefused, match="still being written"):
+        finish_rollback(HudiTable.load(made.storage, "/t"), T[1])
+    assert made.storage.exists(f"/t/{P}/{written}")
+
+
+def test_pending_rollbacks_instant_gone_is_rebuilt_from_the_plan() -> None:
+    made = lake()
+    written = made.base_file(P, "b", T[1])
+    made.commit(T[1], {P: [written]}, state=State.INFLIGHT)
+    table = HudiTable.load(made.storage, "/t")
+    (failed,) = table.timeline.pending()
+    pending = pending_rollback(made, plan_rollback(table, failed).plan.to_raw())
+    for status in table.timeline.files_of(failed).values():
+        made.storage.delete(status.path)  # the rollback deleted the write's instant files, then died
+    beat(made, T[1])  # a gone instant has no writer to wait for
+    finish_rollback(HudiTable.load(made.storage, "/t"), T[1])
+    assert not made.storage.exists(f"/t/{P}/{written}")
+    metadata = rolled_back(made, pending)
+    assert [(i.time, i.action) for i in metadata.instants_rollback] == [(T[1], "commit")]
+
+
+def test_pending_rollbacks_instant_gone_without_its_action_is_a_deltacommit() -> None:
+    made = lake()
+    pending = pending_rollback(made, {"instantToRollback": {"commitTime": T[1], "action": ""},
+                                      "RollbackRequests": [], "version": 1})
+    finish_rollback(HudiTable.load(made.storage, "/t"), T[1])
+    assert [(i.time, i.action) for i in rolled_back(made, pending).instants_rollback] == [(T[1], DELTA_COMMIT)]
+
+
+def test_pending_rollbacks_compaction_reverts_to_requested() -> None:
+    made = lake()
+    made.schedule_compaction(T[1], [(P, "a", T[0])], state=State.INFLIGHT)
+    pending = pending_rollback(made, {"instantToRollback": {"commitTime": T[1], "action": COMPACTION},
+                                      "RollbackRequests": [], "version": 1})
+    finish_rollback(HudiTable.load(made.storage, "/t"), T[1])
+    assert states_of(made, T[1]) == [(COMPACTION, State.REQUESTED)]
+    assert [(i.time, i.action) for i in rolled_back(made, pending).instants_rollback] == [(T[1], COMPACTION)]
+
+
+def test_pending_rollbacks_compaction_still_running_is_refused() -> None:
+    made = lake()
+    made.schedule_compaction(T[1], [(P, "a", T[0])], state=State.INFLIGHT)
+    pending_rollback(made, {"instantToRollback": {"commitTime": T[1], "action": COMPACTION},
+                            "RollbackRequests": [], "version": 1})
+    beat(made, T[1])
+    with pytest.raises(RollbackRefused, match="still being written"):
+        finish_rollback(HudiTable.load(made.storage, "/t"), T[1])
+    assert states_of(made, T[1]) == [(COMPACTION, State.INFLIGHT)]
+
+
+def test_pending_rollbacks_log_compaction_instant_files_go() -> None:
+    made = lake()
+    plan = {"operations": [], "version": 2}
+    made.instant_file(Instant(T[1], LOG_COMPACTION, State.REQUESTED), plan)
+    made.instant_file(Instant(T[1], LOG_COMPACTION, State.INFLIGHT))
+    pending_rollback(made, {"instantToRollback": {"commitTime": T[1], "action": LOG_COMPACTION},
+                            "RollbackRequests": [], "version": 1})
+    finish_rollback(HudiTable.load(made.storage, "/t"), T[1])
+    assert states_of(made, T[1]) == []
+
+
+def test_pending_rollbacks_write_follows_the_writers_failed_writes_policy() -> None:
+    """validateRollbackCommitSequence applies under EAGER only: the writers' options decide."""
+    made = lake()
+    written = made.base_file(P, "b", T[1])
+    made.commit(T[1], {P: [written]}, state=State.INFLIGHT)
+    made.commit(T[2], {P: [made.base_file(P, "c", T[2])]})
+    table = HudiTable.load(made.storage, "/t")
+    (failed,) = table.timeline.pending()
+    pending_rollback(made, plan_rollback(table, failed).plan.to_raw())
+    with pytest.raises(RollbackRefused, match=f"found commits after {T[1]}"):
+        finish_rollback(HudiTable.load(made.storage, "/t"), T[1])  # the table's policy: EAGER
+    finish_rollback(HudiTable.load(made.storage, "/t"), T[1], options={"hoodie.clean.failed.writes.policy": "LAZY"})
+    assert states_of(made, T[1]) == [] and not made.storage.exists(f"/t/{P}/{written}")
+
+
+def test_pending_rollbacks_v6_clustering_replacecommit_reverts_to_requested() -> None:
+    """A table-version-6 replacecommit whose plan is a clustering keeps its plan
+    (HoodieTable.rollbackInflightClustering), as a clustering does."""
+    made = Lake(MemoryStorage(), "/t", version=6)
+    made.commit(T[0], {P: [made.base_file(P, "a", T[0])]})
+    made.instant_file(Instant(T[1], REPLACE_COMMIT, State.REQUESTED), {"operationType": "cluster"})
+    made.instant_file(Instant(T[1], REPLACE_COMMIT, State.INFLIGHT))
+    pending_rollback(made, {"instantToRollback": {"commitTime": T[1], "action": REPLACE_COMMIT},
+                            "RollbackRequests": [], "version": 1})
+    finish_rollback(HudiTable.load(made.storage, "/t"), T[1])
+    assert states_of(made, T[1]) == [(REPLACE_COMMIT, State.REQUESTED)]
+
+
+def meta_table(tmp_path: Path) -> tuple[Path, HudiTable, Instant]:
+    """v9_txns_simple_meta whose latest write's instant files are gone while a pending rollback
+    of it waits (as BaseHoodieTableServiceClient.rollback finds a rollback that died midway)."""
+    path = unzip_table(FIXTURES / "sample_table" / "cow" / "v9_txns_simple_meta.zip", tmp_path)
+    table = HudiTable.open(str(path))
+    target = table.timeline.writes().completed().last()
+    assert target is not None
+    transition.request(table, ROLLBACK, plan_rollback(table, target).plan.to_raw())
+    for status in table.timeline.files_of(target).values():
+        table.storage.delete(status.path)
+    return path, table.reload(), target
+
+
+def test_pending_rollbacks_instant_gone_rolls_the_metadata_table_back(tmp_path: Path) -> None:
+    path, table, target = meta_table(tmp_path)
+    t = target.requested_time
+    assert t in {i.requested_time for i in MetadataTable(table).mdt.timeline}
+    done = finish_rollback(table, t)
+    mdt = MetadataTable(table.reload())
+    assert t not in {i.requested_time for i in mdt.mdt.timeline}
+    assert [i.requested_time for i in mdt.mdt.timeline.rollbacks().completed()] == [done.requested_time]
+    assert not [p for p in (path / ".hoodie" / "metadata").rglob(f"*{t}*")
+                if ".hoodie" not in p.relative_to(path / ".hoodie" / "metadata").parts]
+    assert table.inspect.validate_metadata_table().ok
+
+
+def test_pending_rollbacks_instant_gone_refused_once_the_metadata_table_compacted_it(tmp_path: Path) -> None:
+    """HoodieBackedTableMetadataWriter.validateRollback, before anything is deleted."""
+    path, table, target = meta_table(tmp_path)
+    mdt_folder = path / ".hoodie" / "metadata" / ".hoodie" / "timeline"
+    done = next(i for i in MetadataTable(table).mdt.timeline.completed() if i.requested_time == target.requested_time)
+    later = f"{int(done.completion_time) + 1000:017d}"  # type: ignore[arg-type]
+    (mdt_folder / f"{later}.compaction.requested").write_bytes(
+        (mdt_folder / "20260307162449278.compaction.requested").read_bytes())
+    (mdt_folder / f"{later}.compaction.inflight").write_bytes(b"")
+    (mdt_folder / f"{later}_{int(later) + 5:017d}.commit").write_bytes(
+        next(mdt_folder.glob("20260307162449278_*.commit")).read_bytes())
+    files = sorted(p for p in path.rglob("*") if p.is_file() and ".hoodie" not in p.parts)
+    with pytest.raises(CleanlineError, match=f"compacted {target.requested_time}"):
+        finish_rollback(table.reload(), target.requested_time)
+    assert sorted(p for p in path.rglob("*") if p.is_file() and ".hoodie" not in p.parts) == files
+
+
+def test_pending_rollbacks_instant_gone_v6_metadata_table_lists_the_log_files_left(tmp_path: Path) -> None:
+    """0.14/0.15: the metadata table's deltacommit at the rollback's time lists the log files the
+    rollback leaves (its rollback blocks), from the partitions' rollback metadata."""
+    path = unzip_table(FIXTURES / "quickstart_trips_table" / "mor" / "avro" / "v6_trips_8i1u.zip", tmp_path)
+    table = add_v6_metadata_table(path)
+    target = table.timeline.writes().completed().last()
+    assert target is not None
+    transition.request(table, ROLLBACK, plan_rollback(table, target).plan.to_raw())
+    for status in table.timeline.files_of(target).values():
+        table.storage.delete(status.path)
+    done = finish_rollback(table.reload(), target.requested_time)
+    table.reload()
+    rollback = table.read(done, RollbackMetadata)
+    left = {n.rpartition("/")[2] for m in rollback.partitions.values()
+            for n in [*m.rollback_log_files, *m.log_files_from_failed_commit]}
+    assert left  # merge-on-read: rollback blocks
+    listed = {n for files in MetadataTable(table).files().values() for n in files}
+    assert left <= listed
+    assert table.inspect.validate_metadata_table().ok
