@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from timeline import transition
 from timeline.failed_writes import ROLLBACKABLE, keeps_plan
 from timeline.instant import DELTA_COMMIT, ROLLBACK, Instant, State
 from timeline.mdt.reader import metadata_table
@@ -14,10 +13,9 @@ from timeline.mdt.writer import check_metadata_rollback
 from timeline.rollback import (
     RollbackRefused,
     check_not_running,
-    execute_rollback_plan,
     pending_rollback_of,
     rollback,
-    rollback_in_metadata_table,
+    run_rollback,
 )
 from timeline.table import Table
 
@@ -49,12 +47,7 @@ def finish_rollback(table: Table, requested_time: str, *, options: Mapping[str, 
     mdt = metadata_table(table)
     if mdt is not None:
         check_metadata_rollback(mdt, requested_time)
-    transition.start(table, rollback_instant)
-    rollback_time = rollback_instant.requested_time
-    content = execute_rollback_plan(table, rollback_time, plan, target, keep_requested=keeps_plan(table, target),
-                                    before_state_files=None if mdt is None else (
-        lambda partitions: rollback_in_metadata_table(mdt, requested_time, rollback_time, partitions)))
-    return transition.complete(table, rollback_instant, content.to_raw())
+    return run_rollback(table, rollback_instant, plan, target, mdt)
 
 
 __all__ = ["finish_rollback"]

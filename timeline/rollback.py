@@ -384,11 +384,19 @@ def rollback(table: Table, requested_time: str, *, options: Mapping[str, str] | 
     else:
         plan = plan_rollback(table, target).plan
         rollback_instant = transition.request(table, ROLLBACK, plan.to_raw())
+    return run_rollback(table, rollback_instant, plan, target, mdt)
+
+
+def run_rollback(table: Table, rollback_instant: Instant, plan: RollbackPlan, target: Instant,
+                 mdt: MetadataTable | None) -> Instant:
+    """Start a requested rollback, delete what its plan names (the metadata table's rollback
+    before the target's state files go, as Hudi's BaseRollbackActionExecutor writes it first) and
+    complete it; a pending compaction or clustering keeps its plan (`keeps_plan`)."""
     transition.start(table, rollback_instant)
     rollback_time = rollback_instant.requested_time
     content = execute_rollback_plan(table, rollback_time, plan, target, keep_requested=keeps_plan(table, target),
                                     before_state_files=None if mdt is None else (
-        lambda partitions: rollback_in_metadata_table(mdt, requested_time, rollback_time, partitions)))
+        lambda partitions: rollback_in_metadata_table(mdt, target.requested_time, rollback_time, partitions)))
     return transition.complete(table, rollback_instant, content.to_raw())
 
 
