@@ -47,6 +47,18 @@ def beat(made: Lake, time: str) -> None:
     made.storage.write(f"/t/.hoodie/.heartbeat/{time}", b"")  # its writer is alive
 
 
+def failed_write_with_a_pending_rollback() -> tuple[Lake, str, HudiTable, Instant, Instant]:
+    """An inflight commit at T[1] writing one base file, and a requested rollback of it, planned
+    as Hudi plans it: the lake, the file, the table as loaded before the rollback was requested,
+    the failed write and the pending rollback."""
+    made = lake()
+    written = made.base_file(P, "b", T[1])
+    made.commit(T[1], {P: [written]}, state=State.INFLIGHT)
+    table = HudiTable.load(made.storage, "/t")
+    (failed,) = table.timeline.pending()
+    return made, written, table, failed, pending_rollback(made, plan_rollback(table, failed).plan.to_raw())
+
+
 def test_pending_rollbacks_refused_when_none_is_pending() -> None:
     made = lake()
     made.commit(T[1], {P: [made.base_file(P, "b", T[1])]}, state=State.INFLIGHT)
@@ -56,12 +68,7 @@ def test_pending_rollbacks_refused_when_none_is_pending() -> None:
 
 
 def test_pending_rollbacks_write_is_finished_from_its_plan() -> None:
-    made = lake()
-    written = made.base_file(P, "b", T[1])
-    made.commit(T[1], {P: [written]}, state=State.INFLIGHT)
-    table = HudiTable.load(made.storage, "/t")
-    (failed,) = table.timeline.pending()
-    pending = pending_rollback(made, plan_rollback(table, failed).plan.to_raw())
+    made, written, table, failed, pending = failed_write_with_a_pending_rollback()
     done = finish_rollback(HudiTable.load(made.storage, "/t"), T[1])
     assert (done.requested_time, done.action, done.state) == (pending.requested_time, ROLLBACK, State.COMPLETED)
     assert states_of(made, T[1]) == []
@@ -70,12 +77,7 @@ def test_pending_rollbacks_write_is_finished_from_its_plan() -> None:
 
 
 def test_pending_rollbacks_write_still_running_is_refused() -> None:
-    made = lake()
-    written = made.base_file(P, "b", T[1])
-    made.commit(T[1], {P: [written]}, state=State.INFLIGHT)
-    table = HudiTable.load(made.storage, "/t")
-    (failed,) = table.timeline.pending()
-    pending_rollback(made, plan_rollback(table, failed).plan.to_raw())
+    made, written, _, _, _ = failed_write_with_a_pending_rollback()
     beat(made, T[1])
     with pytest.raises(RollbackRefused, match="still being written"):
         finish_rollback(HudiTable.load(made.storage, "/t"), T[1])
@@ -83,12 +85,7 @@ def test_pending_rollbacks_write_still_running_is_refused() -> None:
 
 
 def test_pending_rollbacks_instant_gone_is_rebuilt_from_the_plan() -> None:
-    made = lake()
-    written = made.base_file(P, "b", T[1])
-    made.commit(T[1], {P: [written]}, state=State.INFLIGHT)
-    table = HudiTable.load(made.storage, "/t")
-    (failed,) = table.timeline.pending()
-    pending = pending_rollback(made, plan_rollback(table, failed).plan.to_raw())
+    made, written, table, failed, pending = failed_write_with_a_pending_rollback()
     for status in table.timeline.files_of(failed).values():
         made.storage.delete(status.path)  # the rollback deleted the write's instant files, then died
     beat(made, T[1])  # a gone instant has no writer to wait for
