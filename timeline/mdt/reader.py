@@ -196,9 +196,10 @@ class MetadataTable:
                 current[row.decode()] = decode_record(row, value, schema, path=path)
         for path, block in self._blocks(folder, file_slice, valid, latest):
             if block.block_type is BlockType.HFILE_DATA:
-                schema = block.header.get(HeaderKey.SCHEMA, "")
                 hfile = read_hfile(block.content, path=path)
-                schema = hfile.file_info.get(SCHEMA_INFO_KEY, b"").decode() or schema
+                # HoodieHFileDataBlock.deserializeRecords decodes with the header's SCHEMA
+                # (getSchemaFromHeader); the HFile's own file info only where the header has none
+                schema = block.header.get(HeaderKey.SCHEMA) or hfile.file_info.get(SCHEMA_INFO_KEY, b"").decode()
                 for row, value in hfile.cells:
                     key = row.decode()
                     current[key] = combine(current.get(key), decode_record(row, value, schema, path=path))
