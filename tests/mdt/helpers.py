@@ -97,7 +97,7 @@ run_pending_cleans(HudiTable.open(sys.argv[1]))
 
 
 class HandMadeMdt:
-    """A data table (version 8, in memory) and a metadata table made block by block: what a test
+    """A data table (version 8 unless told, in memory) and a metadata table made block by block: what a test
     of the reader's merge needs and no writer makes on demand. The `files` partition (and any
     other MDT partition named) holds the log files and base HFiles a test writes, of the file
     groups it names; MDT instants are completed (or left pending) by the test. Records are
@@ -105,13 +105,13 @@ class HandMadeMdt:
 
     BASE = "/t"
 
-    def __init__(self, partitions: str = "files") -> None:
+    def __init__(self, partitions: str = "files", *, version: int = 8) -> None:
         from tests.helpers import Lake
         from timeline.storage import MemoryStorage
 
         storage = MemoryStorage()
-        self.data = Lake(storage, self.BASE, version=8, extra_props={MDT_PARTITIONS: partitions})
-        self.meta = Lake(storage, f"{self.BASE}/.hoodie/metadata", version=8, table_type="MERGE_ON_READ",
+        self.data = Lake(storage, self.BASE, version=version, extra_props={MDT_PARTITIONS: partitions})
+        self.meta = Lake(storage, f"{self.BASE}/.hoodie/metadata", version=version, table_type="MERGE_ON_READ",
                          partitioned=False, extra_props={"hoodie.table.base.file.format": "HFILE",
                                                          "hoodie.table.recordkey.fields": "key"})
         self.storage = storage

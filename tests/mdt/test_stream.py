@@ -96,8 +96,8 @@ def test_a_partition_dropped_from_the_partition_list_lists_no_files_though_its_f
 
 def test_nothing_is_listed_before_the_metadata_tables_first_deltacommit_completes() -> None:
     """HoodieBackedTableMetadata reads log blocks up to the MDT's last completed instant
-    (SOLO_COMMIT_TIMESTAMP when it has none): a block written by a deltacommit still inflight
-    counts for nothing, even when the data table completed that instant."""
+    (SOLO_COMMIT_TIMESTAMP when it has none): while the MDT has no completed instant no block
+    counts, even one of an instant the data table completed."""
     mdt = HandMadeMdt()
     mdt.data.commit(T2, {})
     mdt.deltacommit(T2, State.INFLIGHT)
@@ -105,6 +105,15 @@ def test_nothing_is_listed_before_the_metadata_tables_first_deltacommit_complete
                                           files_record("a", added={"x": 1})]))
     assert listing(mdt.reader()) == {}
     assert listing(mdt.reader(), ["a"]) == {"a": {}}
+    # the slice of a block older than the MDT's timeline is committed (the timeline's history
+    # starts later); with only a pending compaction on it, the MDT has no completed instant
+    mdt = HandMadeMdt()
+    mdt.data.commit(T1, {})
+    mdt.meta.schedule_compaction(T3, [("files", GROUP, T1)])
+    mdt.log(GROUP, T1, 1, data_block(T1, [partition_list_record(["a"], deleted=False),
+                                          files_record("a", added={"x": 1})]))
+    assert mdt.reader().merged_slices("files")
+    assert listing(mdt.reader()) == {}
 
 
 def test_only_the_files_partitions_file_groups_are_merged() -> None:
