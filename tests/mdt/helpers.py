@@ -10,6 +10,10 @@ when it is enabled from the table's creation (no v6 fixture has one):
   partitions it wrote to, and each file it wrote with its size), appended as the next log
   version of that slice (`timeline.mdt.writer.write_update`, which writes what 0.14/0.15 write);
 - `hoodie.table.metadata.partitions=files` on the data table.
+
+`HandMadeMdt`: a metadata table (table version 8, or 6) in memory written block by block, for the
+reader's merge rules: base HFiles, log files of chosen blocks (`data_block`, `delete_block`, or
+any bytes) and MDT instants in chosen states.
 """
 
 from __future__ import annotations

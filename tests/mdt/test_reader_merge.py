@@ -63,6 +63,10 @@ def test_valid_instants_of_hudi_0x_on_table_version_6() -> None:
                        "RollbackRequests": [], "version": 1})
     data.instant_file(Instant("20260102200000000", "rollback", State.COMPLETED),
                       rollback_content("20260102200000000", []))  # empty: its plan names the instant
+    data.instant_file(Instant("20260102250000000", "rollback", State.REQUESTED),
+                      {"instantToRollback": None, "RollbackRequests": [], "version": 1})
+    data.instant_file(Instant("20260102250000000", "rollback", State.COMPLETED),
+                      rollback_content("20260102250000000", []))  # empty, its plan naming nothing: nothing
     data.instant_file(Instant("20260102300000000", "rollback", State.COMPLETED),
                       rollback_content("20260102300000000", []))  # empty, and no plan: nothing
     data.instant_file(Instant("20260102400000000", "restore", State.COMPLETED),
@@ -70,6 +74,8 @@ def test_valid_instants_of_hudi_0x_on_table_version_6() -> None:
                        "hoodieRestoreMetadata": {"20260102350000000": [
                            rollback_content("20260102400000000", ["20260102350000000", "20260102360000000"])]},
                        "version": 1})
+    data.instant_file(Instant("20260102500000000", "rollback", State.COMPLETED),
+                      rollback_content("20260102500000000", ["20260102450000000"]))
     suffixed = {s: f"20260103000000000{s}" for s in ("001", "006", "007", "010", "011")}
     for time in (INIT, T2, T3, *suffixed.values(), "20260103000000001009", "20260103000000500"):
         mdt.deltacommit(time)
@@ -80,9 +86,10 @@ def test_valid_instants_of_hudi_0x_on_table_version_6() -> None:
     mdt.meta.instant_file(Instant("20260104000000000003", "restore", State.COMPLETED),
                           {"startRestoreTime": "20260104000000000003", "timeTakenInMillis": 0,
                            "instantsToRollback": [], "hoodieRestoreMetadata": {}, "version": 1})
-    completed_data = {"20251231000000000", T1, "20260102100000000", "20260102200000000", "20260102300000000",
-                      "20260102400000000"}
-    rolled_back = {"20260102050000000", "20260102150000000", "20260102350000000", "20260102360000000"}
+    completed_data = {"20251231000000000", T1, "20260102100000000", "20260102200000000", "20260102250000000",
+                      "20260102300000000", "20260102400000000", "20260102500000000"}
+    rolled_back = {"20260102050000000", "20260102150000000", "20260102350000000", "20260102360000000",
+                   "20260102450000000"}
     mdt_own = {INIT, suffixed["001"], suffixed["006"], suffixed["010"], suffixed["011"],
                "20260104000000000006", "20260104000000000003"}
     assert mdt.reader().valid_instants() == completed_data | rolled_back | mdt_own
@@ -140,3 +147,10 @@ def test_a_slice_waiting_for_its_compaction_is_merged_with_the_slice_before_it()
     assert [(s.file_id, s.base_instant_time, [log.instant_time for log in s.log_files]) for s in slices] == [
         (GROUP, T1, [T2, T4]), ("files-0002-0", T3, [T4])]
     assert listed(mdt) == {"a": {"a1": 1}, "b": {}, "c": {"c4": 4}}
+    # sorted by file id (getPartitionLatestMergedFileSlices), not in the order storage lists them
+    # (a log file's name starts with a dot)
+    mdt = HandMadeMdt()
+    mdt.base(GROUP, T1, [])
+    mdt.deltacommit(T2)
+    mdt.log("files-0001-0", T2, 1, data_block(T2, [partition_list_record(["a"], deleted=False)]))
+    assert [s.file_id for s in mdt.reader().merged_slices("files")] == [GROUP, "files-0001-0"]

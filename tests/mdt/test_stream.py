@@ -150,9 +150,9 @@ def test_a_data_block_is_decoded_with_its_headers_schema_else_with_its_hfiles() 
     assert listing(mdt.reader()) == {"a": {"x": 1}, "b": {"y": 2}}
 
 
-@pytest.mark.parametrize("broken", ["base file", "base record", "data block", "delete block"])
+@pytest.mark.parametrize("broken", ["base file", "base record", "log file", "data block", "delete block"])
 def test_a_metadata_file_that_cannot_be_read_is_an_error_naming_it(broken: str) -> None:
-    """A base HFile, a record, an HFILE_DATA or a DELETE block that cannot be decoded stops the
+    """A base HFile, a record, a log file, an HFILE_DATA or a DELETE block that cannot be decoded stops the
     listing with an error naming its file (nothing is listed from a partial merge)."""
     mdt = HandMadeMdt()
     listed = [partition_list_record(["a"], deleted=False), files_record("a", added={"x": 1})]
@@ -161,6 +161,9 @@ def test_a_metadata_file_that_cannot_be_read_is_an_error_naming_it(broken: str) 
     elif broken == "base record":
         path = mdt.base(GROUP, T1, [], content=write_hfile([(b"__all_partitions__", b"\xff")],
                                                            [("schema", RECORD_SCHEMA.encode())], created_ms=0))
+    elif broken == "log file":
+        mdt.deltacommit(T2)
+        path = mdt.log(GROUP, T2, 1, b"not a log file")
     else:
         mdt.deltacommit(T2)
         block = (data_block(T2, [], content=b"not an hfile" * 20) if broken == "data block"
