@@ -150,9 +150,10 @@ def test_a_data_block_is_decoded_with_its_headers_schema_else_with_its_hfiles() 
     assert listing(mdt.reader()) == {"a": {"x": 1}, "b": {"y": 2}}
 
 
-@pytest.mark.parametrize("broken", ["base file", "base record", "log file", "data block", "delete block"])
+@pytest.mark.parametrize("broken", ["base file", "base record", "log file", "data block", "data record",
+                                    "delete block"])
 def test_a_metadata_file_that_cannot_be_read_is_an_error_naming_it(broken: str) -> None:
-    """A base HFile, a record, a log file, an HFILE_DATA or a DELETE block that cannot be decoded stops the
+    """A base HFile, a record, a log file, an HFILE_DATA or a DELETE block that cannot be read stops the
     listing with an error naming its file (nothing is listed from a partial merge)."""
     mdt = HandMadeMdt()
     listed = [partition_list_record(["a"], deleted=False), files_record("a", added={"x": 1})]
@@ -166,8 +167,10 @@ def test_a_metadata_file_that_cannot_be_read_is_an_error_naming_it(broken: str) 
         path = mdt.log(GROUP, T2, 1, b"not a log file")
     else:
         mdt.deltacommit(T2)
-        block = (data_block(T2, [], content=b"not an hfile" * 20) if broken == "data block"
-                 else delete_block(T2, [], content=b"\x00\x00\x00\x03\x00\x00\x00\x09abc"))
+        bad_record = write_hfile([(b"a", b"\xff")], [("schema", RECORD_SCHEMA.encode())], created_ms=0)
+        block = {"data block": data_block(T2, [], content=b"not an hfile" * 20),
+                 "data record": data_block(T2, [], content=bad_record),
+                 "delete block": delete_block(T2, [], content=b"\x00\x00\x00\x03\x00\x00\x00\x09abc")}[broken]
         path = mdt.log(GROUP, T2, 1, data_block(T2, listed), block)
     name = re.escape(path)
     with pytest.raises(CleanlineError, match=name):
