@@ -40,7 +40,7 @@ class Maintenance:
 `processes` forked processes: `timeline.forks.local_processes`). Every change takes the table's Hudi
     lock when its writers lock, at the moments Hudi's table services take it
     (timeline/transactions.py). The lock is found from `options` (the call's writer options
-    over the root's `CLEANLINE_HUDI_OPTIONS` and `hoodie.properties`) and storage; with none
+    over those the table was opened with, its root's and `hoodie.properties`) and storage; with none
     known and a writer live, every change raises LiveWriterUnlocked unless `writers_stopped`
     (the caller's explicit word that no writer runs). `decisions` lists, per state change,
     the lock taken or the override used (`LockDecision`), for the plan, job and audit row."""
@@ -105,7 +105,7 @@ class Maintenance:
         if self.spark is not None:
             from timeline.spark.clean import plan_clean_spark
 
-            plan = plan_clean_spark(self.spark, self.table.uri, config, now=now, source=listing)
+            plan = plan_clean_spark(self.spark, self.table.uri, config, now=now, source=listing, table=self.table)
         else:
             plan = plan_clean(self.table, config, now=now, processes=self.processes, source=listing)
         if shortfall is None:
@@ -127,9 +127,11 @@ class Maintenance:
         if self.spark is not None:
             from timeline.spark.clean import plan_clean_spark_stored
 
-            plan = plan_clean_spark_stored(self.spark, self.table.uri, config, folder, now=now, source=listing)
+            plan = plan_clean_spark_stored(self.spark, self.table.uri, config, folder, now=now, source=listing,
+                                           table=self.table)
         else:
-            plan = plan_clean_stored(self.table, config, folder, now=now, s3=store_settings(folder), source=listing)
+            plan = plan_clean_stored(self.table, config, folder, now=now, s3=store_settings(folder, self.table.roots),
+                                     source=listing)
         if shortfall is None:
             return plan
         return replace(plan, notes=(*plan.notes, f"retention check off: {shortfall}")).save()
