@@ -276,7 +276,7 @@ def _mdt_drop(args: argparse.Namespace) -> None:
     if args.confirm != table.config.name:
         confirm(args, f"Drop the metadata table of {table.uri} ({', '.join(table.config.metadata_partitions)})? "
                        "Hudi writers rebuild it, reading every file")
-    maintenance_of(table, args).drop_metadata_table()
+    maintenance_of(table, args).drop_metadata_table(dry_run=False)
     print(f"dropped the metadata table of {table.uri}", file=sys.stderr)
 
 

@@ -62,7 +62,7 @@ def archive_run(args: argparse.Namespace) -> None:
         return
     confirm(args, f"Archive {plan.archivable} instants of {table.uri}"
                   f"{f' and {mdt} of its metadata table' if mdt else ''}?")
-    outcome = maintenance.archive(expected=[i.requested_time for i in plan.instants])
+    outcome = maintenance.archive(expected=[i.requested_time for i in plan.instants], dry_run=False)
     moved = outcome.result.archived if outcome.result else ()
     mdt_moved = outcome.metadata_table.archived if outcome.metadata_table else ()
     emit(args, {"archived": [instant_json(i) for i in moved],

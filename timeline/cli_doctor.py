@@ -186,7 +186,7 @@ def _repair(args: argparse.Namespace) -> int:
         return 0
     confirm(args, f"Repair {plan.kind} on {table.uri}: {len(plan.changes)} change(s), "
                    f"{sized_text(args, plan.bytes)}?")
-    result = maintenance.repair(plan, settings=_settings(args))
+    result = maintenance.repair(plan, settings=_settings(args), dry_run=False)
     left = table.inspect.diagnose(kinds=[plan.kind], settings=_settings(args))
     if args.json:
         print_json({"plan": plan.to_json(), "result": result.to_json(), "remaining": [f.to_json() for f in left]})

@@ -74,15 +74,15 @@ class Maintenance:
 
     # Cleaning
 
-    def clean(self, config: CleanConfig | None = None, *, dry_run: bool = False, enforce_retention: bool = True,
+    def clean(self, config: CleanConfig | None = None, *, dry_run: bool = True, enforce_retention: bool = True,
               progress: ProgressCallback | None = None) -> CleanPlan:
         """Clean in one call, in the spirit of delta-rs's `vacuum(dry_run=...)`: the plan with
         `config` (the table's own clean settings, `hoodie.clean.*`, by default), the same
-        `CleanPlan` the three steps return (`plan_clean`, `schedule_clean`, `run_cleans`). With
-        `dry_run` nothing is written; otherwise a plan that deletes something is scheduled (the
-        timeline re-read under the table's lock, PlanInvalidated if it changed) and run, and the
-        plan returned is the one that ran. The console keeps the three steps, with an approval
-        between the plan and the schedule."""
+        `CleanPlan` the three steps return (`plan_clean`, `schedule_clean`, `run_cleans`). A dry
+        run unless told: by default nothing is written; with `dry_run=False` a plan that deletes
+        something is scheduled (the timeline re-read under the table's lock, PlanInvalidated if it
+        changed) and run, and the plan returned is the one that ran. The console keeps the three
+        steps, with an approval between the plan and the schedule."""
         config = config or CleanConfig.from_properties(self.table.config.props)
         plan = self.plan_clean(config, enforce_retention=enforce_retention)
         if dry_run:
@@ -242,9 +242,10 @@ class Maintenance:
 
         return plan_archival(self.table, options=self.options)
 
-    def archive(self, *, dry_run: bool = False, expected: Sequence[str] | None = None) -> ArchivalOutcome:
-        """Archive in one call, as Hudi's `archive_commits` procedure does: with `dry_run` the
-        plan only; otherwise, under the table's lock, the timeline re-read and planned again
+    def archive(self, *, dry_run: bool = True, expected: Sequence[str] | None = None) -> ArchivalOutcome:
+        """Archive in one call, as Hudi's `archive_commits` procedure does. A dry run unless told:
+        by default the plan only (an `ArchivalOutcome` that archived nothing); with
+        `dry_run=False`, under the table's lock, the timeline re-read and planned again
         (`expected`, the instants of an approved plan: ArchivalInvalidated unless the new plan
         moves exactly those) and its instants archived (`timeline.archive.archiver`), then the
         metadata table's own archival by its plan, under the same lock."""
@@ -266,14 +267,16 @@ class Maintenance:
 
         return plan_repair(self.table, kind, now=now, settings=self._doctor_settings(settings))
 
-    def repair(self, plan: RepairPlan, *, now: datetime | None = None,
+    def repair(self, plan: RepairPlan, *, dry_run: bool = True, now: datetime | None = None,
                settings: DoctorSettings | None = None) -> RepairResult:
         """Run an approved repair plan under the table's lock, re-validated first
-        (`timeline.doctor.run_repair`); every state change is in `decisions`."""
+        (`timeline.doctor.run_repair`); every state change is in `decisions`. A dry run unless
+        told: by default nothing changes and the result lists every planned change as skipped;
+        `dry_run=False` runs it."""
         from timeline.doctor import run_repair
 
         return run_repair(self.table, plan, transactions=self.transactions, now=now,
-                          settings=self._doctor_settings(settings))
+                          settings=self._doctor_settings(settings), dry_run=dry_run)
 
     def _doctor_settings(self, settings: DoctorSettings | None) -> DoctorSettings:
         from dataclasses import replace as with_values
@@ -283,9 +286,15 @@ class Maintenance:
         settings = settings or DoctorSettings()
         return with_values(settings, options={**self.transactions.options, **settings.options})
 
-    def drop_metadata_table(self) -> None:
-        """The explicit repair action: remove `.hoodie/metadata` (Hudi writers rebuild it)."""
+    def drop_metadata_table(self, *, dry_run: bool = True) -> str:
+        """The explicit repair action: remove `.hoodie/metadata` (Hudi writers rebuild it). A dry
+        run unless told: by default nothing is removed; `dry_run=False` removes it. Returns the
+        metadata table's folder (removed, or to remove) either way."""
         from timeline.mdt import drop_metadata_table
 
+        folder = self.table.storage.uri(self.table.containment.meta_path("metadata"))
+        if dry_run:
+            return folder
         with self._locked():
             drop_metadata_table(self.table)
+        return folder

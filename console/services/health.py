@@ -193,7 +193,7 @@ def repair_run(*, repair: Repair, task_id: str = "") -> Repair:
             return repair
         try:
             maintenance = table_services(table, writers_stopped=repair.writers_stopped)
-            result = maintenance.repair(approved_plan(repair), settings=doctor_settings(table))
+            result = maintenance.repair(approved_plan(repair), settings=doctor_settings(table), dry_run=False)
         except RepairInvalidated as exc:
             _finish(repair, lease.token, RepairStatus.STALE, "repair.stale", str(exc), error=str(exc)[:2000])
         except CleanlineError as exc:

@@ -192,7 +192,7 @@ def metadata_table_drop(*, table: Table, user: User | None, confirm_name: str | 
         if not partitions:
             raise ValidationError(f"{table.name} has no metadata table.")
         try:
-            maintenance.drop_metadata_table()
+            maintenance.drop_metadata_table(dry_run=False)
         except CleanlineError as exc:
             audit(user=user, action="metadata_table.drop.failed", table=table, parameters={"partitions": partitions},
                   result=str(exc))
