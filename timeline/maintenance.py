@@ -93,12 +93,14 @@ class Maintenance:
         return plan
 
     def plan_clean(self, config: CleanConfig, *, now: datetime | None = None,
-                   enforce_retention: bool = True, listing: str = "storage") -> CleanPlan:
+                   enforce_retention: bool = True, listing: str = "auto") -> CleanPlan:
         """The plan, with a reason for every file; writes nothing. With `enforce_retention`
         (the default) a configuration that keeps less than the table's own clean settings is
         refused (RetentionTooShort); without it such a plan carries a note saying so.
         `listing` (storage, metadata or auto: `timeline.mdt.listing.ListingSource`) is where the
-        table is listed from, by this process or by the Spark engine."""
+        table is listed from, by this process or by the Spark engine: by default Hudi's choice
+        (the metadata table when its `files` partition is available), as the CLI and the
+        console list."""
         shortfall = retention_shortfall(self.table.config.props, config)
         if enforce_retention:
             check_retention(self.table.uri, self.table.config.props, config)
@@ -113,7 +115,7 @@ class Maintenance:
         return replace(plan, notes=(*plan.notes, f"retention check off: {shortfall}"))
 
     def plan_clean_stored(self, config: CleanConfig, folder: str, *, now: datetime | None = None,
-                          enforce_retention: bool = True, listing: str = "storage") -> StoredPlan:
+                          enforce_retention: bool = True, listing: str = "auto") -> StoredPlan:
         """`plan_clean` into a plan store (a local folder or object-store prefix the engine's
         executors reach too): the file decisions are written there as Parquet where they are
         made, partition by partition; the plan returned holds only totals and per-partition
