@@ -495,3 +495,33 @@ def test_boundaries_a_planted_module_setting_is_caught(planted: str) -> None:
     path = LIBRARY / "storage" / "s3.py"
     assert module_state(path, f"{path.read_text()}\n\n{planted}")
     assert module_state(path) == []
+
+
+def declared_names(module: str) -> list[str] | None:
+    """A library module's `__all__` (in its stub, for a lazily loading package), None without one."""
+    path = library_modules()[module]
+    for source in (path.with_suffix(".pyi"), path):
+        if source.exists():
+            for node in ast.parse(source.read_text()).body:
+                if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "__all__" for t in node.targets):
+                    return list(ast.literal_eval(node.value))
+    return None
+
+
+def test_boundaries_every_public_module_declares_its_names() -> None:
+    """Every public module lists its names in `__all__`, each defined or imported there, and the
+    console and the CLI import from a public module only what its `__all__` lists."""
+    import importlib
+
+    undeclared = [m for m in sorted(PUBLIC_MODULES) if declared_names(m) is None]
+    assert undeclared == []
+    for module in sorted(PUBLIC_MODULES):
+        loaded = importlib.import_module(module)
+        assert [n for n in declared_names(module) or () if not hasattr(loaded, n)] == [], module
+    outside = []
+    for path in [*CONSOLE.rglob("*.py"), *LIBRARY.glob("cli*.py")]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module in PUBLIC_MODULES:
+                outside += [f"{path.name}: {node.module}.{a.name}" for a in node.names
+                            if a.name not in (declared_names(node.module) or ())]
+    assert outside == []

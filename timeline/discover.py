@@ -76,3 +76,6 @@ def discover(root: str, *, sizes: bool = True, roots: LakeRoots | None = None) -
     """Every Hudi table under `root` (`find_tables`), each described (`describe`), with the
     lake-wide settings `roots`."""
     return [describe(uri, sizes=sizes, roots=roots) for uri in find_tables(root, roots=roots)]
+
+
+__all__ = ["PROPERTIES", "FoundTable", "describe", "discover", "find_tables"]

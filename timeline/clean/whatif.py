@@ -215,3 +215,6 @@ def _with_why_nothing(cost: RetentionCost, start: PlanStart, head: CleanPlan) ->
     else:
         why = f"every one of the {cost.files_kept} files considered in {cost.partitions_considered} partitions is kept"
     return replace(cost, why_nothing=why)
+
+
+__all__ = ["DEFAULT_COMMITS", "UNITS", "RetentionCost", "WhatIf", "reclaimable", "what_if"]

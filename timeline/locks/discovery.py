@@ -216,3 +216,10 @@ def discover_lock(table: Table, options: Mapping[str, str] | None = None) -> Loc
                          "no lock: the writers run as a single writer (no hoodie.write.concurrency.mode allowing "
                          "several writers in the call's options, the root's settings or hoodie.properties, and no "
                          "lock file on storage)")
+
+
+__all__ = [
+    "IN_PROCESS_NOTE", "IN_PROCESS_PROVIDERS", "STORAGE_LOCK_FILE", "HudiOptionsError", "LockDiscovery", "LockSource",
+    "call_options", "discover_lock", "hudi_options_for", "keyed_hudi_roots", "parse_hudi_options", "root_options",
+    "writer_properties"
+]
