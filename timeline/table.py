@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Self
 
 from timeline import metadata
-from timeline.archive import load_archived_timeline
+from timeline.archived_timeline import load_archived_timeline
 from timeline.config import TableConfig, read_config
 from timeline.fsview import FileGroupId, FileSystemView, TableListing, ViewInputs, build_view, list_partitions
 from timeline.instant import (

@@ -9,7 +9,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from timeline.archive.reader import VERSION_FILE, lsm_state, snapshot_files
 from timeline.archive.rules import (
     ArchivalInputs,
     Blocker,
@@ -27,6 +26,7 @@ from timeline.archive.settings import (
     metadata_table_clean,
     metadata_table_settings,
 )
+from timeline.archived_timeline import VERSION_FILE, lsm_state, snapshot_files
 from timeline.clean.config import CleanConfig
 from timeline.exceptions import CleanlineError, CorruptInstantError, FileNotFound, NotAHudiTableError, TableConfigError
 from timeline.instant import CLUSTERING, COMMIT, REPLACE_COMMIT, Instant, State, instant_time_from_epoch_ms, zone_of
