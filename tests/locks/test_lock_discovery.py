@@ -110,7 +110,7 @@ def test_lock_discovery_a_live_lease_with_nothing_configured_is_honoured_by_ever
         "restore": lambda: maintenance.restore(older),
         "savepoint create": lambda: maintenance.create_savepoint(latest),
         "savepoint delete": lambda: maintenance.delete_savepoint(older),
-        "metadata table drop": maintenance.drop_metadata_table,
+        "metadata table drop": lambda: maintenance.drop_metadata_table(dry_run=False),
     }
     for name, change in changes.items():
         with pytest.raises(LockUnavailable, match="hudi-writer-uuid"):
