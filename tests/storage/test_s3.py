@@ -204,6 +204,23 @@ def test_s3_root_settings_open_tables_below_it_with_its_endpoint_and_credentials
     assert signers(requests) == {"given-key"}
 
 
+def test_s3_storage_options_given_to_open_win_over_the_roots_and_travel_with_the_table(
+        s3_server: S3Server, s3_table: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`HudiTable.open(uri, storage_options=...)`, as delta-rs's `DeltaTable(uri, storage_options=...)`:
+    the table's store signs with them, over its root's settings, and the table keeps them for the
+    workers of its runs (`table.storage_options`)."""
+    uri = s3_table(V9_MOR_NONPART)
+    bucket, _ = bucket_and_prefix(uri)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", CLOSED)
+    roots = LakeRoots(s3={f"s3://{bucket}": S3Settings(s3_server.endpoint, REGION, "root-key", "root-secret")})
+    given = S3Settings(s3_server.endpoint, REGION, "given-key", "given-secret")
+    with s3_server.recording() as requests:
+        table = HudiTable.open(uri, storage_options=given, roots=roots)
+        assert len(table.timeline) > 0
+    assert signers(requests) == {"given-key"} and table.storage_options == given
+    assert HudiTable.open(uri, roots=roots).storage_options == roots.s3_for(uri)
+
+
 def test_s3_root_profile_signs_with_the_profile_from_the_aws_files(
         s3_server: S3Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     credentials = tmp_path / "credentials"
