@@ -224,7 +224,7 @@ def measure_repair(root: str, kept: int, orphans: int, repeat: int) -> dict[str,
     def repair() -> int:
         table = HudiTable.open(path)
         table.ensure_located(roots=[root])
-        result = run_repair(table, plan)
+        result = run_repair(table, plan, dry_run=False)
         assert result.ok and len(result.done) == orphans, (len(result.done), result.failed[:1])
         return len(result.done)
 

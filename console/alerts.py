@@ -37,11 +37,12 @@ from django.views.decorators.http import require_http_methods
 from console import outbound, permissions
 from console.alerts_health import health_error, health_info, health_warning
 from console.alerts_setup import alert_emails, alert_webhooks, all_channels, lake_enabled, lake_rules, lake_threshold
+from console.lake import open_table
 from console.metrics import age_seconds, earliest_savepoints, pending_writes, reclaimable, timeline_zone
 from console.models import Alert, AlertKind, AlertRule, CleanPlan, Job, JobStatus, PlanStatus, Table
 from console.services.audit import audit
 from console.services.locks import live_lock
-from timeline import CleanlineError, HudiTable
+from timeline import CleanlineError
 
 logger = logging.getLogger(__name__)
 
@@ -196,7 +197,7 @@ def mdt_out_of_sync(table: Table, threshold: float | None, figures: Figures) -> 
     if not table.metadata_table_enabled:
         return {}
     try:
-        lake = HudiTable.open(table.path)
+        lake = open_table(table.path)
         if not lake.config.metadata_table_enabled:
             return {}
         if lake.timeline.cleans().pending() or live_lock(table) is not None:

@@ -176,8 +176,8 @@ from console.outbound import allowed_entry
 from console.signin.config import ldap_settings, role_map
 from timeline import CleanlineError
 from timeline.engine import spark_min_files
-from timeline.locks.discovery import configure_hudi_options, parse_hudi_options
-from timeline.storage import S3ConfigError, S3Settings, configure_s3, parse_s3_roots
+from timeline.locks.discovery import parse_hudi_options
+from timeline.storage import S3ConfigError, S3Settings, parse_s3_roots
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # Where the console keeps what it writes (collected static files, the plan store, beat's schedule):
@@ -478,14 +478,12 @@ CLEANLINE_ALLOWED_ROOTS = [
     r.strip() for r in os.environ.get("CLEANLINE_ALLOWED_ROOTS", str(VAR_DIR / "demo-lake")).split(",")
     if r.strip()
 ]
-# The library opens s3:// tables below these roots with their settings (this process's registry;
-# console.services.tables applies a changed value, such as a test's settings override).
+# The library opens s3:// tables below these roots with their settings, passed with every table the
+# console opens (console.lake.open_table reads them then: a test's settings override applies at once).
 CLEANLINE_S3_ROOTS = s3_roots(os.environ.get("CLEANLINE_S3_ROOTS", ""))
-configure_s3(CLEANLINE_S3_ROOTS)
 # The Hudi writer options (the lock) of every table below a root, read like the table's own settings
-# (the library's registry; console.services.tables applies a changed value).
+# (passed the same way).
 CLEANLINE_HUDI_OPTIONS = hudi_options(os.environ.get("CLEANLINE_HUDI_OPTIONS", ""))
-configure_hudi_options(CLEANLINE_HUDI_OPTIONS)
 CLEANLINE_SYNC_INTERVAL_SECONDS = int(os.environ.get("CLEANLINE_SYNC_INTERVAL_SECONDS", "300"))
 # The table doctor at sync time: in full once its last full check is this old (timeline checks between).
 CLEANLINE_HEALTH_INTERVAL_SECONDS = int(os.environ.get("CLEANLINE_HEALTH_INTERVAL_SECONDS", "3600"))

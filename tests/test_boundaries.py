@@ -70,7 +70,7 @@ PUBLIC_MODULES = {
     "timeline.clean.whatif", "timeline.demo", "timeline.discover", "timeline.doctor", "timeline.engine",
     "timeline.exceptions", "timeline.forks", "timeline.fsview", "timeline.instant", "timeline.locks.discovery",
     "timeline.mdt", "timeline.mdt.listing", "timeline.mdt.reader", "timeline.mdt.validate", "timeline.mdt.writer",
-    "timeline.metadata.records", "timeline.remote", "timeline.storage",
+    "timeline.metadata.records", "timeline.remote", "timeline.roots", "timeline.storage",
 }
 SURFACE_MAX = 40
 
@@ -306,8 +306,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("storage backends", ("timeline.storage.*",)),
     ("storage registry", ("timeline.storage.registry", "timeline.storage")),
     ("records and settings", ("timeline.metadata.*", "timeline.config")),
-    ("table", ("timeline.timeline", "timeline.transition", "timeline.fsview", "timeline.archive",
-               "timeline.archive.reader", "timeline.locks.*", "timeline.transactions", "timeline.table")),
+    ("table", ("timeline.timeline", "timeline.transition", "timeline.fsview", "timeline.archived_timeline",
+               "timeline.locks.*", "timeline.roots", "timeline.transactions", "timeline.table")),
     ("rules", ("timeline.clean.*", "timeline.archive.*", "timeline.mdt.*", "timeline.savepoint", "timeline.rollback",
                "timeline.pending_rollbacks",
                "timeline.restore", "timeline.failed_writes", "timeline.changes", "timeline.discover",
@@ -427,3 +427,100 @@ def test_boundaries_modules_and_functions_stay_small() -> None:
                          if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno
                          and node.end_lineno - node.lineno + 1 > FUNCTION_MAX_LINES]
     assert not too_long, too_long
+
+
+MUTATING_METHODS = frozenset({"append", "extend", "insert", "pop", "popitem", "clear", "update", "setdefault", "add",
+                              "discard", "remove"})
+MUTABLE_FACTORIES = frozenset({"dict", "list", "set", "defaultdict", "OrderedDict", "deque", "weakref.WeakSet",
+                               "weakref.WeakValueDictionary", "weakref.WeakKeyDictionary"})
+# Process state that is not configuration, each with why it may stay: caches keyed by what they
+# hold, and the locks an interpreter exit must still expire. A setting is never one of these.
+NOT_CONFIGURATION = {
+    "timeline/storage/s3.py:_CLIENTS": "boto3 clients, keyed by the settings they were built with",
+    "timeline/table.py:_INTACT": "state files that decoded, keyed by URI, size and modification time",
+    "timeline/locks/storage_based.py:_LIVE": "held storage-based locks, expired at exit as Hudi's shutdown hook",
+}
+
+
+def module_state(path: Path, text: str | None = None) -> list[str]:
+    """`global` statements, and module-level dicts, lists and sets that a function changes
+    (a method call that mutates, an item assigned or deleted): state kept in a module."""
+    tree = ast.parse(path.read_text() if text is None else text, filename=str(path))
+    where = path.relative_to(LIBRARY.parent).as_posix()
+    mutable = {}
+    for node in tree.body:
+        value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+        if value is None or not (isinstance(value, (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp,
+                                                     ast.SetComp))
+                                 or isinstance(value, ast.Call) and ast.unparse(value.func) in MUTABLE_FACTORIES):
+            continue
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        mutable.update({t.id: node.lineno for t in targets if isinstance(t, ast.Name)})
+    found = [f"{where}:{node.lineno} global {', '.join(node.names)}" for node in ast.walk(tree)
+             if isinstance(node, ast.Global)]
+    changed: set[str] = set()
+    for function in ast.walk(tree):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(function):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and isinstance(node.func.value, ast.Name) and node.func.attr in MUTATING_METHODS):
+                changed.add(node.func.value.id)
+            targets = (node.targets if isinstance(node, (ast.Assign, ast.Delete))
+                       else [node.target] if isinstance(node, ast.AugAssign) else [])
+            changed.update(t.value.id for t in targets
+                           if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name))
+    found += [f"{where}:{mutable[name]} {name}" for name in sorted(changed & set(mutable))
+              if f"{where}:{name}" not in NOT_CONFIGURATION]
+    return found
+
+
+def test_boundaries_no_configuration_is_kept_in_a_library_module() -> None:
+    """Configuration is passed (`HudiTable.open(uri, storage_options=..., hudi_options=...,
+    roots=...)`), never set in a module: no `global` statement in `timeline/`, and no module-level
+    dict, list or set that a function changes, but the caches listed with their reason."""
+    found = [entry for path in sorted(LIBRARY.rglob("*.py")) for entry in module_state(path)]
+    assert found == []
+    assert all(name.split(":")[0] and (LIBRARY.parent / name.split(":")[0]).exists() for name in NOT_CONFIGURATION)
+
+
+@pytest.mark.parametrize("planted", [
+    "_ROOTS: dict[str, str] = {}\n\n\ndef configure(roots: dict[str, str]) -> None:\n    _ROOTS.update(roots)\n",
+    "_ROOTS: dict[str, str] = {}\n\n\ndef configure(root: str) -> None:\n    _ROOTS[root] = root\n",
+    "_ROOTS = None\n\n\ndef configure(roots: object) -> None:\n    global _ROOTS\n    _ROOTS = roots\n",
+])
+def test_boundaries_a_planted_module_setting_is_caught(planted: str) -> None:
+    """The check finds a registry of settings planted in a library module (in memory, not on disk)."""
+    path = LIBRARY / "storage" / "s3.py"
+    assert module_state(path, f"{path.read_text()}\n\n{planted}")
+    assert module_state(path) == []
+
+
+def declared_names(module: str) -> list[str] | None:
+    """A library module's `__all__` (in its stub, for a lazily loading package), None without one."""
+    path = library_modules()[module]
+    for source in (path.with_suffix(".pyi"), path):
+        if source.exists():
+            for node in ast.parse(source.read_text()).body:
+                if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "__all__" for t in node.targets):
+                    return list(ast.literal_eval(node.value))
+    return None
+
+
+def test_boundaries_every_public_module_declares_its_names() -> None:
+    """Every public module lists its names in `__all__`, each defined or imported there, and the
+    console and the CLI import from a public module only what its `__all__` lists."""
+    import importlib
+
+    undeclared = [m for m in sorted(PUBLIC_MODULES) if declared_names(m) is None]
+    assert undeclared == []
+    for module in sorted(PUBLIC_MODULES):
+        loaded = importlib.import_module(module)
+        assert [n for n in declared_names(module) or () if not hasattr(loaded, n)] == [], module
+    outside = []
+    for path in [*CONSOLE.rglob("*.py"), *LIBRARY.glob("cli*.py")]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module in PUBLIC_MODULES:
+                outside += [f"{path.name}: {node.module}.{a.name}" for a in node.names
+                            if a.name not in (declared_names(node.module) or ())]
+    assert outside == []

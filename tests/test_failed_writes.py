@@ -9,8 +9,8 @@ from tests.helpers import Lake
 from timeline import HudiTable
 from timeline.failed_writes import failed_writes, failed_writes_policy
 from timeline.instant import State
-from timeline.locks.discovery import configure_hudi_options
 from timeline.rollback import rollback_failed_writes
+from timeline.roots import LakeRoots
 from timeline.storage import MemoryStorage
 from timeline.storage.arrow import LocalStorage
 
@@ -65,7 +65,7 @@ def test_failed_writes_none_under_never_and_the_old_key_is_read() -> None:
 
 def test_failed_writes_policy_is_the_writers_options_over_the_table_properties(tmp_path) -> None:
     """HoodieWriteConfig.getFailedWritesCleanPolicy reads the writer's own config: the call's
-    options (`maintenance(options=...)`), then the root's (`configure_hudi_options`,
+    options (`maintenance(options=...)`), then the root's (`HudiTable.open(uri, roots=...)`,
     CLEANLINE_HUDI_OPTIONS), over `hoodie.properties`, layered as the lock is found. A pending
     write under NEVER from the writers' options is no failed write, whatever the table says."""
     base = str(tmp_path / "lake" / "w")
@@ -79,9 +79,7 @@ def test_failed_writes_policy_is_the_writers_options_over_the_table_properties(t
     assert table.maintenance(options=never).preview_rollback_failed_writes() == []
     assert table.maintenance(options=never).rollback_failed_writes() == []
     assert table.timeline.find(T[1]) is not None
-    previous = configure_hudi_options({str(tmp_path / "lake"): {"hoodie.cleaner.policy.failed.writes": "never"}})
-    try:
-        assert failed_writes_policy(table) == "NEVER" and failed_writes(table) == []
-        assert failed_writes_policy(table, {"hoodie.clean.failed.writes.policy": "LAZY"}) == "LAZY"  # the call's win
-    finally:
-        configure_hudi_options(previous)
+    roots = LakeRoots(hudi={str(tmp_path / "lake"): {"hoodie.cleaner.policy.failed.writes": "never"}})
+    rooted = HudiTable.open(base, roots=roots)
+    assert failed_writes_policy(rooted) == "NEVER" and failed_writes(rooted) == []
+    assert failed_writes_policy(rooted, {"hoodie.clean.failed.writes.policy": "LAZY"}) == "LAZY"  # the call's win

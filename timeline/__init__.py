@@ -1,9 +1,11 @@
 """Cleanline's library: reads and changes Apache Hudi tables the way Apache Hudi does. Knows
 nothing of Django or Celery; PySpark is imported only by `timeline.spark`, when asked for.
 
-The public surface is what this module exports: open a table with `HudiTable.open(uri)`, ask
-`table.inspect` and act through `table.maintenance()`. The console and the `cleanline`
-command use nothing else (tests/test_boundaries.py checks it)."""
+The public surface is what this module exports: open a table with `HudiTable.open(uri, *,
+storage_options=None, hudi_options=None, roots=None)` (configuration is passed, never set in a
+module: `timeline.roots.LakeRoots`), ask `table.inspect` and act through `table.maintenance()`,
+whose changes are dry runs unless `dry_run=False`. The console and the `cleanline` command use
+nothing else (tests/test_boundaries.py checks it)."""
 
 import lazy_loader
 

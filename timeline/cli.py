@@ -35,6 +35,8 @@ from timeline.cli_output import (
     confirm,
     emit,
     instant_json,
+    lake_roots,
+    open_table,
     print_json,
     render_table,
     size_header,
@@ -47,7 +49,7 @@ Handler = Callable[[argparse.Namespace], Any]
 
 
 def _table_info(args: argparse.Namespace) -> None:
-    table = timeline.HudiTable.open(args.path)
+    table = open_table(args)
     config, active = table.config, table.timeline
     info = {
         "path": table.uri,
@@ -81,7 +83,7 @@ def _table_info(args: argparse.Namespace) -> None:
 
 
 def _timeline(args: argparse.Namespace) -> None:
-    table = timeline.HudiTable.open(args.path)
+    table = open_table(args)
     rows: list[tuple[str, timeline.Instant]] = []
     if args.archived:
         rows += [("archived", i) for i in table.inspect.archived_instants()]
@@ -109,7 +111,7 @@ def _fsview(args: argparse.Namespace) -> None:
         from timeline.instant import parse_instant_time
 
         parse_instant_time(args.as_of)
-    table = timeline.HudiTable.open(args.path)
+    table = open_table(args)
     from timeline.mdt.listing import ListingSource, resolve, table_listing
 
     # storage: listed by the view itself, without sizes for the JSON (it names files, no sizes)
@@ -129,7 +131,7 @@ def _fsview(args: argparse.Namespace) -> None:
 
 
 def _instant_show(args: argparse.Namespace) -> None:
-    table = timeline.HudiTable.open(args.path)
+    table = open_table(args)
     matches = [i for i in table.timeline if i.requested_time == args.instant
                and (args.action is None or i.action == args.action)]
     if not matches:
@@ -141,20 +143,20 @@ def _instant_show(args: argparse.Namespace) -> None:
 
 
 def _savepoint_create(args: argparse.Namespace) -> None:
-    done = maintenance_of(timeline.HudiTable.open(args.path), args).create_savepoint(args.instant, user=args.user,
+    done = maintenance_of(open_table(args), args).create_savepoint(args.instant, user=args.user,
                                                                           comment=args.comment)
     print(f"savepoint {done.requested_time} created")
 
 
 def _savepoint_delete(args: argparse.Namespace) -> None:
-    table = timeline.HudiTable.open(args.path)
+    table = open_table(args)
     confirm(args, f"Delete savepoint {args.instant} of {table.uri}? Its files may then be cleaned.")
     maintenance_of(table, args).delete_savepoint(args.instant)
     print(f"savepoint {args.instant} deleted")
 
 
 def _savepoint_list(args: argparse.Namespace) -> None:
-    infos = timeline.HudiTable.open(args.path).inspect.savepoints()
+    infos = open_table(args).inspect.savepoints()
     now_ms = int(datetime.now().timestamp() * 1000)
     data: list[dict[str, Any]] = [{"instant": instant_json(i.instant), "savepointedBy": i.savepointed_by,
              "savepointedAt": i.savepointed_at_ms, "ageSeconds": max(0, (now_ms - i.savepointed_at_ms) // 1000),
@@ -177,7 +179,7 @@ def _preview_json(preview: timeline.RollbackPreview) -> dict[str, Any]:
 
 
 def _restore(args: argparse.Namespace) -> None:
-    table = timeline.HudiTable.open(args.path)
+    table = open_table(args)
     preview = table.inspect.restore_preview(args.savepoint)
     data = {"savepoint": args.savepoint, "instantsToRollback": [_preview_json(p) for p in preview.rollbacks],
             "perPartition": {p: {"files": f, "bytes": b} for p, (f, b) in sorted(preview.per_partition().items())},
@@ -196,7 +198,7 @@ def _restore(args: argparse.Namespace) -> None:
 
 
 def _rollback(args: argparse.Namespace) -> None:
-    table = timeline.HudiTable.open(args.path)
+    table = open_table(args)
     maintenance = maintenance_of(table, args)
     if args.failed:
         previews = maintenance.preview_rollback_failed_writes()
@@ -220,7 +222,7 @@ def _rollback(args: argparse.Namespace) -> None:
 
 
 def _mdt_show(args: argparse.Namespace) -> None:
-    state = timeline.HudiTable.open(args.path).inspect.metadata_table()
+    state = open_table(args).inspect.metadata_table()
     data = {"enabled": state.enabled, "partitions": list(state.partitions), "inflight": list(state.inflight),
             "lastInstant": state.last_instant, "fileGroups": dict(state.file_groups)}
     emit(args, data, lambda: render_table(["partition", "state", "file groups"], [
@@ -230,7 +232,7 @@ def _mdt_show(args: argparse.Namespace) -> None:
 
 
 def _mdt_validate(args: argparse.Namespace) -> int:
-    result = timeline.HudiTable.open(args.path).inspect.validate_metadata_table()
+    result = open_table(args).inspect.validate_metadata_table()
     data = {"ok": result.ok, "partitions": result.partitions, "files": result.files,
             "differences": [{"partition": d.partition, "onlyOnStorage": list(d.only_on_storage),
                              "onlyInMetadataTable": list(d.only_in_metadata),
@@ -267,14 +269,14 @@ def _differing(args: argparse.Namespace, storage: int, metadata: int) -> str:
 
 
 def _mdt_drop(args: argparse.Namespace) -> None:
-    table = timeline.HudiTable.open(args.path)
+    table = open_table(args)
     if not table.config.metadata_table_enabled and not table.config.metadata_partitions:
         print(f"{table.uri}: no metadata table to drop", file=sys.stderr)
         return
     if args.confirm != table.config.name:
         confirm(args, f"Drop the metadata table of {table.uri} ({', '.join(table.config.metadata_partitions)})? "
                        "Hudi writers rebuild it, reading every file")
-    maintenance_of(table, args).drop_metadata_table()
+    maintenance_of(table, args).drop_metadata_table(dry_run=False)
     print(f"dropped the metadata table of {table.uri}", file=sys.stderr)
 
 
@@ -288,7 +290,7 @@ def _demo(args: argparse.Namespace) -> None:
 def _discover(args: argparse.Namespace) -> None:
     from timeline.discover import discover
 
-    found = discover(args.path, sizes=not args.no_sizes)
+    found = discover(args.path, sizes=not args.no_sizes, roots=args.roots)
     emit(args, [{"path": t.uri, "name": t.name, "type": t.table_type, "version": t.version, "files": t.files,
                  "bytes": t.bytes, "error": t.error} for t in found], lambda: render_table(
         ["path", "name", "type", "version", "files", size_header(args)],
@@ -558,16 +560,9 @@ def _main(argv: Sequence[str] | None) -> int:
         if args.api:
             _remote(args)
             return 0
-        roots = os.environ.get("CLEANLINE_S3_ROOTS", "")
-        if roots.strip():  # (nothing to configure otherwise: the S3 backend loads with an s3:// table)
-            from timeline.storage import configure_s3, parse_s3_roots
-
-            configure_s3(parse_s3_roots(roots))
-        hudi_options = os.environ.get("CLEANLINE_HUDI_OPTIONS", "")
-        if hudi_options.strip():  # lake-wide Hudi writer options per root: where the writers' lock settings live
-            from timeline.locks.discovery import configure_hudi_options, parse_hudi_options
-
-            configure_hudi_options(parse_hudi_options(hudi_options))
+        # the lake-wide settings per root (S3 settings; Hudi writer options, where the writers' lock
+        # settings live), passed to every table the command opens (`open_table`)
+        args.roots = lake_roots()
         code = args.handler(args)
     except CleanlineError as exc:
         print(f"cleanline: error: {exc}", file=sys.stderr)

@@ -8,9 +8,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-import timeline
 from timeline.cli_clean import maintenance_of
-from timeline.cli_output import confirm, emit, instant_json, render_table
+from timeline.cli_output import confirm, emit, instant_json, open_table, render_table
 
 if TYPE_CHECKING:
     from timeline.archive.plan import ArchivalPlan
@@ -46,12 +45,12 @@ def plan_text(plan: ArchivalPlan) -> str:
 
 
 def archive_plan(args: argparse.Namespace) -> None:
-    plan = maintenance_of(timeline.HudiTable.open(args.path), args).plan_archival()
+    plan = maintenance_of(open_table(args), args).plan_archival()
     emit(args, plan_json(plan), lambda: plan_text(plan))
 
 
 def archive_run(args: argparse.Namespace) -> None:
-    table = timeline.HudiTable.open(args.path)
+    table = open_table(args)
     maintenance = maintenance_of(table, args)
     plan = maintenance.plan_archival()
     if not args.json:
@@ -63,7 +62,7 @@ def archive_run(args: argparse.Namespace) -> None:
         return
     confirm(args, f"Archive {plan.archivable} instants of {table.uri}"
                   f"{f' and {mdt} of its metadata table' if mdt else ''}?")
-    outcome = maintenance.archive(expected=[i.requested_time for i in plan.instants])
+    outcome = maintenance.archive(expected=[i.requested_time for i in plan.instants], dry_run=False)
     moved = outcome.result.archived if outcome.result else ()
     mdt_moved = outcome.metadata_table.archived if outcome.metadata_table else ()
     emit(args, {"archived": [instant_json(i) for i in moved],

@@ -12,6 +12,7 @@ import timeline  # each name loads its module on first use (timeline/__init__.py
 from timeline.cli_output import (
     emit,
     instant_json,
+    open_table,
     render_table,
     size_header,
     size_text,
@@ -72,7 +73,7 @@ def listing_option(cmd: argparse.ArgumentParser) -> argparse.ArgumentParser:
 
 
 def planned(args: argparse.Namespace) -> tuple[timeline.HudiTable, timeline.CleanConfig, timeline.CleanPlan]:
-    table = timeline.HudiTable.open(args.path)
+    table = open_table(args)
     config = clean_config(table, args)
     maintenance = maintenance_of(table, args, planning=True)
     return table, config, maintenance.plan_clean(config, now=now_of(table, args.now),
@@ -143,7 +144,7 @@ def cost_json(cost: RetentionCost) -> dict[str, Any]:
 
 
 def clean_what_if(args: argparse.Namespace) -> None:
-    table = timeline.HudiTable.open(args.path)
+    table = open_table(args)
     base = timeline.CleanConfig.from_properties(table.config.props, incremental=False if args.no_incremental else None)
     from timeline.clean.whatif import what_if
 
@@ -182,7 +183,7 @@ def clean_schedule(args: argparse.Namespace) -> None:
 
 
 def clean_run(args: argparse.Namespace) -> None:
-    table = timeline.HudiTable.open(args.path)
+    table = open_table(args)
 
     def bar(p: timeline.Progress) -> None:
         if sys.stderr.isatty() or p.files_done == p.files_total:
@@ -202,7 +203,7 @@ def clean_run(args: argparse.Namespace) -> None:
 
 
 def clean_show(args: argparse.Namespace) -> None:
-    table = timeline.HudiTable.open(args.path)
+    table = open_table(args)
     cleans = table.timeline.cleans().completed()
     clean = cleans.find(args.instant, "clean") if args.instant else cleans.last()
     if clean is None:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import timeline  # each name loads its module on first use (timeline/__init__.pyi)
-from timeline.cli_output import confirm, emit, print_json, render_table, size_header, size_text, sized_text
+from timeline.cli_output import confirm, emit, open_table, print_json, render_table, size_header, size_text, sized_text
 
 SHOWN = 10  # rows of a list in the readable evidence (JSON has them all)
 
@@ -56,7 +56,7 @@ def doctor_command(args: argparse.Namespace) -> int:
         return _lake(args)
     if args.repair:
         return _repair(args)
-    table = timeline.HudiTable.open(args.path)
+    table = open_table(args)
     findings = table.inspect.diagnose(settings=_settings(args))
     emit(args, [f.to_json() for f in findings], lambda: _findings_text(args, table.uri, findings))
     return 1 if findings else 0
@@ -138,9 +138,9 @@ def _lake(args: argparse.Namespace) -> int:
     from timeline.doctor import find_tables
 
     rows: list[dict[str, Any]] = []
-    for uri in find_tables(args.path):
+    for uri in find_tables(args.path, roots=args.roots):
         try:
-            findings = timeline.HudiTable.open(uri).inspect.diagnose(settings=_settings(args))
+            findings = open_table(args, uri).inspect.diagnose(settings=_settings(args))
         except timeline.CleanlineError as exc:
             rows.append({"table": uri, "error": str(exc), "findings": []})
             continue
@@ -164,7 +164,7 @@ def _lake(args: argparse.Namespace) -> int:
 def _repair(args: argparse.Namespace) -> int:
     from timeline.cli_clean import maintenance_of
 
-    table = timeline.HudiTable.open(args.path)
+    table = open_table(args)
     found = table.inspect.diagnose(kinds=[args.repair], settings=_settings(args))
     if not found:
         emit(args, {"plan": None, "result": None, "remaining": []},
@@ -186,7 +186,7 @@ def _repair(args: argparse.Namespace) -> int:
         return 0
     confirm(args, f"Repair {plan.kind} on {table.uri}: {len(plan.changes)} change(s), "
                    f"{sized_text(args, plan.bytes)}?")
-    result = maintenance.repair(plan, settings=_settings(args))
+    result = maintenance.repair(plan, settings=_settings(args), dry_run=False)
     left = table.inspect.diagnose(kinds=[plan.kind], settings=_settings(args))
     if args.json:
         print_json({"plan": plan.to_json(), "result": result.to_json(), "remaining": [f.to_json() for f in left]})

@@ -6,16 +6,41 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
+import timeline  # each name loads its module on first use (timeline/__init__.pyi)
 from timeline.exceptions import CleanlineError
 from timeline.instant import Instant
+
+if TYPE_CHECKING:
+    from timeline.roots import LakeRoots
 
 
 class Cancelled(CleanlineError):
     """The person at the terminal said no."""
+
+
+def lake_roots(environ: dict[str, str] | None = None) -> LakeRoots | None:
+    """CLEANLINE_S3_ROOTS and CLEANLINE_HUDI_OPTIONS parsed, None when neither is set (then
+    nothing loads: the S3 backend comes with an s3:// table). Raises S3ConfigError or
+    HudiOptionsError naming the root and the key."""
+    import os
+
+    env = os.environ if environ is None else environ
+    if not (env.get("CLEANLINE_S3_ROOTS", "").strip() or env.get("CLEANLINE_HUDI_OPTIONS", "").strip()):
+        return None
+    from timeline.roots import LakeRoots
+
+    return LakeRoots.from_environ(env)
+
+
+def open_table(args: argparse.Namespace, uri: str | None = None) -> timeline.HudiTable:
+    """The table at `uri` (else the command's PATH), opened with the lake-wide settings the
+    command read from the environment (`args.roots`, set by `main`): passed, not kept in a
+    module."""
+    return timeline.HudiTable.open(args.path if uri is None else uri, roots=getattr(args, "roots", None))
 
 
 def confirm(args: argparse.Namespace, question: str) -> None:

@@ -18,3 +18,6 @@ def demo_tables_to_build(path: str) -> list[str]:
     return [name for name in DEMO_TABLES
             if storage.exists(Storage.join(base, f".{name}.building"))
             or not storage.exists(Storage.join(base, name, ".hoodie", "hoodie.properties"))]
+
+
+__all__ = ["DEMO_TABLES", "demo_tables_to_build"]

@@ -7,10 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from timeline.exceptions import CleanlineError
 from timeline.storage import FileStatus, Storage, storage_for
 from timeline.table import Table
+
+if TYPE_CHECKING:
+    from timeline.roots import LakeRoots
 
 PROPERTIES = ("hoodie.properties", "hoodie.properties.backup")
 
@@ -29,11 +33,13 @@ class FoundTable:
     error: str = ""
 
 
-def find_tables(root: str) -> list[str]:
+def find_tables(root: str, *, roots: LakeRoots | None = None) -> list[str]:
     """The URIs of every Hudi table under `root` (a path or URI), in name order: folders holding
     `.hoodie/hoodie.properties` or its backup; a table is not descended into, nor a hidden
-    folder (`.hoodie`, `.temp`, ...)."""
-    storage, base = storage_for(root)
+    folder (`.hoodie`, `.temp`, ...). `roots`: the lake-wide settings (an `s3://` root's)."""
+    from timeline.roots import LakeRoots
+
+    storage, base = storage_for(root, s3=(roots if roots is not None else LakeRoots()).storage_options_for(root))
     found: list[str] = []
 
     def descend(folder: str, entries: list[FileStatus]) -> Iterator[str]:
@@ -49,11 +55,11 @@ def find_tables(root: str) -> list[str]:
     return sorted(found)
 
 
-def describe(uri: str, *, sizes: bool = True) -> FoundTable:
+def describe(uri: str, *, sizes: bool = True, roots: LakeRoots | None = None) -> FoundTable:
     """What one found table is: its name, type and version, and (with `sizes`) its data files and
     bytes from one listing; a table whose properties cannot be read says why."""
     try:
-        table = Table.open(uri)
+        table = Table.open(uri, roots=roots)
         config = table.config
         files = total = 0
         if sizes:
@@ -66,6 +72,10 @@ def describe(uri: str, *, sizes: bool = True) -> FoundTable:
         return FoundTable(uri, error=str(exc))
 
 
-def discover(root: str, *, sizes: bool = True) -> list[FoundTable]:
-    """Every Hudi table under `root` (`find_tables`), each described (`describe`)."""
-    return [describe(uri, sizes=sizes) for uri in find_tables(root)]
+def discover(root: str, *, sizes: bool = True, roots: LakeRoots | None = None) -> list[FoundTable]:
+    """Every Hudi table under `root` (`find_tables`), each described (`describe`), with the
+    lake-wide settings `roots`."""
+    return [describe(uri, sizes=sizes, roots=roots) for uri in find_tables(root, roots=roots)]
+
+
+__all__ = ["PROPERTIES", "FoundTable", "describe", "discover", "find_tables"]

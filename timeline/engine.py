@@ -55,3 +55,6 @@ def build_demo_lake(path: str, *, progress: Callable[[str], None] | None = None)
     spark = spark_session(app_name="cleanline-demo")
     spark.sparkContext.setLogLevel("ERROR")
     return build(spark, path, progress=progress)
+
+
+__all__ = ["DEFAULT_SPARK_MIN_FILES", "build_demo_lake", "engine_for", "spark_min_files", "spark_session"]

@@ -61,3 +61,9 @@ class FileExists(StorageError):
 
     def __init__(self, path: str) -> None:
         super().__init__(path, "already exists")
+
+
+__all__ = [
+    "CleanlineError", "CorruptInstantError", "FileExists", "FileNotFound", "InvalidFileNameError",
+    "InvalidInstantError", "NotAHudiTableError", "StorageError", "TableConfigError"
+]

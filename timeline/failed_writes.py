@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 from timeline.exceptions import FileNotFound
 from timeline.instant import CLUSTERING, COMMIT, COMPACTION, DELTA_COMMIT, REPLACE_COMMIT, Instant, State
-from timeline.locks.discovery import hudi_options_for, writer_properties
+from timeline.locks.discovery import call_options, root_options, writer_properties
 from timeline.metadata.records import RequestedReplace
 from timeline.table import Table
 
@@ -25,18 +25,19 @@ MULTI_WRITER_MODES = frozenset({"OPTIMISTIC_CONCURRENCY_CONTROL", "NON_BLOCKING_
 
 def failed_writes_policy(table: Table, options: Mapping[str, str] | None = None) -> str:
     """The failed-writes policy of the table's writers, as `HoodieWriteConfig.
-    getFailedWritesCleanPolicy` reads it from a writer's own config: `options` (the call's),
-    then the root's `configure_hudi_options`, then `hoodie.properties` (`writer_properties`'s
-    layers; the key is a writer setting, seldom in `hoodie.properties`). The highest layer that
-    sets either name of the key (`hoodie.clean.failed.writes.policy`, formerly
-    `hoodie.cleaner.policy.failed.writes`) gives it; EAGER by default; LAZY whenever
-    `hoodie.write.concurrency.mode` allows several writers (HoodieWriteConfig infers it:
-    other writers' pending instants are alive until their heartbeats expire)."""
+    getFailedWritesCleanPolicy` reads it from a writer's own config: `options` (the call's, over
+    those the table was opened with), then the root's (`HudiTable.open(uri, roots=...)`), then
+    `hoodie.properties` (`writer_properties`'s layers; the key is a writer setting, seldom in
+    `hoodie.properties`). The highest layer that sets either name of the key
+    (`hoodie.clean.failed.writes.policy`, formerly `hoodie.cleaner.policy.failed.writes`) gives
+    it; EAGER by default; LAZY whenever `hoodie.write.concurrency.mode` allows several writers
+    (HoodieWriteConfig infers it: other writers' pending instants are alive until their
+    heartbeats expire)."""
     props = writer_properties(table, options)
     if (props.get("hoodie.write.concurrency.mode") or "").strip().upper() in MULTI_WRITER_MODES:
         return LAZY
-    _, root = hudi_options_for(table.uri)
-    for layer in (options or {}, root, table.config.props):
+    _, root = root_options(table)
+    for layer in (call_options(table, options), root, table.config.props):
         value = (layer.get(POLICY_KEYS[0]) or layer.get(POLICY_KEYS[1]) or "").strip()
         if value:
             return value.upper()

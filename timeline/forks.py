@@ -117,3 +117,6 @@ def _share(work: Callable[[int, int], Any], index: int, count: int, send: Any) -
         send.close()
     except OSError:  # the parent stopped listening (it failed or was interrupted): nothing to tell
         pass
+
+
+__all__ = ["MAX_LOCAL_PROCESSES", "fork_map", "local_processes", "may_fork"]

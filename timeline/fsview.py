@@ -418,3 +418,9 @@ def _place_by_completion(logs: list[LogFile], slices: dict[str, BaseFile | None]
         else:
             found.append(log)
     return placed
+
+
+__all__ = [
+    "FileGroup", "FileGroupId", "FileSlice", "FileSystemView", "TableListing", "ViewInputs", "build_view",
+    "list_partition", "list_partitions", "list_some_partitions", "partition_paths", "top_folders"
+]

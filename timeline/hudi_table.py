@@ -14,8 +14,9 @@ from timeline.table import Table
 
 
 class HudiTable(Table):
-    """A Hudi table at a base path (`HudiTable.open(uri)`), with `inspect` for reading and
-    `maintenance()` for acting."""
+    """A Hudi table at a base path (`HudiTable.open(uri, *, storage_options=None,
+    hudi_options=None, roots=None)`: its configuration passed, see `Table.open`), with
+    `inspect` for reading and `maintenance()` for acting."""
 
     @property
     def inspect(self) -> Inspect:
@@ -28,8 +29,8 @@ class HudiTable(Table):
         PySpark jobs, otherwise here (a full clean plan in `processes` processes on a local
         disk). `options` are Hudi writer options (`hoodie.write.concurrency.mode`,
         `hoodie.write.lock.*`, ...) over `hoodie.properties`, as a Hudi writer of the table is
-        given them: they choose the lock Cleanline shares with the table's writers (over the
-        root's `configure_hudi_options` settings and a lock file found on storage). With no
+        given them: they choose the lock Cleanline shares with the table's writers (over those
+        the table was opened with, its root's and a lock file found on storage). With no
         lock known and a writer live every change is refused, unless `writers_stopped` (the
         caller's explicit, audited word that the writers are stopped)."""
         return Maintenance(self, spark=spark, options=options, processes=processes, writers_stopped=writers_stopped)

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
 
-from timeline.archive import load_archived_timeline
 from timeline.archive.plan import ArchivalPlan, plan_archival
+from timeline.archived_timeline import load_archived_timeline
 from timeline.changes import TimelineChanges, timeline_changes
 from timeline.clean.protection import Protection, read_protection, why_protected
 from timeline.fsview import FileGroup, FileSlice, FileSystemView

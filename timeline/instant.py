@@ -245,3 +245,11 @@ def _seconds_in_zone(epoch_seconds: int, zone: tzinfo | None) -> str:
 def zone_of(timeline_timezone: str) -> tzinfo | None:
     """The zone instant times are written in: UTC, or None for the local zone."""
     return UTC if timeline_timezone.upper() == "UTC" else None
+
+
+__all__ = [
+    "ACTIONS", "CLEAN", "CLUSTERING", "COMMIT", "COMPACTION", "COMPLETED_ACTION", "DELTA_COMMIT", "INDEXING",
+    "INSTANT_TIME_FORMAT", "LOG_COMPACTION", "REPLACE_COMMIT", "RESTORE", "ROLLBACK", "SAVEPOINT", "SCHEMA_COMMIT",
+    "Instant", "State", "comparable_action", "format_file_name", "format_instant_time", "instant_time_from_epoch_ms",
+    "instant_time_of", "moment_of", "parse_file_name", "parse_instant_time", "split_file_name", "zone_of"
+]

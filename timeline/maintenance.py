@@ -40,7 +40,7 @@ class Maintenance:
 `processes` forked processes: `timeline.forks.local_processes`). Every change takes the table's Hudi
     lock when its writers lock, at the moments Hudi's table services take it
     (timeline/transactions.py). The lock is found from `options` (the call's writer options
-    over the root's `CLEANLINE_HUDI_OPTIONS` and `hoodie.properties`) and storage; with none
+    over those the table was opened with, its root's and `hoodie.properties`) and storage; with none
     known and a writer live, every change raises LiveWriterUnlocked unless `writers_stopped`
     (the caller's explicit word that no writer runs). `decisions` lists, per state change,
     the lock taken or the override used (`LockDecision`), for the plan, job and audit row."""
@@ -74,15 +74,15 @@ class Maintenance:
 
     # Cleaning
 
-    def clean(self, config: CleanConfig | None = None, *, dry_run: bool = False, enforce_retention: bool = True,
+    def clean(self, config: CleanConfig | None = None, *, dry_run: bool = True, enforce_retention: bool = True,
               progress: ProgressCallback | None = None) -> CleanPlan:
         """Clean in one call, in the spirit of delta-rs's `vacuum(dry_run=...)`: the plan with
         `config` (the table's own clean settings, `hoodie.clean.*`, by default), the same
-        `CleanPlan` the three steps return (`plan_clean`, `schedule_clean`, `run_cleans`). With
-        `dry_run` nothing is written; otherwise a plan that deletes something is scheduled (the
-        timeline re-read under the table's lock, PlanInvalidated if it changed) and run, and the
-        plan returned is the one that ran. The console keeps the three steps, with an approval
-        between the plan and the schedule."""
+        `CleanPlan` the three steps return (`plan_clean`, `schedule_clean`, `run_cleans`). A dry
+        run unless told: by default nothing is written; with `dry_run=False` a plan that deletes
+        something is scheduled (the timeline re-read under the table's lock, PlanInvalidated if it
+        changed) and run, and the plan returned is the one that ran. The console keeps the three
+        steps, with an approval between the plan and the schedule."""
         config = config or CleanConfig.from_properties(self.table.config.props)
         plan = self.plan_clean(config, enforce_retention=enforce_retention)
         if dry_run:
@@ -93,19 +93,21 @@ class Maintenance:
         return plan
 
     def plan_clean(self, config: CleanConfig, *, now: datetime | None = None,
-                   enforce_retention: bool = True, listing: str = "storage") -> CleanPlan:
+                   enforce_retention: bool = True, listing: str = "auto") -> CleanPlan:
         """The plan, with a reason for every file; writes nothing. With `enforce_retention`
         (the default) a configuration that keeps less than the table's own clean settings is
         refused (RetentionTooShort); without it such a plan carries a note saying so.
         `listing` (storage, metadata or auto: `timeline.mdt.listing.ListingSource`) is where the
-        table is listed from, by this process or by the Spark engine."""
+        table is listed from, by this process or by the Spark engine: by default Hudi's choice
+        (the metadata table when its `files` partition is available), as the CLI and the
+        console list."""
         shortfall = retention_shortfall(self.table.config.props, config)
         if enforce_retention:
             check_retention(self.table.uri, self.table.config.props, config)
         if self.spark is not None:
             from timeline.spark.clean import plan_clean_spark
 
-            plan = plan_clean_spark(self.spark, self.table.uri, config, now=now, source=listing)
+            plan = plan_clean_spark(self.spark, self.table.uri, config, now=now, source=listing, table=self.table)
         else:
             plan = plan_clean(self.table, config, now=now, processes=self.processes, source=listing)
         if shortfall is None:
@@ -113,7 +115,7 @@ class Maintenance:
         return replace(plan, notes=(*plan.notes, f"retention check off: {shortfall}"))
 
     def plan_clean_stored(self, config: CleanConfig, folder: str, *, now: datetime | None = None,
-                          enforce_retention: bool = True, listing: str = "storage") -> StoredPlan:
+                          enforce_retention: bool = True, listing: str = "auto") -> StoredPlan:
         """`plan_clean` into a plan store (a local folder or object-store prefix the engine's
         executors reach too): the file decisions are written there as Parquet where they are
         made, partition by partition; the plan returned holds only totals and per-partition
@@ -127,9 +129,11 @@ class Maintenance:
         if self.spark is not None:
             from timeline.spark.clean import plan_clean_spark_stored
 
-            plan = plan_clean_spark_stored(self.spark, self.table.uri, config, folder, now=now, source=listing)
+            plan = plan_clean_spark_stored(self.spark, self.table.uri, config, folder, now=now, source=listing,
+                                           table=self.table)
         else:
-            plan = plan_clean_stored(self.table, config, folder, now=now, s3=store_settings(folder), source=listing)
+            plan = plan_clean_stored(self.table, config, folder, now=now, s3=store_settings(folder, self.table.roots),
+                                     source=listing)
         if shortfall is None:
             return plan
         return replace(plan, notes=(*plan.notes, f"retention check off: {shortfall}")).save()
@@ -240,9 +244,10 @@ class Maintenance:
 
         return plan_archival(self.table, options=self.options)
 
-    def archive(self, *, dry_run: bool = False, expected: Sequence[str] | None = None) -> ArchivalOutcome:
-        """Archive in one call, as Hudi's `archive_commits` procedure does: with `dry_run` the
-        plan only; otherwise, under the table's lock, the timeline re-read and planned again
+    def archive(self, *, dry_run: bool = True, expected: Sequence[str] | None = None) -> ArchivalOutcome:
+        """Archive in one call, as Hudi's `archive_commits` procedure does. A dry run unless told:
+        by default the plan only (an `ArchivalOutcome` that archived nothing); with
+        `dry_run=False`, under the table's lock, the timeline re-read and planned again
         (`expected`, the instants of an approved plan: ArchivalInvalidated unless the new plan
         moves exactly those) and its instants archived (`timeline.archive.archiver`), then the
         metadata table's own archival by its plan, under the same lock."""
@@ -264,14 +269,16 @@ class Maintenance:
 
         return plan_repair(self.table, kind, now=now, settings=self._doctor_settings(settings))
 
-    def repair(self, plan: RepairPlan, *, now: datetime | None = None,
+    def repair(self, plan: RepairPlan, *, dry_run: bool = True, now: datetime | None = None,
                settings: DoctorSettings | None = None) -> RepairResult:
         """Run an approved repair plan under the table's lock, re-validated first
-        (`timeline.doctor.run_repair`); every state change is in `decisions`."""
+        (`timeline.doctor.run_repair`); every state change is in `decisions`. A dry run unless
+        told: by default nothing changes and the result lists every planned change as skipped;
+        `dry_run=False` runs it."""
         from timeline.doctor import run_repair
 
         return run_repair(self.table, plan, transactions=self.transactions, now=now,
-                          settings=self._doctor_settings(settings))
+                          settings=self._doctor_settings(settings), dry_run=dry_run)
 
     def _doctor_settings(self, settings: DoctorSettings | None) -> DoctorSettings:
         from dataclasses import replace as with_values
@@ -281,9 +288,15 @@ class Maintenance:
         settings = settings or DoctorSettings()
         return with_values(settings, options={**self.transactions.options, **settings.options})
 
-    def drop_metadata_table(self) -> None:
-        """The explicit repair action: remove `.hoodie/metadata` (Hudi writers rebuild it)."""
+    def drop_metadata_table(self, *, dry_run: bool = True) -> str:
+        """The explicit repair action: remove `.hoodie/metadata` (Hudi writers rebuild it). A dry
+        run unless told: by default nothing is removed; `dry_run=False` removes it. Returns the
+        metadata table's folder (removed, or to remove) either way."""
         from timeline.mdt import drop_metadata_table
 
+        folder = self.table.storage.uri(self.table.containment.meta_path("metadata"))
+        if dry_run:
+            return folder
         with self._locked():
             drop_metadata_table(self.table)
+        return folder

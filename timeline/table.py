@@ -8,10 +8,10 @@ import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from timeline import metadata
-from timeline.archive import load_archived_timeline
+from timeline.archived_timeline import load_archived_timeline
 from timeline.config import TableConfig, read_config
 from timeline.fsview import FileGroupId, FileSystemView, TableListing, ViewInputs, build_view, list_partitions
 from timeline.instant import (
@@ -38,6 +38,10 @@ from timeline.metadata.records import (
 from timeline.perf import paused_gc
 from timeline.storage import Containment, FileStatus, FolderIdentity, Storage, storage_for
 from timeline.timeline import ActiveTimeline, Timeline, load_active_timeline
+
+if TYPE_CHECKING:
+    from timeline.roots import LakeRoots
+    from timeline.storage.s3 import S3Settings
 
 # Pending instants whose requested file holds a plan that table services read.
 PLANNED_ACTIONS = frozenset({"clean", "compaction", "logcompaction", "clustering", "replacecommit", "rollback",
@@ -76,17 +80,45 @@ class Table:
         # The table whose lock this one's writes are under, when not its own: a metadata table's
         # data table (timeline/mdt/reader.py), whose skew its new times wait out.
         self.lock_owner: Table | None = None
+        # The settings the table was opened with (`open`), read by the layers below instead of
+        # any process-wide setting: the S3 settings its store uses (None: not on S3), the Hudi
+        # writer options given for it, and the lake-wide settings per root.
+        self.storage_options: S3Settings | None = None
+        self.hudi_options: dict[str, str] = {}
+        self.roots: LakeRoots | None = None
 
     @classmethod
-    def open(cls, uri: str) -> Self:
+    def open(cls, uri: str, *, storage_options: S3Settings | None = None,
+             hudi_options: Mapping[str, str] | None = None, roots: LakeRoots | None = None) -> Self:
         """Open the table at a URI or local path. Raises NotAHudiTableError or
-        TableConfigError naming the path when there is no usable table."""
-        return cls.load(*storage_for(uri))
+        TableConfigError naming the path when there is no usable table.
+
+        Configuration is passed, never read from a module: `storage_options` are the S3
+        settings of an `s3://` table (else those of its root in `roots`, over the `AWS_*`
+        environment); `hudi_options` are Hudi writer options given for this table (the lock's
+        `hoodie.write.*`, over its root's and `hoodie.properties`, under a call's own);
+        `roots` are the lake-wide settings per root (`timeline.roots.LakeRoots`: S3 settings
+        and Hudi writer options, the longest root a table lies in applying)."""
+        from timeline.roots import LakeRoots
+
+        s3 = storage_options or (roots if roots is not None else LakeRoots()).storage_options_for(uri)
+        table = cls.load(*storage_for(uri, s3=s3))
+        table.storage_options, table.roots = s3, roots
+        table.hudi_options = {k: str(v) for k, v in (hudi_options or {}).items()}
+        return table
 
     @classmethod
     def load(cls, storage: Storage, base: str) -> Self:
-        """Open the table at `base` inside an existing storage backend."""
+        """Open the table at `base` inside an existing storage backend (with no settings of its
+        own: `with_settings_of` gives it another table's)."""
         return cls(storage, base, read_config(storage, base))
+
+    def with_settings_of(self, source: Table) -> Self:
+        """This table, given the settings `source` was opened with (a metadata table its data
+        table's, or the other way round: the same store and writers)."""
+        self.storage_options, self.roots = source.storage_options, source.roots
+        self.hudi_options = dict(source.hudi_options)
+        return self
 
     @property
     def uri(self) -> str:

@@ -11,6 +11,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 
+from console.lake import open_table
 from console.models import OPEN_ARCHIVAL, Archival, Table
 from timeline import CleanConfig, CleanlineError, HudiTable
 from timeline import Instant as LakeInstant
@@ -51,7 +52,7 @@ def archival_plan(table: Table, lake: HudiTable | None = None) -> ArchivalPlan:
     """What archival would move now and what blocks the rest, read from the lake with the
     table's writer options. Raises the library's errors (settings Hudi refuses, a table it
     cannot read)."""
-    return (lake or HudiTable.open(table.path)).inspect.archival(table.write_options)
+    return (lake or open_table(table.path)).inspect.archival(table.write_options)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +105,7 @@ class SavepointRelease:
 def savepoint_release(table: Table, savepoint: str) -> SavepointRelease:
     """What archival deleting `savepoint` frees (read-only). Raises the library's errors, and
     LookupError when the table has no such completed savepoint."""
-    lake = HudiTable.open(table.path)
+    lake = open_table(table.path)
     now = archival_plan(table, lake)
     inputs = read_inputs(lake)
     found = next((i for i in inputs.timeline.savepoints() if i.requested_time == savepoint), None)

@@ -11,9 +11,10 @@ from typing import Any
 from django.conf import settings
 from django.db.models import QuerySet
 
+from console.lake import open_table
 from console.models import Table
 from console.models_health import OPEN_REPAIR, Repair, TableHealth
-from timeline import CleanlineError, HudiTable
+from timeline import CleanlineError
 from timeline.doctor import KINDS, DoctorSettings, RepairPlan, plan_repair
 
 NO_REPAIR = "none: "  # how the library begins the repair text of a finding no Cleanline repair fixes
@@ -97,7 +98,7 @@ def repair_preview(table: Table, kind: str) -> tuple[RepairPlan | None, str]:
     if kind not in KINDS:
         return None, f"unknown finding kind {kind!r}"
     try:
-        return plan_repair(HudiTable.open(table.path), kind, settings=doctor_settings(table)), ""
+        return plan_repair(open_table(table.path), kind, settings=doctor_settings(table)), ""
     except CleanlineError as exc:
         return None, str(exc)
 

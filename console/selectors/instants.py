@@ -17,10 +17,11 @@ from django.db.models import Q, QuerySet
 from django.http import Http404
 from django.utils import timezone
 
+from console.lake import open_table
 from console.models import Instant, Table
 from console.models_write_stats import WriteStatsIndex
 from console.selectors.paging import PAGE_SIZE, page_number, page_of, partition_filter
-from timeline import CleanlineError, HudiTable, State, TableConfig
+from timeline import CleanlineError, State, TableConfig
 from timeline import Instant as LakeInstant
 from timeline.instant import instant_time_of
 from timeline.metadata.records import (
@@ -195,7 +196,7 @@ def _lake_instant(instant: Instant) -> LakeInstant:
 def instant_contents(table: Table, instant: Instant) -> list[StateContent]:
     """The content of every state file of an instant (newest state first), each decoded only
     up to CLEANLINE_INSTANT_INLINE_MAX_BYTES (a 200 MB commit decodes to gigabytes)."""
-    lake = HudiTable.open(table.path)
+    lake = open_table(table.path)
     contents = []
     for state, path in sorted(lake.state_files(_lake_instant(instant)).items(), reverse=True):
         name = path.rsplit("/", 1)[-1]
@@ -252,7 +253,7 @@ def write_stats_page(table: Table, instant: Instant, contents: list[StateContent
     if index is not None:
         found = indexed_write_stats(index, partition=chosen or None, start=start, count=page_size + 1)
     else:
-        lake = HudiTable.open(table.path)
+        lake = open_table(table.path)
         found = lake.inspect.write_stats(latest.path, partition=chosen or None, start=start, count=page_size + 1)
     if not found and number > 1:
         raise Http404(f"There is no page {number} of write stats.")
@@ -276,7 +277,7 @@ def indexed_write_stats(index: WriteStatsIndex, *, partition: str | None, start:
 def state_file_reader(table: Table, instant: Instant, state: str) -> tuple[str, BinaryIO]:
     """The name of an instant's state file in `state` and the file open for reading in chunks
     (the raw download); 404 when the instant has no such file."""
-    lake = HudiTable.open(table.path)
+    lake = open_table(table.path)
     chosen = State.__members__.get(state.upper())
     path = lake.state_files(_lake_instant(instant)).get(chosen) if chosen is not None else None
     if path is None:

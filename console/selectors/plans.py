@@ -10,6 +10,7 @@ from typing import Any
 from django.core.paginator import Page
 from django.db.models import QuerySet
 
+from console.lake import open_stored_plan
 from console.models import CleanPlan, Table
 from console.selectors.paging import page_of
 from timeline.clean.store import FileRow, StoredPlan
@@ -50,7 +51,7 @@ def partition_choices(plan: CleanPlan) -> list[str] | None:
 
 def stored_plan(plan: CleanPlan) -> StoredPlan | None:
     """The plan's files in the plan store; None before the plan is built."""
-    return StoredPlan.open(plan.store) if plan.store else None
+    return open_stored_plan(plan.store) if plan.store else None
 
 
 def plan_file_rows(plan: CleanPlan, *, delete: bool | None, search: str, partition: str) -> Sequence[FileRow]:

@@ -11,8 +11,9 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
+from console.lake import open_table
 from console.models import RetentionEstimate, Table, TableLock
-from timeline import CleanConfig, CleanlineError, FailedWrite, HudiTable, LiveWriterUnlocked
+from timeline import CleanConfig, CleanlineError, FailedWrite, LiveWriterUnlocked
 from timeline import Instant as LakeInstant
 from timeline.storage import FolderIdentity
 
@@ -59,7 +60,7 @@ def writer_lock(table: Table) -> WriterLock:
     """The library's answer for the table's pages (`Inspect.lock`, `Inspect.live_writers`,
     `Maintenance.preflight`); an unreadable table's error is shown, not raised."""
     try:
-        lake = HudiTable.open(table.path)
+        lake = open_table(table.path)
         try:  # one read of the timeline and the heartbeats: the preflight's own (a page of a
             # 100,000-instant table read it three times)
             decision = lake.maintenance(options=table.write_options).preflight()
@@ -78,7 +79,7 @@ def metadata_table(table: Table, *, validate: bool = False) -> tuple[Any, Any, s
     """The table's metadata-table state, its validation against storage when asked, and an
     error reading it (a damaged metadata table is shown, not a 500)."""
     try:
-        inspect = HudiTable.open(table.path).inspect
+        inspect = open_table(table.path).inspect
         state = inspect.metadata_table()
         result = inspect.validate_metadata_table() if validate and state.enabled else None
         return state, result, ""
@@ -127,7 +128,7 @@ class SliceRow:
 
 def file_groups(table: Table, partition: str | None) -> tuple[list[str], str, list[dict[str, Any]]]:
     """Partitions, the chosen one, and its file groups with slices and what protects them."""
-    inspect = HudiTable.open(table.path).inspect
+    inspect = open_table(table.path).inspect
     view = inspect.file_system_view()
     partitions = view.partitions
     chosen = partition if partition in partitions else (partitions[0] if partitions else "")
@@ -143,19 +144,19 @@ def file_groups(table: Table, partition: str | None) -> tuple[list[str], str, li
 
 def savepoints(table: Table) -> list[Any]:
     """The table's savepoints with what they protect (read from the lake)."""
-    return HudiTable.open(table.path).inspect.savepoints()
+    return open_table(table.path).inspect.savepoints()
 
 
 def savepoints_page(table: Table) -> tuple[list[Any], list[LakeInstant]]:
     """The savepoints page from one opening of the table: its savepoints with what they protect,
     and the writes the form offers (newest first, at most 200: those the library does not refuse
     by Hudi's rule; its stricter checks answer when the form is sent)."""
-    inspect = HudiTable.open(table.path).inspect
+    inspect = open_table(table.path).inspect
     return inspect.savepoints(), inspect.savepoint_candidates()[:200]
 
 
 def restore_preview(table: Table, savepoint: str) -> Any:
-    return HudiTable.open(table.path).inspect.restore_preview(savepoint)
+    return open_table(table.path).inspect.restore_preview(savepoint)
 
 
 def restore_files(preview: Any) -> list[tuple[str, str, str, int]]:
@@ -165,7 +166,7 @@ def restore_files(preview: Any) -> list[tuple[str, str, str, int]]:
 
 
 def failed_write_previews(table: Table) -> list[FailedWrite]:
-    return HudiTable.open(table.path).inspect.failed_writes(table.write_options)  # the writers' policy
+    return open_table(table.path).inspect.failed_writes(table.write_options)  # the writers' policy
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,7 +180,7 @@ class RollbackWays:
 
 
 def rollback_ways(table: Table, rows: list[FailedWrite], instant: str) -> RollbackWays:
-    savepoints = HudiTable.open(table.path).timeline.savepoints().completed()
+    savepoints = open_table(table.path).timeline.savepoints().completed()
     before = [s.requested_time for s in savepoints if s.requested_time < instant]
     return RollbackWays(tuple(r.instant.requested_time for r in rows
                               if r.instant.requested_time > instant and r.preview is not None),
@@ -218,7 +219,7 @@ def replaced_folder(table: Table) -> FolderIdentity | None:
     if not table.location_error or not table.folder_identity:
         return None
     try:
-        lake = HudiTable.open(table.path)
+        lake = open_table(table.path)
         try:
             found = lake.ensure_located(roots=settings.CLEANLINE_ALLOWED_ROOTS)
         finally:

@@ -160,7 +160,7 @@ def archival_run(*, archival: Archival, task_id: str = "") -> Archival:
         try:
             maintenance = table_services(table, writers_stopped=archival.writers_stopped)
             lease.check(now=True)  # still this run's table, right before the library takes the Hudi lock
-            outcome = maintenance.archive(expected=archival.expected)
+            outcome = maintenance.archive(expected=archival.expected, dry_run=False)
         except ArchivalInvalidated as exc:
             reason = str(exc) + (" (an earlier run of this archival stopped part-way)" if resumed else "")
             completed = False

@@ -17,6 +17,7 @@ from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
+from console.lake import open_table
 from console.models import Table
 from console.models_health import OPEN_REPAIR, SEVERITY_RANK, Repair, RepairStatus, TableHealth
 from console.permissions import approval_refusal
@@ -49,7 +50,7 @@ def health_check(*, table: Table, force: bool = False, lake: HudiTable | None = 
              and now - current.checked_at < timedelta(seconds=settings.CLEANLINE_HEALTH_INTERVAL_SECONDS))
     kept: list[dict[str, Any]] = []
     try:
-        lake = lake or HudiTable.open(table.path)
+        lake = lake or open_table(table.path)
         print_ = timeline_print or fingerprint(lake)
         if fresh and current is not None and current.fingerprint == print_:
             return current
@@ -192,7 +193,7 @@ def repair_run(*, repair: Repair, task_id: str = "") -> Repair:
             return repair
         try:
             maintenance = table_services(table, writers_stopped=repair.writers_stopped)
-            result = maintenance.repair(approved_plan(repair), settings=doctor_settings(table))
+            result = maintenance.repair(approved_plan(repair), settings=doctor_settings(table), dry_run=False)
         except RepairInvalidated as exc:
             _finish(repair, lease.token, RepairStatus.STALE, "repair.stale", str(exc), error=str(exc)[:2000])
         except CleanlineError as exc:

@@ -10,6 +10,7 @@ from django.core.exceptions import ValidationError
 from django.db.models import F
 from django.utils import timezone
 
+from console.lake import open_table
 from console.models import (
     Job,
     JobStatus,
@@ -23,7 +24,6 @@ from console.services.runs import _run_claim, _run_stopped
 from console.services.tables import table_services, table_sync_after_change
 from timeline import (
     CleanlineError,
-    HudiTable,
     Progress,
 )
 
@@ -126,7 +126,7 @@ def job_run(*, job: Job, task_id: str = "") -> Job:
         if mine is None:  # an earlier run settled it: nothing to do
             job.refresh_from_db()
             return job
-        lake = HudiTable.open(table.path)
+        lake = open_table(table.path)
         had_metadata_table = lake.config.metadata_table_enabled
         last = [0.0]
 
@@ -192,7 +192,7 @@ def metadata_table_drop(*, table: Table, user: User | None, confirm_name: str | 
         if not partitions:
             raise ValidationError(f"{table.name} has no metadata table.")
         try:
-            maintenance.drop_metadata_table()
+            maintenance.drop_metadata_table(dry_run=False)
         except CleanlineError as exc:
             audit(user=user, action="metadata_table.drop.failed", table=table, parameters={"partitions": partitions},
                   result=str(exc))

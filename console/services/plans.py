@@ -14,6 +14,7 @@ from django.db.models import DateTimeField, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from console.lake import open_stored_plan, open_table
 from console.models import (
     CleanPlan,
     PlanStatus,
@@ -121,7 +122,7 @@ def plan_build(*, plan: CleanPlan) -> CleanPlan:
     table = plan.table
     folder = plan_folder(plan)
     try:
-        lake = HudiTable.open(table.path)
+        lake = open_table(table.path)
         config = CleanConfig.from_properties(plan.settings)
         engine = "spark" if _on_spark(table) else "local"
         stored = _make_plan(table, lake, config, _enforced(plan), folder, engine, plan.listing)
@@ -310,9 +311,9 @@ def _approve_checked(plan: CleanPlan, user: User | None, lease: Lease) -> CleanP
         if adopted is not None:
             return adopted
     try:
-        lake = HudiTable.open(table.path)
+        lake = open_table(table.path)
         config = CleanConfig.from_properties(plan.settings)
-        stored = StoredPlan.open(plan.store)
+        stored = open_stored_plan(plan.store)
         now_plan = _make_plan(table, lake, config, _enforced(plan), plan_folder(plan, "-check"), plan.engine or None,
                               plan.listing_used or "storage")  # listed as the plan was
         reasons = compare_stored(stored, now_plan)
@@ -371,7 +372,7 @@ def _adopt_recorded_clean(plan: CleanPlan, user: User | None, claim: Any) -> Cle
     on the timeline, the first delivery wrote it and died before the plan said APPROVED, so the
     plan is approved with it (a second clean is never requested); if it is not, the write never
     happened and the approval starts again (None)."""
-    lake = HudiTable.open(plan.table.path)
+    lake = open_table(plan.table.path)
     written = next((i for i in lake.timeline.cleans() if i.requested_time == plan.clean_instant), None)
     if written is None:
         claim.update(clean_instant="")
@@ -445,7 +446,7 @@ def _readable_store(plan: CleanPlan) -> StoredPlan | None:
     plan stores, a store removed by hand). The clean is on the timeline already and runs all
     the same: sizes then come from listings, and the report from the completed clean."""
     try:
-        return StoredPlan.open(plan.store) if plan.store else None
+        return open_stored_plan(plan.store) if plan.store else None
     except StoreError as exc:
         logger.warning("plan %s: its plan store cannot be read (%s); running its clean without it", plan.pk, exc)
         return None
@@ -456,7 +457,7 @@ def _clean_of_plan(table: Table, plan: CleanPlan, progress: Any,
     """Run the plan's pending clean; if an earlier run already completed it on the timeline
     (and died before recording so), its metadata is the result (bytes then come from the
     plan's rows: None)."""
-    lake = HudiTable.open(table.path)
+    lake = open_table(table.path)
     done = next((i for i in lake.timeline.cleans().completed() if i.requested_time == plan.clean_instant), None)
     if done is not None:
         return CleanResult.from_report(done, lake.inspect.clean_report(done)), None

@@ -13,11 +13,12 @@ from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
+from console.lake import open_table
 from console.models import JobStatus, RetentionEstimate, Table
 from console.selectors.tables import instant_count
 from console.services.audit import audit
 from console.services.queue import ESTIMATE_RETENTION, enqueue_on_commit
-from timeline import CleanlineError, HudiTable
+from timeline import CleanlineError
 from timeline.clean.config import retention_bound_refusal
 from timeline.clean.whatif import RetentionCost, what_if
 
@@ -61,7 +62,7 @@ def estimate_run(*, estimate: RetentionEstimate, task_id: str = "") -> Retention
         return estimate
     table = estimate.table
     try:
-        found = what_if(HudiTable.open(table.path), commits=estimate.commits, hours=estimate.hours)
+        found = what_if(open_table(table.path), commits=estimate.commits, hours=estimate.hours)
     except CleanlineError as exc:
         claimed.update(status=JobStatus.FAILED, error=str(exc), finished_at=timezone.now())
         audit(user=None, action="retention.estimate.failed", table=table, parameters={"estimate": estimate.pk},

@@ -15,11 +15,10 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
-from django.core.signals import setting_changed
 from django.db import transaction
-from django.dispatch import receiver
 from django.utils import timezone
 
+from console.lake import open_table
 from console.models import (
     WRITE_ACTIONS,
     Instant,
@@ -37,20 +36,9 @@ from console.services.write_stats import Unindexed, WriteStatsIndexer, write_sta
 from timeline import CleanlineError, HudiTable, Maintenance, OutsideTableError, Timeline
 from timeline import Instant as LakeInstant
 from timeline.changes import TimelineChanges
-from timeline.locks.discovery import configure_hudi_options
-from timeline.storage import FolderIdentity, UnsupportedLocationError, configure_s3, parse_location, within_roots
+from timeline.storage import FolderIdentity, UnsupportedLocationError, parse_location, within_roots
 
 logger = logging.getLogger(__name__)
-
-
-@receiver(setting_changed)
-def s3_roots_changed(*, setting: str, value: Any, **_: Any) -> None:
-    """A changed CLEANLINE_S3_ROOTS (a test's settings override) reaches the library's
-    per-root registry, as console/settings.py set it at start-up."""
-    if setting == "CLEANLINE_S3_ROOTS":
-        configure_s3(value or {})
-    elif setting == "CLEANLINE_HUDI_OPTIONS":
-        configure_hudi_options(value or {})
 
 
 def is_allowed(path: str) -> bool:
@@ -72,7 +60,7 @@ def table_register(*, path: str, user: User | None, enqueue: bool = True) -> Tab
     written and no request sent to a store, when the path is outside the allowed roots or has an
     unknown scheme; refused with nothing written when it is already registered, not a Hudi
     table, or unreadable. An `s3://` table is opened with its root's CLEANLINE_S3_ROOTS
-    settings (the library's registry). `enqueue=False`: no sync is queued, the caller syncs
+    settings (`console.lake.open_table`). `enqueue=False`: no sync is queued, the caller syncs
     the table itself at once (`table_sync`: `manage.py bootstrap`, the demo lake, tests)."""
     path = path.strip()
     if not path:
@@ -85,7 +73,7 @@ def table_register(*, path: str, user: User | None, enqueue: bool = True) -> Tab
         roots = ", ".join(settings.CLEANLINE_ALLOWED_ROOTS)
         raise ValidationError(f"{path} is outside the allowed roots ({roots}); see CLEANLINE_ALLOWED_ROOTS.")
     try:
-        lake = HudiTable.open(_resolved_location(path))
+        lake = open_table(_resolved_location(path))
     except CleanlineError as exc:
         raise ValidationError(str(exc)) from exc
     if Table.objects.filter(path=lake.uri).exists():
@@ -285,7 +273,7 @@ def table_sync(*, table: Table, full: bool = False) -> SyncResult:
     reclaimable figure from the last plan. `full` (or `Table.sync_full`, or no sync before)
     reads the whole timeline and lists the table. An unchanged table costs one unsized listing
     of the timeline folder and writes nothing."""
-    lake = HudiTable.open(table.path)
+    lake = open_table(table.path)
     table_located(table, lake)
     mark = SyncMark.objects.filter(table=table).first()
     full = full or table.sync_full or mark is None or table.sync_status == SyncStatus.FAILED
@@ -507,7 +495,7 @@ def table_settings_update(*, table: Table, user: User | None, auto_clean: bool, 
     a lock Cleanline cannot take is refused here, by name."""
     options = dict(write_options or {})
     try:
-        HudiTable.open(table.path).maintenance(options=options).transactions.check()
+        open_table(table.path).maintenance(options=options).transactions.check()
     except CleanlineError as exc:
         raise ValidationError(str(exc)) from exc
     Table.objects.filter(pk=table.pk).update(auto_clean=auto_clean, auto_max_files=auto_max_files,
@@ -516,7 +504,7 @@ def table_settings_update(*, table: Table, user: User | None, auto_clean: bool, 
           parameters={"auto_clean": auto_clean, "auto_max_files": auto_max_files, "auto_max_bytes": auto_max_bytes,
                       "write_options": options})
     table.refresh_from_db()
-    _refresh_archival(table, HudiTable.open(table.path))  # the options hold archival's keep counts
+    _refresh_archival(table, open_table(table.path))  # the options hold archival's keep counts
     return table
 
 
@@ -528,6 +516,6 @@ def table_services(table: Table, lake: HudiTable | None = None, *, spark: Any = 
     (`table_located`): every change reaches the table through here. With no lock known and a
     writer live every change is refused (LiveWriterUnlocked) unless `writers_stopped`, an
     admin's recorded word that the table's writers are stopped."""
-    lake = lake or HudiTable.open(table.path)
+    lake = lake or open_table(table.path)
     table_located(table, lake)
     return lake.maintenance(spark=spark, options=table.write_options, writers_stopped=writers_stopped)

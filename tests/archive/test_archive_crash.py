@@ -19,7 +19,7 @@ from tests.helpers import ours, rows
 from timeline import HudiTable
 from timeline.archive import load_archived_timeline
 from timeline.archive.archiver import archive_instants
-from timeline.archive.reader import archived_entries, latest_snapshot_version, snapshot_files
+from timeline.archived_timeline import archived_entries, latest_snapshot_version, snapshot_files
 from timeline.instant import Instant
 from timeline.metadata.archived import ArchivedEntry
 

@@ -16,7 +16,7 @@ from timeline.archive.plan import V1_ARCHIVER, V2_ARCHIVER
 from timeline.archive.rules import BlockerKind
 from timeline.archive.settings import ArchivalConfigError
 from timeline.instant import State
-from timeline.locks.discovery import configure_hudi_options
+from timeline.roots import LakeRoots
 from timeline.savepoint import create_savepoint, delete_savepoint
 
 HISTORY = "/t/.hoodie/timeline/history"
@@ -54,19 +54,16 @@ def test_plan_reads_nothing_it_should_not_and_writes_nothing(table_copy) -> None
 
 
 def test_plan_settings_layered_as_a_writer_gets_them(table_copy) -> None:
-    """hoodie.properties, then the root's CLEANLINE_HUDI_OPTIONS (configure_hudi_options), then
+    """hoodie.properties, then the root's CLEANLINE_HUDI_OPTIONS (passed as `roots`), then
     the call's options, as lock discovery layers them."""
     path: Path = table_copy("sample_table/cow/v8_nonpartitioned")
     set_table_properties(path, {"hoodie.keep.min.commits": "5", "hoodie.keep.max.commits": "6"})
     assert HudiTable.open(str(path)).inspect.archival().settings.min_commits == 5
-    previous = configure_hudi_options({str(path.parent): {"hoodie.keep.max.commits": "8"}})
-    try:
-        settings = HudiTable.open(str(path)).inspect.archival().settings
-        assert (settings.min_commits, settings.max_commits) == (5, 8)
-        called = HudiTable.open(str(path)).inspect.archival({"hoodie.keep.max.commits": "9"}).settings
-        assert called.as_properties()["hoodie.keep.max.commits"] == "9"
-    finally:
-        configure_hudi_options(previous)
+    roots = LakeRoots(hudi={str(path.parent): {"hoodie.keep.max.commits": "8"}})
+    settings = HudiTable.open(str(path), roots=roots).inspect.archival().settings
+    assert (settings.min_commits, settings.max_commits) == (5, 8)
+    called = HudiTable.open(str(path), roots=roots).inspect.archival({"hoodie.keep.max.commits": "9"}).settings
+    assert called.as_properties()["hoodie.keep.max.commits"] == "9"
 
 
 def set_table_properties(path: Path, values: dict[str, str]) -> None:

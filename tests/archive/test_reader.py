@@ -90,7 +90,7 @@ def test_archive_lsm_state_reads_the_version_file_as_integer_parse_int(content: 
     """LSMTimeline.latestSnapshotVersion: `Integer.parseInt(fromUTF8Bytes(content))` (a sign and
     digits, nothing else, within 32 bits), else the highest manifest; the one reading the plan,
     the LSM writer and the doctor share (`lsm_state`)."""
-    from timeline.archive.reader import lsm_state
+    from timeline.archived_timeline import lsm_state
 
     storage = MemoryStorage()
     folder = "/t/.hoodie/timeline/history"

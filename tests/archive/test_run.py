@@ -114,7 +114,7 @@ def test_an_approved_plan_the_timeline_no_longer_gives_is_refused(table_copy: Ca
     assert plan.archivable > 1 and plan.instants
     before = tree_snapshot(path)
     with pytest.raises(ArchivalInvalidated, match="plan it again"):
-        maintenance.archive(expected=[i.requested_time for i in plan.instants[:-1]])
+        maintenance.archive(expected=[i.requested_time for i in plan.instants[:-1]], dry_run=False)
     assert tree_snapshot(path) == before, "nothing written"
-    outcome = maintenance.archive(expected=[i.requested_time for i in plan.instants])
+    outcome = maintenance.archive(expected=[i.requested_time for i in plan.instants], dry_run=False)
     assert outcome.result is not None and len(outcome.result.archived) == plan.archivable

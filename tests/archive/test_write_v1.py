@@ -17,9 +17,9 @@ from timeline import HudiTable
 from timeline.archive import load_archived_timeline
 from timeline.archive.actions import ArchiveRefused
 from timeline.archive.archiver import archive_instants
-from timeline.archive.reader import archived_entries
 from timeline.archive.settings import ArchivalSettings
 from timeline.archive.write_v1 import archive_file_name
+from timeline.archived_timeline import archived_entries
 from timeline.exceptions import CleanlineError
 from timeline.instant import Instant, State, instant_time_from_epoch_ms, zone_of
 from timeline.logformat import BlockType, HeaderKey, read_blocks

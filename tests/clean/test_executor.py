@@ -144,7 +144,7 @@ def test_executor_refuses_a_damaged_metadata_table_before_any_delete_until_it_is
     assert sorted(s.path for s in lake.storage.list_recursive("/t") if s.path.endswith(".parquet")) == before
     assert lake.storage.exists("/t/.hoodie/metadata/.hoodie/hoodie.properties")
     assert all(c.is_requested for c in HudiTable.load(lake.storage, "/t").timeline.cleans())
-    HudiTable.load(lake.storage, "/t").maintenance().drop_metadata_table()
+    HudiTable.load(lake.storage, "/t").maintenance().drop_metadata_table(dry_run=False)
     table = HudiTable.load(lake.storage, "/t")
     config = read_config(lake.storage, "/t")
     assert config.metadata_partitions == () and config.stored_checksum == checksum(config.props)

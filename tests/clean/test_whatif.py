@@ -159,7 +159,7 @@ def test_whatif_every_setting_equals_plan_clean_on_fixture_tables(fixture_lake: 
     table = HudiTable.open(path)
     now = after_history(table)
     result = what_if(table, commits=COMMITS, hours=HOURS if now else (), file_versions=VERSIONS,
-                     now=now)
+                     now=now, source="storage")  # as plan_clean lists by default
     assert [(c.policy, c.retained) for c in result.costs] == (
         [(CleanPolicy.KEEP_LATEST_COMMITS, n) for n in COMMITS]
         + [(CleanPolicy.KEEP_LATEST_BY_HOURS, h) for h in (HOURS if now else ())]

@@ -19,6 +19,7 @@ import pytest
 from django.urls import reverse
 
 from console import selectors, services
+from console.lake import open_table
 from console.models import CleanPlan, Job, JobStatus, PlanStatus, SyncStatus, Table
 from console.selectors import stored_plan
 from console.settings import s3_roots
@@ -34,7 +35,6 @@ from tests.helpers import (
     signers,
     unzip_table,
 )
-from timeline import HudiTable
 
 CLOSED = "http://127.0.0.1:9"
 ROOT_KEY, ROOT_SECRET = "lake-root-key", "lake-root-secret"
@@ -75,11 +75,11 @@ def test_s3_console_register_sync_plan_approve_run_savepoint_rollback_with_the_r
         synced = queued_outcome(Table.objects.get(pk=table.pk).sync_task_id, 120)
     assert table.path == uri
     table.refresh_from_db()
-    assert table.sync_status == SyncStatus.OK and synced["created"] == len(HudiTable.open(uri).timeline) > 0
+    assert table.sync_status == SyncStatus.OK and synced["created"] == len(open_table(uri).timeline) > 0
 
     # a savepoint on the latest write, before the clean (after it, timeline/savepoint.py counts the
     # replaced file groups the clean deleted as lost slices and refuses the latest write)
-    latest = HudiTable.open(uri).timeline.writes().completed().last()
+    latest = open_table(uri).timeline.writes().completed().last()
     assert latest is not None
     with by_the_root(s3_server):
         services.savepoint_create(table=table, user=None, instant_time=latest.requested_time, comment="s3")
@@ -90,7 +90,7 @@ def test_s3_console_register_sync_plan_approve_run_savepoint_rollback_with_the_r
         assert queued_outcome(CleanPlan.objects.get(pk=plan.pk).task_id, 120) == "draft"
     plan.refresh_from_db()
     assert plan.status == PlanStatus.DRAFT and plan.files_to_delete > 0
-    retained = [i.requested_time for i in HudiTable.open(uri).timeline.writes().completed()
+    retained = [i.requested_time for i in open_table(uri).timeline.writes().completed()
                 if i.requested_time >= plan.earliest_retained]
     before = {t: s3_rows(s3_server, uri, t) for t in retained}
     with by_the_root(s3_server):
@@ -105,7 +105,7 @@ def test_s3_console_register_sync_plan_approve_run_savepoint_rollback_with_the_r
     files = list(stored_plan(plan).iter_rows())  # type: ignore[union-attr]
     planned = {f.path for f in files if f.delete}
     reported = {f.path for f in files if f.outcome == "deleted"}
-    lake = HudiTable.open(uri)
+    lake = open_table(uri)
     clean = lake.read_instant(lake.timeline.cleans().last())  # type: ignore[arg-type]
     listed = {n for meta in (clean or {})["partitionMetadata"].values() for n in meta["successDeleteFiles"]}
     assert planned == reported and {p.rsplit("/", 1)[-1] for p in planned} == listed
@@ -137,7 +137,7 @@ def test_s3_console_register_sync_plan_approve_run_savepoint_rollback_with_the_r
     job.refresh_from_db()
     assert job.status == JobStatus.COMPLETED, job.error
     assert data_keys(s3_server, uri) == before_keys and s3_rows(s3_server, uri) == before_rows
-    assert HudiTable.open(uri).timeline.find(failed) is None
+    assert open_table(uri).timeline.find(failed) is None
     assert Table.objects.get(pk=table.pk).instants.filter(action="rollback").exists()
 
 

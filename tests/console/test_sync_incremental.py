@@ -116,7 +116,7 @@ def test_sync_incremental_equals_full_after_a_clean(console_table, fixture: str)
     table = console_table(fixture)
     lake = HudiTable.open(table.path)
     config = CleanConfig.from_properties(lake.config.props, commits_retained=1)
-    plan = lake.maintenance().clean(config, enforce_retention=False)
+    plan = lake.maintenance().clean(config, enforce_retention=False, dry_run=False)
     assert plan.files_to_delete, "the fixture has something to clean with one commit retained"
     result = services.table_sync(table=table)
     assert result.changed and result.created == 1
@@ -127,7 +127,7 @@ def test_sync_incremental_equals_full_after_a_clean(console_table, fixture: str)
 def test_sync_incremental_equals_full_after_archival(archivable_table: Table) -> None:
     table = archivable_table
     active_before = table.archival["active"]
-    outcome = HudiTable.open(table.path).maintenance(options=KEEP_FEW).archive()
+    outcome = HudiTable.open(table.path).maintenance(options=KEEP_FEW).archive(dry_run=False)
     assert outcome.result is not None and len(outcome.result.archived) == 9
     result = services.table_sync(table=table)
     assert result.changed and result.deleted == 0  # archived, not gone
@@ -139,7 +139,7 @@ def test_sync_incremental_equals_full_after_archival(archivable_table: Table) ->
 
 def test_sync_reads_the_archived_timeline_only_when_its_folder_changed(archivable_table: Table) -> None:
     table = archivable_table
-    HudiTable.open(table.path).maintenance(options=KEEP_FEW).archive()
+    HudiTable.open(table.path).maintenance(options=KEEP_FEW).archive(dry_run=False)
     services.table_sync(table=table)
     archived = Instant.objects.filter(table=table, archived=True).order_by("requested_time").first()
     assert archived is not None

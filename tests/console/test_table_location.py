@@ -299,5 +299,6 @@ def test_table_location_swap_mid_orphan_repair_on_a_live_worker_changes_nothing_
     lake_table = HudiTable.open(str(folder))
     lake_table.ensure_located(roots=[str(root)])
     maintenance = lake_table.maintenance(writers_stopped=True)
-    assert maintenance.repair(maintenance.plan_repair("orphan-files")).ok  # the rest, once the folder is back
+    # the rest, once the folder is back
+    assert maintenance.repair(maintenance.plan_repair("orphan-files"), dry_run=False).ok
     assert not any(p.exists() for p in orphans)

@@ -95,7 +95,7 @@ def round_trip(path: Path, kind: str, *, settings: DoctorSettings | None = None,
     table = HudiTable.open(str(path))
     found = diagnose(table, kinds=[kind], settings=settings)
     plan = plan_repair(table, kind, settings=settings)
-    result = run_repair(HudiTable.open(str(path)), plan, settings=settings)
+    result = run_repair(HudiTable.open(str(path)), plan, settings=settings, dry_run=False)
     after = diagnose(HudiTable.open(str(path)), settings=settings)
     assert_reads_the_same(path, before, removed=removed)
     return found, plan, result, after

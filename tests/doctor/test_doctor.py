@@ -47,9 +47,9 @@ def test_doctor_repair_through_maintenance_follows_the_live_writer_rule(table_co
     table = HudiTable.open(str(path))
     plan = table.maintenance().plan_repair("orphan-files")
     with pytest.raises(LiveWriterUnlocked):
-        table.maintenance().repair(plan)
+        table.maintenance().repair(plan, dry_run=False)
     assert orphan.exists()
-    result = table.maintenance(writers_stopped=True).repair(plan)
+    result = table.maintenance(writers_stopped=True).repair(plan, dry_run=False)
     assert result.ok and not orphan.exists()
 
 

@@ -40,8 +40,8 @@ def test_history_reads_an_archived_insert_overwrite(table_copy, table_id: str) -
     overwrite = _overwrite(path)
     grow_history(path, 4)
     table = HudiTable.open(str(path))
-    table.maintenance(options=ARCHIVAL).clean(CleanConfig(commits_retained=1), enforce_retention=False)
-    outcome = HudiTable.open(str(path)).maintenance(options=ARCHIVAL).archive()
+    table.maintenance(options=ARCHIVAL).clean(CleanConfig(commits_retained=1), enforce_retention=False, dry_run=False)
+    outcome = HudiTable.open(str(path)).maintenance(options=ARCHIVAL).archive(dry_run=False)
     assert outcome.result is not None and overwrite in [i.requested_time for i in outcome.result.archived]
     (row,) = [r for r in lsm_rows(path / ".hoodie" / "timeline" / "history") if r["instantTime"] == overwrite]
     assert row["plan"] is not None and b"HoodieCommitMetadata" in row["plan"][:200]

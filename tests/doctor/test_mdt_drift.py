@@ -137,7 +137,7 @@ def _repair_everything(path: Path) -> None:
     kinds = sorted({f.kind for f in diagnose(HudiTable.open(str(path))) if f.repairable}, key=lambda k: k != KIND)
     for kind in kinds:
         if any(f.repairable for f in diagnose(HudiTable.open(str(path)), kinds=[kind])):
-            assert run_repair(HudiTable.open(str(path)), plan_repair(HudiTable.open(str(path)), kind)).ok
+            assert run_repair(HudiTable.open(str(path)), plan_repair(HudiTable.open(str(path)), kind), dry_run=False).ok
 
 
 def test_mdt_drift_a_file_no_write_names_is_an_orphan_never_adopted(table_copy) -> None:

@@ -72,7 +72,8 @@ def test_orphans_found_deleted_and_the_table_reads_the_same(table_copy) -> None:
     assert result.ok and len(result.done) == 3 and not any(f.exists() for f in expected)
     assert after == []
     assert rows(path) == before
-    again = run_repair(HudiTable.open(str(path)), plan)  # idempotent: nothing left to do, nothing else touched
+    # idempotent: nothing left to do, nothing else touched
+    again = run_repair(HudiTable.open(str(path)), plan, dry_run=False)
     assert again.ok and not again.done and len(again.skipped) == 3
 
 

@@ -31,7 +31,7 @@ def test_repair_listing_each_planned_folder_once(tmp_path: Path) -> None:
     storage = CountingStorage()
     table = HudiTable.load(storage, lake.base)
 
-    result = run_repair(table, plan)
+    result = run_repair(table, plan, dry_run=False)
 
     assert result.ok and len(result.done) == 2 * ORPHANS
     folders = {f"{lake.base}/{p}": n for p in PARTITIONS if (n := storage.listed[f"{lake.base}/{p}"])}

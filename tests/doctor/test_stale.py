@@ -146,7 +146,7 @@ def test_stale_rollback_refused_when_it_would_delete_more_than_previewed(table_c
     late = written[0].with_name(written[0].name.replace("9-9-9", "7-7-7"))
     shutil.copy(written[0], late)  # found by the listing-based rollback now, never previewed
     with pytest.raises(RepairInvalidated, match="did not preview"):
-        run_repair(HudiTable.open(str(path)), plan, settings=INCLUDE)
+        run_repair(HudiTable.open(str(path)), plan, settings=INCLUDE, dry_run=False)
     assert all(f.exists() for f in [*written, late])  # nothing changed
     assert HudiTable.open(str(path)).timeline.find(OLD) is not None
 
@@ -281,7 +281,7 @@ def test_stale_pending_rollback_of_a_compaction_reverts_it_to_requested(table_co
     settings = DoctorSettings(stale_after=timedelta(0))
     plan = plan_repair(HudiTable.open(str(path)), KIND, settings=settings)
     assert [c.key for c in plan.changes] == [("rollback", OLD)]
-    result = run_repair(HudiTable.open(str(path)), plan, settings=settings)
+    result = run_repair(HudiTable.open(str(path)), plan, settings=settings, dry_run=False)
     assert result.ok and not result.failed
     table = HudiTable.open(str(path))
     assert [i.requested_time for i in table.timeline.rollbacks().completed()] == [pending.requested_time]

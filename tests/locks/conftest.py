@@ -1,6 +1,5 @@
 """Fixtures of the lock tests: a v9 fixture table with a metadata table, copied for each test,
-the lake-wide Hudi options of this process cleared after each test, and a real ZooKeeper server
-on 127.0.0.1 (tests/locks/helpers.py), one per test module."""
+and a real ZooKeeper server on 127.0.0.1 (tests/locks/helpers.py), one per test module."""
 
 from __future__ import annotations
 
@@ -10,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from tests.locks.helpers import ZooKeeperServer
-from timeline.locks.discovery import configure_hudi_options
 
 V9_WITH_MDT = "sample_table/cow/v9_txns_simple_meta"
 
@@ -18,13 +16,6 @@ V9_WITH_MDT = "sample_table/cow/v9_txns_simple_meta"
 @pytest.fixture
 def v9_table(table_copy) -> Path:  # type: ignore[no-untyped-def]
     return table_copy(V9_WITH_MDT)
-
-
-@pytest.fixture(autouse=True)
-def no_root_options() -> Iterator[None]:
-    previous = configure_hudi_options({})
-    yield
-    configure_hudi_options(previous)
 
 
 @pytest.fixture(scope="module")

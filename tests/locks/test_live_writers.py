@@ -51,7 +51,7 @@ def changes(table: HudiTable, **kwargs: object) -> dict[str, object]:
         "restore": lambda: maintenance.restore(older),
         "savepoint create": lambda: maintenance.create_savepoint(older),
         "savepoint delete": lambda: maintenance.delete_savepoint(older),
-        "metadata table drop": maintenance.drop_metadata_table,
+        "metadata table drop": lambda: maintenance.drop_metadata_table(dry_run=False),
     }
 
 

@@ -1,7 +1,7 @@
 """Which lock a table's writers use, found from the lake (timeline/locks/discovery.py): the
-call's options, the root's CLEANLINE_HUDI_OPTIONS, hoodie.properties, and a
-`.hoodie/.locks/table_lock.json` on storage; a live lease found there with nothing configured is
-honoured by every change."""
+call's options (and those the table was opened with), the root's CLEANLINE_HUDI_OPTIONS (passed
+as `roots`), hoodie.properties, and a `.hoodie/.locks/table_lock.json` on storage; a live lease
+found there with nothing configured is honoured by every change."""
 
 from __future__ import annotations
 
@@ -19,10 +19,10 @@ from timeline.locks import STORAGE_BASED_LOCK_PROVIDER, LockUnavailable, Unsuppo
 from timeline.locks.discovery import (
     HudiOptionsError,
     LockSource,
-    configure_hudi_options,
     discover_lock,
     parse_hudi_options,
 )
+from timeline.roots import LakeRoots
 
 OCC = {"hoodie.write.concurrency.mode": "optimistic_concurrency_control",
        "hoodie.write.lock.provider": STORAGE_BASED_LOCK_PROVIDER}
@@ -43,20 +43,21 @@ def test_lock_discovery_sources_in_order(v9_table: Path) -> None:
     table = HudiTable.open(str(v9_table))
     none = discover_lock(table)
     assert (none.source, none.provider, none.shared) == (LockSource.NONE, None, False)
-    configure_hudi_options({str(v9_table.parent): ZK})
-    root = discover_lock(table)
+    zk_root = LakeRoots(hudi={str(v9_table.parent): ZK})
+    rooted = HudiTable.open(str(v9_table), roots=zk_root)
+    root = discover_lock(rooted)
     assert (root.source, root.provider, root.root) == (LockSource.ROOT_SETTING, ZK["hoodie.write.lock.provider"],
                                                        str(v9_table.parent))
-    option = discover_lock(table, OCC)
+    option = discover_lock(rooted, OCC)
     assert (option.source, option.provider) == (LockSource.OPTION, STORAGE_BASED_LOCK_PROVIDER)
     assert option.properties["hoodie.table.name"] == table.config.name  # the table's own settings underneath
-    configure_hudi_options({})
+    given = discover_lock(HudiTable.open(str(v9_table), hudi_options=OCC, roots=zk_root))  # options opened with
+    assert (given.source, given.provider) == (LockSource.OPTION, STORAGE_BASED_LOCK_PROVIDER)
     live_lease(v9_table)
     found = discover_lock(table)
     assert (found.source, found.provider, found.shared) == (LockSource.STORAGE, STORAGE_BASED_LOCK_PROVIDER, True)
     assert table.inspect.lock().source is LockSource.STORAGE
-    configure_hudi_options({str(v9_table.parent): ZK})  # a setting wins over the evidence
-    assert discover_lock(table).source is LockSource.ROOT_SETTING
+    assert discover_lock(rooted).source is LockSource.ROOT_SETTING  # a setting wins over the evidence
 
 
 def test_lock_discovery_hoodie_properties_holding_the_lock_are_the_table_properties_source(v9_table: Path) -> None:
@@ -74,8 +75,8 @@ def test_lock_discovery_hoodie_properties_holding_the_lock_are_the_table_propert
     with pytest.raises(LockUnavailable, match="hudi-writer-uuid"):  # the lock hoodie.properties names is taken
         table.maintenance(options=NO_WAIT).create_savepoint(older)
     assert tree_snapshot(v9_table) == before
-    configure_hudi_options({str(v9_table.parent): ZK})  # a root setting over the table's own
-    assert discover_lock(table).source is LockSource.ROOT_SETTING
+    rooted = HudiTable.open(str(v9_table), roots=LakeRoots(hudi={str(v9_table.parent): ZK}))
+    assert discover_lock(rooted).source is LockSource.ROOT_SETTING  # a root setting over the table's own
 
 
 def test_lock_discovery_root_options_parse_like_s3_roots() -> None:
@@ -109,7 +110,7 @@ def test_lock_discovery_a_live_lease_with_nothing_configured_is_honoured_by_ever
         "restore": lambda: maintenance.restore(older),
         "savepoint create": lambda: maintenance.create_savepoint(latest),
         "savepoint delete": lambda: maintenance.delete_savepoint(older),
-        "metadata table drop": maintenance.drop_metadata_table,
+        "metadata table drop": lambda: maintenance.drop_metadata_table(dry_run=False),
     }
     for name, change in changes.items():
         with pytest.raises(LockUnavailable, match="hudi-writer-uuid"):
@@ -145,4 +146,5 @@ def test_lock_discovery_cli_reads_cleanline_hudi_options(v9_table: Path, monkeyp
     assert "DynamoDBBasedLockProvider" in capsys.readouterr().err
     assert tree_snapshot(v9_table) == before
     with pytest.raises(UnsupportedLockProvider):  # the library, given the same root setting
-        table.maintenance().create_savepoint(older)
+        HudiTable.open(str(v9_table), roots=LakeRoots.from_environ()).maintenance().create_savepoint(older)
+    assert discover_lock(table).source is LockSource.NONE  # the command left nothing set in the process

@@ -201,12 +201,12 @@ def test_anchor_orphan_repair_swapped_mid_run_changes_nothing_outside(place: tup
 
     table.publish_check = swap_before_the_deletes
     with pytest.raises(TableMovedError, match=f"{folder}.*moved during the run"):
-        run_repair(table, plan)
+        run_repair(table, plan, dry_run=False)
     assert tree_state(copy) == before
     swap_back(folder, moved[0])
     table = HudiTable.open(lake.base)
     table.ensure_located(roots=[str(root)])
-    result = run_repair(table, plan)  # once the folder is back
+    result = run_repair(table, plan, dry_run=False)  # once the folder is back
     assert result.ok and len(result.done) == GROUPS
 
 

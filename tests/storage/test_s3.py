@@ -12,7 +12,6 @@ import re
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -33,8 +32,9 @@ from timeline.instant import CLEAN, Instant, State
 from timeline.metadata import avro
 from timeline.restore import preview_restore, restore
 from timeline.rollback import plan_rollback, rollback
+from timeline.roots import LakeRoots
 from timeline.savepoint import create_savepoint, list_savepoints
-from timeline.storage import OutsideTableError, S3ConfigError, configure_s3, parse_s3_roots, storage_for
+from timeline.storage import OutsideTableError, S3ConfigError, parse_s3_roots, storage_for
 from timeline.storage.arrow import LocalStorage
 from timeline.storage.s3 import S3Settings, S3Storage, s3_settings_for
 
@@ -114,17 +114,10 @@ def test_s3_storage_honours_the_endpoint_variables(s3_server: S3Server, monkeypa
 
 
 # ----------------------------------------------------------------------------------------
-# Per-root settings (configure_s3, parse_s3_roots): each root its endpoint, region, credentials
+# Per-root settings (LakeRoots, parse_s3_roots), passed to the table: each root its endpoint,
+# region, credentials
 
 CLOSED = "http://127.0.0.1:9"  # nothing listens: a request that goes by the environment fails
-
-
-@pytest.fixture
-def s3_roots() -> Iterator[Callable[[Mapping[str, S3Settings]], dict[str, S3Settings]]]:
-    """`configure_s3` for one test: the process's roots before it are put back afterwards."""
-    previous = configure_s3({})
-    yield configure_s3
-    configure_s3(previous)
 
 
 def test_s3_roots_parse_reads_credentials_from_the_variables_named() -> None:
@@ -165,43 +158,42 @@ def test_s3_roots_parse_refuses_what_it_cannot_use_naming_root_and_key(text: str
         assert "S3 root" in str(refused.value)
 
 
-def test_s3_settings_for_takes_the_longest_root_on_whole_segments_over_the_environment(s3_roots: Any) -> None:
-    s3_roots({"s3://b/lake": S3Settings("http://root:1", None, "k", "s"), "s3://b/lake/hot": S3Settings(region="r2"),
-              "s3://b": S3Settings(profile="p")})
+def test_s3_settings_for_takes_the_longest_root_on_whole_segments_over_the_environment() -> None:
+    roots = LakeRoots(s3={"s3://b/lake": S3Settings("http://root:1", None, "k", "s"),
+                          "s3://b/lake/hot": S3Settings(region="r2"), "s3://b": S3Settings(profile="p")})
     env = {"AWS_ENDPOINT_URL": "http://env:9", "AWS_REGION": "env-region"}
-    assert s3_settings_for("s3a://b/lake/t", env) == S3Settings("http://root:1", "env-region", "k", "s")
-    assert s3_settings_for("s3://b/lake", env) == S3Settings("http://root:1", "env-region", "k", "s")
+    assert roots.s3_for("s3a://b/lake/t", env) == S3Settings("http://root:1", "env-region", "k", "s")
+    assert s3_settings_for("s3://b/lake", env, roots=roots.s3) == S3Settings("http://root:1", "env-region", "k", "s")
     # the longest root wins whole: its own region, the environment's endpoint and credentials
-    assert s3_settings_for("s3n://b/lake/hot/t", env) == S3Settings("http://env:9", "r2")
-    assert s3_settings_for("s3://b/lakehouse/t", env) == S3Settings("http://env:9", "env-region", profile="p")
-    assert s3_settings_for("s3://b2/lake/t", env) == S3Settings("http://env:9", "env-region")
-    assert s3_roots({}) == {"s3://b/lake": S3Settings("http://root:1", None, "k", "s"),
-                            "s3://b/lake/hot": S3Settings(region="r2"), "s3://b": S3Settings(profile="p")}
+    assert roots.s3_for("s3n://b/lake/hot/t", env) == S3Settings("http://env:9", "r2")
+    assert roots.s3_for("s3://b/lakehouse/t", env) == S3Settings("http://env:9", "env-region", profile="p")
+    assert roots.s3_for("s3://b2/lake/t", env) == S3Settings("http://env:9", "env-region")
+    # no roots given: the environment's alone
     assert s3_settings_for("s3://b/lake/t", env) == S3Settings("http://env:9", "env-region")
+    assert LakeRoots().s3_for("s3://b/lake/t", env) == S3Settings("http://env:9", "env-region")
     with pytest.raises(S3ConfigError, match="not an s3:// URI"):
-        s3_roots({"hdfs://nn/lake": S3Settings()})
+        LakeRoots(s3={"hdfs://nn/lake": S3Settings()})
 
 
 def test_s3_root_settings_open_tables_below_it_with_its_endpoint_and_credentials(
-        s3_server: S3Server, s3_table: Any, fixture_lake: dict[str, Path], monkeypatch: pytest.MonkeyPatch,
-        s3_roots: Any) -> None:
+        s3_server: S3Server, s3_table: Any, fixture_lake: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     uri = s3_table(V9_MOR_NONPART)
     bucket, _ = bucket_and_prefix(uri)
     monkeypatch.setenv("AWS_ENDPOINT_URL", CLOSED)
     with pytest.raises(CleanlineError):
         HudiTable.open(uri)  # by the environment: nothing answers
-    s3_roots({f"s3://{bucket}": S3Settings(s3_server.endpoint, REGION, "root-key", "root-secret")})
+    roots = LakeRoots(s3={f"s3://{bucket}": S3Settings(s3_server.endpoint, REGION, "root-key", "root-secret")})
     with s3_server.recording() as requests:
-        table = HudiTable.open(uri)
+        table = HudiTable.open(uri, roots=roots)
         assert ours(table) == ours(HudiTable.open(str(fixture_lake[V9_MOR_NONPART])))
         k = [i for i in table.timeline.commits().completed() if i.action in ("commit", "deltacommit")][1]
         create_savepoint(table, k.requested_time, user="tester")  # boto3's conditional PUT
     assert {r["method"] for r in requests} >= {"GET", "HEAD", "PUT"}
     assert signers(requests) == {"root-key"}
-    assert [i.instant.requested_time for i in list_savepoints(HudiTable.open(uri))] == [k.requested_time]
+    assert [i.instant.requested_time for i in list_savepoints(HudiTable.open(uri, roots=roots))] == [k.requested_time]
     other = s3_server.new_bucket()  # another bucket, outside the root: the environment's closed endpoint
     s3_server.client().put_object(Bucket=other, Key="t/a", Body=b"x")
-    storage, path = storage_for(f"s3://{other}/t/a")
+    storage, path = storage_for(f"s3://{other}/t/a", s3=roots.storage_options_for(f"s3://{other}/t/a"))
     with pytest.raises(StorageError):
         storage.read(path)
     # settings given to storage_for are used as they are (what a Spark executor would be handed)
@@ -212,23 +204,40 @@ def test_s3_root_settings_open_tables_below_it_with_its_endpoint_and_credentials
     assert signers(requests) == {"given-key"}
 
 
+def test_s3_storage_options_given_to_open_win_over_the_roots_and_travel_with_the_table(
+        s3_server: S3Server, s3_table: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`HudiTable.open(uri, storage_options=...)`, as delta-rs's `DeltaTable(uri, storage_options=...)`:
+    the table's store signs with them, over its root's settings, and the table keeps them for the
+    workers of its runs (`table.storage_options`)."""
+    uri = s3_table(V9_MOR_NONPART)
+    bucket, _ = bucket_and_prefix(uri)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", CLOSED)
+    roots = LakeRoots(s3={f"s3://{bucket}": S3Settings(s3_server.endpoint, REGION, "root-key", "root-secret")})
+    given = S3Settings(s3_server.endpoint, REGION, "given-key", "given-secret")
+    with s3_server.recording() as requests:
+        table = HudiTable.open(uri, storage_options=given, roots=roots)
+        assert len(table.timeline) > 0
+    assert signers(requests) == {"given-key"} and table.storage_options == given
+    assert HudiTable.open(uri, roots=roots).storage_options == roots.s3_for(uri)
+
+
 def test_s3_root_profile_signs_with_the_profile_from_the_aws_files(
-        s3_server: S3Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, s3_roots: Any) -> None:
+        s3_server: S3Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     credentials = tmp_path / "credentials"
     credentials.write_text("[lake-ops]\naws_access_key_id = profile-key\naws_secret_access_key = profile-secret\n")
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(credentials))
     monkeypatch.setenv("AWS_ENDPOINT_URL", CLOSED)
     bucket = s3_server.new_bucket()
     s3_server.put_many(bucket, ["t/p/a", "t/p/b"])
-    s3_roots({f"s3://{bucket}/t": S3Settings(s3_server.endpoint, REGION, profile="lake-ops")})
-    storage, base = storage_for(f"s3://{bucket}/t")
+    roots = LakeRoots(s3={f"s3://{bucket}/t": S3Settings(s3_server.endpoint, REGION, profile="lake-ops")})
+    storage, base = storage_for(f"s3://{bucket}/t", s3=roots.s3_for(f"s3://{bucket}/t"))
     with s3_server.recording() as requests:
         assert sorted(s.name for s in storage.list(f"{base}/p")) == ["a", "b"]  # pyarrow
         assert storage.delete_many([f"{base}/p/a"]) == {f"{base}/p/a": "deleted"}  # boto3
     assert signers(requests) == {"profile-key"} and len(requests) == 2
-    s3_roots({f"s3://{bucket}/t": S3Settings(s3_server.endpoint, REGION, profile="no-such-profile")})
+    roots = LakeRoots(s3={f"s3://{bucket}/t": S3Settings(s3_server.endpoint, REGION, profile="no-such-profile")})
     with pytest.raises(StorageError, match="no-such-profile"):
-        storage_for(f"s3://{bucket}/t")
+        storage_for(f"s3://{bucket}/t", s3=roots.s3_for(f"s3://{bucket}/t"))
 
 
 @pytest.mark.parametrize("contract", STORAGE_CONTRACT, ids=lambda f: f.__name__)

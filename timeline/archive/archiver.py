@@ -151,3 +151,6 @@ def _archive_lsm(table: Table, actions: list[ActiveAction], settings: ArchivalSe
     return ArchiveResult(archived=tuple(a.instant for a in fresh),
                          already_archived=tuple(a.instant for a in actions if id(a) not in moved),
                          written=written, deleted=tuple(deleted), compacted=tuple(compacted), cleaned=tuple(cleaned))
+
+
+__all__ = ["ArchivalInvalidated", "ArchivalOutcome", "ArchiveResult", "archive_instants", "run_archival"]

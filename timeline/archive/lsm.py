@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from timeline import transition
 from timeline.archive.actions import ActiveAction, LeftoverMarkers
-from timeline.archive.reader import (
+from timeline.archived_timeline import (
     VERSION_FILE,
     latest_snapshot_version,
     manifest_path,

@@ -9,7 +9,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from timeline.archive.reader import VERSION_FILE, lsm_state, snapshot_files
 from timeline.archive.rules import (
     ArchivalInputs,
     Blocker,
@@ -27,6 +26,7 @@ from timeline.archive.settings import (
     metadata_table_clean,
     metadata_table_settings,
 )
+from timeline.archived_timeline import VERSION_FILE, lsm_state, snapshot_files
 from timeline.clean.config import CleanConfig
 from timeline.exceptions import CleanlineError, CorruptInstantError, FileNotFound, NotAHudiTableError, TableConfigError
 from timeline.instant import CLUSTERING, COMMIT, REPLACE_COMMIT, Instant, State, instant_time_from_epoch_ms, zone_of
@@ -118,7 +118,7 @@ class ArchivalPlan:
 def archival_properties(table: Table, options: Mapping[str, str] | None = None) -> dict[str, str]:
     """The Hudi settings archival is planned with, layered as a Hudi writer of the table gets
     them (`timeline.locks.discovery`): `hoodie.properties`, then the lake-wide options of the
-    root the table lies under (`CLEANLINE_HUDI_OPTIONS`), then the call's options."""
+    root the table lies under (given to `HudiTable.open(uri, roots=...)`), then the call's options."""
     return writer_properties(table, options)
 
 
@@ -130,6 +130,7 @@ def plan_archival(table: Table, *, options: Mapping[str, str] | None = None) -> 
     (`plan_metadata_archival`) over its data table's timeline as it is now."""
     if is_metadata_table(table):
         data = type(table).load(table.storage, table.base.rstrip("/")[:-len(METADATA_SUFFIX)])
+        data.with_settings_of(table)
         return plan_metadata_archival(data, table, options=options)
     props = archival_properties(table, options)
     settings = _settings(table, props)

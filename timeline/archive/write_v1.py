@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from timeline import transition
 from timeline.archive.actions import ActiveAction, LeftoverMarkers
-from timeline.archive.reader import ARCHIVE_FILE, file_entries, v6_archive_files
+from timeline.archived_timeline import ARCHIVE_FILE, file_entries, v6_archive_files
 from timeline.instant import State, instant_time_from_epoch_ms, zone_of
 from timeline.logformat import BlockType, HeaderKey, encode_avro_records, encode_block
 from timeline.metadata import avro

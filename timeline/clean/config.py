@@ -164,3 +164,9 @@ def retention_bound_refusal(overrides: Mapping[str, Any], *, instants: int | Non
         except CleanConfigError as exc:
             return str(exc)
     return None
+
+
+__all__ = [
+    "HOURS_RETAINED_MAX", "JAVA_INT_MAX", "KEYS", "CleanConfig", "CleanConfigError", "CleanPolicy",
+    "FailedWritesPolicy", "retention_bound_refusal"
+]

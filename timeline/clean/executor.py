@@ -460,3 +460,11 @@ def clean_metadata(clean: Instant, plan: CleanerPlan, outcomes: list[FileOutcome
         last_completed_commit=plan.last_completed_commit, partitions=regular_meta,
         bootstrap_partitions=partitions(bootstrap, False), extra_metadata=plan.extra_metadata,
         version=CLEAN_METADATA_VERSION)
+
+
+__all__ = [
+    "CHUNK", "CLEAN_METADATA_VERSION", "PROGRESS_SECONDS", "CleanRefused", "CleanResult", "FileOutcome", "FileStatus",
+    "Guard", "PlanInvalidated", "Progress", "ProgressCallback", "ProgressCounter", "Status", "Target", "begin_clean",
+    "clean_metadata", "delete_target", "delete_targets", "finish_clean", "listed_sizes", "needs_cleaning",
+    "pending_cleans", "plan_targets", "refuse_protected", "run_pending_cleans", "schedule_clean"
+]

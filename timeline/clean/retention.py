@@ -87,3 +87,9 @@ def check_retention(table_uri: str, table_props: Mapping[str, str], config: Clea
     if why is not None:
         raise RetentionTooShort(f"{table_uri}: {why}; plan with enforce_retention off (CLI "
                                 "--allow-short-retention) to clean more than the table's settings allow")
+
+
+__all__ = [
+    "RetentionTooShort", "check_retention", "earliest_commit_to_retain", "hours_cutoff", "hours_cutoffs",
+    "retention_shortfall"
+]

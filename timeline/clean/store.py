@@ -240,3 +240,7 @@ def plan_clean_stored(table: Table, config: CleanConfig, folder_uri: str, *, now
         if batch:
             stored.append(write_part(folder_uri, len(stored), batch, s3))
     return store_plan(folder_uri, header, stored, s3=s3)
+
+
+__all__ = ["PART_ROWS", "FileRow", "Matches", "StoreError", "StoredPlan", "compare_stored", "plan_clean_stored",
+           "store_plan"]

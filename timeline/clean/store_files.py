@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     import pyarrow.compute as pc
 
     from timeline.clean.planner import FileDecision
+    from timeline.roots import LakeRoots
     from timeline.storage.s3 import S3Settings
 
 DECISIONS = pa.schema([
@@ -90,11 +91,12 @@ class StoredPart:
     sums: tuple[PartitionSums, ...]
 
 
-def store_settings(uri: str) -> S3Settings | None:
-    """The S3 settings for a store on S3 (its root's, `configure_s3`); None for other stores."""
-    from timeline.storage.s3 import s3_settings_for
+def store_settings(uri: str, roots: LakeRoots | None = None) -> S3Settings | None:
+    """The S3 settings for a store on S3 (its root's in `roots`, over the environment's); None
+    for other stores."""
+    from timeline.roots import LakeRoots
 
-    return s3_settings_for(uri) if uri.split(":", 1)[0].lower() in ("s3", "s3a", "s3n") else None
+    return (roots if roots is not None else LakeRoots()).storage_options_for(uri)
 
 
 def part_name(index: int) -> str:

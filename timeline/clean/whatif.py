@@ -91,7 +91,7 @@ class WhatIf:
 def what_if(table: Table, *, commits: Sequence[int] = DEFAULT_COMMITS, hours: Sequence[int] = (),
             file_versions: Sequence[int] = (), base: CleanConfig | None = None,
             now: datetime | None = None, listing: TableListing | None = None,
-            source: ListingSource | str = ListingSource.STORAGE) -> WhatIf:
+            source: ListingSource | str = ListingSource.AUTO) -> WhatIf:
     """What a clean of `table` would free under each setting: `commits` retained
     (KEEP_LATEST_COMMITS), `hours` retained (KEEP_LATEST_BY_HOURS, as of `now`, default the
     wall clock, one moment for all) and `file_versions` retained (KEEP_LATEST_FILE_VERSIONS).
@@ -138,7 +138,7 @@ def what_if(table: Table, *, commits: Sequence[int] = DEFAULT_COMMITS, hours: Se
 
 
 def reclaimable(table: Table, *, listing: TableListing | None = None,
-                source: ListingSource | str = ListingSource.STORAGE) -> RetentionCost:
+                source: ListingSource | str = ListingSource.AUTO) -> RetentionCost:
     """What a clean with the table's own clean settings (`hoodie.properties`, Hudi's defaults
     where unset) would free now: its one setting's cost, from `listing` when given (listed from
     `source`, as `what_if` takes it)."""
@@ -215,3 +215,6 @@ def _with_why_nothing(cost: RetentionCost, start: PlanStart, head: CleanPlan) ->
     else:
         why = f"every one of the {cost.files_kept} files considered in {cost.partitions_considered} partitions is kept"
     return replace(cost, why_nothing=why)
+
+
+__all__ = ["DEFAULT_COMMITS", "UNITS", "RetentionCost", "WhatIf", "reclaimable", "what_if"]

@@ -122,14 +122,23 @@ def plan_repair(table: Table, kind: str, *, now: datetime | None = None,
     return check.plan(Survey(table, now=now, settings=settings))
 
 
+# Why a dry run's changes were skipped (`run_repair`).
+DRY_RUN = "dry run: nothing changed"
+
+
 def run_repair(table: Table, plan: RepairPlan, *, transactions: Transactions | None = None,
-               now: datetime | None = None, settings: DoctorSettings | None = None) -> RepairResult:
+               now: datetime | None = None, settings: DoctorSettings | None = None,
+               dry_run: bool = True) -> RepairResult:
     """Run an approved plan: re-validated under the table's lock (the kind diagnosed again, as
     of the clock or `now`), then only the planned changes still found are made. `transactions`
     carries the lock the table's writers share (`table.maintenance(options=...).transactions`);
     by default the lock is found from the table. RepairInvalidated when the table now asks for
-    changes the plan did not preview."""
+    changes the plan did not preview. A dry run unless told (`dry_run=False`): by default
+    nothing is read or changed, and the `RepairResult` lists every planned change as skipped."""
     (check,) = _checks([plan.kind])
+    if dry_run:
+        return RepairResult(plan.table, plan.kind, skipped=tuple((change, DRY_RUN) for change in plan.changes),
+                            notes=(f"{DRY_RUN}: pass dry_run=False to repair",))
     session = Session(table, transactions or Transactions(table, settings.options if settings else None),
                       settings or DoctorSettings(), now)
     return check.run(session, plan)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from timeline.archive.reader import MANIFEST_PREFIX, VERSION_FILE, LsmState, lsm_state, snapshot_files
+from timeline.archived_timeline import MANIFEST_PREFIX, VERSION_FILE, LsmState, lsm_state, snapshot_files
 from timeline.doctor.check import Check, Session, repairable_plan, resolve_meta, run_deletes
 from timeline.doctor.findings import NO_REPAIR, Change, Evidence, Finding, RepairPlan, RepairResult, Severity
 from timeline.doctor.survey import Survey
@@ -33,7 +33,7 @@ KIND = "archived-timeline"
 
 def manifest_file_names(storage: Storage, folder: str, version: int) -> list[str]:
     """The Parquet files snapshot `version` lists (`LSMTimeline.latestSnapshotManifest`, read by
-    `timeline.archive.reader`); CorruptInstantError when the manifest is missing or does not
+    `timeline.archived_timeline`); CorruptInstantError when the manifest is missing or does not
     parse (Hudi fails to read the archive then too)."""
     return [entry.name for entry in snapshot_files(storage, folder, version)]
 

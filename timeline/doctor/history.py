@@ -1,6 +1,6 @@
 """The archived timeline as the doctor reads it: every archived instant with what its payload
 names (v6 HoodieArchivedMetaEntry records, v8+ HoodieLSMTimelineInstant rows), for the orphan
-rule, read through the archived timeline's one reader (`timeline.archive.reader`: the v6 archive
+rule, read through the archived timeline's one reader (`timeline.archived_timeline`: the v6 archive
 files, the LSM timeline's folder state and the rows of its latest snapshot)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from timeline import metadata
-from timeline.archive.reader import archived_entries, lsm_file_rows
+from timeline.archived_timeline import archived_entries, lsm_file_rows
 from timeline.exceptions import CleanlineError
 from timeline.instant import CLUSTERING, REPLACE_COMMIT, State
 from timeline.metadata import AVRO_MAGIC, avro

@@ -6,9 +6,9 @@ in `hoodie.properties`. Cleanline therefore reads a table's lock settings from, 
 
 1. the call's options (`--hoodie-conf`, or the console's per-table writer options, which the
    console passes as the call's options): `LockSource.OPTION`;
-2. the lake-wide settings of the root the table lies under (`configure_hudi_options`, read by
-   the CLI from `CLEANLINE_HUDI_OPTIONS`, shaped like `CLEANLINE_S3_ROOTS`):
-   `LockSource.ROOT_SETTING`;
+2. the lake-wide settings of the root the table lies under (`LakeRoots.hudi`, given to
+   `HudiTable.open(uri, roots=...)`; the CLI and the console read them from
+   `CLEANLINE_HUDI_OPTIONS`, shaped like `CLEANLINE_S3_ROOTS`): `LockSource.ROOT_SETTING`;
 3. `hoodie.properties`: `LockSource.TABLE_PROPERTIES`;
 4. evidence on storage: a `.hoodie/.locks/table_lock.json` (the lock file of
    `StorageBasedLockProvider`, `HoodieTableMetaClient.LOCKS_FOLDER_NAME`) means the table's
@@ -99,12 +99,6 @@ class LockDiscovery:
         return self.provider.rpartition(".")[2] if self.provider else "none"
 
 
-# Per-root Hudi writer options of this process (`configure_hudi_options`), keyed by (scheme,
-# path) as `parse_location` gives them; replaced whole, so a reader sees the old or the new ones.
-_ROOTS_GIVEN: dict[str, dict[str, str]] = {}
-_ROOTS: dict[tuple[str, str], tuple[str, dict[str, str]]] = {}
-
-
 def _root_key(root: str) -> tuple[str, str]:
     try:
         return parse_location(root)
@@ -112,7 +106,9 @@ def _root_key(root: str) -> tuple[str, str]:
         raise HudiOptionsError(f"Hudi options root {root!r}: {exc}") from exc
 
 
-def _checked(roots: Mapping[str, Mapping[str, str]]) -> dict[tuple[str, str], tuple[str, dict[str, str]]]:
+def keyed_hudi_roots(roots: Mapping[str, Mapping[str, str]]) -> dict[tuple[str, str], tuple[str, dict[str, str]]]:
+    """Per-root Hudi writer options keyed by (scheme, path), each root and option checked
+    (HudiOptionsError naming the root and the key)."""
     keyed: dict[tuple[str, str], tuple[str, dict[str, str]]] = {}
     for root, options in roots.items():
         key = _root_key(root)
@@ -129,29 +125,18 @@ def _checked(roots: Mapping[str, Mapping[str, str]]) -> dict[tuple[str, str], tu
     return keyed
 
 
-def configure_hudi_options(roots: Mapping[str, Mapping[str, str]]) -> dict[str, dict[str, str]]:
-    """Set this process's per-root Hudi writer options (the lake-wide lock settings), replacing
-    those before (an empty mapping clears them), and return those before. Roots are URIs or
-    paths (`s3://bucket/lake`, `/data/lake`); a table at or below a root gets its options, the
-    longest root winning (`hudi_options_for`)."""
-    keyed = _checked(roots)
-    global _ROOTS, _ROOTS_GIVEN
-    previous = _ROOTS_GIVEN
-    _ROOTS, _ROOTS_GIVEN = keyed, {root: dict(options) for root, options in roots.items()}
-    return previous
-
-
-def hudi_options_for(uri: str) -> tuple[str | None, dict[str, str]]:
-    """(root, options) of the longest configured root the table at `uri` lies in; (None, {})
-    when no root holds it."""
-    roots = _ROOTS
+def hudi_options_for(uri: str, roots: Mapping[str, Mapping[str, str]] | None = None
+                     ) -> tuple[str | None, dict[str, str]]:
+    """(root, options) of the longest of `roots` the table at `uri` lies in (roots are URIs or
+    paths, `s3://bucket/lake`, `/data/lake`); (None, {}) when none holds it."""
     if not roots:
         return None, {}
     try:
         scheme, path = parse_location(uri)
     except UnsupportedLocationError:
         return None, {}
-    inside = [(len(root_path), given, options) for (root_scheme, root_path), (given, options) in roots.items()
+    inside = [(len(root_path), given, options)
+              for (root_scheme, root_path), (given, options) in keyed_hudi_roots(roots).items()
               if root_scheme == scheme and _is_inside(path, root_path)]
     if not inside:
         return None, {}
@@ -171,7 +156,7 @@ def parse_hudi_options(text: str) -> dict[str, dict[str, str]]:
         raise HudiOptionsError(f"not valid JSON: {exc}") from exc
     if not isinstance(spec, dict):
         raise HudiOptionsError('give a JSON object: {"s3://bucket/lake": {"hoodie.write.lock.provider": ...}}')
-    _checked(spec)
+    keyed_hudi_roots(spec)
     return {root: dict(options) for root, options in spec.items()}
 
 
@@ -179,43 +164,62 @@ def _sets_lock(options: Mapping[str, str]) -> bool:
     return bool((options.get(WRITE_CONCURRENCY_MODE) or "").strip() or (options.get(LOCK_PROVIDER) or "").strip())
 
 
+def call_options(table: Table, options: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The call's layer of writer options: those the table was opened with
+    (`HudiTable.open(uri, hudi_options=...)`), the call's `options` over them."""
+    return {**table.hudi_options, **{k: str(v) for k, v in (options or {}).items()}}
+
+
+def root_options(table: Table) -> tuple[str | None, dict[str, str]]:
+    """(root, options) of the lake-wide writer options the table was opened with
+    (`HudiTable.open(uri, roots=...)`) for the root it lies in; (None, {}) when none holds it."""
+    return hudi_options_for(table.uri, table.roots.hudi if table.roots is not None else None)
+
+
 def writer_properties(table: Table, options: Mapping[str, str] | None = None) -> dict[str, str]:
     """The Hudi settings a writer of `table` runs with, layered as `discover_lock` layers them
     (a Hudi writer's `HoodieWriteConfig` is its options over the table's config):
-    `hoodie.properties`, then the root's `configure_hudi_options`, then the call's `options`.
-    The rules that follow writer settings (the lock, the failed-writes policy) read these."""
-    _, root_options = hudi_options_for(table.uri)
-    return {**table.config.props, **root_options, **{k: str(v) for k, v in (options or {}).items()}}
+    `hoodie.properties`, then the root's options (`root_options`), then the call's
+    (`call_options`). The rules that follow writer settings (the lock, the failed-writes
+    policy) read these."""
+    return {**table.config.props, **root_options(table)[1], **call_options(table, options)}
 
 
 def discover_lock(table: Table, options: Mapping[str, str] | None = None) -> LockDiscovery:
     """The lock the writers of `table` use (see the module's docstring for the order).
-    `options` are the call's Hudi writer options. Raises LockConfigError for a concurrency
-    mode Hudi would not parse."""
-    call = {k: str(v) for k, v in (options or {}).items()}
-    root, root_options = hudi_options_for(table.uri)
+    `options` are the call's Hudi writer options (over those the table was opened with).
+    Raises LockConfigError for a concurrency mode Hudi would not parse."""
+    call = call_options(table, options)
+    root, given = root_options(table)
     props = dict(table.config.props)
-    merged = {**props, **root_options, **call}
-    layers = ((LockSource.OPTION, call), (LockSource.ROOT_SETTING, root_options),
+    merged = {**props, **given, **call}
+    layers = ((LockSource.OPTION, call), (LockSource.ROOT_SETTING, given),
               (LockSource.TABLE_PROPERTIES, props))
     if lock_required(merged):
         provider = provider_class(merged)
         source = next((s for s, layer in layers if _sets_lock(layer)), LockSource.TABLE_PROPERTIES)
         where = f" ({root})" if source is LockSource.ROOT_SETTING else ""
-        return LockDiscovery(merged, provider, source, root if root_options else None,
+        return LockDiscovery(merged, provider, source, root if given else None,
                              f"{provider.rpartition('.')[2]} from the {source.value}{where}"
                              + (IN_PROCESS_NOTE if provider in IN_PROCESS_PROVIDERS else ""))
     if table.storage.exists(table.path(STORAGE_LOCK_FILE)):
         found = {**merged, WRITE_CONCURRENCY_MODE: WriteConcurrencyMode.OPTIMISTIC_CONCURRENCY_CONTROL.value,
                  LOCK_PROVIDER: STORAGE_BASED_LOCK_PROVIDER}
-        return LockDiscovery(found, STORAGE_BASED_LOCK_PROVIDER, LockSource.STORAGE, root if root_options else None,
+        return LockDiscovery(found, STORAGE_BASED_LOCK_PROVIDER, LockSource.STORAGE, root if given else None,
                              f"StorageBasedLockProvider: {STORAGE_LOCK_FILE} found on storage")
     named = (merged.get(LOCK_PROVIDER) or "").strip()
     source = next((s for s, layer in layers if _sets_lock(layer)), LockSource.NONE)
     if named in IN_PROCESS_PROVIDERS:
-        return LockDiscovery(merged, named, source, root if root_options else None,
+        return LockDiscovery(merged, named, source, root if given else None,
                              f"{named.rpartition('.')[2]} from the {source.value}{IN_PROCESS_NOTE}")
-    return LockDiscovery(merged, None, LockSource.NONE, root if root_options else None,
+    return LockDiscovery(merged, None, LockSource.NONE, root if given else None,
                          "no lock: the writers run as a single writer (no hoodie.write.concurrency.mode allowing "
                          "several writers in the call's options, the root's settings or hoodie.properties, and no "
                          "lock file on storage)")
+
+
+__all__ = [
+    "IN_PROCESS_NOTE", "IN_PROCESS_PROVIDERS", "STORAGE_LOCK_FILE", "HudiOptionsError", "LockDiscovery", "LockSource",
+    "call_options", "discover_lock", "hudi_options_for", "keyed_hudi_roots", "parse_hudi_options", "root_options",
+    "writer_properties"
+]

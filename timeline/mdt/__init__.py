@@ -40,3 +40,6 @@ def guard_metadata_table(table: Table, *, drop: bool, action: str) -> bool:
             "metadata table (Hudi writers rebuild it), or use a Hudi writer.")
     drop_metadata_table(table)
     return True
+
+
+__all__ = ["MetadataTableEnabledError", "drop_metadata_table", "guard_metadata_table"]

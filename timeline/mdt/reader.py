@@ -64,7 +64,7 @@ class MetadataTable:
             raise MetadataTableMissing(f"{table.uri}: the metadata table is not enabled")
         self.table = table
         self.base = table.containment.meta_path(METADATA_FOLDER)
-        self.mdt = Table.load(table.storage, self.base)
+        self.mdt = Table.load(table.storage, self.base).with_settings_of(table)
         # Every write to the metadata table is fenced by the data table's lock: the same
         # held-lock check, looked up when the write happens (timeline.transition.fence).
         self.mdt.publish_check = self.fence

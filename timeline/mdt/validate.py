@@ -82,3 +82,6 @@ def validate_files(mdt: MetadataTable, *, listing: TableListing | None = None,
                 partition, not_committed=tuple(sorted(missing[Commitment.NOT_COMMITTED]))))
     return Validation(len(set(listed) | set(on_storage)), files, tuple(differences), tuple(uncommitted),
                       tuple(not_committed))
+
+
+__all__ = ["PartitionDifference", "Validation", "validate_files"]

@@ -1,7 +1,7 @@
 """The archived timeline's entries: a v6 archive's HoodieArchivedMetaEntry (the instant it names,
 and the entry Hudi's archiver builds from a state file, `MetadataConversionUtils.createMetaWrapper`)
 and the LSM timeline's (table versions 8 and 9) rows (`createLSMTimelineInstant`) and manifest
-(`HoodieLSMTimelineManifest`). `timeline/archive/reader.py` loads the archived timeline with them
+(`HoodieLSMTimelineManifest`). `timeline/archived_timeline.py` loads the archived timeline with them
 and `timeline/archive/write_v1.py` and `timeline/archive/lsm.py` write it."""
 
 from __future__ import annotations

@@ -560,3 +560,11 @@ def expect(record: Record | None, cls: type[R]) -> R:
     if not isinstance(record, cls):
         raise TypeError(f"expected {cls.__name__}, found {type(record).__name__}")
     return record
+
+
+__all__ = [
+    "RECORDS", "WRITE_STATS_FIELD", "CleanFileInfo", "CleanMetadata", "CleanPartitionMetadata", "CleanerPlan",
+    "CommitMetadata", "CompactionPlan", "InstantRef", "Opaque", "Record", "RequestedReplace", "RestoreMetadata",
+    "RestorePlan", "RollbackMetadata", "RollbackPartitionMetadata", "RollbackPlan", "RollbackRequest",
+    "SavepointMetadata", "SliceInfo", "WriteStat", "expect", "hudi_fields", "record_type", "to_record"
+]

@@ -117,25 +117,26 @@ def _plan_part(context: PlanContext, s3: S3Settings | None, folder: str, store_s
 
 
 def plan_clean_spark_stored(spark: SparkSession, uri: str, config: CleanConfig, folder: str, *,
-                            now: datetime | None = None,
-                            source: ListingSource | str = ListingSource.AUTO) -> StoredPlan:
+                            now: datetime | None = None, source: ListingSource | str = ListingSource.AUTO,
+                            table: Table | None = None) -> StoredPlan:
     """`plan_clean_stored` with partitions listed and planned on the executors, each task
     writing its partitions' decisions into the plan store at `folder`; the driver receives
     only per-partition sums (nothing per file). `source` (Hudi's choice by default) is where
     the files are listed from: storage, by each executor for its partitions, or the metadata
     table, read by the driver as a stream (`timeline.mdt.stream`) and written into the store a
     task's slice at a time (`part-N.listing.json`, removed after the job), so the driver holds
-    one slice, never the table's listing."""
-    table = Table.open(uri)
+    one slice, never the table's listing. `table`: the table as its caller opened it (its
+    settings travel to the executors with each task), else opened at `uri` with none."""
+    table = table if table is not None else Table.open(uri)
     start = start_plan(table, config, now=now)
-    store_s3 = store_settings(folder)
+    store_s3 = store_settings(folder, table.roots)
     clear_folder(folder, store_s3)
     header = finish_plan(start, ())
     context = start.context
     if context is None:
         return store_plan(folder, header, (), s3=store_s3)
     used = resolve(table, source)
-    s3 = store_settings(table.uri)
+    s3 = table.storage_options
     if used is ListingSource.METADATA:
         header = replace(header, notes=(*header.notes, describe(used)), listing=used.value)
         slices = _write_listings(table, start.partitions, folder, store_s3)
@@ -192,11 +193,12 @@ def _chunks(items: Iterator[tuple[str, tuple[FileStatus, ...]]], size: int = PAR
 
 
 def plan_clean_spark(spark: SparkSession, uri: str, config: CleanConfig, *,
-                     now: datetime | None = None, source: ListingSource | str = ListingSource.AUTO) -> CleanPlan:
+                     now: datetime | None = None, source: ListingSource | str = ListingSource.AUTO,
+                     table: Table | None = None) -> CleanPlan:
     """The same plan as `plan_clean`, with partitions listed and planned on the executors
-    (`source` as for `plan_clean_spark_stored`; the metadata table's listing travels in the
-    tasks' data)."""
-    table = Table.open(uri)
+    (`source` and `table` as for `plan_clean_spark_stored`; the metadata table's listing travels
+    in the tasks' data)."""
+    table = table if table is not None else Table.open(uri)
     start = start_plan(table, config, now=now)
     context = start.context
     if context is None:
@@ -214,7 +216,7 @@ def plan_clean_spark(spark: SparkSession, uri: str, config: CleanConfig, *,
     else:
         slices = max(1, min(len(given), -(-len(given) // PARTITIONS_PER_TASK)))
         rdd = spark.sparkContext.parallelize(given, slices)
-        s3 = store_settings(table.uri)
+        s3 = table.storage_options
         plan = finish_plan(start, rdd.mapPartitions(lambda part: _plan_partitions(context, s3, part)).collect())
     return replace(plan, listing=used.value) if used is ListingSource.METADATA else plan
 
@@ -306,7 +308,7 @@ def run_pending_cleans_spark(spark: SparkSession, uri: str, *, progress: Progres
             work = batches(targets, sizes)
             rdd = context.parallelize(work, max(1, min(len(work), context.defaultParallelism * TASKS_PER_CORE)))
             # the job finishes within this iteration, before rdd and done are rebound
-            s3, identity = store_settings(uri), table.folder_identity
+            s3, identity = table.storage_options, table.folder_identity
             job = _Job(lambda: rdd.mapPartitions(  # noqa: B023
                 lambda part: _delete_batches(uri, s3, identity, part, done)).collect())  # noqa: B023
             while not job.finished(POLL_SECONDS):
@@ -331,7 +333,7 @@ def _begin_in_shares(context: SparkContext, table: Table, clean: Instant) -> sli
     if prepared is None:
         return None
     data, slices, dealt, protection = prepared
-    uri, s3, root = table.uri, store_settings(table.uri), sliced.root_of(table)
+    uri, s3, root = table.uri, table.storage_options, sliced.root_of(table)
     checked = context.parallelize(dealt, len(dealt)).map(
         lambda share: sliced.check_share(uri, s3, root, protection, share)).collect()
     return sliced.begin(table, clean, data, slices, dealt, protection, checked)
@@ -343,7 +345,7 @@ def _run_in_shares(context: SparkContext, table: Table, begun: sliced.Begun, pro
     the completed clean joined on the driver."""
     counter = ProgressCounter(begun.clean.requested_time, begun.files, progress)
     done = context.accumulator(0)
-    uri, s3, root, plan = table.uri, store_settings(table.uri), begun.root, begun.plan
+    uri, s3, root, plan = table.uri, table.storage_options, begun.root, begun.plan
     identity = table.folder_identity
 
     def work(part: Iterable[sliced.Share]) -> Iterator[sliced.Cleaned]:

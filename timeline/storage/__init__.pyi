@@ -12,8 +12,8 @@ from .containment import (
 )
 from .memory import MemoryStorage
 from .registry import storage_for
-from .s3 import S3ConfigError, S3Settings, configure_s3, parse_s3_roots, s3_settings_for
+from .s3 import S3ConfigError, S3Settings, parse_s3_roots, s3_settings_for
 
 __all__ = ["Containment", "FileStatus", "FolderIdentity", "MemoryStorage", "OutsideTableError", "S3ConfigError",
-           "S3Settings", "Storage", "TableMovedError", "UnsupportedLocationError", "configure_s3", "parse_location",
+           "S3Settings", "Storage", "TableMovedError", "UnsupportedLocationError", "parse_location",
            "parse_s3_roots", "s3_settings_for", "storage_for", "within_roots"]

@@ -21,9 +21,9 @@ def storage_for(uri: str, *, s3: S3Settings | None = None, anchored: FolderIdent
     """The backend for a URI or local path, and the path of the URI inside it.
 
     Local paths and `file://` use the local file system; `s3://`, `s3a://` and `s3n://` use
-    `S3Storage` (pyarrow.fs plus batched deletes, configured by the root the URI lies in,
-    `configure_s3`, over the `AWS_*` variables, or with `s3` as given; see
-    `timeline/storage/s3.py`); `gs://`, `gcs://` and `hdfs://` go through pyarrow.fs;
+    `S3Storage` (pyarrow.fs plus batched deletes, with `s3` as given, else the `AWS_*`
+    variables; a table's root settings are chosen by `HudiTable.open`, see
+    `timeline/storage/s3.py` and `timeline/roots.py`); `gs://`, `gcs://` and `hdfs://` go through pyarrow.fs;
     `memory://name/...` is a process-wide in-memory store for tests and demos.
 
     `anchored`: the identity of the table's folder at `uri` (`HudiTable.ensure_located`): a worker

@@ -12,13 +12,15 @@ same `S3Settings`, read from the environment as the AWS SDKs read it:
 - credentials: the AWS default chain (`AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY` /
   `AWS_SESSION_TOKEN`, `AWS_PROFILE`, web identity, instance role).
 
-Per-root settings: `configure_s3({"s3://bucket/lake": S3Settings(...)})` gives the tables below
-a root their own endpoint, region and credentials (an access key pair, or a profile of the AWS
-config files); `storage_for` uses the longest root a URI lies in (whole segments; `s3a://` and
-`s3n://` URIs match `s3://` roots), and what a root leaves unset comes from the environment as
-above. `parse_s3_roots` reads them from JSON whose credentials name environment variables or a
-profile, never hold secrets inline. The registry is per process: nothing is configured unless a
-caller configures it.
+Per-root settings: `{"s3://bucket/lake": S3Settings(...)}`, passed to the table
+(`HudiTable.open(uri, roots=LakeRoots(s3=...))`, `timeline/roots.py`), gives the tables below a
+root their own endpoint, region and credentials (an access key pair, or a profile of the AWS
+config files); `s3_settings_for(uri, roots=...)` takes the longest root a URI lies in (whole
+segments; `s3a://` and `s3n://` URIs match `s3://` roots), and what a root leaves unset comes
+from the environment as above. `parse_s3_roots` reads them from JSON whose credentials name
+environment variables or a profile, never hold secrets inline. Nothing is kept in this module:
+a store is opened with the settings its caller gives (`storage_for(uri, s3=...)`), else the
+environment's.
 
 Deletes: S3 answers "deleted" for a key that was not there, so `delete_many` reports such a
 key as "deleted", never "gone". Telling them apart would take a HEAD per key, and the clean
@@ -174,11 +176,6 @@ class S3Settings:
         return options
 
 
-# Per-root settings of this process (`configure_s3`), as given and keyed by (scheme,
-# bucket/path); both replaced whole, so a reader sees the old or the new ones.
-_ROOTS_GIVEN: dict[str, S3Settings] = {}
-_ROOTS: dict[tuple[str, str], S3Settings] = {}
-
 # Keys of one root in `parse_s3_roots`'s JSON. Credentials are named, never given inline.
 ROOT_KEYS = ("endpoint_url", "region", "profile", "access_key_id_env", "secret_access_key_env", "session_token_env")
 _INLINE_SECRETS = ("access_key_id", "secret_access_key", "session_token", "aws_access_key_id",
@@ -196,7 +193,8 @@ def _root_key(root: str) -> tuple[str, str]:
     return scheme, path
 
 
-def _keyed(roots: Mapping[str, S3Settings]) -> dict[tuple[str, str], S3Settings]:
+def keyed_s3_roots(roots: Mapping[str, S3Settings]) -> dict[tuple[str, str], S3Settings]:
+    """Per-root settings keyed by (scheme, bucket/path), each root checked (S3ConfigError)."""
     keyed: dict[tuple[str, str], S3Settings] = {}
     for root, settings in roots.items():
         key = _root_key(root)
@@ -206,29 +204,19 @@ def _keyed(roots: Mapping[str, S3Settings]) -> dict[tuple[str, str], S3Settings]
     return keyed
 
 
-def configure_s3(roots: Mapping[str, S3Settings]) -> dict[str, S3Settings]:
-    """Set this process's per-root S3 settings, replacing those before (an empty mapping
-    clears them), and return those before. Roots are `s3://bucket[/prefix]` URIs; tables at
-    or below a root are opened with its settings (`s3_settings_for`)."""
-    keyed = _keyed(roots)
-    global _ROOTS, _ROOTS_GIVEN
-    previous = _ROOTS_GIVEN
-    _ROOTS, _ROOTS_GIVEN = keyed, dict(roots)
-    return previous
-
-
-def s3_settings_for(uri: str, environ: Mapping[str, str] | None = None) -> S3Settings:
+def s3_settings_for(uri: str, environ: Mapping[str, str] | None = None, *,
+                    roots: Mapping[str, S3Settings] | None = None) -> S3Settings:
     """The settings an `s3://` (`s3a://`, `s3n://`) URI is opened with: those of the longest
-    configured root it lies in, over the environment's (`S3Settings.from_environ`); the
+    of `roots` it lies in, over the environment's (`S3Settings.from_environ`); the
     environment's alone when no root holds it."""
-    base, roots = S3Settings.from_environ(environ), _ROOTS
+    base = S3Settings.from_environ(environ)
     if not roots:
         return base
     try:
         scheme, path = parse_location(uri)
     except UnsupportedLocationError:
         return base
-    inside = [(len(root), settings) for (root_scheme, root), settings in roots.items()
+    inside = [(len(root), settings) for (root_scheme, root), settings in keyed_s3_roots(roots).items()
               if root_scheme == scheme and _is_inside(path, root)]
     return max(inside, key=lambda found: found[0])[1].over(base) if inside else base
 
@@ -280,7 +268,7 @@ def parse_s3_roots(text: str, environ: Mapping[str, str] | None = None) -> dict[
                                      **secrets)
         except S3ConfigError as exc:
             raise S3ConfigError(f"S3 root {root!r}: {exc}") from exc
-    _keyed(roots)
+    keyed_s3_roots(roots)
     return roots
 
 
@@ -314,11 +302,10 @@ class S3Storage(ArrowStorage):
     @classmethod
     def from_uri(cls, uri: str, *, settings: S3Settings | None = None) -> S3Storage:
         """The store of an `s3://`, `s3a://` or `s3n://` URI, with `settings` as given or else
-        those of the root it lies in (`s3_settings_for`); `uri()` keeps that scheme, so paths
+        the environment's (`S3Settings.from_environ`); `uri()` keeps that scheme, so paths
         Cleanline writes into plans name the table as its writers do."""
         parsed = urlparse(uri)
-        return cls(bucket=parsed.netloc, scheme=parsed.scheme.lower() or "s3",
-                   settings=settings or s3_settings_for(uri))
+        return cls(bucket=parsed.netloc, scheme=parsed.scheme.lower() or "s3", settings=settings)
 
     @property
     def client(self) -> Any:
