@@ -10,7 +10,7 @@ import os
 import shutil
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 
 import pyarrow as pa
@@ -242,6 +242,10 @@ class CountingStorage(LocalStorage):
     def _list_names(self, path: str) -> list[str]:
         self.listed[path] += 1
         return super()._list_names(path)
+
+    def _list_only(self, path: str, names: Collection[str]) -> list[FileStatus]:
+        self.listed[path] += 1
+        return super()._list_only(path, names)
 
     def status(self, path: str) -> FileStatus:
         self.statuses += 1

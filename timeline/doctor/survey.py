@@ -21,7 +21,7 @@ from timeline.exceptions import (
     InvalidInstantError,
 )
 from timeline.files import base_file_of, is_base_file_name, parse_log_file
-from timeline.fsview import TableListing, list_partitions, list_some_partitions
+from timeline.fsview import TableListing, list_partitions, list_some_files
 from timeline.instant import (
     CLUSTERING,
     REPLACE_COMMIT,
@@ -167,9 +167,8 @@ class Survey:
         with paused_gc():
             if self.only is not None:
                 wanted = self.only
-                found = list_some_partitions(self.storage, self.table.base, (p.rpartition("/")[0] for p in wanted))
-                return TableListing({partition: kept for partition, files in found.partitions.items()
-                                     if (kept := tuple(s for s in files if s.path in wanted))})
+                found = list_some_files(self.storage, self.table.base, wanted)
+                return TableListing({partition: files for partition, files in found.partitions.items() if files})
             return list_partitions(self.storage, self.table.base, sizes=False)
 
     @cached_property
