@@ -250,3 +250,14 @@ class CountingStorage(LocalStorage):
     def status(self, path: str) -> FileStatus:
         self.statuses += 1
         return super().status(path)
+
+
+class NameOrderedStorage(LocalStorage):
+    """The real local storage, listing each folder in name order (a local disk lists in an order
+    of its own): a test then knows which file the rule looks at first."""
+
+    def _list(self, path: str) -> list[FileStatus]:
+        return sorted(super()._list(path), key=lambda s: s.name)
+
+    def _list_unsized(self, path: str) -> list[FileStatus]:
+        return sorted(super()._list_unsized(path), key=lambda s: s.name)

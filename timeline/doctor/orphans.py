@@ -203,9 +203,10 @@ def orphans(survey: Survey) -> tuple[list[tuple[DataFile, str]], int, str]:
                 continue  # older than anything the timelines know: committed (timeline/committed.py)
             if data.is_log and verdict.known and data.file_id in file_ids:
                 continue  # a log file of a known file group and instant
-            if status.mtime_ms < 0 or status.size < 0:
-                status = survey.sized(status)
-                data = data._replace(status=status)
+            sized = survey.sized(status)  # the listing's own status when it has the size and time
+            if sized is not status:
+                status = sized
+                data = data._replace(status=sized)
             if not 0 < status.mtime_ms < limit:
                 continue  # too young (or gone): a writer may not have published it yet
             found.append((data, verdict.why))

@@ -95,6 +95,9 @@ class DataFile(NamedTuple):
     is_log: bool
 
 
+_new = tuple.__new__  # a DataFile without its Python-level __new__: this runs once per listed file
+
+
 def parse_data_file(partition: str, status: FileStatus) -> DataFile | None:
     """A listed file as a base or log file (what Hudi's repair tools consider, FSUtils.
     isDataFile), or None for anything else (partition metadata, checksums, ...)."""
@@ -104,10 +107,10 @@ def parse_data_file(partition: str, status: FileStatus) -> DataFile | None:
             if ".log." not in name:
                 return None
             log = parse_log_file(name)
-            return DataFile(partition, status, log.file_id, log.instant_time, True)
+            return _new(DataFile, (partition, status, log.file_id, log.instant_time, True))
         if is_base_file_name(name):
             base = base_file_of(name)
-            return DataFile(partition, status, base.file_id, base.instant_time, False)
+            return _new(DataFile, (partition, status, base.file_id, base.instant_time, False))
     except InvalidFileNameError:
         return None
     return None
