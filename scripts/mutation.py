@@ -88,7 +88,8 @@ TARGETS = [
                                    "tests/mdt/test_mdt_fencing.py")),
     Target("timeline/savepoint.py", ("tests/test_savepoint.py",)),
     # the metadata table reader's merge: which slices and blocks a reader merges, and how
-    Target("timeline/mdt/reader.py", ("tests/mdt/test_stream.py", "tests/mdt/test_mdt.py", "tests/mdt/test_mdt_v6.py"),
+    Target("timeline/mdt/reader.py", ("tests/mdt/test_reader_merge.py", "tests/mdt/test_stream.py",
+                                      "tests/mdt/test_mdt.py", "tests/mdt/test_mdt_v6.py"),
            ("xǁMetadataTableǁvalid_instants", "xǁMetadataTableǁ_valid_instants_v6", "xǁMetadataTableǁmerged_slices",
             "xǁMetadataTableǁrecords", "xǁMetadataTableǁ_slice_records", "xǁMetadataTableǁ_blocks")),
     Target("timeline/mdt/stream.py", ("tests/mdt/test_stream.py",)),

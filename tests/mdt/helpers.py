@@ -10,6 +10,10 @@ when it is enabled from the table's creation (no v6 fixture has one):
   partitions it wrote to, and each file it wrote with its size), appended as the next log
   version of that slice (`timeline.mdt.writer.write_update`, which writes what 0.14/0.15 write);
 - `hoodie.table.metadata.partitions=files` on the data table.
+
+`HandMadeMdt`: a metadata table (table version 8, or 6) in memory written block by block, for the
+reader's merge rules: base HFiles, log files of chosen blocks (`data_block`, `delete_block`, or
+any bytes) and MDT instants in chosen states.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from timeline.instant import Instant, State
 from timeline.logformat import BlockType, HeaderKey, encode_block, encode_delete_records
 from timeline.mdt.reader import MetadataTable
 from timeline.mdt.writer import commit_updates, write_update
+from timeline.metadata.mdt_payload import MetadataRecord
 from timeline.metadata.records import CommitMetadata
 from timeline.spark.writer.create import create_table
 
@@ -93,3 +98,80 @@ def write(self, path, data):
 transition.complete, LocalStorage.write = complete, write
 run_pending_cleans(HudiTable.open(sys.argv[1]))
 """
+
+
+class HandMadeMdt:
+    """A data table (version 8 unless told, in memory) and a metadata table made block by block: what a test
+    of the reader's merge needs and no writer makes on demand. The `files` partition (and any
+    other MDT partition named) holds the log files and base HFiles a test writes, of the file
+    groups it names; MDT instants are completed (or left pending) by the test. Records are
+    written with `RECORD_SCHEMA` (the `files` partition's fields of HoodieMetadataRecord)."""
+
+    BASE = "/t"
+
+    def __init__(self, partitions: str = "files", *, version: int = 8) -> None:
+        from tests.helpers import Lake
+        from timeline.storage import MemoryStorage
+
+        storage = MemoryStorage()
+        self.data = Lake(storage, self.BASE, version=version, extra_props={MDT_PARTITIONS: partitions})
+        self.meta = Lake(storage, f"{self.BASE}/.hoodie/metadata", version=version, table_type="MERGE_ON_READ",
+                         partitioned=False, extra_props={"hoodie.table.base.file.format": "HFILE",
+                                                         "hoodie.table.recordkey.fields": "key"})
+        self.storage = storage
+
+    def folder(self, partition: str = "files") -> str:
+        folder = f"{self.meta.base}/{partition}"
+        marker = f"{folder}/.hoodie_partition_metadata"
+        if not self.storage.exists(marker):
+            self.storage.write(marker, b"#partition metadata\ncommitTime=0\npartitionDepth=1\n")
+        return folder
+
+    def deltacommit(self, time: str, state: State = State.COMPLETED) -> None:
+        self.meta.commit(time, {}, action="deltacommit", state=state)
+
+    def log(self, file_id: str, instant: str, version: int, *blocks: bytes, partition: str = "files") -> str:
+        path = f"{self.folder(partition)}/{log_file_name(file_id, instant, version, '0-1-0')}"
+        self.storage.write(path, b"".join(blocks))
+        return path
+
+    def base(self, file_id: str, instant: str, records: list[MetadataRecord], *, partition: str = "files",
+             content: bytes | None = None) -> str:
+        """A base HFile written by a completed compaction (a `commit` on the MDT) at `instant`."""
+        from timeline.files import base_file_name
+
+        path = f"{self.folder(partition)}/{base_file_name(file_id, '0-1-0', instant, '.hfile')}"
+        self.storage.write(path, hfile_of(records) if content is None else content)
+        self.meta.complete_compaction(instant, {})
+        return path
+
+    def reader(self) -> MetadataTable:
+        return MetadataTable(HudiTable.load(self.storage, self.BASE))
+
+
+def hfile_of(records: list[MetadataRecord], schema: str | None = RECORD_SCHEMA) -> bytes:
+    """An HFile of records (keys sorted), `schema` in its file info (none if None)."""
+    from timeline.hfile import write_hfile
+    from timeline.metadata.mdt_payload import encode_record
+
+    cells = sorted((r.key.encode(), encode_record(r, RECORD_SCHEMA)) for r in records)
+    info = [] if schema is None else [("schema", schema.encode())]
+    return write_hfile(cells, info, created_ms=0)
+
+
+def data_block(instant: str, records: list[MetadataRecord], *, header_schema: str | None = RECORD_SCHEMA,
+               info_schema: str | None = RECORD_SCHEMA, content: bytes | None = None) -> bytes:
+    """An HFILE_DATA block at `instant`: the schema in its header and its HFile's file info (as
+    HoodieHFileDataBlock writes both), either left out when None."""
+    header = {HeaderKey.INSTANT_TIME: instant}
+    if header_schema is not None:
+        header[HeaderKey.SCHEMA] = header_schema
+    return encode_block(BlockType.HFILE_DATA, header, hfile_of(records, info_schema) if content is None else content)
+
+
+def delete_block(instant: str, keys: list[str | None], content: bytes | None = None) -> bytes:
+    """A DELETE block at `instant` removing whole records (a None key is a record without one)."""
+    from timeline.logformat import DeleteRecord
+
+    body = encode_delete_records([DeleteRecord(k, "files") for k in keys]) if content is None else content
+    return encode_block(BlockType.DELETE, {HeaderKey.INSTANT_TIME: instant, HeaderKey.SCHEMA: RECORD_SCHEMA}, body)

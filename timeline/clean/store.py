@@ -13,41 +13,37 @@ task that is retried overwrites what its failed attempt wrote. Beside each part,
 file-name search scan plain bytes instead of decoding Parquet. After a run, `outcomes.parquet`
 holds what happened to each file the plan deletes.
 
-This module reads a store; its files' schemas and the writing of a part are
-`timeline/clean/store_files.py`, the search over the names files `timeline/clean/store_search.py`."""
+`StoredPlan` is split by concern: its parts and sums (`store_sums.py`), the run's outcomes
+(`store_outcomes.py`), the file-name search (`store_search.py`) and the pages
+(`store_pages.py`) are its bases; this module holds its header, saving and opening, and the
+planning into a store. The files' schemas and the writing of a part are
+`timeline/clean/store_files.py`."""
 
 from __future__ import annotations
 
 import json
-from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from itertools import groupby
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, overload
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any
 
 from timeline.clean.config import CleanConfig, CleanPolicy
 from timeline.clean.planner import CleanPlan, FileDecision, finish_plan, plan_partition, start_plan
 from timeline.clean.store_files import (
-    DECISIONS,
     HEADER,
-    OUTCOME_FILE,
-    OUTCOMES,
-    PLAN_ORDER,
     Part,
     PartitionSums,
     StoredPart,
     clear_folder,
-    names_of,
     open_store,
-    write_parquet,
     write_part,
 )
+from timeline.clean.store_files import FileRow as FileRow  # the console reads rows from here
 from timeline.clean.store_files import StoreError as StoreError  # the console catches it from here
-from timeline.clean.store_search import Hits, find_hits
-from timeline.exceptions import CleanlineError, FileNotFound
+from timeline.clean.store_pages import Matches as Matches
+from timeline.clean.store_pages import PlanPages
+from timeline.exceptions import CleanlineError
 from timeline.instant import Instant, State
 from timeline.mdt.listing import ListingSource, describe, iter_listing, resolve
 from timeline.perf import paused_gc
@@ -57,31 +53,13 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     import pyarrow.compute as pc  # imported where used: the CLI starts without it
-    import pyarrow.dataset as ds
 
-    from timeline.clean.executor import FileOutcome
     from timeline.storage.s3 import S3Settings
     from timeline.table import Table
 
 
-class FileRow(NamedTuple):
-    """One file of a stored plan, and (after the run) what happened to it: "deleted", "gone"
-    (already gone), "failed", or "" (not run, or kept)."""
-
-    partition: str
-    file_name: str
-    path: str
-    size: int
-    delete: bool
-    reason: str
-    file_id: str
-    base_instant: str
-    bootstrap: bool
-    outcome: str = ""
-
-
 @dataclass(frozen=True)
-class StoredPlan:
+class StoredPlan(PlanPages):
     """A plan whose file decisions live in a store: the header of `CleanPlan`, its totals and
     per-partition sums, and the parts to read the files from."""
 
@@ -99,32 +77,6 @@ class StoredPlan:
     timeline_end: str = ""
     s3: S3Settings | None = field(default=None, compare=False, repr=False)
     listing: str = "storage"  # where the files were listed from (`timeline.mdt.listing`)
-
-    # Totals
-
-    @property
-    def files(self) -> int:
-        return sum(p.rows for p in self.parts)
-
-    @property
-    def files_to_delete(self) -> int:
-        return sum(p.deletes for p in self.parts)
-
-    @property
-    def files_kept(self) -> int:
-        return self.files - self.files_to_delete
-
-    @property
-    def bytes_to_delete(self) -> int:
-        return sum(s.bytes_to_delete for s in self.sums)
-
-    @property
-    def is_empty(self) -> bool:
-        return not self.partitions_to_delete and not self.files_to_delete
-
-    @property
-    def partitions_considered(self) -> tuple[str, ...]:
-        return tuple(s.partition for s in self.sums)
 
     # Saving and opening
 
@@ -174,97 +126,7 @@ class StoredPlan:
         """Remove a plan folder whether or not a plan was saved in it (nothing when absent)."""
         clear_folder(uri)
 
-    # Reading
-
-    def _read(self, part: Part, columns: list[str] | None = None,
-              where: pc.Expression | None = None) -> pa.Table:
-        storage, folder = open_store(self.uri, self.s3)
-        try:
-            return storage.read_parquet(Storage.join(folder, part.name), columns=columns, where=where)
-        except CleanlineError as exc:
-            raise StoreError(f"{self.uri}: cannot read {part.name}: {exc}") from exc
-
-    def _dataset(self, parts: Sequence[Part]) -> ds.Dataset:
-        storage, folder = open_store(self.uri, self.s3)
-        try:
-            return storage.parquet_dataset([Storage.join(folder, p.name) for p in parts], DECISIONS)
-        except CleanlineError as exc:
-            raise StoreError(f"{self.uri}: cannot read the plan's parts: {exc}") from exc
-
-    def matches(self, *, delete: bool | None = None, partition: str = "", search: str = "") -> Matches:
-        """Files in plan order (partition, file name): to delete, kept or all; in one partition;
-        whose names contain `search` (case-insensitive when it has capitals). A sequence whose
-        length and slices are read from the store (a search scans the names once)."""
-        return Matches(self, delete, partition, search)
-
-    def count(self, *, delete: bool | None = None, partition: str = "", search: str = "") -> int:
-        """How many files match (see `matches`)."""
-        return len(self.matches(delete=delete, partition=partition, search=search))
-
-    def rows(self, *, delete: bool | None = None, partition: str = "", search: str = "", offset: int = 0,
-             limit: int | None = None) -> list[FileRow]:
-        """The matching files (see `matches`) from `offset`, at most `limit`."""
-        return self.matches(delete=delete, partition=partition, search=search).page(offset, limit)
-
-    def _page(self, delete: bool | None, partition: str, offset: int, limit: int | None) -> list[FileRow]:
-        found: list[FileRow] = []
-        skip = offset
-        for part in self._parts_of(partition):
-            in_part = part.rows if delete is None else part.deletes if delete else part.rows - part.deletes
-            if not partition and skip >= in_part:
-                skip -= in_part
-                continue
-            table = self._read(part, where=_where(delete, partition))
-            if skip >= table.num_rows:
-                skip -= table.num_rows
-                continue
-            want = None if limit is None else limit - len(found)
-            found.extend(_rows_of(table.slice(skip, want)))
-            skip = 0
-            if limit is not None and len(found) >= limit:
-                break
-        return self._with_outcomes(found)
-
-    def _rows_named(self, keys: pa.Table) -> list[FileRow]:
-        """Whole rows for (partition, file name) keys, in plan order, reading only the parts
-        their partitions lie in."""
-        import pyarrow.compute as pc
-
-        if not keys.num_rows:
-            return []
-        partitions = sorted(set(keys.column("partition").to_pylist()))
-        wanted = pc.field("partition").isin(partitions) & pc.field("file_name").isin(keys.column("file_name"))
-        parts = [p for p in self.parts if p.rows and p.first <= partitions[-1] and p.last >= partitions[0]]
-        page = self._dataset(parts).to_table(filter=wanted).sort_by(PLAN_ORDER)
-        exact = set(zip(keys.column("partition").to_pylist(), keys.column("file_name").to_pylist(), strict=True))
-        return self._with_outcomes([r for r in _rows_of(page) if (r.partition, r.file_name) in exact])
-
-    def iter_rows(self) -> Iterator[FileRow]:
-        """Every file in plan order with its outcome, a part at a time (for reports)."""
-        outcomes = self._outcome_file()
-        for part in self.parts:
-            rows = _rows_of(self._read(part))
-            yield from self._attach(rows, outcomes) if outcomes is not None else rows
-
-    def deletes(self) -> Iterator[FileRow]:
-        """The files the plan deletes, in plan order, a part at a time."""
-        import pyarrow.compute as pc
-
-        for part in self.parts:
-            if part.deletes:
-                yield from _rows_of(self._read(part, where=pc.field("delete")))
-
-    def sizes(self) -> dict[str, int]:
-        """Path -> planned size of every file the plan deletes (what the executor counts bytes
-        from), read as two columns a part at a time: no row object per file."""
-        import pyarrow.compute as pc
-
-        found: dict[str, int] = {}
-        for part in self.parts:
-            if part.deletes:
-                table = self._read(part, columns=["path", "size"], where=pc.field("delete"))
-                found.update(zip(table.column("path").to_pylist(), table.column("size").to_pylist(), strict=True))
-        return found
+    # For the executor
 
     def to_clean_plan(self) -> CleanPlan:
         """The plan as the executor's `CleanPlan`, holding only the files it deletes (what
@@ -277,201 +139,6 @@ class StoredPlan:
             partitions_to_delete=self.partitions_to_delete, partitions_considered=self.partitions_considered,
             incremental=self.incremental, savepointed_timestamps=self.savepointed_timestamps, notes=self.notes,
             timeline_end=self.timeline_end)
-
-    def _parts_of(self, partition: str) -> Sequence[Part]:
-        found = self._part_range(partition)
-        return self.parts[found.start:found.stop]
-
-    def _names(self, part: Part) -> pa.Table | None:
-        """A part's names file (None when the store has none: written before they existed)."""
-        storage, folder = open_store(self.uri, self.s3)
-        try:
-            return storage.read_arrow(Storage.join(folder, names_of(part.name)))
-        except FileNotFound:
-            return None
-        except CleanlineError as exc:
-            raise StoreError(f"{self.uri}: cannot read {names_of(part.name)}: {exc}") from exc
-
-    def _hits(self, delete: bool | None, partition: str, search: str) -> Hits | None:
-        """The search's hits, from the names files of the parts `partition` lies in
-        (`store_search.find_hits`); None when one of them has none."""
-        names = ((index, self._names(self.parts[index])) for index in self._part_range(partition)
-                 if self.parts[index].rows)
-        return find_hits(names, delete=delete, partition=partition, search=search)
-
-    def _rows_at(self, hits: Hits, offset: int, limit: int | None) -> list[FileRow]:
-        """Whole rows of the hits from `offset`, at most `limit`, reading only their parts."""
-        found: list[FileRow] = []
-        skip = offset
-        for index, rows in hits.parts:
-            if skip >= len(rows):
-                skip -= len(rows)
-                continue
-            want = rows.slice(skip, None if limit is None else limit - len(found))
-            skip = 0
-            found.extend(_rows_of(self._read(self.parts[index]).take(want)))
-            if limit is not None and len(found) >= limit:
-                break
-        return self._with_outcomes(found)
-
-    def _part_range(self, partition: str) -> range:
-        if not partition:
-            return range(len(self.parts))
-        return range(bisect_left([p.last for p in self.parts], partition),
-                     bisect_right([p.first for p in self.parts], partition))
-
-    def _searched(self, delete: bool | None, partition: str, search: str,
-                  columns: list[str] | None = None) -> pa.Table:
-        """The rows (`columns` of them) whose file names contain `search`, in plan order."""
-        import pyarrow.compute as pc
-
-        parts = [p for p in self._parts_of(partition) if p.rows]
-        if not parts:
-            return DECISIONS.empty_table() if columns is None else DECISIONS.empty_table().select(columns)
-        # Hudi's file names are lower case: a search without capitals is matched as it is
-        # (the fast path), one with capitals ignoring case
-        where = pc.match_substring(pc.field("file_name"), search, ignore_case=search != search.lower())
-        extra = _where(delete, partition)
-        try:
-            return self._dataset(parts).to_table(columns=columns, filter=where if extra is None else where & extra)
-        except pa.ArrowException as exc:
-            raise StoreError(f"{self.uri}: cannot search the plan's parts: {exc}") from exc
-
-    # Outcomes
-
-    def write_outcomes(self, outcomes: Iterable[FileOutcome]) -> dict[str, tuple[int, int, int]]:
-        """Record a run's outcome per file (`outcomes.parquet`, replacing an earlier record);
-        per partition the planned bytes of the files this run deleted, of those already gone,
-        and the number of files that failed."""
-        columns: list[list[Any]] = [[], [], [], [], []]
-        for o in outcomes:
-            if not o.is_bootstrap:
-                for column, value in zip(columns, (o.partition, o.file_name, o.status.value, o.bytes, o.error),
-                                         strict=True):
-                    column.append(value)
-        table = pa.Table.from_arrays([pa.array(c, type=t) for c, t in zip(columns, OUTCOMES.types, strict=True)],
-                                     schema=OUTCOMES).sort_by(PLAN_ORDER)
-        storage, folder = open_store(self.uri, self.s3)
-        write_parquet(storage, Storage.join(folder, OUTCOME_FILE), table)
-        planned = {(r.partition, r.file_name): r.size for r in self.deletes()}
-        totals: dict[str, list[int]] = {}
-        slot = {"deleted": 0, "gone": 1, "failed": 2}
-        for partition, name, status in zip(columns[0], columns[1], columns[2], strict=True):
-            found = totals.setdefault(partition, [0, 0, 0])
-            found[slot[status]] += 1 if status == "failed" else planned.get((partition, name), 0)
-        return {p: (deleted, gone, failed) for p, (deleted, gone, failed) in totals.items()}
-
-    def outcome_counts(self) -> dict[str, int]:
-        """Files per outcome of the recorded run (empty before one)."""
-        table = self._outcome_file()
-        if table is None:
-            return {}
-        counts = table.group_by("outcome").aggregate([("outcome", "count")])
-        return dict(zip(counts.column("outcome").to_pylist(), counts.column("outcome_count").to_pylist(), strict=True))
-
-    def _outcome_file(self, where: pc.Expression | None = None) -> pa.Table | None:
-        storage, folder = open_store(self.uri, self.s3)
-        path = Storage.join(folder, OUTCOME_FILE)
-        try:
-            return storage.read_parquet(path, columns=["partition", "file_name", "outcome"], where=where)
-        except FileNotFound:
-            return None
-        except CleanlineError as exc:
-            raise StoreError(f"{self.uri}: cannot read the run's outcomes: {exc}") from exc
-
-    def _with_outcomes(self, rows: list[FileRow]) -> list[FileRow]:
-        import pyarrow.compute as pc
-
-        if not rows or not self.files_to_delete:
-            return rows
-        partitions = sorted({r.partition for r in rows if r.delete})
-        if not partitions:
-            return rows
-        outcomes = self._outcome_file(pc.field("partition").isin(partitions)
-                                      & pc.field("file_name").isin([r.file_name for r in rows if r.delete]))
-        return rows if outcomes is None else self._attach(rows, outcomes)
-
-    @staticmethod
-    def _attach(rows: list[FileRow], outcomes: pa.Table) -> list[FileRow]:
-        found = dict(zip(zip(outcomes.column("partition").to_pylist(), outcomes.column("file_name").to_pylist(),
-                             strict=True), outcomes.column("outcome").to_pylist(), strict=True))
-        return [r._replace(outcome=found.get((r.partition, r.file_name), "")) if r.delete else r for r in rows]
-
-
-class Matches(Sequence[FileRow]):
-    """The files of a stored plan matching a filter (`StoredPlan.matches`): its length from the
-    plan's sums, or from one scan of the names for a search (kept, so a page and its count
-    cost one scan); each slice read from the store."""
-
-    def __init__(self, plan: StoredPlan, delete: bool | None, partition: str, search: str) -> None:
-        self.plan, self.delete, self.partition, self.search = plan, delete, partition, search
-        self._keys: pa.Table | None = None
-        self._hits: Hits | Literal[False] | None = None
-
-    def _found(self) -> pa.Table:
-        if self._keys is None:
-            self._keys = self.plan._searched(self.delete, self.partition, self.search, ["partition", "file_name"])
-        return self._keys
-
-    def _hit_list(self) -> Hits | None:
-        """The search's hits from the names files (None for a store written without them)."""
-        if self._hits is None:
-            self._hits = self.plan._hits(self.delete, self.partition, self.search) or False
-        return self._hits or None
-
-    def __len__(self) -> int:
-        if self.search:
-            hits = self._hit_list()
-            return hits.count if hits is not None else int(self._found().num_rows)
-        plan, delete = self.plan, self.delete
-        if self.partition:
-            sums = next((s for s in plan.sums if s.partition == self.partition), None)
-            if sums is None:
-                return 0
-            return sums.files if delete is None else sums.deletes if delete else sums.files - sums.deletes
-        return plan.files if delete is None else plan.files_to_delete if delete else plan.files_kept
-
-    def page(self, offset: int = 0, limit: int | None = None) -> list[FileRow]:
-        """The matches from `offset`, at most `limit`."""
-        if self.search:
-            hits = self._hit_list()
-            if hits is not None:
-                return self.plan._rows_at(hits, offset, limit)
-            return self.plan._rows_named(self._found().slice(offset, limit))
-        return self.plan._page(self.delete, self.partition, offset, limit)
-
-    @overload
-    def __getitem__(self, index: int) -> FileRow: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[FileRow]: ...
-
-    def __getitem__(self, index: int | slice) -> FileRow | list[FileRow]:
-        if isinstance(index, int):
-            found = self.page(index if index >= 0 else len(self) + index, 1)
-            if not found:
-                raise IndexError(index)
-            return found[0]
-        start, stop, step = index.indices(len(self))
-        rows = self.page(start, stop - start) if stop > start else []
-        return rows[::step] if step != 1 else rows
-
-
-def _where(delete: bool | None, partition: str) -> pc.Expression | None:
-    import pyarrow.compute as pc
-
-    found = []
-    if delete is not None:
-        found.append(pc.field("delete") if delete else ~pc.field("delete"))
-    if partition:
-        found.append(pc.field("partition") == partition)
-    if not found:
-        return None
-    return found[0] if len(found) == 1 else found[0] & found[1]
-
-
-def _rows_of(table: pa.Table) -> list[FileRow]:
-    return list(map(FileRow, *(table.column(n).to_pylist() for n in DECISIONS.names)))
 
 
 def store_plan(folder_uri: str, plan: CleanPlan, stored: Sequence[StoredPart], *,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pyarrow as pa
 
@@ -17,6 +17,8 @@ from timeline.storage.arrow import ArrowStorage
 from timeline.storage.base import Storage
 
 if TYPE_CHECKING:
+    import pyarrow.compute as pc
+
     from timeline.clean.planner import FileDecision
     from timeline.storage.s3 import S3Settings
 
@@ -33,6 +35,22 @@ HEADER = "plan.json"
 OUTCOME_FILE = "outcomes.parquet"
 ROW_GROUP = 16_384  # rows per Parquet row group: a partition filter reads a few of them
 PLAN_ORDER = [("partition", "ascending"), ("file_name", "ascending")]  # how rows are sorted
+
+
+class FileRow(NamedTuple):
+    """One file of a stored plan, and (after the run) what happened to it: "deleted", "gone"
+    (already gone), "failed", or "" (not run, or kept)."""
+
+    partition: str
+    file_name: str
+    path: str
+    size: int
+    delete: bool
+    reason: str
+    file_id: str
+    base_instant: str
+    bootstrap: bool
+    outcome: str = ""
 
 
 class StoreError(CleanlineError):
@@ -186,3 +204,22 @@ def clear_folder(folder_uri: str, s3: S3Settings | None = None) -> None:
     for entry in entries:
         storage.delete(entry.path)
     storage.delete_dir(folder)
+
+
+def decision_filter(delete: bool | None, partition: str) -> pc.Expression | None:
+    """Rows to delete, kept or all (`delete`), in one partition or all."""
+    import pyarrow.compute as pc
+
+    found = []
+    if delete is not None:
+        found.append(pc.field("delete") if delete else ~pc.field("delete"))
+    if partition:
+        found.append(pc.field("partition") == partition)
+    if not found:
+        return None
+    return found[0] if len(found) == 1 else found[0] & found[1]
+
+
+def rows_of(table: pa.Table) -> list[FileRow]:
+    """A table of decisions (`DECISIONS`) as rows."""
+    return list(map(FileRow, *(table.column(n).to_pylist() for n in DECISIONS.names)))

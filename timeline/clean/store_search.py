@@ -1,6 +1,7 @@
 """A file-name search over a plan store's names files (`part-N.names.arrow`: partition, file
 name and decision per row, uncompressed): each part's names scanned as plain bytes, giving the
-positions of the matching rows per part (`Hits`); `timeline/clean/store.py` reads only those rows."""
+positions of the matching rows per part (`Hits`); `PlanSearch` reads only those rows, or
+(for a store written without names files) filters the parts' file names."""
 
 from __future__ import annotations
 
@@ -10,6 +11,22 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 import stringzilla
+
+from timeline.clean.store_files import (
+    DECISIONS,
+    FileRow,
+    Part,
+    StoreError,
+    decision_filter,
+    names_of,
+    open_store,
+    rows_of,
+)
+from timeline.clean.store_outcomes import PlanOutcomes
+from timeline.exceptions import CleanlineError, FileNotFound
+from timeline.storage.base import Storage
+
+__all__ = ["Hits", "PlanSearch", "find_hits", "rows_containing"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,3 +103,56 @@ def find_hits(names: Iterable[tuple[int, pa.Table | None]], *, delete: bool | No
         if len(rows):
             found.append((index, rows))
     return Hits(tuple(found))
+
+
+class PlanSearch(PlanOutcomes):
+    """A stored plan's file-name search."""
+
+    def _names(self, part: Part) -> pa.Table | None:
+        """A part's names file (None when the store has none: written before they existed)."""
+        storage, folder = open_store(self.uri, self.s3)
+        try:
+            return storage.read_arrow(Storage.join(folder, names_of(part.name)))
+        except FileNotFound:
+            return None
+        except CleanlineError as exc:
+            raise StoreError(f"{self.uri}: cannot read {names_of(part.name)}: {exc}") from exc
+
+    def _hits(self, delete: bool | None, partition: str, search: str) -> Hits | None:
+        """The search's hits, from the names files of the parts `partition` lies in
+        (`store_search.find_hits`); None when one of them has none."""
+        names = ((index, self._names(self.parts[index])) for index in self._part_range(partition)
+                 if self.parts[index].rows)
+        return find_hits(names, delete=delete, partition=partition, search=search)
+
+    def _rows_at(self, hits: Hits, offset: int, limit: int | None) -> list[FileRow]:
+        """Whole rows of the hits from `offset`, at most `limit`, reading only their parts."""
+        found: list[FileRow] = []
+        skip = offset
+        for index, rows in hits.parts:
+            if skip >= len(rows):
+                skip -= len(rows)
+                continue
+            want = rows.slice(skip, None if limit is None else limit - len(found))
+            skip = 0
+            found.extend(rows_of(self._read(self.parts[index]).take(want)))
+            if limit is not None and len(found) >= limit:
+                break
+        return self._with_outcomes(found)
+
+    def _searched(self, delete: bool | None, partition: str, search: str,
+                  columns: list[str] | None = None) -> pa.Table:
+        """The rows (`columns` of them) whose file names contain `search`, in plan order."""
+        import pyarrow.compute as pc
+
+        parts = [p for p in self._parts_of(partition) if p.rows]
+        if not parts:
+            return DECISIONS.empty_table() if columns is None else DECISIONS.empty_table().select(columns)
+        # Hudi's file names are lower case: a search without capitals is matched as it is
+        # (the fast path), one with capitals ignoring case
+        where = pc.match_substring(pc.field("file_name"), search, ignore_case=search != search.lower())
+        extra = decision_filter(delete, partition)
+        try:
+            return self._dataset(parts).to_table(columns=columns, filter=where if extra is None else where & extra)
+        except pa.ArrowException as exc:
+            raise StoreError(f"{self.uri}: cannot search the plan's parts: {exc}") from exc

@@ -101,16 +101,19 @@ class MetadataTable:
 
     def valid_instants(self) -> set[str]:
         """`HoodieTableMetadataUtil.getValidInstantTimestamps` (of Hudi 1.x; of 0.14/0.15 on
-        table version 6, `_valid_instants_v6`)."""
+        table version 6, `_valid_instants_v6`): the data table's completed instants, the MDT's
+        completed deltacommits whose instant is not pending on the data table (`isValidInstant`;
+        its initialisation's "00000000000000…" never is), its completed rollbacks and restores.
+        (Hudi 1.x also adds the instants the data table's rollbacks rolled back: their MDT blocks
+        are gone, the MDT deltacommit rolled back with them.)"""
         if self.table.config.version < 8:
             return self._valid_instants_v6()
         data = self.table.timeline
         pending = {i.requested_time for i in data.pending()}
         valid = {i.requested_time for i in data.completed()}
         for instant in self.mdt.timeline.completed():
-            if instant.action in ("rollback", "restore") or instant.requested_time.startswith(INIT_PREFIX):
-                valid.add(instant.requested_time)
-            elif instant.action in ("deltacommit", "commit") and instant.requested_time not in pending:
+            if instant.action in ("rollback", "restore") or (
+                    instant.action == "deltacommit" and instant.requested_time not in pending):
                 valid.add(instant.requested_time)
         return valid
 
@@ -196,9 +199,10 @@ class MetadataTable:
                 current[row.decode()] = decode_record(row, value, schema, path=path)
         for path, block in self._blocks(folder, file_slice, valid, latest):
             if block.block_type is BlockType.HFILE_DATA:
-                schema = block.header.get(HeaderKey.SCHEMA, "")
                 hfile = read_hfile(block.content, path=path)
-                schema = hfile.file_info.get(SCHEMA_INFO_KEY, b"").decode() or schema
+                # HoodieHFileDataBlock.deserializeRecords decodes with the header's SCHEMA
+                # (getSchemaFromHeader); the HFile's own file info only where the header has none
+                schema = block.header.get(HeaderKey.SCHEMA) or hfile.file_info.get(SCHEMA_INFO_KEY, b"").decode()
                 for row, value in hfile.cells:
                     key = row.decode()
                     current[key] = combine(current.get(key), decode_record(row, value, schema, path=path))

@@ -58,7 +58,7 @@ def _slice_sources(mdt: MetadataTable, valid: set[str], latest: str) -> list[Cal
             versions: list[Version]
             if block.block_type is BlockType.HFILE_DATA:
                 hfile = read_hfile(block.content, path=path)
-                schema = hfile.file_info.get(SCHEMA_INFO_KEY, b"").decode() or block.header.get(HeaderKey.SCHEMA, "")
+                schema = block.header.get(HeaderKey.SCHEMA) or hfile.file_info.get(SCHEMA_INFO_KEY, b"").decode()
                 versions = [(row, index, value, schema, path) for row, value in hfile.cells]
             else:
                 keys = sorted(r.record_key.encode() for r in decode_delete_records(block.content, path=path)
