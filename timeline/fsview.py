@@ -148,7 +148,10 @@ def list_some_files(storage: Storage, base: str, paths: Iterable[str]) -> TableL
     by_folder: dict[str, set[str]] = {}
     for path in paths:
         folder, _, name = path.rpartition("/")
-        by_folder.setdefault(folder, set()).add(name)
+        names = by_folder.get(folder)
+        if names is None:
+            names = by_folder[folder] = set()
+        names.add(name)
     return _partitions_among(storage, base, by_folder, by_folder)
 
 

@@ -464,7 +464,7 @@ def _scan_only(path: str, names: Collection[str]) -> list[FileStatus]:
     """`_scan` of the entries named in `names`: a stat for those alone, relative to the folder's
     handle (no path resolved again per file)."""
     result: list[FileStatus] = []
-    add, new, lstat = result.append, tuple.__new__, partial(os.stat, follow_symlinks=False)
+    add, new, stat_of = result.append, tuple.__new__, os.stat
     prefix = path if path.endswith("/") else path + "/"
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
@@ -472,7 +472,7 @@ def _scan_only(path: str, names: Collection[str]) -> list[FileStatus]:
             for entry in entries:
                 name = entry.name
                 if name in names:
-                    st = lstat(name, dir_fd=fd)
+                    st = stat_of(name, dir_fd=fd, follow_symlinks=False)
                     is_dir = stat.S_ISDIR(st.st_mode)
                     add(new(FileStatus, (prefix + name, name, 0 if is_dir else st.st_size,
                                          st.st_mtime_ns // 1_000_000, is_dir)))
