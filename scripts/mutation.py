@@ -78,7 +78,7 @@ TARGETS = [
                                         "tests/archive/test_archival_properties.py")),
     # the orphan rule: what is referenced, the horizon, which files are orphans (the rest is reporting)
     Target("timeline/doctor/orphans.py", ("tests/doctor/test_orphans.py", "tests/doctor/test_orphan_properties.py"),
-           ("x_referenced", "x_horizon", "x_orphans")),
+           ("x_referenced", "x_horizon", "x__instant", "x_orphans")),
     Target("timeline/doctor/stale.py", ("tests/doctor/test_stale.py",)),
     Target("timeline/doctor/mdt_drift.py", ("tests/doctor/test_mdt_drift.py",)),
     Target("timeline/doctor/markers.py", ("tests/doctor/test_markers.py",)),

@@ -79,9 +79,16 @@ class CommittedFiles:
             return Commitment.NOT_COMMITTED
         if instant in self.pending:
             return Commitment.PENDING
-        if self.earliest is not None and instant < self.earliest:
+        if self.before_history(instant):
             return Commitment.BEFORE_HISTORY
         return Commitment.NOT_COMMITTED
+
+    def before_history(self, instant: str) -> bool:
+        """Whether a file of `instant` that no write stat names is committed all the same: its
+        instant is not pending and is older than every instant the timelines know (the
+        file-system view's rule). What `of` answers BEFORE_HISTORY for, from an instant its
+        caller parsed already (the orphan rule asks once per instant, not once per file)."""
+        return instant not in self.pending and self.earliest is not None and instant < self.earliest
 
     def is_committed(self, name: str) -> bool:
         return self.of(name).committed

@@ -137,6 +137,27 @@ def list_some_partitions(storage: Storage, base: str, folders: Iterable[str]) ->
     metadata file, no folder between it and the base holding one (the walk does not descend
     into a partition), nothing inside `.hoodie`. A folder gone, or no partition, lists nothing.
     What a re-check of a few known files reads instead of the whole table."""
+    return _partitions_among(storage, base, set(folders))
+
+
+def list_some_files(storage: Storage, base: str, paths: Iterable[str]) -> TableListing:
+    """The files among `paths` (backend paths) that `list_partitions` would find, by partition:
+    `list_some_partitions` of the folders they are in, each listed once for those files alone
+    (`Storage.list_only`: a local disk asks the size and time of those alone) and its partition
+    metadata files (whether it is a partition). A re-check of known files (a repair's)."""
+    by_folder: dict[str, set[str]] = {}
+    for path in paths:
+        folder, _, name = path.rpartition("/")
+        names = by_folder.get(folder)
+        if names is None:
+            names = by_folder[folder] = set()
+        names.add(name)
+    return _partitions_among(storage, base, by_folder, by_folder)
+
+
+def _partitions_among(storage: Storage, base: str, folders: Iterable[str],
+                      wanted: Mapping[str, set[str]] | None = None) -> TableListing:
+    """`list_some_partitions`; with `wanted` (folder -> names), of those files alone."""
     root = base.rstrip("/")
     marked: dict[str, bool] = {}
 
@@ -146,8 +167,8 @@ def list_some_partitions(storage: Storage, base: str, folders: Iterable[str]) ->
         return marked[folder]
 
     partitions: dict[str, tuple[FileStatus, ...]] = {}
-    for folder in set(folders):
-        folder = folder.rstrip("/")
+    for given in folders:
+        folder = given.rstrip("/")
         relative = "" if folder == root else folder[len(root) + 1:] if folder.startswith(root + "/") else None
         if relative is None or relative.split("/", 1)[0] == META_FOLDER:
             continue
@@ -155,7 +176,12 @@ def list_some_partitions(storage: Storage, base: str, folders: Iterable[str]) ->
         if relative and any(is_partition(Storage.join(root, *above[:depth])) for depth in range(len(above) + 1)):
             continue  # inside a partition (or below a base that is one): never walked
         try:
-            files, _ = _split_folder(storage.list(folder))
+            if wanted is None:
+                files, _ = _split_folder(storage.list(folder))
+            else:  # its partition metadata files too: whether it is a partition
+                these = wanted[given]
+                files, _ = _split_folder(storage.list_only(folder, these | PARTITION_METADATA_FILES))
+                files = None if files is None else tuple(s for s in files if s.name in these)
         except FileNotFound:
             continue
         if files is not None:

@@ -10,7 +10,7 @@ import os
 import shutil
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 
 import pyarrow as pa
@@ -243,6 +243,21 @@ class CountingStorage(LocalStorage):
         self.listed[path] += 1
         return super()._list_names(path)
 
+    def _list_only(self, path: str, names: Collection[str]) -> list[FileStatus]:
+        self.listed[path] += 1
+        return super()._list_only(path, names)
+
     def status(self, path: str) -> FileStatus:
         self.statuses += 1
         return super().status(path)
+
+
+class NameOrderedStorage(LocalStorage):
+    """The real local storage, listing each folder in name order (a local disk lists in an order
+    of its own): a test then knows which file the rule looks at first."""
+
+    def _list(self, path: str) -> list[FileStatus]:
+        return sorted(super()._list(path), key=lambda s: s.name)
+
+    def _list_unsized(self, path: str) -> list[FileStatus]:
+        return sorted(super()._list_unsized(path), key=lambda s: s.name)

@@ -9,24 +9,35 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from tests.doctor.helpers import OLD, age_tree, archive_commit, archive_commit_v6, copy_base_file, round_trip
-from tests.helpers import FIXTURE_IDS, fake_failed_write, rows
+from tests.doctor.helpers import (
+    OLD,
+    NameOrderedStorage,
+    age_tree,
+    archive_commit,
+    archive_commit_v6,
+    copy_base_file,
+    round_trip,
+)
+from tests.helpers import FIXTURE_IDS, TOKEN, Lake, fake_failed_write, rows
 from timeline import HudiTable
 from timeline.config import update_config
 from timeline.doctor import DoctorSettings, RepairUnavailable, diagnose, plan_repair, run_repair
-from timeline.doctor.orphans import OrphanEvidence, horizon, orphans, referenced
+from timeline.doctor.orphans import BOOTSTRAP_INSTANTS, OrphanEvidence, horizon, orphans, referenced
 from timeline.doctor.survey import Survey
+from timeline.instant import State
 from timeline.mdt.reader import metadata_table
 from timeline.mdt.writer import sync_updates, write_update
 from timeline.rollback import rollback
+from timeline.storage.arrow import LocalStorage
 
 V9_COW = "sample_table/cow/v9_txns_simple_nometa"
 KIND = "orphan-files"
+P = "city=sf"
 
 
 @pytest.mark.parametrize("table_id", FIXTURE_IDS)
@@ -334,3 +345,90 @@ def test_orphans_found_beside_a_file_older_than_every_instant_with_its_partition
     found = orphans(Survey(HudiTable.open(str(path))))[0]
     assert [(d.partition, d.status.name) for d, _ in found] == [(str(gone.parent.relative_to(path)), gone.name)]
     assert ancient.exists()
+
+
+NOW = datetime(2026, 11, 20, 12, tzinfo=UTC)  # a diagnosis as of this moment (the horizon: 3 days before)
+T0, PENDING = "20261101000000000", "20261110000000000"
+
+
+def _at(path: str, ms: int) -> None:
+    os.utime(path, ns=(ms * 1_000_000, ms * 1_000_000))
+
+
+def test_orphans_every_skipped_file_leaves_the_rest_of_its_partition_looked_at(tmp_path: Path) -> None:
+    """In one partition listed in name order, a file of each kind the rule keeps comes before the
+    orphans: a partition metadata file, a named file, a pending write's, one older than every
+    instant, a log file of a known file group and instant, a young one. Each is kept and the
+    orphans after them are found: a log file of a known group at an instant on no timeline, one
+    of a group no payload names at a completed instant, and a base file of no instant."""
+    lake = Lake(NameOrderedStorage(), str(tmp_path / "t"), version=6)
+    named = lake.data_file(P, f"a-named_{TOKEN}_{T0}.parquet")
+    lake.commit(T0, {P: [named]})
+    pending = lake.data_file(P, f"b-pending_{TOKEN}_{PENDING}.parquet")
+    lake.commit(PENDING, {P: []}, state=State.INFLIGHT)
+    kept = [named, pending, lake.data_file(P, f"c-ancient_{TOKEN}_20261031000000000.parquet"),
+            lake.log_file(P, "a-named", T0), lake.data_file(P, f"d-young_{TOKEN}_20261105000000000.parquet")]
+    found = [lake.log_file(P, "a-named", "20261105000000000"), lake.log_file(P, "x-unnamed", T0),
+             lake.data_file(P, f"z-lost_{TOKEN}_20261105000000000.parquet")]
+    age_tree(tmp_path / "t", days=25)
+    _at(f"{lake.base}/{P}/{kept[-1]}", int(NOW.timestamp() * 1000))  # written at the moment of the diagnosis
+    listed = [s.name for s in NameOrderedStorage().list(f"{lake.base}/{P}")]
+    assert listed == sorted([".hoodie_partition_metadata", *kept, *found]) and listed[-1] == found[-1]  # after all
+
+    orphaned, limit, _ = orphans(Survey(HudiTable.load(NameOrderedStorage(), lake.base), now=NOW))
+
+    assert sorted(d.status.name for d, _ in orphaned) == sorted(found)
+    assert limit == int(datetime(2026, 11, 10, tzinfo=UTC).timestamp() * 1000)  # the pending instant
+
+
+def test_orphans_a_file_at_the_horizons_instant_is_too_young(tmp_path: Path) -> None:
+    """The horizon as an instant time: a file written at it is kept, one a millisecond before it
+    is an orphan (both old on storage)."""
+    lake = Lake(LocalStorage(), str(tmp_path / "t"), version=6)
+    lake.commit(T0, {P: [lake.base_file(P, "fg0", T0)]})
+    survey = Survey(HudiTable.open(lake.base), now=NOW)
+    limit, _ = horizon(survey)
+    at = survey.instant_at(limit)
+    before = survey.instant_at(limit - 1)
+    assert at > before > T0 and len(at) == 17
+    kept = lake.base_file(P, "at", at)
+    found = lake.base_file(P, "before", before)
+    age_tree(tmp_path / "t", days=25)
+
+    assert [d.status.name for d, _ in orphans(survey)[0]] == [found]
+    assert kept
+
+
+def test_orphans_a_files_age_is_strictly_between_the_epoch_and_the_horizon(tmp_path: Path) -> None:
+    """A file's modification time must be after the epoch (0: a store that gives none) and before
+    the horizon: at the horizon or at 0 it is kept, a millisecond inside either bound it is an
+    orphan."""
+    lake = Lake(LocalStorage(), str(tmp_path / "t"), version=6)
+    lake.commit(T0, {P: [lake.base_file(P, "fg0", T0)]})
+    limit, _ = horizon(Survey(HudiTable.open(lake.base), now=NOW))
+    times = {"at-horizon": limit, "before-horizon": limit - 1, "at-epoch": 0, "after-epoch": 1}
+    names = {what: lake.base_file(P, what, "20261102000000000") for what in times}
+    for what, ms in times.items():
+        _at(f"{lake.base}/{P}/{names[what]}", ms)
+
+    found = orphans(Survey(HudiTable.open(lake.base), now=NOW))[0]
+
+    assert sorted(d.status.name for d, _ in found) == sorted([names["before-horizon"], names["after-epoch"]])
+    assert {d.status.name: d.status.mtime_ms for d, _ in found} == {names["before-horizon"]: limit - 1,
+                                                                     names["after-epoch"]: 1}
+
+
+def test_orphans_a_bootstrap_instants_file_is_kept(tmp_path: Path) -> None:
+    """A file written at a bootstrap instant (HoodieTimeline.METADATA_BOOTSTRAP_INSTANT_TS and its
+    kin) is never an orphan, even when the timelines know no instant before it."""
+    lake = Lake(LocalStorage(), str(tmp_path / "t"), version=6)
+    lake.commit("00000000000001", {P: []})  # the bootstrap's commit, naming none of its files
+    lake.commit(T0, {P: [lake.base_file(P, "fg0", T0)]})
+    boot = [lake.base_file(P, f"boot{k}", instant) for k, instant in enumerate(sorted(BOOTSTRAP_INSTANTS))]
+    lost = lake.base_file(P, "lost", "20261102000000000")
+    age_tree(tmp_path / "t", days=25)
+    survey = Survey(HudiTable.open(lake.base), now=NOW)
+    assert survey.committed.earliest == "00000000000001"  # "00000000000002" is no older than every instant
+
+    assert [d.status.name for d, _ in orphans(survey)[0]] == [lost]
+    assert len(boot) == 3

@@ -84,7 +84,8 @@ def fresh_changes(session: Session, plan_of: Callable[[Survey], RepairPlan]) -> 
 
 def run_deletes(session: Session, plan: RepairPlan, plan_of: Callable[[Survey], RepairPlan],
                 resolve: Callable[[Table, Change], str], *, folders: bool = False,
-                current: Callable[[Survey], Iterable[tuple[str, str]]] | None = None) -> RepairResult:
+                current: Callable[[Survey], Iterable[tuple[str, str]]] | None = None,
+                resolve_all: Callable[[Table, Sequence[Change]], list[str]] | None = None) -> RepairResult:
     """A repair that deletes files (or folders): under the table's lock, the kind is diagnosed
     again and only the planned deletes it still asks for go; every path is first resolved
     through the table's containment (all of them, before the first delete: one outside refuses
@@ -95,7 +96,8 @@ def run_deletes(session: Session, plan: RepairPlan, plan_of: Callable[[Survey], 
     `current`, for a kind whose every change is the delete of one listed file: the keys of the
     changes the kind asks for now, from a survey whose listing holds the planned files alone
     (each folder they are in listed once, `Survey(only=...)`), without the findings built: the
-    re-check costs the planned files, not the table."""
+    re-check costs the planned files, not the table. `resolve_all`: `resolve` of all the deletes
+    in one call (one containment for the run, not one per file)."""
     table, storage = session.table, session.table.storage
     with session.transactions.state_change():
         if current is None:
@@ -108,7 +110,7 @@ def run_deletes(session: Session, plan: RepairPlan, plan_of: Callable[[Survey], 
         skipped = [(c, "no longer found when diagnosed again under the table's lock")
                    for c, key in zip(plan.changes, keys) if key not in found]
         with paused_gc():
-            paths = [resolve(table, c) for c in todo]
+            paths = [resolve(table, c) for c in todo] if resolve_all is None else resolve_all(table, todo)
         done: list[Change] = []
         failed: list[tuple[Change, str]] = []
         if folders:

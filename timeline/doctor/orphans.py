@@ -30,10 +30,11 @@ orphan. A file is kept when:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from timeline.committed import Commitment
+from timeline.committed import CommittedFiles
 from timeline.doctor.check import Check, Session, repairable_plan, run_deletes
 from timeline.doctor.findings import Change, Evidence, Finding, RepairPlan, RepairResult, Severity
 from timeline.doctor.survey import DataFile, Survey, duration, parse_data_file
@@ -138,43 +139,77 @@ def horizon(survey: Survey) -> tuple[int, str]:
     return min(candidates)
 
 
+@dataclass(frozen=True, slots=True)
+class _Instant:
+    """What the rule knows of the files one instant time wrote, decided once per instant (a
+    repair's re-check looks at tens of thousands of files of a few instants): whether one no
+    write stat names is committed by its age (`CommittedFiles.before_history`), whether the
+    timelines know the instant (a log file of a known file group is kept), and why a file of it
+    is an orphan."""
+
+    before_history: bool
+    known: bool
+    why: str
+
+
+def _instant(instant: str, refs: Referenced, committed: CommittedFiles, limit_instant: str) -> _Instant | None:
+    """What the rule makes of a file of `instant`; None when every file of it is kept: a
+    pending (or live, or marked) instant, a completed one without write details, a bootstrap
+    instant, or one too young for the horizon."""
+    if instant in refs.pending or instant in refs.without_details or instant in BOOTSTRAP_INSTANTS:
+        return None
+    if instant[:17] >= limit_instant:
+        return None  # written at an instant too young for the horizon
+    if instant in refs.completed:
+        why = f"{instant} completed and no write stat names it"
+    elif instant in refs.rolled_back:
+        why = f"{instant} was rolled back ({refs.rolled_back[instant]}) and no rollback names it"
+    else:
+        why = f"no instant {instant} on the active or archived timeline"
+    return _Instant(committed.before_history(instant), instant in refs.known, why)
+
+
 def orphans(survey: Survey) -> tuple[list[tuple[DataFile, str]], int, str]:
-    """The orphan files (with why each is one), the horizon and what set it."""
+    """The orphan files (with why each is one), the horizon and what set it. A file's own work
+    is a few lookups: its name in what the timelines name, its name parsed, what its instant
+    decides (once per instant), its modification time against the horizon."""
     refs = referenced(survey)
     limit, why_limit = horizon(survey)
     if refs.doubt is not None:
         return [], limit, why_limit
-    limit_instant = survey.instant_at(limit)
     committed = survey.committed
-    earliest = committed.earliest
-    names = refs.names
+    if committed.earliest is None:
+        return [], limit, why_limit  # the timelines know no instant: every file is older than them, committed
+    limit_instant = survey.instant_at(limit)
+    names, file_ids, committed_names = refs.names, refs.file_ids, committed.named
+    decided: dict[str, _Instant | None] = {}
     found: list[tuple[DataFile, str]] = []
     for partition, files in survey.listing.partitions.items():
         for status in files:
-            if status.name in names:
+            name = status.name
+            if name in names:
                 continue  # a payload names it (most files: nothing more to look at)
             data = parse_data_file(partition, status)
             if data is None:
                 continue  # not a base or log file
             instant = data.instant
-            if instant in refs.pending or instant in refs.without_details or instant in BOOTSTRAP_INSTANTS:
-                continue
-            if earliest is None or committed.of(status.name) is Commitment.BEFORE_HISTORY:
+            if instant in decided:
+                verdict = decided[instant]
+            else:
+                verdict = decided[instant] = _instant(instant, refs, committed, limit_instant)
+            if verdict is None:
+                continue  # every file of its instant is kept
+            if verdict.before_history and name not in committed_names:
                 continue  # older than anything the timelines know: committed (timeline/committed.py)
-            if data.is_log and data.file_id in refs.file_ids and instant in refs.known:
+            if data.is_log and verdict.known and data.file_id in file_ids:
                 continue  # a log file of a known file group and instant
-            if instant[:17] >= limit_instant:
-                continue  # written at an instant too young for the horizon
-            status = survey.sized(status)
+            sized = survey.sized(status)  # the listing's own status when it has the size and time
+            if sized is not status:
+                status = sized
+                data = data._replace(status=sized)
             if not 0 < status.mtime_ms < limit:
                 continue  # too young (or gone): a writer may not have published it yet
-            if instant in refs.completed:
-                why = f"{instant} completed and no write stat names it"
-            elif instant in refs.rolled_back:
-                why = f"{instant} was rolled back ({refs.rolled_back[instant]}) and no rollback names it"
-            else:
-                why = f"no instant {instant} on the active or archived timeline"
-            found.append((data._replace(status=status), why))
+            found.append((data, verdict.why))
     return found, limit, why_limit
 
 
@@ -216,13 +251,19 @@ def _resolve(table: Table, change: Change) -> str:
     return table.containment.data_path(change.target)
 
 
+def _resolve_all(table: Table, changes: Sequence[Change]) -> list[str]:
+    """`_resolve` of every planned delete, through the table's containment at once."""
+    return table.containment.data_paths([c.target for c in changes])
+
+
 def _deletes(survey: Survey) -> list[tuple[str, str]]:
     """The keys of the changes `plan` makes now (a delete of each orphan), without the finding."""
-    return [("delete", survey.storage.uri(data.status.path)) for data, _ in orphans(survey)[0]]
+    uri = survey.storage.uri
+    return [("delete", uri(data.status.path)) for data, _ in orphans(survey)[0]]
 
 
 def run(session: Session, approved: RepairPlan) -> RepairResult:
-    return run_deletes(session, approved, plan, _resolve, current=_deletes)
+    return run_deletes(session, approved, plan, _resolve, current=_deletes, resolve_all=_resolve_all)
 
 
 CHECK = Check(KIND, diagnose, plan, run)

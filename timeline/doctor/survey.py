@@ -21,7 +21,7 @@ from timeline.exceptions import (
     InvalidInstantError,
 )
 from timeline.files import base_file_of, is_base_file_name, parse_log_file
-from timeline.fsview import TableListing, list_partitions, list_some_partitions
+from timeline.fsview import TableListing, list_partitions, list_some_files
 from timeline.instant import (
     CLUSTERING,
     REPLACE_COMMIT,
@@ -95,6 +95,9 @@ class DataFile(NamedTuple):
     is_log: bool
 
 
+_new = tuple.__new__  # a DataFile without its Python-level __new__: this runs once per listed file
+
+
 def parse_data_file(partition: str, status: FileStatus) -> DataFile | None:
     """A listed file as a base or log file (what Hudi's repair tools consider, FSUtils.
     isDataFile), or None for anything else (partition metadata, checksums, ...)."""
@@ -104,10 +107,10 @@ def parse_data_file(partition: str, status: FileStatus) -> DataFile | None:
             if ".log." not in name:
                 return None
             log = parse_log_file(name)
-            return DataFile(partition, status, log.file_id, log.instant_time, True)
+            return _new(DataFile, (partition, status, log.file_id, log.instant_time, True))
         if is_base_file_name(name):
             base = base_file_of(name)
-            return DataFile(partition, status, base.file_id, base.instant_time, False)
+            return _new(DataFile, (partition, status, base.file_id, base.instant_time, False))
     except InvalidFileNameError:
         return None
     return None
@@ -167,9 +170,8 @@ class Survey:
         with paused_gc():
             if self.only is not None:
                 wanted = self.only
-                found = list_some_partitions(self.storage, self.table.base, (p.rpartition("/")[0] for p in wanted))
-                return TableListing({partition: kept for partition, files in found.partitions.items()
-                                     if (kept := tuple(s for s in files if s.path in wanted))})
+                found = list_some_files(self.storage, self.table.base, wanted)
+                return TableListing({partition: files for partition, files in found.partitions.items() if files})
             return list_partitions(self.storage, self.table.base, sizes=False)
 
     @cached_property

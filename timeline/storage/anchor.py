@@ -36,7 +36,6 @@ import threading
 import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from functools import partial
 from typing import BinaryIO
 
 from timeline.exceptions import FileExists, FileNotFound, StorageError
@@ -140,7 +139,7 @@ class AnchoredFolder:
         if fd is None:
             return False
         try:
-            name = _name(parts, path)
+            name = file_name(parts, path)
             self._drop_checksum(parts[:-1], fd, name)
             os.unlink(name, dir_fd=fd)
         except FileNotFoundError:
@@ -157,7 +156,12 @@ class AnchoredFolder:
         those that have one first: the folder's are known from one listing per run)."""
         by_folder: dict[tuple[str, ...], list[tuple[str, str]]] = {}
         for path, parts in paths:
-            by_folder.setdefault(parts[:-1], []).append((path, _name(parts, path)))
+            by_folder.setdefault(parts[:-1], []).append((path, file_name(parts, path)))
+        return self.unlink_in(by_folder)
+
+    def unlink_in(self, by_folder: dict[tuple[str, ...], list[tuple[str, str]]]) -> dict[str, str]:
+        """`unlink_many` of files grouped by folder: its components -> (path, name) pairs (each
+        name a file's: not empty, "." or "..", `file_name`)."""
         self.check(by_folder)
         results: dict[str, str] = {}
         for folder, files in by_folder.items():
@@ -171,7 +175,7 @@ class AnchoredFolder:
                     for _, name in files:
                         if checksum_file_of(name) in sums:
                             self._drop_checksum(folder, fd, name)
-                unlink_each(files, partial(os.unlink, dir_fd=fd), results)
+                unlink_each(files, results, dir_fd=fd)
             finally:
                 close()
         return results
@@ -183,7 +187,7 @@ class AnchoredFolder:
         fd, close = self._folder(parts[:-1], create=True)
         assert fd is not None  # created
         flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | (os.O_TRUNC if overwrite else os.O_EXCL)
-        name = _name(parts, path)
+        name = file_name(parts, path)
         try:
             if overwrite:
                 self._drop_checksum(parts[:-1], fd, name)
@@ -203,7 +207,7 @@ class AnchoredFolder:
         self.check([parts[:-1]])
         fd, close = self._folder(parts[:-1], create=True)
         assert fd is not None  # created
-        name = _name(parts, path)
+        name = file_name(parts, path)
         try:
             handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666,
                              dir_fd=fd)
@@ -231,7 +235,7 @@ class AnchoredFolder:
         fd, close = self._folder(parts[:-1], create=False)
         if fd is None:
             return False
-        name = _name(parts, path)
+        name = file_name(parts, path)
         try:
             try:
                 st = os.stat(name, dir_fd=fd, follow_symlinks=False)
@@ -385,12 +389,14 @@ def _below(path: str, prefix: str) -> tuple[str, ...] | None:
     return tuple(rest.split("/"))
 
 
-def unlink_each(files: Iterable[tuple[str, str]], unlink: Callable[[str], None], results: dict[str, str]) -> None:
-    """`Storage.delete_many`'s loop: `unlink` each (path, name) by its name, and answer for its
-    path "deleted", "gone" or "failed: <reason>" in `results`."""
+def unlink_each(files: Iterable[tuple[str, str]], results: dict[str, str], *, dir_fd: int | None = None) -> None:
+    """`Storage.delete_many`'s loop: unlink each (path, name) by its name (relative to the
+    folder handle `dir_fd` when given), and answer for its path "deleted", "gone" or
+    "failed: <reason>" in `results`."""
+    unlink = os.unlink
     for path, name in files:
         try:
-            unlink(name)
+            unlink(name, dir_fd=dir_fd)
             results[path] = "deleted"
         except FileNotFoundError:
             results[path] = "gone"
@@ -404,7 +410,8 @@ def _identity(st: os.stat_result) -> FolderIdentity:
     return FolderIdentity(st.st_dev, st.st_ino)
 
 
-def _name(parts: tuple[str, ...], path: str) -> str:
+def file_name(parts: tuple[str, ...], path: str) -> str:
+    """The last component of a file's path (StorageError if it names no file)."""
     name = parts[-1]
     if name in ("", ".", ".."):
         raise StorageError(path, "names no file")

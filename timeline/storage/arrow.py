@@ -11,13 +11,13 @@ import posixpath
 import shutil
 import stat
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from functools import partial
 from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 from urllib.parse import urlparse
 
 from timeline.exceptions import FileExists, FileNotFound, StorageError
-from timeline.storage.anchor import AnchoredFolder, unlink_each
+from timeline.storage.anchor import AnchoredFolder, file_name, unlink_each
 from timeline.storage.base import FileStatus, FolderIdentity, Storage
 
 if TYPE_CHECKING:
@@ -205,6 +205,9 @@ class ArrowStorage(Storage):
         return _guard(where, lambda: ds.dataset(paths, filesystem=self.fs, format="parquet", schema=schema))
 
 
+_NOT_PLAIN = ("", ".", "..")  # a path's last component that names no file in its folder
+
+
 class LocalStorage(ArrowStorage):
     """The local file system. Listing uses `os.scandir` (the hot path of every file-system
     view) and writes are exclusive creates, so create-if-absent holds between processes."""
@@ -218,18 +221,30 @@ class LocalStorage(ArrowStorage):
     def delete_many(self, paths: Iterable[str]) -> dict[str, str]:
         results: dict[str, str] = {}
         if self._anchors:
-            anchored: dict[AnchoredFolder, list[tuple[str, tuple[str, ...]]]] = {}
+            anchored: dict[AnchoredFolder, dict[tuple[str, ...], list[tuple[str, str]]]] = {}
+            # A folder's place is found once (a batch is mostly one folder): a path that ends in a
+            # plain name lies in the folder where its folder's first such path does.
+            places: dict[str, list[tuple[str, str]]] = {}
             loose = []
             for path in paths:
+                head, _, name = path.rpartition("/")
+                files = places.get(head)
+                if files is not None and name not in _NOT_PLAIN:
+                    files.append((path, name))
+                    continue
                 found = self._anchored(path)
                 if found is None:
                     loose.append(path)
-                else:
-                    anchored.setdefault(found[0], []).append((path, found[1]))
-            for folder, files in anchored.items():
-                results.update(folder.unlink_many(files))
+                    continue
+                folder, parts = found
+                files = anchored.setdefault(folder, {}).setdefault(parts[:-1], [])
+                files.append((path, file_name(parts, path)))
+                if name not in _NOT_PLAIN:
+                    places[head] = files
+            for folder, by_folder in anchored.items():
+                results.update(folder.unlink_in(by_folder))
             paths = loose
-        unlink_each(((path, path) for path in paths), os.unlink, results)
+        unlink_each(((path, path) for path in paths), results)
         return results
 
     def __init__(self) -> None:  # no pyarrow file system until one is asked for (`fs`)
@@ -287,6 +302,9 @@ class LocalStorage(ArrowStorage):
 
     def _list_unsized(self, path: str) -> builtins.list[FileStatus]:
         return _guard(path, lambda: _scan_names(path))
+
+    def _list_only(self, path: str, names: Collection[str]) -> builtins.list[FileStatus]:
+        return _guard(path, lambda: _scan_only(path, names))
 
     def _list_names(self, path: str) -> builtins.list[str]:
         return _guard(path, lambda: os.listdir(path))
@@ -439,6 +457,27 @@ def _scan(path: str) -> list[FileStatus]:
             is_dir = entry.is_dir(follow_symlinks=False)
             size = 0 if is_dir else st.st_size
             add(new(FileStatus, (entry.path, entry.name, size, st.st_mtime_ns // 1_000_000, is_dir)))
+    return result
+
+
+def _scan_only(path: str, names: Collection[str]) -> list[FileStatus]:
+    """`_scan` of the entries named in `names`: a stat for those alone, relative to the folder's
+    handle (no path resolved again per file)."""
+    result: list[FileStatus] = []
+    add, new, stat_of = result.append, tuple.__new__, os.stat
+    prefix = path if path.endswith("/") else path + "/"
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        with os.scandir(fd) as entries:
+            for entry in entries:
+                name = entry.name
+                if name in names:
+                    st = stat_of(name, dir_fd=fd, follow_symlinks=False)
+                    is_dir = stat.S_ISDIR(st.st_mode)
+                    add(new(FileStatus, (prefix + name, name, 0 if is_dir else st.st_size,
+                                         st.st_mtime_ns // 1_000_000, is_dir)))
+    finally:
+        os.close(fd)
     return result
 
 

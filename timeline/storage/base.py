@@ -6,7 +6,7 @@ import builtins
 import io
 import posixpath
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from itertools import repeat
@@ -114,6 +114,11 @@ class Storage(ABC):
         the others return what `list` does."""
         return without_side_files(self._list_unsized(path))
 
+    def list_only(self, path: str, names: Collection[str]) -> builtins.list[FileStatus]:
+        """`list` of the entries whose names are in `names` alone (a re-check of known files: a
+        local disk then asks the size and time of those alone); side files left out."""
+        return without_side_files(self._list_only(path, names))
+
     def list_names(self, path: str) -> builtins.list[str]:
         """The names of a folder's direct children, files and folders alike, unsorted: the
         cheapest look at a folder (a local disk reads the folder alone); side files left out."""
@@ -131,6 +136,10 @@ class Storage(ABC):
     def _list_unsized(self, path: str) -> builtins.list[FileStatus]:
         """The backend's listing behind `list_unsized`, side files included."""
         return self._list(path)
+
+    def _list_only(self, path: str, names: Collection[str]) -> builtins.list[FileStatus]:
+        """The backend's listing behind `list_only`, side files included."""
+        return [s for s in self._list(path) if s.name in names]
 
     def _list_names(self, path: str) -> builtins.list[str]:
         """The backend's listing behind `list_names`, side files included."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import posixpath
 from collections.abc import Iterable
-from itertools import repeat
+from itertools import groupby, repeat
 from urllib.parse import unquote, urlparse
 
 from timeline.exceptions import CleanlineError
@@ -196,6 +196,20 @@ class Containment:
             raise OutsideTableError(self.table_uri, "/".join(parts), f"resolves to {resolved}, outside {self.meta}")
         return path
 
+    def data_paths(self, entries: Iterable[str]) -> list[str]:
+        """`data_path` of every entry, in order (a repair's tens of thousands): each run of
+        entries in one plain folder is decided at once (`_plain_run`), anything else entry by
+        entry. The first entry outside the table refuses them all (OutsideTableError)."""
+        entries = list(entries)
+        path_of = self.storage.path_of
+        if self._plain_run(entries):  # one folder (a repair's, mostly)
+            return list(map(path_of, entries))
+        paths: list[str] = []
+        for _, run in groupby(entries, _folder_of):
+            found = list(run)
+            paths += map(path_of, found) if self._plain_run(found) else map(self.data_path, found)
+        return paths
+
     def check_data_paths(self, entries: Iterable[str]) -> None:
         """`data_path` of every entry, for its refusal only (a clean's hundreds of thousands).
         Give the entries of one partition together: a run of entries in one plain folder is
@@ -228,6 +242,10 @@ class Containment:
         resolved, links = known
         forbidden = _SPECIAL_NAMES | links | ({META_FOLDER} if resolved == self.base else set())
         return forbidden.isdisjoint(names)
+
+
+def _folder_of(entry: str) -> str:
+    return entry.rpartition("/")[0]
 
 
 def parse_location(location: str) -> tuple[str, str]:
