@@ -11,7 +11,7 @@ from django.shortcuts import get_object_or_404
 
 from console.lineage import Lineage
 from console.models import Archival, CleanPlan, RoleGrant, Table
-from console.models_health import Repair
+from console.models_approvals import Approvable
 
 VIEW = "console.view_table"
 REGISTER = "console.register_table"
@@ -120,9 +120,9 @@ def identity_link_refusal(user: User | AnonymousUser, accounts: tuple[User, User
     return ""
 
 
-def change_approval_refusal(user: User | AnonymousUser, change: CleanPlan | Archival | Repair) -> str:
-    """`approval_refusal` for `change`, a clean plan, an archival or a repair (an automatic plan
-    has no requester)."""
+def change_approval_refusal(user: User | AnonymousUser, change: Approvable) -> str:
+    """`approval_refusal` for `change`, any change that waits for approval (a clean plan, an
+    archival, a repair; an automatic plan has no requester)."""
     automatic = isinstance(change, CleanPlan) and change.automatic
     return approval_refusal(user, None if automatic else change.requested_by_id)
 

@@ -12,13 +12,14 @@ from django.shortcuts import get_object_or_404, redirect, render
 
 from console import permissions, selectors, services
 from console.forms import DecisionForm
-from console.models import ArchivalStatus, Table
+from console.models import Table
+from console.models_approvals import ApprovalStatus
 from console.permissions import AuthenticatedHttpRequest
 from console.views import refused, table_action, table_page, writers_stopped_ticked
 from timeline import CleanlineError
 
 # While an archival is in these states its page polls (htmx) until it settles.
-LIVE_ARCHIVAL_STATES = (ArchivalStatus.APPROVED, ArchivalStatus.RUNNING)
+LIVE_ARCHIVAL_STATES = (ApprovalStatus.APPROVED, ApprovalStatus.RUNNING)
 
 
 @table_page(reads_lake=True)
@@ -45,7 +46,7 @@ def archival_request(request: AuthenticatedHttpRequest, table: Table) -> HttpRes
 def archival_detail(request: AuthenticatedHttpRequest, table: Table, archival_id: int) -> HttpResponse:
     """An archival: its plan as requested, the approval (the two-person rule), its run."""
     found = get_object_or_404(selectors.archivals_of(table), pk=archival_id)
-    pending = found.status == ArchivalStatus.PENDING
+    pending = found.status == ApprovalStatus.DRAFT
     context = {"table": table, "archival": found, "live": found.status in LIVE_ARCHIVAL_STATES,
                "decision": DecisionForm(), "writer_lock": selectors.writer_lock(table) if pending else None}
     if request.headers.get("HX-Request"):

@@ -12,7 +12,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from console import permissions
 from console.forms import DecisionForm
 from console.models import Table
-from console.models_health import RepairStatus
+from console.models_approvals import ApprovalStatus
 from console.permissions import AuthenticatedHttpRequest
 from console.selectors import health as selectors
 from console.selectors import writer_lock
@@ -44,11 +44,11 @@ def repair_request(request: AuthenticatedHttpRequest, table: Table, kind: str) -
 @table_page()
 def repair_detail(request: AuthenticatedHttpRequest, table: Table, repair_id: int) -> HttpResponse:
     repair = get_object_or_404(table.repairs, pk=repair_id)
-    live = repair.status in (RepairStatus.APPROVED, RepairStatus.RUNNING)
+    live = repair.status in (ApprovalStatus.APPROVED, ApprovalStatus.RUNNING)
     return render(request, "console/repair.html", {
         "table": table, "repair": repair, "live": live, "decision": DecisionForm(),
         "refusal": services.repair_approval_refusal(request.user, repair),
-        "writer_lock": writer_lock(table) if repair.status == RepairStatus.DRAFT else None})
+        "writer_lock": writer_lock(table) if repair.status == ApprovalStatus.DRAFT else None})
 
 
 @table_action(permissions.APPROVE_REPAIR)

@@ -17,8 +17,9 @@ from django.contrib.auth.models import AnonymousUser, User
 from django.urls import reverse
 
 from console import permissions
-from console.models import Archival, ArchivalStatus, CleanPlan, GrantStatus, PlanStatus, RoleGrant
-from console.models_health import Repair, RepairStatus
+from console.models import Archival, CleanPlan, GrantStatus, RoleGrant
+from console.models_approvals import ApprovalStatus
+from console.models_health import Repair
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +57,7 @@ def awaiting_plans(user: User | AnonymousUser) -> list[CleanPlan]:
     """Draft plans with something to delete that `user` may approve, oldest first."""
     if not permissions.may(user, "approve"):
         return []
-    drafts = (CleanPlan.objects.filter(status=PlanStatus.DRAFT).select_related("table", "requested_by")
+    drafts = (CleanPlan.objects.filter(status=ApprovalStatus.DRAFT).select_related("table", "requested_by")
               .order_by("requested_at", "pk"))
     return [p for p in drafts if not p.deletes_nothing and permissions.may_approve(user, p)]
 
@@ -65,7 +66,7 @@ def awaiting_repairs(user: User | AnonymousUser) -> list[Repair]:
     """The doctor's repairs waiting for approval that `user` may approve, oldest first."""
     if not permissions.may(user, "approve_repair"):
         return []
-    drafts = (Repair.objects.filter(status=RepairStatus.DRAFT).select_related("table", "requested_by")
+    drafts = (Repair.objects.filter(status=ApprovalStatus.DRAFT).select_related("table", "requested_by")
               .order_by("requested_at", "pk"))
     return [r for r in drafts if not permissions.approval_refusal(user, r.requested_by_id)]
 
@@ -74,7 +75,7 @@ def awaiting_archivals(user: User | AnonymousUser) -> list[Archival]:
     """Archivals waiting for approval that `user` may approve, oldest first."""
     if not permissions.may(user, "approve_archival"):
         return []
-    pending = (Archival.objects.filter(status=ArchivalStatus.PENDING).select_related("table", "requested_by")
+    pending = (Archival.objects.filter(status=ApprovalStatus.DRAFT).select_related("table", "requested_by")
                .order_by("requested_at", "pk"))
     return [a for a in pending if not permissions.approval_refusal(user, a.requested_by_id)]
 

@@ -13,7 +13,8 @@ from django.urls import reverse
 
 from console import services
 from console.models import Alert, AlertKind, CleanPlan, Table
-from console.models_health import Repair, RepairStatus
+from console.models_approvals import ApprovalStatus
+from console.models_health import Repair
 from console.selectors import awaiting_decision
 from console.services import health
 from tests.console.helpers import SHORT_RETENTION, Sinks, person
@@ -121,7 +122,7 @@ def test_approvals_queue_holds_repairs_and_archivals_for_their_approvers(archiva
                                    plan={"changes": []})
     archival = services.archival_request(table=table, user=ada)
     plan = draft(table, bob)
-    Repair.objects.create(table=table, kind="markers", status=RepairStatus.COMPLETED, requested_by=bob)  # decided
+    Repair.objects.create(table=table, kind="markers", status=ApprovalStatus.COMPLETED, requested_by=bob)  # decided
     assert [(a.kind, a.pk) for a in awaiting_decision(cyd)] == [
         ("repair", repair.pk), ("archival", archival.pk), ("clean plan", plan.pk)]  # oldest first
     assert [a.kind for a in awaiting_decision(ada)] == ["repair", "clean plan"]  # her archival waits for another
