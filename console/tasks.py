@@ -22,7 +22,7 @@ from console import permissions, services
 from console.models import Archival, CleanPlan, Job, JobStatus, RetentionEstimate, SyncStatus, Table
 from console.models_approvals import ApprovalStatus
 from console.models_health import Repair
-from console.services import health, history
+from console.services import approvals, health, history
 from console.services.queue import (
     APPROVE_CLEAN_PLAN,
     BUILD_CLEAN_PLAN,
@@ -269,6 +269,13 @@ def auto_clean_tables() -> int:
             enqueue_on_commit(RUN_CLEAN_PLAN, plan)
             started += 1
     return started
+
+
+@shared_task
+def expire_approvals() -> int:
+    """Changes waiting for approval longer than CLEANLINE_APPROVAL_EXPIRY_DAYS go stale, audited
+    (console.services.approvals): how many."""
+    return approvals.approvals_expire()
 
 
 @shared_task

@@ -205,7 +205,7 @@ def approval_reject(*, change: Change, user: User | None, note: str = "") -> Cha
 def approvals_expire(*, now: datetime | None = None) -> int:
     """Changes waiting longer than CLEANLINE_APPROVAL_EXPIRY_DAYS (0: never) go STALE with the
     reason, each audited `<prefix>.expired`; how many."""
-    days = float(getattr(settings, "CLEANLINE_APPROVAL_EXPIRY_DAYS", 0) or 0)
+    days = float(settings.CLEANLINE_APPROVAL_EXPIRY_DAYS)
     if days <= 0:
         return 0
     now = now or timezone.now()
