@@ -160,6 +160,7 @@ class CleanPlan(Approvable):
 
     kind_name = "clean plan"
     audit_prefix = "clean.plan"
+    page = "console:plan"
 
     table = models.ForeignKey(Table, related_name="clean_plans", on_delete=models.CASCADE)
     status = models.CharField(max_length=16, choices=ApprovalStatus.choices, default=ApprovalStatus.PLANNING)
@@ -199,6 +200,22 @@ class CleanPlan(Approvable):
         """The empty-plan rule, in its one home: a plan deleting no file and no partition has
         nothing to approve (Hudi schedules no clean for it either)."""
         return self.files_to_delete == 0 and not self.partitions_to_delete
+
+    def approval_blocker(self) -> str:
+        return ("Nothing to clean: this plan deletes no file, so there is nothing to approve (Hudi schedules no "
+                "clean for it either)." if self.deletes_nothing else "")
+
+    @property
+    def summary(self) -> str:
+        return f"clean {self.table.name}: {self.files_to_delete} files to delete"
+
+    @property
+    def bytes_changed(self) -> int | None:
+        return self.bytes_to_delete
+
+    @property
+    def requester_name(self) -> str:
+        return "automatic mode" if self.requested_by is None else self.requested_by.get_username()
 
 
 
@@ -361,6 +378,7 @@ class Archival(Approvable):
 
     kind_name = "archival"
     audit_prefix = "archival"
+    page = "console:archival_detail"
 
     table = models.ForeignKey(Table, related_name="archivals", on_delete=models.CASCADE)
     instants = models.JSONField(default=list, help_text="the instants the plan moves, oldest first: requested_time, "
@@ -378,6 +396,10 @@ class Archival(Approvable):
 
     def __str__(self) -> str:
         return f"archival #{self.pk} of {self.table_id}"
+
+    @property
+    def summary(self) -> str:
+        return f"archive {self.table.name}: {len(self.instants)} instants"
 
     @property
     def expected(self) -> list[str]:

@@ -59,6 +59,8 @@ class Approvable(models.Model):
 
     kind_name: ClassVar[str] = ""
     audit_prefix: ClassVar[str] = ""
+    # Its page, reversed with the table's id and its own.
+    page: ClassVar[str] = ""
 
     status = models.CharField(max_length=16, choices=ApprovalStatus.choices, default=ApprovalStatus.DRAFT)
     requested_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
@@ -78,6 +80,25 @@ class Approvable(models.Model):
 
     class Meta:
         abstract = True
+
+    # What a kind tells the approvals queue and the decide view.
+    @property
+    def summary(self) -> str:
+        """What approving it does, in a few words (the queue's line)."""
+        raise NotImplementedError
+
+    @property
+    def bytes_changed(self) -> int | None:
+        """The bytes it deletes, where it deletes files (None: it deletes none)."""
+        return None
+
+    @property
+    def requester_name(self) -> str:
+        return self.requested_by.get_username() if self.requested_by is not None else ""
+
+    def approval_blocker(self) -> str:
+        """Why it cannot be approved whoever approves it ("": nothing of its own blocks it)."""
+        return ""
 
     # The states as the pages ask about them (templates read these, never status strings).
     @property

@@ -49,6 +49,7 @@ class Repair(Approvable):
 
     kind_name = "repair"
     audit_prefix = "repair"
+    page = "console:repair"
 
     table = models.ForeignKey("console.Table", related_name="repairs", on_delete=models.CASCADE)
     kind = models.CharField(max_length=64, help_text="the doctor's finding kind it repairs")
@@ -59,6 +60,14 @@ class Repair(Approvable):
 
     class Meta:
         ordering = ["-requested_at", "-pk"]
+
+    @property
+    def summary(self) -> str:
+        return f"repair {self.kind} on {self.table.name}: {self.changes} changes"
+
+    @property
+    def bytes_changed(self) -> int | None:
+        return self.bytes
 
     @property
     def change_rows(self) -> list[dict[str, Any]]:

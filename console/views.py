@@ -302,25 +302,6 @@ def plan_progress(request: AuthenticatedHttpRequest, table: Table, plan_id: int)
 LIVE_PLAN_STATES = (ApprovalStatus.PLANNING, ApprovalStatus.APPROVING, ApprovalStatus.APPROVED, ApprovalStatus.RUNNING)
 
 
-@table_action(permissions.APPROVE)
-def plan_decide(request: AuthenticatedHttpRequest, table: Table, plan_id: int, decision: str) -> HttpResponse:
-    plan = get_object_or_404(table.clean_plans, pk=plan_id)
-    form = DecisionForm(request.POST)
-    note = form.cleaned_data["note"] if form.is_valid() else ""
-    try:
-        if decision == "approve":
-            plan = services.plan_approval_request(plan=plan, user=request.user,
-                                                  writers_stopped=writers_stopped_ticked(request))
-            messages.info(request, "Approving: the plan is checked against the table as it is now; if it still "
-                                   "holds, its clean runs (if the table changed, the plan turns stale and nothing "
-                                   "runs).")
-        else:
-            services.plan_reject(plan=plan, user=request.user, note=note)
-            messages.info(request, "Plan rejected.")
-    except ValidationError as exc:
-        refused(request, exc)
-    return redirect("console:plan", pk=table.pk, plan_id=plan.pk)
-
 
 @table_page()
 def plan_report_csv(request: AuthenticatedHttpRequest, table: Table, plan_id: int) -> StreamingHttpResponse:

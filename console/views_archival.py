@@ -5,7 +5,6 @@ shown. Thin views over `console.services` and `console.selectors`, as in `consol
 
 from __future__ import annotations
 
-from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -15,7 +14,7 @@ from console.forms import DecisionForm
 from console.models import Table
 from console.models_approvals import ApprovalStatus
 from console.permissions import AuthenticatedHttpRequest
-from console.views import refused, table_action, table_page, writers_stopped_ticked
+from console.views import refused, table_action, table_page
 from timeline import CleanlineError
 
 # While an archival is in these states its page polls (htmx) until it settles.
@@ -56,26 +55,6 @@ def archival_detail(request: AuthenticatedHttpRequest, table: Table, archival_id
         return response
     return render(request, "console/archival_detail.html", context)
 
-
-@table_action(permissions.APPROVE_ARCHIVAL)
-def archival_decide(request: AuthenticatedHttpRequest, table: Table, archival_id: int,
-                    decision: str) -> HttpResponse:
-    found = get_object_or_404(table.archivals, pk=archival_id)
-    form = DecisionForm(request.POST)
-    try:
-        if decision == "approve":
-            services.archival_approve(archival=found, user=request.user,
-                                      writers_stopped=writers_stopped_ticked(request))
-            messages.info(request, "Approved: a worker archives under the table's lock, once the timeline is "
-                                   "checked to still give these instants (if it changed, the archival turns stale "
-                                   "and nothing is written).")
-        else:
-            services.archival_decline(archival=found, user=request.user,
-                                      note=form.cleaned_data["note"] if form.is_valid() else "")
-            messages.info(request, f"Archival #{found.pk} declined.")
-    except ValidationError as exc:
-        refused(request, exc)
-    return redirect("console:archival_detail", pk=table.pk, archival_id=found.pk)
 
 
 @table_page(reads_lake=True)

@@ -44,22 +44,12 @@ from console.services.queue import APPROVE_CLEAN_PLAN, RUN_ARCHIVAL, RUN_REPAIR,
 Change = TypeVar("Change", bound=Approvable)
 
 
-def _nothing(change: Approvable) -> str:
-    return ""
-
-
-def _plan_check(change: Approvable) -> str:
-    assert isinstance(change, CleanPlan)
-    return ("Nothing to clean: this plan deletes no file, so there is nothing to approve (Hudi schedules no clean "
-            "for it either)." if change.deletes_nothing else "")
-
-
 @dataclass(frozen=True, slots=True)
 class Kind:
     """How one kind of change goes through the workflow: the task sent once it is approved, the
     state approval moves it to (a clean plan is checked by a worker first: APPROVING), its words
-    in messages and audit actions, its own check before the two-person rule, and what it records
-    when it goes stale by expiry."""
+    in messages and audit actions, and what it records when it goes stale by expiry (its own
+    check before the two-person rule is its model's `approval_blocker`)."""
 
     model: type[Approvable]
     task: str
@@ -68,7 +58,6 @@ class Kind:
     approved_to: ApprovalStatus = ApprovalStatus.APPROVED
     approved_action: str = "approved"
     rejected_word: str = "rejected"
-    check: Callable[[Approvable], str] = _nothing
     details: Callable[[Approvable], dict[str, Any]] = field(default=lambda change: {})
     stale_fields: Callable[[str], dict[str, Any]] = field(default=lambda reason: {"error": reason[:2000]})
 
@@ -77,7 +66,7 @@ class Kind:
 # go over these.
 KINDS: dict[type[Approvable], Kind] = {
     CleanPlan: Kind(CleanPlan, APPROVE_CLEAN_PLAN, "plan", "a draft plan", approved_to=ApprovalStatus.APPROVING,
-                    approved_action="approval.requested", check=_plan_check,
+                    approved_action="approval.requested",
                     stale_fields=lambda reason: {"stale_reasons": [reason]}),
     Archival: Kind(Archival, RUN_ARCHIVAL, "archival", "an archival waiting for approval", rejected_word="declined",
                    details=lambda change: {"instants": len(change.instants)} if isinstance(change, Archival) else {},
@@ -122,9 +111,9 @@ def approval_requested(*, change: Change, user: User | None, **parameters: Any) 
 
 
 def approval_refusal(user: User | None, change: Approvable) -> str:
-    """Why `user` may not approve `change`, or "": the kind's own check, then the two-person
+    """Why `user` may not approve `change`, or "": its own blocker, then the two-person
     rule by lineage (`permissions.change_approval_refusal`; nobody, automatic mode, passes)."""
-    return kind_of(change).check(change) or ("" if user is None else change_approval_refusal(user, change))
+    return change.approval_blocker() or ("" if user is None else change_approval_refusal(user, change))
 
 
 # Where a change approved by its approver can be by the time their second submit arrives (a
@@ -162,7 +151,7 @@ def approval_approve(*, change: Change, user: User | None, writers_stopped: bool
         raise ValidationError(_waiting_refusal(change, "approved"))
     refusal = approval_refusal(user, change)
     if refusal:
-        if kind.check(change) != refusal:  # the two-person rule's refusals are audited
+        if change.approval_blocker() != refusal:  # the two-person rule's refusals are audited
             audit(user=user, action=_action(change, "approval.refused"), table=change.table,
                   parameters=_parameters(change), result=refusal)
         raise ValidationError(refusal)
