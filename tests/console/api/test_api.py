@@ -122,6 +122,8 @@ def endpoints(table: Table, plan: CleanPlan, job: Job) -> list[tuple[str, str, d
         ("POST", f"/tables/{t}/archivals", None, "operator"),
         ("POST", f"/tables/{t}/archivals/{archival}/approve", None, "admin"),
         ("POST", f"/tables/{t}/archivals/{archival}/decline", {"note": "no"}, "admin"),
+        ("POST", f"/approvals/clean-plan/{p}/approve", None, "admin"),
+        ("POST", f"/approvals/clean-plan/{p}/reject", {"note": "no"}, "admin"),
     ]
 
 
