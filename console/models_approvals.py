@@ -4,15 +4,16 @@ with one vocabulary of states, `ApprovalStatus`. What moves a change from one st
 is `console.services.approvals`; what is specific to a kind (its plan, its run) stays in its
 model and service.
 
-    planning ──▶ draft ──▶ approving ──▶ approved ──▶ running ──▶ completed
-       │          │  │         │            │           ├──▶ failed
-       ▼          │  │         ▼            ▼           └──▶ stale
-     failed       │  │       stale        failed
-                  │  └──▶ rejected
-                  └──▶ (approving goes back to draft when its check fails)
+    planning ─▶ draft ─┬─▶ approving ─┬─▶ approved ─▶ running ─┬─▶ completed
+       │               │              ├─▶ stale               ├─▶ failed
+       ▼               │              └─▶ draft (check failed) └─▶ stale
+     failed            ├─▶ approved (kinds planned in the request)
+                       ├─▶ rejected
+                       └─▶ stale (expired)
 
 Only a clean plan is planned by a worker (`planning`) and checked by one before it is approved
-(`approving`); an archival and a repair are planned in the request and approved at once."""
+(`approving`); an archival and a repair are planned in the request and approved at once.
+CONTRIBUTING.md draws the states and shows how a new kind is added."""
 
 from __future__ import annotations
 
