@@ -10,7 +10,7 @@ from django.http import Http404, HttpRequest
 from django.shortcuts import get_object_or_404
 
 from console.lineage import Lineage
-from console.models import Archival, CleanPlan, RoleGrant, Table
+from console.models import CleanPlan, RoleGrant, Table
 from console.models_approvals import Approvable
 
 VIEW = "console.view_table"
@@ -127,13 +127,13 @@ def change_approval_refusal(user: User | AnonymousUser, change: Approvable) -> s
     return approval_refusal(user, None if automatic else change.requested_by_id)
 
 
-def must_leave_approval_to_another(user: User | AnonymousUser, change: CleanPlan | Archival) -> bool:
-    """Whether `approval_refusal` keeps `user` from approving `change`, a clean plan or an
-    archival (their services refuse such an approval; pages show the reason instead)."""
+def must_leave_approval_to_another(user: User | AnonymousUser, change: Approvable) -> bool:
+    """Whether `approval_refusal` keeps `user` from approving `change`, any change that waits for
+    approval (the one workflow refuses such an approval; pages show the reason instead)."""
     return bool(change_approval_refusal(user, change))
 
 
-def may_approve(user: User | AnonymousUser, change: CleanPlan | Archival) -> bool:
+def may_approve(user: User | AnonymousUser, change: Approvable) -> bool:
     return may(user, "approve") and not must_leave_approval_to_another(user, change)
 
 

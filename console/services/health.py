@@ -21,7 +21,13 @@ from console.models import Table
 from console.models_approvals import ApprovalStatus
 from console.models_health import OPEN_REPAIR, SEVERITY_RANK, Repair, TableHealth
 from console.selectors.health import doctor_settings
-from console.services.approvals import approval_approve, approval_refusal, approval_reject, approval_requested
+from console.services.approvals import (
+    approval_approve,
+    approval_claim,
+    approval_refusal,
+    approval_reject,
+    approval_requested,
+)
 from console.services.audit import audit
 from console.services.locks import table_lock
 from console.services.tables import fingerprint, table_services, table_sync_after_change
@@ -158,8 +164,9 @@ def repair_run(*, repair: Repair, task_id: str = "") -> Repair:
     is synced and its health checked again. TableBusy when another run holds the table."""
     table = repair.table
     with table_lock(table, repair_holder(repair)) as lease:
-        if not Repair.objects.filter(pk=repair.pk, status__in=(ApprovalStatus.APPROVED, ApprovalStatus.RUNNING)).update(
-                status=ApprovalStatus.RUNNING, run_token=lease.token, task_id=task_id or repair.task_id):
+        if not approval_claim(change=repair, to=ApprovalStatus.RUNNING,
+                              ready=(ApprovalStatus.APPROVED, ApprovalStatus.RUNNING), run_token=lease.token,
+                              task_id=task_id or repair.task_id, started_at=timezone.now()):
             repair.refresh_from_db()
             return repair
         try:
