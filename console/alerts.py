@@ -39,7 +39,8 @@ from console.alerts_health import health_error, health_info, health_warning
 from console.alerts_setup import alert_emails, alert_webhooks, all_channels, lake_enabled, lake_rules, lake_threshold
 from console.lake import open_table
 from console.metrics import age_seconds, earliest_savepoints, pending_writes, reclaimable, timeline_zone
-from console.models import Alert, AlertKind, AlertRule, CleanPlan, Job, JobStatus, PlanStatus, Table
+from console.models import Alert, AlertKind, AlertRule, CleanPlan, Job, JobStatus, Table
+from console.models_approvals import ApprovalStatus
 from console.services.audit import audit
 from console.services.locks import live_lock
 from timeline import CleanlineError
@@ -124,10 +125,10 @@ def clean_failed(table: Table, threshold: float | None, figures: Figures) -> dic
     """Cleans of the table failed (a plan that failed to build or to run, a pending clean's
     job) since its last clean that completed: one alert per table until a clean completes."""
     succeeded = max(
-        [t for t in (table.clean_plans.filter(status=PlanStatus.COMPLETED).aggregate(t=Max("finished_at"))["t"],
+        [t for t in (table.clean_plans.filter(status=ApprovalStatus.COMPLETED).aggregate(t=Max("finished_at"))["t"],
                      table.jobs.filter(kind=Job.Kind.CLEAN, status=JobStatus.COMPLETED).aggregate(
                          t=Max("finished_at"))["t"]) if t is not None], default=None)
-    plans = table.clean_plans.filter(status=PlanStatus.FAILED)
+    plans = table.clean_plans.filter(status=ApprovalStatus.FAILED)
     jobs = table.jobs.filter(kind=Job.Kind.CLEAN, status=JobStatus.FAILED)
     if succeeded is not None:
         plans = plans.filter(Q(finished_at__gt=succeeded) | Q(finished_at=None, requested_at__gt=succeeded))
@@ -148,7 +149,7 @@ def plan_stale(table: Table, threshold: float | None, figures: Figures) -> dict[
     """Plans found stale at approval that no newer plan of the table has replaced."""
     newest = table.clean_plans.order_by("-requested_at", "-pk").values_list("pk", "requested_at").first()
     found = {}
-    for plan in table.clean_plans.filter(status=PlanStatus.STALE).only("pk", "requested_at", "stale_reasons"):
+    for plan in table.clean_plans.filter(status=ApprovalStatus.STALE).only("pk", "requested_at", "stale_reasons"):
         if newest is not None and (newest[1], newest[0]) > (plan.requested_at, plan.pk):
             continue
         reasons = plan.stale_reasons or []
@@ -223,7 +224,7 @@ def approval_waiting(table: Table, threshold: float | None, figures: Figures) ->
     resolved once it is approved or rejected. Its e-mail also goes to every admin who may
     approve it (`approvers_of`)."""
     found = {}
-    for plan in table.clean_plans.filter(status=PlanStatus.DRAFT).select_related("requested_by"):
+    for plan in table.clean_plans.filter(status=ApprovalStatus.DRAFT).select_related("requested_by"):
         if plan.deletes_nothing:
             continue
         asked = plan.requested_by.get_username() if plan.requested_by else "automatic mode"

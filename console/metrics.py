@@ -33,7 +33,8 @@ from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Met
 from prometheus_client.multiprocess import MultiProcessCollector
 
 from console.metrics_health import health_metrics
-from console.models import WRITE_ACTIONS, Alert, AlertKind, CleanPlan, Instant, Job, JobStatus, PlanStatus, Table
+from console.models import WRITE_ACTIONS, Alert, AlertKind, CleanPlan, Instant, Job, JobStatus, Table
+from console.models_approvals import ApprovalStatus
 from timeline.exceptions import InvalidInstantError
 from timeline.instant import moment_of
 
@@ -75,9 +76,9 @@ class RequestMetricsMiddleware:
 
 # Figures per table, shared with the alert rules ------------------------------------------
 
-OPEN_PLAN = (PlanStatus.DRAFT, PlanStatus.APPROVING, PlanStatus.APPROVED, PlanStatus.RUNNING,
-             PlanStatus.STALE, PlanStatus.REJECTED)
-BUILT_PLAN = (*OPEN_PLAN, PlanStatus.COMPLETED)
+OPEN_PLAN = (ApprovalStatus.DRAFT, ApprovalStatus.APPROVING, ApprovalStatus.APPROVED, ApprovalStatus.RUNNING,
+             ApprovalStatus.STALE, ApprovalStatus.REJECTED)
+BUILT_PLAN = (*OPEN_PLAN, ApprovalStatus.COMPLETED)
 
 
 def timeline_zone(table: Table) -> str:
@@ -117,9 +118,9 @@ def reclaimable(tables: Iterable[int] | None = None) -> dict[int, Reclaimable]:
     result = {}
     for table_id, plan_id in by_table.items():
         plan = plans.get(plan_id) if plan_id else None
-        if plan is None or plan.status == PlanStatus.COMPLETED:
+        if plan is None or plan.status == ApprovalStatus.COMPLETED:
             result[table_id] = Reclaimable(plan_id, 0, 0)
-        elif plan.status == PlanStatus.RUNNING:
+        elif plan.status == ApprovalStatus.RUNNING:
             result[table_id] = Reclaimable(plan_id, max(0, plan.bytes_to_delete - plan.progress_bytes),
                                            max(0, plan.files_to_delete - plan.progress_done))
         else:
@@ -156,7 +157,7 @@ def last_cleans() -> dict[int, LastClean]:
     """Per table: its last completed clean run, by finish time. A plan's run lasts from its
     start; a job (a pending clean found on the timeline) from its request."""
     found: dict[int, LastClean] = {}
-    newest_plan = CleanPlan.objects.filter(table=OuterRef("pk"), status=PlanStatus.COMPLETED).order_by(
+    newest_plan = CleanPlan.objects.filter(table=OuterRef("pk"), status=ApprovalStatus.COMPLETED).order_by(
         "-finished_at", "-pk").values("pk")[:1]
     newest_job = Job.objects.filter(table=OuterRef("pk"), kind=Job.Kind.CLEAN, status=JobStatus.COMPLETED).order_by(
         "-finished_at", "-pk").values("pk")[:1]
@@ -286,7 +287,7 @@ class DatabaseCollector:
         yield counts
         plans = GaugeMetricFamily("cleanline_clean_plans", "Clean plans by status", labels=["status"])
         found_plans = dict(CleanPlan.objects.values("status").annotate(n=Count("pk")).values_list("status", "n"))
-        for status in PlanStatus.values:
+        for status in ApprovalStatus.values:
             plans.add_metric([status], found_plans.get(status, 0))
         yield plans
         durations: dict[tuple[str, ...], list[float]] = {}
@@ -300,7 +301,7 @@ class DatabaseCollector:
                          "and outcome", ["kind", "status"], durations)
         runs: dict[tuple[str, ...], list[float]] = {}
         for status, started, finished in CleanPlan.objects.filter(
-                status__in=(PlanStatus.COMPLETED, PlanStatus.FAILED)).exclude(started_at=None).exclude(
+                status__in=(ApprovalStatus.COMPLETED, ApprovalStatus.FAILED)).exclude(started_at=None).exclude(
                 finished_at=None).values_list("status", "started_at", "finished_at").iterator():
             if started is None or finished is None:  # excluded by the query (the type allows it)
                 continue

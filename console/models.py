@@ -8,6 +8,8 @@ from typing import Any
 
 from django.db import models
 
+from console.models_approvals import Approvable, ApprovalStatus
+
 
 class SyncStatus(models.TextChoices):
     NEVER = "never", "never synced"
@@ -74,6 +76,15 @@ class Table(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def is_syncing(self) -> bool:
+        """A sync is queued or running: the badge polls."""
+        return self.sync_status in (SyncStatus.QUEUED, SyncStatus.RUNNING)
+
+    @property
+    def sync_failed(self) -> bool:
+        return self.sync_status == SyncStatus.FAILED
 
     @property
     def active_instants(self) -> int | None:
@@ -143,34 +154,20 @@ class Instant(models.Model):
         return f"{self.requested_time} {self.action} {self.state}"
 
 
-class PlanStatus(models.TextChoices):
-    PLANNING = "planning", "planning"
-    DRAFT = "draft", "draft"
-    APPROVING = "approving", "being approved"
-    STALE = "stale", "stale"
-    REJECTED = "rejected", "rejected"
-    APPROVED = "approved", "approved"
-    RUNNING = "running", "running"
-    COMPLETED = "completed", "completed"
-    FAILED = "failed", "failed"
-
-
-class CleanPlan(models.Model):
+class CleanPlan(Approvable):
     """A clean plan under review: made by the library's planner (its files in a plan store), written
     to the timeline only once an admin approves it."""
 
+    kind_name = "clean plan"
+    audit_prefix = "clean.plan"
+    page = "console:plan"
+
     table = models.ForeignKey(Table, related_name="clean_plans", on_delete=models.CASCADE)
-    status = models.CharField(max_length=16, choices=PlanStatus.choices, default=PlanStatus.PLANNING)
+    status = models.CharField(max_length=16, choices=ApprovalStatus.choices, default=ApprovalStatus.PLANNING)
     settings = models.JSONField(default=dict, help_text="cleaning settings the plan was made with")
     engine = models.CharField(max_length=8, blank=True, help_text="the engine that made the plan (local or spark); "
                                                                    "its approval re-validates on the same")
     automatic = models.BooleanField(default=False)
-    requested_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL,
-                                     related_name="+")
-    requested_at = models.DateTimeField(auto_now_add=True)
-    decided_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    decided_at = models.DateTimeField(null=True, blank=True)
-    decision_note = models.TextField(blank=True)
     policy = models.CharField(max_length=32, blank=True)
     earliest_retained = models.CharField(max_length=32, blank=True)
     last_completed_commit = models.CharField(max_length=32, blank=True)
@@ -187,12 +184,6 @@ class CleanPlan(models.Model):
     notes = models.JSONField(default=list)
     stale_reasons = models.JSONField(default=list)
     clean_instant = models.CharField(max_length=32, blank=True, help_text="the requested clean on the timeline")
-    writers_stopped = models.BooleanField(default=False, help_text="the admin said the table's Hudi writers are "
-                                                                   "stopped: no lock known and a writer live did "
-                                                                   "not refuse it (audited)")
-    task_id = models.CharField(max_length=64, blank=True)
-    run_token = models.CharField(max_length=64, blank=True, help_text="the table lock token of the run that "
-                                                                      "claimed the plan (approval or clean)")
     progress_done = models.BigIntegerField(default=0)
     progress_total = models.BigIntegerField(default=0)
     progress_bytes = models.BigIntegerField(default=0)
@@ -200,9 +191,6 @@ class CleanPlan(models.Model):
                                                                          "listed from: auto, metadata or storage")
     listing_used = models.CharField(max_length=16, blank=True, help_text="where the planner listed the table from: "
                                                                           "metadata or storage")
-    error = models.TextField(blank=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-requested_at"]
@@ -212,6 +200,22 @@ class CleanPlan(models.Model):
         """The empty-plan rule, in its one home: a plan deleting no file and no partition has
         nothing to approve (Hudi schedules no clean for it either)."""
         return self.files_to_delete == 0 and not self.partitions_to_delete
+
+    def approval_blocker(self) -> str:
+        return ("Nothing to clean: this plan deletes no file, so there is nothing to approve (Hudi schedules no "
+                "clean for it either)." if self.deletes_nothing else "")
+
+    @property
+    def summary(self) -> str:
+        return f"clean {self.table.name}: {self.files_to_delete} files to delete"
+
+    @property
+    def bytes_changed(self) -> int | None:
+        return self.bytes_to_delete
+
+    @property
+    def requester_name(self) -> str:
+        return "automatic mode" if self.requested_by is None else self.requested_by.get_username()
 
 
 
@@ -289,6 +293,27 @@ class Job(models.Model):
     class Meta:
         ordering = ["-requested_at"]
 
+    @property
+    def is_active(self) -> bool:
+        """Queued or running: its page polls."""
+        return self.status in (JobStatus.QUEUED, JobStatus.RUNNING)
+
+    @property
+    def is_completed(self) -> bool:
+        return self.status == JobStatus.COMPLETED
+
+    @property
+    def is_restore(self) -> bool:
+        return self.kind == Job.Kind.RESTORE
+
+    @property
+    def is_rollback(self) -> bool:
+        return self.kind == Job.Kind.ROLLBACK
+
+    @property
+    def is_clean(self) -> bool:
+        return self.kind == Job.Kind.CLEAN
+
 
 class RetentionEstimate(models.Model):
     """What-if retention: the files and bytes a clean would free under each of several retention
@@ -309,6 +334,15 @@ class RetentionEstimate(models.Model):
 
     class Meta:
         ordering = ["-requested_at"]
+
+    @property
+    def is_active(self) -> bool:
+        """Queued or running: its panel polls."""
+        return self.status in (JobStatus.QUEUED, JobStatus.RUNNING)
+
+    @property
+    def is_completed(self) -> bool:
+        return self.status == JobStatus.COMPLETED
 
 
 class ApiToken(models.Model):
@@ -332,49 +366,28 @@ class ApiToken(models.Model):
         return f"{self.name} ({self.prefix}…)"
 
 
-class ArchivalStatus(models.TextChoices):
-    PENDING = "pending", "waiting for approval"
-    DECLINED = "declined", "declined"
-    APPROVED = "approved", "approved"
-    RUNNING = "running", "running"
-    COMPLETED = "completed", "completed"
-    STALE = "stale", "stale"
-    FAILED = "failed", "failed"
-
-
 # An archival in these states holds the table's one open archival (a second request gets it back).
-OPEN_ARCHIVAL = (ArchivalStatus.PENDING, ArchivalStatus.APPROVED, ArchivalStatus.RUNNING)
+OPEN_ARCHIVAL = (ApprovalStatus.DRAFT, ApprovalStatus.APPROVED, ApprovalStatus.RUNNING)
 
 
-class Archival(models.Model):
+class Archival(Approvable):
     """Archiving a table's active timeline as Hudi's archiver would now (the library's plan,
     `inspect.archival`, with the table's writer options): asked for by an operator, approved by
     an admin (the two-person rule of a clean), then run by a worker under the table's lock,
     where the timeline must still give the approved instants (else STALE, nothing written)."""
 
+    kind_name = "archival"
+    audit_prefix = "archival"
+    page = "console:archival_detail"
+
     table = models.ForeignKey(Table, related_name="archivals", on_delete=models.CASCADE)
-    status = models.CharField(max_length=16, choices=ArchivalStatus.choices, default=ArchivalStatus.PENDING)
     instants = models.JSONField(default=list, help_text="the instants the plan moves, oldest first: requested_time, "
                                                         "action, completion_time")
     plan = models.JSONField(default=dict, help_text="the plan as requested: active timeline before and after, "
                                                     "archiver, keep counts, blockers, warnings")
-    requested_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    requested_at = models.DateTimeField(auto_now_add=True)
-    decided_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    decided_at = models.DateTimeField(null=True, blank=True)
-    decision_note = models.TextField(blank=True)
-    writers_stopped = models.BooleanField(default=False, help_text="the admin said the table's Hudi writers are "
-                                                                   "stopped: no lock known and a writer live did "
-                                                                   "not refuse it (audited)")
-    task_id = models.CharField(max_length=64, blank=True)
-    run_token = models.CharField(max_length=64, blank=True, help_text="the table lock token of the run that "
-                                                                      "claimed it")
     result = models.JSONField(default=dict, help_text="what the run did: instants archived, files written and "
                                                       "deleted, the active timeline after, the lock decisions")
     stale_reason = models.TextField(blank=True, help_text="why the timeline no longer gives the approved plan")
-    error = models.TextField(blank=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-requested_at", "-pk"]
@@ -383,6 +396,10 @@ class Archival(models.Model):
 
     def __str__(self) -> str:
         return f"archival #{self.pk} of {self.table_id}"
+
+    @property
+    def summary(self) -> str:
+        return f"archive {self.table.name}: {len(self.instants)} instants"
 
     @property
     def expected(self) -> list[str]:

@@ -9,6 +9,8 @@ from typing import Any
 
 from django.db import models
 
+from console.models_approvals import Approvable, ApprovalStatus
+
 # Worst first: the order of the health list and of a table's findings.
 SEVERITY_RANK = {"error": 3, "warning": 2, "info": 1, "": 0}
 
@@ -36,47 +38,36 @@ class TableHealth(models.Model):
         return sorted({str(f.get("kind")) for f in self.findings})
 
 
-class RepairStatus(models.TextChoices):
-    DRAFT = "draft", "waiting for approval"
-    APPROVED = "approved", "approved, queued"
-    RUNNING = "running", "running"
-    COMPLETED = "completed", "completed"
-    FAILED = "failed", "failed"
-    STALE = "stale", "stale"
-    REJECTED = "rejected", "rejected"
+OPEN_REPAIR = (ApprovalStatus.DRAFT, ApprovalStatus.APPROVED, ApprovalStatus.RUNNING)
 
 
-OPEN_REPAIR = (RepairStatus.DRAFT, RepairStatus.APPROVED, RepairStatus.RUNNING)
-
-
-class Repair(models.Model):
+class Repair(Approvable):
     """A repair of every finding of one kind: the plan as it was previewed (`plan_repair`,
     exactly the changes it makes), requested by an operator or admin, approved by another admin
     (the two-person rule of a clean), run by a Celery task under the table's lock, re-validated
     first: a table that now asks for changes the plan did not preview makes it STALE."""
 
+    kind_name = "repair"
+    audit_prefix = "repair"
+    page = "console:repair"
+
     table = models.ForeignKey("console.Table", related_name="repairs", on_delete=models.CASCADE)
     kind = models.CharField(max_length=64, help_text="the doctor's finding kind it repairs")
-    status = models.CharField(max_length=16, choices=RepairStatus.choices, default=RepairStatus.DRAFT)
     plan = models.JSONField(default=dict, help_text="the library's RepairPlan as JSON: findings, changes, notes")
     changes = models.IntegerField(default=0)
     bytes = models.BigIntegerField(default=0)
-    requested_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    requested_at = models.DateTimeField(auto_now_add=True)
-    decided_by = models.ForeignKey("auth.User", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    decided_at = models.DateTimeField(null=True, blank=True)
-    decision_note = models.TextField(blank=True)
-    writers_stopped = models.BooleanField(default=False, help_text="the approver said the table's Hudi writers are "
-                                                                   "stopped (audited)")
-    task_id = models.CharField(max_length=64, blank=True)
-    run_token = models.CharField(max_length=64, blank=True, help_text="the table lock token of the run that "
-                                                                      "claimed it")
     result = models.JSONField(default=dict, help_text="the library's RepairResult as JSON: done, skipped, failed")
-    error = models.TextField(blank=True, help_text="why it failed, or why it went stale")
-    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-requested_at", "-pk"]
+
+    @property
+    def summary(self) -> str:
+        return f"repair {self.kind} on {self.table.name}: {self.changes} changes"
+
+    @property
+    def bytes_changed(self) -> int | None:
+        return self.bytes
 
     @property
     def change_rows(self) -> list[dict[str, Any]]:

@@ -10,8 +10,8 @@ from django.http import Http404, HttpRequest
 from django.shortcuts import get_object_or_404
 
 from console.lineage import Lineage
-from console.models import Archival, CleanPlan, RoleGrant, Table
-from console.models_health import Repair
+from console.models import CleanPlan, RoleGrant, Table
+from console.models_approvals import Approvable
 
 VIEW = "console.view_table"
 REGISTER = "console.register_table"
@@ -120,20 +120,20 @@ def identity_link_refusal(user: User | AnonymousUser, accounts: tuple[User, User
     return ""
 
 
-def change_approval_refusal(user: User | AnonymousUser, change: CleanPlan | Archival | Repair) -> str:
-    """`approval_refusal` for `change`, a clean plan, an archival or a repair (an automatic plan
-    has no requester)."""
+def change_approval_refusal(user: User | AnonymousUser, change: Approvable) -> str:
+    """`approval_refusal` for `change`, any change that waits for approval (a clean plan, an
+    archival, a repair; an automatic plan has no requester)."""
     automatic = isinstance(change, CleanPlan) and change.automatic
     return approval_refusal(user, None if automatic else change.requested_by_id)
 
 
-def must_leave_approval_to_another(user: User | AnonymousUser, change: CleanPlan | Archival) -> bool:
-    """Whether `approval_refusal` keeps `user` from approving `change`, a clean plan or an
-    archival (their services refuse such an approval; pages show the reason instead)."""
+def must_leave_approval_to_another(user: User | AnonymousUser, change: Approvable) -> bool:
+    """Whether `approval_refusal` keeps `user` from approving `change`, any change that waits for
+    approval (the one workflow refuses such an approval; pages show the reason instead)."""
     return bool(change_approval_refusal(user, change))
 
 
-def may_approve(user: User | AnonymousUser, change: CleanPlan | Archival) -> bool:
+def may_approve(user: User | AnonymousUser, change: Approvable) -> bool:
     return may(user, "approve") and not must_leave_approval_to_another(user, change)
 
 

@@ -29,6 +29,8 @@ CLEANLINE_SYNC_INTERVAL_SECONDS, CLEANLINE_AUTO_CLEAN_INTERVAL_SECONDS  beat's s
 CLEANLINE_HEALTH_INTERVAL_SECONDS  a sync runs the whole table doctor again once its last full check is
                   this old (default 3600; 0: at every sync); before that a changed timeline is
                   checked by the doctor's timeline checks only (no listing of the table's files)
+CLEANLINE_APPROVAL_EXPIRY_DAYS  a change waiting for approval (a clean plan, an archival, a repair) longer
+                  than this goes stale, audited (default 0: never); beat looks hourly
 CLEANLINE_DOCTOR_STALE_AFTER_MINUTES, CLEANLINE_DOCTOR_ORPHAN_MIN_AGE_HOURS, CLEANLINE_DOCTOR_CLEAN_LAG_COMMITS
                   the table doctor's thresholds (as `cleanline doctor --stale-after --orphan-min-age
                   --clean-lag` give them): a pending instant with no live heartbeat is stale once
@@ -487,6 +489,8 @@ CLEANLINE_HUDI_OPTIONS = hudi_options(os.environ.get("CLEANLINE_HUDI_OPTIONS", "
 CLEANLINE_SYNC_INTERVAL_SECONDS = int(os.environ.get("CLEANLINE_SYNC_INTERVAL_SECONDS", "300"))
 # The table doctor at sync time: in full once its last full check is this old (timeline checks between).
 CLEANLINE_HEALTH_INTERVAL_SECONDS = int(os.environ.get("CLEANLINE_HEALTH_INTERVAL_SECONDS", "3600"))
+# A change waiting for approval longer than this goes stale (console.services.approvals; 0: never).
+CLEANLINE_APPROVAL_EXPIRY_DAYS = float(os.environ.get("CLEANLINE_APPROVAL_EXPIRY_DAYS", "0"))
 # The table doctor's thresholds (timeline.doctor.DoctorSettings; console.selectors.health.doctor_settings).
 CLEANLINE_DOCTOR_STALE_AFTER_MINUTES = float(os.environ.get("CLEANLINE_DOCTOR_STALE_AFTER_MINUTES", "180"))
 CLEANLINE_DOCTOR_ORPHAN_MIN_AGE_HOURS = float(os.environ.get("CLEANLINE_DOCTOR_ORPHAN_MIN_AGE_HOURS", "72"))
@@ -560,6 +564,7 @@ CELERY_BEAT_SCHEDULE = {
                          "schedule": int(os.environ.get("CLEANLINE_AUTO_CLEAN_INTERVAL_SECONDS", "3600"))},
     "alerts": {"task": "console.tasks.check_alerts",
                "schedule": int(os.environ.get("CLEANLINE_ALERT_INTERVAL_SECONDS", "300"))},
+    "approval-expiry": {"task": "console.tasks.expire_approvals", "schedule": 3600},
 }
 
 LOGGING = {

@@ -19,19 +19,10 @@ from django.core.exceptions import ValidationError
 from django.db.models import Q
 
 from console import permissions, services
-from console.models import (
-    Archival,
-    ArchivalStatus,
-    CleanPlan,
-    Job,
-    JobStatus,
-    PlanStatus,
-    RetentionEstimate,
-    SyncStatus,
-    Table,
-)
-from console.models_health import Repair, RepairStatus
-from console.services import health, history
+from console.models import Archival, CleanPlan, Job, JobStatus, RetentionEstimate, SyncStatus, Table
+from console.models_approvals import ApprovalStatus
+from console.models_health import Repair
+from console.services import approvals, health, history
 from console.services.queue import (
     APPROVE_CLEAN_PLAN,
     BUILD_CLEAN_PLAN,
@@ -107,7 +98,7 @@ def build_clean_plan(self: Task[[int], str], plan_id: int) -> str:
     other task's id: a copy sent for the plan under another id, or any copy once the plan is
     settled, does nothing; a second delivery of this very task (its worker died) plans again."""
     task_id = self.request.id or ""
-    if not CleanPlan.objects.filter(pk=plan_id, status=PlanStatus.PLANNING, task_id__in=("", task_id)).update(
+    if not CleanPlan.objects.filter(pk=plan_id, status=ApprovalStatus.PLANNING, task_id__in=("", task_id)).update(
             task_id=task_id):
         return "skipped"
     plan = CleanPlan.objects.select_related("table").get(pk=plan_id)
@@ -115,7 +106,7 @@ def build_clean_plan(self: Task[[int], str], plan_id: int) -> str:
         services.plan_build(plan=plan)
     except Exception as exc:
         logger.exception("planning clean plan %s failed", plan_id)
-        CleanPlan.objects.filter(pk=plan_id, status=PlanStatus.PLANNING).update(status=PlanStatus.FAILED,
+        CleanPlan.objects.filter(pk=plan_id, status=ApprovalStatus.PLANNING).update(status=ApprovalStatus.FAILED,
                                                                                error=_reason(exc)[:2000])
         return "failed"
     return "draft"
@@ -162,13 +153,13 @@ def approve_clean_plan(self: Task[[int], str], plan_id: int) -> str:
     with back-off; any failure puts the claim back to DRAFT with the reason, never leaves it
     APPROVING."""
     plan = CleanPlan.objects.select_related("decided_by", "table").filter(pk=plan_id).first()
-    if plan is None or plan.status != PlanStatus.APPROVING:
+    if plan is None or plan.status != ApprovalStatus.APPROVING:
         return "nothing to approve"
     approver = plan.decided_by
 
     def back_to_draft(reason: str) -> None:
-        CleanPlan.objects.filter(pk=plan_id, status=PlanStatus.APPROVING).update(
-            status=PlanStatus.DRAFT, decided_by=None, decided_at=None, run_token="", error=reason[:2000])
+        CleanPlan.objects.filter(pk=plan_id, status=ApprovalStatus.APPROVING).update(
+            status=ApprovalStatus.DRAFT, decided_by=None, decided_at=None, run_token="", error=reason[:2000])
 
     if not plan.automatic and (approver is None or not approver.is_active
                                or not approver.has_perm(permissions.APPROVE)):
@@ -186,7 +177,7 @@ def approve_clean_plan(self: Task[[int], str], plan_id: int) -> str:
     except Exception as exc:
         back_to_draft(_reason(exc))
         raise
-    if plan.status == PlanStatus.APPROVED:
+    if plan.status == ApprovalStatus.APPROVED:
         enqueue_on_commit(RUN_CLEAN_PLAN, plan)
     return str(plan.status)
 
@@ -196,7 +187,7 @@ def run_clean_plan(self: Task[[int], str], plan_id: int) -> str:
     """Run an approved plan's clean. Re-delivered after a lost worker, it finishes the clean;
     while the table is busy it is retried, then the plan fails with the reason."""
     plan = CleanPlan.objects.filter(pk=plan_id).select_related("table").first()
-    if plan is None or plan.status not in (PlanStatus.APPROVED, PlanStatus.RUNNING):
+    if plan is None or plan.status not in (ApprovalStatus.APPROVED, ApprovalStatus.RUNNING):
         return "skipped"
     return _run(self, plan, lambda **claim: services.plan_run(plan=plan, **claim), services.plan_holder(plan))
 
@@ -217,7 +208,7 @@ def run_repair(self: Task[[int], str], repair_id: int) -> str:
     approver must still be active and allowed to approve (else it fails with the reason); a busy
     table is retried with the one back-off, then the repair fails with the reason."""
     repair = Repair.objects.filter(pk=repair_id).select_related("table", "decided_by").first()
-    if repair is None or repair.status not in (RepairStatus.APPROVED, RepairStatus.RUNNING):
+    if repair is None or repair.status not in (ApprovalStatus.APPROVED, ApprovalStatus.RUNNING):
         return "skipped"
     approver = repair.decided_by
     if approver is None or not approver.is_active or not approver.has_perm(permissions.APPROVE):
@@ -242,7 +233,7 @@ def run_archival(self: Task[[int], str], archival_id: int) -> str:
     still gives the approved instants (else STALE, nothing written); while the table is busy it
     is retried, then the archival fails with the reason."""
     archival = Archival.objects.filter(pk=archival_id).select_related("table").first()
-    if archival is None or archival.status not in (ArchivalStatus.APPROVED, ArchivalStatus.RUNNING):
+    if archival is None or archival.status not in (ApprovalStatus.APPROVED, ApprovalStatus.RUNNING):
         return "skipped"
     return _run(self, archival, lambda **claim: services.archival_run(archival=archival, **claim),
                 services.archival_holder(archival))
@@ -274,10 +265,17 @@ def auto_clean_tables() -> int:
         except (CleanlineError, ValidationError) as exc:
             services.audit(user=None, action="clean.auto.failed", table=table, result=str(exc))
             continue
-        if plan is not None and plan.status == PlanStatus.APPROVED:
+        if plan is not None and plan.status == ApprovalStatus.APPROVED:
             enqueue_on_commit(RUN_CLEAN_PLAN, plan)
             started += 1
     return started
+
+
+@shared_task
+def expire_approvals() -> int:
+    """Changes waiting for approval longer than CLEANLINE_APPROVAL_EXPIRY_DAYS go stale, audited
+    (console.services.approvals): how many."""
+    return approvals.approvals_expire()
 
 
 @shared_task

@@ -25,7 +25,8 @@ from console.forms import (
     TableSettingsForm,
     TimelineFilterForm,
 )
-from console.models import Job, PlanStatus, Table
+from console.models import Job, Table
+from console.models_approvals import ApprovalStatus
 from console.permissions import AuthenticatedHttpRequest
 from timeline import CleanlineError
 
@@ -285,7 +286,7 @@ def plan_detail(request: AuthenticatedHttpRequest, table: Table, plan_id: int) -
         "partitions": selectors.plan_partitions(plan, request.GET.get("ppage")),
         "partition_choices": selectors.partition_choices(plan), "decision": DecisionForm(), "can_decide": can_decide,
         # only the approval form shows it; it reads the timeline's names and the heartbeats
-        "writer_lock": selectors.writer_lock(table) if plan.status == PlanStatus.DRAFT and can_decide else None})
+        "writer_lock": selectors.writer_lock(table) if plan.status == ApprovalStatus.DRAFT and can_decide else None})
 
 
 @table_page()
@@ -298,27 +299,8 @@ def plan_progress(request: AuthenticatedHttpRequest, table: Table, plan_id: int)
     return response
 
 
-LIVE_PLAN_STATES = (PlanStatus.PLANNING, PlanStatus.APPROVING, PlanStatus.APPROVED, PlanStatus.RUNNING)
+LIVE_PLAN_STATES = (ApprovalStatus.PLANNING, ApprovalStatus.APPROVING, ApprovalStatus.APPROVED, ApprovalStatus.RUNNING)
 
-
-@table_action(permissions.APPROVE)
-def plan_decide(request: AuthenticatedHttpRequest, table: Table, plan_id: int, decision: str) -> HttpResponse:
-    plan = get_object_or_404(table.clean_plans, pk=plan_id)
-    form = DecisionForm(request.POST)
-    note = form.cleaned_data["note"] if form.is_valid() else ""
-    try:
-        if decision == "approve":
-            plan = services.plan_approval_request(plan=plan, user=request.user,
-                                                  writers_stopped=writers_stopped_ticked(request))
-            messages.info(request, "Approving: the plan is checked against the table as it is now; if it still "
-                                   "holds, its clean runs (if the table changed, the plan turns stale and nothing "
-                                   "runs).")
-        else:
-            services.plan_reject(plan=plan, user=request.user, note=note)
-            messages.info(request, "Plan rejected.")
-    except ValidationError as exc:
-        refused(request, exc)
-    return redirect("console:plan", pk=table.pk, plan_id=plan.pk)
 
 
 @table_page()

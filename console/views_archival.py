@@ -5,20 +5,20 @@ shown. Thin views over `console.services` and `console.selectors`, as in `consol
 
 from __future__ import annotations
 
-from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
 from console import permissions, selectors, services
 from console.forms import DecisionForm
-from console.models import ArchivalStatus, Table
+from console.models import Table
+from console.models_approvals import ApprovalStatus
 from console.permissions import AuthenticatedHttpRequest
-from console.views import refused, table_action, table_page, writers_stopped_ticked
+from console.views import refused, table_action, table_page
 from timeline import CleanlineError
 
 # While an archival is in these states its page polls (htmx) until it settles.
-LIVE_ARCHIVAL_STATES = (ArchivalStatus.APPROVED, ArchivalStatus.RUNNING)
+LIVE_ARCHIVAL_STATES = (ApprovalStatus.APPROVED, ApprovalStatus.RUNNING)
 
 
 @table_page(reads_lake=True)
@@ -45,7 +45,7 @@ def archival_request(request: AuthenticatedHttpRequest, table: Table) -> HttpRes
 def archival_detail(request: AuthenticatedHttpRequest, table: Table, archival_id: int) -> HttpResponse:
     """An archival: its plan as requested, the approval (the two-person rule), its run."""
     found = get_object_or_404(selectors.archivals_of(table), pk=archival_id)
-    pending = found.status == ArchivalStatus.PENDING
+    pending = found.status == ApprovalStatus.DRAFT
     context = {"table": table, "archival": found, "live": found.status in LIVE_ARCHIVAL_STATES,
                "decision": DecisionForm(), "writer_lock": selectors.writer_lock(table) if pending else None}
     if request.headers.get("HX-Request"):
@@ -55,26 +55,6 @@ def archival_detail(request: AuthenticatedHttpRequest, table: Table, archival_id
         return response
     return render(request, "console/archival_detail.html", context)
 
-
-@table_action(permissions.APPROVE_ARCHIVAL)
-def archival_decide(request: AuthenticatedHttpRequest, table: Table, archival_id: int,
-                    decision: str) -> HttpResponse:
-    found = get_object_or_404(table.archivals, pk=archival_id)
-    form = DecisionForm(request.POST)
-    try:
-        if decision == "approve":
-            services.archival_approve(archival=found, user=request.user,
-                                      writers_stopped=writers_stopped_ticked(request))
-            messages.info(request, "Approved: a worker archives under the table's lock, once the timeline is "
-                                   "checked to still give these instants (if it changed, the archival turns stale "
-                                   "and nothing is written).")
-        else:
-            services.archival_decline(archival=found, user=request.user,
-                                      note=form.cleaned_data["note"] if form.is_valid() else "")
-            messages.info(request, f"Archival #{found.pk} declined.")
-    except ValidationError as exc:
-        refused(request, exc)
-    return redirect("console:archival_detail", pk=table.pk, archival_id=found.pk)
 
 
 @table_page(reads_lake=True)

@@ -12,12 +12,12 @@ from django.shortcuts import get_object_or_404, redirect, render
 from console import permissions
 from console.forms import DecisionForm
 from console.models import Table
-from console.models_health import RepairStatus
+from console.models_approvals import ApprovalStatus
 from console.permissions import AuthenticatedHttpRequest
 from console.selectors import health as selectors
 from console.selectors import writer_lock
 from console.services import health as services
-from console.views import table_action, table_page, writers_stopped_ticked
+from console.views import table_action, table_page
 
 
 @table_page(reads_lake=True)
@@ -44,27 +44,8 @@ def repair_request(request: AuthenticatedHttpRequest, table: Table, kind: str) -
 @table_page()
 def repair_detail(request: AuthenticatedHttpRequest, table: Table, repair_id: int) -> HttpResponse:
     repair = get_object_or_404(table.repairs, pk=repair_id)
-    live = repair.status in (RepairStatus.APPROVED, RepairStatus.RUNNING)
+    live = repair.status in (ApprovalStatus.APPROVED, ApprovalStatus.RUNNING)
     return render(request, "console/repair.html", {
         "table": table, "repair": repair, "live": live, "decision": DecisionForm(),
         "refusal": services.repair_approval_refusal(request.user, repair),
-        "writer_lock": writer_lock(table) if repair.status == RepairStatus.DRAFT else None})
-
-
-@table_action(permissions.APPROVE_REPAIR)
-def repair_decide(request: AuthenticatedHttpRequest, table: Table, repair_id: int, decision: str) -> HttpResponse:
-    repair = get_object_or_404(table.repairs, pk=repair_id)
-    form = DecisionForm(request.POST)
-    note = form.cleaned_data["note"] if form.is_valid() else ""
-    try:
-        if decision == "approve":
-            services.repair_approve(repair=repair, user=request.user, writers_stopped=writers_stopped_ticked(request))
-            messages.info(request, "Approved: a worker runs the repair under the table's lock, after the doctor "
-                                   "checks the table again (if it now needs more than this preview, the repair "
-                                   "turns stale and nothing changes).")
-        else:
-            services.repair_reject(repair=repair, user=request.user, note=note)
-            messages.info(request, "Repair rejected.")
-    except ValidationError as exc:
-        messages.error(request, "; ".join(exc.messages))  # the service audited the refusal
-    return redirect("console:repair", pk=table.pk, repair_id=repair.pk)
+        "writer_lock": writer_lock(table) if repair.status == ApprovalStatus.DRAFT else None})

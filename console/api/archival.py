@@ -50,7 +50,8 @@ class Paging(Schema):
 
 @router.get("/tables/{table_id}/archivals", response={200: page_of(ArchivalOut), **ERRORS}, summary="Archivals")
 def list_archivals(request: HttpRequest, table_id: int, filters: Query[Paging]) -> dict[str, Any]:
-    """Newest first; `status` filters (pending, declined, approved, running, completed, stale, failed)."""
+    """Newest first; `status` filters (draft: waiting for approval, rejected, approved, running,
+    completed, stale, failed: the one vocabulary of every change that waits for approval)."""
     rows = selectors.archivals_of(table_of(request, table_id))
     if filters.status:
         rows = rows.filter(status=filters.status)
@@ -62,7 +63,7 @@ def list_archivals(request: HttpRequest, table_id: int, filters: Query[Paging]) 
              summary="Ask for an archival")
 def request_archival(request: HttpRequest, table_id: int) -> Status[dict[str, Any]]:
     """Operators and admins: the plan now is kept on the archival, which waits for an admin's
-    approval (`pending`). One open archival per table: while one is pending, approved or
+    approval (`draft`). One open archival per table: while one is waiting, approved or
     running, this answers that one. 409 when archival moves nothing now (the reason names what
     blocks it)."""
     table = table_of(request, table_id, permissions.REQUEST_ARCHIVAL)

@@ -15,7 +15,8 @@ from console.api.common import paged, require, role, user_of
 from console.api.filters import one_of
 from console.api.schemas import ApproveIn, DecisionIn, PlanFileOut, PlanIn, PlanOut, Problem, page_of
 from console.api.tables import ERRORS, table_of
-from console.models import CleanPlan, PlanStatus
+from console.models import CleanPlan
+from console.models_approvals import ApprovalStatus
 
 router = Router(tags=["clean plans"])
 
@@ -39,7 +40,7 @@ class Paging(Schema):
     @field_validator("status")
     @classmethod
     def _status(cls, value: str) -> str:
-        return one_of("status", value, PlanStatus.values)
+        return one_of("status", value, ApprovalStatus.values)
 
 
 @router.get("/tables/{table_id}/plans", response={200: page_of(PlanOut), **ERRORS}, summary="Clean plans")
@@ -55,7 +56,7 @@ class AllPlans(Paging):
     @field_validator("status")
     @classmethod
     def _status(cls, value: str) -> str:  # Paging's, with "awaiting" too
-        return one_of("status", value, [*PlanStatus.values, "awaiting"])
+        return one_of("status", value, [*ApprovalStatus.values, "awaiting"])
 
 
 @router.get("/plans", response={200: page_of(PlanOut), **ERRORS}, summary="Clean plans of every table")

@@ -291,8 +291,8 @@ class ArchivalPlanOut(Schema):
 class ArchivalOut(Schema):
     id: int
     table_id: int
-    status: str = Field(..., description="pending (waiting for approval), declined, approved, running, completed, "
-                        "stale, failed")
+    status: str = Field(..., description="draft (waiting for approval), rejected (declined), approved, running, "
+                        "completed, stale, failed")
     instants: list[ArchivalInstantOut]
     plan: dict[str, Any] = Field(..., description="the plan as requested: active, active_after, archivable, "
                                  "archiver, keep, blockers, warnings")

@@ -13,7 +13,8 @@ from django.db.models import Count, F, Max, Min, Q, QuerySet
 from django.db.models.functions import Substr
 from django.utils import timezone
 
-from console.models import WRITE_ACTIONS, CleanPlan, Instant, Job, JobStatus, PlanStatus, Table
+from console.models import WRITE_ACTIONS, CleanPlan, Instant, Job, JobStatus, Table
+from console.models_approvals import ApprovalStatus
 from timeline import CleanlineError, TableConfig
 from timeline.instant import moment_of
 
@@ -105,7 +106,7 @@ def _days(since: datetime, now: datetime) -> list[str]:
 
 def _reclaimed_per_day(since: datetime, now: datetime) -> dict[str, Any]:
     per_day: Counter[str] = Counter()
-    for finished, reclaimed in CleanPlan.objects.filter(status=PlanStatus.COMPLETED, finished_at__gte=since
+    for finished, reclaimed in CleanPlan.objects.filter(status=ApprovalStatus.COMPLETED, finished_at__gte=since
                                                         ).values_list("finished_at", "progress_bytes"):
         per_day[timezone.localtime(finished).date().isoformat()] += reclaimed or 0
     for finished, result in Job.objects.filter(kind=Job.Kind.CLEAN, status=JobStatus.COMPLETED, finished_at__gte=since

@@ -16,12 +16,12 @@ from django.db.models import DateTimeField, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from console.models import OPEN_ARCHIVAL, Archival, ArchivalStatus, Table
-from console.permissions import approval_refusal
+from console.models import OPEN_ARCHIVAL, Archival, Table
+from console.models_approvals import ApprovalStatus
 from console.selectors.archival import archival_plan, instant_row, plan_summary
+from console.services.approvals import approval_approve, approval_reject, approval_requested
 from console.services.audit import audit
 from console.services.locks import table_lock
-from console.services.queue import RUN_ARCHIVAL, enqueue_on_commit
 from console.services.runs import _run_claim, _run_stopped
 from console.services.tables import table_services, table_sync_after_change
 from timeline import CleanlineError
@@ -66,73 +66,22 @@ def archival_request(*, table: Table, user: User | None) -> Archival:
         if found is None:
             raise
         return found
-    audit(user=user, action="archival.requested", table=table,
-          parameters={"archival": archival.pk, "instants": len(archival.instants),
-                      "first": archival.expected[0], "last": archival.expected[-1],
-                      "active_before": summary["active"], "active_after": summary["active_after"]})
-    return archival
-
-
-# Where an approved archival can be by the time its approver's second submit arrives.
-_AFTER_APPROVAL = (ArchivalStatus.APPROVED, ArchivalStatus.RUNNING, ArchivalStatus.COMPLETED, ArchivalStatus.STALE,
-                   ArchivalStatus.FAILED)
-
-
-def _same_decision(archival: Archival, user: User | None, approved: bool) -> bool:
-    """Whether `user` already made this decision (approved, or declined) on `archival`: a
-    second submit of it (a double click) then changes nothing."""
-    archival.refresh_from_db()
-    states = _AFTER_APPROVAL if approved else (ArchivalStatus.DECLINED,)
-    return user is not None and archival.status in states and archival.decided_by_id == user.pk
+    return approval_requested(change=archival, user=user, first=archival.expected[0], last=archival.expected[-1],
+                              active_before=summary["active"], active_after=summary["active_after"])
 
 
 def archival_approve(*, archival: Archival, user: User | None, writers_stopped: bool = False) -> Archival:
-    """Approve an archival waiting for approval: by an admin other than its requester (and not
-    an account the requester created or promoted) while CLEANLINE_APPROVER_MUST_DIFFER is on
-    (`permissions.approval_refusal`; a refusal is audited); exactly one approval wins (one
-    conditional update), a second submit of the same approval changes nothing. The run is then
-    queued on commit: a worker archives under the table's lock, checking the timeline still
-    gives the approved instants. `writers_stopped`: the approver's word that the table's Hudi
-    writers are stopped, recorded and audited (the run then goes on beside a live writer when
-    no lock is known)."""
-    if archival.status != ArchivalStatus.PENDING:
-        if _same_decision(archival, user, approved=True):
-            return archival
-        raise ValidationError(f"Only an archival waiting for approval can be approved; #{archival.pk} is "
-                              f"{archival.get_status_display()}.")
-    refusal = "" if user is None else approval_refusal(user, archival.requested_by_id)
-    if refusal:
-        audit(user=user, action="archival.approval.refused", table=archival.table,
-              parameters={"archival": archival.pk}, result=refusal)
-        raise ValidationError(refusal)
-    if not Archival.objects.filter(pk=archival.pk, status=ArchivalStatus.PENDING).update(
-            status=ArchivalStatus.APPROVED, decided_by=user, decided_at=timezone.now(),
-            writers_stopped=writers_stopped):
-        if _same_decision(archival, user, approved=True):
-            return archival
-        raise ValidationError(f"Archival #{archival.pk} was decided meanwhile (it is "
-                              f"{archival.get_status_display()}).")
-    audit(user=user, action="archival.approved", table=archival.table,
-          parameters={"archival": archival.pk, "instants": len(archival.instants), **_stopped(writers_stopped)})
-    enqueue_on_commit(RUN_ARCHIVAL, archival)
-    archival.refresh_from_db()
-    return archival
+    """Approve an archival waiting for approval (the one workflow's `approval_approve`: the
+    two-person rule by lineage, one conditional claim, a second submit of the same approval
+    changing nothing); its run is then queued on commit: a worker archives under the table's
+    lock, checking the timeline still gives the approved instants."""
+    return approval_approve(change=archival, user=user, writers_stopped=writers_stopped)
 
 
 def archival_decline(*, archival: Archival, user: User | None, note: str = "") -> Archival:
-    """Decline an archival waiting for approval (any admin, its requester too); a second submit
-    of the same decline changes nothing."""
-    if not Archival.objects.filter(pk=archival.pk, status=ArchivalStatus.PENDING).update(
-            status=ArchivalStatus.DECLINED, decided_by=user, decided_at=timezone.now(), decision_note=note,
-            finished_at=timezone.now()):
-        if _same_decision(archival, user, approved=False):
-            return archival
-        raise ValidationError(f"Only an archival waiting for approval can be declined; #{archival.pk} is "
-                              f"{archival.get_status_display()}.")
-    audit(user=user, action="archival.declined", table=archival.table,
-          parameters={"archival": archival.pk, "note": note})
-    archival.refresh_from_db()
-    return archival
+    """Decline an archival waiting for approval (any admin, its requester too; the one
+    workflow's `approval_reject`, audited `archival.declined`)."""
+    return approval_reject(change=archival, user=user, note=note)
 
 
 def archival_holder(archival: Archival) -> str:
@@ -149,10 +98,10 @@ def archival_run(*, archival: Archival, task_id: str = "") -> Archival:
     again (a run that died part-way leaves a plan that differs: STALE, request again, and the
     next archival finishes what it began, as Hudi's archiver does). The table is synced after."""
     table = archival.table
-    resumed = archival.status == ArchivalStatus.RUNNING
+    resumed = archival.status == ApprovalStatus.RUNNING
     started = Coalesce("started_at", Value(timezone.now(), output_field=DateTimeField()))
     with table_lock(table, archival_holder(archival)) as lease, _run_claim(
-            archival, lease, ready=(ArchivalStatus.APPROVED, ArchivalStatus.RUNNING), failed_action="archival.failed",
+            archival, lease, ready=(ApprovalStatus.APPROVED, ApprovalStatus.RUNNING), failed_action="archival.failed",
             task_id=task_id, started_at=started, error="") as mine:
         if mine is None:
             archival.refresh_from_db()
@@ -164,13 +113,13 @@ def archival_run(*, archival: Archival, task_id: str = "") -> Archival:
         except ArchivalInvalidated as exc:
             reason = str(exc) + (" (an earlier run of this archival stopped part-way)" if resumed else "")
             completed = False
-            if mine.update(status=ArchivalStatus.STALE, stale_reason=reason[:2000], finished_at=timezone.now()):
+            if mine.update(status=ApprovalStatus.STALE, stale_reason=reason[:2000], finished_at=timezone.now()):
                 audit(user=None, action="archival.stale", table=table, parameters={"archival": archival.pk},
                       result=reason)
             else:
                 _run_stopped(archival, "archival.stopped", lease, f"lost the table's lock, then: {exc}")
         except CleanlineError as exc:
-            if mine.update(status=ArchivalStatus.FAILED, error=str(exc)[:2000], finished_at=timezone.now()):
+            if mine.update(status=ApprovalStatus.FAILED, error=str(exc)[:2000], finished_at=timezone.now()):
                 audit(user=None, action="archival.failed", table=table, parameters={"archival": archival.pk},
                       result=str(exc))
             else:
@@ -185,7 +134,7 @@ def archival_run(*, archival: Archival, task_id: str = "") -> Archival:
                       "written": len(done.written) if done else 0, "deleted": len(done.deleted) if done else 0,
                       "active_before": outcome.plan.active_before, "active_after": outcome.plan.active_after,
                       "lock": [decision.describe() for decision in maintenance.decisions]}
-            completed = bool(mine.update(status=ArchivalStatus.COMPLETED, result=result, finished_at=timezone.now()))
+            completed = bool(mine.update(status=ApprovalStatus.COMPLETED, result=result, finished_at=timezone.now()))
             if not completed:
                 _run_stopped(archival, "archival.stopped", lease, "lost the table's lock to another run; recorded "
                              "nothing")
@@ -194,6 +143,6 @@ def archival_run(*, archival: Archival, task_id: str = "") -> Archival:
               parameters={"archival": archival.pk, "lock": result["lock"], **_stopped(archival.writers_stopped)},
               result=f"{result['archived']} instants archived; the active timeline holds {result['active_after']}")
     archival.refresh_from_db()
-    if archival.status in (ArchivalStatus.COMPLETED, ArchivalStatus.STALE):
+    if archival.status in (ApprovalStatus.COMPLETED, ApprovalStatus.STALE):
         table_sync_after_change(table=table, files=False)  # the timeline changed: by this run, or under the plan
     return archival

@@ -20,15 +20,16 @@ from typing import Any
 
 from django.utils import timezone
 
-from console.models import CleanPlan, PlanStatus, Table
+from console.models import CleanPlan, Table
+from console.models_approvals import ApprovalStatus
 from timeline import CleanConfig, CleanlineError, CleanPolicy, FileSystemView, HudiTable
 from timeline.clean.whatif import UNITS, reclaimable
 from timeline.fsview import TableListing
 from timeline.mdt.listing import ListingSource, resolve, table_listing
 
 # plans whose figure stands for what a clean would free (a failed or unfinished one says nothing)
-_PLANNED = (PlanStatus.DRAFT, PlanStatus.APPROVING, PlanStatus.APPROVED, PlanStatus.RUNNING, PlanStatus.STALE,
-            PlanStatus.REJECTED, PlanStatus.COMPLETED)
+_PLANNED = (ApprovalStatus.DRAFT, ApprovalStatus.APPROVING, ApprovalStatus.APPROVED, ApprovalStatus.RUNNING,
+            ApprovalStatus.STALE, ApprovalStatus.REJECTED, ApprovalStatus.COMPLETED)
 
 
 def listing_source(lake: HudiTable) -> ListingSource:
@@ -78,7 +79,7 @@ def plan_figure(table: Table, layout: dict[str, Any]) -> dict[str, Any]:
 
 
 def _of_plan(plan: CleanPlan, at: str) -> dict[str, Any]:
-    done = plan.status == PlanStatus.COMPLETED
+    done = plan.status == ApprovalStatus.COMPLETED
     try:
         config = CleanConfig.from_properties(plan.settings)
         retained = {CleanPolicy.KEEP_LATEST_COMMITS: config.commits_retained,

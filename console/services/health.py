@@ -19,12 +19,18 @@ from django.utils import timezone
 
 from console.lake import open_table
 from console.models import Table
-from console.models_health import OPEN_REPAIR, SEVERITY_RANK, Repair, RepairStatus, TableHealth
-from console.permissions import approval_refusal
+from console.models_approvals import ApprovalStatus
+from console.models_health import OPEN_REPAIR, SEVERITY_RANK, Repair, TableHealth
 from console.selectors.health import doctor_settings
+from console.services.approvals import (
+    approval_approve,
+    approval_claim,
+    approval_refusal,
+    approval_reject,
+    approval_requested,
+)
 from console.services.audit import audit
 from console.services.locks import table_lock
-from console.services.queue import RUN_REPAIR, enqueue_on_commit
 from console.services.tables import fingerprint, table_services, table_sync_after_change
 from timeline import CleanlineError, HudiTable
 from timeline.doctor import KINDS, LISTING_KINDS, TIMELINE_KINDS, Change, RepairInvalidated, RepairPlan
@@ -103,53 +109,25 @@ def repair_request(*, table: Table, user: User | None, kind: str) -> Repair:
         raise ValidationError(reason)
     repair = Repair.objects.create(table=table, kind=kind, plan=plan.to_json(), changes=len(plan.changes),
                                    bytes=plan.bytes, requested_by=user)
-    audit(user=user, action="repair.requested", table=table,
-          parameters={"repair": repair.pk, "kind": kind, "changes": repair.changes, "bytes": repair.bytes})
-    return repair
+    return approval_requested(change=repair, user=user, changes=repair.changes, bytes=repair.bytes)
 
 
 def repair_approval_refusal(user: User | None, repair: Repair) -> str:
-    """Why `user` may not approve `repair`, or "": a clean's two-person rule."""
-    return "" if user is None else approval_refusal(user, repair.requested_by_id)
+    """Why `user` may not approve `repair`, or "": the one workflow's rule."""
+    return approval_refusal(user, repair)
 
 
 def repair_approve(*, repair: Repair, user: User | None, writers_stopped: bool = False) -> Repair:
-    """Approve a waiting repair (one conditional update: of two approvals exactly one wins) and
-    queue its run on commit; refused, and audited, for the requester (and accounts they made)
-    while CLEANLINE_APPROVER_MUST_DIFFER. `writers_stopped`: the approver's word that the
-    table's Hudi writers are stopped (its run then goes on beside a live writer when no lock is
-    known)."""
-    refusal = (f"Only a repair waiting for approval can be approved; this one is {repair.status}."
-               if repair.status != RepairStatus.DRAFT else repair_approval_refusal(user, repair))
-    if not refusal and not Repair.objects.filter(pk=repair.pk, status=RepairStatus.DRAFT).update(
-            status=RepairStatus.APPROVED, decided_by=user, decided_at=timezone.now(), writers_stopped=writers_stopped):
-        repair.refresh_from_db()
-        refusal = f"Repair #{repair.pk} was decided meanwhile (it is {repair.status})."
-    if refusal:
-        audit(user=user, action="repair.approval.refused", table=repair.table,
-              parameters={"repair": repair.pk, "kind": repair.kind}, result=refusal)
-        raise ValidationError(refusal)
-    audit(user=user, action="repair.approved", table=repair.table,
-          parameters={"repair": repair.pk, "kind": repair.kind, **({"writers_stopped": True} if writers_stopped
-                                                                  else {})})
-    repair.refresh_from_db()
-    enqueue_on_commit(RUN_REPAIR, repair)
-    return repair
+    """Approve a waiting repair (the one workflow's `approval_approve`: the two-person rule by
+    lineage, one conditional claim) and queue its run on commit. `writers_stopped`: the
+    approver's word that the table's Hudi writers are stopped (its run then goes on beside a
+    live writer when no lock is known)."""
+    return approval_approve(change=repair, user=user, writers_stopped=writers_stopped)
 
 
 def repair_reject(*, repair: Repair, user: User | None, note: str = "") -> Repair:
-    """Refuse a waiting repair (any admin, the requester too); audited."""
-    if not Repair.objects.filter(pk=repair.pk, status=RepairStatus.DRAFT).update(
-            status=RepairStatus.REJECTED, decided_by=user, decided_at=timezone.now(), decision_note=note[:2000]):
-        repair.refresh_from_db()
-        reason = f"Only a repair waiting for approval can be rejected; this one is {repair.status}."
-        audit(user=user, action="repair.rejection.refused", table=repair.table,
-              parameters={"repair": repair.pk, "kind": repair.kind}, result=reason)
-        raise ValidationError(reason)
-    audit(user=user, action="repair.rejected", table=repair.table,
-          parameters={"repair": repair.pk, "kind": repair.kind, "note": note})
-    repair.refresh_from_db()
-    return repair
+    """Refuse a waiting repair (any admin, the requester too; `approval_reject`); audited."""
+    return approval_reject(change=repair, user=user, note=note)
 
 
 def repair_holder(repair: Repair) -> str:
@@ -170,7 +148,7 @@ def approved_plan(repair: Repair) -> RepairPlan:
 
 def _finish(repair: Repair, token: str, status: str, action: str, outcome: str, **fields: Any) -> bool:
     """Settle this run's claim; audited. False if the run lost its claim meanwhile."""
-    if not Repair.objects.filter(pk=repair.pk, status=RepairStatus.RUNNING, run_token=token).update(
+    if not Repair.objects.filter(pk=repair.pk, status=ApprovalStatus.RUNNING, run_token=token).update(
             status=status, finished_at=timezone.now(), **fields):
         return False
     audit(user=None, action=action, table=repair.table, parameters={"repair": repair.pk, "kind": repair.kind},
@@ -187,30 +165,31 @@ def repair_run(*, repair: Repair, task_id: str = "") -> Repair:
     is synced and its health checked again. TableBusy when another run holds the table."""
     table = repair.table
     with table_lock(table, repair_holder(repair)) as lease:
-        if not Repair.objects.filter(pk=repair.pk, status__in=(RepairStatus.APPROVED, RepairStatus.RUNNING)).update(
-                status=RepairStatus.RUNNING, run_token=lease.token, task_id=task_id or repair.task_id):
+        if not approval_claim(change=repair, to=ApprovalStatus.RUNNING,
+                              ready=(ApprovalStatus.APPROVED, ApprovalStatus.RUNNING), run_token=lease.token,
+                              task_id=task_id or repair.task_id, started_at=timezone.now()):
             repair.refresh_from_db()
             return repair
         try:
             maintenance = table_services(table, writers_stopped=repair.writers_stopped)
             result = maintenance.repair(approved_plan(repair), settings=doctor_settings(table), dry_run=False)
         except RepairInvalidated as exc:
-            _finish(repair, lease.token, RepairStatus.STALE, "repair.stale", str(exc), error=str(exc)[:2000])
+            _finish(repair, lease.token, ApprovalStatus.STALE, "repair.stale", str(exc), error=str(exc)[:2000])
         except CleanlineError as exc:
-            _finish(repair, lease.token, RepairStatus.FAILED, "repair.failed", str(exc), error=str(exc)[:2000])
+            _finish(repair, lease.token, ApprovalStatus.FAILED, "repair.failed", str(exc), error=str(exc)[:2000])
         except Exception as exc:
             reason = f"{type(exc).__name__}: {exc}"
-            _finish(repair, lease.token, RepairStatus.FAILED, "repair.failed", reason, error=reason[:2000])
+            _finish(repair, lease.token, ApprovalStatus.FAILED, "repair.failed", reason, error=reason[:2000])
             raise
         else:
             summary = (f"{len(result.done)} change(s) made, {len(result.skipped)} skipped, "
                        f"{len(result.failed)} failed")
             if result.ok:
-                _finish(repair, lease.token, RepairStatus.COMPLETED, "repair.completed", summary,
+                _finish(repair, lease.token, ApprovalStatus.COMPLETED, "repair.completed", summary,
                         result=result.to_json())
             else:
                 why = "; ".join(f"{c.action} {c.target}: {reason}" for c, reason in result.failed[:5])
-                _finish(repair, lease.token, RepairStatus.FAILED, "repair.failed", f"{summary}: {why}",
+                _finish(repair, lease.token, ApprovalStatus.FAILED, "repair.failed", f"{summary}: {why}",
                         result=result.to_json(), error=f"{summary}: {why}"[:2000])
     table_sync_after_change(table=table, files=True)  # a repair may delete files: the figures follow at once
     health_check(table=table, force=True)
@@ -221,8 +200,8 @@ def repair_run(*, repair: Repair, task_id: str = "") -> Repair:
 def repair_gave_up(*, repair: Repair, error: str) -> bool:
     """A task gave up on an approved repair (its table stayed busy, or it failed before the run
     claimed it): FAILED with the reason and audited, unless a run settled it meanwhile."""
-    if not Repair.objects.filter(pk=repair.pk, status=RepairStatus.APPROVED).update(
-            status=RepairStatus.FAILED, error=error[:2000], finished_at=timezone.now()):
+    if not Repair.objects.filter(pk=repair.pk, status=ApprovalStatus.APPROVED).update(
+            status=ApprovalStatus.FAILED, error=error[:2000], finished_at=timezone.now()):
         return False
     audit(user=None, action="repair.failed", table=repair.table, parameters={"repair": repair.pk, "kind": repair.kind},
           result=error)

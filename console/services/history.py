@@ -11,7 +11,8 @@ from django.conf import settings
 from django.db.models import Sum
 from django.utils import timezone
 
-from console.models import CleanPlan, Job, JobStatus, PlanStatus, Table
+from console.models import CleanPlan, Job, JobStatus, Table
+from console.models_approvals import ApprovalStatus
 from console.models_history import TableSnapshot
 
 # A table whose figures did not change still gets a snapshot once its last is this old.
@@ -22,7 +23,8 @@ def reclaimed_bytes(table: Table) -> int:
     """Bytes Cleanline's cleans of `table` reclaimed in all: its completed plans' and the
     completed runs of pending cleans found on its timeline (Hudi's clean metadata records no
     sizes, so cleans Hudi's writers ran count nothing)."""
-    plans = CleanPlan.objects.filter(table=table, status=PlanStatus.COMPLETED).aggregate(b=Sum("progress_bytes"))["b"]
+    plans = CleanPlan.objects.filter(table=table, status=ApprovalStatus.COMPLETED).aggregate(
+        b=Sum("progress_bytes"))["b"]
     jobs = Job.objects.filter(table=table, kind=Job.Kind.CLEAN, status=JobStatus.COMPLETED).values_list("result",
                                                                                                       flat=True)
     return int(plans or 0) + sum(int((r or {}).get("bytes") or 0) for r in jobs)

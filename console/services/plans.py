@@ -15,16 +15,19 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from console.lake import open_stored_plan, open_table
-from console.models import (
-    CleanPlan,
-    PlanStatus,
-    Table,
-)
-from console.permissions import change_approval_refusal
+from console.models import CleanPlan, Table
+from console.models_approvals import ApprovalStatus
 from console.selectors.tables import instant_count
+from console.services.approvals import (
+    approval_approve,
+    approval_claim,
+    approval_refusal,
+    approval_reject,
+    approval_requested,
+)
 from console.services.audit import audit
 from console.services.locks import Lease, LockLost, TableBusy, live_lock, table_lock
-from console.services.queue import APPROVE_CLEAN_PLAN, BUILD_CLEAN_PLAN, check_alerts_on_commit, enqueue_on_commit
+from console.services.queue import BUILD_CLEAN_PLAN, check_alerts_on_commit, enqueue_on_commit
 from console.services.refusals import Refused
 from console.services.runs import _run_claim, _run_stopped
 from console.services.tables import table_services, table_sync_after_change
@@ -82,7 +85,7 @@ def plan_request(*, table: Table, user: User | None, overrides: Mapping[str, Any
         settings[ENFORCE_RETENTION] = "false"
     plan = CleanPlan.objects.create(table=table, requested_by=user, settings=settings,
                                     policy=config.policy.value, automatic=automatic, listing=listing)
-    audit(user=user, action="clean.plan.requested", table=table, parameters=plan.settings | {"listing": listing})
+    approval_requested(change=plan, user=user, **plan.settings, listing=listing)
     if enqueue:
         enqueue_on_commit(BUILD_CLEAN_PLAN, plan)
     return plan
@@ -127,8 +130,8 @@ def plan_build(*, plan: CleanPlan) -> CleanPlan:
         engine = "spark" if _on_spark(table) else "local"
         stored = _make_plan(table, lake, config, _enforced(plan), folder, engine, plan.listing)
     except CleanlineError as exc:
-        CleanPlan.objects.filter(pk=plan.pk, status=PlanStatus.PLANNING).update(
-            status=PlanStatus.FAILED, error=str(exc)[:2000], finished_at=timezone.now())
+        CleanPlan.objects.filter(pk=plan.pk, status=ApprovalStatus.PLANNING).update(
+            status=ApprovalStatus.FAILED, error=str(exc)[:2000], finished_at=timezone.now())
         audit(user=None, action="clean.plan.failed", table=table, parameters={"plan": plan.pk}, result=str(exc))
         plan.refresh_from_db()
         return plan
@@ -152,7 +155,7 @@ def plan_store(*, plan: CleanPlan, stored: StoredPlan, warnings: list[str]) -> N
     ectr = stored.earliest_instant_to_retain
     with_deletes = [s for s in stored.sums if s.deletes]
     CleanPlan.objects.filter(pk=plan.pk).update(
-        status=PlanStatus.DRAFT, store=stored.uri, earliest_retained=ectr.requested_time if ectr else "",
+        status=ApprovalStatus.DRAFT, store=stored.uri, earliest_retained=ectr.requested_time if ectr else "",
         last_completed_commit=stored.last_completed_commit, incremental=stored.incremental,
         files_to_delete=stored.files_to_delete, bytes_to_delete=stored.bytes_to_delete,
         files_kept=stored.files_kept, partitions_with_deletes=len(with_deletes),
@@ -216,15 +219,8 @@ def _warnings(lake: HudiTable) -> list[str]:
 
 
 def plan_reject(*, plan: CleanPlan, user: User | None, note: str = "") -> CleanPlan:
-    if plan.status != PlanStatus.DRAFT:
-        raise ValidationError(f"Only a draft plan can be rejected; this one is {plan.status}.")
-    if not CleanPlan.objects.filter(pk=plan.pk, status=PlanStatus.DRAFT).update(
-            status=PlanStatus.REJECTED, decided_by=user, decided_at=timezone.now(), decision_note=note):
-        plan.refresh_from_db()  # an approval claimed it meanwhile
-        raise ValidationError(f"Only a draft plan can be rejected; this one is {plan.status}.")
-    audit(user=user, action="clean.plan.rejected", table=plan.table, parameters={"plan": plan.pk, "note": note})
-    plan.refresh_from_db()
-    return plan
+    """Reject a draft plan (the one workflow's `approval_reject`)."""
+    return approval_reject(change=plan, user=user, note=note)
 
 
 def plan_holder(plan: CleanPlan) -> str:
@@ -233,37 +229,28 @@ def plan_holder(plan: CleanPlan) -> str:
 
 
 def _check_approvable(plan: CleanPlan, user: User | None) -> None:
-    if plan.status not in (PlanStatus.DRAFT, PlanStatus.APPROVING):
+    """The worker's check before it writes the clean: the plan is still a draft (or claimed for
+    approval) and the one workflow would let `user` approve it (`approvals.approval_refusal`,
+    the two-person rule's refusal audited)."""
+    if plan.status not in (ApprovalStatus.DRAFT, ApprovalStatus.APPROVING):
         raise ValidationError(f"Only a draft plan can be approved; this one is {plan.status}.")
-    if plan.deletes_nothing:
-        raise ValidationError("Nothing to clean: this plan deletes no file, so there is nothing to approve "
-                              "(Hudi schedules no clean for it either).")
-    refusal = "" if user is None else change_approval_refusal(user, plan)
+    refusal = approval_refusal(user, plan)
     if refusal:
-        audit(user=user, action="clean.plan.approval.refused", table=plan.table, parameters={"plan": plan.pk},
-              result=refusal)
+        if not plan.deletes_nothing:
+            audit(user=user, action="clean.plan.approval.refused", table=plan.table, parameters={"plan": plan.pk},
+                  result=refusal)
         raise ValidationError(refusal)
 
 
 def plan_approval_request(*, plan: CleanPlan, user: User | None, writers_stopped: bool = False) -> CleanPlan:
-    """An approval, as the pages and the API ask for it: the same checks as `plan_approve`,
-    then the draft is claimed for this approver (DRAFT to APPROVING, one conditional update: of
+    """An approval, as the pages and the API ask for it (the one workflow's `approval_approve`):
+    the draft is claimed for this approver (DRAFT to APPROVING, one conditional update: of
     simultaneous approvals exactly one wins) and audited; then the approval task is queued on
     commit, which re-validates the plan on the engine that made it (`plan_approve`) outside the
     request.
     `writers_stopped`: the approver's word that the table's Hudi writers are stopped, recorded on
     the plan (its approval and run then go on beside a live writer when no lock is known)."""
-    _check_approvable(plan, user)
-    if plan.status != PlanStatus.DRAFT or not CleanPlan.objects.filter(pk=plan.pk, status=PlanStatus.DRAFT).update(
-            status=PlanStatus.APPROVING, decided_by=user, decided_at=timezone.now(), run_token="", error="",
-            writers_stopped=writers_stopped):
-        plan.refresh_from_db()
-        raise ValidationError(f"Plan #{plan.pk} is already being approved (it is {plan.status}).")
-    audit(user=user, action="clean.plan.approval.requested", table=plan.table,
-          parameters={"plan": plan.pk, **({"writers_stopped": True} if writers_stopped else {})})
-    plan.refresh_from_db()
-    enqueue_on_commit(APPROVE_CLEAN_PLAN, plan)
-    return plan
+    return approval_approve(change=plan, user=user, writers_stopped=writers_stopped)
 
 
 def plan_approve(*, plan: CleanPlan, user: User | None, writers_stopped: bool = False) -> CleanPlan:
@@ -277,7 +264,8 @@ def plan_approve(*, plan: CleanPlan, user: User | None, writers_stopped: bool = 
     re-made on the engine that made it (`CleanPlan.engine`). `writers_stopped` as in
     `plan_approval_request` (a plan claimed by such a request keeps what it said)."""
     _check_approvable(plan, user)
-    if writers_stopped and CleanPlan.objects.filter(pk=plan.pk, status=PlanStatus.DRAFT).update(writers_stopped=True):
+    draft = CleanPlan.objects.filter(pk=plan.pk, status=ApprovalStatus.DRAFT)
+    if writers_stopped and draft.update(writers_stopped=True):
         plan.writers_stopped = True
     holder = f"clean-plan-approval:{plan.pk}"
     try:
@@ -300,11 +288,12 @@ def _approve_claimed(plan: CleanPlan, user: User | None, lease: Lease) -> CleanP
 def _approve_checked(plan: CleanPlan, user: User | None, lease: Lease) -> CleanPlan:
     table = plan.table
     # Under the table lock, a plan still APPROVING was claimed by an approval that died.
-    if not CleanPlan.objects.filter(pk=plan.pk, status__in=(PlanStatus.DRAFT, PlanStatus.APPROVING)).update(
-            status=PlanStatus.APPROVING, run_token=lease.token, decided_by=user, decided_at=timezone.now(), error=""):
+    if not approval_claim(change=plan, to=ApprovalStatus.APPROVING,
+                          ready=(ApprovalStatus.DRAFT, ApprovalStatus.APPROVING), run_token=lease.token,
+                          decided_by=user, decided_at=timezone.now(), error=""):
         plan.refresh_from_db()
         raise ValidationError(f"Only a draft plan can be approved; this one is {plan.status}.")
-    claim = CleanPlan.objects.filter(pk=plan.pk, status=PlanStatus.APPROVING, run_token=lease.token)
+    claim = CleanPlan.objects.filter(pk=plan.pk, status=ApprovalStatus.APPROVING, run_token=lease.token)
     plan.refresh_from_db()
     if plan.clean_instant:  # an approval that died after recording its clean's time
         adopted = _adopt_recorded_clean(plan, user, claim)
@@ -318,7 +307,7 @@ def _approve_checked(plan: CleanPlan, user: User | None, lease: Lease) -> CleanP
                               plan.listing_used or "storage")  # listed as the plan was
         reasons = compare_stored(stored, now_plan)
         if reasons:
-            claim.update(status=PlanStatus.STALE, stale_reasons=reasons[:200], run_token="")
+            claim.update(status=ApprovalStatus.STALE, stale_reasons=reasons[:200], run_token="")
             audit(user=user, action="clean.plan.stale", table=table, parameters={"plan": plan.pk},
                   result=f"{len(reasons)} differences")
             plan.refresh_from_db()
@@ -332,7 +321,7 @@ def _approve_checked(plan: CleanPlan, user: User | None, lease: Lease) -> CleanP
                 now_plan.to_clean_plan(), config, force=True,
                 before_write=lambda time_: _record_clean_time(claim, time_))
         except PlanInvalidated as exc:  # the timeline re-read under the table's Hudi lock
-            claim.update(status=PlanStatus.STALE, stale_reasons=exc.reasons[:200], run_token="")
+            claim.update(status=ApprovalStatus.STALE, stale_reasons=exc.reasons[:200], run_token="")
             audit(user=user, action="clean.plan.stale", table=table, parameters={"plan": plan.pk},
                   result=f"{len(exc.reasons)} differences under the table lock")
             plan.refresh_from_db()
@@ -342,12 +331,12 @@ def _approve_checked(plan: CleanPlan, user: User | None, lease: Lease) -> CleanP
     except Exception as exc:
         expected = isinstance(exc, (CleanlineError, LockLost))
         message = str(exc) if expected else f"{type(exc).__name__}: {exc}"
-        claim.update(status=PlanStatus.DRAFT, run_token="", decided_by=None, decided_at=None, error=message[:2000])
+        claim.update(status=ApprovalStatus.DRAFT, run_token="", decided_by=None, decided_at=None, error=message[:2000])
         if not expected:
             logger.exception("approval of clean plan %s failed", plan.pk)
             raise
         raise ValidationError(message) from exc
-    if not claim.update(status=PlanStatus.APPROVED, clean_instant=instant.requested_time,
+    if not claim.update(status=ApprovalStatus.APPROVED, clean_instant=instant.requested_time,
                         progress_total=plan.files_to_delete, run_token=""):
         logger.error("clean plan %s: clean %s was requested but the approval lost its claim", plan.pk,
                      instant.requested_time)
@@ -377,7 +366,7 @@ def _adopt_recorded_clean(plan: CleanPlan, user: User | None, claim: Any) -> Cle
     if written is None:
         claim.update(clean_instant="")
         return None
-    if not claim.update(status=PlanStatus.APPROVED, progress_total=plan.files_to_delete, run_token=""):
+    if not claim.update(status=ApprovalStatus.APPROVED, progress_total=plan.files_to_delete, run_token=""):
         raise ValidationError("This approval lost its claim on the plan.")
     audit(user=user, action="clean.plan.approved", table=plan.table,
           parameters={"plan": plan.pk, "clean": plan.clean_instant, "adopted": True,
@@ -391,12 +380,12 @@ def plan_run(*, plan: CleanPlan, task_id: str = "") -> CleanPlan:
     claims the plan first: a copy that finds it already settled does nothing; one that took
     the table over from a dead run finishes the same clean (the library resumes it); one that
     lost the table to another run (it stopped heartbeating) stops and records nothing."""
-    if plan.status not in (PlanStatus.APPROVED, PlanStatus.RUNNING):
+    if plan.status not in (ApprovalStatus.APPROVED, ApprovalStatus.RUNNING):
         raise ValidationError(f"Only an approved plan runs; this one is {plan.status}.")
     table = plan.table
     started = Coalesce("started_at", Value(timezone.now(), output_field=DateTimeField()))
     with table_lock(table, plan_holder(plan)) as lease, _run_claim(
-            plan, lease, ready=(PlanStatus.APPROVED, PlanStatus.RUNNING), failed_action="clean.run.failed",
+            plan, lease, ready=(ApprovalStatus.APPROVED, ApprovalStatus.RUNNING), failed_action="clean.run.failed",
             task_id=task_id, started_at=started, error="") as mine:
         if mine is None:
             plan.refresh_from_db()
@@ -420,7 +409,7 @@ def plan_run(*, plan: CleanPlan, task_id: str = "") -> CleanPlan:
         except (CleanlineError, ValueError) as exc:
             if not lease.owned():
                 _run_stopped(plan, "clean.run.stopped", lease, f"lost the table's lock, then: {exc}")
-            elif mine.update(status=PlanStatus.FAILED, error=str(exc), finished_at=timezone.now()):
+            elif mine.update(status=ApprovalStatus.FAILED, error=str(exc), finished_at=timezone.now()):
                 audit(user=None, action="clean.run.failed", table=table, parameters={"plan": plan.pk}, result=str(exc))
             plan.refresh_from_db()
             return plan
@@ -428,7 +417,7 @@ def plan_run(*, plan: CleanPlan, task_id: str = "") -> CleanPlan:
         if bytes_deleted is None:
             bytes_deleted = sum(deleted for deleted, _, _ in sums.values())
         mine.update(partition_summary=_partition_summary(plan, sums))
-        completed = mine.update(status=PlanStatus.COMPLETED, finished_at=timezone.now(),
+        completed = mine.update(status=ApprovalStatus.COMPLETED, finished_at=timezone.now(),
                                 progress_done=plan.files_to_delete, progress_bytes=bytes_deleted)
     if not completed:
         _run_stopped(plan, "clean.run.stopped", lease, "lost the table's lock to another run; recorded nothing more")
@@ -469,20 +458,20 @@ def auto_clean(*, table: Table) -> CleanPlan | None:
     """Automatic mode: plan with the table's settings; a plan within the table's thresholds
     is approved automatically (and recorded so), a larger one waits for an admin. One clean
     at a time: nothing is planned while a plan of the table is open or the table is busy."""
-    open_states = (PlanStatus.PLANNING, PlanStatus.DRAFT, PlanStatus.APPROVING, PlanStatus.APPROVED,
-                   PlanStatus.RUNNING)
+    open_states = (ApprovalStatus.PLANNING, ApprovalStatus.DRAFT, ApprovalStatus.APPROVING, ApprovalStatus.APPROVED,
+                   ApprovalStatus.RUNNING)
     if table.clean_plans.filter(status__in=open_states).exists() or live_lock(table) is not None:
         return None
     plan = plan_build(plan=plan_request(table=table, user=None, overrides={}, automatic=True, enqueue=False))
-    if plan.status != PlanStatus.DRAFT:  # the library refused it: FAILED with the reason
+    if plan.status != ApprovalStatus.DRAFT:  # the library refused it: FAILED with the reason
         return plan
     if plan.deletes_nothing:
-        CleanPlan.objects.filter(pk=plan.pk).update(status=PlanStatus.REJECTED, decision_note="nothing to clean")
+        CleanPlan.objects.filter(pk=plan.pk).update(status=ApprovalStatus.REJECTED, decision_note="nothing to clean")
         plan.refresh_from_db()
         return plan
     if plan.files_to_delete <= table.auto_max_files and plan.bytes_to_delete <= table.auto_max_bytes:
         plan = plan_approve(plan=plan, user=None)
-        if plan.status == PlanStatus.APPROVED:
+        if plan.status == ApprovalStatus.APPROVED:
             audit(user=None, action="clean.plan.auto-approved", table=table,
                   parameters={"plan": plan.pk, "files": plan.files_to_delete, "bytes": plan.bytes_to_delete})
     else:  # over the table's thresholds: it waits for an admin

@@ -15,8 +15,8 @@ from celery.utils import uuid
 from django.db import transaction
 
 from console.celery import app
-from console.models import Archival, CleanPlan, Job, RetentionEstimate, Table
-from console.models_health import Repair
+from console.models import Job, RetentionEstimate, Table
+from console.models_approvals import Approvable
 
 SYNC_TABLE = "console.tasks.sync_table"
 BUILD_CLEAN_PLAN = "console.tasks.build_clean_plan"
@@ -31,7 +31,7 @@ QUEUED_TASKS = (SYNC_TABLE, BUILD_CLEAN_PLAN, APPROVE_CLEAN_PLAN, RUN_CLEAN_PLAN
                 RUN_REPAIR, RUN_ARCHIVAL, CHECK_TABLE_ALERTS)
 
 
-def enqueue_on_commit(task: str, row: Table | CleanPlan | Job | RetentionEstimate | Repair | Archival,
+def enqueue_on_commit(task: str, row: Table | Job | RetentionEstimate | Approvable,
                       **fields: object) -> None:
     """Send the task named `task` for `row` once the current transaction commits (at once
     outside one), its id written on the row first (a table's `sync_task_id`, else `task_id`),
@@ -41,7 +41,7 @@ def enqueue_on_commit(task: str, row: Table | CleanPlan | Job | RetentionEstimat
     id_field = "sync_task_id" if model is Table else "task_id"
 
     def send() -> None:
-        model.objects.filter(pk=pk).update(**{id_field: task_id}, **fields)
+        model._default_manager.filter(pk=pk).update(**{id_field: task_id}, **fields)
         app.tasks[task].apply_async((pk,), task_id=task_id)
 
     transaction.on_commit(send)

@@ -11,14 +11,8 @@ from typing import Any
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from console.models import (
-    Archival,
-    ArchivalStatus,
-    CleanPlan,
-    Job,
-    JobStatus,
-    PlanStatus,
-)
+from console.models import Archival, CleanPlan, Job, JobStatus
+from console.models_approvals import ApprovalStatus
 from console.services.audit import audit
 from console.services.locks import Lease
 
@@ -67,11 +61,11 @@ def run_gave_up(*, row: Run, error: str, running: bool = True) -> bool:
     """A task gave up on a plan, job or archival (its table stayed busy, or it failed before
     claiming it): the row fails with the reason and an audit event, unless a run settled it
     meanwhile (or, with `running` false, a run claimed it). False if nothing changed."""
-    ready: tuple[PlanStatus | JobStatus | ArchivalStatus, ...]
+    ready: tuple[ApprovalStatus | JobStatus | ApprovalStatus, ...]
     if isinstance(row, CleanPlan):
-        ready, action = (PlanStatus.APPROVED, PlanStatus.RUNNING), "clean.run.failed"
+        ready, action = (ApprovalStatus.APPROVED, ApprovalStatus.RUNNING), "clean.run.failed"
     elif isinstance(row, Archival):
-        ready, action = (ArchivalStatus.APPROVED, ArchivalStatus.RUNNING), "archival.failed"
+        ready, action = (ApprovalStatus.APPROVED, ApprovalStatus.RUNNING), "archival.failed"
     else:
         ready, action = (JobStatus.QUEUED, JobStatus.RUNNING), f"{row.kind}.failed"
     ready = ready if running else ready[:1]

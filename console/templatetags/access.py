@@ -8,7 +8,8 @@ from django import template
 from django.contrib.auth.models import AnonymousUser, User
 
 from console import permissions
-from console.models import Archival, CleanPlan, RoleGrant
+from console.models import RoleGrant
+from console.models_approvals import Approvable
 from console.roles import SOURCES, role_name, role_of, source_of
 
 register = template.Library()
@@ -21,21 +22,21 @@ def may(user: User | AnonymousUser, action: str) -> bool:
 
 
 @register.filter
-def may_approve(user: User | AnonymousUser, change: CleanPlan | Archival) -> bool:
-    """Whether the user may approve `change` (a clean plan, an archival): an approver, and not
+def may_approve(user: User | AnonymousUser, change: Approvable) -> bool:
+    """Whether the user may approve `change` (any change that waits for approval): an approver, and not
     its requester while CLEANLINE_APPROVER_MUST_DIFFER is on."""
     return permissions.may_approve(user, change)
 
 
 @register.filter
-def leaves_approval_to_another(user: User | AnonymousUser, change: CleanPlan | Archival) -> bool:
+def leaves_approval_to_another(user: User | AnonymousUser, change: Approvable) -> bool:
     """Whether the two-person rule keeps the user from approving `change` (their own, or its
     requester's lineage or identity) and another admin must approve it."""
     return permissions.must_leave_approval_to_another(user, change)
 
 
 @register.filter
-def approval_refusal(user: User | AnonymousUser, change: CleanPlan | Archival) -> str:
+def approval_refusal(user: User | AnonymousUser, change: Approvable) -> str:
     """Why the user may not approve `change`, as the two-person rule says it ("" when they may)."""
     return permissions.change_approval_refusal(user, change)
 

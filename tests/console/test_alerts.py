@@ -17,7 +17,8 @@ from django.urls import reverse
 
 from console import services, tasks
 from console.alerts import check_alerts
-from console.models import Alert, AlertKind, AlertRule, AuditEvent, CleanPlan, PlanStatus, Table
+from console.models import Alert, AlertKind, AlertRule, AuditEvent, CleanPlan, Table
+from console.models_approvals import ApprovalStatus
 from console.selectors import stored_plan
 from tests.console.helpers import SHORT_RETENTION, Sinks, login, person
 from timeline import HudiTable
@@ -86,7 +87,7 @@ def drafted(table: Table, **overrides: object) -> CleanPlan:
 def cleaned(table: Table) -> CleanPlan:
     plan = services.plan_approve(plan=drafted(table), user=None)
     plan = services.plan_run(plan=plan)
-    assert plan.status == PlanStatus.COMPLETED
+    assert plan.status == ApprovalStatus.COMPLETED
     return plan
 
 
@@ -98,7 +99,7 @@ def test_alerts_a_failed_clean_fires_once_through_the_task_and_resolves_when_a_c
     (pending,) = lake.timeline.cleans().pending()
     for status in lake.timeline.files_of(pending).values():
         Path(status.path).unlink()  # someone removed the requested clean: the run fails
-    assert services.plan_run(plan=plan).status == PlanStatus.FAILED
+    assert services.plan_run(plan=plan).status == ApprovalStatus.FAILED
     assert tasks.check_alerts.delay().get() == 1  # the periodic task (eager here)
     alert = fires_once(table, AlertKind.CLEAN_FAILED, sinks)
     assert alert.key == "cleans" and f"clean plan #{plan.pk} failed" in alert.message
@@ -114,7 +115,7 @@ def test_alerts_a_stale_plan_fires_and_resolves_once_a_new_plan_is_requested(con
     doomed = next(f for f in stored_plan(plan).deletes() if not f.file_name.startswith("."))  # type: ignore[union-attr]
     assert doomed is not None
     HudiTable.open(table.path).maintenance().create_savepoint(doomed.base_instant)
-    assert services.plan_approve(plan=plan, user=None).status == PlanStatus.STALE
+    assert services.plan_approve(plan=plan, user=None).status == ApprovalStatus.STALE
     alert = fires_once(table, AlertKind.PLAN_STALE, sinks)
     assert alert.key == f"plan:{plan.pk}" and f"now kept (savepoint {doomed.base_instant})" in alert.message
     services.plan_request(table=table, user=None, overrides=SHORT_RETENTION)

@@ -13,7 +13,8 @@ from django.urls import reverse
 
 from console import services
 from console.models import Alert, AlertKind, CleanPlan, Table
-from console.models_health import Repair, RepairStatus
+from console.models_approvals import ApprovalStatus
+from console.models_health import Repair
 from console.selectors import awaiting_decision
 from console.services import health
 from tests.console.helpers import SHORT_RETENTION, Sinks, person
@@ -43,8 +44,8 @@ def test_approvals_queue_lists_what_waits_for_this_user_oldest_first(table: Tabl
     first, second = draft(table, ada), draft(table, bob)
     nothing = draft(table, bob, {"policy": "KEEP_LATEST_COMMITS", "commits_retained": table.instants.count()})
     assert first.files_to_delete and second.files_to_delete and nothing.deletes_nothing
-    assert [a.plan for a in awaiting_decision(cyd)] == [first, second]  # oldest first; nothing to approve: not listed
-    assert [a.plan for a in awaiting_decision(ada)] == [second]          # her own plan waits for another admin
+    assert [a.change for a in awaiting_decision(cyd)] == [first, second]  # oldest first; nothing to approve: not listed
+    assert [a.change for a in awaiting_decision(ada)] == [second]          # her own plan waits for another admin
     assert awaiting_decision(bob) == [] == awaiting_decision(viewer)     # their roles approve nothing
     services.person_role_change(actor=ada, user=viewer, role="admin")    # waits for a second admin
     assert [a.kind for a in awaiting_decision(cyd)] == ["clean plan", "clean plan", "admin role"]
@@ -62,7 +63,7 @@ def test_approvals_queue_lists_what_waits_for_this_user_oldest_first(table: Tabl
     quiet = signed_in(viewer).get(reverse("console:approvals")).content.decode()
     assert 'id="approvals-empty"' in quiet and 'id="approvals-badge"' not in quiet
     services.plan_reject(plan=first, user=cyd)
-    assert [a.plan for a in awaiting_decision(cyd)][:1] == [second]
+    assert [a.change for a in awaiting_decision(cyd)][:1] == [second]
 
 
 def test_approvals_api_plans_awaiting_is_the_tokens_users_queue(table: Table) -> None:
@@ -121,7 +122,7 @@ def test_approvals_queue_holds_repairs_and_archivals_for_their_approvers(archiva
                                    plan={"changes": []})
     archival = services.archival_request(table=table, user=ada)
     plan = draft(table, bob)
-    Repair.objects.create(table=table, kind="markers", status=RepairStatus.COMPLETED, requested_by=bob)  # decided
+    Repair.objects.create(table=table, kind="markers", status=ApprovalStatus.COMPLETED, requested_by=bob)  # decided
     assert [(a.kind, a.pk) for a in awaiting_decision(cyd)] == [
         ("repair", repair.pk), ("archival", archival.pk), ("clean plan", plan.pk)]  # oldest first
     assert [a.kind for a in awaiting_decision(ada)] == ["repair", "clean plan"]  # her archival waits for another

@@ -15,7 +15,8 @@ from django.test import Client
 from django.urls import reverse
 
 from console import services
-from console.models import Archival, ArchivalStatus, AuditEvent, Table
+from console.models import Archival, AuditEvent, Table
+from console.models_approvals import ApprovalStatus
 from tests.console.helpers import KEEP_FEW, completed_commits, hoodie_files, person
 from timeline import HudiTable
 
@@ -69,7 +70,7 @@ def test_archival_request_waits_for_a_second_admin_then_shortens_the_timeline(
         archival = services.archival_request(table=table, user=ada)
         again = services.archival_request(table=table, user=ada)  # a double submit
     assert again.pk == archival.pk and Archival.objects.count() == 1 and queued == []  # nothing runs unapproved
-    assert archival.status == ArchivalStatus.PENDING and len(archival.instants) == 9
+    assert archival.status == ApprovalStatus.DRAFT and len(archival.instants) == 9
     assert archival.expected == completed_commits(table)[:9] and archival.plan["active_after"] == 2
     with pytest.raises(ValidationError, match="approver must differ"):
         services.archival_approve(archival=archival, user=ada)
@@ -81,7 +82,7 @@ def test_archival_request_waits_for_a_second_admin_then_shortens_the_timeline(
     with django_capture_on_commit_callbacks(execute=True):
         done = services.archival_approve(archival=archival, user=bob)
     done.refresh_from_db()
-    assert done.status == ArchivalStatus.COMPLETED, done.error or done.stale_reason
+    assert done.status == ApprovalStatus.COMPLETED, done.error or done.stale_reason
     assert done.result["archived"] == 9 and done.result["active_after"] == 2
     assert len(HudiTable.open(table.path).timeline) == 2 and hoodie_files(table) != before
     table.refresh_from_db()
@@ -107,7 +108,7 @@ def test_archival_a_plan_the_timeline_no_longer_gives_turns_stale_with_nothing_w
     with django_capture_on_commit_callbacks(execute=True):
         services.archival_approve(archival=archival, user=bob)
     archival.refresh_from_db()
-    assert archival.status == ArchivalStatus.STALE and "plan it again" in archival.stale_reason
+    assert archival.status == ApprovalStatus.STALE and "plan it again" in archival.stale_reason
     assert hoodie_files(table) == before and len(HudiTable.open(table.path).timeline) == 12
     assert actions(table)[-2:] == ["archival.approved", "archival.stale"]
     shown = client_of(bob).get(reverse("console:archival_detail", args=[table.pk, archival.pk]))
@@ -120,8 +121,8 @@ def test_archival_decline_and_refusals(table: Table, django_capture_on_commit_ca
     ada, bob = person("ada", "admin"), person("bob", "admin")
     archival = services.archival_request(table=table, user=ada)
     declined = services.archival_decline(archival=archival, user=ada, note="not now")  # the requester may decline
-    assert declined.status == ArchivalStatus.DECLINED and declined.decision_note == "not now"
-    assert services.archival_decline(archival=archival, user=ada).status == ArchivalStatus.DECLINED  # double submit
+    assert declined.status == ApprovalStatus.REJECTED and declined.decision_note == "not now"
+    assert services.archival_decline(archival=archival, user=ada).status == ApprovalStatus.REJECTED  # double submit
     with django_capture_on_commit_callbacks() as queued, pytest.raises(ValidationError, match="waiting for approval"):
         services.archival_approve(archival=archival, user=bob)
     assert queued == [] and len(HudiTable.open(table.path).timeline) == 11
@@ -196,7 +197,7 @@ def test_archival_of_a_table_with_a_metadata_table_says_what_its_own_archival_mo
     with django_capture_on_commit_callbacks(execute=True):
         done = services.archival_approve(archival=archival, user=bob)
     done.refresh_from_db()
-    assert done.status == ArchivalStatus.COMPLETED, done.error or done.stale_reason
+    assert done.status == ApprovalStatus.COMPLETED, done.error or done.stale_reason
     assert done.result["metadata_table_archived"] == planned.archivable
     page = client_of(ada).get(reverse("console:archival_detail", args=[table.pk, archival.pk])).content.decode()
     assert f"Its metadata table's own archival moved {planned.archivable} instants." in page

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from console import services
-from console.models import Archival, ArchivalStatus, AuditEvent, Table, TableLock
+from console.models import Archival, AuditEvent, Table, TableLock
+from console.models_approvals import ApprovalStatus
 from tests.console.helpers import (
     ARCHIVABLE_TABLE,
     KEEP_FEW,
@@ -40,8 +41,8 @@ def on_worker(start_worker, settings, tmp_path: Path, table_copy) -> Table:
 
 def settled(archival: Archival) -> Archival:
     """The archival once the worker is done with it (neither approved nor running)."""
-    wait_for(lambda: Archival.objects.get(pk=archival.pk).status not in (ArchivalStatus.APPROVED,
-                                                                         ArchivalStatus.RUNNING),
+    wait_for(lambda: Archival.objects.get(pk=archival.pk).status not in (ApprovalStatus.APPROVED,
+                                                                         ApprovalStatus.RUNNING),
              120, "the worker to run the archival")
     archival.refresh_from_db()
     return archival
@@ -53,10 +54,10 @@ def test_archival_worker_request_second_admin_approves_worker_archives(on_worker
     assert table.active_instants == before == 11 and table.archivable_instants == 9
     ada, bob = person("ada", "admin"), person("bob", "admin")
     archival = services.archival_request(table=table, user=ada)
-    assert archival.status == ArchivalStatus.PENDING and archival.task_id == ""
+    assert archival.status == ApprovalStatus.DRAFT and archival.task_id == ""
     services.archival_approve(archival=archival, user=bob)  # queues the run on commit
     archival = settled(archival)
-    assert archival.status == ArchivalStatus.COMPLETED, archival.error or archival.stale_reason
+    assert archival.status == ApprovalStatus.COMPLETED, archival.error or archival.stale_reason
     assert archival.task_id and archival.started_at and archival.finished_at
     lake = HudiTable.open(table.path)
     assert len(lake.timeline) == before - 9 == archival.result["active_after"]
@@ -79,7 +80,7 @@ def test_archival_worker_marks_a_plan_the_timeline_no_longer_gives_stale(on_work
     files = hoodie_files(table)
     services.archival_approve(archival=archival, user=person("bob", "admin"))
     archival = settled(archival)
-    assert archival.status == ArchivalStatus.STALE and "plan it again" in archival.stale_reason
+    assert archival.status == ApprovalStatus.STALE and "plan it again" in archival.stale_reason
     assert hoodie_files(table) == files, "nothing written"
     assert AuditEvent.objects.filter(table=table, action="archival.stale").count() == 1
     assert not AuditEvent.objects.filter(table=table, action="archival.completed").exists()

@@ -10,7 +10,8 @@ import pytest
 from playwright.sync_api import Browser, Page
 
 from console import services
-from console.models import Archival, ArchivalStatus, Table
+from console.models import Archival, Table
+from console.models_approvals import ApprovalStatus
 from tests.console.helpers import SHOTS, completed_commits, signed_in
 from timeline import HudiTable
 
@@ -52,7 +53,7 @@ def test_browser_archival_blocked_by_a_savepoint_freed_and_archived(
     ada.wait_for_selector("#approval-note")
     assert ada.locator("button:has-text('Approve and archive')").count() == 0  # two-person approval
     archival = Archival.objects.get()
-    assert archival.status == ArchivalStatus.PENDING
+    assert archival.status == ApprovalStatus.DRAFT
 
     bob = signed_in(browser, live_server.url, "bob", "admin", width, scheme)
     bob.goto(f"{live_server.url}/tables/{table.pk}/archivals/{archival.pk}")

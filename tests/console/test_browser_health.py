@@ -10,7 +10,8 @@ from django.contrib.auth.models import Group, User
 from playwright.sync_api import Browser, Page
 
 from console.models import Table
-from console.models_health import Repair, RepairStatus
+from console.models_approvals import ApprovalStatus
+from console.models_health import Repair
 from console.tasks import sync_table
 from tests.console.helpers import SHOTS, leave_markers
 
@@ -61,7 +62,7 @@ def test_browser_health_list_finding_preview_second_admin_approval_and_healthy_r
     admin.click("button:has-text('Approve and run')")  # the run is queued on commit (eager here)
     admin.wait_for_selector("#repair-done")
     repair.refresh_from_db()
-    assert repair.status == RepairStatus.COMPLETED and repair.decided_by is not None
+    assert repair.status == ApprovalStatus.COMPLETED and repair.decided_by is not None
     assert "1 change made" in admin.locator("#repair-done").inner_text()
     admin.screenshot(path=str(SHOTS / "health-repair-done.png"))
     admin.locator("#repair-done a").click()

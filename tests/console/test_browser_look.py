@@ -15,7 +15,8 @@ from django.urls import reverse
 from playwright.sync_api import Browser, Page
 
 from console import services
-from console.models import JobStatus, PlanStatus, Table
+from console.models import JobStatus, Table
+from console.models_approvals import ApprovalStatus
 from console.services.history import snapshot_record
 from tests.console.helpers import SHORT_RETENTION, SHOTS
 from tests.helpers import fake_failed_write
@@ -111,8 +112,8 @@ def lake_pages(table: Table) -> list[tuple[str, str]]:
     done = services.plan_build(plan=services.plan_request(table=table, user=operator, overrides=SHORT_RETENTION,
                                                           enqueue=False))
     done = services.plan_run(plan=services.plan_approve(plan=done, user=admin))
-    assert draft.status == PlanStatus.DRAFT and draft.files_to_delete > 0, draft.error
-    assert done.status == PlanStatus.COMPLETED, done.error
+    assert draft.status == ApprovalStatus.DRAFT and draft.files_to_delete > 0, draft.error
+    assert done.status == ApprovalStatus.COMPLETED, done.error
     commits = [i.requested_time for i in HudiTable.open(table.path).timeline.commits().completed()]
     savepoint = services.savepoint_create(table=table, user=admin, instant_time=commits[-1],
                                           comment="before the backfill")

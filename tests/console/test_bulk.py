@@ -8,7 +8,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from console.models import AuditEvent, CleanPlan, PlanStatus, Table
+from console.models import AuditEvent, CleanPlan, Table
+from console.models_approvals import ApprovalStatus
 from tests.console.helpers import login, person
 
 pytestmark = pytest.mark.django_db
@@ -35,7 +36,7 @@ def test_bulk_plans_a_clean_of_each_ticked_table_after_one_confirmation(
         done = operator.post(reverse("console:bulk"), {"action": "plan", "table": ticked, "confirm": "yes"})
     assert done.status_code == 302 and done["Location"] == reverse("console:catalog")
     plans = CleanPlan.objects.order_by("table_id")
-    assert [p.table_id for p in plans] == ticked and all(p.status in (PlanStatus.DRAFT, PlanStatus.FAILED)
+    assert [p.table_id for p in plans] == ticked and all(p.status in (ApprovalStatus.DRAFT, ApprovalStatus.FAILED)
                                                          for p in plans)
     assert AuditEvent.objects.filter(action="clean.plan.requested").count() == 2
     assert "2 clean plans requested" in operator.get(reverse("console:catalog")).content.decode()

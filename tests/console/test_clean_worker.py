@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from console import services
-from console.models import CleanPlan, PlanStatus, Table, TableLock
+from console.models import CleanPlan, Table, TableLock
+from console.models_approvals import ApprovalStatus
 from console.selectors import stored_plan
 from tests.console.helpers import SHORT_RETENTION, queued_outcome, wait_for
 from tests.helpers import Lake, rows
@@ -62,16 +63,16 @@ def test_clean_worker_plan_approve_execute_on_spark(start_worker, spark_env, set
     start_worker(spark=True, **spark_env)
     table = registered_on_worker(path)
     plan = drafted_on_worker(table)
-    assert plan.status == PlanStatus.DRAFT and plan.files_to_delete > 0 and plan.engine == "spark"
+    assert plan.status == ApprovalStatus.DRAFT and plan.files_to_delete > 0 and plan.engine == "spark"
     ectr = plan.earliest_retained
     retained = [i.requested_time for i in HudiTable.open(table.path).timeline.writes().completed()
                 if i.requested_time >= ectr]
     before = {t: rows(path, t) for t in retained}
     plan = services.plan_approve(plan=plan, user=None)
-    assert plan.status == PlanStatus.APPROVED
+    assert plan.status == ApprovalStatus.APPROVED
     run_clean_plan.delay(plan.pk).get(timeout=300)
     plan.refresh_from_db()
-    assert plan.status == PlanStatus.COMPLETED and plan.progress_done == plan.files_to_delete
+    assert plan.status == ApprovalStatus.COMPLETED and plan.progress_done == plan.files_to_delete
     assert all(rows(path, t) == before[t] for t in retained)
     files = list(stored_plan(plan).iter_rows())  # type: ignore[union-attr]
     planned = {f.file_name for f in files if f.delete}
@@ -102,10 +103,10 @@ def test_clean_worker_killed_mid_clean_a_new_worker_finishes_it(start_worker, sp
     os.killpg(first.pid, signal.SIGKILL)
     first.wait(timeout=30)
     left = sum(1 for p in doomed if p.exists())
-    assert status(plan) == PlanStatus.RUNNING  # the row says what it knows: the worker took it and died
+    assert status(plan) == ApprovalStatus.RUNNING  # the row says what it knows: the worker took it and died
     assert 0 < left < len(doomed), "the worker must die part-way for this test to mean anything"
     start_worker(spark=True, **spark_env)
-    wait_for(lambda: status(plan) == PlanStatus.COMPLETED, 300, "the clean to finish on a new worker")
+    wait_for(lambda: status(plan) == ApprovalStatus.COMPLETED, 300, "the clean to finish on a new worker")
     plan.refresh_from_db()
     assert plan.progress_done == len(doomed) and not any(p.exists() for p in doomed)
     # the dead worker's deletes are "already gone" to the new one; the rest it deleted itself (a

@@ -8,7 +8,8 @@ import pytest
 from django.urls import reverse
 
 from console import selectors, services
-from console.models import PlanStatus, Table
+from console.models import Table
+from console.models_approvals import ApprovalStatus
 from tests.console.helpers import SHORT_RETENTION, login, person
 from timeline import CleanConfig, HudiTable
 from timeline.clean.planner import plan_clean
@@ -30,7 +31,7 @@ def test_dashboard_totals_reclaimable_and_charts(console_table) -> None:
         assert table.layout_summary["reclaimable"]["files"] == len(expected.files_to_delete)
     plan = services.plan_build(plan=services.plan_request(table=mor, user=None, overrides=SHORT_RETENTION))
     plan = services.plan_run(plan=services.plan_approve(plan=plan, user=person("boss", "admin")))
-    assert plan.status == PlanStatus.COMPLETED and plan.progress_bytes > 0
+    assert plan.status == ApprovalStatus.COMPLETED and plan.progress_bytes > 0
     services.table_sync(table=mor)
 
     board = selectors.dashboard()
@@ -128,7 +129,7 @@ def test_dashboard_shows_cleanlines_own_clean_at_once(console_table, fixture: st
     before = Table.objects.get(pk=table.pk)
     plan = services.plan_build(plan=services.plan_request(table=table, user=None, overrides=SHORT_RETENTION))
     plan = services.plan_run(plan=services.plan_approve(plan=plan, user=person("boss", "admin")))
-    assert plan.status == PlanStatus.COMPLETED and plan.files_to_delete > 0
+    assert plan.status == ApprovalStatus.COMPLETED and plan.files_to_delete > 0
     after = Table.objects.get(pk=table.pk)
     assert after.total_files == before.total_files - plan.files_to_delete
     assert after.total_bytes == before.total_bytes - plan.progress_bytes

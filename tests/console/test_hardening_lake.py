@@ -12,7 +12,8 @@ from django.core.exceptions import ValidationError
 from django.urls import reverse
 
 from console import services
-from console.models import AuditEvent, CleanPlan, Job, JobStatus, PlanStatus, SyncStatus, Table
+from console.models import AuditEvent, CleanPlan, Job, JobStatus, SyncStatus, Table
+from console.models_approvals import ApprovalStatus
 from console.selectors import stored_plan
 from tests.console.helpers import SHORT_RETENTION, login, person
 from tests.helpers import fake_failed_write
@@ -145,12 +146,12 @@ def test_hardening_savepoint_refused_while_an_approved_clean_would_delete_its_fi
     doomed = next(f for f in stored_plan(plan).deletes() if not f.file_name.startswith("."))  # type: ignore[union-attr]
     assert doomed is not None
     plan = services.plan_approve(plan=plan, user=person("boss", "admin"))
-    assert plan.status == PlanStatus.APPROVED
+    assert plan.status == ApprovalStatus.APPROVED
     with pytest.raises(ValidationError, match="would delete"):
         services.savepoint_create(table=table, user=None, instant_time=doomed.base_instant, comment="")
     assert AuditEvent.objects.filter(action="savepoint.refused").exists()
     plan = services.plan_run(plan=plan)
-    assert plan.status == PlanStatus.COMPLETED
+    assert plan.status == ApprovalStatus.COMPLETED
     assert not HudiTable.open(table.path).timeline.savepoints()
 
 
@@ -187,7 +188,7 @@ def test_hardening_truncated_latest_commit_stops_planning_and_cleaning(table: Ta
     plan = services.plan_request(table=table, user=None, overrides=SHORT_RETENTION)
     build_clean_plan.apply(args=[plan.pk])
     plan = CleanPlan.objects.get(pk=plan.pk)
-    assert plan.status == PlanStatus.FAILED and latest.name in plan.error
+    assert plan.status == ApprovalStatus.FAILED and latest.name in plan.error
     assert not HudiTable.open(table.path).timeline.cleans()
 
 
@@ -205,7 +206,7 @@ def test_plan_that_deletes_nothing_shows_nothing_to_clean_and_cannot_be_approved
     table = console_table("sample_table/mor/avro/v9_txns_simple_nometa")
     plan = services.plan_build(plan=services.plan_request(table=table, user=person("op", "operator"),
                                                           overrides={"commits_retained": table.instants.count()}))
-    assert plan.status == PlanStatus.DRAFT and plan.files_to_delete == 0
+    assert plan.status == ApprovalStatus.DRAFT and plan.files_to_delete == 0
     page = login("admin").get(reverse("console:plan", args=[table.pk, plan.pk]))
     assert b"nothing to clean" in page.content and b"Approve and run" not in page.content
     with pytest.raises(ValidationError, match="Nothing to clean"):

@@ -28,7 +28,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from console import services
-from console.models import AuditEvent, CleanPlan, Job, JobStatus, PlanStatus, SyncStatus, Table, TableLock
+from console.models import AuditEvent, CleanPlan, Job, JobStatus, SyncStatus, Table, TableLock
+from console.models_approvals import ApprovalStatus
 from tests.console.helpers import SHORT_RETENTION, login, person, wait_for
 from timeline import HudiTable
 
@@ -50,7 +51,7 @@ def drafted(table: Table) -> CleanPlan:
     plan = services.plan_request(table=table, user=person("op", "operator"), overrides=SHORT_RETENTION,
                                  enqueue=False)
     plan = services.plan_build(plan=plan)
-    assert plan.status == PlanStatus.DRAFT and plan.files_to_delete > 0
+    assert plan.status == ApprovalStatus.DRAFT and plan.files_to_delete > 0
     return plan
 
 
@@ -134,12 +135,12 @@ def test_hardening_approve_concurrent_exactly_one_wins(transactional_db, setting
     assert launcher.wait(timeout=120) == 0
     outcomes = [json.loads(p.read_text()) for p in sorted(out.iterdir())]
     assert len(outcomes) == 20
-    assert [o for o in outcomes if "status" in o] == [{"status": PlanStatus.APPROVED}], outcomes
+    assert [o for o in outcomes if "status" in o] == [{"status": ApprovalStatus.APPROVED}], outcomes
     refusals = [o.get("refused", str(o)) for o in outcomes if "status" not in o]
     assert all("already being approved" in r or "Only a draft plan can be approved; this one is approved" in r
                for r in refusals), refusals
     plan.refresh_from_db()
-    assert plan.status == PlanStatus.APPROVED and plan.clean_instant
+    assert plan.status == ApprovalStatus.APPROVED and plan.clean_instant
     requested = [n for n in timeline_names(table) if n.endswith(".clean.requested")]
     assert len(requested) == len(requested_before) + 1 and requested.count(f"{plan.clean_instant}.clean.requested") == 1
     assert len(events(table, "clean.plan.approved")) == 1
@@ -163,7 +164,7 @@ def test_hardening_approve_failure_returns_the_claim_to_draft(console_table, tmp
     with pytest.raises(ValidationError, match="not a Hudi table"):
         services.plan_approve(plan=plan, user=person("boss", "admin"))
     plan.refresh_from_db()
-    assert plan.status == PlanStatus.DRAFT and "not a Hudi table" in plan.error and plan.decided_by is None
+    assert plan.status == ApprovalStatus.DRAFT and "not a Hudi table" in plan.error and plan.decided_by is None
     assert not TableLock.objects.filter(table=table).exists()
 
 
@@ -188,7 +189,8 @@ def approved_on_worker(start_worker, settings, tmp_path: Path, table_copy, **env
     plan = services.plan_approve(plan=drafted(table), user=person("boss", "admin"))
     first = start_worker(spark=True, **env)
     sent, sent_at = run_clean_plan.delay(plan.pk), time.monotonic()
-    wait_for(lambda: CleanPlan.objects.get(pk=plan.pk).status == PlanStatus.RUNNING, 120, "the first worker's claim")
+    wait_for(lambda: CleanPlan.objects.get(pk=plan.pk).status == ApprovalStatus.RUNNING, 120,
+             "the first worker's claim")
     os.killpg(first.pid, signal.SIGSTOP)
     token = TableLock.objects.get(table=table).token
     assert token and not completed_cleans(table, plan.clean_instant)
@@ -206,12 +208,12 @@ def test_hardening_redelivered_clean_waits_while_the_paused_worker_holds_a_live_
     try:
         start_worker(**env)  # cleans in-process
         wait_for(lambda: result_state(task_id)[0] == "RETRY", 60, "the re-delivered copy to find the table busy")
-        assert CleanPlan.objects.get(pk=plan.pk).status == PlanStatus.RUNNING
+        assert CleanPlan.objects.get(pk=plan.pk).status == ApprovalStatus.RUNNING
         assert TableLock.objects.get(table=table).token == token  # not taken over
         assert not completed_cleans(table, plan.clean_instant)
     finally:
         os.killpg(first.pid, signal.SIGCONT)
-    wait_for(lambda: CleanPlan.objects.get(pk=plan.pk).status == PlanStatus.COMPLETED, 180, "the resumed clean")
+    wait_for(lambda: CleanPlan.objects.get(pk=plan.pk).status == ApprovalStatus.COMPLETED, 180, "the resumed clean")
     settled = [time.monotonic()]
 
     def copy_settled() -> bool:  # the copy's retries stopped: it found the plan completed and did nothing
@@ -237,7 +239,7 @@ def test_hardening_redelivered_clean_takes_over_from_a_worker_paused_past_the_lo
     table, plan, first, task_id, token = approved_on_worker(start_worker, settings, tmp_path, table_copy, **env)
     try:
         start_worker(**env)
-        wait_for(lambda: CleanPlan.objects.get(pk=plan.pk).status == PlanStatus.COMPLETED, 120,
+        wait_for(lambda: CleanPlan.objects.get(pk=plan.pk).status == ApprovalStatus.COMPLETED, 120,
                  "the copy to take over and finish the clean")
         (taken,) = events(table, "table.lock.taken-over")
         assert taken.parameters["previous_token"] == token and taken.parameters["holder"] == f"clean-plan:{plan.pk}"
@@ -247,7 +249,7 @@ def test_hardening_redelivered_clean_takes_over_from_a_worker_paused_past_the_lo
     (stopped,) = events(table, "clean.run.stopped")
     assert stopped.parameters["token"] == token
     plan.refresh_from_db()
-    assert plan.status == PlanStatus.COMPLETED and plan.run_token != token
+    assert plan.status == ApprovalStatus.COMPLETED and plan.run_token != token
     assert plan.progress_done == plan.files_to_delete
     assert len(completed_cleans(table, plan.clean_instant)) == 1
     assert len(events(table, "clean.run.completed")) == 1 and not events(table, "clean.run.failed")
@@ -462,7 +464,7 @@ def test_hardening_pages_of_a_table_whose_folder_is_gone_never_fail(console_tabl
     page = admin.get(reverse("console:plan", args=[table.pk, plan.pk]))
     assert page.status_code == 200 and "not a Hudi table" in page.content.decode()
     plan.refresh_from_db()
-    assert plan.status == PlanStatus.DRAFT and "not a Hudi table" in plan.error
+    assert plan.status == ApprovalStatus.DRAFT and "not a Hudi table" in plan.error
     table.refresh_from_db()
     assert table.sync_status == SyncStatus.FAILED
     overview = admin.get(reverse("console:overview", args=[table.pk]))

@@ -16,7 +16,8 @@ from django.test import Client, TestCase
 
 from console import services
 from console.models import AuditEvent, Table
-from console.models_health import Repair, RepairStatus, TableHealth
+from console.models_approvals import ApprovalStatus
+from console.models_health import Repair, TableHealth
 from console.selectors import health as selectors
 from console.services import health
 from console.tasks import sync_table
@@ -161,7 +162,7 @@ def test_health_repair_requested_previewed_approved_by_a_second_admin_and_run(co
     asked = api(operator, "POST", f"/tables/{table.pk}/health/leftover-markers/repair")
     assert asked.status_code == 201, asked.content
     repair = Repair.objects.get(pk=asked.json()["id"])
-    assert repair.status == RepairStatus.DRAFT and repair.plan["changes"] == preview["changes"]
+    assert repair.status == ApprovalStatus.DRAFT and repair.plan["changes"] == preview["changes"]
     again = api(admin, "POST", f"/tables/{table.pk}/health/leftover-markers/repair")
     assert again.status_code == 409 and "already" in again.json()["detail"]
     operator.groups.set(second.groups.all())  # the requester, made an admin, still may not approve their own
@@ -170,7 +171,7 @@ def test_health_repair_requested_previewed_approved_by_a_second_admin_and_run(co
     done = api(second, "POST", f"/tables/{table.pk}/repairs/{repair.pk}/approve")  # run eagerly on commit
     assert done.status_code == 202, done.content
     repair.refresh_from_db()
-    assert repair.status == RepairStatus.COMPLETED, repair.error
+    assert repair.status == ApprovalStatus.COMPLETED, repair.error
     assert [c["action"] for c in repair.result["done"]] == ["delete folder"]
     assert not (folder(table) / ".hoodie" / ".temp" / instant).exists()
     assert TableHealth.objects.get(table=table).findings == [] == cli_findings(table.path, capsys)
@@ -196,7 +197,7 @@ def test_health_repair_turns_stale_when_the_table_asks_for_more_than_the_preview
     with TestCase.captureOnCommitCallbacks(execute=True):
         health.repair_approve(repair=repair, user=person("a", "admin"))
     repair.refresh_from_db()
-    assert repair.status == RepairStatus.STALE and "did not preview" in repair.error
+    assert repair.status == ApprovalStatus.STALE and "did not preview" in repair.error
     assert all(f.exists() for f in [*written, late])  # nothing changed
     assert AuditEvent.objects.filter(table=table, action="repair.stale").exists()
     page = login("viewer").get(f"/tables/{table.pk}/repairs/{repair.pk}").content.decode()
@@ -307,7 +308,7 @@ def test_health_repair_never_approved_by_an_account_its_requester_made(console_t
     assert "Approve and run" not in shown and "another admin must approve" in shown
     settings.CLEANLINE_APPROVER_MUST_DIFFER = False  # one admin may approve their own once the rule is off
     with TestCase.captureOnCommitCallbacks(execute=False):
-        assert health.repair_approve(repair=repair, user=ann).status == RepairStatus.APPROVED
+        assert health.repair_approve(repair=repair, user=ann).status == ApprovalStatus.APPROVED
 
 
 def test_health_repair_waits_for_a_busy_table_and_fails_when_its_approver_is_gone(console_table) -> None:
@@ -323,13 +324,13 @@ def test_health_repair_waits_for_a_busy_table_and_fails_when_its_approver_is_gon
         health.repair_approve(repair=repair, user=approver)
     with table_lock(table, "clean-plan:1"), pytest.raises(TableBusy):
         health.repair_run(repair=Repair.objects.get(pk=repair.pk))
-    assert Repair.objects.get(pk=repair.pk).status == RepairStatus.APPROVED  # untouched: the task retries
+    assert Repair.objects.get(pk=repair.pk).status == ApprovalStatus.APPROVED  # untouched: the task retries
     assert (folder(table) / ".hoodie" / ".temp" / instant).exists()
     approver.is_active = False
     approver.save()
     assert run_repair.apply(args=[repair.pk]).get() == "refused"
     repair.refresh_from_db()
-    assert repair.status == RepairStatus.FAILED and "approver" in repair.error
+    assert repair.status == ApprovalStatus.FAILED and "approver" in repair.error
     assert (folder(table) / ".hoodie" / ".temp" / instant).exists()
     assert AuditEvent.objects.filter(table=table, action="repair.failed").exists()
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from console.models import AuditEvent, Table
-from console.models_health import RepairStatus, TableHealth
+from console.models_approvals import ApprovalStatus
+from console.models_health import TableHealth
 from console.selectors import health as selectors
 from console.services import health, table_register, table_sync_request
 from tests.console.helpers import leave_markers, person, queued_outcome
@@ -47,7 +48,7 @@ def test_health_worker_finds_previews_repairs_and_syncs_healthy(start_worker, se
     repair.refresh_from_db()
     assert queued_outcome(repair.task_id, 120) == "completed"
     repair.refresh_from_db()
-    assert repair.status == RepairStatus.COMPLETED and repair.run_token
+    assert repair.status == ApprovalStatus.COMPLETED and repair.run_token
     assert [c["target"].rsplit("/", 1)[-1] for c in repair.result["done"]] == [instant]
     assert not (path / ".hoodie" / ".temp" / instant).exists()
 

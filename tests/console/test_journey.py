@@ -12,7 +12,8 @@ from django.contrib.auth.models import Group, User
 from playwright.sync_api import Browser, Page
 
 from console import services
-from console.models import CleanPlan, PlanStatus, Table
+from console.models import CleanPlan, Table
+from console.models_approvals import ApprovalStatus
 from tests.console.helpers import SHOTS, queued_outcome
 
 
@@ -62,7 +63,7 @@ def test_journey_plan_review_approve_report_savepoint_restore(
     admin.wait_for_selector("progress")
     admin.wait_for_selector(".badge.plan-completed", timeout=120_000)
     plan.refresh_from_db()
-    assert plan.status == PlanStatus.COMPLETED
+    assert plan.status == ApprovalStatus.COMPLETED
     assert admin.locator("progress").get_attribute("value") == str(plan.files_to_delete)
     shot(admin, "3-completed")
     assert admin.locator("td:has-text('deleted')").count() > 0

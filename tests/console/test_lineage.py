@@ -20,18 +20,17 @@ from django.urls import reverse
 from console import permissions, services
 from console.models import (
     Archival,
-    ArchivalStatus,
     AuditEvent,
     CleanPlan,
     GrantStatus,
     IdentityLink,
-    PlanStatus,
     Profile,
     RoleGrant,
     Table,
     UserSource,
 )
-from console.models_health import Repair, RepairStatus
+from console.models_approvals import ApprovalStatus
+from console.models_health import Repair
 from console.roles import role_name
 from console.selectors.approvals import awaiting_decision
 from console.services import health
@@ -51,7 +50,7 @@ def two_person(settings) -> None:  # type: ignore[no-untyped-def]
 def draft(table: Table, user: User | None, *, automatic: bool = False) -> CleanPlan:
     plan = services.plan_build(plan=services.plan_request(table=table, user=user, overrides=SHORT_RETENTION,
                                                           automatic=automatic, enqueue=False))
-    assert plan.status == PlanStatus.DRAFT and plan.files_to_delete > 0
+    assert plan.status == ApprovalStatus.DRAFT and plan.files_to_delete > 0
     return plan
 
 
@@ -102,9 +101,9 @@ def test_lineage_an_operator_an_admin_created_never_has_a_plan_an_archival_or_a_
         with pytest.raises(ValidationError, match=re.escape(why)):
             approve()
         assert [r.startswith(why) for r in refusals(action)] == [True], action
-    assert CleanPlan.objects.get(pk=plan.pk).status == PlanStatus.DRAFT
-    assert Archival.objects.get(pk=archival.pk).status == ArchivalStatus.PENDING
-    assert Repair.objects.get(pk=repair.pk).status == RepairStatus.DRAFT
+    assert CleanPlan.objects.get(pk=plan.pk).status == ApprovalStatus.DRAFT
+    assert Archival.objects.get(pk=archival.pk).status == ApprovalStatus.DRAFT
+    assert Repair.objects.get(pk=repair.pk).status == ApprovalStatus.DRAFT
     assert awaiting_decision(mallory) == []  # none of the three is his to approve
     pages = [reverse("console:plan", args=[table.pk, plan.pk]),
              reverse("console:archival_detail", args=[table.pk, archival.pk]),
@@ -114,7 +113,7 @@ def test_lineage_an_operator_an_admin_created_never_has_a_plan_an_archival_or_a_
         assert 'id="approval-note"' in page and "mallory created op or gave it a role" in page, url
 
     assert {a.kind for a in awaiting_decision(bob)} == {"clean plan", "archival", "repair"}
-    assert services.plan_approval_request(plan=plan, user=bob).status == PlanStatus.APPROVING
+    assert services.plan_approval_request(plan=plan, user=bob).status == ApprovalStatus.APPROVING
     assert services.archival_approve(archival=archival, user=bob).decided_by == bob
     assert health.repair_approve(repair=repair, user=bob).decided_by == bob
 
@@ -143,7 +142,7 @@ def test_lineage_accounts_one_admin_made_never_approve_each_other_even_through_a
         "This account was created or given its role by the requester (m2 created o3")
     with pytest.raises(ValidationError, match="come from the same person"):
         services.plan_approval_request(plan=plan, user=sibling)
-    assert services.plan_approval_request(plan=plan, user=carol).status == PlanStatus.APPROVING
+    assert services.plan_approval_request(plan=plan, user=carol).status == ApprovalStatus.APPROVING
     # a cycle (bob gives mallory a role back) ends the walk; bob now comes from mallory's lineage too
     services.person_role_change(actor=bob, user=mallory, role="admin")
     assert permissions.approval_refusal(bob, o3.pk).startswith("You created the requester's account")
@@ -199,7 +198,7 @@ def test_lineage_accounts_sharing_a_verified_email_are_one_person(console_table)
     assert permissions.approval_refusal(sso, ann.pk).startswith("The requester's account is another account of yours")
     page = signed_in(bob).get(reverse("console:people")).content.decode()
     assert 'id="shared-emails"' in page and "ann, ann-sso, ann2" in page
-    assert services.plan_approval_request(plan=plan, user=bob).status == PlanStatus.APPROVING
+    assert services.plan_approval_request(plan=plan, user=bob).status == ApprovalStatus.APPROVING
 
 
 def test_lineage_an_identity_link_makes_one_person_and_only_an_admin_outside_it_links_or_unlinks(
@@ -254,7 +253,7 @@ def test_lineage_break_glass_accounts_may_request_but_never_approve(console_tabl
     waiting = created(bob, "nina", "admin")
     with pytest.raises(ValidationError, match="Break-glass accounts"):
         services.person_admin_confirm(actor=root, grant=RoleGrant.objects.get(user=waiting))
-    assert services.plan_approval_request(plan=mine, user=bob).status == PlanStatus.APPROVING
+    assert services.plan_approval_request(plan=mine, user=bob).status == ApprovalStatus.APPROVING
 
 
 def test_lineage_rule_off_leaves_every_approval_to_the_roles(console_table, settings) -> None:
@@ -263,7 +262,7 @@ def test_lineage_rule_off_leaves_every_approval_to_the_roles(console_table, sett
     mallory = person("mallory", "admin")
     op = created(mallory, "op", "operator")
     assert permissions.approval_refusal(mallory, op.pk) == "" == permissions.approval_refusal(mallory, mallory.pk)
-    assert services.plan_approval_request(plan=draft(table, op), user=mallory).status == PlanStatus.APPROVING
+    assert services.plan_approval_request(plan=draft(table, op), user=mallory).status == ApprovalStatus.APPROVING
 
 
 def test_lineage_people_links_views_get_405_viewers_403_no_role_404_csrf_enforced() -> None:

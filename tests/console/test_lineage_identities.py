@@ -16,7 +16,8 @@ from django.urls import reverse
 from playwright.sync_api import Page
 
 from console import permissions, services
-from console.models import AuditEvent, CleanPlan, PlanStatus, Profile, Table
+from console.models import AuditEvent, CleanPlan, Profile, Table
+from console.models_approvals import ApprovalStatus
 from tests.console.helpers import LDAP_PASSWORDS, SHORT_RETENTION, OidcProvider, Slapd, oidc_sign_in
 
 TABLE = "sample_table/cow/v9_txns_simple_nometa"
@@ -31,7 +32,7 @@ def two_person(settings) -> None:  # type: ignore[no-untyped-def]
 def draft(table: Table, user: User) -> CleanPlan:
     plan = services.plan_build(plan=services.plan_request(table=table, user=user, overrides=SHORT_RETENTION,
                                                           enqueue=False))
-    assert plan.status == PlanStatus.DRAFT and plan.files_to_delete > 0
+    assert plan.status == ApprovalStatus.DRAFT and plan.files_to_delete > 0
     return plan
 
 
@@ -41,7 +42,7 @@ def refused(plan: CleanPlan, approver: User, reason: str) -> None:
         services.plan_approval_request(plan=plan, user=approver)
     event = AuditEvent.objects.filter(action="clean.plan.approval.refused").order_by("-pk").first()
     assert event is not None and event.username == approver.username and re.search(reason, event.result)
-    assert CleanPlan.objects.get(pk=plan.pk).status == PlanStatus.DRAFT
+    assert CleanPlan.objects.get(pk=plan.pk).status == ApprovalStatus.DRAFT
 
 
 def oidc_identity(page: Page, live_url: str, provider: OidcProvider, username: str, **claims: object) -> User:
@@ -94,8 +95,8 @@ def test_lineage_identities_an_ldap_admin_and_his_oidc_identity_never_approve_ea
     refused(by_sso, alice, f"{ONE_OF_YOURS} \\(alice and alice-sso share a verified e-mail address")
     answer = session.post(reverse("console:plan_approve", args=[table.pk, by_sso.pk]), follow=True)
     assert "share a verified e-mail address" in answer.content.decode()
-    assert CleanPlan.objects.get(pk=by_sso.pk).status == PlanStatus.DRAFT
+    assert CleanPlan.objects.get(pk=by_sso.pk).status == ApprovalStatus.DRAFT
 
     other = User.objects.create_user("zoe")  # an admin of another person approves
     other.groups.add(Group.objects.get(name="admin"))
-    assert services.plan_approval_request(plan=by_sso, user=other).status == PlanStatus.APPROVING
+    assert services.plan_approval_request(plan=by_sso, user=other).status == ApprovalStatus.APPROVING

@@ -10,7 +10,8 @@ from typing import Any
 from django.test import Client
 
 from console import services
-from console.models import AuditEvent, CleanPlan, PlanStatus, Table
+from console.models import AuditEvent, CleanPlan, Table
+from console.models_approvals import ApprovalStatus
 from tests.console.helpers import SHORT_RETENTION, login, person, queued_outcome
 from tests.helpers import rows
 from timeline import HudiTable
@@ -42,11 +43,11 @@ def test_console_cleans_a_table_with_a_metadata_table_without_dropping_it(start_
     plan = services.plan_request(table=table, user=None, overrides=SHORT_RETENTION)  # the worker builds it
     assert queued_outcome(CleanPlan.objects.get(pk=plan.pk).task_id, 300) == "draft"
     plan = services.plan_approve(plan=CleanPlan.objects.get(pk=plan.pk), user=None)
-    assert plan.status == PlanStatus.APPROVED
+    assert plan.status == ApprovalStatus.APPROVED
     latest = rows(path)
     run_clean_plan.delay(plan.pk).get(timeout=300)
     plan.refresh_from_db()
-    assert plan.status == PlanStatus.COMPLETED and plan.files_to_delete > 0
+    assert plan.status == ApprovalStatus.COMPLETED and plan.files_to_delete > 0
     lake = HudiTable.open(str(path))
     assert lake.config.metadata_table_enabled and (path / ".hoodie" / "metadata").exists()
     assert lake.inspect.validate_metadata_table().ok

@@ -16,7 +16,8 @@ from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
 from console import services
-from console.models import CleanPlan, Instant, Job, JobStatus, PlanStatus, Table
+from console.models import CleanPlan, Instant, Job, JobStatus, Table
+from console.models_approvals import ApprovalStatus
 from console.settings import metrics_allow, webhook_urls
 from tests.console.helpers import SHORT_RETENTION, login
 from timeline import HudiTable
@@ -64,7 +65,7 @@ def test_metrics_every_table_and_job_figure_equals_the_database(console_table) -
     services.savepoint_create(table=right, user=None, instant_time=commits[-1], comment="")
     plan = services.plan_build(plan=services.plan_request(table=right, user=None, overrides=SHORT_RETENTION))
     plan = services.plan_run(plan=services.plan_approve(plan=plan, user=None))
-    assert plan.status == PlanStatus.COMPLETED and plan.progress_bytes > 0
+    assert plan.status == ApprovalStatus.COMPLETED and plan.progress_bytes > 0
     job = services.job_run(job=services.job_request(table=right, user=None, kind=Job.Kind.RESTORE,
                                                      target=commits[-1], confirm_name=right.name))
     assert job.status == JobStatus.COMPLETED
@@ -108,7 +109,7 @@ def test_metrics_every_table_and_job_figure_equals_the_database(console_table) -
             assert labelled(samples, "cleanline_jobs", kind=kind, status=status) == Job.objects.filter(
                 kind=kind, status=status).count()
     assert labelled(samples, "cleanline_jobs", kind="restore", status="completed") == 1
-    for status in PlanStatus.values:
+    for status in ApprovalStatus.values:
         assert labelled(samples, "cleanline_clean_plans", status=status) == CleanPlan.objects.filter(
             status=status).count()
     job.refresh_from_db()

@@ -70,3 +70,50 @@ def test_migration_0031_makes_the_next_sync_of_every_table_a_full_one() -> None:
             True, True]
     finally:
         migrate(("console", MigrationExecutor(connection).loader.graph.leaf_nodes("console")[0][1]))
+
+
+def test_migration_0035_keeps_every_approvable_change_with_its_meaning_and_goes_back() -> None:
+    """Issue 40: one vocabulary of approval states. An archival's "pending" becomes "draft" and its
+    "declined" "rejected" (a clean plan's and a repair's words already), every row is kept with
+    who asked and decided, when, and the note; migrating back restores the old words."""
+    before = ("console", "0033_table_folder_identity")
+    old = migrate(before).loader.project_state(before).apps
+    ada = old.get_model("auth", "User").objects.create(username="ada-0035")
+    bob = old.get_model("auth", "User").objects.create(username="bob-0035")
+    table = old.get_model("console", "Table").objects.create(
+        name="t", path="/lake/t-0035", table_type="COPY_ON_WRITE", table_version=6, layout_version=1)
+    archival = old.get_model("console", "Archival").objects
+    archivals = {status: archival.create(table=table, status=status, requested_by=ada, decided_by=bob,
+                                         decision_note=f"note {status}", instants=[{"requested_time": "1"}])
+                 for status in ("declined", "completed", "stale", "failed")}
+    archivals["pending"] = archival.create(table=table, status="pending", requested_by=ada)
+    plans = {status: old.get_model("console", "CleanPlan").objects.create(
+        table=table, status=status, settings={}, requested_by=ada, decided_by=bob, decision_note=status)
+        for status in ("planning", "draft", "approving", "approved", "running", "completed", "failed", "stale",
+                       "rejected")}
+    repairs = {status: old.get_model("console", "Repair").objects.create(
+        table=table, kind="orphans", status=status, requested_by=ada, decision_note=status)
+        for status in ("draft", "approved", "running", "completed", "failed", "stale", "rejected")}
+    kept = ("requested_by_id", "decided_by_id", "decision_note", "requested_at")
+
+    def rows(apps: object, model: str, made: dict[str, object]) -> dict[str, tuple[object, ...]]:
+        found = apps.get_model("console", model).objects  # type: ignore[attr-defined]
+        return {was: tuple(getattr(found.get(pk=row.pk), f) for f in ("status", *kept))  # type: ignore[attr-defined]
+                for was, row in made.items()}
+
+    def values(made: dict[str, object], words: dict[str, str]) -> dict[str, tuple[object, ...]]:
+        return {was: (words.get(was, was), *(getattr(row, f) for f in kept)) for was, row in made.items()}
+
+    after = ("console", "0036_one_open_archival")
+    try:
+        new = migrate(after).loader.project_state(after).apps
+        assert rows(new, "Archival", archivals) == values(archivals, {"pending": "draft", "declined": "rejected"})
+        assert rows(new, "CleanPlan", plans) == values(plans, {})
+        assert rows(new, "Repair", repairs) == values(repairs, {})
+        # the table's one open archival is still held by the waiting one, under its new word
+        assert new.get_model("console", "Archival").objects.filter(table_id=table.pk, status="draft").count() == 1
+        back = migrate(before).loader.project_state(before).apps
+        assert rows(back, "Archival", archivals) == values(archivals, {})
+        assert rows(back, "CleanPlan", plans) == values(plans, {})
+    finally:
+        migrate(("console", MigrationExecutor(connection).loader.graph.leaf_nodes("console")[0][1]))

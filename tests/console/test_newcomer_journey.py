@@ -22,7 +22,8 @@ from typing import Any
 from django.contrib.auth.models import Group, User
 from playwright.sync_api import Browser, Page
 
-from console.models import CleanPlan, Job, JobStatus, PlanStatus, SyncStatus, Table
+from console.models import CleanPlan, Job, JobStatus, SyncStatus, Table
+from console.models_approvals import ApprovalStatus
 from tests.console.helpers import Sinks, wait_for
 from timeline import HudiTable
 from timeline.demo import DEMO_TABLES
@@ -174,7 +175,7 @@ def approve_run_report(page: Page, journey: Journey, plan: CleanPlan) -> None:
     page.click("button:has-text('Approve and run')")
     page.wait_for_selector(".badge.plan-completed", timeout=WORK)
     plan.refresh_from_db()
-    assert plan.status == PlanStatus.COMPLETED
+    assert plan.status == ApprovalStatus.COMPLETED
     assert page.locator("progress").get_attribute("value") == str(plan.files_to_delete)
     assert page.locator("td:has-text('deleted')").count() > 0  # the report: each file's outcome
     assert page.locator("#approvals-badge").count() == 0  # nothing waits any more

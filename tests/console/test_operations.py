@@ -108,7 +108,7 @@ def test_operations_audit_page_filters(table: Table) -> None:
 
 def test_operations_automatic_mode_approves_small_plans_and_leaves_large_ones(
         table: Table, django_capture_on_commit_callbacks) -> None:
-    from console.models import CleanPlan, PlanStatus
+    from console.models import ApprovalStatus, CleanPlan
     from console.tasks import auto_clean_tables
     from timeline import HudiTable
     from timeline.config import update_config
@@ -126,7 +126,7 @@ def test_operations_automatic_mode_approves_small_plans_and_leaves_large_ones(
     assert table.properties["hoodie.clean.commits.retained"] == "1"
     assert auto_clean_tables() == 0  # the plan is above the thresholds: it waits for an admin
     plan = CleanPlan.objects.get()
-    assert plan.automatic and plan.status == PlanStatus.DRAFT and plan.requested_by is None
+    assert plan.automatic and plan.status == ApprovalStatus.DRAFT and plan.requested_by is None
     assert services.auto_clean(table=table) is None  # one open plan at a time
     services.plan_reject(plan=plan, user=None)
     Table.objects.filter(pk=table.pk).update(auto_max_files=10**6, auto_max_bytes=10**12)
@@ -134,7 +134,7 @@ def test_operations_automatic_mode_approves_small_plans_and_leaves_large_ones(
         assert auto_clean_tables() == 1
     assert len(sent) == 1  # the approved plan's run, sent on commit (eager: it ran)
     latest = CleanPlan.objects.order_by("-pk").first()
-    assert latest is not None and latest.status == PlanStatus.COMPLETED
+    assert latest is not None and latest.status == ApprovalStatus.COMPLETED
     assert AuditEvent.objects.filter(action="clean.plan.auto-approved").exists()
 
 

@@ -14,7 +14,8 @@ from django.urls import reverse
 from playwright.sync_api import Browser, Page
 
 from console import services
-from console.models import AuditEvent, CleanPlan, PlanStatus, Table
+from console.models import AuditEvent, CleanPlan, Table
+from console.models_approvals import ApprovalStatus
 from tests.console.helpers import SHORT_RETENTION, SHOTS
 from tests.helpers import fake_failed_write
 
@@ -297,7 +298,7 @@ def table(console_table) -> Table:
 
 def draft_plan(table: Table, requester: User | None) -> CleanPlan:
     plan = services.plan_build(plan=services.plan_request(table=table, user=requester, overrides=SHORT_RETENTION))
-    assert plan.status == PlanStatus.DRAFT and plan.files_to_delete > 0
+    assert plan.status == ApprovalStatus.DRAFT and plan.files_to_delete > 0
     return plan
 
 
@@ -322,7 +323,7 @@ def test_people_requester_does_not_see_approve_another_admin_does(table: Table, 
     # the server still refuses the requester
     assert post(client_of(requester), "plan_approve", {}, table.pk, plan.pk).status_code == 302  # type: ignore[attr-defined]
     plan.refresh_from_db()
-    assert plan.status == PlanStatus.DRAFT
+    assert plan.status == ApprovalStatus.DRAFT
 
 
 def test_people_requester_sees_approve_when_approvers_need_not_differ(table: Table, settings) -> None:

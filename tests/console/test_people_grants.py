@@ -17,7 +17,8 @@ from django.test import Client
 from django.urls import reverse
 
 from console import services
-from console.models import AuditEvent, CleanPlan, GrantStatus, PlanStatus, RoleGrant, Table
+from console.models import AuditEvent, CleanPlan, GrantStatus, RoleGrant, Table
+from console.models_approvals import ApprovalStatus
 from tests.console.helpers import SHORT_RETENTION
 
 TABLE = "sample_table/cow/v9_txns_simple_nometa"
@@ -50,7 +51,7 @@ def plan_by(console_table) -> Callable[[User], CleanPlan]:  # type: ignore[no-un
 
     def make(requester: User) -> CleanPlan:
         plan = services.plan_build(plan=services.plan_request(table=table, user=requester, overrides=SHORT_RETENTION))
-        assert plan.status == PlanStatus.DRAFT and plan.files_to_delete > 0
+        assert plan.status == ApprovalStatus.DRAFT and plan.files_to_delete > 0
         return plan
 
     return make
@@ -83,7 +84,7 @@ def test_people_grants_second_account_of_the_requester_never_approves(plan_by, s
 
     signed_in(User.objects.get(pk=sock.pk)).post(url)
     plan.refresh_from_db()
-    assert plan.status == PlanStatus.DRAFT
+    assert plan.status == ApprovalStatus.DRAFT
     with pytest.raises(ValidationError, match="created or given its role by the requester"):
         services.plan_approval_request(plan=plan, user=User.objects.get(pk=sock.pk))
     refused = events("clean.plan.approval.refused")
@@ -92,7 +93,7 @@ def test_people_grants_second_account_of_the_requester_never_approves(plan_by, s
     assert b"Approve and run" not in page.content and b"another admin must approve" in page.content
 
     approved = services.plan_approval_request(plan=plan, user=bob)  # a real second admin may
-    assert approved.status == PlanStatus.APPROVING
+    assert approved.status == ApprovalStatus.APPROVING
 
 
 @pytest.mark.django_db
@@ -114,7 +115,7 @@ def test_people_grants_promotion_needs_a_second_admin_and_the_promoted_never_app
     assert is_admin(olga)
     with pytest.raises(ValidationError, match="created or given its role by the requester"):
         services.plan_approval_request(plan=plan_by(ann), user=olga)
-    assert services.plan_approval_request(plan=plan_by(bob), user=olga).status == PlanStatus.APPROVING
+    assert services.plan_approval_request(plan=plan_by(bob), user=olga).status == ApprovalStatus.APPROVING
 
 
 @pytest.mark.django_db

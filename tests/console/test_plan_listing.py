@@ -9,7 +9,8 @@ from django.test import Client
 from django.urls import reverse
 
 from console import services
-from console.models import CleanPlan, PlanStatus, Table
+from console.models import CleanPlan, Table
+from console.models_approvals import ApprovalStatus
 from tests.console.helpers import SHORT_RETENTION, login, person
 
 pytestmark = pytest.mark.django_db
@@ -33,7 +34,7 @@ def test_plan_listing_from_the_form_on_a_table_with_a_metadata_table(
         console_table, django_capture_on_commit_callbacks, listing: str, used: str) -> None:
     table = console_table(WITH_MDT)
     plan = plan_from_form(table, django_capture_on_commit_callbacks, **({"listing": listing} if listing else {}))
-    assert plan.status == PlanStatus.DRAFT and plan.files_to_delete > 0
+    assert plan.status == ApprovalStatus.DRAFT and plan.files_to_delete > 0
     assert (plan.listing, plan.listing_used) == (listing or "auto", used)
     assert any("metadata table" in note for note in plan.notes) == (used == "metadata")
     page = login("viewer").get(reverse("console:plan", args=[table.pk, plan.pk])).content.decode()
@@ -53,7 +54,7 @@ def test_plan_listing_through_the_metadata_table_plans_what_storage_plans(
     storage = plan_from_form(table, django_capture_on_commit_callbacks, operator, listing="storage")
     assert (meta.files_to_delete, meta.bytes_to_delete) == (storage.files_to_delete, storage.bytes_to_delete)
     plan = services.plan_run(plan=services.plan_approve(plan=meta, user=person("boss", "admin")))
-    assert plan.status == PlanStatus.COMPLETED and plan.progress_done == plan.files_to_delete
+    assert plan.status == ApprovalStatus.COMPLETED and plan.progress_done == plan.files_to_delete
 
 
 def test_plan_listing_refuses_the_metadata_table_of_a_table_without_one(console_table) -> None:

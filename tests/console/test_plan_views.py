@@ -9,7 +9,8 @@ import pytest
 from django.urls import reverse
 
 from console import services
-from console.models import CleanPlan, PlanStatus, Table
+from console.models import CleanPlan, Table
+from console.models_approvals import ApprovalStatus
 from console.selectors import stored_plan
 from tests.console.helpers import SHORT_RETENTION, SHORT_RETENTION_FORM, login
 
@@ -27,7 +28,7 @@ def test_plan_views_operator_plans_admin_approves_and_downloads_the_report(
     with django_capture_on_commit_callbacks(execute=True):
         response = operator.post(reverse("console:plan_request", args=[table.pk]), SHORT_RETENTION_FORM)
     plan = CleanPlan.objects.get()
-    assert response.status_code == 302 and plan.status == PlanStatus.DRAFT
+    assert response.status_code == 302 and plan.status == ApprovalStatus.DRAFT
     page = operator.get(reverse("console:plan", args=[table.pk, plan.pk]))
     assert b"Approve and run" not in page.content and str(plan.files_to_delete).encode() in page.content
     kept = operator.get(reverse("console:plan", args=[table.pk, plan.pk]), {"show": "keep", "partition": "region=eu"})
@@ -41,7 +42,7 @@ def test_plan_views_operator_plans_admin_approves_and_downloads_the_report(
     with django_capture_on_commit_callbacks(execute=True):
         admin.post(reverse("console:plan_approve", args=[table.pk, plan.pk]))
     plan.refresh_from_db()
-    assert plan.status == PlanStatus.COMPLETED and plan.progress_done == plan.files_to_delete
+    assert plan.status == ApprovalStatus.COMPLETED and plan.progress_done == plan.files_to_delete
     progress = admin.get(reverse("console:plan_progress", args=[table.pk, plan.pk]), HTTP_HX_REQUEST="true")
     assert progress["HX-Refresh"] == "true" and b"reclaimed" in progress.content
     report = admin.get(reverse("console:plan_csv", args=[table.pk, plan.pk]))
@@ -56,7 +57,7 @@ def test_plan_views_reject_and_viewer_cannot_plan(table: Table) -> None:
     admin = login("admin")
     admin.post(reverse("console:plan_reject", args=[table.pk, plan.pk]), {"note": "not today"})
     plan.refresh_from_db()
-    assert plan.status == PlanStatus.REJECTED and plan.decision_note == "not today"
+    assert plan.status == ApprovalStatus.REJECTED and plan.decision_note == "not today"
 
 
 def test_plan_views_a_plan_of_many_partitions_pages_its_sums_and_filters_by_a_text_field(table: Table) -> None:
@@ -65,7 +66,7 @@ def test_plan_views_a_plan_of_many_partitions_pages_its_sums_and_filters_by_a_te
     partition's files) once there are too many partitions to list."""
     summary = [{"partition": f"day={i:05d}", "files": 1, "bytes": 10, "reclaimed": 0, "failed": 0}
                for i in range(250)]
-    plan = CleanPlan.objects.create(table=table, partition_summary=summary, status=PlanStatus.DRAFT)
+    plan = CleanPlan.objects.create(table=table, partition_summary=summary, status=ApprovalStatus.DRAFT)
     url = reverse("console:plan", args=[table.pk, plan.pk])
     viewer = login("viewer")
     page = viewer.get(url).content.decode()

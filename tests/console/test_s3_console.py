@@ -20,7 +20,8 @@ from django.urls import reverse
 
 from console import selectors, services
 from console.lake import open_table
-from console.models import CleanPlan, Job, JobStatus, PlanStatus, SyncStatus, Table
+from console.models import CleanPlan, Job, JobStatus, SyncStatus, Table
+from console.models_approvals import ApprovalStatus
 from console.selectors import stored_plan
 from console.settings import s3_roots
 from tests.console.helpers import ROOT, SHORT_RETENTION, login, queued_outcome
@@ -89,17 +90,17 @@ def test_s3_console_register_sync_plan_approve_run_savepoint_rollback_with_the_r
         plan = services.plan_request(table=table, user=None, overrides=SHORT_RETENTION)  # and the build
         assert queued_outcome(CleanPlan.objects.get(pk=plan.pk).task_id, 120) == "draft"
     plan.refresh_from_db()
-    assert plan.status == PlanStatus.DRAFT and plan.files_to_delete > 0
+    assert plan.status == ApprovalStatus.DRAFT and plan.files_to_delete > 0
     retained = [i.requested_time for i in open_table(uri).timeline.writes().completed()
                 if i.requested_time >= plan.earliest_retained]
     before = {t: s3_rows(s3_server, uri, t) for t in retained}
     with by_the_root(s3_server):
         plan = services.plan_approve(plan=plan, user=None)
-    assert plan.status == PlanStatus.APPROVED
+    assert plan.status == ApprovalStatus.APPROVED
     with by_the_root(s3_server):
         run_clean_plan.delay(plan.pk).get(timeout=120)
     plan = CleanPlan.objects.get(pk=plan.pk)
-    assert plan.status == PlanStatus.COMPLETED and plan.progress_done == plan.files_to_delete
+    assert plan.status == ApprovalStatus.COMPLETED and plan.progress_done == plan.files_to_delete
 
     # the report: every planned file deleted, as the completed clean on the lake says; retained instants read as before
     files = list(stored_plan(plan).iter_rows())  # type: ignore[union-attr]

@@ -13,7 +13,8 @@ from django.core.exceptions import ValidationError
 from django.urls import reverse
 
 from console import services
-from console.models import AuditEvent, CleanPlan, PlanStatus, Table
+from console.models import AuditEvent, CleanPlan, Table
+from console.models_approvals import ApprovalStatus
 from tests.console.helpers import SHORT_RETENTION, login, person
 from timeline import HudiTable
 from timeline.instant import Instant, State
@@ -88,7 +89,7 @@ def test_live_lake_an_approval_the_timeline_invalidates_under_the_lock_becomes_s
     table.refresh_from_db()
     plan = services.plan_build(plan=services.plan_request(table=table, user=person("op", "operator"),
                                                           overrides=SHORT_RETENTION, enqueue=False))  # built here
-    assert plan.status == PlanStatus.DRAFT and plan.files_to_delete > 0
+    assert plan.status == ApprovalStatus.DRAFT and plan.files_to_delete > 0
     lake = HudiTable.open(table.path)
     writer = lock_for_table(lake.uri, OCC, owner="a-hudi-writer")
     writer.acquire(5)
@@ -111,7 +112,7 @@ def test_live_lake_an_approval_the_timeline_invalidates_under_the_lock_becomes_s
         writer.close()
     approval.join(60)
     (result,) = approved
-    assert result.status == PlanStatus.STALE
+    assert result.status == ApprovalStatus.STALE
     assert any("was requested after the plan" in r for r in result.stale_reasons)
     assert not HudiTable.open(table.path).timeline.cleans()  # nothing was scheduled
     assert AuditEvent.objects.filter(action="clean.plan.stale").exists()

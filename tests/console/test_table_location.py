@@ -12,8 +12,8 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from console import services
-from console.models import AuditEvent, CleanPlan, Job, JobStatus, PlanStatus, Table
-from console.models_health import RepairStatus
+from console.models import AuditEvent, CleanPlan, Job, JobStatus, Table
+from console.models_approvals import ApprovalStatus
 from console.selectors import stored_plan
 from tests.console.helpers import SHORT_RETENTION, login, person, queued_outcome, swap_when_deleted
 from tests.helpers import Lake, tree_snapshot
@@ -52,14 +52,14 @@ def test_table_location_swapped_folder_is_never_cleaned_by_a_live_worker(layout,
     plan = services.plan_request(table=table, user=None, overrides=SHORT_RETENTION)  # and the build
     assert queued_outcome(CleanPlan.objects.get(pk=plan.pk).task_id, 300) == "draft"
     plan = services.plan_approve(plan=CleanPlan.objects.get(pk=plan.pk), user=None)
-    assert plan.status == PlanStatus.APPROVED and plan.files_to_delete > 0
+    assert plan.status == ApprovalStatus.APPROVED and plan.files_to_delete > 0
 
     swap_for_link(folder, elsewhere)
     before = tree_snapshot(elsewhere)
     run_clean_plan.delay(plan.pk).get(timeout=300)
 
     plan.refresh_from_db()
-    assert plan.status == PlanStatus.FAILED and "now resolves to" in plan.error
+    assert plan.status == ApprovalStatus.FAILED and "now resolves to" in plan.error
     assert tree_snapshot(elsewhere) == before  # nothing outside the roots deleted (or written)
     table.refresh_from_db()
     assert str(elsewhere) in table.location_error
@@ -74,7 +74,7 @@ def test_table_location_every_change_is_refused_after_the_swap(db, layout) -> No
     instant = table.instants.filter(action="commit", state="COMPLETED").order_by("requested_time").first()
     assert instant is not None
     draft = services.plan_build(plan=services.plan_request(table=table, user=None, overrides=SHORT_RETENTION))
-    assert draft.status == PlanStatus.DRAFT
+    assert draft.status == ApprovalStatus.DRAFT
     swap_for_link(folder, elsewhere)
     before = tree_snapshot(elsewhere)
 
@@ -208,7 +208,7 @@ def test_table_location_swap_mid_clean_on_a_live_worker_changes_nothing_outside(
     assert moved, "the swap must happen during the run for this test to mean anything"
 
     plan.refresh_from_db()
-    assert plan.status == PlanStatus.FAILED and "the table's folder moved" in plan.error, plan.error
+    assert plan.status == ApprovalStatus.FAILED and "the table's folder moved" in plan.error, plan.error
     assert tree_snapshot(copy) == before  # nothing deleted outside the roots, no .clean written there
     assert "the table's folder moved" in AuditEvent.objects.get(action="clean.run.failed", table=table).result
     folder.unlink()
@@ -291,7 +291,7 @@ def test_table_location_swap_mid_orphan_repair_on_a_live_worker_changes_nothing_
     assert moved, "the swap must happen during the run for this test to mean anything"
 
     repair.refresh_from_db()
-    assert repair.status == RepairStatus.FAILED and "the table's folder moved" in repair.error, repair.error
+    assert repair.status == ApprovalStatus.FAILED and "the table's folder moved" in repair.error, repair.error
     assert tree_snapshot(copy) == before
     assert "the table's folder moved" in AuditEvent.objects.get(action="repair.failed", table=table).result
     folder.unlink()

@@ -17,7 +17,8 @@ from celery.signals import task_prerun
 from django.db import transaction
 
 from console import services
-from console.models import CleanPlan, Job, JobStatus, PlanStatus, SyncStatus, Table
+from console.models import CleanPlan, Job, JobStatus, SyncStatus, Table
+from console.models_approvals import ApprovalStatus
 from console.selectors import stored_plan
 from console.services.queue import QUEUED_TASKS
 from console.tasks import build_clean_plan, run_clean_plan, run_job, sync_table
@@ -63,12 +64,12 @@ def test_tasks_services_send_their_task_on_commit_with_its_id_on_the_row(table: 
         services.table_sync_queue(table=table)
     plan.refresh_from_db()
     assert len(callbacks) == 2 and started == []  # nothing sent before the commit
-    assert plan.task_id == "" and plan.status == PlanStatus.PLANNING
+    assert plan.task_id == "" and plan.status == ApprovalStatus.PLANNING
     for send in callbacks:
         send()  # the commit: the row gets the task's id, then the (eager) task runs under it
     plan.refresh_from_db()
     table.refresh_from_db()
-    assert plan.status == PlanStatus.DRAFT and table.sync_status == SyncStatus.OK
+    assert plan.status == ApprovalStatus.DRAFT and table.sync_status == SyncStatus.OK
     assert started == [plan.task_id, table.sync_task_id] and plan.task_id != table.sync_task_id
 
 
@@ -97,13 +98,13 @@ def test_tasks_build_claims_its_plan_and_a_second_delivery_does_nothing(table: T
     assert build_clean_plan.apply(args=[plan.pk], task_id="build-1").get() == "draft"
     plan.refresh_from_db()
     files = stored_plan(plan).files  # type: ignore[union-attr]
-    assert plan.status == PlanStatus.DRAFT and plan.task_id == "build-1" and files == plan.files_kept > 0
+    assert plan.status == ApprovalStatus.DRAFT and plan.task_id == "build-1" and files == plan.files_kept > 0
     assert build_clean_plan.apply(args=[plan.pk], task_id="build-1").get() == "skipped"  # delivered again
     assert stored_plan(plan).files == files  # type: ignore[union-attr]
     other = requested(table)
     CleanPlan.objects.filter(pk=other.pk).update(task_id="build-2")  # claimed by (or sent as) build-2
     assert build_clean_plan.apply(args=[other.pk], task_id="build-3").get() == "skipped"  # a stray copy
-    assert CleanPlan.objects.get(pk=other.pk).status == PlanStatus.PLANNING
+    assert CleanPlan.objects.get(pk=other.pk).status == ApprovalStatus.PLANNING
     assert build_clean_plan.apply(args=[other.pk], task_id="build-2").get() == "draft"  # its worker died: again
 
 

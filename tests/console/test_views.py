@@ -17,7 +17,8 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 
 from console import services
-from console.models import ArchivalStatus, AuditEvent, Job, PlanStatus, Table, TableLock
+from console.models import AuditEvent, Job, Table, TableLock
+from console.models_approvals import ApprovalStatus
 from tests.console.helpers import KEEP_FEW, SHORT_RETENTION, SHORT_RETENTION_FORM, leave_markers
 from timeline import HudiTable
 
@@ -127,20 +128,20 @@ def _plan_request(table: Table, table_copy: Callable[[str], Path]) -> Case:
 def _draft_plan(table: Table) -> int:
     """A draft plan that deletes files (12 of them with one commit retained)."""
     plan = services.plan_build(plan=services.plan_request(table=table, user=None, overrides=SHORT_RETENTION))
-    assert plan.status == PlanStatus.DRAFT and plan.files_to_delete > 0
+    assert plan.status == ApprovalStatus.DRAFT and plan.files_to_delete > 0
     return plan.pk
 
 
 def _plan_approve(table: Table, table_copy: Callable[[str], Path]) -> Case:
     plan = _draft_plan(table)
     return Case(reverse("console:plan_approve", args=[table.pk, plan]), {},
-                lambda queued: table.clean_plans.get(pk=plan).status == PlanStatus.APPROVING and len(queued) == 1)
+                lambda queued: table.clean_plans.get(pk=plan).status == ApprovalStatus.APPROVING and len(queued) == 1)
 
 
 def _plan_reject(table: Table, table_copy: Callable[[str], Path]) -> Case:
     plan = _draft_plan(table)
     return Case(reverse("console:plan_reject", args=[table.pk, plan]), {"note": "no"},
-                lambda queued: table.clean_plans.get(pk=plan).status == PlanStatus.REJECTED)
+                lambda queued: table.clean_plans.get(pk=plan).status == ApprovalStatus.REJECTED)
 
 
 def _savepoints(table: Table) -> set[str]:
@@ -235,7 +236,7 @@ def _archivable(table: Table) -> Table:
 def _archival_request(table: Table, table_copy: Callable[[str], Path]) -> Case:
     _archivable(table)
     return Case(reverse("console:archival_request", args=[table.pk]), {},
-                lambda queued: table.archivals.filter(status=ArchivalStatus.PENDING).exists() and queued == [])
+                lambda queued: table.archivals.filter(status=ApprovalStatus.DRAFT).exists() and queued == [])
 
 
 def _location_rerecord(table: Table, table_copy: Callable[[str], Path]) -> Case:
@@ -258,13 +259,13 @@ def _pending_archival(table: Table) -> int:
 def _archival_approve(table: Table, table_copy: Callable[[str], Path]) -> Case:
     archival = _pending_archival(table)
     return Case(reverse("console:archival_approve", args=[table.pk, archival]), {},
-                lambda queued: table.archivals.get(pk=archival).status == ArchivalStatus.APPROVED and len(queued) == 1)
+                lambda queued: table.archivals.get(pk=archival).status == ApprovalStatus.APPROVED and len(queued) == 1)
 
 
 def _archival_decline(table: Table, table_copy: Callable[[str], Path]) -> Case:
     archival = _pending_archival(table)
     return Case(reverse("console:archival_decline", args=[table.pk, archival]), {"note": "no"},
-                lambda queued: table.archivals.get(pk=archival).status == ArchivalStatus.DECLINED)
+                lambda queued: table.archivals.get(pk=archival).status == ApprovalStatus.REJECTED)
 
 
 MUTATIONS: dict[str, Prepare] = {

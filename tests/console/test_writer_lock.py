@@ -16,7 +16,8 @@ from django.test import Client
 from django.urls import reverse
 
 from console import services
-from console.models import AuditEvent, CleanPlan, Job, PlanStatus, Table
+from console.models import AuditEvent, CleanPlan, Job, Table
+from console.models_approvals import ApprovalStatus
 from tests.console.helpers import SHORT_RETENTION
 
 TABLE = "sample_table/cow/v9_txns_simple_nometa"
@@ -86,7 +87,7 @@ def test_writer_lock_a_live_writer_with_no_lock_refuses_every_change_until_an_ad
         table: Table, settings, django_capture_on_commit_callbacks) -> None:
     settings.CLEANLINE_APPROVER_MUST_DIFFER = False
     plan = services.plan_build(plan=services.plan_request(table=table, user=None, overrides=SHORT_RETENTION))
-    assert plan.status == PlanStatus.DRAFT
+    assert plan.status == ApprovalStatus.DRAFT
     commit = table.instants.filter(action="commit", state="COMPLETED").order_by("requested_time").last()
     assert commit is not None
     live_writer(table)
@@ -102,7 +103,7 @@ def test_writer_lock_a_live_writer_with_no_lock_refuses_every_change_until_an_ad
     with django_capture_on_commit_callbacks(execute=True):  # the approval task runs eagerly
         ada.post(reverse("console:plan_approve", args=[table.pk, plan.pk]))
     plan.refresh_from_db()
-    assert plan.status == PlanStatus.DRAFT and LIVE in plan.error and "writers are stopped" in plan.error
+    assert plan.status == ApprovalStatus.DRAFT and LIVE in plan.error and "writers are stopped" in plan.error
     response = ada.post(reverse("console:savepoint_create", args=[table.pk]), {"instant": commit.requested_time})
     assert response.status_code == 400 and LIVE in response.content.decode()
     assert sorted(p.name for p in (base(table) / ".hoodie" / "timeline").iterdir()) == before
@@ -111,7 +112,7 @@ def test_writer_lock_a_live_writer_with_no_lock_refuses_every_change_until_an_ad
     with django_capture_on_commit_callbacks(execute=True):  # approval, then the run
         ada.post(reverse("console:plan_approve", args=[table.pk, plan.pk]), {"writers_stopped": "on"})
     plan.refresh_from_db()
-    assert plan.writers_stopped and plan.status == PlanStatus.COMPLETED, plan.error
+    assert plan.writers_stopped and plan.status == ApprovalStatus.COMPLETED, plan.error
     approved = AuditEvent.objects.get(action="clean.plan.approved", table=table)
     assert approved.parameters["writers_stopped"] is True
     assert any("the caller said the writers are stopped" in line for line in approved.parameters["lock"])

@@ -20,7 +20,8 @@ from django.test import Client, TestCase
 from openapi_spec_validator import validate
 
 from console import services
-from console.models import ApiToken, Archival, AuditEvent, CleanPlan, Job, PlanStatus, Table
+from console.models import ApiToken, Archival, AuditEvent, CleanPlan, Job, Table
+from console.models_approvals import ApprovalStatus
 from console.models_health import Repair
 from console.selectors import stored_plan
 from tests.console.helpers import ARCHIVABLE_TABLE, KEEP_FEW, SHORT_RETENTION, person, wait_for
@@ -121,6 +122,8 @@ def endpoints(table: Table, plan: CleanPlan, job: Job) -> list[tuple[str, str, d
         ("POST", f"/tables/{t}/archivals", None, "operator"),
         ("POST", f"/tables/{t}/archivals/{archival}/approve", None, "admin"),
         ("POST", f"/tables/{t}/archivals/{archival}/decline", {"note": "no"}, "admin"),
+        ("POST", f"/approvals/clean-plan/{p}/approve", None, "admin"),
+        ("POST", f"/approvals/clean-plan/{p}/reject", {"note": "no"}, "admin"),
     ]
 
 
@@ -157,7 +160,7 @@ def test_viewer_refusals_change_nothing(table: Table, callers: dict[str, Caller]
         if method != "GET":
             assert callers["viewer"](method, path, body).status_code == 403
     assert (CleanPlan.objects.count(), Job.objects.count(), len(HudiTable.open(table.path).timeline)) == before
-    assert CleanPlan.objects.get(pk=plan.pk).status == PlanStatus.DRAFT
+    assert CleanPlan.objects.get(pk=plan.pk).status == ApprovalStatus.DRAFT
 
 
 def test_role_is_checked_before_input(table: Table, callers: dict[str, Caller]) -> None:
@@ -184,15 +187,15 @@ def test_two_person_rule_and_the_token_in_the_audit_log(table: Table) -> None:
     assert created.status_code == 202, created.content
     plan_id = created.json()["id"]
     plan = CleanPlan.objects.get(pk=plan_id)
-    assert plan.status == PlanStatus.DRAFT  # tasks run eagerly here
+    assert plan.status == ApprovalStatus.DRAFT  # tasks run eagerly here
     refused = ada("POST", f"/tables/{table.pk}/plans/{plan_id}/approve")
     assert refused.status_code == 409 and refused["Content-Type"] == "application/problem+json"
     assert "approver must differ" in refused.json()["detail"]
-    assert CleanPlan.objects.get(pk=plan_id).status == PlanStatus.DRAFT
+    assert CleanPlan.objects.get(pk=plan_id).status == ApprovalStatus.DRAFT
     approved = bob("POST", f"/tables/{table.pk}/plans/{plan_id}/approve")
     assert approved.status_code == 202 and approved.json()["status"] == "approving", approved.content
     # the approval task (eager here) re-validated the plan, requested the clean and ran it
-    assert CleanPlan.objects.get(pk=plan_id).status == PlanStatus.COMPLETED
+    assert CleanPlan.objects.get(pk=plan_id).status == ApprovalStatus.COMPLETED
     requested = AuditEvent.objects.get(action="clean.plan.requested", table=table)
     assert requested.username == "ada" and requested.parameters["api_token"] == "ada-laptop"
     asked = AuditEvent.objects.get(action="clean.plan.approval.requested", table=table)
@@ -244,7 +247,7 @@ def test_archival_through_the_api(console_table) -> None:
     assert bob("DELETE", f"/tables/{table.pk}/savepoints/{commits[1]}").status_code == 200
     assert viewer("POST", f"/tables/{table.pk}/archivals").status_code == 403
     asked = ada("POST", f"/tables/{table.pk}/archivals")
-    assert asked.status_code == 202 and asked.json()["status"] == "pending", asked.content
+    assert asked.status_code == 202 and asked.json()["status"] == "draft", asked.content
     archival = asked.json()["id"]
     assert [i["requested_time"] for i in asked.json()["instants"]] == commits
     assert ada("POST", f"/tables/{table.pk}/archivals").json()["id"] == archival  # a double submit

@@ -10,7 +10,8 @@ from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 
 from console import services
-from console.models import AuditEvent, CleanPlan, PlanStatus, Table
+from console.models import AuditEvent, CleanPlan, Table
+from console.models_approvals import ApprovalStatus
 from console.selectors import stored_plan
 from tests.console.helpers import SHORT_RETENTION, person
 from tests.helpers import rows
@@ -28,7 +29,7 @@ def table(console_table) -> Table:
 
 def drafted(table: Table, user: User, **overrides: object) -> CleanPlan:
     plan = services.plan_request(table=table, user=user, overrides={**SHORT_RETENTION, **overrides})
-    assert plan.status == PlanStatus.PLANNING
+    assert plan.status == ApprovalStatus.PLANNING
     return services.plan_build(plan=plan)
 
 
@@ -39,7 +40,7 @@ def actions(table: Table) -> list[str]:
 def test_plan_draft_stores_every_file_with_reasons_and_totals(table: Table) -> None:
     plan = drafted(table, person("op", "operator"))
     lake = HudiTable.open(table.path)
-    assert plan.status == PlanStatus.DRAFT and plan.policy == "KEEP_LATEST_COMMITS"
+    assert plan.status == ApprovalStatus.DRAFT and plan.policy == "KEEP_LATEST_COMMITS"
     files = list(stored_plan(plan).iter_rows())  # type: ignore[union-attr]
     assert plan.files_to_delete == sum(1 for f in files if f.delete) > 0
     assert plan.files_kept == sum(1 for f in files if not f.delete) > 0
@@ -56,11 +57,11 @@ def test_plan_approve_run_complete_and_the_report(table: Table) -> None:
     path = Path(table.path.removeprefix("file:"))
     latest = rows(path)
     plan = services.plan_approve(plan=plan, user=person("boss", "admin"))
-    assert plan.status == PlanStatus.APPROVED and plan.clean_instant
+    assert plan.status == ApprovalStatus.APPROVED and plan.clean_instant
     lake = HudiTable.open(table.path)
     assert [i.requested_time for i in lake.timeline.cleans().pending()] == [plan.clean_instant]
     plan = services.plan_run(plan=plan, task_id="t-1")
-    assert plan.status == PlanStatus.COMPLETED and plan.progress_done == plan.files_to_delete
+    assert plan.status == ApprovalStatus.COMPLETED and plan.progress_done == plan.files_to_delete
     assert plan.progress_bytes == plan.bytes_to_delete
     files = list(stored_plan(plan).iter_rows())  # type: ignore[union-attr]
     assert {f.outcome for f in files if f.delete} == {"deleted"} and {f.outcome for f in files if not f.delete} == {""}
@@ -79,7 +80,7 @@ def test_plan_run_without_its_plan_store_still_runs_the_approved_clean(table: Ta
     plan = services.plan_approve(plan=plan, user=person("boss", "admin"))
     stored_plan(plan).delete()  # type: ignore[union-attr]
     plan = services.plan_run(plan=plan, task_id="t-1")
-    assert plan.status == PlanStatus.COMPLETED and plan.progress_bytes == plan.bytes_to_delete
+    assert plan.status == ApprovalStatus.COMPLETED and plan.progress_bytes == plan.bytes_to_delete
     lake = HudiTable.open(table.path)
     assert not lake.timeline.cleans().pending() and rows(path) == latest
 
@@ -91,22 +92,22 @@ def test_plan_approval_that_died_after_writing_its_clean_is_adopted_on_redeliver
     admin = person("boss", "admin")
     plan = services.plan_approve(plan=drafted(table, person("op", "operator")), user=admin)
     written = plan.clean_instant
-    CleanPlan.objects.filter(pk=plan.pk).update(status=PlanStatus.APPROVING)  # died before saying APPROVED
+    CleanPlan.objects.filter(pk=plan.pk).update(status=ApprovalStatus.APPROVING)  # died before saying APPROVED
     plan = services.plan_approve(plan=CleanPlan.objects.get(pk=plan.pk), user=admin)
-    assert plan.status == PlanStatus.APPROVED and plan.clean_instant == written
+    assert plan.status == ApprovalStatus.APPROVED and plan.clean_instant == written
     lake = HudiTable.open(table.path)
     assert [i.requested_time for i in lake.timeline.cleans()] == [written]
     assert AuditEvent.objects.filter(action="clean.plan.approved", parameters__adopted=True).count() == 1
-    assert services.plan_run(plan=plan).status == PlanStatus.COMPLETED
+    assert services.plan_run(plan=plan).status == ApprovalStatus.COMPLETED
 
 
 def test_plan_approval_whose_recorded_clean_was_never_written_plans_again(table: Table) -> None:
     admin = person("boss", "admin")
     again = drafted(table, person("op", "operator"))
     never = "20990101000000000"  # recorded, then the approval died before writing the file
-    CleanPlan.objects.filter(pk=again.pk).update(status=PlanStatus.APPROVING, clean_instant=never)
+    CleanPlan.objects.filter(pk=again.pk).update(status=ApprovalStatus.APPROVING, clean_instant=never)
     again = services.plan_approve(plan=CleanPlan.objects.get(pk=again.pk), user=admin)
-    assert again.status == PlanStatus.APPROVED and again.clean_instant not in ("", never)
+    assert again.status == ApprovalStatus.APPROVED and again.clean_instant not in ("", never)
     assert [i.requested_time for i in HudiTable.open(table.path).timeline.cleans().pending()] == [again.clean_instant]
 
 
@@ -118,7 +119,7 @@ def test_plan_goes_stale_when_a_new_savepoint_protects_a_file(table: Table) -> N
     target = next(i for i in lake.timeline.commits().completed() if i.requested_time == doomed.base_instant)
     create_savepoint(lake, target.requested_time)
     plan = services.plan_approve(plan=plan, user=person("boss", "admin"))
-    assert plan.status == PlanStatus.STALE
+    assert plan.status == ApprovalStatus.STALE
     assert any(doomed.path in reason and "savepoint" in reason for reason in plan.stale_reasons)
     assert not HudiTable.open(table.path).timeline.cleans()
     assert actions(table)[-1] == "clean.plan.stale"
@@ -130,7 +131,7 @@ def test_plan_reject_and_rules_on_who_decides(table: Table) -> None:
     with pytest.raises(ValidationError, match="approver must differ"):
         services.plan_approve(plan=plan, user=operator)
     plan = services.plan_reject(plan=plan, user=person("boss", "admin"), note="too aggressive")
-    assert plan.status == PlanStatus.REJECTED and plan.decision_note == "too aggressive"
+    assert plan.status == ApprovalStatus.REJECTED and plan.decision_note == "too aggressive"
     with pytest.raises(ValidationError, match="Only a draft"):
         services.plan_approve(plan=plan, user=person("boss2", "admin"))
     assert actions(table)[-1] == "clean.plan.rejected"
@@ -143,7 +144,7 @@ def test_plan_lock_conflict_is_a_clear_message(table: Table) -> None:
             services.plan_approve(plan=plan, user=person("boss", "admin"))
         with services.table_lock(table, "restore:7"):  # the same holder may re-enter
             pass
-    assert services.plan_approve(plan=plan, user=person("boss2", "admin")).status == PlanStatus.APPROVED
+    assert services.plan_approve(plan=plan, user=person("boss2", "admin")).status == ApprovalStatus.APPROVED
 
 
 def test_plan_run_failure_is_truthful(table: Table) -> None:
@@ -153,7 +154,7 @@ def test_plan_run_failure_is_truthful(table: Table) -> None:
     for status in lake.timeline.files_of(pending).values():
         Path(status.path).unlink()  # someone removed the requested clean
     plan = services.plan_run(plan=plan)
-    assert plan.status == PlanStatus.FAILED and "no pending clean" in plan.error
+    assert plan.status == ApprovalStatus.FAILED and "no pending clean" in plan.error
     assert actions(table)[-1] == "clean.run.failed"
 
 
@@ -182,10 +183,10 @@ def test_plan_short_retention_is_refused_unless_allowed_and_then_recorded(table:
     assert AuditEvent.objects.get(action="clean.plan.requested").parameters["cleanline.clean.enforce.retention"] \
         == "false"
     plan = services.plan_build(plan=plan)
-    assert plan.status == PlanStatus.DRAFT and plan.files_to_delete > 0
+    assert plan.status == ApprovalStatus.DRAFT and plan.files_to_delete > 0
     at_minimum = services.plan_build(plan=services.plan_request(table=table, user=user,
                                                                 overrides={"commits_retained": 10}))
-    assert at_minimum.status == PlanStatus.DRAFT and "cleanline.clean.enforce.retention" not in at_minimum.settings
+    assert at_minimum.status == ApprovalStatus.DRAFT and "cleanline.clean.enforce.retention" not in at_minimum.settings
 
 
 def test_plan_approval_revalidates_on_the_engine_that_made_the_plan(table: Table, settings, spark) -> None:
@@ -200,12 +201,12 @@ def test_plan_approval_revalidates_on_the_engine_that_made_the_plan(table: Table
     assert (on_spark.engine, local.engine) == ("spark", "local")
     before = jobs()
     approved = services.plan_approve(plan=on_spark, user=person("boss", "admin"))
-    assert approved.status == PlanStatus.APPROVED and jobs() > before  # re-made on Spark (Spark is off now)
+    assert approved.status == ApprovalStatus.APPROVED and jobs() > before  # re-made on Spark (Spark is off now)
     settings.CLEANLINE_SPARK_MIN_FILES = 1  # Spark on for every table now; the local plan stays local
-    assert services.plan_run(plan=approved).status == PlanStatus.COMPLETED
+    assert services.plan_run(plan=approved).status == ApprovalStatus.COMPLETED
     before = jobs()
     stale = services.plan_approve(plan=local, user=person("boss2", "admin"))
-    assert stale.status == PlanStatus.STALE and jobs() == before  # re-made in this process: its files are gone
+    assert stale.status == ApprovalStatus.STALE and jobs() == before  # re-made in this process: its files are gone
 
 
 def test_plan_approval_request_claims_the_draft_once_and_the_task_decides(table: Table) -> None:
@@ -214,13 +215,13 @@ def test_plan_approval_request_claims_the_draft_once_and_the_task_decides(table:
     plan = drafted(table, person("op", "operator"))
     boss = person("boss", "admin")
     asked = services.plan_approval_request(plan=plan, user=boss)
-    assert asked.status == PlanStatus.APPROVING and asked.decided_by == boss
+    assert asked.status == ApprovalStatus.APPROVING and asked.decided_by == boss
     with pytest.raises(ValidationError, match="already being approved"):
         services.plan_approval_request(plan=plan, user=person("boss2", "admin"))
     assert actions(table)[-1] == "clean.plan.approval.requested"
-    assert approve_clean_plan.apply(args=(plan.pk,)).get() == PlanStatus.APPROVED
+    assert approve_clean_plan.apply(args=(plan.pk,)).get() == ApprovalStatus.APPROVED
     plan.refresh_from_db()
-    assert plan.status == PlanStatus.APPROVED and plan.clean_instant
+    assert plan.status == ApprovalStatus.APPROVED and plan.clean_instant
     assert approve_clean_plan.apply(args=(plan.pk,)).get() == "nothing to approve"
 
 
@@ -236,14 +237,14 @@ def test_plan_approval_task_never_leaves_a_plan_approving(table: Table) -> None:
     boss.save()
     assert approve_clean_plan.apply(args=(plan.pk,)).get() == "refused"
     plan.refresh_from_db()
-    assert plan.status == PlanStatus.DRAFT and "may no longer approve" in plan.error and plan.decided_by is None
+    assert plan.status == ApprovalStatus.DRAFT and "may no longer approve" in plan.error and plan.decided_by is None
     other = person("boss2", "admin")
     services.plan_approval_request(plan=plan, user=other)
     Path(table.path.removeprefix("file:"), ".hoodie", "hoodie.properties").unlink()  # the table breaks
     (Path(table.path.removeprefix("file:")) / ".hoodie" / "hoodie.properties.backup").unlink(missing_ok=True)
     approve_clean_plan.apply(args=(plan.pk,))
     plan.refresh_from_db()
-    assert plan.status == PlanStatus.DRAFT and plan.error
+    assert plan.status == ApprovalStatus.DRAFT and plan.error
 
 
 def test_plan_retention_above_the_table_instant_count_is_refused_with_the_bound(table: Table) -> None:

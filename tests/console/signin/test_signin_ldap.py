@@ -19,7 +19,8 @@ from django.contrib.auth.models import User
 from django.test import Client, TestCase
 from django.urls import reverse
 
-from console.models import AuditEvent, CleanPlan, GrantStatus, PlanStatus, Profile, RoleGrant
+from console.models import AuditEvent, CleanPlan, GrantStatus, Profile, RoleGrant
+from console.models_approvals import ApprovalStatus
 from console.roles import role_name
 from tests.console.helpers import LDAP_PASSWORDS as PASSWORDS
 from tests.console.helpers import SHORT_RETENTION, Slapd, use_ldap
@@ -171,15 +172,15 @@ def test_ldap_admin_is_admin_at_once_and_the_two_person_rule_and_tokens_hold_for
     created = api(alice_session, alice_token, "POST", f"/tables/{table.pk}/plans", SHORT_RETENTION)
     assert created.status_code == 202, created.content
     plan_id = created.json()["id"]
-    assert CleanPlan.objects.get(pk=plan_id).status == PlanStatus.DRAFT
+    assert CleanPlan.objects.get(pk=plan_id).status == ApprovalStatus.DRAFT
     assert AuditEvent.objects.get(action="clean.plan.requested", table=table).parameters["api_token"] == "laptop"
     refused = api(Client(), alice_token, "POST", f"/tables/{table.pk}/plans/{plan_id}/approve")
     assert refused.status_code == 409 and "approver must differ" in refused.json()["detail"]
-    assert CleanPlan.objects.get(pk=plan_id).status == PlanStatus.DRAFT
+    assert CleanPlan.objects.get(pk=plan_id).status == ApprovalStatus.DRAFT
 
     dave_session = sign_in("dave", PASSWORDS["dave"])
     assert signed_in(dave_session) and Profile.objects.get(user__username="dave").source == "ldap"
     approved = api(Client(), token_of(dave_session), "POST", f"/tables/{table.pk}/plans/{plan_id}/approve")
     assert approved.status_code == 202 and approved.json()["status"] == "approving", approved.content
-    assert CleanPlan.objects.get(pk=plan_id).status == PlanStatus.COMPLETED  # the approval task ran (eagerly)
+    assert CleanPlan.objects.get(pk=plan_id).status == ApprovalStatus.COMPLETED  # the approval task ran (eagerly)
     assert AuditEvent.objects.get(action="clean.plan.approved", table=table).username == "dave"
