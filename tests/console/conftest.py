@@ -112,6 +112,16 @@ def console_table(settings, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, tab
     return make
 
 
+COW_TABLE = "sample_table/cow/v9_txns_simple_nometa"
+
+
+@pytest.fixture
+def table(console_table, request: pytest.FixtureRequest) -> Any:
+    """The registered, synced copy of the test module's `TABLE` (a fixture table's id; the
+    copy-on-write table when the module names none): the one `table` fixture of the console's tests."""
+    return console_table(getattr(request.module, "TABLE", COW_TABLE))
+
+
 @pytest.fixture
 def archivable_table(console_table) -> Any:
     """A registered copy of ARCHIVABLE_TABLE whose writer options (KEEP_FEW, saved as an admin

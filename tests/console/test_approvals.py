@@ -22,11 +22,6 @@ from tests.console.helpers import SHORT_RETENTION, Sinks, person
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def table(console_table) -> Table:
-    return console_table("sample_table/cow/v9_txns_simple_nometa")
-
-
 def signed_in(user: Any) -> Client:
     client = Client()
     client.force_login(user)

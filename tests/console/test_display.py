@@ -21,12 +21,9 @@ from tests.console.helpers import login
 from timeline import HudiTable
 from timeline.instant import moment_of
 
+TABLE = "sample_table/mor/avro/v9_txns_simple_nometa"  # the `table` fixture (tests/console/conftest.py) registers it
+
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def table(console_table) -> Table:
-    return console_table("sample_table/mor/avro/v9_txns_simple_nometa")
 
 
 def utc_table() -> Table:

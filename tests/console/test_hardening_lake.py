@@ -25,11 +25,6 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def table(console_table) -> Table:
-    return console_table("sample_table/cow/v9_txns_simple_nometa")
-
-
-@pytest.fixture
 def victim(tmp_path: Path) -> Path:
     target = tmp_path.parent / f"{tmp_path.name}-elsewhere" / "victim.txt"
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -39,7 +34,6 @@ def victim(tmp_path: Path) -> Path:
 
 def base(table: Table) -> Path:
     return Path(table.path.removeprefix("file:"))
-
 
 
 def write_state(table: Table, instant: LakeInstant, content: dict) -> None:

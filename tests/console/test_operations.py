@@ -17,11 +17,6 @@ from timeline import HudiTable
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def table(console_table) -> Table:
-    return console_table("sample_table/cow/v9_txns_simple_nometa")
-
-
 def path_of(table: Table) -> Path:
     return Path(table.path.removeprefix("file:"))
 

@@ -291,11 +291,6 @@ def test_people_badge_names_the_role_and_a_superuser() -> None:
 
 # Buttons shown only to those who may use them.
 
-@pytest.fixture
-def table(console_table) -> Table:
-    return console_table(TABLE)
-
-
 def draft_plan(table: Table, requester: User | None) -> CleanPlan:
     plan = services.plan_build(plan=services.plan_request(table=table, user=requester, overrides=SHORT_RETENTION))
     assert plan.status == ApprovalStatus.DRAFT and plan.files_to_delete > 0

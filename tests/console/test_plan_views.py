@@ -14,12 +14,9 @@ from console.models_approvals import ApprovalStatus
 from console.selectors import stored_plan
 from tests.console.helpers import SHORT_RETENTION, SHORT_RETENTION_FORM, login
 
+TABLE = "sample_table/mor/avro/v9_txns_simple_nometa"  # the `table` fixture (tests/console/conftest.py) registers it
+
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def table(console_table) -> Table:
-    return console_table("sample_table/mor/avro/v9_txns_simple_nometa")
 
 
 def test_plan_views_operator_plans_admin_approves_and_downloads_the_report(

@@ -11,12 +11,9 @@ from console.models import Table
 from tests.console.helpers import SHORT_RETENTION, login
 from timeline import HudiTable
 
+TABLE = "sample_table/mor/avro/v9_txns_simple_nometa"  # the `table` fixture (tests/console/conftest.py) registers it
+
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def table(console_table) -> Table:
-    return console_table("sample_table/mor/avro/v9_txns_simple_nometa")
 
 
 def test_safe_flows_a_plan_being_made_says_so_and_shows_no_empty_totals(table: Table) -> None:

@@ -28,12 +28,6 @@ OCC = {"hoodie.write.concurrency.mode": "optimistic_concurrency_control",
        "hoodie.write.lock.wait_time_ms": "8000"}
 
 
-@pytest.fixture
-def table(console_table) -> Table:
-    return console_table("sample_table/cow/v9_txns_simple_nometa")
-
-
-
 def settings_form(options: dict[str, str]) -> dict[str, str]:
     return {"auto_max_files": "1000", "auto_max_bytes": "1000",
             "write_options": "\n".join(f"{k}={v}" for k, v in options.items())}

@@ -30,11 +30,6 @@ pytestmark = pytest.mark.django_db
 FAILED_WRITE = "20990101000000000"
 
 
-@pytest.fixture
-def table(console_table) -> Table:
-    return console_table("sample_table/cow/v9_txns_simple_nometa")
-
-
 def requested(table: Table) -> CleanPlan:
     """A plan with the table's own settings (it keeps every file of this table: rows all the same)."""
     return services.plan_request(table=table, user=None, overrides={})

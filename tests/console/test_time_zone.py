@@ -24,11 +24,6 @@ pytestmark = pytest.mark.django_db
 KOLKATA = "Asia/Kolkata"  # IST, +05:30: every time moves, and by half an hour
 
 
-@pytest.fixture
-def table(console_table) -> Table:
-    return console_table("sample_table/cow/v9_txns_simple_nometa")
-
-
 def shown(moment, zone: str) -> str:  # type: ignore[no-untyped-def]
     local = moment.astimezone(ZoneInfo(zone))
     name = local.tzname() or ""

@@ -29,11 +29,6 @@ TABLE = "sample_table/cow/v9_txns_simple_nometa"
 LATEST_COMMIT = "20260307135709890"  # the last completed commit of TABLE
 
 
-@pytest.fixture
-def table(console_table) -> Table:
-    return console_table(TABLE)
-
-
 def client_for(persona: str) -> Client:
     """A client enforcing CSRF like a browser, logged in as a new user of `persona` (without a
     password: hashing one costs more than the requests)."""

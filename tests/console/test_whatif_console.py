@@ -16,12 +16,9 @@ from tests.console.helpers import login, person
 from timeline import CleanConfig, CleanPolicy, HudiTable
 from timeline.clean.planner import plan_clean
 
+TABLE = "sample_table/mor/avro/v9_txns_simple_nometa"  # the `table` fixture (tests/console/conftest.py) registers it
+
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def table(console_table) -> Table:
-    return console_table("sample_table/mor/avro/v9_txns_simple_nometa")
 
 
 def lake_files(table: Table) -> dict[str, tuple[int, int]]:

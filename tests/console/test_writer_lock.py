@@ -49,11 +49,6 @@ def admin(name: str) -> Client:
     return client
 
 
-@pytest.fixture
-def table(console_table) -> Table:  # type: ignore[no-untyped-def]
-    return console_table(TABLE)
-
-
 def test_writer_lock_overview_shows_the_lock_and_its_source(table: Table, settings) -> None:
     viewer = admin("ada")
     page = viewer.get(reverse("console:overview", args=[table.pk])).content.decode()

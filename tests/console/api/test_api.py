@@ -53,11 +53,6 @@ class Caller:
 
 
 @pytest.fixture
-def table(console_table) -> Table:
-    return console_table(TABLE)
-
-
-@pytest.fixture
 def callers(db) -> dict[str, Caller]:
     return {"anonymous": Caller(None), **{role: Caller(token_for(person(f"api-{role}", role)))
                                            for role in ("viewer", "operator", "admin")}}

@@ -22,11 +22,6 @@ pytestmark = pytest.mark.django_db
 API = "/api/v1"
 
 
-@pytest.fixture
-def table(console_table) -> Table:
-    return console_table("sample_table/cow/v9_txns_simple_nometa")
-
-
 def caller(role: str) -> Client:
     user = person(f"api-{role}", role)
     return Client(HTTP_AUTHORIZATION=f"Bearer {services.token_create(actor=user, owner=user, name='ci')[1]}")

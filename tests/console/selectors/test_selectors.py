@@ -9,12 +9,9 @@ import pytest
 from console import selectors
 from console.models import Table
 
+TABLE = "sample_table/mor/avro/v9_txns_simple_nometa"  # the `table` fixture (tests/console/conftest.py) registers it
+
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def table(console_table) -> Table:
-    return console_table("sample_table/mor/avro/v9_txns_simple_nometa")
 
 
 def test_selectors_catalog_counts(table: Table) -> None:

@@ -18,13 +18,9 @@ from tests.helpers import rows
 from timeline import HudiTable
 from timeline.savepoint import create_savepoint
 
+TABLE = "sample_table/mor/avro/v9_txns_simple_nometa"  # the `table` fixture (tests/console/conftest.py) registers it
+
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def table(console_table) -> Table:
-    return console_table("sample_table/mor/avro/v9_txns_simple_nometa")
-
 
 
 def drafted(table: Table, user: User, **overrides: object) -> CleanPlan:
