@@ -43,8 +43,8 @@ mutation: setup
 # to var/screenshots otherwise; the newcomer journey writes its own, newcomer-*.png, only here).
 screenshots: setup
 	REDIS_URL=$(TEST_REDIS_URL) bash scripts/ensure-redis.sh
-	CLEANLINE_SCREENSHOTS=$(CURDIR)/docs/screenshots REDIS_URL=$(TEST_REDIS_URL) $(PY) -m pytest tests/console/test_browser.py tests/console/test_journey.py \
-		tests/console/test_browser_look.py tests/console/test_browser_flows.py tests/console/test_newcomer_journey.py
+	CLEANLINE_SCREENSHOTS=$(CURDIR)/docs/screenshots REDIS_URL=$(TEST_REDIS_URL) $(PY) -m pytest tests/console/browser/test_browser.py tests/console/browser/test_journey.py \
+		tests/console/browser/test_browser_look.py tests/console/browser/test_browser_flows.py tests/console/browser/test_newcomer_journey.py
 
 # The whole demo lake in the foreground: the fixture tables, then the Spark tables (no Spark
 # session when they are there already).

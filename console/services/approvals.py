@@ -19,7 +19,7 @@ of rules, whatever its kind:
   on, so it is planned again rather than approved.
 
 A new kind extends `console.models_approvals.Approvable` and is listed in `KINDS` with the task
-that follows its approval; the approval contract test (tests/console/test_approval_contract.py)
+that follows its approval; the approval contract test (tests/console/services/test_approval_contract.py)
 then holds it to all of the above."""
 
 from __future__ import annotations

@@ -16,8 +16,8 @@ POSTGRES_URL = os.environ.get("CLEANLINE_TEST_POSTGRES_URL", "postgres://postgre
 def test_postgres_sync_and_views_pass() -> None:
     env = {**os.environ, "DATABASE_URL": POSTGRES_URL}
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--create-db",
-                          "tests/console/services/test_sync.py", "tests/console/test_views.py",
-                          "tests/console/test_approval_contract.py"],
+                          "tests/console/services/test_sync.py", "tests/console/views/test_views.py",
+                          "tests/console/services/test_approval_contract.py"],
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     assert " passed" in run.stdout and "postgresql" in subprocess.run(

@@ -302,13 +302,13 @@ def test_views_post_only_urls_are_exactly_the_mutation_matrix() -> None:
         answers[name] = admin.get(reverse(name, kwargs=kwargs)).status_code
     post_only = {name for name, status in answers.items() if status == 405}
     # a user's own API tokens (any role; tests/console/api/test_api.py) and the People page's changes
-    # (their persona matrices: tests/console/test_people.py, test_people_grants.py, test_lineage.py) are POST-only too
+    # (their persona matrices: tests/console/views/test_people.py, test_people_grants.py, test_lineage.py) are POST-only too
     people = {"console:people_create", "console:people_role", "console:people_deactivate", "console:people_reactivate",
               "console:people_grant_confirm", "console:people_grant_decline", "console:people_link",
               "console:people_unlink"}
-    # registering the tables a discovery found (its matrix: tests/console/test_discover_console.py)
+    # registering the tables a discovery found (its matrix: tests/console/views/test_discover_console.py)
     people |= {"console:discover_register", "console:bulk"}  # and the bulk actions (test_bulk.py)
-    # the alert set-up's channels (their matrix: tests/console/test_alerts_setup.py)
+    # the alert set-up's channels (their matrix: tests/console/views/test_alerts_setup.py)
     people |= {f"console:alert_channel_{change}" for change in ("add", "test", "on", "off", "remove")}
     assert post_only == {f"console:{name}" for name in MUTATIONS} | {"logout", "console:token_create",
                                                                      "console:token_revoke"} | people, answers

@@ -14,7 +14,7 @@ from django.urls import path, reverse
 from console.models import Table
 from tests.console.helpers import login
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def broken(request: object) -> None:

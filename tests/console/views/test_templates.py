@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from django.template.loader import get_template
 
-TEMPLATES = Path(__file__).resolve().parents[2] / "console" / "templates"
+TEMPLATES = Path(__file__).resolve().parents[3] / "console" / "templates"
 SOURCES = sorted(TEMPLATES.rglob("*.html"))
 # `x.status == "draft"`, `plan.sync_status != 'failed'`, `"stale" == x.status`
 STATUS_STRING = re.compile(r"""\.(status|sync_status)\s*(==|!=|in)\s*["']"""

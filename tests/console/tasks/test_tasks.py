@@ -2,7 +2,7 @@
 transaction that asked for them commits, with their id on the row first; each claims its row,
 so that a second delivery does nothing; only a busy table (transient) is retried. Tasks run
 eagerly here, with explicit ids standing for the broker's deliveries;
-tests/console/test_worker.py and test_hardening_races.py run them on real workers."""
+tests/console/tasks/test_worker.py and test_hardening_races.py run them on real workers."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ instant and since when), the overview shows it; a request waits for a second adm
 task eagerly, as on commit) and shortens the active timeline, audited as a clean is; a plan the
 timeline no longer gives turns stale with nothing written; double submits change nothing; a
 savepoint's page says what archival deleting it frees, and deleting it frees exactly that.
-The gauges and the alert: tests/console/test_archival_alerts.py."""
+The gauges and the alert: tests/console/services/test_archival_alerts.py."""
 
 from __future__ import annotations
 

@@ -33,7 +33,7 @@ from console.models_approvals import ApprovalStatus
 from tests.console.helpers import SHORT_RETENTION, login, person, wait_for
 from timeline import HudiTable
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 POSTGRES_URL = os.environ.get("CLEANLINE_TEST_POSTGRES_URL", "postgres://postgres:postgres@127.0.0.1:5432/postgres")
 
 
