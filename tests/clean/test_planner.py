@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
-from tests.helpers import Lake, T, rewrite_history
+from tests.helpers import ROOT, Lake, T, rewrite_history
 from timeline import HudiTable
 from timeline.clean.config import CleanConfig, CleanConfigError, CleanPolicy
 from timeline.clean.planner import CleanPlan, plan_clean
 from timeline.instant import Instant, State
 from timeline.metadata import avro
 from timeline.storage import MemoryStorage
+from timeline.storage.arrow import LocalStorage
 
 P, Q = "city=sf", "city=nyc"
 
@@ -646,3 +652,20 @@ def test_planner_plan_is_invalidated_by_a_savepoint_or_a_rollback_made_after_it(
     lake.instant_file(Instant(T[7], "rollback", State.REQUESTED), None)
     assert plan_invalidations(HudiTable.load(lake.storage, lake.base), made) == [
         f"{names[0]}: savepoint {T[6]}", f"rollback {T[7]} was requested after the plan was made"]
+
+
+# The forked planning's line in `cleanline -v` (run in a fresh interpreter of this checkout: a
+# test session has threads, and forking is refused beside them; the `cleanline` script would run
+# the installed copy).
+CLI = "import sys; from timeline.cli import main; sys.exit(main(sys.argv[1:]))"
+
+
+def test_planner_forked_planning_tells_the_operator_how_many_folders_and_processes(tmp_path: Path) -> None:
+    lake = Lake(LocalStorage(), str(tmp_path / "t"), version=6)
+    for t in T[:3]:
+        lake.commit(t, {p: [lake.base_file(p, "fg1", t)] for p in (P, Q)})
+    told = subprocess.run([sys.executable, "-c", CLI, "-v", "clean", "plan", lake.base, "--json", "--retain-commits",
+                           "1", "--allow-short-retention"], capture_output=True, text=True, check=True, cwd=ROOT,
+                          env={**os.environ, "CLEANLINE_LOCAL_PROCESSES": "3"})
+    assert f"cleanline: file:{lake.base}: planned 2 folders in 2 processes\n" in told.stderr
+    assert json.loads(told.stdout)["totals"]["filesToDelete"] == 2
