@@ -5,6 +5,9 @@ history read as Hudi's `LSMTimeline` reads it, and plans of copies of real table
 from __future__ import annotations
 
 import json
+import os
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -87,10 +90,10 @@ def test_plan_refuses_settings_hudi_refuses_and_names_the_table() -> None:
 
 # The LSM history as Hudi reads it (LSMTimeline.latestSnapshotVersion / latestSnapshotManifest)
 
-def lsm_lake() -> ArchivalLake:
+def lsm_lake(props: dict[str, str] | None = None) -> ArchivalLake:
     """A version-8 table that archived commits 1-3 (layer-0 file, manifest_1, _version_ = 1)
     and has commits 4-10 active."""
-    lake = ArchivalLake(8)
+    lake = ArchivalLake(8, props=props)
     for i in range(1, 11):
         lake.commit(i)
     archive_instants(lake.lake.storage, lake.lake.timeline_folder,
@@ -121,7 +124,9 @@ def test_plan_missing_or_corrupt_version_file_falls_back_to_the_highest_manifest
         lake.lake.storage.write(f"{HISTORY}/_version_", content)
     blockers, warnings = lsm_kinds(lake)
     assert blockers == []
-    assert len(warnings) == 1 and "manifest_1" in warnings[0] and "_version_" in warnings[0]
+    what = "is missing" if content is None else "holds no number"
+    assert warnings == [f"{HISTORY}: _version_ {what}; Hudi reads the highest manifest, manifest_1, and writes the "
+                        "file again at its next archival"]
     assert lake.plan(min=2, max=3).runnable
 
 
@@ -132,7 +137,8 @@ def test_plan_leftover_manifest_beyond_the_version_file_blocks_archival() -> Non
     lake = lsm_lake()
     lake.lake.storage.write(f"{HISTORY}/manifest_2", json.dumps({"files": []}).encode())
     blockers, _ = lsm_kinds(lake)
-    assert len(blockers) == 1 and "manifest_2 lies beyond _version_ (1)" in blockers[0]
+    assert blockers == [f"{HISTORY}: manifest_2 lies beyond _version_ (1), left by an archival that did not finish: "
+                        "Hudi's archiver creates manifest_2 and each one after without overwriting, and fails on it"]
     plan = lake.plan(min=2, max=3)
     assert not plan.runnable and plan.archivable == 0 and plan.actions
     assert plan.blockers[0].kind is BlockerKind.LSM_MANIFEST and plan.blockers[0].since is not None
@@ -158,9 +164,51 @@ def test_plan_version_naming_no_usable_manifest_blocks_archival(broken: str) -> 
         lake.lake.storage.write(f"{HISTORY}/manifest_1", b"{broken" if broken == "not json" else b'{"files": 3}',
                                 overwrite=True)
     blockers, _ = lsm_kinds(lake)
-    assert len(blockers) == 1
-    assert ("names manifest_7, which is missing" if broken == "missing" else "is not an LSM timeline manifest") \
-        in blockers[0]
+    assert blockers == [f"{HISTORY}: _version_ names manifest_7, which is missing: Hudi cannot read the archived "
+                        "timeline nor archive more" if broken == "missing" else
+                        f"{HISTORY}: manifest_1 is not an LSM timeline manifest: Hudi cannot read the archived "
+                        "timeline nor archive more"]
+
+
+@pytest.fixture
+def process_zone() -> Iterator[None]:
+    """This process's local zone set to India's (UTC+05:30), put back afterwards."""
+    before = os.environ.get("TZ")
+    os.environ["TZ"] = "Asia/Kolkata"
+    time.tzset()
+    yield
+    if before is None:
+        del os.environ["TZ"]
+    else:
+        os.environ["TZ"] = before
+    time.tzset()
+
+
+WRITTEN_MS = 1781526896789  # 2026-06-15 12:34:56.789 UTC, 18:04:56.789 in India
+
+
+@pytest.mark.parametrize(("timezone", "since"), [("UTC", "20260615123456789"), ("LOCAL", "20260615180456789")])
+@pytest.mark.parametrize("broken", ["leftover", "version names a missing manifest", "not a manifest"])
+def test_plan_lsm_blocker_is_dated_by_the_file_that_breaks_it_in_the_timeline_zone(
+        process_zone: None, timezone: str, since: str, broken: str) -> None:
+    """A broken LSM history's blocker says since when: the modification time of the file that
+    breaks it (the leftover manifest, the `_version_` naming a missing one, the manifest that
+    does not parse), as an instant time in the table's timeline zone
+    (`hoodie.table.timeline.timezone`: UTC, or LOCAL, this process's zone)."""
+    lake = lsm_lake({"hoodie.table.timeline.timezone": timezone})
+    storage = lake.lake.storage
+    if broken == "leftover":
+        storage.write(f"{HISTORY}/manifest_2", json.dumps({"files": []}).encode())
+        culprit = "manifest_2"
+    elif broken == "not a manifest":
+        storage.write(f"{HISTORY}/manifest_1", b"{broken", overwrite=True)
+        culprit = "manifest_1"
+    else:
+        storage.write(f"{HISTORY}/_version_", b"7", overwrite=True)
+        culprit = "_version_"
+    storage.set_mtime(f"{HISTORY}/{culprit}", WRITTEN_MS)
+    (blocker,) = [b for b in lake.plan(min=2, max=3).blockers if b.kind is BlockerKind.LSM_MANIFEST]
+    assert (blocker.since, blocker.instant) == (since, None)
 
 
 def test_plan_empty_manifest_is_an_empty_history() -> None:

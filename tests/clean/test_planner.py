@@ -668,4 +668,23 @@ def test_planner_forked_planning_tells_the_operator_how_many_folders_and_process
                            "1", "--allow-short-retention"], capture_output=True, text=True, check=True, cwd=ROOT,
                           env={**os.environ, "CLEANLINE_LOCAL_PROCESSES": "3"})
     assert f"cleanline: file:{lake.base}: planned 2 folders in 2 processes\n" in told.stderr
-    assert json.loads(told.stdout)["totals"]["filesToDelete"] == 2
+    alone = plan_clean(HudiTable.open(lake.base), CleanConfig(commits_retained=1))
+    assert json.loads(told.stdout)["filePathsToBeDeletedPerPartition"] == {
+        p: [{"filePath": d.path, "isBootstrapBaseFile": False} for d in alone.files_to_delete if d.partition == p]
+        for p in (Q, P)}
+
+
+@pytest.mark.parametrize("partitioned", [False, True], ids=["flat", "one-folder"])
+def test_planner_several_processes_on_a_table_without_folders_to_deal_plan_it_in_this_one(
+        tmp_path: Path, partitioned: bool) -> None:
+    """A table on a local disk asked for several processes whose base has no folders to deal
+    out (non-partitioned) or one is listed and planned here: the plan one process makes."""
+    lake = Lake(LocalStorage(), str(tmp_path / "t"), version=6, partitioned=partitioned)
+    where = P if partitioned else ""
+    for t in T[:3]:
+        lake.commit(t, {where: [lake.base_file(where, "fg1", t)]})
+    table = HudiTable.open(lake.base)
+    config = CleanConfig(commits_retained=1, incremental=False)
+    alone = plan_clean(table, config)
+    assert len(alone.files_to_delete) == 1 and alone.partitions_considered == (where,)
+    assert plan_clean(table, config, processes=3) == alone

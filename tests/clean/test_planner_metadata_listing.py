@@ -81,3 +81,19 @@ def test_planner_incremental_over_a_given_metadata_listing_plans_only_its_partit
     assert narrowed.partitions_considered == TOUCHED
     assert [d for d in narrowed.decisions if d.partition == "region=us"] == []
     assert [d for d in narrowed.decisions] == [d for d in alone.decisions if d.partition == "region=apac"]
+
+
+def test_planner_incremental_through_the_metadata_table_sees_what_it_lists_not_storage(
+        cleaned_once: HudiTable) -> None:
+    """The incremental partitions are listed from the metadata table, not storage: a file gone
+    from storage that the metadata table still lists is planned (Hudi's cleaner, listing
+    through it, plans it too); storage's plan does not see it."""
+    table = cleaned_once
+    every = CleanConfig(commits_retained=1)
+    gone = plan_clean(table, every, source="metadata").files_to_delete[0]
+    Path(gone.path.removeprefix("file:")).unlink()
+    through_mdt = plan_clean(HudiTable.open(table.base), every, source="metadata")
+    from_storage = plan_clean(HudiTable.open(table.base), every, source="storage")
+    assert through_mdt.incremental and from_storage.incremental
+    assert gone.path in {d.path for d in through_mdt.files_to_delete}
+    assert gone.path not in {d.path for d in from_storage.decisions}
