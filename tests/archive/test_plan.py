@@ -84,9 +84,12 @@ def set_table_properties(path: Path, values: dict[str, str]) -> None:
 
 
 def test_plan_refuses_settings_hudi_refuses_and_names_the_table() -> None:
-    lake = ArchivalLake(6)
-    with pytest.raises(ArchivalConfigError, match=r"/t: hoodie.keep.min.commits='lots'"):
+    lake = ArchivalLake(6, metadata_table=True)
+    with pytest.raises(ArchivalConfigError, match=r"^memory://t: hoodie.keep.min.commits='lots'"):
         lake.table().inspect.archival({"hoodie.keep.min.commits": "lots"})
+    # asked of its metadata table, whose settings are derived from the data table's: the data table is named
+    with pytest.raises(ArchivalConfigError, match=r"^memory://t: hoodie.keep.min.commits='lots'"):
+        HudiTable.load(lake.lake.storage, "/t/.hoodie/metadata").inspect.archival({"hoodie.keep.min.commits": "lots"})
     with pytest.raises(ArchivalConfigError, match=r"/t: Increase hoodie.keep.max.commits"):
         lake.table().inspect.archival({"hoodie.keep.min.commits": "30", "hoodie.keep.max.commits": "30"})
 
