@@ -688,3 +688,21 @@ def test_planner_several_processes_on_a_table_without_folders_to_deal_plan_it_in
     alone = plan_clean(table, config)
     assert len(alone.files_to_delete) == 1 and alone.partitions_considered == (where,)
     assert plan_clean(table, config, processes=3) == alone
+
+
+def test_planner_several_processes_plan_a_table_of_many_folders_as_one_does(tmp_path: Path) -> None:
+    """A full plan of a local table asked of several processes: its folders dealt out in shares
+    (share 0 planned here, the others in forked children, or all here as one share when this
+    process may not fork), each share listed and planned, the shares' decisions unpacked in
+    order: the plan one process makes, file by file, under both policies."""
+    lake = Lake(LocalStorage(), str(tmp_path / "t"), version=6)
+    partitions = [f"year={2020 + i % 5}/day={i:02d}" for i in range(15)]
+    for n, t in enumerate(T[:3]):
+        lake.commit(t, {p: [lake.base_file(p, f"fg{g}", t) for g in range(1 + n % 2)] for p in partitions})
+    table = HudiTable.open(lake.base)
+    for config in (CleanConfig(commits_retained=1, incremental=False),
+                   CleanConfig(policy=CleanPolicy.KEEP_LATEST_FILE_VERSIONS, file_versions_retained=1,
+                               incremental=False)):
+        alone = plan_clean(table, config)
+        assert alone.files_to_delete and len(alone.partitions_considered) == 15
+        assert plan_clean(table, config, processes=3) == alone
