@@ -60,6 +60,7 @@ TARGETS = [
     # lock (plan_invalidations) through the executor's scheduling
     Target("timeline/clean/planner.py", ("tests/clean/test_planner.py", "tests/clean/test_planner_properties.py",
                                          "tests/clean/test_plan_by_partition.py",
+                                         "tests/clean/test_planner_metadata_listing.py",
                                          "tests/clean/test_local_processes.py", "tests/clean/test_executor.py")),
     Target("timeline/clean/protection.py", ("tests/clean/test_protection.py", "tests/clean/test_planner.py")),
     Target("timeline/clean/retention.py", ("tests/clean/test_retention.py", "tests/clean/test_enforce_retention.py")),

@@ -5,19 +5,24 @@ history read as Hudi's `LSMTimeline` reads it, and plans of copies of real table
 from __future__ import annotations
 
 import json
+import os
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.archive.helpers import ArchivalLake, t, times
-from tests.helpers import archive_instants, tree_snapshot
+from tests.helpers import Lake, archive_instants, tree_snapshot
 from timeline import HudiTable
-from timeline.archive.plan import V1_ARCHIVER, V2_ARCHIVER
+from timeline.archive.plan import V1_ARCHIVER, V2_ARCHIVER, is_metadata_table
 from timeline.archive.rules import BlockerKind
 from timeline.archive.settings import ArchivalConfigError
-from timeline.instant import State
+from timeline.clean.config import CleanConfig
+from timeline.instant import Instant, State
 from timeline.roots import LakeRoots
 from timeline.savepoint import create_savepoint, delete_savepoint
+from timeline.storage import MemoryStorage
 
 HISTORY = "/t/.hoodie/timeline/history"
 
@@ -36,6 +41,7 @@ def test_plan_names_every_state_file_and_counts_the_active_timeline(version: int
             lake.commit(i)
     plan = lake.plan(min=2, max=4)
     assert plan.archiver == (V2_ARCHIVER if version == 8 else V1_ARCHIVER)
+    assert (plan.table_uri, plan.table_version, plan.clean) == ("memory://t", version, CleanConfig(commits_retained=1))
     expected = times(1, 2, 3, 4, 5, 6, 7, 10) if version == 6 else times(1, 2, 3, 4, 5, 6)
     assert [a.instant.requested_time for a in plan.actions] == expected
     assert (plan.active_before, plan.active_after, plan.archivable) == (12, 12 - len(expected), len(expected))
@@ -75,19 +81,160 @@ def set_table_properties(path: Path, values: dict[str, str]) -> None:
 
 
 def test_plan_refuses_settings_hudi_refuses_and_names_the_table() -> None:
-    lake = ArchivalLake(6)
-    with pytest.raises(ArchivalConfigError, match=r"/t: hoodie.keep.min.commits='lots'"):
+    lake = ArchivalLake(6, metadata_table=True)
+    with pytest.raises(ArchivalConfigError, match=r"^memory://t: hoodie.keep.min.commits='lots'"):
         lake.table().inspect.archival({"hoodie.keep.min.commits": "lots"})
+    # asked of its metadata table, whose settings are derived from the data table's: the data table is named
+    with pytest.raises(ArchivalConfigError, match=r"^memory://t: hoodie.keep.min.commits='lots'"):
+        HudiTable.load(lake.lake.storage, "/t/.hoodie/metadata").inspect.archival({"hoodie.keep.min.commits": "lots"})
     with pytest.raises(ArchivalConfigError, match=r"/t: Increase hoodie.keep.max.commits"):
         lake.table().inspect.archival({"hoodie.keep.min.commits": "30", "hoodie.keep.max.commits": "30"})
 
 
+def test_plan_metadata_table_settings_hudi_refuses_name_the_metadata_table() -> None:
+    """HoodieMetadataWriteUtils.createMetadataWriteConfig builds the metadata table's writer
+    config (keep counts one above the data table's; on table version 6 the KEEP_LATEST_COMMITS
+    cleaner whatever the data table's) and HoodieWriteConfig.Builder.validate checks it: equal
+    keep counts pass on a version-6 data table cleaned by file versions and are refused for its
+    metadata table, naming it; on version 8 the metadata table borrows the policy, unchecked."""
+    lake = ArchivalLake(6, metadata_table=True)
+    for i in range(1, 8):
+        lake.commit(i)
+    with pytest.raises(ArchivalConfigError) as refused:
+        lake.plan(min=5, max=5, hoodie_clean_policy="KEEP_LATEST_FILE_VERSIONS")
+    assert str(refused.value) == ("memory://t/.hoodie/metadata: Increase hoodie.keep.max.commits=6 to be greater than "
+                                  "hoodie.keep.min.commits=6.")
+    newer = ArchivalLake(8, metadata_table=True)
+    for i in range(1, 8):
+        newer.commit(i)
+    assert newer.plan(min=5, max=5, hoodie_clean_policy="KEEP_LATEST_FILE_VERSIONS").metadata_table is not None
+
+
+@pytest.mark.parametrize("version", [6, 8])
+def test_plan_metadata_table_warnings_name_the_data_table_settings_they_come_from(version: int) -> None:
+    """The metadata table's keep.min (the data table's + 1) at or below its own cleaner's
+    retained commits (20 at least, createMetadataWriteConfig) is only a warning, worded with the
+    data table's settings it derives from; the data table's own plan warns of nothing."""
+    lake = ArchivalLake(version, metadata_table=True)
+    for i in range(1, 8):
+        lake.commit(i)
+    plan = lake.plan(min=2, max=3)
+    assert plan.warnings == () and plan.metadata_table is not None
+    assert plan.metadata_table.warnings == (
+        "hoodie.keep.min.commits+1=3 is not greater than the metadata table's hoodie.clean.commits.retained=20: "
+        "Hudi's archiver raises it to keep the cleaner's window",)
+
+
+@pytest.mark.parametrize(("base", "is_metadata"), [
+    ("/d/.hoodie/metadata", True), ("/d/.hoodie/metadata/", True), ("/d/.hoodie/metadataX", False),
+    ("/d/metadata", False), ("/d", False)])
+def test_plan_metadata_table_is_known_by_its_path(base: str, is_metadata: bool) -> None:
+    """HoodieTableMetadata.isMetadataTable: the base path, without a trailing separator, ends
+    with `/.hoodie/metadata`."""
+    lake = Lake(MemoryStorage(), base.rstrip("/"), version=8)
+    assert is_metadata_table(HudiTable.load(lake.storage, base)) is is_metadata
+
+
+@pytest.mark.parametrize("slash", ["", "/"])
+def test_plan_of_a_real_metadata_table_asked_on_its_own(table_copy, slash: str) -> None:
+    """Asked of a metadata table itself (its folder, with or without a trailing separator), the
+    plan is its own, over its data table's active timeline as it is now: bound by the data
+    table's first commit, not by the one its data table's archival would leave first."""
+    path: Path = table_copy("sample_table/cow/v9_txns_simple_meta")
+    mdt = HudiTable.load(HudiTable.open(str(path)).storage, f"{path}/.hoodie/metadata{slash}")
+    own = mdt.inspect.archival(SMALL)
+    assert own.table_uri == f"file:{path}/.hoodie/metadata{slash}" and own.metadata_table is None
+    assert [i.requested_time for i in own.instants] == [f"0000000000000000{n}" for n in range(5)]
+    assert [(b.kind, b.instant.requested_time if b.instant else None) for b in own.blockers] == [
+        (BlockerKind.DATA_TABLE_TIMELINE, "20260307162434124"), (BlockerKind.COMPACTION_WINDOW, "20260307162449278")]
+    with_data = plan_of(path).metadata_table
+    assert with_data is not None and len(with_data.instants) == 11
+
+
+def test_plan_metadata_table_of_a_data_table_that_cannot_archive_sees_its_timeline_unchanged() -> None:
+    """A data table whose archival cannot run (a broken LSM history) moves nothing: its
+    metadata table's plan is bound by the data table's active timeline as it is (its first
+    commit, 4), not as the blocked archival would have left it (from 9)."""
+    lake = ArchivalLake(8, metadata_table=True)
+    assert lake.mdt is not None
+    for i in range(1, 11):
+        lake.commit(i)
+        lake.mdt.commit(t(i), action="deltacommit")
+    lake.metadata_compaction(t(9)[:-3] + "001")
+    archive_instants(lake.lake.storage, lake.lake.timeline_folder,
+                     [(t(i), t(i)[:-3] + "999", "commit") for i in (1, 2, 3)])
+    healthy = lake.plan(min=2, max=3)
+    assert healthy.runnable and healthy.metadata_table is not None
+    assert [i.requested_time for i in healthy.metadata_table.instants] == times(*range(1, 9))
+    lake.lake.storage.write(f"{HISTORY}/manifest_2", json.dumps({"files": []}).encode())
+    blocked = lake.plan(min=2, max=3)
+    assert not blocked.runnable and blocked.instants and blocked.metadata_table is not None
+    assert [i.requested_time for i in blocked.metadata_table.instants] == times(1, 2, 3)
+    assert [(b.kind, b.instant) for b in blocked.metadata_table.blockers] == [
+        (BlockerKind.DATA_TABLE_TIMELINE, lake.table().timeline.first())]
+
+
+# Which pending replacecommits are clusterings (ClusteringUtils.isClusteringInstant)
+
+CLUSTERING_PLAN = {"operationType": "cluster", "clusteringPlan": {"inputGroups": [], "version": 1}, "version": 1}
+
+
+@pytest.mark.parametrize("version", [6, 8])
+@pytest.mark.parametrize("requested", [None, CLUSTERING_PLAN], ids=["inflight-only", "clustering-plan"])
+def test_plan_pending_replacecommit_is_a_clustering_by_its_requested_plan(version: int, requested: object) -> None:
+    """ClusteringUtils.isClusteringInstant: a pending replacecommit is a clustering when its
+    requested file holds a clustering plan (Hudi 1.x still says so on table versions 8 and 9,
+    where a clustering has its own action); one with no requested file (only `.inflight`) has
+    no plan and is a plain pending write. The blocker names it so."""
+    lake = ArchivalLake(version)
+    lake.commit(1)
+    lake.commit(2)
+    if requested is None:
+        lake.lake.instant_file(Instant(t(3), "replacecommit", State.INFLIGHT))
+    else:
+        lake.lake.instant_file(Instant(t(3), "replacecommit", State.REQUESTED), requested)  # type: ignore[arg-type]
+    for i in range(4, 10):
+        lake.commit(i)
+    plan = lake.plan(min=2, max=3, hoodie_clean_policy="KEEP_LATEST_FILE_VERSIONS")
+    state, kind, what = (("inflight", BlockerKind.PENDING_INSTANT, "replacecommit") if requested is None
+                         else ("requested", BlockerKind.PENDING_CLUSTERING, "clustering"))
+    assert [(b.kind, b.why) for b in plan.blockers] == [
+        (kind, f"{what} {t(3)} is {state}: archival keeps commit {t(2)} (the last completed before it) and every "
+         "later one, so that no completed commit before a pending write leaves the active timeline")]
+    assert plan.instants == lake.table().timeline.completed().instants[:1]
+
+
+def test_plan_v2_reads_the_last_clean_plan_for_a_pending_clustering() -> None:
+    """TimelineArchiverV2.getCommitInstantsToArchive: ClusteringUtils.getEarliestInstantToRetainForClustering
+    reads the last completed clean's plan (CleanerUtils.getCleanerPlan) whenever the timeline
+    has a replacecommit or clustering, here only a pending clustering (action clustering): the
+    plan's earliest instant to retain (1, a write pending at 2 held the clean) lies before it,
+    so the clustering holds itself and every later commit; the pending write at 2 holds from 1."""
+    lake = ArchivalLake(8)
+    lake.commit(1)
+    lake.commit(2, state=State.INFLIGHT)
+    lake.commit(3)
+    lake.replace(4, state=State.REQUESTED)
+    for i in range(5, 10):
+        lake.commit(i)
+    lake.clean(10, retain=1)
+    for i in range(11, 90):
+        lake.commit(i)
+    plan = lake.plan(min=2, max=3, hoodie_clean_policy="KEEP_LATEST_BY_HOURS", hoodie_cleaner_hours_retained=1)
+    assert plan.actions == ()
+    assert [(b.kind, b.instant.requested_time if b.instant else None) for b in plan.blockers] == [
+        (BlockerKind.PENDING_INSTANT, t(2)), (BlockerKind.PENDING_CLUSTERING, t(4)),
+        (BlockerKind.CLEAN_RETENTION, t(29))]
+    assert plan.blockers[1].why == (f"clustering {t(4)} is requested: archival keeps it and every later commit, so "
+                                    "that no completed commit before a pending write leaves the active timeline")
+
+
 # The LSM history as Hudi reads it (LSMTimeline.latestSnapshotVersion / latestSnapshotManifest)
 
-def lsm_lake() -> ArchivalLake:
+def lsm_lake(props: dict[str, str] | None = None) -> ArchivalLake:
     """A version-8 table that archived commits 1-3 (layer-0 file, manifest_1, _version_ = 1)
     and has commits 4-10 active."""
-    lake = ArchivalLake(8)
+    lake = ArchivalLake(8, props=props)
     for i in range(1, 11):
         lake.commit(i)
     archive_instants(lake.lake.storage, lake.lake.timeline_folder,
@@ -118,7 +265,9 @@ def test_plan_missing_or_corrupt_version_file_falls_back_to_the_highest_manifest
         lake.lake.storage.write(f"{HISTORY}/_version_", content)
     blockers, warnings = lsm_kinds(lake)
     assert blockers == []
-    assert len(warnings) == 1 and "manifest_1" in warnings[0] and "_version_" in warnings[0]
+    what = "is missing" if content is None else "holds no number"
+    assert warnings == [f"{HISTORY}: _version_ {what}; Hudi reads the highest manifest, manifest_1, and writes the "
+                        "file again at its next archival"]
     assert lake.plan(min=2, max=3).runnable
 
 
@@ -129,7 +278,8 @@ def test_plan_leftover_manifest_beyond_the_version_file_blocks_archival() -> Non
     lake = lsm_lake()
     lake.lake.storage.write(f"{HISTORY}/manifest_2", json.dumps({"files": []}).encode())
     blockers, _ = lsm_kinds(lake)
-    assert len(blockers) == 1 and "manifest_2 lies beyond _version_ (1)" in blockers[0]
+    assert blockers == [f"{HISTORY}: manifest_2 lies beyond _version_ (1), left by an archival that did not finish: "
+                        "Hudi's archiver creates manifest_2 and each one after without overwriting, and fails on it"]
     plan = lake.plan(min=2, max=3)
     assert not plan.runnable and plan.archivable == 0 and plan.actions
     assert plan.blockers[0].kind is BlockerKind.LSM_MANIFEST and plan.blockers[0].since is not None
@@ -155,9 +305,56 @@ def test_plan_version_naming_no_usable_manifest_blocks_archival(broken: str) -> 
         lake.lake.storage.write(f"{HISTORY}/manifest_1", b"{broken" if broken == "not json" else b'{"files": 3}',
                                 overwrite=True)
     blockers, _ = lsm_kinds(lake)
-    assert len(blockers) == 1
-    assert ("names manifest_7, which is missing" if broken == "missing" else "is not an LSM timeline manifest") \
-        in blockers[0]
+    assert blockers == [f"{HISTORY}: _version_ names manifest_7, which is missing: Hudi cannot read the archived "
+                        "timeline nor archive more" if broken == "missing" else
+                        f"{HISTORY}: manifest_1 is not an LSM timeline manifest: Hudi cannot read the archived "
+                        "timeline nor archive more"]
+
+
+@pytest.fixture
+def process_zone() -> Iterator[None]:
+    """This process's local zone set to India's (UTC+05:30), put back afterwards."""
+    before = os.environ.get("TZ")
+    os.environ["TZ"] = "Asia/Kolkata"
+    time.tzset()
+    yield
+    if before is None:
+        del os.environ["TZ"]
+    else:
+        os.environ["TZ"] = before
+    time.tzset()
+
+
+WRITTEN_MS = 1781526896789  # 2026-06-15 12:34:56.789 UTC, 18:04:56.789 in India
+
+
+@pytest.mark.parametrize(("timezone", "since"), [("UTC", "20260615123456789"), ("LOCAL", "20260615180456789")])
+@pytest.mark.parametrize("broken", ["leftover", "version names a missing manifest", "not a manifest",
+                                    "lists a missing file"])
+def test_plan_lsm_blocker_is_dated_by_the_file_that_breaks_it_in_the_timeline_zone(
+        process_zone: None, timezone: str, since: str, broken: str) -> None:
+    """A broken LSM history's blocker says since when: the modification time of the file that
+    breaks it (the leftover manifest, the `_version_` naming a missing one, the manifest that
+    does not parse or lists a missing file), as an instant time in the table's timeline zone
+    (`hoodie.table.timeline.timezone`: UTC, or LOCAL, this process's zone)."""
+    lake = lsm_lake({"hoodie.table.timeline.timezone": timezone})
+    storage = lake.lake.storage
+    if broken == "leftover":
+        storage.write(f"{HISTORY}/manifest_2", json.dumps({"files": []}).encode())
+        culprit = "manifest_2"
+    elif broken == "not a manifest":
+        storage.write(f"{HISTORY}/manifest_1", b"{broken", overwrite=True)
+        culprit = "manifest_1"
+    elif broken == "lists a missing file":
+        (name,) = [s.name for s in storage.list(HISTORY) if s.name.endswith(".parquet")]
+        storage.delete(f"{HISTORY}/{name}")
+        culprit = "manifest_1"
+    else:
+        storage.write(f"{HISTORY}/_version_", b"7", overwrite=True)
+        culprit = "_version_"
+    storage.set_mtime(f"{HISTORY}/{culprit}", WRITTEN_MS)
+    (blocker,) = [b for b in lake.plan(min=2, max=3).blockers if b.kind is BlockerKind.LSM_MANIFEST]
+    assert (blocker.since, blocker.instant) == (since, None)
 
 
 def test_plan_empty_manifest_is_an_empty_history() -> None:

@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
-from tests.helpers import Lake, T, rewrite_history
+from tests.helpers import ROOT, Lake, T, rewrite_history
 from timeline import HudiTable
 from timeline.clean.config import CleanConfig, CleanConfigError, CleanPolicy
 from timeline.clean.planner import CleanPlan, plan_clean
 from timeline.instant import Instant, State
 from timeline.metadata import avro
 from timeline.storage import MemoryStorage
+from timeline.storage.arrow import LocalStorage
 
 P, Q = "city=sf", "city=nyc"
 
@@ -646,3 +652,57 @@ def test_planner_plan_is_invalidated_by_a_savepoint_or_a_rollback_made_after_it(
     lake.instant_file(Instant(T[7], "rollback", State.REQUESTED), None)
     assert plan_invalidations(HudiTable.load(lake.storage, lake.base), made) == [
         f"{names[0]}: savepoint {T[6]}", f"rollback {T[7]} was requested after the plan was made"]
+
+
+# The forked planning's line in `cleanline -v` (run in a fresh interpreter of this checkout: a
+# test session has threads, and forking is refused beside them; the `cleanline` script would run
+# the installed copy).
+CLI = "import sys; from timeline.cli import main; sys.exit(main(sys.argv[1:]))"
+
+
+def test_planner_forked_planning_tells_the_operator_how_many_folders_and_processes(tmp_path: Path) -> None:
+    lake = Lake(LocalStorage(), str(tmp_path / "t"), version=6)
+    for t in T[:3]:
+        lake.commit(t, {p: [lake.base_file(p, "fg1", t)] for p in (P, Q)})
+    told = subprocess.run([sys.executable, "-c", CLI, "-v", "clean", "plan", lake.base, "--json", "--retain-commits",
+                           "1", "--allow-short-retention"], capture_output=True, text=True, check=True, cwd=ROOT,
+                          env={**os.environ, "CLEANLINE_LOCAL_PROCESSES": "3"})
+    assert f"cleanline: file:{lake.base}: planned 2 folders in 2 processes\n" in told.stderr
+    alone = plan_clean(HudiTable.open(lake.base), CleanConfig(commits_retained=1))
+    assert json.loads(told.stdout)["filePathsToBeDeletedPerPartition"] == {
+        p: [{"filePath": d.path, "isBootstrapBaseFile": False} for d in alone.files_to_delete if d.partition == p]
+        for p in (Q, P)}
+
+
+@pytest.mark.parametrize("partitioned", [False, True], ids=["flat", "one-folder"])
+def test_planner_several_processes_on_a_table_without_folders_to_deal_plan_it_in_this_one(
+        tmp_path: Path, partitioned: bool) -> None:
+    """A table on a local disk asked for several processes whose base has no folders to deal
+    out (non-partitioned) or one is listed and planned here: the plan one process makes."""
+    lake = Lake(LocalStorage(), str(tmp_path / "t"), version=6, partitioned=partitioned)
+    where = P if partitioned else ""
+    for t in T[:3]:
+        lake.commit(t, {where: [lake.base_file(where, "fg1", t)]})
+    table = HudiTable.open(lake.base)
+    config = CleanConfig(commits_retained=1, incremental=False)
+    alone = plan_clean(table, config)
+    assert len(alone.files_to_delete) == 1 and alone.partitions_considered == (where,)
+    assert plan_clean(table, config, processes=3) == alone
+
+
+def test_planner_several_processes_plan_a_table_of_many_folders_as_one_does(tmp_path: Path) -> None:
+    """A full plan of a local table asked of several processes: its folders dealt out in shares
+    (share 0 planned here, the others in forked children, or all here as one share when this
+    process may not fork), each share listed and planned, the shares' decisions unpacked in
+    order: the plan one process makes, file by file, under both policies."""
+    lake = Lake(LocalStorage(), str(tmp_path / "t"), version=6)
+    partitions = [f"year={2020 + i % 5}/day={i:02d}" for i in range(15)]
+    for n, t in enumerate(T[:3]):
+        lake.commit(t, {p: [lake.base_file(p, f"fg{g}", t) for g in range(1 + n % 2)] for p in partitions})
+    table = HudiTable.open(lake.base)
+    for config in (CleanConfig(commits_retained=1, incremental=False),
+                   CleanConfig(policy=CleanPolicy.KEEP_LATEST_FILE_VERSIONS, file_versions_retained=1,
+                               incremental=False)):
+        alone = plan_clean(table, config)
+        assert alone.files_to_delete and len(alone.partitions_considered) == 15
+        assert plan_clean(table, config, processes=3) == alone

@@ -222,8 +222,10 @@ def _action(timeline: ActiveTimeline, instant: Instant) -> ActionToArchive:
 def read_inputs(table: Table) -> ArchivalInputs:
     """What the archiver reads besides the active timeline (`ArchivalInputs`): the last
     completed clean's plan when a replace instant needs it (`CleanerUtils.getCleanerPlan`, its
-    requested file), which pending replacecommits of a table-version-6 table are clusterings,
-    and the metadata table's latest compaction (`HoodieBackedTableMetadata.getLatestCompactionTime`)."""
+    requested file), which pending replacecommits are clusterings (`ClusteringUtils.isClusteringInstant`:
+    one whose requested plan is a clustering plan; on table versions 8 and 9 a clustering has
+    its own action, and Hudi 1.x still counts such a replacecommit as one), and the metadata
+    table's latest compaction (`HoodieBackedTableMetadata.getLatestCompactionTime`)."""
     timeline = table.timeline
     version = table.version
     v2 = is_v2(version)
@@ -233,16 +235,16 @@ def read_inputs(table: Table) -> ArchivalInputs:
     if replaces and last_clean is not None:
         plan = table.read(last_clean, CleanerPlan, State.REQUESTED,
                           fields=("earliest_instant_to_retain", "extra_metadata"))
-    clustering = frozenset() if v2 else frozenset(
-        i.requested_time for i in replaces.pending() if _is_clustering(table, i))
+    clustering = frozenset(i.requested_time for i in replaces.pending()
+                           if i.action == REPLACE_COMMIT and _is_clustering(table, i))
     available = table.config.metadata_table_enabled
     return ArchivalInputs(timeline, version, table.config.is_mor, plan, clustering, available,
                           latest_metadata_compaction(table) if available else None)
 
 
 def _is_clustering(table: Table, instant: Instant) -> bool:
-    """`ClusteringUtils.isClusteringInstant` for a pending v6 replacecommit: its requested plan
-    is a clustering plan (an insert_overwrite's is empty)."""
+    """`ClusteringUtils.isClusteringInstant` for a pending replacecommit: its requested plan is
+    a clustering plan (an insert_overwrite's is empty; without a requested file, none)."""
     try:
         return table.read(instant, RequestedReplace, State.REQUESTED).is_clustering
     except FileNotFound:
