@@ -302,7 +302,8 @@ def test_views_post_only_urls_are_exactly_the_mutation_matrix() -> None:
         answers[name] = admin.get(reverse(name, kwargs=kwargs)).status_code
     post_only = {name for name, status in answers.items() if status == 405}
     # a user's own API tokens (any role; tests/console/api/test_api.py) and the People page's changes
-    # (their persona matrices: tests/console/views/test_people.py, test_people_grants.py, test_lineage.py) are POST-only too
+    # (their persona matrices: tests/console/views/test_people.py, services/test_people_grants.py,
+    # services/test_lineage.py) are POST-only too
     people = {"console:people_create", "console:people_role", "console:people_deactivate", "console:people_reactivate",
               "console:people_grant_confirm", "console:people_grant_decline", "console:people_link",
               "console:people_unlink"}
