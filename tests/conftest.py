@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -140,3 +141,19 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-
     cluster = StandaloneCluster(tmp_path_factory.mktemp("spark-cluster")).start()
     yield cluster
     cluster.stop()
+
+
+@pytest.fixture
+def india_zone() -> Iterator[None]:
+    """This process's local zone set to India's (UTC+05:30), put back afterwards."""
+    import time
+
+    before = os.environ.get("TZ")
+    os.environ["TZ"] = "Asia/Kolkata"
+    time.tzset()
+    yield
+    if before is None:
+        del os.environ["TZ"]
+    else:
+        os.environ["TZ"] = before
+    time.tzset()

@@ -5,9 +5,6 @@ history read as Hudi's `LSMTimeline` reads it, and plans of copies of real table
 from __future__ import annotations
 
 import json
-import os
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -311,20 +308,6 @@ def test_plan_version_naming_no_usable_manifest_blocks_archival(broken: str) -> 
                         "timeline nor archive more"]
 
 
-@pytest.fixture
-def process_zone() -> Iterator[None]:
-    """This process's local zone set to India's (UTC+05:30), put back afterwards."""
-    before = os.environ.get("TZ")
-    os.environ["TZ"] = "Asia/Kolkata"
-    time.tzset()
-    yield
-    if before is None:
-        del os.environ["TZ"]
-    else:
-        os.environ["TZ"] = before
-    time.tzset()
-
-
 WRITTEN_MS = 1781526896789  # 2026-06-15 12:34:56.789 UTC, 18:04:56.789 in India
 
 
@@ -332,7 +315,7 @@ WRITTEN_MS = 1781526896789  # 2026-06-15 12:34:56.789 UTC, 18:04:56.789 in India
 @pytest.mark.parametrize("broken", ["leftover", "version names a missing manifest", "not a manifest",
                                     "lists a missing file"])
 def test_plan_lsm_blocker_is_dated_by_the_file_that_breaks_it_in_the_timeline_zone(
-        process_zone: None, timezone: str, since: str, broken: str) -> None:
+        india_zone: None, timezone: str, since: str, broken: str) -> None:
     """A broken LSM history's blocker says since when: the modification time of the file that
     breaks it (the leftover manifest, the `_version_` naming a missing one, the manifest that
     does not parse or lists a missing file), as an instant time in the table's timeline zone

@@ -589,24 +589,7 @@ def test_planner_copy_on_write_table_with_cdc_deletes_log_files_with_their_slice
     assert got[cdc] == got[b0] and got[b0][0] is True
 
 
-@pytest.fixture
-def process_zone() -> object:
-    """This process's local zone set to India's (UTC+05:30), put back afterwards."""
-    import os
-    import time
-
-    before = os.environ.get("TZ")
-    os.environ["TZ"] = "Asia/Kolkata"
-    time.tzset()
-    yield
-    if before is None:
-        del os.environ["TZ"]
-    else:
-        os.environ["TZ"] = before
-    time.tzset()
-
-
-def test_planner_by_hours_notes_the_two_zones_cutoffs_and_uses_the_earlier(process_zone: object) -> None:
+def test_planner_by_hours_notes_the_two_zones_cutoffs_and_uses_the_earlier(india_zone: None) -> None:
     lake = Lake(MemoryStorage(), "/t", version=8, extra_props={"hoodie.table.timeline.timezone": "UTC"})
     rewrite_history(lake, [f"20261101{h:02d}0000000" for h in range(6)])
     now = datetime(2026, 11, 1, 4, 0, tzinfo=UTC)
@@ -627,7 +610,6 @@ def test_planner_by_hours_in_one_zone_has_no_zone_note() -> None:
     config = CleanConfig(policy=CleanPolicy.KEEP_LATEST_BY_HOURS, hours_retained=1)
     result = plan_clean(HudiTable.load(lake.storage, "/t"), config, now=datetime.now(UTC))
     assert not any("cutoff" in n for n in result.notes), result.notes
-
 
 
 def test_planner_by_hours_without_a_given_moment_reads_the_clock() -> None:
