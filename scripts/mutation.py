@@ -84,8 +84,9 @@ TARGETS = [
     Target("timeline/doctor/markers.py", ("tests/doctor/test_markers.py",)),
     Target("timeline/rollback.py", ("tests/test_rollback.py",)),
     # verify_restore's refusals are in test_hardening, the metadata table's restore in mdt/test_mdt_fencing
+    # and, on table version 6 (its sync at a "003" time), in mdt/test_mdt_v6
     Target("timeline/restore.py", ("tests/test_restore.py", "tests/test_hardening.py",
-                                   "tests/mdt/test_mdt_fencing.py")),
+                                   "tests/mdt/test_mdt_fencing.py", "tests/mdt/test_mdt_v6.py")),
     Target("timeline/savepoint.py", ("tests/test_savepoint.py",)),
     # the metadata table reader's merge: which slices and blocks a reader merges, and how
     Target("timeline/mdt/reader.py", ("tests/mdt/test_stream.py", "tests/mdt/test_mdt.py", "tests/mdt/test_mdt_v6.py"),
