@@ -197,3 +197,41 @@ def test_rollback_resumed_on_a_v6_clustering_keeps_its_plan() -> None:
     assert lake.storage.exists(f"/t/.hoodie/{T[1]}.replacecommit.requested")
     assert not any(lake.storage.exists(f"/t/{P}/{base_file_name(f'c{t[-7:]}', TOKEN, t)}") for t in T[1:3])
     assert len(table.timeline.rollbacks().completed()) == 2
+
+
+def test_rollback_metadata_records_the_instant_and_its_own_duration_and_keeps_other_markers() -> None:
+    """BaseRollbackActionExecutor.runRollback/finishRollback: HoodieRollbackMetadata names the
+    instant rolled back (commitsRollback, instantsRollback with its action) and timeTakenInMillis
+    is the rollback's HoodieTimer, to the millisecond (a metadata-table part of four seconds);
+    only the rolled-back instant's marker folder is deleted (WriteMarkers.quietDeleteMarkerDir),
+    another write's markers stay."""
+    import time
+
+    from timeline.rollback import execute_rollback_plan
+
+    lake = Lake(MemoryStorage(), "/t", version=8)
+    lake.commit(T[0], {P: [lake.base_file(P, "g", T[0])]})
+    written = lake.base_file(P, "h", T[1])
+    lake.commit(T[1], {}, state=State.INFLIGHT)
+    lake.commit(T[2], {}, state=State.INFLIGHT)
+    for t, name in ((T[1], written), (T[2], "x")):
+        lake.storage.write(f"/t/.hoodie/.temp/{t}/{P}/{name}.marker.CREATE", b"")
+    table = HudiTable.load(lake.storage, "/t")
+    target = table.timeline.find(T[1])
+    plan = plan_rollback(table, target).plan
+    marks: list[float] = []
+
+    def slow(partitions: object) -> None:
+        time.sleep(4)
+        marks.append(time.monotonic())
+
+    called = time.monotonic()
+    content = execute_rollback_plan(table, T[5], plan, target, before_state_files=slow)
+    took = (marks[0] - called) * 1000
+    assert took - 50 <= content.time_taken_ms <= took + 2
+    raw = content.to_raw()
+    assert raw["commitsRollback"] == [T[1]] and raw["startRollbackTime"] == T[5]
+    assert raw["instantsRollback"] == [{"commitTime": T[1], "action": "commit"}]
+    assert not lake.storage.exists(f"/t/{P}/{written}")
+    assert not lake.storage.exists(f"/t/.hoodie/.temp/{T[1]}/{P}/{written}.marker.CREATE")
+    assert lake.storage.exists(f"/t/.hoodie/.temp/{T[2]}/{P}/x.marker.CREATE")

@@ -1,0 +1,146 @@
+"""The rollback plan (timeline/rollback.py's plan_rollback and pending_rollback_of) on hand-made
+timelines: what Hudi's BaseRollbackPlanActionExecutor plans from markers or from a listing, and
+a pending rollback resumed from its own plan."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers import TOKEN, Lake
+from timeline import HudiTable
+from timeline.files import log_file_name
+from timeline.instant import Instant, State
+from timeline.metadata import avro
+from timeline.metadata.records import InstantRef, RollbackPlan, RollbackRequest
+from timeline.rollback import RollbackRefused, pending_rollback_of, plan_rollback, rollback
+from timeline.storage import MemoryStorage
+
+T = [f"2026110100{i:02d}00000" for i in range(20)]
+
+
+def mor(version: int, partition: str = "city=sf") -> Lake:
+    lake = Lake(MemoryStorage(), "/t", version=version, table_type="MERGE_ON_READ")
+    lake.commit(T[0], {partition: [lake.base_file(partition, "g", T[0]), lake.base_file(partition, "h", T[0])]})
+    return lake
+
+
+def markers(lake: Lake, t: str, *entries: str) -> None:
+    """A timeline-server marker folder of the write at `t`."""
+    lake.storage.write(f"/t/.hoodie/.temp/{t}/MARKERS.type", b"TIMELINE_SERVER_BASED")
+    lake.storage.write(f"/t/.hoodie/.temp/{t}/MARKERS0", "".join(f"{e}\n" for e in entries).encode())
+
+
+def test_rollback_plan_of_v6_appends_marks_the_log_files_and_skips_those_never_written() -> None:
+    """MarkerBasedRollbackStrategy on table version 6: an APPEND marker's log file is not
+    deleted but gets a rollback command block (a request with the file id, the log's base
+    instant and logBlocksToBeDeleted {path: size}); a CREATE marker's file is deleted; a log
+    file named by a marker but absent from storage is skipped, the next one is still marked. The
+    partition value holds ".marker." and the marker is split at its last one."""
+    p = "city=a.marker.b"
+    lake = mor(6, p)
+    never = log_file_name("g", T[0], 1, TOKEN)  # its marker was written, the file never was
+    log = lake.log_file(p, "h", T[0], size=33)
+    created = lake.base_file(p, "k", T[1], size=44)
+    lake.commit(T[1], {}, state=State.INFLIGHT)
+    markers(lake, T[1], f"{p}/{never}.marker.APPEND", f"{p}/{log}.marker.APPEND", f"{p}/{created}.marker.CREATE")
+    table = HudiTable.load(lake.storage, "/t")
+    target = table.timeline.find(T[1])
+    preview = plan_rollback(table, target)
+    assert preview.instant == target
+    uri = lake.storage.uri(f"/t/{p}/{log}")
+    assert preview.logs_to_mark == ((p, uri, 33),)
+    assert preview.files_to_delete == ((p, f"/t/{p}/{created}", 44),)
+    assert preview.plan.requests == (
+        RollbackRequest(p, files_to_delete=(lake.storage.uri(f"/t/{p}/{created}"),)),
+        RollbackRequest(p, "h", T[0], log_blocks_to_delete={uri: 33}))
+    assert preview.plan.instant_to_rollback == InstantRef(T[1], "deltacommit")
+    raw = preview.plan.to_raw()
+    assert raw["version"] == 1
+
+
+@pytest.mark.parametrize("version", [8, 9])
+def test_rollback_plan_of_v8_appends_deletes_the_log_files(version: int) -> None:
+    """Table version 8+ (MarkerBasedRollbackStrategy.getRollbackRequestForAppend): a log file
+    written by the failed delta commit carries the commit's own time and is deleted, not marked."""
+    p = "city=sf"
+    lake = mor(version)
+    log = lake.log_file(p, "g", T[1], size=21)
+    lake.commit(T[1], {}, state=State.INFLIGHT)
+    markers(lake, T[1], f"{p}/{log}.marker.APPEND")
+    table = HudiTable.load(lake.storage, "/t")
+    preview = plan_rollback(table, table.timeline.find(T[1]))
+    assert preview.files_to_delete == ((p, f"/t/{p}/{log}", 21),) and preview.logs_to_mark == ()
+
+
+@pytest.mark.parametrize("version", [8, 9])
+def test_rollback_plan_of_a_completed_v8_delta_commit_deletes_its_log_files(version: int) -> None:
+    """ListingBasedRollbackStrategy on table version 8+: a completed delta commit's log files
+    carry its own time and are deleted; only version 6 marks the logs a delta commit appended to."""
+    p = "city=sf"
+    lake = mor(version)
+    log = lake.log_file(p, "g", T[1], size=21)
+    lake.commit(T[1], {p: [log]})
+    table = HudiTable.load(lake.storage, "/t")
+    preview = plan_rollback(table, table.timeline.find(T[1]))
+    assert preview.files_to_delete == ((p, f"/t/{p}/{log}", 21),) and preview.logs_to_mark == ()
+
+
+def test_rollback_plan_of_a_completed_write_ignores_left_over_markers() -> None:
+    """BaseRollbackPlanActionExecutor: markers are used only for an inflight instant
+    (shouldRollbackUsingMarkers ... && instantToRollback.isInflight()); a completed write is
+    rolled back from a listing, whatever marker folder is left."""
+    p = "city=sf"
+    lake = Lake(MemoryStorage(), "/t", version=8)
+    earlier = lake.base_file(p, "g", T[0])
+    lake.commit(T[0], {p: [earlier]})
+    written = lake.base_file(p, "h", T[1])
+    lake.commit(T[1], {p: [written]})
+    markers(lake, T[1], f"{p}/{earlier}.marker.MERGE")
+    table = HudiTable.load(lake.storage, "/t")
+    preview = plan_rollback(table, table.timeline.find(T[1]))
+    assert [path for _, path, _ in preview.files_to_delete] == [f"/t/{p}/{written}"]
+
+
+def test_rollback_plan_of_a_table_service_is_refused_outside_a_restore() -> None:
+    """Cleanline rolls back writes only; a pending compaction is rolled back only by a restore
+    (RestorePlanActionExecutor plans it), whose plan_rollback(for_restore=True) accepts it."""
+    lake = mor(8)
+    compaction = lake.schedule_compaction(T[1], [("city=sf", "g", T[0])])
+    table = HudiTable.load(lake.storage, "/t")
+    with pytest.raises(RollbackRefused) as refused:
+        plan_rollback(table, compaction)
+    assert str(refused.value) == (f"{table.uri}: compaction {T[1]} is not a write Cleanline rolls back "
+                                  "(compaction and clustering plans are kept)")
+    assert plan_rollback(table, compaction, for_restore=True).instant == compaction
+
+
+def test_pending_rollback_is_previewed_and_resumed_from_its_own_plan() -> None:
+    """BaseHoodieTableServiceClient.getPendingRollbackInfo: a pending rollback of the instant
+    (found by its plan's instantToRollback, requested or inflight) is what runs, so the preview
+    shows its plan and rollback() finishes that rollback instant, not a new one; a pending
+    rollback of another instant is not taken for it."""
+    p = "city=sf"
+    lake = Lake(MemoryStorage(), "/t", version=8)
+    lake.commit(T[0], {p: [lake.base_file(p, "g", T[0])]})
+    kept = lake.base_file(p, "h", T[1])
+    planned = lake.base_file(p, "k", T[1])
+    lake.commit(T[1], {}, state=State.INFLIGHT)
+    plan = RollbackPlan(instant_to_rollback=InstantRef(T[1], "commit"),
+                        requests=(RollbackRequest(p, files_to_delete=(lake.storage.uri(f"/t/{p}/{planned}"),)),),
+                        version=1)
+    other = RollbackPlan(instant_to_rollback=InstantRef(T[0], "commit"), requests=(), version=1)
+    lake.instant_file(Instant(T[2], "rollback", State.REQUESTED), other.to_raw())
+    lake.instant_file(Instant(T[3], "rollback", State.REQUESTED), plan.to_raw())
+    lake.instant_file(Instant(T[3], "rollback", State.INFLIGHT))  # started: its inflight file is empty
+    table = HudiTable.load(lake.storage, "/t")
+    assert pending_rollback_of(table, T[0]) is not None and pending_rollback_of(table, T[5]) is None
+    found = pending_rollback_of(table, T[1])
+    assert found is not None and found[0].requested_time == T[3] and found[1].requests == plan.requests
+    preview = plan_rollback(table, table.timeline.find(T[1]))
+    assert preview.plan.requests == plan.requests and preview.instant == table.timeline.find(T[1])
+    assert [path for _, path, _ in preview.files_to_delete] == [lake.storage.uri(f"/t/{p}/{planned}")]
+    done = rollback(table, T[1])
+    assert done.requested_time == T[3]
+    assert not lake.storage.exists(f"/t/{p}/{planned}") and lake.storage.exists(f"/t/{p}/{kept}")
+    meta = avro.decode(lake.storage.read(HudiTable.load(lake.storage, "/t").timeline.path_of(done)), path="rb")
+    assert meta["commitsRollback"] == [T[1]]
