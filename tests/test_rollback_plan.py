@@ -144,3 +144,50 @@ def test_pending_rollback_is_previewed_and_resumed_from_its_own_plan() -> None:
     assert not lake.storage.exists(f"/t/{p}/{planned}") and lake.storage.exists(f"/t/{p}/{kept}")
     meta = avro.decode(lake.storage.read(HudiTable.load(lake.storage, "/t").timeline.path_of(done)), path="rb")
     assert meta["commitsRollback"] == [T[1]]
+
+
+def test_v6_rollback_block_is_the_next_log_version_and_a_rerun_finds_it() -> None:
+    """HoodieMergeOnReadRollbackActionExecutor on table version 6 (stores that cannot append):
+    the ROLLBACK command block for the delta commit goes into the next version of its log file,
+    above every version there (another writer's later version included); a re-run of the plan (a
+    rollback killed after writing the block) finds its block and writes no other."""
+    from timeline.logformat import command_block
+    from timeline.rollback import UNKNOWN_WRITE_TOKEN, execute_rollback_plan
+
+    p = "city=sf"
+    lake = mor(6)
+    log = lake.log_file(p, "h", T[0], size=33)
+    lake.commit(T[1], {p: [log]})
+    later = lake.log_file(p, "h", T[0], version=2)  # another writer's later version
+    table = HudiTable.load(lake.storage, "/t")
+    target = table.timeline.find(T[1])
+    plan = plan_rollback(table, target).plan
+    block = f"/t/{p}/{log_file_name('h', T[0], 3, UNKNOWN_WRITE_TOKEN)}"
+    for _ in range(2):
+        content = execute_rollback_plan(table, T[5], plan, target)
+        assert content.partitions[p].rollback_log_files == {lake.storage.uri(block): len(command_block(T[5], T[1]))}
+        assert content.partitions[p].log_files_from_failed_commit == {lake.storage.uri(f"/t/{p}/{log}"): 33}
+    names = sorted(s.name for s in lake.storage.list(f"/t/{p}") if s.name.startswith(".h_"))
+    assert names == sorted([log, later, block.rsplit("/", 1)[1]])
+    assert lake.storage.read(block) == command_block(T[5], T[1])
+
+
+def test_a_write_whose_heartbeat_is_alive_at_the_given_time_is_not_rolled_back() -> None:
+    """HoodieHeartbeatClient.isHeartbeatExpired at the time given (now_ms): a heartbeat written
+    just now is expired an hour later, and alive at its own time."""
+    import time
+
+    from timeline.rollback import check_not_running
+
+    lake = mor(8)
+    lake.commit(T[1], {}, state=State.INFLIGHT)
+    lake.storage.write(f"/t/.hoodie/.heartbeat/{T[1]}", b"")
+    table = HudiTable.load(lake.storage, "/t")
+    target = table.timeline.find(T[1])
+    now = int(time.time() * 1000)
+    check_not_running(table, target, now_ms=now + 3_600_000)
+    lake.storage.set_mtime(f"/t/.hoodie/.heartbeat/{T[1]}", 5000)
+    with pytest.raises(RollbackRefused) as refused:
+        check_not_running(table, target, now_ms=6000)
+    assert str(refused.value) == (f"{table.uri}: deltacommit {T[1]} is still being written (its heartbeat is alive); "
+                                  "wait until its writer finishes or its heartbeat expires")
