@@ -35,8 +35,9 @@ def test_rollback_plan_of_v6_appends_marks_the_log_files_and_skips_those_never_w
     deleted but gets a rollback command block (a request with the file id, the log's base
     instant and logBlocksToBeDeleted {path: size}); a CREATE marker's file is deleted; a log
     file named by a marker but absent from storage is skipped, the next one is still marked. The
-    partition value holds ".marker." and the marker is split at its last one."""
-    p = "city=a.marker.b"
+    partition path is nested and its value holds ".marker.": the marker is split at its last
+    ".marker." and its last "/"."""
+    p = "city=a.marker.b/day=1"
     lake = mor(6, p)
     never = log_file_name("g", T[0], 1, TOKEN)  # its marker was written, the file never was
     log = lake.log_file(p, "h", T[0], size=33)
@@ -157,7 +158,8 @@ def test_v6_rollback_block_is_the_next_log_version_and_a_rerun_finds_it() -> Non
     p = "city=sf"
     lake = mor(6)
     log = lake.log_file(p, "h", T[0], size=33)
-    lake.commit(T[1], {p: [log]})
+    inserted = lake.base_file(p, "n", T[1])  # a delta commit's inserts go to a new base file
+    lake.commit(T[1], {p: [log, inserted]})
     later = lake.log_file(p, "h", T[0], version=2)  # another writer's later version
     table = HudiTable.load(lake.storage, "/t")
     target = table.timeline.find(T[1])
@@ -167,6 +169,7 @@ def test_v6_rollback_block_is_the_next_log_version_and_a_rerun_finds_it() -> Non
         content = execute_rollback_plan(table, T[5], plan, target)
         assert content.partitions[p].rollback_log_files == {lake.storage.uri(block): len(command_block(T[5], T[1]))}
         assert content.partitions[p].log_files_from_failed_commit == {lake.storage.uri(f"/t/{p}/{log}"): 33}
+    assert content.partitions[p].success_delete_files == (lake.storage.uri(f"/t/{p}/{inserted}"),)
     names = sorted(s.name for s in lake.storage.list(f"/t/{p}") if s.name.startswith(".h_"))
     assert names == sorted([log, later, block.rsplit("/", 1)[1]])
     assert lake.storage.read(block) == command_block(T[5], T[1])
@@ -191,3 +194,29 @@ def test_a_write_whose_heartbeat_is_alive_at_the_given_time_is_not_rolled_back()
         check_not_running(table, target, now_ms=6000)
     assert str(refused.value) == (f"{table.uri}: deltacommit {T[1]} is still being written (its heartbeat is alive); "
                                   "wait until its writer finishes or its heartbeat expires")
+
+
+def test_rollback_of_a_v8_clustering_keeps_its_plan_and_an_unknown_time_is_refused() -> None:
+    """HoodieTable.rollbackInflightClustering on table version 8+ (action "clustering"): a
+    pending rollback of the inflight attempt (a restore's, killed) is finished by rollback():
+    the attempt's file is deleted and the clustering reverts to requested, its plan kept for a
+    writer to run again. A time with no write on the active timeline is refused."""
+    from timeline import transition
+
+    p = "city=sf"
+    lake = Lake(MemoryStorage(), "/t", version=8)
+    lake.commit(T[0], {p: [lake.base_file(p, "g", T[0])]})
+    cluster = {"operationType": "cluster", "version": 1, "clusteringPlan": {"inputGroups": [], "version": 1}}
+    lake.instant_file(Instant(T[1], "clustering", State.REQUESTED), cluster)
+    lake.instant_file(Instant(T[1], "clustering", State.INFLIGHT))
+    half = lake.base_file(p, "c", T[1])
+    table = HudiTable.load(lake.storage, "/t")
+    with pytest.raises(RollbackRefused) as refused:
+        rollback(table, T[7])
+    assert str(refused.value) == f"{table.uri}: no write {T[7]} on the active timeline"
+    planned = plan_rollback(table, table.timeline.find(T[1]), for_restore=True).plan
+    transition.request(table, "rollback", planned.to_raw())
+    rollback(table.reload(), T[1])
+    left = [(i.requested_time, i.action, i.state) for i in table.reload().timeline if i.requested_time == T[1]]
+    assert left == [(T[1], "clustering", State.REQUESTED)]
+    assert not lake.storage.exists(f"/t/{p}/{half}")
