@@ -21,6 +21,7 @@ from timeline.config import update_config
 from timeline.doctor import DoctorSettings, RepairInvalidated, RepairUnavailable, diagnose, plan_repair, run_repair
 from timeline.doctor.stale import StaleEvidence
 from timeline.instant import CLUSTERING, COMPACTION, DELTA_COMMIT, ROLLBACK, Instant, State
+from timeline.metadata.records import InstantRef
 from timeline.rollback import plan_rollback
 
 V9_COW = "sample_table/cow/v9_txns_simple_nometa"
@@ -312,3 +313,142 @@ def test_stale_pending_rollback_whose_instant_is_gone_is_finished(table_copy) ->
     assert [i.requested_time for i in done] == [pending.requested_time]
     assert [f for f in after if f.kind == KIND] == []
     assert rows(path) == before
+
+
+# Hand-made timelines (a day old, no heartbeat: stale under the default 180 minutes).
+
+T = [f"2026110100{i:02d}00000" for i in range(20)]
+P = "city=sf"
+LAZY_OPTIONS = {"hoodie.clean.failed.writes.policy": "LAZY"}
+
+
+def _lake(version: int = 8, table_type: str = "COPY_ON_WRITE"):  # type: ignore[no-untyped-def]
+    from tests.helpers import Lake
+    from timeline.storage import MemoryStorage
+
+    lake = Lake(MemoryStorage(), "/t", version=version, table_type=table_type)
+    lake.commit(T[0], {P: [lake.base_file(P, "g", T[0])]})
+    return lake
+
+
+@pytest.mark.parametrize("requested", [False, True], ids=["write", "its-pending-rollback"])
+def test_stale_write_is_rolled_back_under_the_writers_policy_given(requested: bool) -> None:
+    """The repair rolls back (or finishes the pending rollback of) a stale write with the
+    writers' options: under their LAZY policy Hudi's validateRollbackCommitSequence does not hold
+    (BaseRollbackActionExecutor checks it only under EAGER), so a stale write with a later
+    completed commit goes, although hoodie.properties says nothing (EAGER)."""
+    from timeline.instant import ROLLBACK as ROLLBACK_ACTION
+
+    lake = _lake()
+    written = lake.base_file(P, "h", T[1])
+    lake.commit(T[1], {}, state=State.INFLIGHT)
+    lake.commit(T[2], {P: [lake.base_file(P, "i", T[2])]})
+    table = HudiTable.load(lake.storage, "/t")
+    if requested:
+        transition.request(table, ROLLBACK_ACTION, plan_rollback(table, table.timeline.find(T[1])).plan.to_raw())
+    settings = DoctorSettings(options=LAZY_OPTIONS)
+    plan = plan_repair(HudiTable.load(lake.storage, "/t"), KIND, settings=settings)
+    result = run_repair(HudiTable.load(lake.storage, "/t"), plan, settings=settings)
+    assert result.ok and not result.failed
+    assert not lake.storage.exists(f"/t/{P}/{written}")
+    assert HudiTable.load(lake.storage, "/t").timeline.find(T[1]) is None
+
+
+def test_stale_write_plan_lists_its_rollback_its_files_and_its_v6_log_blocks() -> None:
+    """The repair plan of a stale v6 merge-on-read delta commit, in full: the rollback (no bytes
+    itself), each file it deletes with its bytes, each log file that gets a rollback command block
+    (HoodieMergeOnReadRollbackActionExecutor on version 6)."""
+    from timeline.doctor.findings import Change
+    from timeline.files import log_file_name
+
+    lake = _lake(6, "MERGE_ON_READ")
+    log = lake.log_file(P, "g", T[0], size=33)
+    created = lake.base_file(P, "k", T[1], size=44)
+    lake.commit(T[1], {}, state=State.INFLIGHT)
+    lake.storage.write(f"/t/.hoodie/.temp/{T[1]}/{P}/{log}.marker.APPEND", b"")
+    lake.storage.write(f"/t/.hoodie/.temp/{T[1]}/{P}/{created}.marker.CREATE", b"")
+    assert log == log_file_name("g", T[0], 1, log.rsplit("_", 1)[1])
+    plan = plan_repair(HudiTable.load(lake.storage, "/t"), KIND, settings=DoctorSettings(options=LAZY_OPTIONS))
+    assert list(plan.changes) == [
+        Change("rollback", T[1], 0, f"roll back deltacommit {T[1]}: 1 files (listed below), its instant files and "
+                                    "markers"),
+        Change("delete", f"/t/{P}/{created}", 44, f"written by {T[1]}"),
+        Change("rollback block", lake.storage.uri(f"/t/{P}/{log}"), 33,
+               f"a rollback command block for {T[1]} after this log file")]
+
+
+@pytest.mark.parametrize("policy", ["EAGER", "NEVER"])
+def test_stale_write_held_back_by_the_policy_says_why_in_full(policy: str) -> None:
+    """BaseHoodieWriteClient.startCommit heartbeats only under LAZY; getInstantsToRollback rolls
+    back nothing under NEVER: the finding's repair says so, and how to go on."""
+    lake = _lake()
+    lake.commit(T[1], {}, state=State.INFLIGHT)
+    settings = DoctorSettings(options={"hoodie.clean.failed.writes.policy": policy})
+    (finding,) = diagnose(HudiTable.load(lake.storage, "/t"), kinds=[KIND], settings=settings)
+    held = ("the writers' failed-writes policy is NEVER (hoodie.clean.failed.writes.policy): Hudi never rolls "
+            "back a failed write by itself; once its writer is known gone, roll it back by name (cleanline "
+            f"rollback PATH --instant {T[1]})") if policy == "NEVER" else (
+        "under the EAGER failed-writes policy Hudi writers keep no heartbeat (BaseHoodieWriteClient.startCommit "
+        "starts one only under LAZY), so a writer still running this commit looks the same as a dead one. Like "
+        "Hudi's cleanup_stale_inflight_commits, the doctor leaves ingestion commits alone unless told to include "
+        "them (include_ingestion_commits, `cleanline doctor --repair stale-pending --include-ingestion-commits`): "
+        "that drops the write of any writer still running it")
+    assert not finding.repairable and finding.repair.endswith(held)
+
+
+@pytest.mark.parametrize("case", ["present", "gone", "nothing"])
+def test_stale_pending_rollback_names_the_instant_its_plan_names(case: str) -> None:
+    """BaseHoodieTableServiceClient.rollback/getPendingRollbackInfo: a stale pending rollback
+    (inflight: its requested file holds the plan) is finished from its plan, of the instant it
+    names: on the timeline still, or gone already (reconstructed as inflight with the plan's
+    action); a plan naming no instant is left to a Hudi writer."""
+    from timeline.doctor.findings import NO_REPAIR
+    from timeline.instant import ROLLBACK as ROLLBACK_ACTION
+    from timeline.metadata.records import RollbackPlan
+
+    lake = _lake()
+    lake.base_file(P, "h", T[1])
+    lake.commit(T[1], {}, state=State.INFLIGHT)
+    table = HudiTable.load(lake.storage, "/t")
+    target = table.timeline.find(T[1])
+    plan = plan_rollback(table, target).plan if case != "nothing" else RollbackPlan(version=1)
+    pending = transition.request(table, ROLLBACK_ACTION, plan.to_raw())
+    transition.start(table, pending)
+    if case == "gone":
+        for status in table.timeline.files_of(target).values():
+            lake.storage.delete(status.path)
+    settings = DoctorSettings(options=LAZY_OPTIONS, stale_after=timedelta(0))
+    found = diagnose(HudiTable.load(lake.storage, "/t"), kinds=[KIND], settings=settings)
+    (finding,) = [f for f in found if f.evidence.instant == pending.requested_time]  # type: ignore[attr-defined]
+    r = pending.requested_time
+    assert finding.repair == {
+        "present": f"finish rollback {r} of commit {T[1]} from its plan",
+        "gone": (f"finish rollback {r} of commit {T[1]} from its plan (the instant's files are gone already: only "
+                 "what the plan names is deleted, as BaseHoodieTableServiceClient.rollback finishes it)"),
+        "nothing": f"{NO_REPAIR}rollback {r}'s plan names no instant; a Hudi writer must finish or remove it"}[case]
+
+
+def test_stale_pending_clean_plan_lists_its_files_with_their_bytes_and_its_partitions(tmp_path: Path) -> None:
+    """CleanActionExecutor.runPendingClean finishes a clean from its plan: the repair lists the
+    clean run, every file of filePathsToBeDeletedPerPartition with its bytes (0 when gone
+    already) and every partition of partitionsToBeDeleted."""
+    from tests.helpers import Lake
+    from timeline.doctor.findings import Change
+    from timeline.metadata.records import CleanerPlan, CleanFileInfo
+    from timeline.storage.arrow import LocalStorage
+
+    base = str(tmp_path / "t")
+    lake = Lake(LocalStorage(), base, version=8)
+    lake.commit(T[0], {P: [lake.base_file(P, "g", T[0])]})
+    lake.commit(T[1], {P: [lake.base_file(P, "g", T[1], size=70)]})
+    old = lake.storage.uri(f"{base}/{P}/g_0-1-0_{T[0]}.parquet")
+    gone = lake.storage.uri(f"{base}/{P}/x_0-1-0_{T[0]}.parquet")
+    plan = CleanerPlan(earliest_instant_to_retain=InstantRef(T[1], "commit"), last_completed_commit=T[1],
+                       policy="KEEP_LATEST_COMMITS", files={P: (CleanFileInfo(P, old), CleanFileInfo(P, gone))},
+                       partitions_to_delete=("city=ny",))
+    lake.instant_file(Instant(T[2], "clean", State.REQUESTED), plan.to_raw())
+    repair = plan_repair(HudiTable.open(base), KIND, settings=DoctorSettings(options=LAZY_OPTIONS))
+    by = f"planned by clean {T[2]}"
+    assert list(repair.changes) == [
+        Change("run clean", T[2], 0, f"finish clean {T[2]}: the 2 files its plan names (listed below)"),
+        Change("delete", old, 100, by), Change("delete", gone, 0, by), Change("delete partition", "city=ny", 0, by)]
