@@ -220,3 +220,63 @@ def test_rollback_of_a_v8_clustering_keeps_its_plan_and_an_unknown_time_is_refus
     left = [(i.requested_time, i.action, i.state) for i in table.reload().timeline if i.requested_time == T[1]]
     assert left == [(T[1], "clustering", State.REQUESTED)]
     assert not lake.storage.exists(f"/t/{p}/{half}")
+
+
+def test_failed_writes_previewed_and_rolled_back_newest_first_a_live_one_left_alone() -> None:
+    """BaseHoodieTableServiceClient.getInstantsToRollback / rollbackFailedWrites under EAGER:
+    every pending write is a failed one except one whose heartbeat is alive (its writer runs
+    it); they go newest first (validateRollbackCommitSequence), so previewed one by one the older
+    is refused until the newer is gone, previewed together both go. One write is rolled back by
+    name only if it is a failed write now."""
+    from timeline.rollback import (
+        preview_failed_write,
+        preview_failed_writes,
+        preview_rollback_failed_writes,
+        rollback_failed_write,
+        rollback_failed_writes,
+    )
+
+    p = "city=sf"
+    lake = Lake(MemoryStorage(), "/t", version=8)
+    lake.commit(T[0], {p: [lake.base_file(p, "g", T[0])]})
+    files = {t: lake.base_file(p, f"w{n}", t, size=10 * n) for n, t in enumerate(T[1:4], 1)}
+    for t in T[1:4]:
+        lake.commit(t, {}, state=State.INFLIGHT)
+    now = 1_000_000
+    for t in T[1:4]:
+        for status in HudiTable.load(lake.storage, "/t").timeline.files_of(
+                HudiTable.load(lake.storage, "/t").timeline.find(t)).values():
+            lake.storage.set_mtime(status.path, now - 60_000)
+    lake.storage.write(f"/t/.hoodie/.heartbeat/{T[1]}", b"")
+    lake.storage.set_mtime(f"/t/.hoodie/.heartbeat/{T[1]}", now - 5_000)  # alive: touched 5 s ago
+    table = HudiTable.load(lake.storage, "/t")
+    uri = table.uri
+    rows = preview_failed_writes(table, now_ms=now)
+    assert [(r.instant.requested_time, r.live, r.age_seconds) for r in rows] == [
+        (T[3], False, 60), (T[2], False, 60), (T[1], True, 5)]
+    newest, older, live = rows
+    assert newest.refusal == "" and newest.preview is not None
+    assert newest.preview.files_to_delete == ((p, f"/t/{p}/{files[T[3]]}", 30),)
+    assert older.preview is None and older.refusal == (
+        f"{uri}: found pending writes after {T[2]} ({T[3]}); roll back the newer ones first. Hudi's rule "
+        "(validateRollbackCommitSequence, failed-writes policy EAGER): pending writes are rolled back newest first, "
+        f"so roll back {T[3]} first, then this one.")
+    assert live.preview is None and live.refusal == (
+        "its heartbeat is alive (touched 5 s ago): its writer is still running it")
+    assert preview_failed_write(table, T[3], now_ms=now).files_to_delete == newest.preview.files_to_delete
+    refused = f"{uri}: {T[1]} is not a failed write under the table's failed-writes policy (completed writes are " \
+              "undone by a restore to a savepoint)"
+    for call in (preview_failed_write, rollback_failed_write):
+        with pytest.raises(RollbackRefused) as caught:
+            call(table, T[1], now_ms=now)
+        assert str(caught.value) == refused
+    together = preview_rollback_failed_writes(table, now_ms=now)
+    assert [(r.instant.requested_time, r.bytes_to_delete) for r in together] == [(T[3], 30), (T[2], 20)]
+    done = rollback_failed_writes(table, now_ms=now)
+    assert len(done) == 2 and all(i.is_completed for i in done)
+    assert not lake.storage.exists(f"/t/{p}/{files[T[3]]}") and not lake.storage.exists(f"/t/{p}/{files[T[2]]}")
+    assert lake.storage.exists(f"/t/{p}/{files[T[1]]}")
+    assert [i.requested_time for i in HudiTable.load(lake.storage, "/t").timeline.pending().instants] == [T[1]]
+    later = now + 3_600_000  # its heartbeat expired: now a failed write, rolled back by name
+    assert rollback_failed_write(HudiTable.load(lake.storage, "/t"), T[1], now_ms=later).is_completed
+    assert not lake.storage.exists(f"/t/{p}/{files[T[1]]}")
