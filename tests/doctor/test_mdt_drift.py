@@ -256,6 +256,12 @@ def test_mdt_drift_finding_plan_and_sync_time_in_full(table_copy) -> None:
     assert mdt is not None
     (sync,) = [i for i in mdt.mdt.timeline.completed() if i.requested_time > latest]
     assert sync.action == "deltacommit" and len(sync.requested_time) == 17
+    instants = len(mdt.mdt.timeline)
+    again = run_repair(HudiTable.open(str(path)), plan)  # the approved plan once more: in sync, nothing written
+    assert (again.table, again.kind, again.done, again.failed) == (table.uri, KIND, (), ())
+    assert [c for c, _ in again.skipped] == list(plan.changes)
+    assert all(why.startswith("already in sync (") for _, why in again.skipped)
+    assert len(mdt.mdt.reload().timeline) == instants
 
 
 def test_mdt_drift_refusals_say_who_must_act_word_for_word(tmp_path: Path) -> None:
