@@ -280,3 +280,44 @@ def test_failed_writes_previewed_and_rolled_back_newest_first_a_live_one_left_al
     later = now + 3_600_000  # its heartbeat expired: now a failed write, rolled back by name
     assert rollback_failed_write(HudiTable.load(lake.storage, "/t"), T[1], now_ms=later).is_completed
     assert not lake.storage.exists(f"/t/{p}/{files[T[1]]}")
+
+
+def test_failed_writes_under_the_writers_lazy_policy_go_despite_later_commits() -> None:
+    """Under the writers' LAZY policy (their options over hoodie.properties) a failed write is one
+    whose heartbeat expired, and BaseRollbackActionExecutor.validateRollbackCommitSequence does not
+    hold: previewed and rolled back with those options, it goes although a commit completed after
+    it."""
+    from timeline.rollback import preview_rollback_failed_writes, rollback_failed_writes
+
+    p = "city=sf"
+    lake = Lake(MemoryStorage(), "/t", version=8)
+    lake.commit(T[0], {p: [lake.base_file(p, "g", T[0])]})
+    failed = lake.base_file(p, "f", T[1])
+    lake.commit(T[1], {}, state=State.INFLIGHT)
+    lake.commit(T[2], {p: [lake.base_file(p, "h", T[2])]})
+    lazy = {"hoodie.clean.failed.writes.policy": "LAZY"}
+    table = HudiTable.load(lake.storage, "/t")
+    assert [r.instant.requested_time for r in preview_rollback_failed_writes(table, options=lazy)] == [T[1]]
+    assert [i.is_completed for i in rollback_failed_writes(table, options=lazy)] == [True]
+    assert not lake.storage.exists(f"/t/{p}/{failed}")
+
+
+def test_pending_rollback_of_a_v6_log_is_previewed_with_its_log_blocks_and_sizes() -> None:
+    """A pending rollback's own plan is what runs (getPendingRollbackInfo), so the preview shows
+    it: each file it deletes with its size on storage (0 when gone already) and each log file
+    that gets a rollback command block, with the size the plan records."""
+    p = "city=sf"
+    lake = mor(6)
+    log = lake.log_file(p, "h", T[0], size=33)
+    written = lake.base_file(p, "k", T[1], size=44)
+    lake.commit(T[1], {}, state=State.INFLIGHT)
+    uri = lake.storage.uri
+    plan = RollbackPlan(instant_to_rollback=InstantRef(T[1], "deltacommit"), requests=(
+        RollbackRequest(p, files_to_delete=(uri(f"/t/{p}/{written}"), uri(f"/t/{p}/gone_0-1-0_{T[1]}.parquet"))),
+        RollbackRequest(p, "h", T[0], log_blocks_to_delete={uri(f"/t/{p}/{log}"): 33})), version=1)
+    lake.instant_file(Instant(T[3], "rollback", State.REQUESTED), plan.to_raw())
+    table = HudiTable.load(lake.storage, "/t")
+    preview = plan_rollback(table, table.timeline.find(T[1]))
+    assert preview.files_to_delete == ((p, uri(f"/t/{p}/{written}"), 44),
+                                       (p, uri(f"/t/{p}/gone_0-1-0_{T[1]}.parquet"), 0))
+    assert preview.logs_to_mark == ((p, uri(f"/t/{p}/{log}"), 33),)
