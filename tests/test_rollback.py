@@ -280,6 +280,11 @@ def test_validateRollbackCommitSequence_refusals_name_the_commits_the_savepoints
         f"no savepointed commit is rolled back); then create a savepoint of {T[0]} (the newest write before it), "
         f"then restore the table to it (a restore rolls back every write after the savepoint, this one included); "
         f"or {back}.")
+    table = sequence_lake(T[:2], [])  # nothing before it to restore to: only the later commits first
+    assert refusal(table, T[0]) == (
+        f"{uri}: found commits after {T[0]} ({T[1]}), so it cannot be rolled back now. {RULE} The way forward: "
+        f"roll back the later commits first, newest first, starting with {T[1]} (`cleanline rollback {uri} "
+        f"--instant {T[1]}`; what they wrote is lost), then this one.")
     table = sequence_lake(T[:3], [], [T[1]])  # a savepoint of the write itself is neither before nor after it
     assert refusal(table, T[1]) == (
         f"{uri}: found commits after {T[1]} ({T[2]}), so it cannot be rolled back now. {RULE} The way forward: "

@@ -321,3 +321,30 @@ def test_pending_rollback_of_a_v6_log_is_previewed_with_its_log_blocks_and_sizes
     assert preview.files_to_delete == ((p, uri(f"/t/{p}/{written}"), 44),
                                        (p, uri(f"/t/{p}/gone_0-1-0_{T[1]}.parquet"), 0))
     assert preview.logs_to_mark == ((p, uri(f"/t/{p}/{log}"), 33),)
+
+
+def test_metadata_table_rollback_is_found_again_on_a_rerun_and_skipped_when_it_never_saw_the_write(
+        tmp_path) -> None:
+    """HoodieBackedTableMetadataWriter.update(HoodieRollbackMetadata) on table version 8+: the
+    MDT deltacommit of the rolled-back write is rolled back at the data-table rollback's time; a
+    re-run (a data-table rollback resumed after the MDT's completed) finds that MDT rollback and
+    writes nothing; a failed write the MDT never saw leaves the MDT as it is."""
+    from tests.helpers import FIXTURES, fake_failed_write, unzip_table
+    from timeline.mdt.reader import MetadataTable
+    from timeline.rollback import rollback_in_metadata_table
+
+    lake = unzip_table(FIXTURES / "sample_table/cow/v9_txns_simple_meta.zip", tmp_path / "t")
+    table = HudiTable.open(str(lake))
+    target = table.timeline.writes().completed().instants[-1].requested_time
+    done = rollback(table, target)
+    mdt = MetadataTable(table.reload())
+    (mdt_rollback,) = mdt.mdt.timeline.rollbacks().completed()
+    instants = list(mdt.mdt.timeline)
+    again = rollback_in_metadata_table(MetadataTable(table), target, done.requested_time)
+    assert again == mdt_rollback and list(MetadataTable(table.reload()).mdt.timeline) == instants
+    failed = "20990101000000000"
+    written = fake_failed_write(lake, failed, markers=False)
+    rollback(HudiTable.open(str(lake)), failed)
+    assert not any(f.exists() for f in written)
+    assert list(MetadataTable(HudiTable.open(str(lake))).mdt.timeline) == instants
+    assert HudiTable.open(str(lake)).inspect.validate_metadata_table().ok
