@@ -348,3 +348,33 @@ def test_metadata_table_rollback_is_found_again_on_a_rerun_and_skipped_when_it_n
     assert not any(f.exists() for f in written)
     assert list(MetadataTable(HudiTable.open(str(lake))).mdt.timeline) == instants
     assert HudiTable.open(str(lake)).inspect.validate_metadata_table().ok
+
+
+def test_metadata_table_rollback_killed_after_its_target_went_is_finished_from_its_plan(tmp_path) -> None:
+    """BaseHoodieTableServiceClient.rollback on the metadata table (table version 8+): an MDT
+    rollback killed after it deleted its deltacommit's state files is finished from its pending
+    plan (getPendingRollbackInfo), the deltacommit reconstructed as inflight: what the plan names
+    goes and the rollback completes at its own time."""
+    from tests.helpers import FIXTURES, unzip_table
+    from timeline import transition
+    from timeline.mdt.reader import MetadataTable
+    from timeline.rollback import rollback_in_metadata_table
+
+    lake = unzip_table(FIXTURES / "sample_table/cow/v9_txns_simple_meta.zip", tmp_path / "t")
+    table = HudiTable.open(str(lake))
+    target_time = table.timeline.writes().completed().instants[-1].requested_time
+    mdt_table = MetadataTable(table).mdt
+    target = mdt_table.timeline.find(target_time)
+    assert target is not None and target.action == "deltacommit"
+    plan = plan_rollback(mdt_table, target).plan
+    assert plan.requests
+    rollback_time = table.new_instant_time()
+    transition.write_state(mdt_table, Instant(rollback_time, "rollback", State.REQUESTED), plan.to_raw())
+    for status in mdt_table.timeline.files_of(target).values():
+        mdt_table.storage.delete(status.path)  # the killed run got this far
+    done = rollback_in_metadata_table(MetadataTable(table.reload()), target_time, rollback_time)
+    assert done is not None and done.is_completed and done.requested_time == rollback_time
+    mdt = MetadataTable(table.reload()).mdt
+    assert target_time not in {i.requested_time for i in mdt.timeline}
+    assert not [p for p in (lake / ".hoodie" / "metadata").rglob(f"*{target_time}*")
+                if ".hoodie" not in p.relative_to(lake / ".hoodie" / "metadata").parts]
