@@ -378,3 +378,90 @@ def test_metadata_table_rollback_killed_after_its_target_went_is_finished_from_i
     assert target_time not in {i.requested_time for i in mdt.timeline}
     assert not [p for p in (lake / ".hoodie" / "metadata").rglob(f"*{target_time}*")
                 if ".hoodie" not in p.relative_to(lake / ".hoodie" / "metadata").parts]
+
+
+V6_COW = "sample_table/cow/v6_simplekeygen_nonhivestyle"  # INSERT, INSERT
+
+
+def _v6_with_mdt(tmp_path):  # type: ignore[no-untyped-def]
+    from tests.helpers import FIXTURES, unzip_table
+    from tests.mdt.helpers import add_v6_metadata_table
+
+    lake = unzip_table(FIXTURES / f"{V6_COW}.zip", tmp_path / "t")
+    add_v6_metadata_table(lake)
+    return lake, HudiTable.open(str(lake))
+
+
+def test_v6_metadata_table_rollback_keeps_its_plan_and_is_found_again_on_a_rerun(tmp_path) -> None:
+    """0.14/0.15 HoodieBackedTableMetadataWriter.update(HoodieRollbackMetadata): the MDT's own
+    rollback of the rolled-back deltacommit at R + "006" is requested with its HoodieRollbackPlan
+    (what a killed run resumes from); a re-run finds it completed and writes nothing."""
+    from timeline.mdt.reader import MetadataTable
+    from timeline.metadata.records import RollbackPlan as Plan
+    from timeline.rollback import rollback_in_metadata_table
+
+    lake, table = _v6_with_mdt(tmp_path)
+    target = table.timeline.writes().completed().instants[-1].requested_time
+    done = rollback(table, target)
+    mdt = MetadataTable(table.reload()).mdt
+    (mdt_rollback,) = mdt.timeline.rollbacks().completed().instants
+    assert mdt_rollback.requested_time == done.requested_time + "006"
+    named = mdt.read(mdt_rollback, Plan, State.REQUESTED).instant_to_rollback
+    assert named is not None and named.time == target
+    instants = list(mdt.timeline)
+    again = rollback_in_metadata_table(MetadataTable(table), target, done.requested_time, {})
+    assert again == mdt_rollback and list(MetadataTable(table.reload()).mdt.timeline) == instants
+
+
+def test_v6_metadata_table_rollback_killed_after_its_target_went_is_finished(tmp_path) -> None:
+    """0.14/0.15 on the metadata table: the MDT rollback at R + "006", killed after it deleted the
+    deltacommit's state files, is finished from its pending plan (getPendingRollbackInfo), the
+    deltacommit taken as completed: a ROLLBACK command block for it, the rollback completed."""
+    from timeline import transition
+    from timeline.logformat import BlockType, read_blocks
+    from timeline.mdt.reader import MetadataTable
+    from timeline.metadata.records import RollbackMetadata
+    from timeline.rollback import rollback_in_metadata_table
+
+    lake, table = _v6_with_mdt(tmp_path)
+    target_time = table.timeline.writes().completed().instants[-1].requested_time
+    mdt_table = MetadataTable(table).mdt
+    target = mdt_table.timeline.find(target_time)
+    assert target is not None and target.is_completed
+    rollback_time = table.new_instant_time()
+    plan = plan_rollback(mdt_table, target).plan
+    transition.write_state(mdt_table, Instant(rollback_time + "006", "rollback", State.REQUESTED), plan.to_raw())
+    for status in mdt_table.timeline.files_of(target).values():
+        mdt_table.storage.delete(status.path)  # the killed run got this far
+    done = rollback_in_metadata_table(MetadataTable(table.reload()), target_time, rollback_time, {})
+    assert done is not None and done.is_completed and done.requested_time == rollback_time + "006"
+    mdt = MetadataTable(table.reload()).mdt
+    assert mdt.read(done, RollbackMetadata).commits_rollback == (target_time,)
+    assert mdt.timeline.completed().find(rollback_time) is not None  # the deltacommit at R, written first
+    folder = lake / ".hoodie" / "metadata" / "files"
+    commands = [b for p in sorted(folder.glob(".files-*.log.*")) for b in read_blocks(p.read_bytes(), path=str(p))
+                if b.block_type is BlockType.COMMAND]
+    assert commands
+
+
+def test_v6_pending_metadata_table_deltacommit_of_a_failed_write_is_removed_not_rolled_back(tmp_path) -> None:
+    """0.14/0.15: a pending MDT deltacommit of the rolled-back write is not rolled back by the
+    data table's rollback (the MDT's rollbackFailedWrites would): Cleanline removes it first; then
+    the deltacommit at R, and no MDT rollback at R + "006"."""
+    from tests.helpers import fake_failed_write
+    from timeline.mdt.reader import MetadataTable
+
+    lake, table = _v6_with_mdt(tmp_path)
+    failed = "20990101000000000"
+    written = fake_failed_write(lake, failed, markers=True)
+    folder = lake / ".hoodie" / "metadata" / ".hoodie"
+    for name in (f"{failed}.deltacommit.requested", f"{failed}.deltacommit.inflight"):
+        (folder / name).write_bytes(b"")
+    table.reload()
+    assert MetadataTable(table).mdt.timeline.find(failed) is not None
+    done = rollback(table, failed)
+    mdt = MetadataTable(table.reload()).mdt
+    assert failed not in {i.requested_time for i in mdt.timeline}
+    assert mdt.timeline.completed().find(done.requested_time) is not None
+    assert not mdt.timeline.rollbacks().completed().filter(lambda i: i.requested_time == done.requested_time + "006")
+    assert not any(f.exists() for f in written)
