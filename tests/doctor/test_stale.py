@@ -248,7 +248,8 @@ def test_stale_pending_rollback_of_a_clustering_keeps_its_plan(table_copy) -> No
     roles = {f.evidence.instant: (f.evidence.role, f.repairable) for f in found}  # type: ignore[attr-defined]
     assert roles == {OLD: ("table service", False), pending.requested_time: ("rollback", True)}
     assert [c.key for c in plan.changes] == [("rollback", OLD), ("delete", f"file:{written[0]}")]
-    assert "its plan kept" in plan.changes[0].detail
+    assert plan.changes[0].detail == (f"roll back clustering {OLD}: 1 files (listed below), its inflight file and "
+                                      "markers (it reverts to requested, its plan kept)")
     assert result.ok and not written[0].exists()
     table = HudiTable.open(str(path))
     assert [i.requested_time for i in table.timeline.rollbacks().completed()] == [pending.requested_time]
@@ -452,3 +453,67 @@ def test_stale_pending_clean_plan_lists_its_files_with_their_bytes_and_its_parti
     assert list(repair.changes) == [
         Change("run clean", T[2], 0, f"finish clean {T[2]}: the 2 files its plan names (listed below)"),
         Change("delete", old, 100, by), Change("delete", gone, 0, by), Change("delete partition", "city=ny", 0, by)]
+
+
+def test_stale_repair_skips_what_is_no_longer_stale_and_runs_the_rest_in_order() -> None:
+    """The repair re-diagnoses each planned instant under the lock before it changes anything:
+    stale writes someone else rolled back meanwhile, and a stale clean someone else finished, are
+    skipped ("no longer a stale pending instant"), the remaining write is still rolled back after
+    them (newest first), and a clean scheduled since, not in the approved plan, is not run."""
+    from timeline.clean.executor import run_pending_cleans
+    from timeline.metadata.records import CleanerPlan, CleanFileInfo
+    from timeline.rollback import rollback
+
+    lake = _lake()
+    lake.commit(T[1], {P: [lake.base_file(P, "g", T[1])]})
+    old = lake.storage.uri(f"/t/{P}/g_0-1-0_{T[0]}.parquet")
+    plan = CleanerPlan(earliest_instant_to_retain=InstantRef(T[1], "commit"), last_completed_commit=T[1],
+                       policy="KEEP_LATEST_COMMITS", files={P: (CleanFileInfo(P, old),)})
+    lake.instant_file(Instant(T[2], "clean", State.REQUESTED), plan.to_raw())
+    written = {t: lake.base_file(P, f"w{t[-7:-5]}", t) for t in T[3:6]}
+    for t in T[3:6]:
+        lake.commit(t, {}, state=State.INFLIGHT)
+    settings = DoctorSettings(options=LAZY_OPTIONS)
+    approved = plan_repair(HudiTable.load(lake.storage, "/t"), KIND, settings=settings)
+    heads = [c.key for c in approved.changes if c.action in ("rollback", "run clean")]
+    assert heads == [("rollback", T[5]), ("rollback", T[4]), ("rollback", T[3]), ("run clean", T[2])]
+    table = HudiTable.load(lake.storage, "/t")
+    for t in (T[5], T[4]):  # another run got there first
+        rollback(table.reload(), t, options=LAZY_OPTIONS)
+    run_pending_cleans(table.reload(), instant=T[2])
+    fresh = CleanerPlan(earliest_instant_to_retain=InstantRef(T[1], "commit"), last_completed_commit=T[1],
+                        policy="KEEP_LATEST_COMMITS", files={P: (CleanFileInfo(P, old),)})
+    newer_clean = table.new_instant_time()
+    lake.instant_file(Instant(newer_clean, "clean", State.REQUESTED), fresh.to_raw())
+    result = run_repair(HudiTable.load(lake.storage, "/t"), approved, settings=settings)
+    assert (result.table, result.kind, result.failed) == (table.uri, KIND, ())
+    skipped = {c.key: why for c, why in result.skipped}
+    mine = [c.key for c in approved.changes if c.target in (T[5], T[4], T[2]) or c.detail.endswith((T[5], T[4]))
+            or c.detail == f"planned by clean {T[2]}"]
+    assert set(skipped) == set(mine) and set(skipped.values()) == {"no longer a stale pending instant"}
+    assert ("rollback", T[3]) in {c.key for c in result.done}
+    assert not lake.storage.exists(f"/t/{P}/{written[T[3]]}")
+    after = HudiTable.load(lake.storage, "/t").timeline
+    assert after.find(T[3]) is None
+    assert after.cleans().pending().find(newer_clean) is not None  # not in the plan: not run
+
+
+def test_stale_clean_repair_runs_only_the_clean_it_planned() -> None:
+    """CleanActionExecutor.runPendingClean for the stale clean the approved plan names, at its own
+    instant: a clean scheduled since (not stale, not in the plan) stays pending."""
+    from timeline.metadata.records import CleanerPlan, CleanFileInfo
+
+    lake = _lake()
+    lake.commit(T[1], {P: [lake.base_file(P, "g", T[1])]})
+    old = lake.storage.uri(f"/t/{P}/g_0-1-0_{T[0]}.parquet")
+    plan = CleanerPlan(earliest_instant_to_retain=InstantRef(T[1], "commit"), last_completed_commit=T[1],
+                       policy="KEEP_LATEST_COMMITS", files={P: (CleanFileInfo(P, old),)})
+    lake.instant_file(Instant(T[2], "clean", State.REQUESTED), plan.to_raw())
+    approved = plan_repair(HudiTable.load(lake.storage, "/t"), KIND)
+    newer_clean = HudiTable.load(lake.storage, "/t").new_instant_time()
+    lake.instant_file(Instant(newer_clean, "clean", State.REQUESTED), plan.to_raw())
+    result = run_repair(HudiTable.load(lake.storage, "/t"), approved)
+    assert result.ok and {c.key for c in result.done} == {c.key for c in approved.changes}
+    cleans = HudiTable.load(lake.storage, "/t").timeline.cleans()
+    assert cleans.completed().find(T[2]) is not None and cleans.pending().find(newer_clean) is not None
+    assert not lake.storage.exists(f"/t/{P}/g_0-1-0_{T[0]}.parquet")
