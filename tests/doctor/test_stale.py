@@ -500,7 +500,9 @@ def test_stale_repair_skips_what_is_no_longer_stale_and_runs_the_rest_in_order()
 
 def test_stale_clean_repair_runs_only_the_clean_it_planned() -> None:
     """CleanActionExecutor.runPendingClean for the stale clean the approved plan names, at its own
-    instant: a clean scheduled since (not stale, not in the plan) stays pending."""
+    instant, its plan read from its requested file (CleanerUtils.getCleanerPlan; this one died
+    once inflight, its inflight file empty): a clean scheduled since (not stale, not in the plan)
+    stays pending."""
     from timeline.metadata.records import CleanerPlan, CleanFileInfo
 
     lake = _lake()
@@ -509,7 +511,9 @@ def test_stale_clean_repair_runs_only_the_clean_it_planned() -> None:
     plan = CleanerPlan(earliest_instant_to_retain=InstantRef(T[1], "commit"), last_completed_commit=T[1],
                        policy="KEEP_LATEST_COMMITS", files={P: (CleanFileInfo(P, old),)})
     lake.instant_file(Instant(T[2], "clean", State.REQUESTED), plan.to_raw())
+    lake.instant_file(Instant(T[2], "clean", State.INFLIGHT))
     approved = plan_repair(HudiTable.load(lake.storage, "/t"), KIND)
+    assert [c.key for c in approved.changes] == [("run clean", T[2]), ("delete", old)]
     newer_clean = HudiTable.load(lake.storage, "/t").new_instant_time()
     lake.instant_file(Instant(newer_clean, "clean", State.REQUESTED), plan.to_raw())
     result = run_repair(HudiTable.load(lake.storage, "/t"), approved)
