@@ -521,3 +521,35 @@ def test_stale_clean_repair_runs_only_the_clean_it_planned() -> None:
     cleans = HudiTable.load(lake.storage, "/t").timeline.cleans()
     assert cleans.completed().find(T[2]) is not None and cleans.pending().find(newer_clean) is not None
     assert not lake.storage.exists(f"/t/{P}/g_0-1-0_{T[0]}.parquet")
+
+
+def test_stale_write_whose_rollback_fails_is_reported_failed_with_why(table_copy) -> None:
+    """A stale write the repair approved whose rollback Hudi refuses when it runs
+    (HoodieBackedTableMetadataWriter.validateRollback: the metadata table compacted past the
+    write's deltacommit since) is reported failed with the refusal, nothing of it deleted."""
+    from timeline.mdt.reader import MetadataTable
+
+    path = table_copy("sample_table/cow/v9_txns_simple_meta")
+    table = HudiTable.open(str(path))
+    target = table.timeline.writes().completed().last()
+    assert target is not None
+    (path / ".hoodie" / "timeline" / target.file_name(2)).unlink()  # died after its MDT deltacommit
+    age_tree(path)
+    settings = DoctorSettings(options={"hoodie.clean.failed.writes.policy": "LAZY"})
+    approved = plan_repair(HudiTable.open(str(path)), KIND, settings=settings)
+    assert [c.key for c in approved.changes if c.action == "rollback"] == [("rollback", target.requested_time)]
+    mdt_folder = path / ".hoodie" / "metadata" / ".hoodie" / "timeline"
+    done = next(i for i in MetadataTable(table).mdt.timeline.completed() if i.requested_time == target.requested_time)
+    later = f"{int(done.completion_time) + 1000:017d}"  # type: ignore[arg-type]
+    (mdt_folder / f"{later}.compaction.requested").write_bytes(
+        (mdt_folder / "20260307162449278.compaction.requested").read_bytes())
+    (mdt_folder / f"{later}.compaction.inflight").write_bytes(b"")
+    (mdt_folder / f"{later}_{int(later) + 5:017d}.commit").write_bytes(
+        next(mdt_folder.glob("20260307162449278_*.commit")).read_bytes())
+    files = sorted(p for p in path.rglob("*") if p.is_file() and ".hoodie" not in p.parts)
+    result = run_repair(HudiTable.open(str(path)), approved, settings=settings)
+    assert not result.ok and result.done == () and result.skipped == ()
+    assert [c for c, _ in result.failed] == list(approved.changes)
+    (why,) = {why for _, why in result.failed}
+    assert "compacted" in why and target.requested_time in why
+    assert sorted(p for p in path.rglob("*") if p.is_file() and ".hoodie" not in p.parts) == files
