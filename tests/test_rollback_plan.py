@@ -228,6 +228,8 @@ def test_failed_writes_previewed_and_rolled_back_newest_first_a_live_one_left_al
     it); they go newest first (validateRollbackCommitSequence), so previewed one by one the older
     is refused until the newer is gone, previewed together both go. One write is rolled back by
     name only if it is a failed write now."""
+    import time
+
     from timeline.rollback import (
         preview_failed_write,
         preview_failed_writes,
@@ -243,17 +245,25 @@ def test_failed_writes_previewed_and_rolled_back_newest_first_a_live_one_left_al
     for t in T[1:4]:
         lake.commit(t, {}, state=State.INFLIGHT)
     now = 1_000_000
-    for t in T[1:4]:
+    for t, age_ms in ((T[1], 60_500), (T[2], 60_500), (T[3], 0)):
         for status in HudiTable.load(lake.storage, "/t").timeline.files_of(
                 HudiTable.load(lake.storage, "/t").timeline.find(t)).values():
-            lake.storage.set_mtime(status.path, now - 60_000)
+            lake.storage.set_mtime(status.path, now - age_ms)
     lake.storage.write(f"/t/.hoodie/.heartbeat/{T[1]}", b"")
     lake.storage.set_mtime(f"/t/.hoodie/.heartbeat/{T[1]}", now - 5_000)  # alive: touched 5 s ago
     table = HudiTable.load(lake.storage, "/t")
     uri = table.uri
     rows = preview_failed_writes(table, now_ms=now)
     assert [(r.instant.requested_time, r.live, r.age_seconds) for r in rows] == [
-        (T[3], False, 60), (T[2], False, 60), (T[1], True, 5)]
+        (T[3], False, 0), (T[2], False, 60), (T[1], True, 5)]
+    assert all(type(r.age_seconds) is int for r in rows)
+    clock = int(time.time() * 1000)
+    for t in T[2:4]:
+        for status in table.timeline.files_of(table.timeline.find(t)).values():
+            lake.storage.set_mtime(status.path, clock - 90_000)
+    ages = [r.age_seconds for r in preview_failed_writes(HudiTable.load(lake.storage, "/t"))
+            if r.instant.requested_time in T[2:4]]
+    assert len(ages) == 2 and all(90 <= a <= 3600 for a in ages)  # now: the clock
     newest, older, live = rows
     assert newest.refusal == "" and newest.preview is not None
     assert newest.preview.files_to_delete == ((p, f"/t/{p}/{files[T[3]]}", 30),)
@@ -287,7 +297,13 @@ def test_failed_writes_under_the_writers_lazy_policy_go_despite_later_commits() 
     whose heartbeat expired, and BaseRollbackActionExecutor.validateRollbackCommitSequence does not
     hold: previewed and rolled back with those options, it goes although a commit completed after
     it."""
-    from timeline.rollback import preview_rollback_failed_writes, rollback_failed_writes
+    from timeline.rollback import (
+        preview_failed_write,
+        preview_failed_writes,
+        preview_rollback_failed_writes,
+        rollback_failed_write,
+        rollback_failed_writes,
+    )
 
     p = "city=sf"
     lake = Lake(MemoryStorage(), "/t", version=8)
@@ -298,8 +314,16 @@ def test_failed_writes_under_the_writers_lazy_policy_go_despite_later_commits() 
     lazy = {"hoodie.clean.failed.writes.policy": "LAZY"}
     table = HudiTable.load(lake.storage, "/t")
     assert [r.instant.requested_time for r in preview_rollback_failed_writes(table, options=lazy)] == [T[1]]
+    (row,) = preview_failed_writes(table, options=lazy)
+    assert row.refusal == "" and row.preview is not None
+    assert preview_failed_write(table, T[1], options=lazy).files_to_delete == row.preview.files_to_delete
     assert [i.is_completed for i in rollback_failed_writes(table, options=lazy)] == [True]
     assert not lake.storage.exists(f"/t/{p}/{failed}")
+    again = lake.base_file(p, "f", T[3])
+    lake.commit(T[3], {}, state=State.INFLIGHT)
+    lake.commit(T[4], {p: [lake.base_file(p, "i", T[4])]})
+    assert rollback_failed_write(HudiTable.load(lake.storage, "/t"), T[3], options=lazy).is_completed
+    assert not lake.storage.exists(f"/t/{p}/{again}")
 
 
 def test_pending_rollback_of_a_v6_log_is_previewed_with_its_log_blocks_and_sizes() -> None:
@@ -331,6 +355,7 @@ def test_metadata_table_rollback_is_found_again_on_a_rerun_and_skipped_when_it_n
     writes nothing; a failed write the MDT never saw leaves the MDT as it is."""
     from tests.helpers import FIXTURES, fake_failed_write, unzip_table
     from timeline.mdt.reader import MetadataTable
+    from timeline.metadata.records import RollbackMetadata
     from timeline.rollback import rollback_in_metadata_table
 
     lake = unzip_table(FIXTURES / "sample_table/cow/v9_txns_simple_meta.zip", tmp_path / "t")
@@ -339,6 +364,9 @@ def test_metadata_table_rollback_is_found_again_on_a_rerun_and_skipped_when_it_n
     done = rollback(table, target)
     mdt = MetadataTable(table.reload())
     (mdt_rollback,) = mdt.mdt.timeline.rollbacks().completed()
+    named = mdt.mdt.read(mdt_rollback, RollbackPlan, State.REQUESTED).instant_to_rollback
+    assert named is not None and named.time == target  # what a killed run resumes from
+    assert mdt.mdt.read(mdt_rollback, RollbackMetadata).commits_rollback == (target,)
     instants = list(mdt.mdt.timeline)
     again = rollback_in_metadata_table(MetadataTable(table), target, done.requested_time)
     assert again == mdt_rollback and list(MetadataTable(table.reload()).mdt.timeline) == instants
@@ -465,3 +493,21 @@ def test_v6_pending_metadata_table_deltacommit_of_a_failed_write_is_removed_not_
     assert mdt.timeline.completed().find(done.requested_time) is not None
     assert not mdt.timeline.rollbacks().completed().filter(lambda i: i.requested_time == done.requested_time + "006")
     assert not any(f.exists() for f in written)
+
+
+def test_a_completed_write_with_a_pending_rollback_is_finished_by_name() -> None:
+    """BaseHoodieTableServiceClient.rollback resumes a pending rollback of an instant whatever
+    the instant is (getPendingRollbackInfo): a completed write whose rollback was requested and
+    died is no failed write, yet rolled back by name its rollback is finished."""
+    from timeline import transition
+    from timeline.rollback import rollback_failed_write
+
+    p = "city=sf"
+    lake = Lake(MemoryStorage(), "/t", version=8)
+    lake.commit(T[0], {p: [lake.base_file(p, "g", T[0])]})
+    written = lake.base_file(p, "h", T[1])
+    lake.commit(T[1], {p: [written]})
+    table = HudiTable.load(lake.storage, "/t")
+    pending = transition.request(table, "rollback", plan_rollback(table, table.timeline.find(T[1])).plan.to_raw())
+    assert rollback_failed_write(table.reload(), T[1]).requested_time == pending.requested_time
+    assert not lake.storage.exists(f"/t/{p}/{written}")
