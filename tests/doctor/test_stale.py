@@ -458,8 +458,8 @@ def test_stale_pending_clean_plan_lists_its_files_with_their_bytes_and_its_parti
 def test_stale_repair_skips_what_is_no_longer_stale_and_runs_the_rest_in_order() -> None:
     """The repair re-diagnoses each planned instant under the lock before it changes anything:
     stale writes someone else rolled back meanwhile, and a stale clean someone else finished, are
-    skipped ("no longer a stale pending instant"), the remaining write is still rolled back after
-    them (newest first), and a clean scheduled since, not in the approved plan, is not run."""
+    skipped ("no longer a stale pending instant"), and the older writes after them are still
+    rolled back (newest first); the plan's notes say in which order."""
     from timeline.clean.executor import run_pending_cleans
     from timeline.metadata.records import CleanerPlan, CleanFileInfo
     from timeline.rollback import rollback
@@ -469,33 +469,30 @@ def test_stale_repair_skips_what_is_no_longer_stale_and_runs_the_rest_in_order()
     old = lake.storage.uri(f"/t/{P}/g_0-1-0_{T[0]}.parquet")
     plan = CleanerPlan(earliest_instant_to_retain=InstantRef(T[1], "commit"), last_completed_commit=T[1],
                        policy="KEEP_LATEST_COMMITS", files={P: (CleanFileInfo(P, old),)})
-    lake.instant_file(Instant(T[2], "clean", State.REQUESTED), plan.to_raw())
-    written = {t: lake.base_file(P, f"w{t[-7:-5]}", t) for t in T[3:6]}
-    for t in T[3:6]:
+    writes = (T[3], T[4], T[6], T[7])
+    written = {t: lake.base_file(P, f"w{t[-7:-5]}", t) for t in writes}
+    for t in writes:
         lake.commit(t, {}, state=State.INFLIGHT)
+    lake.instant_file(Instant(T[5], "clean", State.REQUESTED), plan.to_raw())
     settings = DoctorSettings(options=LAZY_OPTIONS)
     approved = plan_repair(HudiTable.load(lake.storage, "/t"), KIND, settings=settings)
+    assert approved.notes == ("writes are rolled back newest first, as Hudi's rollbackFailedWrites does",)
     heads = [c.key for c in approved.changes if c.action in ("rollback", "run clean")]
-    assert heads == [("rollback", T[5]), ("rollback", T[4]), ("rollback", T[3]), ("run clean", T[2])]
+    assert heads == [("rollback", T[7]), ("rollback", T[6]), ("run clean", T[5]), ("rollback", T[4]),
+                     ("rollback", T[3])]
     table = HudiTable.load(lake.storage, "/t")
-    for t in (T[5], T[4]):  # another run got there first
+    for t in (T[7], T[6]):  # another run got there first
         rollback(table.reload(), t, options=LAZY_OPTIONS)
-    run_pending_cleans(table.reload(), instant=T[2])
-    fresh = CleanerPlan(earliest_instant_to_retain=InstantRef(T[1], "commit"), last_completed_commit=T[1],
-                        policy="KEEP_LATEST_COMMITS", files={P: (CleanFileInfo(P, old),)})
-    newer_clean = table.new_instant_time()
-    lake.instant_file(Instant(newer_clean, "clean", State.REQUESTED), fresh.to_raw())
+    run_pending_cleans(table.reload(), instant=T[5])
     result = run_repair(HudiTable.load(lake.storage, "/t"), approved, settings=settings)
     assert (result.table, result.kind, result.failed) == (table.uri, KIND, ())
+    gone = (T[7], T[6], T[5])
+    mine = [c.key for c in approved.changes if c.target in gone or c.detail.endswith(gone)]
     skipped = {c.key: why for c, why in result.skipped}
-    mine = [c.key for c in approved.changes if c.target in (T[5], T[4], T[2]) or c.detail.endswith((T[5], T[4]))
-            or c.detail == f"planned by clean {T[2]}"]
     assert set(skipped) == set(mine) and set(skipped.values()) == {"no longer a stale pending instant"}
-    assert ("rollback", T[3]) in {c.key for c in result.done}
-    assert not lake.storage.exists(f"/t/{P}/{written[T[3]]}")
-    after = HudiTable.load(lake.storage, "/t").timeline
-    assert after.find(T[3]) is None
-    assert after.cleans().pending().find(newer_clean) is not None  # not in the plan: not run
+    assert {c.key for c in result.done} == {c.key for c in approved.changes} - set(mine)
+    assert not any(lake.storage.exists(f"/t/{P}/{written[t]}") for t in writes)
+    assert not [t for t in writes if HudiTable.load(lake.storage, "/t").timeline.find(t) is not None]
 
 
 def test_stale_clean_repair_runs_only_the_clean_it_planned() -> None:
@@ -553,3 +550,58 @@ def test_stale_write_whose_rollback_fails_is_reported_failed_with_why(table_copy
     (why,) = {why for _, why in result.failed}
     assert "compacted" in why and target.requested_time in why
     assert sorted(p for p in path.rglob("*") if p.is_file() and ".hoodie" not in p.parts) == files
+
+
+def test_stale_plan_notes_the_operators_word_on_ingestion_commits() -> None:
+    """include_ingestion_commits (Hudi's cleanup_stale_inflight_commits' option, which its
+    documentation calls dangerous): the plan records the operator's word in its notes."""
+    lake = _lake()
+    lake.commit(T[1], {}, state=State.INFLIGHT)
+    approved = plan_repair(HudiTable.load(lake.storage, "/t"), KIND, settings=INCLUDE)
+    assert approved.notes == (
+        "writes are rolled back newest first, as Hudi's rollbackFailedWrites does",
+        "include_ingestion_commits: the operator's word that stale commits and delta commits may be rolled back "
+        "although their writers keep no heartbeat; a writer still running one loses its write (Hudi's "
+        "cleanup_stale_inflight_commits calls this dangerous)")
+
+
+def test_stale_v6_clustering_is_a_table_service_and_its_rollback_keeps_its_plan() -> None:
+    """Table version 6: a pending replacecommit whose requested plan is a clustering is a table
+    service (ClusteringUtils.isClusteringInstant), not a write; the stale rollback of it is
+    finished as HoodieTable.rollbackInflightClustering does, its plan kept; the stale rollback of
+    a write removes the write's instant files."""
+    from tests.helpers import Lake
+    from timeline.instant import ROLLBACK as ROLLBACK_ACTION
+    from timeline.instant import Instant as Inst
+    from timeline.storage import MemoryStorage
+
+    lake = Lake(MemoryStorage(), "/t", version=6)
+    lake.commit(T[0], {P: [lake.base_file(P, "g", T[0])]})
+    cluster = {"operationType": "cluster", "version": 1, "extraMetadata": {}, "clusteringPlan": {
+        "inputGroups": [{"slices": [{"dataFilePath": f"g_0-1-0_{T[0]}.parquet", "fileId": "g", "partitionPath": P,
+                                     "deltaFilePaths": [], "version": 1}], "metrics": {}, "numOutputFileGroups": 1,
+                         "version": 1}], "version": 1, "extraMetadata": {}, "preserveHoodieMetadata": True,
+        "strategy": {"strategyClassName": "x", "strategyParams": {}, "version": 1}}}
+    lake.instant_file(Inst(T[1], "replacecommit", State.REQUESTED), cluster)
+    lake.instant_file(Inst(T[1], "replacecommit", State.INFLIGHT))
+    half = lake.base_file(P, "c", T[1])
+    lake.base_file(P, "w", T[2])
+    lake.commit(T[2], {}, state=State.INFLIGHT)
+    table = HudiTable.load(lake.storage, "/t")
+    for t in (T[2], T[1]):
+        transition.request(table, ROLLBACK_ACTION,
+                           plan_rollback(table.reload(), table.timeline.find(t), for_restore=True).plan.to_raw())
+    settings = DoctorSettings(options=LAZY_OPTIONS, stale_after=timedelta(0))
+    found = diagnose(HudiTable.load(lake.storage, "/t"), kinds=[KIND], settings=settings)
+    roles = {f.evidence.instant: f.evidence.role for f in found}  # type: ignore[attr-defined]
+    assert (roles[T[1]], roles[T[2]]) == ("table service", "write")
+    approved = plan_repair(HudiTable.load(lake.storage, "/t"), KIND, settings=settings)
+    details = {c.target: c.detail for c in approved.changes if c.action == "rollback"}
+    assert details == {
+        T[2]: f"roll back commit {T[2]}: 1 files (listed below), its instant files and markers",
+        T[1]: f"roll back replacecommit {T[1]}: 1 files (listed below), its inflight file and markers (it reverts "
+              "to requested, its plan kept)"}
+    assert run_repair(HudiTable.load(lake.storage, "/t"), approved, settings=settings).ok
+    left = [(i.requested_time, i.action, i.state) for i in HudiTable.load(lake.storage, "/t").timeline
+            if i.requested_time in (T[1], T[2])]
+    assert left == [(T[1], "replacecommit", State.REQUESTED)] and not lake.storage.exists(f"/t/{P}/{half}")
