@@ -310,7 +310,7 @@ def test_validateRollbackCommitSequence_refusals_name_the_commits_the_savepoints
             f"{uri}: found pending writes after {T[1]} ({named}); roll back the newer ones first. Hudi's rule "
             "(validateRollbackCommitSequence, failed-writes policy EAGER): pending writes are rolled back newest "
             f"first, so roll back {newer[-1]} first, then this one.")
-    for pending in ([T[1]], T[1:5]):
+    for pending in ([T[1]], T[1:3], T[1:5]):
         table = sequence_lake([T[0], T[5]], pending)
         named = ", ".join(sorted(pending, reverse=True)[:3])
         assert refusal(table, T[5]) == (

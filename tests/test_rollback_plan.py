@@ -511,3 +511,19 @@ def test_a_completed_write_with_a_pending_rollback_is_finished_by_name() -> None
     pending = transition.request(table, "rollback", plan_rollback(table, table.timeline.find(T[1])).plan.to_raw())
     assert rollback_failed_write(table.reload(), T[1]).requested_time == pending.requested_time
     assert not lake.storage.exists(f"/t/{p}/{written}")
+
+
+def test_rollback_of_a_completed_commit_deletes_only_what_its_metadata_names_partitions_of() -> None:
+    """ListingBasedRollbackStrategy.fetchFilesFromCommitMetadata: a completed commit's files are
+    looked for in the partitions its commit metadata names; a file stamped with its time in
+    another partition (no write stat names it) is not the commit's and stays."""
+    lake = Lake(MemoryStorage(), "/t", version=8)
+    lake.commit(T[0], {"city=sf": [lake.base_file("city=sf", "g", T[0])]})
+    written = lake.base_file("city=sf", "h", T[1])
+    stray = lake.base_file("city=ny", "x", T[1])
+    lake.commit(T[1], {"city=sf": [written]})
+    table = HudiTable.load(lake.storage, "/t")
+    preview = plan_rollback(table, table.timeline.find(T[1]))
+    assert [path for _, path, _ in preview.files_to_delete] == [f"/t/city=sf/{written}"]
+    rollback(table, T[1])
+    assert lake.storage.exists(f"/t/city=ny/{stray}") and not lake.storage.exists(f"/t/city=sf/{written}")
