@@ -595,6 +595,16 @@ def test_stale_v6_clustering_is_a_table_service_and_its_rollback_keeps_its_plan(
     found = diagnose(HudiTable.load(lake.storage, "/t"), kinds=[KIND], settings=settings)
     roles = {f.evidence.instant: f.evidence.role for f in found}  # type: ignore[attr-defined]
     assert (roles[T[1]], roles[T[2]]) == ("table service", "write")
+    repairs = {(f.evidence.instant, f.evidence.role): f.repair for f in found}  # type: ignore[attr-defined]
+    (r1,) = [i for (i, role) in repairs if role == "rollback" and "rollbackInflightClustering" in repairs[(i, role)]]
+    assert repairs[(r1, "rollback")] == (
+        f"finish rollback {r1} of replacecommit {T[1]} from its plan, then revert it to requested with its plan kept "
+        "(HoodieTable.rollbackInflightCompaction / rollbackInflightClustering)")
+    assert repairs[(T[1], "table service")] == (
+        f"none: a Hudi writer must run or roll back the pending replacecommit {T[1]} (run_compaction, "
+        "run_clustering, or cleanup_stale_inflight_commits)")
+    (r2,) = [i for (i, role) in repairs if role == "rollback" and i != r1]
+    assert repairs[(T[2], "write")] == f"finish rollback {r2} of commit {T[2]} from its plan"
     approved = plan_repair(HudiTable.load(lake.storage, "/t"), KIND, settings=settings)
     details = {c.target: c.detail for c in approved.changes if c.action == "rollback"}
     assert details == {
@@ -605,3 +615,45 @@ def test_stale_v6_clustering_is_a_table_service_and_its_rollback_keeps_its_plan(
     left = [(i.requested_time, i.action, i.state) for i in HudiTable.load(lake.storage, "/t").timeline
             if i.requested_time in (T[1], T[2])]
     assert left == [(T[1], "replacecommit", State.REQUESTED)] and not lake.storage.exists(f"/t/{P}/{half}")
+
+
+def test_stale_restore_and_other_actions_are_left_to_their_tools_and_the_threshold_is_inclusive() -> None:
+    """HoodieTimelineCleanupUtil.inflightWriteCommitsOlderThan: pending since the threshold or
+    longer (180 minutes by default, to the second) is stale. A stale pending restore is re-run or
+    finished by a Hudi writer, any other action (here a savepoint) too; a replacecommit whose plan
+    does not decode is "other" (nothing is rolled back). The evidence names when it was
+    requested, its age and its files' bytes (an empty file counts 0)."""
+    from datetime import UTC, datetime
+
+    from timeline.metadata.records import RestorePlan
+
+    lake = _lake()
+    lake.instant_file(Instant(T[1], "restore", State.REQUESTED),
+                      RestorePlan(instants_to_rollback=(), savepoint=T[0], version=2).to_raw())
+    lake.instant_file(Instant(T[2], "savepoint", State.INFLIGHT))
+    lake.storage.write(f"/t/.hoodie/timeline/{T[3]}.replacecommit.requested", b"not avro")
+    empty = lake.base_file(P, "e", T[4], size=0)
+    lake.commit(T[4], {}, state=State.INFLIGHT)
+    table = HudiTable.load(lake.storage, "/t")
+    settings = DoctorSettings(options=LAZY_OPTIONS)
+    requested = datetime(2026, 11, 1, 0, 4, tzinfo=UTC)  # T[4]
+    at = requested + timedelta(hours=3)  # exactly 180 minutes later: stale
+    found = {f.evidence.instant: f  # type: ignore[attr-defined]
+             for f in diagnose(table, kinds=[KIND], now=at, settings=settings)}
+    write = found[T[4]]
+    assert isinstance(write.evidence, StaleEvidence)
+    assert (write.evidence.requested_at, write.evidence.age_seconds) == ("2026-11-01T00:04:00+00:00", 10800)
+    assert (write.evidence.files, write.evidence.bytes) == (1, 0) and empty
+    assert write.summary == f"commit {T[4]} has been inflight for 3.0 hours with no live heartbeat"
+    restore = found[T[1]]
+    assert (restore.evidence.role, restore.repair) == (  # type: ignore[attr-defined]
+        "restore", "none: re-run the restore (cleanline restore --savepoint ...) or finish it with a Hudi writer")
+    other = found[T[2]]
+    assert (other.evidence.role, other.repair) == (  # type: ignore[attr-defined]
+        "other", f"none: a Hudi writer must finish or roll back the pending savepoint {T[2]}")
+    unreadable = found[T[3]]
+    assert unreadable.evidence.role == "other"  # type: ignore[attr-defined]
+    earlier = diagnose(table, kinds=[KIND], now=at - timedelta(seconds=1), settings=settings)
+    assert T[4] not in {f.evidence.instant for f in earlier}  # type: ignore[attr-defined]
+    later = diagnose(table, kinds=[KIND], now=at + timedelta(seconds=5), settings=settings)
+    assert T[4] in {f.evidence.instant for f in later}  # type: ignore[attr-defined]
