@@ -634,6 +634,7 @@ def test_stale_restore_and_other_actions_are_left_to_their_tools_and_the_thresho
     lake.storage.write(f"/t/.hoodie/timeline/{T[3]}.replacecommit.requested", b"not avro")
     empty = lake.base_file(P, "e", T[4], size=0)
     lake.commit(T[4], {}, state=State.INFLIGHT)
+    lake.commit("19700101000000000", {}, state=State.REQUESTED)  # requested at the epoch itself
     table = HudiTable.load(lake.storage, "/t")
     settings = DoctorSettings(options=LAZY_OPTIONS)
     requested = datetime(2026, 11, 1, 0, 4, tzinfo=UTC)  # T[4]
@@ -645,6 +646,10 @@ def test_stale_restore_and_other_actions_are_left_to_their_tools_and_the_thresho
     assert (write.evidence.requested_at, write.evidence.age_seconds) == ("2026-11-01T00:04:00+00:00", 10800)
     assert (write.evidence.files, write.evidence.bytes) == (1, 0) and empty
     assert write.summary == f"commit {T[4]} has been inflight for 3.0 hours with no live heartbeat"
+    assert write.why == ("A pending instant no writer runs holds back cleaning and archival (the earliest commit to "
+                         "retain stops before it) and keeps its partial files on storage.")
+    epoch = found["19700101000000000"].evidence
+    assert isinstance(epoch, StaleEvidence) and epoch.requested_at == "1970-01-01T00:00:00+00:00"
     restore = found[T[1]]
     assert (restore.evidence.role, restore.repair) == (  # type: ignore[attr-defined]
         "restore", "none: re-run the restore (cleanline restore --savepoint ...) or finish it with a Hudi writer")
