@@ -662,3 +662,5 @@ def test_stale_restore_and_other_actions_are_left_to_their_tools_and_the_thresho
     assert T[4] not in {f.evidence.instant for f in earlier}  # type: ignore[attr-defined]
     later = diagnose(table, kinds=[KIND], now=at + timedelta(seconds=5), settings=settings)
     assert T[4] in {f.evidence.instant for f in later}  # type: ignore[attr-defined]
+    long_after = diagnose(table, kinds=[KIND], now=requested + timedelta(seconds=360216), settings=settings)
+    assert f"commit {T[4]} has been inflight for 100.1 hours with no live heartbeat" in {f.summary for f in long_after}
