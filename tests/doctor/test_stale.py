@@ -413,8 +413,10 @@ def test_stale_pending_rollback_names_the_instant_its_plan_names(case: str) -> N
     table = HudiTable.load(lake.storage, "/t")
     target = table.timeline.find(T[1])
     plan = plan_rollback(table, target).plan if case != "nothing" else RollbackPlan(version=1)
-    pending = transition.request(table, ROLLBACK_ACTION, plan.to_raw())
-    transition.start(table, pending)
+    pending = Instant(T[5], ROLLBACK_ACTION, State.INFLIGHT)  # requested long ago, then started
+    lake.instant_file(Instant(T[5], ROLLBACK_ACTION, State.REQUESTED), plan.to_raw())
+    lake.instant_file(pending)
+    table.reload()
     if case == "gone":
         for status in table.timeline.files_of(target).values():
             lake.storage.delete(status.path)
@@ -588,9 +590,9 @@ def test_stale_v6_clustering_is_a_table_service_and_its_rollback_keeps_its_plan(
     lake.base_file(P, "w", T[2])
     lake.commit(T[2], {}, state=State.INFLIGHT)
     table = HudiTable.load(lake.storage, "/t")
-    for t in (T[2], T[1]):
-        transition.request(table, ROLLBACK_ACTION,
-                           plan_rollback(table.reload(), table.timeline.find(t), for_restore=True).plan.to_raw())
+    for t, at in ((T[2], T[5]), (T[1], T[6])):  # requested long ago, as every instant here
+        lake.instant_file(Inst(at, ROLLBACK_ACTION, State.REQUESTED),
+                          plan_rollback(table.reload(), table.timeline.find(t), for_restore=True).plan.to_raw())
     settings = DoctorSettings(options=LAZY_OPTIONS, stale_after=timedelta(0))
     found = diagnose(HudiTable.load(lake.storage, "/t"), kinds=[KIND], settings=settings)
     roles = {f.evidence.instant: f.evidence.role for f in found}  # type: ignore[attr-defined]
