@@ -245,7 +245,7 @@ def test_failed_writes_previewed_and_rolled_back_newest_first_a_live_one_left_al
     for t in T[1:4]:
         lake.commit(t, {}, state=State.INFLIGHT)
     now = 1_000_000
-    for t, age_ms in ((T[1], 60_500), (T[2], 60_500), (T[3], 0)):
+    for t, age_ms in ((T[1], 60_500), (T[2], 500), (T[3], 500)):
         for status in HudiTable.load(lake.storage, "/t").timeline.files_of(
                 HudiTable.load(lake.storage, "/t").timeline.find(t)).values():
             lake.storage.set_mtime(status.path, now - age_ms)
@@ -255,7 +255,7 @@ def test_failed_writes_previewed_and_rolled_back_newest_first_a_live_one_left_al
     uri = table.uri
     rows = preview_failed_writes(table, now_ms=now)
     assert [(r.instant.requested_time, r.live, r.age_seconds) for r in rows] == [
-        (T[3], False, 0), (T[2], False, 60), (T[1], True, 5)]
+        (T[3], False, 0), (T[2], False, 0), (T[1], True, 5)]
     assert all(type(r.age_seconds) is int for r in rows)
     clock = int(time.time() * 1000)
     for t in T[2:4]:
@@ -319,6 +319,16 @@ def test_failed_writes_under_the_writers_lazy_policy_go_despite_later_commits() 
     assert preview_failed_write(table, T[1], options=lazy).files_to_delete == row.preview.files_to_delete
     assert [i.is_completed for i in rollback_failed_writes(table, options=lazy)] == [True]
     assert not lake.storage.exists(f"/t/{p}/{failed}")
+    never = {"hoodie.clean.failed.writes.policy": "NEVER"}  # Hudi rolls back no failed write by itself
+    pending = lake.base_file(p, "n", T[5])
+    lake.commit(T[5], {}, state=State.INFLIGHT)
+    table = HudiTable.load(lake.storage, "/t")
+    assert preview_failed_writes(table, options=never) == []
+    for call in (preview_failed_write, rollback_failed_write):
+        with pytest.raises(RollbackRefused, match="is not a failed write"):
+            call(table, T[5], options=never)
+    assert lake.storage.exists(f"/t/{p}/{pending}")
+    rollback(table, T[5])
     again = lake.base_file(p, "f", T[3])
     lake.commit(T[3], {}, state=State.INFLIGHT)
     lake.commit(T[4], {p: [lake.base_file(p, "i", T[4])]})
