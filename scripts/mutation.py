@@ -83,10 +83,14 @@ TARGETS = [
     Target("timeline/doctor/stale.py", ("tests/doctor/test_stale.py",)),
     Target("timeline/doctor/mdt_drift.py", ("tests/doctor/test_mdt_drift.py",)),
     Target("timeline/doctor/markers.py", ("tests/doctor/test_markers.py",)),
-    Target("timeline/rollback.py", ("tests/test_rollback.py",)),
+    # the failed writes' rollback in test_failed_writes, the metadata table's in mdt/test_mdt and mdt/test_mdt_v6
+    Target("timeline/rollback.py", ("tests/test_rollback.py", "tests/test_rollback_plan.py",
+                                    "tests/test_failed_writes.py", "tests/mdt/test_mdt.py",
+                                    "tests/mdt/test_mdt_v6.py")),
     # verify_restore's refusals are in test_hardening, the metadata table's restore in mdt/test_mdt_fencing
+    # and, on table version 6 (its sync at a "003" time), in mdt/test_mdt_v6
     Target("timeline/restore.py", ("tests/test_restore.py", "tests/test_hardening.py",
-                                   "tests/mdt/test_mdt_fencing.py")),
+                                   "tests/mdt/test_mdt_fencing.py", "tests/mdt/test_mdt_v6.py")),
     Target("timeline/savepoint.py", ("tests/test_savepoint.py",)),
     # the metadata table reader's merge: which slices and blocks a reader merges, and how
     Target("timeline/mdt/reader.py", ("tests/mdt/test_reader_merge.py", "tests/mdt/test_stream.py",

@@ -443,3 +443,94 @@ def test_restore_refused_names_every_missing_file_up_to_five_without_a_partition
         restore(table, T[0])
     assert str(refused.value) == (f"{table.uri}: savepoint {T[0]} holds 5 file(s) that no longer exist "
                                   f"({', '.join(names)}); restoring would not give the table as of the savepoint")
+
+
+def test_restore_restores_the_metadata_table_even_when_nothing_follows_the_point(table_copy) -> None:
+    """HoodieBackedTableMetadataWriter.update(HoodieRestoreMetadata) calls restoreToInstant on the
+    metadata table whatever follows the point: RestorePlanActionExecutor.execute writes the plan
+    even when it is empty, and BaseRestoreActionExecutor.finishRestore then deletes the MDT's
+    rollback instants after the point. The latest MDT deltacommit as the point: an empty restore
+    completes on the MDT and a pending rollback after the point is gone."""
+    from timeline.instant import Instant, State
+    from timeline.mdt.reader import MetadataTable
+    from timeline.restore import restore_metadata_table
+
+    path = table_copy("sample_table/cow/v9_txns_simple_meta")
+    table = HudiTable.open(str(path))
+    mdt = MetadataTable(table)
+    point = max((i for i in mdt.mdt.timeline.completed() if i.action == "deltacommit"),
+                key=lambda i: i.completion_time or "")
+    assert not [i for i in mdt.mdt.timeline if (i.completion_time or "") > (point.completion_time or "")]
+    stray = table.new_instant_time()
+    folder = path / ".hoodie" / "metadata" / ".hoodie" / "timeline"
+    (folder / f"{stray}.rollback.requested").write_bytes(b"")
+    assert mdt.mdt.reload().timeline.rollbacks().find(stray) is not None
+    sync = restore_metadata_table(MetadataTable(table), point.requested_time, table.new_instant_time())
+    timeline = MetadataTable(table.reload()).mdt.timeline
+    (done,) = timeline.restores().instants
+    assert done.is_completed
+    plan = avro.decode((folder / f"{done.requested_time}.restore.requested").read_bytes(), path="plan")
+    assert (plan["savepointToRestoreTimestamp"], plan["instantsToRollback"]) == (point.requested_time, [])
+    assert not timeline.rollbacks() and not (folder / f"{stray}.rollback.requested").exists()
+    assert sync is not None and sync.is_completed and timeline.completed().find(sync.requested_time)
+    assert Instant(stray, "rollback", State.REQUESTED) not in timeline.instants
+    assert table.inspect.validate_metadata_table().ok
+
+
+def _lake_with_writes_after_a_savepoint() -> tuple[HudiTable, str, list[str]]:
+    """A v8 table: four commits, a savepoint on the second."""
+    from tests.helpers import Lake, T
+    from timeline.storage import MemoryStorage
+
+    lake = Lake(MemoryStorage(), "/t", version=8)
+    p = "city=sf"
+    for t in T[:4]:
+        lake.commit(t, {p: [lake.base_file(p, f"g{t[-7:-5]}", t)]})
+    table = HudiTable.load(lake.storage, "/t")
+    create_savepoint(table, T[1])
+    return table.reload(), T[1], T[2:4]
+
+
+def test_restore_requests_each_rollback_with_its_plan() -> None:
+    """BaseRestoreActionExecutor rolls each planned instant back through
+    BaseRollbackPlanActionExecutor.requestRollback: its `<r>.rollback.requested` holds the
+    HoodieRollbackPlan naming the instant (what a restore killed part-way resumes from,
+    getPendingRollbackInfo); the rollbacks are never completed and are removed once the restore is."""
+    from timeline.instant import State
+    from timeline.metadata.records import RollbackPlan
+    from timeline.restore import restore_to
+
+    table, savepoint_time, later = _lake_with_writes_after_a_savepoint()
+    seen: dict[str, str] = {}
+
+    def check(restore_time: str) -> None:
+        for rollback in table.reload().timeline.rollbacks():
+            assert rollback.is_pending
+            plan = table.read(rollback, RollbackPlan, State.REQUESTED)
+            assert plan.instant_to_rollback is not None and plan.requests
+            seen[plan.instant_to_rollback.time] = plan.instant_to_rollback.action
+
+    restore_to(table, table.timeline.savepoints().find(savepoint_time), after_rollbacks=check)
+    assert seen == dict.fromkeys(later, "commit")
+    assert not table.reload().timeline.rollbacks()
+
+
+def test_restore_time_taken_is_its_own_duration_in_milliseconds() -> None:
+    """BaseRestoreActionExecutor.execute: timeTakenInMillis is the restore's HoodieTimer
+    (restoreTimer.endTimer()), started as the restore starts and read once its rollbacks and the
+    metadata table's part are done. A metadata table's part that takes three seconds: the time
+    recorded is that long from the call, to the millisecond."""
+    from timeline.restore import restore_to
+
+    table, savepoint_time, _ = _lake_with_writes_after_a_savepoint()
+    marks: list[float] = []
+
+    def slow(restore_time: str) -> None:
+        time.sleep(3)
+        marks.append(time.monotonic())
+
+    called = time.monotonic()
+    done = restore_to(table, table.timeline.savepoints().find(savepoint_time), after_rollbacks=slow)
+    took = (marks[0] - called) * 1000
+    meta = avro.decode(table.storage.read(table.reload().timeline.path_of(done)), path="r")
+    assert took - 50 <= meta["timeTakenInMillis"] <= took + 1

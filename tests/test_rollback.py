@@ -197,3 +197,138 @@ def test_rollback_resumed_on_a_v6_clustering_keeps_its_plan() -> None:
     assert lake.storage.exists(f"/t/.hoodie/{T[1]}.replacecommit.requested")
     assert not any(lake.storage.exists(f"/t/{P}/{base_file_name(f'c{t[-7:]}', TOKEN, t)}") for t in T[1:3])
     assert len(table.timeline.rollbacks().completed()) == 2
+
+
+def test_rollback_metadata_records_the_instant_and_its_own_duration_and_keeps_other_markers() -> None:
+    """BaseRollbackActionExecutor.runRollback/finishRollback: HoodieRollbackMetadata names the
+    instant rolled back (commitsRollback, instantsRollback with its action) and timeTakenInMillis
+    is the rollback's HoodieTimer, to the millisecond (a metadata-table part of four seconds);
+    only the rolled-back instant's marker folder is deleted (WriteMarkers.quietDeleteMarkerDir),
+    another write's markers stay."""
+    import time
+
+    from timeline.rollback import execute_rollback_plan
+
+    lake = Lake(MemoryStorage(), "/t", version=8)
+    lake.commit(T[0], {P: [lake.base_file(P, "g", T[0])]})
+    written = lake.base_file(P, "h", T[1])
+    lake.commit(T[1], {}, state=State.INFLIGHT)
+    lake.commit(T[2], {}, state=State.INFLIGHT)
+    for t, name in ((T[1], written), (T[2], "x")):
+        lake.storage.write(f"/t/.hoodie/.temp/{t}/{P}/{name}.marker.CREATE", b"")
+    table = HudiTable.load(lake.storage, "/t")
+    target = table.timeline.find(T[1])
+    plan = plan_rollback(table, target).plan
+    marks: list[float] = []
+
+    def slow(partitions: object) -> None:
+        time.sleep(4)
+        marks.append(time.monotonic())
+
+    called = time.monotonic()
+    content = execute_rollback_plan(table, T[5], plan, target, before_state_files=slow)
+    took = (marks[0] - called) * 1000
+    assert took - 50 <= content.time_taken_ms <= took + 2
+    raw = content.to_raw()
+    assert raw["commitsRollback"] == [T[1]] and raw["startRollbackTime"] == T[5]
+    assert raw["instantsRollback"] == [{"commitTime": T[1], "action": "commit"}]
+    assert not lake.storage.exists(f"/t/{P}/{written}")
+    assert not lake.storage.exists(f"/t/.hoodie/.temp/{T[1]}/{P}/{written}.marker.CREATE")
+    assert lake.storage.exists(f"/t/.hoodie/.temp/{T[2]}/{P}/x.marker.CREATE")
+
+
+RULE = ("Hudi's rule (BaseRollbackActionExecutor.validateRollbackCommitSequence, failed-writes policy EAGER): "
+        "a write is rolled back only when no commit completed after it, newest first.")
+
+
+def sequence_lake(completed: list[str], pending: list[str], savepoints: list[str] = ()) -> HudiTable:
+    lake = Lake(MemoryStorage(), "/t", version=8)
+    for t in sorted([*completed, *pending]):
+        lake.commit(t, {P: [lake.base_file(P, f"g{t[-7:-5]}", t)]},
+                    state=State.COMPLETED if t in completed else State.INFLIGHT)
+    for t in savepoints:
+        lake.savepoint(t, {P: [f"g{t[-7:-5]}_{TOKEN}_{t}.parquet"]})
+    return HudiTable.load(lake.storage, "/t")
+
+
+def refusal(table: HudiTable, t: str) -> str:
+    with pytest.raises(RollbackRefused) as refused:
+        rollback(table, t)
+    return str(refused.value)
+
+
+def test_validateRollbackCommitSequence_refusals_name_the_commits_the_savepoints_and_the_way_forward() -> None:
+    """BaseRollbackActionExecutor.validateRollbackCommitSequence under EAGER, each refusal in
+    full: the later completed commits (three named, then "..."), the savepoints after the write
+    that a restore may not pass (one or more), the savepoint before it to restore to, or the newest
+    write before it to savepoint, or neither; the later pending writes (newest first, three named);
+    a completed commit refused while writes are pending (one or more)."""
+    table = sequence_lake(T[:6], [], [T[0], T[3], T[4]])
+    uri = table.uri
+    back = (f"roll back the later commits first, newest first, starting with {T[5]} "
+            f"(`cleanline rollback {uri} --instant {T[5]}`; what they wrote is lost), then this one")
+    assert refusal(table, T[1]) == (
+        f"{uri}: found commits after {T[1]} ({T[2]}, {T[3]}, {T[4]}, ...), so it cannot be rolled back now. {RULE} "
+        f"The way forward: first delete the savepoints after it ({T[3]}, {T[4]}: no restore passes a later "
+        "savepoint and no savepointed commit is rolled back); then restore the table to the savepoint "
+        f"{T[0]} (a restore rolls back every write after the savepoint, this one included); or {back}.")
+    table = sequence_lake(T[:5], [], [T[2]])
+    back = back.replace(T[5], T[4])
+    assert refusal(table, T[1]) == (
+        f"{uri}: found commits after {T[1]} ({T[2]}, {T[3]}, {T[4]}), so it cannot be rolled back now. {RULE} "
+        f"The way forward: first delete the savepoint after it ({T[2]}: no restore passes a later savepoint and "
+        f"no savepointed commit is rolled back); then create a savepoint of {T[0]} (the newest write before it), "
+        f"then restore the table to it (a restore rolls back every write after the savepoint, this one included); "
+        f"or {back}.")
+    table = sequence_lake(T[:2], [])  # nothing before it to restore to: only the later commits first
+    assert refusal(table, T[0]) == (
+        f"{uri}: found commits after {T[0]} ({T[1]}), so it cannot be rolled back now. {RULE} The way forward: "
+        f"roll back the later commits first, newest first, starting with {T[1]} (`cleanline rollback {uri} "
+        f"--instant {T[1]}`; what they wrote is lost), then this one.")
+    table = sequence_lake(T[:3], [], [T[1]])  # a savepoint of the write itself is neither before nor after it
+    assert refusal(table, T[1]) == (
+        f"{uri}: found commits after {T[1]} ({T[2]}), so it cannot be rolled back now. {RULE} The way forward: "
+        f"create a savepoint of {T[0]} (the newest write before it), then restore the table to it (a restore rolls "
+        "back every write after the savepoint, this one included); or roll back the later commits first, newest "
+        f"first, starting with {T[2]} (`cleanline rollback {uri} --instant {T[2]}`; what they wrote is lost), then "
+        "this one.")
+    table = sequence_lake([T[1]], [T[0]])
+    assert refusal(table, T[0]) == (
+        f"{uri}: found commits after {T[0]} ({T[1]}), so it cannot be rolled back now. {RULE} The way forward: "
+        "no savepoint can be restored to (none lies before it, and no write before it can be savepointed), and "
+        "while this write is pending Hudi's same rule refuses to roll back the later commits.")
+    table = sequence_lake([T[0], T[2]], [T[1]])
+    assert refusal(table, T[1]) == (
+        f"{uri}: found commits after {T[1]} ({T[2]}), so it cannot be rolled back now. {RULE} The way forward: "
+        f"create a savepoint of {T[0]} (the newest write before it), then restore the table to it (a restore rolls "
+        "back every write after the savepoint, this one included). The later commits cannot be rolled back first: "
+        "while this write is pending Hudi's same rule refuses to roll back a completed commit.")
+    for newer in (T[2:6], T[2:5]):
+        table = sequence_lake([T[0]], [T[1], *newer])
+        named = ", ".join(sorted(newer, reverse=True)[:3]) + (", ..." if len(newer) > 3 else "")
+        assert refusal(table, T[1]) == (
+            f"{uri}: found pending writes after {T[1]} ({named}); roll back the newer ones first. Hudi's rule "
+            "(validateRollbackCommitSequence, failed-writes policy EAGER): pending writes are rolled back newest "
+            f"first, so roll back {newer[-1]} first, then this one.")
+    for pending in ([T[1]], T[1:3], T[1:5]):
+        table = sequence_lake([T[0], T[5]], pending)
+        named = ", ".join(sorted(pending, reverse=True)[:3])
+        assert refusal(table, T[5]) == (
+            f"{uri}: found pending writes after {T[5]}: none is newer, but {pending[-1]} is pending. Hudi's rule "
+            "(validateRollbackCommitSequence, failed-writes policy EAGER) rolls back a completed commit only while "
+            f"no write is pending: roll back the pending write{'s' if len(pending) > 1 else ''} first ({named}), "
+            "or restore the table to a savepoint.")
+
+
+def test_validateRollbackCommitSequence_follows_the_writers_policy_and_the_writes_own_heartbeat() -> None:
+    """The sequence rule holds under the writers' EAGER policy only (the options given over
+    hoodie.properties): under LAZY a write with later commits is rolled back. Only the write's
+    own heartbeat file (`.hoodie/.heartbeat/<t>`, a LAZY remnant) lets it go under EAGER: another
+    write's heartbeat does not."""
+    table = sequence_lake([T[0], T[2]], [T[1], T[3]])
+    table.storage.write(f"/t/.hoodie/.heartbeat/{T[3]}", b"")
+    table.storage.set_mtime(f"/t/.hoodie/.heartbeat/{T[3]}", 0)
+    with pytest.raises(RollbackRefused, match=f"found commits after {T[1]}"):
+        rollback(table, T[1])
+    rollback(table, T[1], options={"hoodie.cleaner.policy.failed.writes": "LAZY"})
+    assert table.reload().timeline.find(T[1]) is None

@@ -26,7 +26,6 @@ from timeline.instant import (
 from timeline.mdt import guard_metadata_table
 from timeline.mdt.reader import METADATA_FOLDER, MetadataTable, metadata_table
 from timeline.mdt.writer import (
-    DELTACOMMIT,
     RESTORE_SUFFIX,
     MetadataTableUnsupported,
     check_restorable,
@@ -335,15 +334,9 @@ def restore_metadata_table(mdt: MetadataTable, savepoint_time: str, restore_time
     point = table.timeline.completed().find(savepoint_time)
     if point is None:
         raise MetadataTableUnsupported(f"{data.uri}: the metadata table has no completed instant {savepoint_time}")
-    def after_point(i: Instant) -> bool:  # v6: by requested time (completion times are file mtimes there)
-        if is_v6(mdt):
-            return i.requested_time > savepoint_time
-        return (i.completion_time or "") > (point.completion_time or savepoint_time)
-
-    later = [i for i in table.timeline if i.action in (DELTACOMMIT, "commit", "compaction", "logcompaction")
-             and i.requested_time != savepoint_time and (i.is_pending or after_point(i))]
-    if later or table.timeline.restores().pending():
-        restore_to(table, point)
+    # restoreToInstant runs even when nothing follows the point: an empty plan, a completed
+    # restore, and the MDT's rollbacks after the point removed (BaseRestoreActionExecutor.finishRestore)
+    restore_to(table, point)
     mdt.reload()
     sync_time = table.new_instant_time(after=restore_time)
     if is_v6(mdt):  # createRestoreTimestamp: a time no data-table instant has, valid by its suffix

@@ -211,3 +211,114 @@ def test_mdt_drift_validate_and_the_doctor_agree_on_a_file_an_archived_commit_do
     validation = table.inspect.validate_metadata_table()
     assert validation.ok and [d.not_committed for d in validation.not_committed] == [(stranger.name,)]
     assert [f.kind for f in diagnose(HudiTable.open(str(path)))] == ["orphan-files"]
+
+
+def test_mdt_drift_finding_plan_and_sync_time_in_full(table_copy) -> None:
+    """MetadataCommand.validateFiles' drift as the doctor reports it, word for word, and the
+    repair: one deltacommit (fetchOutofSyncFilesRecordsFromMetadataTable) removing the file and
+    its column-stats entries, at a time later than every instant of the data table, requested
+    or completed (HoodieBackedTableMetadataWriter writes the sync at a new instant time)."""
+    from timeline.doctor.findings import Change, Severity
+
+    path = table_copy(V9_META)
+    victim = _older_version(path)
+    victim.unlink()
+    partition = victim.parent.name
+    age_tree(path)
+    table = HudiTable.open(str(path))
+    (finding,) = diagnose(table, kinds=[KIND])
+    assert (finding.kind, finding.severity) == (KIND, Severity.ERROR)
+    assert finding.summary == ("the metadata table differs from storage in 1 partition(s): 1 file(s) listed but gone, "
+                               "0 committed file(s) missing, 0 size(s) differ")
+    assert finding.why == ("Readers that list files through the metadata table fail on files it lists that are gone, "
+                           "or miss committed data it does not list.")
+    assert finding.repair == ("write one deltacommit on the metadata table bringing its files partition to storage "
+                              "(fetchOutofSyncFilesRecordsFromMetadataTable, as a restore ends)")
+    evidence = finding.evidence
+    assert isinstance(evidence, DriftEvidence)
+    assert (evidence.uncommitted, evidence.not_committed) == (0, 0)
+    assert evidence.metadata_partitions == (*table.config.metadata_partitions,
+                                            *table.config.metadata_partitions_inflight)
+    (drift,) = evidence.partitions
+    assert (drift.only_on_storage, drift.sizes) == ((), ())
+    plan = plan_repair(HudiTable.open(str(path)), KIND)
+    assert plan.changes[0] == Change("metadata deltacommit", "files", 0,
+                                     "one deltacommit on the metadata table at a new time")
+    assert [c for c in plan.changes if c.action == "metadata remove"] == [
+        Change("metadata remove", f"{partition}/{victim.name}", 0, "listed but gone from storage")]
+    stats = [c for c in plan.changes if c.action == "metadata column-stats delete"]
+    assert stats and all(c.bytes == 0 and c.detail.startswith(f"{victim.name} column ") for c in stats)
+    assert "the deltacommit's time is chosen when it is written: later than every instant" in plan.notes
+    latest = max(t for i in table.timeline for t in (i.requested_time, i.completion_time or ""))
+    result = run_repair(HudiTable.open(str(path)), plan)
+    assert result.ok and set(result.done) == set(plan.changes) and not result.skipped
+    mdt = metadata_table(HudiTable.open(str(path)))
+    assert mdt is not None
+    (sync,) = [i for i in mdt.mdt.timeline.completed() if i.requested_time > latest]
+    assert sync.action == "deltacommit" and len(sync.requested_time) == 17
+    instants = len(mdt.mdt.timeline)
+    again = run_repair(HudiTable.open(str(path)), plan)  # the approved plan once more: in sync, nothing written
+    assert (again.table, again.kind, again.done, again.failed) == (table.uri, KIND, (), ())
+    assert [c for c, _ in again.skipped] == list(plan.changes)
+    assert all(why.startswith("already in sync (") for _, why in again.skipped)
+    assert len(mdt.mdt.reload().timeline) == instants
+
+
+def test_mdt_drift_refusals_say_who_must_act_word_for_word(tmp_path: Path) -> None:
+    """Where only a Hudi writer brings the index partitions along, the repair is not offered and
+    says why, word for word: a committed file to add under index partitions that need entries for
+    it (record index, partition stats, secondary indexes); a file group, or a whole partition,
+    gone while the record and secondary indexes may point into it; files of a pending write on
+    storage (a sync would list them before the write completes)."""
+    from tests.helpers import FIXTURES, unzip_table
+    from timeline.doctor.findings import NO_REPAIR
+    from timeline.instant import Instant, State
+
+    def table_copy(name: str) -> Path:
+        return unzip_table(FIXTURES / f"{V9_META}.zip", tmp_path / name)
+
+    indexes = "record_index, secondary_index_merchant_idx, secondary_index_txn_date_idx"
+    path = table_copy('added')
+    grow_history(path, 1)
+    age_tree(path)
+    (finding,) = diagnose(HudiTable.open(str(path)), kinds=[KIND])
+    assert finding.repair == (f"{NO_REPAIR}1 committed file(s) are missing from the metadata table, and its index "
+                              "partitions partition_stats, record_index, secondary_index_merchant_idx, "
+                              "secondary_index_txn_date_idx would lack their entries: a Hudi writer must rebuild "
+                              "them (or `cleanline mdt drop` removes the metadata table for Hudi writers to rebuild)")
+
+    path = table_copy('group')
+    table = HudiTable.open(str(path))
+    group = next(g for g in table.file_system_view().file_groups() if len(g.slices) == 1)
+    for name in group.slices[0].file_names:
+        ((path / group.partition) / name).unlink()
+    age_tree(path)
+    (finding,) = diagnose(HudiTable.open(str(path)), kinds=[KIND])
+    assert finding.repair == (f"{NO_REPAIR}file group {group.file_id} of {group.partition!r} is gone from storage "
+                              f"while {indexes} may still point at it: a Hudi writer must rebuild the index")
+
+    path = table_copy('partition')
+    gone = sorted(f for f in path.iterdir() if f.name.startswith("region="))[0]
+    shutil.rmtree(gone)
+    age_tree(path)
+    (finding,) = diagnose(HudiTable.open(str(path)), kinds=[KIND])
+    assert finding.repair == (f"{NO_REPAIR}partition {gone.name!r} is gone from storage while {indexes} may still "
+                              "point into it: a Hudi writer must rebuild the index")
+
+    path = table_copy('pending')
+    table = HudiTable.open(str(path))
+    last = table.timeline.commits().completed().last()
+    assert last is not None
+    pending = "20261102000000000"
+    stray = _stranger(path, pending)
+    folder = Path(table.timeline.folder)
+    for state in (State.REQUESTED, State.INFLIGHT):
+        (folder / Instant(pending, last.action, state).file_name(2)).write_bytes(b"")
+    _older_version(path).unlink()  # drift the sync would repair, if not for the pending write's file
+    age_tree(path)
+    (finding,) = diagnose(HudiTable.open(str(path)), kinds=[KIND])
+    assert isinstance(finding.evidence, DriftEvidence) and finding.evidence.uncommitted == 1
+    assert finding.evidence.only_in_metadata == 1
+    assert finding.repair == (f"{NO_REPAIR}1 file(s) of pending writes are on storage and a sync would list them; "
+                              "roll back or finish the pending writes first (see stale-pending)")
+    assert stray.exists()

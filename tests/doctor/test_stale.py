@@ -21,6 +21,7 @@ from timeline.config import update_config
 from timeline.doctor import DoctorSettings, RepairInvalidated, RepairUnavailable, diagnose, plan_repair, run_repair
 from timeline.doctor.stale import StaleEvidence
 from timeline.instant import CLUSTERING, COMPACTION, DELTA_COMMIT, ROLLBACK, Instant, State
+from timeline.metadata.records import InstantRef
 from timeline.rollback import plan_rollback
 
 V9_COW = "sample_table/cow/v9_txns_simple_nometa"
@@ -247,7 +248,8 @@ def test_stale_pending_rollback_of_a_clustering_keeps_its_plan(table_copy) -> No
     roles = {f.evidence.instant: (f.evidence.role, f.repairable) for f in found}  # type: ignore[attr-defined]
     assert roles == {OLD: ("table service", False), pending.requested_time: ("rollback", True)}
     assert [c.key for c in plan.changes] == [("rollback", OLD), ("delete", f"file:{written[0]}")]
-    assert "its plan kept" in plan.changes[0].detail
+    assert plan.changes[0].detail == (f"roll back clustering {OLD}: 1 files (listed below), its inflight file and "
+                                      "markers (it reverts to requested, its plan kept)")
     assert result.ok and not written[0].exists()
     table = HudiTable.open(str(path))
     assert [i.requested_time for i in table.timeline.rollbacks().completed()] == [pending.requested_time]
@@ -312,3 +314,355 @@ def test_stale_pending_rollback_whose_instant_is_gone_is_finished(table_copy) ->
     assert [i.requested_time for i in done] == [pending.requested_time]
     assert [f for f in after if f.kind == KIND] == []
     assert rows(path) == before
+
+
+# Hand-made timelines (a day old, no heartbeat: stale under the default 180 minutes).
+
+T = [f"2026110100{i:02d}00000" for i in range(20)]
+P = "city=sf"
+LAZY_OPTIONS = {"hoodie.clean.failed.writes.policy": "LAZY"}
+
+
+def _lake(version: int = 8, table_type: str = "COPY_ON_WRITE"):  # type: ignore[no-untyped-def]
+    from tests.helpers import Lake
+    from timeline.storage import MemoryStorage
+
+    lake = Lake(MemoryStorage(), "/t", version=version, table_type=table_type)
+    lake.commit(T[0], {P: [lake.base_file(P, "g", T[0])]})
+    return lake
+
+
+@pytest.mark.parametrize("requested", [False, True], ids=["write", "its-pending-rollback"])
+def test_stale_write_is_rolled_back_under_the_writers_policy_given(requested: bool) -> None:
+    """The repair rolls back (or finishes the pending rollback of) a stale write with the
+    writers' options: under their LAZY policy Hudi's validateRollbackCommitSequence does not hold
+    (BaseRollbackActionExecutor checks it only under EAGER), so a stale write with a later
+    completed commit goes, although hoodie.properties says nothing (EAGER)."""
+    from timeline.instant import ROLLBACK as ROLLBACK_ACTION
+
+    lake = _lake()
+    written = lake.base_file(P, "h", T[1])
+    lake.commit(T[1], {}, state=State.INFLIGHT)
+    lake.commit(T[2], {P: [lake.base_file(P, "i", T[2])]})
+    table = HudiTable.load(lake.storage, "/t")
+    if requested:
+        transition.request(table, ROLLBACK_ACTION, plan_rollback(table, table.timeline.find(T[1])).plan.to_raw())
+    settings = DoctorSettings(options=LAZY_OPTIONS)
+    plan = plan_repair(HudiTable.load(lake.storage, "/t"), KIND, settings=settings)
+    result = run_repair(HudiTable.load(lake.storage, "/t"), plan, settings=settings)
+    assert result.ok and not result.failed
+    assert not lake.storage.exists(f"/t/{P}/{written}")
+    assert HudiTable.load(lake.storage, "/t").timeline.find(T[1]) is None
+
+
+def test_stale_write_plan_lists_its_rollback_its_files_and_its_v6_log_blocks() -> None:
+    """The repair plan of a stale v6 merge-on-read delta commit, in full: the rollback (no bytes
+    itself), each file it deletes with its bytes, each log file that gets a rollback command block
+    (HoodieMergeOnReadRollbackActionExecutor on version 6)."""
+    from timeline.doctor.findings import Change
+    from timeline.files import log_file_name
+
+    lake = _lake(6, "MERGE_ON_READ")
+    log = lake.log_file(P, "g", T[0], size=33)
+    created = lake.base_file(P, "k", T[1], size=44)
+    lake.commit(T[1], {}, state=State.INFLIGHT)
+    lake.storage.write(f"/t/.hoodie/.temp/{T[1]}/{P}/{log}.marker.APPEND", b"")
+    lake.storage.write(f"/t/.hoodie/.temp/{T[1]}/{P}/{created}.marker.CREATE", b"")
+    assert log == log_file_name("g", T[0], 1, log.rsplit("_", 1)[1])
+    plan = plan_repair(HudiTable.load(lake.storage, "/t"), KIND, settings=DoctorSettings(options=LAZY_OPTIONS))
+    assert list(plan.changes) == [
+        Change("rollback", T[1], 0, f"roll back deltacommit {T[1]}: 1 files (listed below), its instant files and "
+                                    "markers"),
+        Change("delete", f"/t/{P}/{created}", 44, f"written by {T[1]}"),
+        Change("rollback block", lake.storage.uri(f"/t/{P}/{log}"), 33,
+               f"a rollback command block for {T[1]} after this log file")]
+
+
+@pytest.mark.parametrize("policy", ["EAGER", "NEVER"])
+def test_stale_write_held_back_by_the_policy_says_why_in_full(policy: str) -> None:
+    """BaseHoodieWriteClient.startCommit heartbeats only under LAZY; getInstantsToRollback rolls
+    back nothing under NEVER: the finding's repair says so, and how to go on."""
+    lake = _lake()
+    lake.commit(T[1], {}, state=State.INFLIGHT)
+    settings = DoctorSettings(options={"hoodie.clean.failed.writes.policy": policy})
+    (finding,) = diagnose(HudiTable.load(lake.storage, "/t"), kinds=[KIND], settings=settings)
+    held = ("the writers' failed-writes policy is NEVER (hoodie.clean.failed.writes.policy): Hudi never rolls "
+            "back a failed write by itself; once its writer is known gone, roll it back by name (cleanline "
+            f"rollback PATH --instant {T[1]})") if policy == "NEVER" else (
+        "under the EAGER failed-writes policy Hudi writers keep no heartbeat (BaseHoodieWriteClient.startCommit "
+        "starts one only under LAZY), so a writer still running this commit looks the same as a dead one. Like "
+        "Hudi's cleanup_stale_inflight_commits, the doctor leaves ingestion commits alone unless told to include "
+        "them (include_ingestion_commits, `cleanline doctor --repair stale-pending --include-ingestion-commits`): "
+        "that drops the write of any writer still running it")
+    assert not finding.repairable and finding.repair.endswith(held)
+
+
+@pytest.mark.parametrize("case", ["present", "gone", "nothing"])
+def test_stale_pending_rollback_names_the_instant_its_plan_names(case: str) -> None:
+    """BaseHoodieTableServiceClient.rollback/getPendingRollbackInfo: a stale pending rollback
+    (inflight: its requested file holds the plan) is finished from its plan, of the instant it
+    names: on the timeline still, or gone already (reconstructed as inflight with the plan's
+    action); a plan naming no instant is left to a Hudi writer."""
+    from timeline.doctor.findings import NO_REPAIR
+    from timeline.instant import ROLLBACK as ROLLBACK_ACTION
+    from timeline.metadata.records import RollbackPlan
+
+    lake = _lake()
+    lake.base_file(P, "h", T[1])
+    lake.commit(T[1], {}, state=State.INFLIGHT)
+    table = HudiTable.load(lake.storage, "/t")
+    target = table.timeline.find(T[1])
+    plan = plan_rollback(table, target).plan if case != "nothing" else RollbackPlan(version=1)
+    pending = Instant(T[5], ROLLBACK_ACTION, State.INFLIGHT)  # requested long ago, then started
+    lake.instant_file(Instant(T[5], ROLLBACK_ACTION, State.REQUESTED), plan.to_raw())
+    lake.instant_file(pending)
+    table.reload()
+    if case == "gone":
+        for status in table.timeline.files_of(target).values():
+            lake.storage.delete(status.path)
+    settings = DoctorSettings(options=LAZY_OPTIONS, stale_after=timedelta(0))
+    found = diagnose(HudiTable.load(lake.storage, "/t"), kinds=[KIND], settings=settings)
+    (finding,) = [f for f in found if f.evidence.instant == pending.requested_time]  # type: ignore[attr-defined]
+    r = pending.requested_time
+    assert finding.repair == {
+        "present": f"finish rollback {r} of commit {T[1]} from its plan",
+        "gone": (f"finish rollback {r} of commit {T[1]} from its plan (the instant's files are gone already: only "
+                 "what the plan names is deleted, as BaseHoodieTableServiceClient.rollback finishes it)"),
+        "nothing": f"{NO_REPAIR}rollback {r}'s plan names no instant; a Hudi writer must finish or remove it"}[case]
+
+
+def test_stale_pending_clean_plan_lists_its_files_with_their_bytes_and_its_partitions(tmp_path: Path) -> None:
+    """CleanActionExecutor.runPendingClean finishes a clean from its plan: the repair lists the
+    clean run, every file of filePathsToBeDeletedPerPartition with its bytes (0 when gone
+    already) and every partition of partitionsToBeDeleted."""
+    from tests.helpers import Lake
+    from timeline.doctor.findings import Change
+    from timeline.metadata.records import CleanerPlan, CleanFileInfo
+    from timeline.storage.arrow import LocalStorage
+
+    base = str(tmp_path / "t")
+    lake = Lake(LocalStorage(), base, version=8)
+    lake.commit(T[0], {P: [lake.base_file(P, "g", T[0])]})
+    lake.commit(T[1], {P: [lake.base_file(P, "g", T[1], size=70)]})
+    old = lake.storage.uri(f"{base}/{P}/g_0-1-0_{T[0]}.parquet")
+    gone = lake.storage.uri(f"{base}/{P}/x_0-1-0_{T[0]}.parquet")
+    plan = CleanerPlan(earliest_instant_to_retain=InstantRef(T[1], "commit"), last_completed_commit=T[1],
+                       policy="KEEP_LATEST_COMMITS", files={P: (CleanFileInfo(P, old), CleanFileInfo(P, gone))},
+                       partitions_to_delete=("city=ny",))
+    lake.instant_file(Instant(T[2], "clean", State.REQUESTED), plan.to_raw())
+    repair = plan_repair(HudiTable.open(base), KIND, settings=DoctorSettings(options=LAZY_OPTIONS))
+    by = f"planned by clean {T[2]}"
+    assert list(repair.changes) == [
+        Change("run clean", T[2], 0, f"finish clean {T[2]}: the 2 files its plan names (listed below)"),
+        Change("delete", old, 100, by), Change("delete", gone, 0, by), Change("delete partition", "city=ny", 0, by)]
+
+
+def test_stale_repair_skips_what_is_no_longer_stale_and_runs_the_rest_in_order() -> None:
+    """The repair re-diagnoses each planned instant under the lock before it changes anything:
+    stale writes someone else rolled back meanwhile, and a stale clean someone else finished, are
+    skipped ("no longer a stale pending instant"), and the older writes after them are still
+    rolled back (newest first); the plan's notes say in which order."""
+    from timeline.clean.executor import run_pending_cleans
+    from timeline.metadata.records import CleanerPlan, CleanFileInfo
+    from timeline.rollback import rollback
+
+    lake = _lake()
+    lake.commit(T[1], {P: [lake.base_file(P, "g", T[1])]})
+    old = lake.storage.uri(f"/t/{P}/g_0-1-0_{T[0]}.parquet")
+    plan = CleanerPlan(earliest_instant_to_retain=InstantRef(T[1], "commit"), last_completed_commit=T[1],
+                       policy="KEEP_LATEST_COMMITS", files={P: (CleanFileInfo(P, old),)})
+    writes = (T[3], T[4], T[6], T[7])
+    written = {t: lake.base_file(P, f"w{t[-7:-5]}", t) for t in writes}
+    for t in writes:
+        lake.commit(t, {}, state=State.INFLIGHT)
+    lake.instant_file(Instant(T[5], "clean", State.REQUESTED), plan.to_raw())
+    settings = DoctorSettings(options=LAZY_OPTIONS)
+    approved = plan_repair(HudiTable.load(lake.storage, "/t"), KIND, settings=settings)
+    assert approved.notes == ("writes are rolled back newest first, as Hudi's rollbackFailedWrites does",)
+    heads = [c.key for c in approved.changes if c.action in ("rollback", "run clean")]
+    assert heads == [("rollback", T[7]), ("rollback", T[6]), ("run clean", T[5]), ("rollback", T[4]),
+                     ("rollback", T[3])]
+    table = HudiTable.load(lake.storage, "/t")
+    for t in (T[7], T[6]):  # another run got there first
+        rollback(table.reload(), t, options=LAZY_OPTIONS)
+    run_pending_cleans(table.reload(), instant=T[5])
+    result = run_repair(HudiTable.load(lake.storage, "/t"), approved, settings=settings)
+    assert (result.table, result.kind, result.failed) == (table.uri, KIND, ())
+    gone = (T[7], T[6], T[5])
+    mine = [c.key for c in approved.changes if c.target in gone or c.detail.endswith(gone)]
+    skipped = {c.key: why for c, why in result.skipped}
+    assert set(skipped) == set(mine) and set(skipped.values()) == {"no longer a stale pending instant"}
+    assert {c.key for c in result.done} == {c.key for c in approved.changes} - set(mine)
+    assert not any(lake.storage.exists(f"/t/{P}/{written[t]}") for t in writes)
+    assert not [t for t in writes if HudiTable.load(lake.storage, "/t").timeline.find(t) is not None]
+
+
+def test_stale_clean_repair_runs_only_the_clean_it_planned() -> None:
+    """CleanActionExecutor.runPendingClean for the stale clean the approved plan names, at its own
+    instant, its plan read from its requested file (CleanerUtils.getCleanerPlan; this one died
+    once inflight, its inflight file empty): a clean scheduled since (not stale, not in the plan)
+    stays pending."""
+    from timeline.metadata.records import CleanerPlan, CleanFileInfo
+
+    lake = _lake()
+    lake.commit(T[1], {P: [lake.base_file(P, "g", T[1])]})
+    old = lake.storage.uri(f"/t/{P}/g_0-1-0_{T[0]}.parquet")
+    plan = CleanerPlan(earliest_instant_to_retain=InstantRef(T[1], "commit"), last_completed_commit=T[1],
+                       policy="KEEP_LATEST_COMMITS", files={P: (CleanFileInfo(P, old),)})
+    lake.instant_file(Instant(T[2], "clean", State.REQUESTED), plan.to_raw())
+    lake.instant_file(Instant(T[2], "clean", State.INFLIGHT))
+    approved = plan_repair(HudiTable.load(lake.storage, "/t"), KIND)
+    assert [c.key for c in approved.changes] == [("run clean", T[2]), ("delete", old)]
+    newer_clean = HudiTable.load(lake.storage, "/t").new_instant_time()
+    lake.instant_file(Instant(newer_clean, "clean", State.REQUESTED), plan.to_raw())
+    result = run_repair(HudiTable.load(lake.storage, "/t"), approved)
+    assert result.ok and {c.key for c in result.done} == {c.key for c in approved.changes}
+    cleans = HudiTable.load(lake.storage, "/t").timeline.cleans()
+    assert cleans.completed().find(T[2]) is not None and cleans.pending().find(newer_clean) is not None
+    assert not lake.storage.exists(f"/t/{P}/g_0-1-0_{T[0]}.parquet")
+
+
+def test_stale_write_whose_rollback_fails_is_reported_failed_with_why(table_copy) -> None:
+    """A stale write the repair approved whose rollback Hudi refuses when it runs
+    (HoodieBackedTableMetadataWriter.validateRollback: the metadata table compacted past the
+    write's deltacommit since) is reported failed with the refusal, nothing of it deleted."""
+    from timeline.mdt.reader import MetadataTable
+
+    path = table_copy("sample_table/cow/v9_txns_simple_meta")
+    table = HudiTable.open(str(path))
+    target = table.timeline.writes().completed().last()
+    assert target is not None
+    (path / ".hoodie" / "timeline" / target.file_name(2)).unlink()  # died after its MDT deltacommit
+    age_tree(path)
+    settings = DoctorSettings(options={"hoodie.clean.failed.writes.policy": "LAZY"})
+    approved = plan_repair(HudiTable.open(str(path)), KIND, settings=settings)
+    assert [c.key for c in approved.changes if c.action == "rollback"] == [("rollback", target.requested_time)]
+    mdt_folder = path / ".hoodie" / "metadata" / ".hoodie" / "timeline"
+    done = next(i for i in MetadataTable(table).mdt.timeline.completed() if i.requested_time == target.requested_time)
+    later = f"{int(done.completion_time) + 1000:017d}"  # type: ignore[arg-type]
+    (mdt_folder / f"{later}.compaction.requested").write_bytes(
+        (mdt_folder / "20260307162449278.compaction.requested").read_bytes())
+    (mdt_folder / f"{later}.compaction.inflight").write_bytes(b"")
+    (mdt_folder / f"{later}_{int(later) + 5:017d}.commit").write_bytes(
+        next(mdt_folder.glob("20260307162449278_*.commit")).read_bytes())
+    files = sorted(p for p in path.rglob("*") if p.is_file() and ".hoodie" not in p.parts)
+    result = run_repair(HudiTable.open(str(path)), approved, settings=settings)
+    assert not result.ok and result.done == () and result.skipped == ()
+    assert [c for c, _ in result.failed] == list(approved.changes)
+    (why,) = {why for _, why in result.failed}
+    assert "compacted" in why and target.requested_time in why
+    assert sorted(p for p in path.rglob("*") if p.is_file() and ".hoodie" not in p.parts) == files
+
+
+def test_stale_plan_notes_the_operators_word_on_ingestion_commits() -> None:
+    """include_ingestion_commits (Hudi's cleanup_stale_inflight_commits' option, which its
+    documentation calls dangerous): the plan records the operator's word in its notes."""
+    lake = _lake()
+    lake.commit(T[1], {}, state=State.INFLIGHT)
+    approved = plan_repair(HudiTable.load(lake.storage, "/t"), KIND, settings=INCLUDE)
+    assert approved.notes == (
+        "writes are rolled back newest first, as Hudi's rollbackFailedWrites does",
+        "include_ingestion_commits: the operator's word that stale commits and delta commits may be rolled back "
+        "although their writers keep no heartbeat; a writer still running one loses its write (Hudi's "
+        "cleanup_stale_inflight_commits calls this dangerous)")
+
+
+def test_stale_v6_clustering_is_a_table_service_and_its_rollback_keeps_its_plan() -> None:
+    """Table version 6: a pending replacecommit whose requested plan is a clustering is a table
+    service (ClusteringUtils.isClusteringInstant), not a write; the stale rollback of it is
+    finished as HoodieTable.rollbackInflightClustering does, its plan kept; the stale rollback of
+    a write removes the write's instant files."""
+    from tests.helpers import Lake
+    from timeline.instant import ROLLBACK as ROLLBACK_ACTION
+    from timeline.instant import Instant as Inst
+    from timeline.storage import MemoryStorage
+
+    lake = Lake(MemoryStorage(), "/t", version=6)
+    lake.commit(T[0], {P: [lake.base_file(P, "g", T[0])]})
+    cluster = {"operationType": "cluster", "version": 1, "extraMetadata": {}, "clusteringPlan": {
+        "inputGroups": [{"slices": [{"dataFilePath": f"g_0-1-0_{T[0]}.parquet", "fileId": "g", "partitionPath": P,
+                                     "deltaFilePaths": [], "version": 1}], "metrics": {}, "numOutputFileGroups": 1,
+                         "version": 1}], "version": 1, "extraMetadata": {}, "preserveHoodieMetadata": True,
+        "strategy": {"strategyClassName": "x", "strategyParams": {}, "version": 1}}}
+    lake.instant_file(Inst(T[1], "replacecommit", State.REQUESTED), cluster)
+    lake.instant_file(Inst(T[1], "replacecommit", State.INFLIGHT))
+    half = lake.base_file(P, "c", T[1])
+    lake.base_file(P, "w", T[2])
+    lake.commit(T[2], {}, state=State.INFLIGHT)
+    table = HudiTable.load(lake.storage, "/t")
+    for t, at in ((T[2], T[5]), (T[1], T[6])):  # requested long ago, as every instant here
+        lake.instant_file(Inst(at, ROLLBACK_ACTION, State.REQUESTED),
+                          plan_rollback(table.reload(), table.timeline.find(t), for_restore=True).plan.to_raw())
+    settings = DoctorSettings(options=LAZY_OPTIONS, stale_after=timedelta(0))
+    found = diagnose(HudiTable.load(lake.storage, "/t"), kinds=[KIND], settings=settings)
+    roles = {f.evidence.instant: f.evidence.role for f in found}  # type: ignore[attr-defined]
+    assert (roles[T[1]], roles[T[2]]) == ("table service", "write")
+    repairs = {(f.evidence.instant, f.evidence.role): f.repair for f in found}  # type: ignore[attr-defined]
+    (r1,) = [i for (i, role) in repairs if role == "rollback" and "rollbackInflightClustering" in repairs[(i, role)]]
+    assert repairs[(r1, "rollback")] == (
+        f"finish rollback {r1} of replacecommit {T[1]} from its plan, then revert it to requested with its plan kept "
+        "(HoodieTable.rollbackInflightCompaction / rollbackInflightClustering)")
+    assert repairs[(T[1], "table service")] == (
+        f"none: a Hudi writer must run or roll back the pending replacecommit {T[1]} (run_compaction, "
+        "run_clustering, or cleanup_stale_inflight_commits)")
+    (r2,) = [i for (i, role) in repairs if role == "rollback" and i != r1]
+    assert repairs[(T[2], "write")] == f"finish rollback {r2} of commit {T[2]} from its plan"
+    approved = plan_repair(HudiTable.load(lake.storage, "/t"), KIND, settings=settings)
+    details = {c.target: c.detail for c in approved.changes if c.action == "rollback"}
+    assert details == {
+        T[2]: f"roll back commit {T[2]}: 1 files (listed below), its instant files and markers",
+        T[1]: f"roll back replacecommit {T[1]}: 1 files (listed below), its inflight file and markers (it reverts "
+              "to requested, its plan kept)"}
+    assert run_repair(HudiTable.load(lake.storage, "/t"), approved, settings=settings).ok
+    left = [(i.requested_time, i.action, i.state) for i in HudiTable.load(lake.storage, "/t").timeline
+            if i.requested_time in (T[1], T[2])]
+    assert left == [(T[1], "replacecommit", State.REQUESTED)] and not lake.storage.exists(f"/t/{P}/{half}")
+
+
+def test_stale_restore_and_other_actions_are_left_to_their_tools_and_the_threshold_is_inclusive() -> None:
+    """HoodieTimelineCleanupUtil.inflightWriteCommitsOlderThan: pending since the threshold or
+    longer (180 minutes by default, to the second) is stale. A stale pending restore is re-run or
+    finished by a Hudi writer, any other action (here a savepoint) too; a replacecommit whose plan
+    does not decode is "other" (nothing is rolled back). The evidence names when it was
+    requested, its age and its files' bytes (an empty file counts 0)."""
+    from datetime import UTC, datetime
+
+    from timeline.metadata.records import RestorePlan
+
+    lake = _lake()
+    lake.instant_file(Instant(T[1], "restore", State.REQUESTED),
+                      RestorePlan(instants_to_rollback=(), savepoint=T[0], version=2).to_raw())
+    lake.instant_file(Instant(T[2], "savepoint", State.INFLIGHT))
+    lake.storage.write(f"/t/.hoodie/timeline/{T[3]}.replacecommit.requested", b"not avro")
+    empty = lake.base_file(P, "e", T[4], size=0)
+    lake.commit(T[4], {}, state=State.INFLIGHT)
+    lake.commit("19700101000000000", {}, state=State.REQUESTED)  # requested at the epoch itself
+    table = HudiTable.load(lake.storage, "/t")
+    settings = DoctorSettings(options=LAZY_OPTIONS)
+    requested = datetime(2026, 11, 1, 0, 4, tzinfo=UTC)  # T[4]
+    at = requested + timedelta(hours=3)  # exactly 180 minutes later: stale
+    found = {f.evidence.instant: f  # type: ignore[attr-defined]
+             for f in diagnose(table, kinds=[KIND], now=at, settings=settings)}
+    write = found[T[4]]
+    assert isinstance(write.evidence, StaleEvidence)
+    assert (write.evidence.requested_at, write.evidence.age_seconds) == ("2026-11-01T00:04:00+00:00", 10800)
+    assert (write.evidence.files, write.evidence.bytes) == (1, 0) and empty
+    assert write.summary == f"commit {T[4]} has been inflight for 3.0 hours with no live heartbeat"
+    assert write.why == ("A pending instant no writer runs holds back cleaning and archival (the earliest commit to "
+                         "retain stops before it) and keeps its partial files on storage.")
+    epoch = found["19700101000000000"].evidence
+    assert isinstance(epoch, StaleEvidence) and epoch.requested_at == "1970-01-01T00:00:00+00:00"
+    restore = found[T[1]]
+    assert (restore.evidence.role, restore.repair) == (  # type: ignore[attr-defined]
+        "restore", "none: re-run the restore (cleanline restore --savepoint ...) or finish it with a Hudi writer")
+    other = found[T[2]]
+    assert (other.evidence.role, other.repair) == (  # type: ignore[attr-defined]
+        "other", f"none: a Hudi writer must finish or roll back the pending savepoint {T[2]}")
+    unreadable = found[T[3]]
+    assert unreadable.evidence.role == "other"  # type: ignore[attr-defined]
+    earlier = diagnose(table, kinds=[KIND], now=at - timedelta(seconds=1), settings=settings)
+    assert T[4] not in {f.evidence.instant for f in earlier}  # type: ignore[attr-defined]
+    later = diagnose(table, kinds=[KIND], now=at + timedelta(seconds=5), settings=settings)
+    assert T[4] in {f.evidence.instant for f in later}  # type: ignore[attr-defined]
+    long_after = diagnose(table, kinds=[KIND], now=requested + timedelta(seconds=360216), settings=settings)
+    assert f"commit {T[4]} has been inflight for 100.1 hours with no live heartbeat" in {f.summary for f in long_after}
