@@ -250,14 +250,15 @@ def test_mdt_drift_finding_plan_and_sync_time_in_full(table_copy) -> None:
     assert stats and all(c.bytes == 0 and c.detail.startswith(f"{victim.name} column ") for c in stats)
     assert "the deltacommit's time is chosen when it is written: later than every instant" in plan.notes
     latest = max(t for i in table.timeline for t in (i.requested_time, i.completion_time or ""))
-    result = run_repair(HudiTable.open(str(path)), plan)
+    result = run_repair(HudiTable.open(str(path)), plan, dry_run=False)
     assert result.ok and set(result.done) == set(plan.changes) and not result.skipped
     mdt = metadata_table(HudiTable.open(str(path)))
     assert mdt is not None
     (sync,) = [i for i in mdt.mdt.timeline.completed() if i.requested_time > latest]
     assert sync.action == "deltacommit" and len(sync.requested_time) == 17
     instants = len(mdt.mdt.timeline)
-    again = run_repair(HudiTable.open(str(path)), plan)  # the approved plan once more: in sync, nothing written
+    # the approved plan once more: in sync, nothing written
+    again = run_repair(HudiTable.open(str(path)), plan, dry_run=False)
     assert (again.table, again.kind, again.done, again.failed) == (table.uri, KIND, (), ())
     assert [c for c, _ in again.skipped] == list(plan.changes)
     assert all(why.startswith("already in sync (") for _, why in again.skipped)

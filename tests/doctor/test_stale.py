@@ -349,7 +349,7 @@ def test_stale_write_is_rolled_back_under_the_writers_policy_given(requested: bo
         transition.request(table, ROLLBACK_ACTION, plan_rollback(table, table.timeline.find(T[1])).plan.to_raw())
     settings = DoctorSettings(options=LAZY_OPTIONS)
     plan = plan_repair(HudiTable.load(lake.storage, "/t"), KIND, settings=settings)
-    result = run_repair(HudiTable.load(lake.storage, "/t"), plan, settings=settings)
+    result = run_repair(HudiTable.load(lake.storage, "/t"), plan, settings=settings, dry_run=False)
     assert result.ok and not result.failed
     assert not lake.storage.exists(f"/t/{P}/{written}")
     assert HudiTable.load(lake.storage, "/t").timeline.find(T[1]) is None
@@ -486,7 +486,7 @@ def test_stale_repair_skips_what_is_no_longer_stale_and_runs_the_rest_in_order()
     for t in (T[7], T[6]):  # another run got there first
         rollback(table.reload(), t, options=LAZY_OPTIONS)
     run_pending_cleans(table.reload(), instant=T[5])
-    result = run_repair(HudiTable.load(lake.storage, "/t"), approved, settings=settings)
+    result = run_repair(HudiTable.load(lake.storage, "/t"), approved, settings=settings, dry_run=False)
     assert (result.table, result.kind, result.failed) == (table.uri, KIND, ())
     gone = (T[7], T[6], T[5])
     mine = [c.key for c in approved.changes if c.target in gone or c.detail.endswith(gone)]
@@ -515,7 +515,7 @@ def test_stale_clean_repair_runs_only_the_clean_it_planned() -> None:
     assert [c.key for c in approved.changes] == [("run clean", T[2]), ("delete", old)]
     newer_clean = HudiTable.load(lake.storage, "/t").new_instant_time()
     lake.instant_file(Instant(newer_clean, "clean", State.REQUESTED), plan.to_raw())
-    result = run_repair(HudiTable.load(lake.storage, "/t"), approved)
+    result = run_repair(HudiTable.load(lake.storage, "/t"), approved, dry_run=False)
     assert result.ok and {c.key for c in result.done} == {c.key for c in approved.changes}
     cleans = HudiTable.load(lake.storage, "/t").timeline.cleans()
     assert cleans.completed().find(T[2]) is not None and cleans.pending().find(newer_clean) is not None
@@ -546,7 +546,7 @@ def test_stale_write_whose_rollback_fails_is_reported_failed_with_why(table_copy
     (mdt_folder / f"{later}_{int(later) + 5:017d}.commit").write_bytes(
         next(mdt_folder.glob("20260307162449278_*.commit")).read_bytes())
     files = sorted(p for p in path.rglob("*") if p.is_file() and ".hoodie" not in p.parts)
-    result = run_repair(HudiTable.open(str(path)), approved, settings=settings)
+    result = run_repair(HudiTable.open(str(path)), approved, settings=settings, dry_run=False)
     assert not result.ok and result.done == () and result.skipped == ()
     assert [c for c, _ in result.failed] == list(approved.changes)
     (why,) = {why for _, why in result.failed}
@@ -613,7 +613,7 @@ def test_stale_v6_clustering_is_a_table_service_and_its_rollback_keeps_its_plan(
         T[2]: f"roll back commit {T[2]}: 1 files (listed below), its instant files and markers",
         T[1]: f"roll back replacecommit {T[1]}: 1 files (listed below), its inflight file and markers (it reverts "
               "to requested, its plan kept)"}
-    assert run_repair(HudiTable.load(lake.storage, "/t"), approved, settings=settings).ok
+    assert run_repair(HudiTable.load(lake.storage, "/t"), approved, settings=settings, dry_run=False).ok
     left = [(i.requested_time, i.action, i.state) for i in HudiTable.load(lake.storage, "/t").timeline
             if i.requested_time in (T[1], T[2])]
     assert left == [(T[1], "replacecommit", State.REQUESTED)] and not lake.storage.exists(f"/t/{P}/{half}")
