@@ -56,3 +56,16 @@ def test_config_retention_bound_is_never_below_the_table_own_setting() -> None:
         "commits_retained=11 is above 10, the table's own setting (above its 8 instants, it already keeps every one)")
     assert "above 8, the table's instant count" in (
         retention_bound_refusal({"file_versions_retained": 9}, instants=8, table_props=props) or "")
+
+
+def test_clean_config_a_policy_given_by_its_name_is_that_policy() -> None:
+    """`CleanConfig(policy="KEEP_LATEST_FILE_VERSIONS")` plans by file versions, as Hudi reads
+    `hoodie.clean.policy` (HoodieCleanConfig: the enum's name); an unknown name is refused."""
+    from timeline.clean.config import CleanConfig, CleanConfigError, CleanPolicy, FailedWritesPolicy
+
+    config = CleanConfig(policy="KEEP_LATEST_FILE_VERSIONS", failed_writes="lazy")  # type: ignore[arg-type]
+    assert config.policy is CleanPolicy.KEEP_LATEST_FILE_VERSIONS
+    assert config.failed_writes is FailedWritesPolicy.LAZY
+    assert config == CleanConfig(policy=CleanPolicy.KEEP_LATEST_FILE_VERSIONS, failed_writes=FailedWritesPolicy.LAZY)
+    with pytest.raises(CleanConfigError, match="not a valid value"):
+        CleanConfig(policy="KEEP_EVERYTHING")  # type: ignore[arg-type]

@@ -69,6 +69,14 @@ class CleanConfig:
     trigger_max_commits: int = 1
     parallelism: int = 200
 
+    def __post_init__(self) -> None:
+        # A policy given as its name ("KEEP_LATEST_FILE_VERSIONS") is that policy, as Hudi reads
+        # `hoodie.clean.policy`; without this the planner's `is` checks took it for another one.
+        for name in ("policy", "failed_writes"):
+            value = getattr(self, name)
+            if isinstance(value, str) and not isinstance(value, Enum):
+                object.__setattr__(self, name, _convert(name, value, name))
+
     @classmethod
     def from_properties(cls, props: Mapping[str, str], **overrides: Any) -> CleanConfig:
         """Read every setting from `props` (new key first, then the old one, then Hudi's
