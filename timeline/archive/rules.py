@@ -87,8 +87,9 @@ class Blocker:
 class ArchivalInputs:
     """What the archiver reads besides the active timeline: the last completed clean's plan
     (its requested file, as `CleanerUtils.getCleanerPlan` reads it; None without a clean, or
-    when no replace instant needs it), the pending replacecommits of a table-version-6 table
-    whose plan is a clustering (`clustering`, only to name the blocker), and the metadata
+    when no replace instant needs it), the pending replacecommits whose plan is a clustering
+    (`clustering`, `ClusteringUtils.isClusteringInstant`, on every table version; only to name
+    the blocker), and the metadata
     table: `metadata_table_available` (`isMetadataTableAvailable`: its `files` partition is
     complete) and the time of its latest completed compaction (None: none yet).
     `data_table_timeline`: set when the table is a metadata table (`table.isMetadataTable()`),
