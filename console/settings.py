@@ -555,9 +555,13 @@ CELERY_TASK_TIME_LIMIT = int(os.environ.get("CLEANLINE_TASK_TIME_LIMIT", "21600"
 CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 60
 CELERY_TASK_ALWAYS_EAGER = _flag("CELERY_TASK_ALWAYS_EAGER")
 # A task whose worker died is delivered again after this many seconds (Redis keeps it unacked).
-CELERY_BROKER_TRANSPORT_OPTIONS = {
-    "visibility_timeout": int(os.environ.get("CLEANLINE_REDELIVERY_SECONDS", str(CELERY_TASK_TIME_LIMIT + 600))),
-}
+# kombu looks for such tasks every unacked_restore_interval x unacked_restore_throttle seconds
+# (10 x 10 by default): a short redelivery time is looked for at a third of it, every time.
+_REDELIVERY_SECONDS = int(os.environ.get("CLEANLINE_REDELIVERY_SECONDS", str(CELERY_TASK_TIME_LIMIT + 600)))
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": _REDELIVERY_SECONDS}
+if _REDELIVERY_SECONDS < 300:
+    CELERY_BROKER_TRANSPORT_OPTIONS |= {"unacked_restore_interval": max(1, _REDELIVERY_SECONDS // 3),
+                                        "unacked_restore_throttle": 1}
 CELERY_BEAT_SCHEDULE = {
     "sync-all-tables": {"task": "console.tasks.sync_all_tables", "schedule": CLEANLINE_SYNC_INTERVAL_SECONDS},
     "automatic-cleans": {"task": "console.tasks.auto_clean_tables",
