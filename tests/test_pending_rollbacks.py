@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import FIXTURES, Lake, unzip_table
-from tests.mdt.helpers import add_v6_metadata_table
+from tests.mdt.helpers import add_v6_metadata_table, compact_metadata_table_after
 from timeline import CleanlineError, HudiTable, transition
 from timeline.instant import COMPACTION, DELTA_COMMIT, LOG_COMPACTION, REPLACE_COMMIT, ROLLBACK, Instant, State
 from timeline.mdt.reader import MetadataTable
@@ -192,14 +192,7 @@ def test_pending_rollbacks_instant_gone_rolls_the_metadata_table_back(tmp_path: 
 def test_pending_rollbacks_instant_gone_refused_once_the_metadata_table_compacted_it(tmp_path: Path) -> None:
     """HoodieBackedTableMetadataWriter.validateRollback, before anything is deleted."""
     path, table, target = meta_table(tmp_path)
-    mdt_folder = path / ".hoodie" / "metadata" / ".hoodie" / "timeline"
-    done = next(i for i in MetadataTable(table).mdt.timeline.completed() if i.requested_time == target.requested_time)
-    later = f"{int(done.completion_time) + 1000:017d}"  # type: ignore[arg-type]
-    (mdt_folder / f"{later}.compaction.requested").write_bytes(
-        (mdt_folder / "20260307162449278.compaction.requested").read_bytes())
-    (mdt_folder / f"{later}.compaction.inflight").write_bytes(b"")
-    (mdt_folder / f"{later}_{int(later) + 5:017d}.commit").write_bytes(
-        next(mdt_folder.glob("20260307162449278_*.commit")).read_bytes())
+    compact_metadata_table_after(path, table, target.requested_time)
     files = sorted(p for p in path.rglob("*") if p.is_file() and ".hoodie" not in p.parts)
     with pytest.raises(CleanlineError, match=f"compacted {target.requested_time}"):
         finish_rollback(table.reload(), target.requested_time)

@@ -14,6 +14,7 @@ import pytest
 
 from tests.doctor.helpers import OLD, age_tree, round_trip
 from tests.helpers import fake_failed_write, rows
+from tests.mdt.helpers import compact_metadata_table_after
 from timeline import CleanConfig, HudiTable, metadata, transition
 from timeline.clean.executor import schedule_clean
 from timeline.clean.planner import plan_clean
@@ -526,7 +527,6 @@ def test_stale_write_whose_rollback_fails_is_reported_failed_with_why(table_copy
     """A stale write the repair approved whose rollback Hudi refuses when it runs
     (HoodieBackedTableMetadataWriter.validateRollback: the metadata table compacted past the
     write's deltacommit since) is reported failed with the refusal, nothing of it deleted."""
-    from timeline.mdt.reader import MetadataTable
 
     path = table_copy("sample_table/cow/v9_txns_simple_meta")
     table = HudiTable.open(str(path))
@@ -537,14 +537,7 @@ def test_stale_write_whose_rollback_fails_is_reported_failed_with_why(table_copy
     settings = DoctorSettings(options={"hoodie.clean.failed.writes.policy": "LAZY"})
     approved = plan_repair(HudiTable.open(str(path)), KIND, settings=settings)
     assert [c.key for c in approved.changes if c.action == "rollback"] == [("rollback", target.requested_time)]
-    mdt_folder = path / ".hoodie" / "metadata" / ".hoodie" / "timeline"
-    done = next(i for i in MetadataTable(table).mdt.timeline.completed() if i.requested_time == target.requested_time)
-    later = f"{int(done.completion_time) + 1000:017d}"  # type: ignore[arg-type]
-    (mdt_folder / f"{later}.compaction.requested").write_bytes(
-        (mdt_folder / "20260307162449278.compaction.requested").read_bytes())
-    (mdt_folder / f"{later}.compaction.inflight").write_bytes(b"")
-    (mdt_folder / f"{later}_{int(later) + 5:017d}.commit").write_bytes(
-        next(mdt_folder.glob("20260307162449278_*.commit")).read_bytes())
+    compact_metadata_table_after(path, table, target.requested_time)
     files = sorted(p for p in path.rglob("*") if p.is_file() and ".hoodie" not in p.parts)
     result = run_repair(HudiTable.open(str(path)), approved, settings=settings, dry_run=False)
     assert not result.ok and result.done == () and result.skipped == ()
