@@ -4,6 +4,8 @@ a pending rollback resumed from its own plan."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from tests.helpers import TOKEN, Lake
@@ -12,7 +14,21 @@ from timeline.files import log_file_name
 from timeline.instant import Instant, State
 from timeline.metadata import avro
 from timeline.metadata.records import InstantRef, RollbackPlan, RollbackRequest
-from timeline.rollback import RollbackRefused, pending_rollback_of, plan_rollback, rollback
+from timeline.rollback import (
+    UNKNOWN_WRITE_TOKEN,
+    RollbackRefused,
+    check_not_running,
+    execute_rollback_plan,
+    pending_rollback_of,
+    plan_rollback,
+    preview_failed_write,
+    preview_failed_writes,
+    preview_rollback_failed_writes,
+    rollback,
+    rollback_failed_write,
+    rollback_failed_writes,
+    rollback_in_metadata_table,
+)
 from timeline.storage import MemoryStorage
 
 T = [f"2026110100{i:02d}00000" for i in range(20)]
@@ -153,7 +169,6 @@ def test_v6_rollback_block_is_the_next_log_version_and_a_rerun_finds_it() -> Non
     above every version there (another writer's later version included); a re-run of the plan (a
     rollback killed after writing the block) finds its block and writes no other."""
     from timeline.logformat import command_block
-    from timeline.rollback import UNKNOWN_WRITE_TOKEN, execute_rollback_plan
 
     p = "city=sf"
     lake = mor(6)
@@ -178,9 +193,7 @@ def test_v6_rollback_block_is_the_next_log_version_and_a_rerun_finds_it() -> Non
 def test_a_write_whose_heartbeat_is_alive_at_the_given_time_is_not_rolled_back() -> None:
     """HoodieHeartbeatClient.isHeartbeatExpired at the time given (now_ms): a heartbeat written
     just now is expired an hour later, and alive at its own time."""
-    import time
 
-    from timeline.rollback import check_not_running
 
     lake = mor(8)
     lake.commit(T[1], {}, state=State.INFLIGHT)
@@ -228,15 +241,7 @@ def test_failed_writes_previewed_and_rolled_back_newest_first_a_live_one_left_al
     it); they go newest first (validateRollbackCommitSequence), so previewed one by one the older
     is refused until the newer is gone, previewed together both go. One write is rolled back by
     name only if it is a failed write now."""
-    import time
 
-    from timeline.rollback import (
-        preview_failed_write,
-        preview_failed_writes,
-        preview_rollback_failed_writes,
-        rollback_failed_write,
-        rollback_failed_writes,
-    )
 
     p = "city=sf"
     lake = Lake(MemoryStorage(), "/t", version=8)
@@ -297,13 +302,6 @@ def test_failed_writes_under_the_writers_lazy_policy_go_despite_later_commits() 
     whose heartbeat expired, and BaseRollbackActionExecutor.validateRollbackCommitSequence does not
     hold: previewed and rolled back with those options, it goes although a commit completed after
     it."""
-    from timeline.rollback import (
-        preview_failed_write,
-        preview_failed_writes,
-        preview_rollback_failed_writes,
-        rollback_failed_write,
-        rollback_failed_writes,
-    )
 
     p = "city=sf"
     lake = Lake(MemoryStorage(), "/t", version=8)
@@ -366,7 +364,6 @@ def test_metadata_table_rollback_is_found_again_on_a_rerun_and_skipped_when_it_n
     from tests.helpers import FIXTURES, fake_failed_write, unzip_table
     from timeline.mdt.reader import MetadataTable
     from timeline.metadata.records import RollbackMetadata
-    from timeline.rollback import rollback_in_metadata_table
 
     lake = unzip_table(FIXTURES / "sample_table/cow/v9_txns_simple_meta.zip", tmp_path / "t")
     table = HudiTable.open(str(lake))
@@ -396,7 +393,6 @@ def test_metadata_table_rollback_killed_after_its_target_went_is_finished_from_i
     from tests.helpers import FIXTURES, unzip_table
     from timeline import transition
     from timeline.mdt.reader import MetadataTable
-    from timeline.rollback import rollback_in_metadata_table
 
     lake = unzip_table(FIXTURES / "sample_table/cow/v9_txns_simple_meta.zip", tmp_path / "t")
     table = HudiTable.open(str(lake))
@@ -436,7 +432,6 @@ def test_v6_metadata_table_rollback_keeps_its_plan_and_is_found_again_on_a_rerun
     (what a killed run resumes from); a re-run finds it completed and writes nothing."""
     from timeline.mdt.reader import MetadataTable
     from timeline.metadata.records import RollbackPlan as Plan
-    from timeline.rollback import rollback_in_metadata_table
 
     lake, table = _v6_with_mdt(tmp_path)
     target = table.timeline.writes().completed().instants[-1].requested_time
@@ -459,7 +454,6 @@ def test_v6_metadata_table_rollback_killed_after_its_target_went_is_finished(tmp
     from timeline.logformat import BlockType, read_blocks
     from timeline.mdt.reader import MetadataTable
     from timeline.metadata.records import RollbackMetadata
-    from timeline.rollback import rollback_in_metadata_table
 
     lake, table = _v6_with_mdt(tmp_path)
     target_time = table.timeline.writes().completed().instants[-1].requested_time
@@ -510,7 +504,6 @@ def test_a_completed_write_with_a_pending_rollback_is_finished_by_name() -> None
     the instant is (getPendingRollbackInfo): a completed write whose rollback was requested and
     died is no failed write, yet rolled back by name its rollback is finished."""
     from timeline import transition
-    from timeline.rollback import rollback_failed_write
 
     p = "city=sf"
     lake = Lake(MemoryStorage(), "/t", version=8)
