@@ -530,3 +530,67 @@ def test_rollback_of_a_completed_commit_deletes_only_what_its_metadata_names_par
     assert [path for _, path, _ in preview.files_to_delete] == [f"/t/city=sf/{written}"]
     rollback(table, T[1])
     assert lake.storage.exists(f"/t/city=ny/{stray}") and not lake.storage.exists(f"/t/city=sf/{written}")
+
+
+def test_rollback_of_a_completed_commit_keeps_a_file_of_its_time_its_stats_do_not_name() -> None:
+    """ListingBasedRollbackStrategy.fetchFilesFromInstant: a completed copy-on-write commit whose
+    metadata names an operation (checkCommitMetadataCompleted) deletes only the files its write
+    stats name (fetchFilesFromCommitMetadata); a stray file stamped with its time in the same
+    partition is kept, as Hudi keeps it, for the orphan repair."""
+    p = "city=sf"
+    lake = Lake(MemoryStorage(), "/t", version=8)
+    lake.commit(T[0], {p: [lake.base_file(p, "g", T[0])]})
+    written = lake.base_file(p, "h", T[1])
+    stray = lake.base_file(p, "x", T[1])
+    lake.commit(T[1], {p: [written]})
+    table = HudiTable.load(lake.storage, "/t")
+    assert [path for _, path, _ in plan_rollback(table, table.timeline.find(T[1])).files_to_delete] == [
+        f"/t/{p}/{written}"]
+    rollback(table, T[1])
+    assert lake.storage.exists(f"/t/{p}/{stray}") and not lake.storage.exists(f"/t/{p}/{written}")
+
+
+@pytest.mark.parametrize("operation", ["", "UNKNOWN"])
+def test_rollback_of_a_completed_commit_without_an_operation_lists_every_partition(operation: str) -> None:
+    """checkCommitMetadataCompleted is false for commit metadata whose operation is UNKNOWN (or
+    absent, Hudi's default): the files of the commit's time are listed in every partition
+    (fetchFilesFromListFiles), not taken from its write stats."""
+    lake = Lake(MemoryStorage(), "/t", version=8)
+    lake.commit(T[0], {"city=sf": [lake.base_file("city=sf", "g", T[0])]})
+    written = lake.base_file("city=sf", "h", T[1])
+    other = lake.base_file("city=ny", "x", T[1])
+    lake.commit(T[1], {"city=sf": [written]}, operation=operation)
+    table = HudiTable.load(lake.storage, "/t")
+    assert sorted(path for _, path, _ in plan_rollback(table, table.timeline.find(T[1])).files_to_delete) == [
+        f"/t/city=ny/{other}", f"/t/city=sf/{written}"]
+
+
+@pytest.mark.parametrize("version", [6, 8])
+def test_rollback_of_a_pending_write_without_markers_lists_every_partition(version: int) -> None:
+    """ListingBasedRollbackStrategy.getRollbackRequests: a pending write rolled back without
+    markers is looked for in every partition (FSUtils.getAllPartitionPaths), whatever partitions
+    its inflight workload profile names: a file of its time in another partition is its too."""
+    lake = Lake(MemoryStorage(), "/t", version=version)
+    lake.commit(T[0], {"city=sf": [lake.base_file("city=sf", "g", T[0])]})
+    named = lake.base_file("city=sf", "h", T[1])
+    elsewhere = lake.base_file("city=ny", "x", T[1])
+    lake.instant_file(Instant(T[1], "commit", State.REQUESTED))
+    lake.instant_file(Instant(T[1], "commit", State.INFLIGHT),
+                      lake.commit_metadata({"city=sf": [named]}, None, "UPSERT", time=T[1]))
+    table = HudiTable.load(lake.storage, "/t")
+    assert sorted(path for _, path, _ in plan_rollback(table, table.timeline.find(T[1])).files_to_delete) == [
+        f"/t/city=ny/{elsewhere}", f"/t/city=sf/{named}"]
+
+
+@pytest.mark.parametrize("version", [8, 9])
+def test_rollback_of_a_completed_delta_commit_lists_every_partition(version: int) -> None:
+    """fetchFilesFromInstant goes by commit metadata only on copy-on-write: a completed
+    merge-on-read delta commit's files carrying its time are listed in every partition, a
+    partition its stats do not name included."""
+    lake = mor(version)
+    log = lake.log_file("city=sf", "g", T[1], size=21)
+    elsewhere = lake.base_file("city=ny", "x", T[1], size=5)
+    lake.commit(T[1], {"city=sf": [log]})
+    table = HudiTable.load(lake.storage, "/t")
+    assert sorted(plan_rollback(table, table.timeline.find(T[1])).files_to_delete) == [
+        ("city=ny", f"/t/city=ny/{elsewhere}", 5), ("city=sf", f"/t/city=sf/{log}", 21)]

@@ -6,7 +6,7 @@ Which pending writes have failed is timeline/failed_writes.py's rule."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from timeline import transition
@@ -50,6 +50,7 @@ from timeline.metadata.records import (
 )
 from timeline.savepoint import savepoint_candidates
 from timeline.storage import Storage, TableMovedError
+from timeline.storage.base import FileStatus
 from timeline.table import Table
 from timeline.timeline import WRITE_ACTIONS
 
@@ -88,17 +89,32 @@ def check_not_running(table: Table, instant: Instant, *, now_ms: int | None = No
 
 # Planning
 
-def _instant_files(table: Table, instant: Instant) -> dict[str, list[str]]:
-    """Partition -> data file names that carry the instant's time (base files; v8 logs)."""
+def _instant_files(table: Table, instant: Instant,
+                   listing: Mapping[str, Sequence[FileStatus]]) -> dict[str, list[str]]:
+    """Partition -> the data file names a rollback without markers deletes, from one listing of
+    the table (`listing`), as ListingBasedRollbackStrategy.getRollbackRequests chooses them
+    (fetchFilesFromInstant): a completed copy-on-write write whose commit metadata is read and
+    names an operation (checkCommitMetadataCompleted) deletes the files its write stats name that
+    still exist and carry its time (fetchFilesFromCommitMetadata: a stray file of the same time
+    the stats do not name is kept); any other write, pending or merge-on-read, deletes the files
+    carrying its time in every partition (FSUtils.getAllPartitionPaths, fetchFilesFromListFiles):
+    base files, and from table version 8 log files, whose names carry their own write's time.
+    A version 6 log file named after its slice's base instant (getBaseCommitTimeFromLogPath) is
+    kept: Cleanline rolls back a v6 delta commit's appends with command blocks and leaves a log
+    that started a slice in the instant to the orphan repair (its slice is never read: its base
+    instant is on no timeline once rolled back)."""
     t = instant.requested_time
-    partitions = _write_metadata(table, instant).partitions
-    listing = table.list_partitions().partitions
+    metadata = _write_metadata(table, instant)
+    named: dict[str, set[str]] | None = None
+    if instant.is_completed and not table.config.is_mor and metadata.operation_type not in ("", "UNKNOWN"):
+        named = {p: {stat.file_name for stat in stats} for p, stats in metadata.write_stats.items()}
     found: dict[str, list[str]] = {}
     for partition, files in listing.items():
-        if partitions and partition not in partitions:
-            continue
+        wanted = named.get(partition, set()) if named is not None else None
         for status in files:
             name = status.name
+            if wanted is not None and name not in wanted:
+                continue
             try:
                 if is_base_file_name(name) and base_file_of(name).instant_time == t:
                     found.setdefault(partition, []).append(name)
@@ -160,7 +176,8 @@ def plan_rollback(table: Table, instant: Instant, *, for_restore: bool = False) 
     existing = pending_rollback_of(table, instant.requested_time)
     if existing is not None:  # what will really run is the pending plan: preview that one
         return preview_of_plan(table, instant, existing[1])
-    sizes = {(p, s.name): s.size for p, files in table.list_partitions().partitions.items() for s in files}
+    listing = table.list_partitions().partitions  # once: the plan's files and sizes agree
+    sizes = {(p, s.name): s.size for p, files in listing.items() for s in files}
     requests: list[RollbackRequest] = []
     deletes: list[tuple[str, str, int]] = []
     marks: list[tuple[str, str, int]] = []
@@ -179,7 +196,7 @@ def plan_rollback(table: Table, instant: Instant, *, for_restore: bool = False) 
     elif instant.is_requested:
         pass  # a requested-only write made no files (Hudi plans no requests)
     else:
-        by_partition = _instant_files(table, instant)
+        by_partition = _instant_files(table, instant, listing)
         if table.version < 8 and table.config.is_mor and instant.action == DELTA_COMMIT:
             appended = _v6_log_blocks(table, instant)
     for partition, names in sorted(by_partition.items()):
