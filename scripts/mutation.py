@@ -148,6 +148,8 @@ def module_pyproject(target: Target) -> str:
     settings = dict(tomllib.loads(text)["tool"]["mutmut"])
     settings["only_mutate"] = [target.path]
     settings["pytest_add_cli_args_test_selection"] = list(target.tests)
+    # a mutant's tests fastest first (scripts/mutation_order.py): the first failure ends its run
+    settings["pytest_add_cli_args"] = [*settings.get("pytest_add_cli_args", []), "-p", "scripts.mutation_order"]
     return head + marker + "".join(f"{key} = {toml_value(value)}\n" for key, value in settings.items())
 
 
@@ -188,8 +190,12 @@ def run_target(target: Target, env: dict[str, str], listed: dict[str, Equivalent
     work.mkdir(parents=True)
     tracked_copy(work)
     (work / "pyproject.toml").write_text(module_pyproject(target))
+    (work / "mutants").mkdir()  # before anything imports with it on the path (see PYTHONPATH below)
     started = time.monotonic()
     log = WORK / f"{target.key}.log"
+    # mutmut's copy of the tree on the path from the start: `-p scripts.mutation_order` loads
+    # before pytest reads pyproject's pythonpath (mutmut puts ./mutants first on sys.path itself)
+    env = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [str(work / "mutants"), env.get("PYTHONPATH")]))}
     with log.open("w") as out:
         done = subprocess.run([str(MUTMUT), "run", "--max-children", str(children), *target.globs()],
                               cwd=work, env=env, stdout=out, stderr=subprocess.STDOUT)
