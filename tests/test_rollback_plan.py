@@ -30,6 +30,7 @@ from timeline.rollback import (
     rollback_in_metadata_table,
 )
 from timeline.storage import MemoryStorage
+from timeline.storage.arrow import LocalStorage
 
 T = [f"2026110100{i:02d}00000" for i in range(20)]
 
@@ -594,3 +595,28 @@ def test_rollback_of_a_completed_delta_commit_lists_every_partition(version: int
     table = HudiTable.load(lake.storage, "/t")
     assert sorted(plan_rollback(table, table.timeline.find(T[1])).files_to_delete) == [
         ("city=ny", f"/t/city=ny/{elsewhere}", 5), ("city=sf", f"/t/city=sf/{log}", 21)]
+
+
+def test_rollback_records_a_file_it_could_not_delete_as_failed_and_goes_on(tmp_path) -> None:
+    """BaseRollbackHelper.deleteFiles: a file that cannot be deleted is reported in the
+    partition's `failedDeleteFiles`, the others are deleted and the rollback completes (a file
+    already gone counts as deleted). Here a planned file was replaced by a folder."""
+    base = str(tmp_path / "t")
+    p = "city=sf"
+    lake = Lake(LocalStorage(), base, version=8)
+    lake.commit(T[0], {p: [lake.base_file(p, "g", T[0])]})
+    stuck, gone, deleted = (lake.base_file(p, f"{g}", T[1]) for g in ("h", "i", "j"))
+    lake.commit(T[1], {p: [stuck, gone, deleted]})
+    table = HudiTable.load(lake.storage, base)
+    target = table.timeline.find(T[1])
+    plan = plan_rollback(table, target).plan
+    (tmp_path / "t" / p / stuck).unlink()
+    (tmp_path / "t" / p / stuck).mkdir()
+    (tmp_path / "t" / p / stuck / "x").write_bytes(b"x")
+    (tmp_path / "t" / p / gone).unlink()
+    metadata = execute_rollback_plan(table, T[2], plan, target)
+    (partition,) = metadata.partitions.values()
+    uri = lake.storage.uri
+    assert partition.failed_delete_files == (uri(f"{base}/{p}/{stuck}"),)
+    assert sorted(partition.success_delete_files) == sorted([uri(f"{base}/{p}/{gone}"), uri(f"{base}/{p}/{deleted}")])
+    assert not (tmp_path / "t" / p / deleted).exists() and (tmp_path / "t" / p / stuck / "x").exists()

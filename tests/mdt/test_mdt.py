@@ -24,6 +24,7 @@ from timeline.metadata.mdt_payload import (
     files_record,
     partition_list_record,
 )
+from timeline.rollback import rollback_in_metadata_table
 
 MDT_FIXTURES = sorted(p for p in FIXTURES.rglob("*.zip") if p.stem.endswith("_meta") or p.stem == "v8_trips_8i3u1d")
 
@@ -233,6 +234,12 @@ def test_rollback_of_a_write_the_mdt_compacted_is_refused_before_any_delete(tmp_
         table.reload().maintenance().rollback(target.requested_time)
     assert sorted(p for p in lake.rglob("*") if p.is_file() and ".hoodie" not in p.parts) == files
     assert table.reload().timeline.writes().completed().last() == target
+    # the metadata table's own part checks it too, where no data-table rollback checked first
+    # (a pending rollback finished, a restore): nothing in the metadata table changes
+    mdt_files = sorted(p for p in (lake / ".hoodie" / "metadata").rglob("*") if p.is_file())
+    with pytest.raises(CleanlineError, match="compacted"):
+        rollback_in_metadata_table(MetadataTable(table), target.requested_time, f"{int(later) + 10:017d}")
+    assert sorted(p for p in (lake / ".hoodie" / "metadata").rglob("*") if p.is_file()) == mdt_files
 
 
 def test_pending_mdt_compaction_is_read_through_the_slice_before_it(tmp_path: Path) -> None:
