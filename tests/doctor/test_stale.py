@@ -659,3 +659,34 @@ def test_stale_restore_and_other_actions_are_left_to_their_tools_and_the_thresho
     assert T[4] in {f.evidence.instant for f in later}  # type: ignore[attr-defined]
     long_after = diagnose(table, kinds=[KIND], now=requested + timedelta(seconds=360216), settings=settings)
     assert f"commit {T[4]} has been inflight for 100.1 hours with no live heartbeat" in {f.summary for f in long_after}
+
+
+def test_stale_clean_repair_runs_the_clean_under_the_tables_lock(tmp_path: Path) -> None:
+    """The stale clean is run with the table's lock held at its moments (CleanActionExecutor
+    runs under the writers' lock: BaseHoodieTableServiceClient.clean takes it through the
+    transaction manager): while a Hudi writer holds the filesystem lock the run waits its
+    `wait_time_ms`, fails saying who holds it, and changes nothing: the clean stays pending and
+    its file stays."""
+    from tests.helpers import Lake
+    from timeline.locks.filesystem import FILESYSTEM_BASED_LOCK_PROVIDER
+    from timeline.metadata.records import CleanerPlan, CleanFileInfo
+    from timeline.storage.arrow import LocalStorage
+
+    base = str(tmp_path / "t")
+    lake = Lake(LocalStorage(), base, version=8)
+    lake.commit(T[0], {P: [lake.base_file(P, "g", T[0])]})
+    lake.commit(T[1], {P: [lake.base_file(P, "g", T[1])]})
+    old = f"{base}/{P}/g_0-1-0_{T[0]}.parquet"
+    plan = CleanerPlan(earliest_instant_to_retain=InstantRef(T[1], "commit"), last_completed_commit=T[1],
+                       policy="KEEP_LATEST_COMMITS", files={P: (CleanFileInfo(P, lake.storage.uri(old)),)})
+    lake.instant_file(Instant(T[2], "clean", State.REQUESTED), plan.to_raw())
+    settings = DoctorSettings(options={
+        "hoodie.write.concurrency.mode": "optimistic_concurrency_control",
+        "hoodie.write.lock.provider": FILESYSTEM_BASED_LOCK_PROVIDER, "hoodie.write.lock.wait_time_ms": "200"})
+    approved = plan_repair(HudiTable.open(base), KIND, settings=settings)
+    assert [c.key for c in approved.changes] == [("run clean", T[2]), ("delete", lake.storage.uri(old))]
+    (tmp_path / "t" / ".hoodie" / "lock").write_bytes(b'{"lockThreadName":"hudi-writer"}')  # a Hudi writer's
+    result = run_repair(HudiTable.open(base), approved, settings=settings, dry_run=False)
+    assert not result.ok and result.done == () and "hudi-writer" in result.failed[0][1]
+    assert Path(old).exists()
+    assert HudiTable.open(base).timeline.cleans().pending().find(T[2]) is not None
