@@ -18,6 +18,7 @@ from tests.helpers import rows
 from timeline import HudiTable
 from timeline.config import update_config
 from timeline.doctor import RepairUnavailable, diagnose, plan_repair, run_repair
+from timeline.doctor.findings import NO_REPAIR
 from timeline.doctor.mdt_drift import DriftEvidence
 from timeline.doctor.orphans import OrphanEvidence
 from timeline.mdt.reader import metadata_table
@@ -67,8 +68,9 @@ def test_mdt_drift_a_deleted_file_the_metadata_table_lists_is_synced(table_copy)
     mdt = metadata_table(HudiTable.open(str(path)))
     assert mdt is not None
     instants = len(mdt.mdt.timeline)
-    with pytest.raises(RepairUnavailable, match="no metadata-table-drift finding"):
+    with pytest.raises(RepairUnavailable) as nothing:
         plan_repair(HudiTable.open(str(path)), KIND)
+    assert str(nothing.value) == f"{HudiTable.open(str(path)).uri}: no metadata-table-drift finding to repair"
     assert len(mdt.mdt.reload().timeline) == instants
 
 
@@ -115,7 +117,10 @@ def test_mdt_drift_a_partition_the_metadata_table_does_not_list_is_left_to_hudi(
     shutil.copytree(source, path / "region=mars")  # files no instant names, in a partition the table never had
     age_tree(path)
     (finding,) = diagnose(HudiTable.open(str(path)), kinds=[KIND])
-    assert not finding.repairable and "region=mars" in finding.repair and "Hudi writer" in finding.repair
+    first = sorted(f.name for f in (path / "region=mars").iterdir() if f.suffix == ".parquet")[0]
+    assert not finding.repairable and finding.repair == (
+        f"{NO_REPAIR}the metadata table does not list partition 'region=mars' (region=mars/{first}); only a Hudi "
+        "writer adds a partition to it (or `cleanline mdt drop` for Hudi writers to rebuild)")
 
 
 def _stranger(path: Path, instant: str) -> Path:
@@ -189,7 +194,11 @@ def test_mdt_drift_a_file_older_than_every_instant_is_committed_but_never_added(
     ancient = _stranger(path, "20000101000000000")
     age_tree(path)
     (finding,) = diagnose(HudiTable.open(str(path)))
-    assert finding.kind == KIND and not finding.repairable and "older than every instant" in finding.repair
+    assert finding.kind == KIND and not finding.repairable
+    assert finding.repair == (f"{NO_REPAIR}1 file(s) older than every instant the timelines know (first: "
+                              f"{ancient.name}) are missing from the metadata table; no commit metadata names them, "
+                              "so only a metadata table initialised from a storage listing lists them (`cleanline mdt "
+                              "drop`; Hudi writers rebuild it)")
     assert isinstance(finding.evidence, DriftEvidence)
     assert [d.only_on_storage for d in finding.evidence.partitions] == [(ancient.name,)]
     with pytest.raises(RepairUnavailable, match="no commit metadata names them"):
@@ -272,7 +281,6 @@ def test_mdt_drift_refusals_say_who_must_act_word_for_word(tmp_path: Path) -> No
     gone while the record and secondary indexes may point into it; files of a pending write on
     storage (a sync would list them before the write completes)."""
     from tests.helpers import FIXTURES, unzip_table
-    from timeline.doctor.findings import NO_REPAIR
     from timeline.instant import Instant, State
 
     def table_copy(name: str) -> Path:
@@ -323,3 +331,197 @@ def test_mdt_drift_refusals_say_who_must_act_word_for_word(tmp_path: Path) -> No
     assert finding.repair == (f"{NO_REPAIR}1 file(s) of pending writes are on storage and a sync would list them; "
                               "roll back or finish the pending writes first (see stale-pending)")
     assert stray.exists()
+
+
+def _files_only(path: Path) -> None:
+    """The metadata table keeps its files partition alone: no index a sync would leave behind."""
+    table = HudiTable.open(str(path))
+    update_config(table.storage, table.base, {"hoodie.table.metadata.partitions": "files"})
+
+
+def test_mdt_drift_a_partition_gone_from_storage_is_removed_file_by_file_then_from_the_list(table_copy) -> None:
+    """fetchOutofSyncFilesRecordsFromMetadataTable: a partition the metadata table lists and
+    storage no longer holds loses each file of its listing, then leaves the partition list
+    (a deleted entry in the `__all_partitions__` record), in one deltacommit."""
+    from timeline.doctor.findings import Change
+
+    path = table_copy(V9_META)
+    _files_only(path)
+    gone = sorted(f for f in path.iterdir() if f.name.startswith("region="))[0]
+    names = sorted(f.name for f in gone.iterdir() if f.is_file() and not f.name.startswith(".hoodie"))
+    shutil.rmtree(gone)
+    age_tree(path)
+    plan = plan_repair(HudiTable.open(str(path)), KIND)
+    assert list(plan.changes) == [
+        Change("metadata deltacommit", "files", 0, "one deltacommit on the metadata table at a new time"),
+        *[Change("metadata remove", f"{gone.name}/{n}", 0, "listed but gone from storage") for n in names],
+        Change("metadata remove partition", gone.name, 0, "gone from storage")]
+    result = run_repair(HudiTable.open(str(path)), plan, dry_run=False)
+    assert result.ok and (result.table, result.kind) == (HudiTable.open(str(path)).uri, KIND)
+    assert result.done == plan.changes and result.skipped == ()
+    assert HudiTable.open(str(path)).inspect.validate_metadata_table().ok
+    assert diagnose(HudiTable.open(str(path)), kinds=[KIND]) == []
+
+
+def test_mdt_drift_a_size_that_differs_is_recorded_again(table_copy) -> None:
+    """MetadataCommand.validateFiles compares sizes too: a committed file whose size on storage
+    differs from the listing's is listed again with its size (an add of the same name)."""
+    from timeline.doctor.findings import Change
+
+    path = table_copy(V9_META)
+    _files_only(path)
+    grown = _older_version(path)
+    with grown.open("ab") as out:
+        out.write(b"\0" * 10)
+    size = grown.stat().st_size
+    age_tree(path)
+    (finding,) = diagnose(HudiTable.open(str(path)), kinds=[KIND])
+    assert isinstance(finding.evidence, DriftEvidence) and finding.evidence.sizes == 1 and finding.repairable
+    plan = plan_repair(HudiTable.open(str(path)), KIND)
+    assert list(plan.changes)[1:] == [
+        Change("metadata add", f"{grown.parent.name}/{grown.name}", size, "on storage, committed")]
+    assert run_repair(HudiTable.open(str(path)), plan, dry_run=False).ok
+    assert HudiTable.open(str(path)).inspect.validate_metadata_table().ok
+
+
+def test_mdt_drift_on_a_table_without_partitions(table_copy) -> None:
+    """A non-partitioned table's files sit in its base folder (partition ""): the sync's changes
+    name the file alone, and cover the drift."""
+    path = table_copy("sample_table/cow/v9_txns_nonpart_meta")
+    victim = _older_version(path)
+    victim.unlink()
+    age_tree(path)
+    plan = plan_repair(HudiTable.open(str(path)), KIND)
+    assert [c.target for c in plan.changes if c.action == "metadata remove"] == [victim.name]
+    assert run_repair(HudiTable.open(str(path)), plan, dry_run=False).ok
+    assert HudiTable.open(str(path)).inspect.validate_metadata_table().ok
+
+
+def test_mdt_drift_column_stats_entries_of_a_file_gone_are_each_deleted(table_copy) -> None:
+    """The sync marks deleted the column-stats entry of each column of a file gone (its key, as
+    the metadata table keys it), one change per entry."""
+    from timeline.mdt.writer import COLUMN_STATS
+
+    path = table_copy(V9_META)
+    victim = _older_version(path)
+    mdt = metadata_table(HudiTable.open(str(path)))
+    assert mdt is not None
+    keys = {k for k, r in mdt.records(COLUMN_STATS).items() if r.column_stats and r.column_stats[0] == victim.name}
+    victim.unlink()
+    age_tree(path)
+    plan = plan_repair(HudiTable.open(str(path)), KIND)
+    stats = [c for c in plan.changes if c.action == "metadata column-stats delete"]
+    assert keys and {c.target for c in stats} == keys and len(stats) == len(keys)
+
+
+def test_mdt_drift_an_orphan_beside_real_drift_is_not_adopted_by_the_sync(table_copy) -> None:
+    """The sync the repair writes adds only files commit metadata names: an orphan stamped with a
+    completed commit's time, on storage beside a real drift, is neither previewed nor listed."""
+    path = table_copy(V9_META)
+    _files_only(path)
+    last = HudiTable.open(str(path)).timeline.commits().completed().last()
+    assert last is not None
+    stranger = _stranger(path, last.requested_time)
+    _older_version(path).unlink()
+    age_tree(path)
+    plan = plan_repair(HudiTable.open(str(path)), KIND)
+    assert not [c for c in plan.changes if stranger.name in c.target]
+    assert run_repair(HudiTable.open(str(path)), plan, dry_run=False).ok
+    mdt = metadata_table(HudiTable.open(str(path)))
+    assert mdt is not None and stranger.name not in mdt.files()[stranger.parent.name]
+
+
+def test_mdt_drift_run_refuses_what_it_did_not_preview_and_skips_what_is_in_sync_again(table_copy) -> None:
+    """Under the lock the sync is computed again: a change the approved plan did not preview
+    refuses the run (RepairInvalidated, word for word, nothing written); a previewed change
+    that is no longer needed (the file came back) is skipped as already in sync, the rest runs."""
+    from timeline.doctor import RepairInvalidated
+
+    path = table_copy(V9_META)
+    _files_only(path)
+    table = HudiTable.open(str(path))
+    first = _older_version(path)
+    kept = first.read_bytes()
+    first.unlink()
+    age_tree(path)
+    plan = plan_repair(HudiTable.open(str(path)), KIND)
+    second = _older_version(path)
+    second.unlink()
+    with pytest.raises(RepairInvalidated) as refused:
+        run_repair(HudiTable.open(str(path)), plan, dry_run=False)
+    assert str(refused.value) == (f"{table.uri}: the metadata table now needs metadata remove "
+                                  f"{second.parent.name}/{second.name} (1 change(s) the plan did not preview); "
+                                  "nothing was changed")
+    wider = plan_repair(HudiTable.open(str(path)), KIND)
+    first.write_bytes(kept)  # back: its removal is no longer needed
+    age_tree(path)
+    result = run_repair(HudiTable.open(str(path)), wider, dry_run=False)
+    back = ("metadata remove", f"{first.parent.name}/{first.name}")
+    assert [c.key for c, why in result.skipped] == [back] and [why for _, why in result.skipped] == ["already in sync"]
+    assert (result.table, result.kind) == (table.uri, KIND) and back not in {c.key for c in result.done}
+    assert HudiTable.open(str(path)).inspect.validate_metadata_table().ok
+
+
+def test_mdt_drift_sync_time_follows_a_pending_instant_and_a_completion_ahead_of_the_clock(table_copy) -> None:
+    """The sync's time is later than every time of the data table, requested or completed: a
+    completion time ahead of the clock (another host's) and a requested-only write (no file
+    yet) included."""
+    from timeline.instant import Instant, State
+
+    path = table_copy(V9_META)
+    _files_only(path)
+    table = HudiTable.open(str(path))
+    folder = Path(table.timeline.folder)
+    last = table.timeline.commits().completed().last()
+    assert last is not None
+    ahead = "20991231000000000"
+    (folder / last.file_name(2)).rename(folder / Instant(last.requested_time, last.action, State.COMPLETED,
+                                                         ahead).file_name(2))
+    (folder / Instant("20261102000000000", last.action, State.REQUESTED).file_name(2)).write_bytes(b"")
+    _older_version(path).unlink()
+    age_tree(path)
+    assert run_repair(HudiTable.open(str(path)), plan_repair(HudiTable.open(str(path)), KIND), dry_run=False).ok
+    mdt = metadata_table(HudiTable.open(str(path)))
+    assert mdt is not None
+    sync = mdt.mdt.timeline.completed().last()
+    assert sync is not None and sync.requested_time > ahead
+
+
+def test_mdt_drift_v6_sync_carries_the_restore_suffix(tmp_path: Path) -> None:
+    """Table version 6: the sync is written at a new time + "003" (0.14/0.15's
+    createRestoreTimestamp), which 0.x readers count as valid."""
+    from tests.helpers import FIXTURES, unzip_table
+    from tests.mdt.helpers import add_v6_metadata_table
+
+    lake = unzip_table(FIXTURES / "quickstart_trips_table/mor/avro/v6_trips_8i1u.zip", tmp_path / "t")
+    add_v6_metadata_table(lake)
+    victim = next(p for p in sorted(lake.rglob("*.parquet")) if ".hoodie" not in p.parts)
+    victim.unlink()
+    age_tree(lake)
+    before = {i.requested_time for i in metadata_table(HudiTable.open(str(lake))).mdt.timeline}  # type: ignore[union-attr]
+    plan = plan_repair(HudiTable.open(str(lake)), KIND)
+    assert run_repair(HudiTable.open(str(lake)), plan, dry_run=False).ok
+    mdt = metadata_table(HudiTable.open(str(lake)))
+    assert mdt is not None
+    (sync,) = [i for i in mdt.mdt.timeline if i.requested_time not in before]
+    assert sync.requested_time.endswith("003") and len(sync.requested_time) == 20
+    assert HudiTable.open(str(lake)).inspect.validate_metadata_table().ok
+
+
+def test_mdt_drift_a_metadata_table_that_cannot_be_read_is_reported_in_full(table_copy) -> None:
+    """A files partition that cannot be read (here its base HFile cut short) is one finding:
+    readers and writers using the metadata table fail on it; the way out is to drop it."""
+    from timeline.doctor.findings import Finding, Severity
+    from timeline.doctor.mdt_drift import UnreadableEvidence
+
+    path = table_copy(V9_META)
+    table = HudiTable.open(str(path))
+    (hfile,) = sorted((path / ".hoodie" / "metadata" / "files").glob("*.hfile"))[-1:]
+    hfile.write_bytes(hfile.read_bytes()[:100])
+    (finding,) = diagnose(HudiTable.open(str(path)), kinds=[KIND])
+    assert isinstance(finding.evidence, UnreadableEvidence) and hfile.name in finding.evidence.error
+    partitions = (*table.config.metadata_partitions, *table.config.metadata_partitions_inflight)
+    assert finding == Finding(KIND, Severity.ERROR, "the metadata table cannot be read",
+                              UnreadableEvidence(finding.evidence.error, partitions),
+                              "Readers and writers that use the metadata table fail on it.",
+                              f"{NO_REPAIR}drop the metadata table (cleanline mdt drop); Hudi writers rebuild it")

@@ -183,15 +183,16 @@ def uncovered(validation: Validation, changes: Sequence[Change]) -> str | None:
         wanted += [("metadata add", prefix + n) for n, _, _ in drift.sizes]
         wanted += [("metadata remove", prefix + n) for n in drift.only_in_metadata]
         missing = [target for target in wanted if target not in keys]
-        if missing and drift.partition not in {c.target for c in changes if c.action == "metadata remove partition"}:
+        if missing:  # (a partition gone from storage is removed file by file, then from the list)
             return (f"{NO_REPAIR}the metadata table does not list partition {drift.partition!r} ({missing[0][1]}); "
                     "only a Hudi writer adds a partition to it (or `cleanline mdt drop` for Hudi writers to rebuild)")
     return None
 
 
 def changes_of(updates: Sequence[MdtUpdate]) -> list[Change]:
-    """What the deltacommit changes, entry by entry: files added (or resized) and removed in a
-    partition's listing, partitions removed, column-stats entries marked deleted."""
+    """What the sync's deltacommit (`sync_updates`) changes, entry by entry: files added (or
+    resized) and removed in a partition's listing, partitions removed from the partition list,
+    column-stats entries marked deleted."""
     found = [Change("metadata deltacommit", FILES, 0, "one deltacommit on the metadata table at a new time")]
     for update in updates:
         for record in update.records:
@@ -208,9 +209,7 @@ def changes_of(updates: Sequence[MdtUpdate]) -> list[Change]:
                     target = f"{partition}/{name}" if partition else name
                     found.append(Change("metadata remove", target, 0, "listed but gone from storage") if info.deleted
                                  else Change("metadata add", target, info.size, "on storage, committed"))
-        found += [Change("metadata remove partition", partition_of(key), 0, "gone from storage")
-                  for key in update.deletes]
-    return found
+    return found  # (the sync deletes no whole record: `update.deletes` is always empty)
 
 
 def plan(survey: Survey) -> RepairPlan:
