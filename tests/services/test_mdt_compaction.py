@@ -54,6 +54,14 @@ def test_mdt_compaction_blocked_by_a_pending_data_table_instant(table_copy: Call
     assert reason.rule == "HoodieBackedTableMetadataWriter.validateTimelineBeforeSchedulingCompaction"
     assert "rollback --failed" in reason.change
     (timeline / "20251220210130900.deltacommit.requested").unlink()
+    # committed on the metadata table, failed on the data table: the same time is pending (findInstantsBeforeOrEquals)
+    done = timeline / f"{MDT_LATEST_DELTA_COMMIT}_20251220210131755.deltacommit"
+    kept = done.read_bytes()
+    done.unlink()
+    (reason,) = [r for r in why(path, **{"hoodie.metadata.compact.max.delta.commits": "1"}).reasons
+                 if r.kind is ReasonKind.METADATA_TABLE_BLOCKED]
+    assert reason.instant == Instant(MDT_LATEST_DELTA_COMMIT, "deltacommit", State.INFLIGHT)
+    done.write_bytes(kept)
     (timeline / "20251220210131999.deltacommit.requested").write_bytes(b"")  # after the MDT's latest delta commit
     assert mdt_kinds(why(path, **{"hoodie.metadata.compact.max.delta.commits": "1"})) == []
 
