@@ -315,7 +315,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("namespaces", ("timeline.inspect", "timeline.maintenance")),
     ("the table's front", ("timeline.hudi_table",)),
     ("entry points", ("timeline.engine", "timeline.demo", "timeline.spark.demo", "timeline.remote", "timeline.cli",
-                      "timeline.cli_archive", "timeline.cli_clean", "timeline.cli_doctor", "timeline.cli_output")),
+                      "timeline.cli_archive", "timeline.cli_clean", "timeline.cli_compaction", "timeline.cli_doctor",
+                      "timeline.cli_output")),
 )
 
 

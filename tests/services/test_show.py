@@ -9,7 +9,7 @@ from pathlib import Path
 import hudi
 import pytest
 
-from tests.helpers import FIXTURE_IDS, TOKEN, T, Lake, fixture_readme
+from tests.helpers import FIXTURE_IDS, TOKEN, Lake, T, fixture_readme
 from timeline import HudiTable
 from timeline.files import log_file_name
 from timeline.instant import Instant, State, moment_of

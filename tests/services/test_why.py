@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 import pytest
 
-from tests.helpers import T, Lake
+from tests.helpers import Lake, T
 from timeline import HudiTable
 from timeline.instant import Instant, State, moment_of
 from timeline.services import CompactionWhy, ReasonKind
@@ -102,7 +102,8 @@ def test_why_time_elapsed_trigger_measures_from_the_last_compaction() -> None:
     delta commits count from (the first delta commit here), whatever their number."""
     lake = mor(8)
     update(lake, T[1])
-    options = {"hoodie.compact.inline.trigger.strategy": "TIME_ELAPSED", "hoodie.compact.inline.max.delta.seconds": "600"}
+    options = {"hoodie.compact.inline.trigger.strategy": "TIME_ELAPSED",
+               "hoodie.compact.inline.max.delta.seconds": "600"}
     early = why(lake, options, at=T[9])  # 540 s after T[0]
     (reason,) = [r for r in early.reasons if r.kind is ReasonKind.TRIGGER_NOT_MET]
     assert reason.setting == "hoodie.compact.inline.max.delta.seconds" and "540 s since" in reason.why

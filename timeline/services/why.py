@@ -101,18 +101,18 @@ def scheduling_off(settings: CompactionSettings) -> Reason | None:
     unless async compaction is on: `DataSourceUtils.createHoodieConfig`)."""
     if settings.inline or settings.schedule_inline:
         return None
-    keys = f"{INLINE[0]} and {SCHEDULE_INLINE[0]}"
+    inline, schedule = INLINE[0], SCHEDULE_INLINE[0]
     change = (f"{INLINE[0]}=true (compact after each commit) or {SCHEDULE_INLINE[0]}=true (write the plan for a "
               "separate job to run) in the writers' options, or run a compaction job (HoodieCompactor, Hudi's "
               "run_compaction procedure, a streaming writer's async compaction)")
     rule = "BaseHoodieTableServiceClient.inlineScheduleCompaction"
     if settings.inline is False:
-        return Reason(ReasonKind.NOT_SCHEDULED_BY_WRITERS, f"the writers' options turn off {keys}: no writer "
-                      "schedules a compaction after its commits", change, rule, INLINE[0])
-    return Reason(ReasonKind.NOT_SCHEDULED_BY_WRITERS, f"the writers' options given set neither {keys}: a writer "
-                  "with HoodieWriteConfig's defaults (Flink, the Java client, HoodieStreamer) never schedules a "
-                  "compaction itself; Spark's datasource and SQL writers compact inline unless async compaction is "
-                  "on (pass the writers' options to be sure)", change, rule, INLINE[0], blocking=False)
+        return Reason(ReasonKind.NOT_SCHEDULED_BY_WRITERS, f"the writers' options turn off {inline} and leave "
+                      f"{schedule} off: no writer schedules a compaction after its commits", change, rule, inline)
+    return Reason(ReasonKind.NOT_SCHEDULED_BY_WRITERS, f"the writers' options given set neither {inline} nor "
+                  f"{schedule}: a writer with HoodieWriteConfig's defaults (Flink, the Java client, HoodieStreamer) "
+                  "never schedules a compaction itself; Spark's datasource and SQL writers compact inline unless "
+                  "async compaction is on (pass the writers' options to be sure)", change, rule, inline, blocking=False)
 
 
 def trigger_not_met(settings: CompactionSettings, check: TriggerCheck) -> Reason | None:
