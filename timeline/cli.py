@@ -28,6 +28,7 @@ from timeline.cli_clean import (
     retention_settings,
     writer_option,
 )
+from timeline.cli_compaction import add_compaction_command
 from timeline.cli_doctor import add_doctor_command
 from timeline.cli_output import (
     age_text,
@@ -475,6 +476,7 @@ def build_parser() -> argparse.ArgumentParser:
         add(commands)
     add_archive_commands(commands, _command, _writers_stopped)
     add_doctor_command(commands, _writers_stopped, _sizes)
+    add_compaction_command(commands, _command, _sizes)
     return parser
 
 

@@ -75,7 +75,7 @@ def live_writes(table: Table, *, now_ms: int | None = None) -> list[tuple[Instan
     """Pending writes whose heartbeat is alive, newest first, with the heartbeat's age in
     seconds: never rolled back, whatever the failed-writes policy."""
     now = int(time.time() * 1000) if now_ms is None else now_ms
-    return [(i, max(0, (now - _heartbeat_ms(table, i)) // 1000)) for i in pending_writes(table)
+    return [(i, max(0, (now - heartbeat_ms(table, i)) // 1000)) for i in pending_writes(table)
             if heartbeat_alive(table, i, now_ms)]
 
 
@@ -86,11 +86,13 @@ def heartbeat_alive(table: Table, instant: Instant, now_ms: int | None) -> bool:
     interval = int(props.get("hoodie.client.heartbeat.interval_in_ms", "60000"))
     misses = int(props.get("hoodie.client.heartbeat.tolerable.misses", "2"))
     now = int(time.time() * 1000) if now_ms is None else now_ms
-    beat = _heartbeat_ms(table, instant)
+    beat = heartbeat_ms(table, instant)
     return beat > 0 and now - beat <= interval * misses
 
 
-def _heartbeat_ms(table: Table, instant: Instant) -> int:
+def heartbeat_ms(table: Table, instant: Instant) -> int:
+    """When the instant's heartbeat file (`.hoodie/.heartbeat/<t>`) was last touched, in epoch
+    milliseconds; 0 when there is none."""
     try:
         return table.storage.status(table.path(".hoodie", ".heartbeat", instant.requested_time)).mtime_ms
     except FileNotFound:

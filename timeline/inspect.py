@@ -25,6 +25,7 @@ from timeline.metadata.records import CleanMetadata, CommitMetadata, Record, Sav
 from timeline.restore import RestorePreview, preview_restore
 from timeline.rollback import FailedWrite, preview_failed_writes
 from timeline.savepoint import SavepointInfo, list_savepoints, savepoint_candidates
+from timeline.services import CompactionWhy, TableServices, table_services, why_not_compacting
 from timeline.timeline import ActiveTimeline, Timeline
 
 if TYPE_CHECKING:
@@ -286,6 +287,20 @@ class Inspect:
         """The failed writes under the writers' failed-writes policy (`options`: their Hudi
         options over `hoodie.properties` and the root's), each with its rollback preview."""
         return preview_failed_writes(self.table, options=options)
+
+    def table_services(self, options: Mapping[str, str] | None = None, *,
+                       now: datetime | None = None) -> TableServices:
+        """The pending compactions, log compactions and clusterings with their plans, the
+        compaction backlog per file group and partition, the delta commits since the last
+        compaction and the metadata table's compaction state (`timeline.services`); `options`
+        are the writers' Hudi options over `hoodie.properties` and the root's."""
+        return table_services(self.table, options=options, now=now)
+
+    def why_not_compacting(self, options: Mapping[str, str] | None = None, *,
+                           now: datetime | None = None) -> CompactionWhy:
+        """Why a writer with the writers' `options` schedules no compaction now, each reason
+        naming its setting or instant and what would change it (`timeline.services.why`)."""
+        return why_not_compacting(self.table, options=options, now=now)
 
     def metadata_table(self) -> MetadataTableState:
         """The metadata table's partitions, last instant and file groups (`timeline.mdt`)."""

@@ -283,6 +283,8 @@ class SliceInfo:
     base_instant_time: str = ""
     data_file: str = ""
     log_files: tuple[str, ...] = ()
+    # a compaction operation's metrics as its plan generator recorded them (TOTAL_LOG_FILES_SIZE, ...)
+    metrics: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def file_names(self) -> list[str]:
@@ -290,8 +292,9 @@ class SliceInfo:
 
     @classmethod
     def from_raw(cls, raw: Raw) -> SliceInfo:
+        metrics = {str(k): float(v) for k, v in mapping(raw, "metrics").items() if isinstance(v, (int, float))}
         return cls(text(raw, "partitionPath"), text(raw, "fileId"), text(raw, "baseInstantTime"),
-                   text(raw, "dataFilePath"), texts(raw.get("deltaFilePaths")))
+                   text(raw, "dataFilePath"), texts(raw.get("deltaFilePaths")), metrics)
 
     def compaction_operation(self, metrics: Mapping[str, float]) -> dict[str, Any]:
         """A HoodieCompactionOperation (plan version 2) for this slice."""
@@ -302,13 +305,16 @@ class SliceInfo:
 
 @dataclass(frozen=True, slots=True)
 class CompactionPlan(Record):
-    """HoodieCompactionPlan (compaction and log compaction)."""
+    """HoodieCompactionPlan (compaction and log compaction). `strategy` is the execution
+    strategy's class the plan names (HoodieCompactionStrategy; "" when it names none)."""
 
     operations: tuple[SliceInfo, ...] = ()
+    strategy: str = ""
 
     @classmethod
     def from_raw(cls, raw: Raw) -> CompactionPlan:
-        return cls(raw, tuple(SliceInfo.from_raw(op) for op in raw.get("operations") or ()))
+        return cls(raw, tuple(SliceInfo.from_raw(op) for op in raw.get("operations") or ()),
+                   text(mapping(raw, "strategy"), "compactorClassName"))
 
     @staticmethod
     def build(operations: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
@@ -323,12 +329,14 @@ class RequestedReplace(Record):
 
     operation_type: str = ""
     input_slices: tuple[SliceInfo, ...] = ()
+    strategy: str = ""  # the clustering plan's strategy class (HoodieClusteringStrategy)
 
     @classmethod
     def from_raw(cls, raw: Raw) -> RequestedReplace:
-        groups = mapping(raw, "clusteringPlan").get("inputGroups") or ()
+        plan = mapping(raw, "clusteringPlan")
+        groups = plan.get("inputGroups") or ()
         slices = tuple(SliceInfo.from_raw(s) for g in groups for s in (g or {}).get("slices") or ())
-        return cls(raw, text(raw, "operationType"), slices)
+        return cls(raw, text(raw, "operationType"), slices, text(mapping(plan, "strategy"), "strategyClassName"))
 
     @property
     def is_clustering(self) -> bool:
