@@ -525,3 +525,20 @@ def test_mdt_drift_a_metadata_table_that_cannot_be_read_is_reported_in_full(tabl
                               UnreadableEvidence(finding.evidence.error, partitions),
                               "Readers and writers that use the metadata table fail on it.",
                               f"{NO_REPAIR}drop the metadata table (cleanline mdt drop); Hudi writers rebuild it")
+
+
+def test_mdt_drift_a_log_file_gone_from_a_group_that_stays_is_no_group_gone(table_copy) -> None:
+    """Under a record index a file group gone is left to a Hudi writer, but a log file gone from
+    a group whose base file stays is no group gone: a log file's file id is its name's without
+    the leading "." (getFileIdFromLogPath), the same group as its base file's."""
+    path = table_copy("sample_table/mor/avro/v9_txns_simple_meta")
+    table = HudiTable.open(str(path))
+    assert "record_index" in table.config.metadata_partitions
+    piece = next(s for g in table.file_system_view().all_file_groups() for s in g.slices
+                 if s.base_file is not None and s.log_files)
+    folder = path / piece.partition if piece.partition else path
+    (folder / piece.log_files[-1].name).unlink()  # its group keeps its base files
+    age_tree(path)
+    (finding,) = diagnose(HudiTable.open(str(path)), kinds=[KIND])
+    assert isinstance(finding.evidence, DriftEvidence) and finding.evidence.only_in_metadata == 1
+    assert finding.repairable, finding.repair

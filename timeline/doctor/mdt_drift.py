@@ -40,7 +40,6 @@ from timeline.doctor.findings import (
 )
 from timeline.doctor.survey import Survey
 from timeline.exceptions import CleanlineError
-from timeline.files import is_base_file_name, parse_base_file, parse_log_file
 from timeline.mdt.reader import FILES, MetadataTable, metadata_table
 from timeline.mdt.validate import Validation, validate_files
 from timeline.mdt.writer import COLUMN_STATS, RESTORE_SUFFIX, MdtUpdate, is_v6, sync_updates, write_update
@@ -96,11 +95,10 @@ def _indexes(table: Table, prefixes: Sequence[str]) -> list[str]:
     return [p for p in enabled if any(p == x or p.startswith(x + "_") for x in prefixes)]
 
 
-def _file_id(name: str) -> str | None:
-    try:
-        return parse_base_file(name).file_id if is_base_file_name(name) else parse_log_file(name).file_id
-    except ValueError:
-        return None
+def _file_id(name: str) -> str:
+    """A data file's file id (FSUtils.getFileId, getFileIdFromLogPath): its name up to the first
+    "_", a log file's without its leading "." (file ids hold no "_")."""
+    return name.removeprefix(".").partition("_")[0]
 
 
 def refusal(table: Table, validation: Validation, storage_files: dict[str, set[str]],
@@ -129,7 +127,7 @@ def refusal(table: Table, validation: Validation, storage_files: dict[str, set[s
                 return (f"{NO_REPAIR}partition {drift.partition!r} is gone from storage while {', '.join(pointing)} "
                         "may still point into it: a Hudi writer must rebuild the index")
             kept = {_file_id(n) for n in present or ()}
-            gone = sorted(i for i in {_file_id(n) for n in drift.only_in_metadata} - kept if i is not None)
+            gone = sorted({_file_id(n) for n in drift.only_in_metadata} - kept)
             if gone:
                 return (f"{NO_REPAIR}file group {gone[0]} of {drift.partition!r} is gone from storage while "
                         f"{', '.join(pointing)} may still point at it: a Hudi writer must rebuild the index")
