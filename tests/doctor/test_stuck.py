@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.doctor.helpers import OLD, age_tree, reads, round_trip
+from tests.doctor.helpers import OLD, TOKEN, age_tree, reads, round_trip, stuck_compaction
 from timeline import HudiTable, metadata
 from timeline.doctor import DoctorSettings, RepairUnavailable, diagnose, plan_repair, run_repair
 from timeline.doctor.stale import StaleEvidence
@@ -24,46 +24,12 @@ KIND = "stuck-table-service"
 V9_MOR = "sample_table/mor/avro/v9_timebasedkeygen_nonhivestyle"  # log files, a metadata table
 V9_NOMETA = "sample_table/mor/avro/v9_txns_simple_nometa"
 V6_MOR = "sample_table/mor/parquet/v6_nonpartitioned"
-TOKEN = "0-1-0"
 
 
 def _files(path: Path) -> dict[str, int]:
     """Every data file of the table (outside .hoodie) -> its size."""
     return {str(p.relative_to(path)): p.stat().st_size for p in path.rglob("*")
             if p.is_file() and ".hoodie" not in p.relative_to(path).parts}
-
-
-def _stuck_compaction(path: Path, time_: str, *, action: str = COMPACTION, markers: bool = False
-                      ) -> tuple[Path, list[Path]]:
-    """A compaction (or log compaction) planned over the first file slice with log files, started
-    (inflight) and dead after writing one base file (a log compaction: one log file); its markers
-    name that file when `markers`. Returns the requested plan's file and the partial files."""
-    table = HudiTable.open(str(path))
-    layout = table.config.layout_version
-    slices = [s for s in table.file_system_view().latest_slices() if s.base_file]
-    piece = next((s for s in slices if s.log_files), slices[0])  # one with log files where the table has them
-    assert piece.base_file is not None
-    plan = {"operations": [{"baseInstantTime": piece.base_instant_time, "fileId": piece.file_id,
-                            "partitionPath": piece.partition, "deltaFilePaths": [log.name for log in piece.log_files],
-                            "dataFilePath": piece.base_file.name}], "version": 2}
-    folder = Path(table.timeline.folder)
-    requested = folder / Instant(time_, action, State.REQUESTED).file_name(layout)
-    requested.write_bytes(metadata.encode(plan, action=action, state=State.REQUESTED, layout=layout))
-    (folder / Instant(time_, action, State.INFLIGHT).file_name(layout)).write_bytes(b"")
-    partition = path / piece.partition if piece.partition else path
-    if action == COMPACTION:
-        name = f"{piece.file_id}_{TOKEN}_{time_}.parquet"
-        shutil.copy(partition / piece.base_file.name, partition / name)
-        io_type = "CREATE"
-    else:
-        name = f".{piece.file_id}_{time_}.log.1_{TOKEN}"
-        shutil.copy(partition / piece.log_files[0].name, partition / name)
-        io_type = "CREATE"  # a new log file of its own time (table version 8 and later)
-    if markers:
-        marker = path / ".hoodie" / ".temp" / time_ / piece.partition / f"{name}.marker.{io_type}"
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        marker.write_bytes(b"")
-    return requested, [partition / name]
 
 
 @pytest.mark.parametrize("fixture", [V9_MOR, V9_NOMETA, V6_MOR])
@@ -75,7 +41,7 @@ def test_stuck_compaction_reverts_to_requested_deleting_only_its_base_files(tabl
     path = table_copy(fixture)
     before = reads(path)
     kept = _files(path)
-    requested, partial = _stuck_compaction(path, OLD)
+    requested, partial = stuck_compaction(path, OLD)
     plan_bytes = requested.read_bytes()
     size = partial[0].stat().st_size
     age_tree(path)
@@ -109,7 +75,7 @@ def test_stuck_compaction_keeps_a_log_file_of_its_time(table_copy) -> None:
     listing-based rollback on table version 8 takes those)."""
     path = table_copy(V9_MOR)
     before = reads(path)
-    _, partial = _stuck_compaction(path, OLD)
+    _, partial = stuck_compaction(path, OLD)
     log = partial[0].with_name(f".{partial[0].name.split('_')[0]}_{OLD}.log.1_{TOKEN}")
     log.write_bytes(b"")  # a log file carrying the compaction's time (as a v6 slice's log names its base)
     age_tree(path)
@@ -122,7 +88,7 @@ def test_stuck_compaction_keeps_a_log_file_of_its_time(table_copy) -> None:
 
 def test_stuck_compaction_with_a_live_heartbeat_is_left_alone(table_copy) -> None:
     path = table_copy(V9_MOR)
-    _, partial = _stuck_compaction(path, OLD)
+    _, partial = stuck_compaction(path, OLD)
     age_tree(path)
     heartbeat = path / ".hoodie" / ".heartbeat" / OLD
     heartbeat.parent.mkdir(parents=True, exist_ok=True)
@@ -149,7 +115,7 @@ def test_stuck_only_inflight_and_older_than_the_threshold(table_copy) -> None:
     """A requested compaction wrote nothing: not stuck (a writer runs it). An inflight one
     younger than the stale threshold is not stuck either."""
     path = table_copy(V9_MOR)
-    requested, _ = _stuck_compaction(path, OLD)
+    requested, _ = stuck_compaction(path, OLD)
     (requested.parent / Instant(OLD, COMPACTION, State.INFLIGHT).file_name(2)).unlink()
     age_tree(path)
     assert diagnose(HudiTable.open(str(path)), kinds=[KIND]) == []
@@ -199,7 +165,7 @@ def test_stuck_log_compaction_goes_with_its_instant_files(table_copy) -> None:
     path = table_copy(V9_MOR)
     before = reads(path)
     kept = _files(path)
-    requested, partial = _stuck_compaction(path, OLD, action=LOG_COMPACTION, markers=True)
+    requested, partial = stuck_compaction(path, OLD, action=LOG_COMPACTION, markers=True)
     age_tree(path)
     found, plan, result, after = round_trip(path, KIND, before=before)
     (finding,) = found
