@@ -13,11 +13,13 @@ from pathlib import Path
 import pytest
 
 from tests.doctor.helpers import OLD, TOKEN, age_tree, reads, round_trip, stuck_compaction
+from tests.helpers import Lake
 from timeline import HudiTable, metadata
 from timeline.doctor import DoctorSettings, RepairUnavailable, diagnose, plan_repair, run_repair
 from timeline.doctor.stale import StaleEvidence
 from timeline.doctor.stuck import StuckEvidence
 from timeline.instant import CLUSTERING, COMPACTION, LOG_COMPACTION, Instant, State
+from timeline.storage import MemoryStorage
 from timeline.transactions import Transactions
 
 KIND = "stuck-table-service"
@@ -175,3 +177,35 @@ def test_stuck_log_compaction_goes_with_its_instant_files(table_copy) -> None:
     assert not (path / ".hoodie" / ".temp" / OLD).exists()  # its markers went with it
     assert HudiTable.open(str(path)).timeline.find(OLD) is None
     assert after == []
+
+
+def test_stuck_v6_clustering_replacecommit_reverts_to_requested() -> None:
+    """Table version 6 on a hand-made timeline: an inflight replacecommit whose requested plan is
+    a clustering (ClusteringUtils.isClusteringInstant) is a stuck table service, not a write: its
+    base file goes and it reverts to requested with its plan (rollbackInflightClustering)."""
+    lake = Lake(MemoryStorage(), "/t", version=6)
+    first, clustering = "20261101000000000", "20261101000100000"
+    lake.commit(first, {"p": [lake.base_file("p", "g", first)]})
+    cluster = {"operationType": "cluster", "version": 1, "extraMetadata": {}, "clusteringPlan": {
+        "inputGroups": [{"slices": [{"dataFilePath": f"g_0-1-0_{first}.parquet", "fileId": "g", "partitionPath": "p",
+                                     "deltaFilePaths": [], "version": 1}], "metrics": {}, "numOutputFileGroups": 1,
+                         "version": 1}], "version": 1, "extraMetadata": {}, "preserveHoodieMetadata": True,
+        "strategy": {"strategyClassName": "x", "strategyParams": {}, "version": 1}}}
+    lake.instant_file(Instant(clustering, "replacecommit", State.REQUESTED), cluster)
+    lake.instant_file(Instant(clustering, "replacecommit", State.INFLIGHT))
+    written = lake.base_file("p", "c", clustering)
+    table = HudiTable.load(lake.storage, "/t")
+    requested = table.timeline.path_of(Instant(clustering, "replacecommit", State.REQUESTED), State.REQUESTED)
+    plan_bytes = lake.storage.read(requested)
+    settings = DoctorSettings(stale_after=timedelta(0))
+    (finding,) = diagnose(table, settings=settings)
+    assert finding.kind == KIND and isinstance(finding.evidence, StuckEvidence) and finding.evidence.keeps_plan
+    plan = plan_repair(table, KIND, settings=settings)
+    assert [c.key for c in plan.changes] == [("rollback", clustering), ("delete", f"/t/p/{written}")]
+    result = run_repair(HudiTable.load(lake.storage, "/t"), plan, settings=settings, dry_run=False)
+    assert result.ok and not lake.storage.exists(f"/t/p/{written}")
+    assert lake.storage.exists(f"/t/p/g_0-1-0_{first}.parquet")
+    table = HudiTable.load(lake.storage, "/t")
+    (left,) = [i for i in table.timeline if i.requested_time == clustering]
+    assert left.state is State.REQUESTED and lake.storage.read(requested) == plan_bytes
+    assert [f.kind for f in diagnose(table, kinds=[KIND], settings=settings)] == []
