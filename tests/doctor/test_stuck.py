@@ -209,3 +209,16 @@ def test_stuck_v6_clustering_replacecommit_reverts_to_requested() -> None:
     (left,) = [i for i in table.timeline if i.requested_time == clustering]
     assert left.state is State.REQUESTED and lake.storage.read(requested) == plan_bytes
     assert [f.kind for f in diagnose(table, kinds=[KIND], settings=settings)] == []
+
+
+def test_stuck_repair_skips_a_service_no_longer_inflight(table_copy) -> None:
+    """Re-validated under the table's lock: a compaction a writer rolled back itself between the
+    preview and the run (requested again) is skipped, nothing changed."""
+    path = table_copy(V9_NOMETA)
+    requested, partial = stuck_compaction(path, OLD)
+    age_tree(path)
+    plan = plan_repair(HudiTable.open(str(path)), KIND)
+    (requested.parent / Instant(OLD, COMPACTION, State.INFLIGHT).file_name(2)).unlink()
+    result = run_repair(HudiTable.open(str(path)), plan, dry_run=False)
+    assert (result.done, result.failed) == ((), ()) and len(result.skipped) == len(plan.changes)
+    assert partial[0].exists() and not HudiTable.open(str(path)).timeline.rollbacks()
