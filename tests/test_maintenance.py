@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.doctor.helpers import OLD, age_tree, archive_commit, copy_base_file, grow_history
+from tests.doctor.helpers import OLD, age_tree, archive_commit, copy_base_file, grow_history, stuck_compaction
 from tests.helpers import fake_failed_write, tree_snapshot
 from timeline import CleanConfig, HudiTable
 from timeline.doctor import KINDS, DoctorSettings, diagnose, plan_repair, run_repair
@@ -48,6 +48,7 @@ def test_maintenance_clean_defaults_to_the_tables_own_settings(table_copy) -> No
 
 V9_META = "sample_table/cow/v9_txns_simple_meta"
 V6_COW = "sample_table/cow/v6_nonpartitioned"
+V9_MOR = "sample_table/mor/avro/v9_txns_simple_nometa"
 ARCHIVAL = {"hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3", "hoodie.clean.commits.retained": "1"}
 
 
@@ -92,6 +93,8 @@ def damaged(path: Path, kind: str) -> DoctorSettings:
     elif kind == "stale-pending":
         fake_failed_write(path, OLD, markers=False)
         settings = DoctorSettings(include_ingestion_commits=True)
+    elif kind == "stuck-table-service":
+        stuck_compaction(path, OLD)
     elif kind == "orphan-files":
         copy_base_file(path, "20261102000000000")  # a write whose instant files are gone
     elif kind == "archived-timeline":
@@ -113,7 +116,7 @@ def damaged(path: Path, kind: str) -> DoctorSettings:
 REPAIRS = {"leftover-markers": V9_COW_NOMETA, "leftover-heartbeats": V9_COW_NOMETA,
            "table-properties": V9_COW_NOMETA, "unreadable-instant": V9_COW_NOMETA, "stale-pending": V9_COW_NOMETA,
            "orphan-files": V9_COW_NOMETA, "archived-timeline": V9_COW_NOMETA, "metadata-table-drift": V9_META,
-           "clean-lag": V6_COW}
+           "clean-lag": V6_COW, "stuck-table-service": V9_MOR}
 
 
 def test_maintenance_every_repair_kind_has_a_dry_run_case() -> None:

@@ -9,7 +9,16 @@ import time
 from collections.abc import Mapping
 
 from timeline.exceptions import FileNotFound
-from timeline.instant import CLUSTERING, COMMIT, COMPACTION, DELTA_COMMIT, REPLACE_COMMIT, Instant, State
+from timeline.instant import (
+    CLUSTERING,
+    COMMIT,
+    COMPACTION,
+    DELTA_COMMIT,
+    LOG_COMPACTION,
+    REPLACE_COMMIT,
+    Instant,
+    State,
+)
 from timeline.locks.discovery import call_options, root_options, writer_properties
 from timeline.metadata.records import RequestedReplace
 from timeline.table import Table
@@ -105,6 +114,13 @@ def is_clustering(table: Table, instant: Instant) -> bool:
     if State.REQUESTED not in table.timeline.files_of(instant):
         return False
     return table.read(instant, RequestedReplace, State.REQUESTED).is_clustering
+
+
+def is_table_service(table: Table, instant: Instant) -> bool:
+    """A compaction, log compaction or clustering (also a table-version-6 replacecommit whose
+    requested plan is a clustering, `ClusteringUtils.isClusteringInstant`): an instant Hudi's
+    failed-writes rollback never takes (`getInflightTimelineExcludeCompactionAndClustering`)."""
+    return instant.action in (COMPACTION, LOG_COMPACTION, CLUSTERING) or is_clustering(table, instant)
 
 
 def keeps_plan(table: Table, target: Instant) -> bool:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from timeline.failed_writes import ROLLBACKABLE, keeps_plan
+from timeline import transition
+from timeline.failed_writes import ROLLBACKABLE, is_table_service, keeps_plan
 from timeline.instant import DELTA_COMMIT, ROLLBACK, Instant, State
 from timeline.mdt.reader import metadata_table
 from timeline.mdt.writer import check_metadata_rollback
@@ -14,6 +15,7 @@ from timeline.rollback import (
     RollbackRefused,
     check_not_running,
     pending_rollback_of,
+    plan_rollback,
     rollback,
     run_rollback,
 )
@@ -50,4 +52,34 @@ def finish_rollback(table: Table, requested_time: str, *, options: Mapping[str, 
     return run_rollback(table, rollback_instant, plan, target, mdt)
 
 
-__all__ = ["finish_rollback"]
+def rollback_table_service(table: Table, requested_time: str, *, options: Mapping[str, str] | None = None
+                           ) -> Instant:
+    """Roll back an inflight compaction, log compaction or clustering as Hudi's
+    `run_rollback_inflight_tableservice` and `cleanup_stale_inflight_commits` procedures do
+    (`HoodieTable.rollbackInflightCompaction`, `rollbackInflightClustering`: `rollbackInflightInstant`,
+    a rollback scheduled with deleteInstants=false, then `revertInstantFromInflightToRequested`;
+    `rollbackInflightLogCompaction`: its instant files go with it). The files it wrote go (from
+    its markers, else by listing: `plan_rollback(table_service=True)`, a compaction's base files
+    only), the metadata table's part first as for a write, and a compaction or clustering is
+    left requested with its plan as it was, to be run again. A pending rollback of it is
+    finished instead (`getPendingRollbackInfo(..., false)`). Callers hold the table's lock.
+    RollbackRefused when it is not an inflight table service, or its heartbeat is alive."""
+    table.reload()
+    if pending_rollback_of(table, requested_time) is not None:
+        return finish_rollback(table, requested_time, options=options)
+    target = next((i for i in table.timeline.pending() if i.requested_time == requested_time
+                   and i.action != ROLLBACK), None)
+    if target is None or not target.is_inflight or not is_table_service(table, target):
+        raise RollbackRefused(f"{table.uri}: no inflight compaction, log compaction or clustering {requested_time} "
+                              "on the active timeline")
+    table.ensure_intact()
+    check_not_running(table, target)
+    mdt = metadata_table(table)
+    if mdt is not None:  # before anything is deleted
+        check_metadata_rollback(mdt, requested_time)
+    plan = plan_rollback(table, target, table_service=True).plan
+    rollback_instant = transition.request(table, ROLLBACK, plan.to_raw())
+    return run_rollback(table, rollback_instant, plan, target, mdt)
+
+
+__all__ = ["finish_rollback", "rollback_table_service"]

@@ -23,6 +23,7 @@ from timeline.failed_writes import (
 )
 from timeline.files import base_file_of, is_base_file_name, log_file_name, parse_log_file
 from timeline.instant import (
+    COMPACTION,
     DELTA_COMMIT,
     ROLLBACK,
     Instant,
@@ -165,12 +166,21 @@ def _v6_log_blocks(table: Table, instant: Instant) -> dict[tuple[str, str], tupl
     return updated
 
 
-def plan_rollback(table: Table, instant: Instant, *, for_restore: bool = False) -> RollbackPreview:
+def plan_rollback(table: Table, instant: Instant, *, for_restore: bool = False,
+                  table_service: bool = False) -> RollbackPreview:
     """The HoodieRollbackPlan for `instant` and what it would delete; writes nothing. Table
-    services (compaction, log compaction, clustering) are rolled back only by a restore."""
-    if instant.action not in (WRITE_ACTIONS if for_restore else ROLLBACKABLE):
+    services (compaction, log compaction, clustering) are rolled back by a restore, or, with
+    `table_service` and while inflight, as `HoodieTable.rollbackInflightInstant` schedules their
+    rollback (`timeline.pending_rollbacks.rollback_table_service`): a compaction's rollback then
+    deletes only the base files it wrote, never a log file (`ListingBasedRollbackStrategy`'s
+    non-restore COMPACTION case, `listBaseFilesToBeDeleted`; its markers are CREATE markers of
+    base files), so the log files of delta commits written after it was scheduled (on table
+    version 6 named after the compaction's time as their base instant) stay."""
+    service = table_service and instant.is_inflight and instant.action in WRITE_ACTIONS
+    if instant.action not in (WRITE_ACTIONS if for_restore else ROLLBACKABLE) and not service:
         raise RollbackRefused(f"{table.uri}: {instant.action} {instant.requested_time} is not a write Cleanline "
                               "rolls back (compaction and clustering plans are kept)")
+    base_only = service and not for_restore and instant.action == COMPACTION
     if table.timeline.savepoints().find(instant.requested_time) is not None:
         raise RollbackRefused(f"{table.uri}: could not roll back a savepointed commit {instant.requested_time}")
     existing = pending_rollback_of(table, instant.requested_time)
@@ -199,6 +209,10 @@ def plan_rollback(table: Table, instant: Instant, *, for_restore: bool = False) 
         by_partition = _instant_files(table, instant, listing)
         if table.version < 8 and table.config.is_mor and instant.action == DELTA_COMMIT:
             appended = _v6_log_blocks(table, instant)
+    if base_only:
+        by_partition = {p: kept for p, names in by_partition.items()
+                        if (kept := [n for n in names if is_base_file_name(n)])}
+        appended = {}
     for partition, names in sorted(by_partition.items()):
         folder = table.path(partition) if partition else table.base
         paths = [Storage.join(folder, n) for n in sorted(names)]

@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 from tests.helpers import rows
 from timeline import HudiTable, metadata
 from timeline.doctor import DoctorSettings, Finding, RepairPlan, RepairResult, diagnose, plan_repair, run_repair
-from timeline.instant import Instant, State
+from timeline.instant import COMPACTION, Instant, State
 from timeline.metadata.records import CleanMetadata
 from timeline.storage import FileStatus
 from timeline.storage.arrow import LocalStorage
@@ -261,3 +261,37 @@ class NameOrderedStorage(LocalStorage):
 
     def _list_unsized(self, path: str) -> list[FileStatus]:
         return sorted(super()._list_unsized(path), key=lambda s: s.name)
+
+
+TOKEN = "0-1-0"  # the write token of files the helpers write
+
+
+def stuck_compaction(path: Path, time_: str, *, action: str = COMPACTION, markers: bool = False
+                      ) -> tuple[Path, list[Path]]:
+    """A compaction (or log compaction) planned over the first file slice with log files, started
+    (inflight) and dead after writing one base file (a log compaction: one log file); its markers
+    name that file when `markers`. Returns the requested plan's file and the partial files."""
+    table = HudiTable.open(str(path))
+    layout = table.config.layout_version
+    slices = [s for s in table.file_system_view().latest_slices() if s.base_file]
+    piece = next((s for s in slices if s.log_files), slices[0])  # one with log files where the table has them
+    assert piece.base_file is not None
+    plan = {"operations": [{"baseInstantTime": piece.base_instant_time, "fileId": piece.file_id,
+                            "partitionPath": piece.partition, "deltaFilePaths": [log.name for log in piece.log_files],
+                            "dataFilePath": piece.base_file.name}], "version": 2}
+    folder = Path(table.timeline.folder)
+    requested = folder / Instant(time_, action, State.REQUESTED).file_name(layout)
+    requested.write_bytes(metadata.encode(plan, action=action, state=State.REQUESTED, layout=layout))
+    (folder / Instant(time_, action, State.INFLIGHT).file_name(layout)).write_bytes(b"")
+    partition = path / piece.partition if piece.partition else path
+    if action == COMPACTION:
+        name = f"{piece.file_id}_{TOKEN}_{time_}.parquet"
+        shutil.copy(partition / piece.base_file.name, partition / name)
+    else:  # a new log file of its own time (table version 8 and later)
+        name = f".{piece.file_id}_{time_}.log.1_{TOKEN}"
+        shutil.copy(partition / piece.log_files[0].name, partition / name)
+    if markers:
+        marker = path / ".hoodie" / ".temp" / time_ / piece.partition / f"{name}.marker.CREATE"
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.write_bytes(b"")
+    return requested, [partition / name]

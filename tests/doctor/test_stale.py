@@ -595,9 +595,9 @@ def test_stale_v6_clustering_is_a_table_service_and_its_rollback_keeps_its_plan(
     assert repairs[(r1, "rollback")] == (
         f"finish rollback {r1} of replacecommit {T[1]} from its plan, then revert it to requested with its plan kept "
         "(HoodieTable.rollbackInflightCompaction / rollbackInflightClustering)")
-    assert repairs[(T[1], "table service")] == (
-        f"none: a Hudi writer must run or roll back the pending replacecommit {T[1]} (run_compaction, "
-        "run_clustering, or cleanup_stale_inflight_commits)")
+    assert repairs[(T[1], "table service")] == (  # its pending rollback is the repair (stuck-table-service leaves it)
+        f"none: finish the pending rollback of replacecommit {T[1]} (its stale-pending rollback finding), which "
+        "leaves it requested with its plan")
     (r2,) = [i for (i, role) in repairs if role == "rollback" and i != r1]
     assert repairs[(T[2], "write")] == f"finish rollback {r2} of commit {T[2]} from its plan"
     approved = plan_repair(HudiTable.load(lake.storage, "/t"), KIND, settings=settings)

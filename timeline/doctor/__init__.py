@@ -10,6 +10,7 @@ follows, and its repair), registered in `CHECKS`:
 | table-properties | `properties.py` |
 | archived-timeline | `archived.py` |
 | stale-pending | `stale.py` |
+| stuck-table-service | `stuck.py` |
 | metadata-table-drift | `mdt_drift.py` |
 | orphan-files | `orphans.py` |
 | clean-lag | `clean_lag.py` |
@@ -40,6 +41,7 @@ from timeline.doctor import (
     orphans,
     properties,
     stale,
+    stuck,
     unreadable,
 )
 from timeline.doctor.check import Check, Session
@@ -60,7 +62,7 @@ from timeline.transactions import Transactions
 
 # Diagnosed in this order (findings are then sorted worst first, this order within a severity).
 CHECKS: Mapping[str, Check] = {check.kind: check for check in (
-    unreadable.CHECK, properties.CHECK, archived.CHECK, stale.CHECK, mdt_drift.CHECK, orphans.CHECK,
+    unreadable.CHECK, properties.CHECK, archived.CHECK, stale.CHECK, stuck.CHECK, mdt_drift.CHECK, orphans.CHECK,
     clean_lag.CHECK, markers.CHECK, heartbeats.CHECK)}
 KINDS = tuple(CHECKS)
 # The checks that list the table's files (every partition): what a caller that diagnoses often

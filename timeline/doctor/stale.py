@@ -11,9 +11,10 @@ runPendingClean`, `timeline/clean/executor.py`); a pending rollback is finished 
 (`timeline.pending_rollbacks.finish_rollback`: of a compaction or clustering, which then reverts to
 requested with its plan kept, as `HoodieTable.rollbackInflightCompaction` /
 `rollbackInflightClustering` do; of an instant already gone, as `BaseHoodieTableServiceClient.
-rollback` finishes it). Compactions, log compactions and clusterings themselves, restores and
-other actions are left to a Hudi writer. A write whose heartbeat is alive is never stale
-(`timeline/rollback.py`'s rule).
+rollback` finishes it). A requested compaction, log compaction or clustering is left to a Hudi
+writer to run; an inflight one with no live heartbeat is `stuck-table-service`'s finding
+(`timeline/doctor/stuck.py`), not this kind's. Restores and other actions are left to a Hudi
+writer. A write whose heartbeat is alive is never stale (`timeline/rollback.py`'s rule).
 
 Which stale writes are offered, by the writers' failed-writes policy (`failed_writes_policy`,
 their options over `hoodie.properties`, as the lock is found): a writer heartbeats only under
@@ -44,6 +45,7 @@ from timeline.doctor.findings import (
     RepairResult,
     Severity,
 )
+from timeline.doctor.stuck import stuck
 from timeline.doctor.survey import Survey
 from timeline.exceptions import CleanlineError
 from timeline.failed_writes import INGESTION_ACTIONS, LAZY, NEVER, failed_writes_policy, is_clustering, keeps_plan
@@ -126,8 +128,11 @@ def _repair(survey: Survey, instant: Instant, role: str, newer: frozenset[str]) 
                     "rollbackInflightClustering)")
         return f"finish rollback {t} of {target.action} {target.requested_time} from its plan"
     if role == "table service":
-        return (f"{NO_REPAIR}a Hudi writer must run or roll back the pending {instant.action} {t} (run_compaction, "
-                "run_clustering, or cleanup_stale_inflight_commits)")
+        if instant.is_inflight:  # a pending rollback of it is finished by that rollback's finding
+            return (f"{NO_REPAIR}finish the pending rollback of {instant.action} {t} (its stale-pending rollback "
+                    "finding), which leaves it requested with its plan")
+        return (f"{NO_REPAIR}a Hudi writer must run the requested {instant.action} {t} (run_compaction, "
+                "run_clustering): it has not started, so nothing of it is left to roll back")
     if role == "restore":
         return f"{NO_REPAIR}re-run the restore (cleanline restore --savepoint ...) or finish it with a Hudi writer"
     return f"{NO_REPAIR}a Hudi writer must finish or roll back the pending {instant.action} {t}"
@@ -177,8 +182,9 @@ def _rollback_target(survey: Survey, instant: Instant) -> Instant | None:
 
 def diagnose(survey: Survey) -> list[Finding]:
     threshold = survey.now_ms - int(survey.settings.stale_after.total_seconds() * 1000)
+    claimed = {i.requested_time for i in stuck(survey)}  # stuck-table-service's: reported there, once
     pending = [i for i in survey.timeline.pending() if (m := survey.moment_ms(i.requested_time)) is not None
-               and m <= threshold and i.requested_time not in survey.live]
+               and m <= threshold and i.requested_time not in survey.live and i.requested_time not in claimed]
     if not pending:
         return []
     written = survey.files_written_at({i.requested_time for i in pending})

@@ -1,0 +1,224 @@
+"""Stuck table services (timeline/doctor/stuck.py) on copies of real merge-on-read tables (v6,
+v9, with and without a metadata table): a compaction or clustering left inflight by a job that
+died (apache/hudi #19313), rolled back as Hudi's rollbackInflightTableService does."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from tests.doctor.helpers import OLD, TOKEN, age_tree, reads, round_trip, stuck_compaction
+from tests.helpers import Lake
+from timeline import HudiTable, metadata
+from timeline.doctor import DoctorSettings, RepairUnavailable, diagnose, plan_repair, run_repair
+from timeline.doctor.stale import StaleEvidence
+from timeline.doctor.stuck import StuckEvidence
+from timeline.instant import CLUSTERING, COMPACTION, LOG_COMPACTION, Instant, State
+from timeline.storage import MemoryStorage
+from timeline.transactions import Transactions
+
+KIND = "stuck-table-service"
+V9_MOR = "sample_table/mor/avro/v9_timebasedkeygen_nonhivestyle"  # log files, a metadata table
+V9_NOMETA = "sample_table/mor/avro/v9_txns_simple_nometa"
+V6_MOR = "sample_table/mor/parquet/v6_nonpartitioned"
+
+
+def _files(path: Path) -> dict[str, int]:
+    """Every data file of the table (outside .hoodie) -> its size."""
+    return {str(p.relative_to(path)): p.stat().st_size for p in path.rglob("*")
+            if p.is_file() and ".hoodie" not in p.relative_to(path).parts}
+
+
+@pytest.mark.parametrize("fixture", [V9_MOR, V9_NOMETA, V6_MOR])
+def test_stuck_compaction_reverts_to_requested_deleting_only_its_base_files(table_copy, fixture: str) -> None:
+    """The must-show: an inflight compaction with no heartbeat and a partial base file is found,
+    its repair previews exactly that file with its bytes, and afterwards the compaction is
+    requested again with its plan byte for byte, the partial file gone, every other file (every
+    log file) kept, a completed rollback on the timeline, and hudi-rs reads the same rows."""
+    path = table_copy(fixture)
+    before = reads(path)
+    kept = _files(path)
+    requested, partial = stuck_compaction(path, OLD)
+    plan_bytes = requested.read_bytes()
+    size = partial[0].stat().st_size
+    age_tree(path)
+    named = [f.kind for f in diagnose(HudiTable.open(str(path))) if f.evidence.to_json().get("instant") == OLD]
+    assert named == [KIND]  # reported once: stale-pending leaves it to this kind
+    found, plan, result, after = round_trip(path, KIND, before=before)
+    (finding,) = found
+    evidence = finding.evidence
+    assert isinstance(evidence, StuckEvidence)
+    assert (evidence.instant, evidence.action, evidence.heartbeat, evidence.markers) == (OLD, COMPACTION, "none", False)
+    assert (evidence.files, evidence.bytes, evidence.keeps_plan) == (1, size, True)
+    assert [(c.action, c.target, c.bytes) for c in plan.changes] == [("rollback", OLD, 0),
+                                                                     ("delete", str(partial[0]), size)]
+    assert result.ok and {c.key for c in result.done} == {c.key for c in plan.changes}
+    assert not partial[0].exists() and _files(path) == kept  # only its base file went: every log file stays
+    table = HudiTable.open(str(path))
+    (left,) = [i for i in table.timeline if i.requested_time == OLD]
+    assert (left.action, left.state) == (COMPACTION, State.REQUESTED) and requested.read_bytes() == plan_bytes
+    (rollback,) = table.timeline.rollbacks().completed()
+    assert rollback.requested_time > OLD
+    assert [f.kind for f in after if f.kind in (KIND, "metadata-table-drift", "orphan-files")] == []
+    # the compaction is requested now: stale-pending reports it for a writer to run, with no repair
+    (waiting,) = [f for f in after if f.kind == "stale-pending"]
+    assert isinstance(waiting.evidence, StaleEvidence) and waiting.evidence.role == "table service"
+    assert not waiting.repairable
+
+
+def test_stuck_compaction_keeps_a_log_file_of_its_time(table_copy) -> None:
+    """ListingBasedRollbackStrategy.listBaseFilesToBeDeleted: without markers, a compaction's
+    rollback lists its base files only, never a log file, even one carrying its time (a write's
+    listing-based rollback on table version 8 takes those)."""
+    path = table_copy(V9_MOR)
+    before = reads(path)
+    _, partial = stuck_compaction(path, OLD)
+    log = partial[0].with_name(f".{partial[0].name.split('_')[0]}_{OLD}.log.1_{TOKEN}")
+    log.write_bytes(b"")  # a log file carrying the compaction's time (as a v6 slice's log names its base)
+    age_tree(path)
+    _, plan, result, _ = round_trip(path, KIND, before=before)
+    (finding,) = plan.findings
+    assert isinstance(finding.evidence, StuckEvidence) and not finding.evidence.markers
+    assert [c.target for c in plan.changes if c.action == "delete"] == [str(partial[0])]
+    assert result.ok and not partial[0].exists() and log.exists()
+
+
+def test_stuck_compaction_with_a_live_heartbeat_is_left_alone(table_copy) -> None:
+    path = table_copy(V9_MOR)
+    _, partial = stuck_compaction(path, OLD)
+    age_tree(path)
+    heartbeat = path / ".hoodie" / ".heartbeat" / OLD
+    heartbeat.parent.mkdir(parents=True, exist_ok=True)
+    heartbeat.write_bytes(b"")  # touched now: its job is running
+    table = HudiTable.open(str(path))
+    assert [f for f in diagnose(table) if f.evidence.to_json().get("instant") == OLD] == []  # neither kind
+    with pytest.raises(RepairUnavailable):
+        plan_repair(table, KIND)
+    gone = time.time() - 600
+    os.utime(heartbeat, (gone, gone))  # expired (60 s x 2)
+    (finding,) = diagnose(HudiTable.open(str(path)), kinds=[KIND])
+    assert isinstance(finding.evidence, StuckEvidence) and finding.evidence.heartbeat.startswith("expired")
+    plan = plan_repair(HudiTable.open(str(path)), KIND)
+    os.utime(heartbeat)  # its job came back between the preview and the run
+    refused = run_repair(HudiTable.open(str(path)), plan, dry_run=False)  # the live-writer rule: no lock known
+    assert not refused.done and len(refused.failed) == len(plan.changes) and "writer" in refused.failed[0][1]
+    table = HudiTable.open(str(path))
+    result = run_repair(table, plan, transactions=Transactions(table, writers_stopped=True), dry_run=False)
+    assert not result.done and len(result.skipped) == len(plan.changes) and partial[0].exists()  # re-diagnosed
+    assert HudiTable.open(str(path)).timeline.find(OLD) is not None
+
+
+def test_stuck_only_inflight_and_older_than_the_threshold(table_copy) -> None:
+    """A requested compaction wrote nothing: not stuck (a writer runs it). An inflight one
+    younger than the stale threshold is not stuck either."""
+    path = table_copy(V9_MOR)
+    requested, _ = stuck_compaction(path, OLD)
+    (requested.parent / Instant(OLD, COMPACTION, State.INFLIGHT).file_name(2)).unlink()
+    age_tree(path)
+    assert diagnose(HudiTable.open(str(path)), kinds=[KIND]) == []
+    (requested.parent / Instant(OLD, COMPACTION, State.INFLIGHT).file_name(2)).write_bytes(b"")
+    assert len(diagnose(HudiTable.open(str(path)), kinds=[KIND])) == 1
+    young = DoctorSettings(stale_after=timedelta(days=10_000))
+    assert diagnose(HudiTable.open(str(path)), kinds=[KIND], settings=young) == []
+
+
+def test_stuck_clustering_reverts_to_requested_with_its_plan(table_copy) -> None:
+    """HoodieTable.rollbackInflightClustering (deleteInstants=false, Hudi's default): the files it
+    wrote go, the clustering is requested again with its plan kept for a writer to re-run."""
+    path = table_copy(V9_MOR)
+    before = reads(path)
+    table = HudiTable.open(str(path))
+    piece = table.file_system_view().latest_slices()[0]
+    assert piece.base_file is not None
+    plan = {"operationType": "cluster", "version": 1, "extraMetadata": {}, "clusteringPlan": {
+        "inputGroups": [{"slices": [{"dataFilePath": piece.base_file.name, "fileId": piece.file_id,
+                                     "partitionPath": piece.partition, "deltaFilePaths": [], "version": 1}],
+                         "metrics": {}, "numOutputFileGroups": 1, "version": 1}],
+        "strategy": {"strategyClassName": "org.apache.hudi.client.clustering.run.strategy."
+                                          "SparkSortAndSizeExecutionStrategy", "strategyParams": {}, "version": 1},
+        "extraMetadata": {}, "version": 1, "preserveHoodieMetadata": True}}
+    folder = Path(table.timeline.folder)
+    requested = folder / Instant(OLD, CLUSTERING, State.REQUESTED).file_name(2)
+    requested.write_bytes(metadata.encode(plan, action=CLUSTERING, state=State.REQUESTED, layout=2))
+    plan_bytes = requested.read_bytes()
+    (folder / Instant(OLD, CLUSTERING, State.INFLIGHT).file_name(2)).write_bytes(b"")
+    partition = path / piece.partition if piece.partition else path
+    written = partition / f"c0ffee00-0000-0000-0000-000000000000-0_{TOKEN}_{OLD}.parquet"
+    shutil.copy(partition / piece.base_file.name, written)
+    age_tree(path)
+    found, repair, result, after = round_trip(path, KIND, before=before)
+    assert [(f.evidence.instant, f.evidence.action) for f in found] == [(OLD, CLUSTERING)]  # type: ignore[attr-defined]
+    assert [c.key for c in repair.changes] == [("rollback", OLD), ("delete", str(written))]
+    assert result.ok and not written.exists()
+    (left,) = [i for i in HudiTable.open(str(path)).timeline if i.requested_time == OLD]
+    assert (left.action, left.state) == (CLUSTERING, State.REQUESTED) and requested.read_bytes() == plan_bytes
+    assert [f for f in after if f.kind == KIND] == []
+
+
+def test_stuck_log_compaction_goes_with_its_instant_files(table_copy) -> None:
+    """HoodieTable.rollbackInflightLogCompaction: its rollback deletes the log file it wrote and
+    its instant files (deleteInstants=true: log compaction plans are mutable, a writer schedules
+    another)."""
+    path = table_copy(V9_MOR)
+    before = reads(path)
+    kept = _files(path)
+    requested, partial = stuck_compaction(path, OLD, action=LOG_COMPACTION, markers=True)
+    age_tree(path)
+    found, plan, result, after = round_trip(path, KIND, before=before)
+    (finding,) = found
+    assert isinstance(finding.evidence, StuckEvidence) and not finding.evidence.keeps_plan
+    assert [c.key for c in plan.changes] == [("rollback", OLD), ("delete", str(partial[0]))]
+    assert result.ok and _files(path) == kept and not requested.exists()
+    assert not (path / ".hoodie" / ".temp" / OLD).exists()  # its markers went with it
+    assert HudiTable.open(str(path)).timeline.find(OLD) is None
+    assert after == []
+
+
+def test_stuck_v6_clustering_replacecommit_reverts_to_requested() -> None:
+    """Table version 6 on a hand-made timeline: an inflight replacecommit whose requested plan is
+    a clustering (ClusteringUtils.isClusteringInstant) is a stuck table service, not a write: its
+    base file goes and it reverts to requested with its plan (rollbackInflightClustering)."""
+    lake = Lake(MemoryStorage(), "/t", version=6)
+    first, clustering = "20261101000000000", "20261101000100000"
+    lake.commit(first, {"p": [lake.base_file("p", "g", first)]})
+    cluster = {"operationType": "cluster", "version": 1, "extraMetadata": {}, "clusteringPlan": {
+        "inputGroups": [{"slices": [{"dataFilePath": f"g_0-1-0_{first}.parquet", "fileId": "g", "partitionPath": "p",
+                                     "deltaFilePaths": [], "version": 1}], "metrics": {}, "numOutputFileGroups": 1,
+                         "version": 1}], "version": 1, "extraMetadata": {}, "preserveHoodieMetadata": True,
+        "strategy": {"strategyClassName": "x", "strategyParams": {}, "version": 1}}}
+    lake.instant_file(Instant(clustering, "replacecommit", State.REQUESTED), cluster)
+    lake.instant_file(Instant(clustering, "replacecommit", State.INFLIGHT))
+    written = lake.base_file("p", "c", clustering)
+    table = HudiTable.load(lake.storage, "/t")
+    requested = table.timeline.path_of(Instant(clustering, "replacecommit", State.REQUESTED), State.REQUESTED)
+    plan_bytes = lake.storage.read(requested)
+    settings = DoctorSettings(stale_after=timedelta(0))
+    (finding,) = diagnose(table, settings=settings)
+    assert finding.kind == KIND and isinstance(finding.evidence, StuckEvidence) and finding.evidence.keeps_plan
+    plan = plan_repair(table, KIND, settings=settings)
+    assert [c.key for c in plan.changes] == [("rollback", clustering), ("delete", f"/t/p/{written}")]
+    result = run_repair(HudiTable.load(lake.storage, "/t"), plan, settings=settings, dry_run=False)
+    assert result.ok and not lake.storage.exists(f"/t/p/{written}")
+    assert lake.storage.exists(f"/t/p/g_0-1-0_{first}.parquet")
+    table = HudiTable.load(lake.storage, "/t")
+    (left,) = [i for i in table.timeline if i.requested_time == clustering]
+    assert left.state is State.REQUESTED and lake.storage.read(requested) == plan_bytes
+    assert [f.kind for f in diagnose(table, kinds=[KIND], settings=settings)] == []
+
+
+def test_stuck_repair_skips_a_service_no_longer_inflight(table_copy) -> None:
+    """Re-validated under the table's lock: a compaction a writer rolled back itself between the
+    preview and the run (requested again) is skipped, nothing changed."""
+    path = table_copy(V9_NOMETA)
+    requested, partial = stuck_compaction(path, OLD)
+    age_tree(path)
+    plan = plan_repair(HudiTable.open(str(path)), KIND)
+    (requested.parent / Instant(OLD, COMPACTION, State.INFLIGHT).file_name(2)).unlink()
+    result = run_repair(HudiTable.open(str(path)), plan, dry_run=False)
+    assert (result.done, result.failed) == ((), ()) and len(result.skipped) == len(plan.changes)
+    assert partial[0].exists() and not HudiTable.open(str(path)).timeline.rollbacks()
