@@ -80,13 +80,14 @@ TARGETS = [
     # the orphan rule: what is referenced, the horizon, which files are orphans (the rest is reporting)
     Target("timeline/doctor/orphans.py", ("tests/doctor/test_orphans.py", "tests/doctor/test_orphan_properties.py"),
            ("x_referenced", "x_horizon", "x__instant", "x_orphans")),
-    Target("timeline/doctor/stale.py", ("tests/doctor/test_stale.py",)),
+    Target("timeline/doctor/stale.py", ("tests/doctor/test_stale.py", "tests/doctor/test_stuck.py")),
+    Target("timeline/doctor/stuck.py", ("tests/doctor/test_stuck.py",)),
     Target("timeline/doctor/mdt_drift.py", ("tests/doctor/test_mdt_drift.py",)),
     Target("timeline/doctor/markers.py", ("tests/doctor/test_markers.py",)),
     # the failed writes' rollback in test_failed_writes, the metadata table's in mdt/test_mdt and mdt/test_mdt_v6
     Target("timeline/rollback.py", ("tests/test_rollback.py", "tests/test_rollback_plan.py",
                                     "tests/test_failed_writes.py", "tests/mdt/test_mdt.py",
-                                    "tests/mdt/test_mdt_v6.py")),
+                                    "tests/mdt/test_mdt_v6.py", "tests/doctor/test_stuck.py")),
     # verify_restore's refusals are in test_hardening, the metadata table's restore in mdt/test_mdt_fencing
     # and, on table version 6 (its sync at a "003" time), in mdt/test_mdt_v6
     Target("timeline/restore.py", ("tests/test_restore.py", "tests/test_hardening.py",
@@ -100,7 +101,8 @@ TARGETS = [
     Target("timeline/mdt/stream.py", ("tests/mdt/test_stream.py",)),
     # the definition of a committed file (drift, orphans, mdt validate) and finishing pending rollbacks
     Target("timeline/committed.py", ("tests/test_committed.py",)),
-    Target("timeline/pending_rollbacks.py", ("tests/test_pending_rollbacks.py", "tests/doctor/test_stale.py")),
+    Target("timeline/pending_rollbacks.py", ("tests/test_pending_rollbacks.py", "tests/doctor/test_stale.py",
+                                             "tests/doctor/test_stuck.py")),
 ]
 
 
