@@ -47,7 +47,7 @@ from bench.common import (  # noqa: E402
     target_lines,
     target_text,
 )
-from timeline.forks import local_processes  # noqa: E402
+from timeline.internal.forks import local_processes  # noqa: E402
 
 SECTION_BEGIN = "<!-- bench/cli.py: begin -->"
 SECTION_END = "<!-- bench/cli.py: end -->"

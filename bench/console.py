@@ -61,9 +61,9 @@ from console import services  # noqa: E402
 from timeline.clean.config import CleanPolicy  # noqa: E402
 from timeline.clean.planner import CleanPlan as LakePlan  # noqa: E402
 from timeline.clean.planner import FileDecision  # noqa: E402
-from timeline.clean.store import StoredPlan, store_plan  # noqa: E402
-from timeline.clean.store_files import write_part  # noqa: E402
 from timeline.instant import format_instant_time  # noqa: E402
+from timeline.internal.plan_store import StoredPlan, store_plan  # noqa: E402
+from timeline.internal.plan_store.files import write_part  # noqa: E402
 
 SECTION_BEGIN = "<!-- bench/console.py: begin -->"
 SECTION_END = "<!-- bench/console.py: end -->"

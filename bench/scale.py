@@ -99,8 +99,8 @@ from tests.helpers import StandaloneCluster  # noqa: E402
 from timeline import HudiTable  # noqa: E402
 from timeline.clean.config import CleanConfig  # noqa: E402
 from timeline.clean.executor import schedule_clean  # noqa: E402
-from timeline.clean.store import StoredPlan  # noqa: E402
 from timeline.instant import Instant, State  # noqa: E402
+from timeline.internal.plan_store import StoredPlan  # noqa: E402
 from timeline.spark.writer.create import create_table  # noqa: E402
 from timeline.storage import storage_for  # noqa: E402
 
@@ -172,7 +172,7 @@ spark.stop()
 LOCAL = """
 import json, sys, time
 from timeline.clean.config import CleanConfig
-from timeline.clean.store import plan_clean_stored
+from timeline.internal.plan_store import plan_clean_stored
 from timeline import HudiTable
 began = time.perf_counter()
 plan = plan_clean_stored(HudiTable.open(sys.argv[1]), CleanConfig(commits_retained=3), sys.argv[2],

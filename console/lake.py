@@ -9,8 +9,8 @@ from __future__ import annotations
 from django.conf import settings
 
 from timeline import HudiTable
-from timeline.clean.store import StoredPlan
 from timeline.discover import FoundTable, discover
+from timeline.internal.plan_store import StoredPlan
 from timeline.roots import LakeRoots
 
 

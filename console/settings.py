@@ -177,7 +177,7 @@ from django.core.exceptions import ImproperlyConfigured
 from console.outbound import allowed_entry
 from console.signin.config import ldap_settings, role_map
 from timeline import CleanlineError
-from timeline.engine import spark_min_files
+from timeline.internal.engine import spark_min_files
 from timeline.locks.discovery import parse_hudi_options
 from timeline.storage import S3ConfigError, S3Settings, parse_s3_roots
 
@@ -516,7 +516,7 @@ CLEANLINE_INSTANT_INLINE_MAX_BYTES = int(os.environ.get("CLEANLINE_INSTANT_INLIN
 CLEANLINE_DEMO_STATUS = os.environ.get("CLEANLINE_DEMO_STATUS", "").strip()
 # History (console.services.history): the syncs' snapshots are kept this many days.
 CLEANLINE_HISTORY_DAYS = int(os.environ.get("CLEANLINE_HISTORY_DAYS", "400"))
-# Plans' files as Parquet, one folder per plan (timeline/clean/store.py).
+# Plans' files as Parquet, one folder per plan (timeline/internal/plan_store/__init__.py).
 CLEANLINE_PLAN_STORE = os.environ.get("CLEANLINE_PLAN_STORE", "").strip() or str(VAR_DIR / "plan-store")
 
 # /metrics: client addresses or networks allowed, or a bearer token (console.metrics).

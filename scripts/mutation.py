@@ -59,7 +59,7 @@ TARGETS = [
     # the planner's forked planning is tested by test_local_processes, its re-validation under the
     # lock (plan_invalidations) through the executor's scheduling
     Target("timeline/clean/planner.py", ("tests/clean/test_planner.py", "tests/clean/test_planner_properties.py",
-                                         "tests/clean/test_plan_by_partition.py",
+                                         "tests/internal/plan_store/test_plan_by_partition.py",
                                          "tests/clean/test_planner_metadata_listing.py",
                                          "tests/clean/test_local_processes.py", "tests/clean/test_executor.py")),
     Target("timeline/clean/protection.py", ("tests/clean/test_protection.py", "tests/clean/test_planner.py")),

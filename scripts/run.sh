@@ -112,7 +112,7 @@ grep '^two-person approval:' "$LOGS/bootstrap.log" || true
 # The Spark demo tables, only when some are missing (checked without starting Spark); a line as
 # each reaches the catalog.
 rm -f "$CLEANLINE_DEMO_STATUS"  # an earlier start's, perhaps stopped mid-build; a new build writes its own
-missing="$($PY -c 'import sys; from timeline.engine import demo_tables_to_build as m; print(*m(sys.argv[1]))' "$LAKE")"
+missing="$($PY -c 'import sys; from timeline.internal.engine import demo_tables_to_build as m; print(*m(sys.argv[1]))' "$LAKE")"
 if [ -n "$missing" ]; then
   echo "demo lake: building $(echo "$missing" | wc -w) Spark tables in the background ($missing), each in the" \
     "catalog when written; the dashboard shows the progress, the log: $LOGS/demo-lake.log"

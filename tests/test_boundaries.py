@@ -66,11 +66,30 @@ CONSOLE = Path(__file__).resolve().parents[1] / "console"
 PUBLIC_MODULES = {
     "timeline.archive.archiver", "timeline.archive.plan", "timeline.archive.rules", "timeline.archive.settings",
     "timeline.changes",
-    "timeline.clean.config", "timeline.clean.executor", "timeline.clean.retention", "timeline.clean.store",
-    "timeline.clean.whatif", "timeline.demo", "timeline.discover", "timeline.doctor", "timeline.engine",
-    "timeline.exceptions", "timeline.forks", "timeline.fsview", "timeline.instant", "timeline.locks.discovery",
-    "timeline.mdt", "timeline.mdt.listing", "timeline.mdt.reader", "timeline.mdt.validate", "timeline.mdt.writer",
-    "timeline.metadata.records", "timeline.remote", "timeline.roots", "timeline.services", "timeline.storage",
+    "timeline.clean.config", "timeline.clean.executor", "timeline.clean.retention", "timeline.clean.whatif",
+    "timeline.discover", "timeline.doctor", "timeline.exceptions", "timeline.fsview", "timeline.instant",
+    "timeline.locks.discovery", "timeline.mdt", "timeline.mdt.listing", "timeline.mdt.reader", "timeline.mdt.validate",
+    "timeline.mdt.writer", "timeline.metadata.records", "timeline.roots", "timeline.services", "timeline.storage",
+}
+# The console's and the CLI's plumbing (the engine, the fork pool, the demo lake, the remote API
+# client, the plan store): outside the public surface, with no stability promise. The console and
+# the CLI may import from it, and from nothing else outside the public surface.
+INTERNAL = "timeline.internal"
+# The library modules outside INTERNAL that must import from it, each with why. Any other
+# library module importing INTERNAL fails test_boundaries_the_library_keeps_out_of_its_internal_package.
+LIBRARY_USES_OF_INTERNAL = {
+    ("timeline.clean.planner", "timeline.internal.forks"):
+        "the planner lists and plans a local table's folders in forked processes (`fork_map`)",
+    ("timeline.maintenance", "timeline.internal.plan_store"):
+        "`maintenance().plan_clean_stored` plans into the plan store",
+    ("timeline.maintenance", "timeline.internal.plan_store.files"):
+        "`maintenance().plan_clean_stored` reads the plan store's S3 settings (`store_settings`)",
+    ("timeline.spark.clean", "timeline.internal.plan_store"):
+        "the Spark clean job writes its plan into the plan store (PySpark lives only in timeline/spark)",
+    ("timeline.spark.clean", "timeline.internal.plan_store.files"):
+        "the Spark clean job's tasks write the plan store's parts (PySpark lives only in timeline/spark)",
+    ("timeline.spark.demo", "timeline.internal.demo"):
+        "the demo lake's Spark writer builds the tables the demo lists (PySpark lives only in timeline/spark)",
 }
 SURFACE_MAX = 40
 
@@ -83,28 +102,87 @@ def test_boundaries_public_surface_fits_one_screen() -> None:
     assert len(set(timeline.__all__)) <= SURFACE_MAX, sorted(timeline.__all__)
 
 
+def is_internal(module: str) -> bool:
+    return module == INTERNAL or module.startswith(f"{INTERNAL}.")
+
+
+def outside_the_surface(path: Path, text: str | None = None) -> list[str]:
+    """The imports of a console or CLI module that reach past the public surface: a name
+    `timeline/__init__.pyi` does not list, a module neither public nor in `timeline.internal`, an
+    underscored name, or `import timeline.x`."""
+    import timeline
+
+    public = set(timeline.__all__)
+    found = []
+    for node in ast.walk(ast.parse(path.read_text() if text is None else text)):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("timeline"):
+            names = {a.name for a in node.names}
+            where = f"{path.name}:{node.lineno} {node.module}"
+            if node.module == "timeline":
+                found += [f"{where}.{n}" for n in sorted(names - public)]
+            elif not node.module.startswith("timeline.cli"):  # the CLI's own modules
+                if node.module not in PUBLIC_MODULES and not is_internal(node.module):
+                    found.append(where)
+                found += [f"{where}.{n}" for n in sorted(names) if n.startswith("_")]
+        elif isinstance(node, ast.Import):
+            found += [f"{path.name}:{node.lineno} import {a.name}" for a in node.names
+                      if a.name != "timeline" and a.name.startswith("timeline")]
+    return found
+
+
 def test_boundaries_console_and_cli_use_only_the_public_surface() -> None:
-    """The console and the CLI import only what `timeline/__init__.pyi` lists and the public
-    names of the public modules."""
+    """The console and the CLI import only what `timeline/__init__.pyi` lists, the public names of
+    the public modules, and their plumbing from `timeline.internal`."""
     import timeline
 
     users = [*CONSOLE.rglob("*.py"), *LIBRARY.glob("cli*.py")]
-    public = set(timeline.__all__)
-    for path in users:
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("timeline"):
-                names = {a.name for a in node.names}
-                if node.module == "timeline":
-                    assert names <= public | {"remote"}, (path, names - public)
-                elif not node.module.startswith("timeline.cli"):  # the CLI's own modules
-                    assert node.module in PUBLIC_MODULES, (path, node.module)
-                    assert not any(n.startswith("_") for n in names), (path, names)
-            elif isinstance(node, ast.Import):
-                assert all(a.name == "timeline" or not a.name.startswith("timeline") for a in node.names), path
+    assert [entry for path in users for entry in outside_the_surface(path)] == []
     # the CLI reaches the package's names as `timeline.<name>` (each loads its module on first use)
     used = {node.attr for path in LIBRARY.glob("cli*.py") for node in ast.walk(ast.parse(path.read_text()))
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "timeline"}
-    assert used and used <= public, used - public
+    assert used and used <= set(timeline.__all__), used - set(timeline.__all__)
+
+
+@pytest.mark.parametrize(("planted", "caught"), [
+    ("from timeline.internal.plan_store import StoredPlan", False),
+    ("from timeline.internal import remote", False),
+    ("from timeline.clean.planner import plan_clean", True),  # a library module that is not public
+    ("from timeline.internal.engine import _spark_session", True),
+    ("from timeline import remote", True),  # the remote client is reached through timeline.internal
+    ("import timeline.internal.engine", True),
+])
+def test_boundaries_a_planted_import_past_the_surface_is_caught(planted: str, caught: bool) -> None:
+    """The console's check allows `timeline.internal` and catches any other module outside the
+    public surface (a view's text with an import planted, in memory, not on disk)."""
+    path = CONSOLE / "views.py"
+    assert outside_the_surface(path) == []
+    assert bool(outside_the_surface(path, f"{path.read_text()}\n{planted}\n")) is caught
+
+
+def internal_imports(graph: dict[str, set[str]]) -> set[tuple[str, str]]:
+    """(library module, internal module) for each import of `timeline.internal` from outside it
+    (the CLI's modules aside: they are its users)."""
+    return {(module, other) for module, imported in graph.items() for other in imported
+            if is_internal(other) and not is_internal(module) and not module.startswith("timeline.cli")}
+
+
+def test_boundaries_the_library_keeps_out_of_its_internal_package() -> None:
+    """No library module outside `timeline.internal` imports from it (imports inside functions
+    counted), but those listed in LIBRARY_USES_OF_INTERNAL with their reason; each listed import
+    still exists, so the list cannot outlive its reason."""
+    assert internal_imports(import_graph()) == set(LIBRARY_USES_OF_INTERNAL)
+    package = ast.parse(library_modules()[INTERNAL].read_text())  # says what it is, and loads nothing
+    assert "not part of the library's public surface" in " ".join((ast.get_docstring(package) or "").split())
+    assert [n for n in package.body if isinstance(n, (ast.Import, ast.ImportFrom))] == []
+
+
+def test_boundaries_a_planted_import_of_the_internal_package_is_caught() -> None:
+    """An import of `timeline.internal` planted inside a function of a library module is found
+    (the module's text replaced in memory, not on disk)."""
+    path = library_modules()["timeline.fsview"]
+    graph = import_graph({"timeline.fsview": f"{path.read_text()}\n\ndef _planted() -> None:\n"
+                                             "    from timeline.internal.engine import engine_for\n"})
+    assert ("timeline.fsview", "timeline.internal.engine") in internal_imports(graph)
 
 
 def test_boundaries_public_surface_is_one_list_and_every_name_resolves() -> None:
@@ -124,7 +202,7 @@ def test_boundaries_the_cli_imports_only_what_a_command_runs() -> None:
     """`cleanline fsview` starts without the executor, the console's plan store or pyarrow's
     dataset support loaded: the package's names load their modules on first use."""
     probe = ("import sys, timeline.cli; heavy = ('timeline.clean.executor', 'timeline.maintenance', "
-             "'timeline.clean.store', 'pyarrow.dataset', 'timeline.spark', 'timeline.remote'); "
+             "'timeline.internal.plan_store', 'pyarrow.dataset', 'timeline.spark', 'timeline.internal.remote'); "
              "print(sorted(m for m in sys.modules if m.startswith(heavy)))")
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert loaded.strip() == "[]"
@@ -302,7 +380,8 @@ def test_boundaries_no_import_circle() -> None:
 # run time (lazy_loader), so it has no place here.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("values and errors", ("timeline.exceptions", "timeline.instant", "timeline.properties", "timeline.files",
-                           "timeline.perf", "timeline.forks", "timeline.hfile", "timeline.logformat")),
+                           "timeline.perf", "timeline.hfile", "timeline.logformat",
+                           "timeline.internal", "timeline.internal.forks")),
     ("storage backends", ("timeline.storage.*",)),
     ("storage registry", ("timeline.storage.registry", "timeline.storage")),
     ("records and settings", ("timeline.metadata.*", "timeline.config")),
@@ -311,12 +390,13 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("rules", ("timeline.clean.*", "timeline.archive.*", "timeline.mdt.*", "timeline.savepoint", "timeline.rollback",
                "timeline.pending_rollbacks",
                "timeline.restore", "timeline.failed_writes", "timeline.changes", "timeline.discover",
-               "timeline.committed", "timeline.doctor.*", "timeline.services.*", "timeline.spark.*")),
+               "timeline.committed", "timeline.doctor.*", "timeline.services.*", "timeline.spark.*",
+               "timeline.internal.plan_store.*")),
     ("namespaces", ("timeline.inspect", "timeline.maintenance")),
     ("the table's front", ("timeline.hudi_table",)),
-    ("entry points", ("timeline.engine", "timeline.demo", "timeline.spark.demo", "timeline.remote", "timeline.cli",
-                      "timeline.cli_archive", "timeline.cli_clean", "timeline.cli_compaction", "timeline.cli_doctor",
-                      "timeline.cli_output")),
+    ("entry points", ("timeline.internal.engine", "timeline.internal.demo", "timeline.internal.remote",
+                      "timeline.spark.demo", "timeline.cli", "timeline.cli_archive", "timeline.cli_clean",
+                      "timeline.cli_compaction", "timeline.cli_doctor", "timeline.cli_output")),
 )
 
 

@@ -114,7 +114,7 @@ def test_demo_starts_no_spark_when_the_tables_are_there(tmp_path: Path) -> None:
 
 
 def test_demo_redoes_a_table_whose_build_was_stopped(tmp_path: Path) -> None:
-    from timeline.demo import demo_tables_to_build
+    from timeline.internal.demo import demo_tables_to_build
 
     for name in ("trips_cow_v6", "events_mor_v6", "orders_cow_v8"):
         (tmp_path / name / ".hoodie").mkdir(parents=True)

@@ -24,7 +24,7 @@ from .timeline import Timeline
 __version__: str
 # One screen: the table and its two namespaces, their typed results, the errors, the settings.
 # Everything else is imported from its module (timeline.storage, timeline.metadata.records,
-# timeline.clean.store, timeline.engine, ...); tests/test_boundaries.py lists the public modules.
+# timeline.internal.plan_store, timeline.internal.engine, ...); tests/test_boundaries.py lists the public modules.
 __all__ = [
     "HudiTable", "Inspect", "Maintenance", "TableConfig", "Timeline", "Instant", "State",
     "CleanConfig", "CleanPolicy", "CleanPlan", "FileDecision", "CleanResult", "FileOutcome", "Progress",

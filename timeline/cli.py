@@ -282,7 +282,7 @@ def _mdt_drop(args: argparse.Namespace) -> None:
 
 
 def _demo(args: argparse.Namespace) -> None:
-    from timeline.engine import build_demo_lake
+    from timeline.internal.engine import build_demo_lake
 
     for path in build_demo_lake(args.path, progress=lambda m: print(m, file=sys.stderr)):
         print(path)
@@ -490,9 +490,9 @@ def _remote_instant(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _remote(args: argparse.Namespace) -> None:
-    """A read command against the console at --api (`timeline.remote`), printed as the local
+    """A read command against the console at --api (`timeline.internal.remote`), printed as the local
     command prints it."""
-    from timeline import remote
+    from timeline.internal import remote
 
     client = remote.ConsoleClient(args.api, args.token)
     handler = args.handler

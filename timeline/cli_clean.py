@@ -43,11 +43,11 @@ def maintenance_of(table: timeline.HudiTable, args: argparse.Namespace, *, plann
     (over CLEANLINE_HUDI_OPTIONS and hoodie.properties: the lock Hudi writers of the table
     share) and --writers-stopped (go on beside what looks like a live writer when no lock is
     known: the operator says the writers are stopped)."""
-    from timeline.engine import engine_for, spark_session
-    from timeline.forks import local_processes
+    from timeline.internal.engine import engine_for, spark_session
+    from timeline.internal.forks import local_processes
 
     engine = getattr(args, "engine", "local")
-    if engine == "auto":  # by the table's data files (timeline.engine.engine_for)
+    if engine == "auto":  # by the table's data files (timeline.internal.engine.engine_for)
         engine = engine_for(sum(len(files) for files in table.list_partitions().partitions.values()))
     spark = spark_session() if engine == "spark" else None
     # planning on the local engine lists and plans in CLEANLINE_LOCAL_PROCESSES processes

@@ -21,8 +21,8 @@ if TYPE_CHECKING:
     from timeline.archive.archiver import ArchivalOutcome
     from timeline.archive.plan import ArchivalPlan
     from timeline.clean.executor import CleanResult, ProgressCallback
-    from timeline.clean.store import StoredPlan
     from timeline.doctor import DoctorSettings, RepairPlan, RepairResult
+    from timeline.internal.plan_store import StoredPlan
     from timeline.locks.discovery import LockDiscovery
     from timeline.locks.live import LockDecision
     from timeline.restore import RestoreVerification
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 class Maintenance:
     """The table services of one table. `spark` (a SparkSession) runs planning and cleaning
     as PySpark jobs; without it they run in this process (a full plan of a table on a local disk in
-`processes` forked processes: `timeline.forks.local_processes`). Every change takes the table's Hudi
+`processes` forked processes: `timeline.internal.forks.local_processes`). Every change takes the table's Hudi
     lock when its writers lock, at the moments Hudi's table services take it
     (timeline/transactions.py). The lock is found from `options` (the call's writer options
     over those the table was opened with, its root's and `hoodie.properties`) and storage; with none
@@ -120,8 +120,8 @@ class Maintenance:
         executors reach too): the file decisions are written there as Parquet where they are
         made, partition by partition; the plan returned holds only totals and per-partition
         sums. `listing` as for `plan_clean`."""
-        from timeline.clean.store import plan_clean_stored
-        from timeline.clean.store_files import store_settings
+        from timeline.internal.plan_store import plan_clean_stored
+        from timeline.internal.plan_store.files import store_settings
 
         shortfall = retention_shortfall(self.table.config.props, config)
         if enforce_retention:

@@ -13,7 +13,7 @@ from django.db.models import QuerySet
 from console.lake import open_stored_plan
 from console.models import CleanPlan, Table
 from console.selectors.paging import page_of
-from timeline.clean.store import FileRow, StoredPlan
+from timeline.internal.plan_store import FileRow, StoredPlan
 
 
 def plans_of(table: Table) -> QuerySet[CleanPlan]:

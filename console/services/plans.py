@@ -43,8 +43,8 @@ from timeline import (
 )
 from timeline.clean.config import retention_bound_refusal
 from timeline.clean.retention import retention_shortfall
-from timeline.clean.store import StoredPlan, StoreError, compare_stored
-from timeline.engine import engine_for, spark_session
+from timeline.internal.engine import engine_for, spark_session
+from timeline.internal.plan_store import StoredPlan, StoreError, compare_stored
 from timeline.mdt.listing import ListingSource
 from timeline.mdt.writer import CLEAN_PARTITIONS
 
@@ -166,7 +166,7 @@ def plan_store(*, plan: CleanPlan, stored: StoredPlan, warnings: list[str]) -> N
 
 def _on_spark(table: Table) -> bool:
     """Large tables are planned and cleaned by PySpark jobs; small ones in the worker (the
-    library's choice, `timeline.engine.engine_for`, with the console's threshold)."""
+    library's choice, `timeline.internal.engine.engine_for`, with the console's threshold)."""
     return engine_for(table.total_files, settings.CLEANLINE_SPARK_MIN_FILES) == "spark"
 
 

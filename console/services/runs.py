@@ -1,5 +1,8 @@
 """Claiming a plan, job or archival for one run, and giving up on it, shared by plans,
-operations and archivals."""
+operations and archivals. A clean plan or an archival is an approvable change: its claim and its
+giving up go through the one workflow's conditional update (`approvals.approval_claim`), as a
+repair's run does; a restore or rollback job (not approvable) is claimed the same way on its own
+model."""
 
 from __future__ import annotations
 
@@ -12,7 +15,8 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from console.models import Archival, CleanPlan, Job, JobStatus
-from console.models_approvals import ApprovalStatus
+from console.models_approvals import Approvable, ApprovalStatus
+from console.services.approvals import approval_claim
 from console.services.audit import audit
 from console.services.locks import Lease
 
@@ -26,6 +30,16 @@ def _kind(row: Run) -> str:
     return "plan" if isinstance(row, CleanPlan) else "archival" if isinstance(row, Archival) else "job"
 
 
+def _claim(row: Run, to: str, ready: tuple[str, ...], **fields: Any) -> bool:
+    """Move `row` from one of the `ready` states to `to` by one conditional update, with `fields`
+    (of simultaneous claims exactly one is True): an approvable change through the one workflow's
+    `approval_claim`, a job on its own model."""
+    if isinstance(row, Approvable):
+        return approval_claim(change=row, to=ApprovalStatus(to), ready=tuple(ApprovalStatus(s) for s in ready),
+                              **fields)
+    return bool(Job.objects.filter(pk=row.pk, status__in=ready).update(status=JobStatus(to), **fields))
+
+
 @contextmanager
 def _run_claim(row: Run, lease: Lease, *, ready: tuple[str, ...], failed_action: str,
                **fields: Any) -> Iterator[QuerySet[Any] | None]:
@@ -35,7 +49,7 @@ def _run_claim(row: Run, lease: Lease, *, ready: tuple[str, ...], failed_action:
     there is nothing to do. An unexpected error marks the row FAILED with the reason (never
     left RUNNING) and is raised again."""
     model = type(row)
-    if not model.objects.filter(pk=row.pk, status__in=ready).update(status="running", run_token=lease.token, **fields):
+    if not _claim(row, "running", ready, run_token=lease.token, **fields):
         yield None
         return
     mine = model.objects.filter(pk=row.pk, status="running", run_token=lease.token)
@@ -69,8 +83,7 @@ def run_gave_up(*, row: Run, error: str, running: bool = True) -> bool:
     else:
         ready, action = (JobStatus.QUEUED, JobStatus.RUNNING), f"{row.kind}.failed"
     ready = ready if running else ready[:1]
-    if not type(row).objects.filter(pk=row.pk, status__in=ready).update(
-            status="failed", error=error[:2000], finished_at=timezone.now()):
+    if not _claim(row, "failed", ready, error=error[:2000], finished_at=timezone.now()):
         return False
     audit(user=None, action=action, table=row.table, parameters={_kind(row): row.pk}, result=error)
     return True

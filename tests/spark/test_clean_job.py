@@ -13,9 +13,9 @@ from timeline import HudiTable
 from timeline.clean.config import CleanConfig, CleanPolicy
 from timeline.clean.executor import FileOutcome, Progress, Status, Target, run_pending_cleans, schedule_clean
 from timeline.clean.planner import plan_clean
-from timeline.clean.store import plan_clean_stored
 from timeline.files import base_file_name
 from timeline.instant import CLEAN, Instant, State
+from timeline.internal.plan_store import plan_clean_stored
 from timeline.spark.clean import (
     batches,
     outcomes_of,

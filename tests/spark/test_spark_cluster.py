@@ -105,7 +105,7 @@ def test_the_cluster_writes_a_plan_store_and_it_holds_the_local_engine_s_plan(sp
     out, err = run.communicate(timeout=300)
     assert run.returncode == 0, err[-3000:]
     assert json.loads(out.strip().splitlines()[-1])["parts"] == 300 // 16 + 1  # one part per task
-    from timeline.clean.store import StoredPlan, compare_stored
+    from timeline.internal.plan_store import StoredPlan, compare_stored
 
     remote = StoredPlan.open(str(folder))
     local = HudiTable.open(str(path)).maintenance().plan_clean_stored(

@@ -25,7 +25,6 @@ from timeline.clean.protection import (
     slice_savepoint,
 )
 from timeline.clean.retention import earliest_commit_to_retain, hours_cutoffs
-from timeline.forks import fork_map
 from timeline.fsview import (
     FileGroup,
     FileSlice,
@@ -37,6 +36,7 @@ from timeline.fsview import (
     top_folders,
 )
 from timeline.instant import CLUSTERING, REPLACE_COMMIT, RESTORE, ROLLBACK, Instant, State
+from timeline.internal.forks import fork_map
 from timeline.mdt.listing import ListingSource, describe, resolve, table_listing
 from timeline.metadata import STREAM_CHECK_BYTES
 from timeline.metadata.records import CleanerPlan, CleanFileInfo, CleanMetadata, CommitMetadata, InstantRef
@@ -216,7 +216,7 @@ def plan_clean(table: Table, config: CleanConfig, *, now: datetime | None = None
                source: ListingSource | str = ListingSource.STORAGE) -> CleanPlan:
     """Plan a clean of `table` under `config`, as of `now` for the hours policy. With
     `processes` > 1, a full plan of a table on a local disk is listed and planned by that many
-    processes, each taking a share of the table's folders (`timeline.forks.fork_map`); the
+    processes, each taking a share of the table's folders (`timeline.internal.forks.fork_map`); the
     plan is the same. `source` is where the files are listed from (`timeline.mdt.listing`:
     storage, the metadata table, or Hudi's choice); a plan from the metadata table says so in
     its notes."""

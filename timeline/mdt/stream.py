@@ -1,6 +1,6 @@
 """The metadata table's `files` partition read as a stream, one data-table partition at a time,
 in partition order: what `MetadataTable.files` gives, without holding every partition's decoded
-files at once, nor a base HFile's bytes (the planners of `timeline.clean.store` and
+files at once, nor a base HFile's bytes (the planners of `timeline.internal.plan_store` and
 `timeline.spark.clean` list 10 million files through it).
 
 It merges as `HoodieBackedTableMetadata` reads (`HoodieMetadataLogRecordReader` over the latest

@@ -43,8 +43,10 @@ from timeline.clean.executor import (
     pending_cleans,
 )
 from timeline.clean.planner import CleanPlan, FileDecision, PlanContext, finish_plan, plan_partition, start_plan
-from timeline.clean.store import StoredPlan, store_plan
-from timeline.clean.store_files import (
+from timeline.fsview import list_partition, partition_paths
+from timeline.instant import Instant
+from timeline.internal.plan_store import StoredPlan, store_plan
+from timeline.internal.plan_store.files import (
     StoredPart,
     clear_folder,
     listing_name,
@@ -52,8 +54,6 @@ from timeline.clean.store_files import (
     store_settings,
     write_part,
 )
-from timeline.fsview import list_partition, partition_paths
-from timeline.instant import Instant
 from timeline.mdt.listing import ListingSource, describe, iter_listing, resolve, statuses_of
 from timeline.perf import paused_gc
 from timeline.storage import FileStatus, FolderIdentity, Storage, storage_for

@@ -22,9 +22,9 @@ from pyspark.sql import DataFrame, SparkSession
 from timeline.clean.config import CleanConfig
 from timeline.clean.executor import run_pending_cleans, schedule_clean
 from timeline.clean.planner import plan_clean
-from timeline.demo import DEMO_TABLES, demo_tables_to_build
 from timeline.files import base_file_name
 from timeline.instant import COMMIT, Instant, State
+from timeline.internal.demo import DEMO_TABLES, demo_tables_to_build
 from timeline.savepoint import create_savepoint
 from timeline.spark.writer import compact, write
 from timeline.storage import Storage, storage_for

@@ -165,7 +165,7 @@ class ArrowStorage(Storage):
     def makedirs(self, path: str) -> None:
         _guard(path, lambda: self.fs.create_dir(path, recursive=True))
 
-    # Parquet files of Cleanline's own (plan stores: timeline/clean/store.py)
+    # Parquet files of Cleanline's own (plan stores: timeline/internal/plan_store/__init__.py)
 
     def write_parquet(self, path: str, table: pa.Table, **options: Any) -> None:
         """Write a whole Parquet file (`options`: `pyarrow.parquet.write_table`'s), replacing

@@ -94,7 +94,7 @@ class Storage(ABC):
     # gain from many at a time; local backends list faster than a thread hand-off and use 1.
     listing_threads: int = 1
     # True when a listing costs this process CPU for each file (a local disk: a stat per file), so
-    # that several processes list a large table faster (`timeline.forks.fork_map`); an object
+    # that several processes list a large table faster (`timeline.internal.forks.fork_map`); an object
     # store waits on round trips instead, and lists with threads.
     cpu_bound_listing: bool = False
     # Files one `delete_many` request removes (S3's DeleteObjects takes 1,000 keys); 0 when

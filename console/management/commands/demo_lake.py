@@ -17,8 +17,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from console import services
 from console.models import Table
-from timeline.demo import DEMO_TABLES, demo_tables_to_build
-from timeline.engine import build_demo_lake
+from timeline.internal.demo import DEMO_TABLES, demo_tables_to_build
+from timeline.internal.engine import build_demo_lake
 
 
 class Command(BaseCommand):

@@ -26,7 +26,7 @@ from console.models import CleanPlan, Job, JobStatus, SyncStatus, Table
 from console.models_approvals import ApprovalStatus
 from tests.console.helpers import Sinks, wait_for
 from timeline import HudiTable
-from timeline.demo import DEMO_TABLES
+from timeline.internal.demo import DEMO_TABLES
 
 PASSWORD = "a long enough password 1"
 SHOTS = os.environ.get("CLEANLINE_SCREENSHOTS", "")

@@ -53,6 +53,13 @@ MAKERS: dict[type[Approvable], Callable[[Callable[[str], Any], User], Approvable
     CleanPlan: _clean_plan, Archival: _archival, Repair: _repair}
 
 
+# How each kind's approved change is run (what its task calls).
+RUNNERS: dict[type[Approvable], Callable[[Any], Approvable]] = {
+    CleanPlan: lambda change: services.plan_run(plan=change),
+    Archival: lambda change: services.archival_run(archival=change),
+    Repair: lambda change: health.repair_run(repair=change)}
+
+
 @pytest.fixture(params=list(approvals.KINDS), ids=lambda model: model.kind_name.replace(" ", "-"))
 def make(request: pytest.FixtureRequest, console_table: Callable[[str], Any],
          settings: Any) -> Callable[[User], Approvable]:
@@ -81,7 +88,7 @@ def actions(change: Approvable) -> list[str]:
 def test_approval_contract_lists_every_kind() -> None:
     """Every subclass of Approvable (the approvals queue lists every one) is a kind of the workflow
     (its task listed) and is made here."""
-    assert set(MAKERS) == set(approvals.KINDS) == set(Approvable.__subclasses__())
+    assert set(MAKERS) == set(RUNNERS) == set(approvals.KINDS) == set(Approvable.__subclasses__())
     assert {model.kind_name for model in approvals.KINDS} == {"clean plan", "archival", "repair"}
 
 
@@ -161,6 +168,25 @@ def test_approval_contract_twenty_simultaneous_approvals_claim_it_once(make: Cal
     assert change.is_completed, (change.status, change.error)  # the winner's task ran it, once
     assert events(change).count(f"{change.audit_prefix}.approved") == 1
     assert [a for a in actions(change) if a.endswith(".completed")] != []
+
+
+def test_approval_contract_a_run_is_claimed_once(make: Callable[[User], Approvable],
+                                                django_capture_on_commit_callbacks: Any) -> None:
+    """The run claims the approved change through the workflow's one conditional update
+    (`approvals.approval_claim`): a second delivery of its task, which read the change while it
+    was approved, finds it settled and changes nothing."""
+    change = make(person("ada", "admin"))
+    late = type(change).objects.get(pk=change.pk)
+    with django_capture_on_commit_callbacks(execute=True):
+        approvals.approval_approve(change=change, user=person("bob", "admin"))
+    change.refresh_from_db()
+    assert change.is_completed, (change.status, change.error)
+    before, finished = actions(change), change.finished_at
+    late.status = ApprovalStatus.APPROVED  # as the second delivery read it
+    assert RUNNERS[type(change)](late).is_completed
+    change.refresh_from_db()
+    assert actions(change) == before and change.finished_at == finished
+    assert [a for a in before if a.endswith(".completed")] != []
 
 
 def test_approval_contract_rejected_by_any_approver_the_requester_too(make: Callable[[User], Approvable],

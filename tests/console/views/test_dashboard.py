@@ -93,7 +93,7 @@ def test_overview_charts_are_specs_for_the_chart_library(console_table) -> None:
 def test_demo_lake_build_progress_shows_on_the_dashboard_and_catalog(settings, tmp_path) -> None:
     from django.core.management import call_command
 
-    from timeline.demo import DEMO_TABLES
+    from timeline.internal.demo import DEMO_TABLES
 
     status = tmp_path / "status.json"
     settings.CLEANLINE_DEMO_STATUS = str(status)

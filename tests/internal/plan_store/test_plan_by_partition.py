@@ -1,4 +1,4 @@
-"""The local engine plans partition by partition into the plan store (timeline/clean/store.py,
+"""The local engine plans partition by partition into the plan store (timeline/internal/plan_store/__init__.py,
 `plan_clean_stored` over `timeline.mdt.listing.iter_listing`): listed, planned and written a
 partition at a time, the stored plan is the whole-table plan file for file, on every fixture
 (listing storage, and through the metadata table where there is one) and on a generated
@@ -16,7 +16,7 @@ from bench.common import CleanShape, full_config, generate_clean_table
 from tests.helpers import FIXTURES, fixture_id, unzip_table
 from timeline import CleanConfig, CleanPolicy, HudiTable
 from timeline.clean.planner import CleanPlan, plan_clean
-from timeline.clean.store import FileRow, StoredPlan, plan_clean_stored
+from timeline.internal.plan_store import FileRow, StoredPlan, plan_clean_stored
 from timeline.mdt.listing import iter_listing
 
 ALL_FIXTURES = sorted(FIXTURES.rglob("*.zip"))

@@ -1,4 +1,4 @@
-"""A plan store's files (`timeline/clean/store.py` reads them): its folder, a local one or an
+"""A plan store's files (`timeline.internal.plan_store` reads them): its folder, a local one or an
 object-store prefix (`open_store`, emptied by `clear_folder`); the schemas of its Parquet parts,
 of each part's names file and of the run's outcomes; and writing a part with its names file,
 where the planning runs (a Spark executor or this process), giving back only its sums."""

@@ -1,4 +1,4 @@
-"""Plan stores (timeline/clean/store.py): a plan written as Parquet parts holds exactly the
+"""Plan stores (timeline/internal/plan_store/__init__.py): a plan written as Parquet parts holds exactly the
 in-memory plan, file by file; it pages, filters and searches like a list of the decisions in plan
 order; a stale plan is told apart partition by partition; outcomes are recorded per file; the
 store may live on S3."""
@@ -15,8 +15,8 @@ from tests.helpers import FIXTURES, S3Server, unzip_table
 from timeline import CleanConfig, CleanPolicy, HudiTable
 from timeline.clean.executor import run_pending_cleans, schedule_clean
 from timeline.clean.planner import CleanPlan, FileDecision
-from timeline.clean.store import FileRow, StoredPlan, compare_stored, plan_clean_stored
-from timeline.clean.store_files import StoreError, names_of
+from timeline.internal.plan_store import FileRow, StoredPlan, compare_stored, plan_clean_stored
+from timeline.internal.plan_store.files import StoreError, names_of
 
 SHAPE = CleanShape(partitions=40, groups=3, versions=4, trickle=2, hot=4, retained=3)
 

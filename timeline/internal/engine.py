@@ -1,7 +1,7 @@
 """The engine, chosen in one place: table services run in this process, or as PySpark jobs
 when a SparkSession is given. PySpark is imported only here and in `timeline/spark/`, and only
 when asked for, so the library and the CLI work without it. The local engine's process pool is
-`timeline/forks.py`; the demo lake's tables are `timeline/demo.py`."""
+`timeline/internal/forks.py`; the demo lake's tables are `timeline/internal/demo.py`."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from collections.abc import Callable, Mapping
 from pathlib import PurePosixPath
 from typing import Any
 
-from timeline.demo import DEMO_TABLES, demo_tables_to_build
 from timeline.exceptions import CleanlineError
+from timeline.internal.demo import DEMO_TABLES, demo_tables_to_build
 
 # The default threshold (CLEANLINE_SPARK_MIN_FILES): where bench/scale.py measured the two-worker
 # cluster overtaking the local engine at planning (about 980,000 files; bench/RESULTS.md).

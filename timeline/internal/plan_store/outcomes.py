@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from timeline.clean.store_files import (
+from timeline.exceptions import CleanlineError, FileNotFound
+from timeline.internal.plan_store.files import (
     OUTCOME_FILE,
     OUTCOMES,
     PLAN_ORDER,
@@ -17,8 +18,7 @@ from timeline.clean.store_files import (
     open_store,
     write_parquet,
 )
-from timeline.clean.store_sums import PlanSums
-from timeline.exceptions import CleanlineError, FileNotFound
+from timeline.internal.plan_store.sums import PlanSums
 from timeline.storage.base import Storage
 
 if TYPE_CHECKING:

@@ -1,4 +1,4 @@
-"""A stored plan's parts and sums (`StoredPlan`'s base, `timeline/clean/store.py`): the totals
+"""A stored plan's parts and sums (`StoredPlan`'s base, `timeline.internal.plan_store`): the totals
 from the per-partition sums, which parts hold a partition, and reading a part of the store."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from timeline.clean.store_files import DECISIONS, Part, PartitionSums, StoreError, open_store
 from timeline.exceptions import CleanlineError
+from timeline.internal.plan_store.files import DECISIONS, Part, PartitionSums, StoreError, open_store
 from timeline.storage.base import Storage
 
 if TYPE_CHECKING:

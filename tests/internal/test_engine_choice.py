@@ -1,4 +1,4 @@
-"""The engine choice lives in one place (`timeline.engine.engine_for`), used by the CLI's
+"""The engine choice lives in one place (`timeline.internal.engine.engine_for`), used by the CLI's
 `--engine auto` and by the console alike."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from timeline import CleanlineError
-from timeline.engine import DEFAULT_SPARK_MIN_FILES, engine_for, spark_min_files
+from timeline.internal.engine import DEFAULT_SPARK_MIN_FILES, engine_for, spark_min_files
 
 
 def test_engine_for_counts_files_against_the_threshold(monkeypatch: pytest.MonkeyPatch) -> None:

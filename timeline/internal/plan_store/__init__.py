@@ -13,11 +13,11 @@ task that is retried overwrites what its failed attempt wrote. Beside each part,
 file-name search scan plain bytes instead of decoding Parquet. After a run, `outcomes.parquet`
 holds what happened to each file the plan deletes.
 
-`StoredPlan` is split by concern: its parts and sums (`store_sums.py`), the run's outcomes
-(`store_outcomes.py`), the file-name search (`store_search.py`) and the pages
-(`store_pages.py`) are its bases; this module holds its header, saving and opening, and the
-planning into a store. The files' schemas and the writing of a part are
-`timeline/clean/store_files.py`."""
+`StoredPlan` is split by concern: its parts and sums (`sums.py`), the run's outcomes
+(`outcomes.py`), the file-name search (`search.py`) and the pages (`pages.py`) are its bases;
+this module holds its header, saving and opening, and the planning into a store. The files'
+schemas and the writing of a part are `files.py`. The console's and the CLI's plumbing
+(`timeline.internal`), not the library's public surface."""
 
 from __future__ import annotations
 
@@ -30,7 +30,9 @@ from typing import TYPE_CHECKING, Any
 
 from timeline.clean.config import CleanConfig, CleanPolicy
 from timeline.clean.planner import CleanPlan, FileDecision, finish_plan, plan_partition, start_plan
-from timeline.clean.store_files import (
+from timeline.exceptions import CleanlineError
+from timeline.instant import Instant, State
+from timeline.internal.plan_store.files import (
     HEADER,
     Part,
     PartitionSums,
@@ -39,12 +41,10 @@ from timeline.clean.store_files import (
     open_store,
     write_part,
 )
-from timeline.clean.store_files import FileRow as FileRow  # the console reads rows from here
-from timeline.clean.store_files import StoreError as StoreError  # the console catches it from here
-from timeline.clean.store_pages import Matches as Matches
-from timeline.clean.store_pages import PlanPages
-from timeline.exceptions import CleanlineError
-from timeline.instant import Instant, State
+from timeline.internal.plan_store.files import FileRow as FileRow  # the console reads rows from here
+from timeline.internal.plan_store.files import StoreError as StoreError  # the console catches it from here
+from timeline.internal.plan_store.pages import Matches as Matches
+from timeline.internal.plan_store.pages import PlanPages
 from timeline.mdt.listing import ListingSource, describe, iter_listing, resolve
 from timeline.perf import paused_gc
 from timeline.storage.base import Storage

@@ -9,8 +9,8 @@ from typing import Literal, overload
 
 import pyarrow as pa
 
-from timeline.clean.store_files import PLAN_ORDER, FileRow, decision_filter, rows_of
-from timeline.clean.store_search import Hits, PlanSearch
+from timeline.internal.plan_store.files import PLAN_ORDER, FileRow, decision_filter, rows_of
+from timeline.internal.plan_store.search import Hits, PlanSearch
 
 __all__ = ["Matches", "PlanPages"]
 

@@ -1,5 +1,5 @@
 """The demo lake's tables (`cleanline demo`, `make run`): which there are and which are still
-to be written. No Spark here: `timeline.engine.build_demo_lake` starts it only when a table is
+to be written. No Spark here: `timeline.internal.engine.build_demo_lake` starts it only when a table is
 missing, and `timeline/spark/demo.py` writes them."""
 
 from __future__ import annotations

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 import pyarrow as pa
 import stringzilla
 
-from timeline.clean.store_files import (
+from timeline.exceptions import CleanlineError, FileNotFound
+from timeline.internal.plan_store.files import (
     DECISIONS,
     FileRow,
     Part,
@@ -22,8 +23,7 @@ from timeline.clean.store_files import (
     open_store,
     rows_of,
 )
-from timeline.clean.store_outcomes import PlanOutcomes
-from timeline.exceptions import CleanlineError, FileNotFound
+from timeline.internal.plan_store.outcomes import PlanOutcomes
 from timeline.storage.base import Storage
 
 __all__ = ["Hits", "PlanSearch", "find_hits", "rows_containing"]
@@ -120,7 +120,7 @@ class PlanSearch(PlanOutcomes):
 
     def _hits(self, delete: bool | None, partition: str, search: str) -> Hits | None:
         """The search's hits, from the names files of the parts `partition` lies in
-        (`store_search.find_hits`); None when one of them has none."""
+        (`find_hits`); None when one of them has none."""
         names = ((index, self._names(self.parts[index])) for index in self._part_range(partition)
                  if self.parts[index].rows)
         return find_hits(names, delete=delete, partition=partition, search=search)
