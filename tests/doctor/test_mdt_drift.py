@@ -19,7 +19,7 @@ from timeline import HudiTable
 from timeline.config import update_config
 from timeline.doctor import RepairUnavailable, diagnose, plan_repair, run_repair
 from timeline.doctor.findings import NO_REPAIR
-from timeline.doctor.mdt_drift import DriftEvidence
+from timeline.doctor.mdt_drift import DriftEvidence, SizeDrift
 from timeline.doctor.orphans import OrphanEvidence
 from timeline.mdt.reader import metadata_table
 
@@ -377,6 +377,8 @@ def test_mdt_drift_a_size_that_differs_is_recorded_again(table_copy) -> None:
     age_tree(path)
     (finding,) = diagnose(HudiTable.open(str(path)), kinds=[KIND])
     assert isinstance(finding.evidence, DriftEvidence) and finding.evidence.sizes == 1 and finding.repairable
+    (drift,) = finding.evidence.partitions
+    assert drift.sizes == (SizeDrift(grown.name, size, size - 10),)
     plan = plan_repair(HudiTable.open(str(path)), KIND)
     assert list(plan.changes)[1:] == [
         Change("metadata add", f"{grown.parent.name}/{grown.name}", size, "on storage, committed")]
@@ -424,6 +426,8 @@ def test_mdt_drift_an_orphan_beside_real_drift_is_not_adopted_by_the_sync(table_
     stranger = _stranger(path, last.requested_time)
     _older_version(path).unlink()
     age_tree(path)
+    (finding,) = diagnose(HudiTable.open(str(path)), kinds=[KIND])
+    assert isinstance(finding.evidence, DriftEvidence) and finding.evidence.not_committed == 1
     plan = plan_repair(HudiTable.open(str(path)), KIND)
     assert not [c for c in plan.changes if stranger.name in c.target]
     assert run_repair(HudiTable.open(str(path)), plan, dry_run=False).ok
