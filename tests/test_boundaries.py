@@ -71,6 +71,7 @@ PUBLIC_MODULES = {
     "timeline.exceptions", "timeline.forks", "timeline.fsview", "timeline.instant", "timeline.locks.discovery",
     "timeline.mdt", "timeline.mdt.listing", "timeline.mdt.reader", "timeline.mdt.validate", "timeline.mdt.writer",
     "timeline.metadata.records", "timeline.remote", "timeline.roots", "timeline.services", "timeline.storage",
+    "timeline.versions",
 }
 SURFACE_MAX = 40
 
@@ -311,12 +312,13 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("rules", ("timeline.clean.*", "timeline.archive.*", "timeline.mdt.*", "timeline.savepoint", "timeline.rollback",
                "timeline.pending_rollbacks",
                "timeline.restore", "timeline.failed_writes", "timeline.changes", "timeline.discover",
-               "timeline.committed", "timeline.doctor.*", "timeline.services.*", "timeline.spark.*")),
+               "timeline.committed", "timeline.doctor.*", "timeline.services.*", "timeline.spark.*",
+               "timeline.versions.*")),
     ("namespaces", ("timeline.inspect", "timeline.maintenance")),
     ("the table's front", ("timeline.hudi_table",)),
     ("entry points", ("timeline.engine", "timeline.demo", "timeline.spark.demo", "timeline.remote", "timeline.cli",
                       "timeline.cli_archive", "timeline.cli_clean", "timeline.cli_compaction", "timeline.cli_doctor",
-                      "timeline.cli_output")),
+                      "timeline.cli_output", "timeline.cli_version")),
 )
 
 
