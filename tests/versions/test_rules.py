@@ -229,3 +229,24 @@ def test_version_check_upgrades_name_the_readers_that_break() -> None:
     readers = [b.why for b in answer.notes if b.kind is BlockerKind.READERS]
     assert readers[0].startswith("Apache Hudi 0.14.x and 0.15.x") and readers[1].startswith("Apache Hudi 0.x and 1.0.x")
     assert found(check(cow(9), 6), BlockerKind.READERS) == []
+
+
+def test_version_check_unreadable_metadata_table_blocks() -> None:
+    lake = cow(8)
+    lake.storage.write("/t/.hoodie/metadata/.hoodie/hoodie.properties",
+                       b"hoodie.table.name=lake_metadata\nhoodie.table.checksum=1\nhoodie.table.version=8\n")
+    (blocker,) = check(lake, 9).blockers
+    assert blocker.kind is BlockerKind.METADATA_TABLE_VERSION and "cannot be read" in blocker.why
+
+
+def test_version_check_metadata_table_behind_is_deleted_by_the_upgrade() -> None:
+    lake = cow(8, **{"hoodie.table.metadata.partitions": "files"})
+    lake.commit(T[1], {P: [lake.base_file(P, "h", T[1])]})
+    mdt = Lake(lake.storage, "/t/.hoodie/metadata", version=8, table_type="MERGE_ON_READ", partitioned=False)
+    mdt.commit(T[0], {})
+    answer = check(lake, 9)
+    assert found(answer, BlockerKind.METADATA_TABLE_BEHIND) == [(8, 9, T[0], False)] and answer.ready
+    assert found(check(lake, 9, {"hoodie.metadata.enable": "false"}), BlockerKind.METADATA_TABLE_BEHIND) == []
+    assert found(check(lake, 6), BlockerKind.METADATA_TABLE_BEHIND) == []
+    mdt.commit(T[1], {})
+    assert found(check(lake, 9), BlockerKind.METADATA_TABLE_BEHIND) == []

@@ -21,6 +21,7 @@ from timeline.versions.rules import (
     index_partitions,
     indexing_on_timeline,
     log_files,
+    metadata_table_behind,
     metadata_table_version,
     non_blocking_concurrency,
     pending_rollbacks,
@@ -79,7 +80,8 @@ def version_check(table: Table, target: int, *, options: Mapping[str, str] | Non
         found = [*metadata_table_version(table, step), *pending_writes(table, step),
                  *pending_table_services(table, step), *pending_rollbacks(table, step),
                  *non_blocking_concurrency(table, step, props), *indexing_on_timeline(table, step),
-                 *log_files(table, step), *record_index_upgrade(table, step, table.version),
+                 *log_files(table, step), *metadata_table_behind(table, step, props),
+                 *record_index_upgrade(table, step, table.version),
                  *index_partitions(table, step), *settings(table, step, props), *readers(table, step)]
         checks.append(StepCheck(step, tuple(found)))
     return VersionCheck(table.uri, table.version, target, tuple(checks))

@@ -69,6 +69,7 @@ class BlockerKind(str, Enum):
     NON_BLOCKING_CONCURRENCY = "non-blocking concurrency control"
     LOG_FILES = "log files to compact"
     METADATA_TABLE_VERSION = "metadata table on another version"
+    METADATA_TABLE_BEHIND = "metadata table behind the data table"
     RECORD_INDEX_UPGRADE = "record index upgraded from version 6"
     INDEX_PARTITION = "index partition the target cannot hold"
     SETTING = "setting"
@@ -239,24 +240,58 @@ def log_files(table: Table, step: Step) -> list[Blocker]:
                     file_groups=tuple((s.partition, s.file_id) for s in slices))]
 
 
+def _metadata_table(table: Table) -> Table | None | CleanlineError:
+    """The table's metadata table opened as a table (None: there is none; the error: it cannot
+    be read)."""
+    base = table.path(".hoodie", "metadata")
+    if not table.storage.exists(table.path(".hoodie", "metadata", ".hoodie")):
+        return None
+    try:
+        return Table.load(table.storage, base)
+    except CleanlineError as exc:
+        return exc
+
+
 def metadata_table_version(table: Table, step: Step) -> list[Blocker]:
     """`UpgradeDowngrade.run` changes the metadata table first, then the data table; a crash
     between the two (or a failure Hudi once ignored: PR #13642) leaves them on different versions,
-    and no reader reads such a table as one. Said once, on the first step."""
-    props_path = table.path(".hoodie", "metadata", ".hoodie", "hoodie.properties")
-    if step.from_version != table.version or not table.storage.exists(props_path):
+    and no reader reads such a table as one. Said once, on the first step; a metadata table whose
+    `hoodie.properties` cannot be read is said too (Hudi's run of its change fails on it)."""
+    mdt = _metadata_table(table)
+    if step.from_version != table.version or mdt is None:
         return []
-    version = None
-    for line in table.storage.read(props_path).decode("utf-8", "replace").splitlines():
-        if line.startswith("hoodie.table.version="):
-            version = line.split("=", 1)[1].strip()
-    if version == str(table.version):
+    clears = ("the metadata table dropped (cleanline mdt drop; Hudi writers rebuild it), or the earlier change "
+              "finished with the Hudi release that started it")
+    if isinstance(mdt, CleanlineError):
+        return [Blocker(BlockerKind.METADATA_TABLE_VERSION, f"the metadata table cannot be read: {mdt}", clears,
+                        f"{RUN} (PR #13642)", setting="hoodie.table.version")]
+    if mdt.version == table.version:
         return []
-    return [Blocker(BlockerKind.METADATA_TABLE_VERSION, f"the metadata table is on table version {version}, the "
-                    f"data table on {table.version}: an earlier change stopped half-way",
-                    "the metadata table dropped (cleanline mdt drop; Hudi writers rebuild it), or the earlier "
-                    "change finished with the Hudi release that started it", f"{RUN} (PR #13642)",
-                    setting="hoodie.table.version")]
+    return [Blocker(BlockerKind.METADATA_TABLE_VERSION, f"the metadata table is on table version {mdt.version}, the "
+                    f"data table on {table.version}: an earlier change stopped half-way", clears,
+                    f"{RUN} (PR #13642)", setting="hoodie.table.version")]
+
+
+def metadata_table_behind(table: Table, step: Step, props: Mapping[str, str]) -> list[Blocker]:
+    """`UpgradeDowngradeUtils.checkAndHandleMetadataTable` (7 -> 8 and 8 -> 9, with
+    `hoodie.metadata.enable` on, its default): a metadata table whose last completed commit is
+    older than the data table's (`isMetadataTableBehindDataTable`, requested times compared) is
+    deleted by the upgrade, and rebuilt by the writers' next write. A note."""
+    mdt = _metadata_table(table)
+    enabled = (props.get("hoodie.metadata.enable") or "true").strip().lower() != "false"
+    if not step.upgrade or not enabled or not isinstance(mdt, Table) or not table.config.metadata_partitions:
+        return []
+    commits = {COMMIT, DELTA_COMMIT, REPLACE_COMMIT, CLUSTERING, COMPACTION, LOG_COMPACTION}
+    data_last = table.timeline.with_actions(commits).completed().last()
+    mdt_last = mdt.timeline.with_actions(commits).completed().last()
+    if data_last is None or mdt_last is None or mdt_last.requested_time >= data_last.requested_time:
+        return []
+    return [Blocker(BlockerKind.METADATA_TABLE_BEHIND, f"the metadata table's last commit {mdt_last.requested_time} "
+                    f"is older than the data table's {data_last.requested_time}: the upgrade deletes it (a Hudi "
+                    "writer rebuilds it)", "nothing to clear; to keep it, bring it up to date first (a Hudi write, "
+                    "or cleanline doctor --repair metadata-table-drift)",
+                    "UpgradeDowngradeUtils.checkAndHandleMetadataTable (isMetadataTableBehindDataTable)",
+                    mdt_last, blocking=False)]
 
 
 def record_index_upgrade(table: Table, step: Step, origin: int) -> list[Blocker]:
