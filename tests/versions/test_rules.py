@@ -99,6 +99,14 @@ def test_version_check_pending_compaction_blocks_merge_on_read_until_completed(v
     assert found(check(lake, target), BlockerKind.PENDING_TABLE_SERVICE) == []
 
 
+def test_version_check_pending_log_compaction_is_rolled_back_as_a_write() -> None:
+    lake = mor(8)
+    lake.instant_file(Instant(T[1], "logcompaction", State.REQUESTED), {"operations": [], "version": 2})
+    answer = check(lake, 9)
+    assert found(answer, BlockerKind.PENDING_WRITE) == [(8, 9, T[1], True)]
+    assert found(answer, BlockerKind.PENDING_TABLE_SERVICE) == []
+
+
 def test_version_check_pending_clustering_of_copy_on_write_is_carried_over() -> None:
     lake = cow(8)
     lake.instant_file(Instant(T[1], "clustering", State.REQUESTED), {"operationType": "cluster", "version": 1,

@@ -132,19 +132,22 @@ def steps_between(table: Table, current: int, target: int) -> tuple[Step, ...]:
 
 def pending_writes(table: Table, step: Step) -> list[Blocker]:
     """`rollbackFailedWritesAndCompact` runs `BaseHoodieWriteClient.rollbackFailedWrites` with
-    the EAGER policy: every pending write (`getInstantsToRollback` over the commits timeline but
-    compactions, log compactions and clusterings; on version 6 a replacecommit whose plan is a
-    clustering is one) is rolled back, its files deleted, whether or not its writer still runs.
-    Cleanline's change rolls nothing back: each stops it until it completes or is rolled back."""
+    the EAGER policy: every pending instant of the commits timeline but compactions and
+    clusterings (`BaseHoodieTableServiceClient.getInflightTimelineExcludeCompactionAndClustering`:
+    `filterPendingExcludingCompaction`, so a pending log compaction is rolled back too; on version
+    6 a replacecommit whose plan is a clustering is a clustering) is rolled back, its files
+    deleted, whether or not its writer still runs. Cleanline's change rolls nothing back: each
+    stops it until it completes or is rolled back."""
     found = []
-    for instant in table.timeline.with_actions({COMMIT, DELTA_COMMIT, REPLACE_COMMIT}).pending():
+    for instant in table.timeline.with_actions({COMMIT, DELTA_COMMIT, REPLACE_COMMIT, LOG_COMPACTION}).pending():
         if instant.action == REPLACE_COMMIT and is_clustering(table, instant):
             continue
         found.append(Blocker(BlockerKind.PENDING_WRITE, f"the {instant.action} {instant.requested_time} is "
                              f"{instant.state.name.lower()}: Hudi's handler rolls every pending write back first "
                              "(a writer still running it fails)", "the write completed, or rolled back "
                              f"(cleanline rollback --instant {instant.requested_time}, or --failed)",
-                             f"{ROLLBACK_AND_COMPACT} (BaseHoodieWriteClient.rollbackFailedWrites, EAGER)", instant))
+                             f"{ROLLBACK_AND_COMPACT} (BaseHoodieWriteClient.rollbackFailedWrites, EAGER: "
+                             "getInflightTimelineExcludeCompactionAndClustering)", instant))
     return found
 
 
@@ -153,14 +156,14 @@ def pending_table_services(table: Table, step: Step) -> list[Blocker]:
     files (UnBoundedCompactionStrategy, a trigger of one delta commit), but a new plan leaves out
     the file groups a pending compaction or clustering holds
     (`BaseHoodieCompactionPlanGenerator.generateCompactionPlan`): their log files would cross the
-    layout change uncompacted. A pending log compaction is a compaction of its own the handler
-    does not run. On copy-on-write a pending clustering is carried over (renamed:
+    layout change uncompacted (a pending log compaction is rolled back as a write:
+    `pending_writes`). On copy-on-write a pending clustering is carried over (renamed:
     `SIX_TO_EIGHT_TIMELINE_ACTION_MAP`), so nothing is said there."""
     if not table.config.is_mor:
         return []
     found = []
     for instant in table.timeline.pending():
-        if instant.action in (COMPACTION, LOG_COMPACTION, CLUSTERING) or (
+        if instant.action in (COMPACTION, CLUSTERING) or (
                 instant.action == REPLACE_COMMIT and is_clustering(table, instant)):
             service = "clustering" if instant.action in (CLUSTERING, REPLACE_COMMIT) else instant.action
             found.append(Blocker(BlockerKind.PENDING_TABLE_SERVICE, f"the {service} {instant.requested_time} is "
