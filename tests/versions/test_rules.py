@@ -9,11 +9,11 @@ from collections.abc import Mapping
 
 import pytest
 
-from tests.helpers import Lake, T
+from tests.helpers import ROOT, Lake, T
 from timeline import HudiTable
 from timeline.instant import Instant, State
 from timeline.storage import MemoryStorage
-from timeline.versions import BlockerKind, VersionChangeUnsupported, VersionCheck
+from timeline.versions import READERS, BlockerKind, VersionChangeUnsupported, VersionCheck
 
 P = "city=sf"
 
@@ -258,3 +258,10 @@ def test_version_check_metadata_table_behind_is_deleted_by_the_upgrade() -> None
     assert found(check(lake, 6), BlockerKind.METADATA_TABLE_BEHIND) == []
     mdt.commit(T[1], {})
     assert found(check(lake, 9), BlockerKind.METADATA_TABLE_BEHIND) == []
+
+
+def test_version_check_readers_are_the_readme_table() -> None:
+    """The readers the preflight names are README's table ("Table versions: the preflight")."""
+    rows = {int(cells[1]): cells[3].strip() for line in (ROOT / "README.md").read_text().splitlines()
+            if (cells := line.split("|")) and len(cells) > 4 and cells[1].strip() in ("6", "8", "9")}
+    assert rows == READERS
