@@ -69,6 +69,14 @@ def test_version_check_pending_write_blocks_every_step_until_completed(version: 
     assert found(check(lake, target), BlockerKind.PENDING_WRITE) == []
 
 
+def test_version_check_pending_write_names_its_live_writer() -> None:
+    lake = cow(8)
+    lake.commit(T[1], {P: [lake.base_file(P, "h", T[1])]}, state=State.INFLIGHT)
+    assert "(no live writer seen)" in check(lake, 9).blockers[0].why
+    lake.storage.write(f"/t/.hoodie/.heartbeat/{T[1]}", b"")
+    assert f"(its writer is live: commit {T[1]} (heartbeat touched" in check(lake, 9).blockers[0].why
+
+
 def complete(lake: Lake, time: str, written: Mapping[str, list[str]]) -> None:
     """The pending commit at `time` completed (its completed state file written)."""
     done = Instant(time, "commit", State.COMPLETED, time[:-3] + "999" if lake.layout == 2 else None)

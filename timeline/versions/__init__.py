@@ -77,7 +77,7 @@ def version_check(table: Table, target: int, *, options: Mapping[str, str] | Non
     props = writer_properties(table, options)
     checks = []
     for step in steps_between(table, table.version, target):
-        found = [*metadata_table_version(table, step), *pending_writes(table, step),
+        found = [*metadata_table_version(table, step), *pending_writes(table, step, props),
                  *pending_table_services(table, step), *pending_rollbacks(table, step),
                  *non_blocking_concurrency(table, step, props), *indexing_on_timeline(table, step),
                  *log_files(table, step), *metadata_table_behind(table, step, props),

@@ -31,6 +31,7 @@ from timeline.instant import (
     ROLLBACK,
     Instant,
 )
+from timeline.locks.live import live_writers
 from timeline.table import Table
 
 RUN = "UpgradeDowngrade.run"
@@ -130,21 +131,24 @@ def steps_between(table: Table, current: int, target: int) -> tuple[Step, ...]:
     return tuple(found)
 
 
-def pending_writes(table: Table, step: Step) -> list[Blocker]:
+def pending_writes(table: Table, step: Step, props: Mapping[str, str]) -> list[Blocker]:
     """`rollbackFailedWritesAndCompact` runs `BaseHoodieWriteClient.rollbackFailedWrites` with
     the EAGER policy: every pending instant of the commits timeline but compactions and
     clusterings (`BaseHoodieTableServiceClient.getInflightTimelineExcludeCompactionAndClustering`:
     `filterPendingExcludingCompaction`, so a pending log compaction is rolled back too; on version
     6 a replacecommit whose plan is a clustering is a clustering) is rolled back, its files
-    deleted, whether or not its writer still runs. Cleanline's change rolls nothing back: each
-    stops it until it completes or is rolled back."""
+    deleted, whether or not its writer still runs (a live one, `timeline.locks.live`, is named).
+    Cleanline's change rolls nothing back: each stops it until it completes or is rolled back."""
     found = []
+    live = {w.requested_time: w for w in live_writers(table, props)}
     for instant in table.timeline.with_actions({COMMIT, DELTA_COMMIT, REPLACE_COMMIT, LOG_COMPACTION}).pending():
         if instant.action == REPLACE_COMMIT and is_clustering(table, instant):
             continue
+        writer = live.get(instant.requested_time)
+        running = f"its writer is live: {writer.describe()}" if writer else "no live writer seen"
         found.append(Blocker(BlockerKind.PENDING_WRITE, f"the {instant.action} {instant.requested_time} is "
-                             f"{instant.state.name.lower()}: Hudi's handler rolls every pending write back first "
-                             "(a writer still running it fails)", "the write completed, or rolled back "
+                             f"{instant.state.name.lower()} ({running}): Hudi's handler rolls every pending write "
+                             "back first (a writer still running it fails)", "the write completed, or rolled back "
                              f"(cleanline rollback --instant {instant.requested_time}, or --failed)",
                              f"{ROLLBACK_AND_COMPACT} (BaseHoodieWriteClient.rollbackFailedWrites, EAGER: "
                              "getInflightTimelineExcludeCompactionAndClustering)", instant))
