@@ -70,6 +70,7 @@ PUBLIC_MODULES = {
     "timeline.discover", "timeline.doctor", "timeline.exceptions", "timeline.fsview", "timeline.instant",
     "timeline.locks.discovery", "timeline.mdt", "timeline.mdt.listing", "timeline.mdt.reader", "timeline.mdt.validate",
     "timeline.mdt.writer", "timeline.metadata.records", "timeline.roots", "timeline.services", "timeline.storage",
+    "timeline.versions",
 }
 # The console's and the CLI's plumbing (the engine, the fork pool, the demo lake, the remote API
 # client, the plan store): outside the public surface, with no stability promise. The console and
@@ -391,12 +392,13 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                "timeline.pending_rollbacks",
                "timeline.restore", "timeline.failed_writes", "timeline.changes", "timeline.discover",
                "timeline.committed", "timeline.doctor.*", "timeline.services.*", "timeline.spark.*",
-               "timeline.internal.plan_store.*")),
+               "timeline.internal.plan_store.*", "timeline.versions.*")),
     ("namespaces", ("timeline.inspect", "timeline.maintenance")),
     ("the table's front", ("timeline.hudi_table",)),
     ("entry points", ("timeline.internal.engine", "timeline.internal.demo", "timeline.internal.remote",
                       "timeline.spark.demo", "timeline.cli", "timeline.cli_archive", "timeline.cli_clean",
-                      "timeline.cli_compaction", "timeline.cli_doctor", "timeline.cli_output")),
+                      "timeline.cli_compaction", "timeline.cli_doctor", "timeline.cli_output",
+                      "timeline.cli_version")),
 )
 
 

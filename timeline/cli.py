@@ -44,6 +44,7 @@ from timeline.cli_output import (
     size_text,
     sized_text,
 )
+from timeline.cli_version import add_version_command
 from timeline.exceptions import InvalidInstantError
 
 Handler = Callable[[argparse.Namespace], Any]
@@ -477,6 +478,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_archive_commands(commands, _command, _writers_stopped)
     add_doctor_command(commands, _writers_stopped, _sizes)
     add_compaction_command(commands, _command, _sizes)
+    add_version_command(commands, _command)
     return parser
 
 

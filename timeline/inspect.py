@@ -27,6 +27,7 @@ from timeline.rollback import FailedWrite, preview_failed_writes
 from timeline.savepoint import SavepointInfo, list_savepoints, savepoint_candidates
 from timeline.services import CompactionWhy, TableServices, table_services, why_not_compacting
 from timeline.timeline import ActiveTimeline, Timeline
+from timeline.versions import VersionCheck, version_check
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -301,6 +302,13 @@ class Inspect:
         """Why a writer with the writers' `options` schedules no compaction now, each reason
         naming its setting or instant and what would change it (`timeline.services.why`)."""
         return why_not_compacting(self.table, options=options, now=now)
+
+    def version_check(self, to: int, *, options: Mapping[str, str] | None = None) -> VersionCheck:
+        """The preflight of moving the table to table version `to` (6, 8 or 9): every blocker
+        Hudi's upgrade and downgrade handlers would meet, step by step, each naming its instant
+        or setting, what clears it and the Hudi rule (`timeline.versions`); `options` are the
+        writers' Hudi options. Reads only."""
+        return version_check(self.table, to, options=options)
 
     def metadata_table(self) -> MetadataTableState:
         """The metadata table's partitions, last instant and file groups (`timeline.mdt`)."""
