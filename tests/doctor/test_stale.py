@@ -20,6 +20,7 @@ from timeline.clean.executor import schedule_clean
 from timeline.clean.planner import plan_clean
 from timeline.config import update_config
 from timeline.doctor import DoctorSettings, RepairInvalidated, RepairUnavailable, diagnose, plan_repair, run_repair
+from timeline.doctor.findings import NO_REPAIR
 from timeline.doctor.stale import StaleEvidence
 from timeline.instant import CLUSTERING, COMPACTION, DELTA_COMMIT, ROLLBACK, Instant, State
 from timeline.metadata.records import InstantRef
@@ -116,7 +117,9 @@ def test_stale_table_service_offers_no_repair(table_copy) -> None:
     age_tree(path)
     (finding,) = diagnose(HudiTable.open(str(path)), kinds=[KIND])
     assert isinstance(finding.evidence, StaleEvidence) and finding.evidence.role == "table service"
-    assert not finding.repairable and "compaction" in finding.repair
+    assert not finding.repairable and finding.repair == (
+        f"{NO_REPAIR}a Hudi writer must run the requested compaction {OLD} (run_compaction, run_clustering): it "
+        "has not started, so nothing of it is left to roll back")
     with pytest.raises(RepairUnavailable, match="no repair Cleanline runs"):
         plan_repair(HudiTable.open(str(path)), KIND)
 

@@ -197,7 +197,7 @@ def diagnose(survey: Survey) -> list[Finding]:
         beat = survey.heartbeats.get(t)
         heartbeat = "none" if beat is None else f"expired, touched {survey.age_seconds(beat.mtime_ms)} s ago"
         role = _role(survey, instant)
-        files, size = counts.get(t, (0, 0))
+        files, size = counts[t]  # files_written_at answers every time asked, with no files too
         evidence = StaleEvidence(t, instant.action, instant.state.name, role,
                                  datetime.fromtimestamp(requested / 1000, UTC).isoformat(),
                                  survey.age_seconds(requested), heartbeat, t in survey.marker_folders, files, size)
