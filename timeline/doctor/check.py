@@ -107,7 +107,7 @@ def run_deletes(session: Session, plan: RepairPlan, plan_of: Callable[[Survey], 
     table, storage = session.table, session.table.storage
     with session.transactions.state_change():
         with paused_gc():  # a few objects per planned file, none cyclic (timeline/perf.py)
-            checked = None if held is None else held(session, plan.changes)
+            checked = None if held is None or folders else held(session, plan.changes)
         if checked is not None:
             wanted = checked.wanted
         else:
@@ -148,8 +148,8 @@ def run_deletes(session: Session, plan: RepairPlan, plan_of: Callable[[Survey], 
                 for start in range(0, len(names), size):
                     transition.fence(table)
                     batch = names[start:start + size]
-                    answers = storage.delete_names(folder, batch)  # TableMovedError (a swapped folder) stops the run
-                    for change, name, answer in zip(todo[position:position + len(batch)], batch, answers):
+                    in_order = storage.delete_names(folder, batch)  # TableMovedError (a swapped folder) stops the run
+                    for change, name, answer in zip(todo[position:position + len(batch)], batch, in_order):
                         if answer == "deleted":
                             done.append(change)
                         else:
