@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import compress
+from operator import not_
 
 from timeline import transition
 from timeline.config import META_FOLDER
@@ -117,9 +119,9 @@ def run_deletes(session: Session, plan: RepairPlan, plan_of: Callable[[Survey], 
                 with paused_gc():
                     found = set(current(session.survey(only=[storage.path_of(c.target) for c in plan.changes])))
             wanted = [c.key in found for c in plan.changes]
-        todo = [c for c, still in zip(plan.changes, wanted) if still]
+        todo = list(compress(plan.changes, wanted))
         skipped = [(c, "no longer found when diagnosed again under the table's lock")
-                   for c, still in zip(plan.changes, wanted) if not still]
+                   for c in compress(plan.changes, map(not_, wanted))]
         if checked is None:
             with paused_gc():
                 paths = [resolve(table, c) for c in todo] if resolve_all is None else resolve_all(table, todo)

@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import compress, repeat
+from operator import attrgetter
 from stat import S_ISDIR, S_ISREG
 
 from timeline.committed import CommittedFiles
@@ -52,6 +53,7 @@ KIND = "orphan-files"
 # HoodieTimeline.INIT_INSTANT_TS, METADATA_BOOTSTRAP_INSTANT_TS, FULL_BOOTSTRAP_INSTANT_TS
 BOOTSTRAP_INSTANTS = frozenset({"00000000000000", "00000000000001", "00000000000002"})
 _MARKERS = sorted(PARTITION_METADATA_FILES)
+_TARGET = attrgetter("target")
 _new = tuple.__new__  # a DataFile without its Python-level __new__: this runs once per orphan
 SHOWN = 20  # orphan files named in the summary's evidence is every one; the text view shows this many
 
@@ -320,7 +322,7 @@ def _held(session: Session, changes: Sequence[Change]) -> Held | None:
     that is a symbolic link, a folder or any other file that is no regular file."""
     table = session.table
     storage = table.storage
-    targets = [c.target for c in changes]
+    targets = list(map(_TARGET, changes))
     if len(set(targets)) != len(targets):
         return None
     runs = table.containment.plain_folders(targets)
