@@ -67,6 +67,7 @@ def build(base: str, version: int) -> tuple[Lake, dict[str, str]]:
         f"{P}/{lake.log_file(P, 'fg0', UNKNOWN)}": "orphan",          # a known group's log, unknown instant
         f"{P}/{lake.base_file(P, 'young', UNKNOWN)}": "young",        # too young
         f"{P}/{lake.base_file(P, 'epoch', UNKNOWN)}": "epoch",        # a time of 0
+        f"{P}/{lake.base_file(P, 'halfms', UNKNOWN)}": "half-ms",     # half a millisecond after it: 0 ms
         f"{P}/{lake.base_file(P, 'atlimit', UNKNOWN)}": "at-limit",   # at the horizon: too young
         f"{P}/{lake.base_file(P, 'justold', UNKNOWN)}": "before-limit",
         f"{P}/{lake.base_file(P, 'gone', UNKNOWN)}": "gone",          # deleted before the run
@@ -84,6 +85,7 @@ def build(base: str, version: int) -> tuple[Lake, dict[str, str]]:
     for name, ms in {"young": int(NOW.timestamp() * 1000), "epoch": 0, "at-limit": limit,
                      "before-limit": limit - 1}.items():
         _at(f"{base}/{files_named(files, name)[0]}", ms)
+    os.utime(f"{base}/{files_named(files, 'half-ms')[0]}", ns=(500_000, 500_000))
     return lake, files
 
 
@@ -203,6 +205,28 @@ def test_orphan_repair_held_recheck_keeps_what_became_referenced_since_the_plan(
     assert kept == {lost, touched}
     assert all(Path(base, k).exists() for k in kept)
     assert sorted(c.target.removeprefix(f"file:{base}/") for c in result.done) == sorted(set(orphaned) - kept)
+
+
+@pytest.mark.parametrize("doubt", ["unreadable", "no-instant"])
+def test_orphan_repair_held_recheck_keeps_everything_when_nothing_can_be_proved(tmp_path: Path, doubt: str) -> None:
+    """A state file that no longer decodes (or a timeline that knows no instant any more) since
+    the plan: the rule proves nothing, every planned file is kept, held folder or not."""
+    def prepare(lake: Lake, files: dict[str, str]) -> list[str]:
+        timeline = Path(lake.timeline_folder)
+        completed = [p for p in timeline.iterdir() if p.name.startswith(T0) and p.suffix == ".deltacommit"]
+        if doubt == "unreadable":
+            completed[0].write_bytes(b"{not json")
+        else:
+            for item in timeline.iterdir():
+                if item.is_file():
+                    item.unlink()
+        return sorted(files_named(files, "orphan"))
+
+    held, unheld, storages, files = both(tmp_path, 8, prepare)
+
+    assert held == unheld
+    assert not held[0] and not held[2] and len(held[1]) == len(files_named(files, "orphan"))
+    assert storages["held"].named  # decided the held way
 
 
 def test_orphan_repair_a_planned_link_out_of_the_table_refuses_the_repair_either_way(tmp_path: Path) -> None:

@@ -328,14 +328,13 @@ def _held(session: Session, changes: Sequence[Change]) -> Held | None:
     runs = table.containment.plain_folders(targets)
     if runs is None:
         return None
-    rule, _, _ = _rule(session.survey(only=()))
-    named = set() if rule is None else rule.refs.names
-    marked: dict[str, bool] = {}
+    rule, _, _ = _rule(session.survey())  # its listing is never read
+    named = frozenset() if rule is None else rule.refs.names
     found: list[bool] = []
     add = found.append
     folders: list[tuple[str, list[str]]] = []
     for _, folder, names in runs:
-        if walked_folder(storage, table.base, folder, marked) is None:
+        if walked_folder(storage, table.base, folder) is None:
             return None
         if any(map(str.endswith, names, repeat(SIDE_FILE_ENDINGS))):
             return None
@@ -346,14 +345,10 @@ def _held(session: Session, changes: Sequence[Change]) -> Held | None:
             return None  # no partition metadata file: not a partition
         first = len(found)
         for name, st in zip(names, stats):
-            if st is None:
-                add(False)  # gone
-            elif not S_ISREG(st.st_mode):
+            if st is not None and not S_ISREG(st.st_mode):
                 return None  # a symbolic link (the containment resolves it), a folder, ...
-            elif rule is None or name in named:
-                add(False)
-            else:
-                add(rule.verdict(name) is not None and rule.old_enough(st.st_mtime_ns // 1_000_000))
+            add(st is not None and rule is not None and name not in named  # there, and no payload names it
+                and rule.verdict(name) is not None and rule.old_enough(st.st_mtime_ns // 1_000_000))
         folders.append((folder, list(compress(names, found[first:]))))
     return Held(found, folders)
 
