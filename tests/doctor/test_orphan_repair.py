@@ -16,6 +16,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.doctor.helpers import CountingStorage, UnheldStorage
 from tests.helpers import Lake
@@ -23,7 +25,9 @@ from timeline import HudiTable
 from timeline.doctor import RepairPlan, RepairResult, plan_repair, run_repair
 from timeline.doctor.findings import Change
 from timeline.doctor.orphans import horizon, orphans
-from timeline.doctor.survey import Survey
+from timeline.doctor.survey import Survey, parse_data_name
+from timeline.exceptions import InvalidFileNameError
+from timeline.files import base_file_of, is_base_file_name, parse_log_file
 from timeline.instant import State
 from timeline.storage import OutsideTableError
 from timeline.storage.arrow import LocalStorage
@@ -248,3 +252,29 @@ def test_orphan_repair_a_planned_link_out_of_the_table_refuses_the_repair_either
             run_repair(table, plan_of(lake.base, planned), now=NOW, dry_run=False)
 
         assert outside.exists() and all(Path(lake.base, p).exists() for p in planned)
+
+
+@given(st.text(alphabet="._-0123456789abfgilnopqrtuc", max_size=40)
+       | st.builds(lambda a, b, c, ext: f"{a}_{b}_{c}{ext}", st.text("_.-0123a", max_size=6),
+                   st.text("_.-0123a", max_size=6), st.text("_.-0123a", max_size=8),
+                   st.sampled_from([".parquet", ".orc", ".hfile", ".lance", ".log", ".parquet.x", ""])))
+@settings(max_examples=400, deadline=None)
+def test_orphan_repair_a_names_parse_is_the_file_names_module(name: str) -> None:
+    """The rule's parse of a name (`parse_data_name`, inlined for the re-check of many files)
+    is `timeline/files.py`'s: a log file by its pattern, a base file by its extension, its file
+    id and instant as `base_file_of` reads them."""
+    expected: tuple[str, str, bool] | None = None
+    if name.startswith("."):
+        if ".log." in name:
+            try:
+                log = parse_log_file(name)
+                expected = (log.file_id, log.instant_time, True)
+            except InvalidFileNameError:
+                pass
+    elif name and is_base_file_name(name):
+        try:
+            base = base_file_of(name)
+            expected = (base.file_id, base.instant_time, False)
+        except InvalidFileNameError:
+            pass
+    assert (parse_data_name(name) if name else None) == expected

@@ -95,6 +95,7 @@ class DataFile(NamedTuple):
     is_log: bool
 
 
+_BASE_ENDINGS = tuple(sorted(BASE_FILE_EXTENSIONS))
 _new = tuple.__new__  # a DataFile without its Python-level __new__: this runs once per listed file
 
 
@@ -116,11 +117,11 @@ def parse_data_name(name: str) -> tuple[str, str, bool] | None:
             return log.file_id, log.instant_time, True
     except InvalidFileNameError:
         return None
-    # a base file (`timeline/files.py`'s `is_base_file_name`, then `base_file_of`: the file id
-    # before the first "_", the instant from the third field up to its first "."), inlined: this
-    # runs once per file a repair re-checks
-    dot = name.rfind(".")
-    if dot <= 0 or name[dot:] not in BASE_FILE_EXTENSIONS:
+    # a base file (`timeline/files.py`'s `is_base_file_name`: its last extension one of a base
+    # file's, which for a name not starting with "." is ending in one; then `base_file_of`: the
+    # file id before the first "_", the instant from the third field up to its first "."),
+    # inlined: this runs once per file a repair re-checks
+    if not name.endswith(_BASE_ENDINGS):
         return None
     file_id, _, rest = name.partition("_")
     instant = rest.partition("_")[2].partition(".")[0]
