@@ -310,7 +310,7 @@ def _deletes(survey: Survey) -> list[tuple[str, str]]:
 
 def _held(session: Session, changes: Sequence[Change]) -> Held | None:
     """The re-check under the lock of a repair on a local table whose folder the run holds, and
-    the paths of the files it still deletes, without a listing: per folder, a status of each
+    the files it still deletes by folder, without a listing: per folder, a status of each
     planned file relative to the folder's handle (`Storage.stat_names`, an lstat: what a delete
     through that handle then removes), each decided again by the rule (`_Rule`) from its name
     and modification time; a folder's place checked once (`Containment.plain_folders`: spelled
