@@ -144,19 +144,7 @@ def run_deletes(session: Session, plan: RepairPlan, plan_of: Callable[[Survey], 
                 else:
                     skipped.append((change, "already gone"))
         elif checked is not None:  # files by name, a batch in one folder, each right after the held-lock check
-            size = max(1, storage.delete_batch_size or 1000)
-            position = 0
-            for folder, names in checked.folders:
-                for start in range(0, len(names), size):
-                    transition.fence(table)
-                    batch = names[start:start + size]
-                    in_order = storage.delete_names(folder, batch)  # TableMovedError (a swapped folder) stops the run
-                    for change, name, answer in zip(todo[position:position + len(batch)], batch, in_order):
-                        if answer == "deleted":
-                            done.append(change)
-                        else:
-                            _not_deleted(change, Storage.join(folder, name), answer, skipped, failed)
-                    position += len(batch)
+            _delete_by_name(table, todo, checked, done, skipped, failed)
         else:  # files: the storage's batch delete, each batch right after the held-lock check
             size = max(1, storage.delete_batch_size or 1000)
             for start in range(0, len(todo), size):
@@ -181,6 +169,27 @@ class Held:
 
     wanted: list[bool]
     folders: list[tuple[str, list[str]]]
+
+
+def _delete_by_name(table: Table, todo: list[Change], checked: Held, done: list[Change],
+                    skipped: list[tuple[Change, str]], failed: list[tuple[Change, str]]) -> None:
+    """`run_deletes`' deletes of `held` files, in the changes' order: a batch of names in one
+    folder at a time (`Storage.delete_names`), each right after the held-lock check. A swapped
+    folder (TableMovedError) stops the run."""
+    storage = table.storage
+    size = max(1, storage.delete_batch_size or 1000)
+    position = 0
+    for folder, names in checked.folders:
+        for start in range(0, len(names), size):
+            transition.fence(table)
+            batch = names[start:start + size]
+            in_order = storage.delete_names(folder, batch)
+            for change, name, answer in zip(todo[position:position + len(batch)], batch, in_order):
+                if answer == "deleted":
+                    done.append(change)
+                else:
+                    _not_deleted(change, Storage.join(folder, name), answer, skipped, failed)
+            position += len(batch)
 
 
 def _not_deleted(change: Change, path: str, answer: str, skipped: list[tuple[Change, str]],
