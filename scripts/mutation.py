@@ -77,9 +77,12 @@ TARGETS = [
     Target("timeline/archive/plan.py", ("tests/archive/test_plan.py", "tests/archive/test_rules.py",
                                         "tests/archive/test_archival_of_metadata_table.py",
                                         "tests/archive/test_archival_properties.py")),
-    # the orphan rule: what is referenced, the horizon, which files are orphans (the rest is reporting)
-    Target("timeline/doctor/orphans.py", ("tests/doctor/test_orphans.py", "tests/doctor/test_orphan_properties.py"),
-           ("x_referenced", "x_horizon", "x__instant", "x_orphans")),
+    # the orphan rule: what is referenced, the horizon, which files are orphans (the rest is
+    # reporting), and the repair's re-check of the planned files on a folder the run holds
+    Target("timeline/doctor/orphans.py", ("tests/doctor/test_orphans.py", "tests/doctor/test_orphan_properties.py",
+                                          "tests/doctor/test_orphan_repair.py"),
+           ("x_referenced", "x_horizon", "x__instant", "x_orphans", "x__rule", "xǁ_Ruleǁverdict",
+            "xǁ_Ruleǁold_enough", "x__held")),
     Target("timeline/doctor/stale.py", ("tests/doctor/test_stale.py", "tests/doctor/test_stuck.py")),
     Target("timeline/doctor/stuck.py", ("tests/doctor/test_stuck.py",)),
     Target("timeline/doctor/mdt_drift.py", ("tests/doctor/test_mdt_drift.py",)),

@@ -155,26 +155,38 @@ def list_some_files(storage: Storage, base: str, paths: Iterable[str]) -> TableL
     return _partitions_among(storage, base, by_folder, by_folder)
 
 
+def walked_folder(storage: Storage, base: str, folder: str, marked: dict[str, bool] | None = None) -> str | None:
+    """The path of `folder` relative to `base` ("" for the base) when a listing of the table's
+    partitions looks into it: at or below the base, outside `.hoodie`, and no folder above it
+    (from the base down) a partition (its partition metadata file there). None otherwise: its
+    files are never listed. `marked` caches what was found of each folder above."""
+    root, folder = base.rstrip("/"), folder.rstrip("/")
+    relative = "" if folder == root else folder[len(root) + 1:] if folder.startswith(root + "/") else None
+    if relative is None or relative.split("/", 1)[0] == META_FOLDER:
+        return None
+    found = {} if marked is None else marked
+
+    def is_partition(path: str) -> bool:
+        if path not in found:
+            found[path] = any(storage.exists(Storage.join(path, name)) for name in PARTITION_METADATA_FILES)
+        return found[path]
+
+    above = relative.split("/")[:-1]
+    if relative and any(is_partition(Storage.join(root, *above[:depth])) for depth in range(len(above) + 1)):
+        return None  # inside a partition (or below a base that is one): never walked
+    return relative
+
+
 def _partitions_among(storage: Storage, base: str, folders: Iterable[str],
                       wanted: Mapping[str, set[str]] | None = None) -> TableListing:
     """`list_some_partitions`; with `wanted` (folder -> names), of those files alone."""
-    root = base.rstrip("/")
     marked: dict[str, bool] = {}
-
-    def is_partition(folder: str) -> bool:
-        if folder not in marked:
-            marked[folder] = any(storage.exists(Storage.join(folder, name)) for name in PARTITION_METADATA_FILES)
-        return marked[folder]
-
     partitions: dict[str, tuple[FileStatus, ...]] = {}
     for given in folders:
         folder = given.rstrip("/")
-        relative = "" if folder == root else folder[len(root) + 1:] if folder.startswith(root + "/") else None
-        if relative is None or relative.split("/", 1)[0] == META_FOLDER:
+        relative = walked_folder(storage, base, folder, marked)
+        if relative is None:
             continue
-        above = relative.split("/")[:-1]
-        if relative and any(is_partition(Storage.join(root, *above[:depth])) for depth in range(len(above) + 1)):
-            continue  # inside a partition (or below a base that is one): never walked
         try:
             if wanted is None:
                 files, _ = _split_folder(storage.list(folder))

@@ -222,13 +222,14 @@ def archive_commit_v6(path: Path, time_: str) -> Instant:
 
 
 class CountingStorage(LocalStorage):
-    """The real local storage, counting the folders it lists (any listing method) and the
-    status calls it answers: what shows a repair's work grows with its targets, not with them
-    times the folder."""
+    """The real local storage, counting the folders it lists (any listing method), the status
+    calls it answers and its `stat_names` calls by folder: what shows a repair's work grows with
+    its targets, not with them times the folder."""
 
     def __init__(self) -> None:
         super().__init__()
         self.listed: Counter[str] = Counter()
+        self.named: Counter[str] = Counter()  # `stat_names` calls by folder
         self.statuses = 0
 
     def _list(self, path: str) -> list[FileStatus]:
@@ -250,6 +251,18 @@ class CountingStorage(LocalStorage):
     def status(self, path: str) -> FileStatus:
         self.statuses += 1
         return super().status(path)
+
+    def stat_names(self, folder: str, names: Collection[str]) -> list[os.stat_result | None] | None:
+        self.named[folder] += 1
+        return super().stat_names(folder, names)
+
+
+class UnheldStorage(CountingStorage):
+    """`CountingStorage` that asks no status through a held folder (`stat_names` answers None,
+    as an object store does): a repair's re-check then takes its general path (a listing)."""
+
+    def stat_names(self, folder: str, names: Collection[str]) -> list[os.stat_result | None] | None:
+        return None
 
 
 class NameOrderedStorage(LocalStorage):

@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import compress
+from operator import not_
 
 from timeline import transition
 from timeline.config import META_FOLDER
@@ -22,7 +24,7 @@ from timeline.doctor.findings import (
 from timeline.doctor.survey import DoctorSettings, Survey
 from timeline.exceptions import CleanlineError
 from timeline.perf import paused_gc
-from timeline.storage import OutsideTableError, TableMovedError
+from timeline.storage import OutsideTableError, Storage, TableMovedError
 from timeline.table import Table
 from timeline.transactions import Transactions
 
@@ -85,7 +87,9 @@ def fresh_changes(session: Session, plan_of: Callable[[Survey], RepairPlan]) -> 
 def run_deletes(session: Session, plan: RepairPlan, plan_of: Callable[[Survey], RepairPlan],
                 resolve: Callable[[Table, Change], str], *, folders: bool = False,
                 current: Callable[[Survey], Iterable[tuple[str, str]]] | None = None,
-                resolve_all: Callable[[Table, Sequence[Change]], list[str]] | None = None) -> RepairResult:
+                resolve_all: Callable[[Table, Sequence[Change]], list[str]] | None = None,
+                held: Callable[[Session, Sequence[Change]], Held | None] | None = None,
+                ) -> RepairResult:
     """A repair that deletes files (or folders): under the table's lock, the kind is diagnosed
     again and only the planned deletes it still asks for go; every path is first resolved
     through the table's containment (all of them, before the first delete: one outside refuses
@@ -97,20 +101,32 @@ def run_deletes(session: Session, plan: RepairPlan, plan_of: Callable[[Survey], 
     changes the kind asks for now, from a survey whose listing holds the planned files alone
     (each folder they are in listed once, `Survey(only=...)`), without the findings built: the
     re-check costs the planned files, not the table. `resolve_all`: `resolve` of all the deletes
-    in one call (one containment for the run, not one per file)."""
+    in one call (one containment for the run, not one per file). `held`, for such a kind on a
+    table folder the run holds: the re-check and the paths at once (`Held`), what `current` and
+    `resolve_all` would answer, from a status of each planned file alone; None, before anything
+    changed, when they must answer. Its deletes then go by name, a batch in one folder each
+    (`Storage.delete_names`)."""
     table, storage = session.table, session.table.storage
     with session.transactions.state_change():
-        if current is None:
-            found = {c.key for c in fresh_changes(session, plan_of)}
+        with paused_gc():  # a few objects per planned file, none cyclic (timeline/perf.py)
+            checked = None if held is None or folders else held(session, plan.changes)
+        if checked is not None:
+            wanted = checked.wanted
         else:
-            with paused_gc():  # a few objects per planned file, none cyclic (timeline/perf.py)
-                found = set(current(session.survey(only=[storage.path_of(c.target) for c in plan.changes])))
-        keys = [c.key for c in plan.changes]
-        todo = [c for c, key in zip(plan.changes, keys) if key in found]
+            if current is None:
+                found = {c.key for c in fresh_changes(session, plan_of)}
+            else:
+                with paused_gc():
+                    found = set(current(session.survey(only=[storage.path_of(c.target) for c in plan.changes])))
+            wanted = [c.key in found for c in plan.changes]
+        todo = list(compress(plan.changes, wanted))
         skipped = [(c, "no longer found when diagnosed again under the table's lock")
-                   for c, key in zip(plan.changes, keys) if key not in found]
-        with paused_gc():
-            paths = [resolve(table, c) for c in todo] if resolve_all is None else resolve_all(table, todo)
+                   for c in compress(plan.changes, map(not_, wanted))]
+        if checked is None:
+            with paused_gc():
+                paths = [resolve(table, c) for c in todo] if resolve_all is None else resolve_all(table, todo)
+        else:
+            paths = []
         done: list[Change] = []
         failed: list[tuple[Change, str]] = []
         if folders:
@@ -127,6 +143,8 @@ def run_deletes(session: Session, plan: RepairPlan, plan_of: Callable[[Survey], 
                     done.append(change)
                 else:
                     skipped.append((change, "already gone"))
+        elif checked is not None:  # files by name, a batch in one folder, each right after the held-lock check
+            _delete_by_name(table, todo, checked, done, skipped, failed)
         else:  # files: the storage's batch delete, each batch right after the held-lock check
             size = max(1, storage.delete_batch_size or 1000)
             for start in range(0, len(todo), size):
@@ -137,12 +155,50 @@ def run_deletes(session: Session, plan: RepairPlan, plan_of: Callable[[Survey], 
                     answer = answers.get(path, "failed: no answer from the store")
                     if answer == "deleted":
                         done.append(change)
-                    elif answer == "gone":
-                        skipped.append((change, "already gone"))
                     else:
-                        failed.append((change, f"{path}: {answer.removeprefix('failed: ')}"))
+                        _not_deleted(change, path, answer, skipped, failed)
     table.reload()
     return RepairResult(table.uri, plan.kind, tuple(done), tuple(skipped), tuple(failed))
+
+
+@dataclass(frozen=True, slots=True)
+class Held:
+    """A re-check's answer on a folder the run holds (`run_deletes`' `held`): for each planned
+    change whether the kind still asks for it, and the files it deletes as (folder's backend
+    path, file names) runs, in the changes' order."""
+
+    wanted: list[bool]
+    folders: list[tuple[str, list[str]]]
+
+
+def _delete_by_name(table: Table, todo: list[Change], checked: Held, done: list[Change],
+                    skipped: list[tuple[Change, str]], failed: list[tuple[Change, str]]) -> None:
+    """`run_deletes`' deletes of `held` files, in the changes' order: a batch of names in one
+    folder at a time (`Storage.delete_names`), each right after the held-lock check. A swapped
+    folder (TableMovedError) stops the run."""
+    storage = table.storage
+    size = max(1, storage.delete_batch_size or 1000)
+    position = 0
+    for folder, names in checked.folders:
+        for start in range(0, len(names), size):
+            transition.fence(table)
+            batch = names[start:start + size]
+            in_order = storage.delete_names(folder, batch)
+            for change, name, answer in zip(todo[position:position + len(batch)], batch, in_order):
+                if answer == "deleted":
+                    done.append(change)
+                else:
+                    _not_deleted(change, Storage.join(folder, name), answer, skipped, failed)
+            position += len(batch)
+
+
+def _not_deleted(change: Change, path: str, answer: str, skipped: list[tuple[Change, str]],
+                 failed: list[tuple[Change, str]]) -> None:
+    """A delete's answer other than "deleted": "gone" is skipped, anything else failed."""
+    if answer == "gone":
+        skipped.append((change, "already gone"))
+    else:
+        failed.append((change, f"{path}: {answer.removeprefix('failed: ')}"))
 
 
 def resolve_meta(table: Table, change: Change) -> str:

@@ -33,19 +33,28 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from itertools import compress, repeat
+from operator import attrgetter
+from stat import S_ISDIR, S_ISREG
 
 from timeline.committed import CommittedFiles
-from timeline.doctor.check import Check, Session, repairable_plan, run_deletes
+from timeline.doctor.check import Check, Held, Session, repairable_plan, run_deletes
 from timeline.doctor.findings import Change, Evidence, Finding, RepairPlan, RepairResult, Severity
-from timeline.doctor.survey import DataFile, Survey, duration, parse_data_file
+from timeline.doctor.survey import DataFile, Survey, duration, parse_data_name
 from timeline.exceptions import CleanlineError
+from timeline.files import PARTITION_METADATA_FILES
+from timeline.fsview import walked_folder
 from timeline.mdt.reader import metadata_table
 from timeline.metadata.references import References
+from timeline.storage.base import SIDE_FILE_ENDINGS
 from timeline.table import Table
 
 KIND = "orphan-files"
 # HoodieTimeline.INIT_INSTANT_TS, METADATA_BOOTSTRAP_INSTANT_TS, FULL_BOOTSTRAP_INSTANT_TS
 BOOTSTRAP_INSTANTS = frozenset({"00000000000000", "00000000000001", "00000000000002"})
+_MARKERS = sorted(PARTITION_METADATA_FILES)
+_TARGET = attrgetter("target")
+_new = tuple.__new__  # a DataFile without its Python-level __new__: this runs once per orphan
 SHOWN = 20  # orphan files named in the summary's evidence is every one; the text view shows this many
 
 
@@ -169,47 +178,84 @@ def _instant(instant: str, refs: Referenced, committed: CommittedFiles, limit_in
     return _Instant(committed.before_history(instant), instant in refs.known, why)
 
 
-def orphans(survey: Survey) -> tuple[list[tuple[DataFile, str]], int, str]:
-    """The orphan files (with why each is one), the horizon and what set it. A file's own work
-    is a few lookups: its name in what the timelines name, its name parsed, what its instant
-    decides (once per instant), its modification time against the horizon."""
+@dataclass(slots=True)
+class _Rule:
+    """The rule over what the timelines name, read once per diagnosis: what a file of each
+    instant is, decided once per instant (`_instant`), then per file its name and its
+    modification time. The diagnosis and a repair's re-check under the lock both decide here."""
+
+    refs: Referenced
+    committed: CommittedFiles
+    limit: int            # the horizon (epoch ms)
+    limit_instant: str    # the horizon as an instant time
+    decided: dict[str, _Instant | None]
+
+    def verdict(self, name: str) -> tuple[tuple[str, str, bool], _Instant] | None:
+        """What a file no payload names (the caller looked in `refs.names` first, the cheap test
+        most files stop at) is by its name: None when it is kept whatever its age (no base or
+        log file, every file of its instant kept, committed by its instant's age, a log file of
+        a known file group); else its name parsed (`parse_data_name`) and its instant's verdict:
+        an orphan once its modification time is `old_enough`."""
+        parsed = parse_data_name(name)
+        if parsed is None:
+            return None  # not a base or log file
+        file_id, instant, is_log = parsed
+        decided = self.decided
+        if instant in decided:
+            verdict = decided[instant]
+        else:
+            verdict = decided[instant] = _instant(instant, self.refs, self.committed, self.limit_instant)
+        if verdict is None:
+            return None  # every file of its instant is kept
+        if verdict.before_history and name not in self.committed.named:
+            return None  # older than anything the timelines know: committed (timeline/committed.py)
+        if is_log and verdict.known and file_id in self.refs.file_ids:
+            return None  # a log file of a known file group and instant
+        return parsed, verdict
+
+    def old_enough(self, mtime_ms: int) -> bool:
+        """Whether a file's modification time is before the horizon (and known: a time of 0
+        or less is a file gone or a time not read): a younger file may be a writer's that it
+        has not published yet."""
+        return 0 < mtime_ms < self.limit
+
+
+def _rule(survey: Survey) -> tuple[_Rule | None, int, str]:
+    """The rule as of the survey, the horizon and what set it; no rule (every file kept) when
+    nothing can be proved (`Referenced.doubt`) or the timelines know no instant (every file is
+    older than them: committed)."""
     refs = referenced(survey)
     limit, why_limit = horizon(survey)
     if refs.doubt is not None:
-        return [], limit, why_limit
+        return None, limit, why_limit
     committed = survey.committed
     if committed.earliest is None:
-        return [], limit, why_limit  # the timelines know no instant: every file is older than them, committed
-    limit_instant = survey.instant_at(limit)
-    names, file_ids, committed_names = refs.names, refs.file_ids, committed.named
-    decided: dict[str, _Instant | None] = {}
+        return None, limit, why_limit
+    return _Rule(refs, committed, limit, survey.instant_at(limit), {}), limit, why_limit
+
+
+def orphans(survey: Survey) -> tuple[list[tuple[DataFile, str]], int, str]:
+    """The orphan files (with why each is one), the horizon and what set it. A file's own work
+    is a few lookups (`_Rule`): its name in what the timelines name, its name parsed, what its
+    instant decides (once per instant), its modification time against the horizon."""
+    rule, limit, why_limit = _rule(survey)
+    if rule is None:
+        return [], limit, why_limit
+    names = rule.refs.names
     found: list[tuple[DataFile, str]] = []
     for partition, files in survey.listing.partitions.items():
         for status in files:
             name = status.name
             if name in names:
                 continue  # a payload names it (most files: nothing more to look at)
-            data = parse_data_file(partition, status)
-            if data is None:
-                continue  # not a base or log file
-            instant = data.instant
-            if instant in decided:
-                verdict = decided[instant]
-            else:
-                verdict = decided[instant] = _instant(instant, refs, committed, limit_instant)
-            if verdict is None:
-                continue  # every file of its instant is kept
-            if verdict.before_history and name not in committed_names:
-                continue  # older than anything the timelines know: committed (timeline/committed.py)
-            if data.is_log and verdict.known and data.file_id in file_ids:
-                continue  # a log file of a known file group and instant
-            sized = survey.sized(status)  # the listing's own status when it has the size and time
-            if sized is not status:
-                status = sized
-                data = data._replace(status=sized)
-            if not 0 < status.mtime_ms < limit:
+            decided = rule.verdict(name)
+            if decided is None:
+                continue
+            status = survey.sized(status)  # the listing's own status when it has the size and time
+            if not rule.old_enough(status.mtime_ms):
                 continue  # too young (or gone): a writer may not have published it yet
-            found.append((data, verdict.why))
+            parsed, verdict = decided
+            found.append((_new(DataFile, (partition, status, *parsed)), verdict.why))
     return found, limit, why_limit
 
 
@@ -262,8 +308,53 @@ def _deletes(survey: Survey) -> list[tuple[str, str]]:
     return [("delete", uri(data.status.path)) for data, _ in orphans(survey)[0]]
 
 
+def _held(session: Session, changes: Sequence[Change]) -> Held | None:
+    """The re-check under the lock of a repair on a local table whose folder the run holds, and
+    the files it still deletes by folder, without a listing: per folder, a status of each
+    planned file relative to the folder's handle (`Storage.stat_names`, an lstat: what a delete
+    through that handle then removes), each decided again by the rule (`_Rule`) from its name
+    and modification time; a folder's place checked once (`Containment.plain_folders`: spelled
+    as the table writes it, no symbolic link on its way; `walked_folder` and its partition
+    metadata file: a partition the listing finds). What the general re-check (`_deletes` over
+    `Survey(only=...)`, then `_resolve_all`) answers, or None before anything changed when it
+    must answer itself: a storage holding no folder, a plan naming a file twice or spelled
+    otherwise, a folder no listing finds, a planned side file (a checksum), or a planned name
+    that is a symbolic link, a folder or any other file that is no regular file."""
+    table = session.table
+    storage = table.storage
+    targets = list(map(_TARGET, changes))
+    if len(set(targets)) != len(targets):
+        return None
+    runs = table.containment.plain_folders(targets)
+    if runs is None:
+        return None
+    rule, _, _ = _rule(session.survey())  # its listing is never read
+    named = frozenset() if rule is None else rule.refs.names
+    found: list[bool] = []
+    add = found.append
+    folders: list[tuple[str, list[str]]] = []
+    for _, folder, names in runs:
+        if walked_folder(storage, table.base, folder) is None:
+            return None
+        if any(map(str.endswith, names, repeat(SIDE_FILE_ENDINGS))):
+            return None
+        stats = storage.stat_names(folder, [*names, *_MARKERS])
+        if stats is None:
+            return None
+        if not any(st is not None and not S_ISDIR(st.st_mode) for st in stats[len(names):]):
+            return None  # no partition metadata file: not a partition
+        first = len(found)
+        for name, st in zip(names, stats):
+            if st is not None and not S_ISREG(st.st_mode):
+                return None  # a symbolic link (the containment resolves it), a folder, ...
+            add(st is not None and rule is not None and name not in named  # there, and no payload names it
+                and rule.verdict(name) is not None and rule.old_enough(st.st_mtime_ns // 1_000_000))
+        folders.append((folder, list(compress(names, found[first:]))))
+    return Held(found, folders)
+
+
 def run(session: Session, approved: RepairPlan) -> RepairResult:
-    return run_deletes(session, approved, plan, _resolve, current=_deletes, resolve_all=_resolve_all)
+    return run_deletes(session, approved, plan, _resolve, current=_deletes, resolve_all=_resolve_all, held=_held)
 
 
 CHECK = Check(KIND, diagnose, plan, run)

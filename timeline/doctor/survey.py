@@ -20,7 +20,7 @@ from timeline.exceptions import (
     InvalidFileNameError,
     InvalidInstantError,
 )
-from timeline.files import base_file_of, is_base_file_name, parse_log_file
+from timeline.files import BASE_FILE_EXTENSIONS, parse_log_file
 from timeline.fsview import TableListing, list_partitions, list_some_files
 from timeline.instant import (
     CLUSTERING,
@@ -95,25 +95,37 @@ class DataFile(NamedTuple):
     is_log: bool
 
 
+_BASE_ENDINGS = tuple(sorted(BASE_FILE_EXTENSIONS))
 _new = tuple.__new__  # a DataFile without its Python-level __new__: this runs once per listed file
 
 
 def parse_data_file(partition: str, status: FileStatus) -> DataFile | None:
     """A listed file as a base or log file (what Hudi's repair tools consider, FSUtils.
     isDataFile), or None for anything else (partition metadata, checksums, ...)."""
-    name = status.name
+    parsed = parse_data_name(status.name)
+    return None if parsed is None else _new(DataFile, (partition, status, *parsed))
+
+
+def parse_data_name(name: str) -> tuple[str, str, bool] | None:
+    """`parse_data_file` of a file's name alone: (its file id, its instant, whether it is a log
+    file), or None for anything but a base or log file."""
     try:
         if name[0] == ".":
             if ".log." not in name:
                 return None
             log = parse_log_file(name)
-            return _new(DataFile, (partition, status, log.file_id, log.instant_time, True))
-        if is_base_file_name(name):
-            base = base_file_of(name)
-            return _new(DataFile, (partition, status, base.file_id, base.instant_time, False))
+            return log.file_id, log.instant_time, True
     except InvalidFileNameError:
         return None
-    return None
+    # a base file (`timeline/files.py`'s `is_base_file_name`: its last extension one of a base
+    # file's, which for a name not starting with "." is ending in one; then `base_file_of`: the
+    # file id before the first "_", the instant from the third field up to its first "."),
+    # inlined: this runs once per file a repair re-checks
+    if not name.endswith(_BASE_ENDINGS):
+        return None
+    file_id, _, rest = name.partition("_")
+    instant = rest.partition("_")[2].partition(".")[0]
+    return (file_id, instant, False) if instant else None
 
 
 @dataclass(slots=True)

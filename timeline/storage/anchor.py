@@ -34,14 +34,16 @@ import shutil
 import stat
 import threading
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
+from itertools import compress, repeat
 from typing import BinaryIO
 
 from timeline.exceptions import FileExists, FileNotFound, StorageError
 from timeline.storage.base import FolderIdentity, checksum_file_of, is_side_file
 from timeline.storage.containment import TableMovedError
 
+_NOT_NAMES = frozenset({"", ".", ".."})  # components that name no file in a folder
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # Subfolder handles a run keeps open (a partition each); past this, a folder is opened for one
 # change and closed after it, so a table of many partitions cannot exhaust the process's files.
@@ -165,20 +167,57 @@ class AnchoredFolder:
         self.check(by_folder)
         results: dict[str, str] = {}
         for folder, files in by_folder.items():
-            fd, close = self._folder(folder, create=False)
-            if fd is None:
-                results.update((path, "gone") for path, _ in files)
-                continue
-            try:
-                sums = self._checksums_in(folder, fd)
-                if sums:
-                    for _, name in files:
-                        if checksum_file_of(name) in sums:
-                            self._drop_checksum(folder, fd, name)
-                unlink_each(files, results, dir_fd=fd)
-            finally:
-                close()
+            names = [name for _, name in files]
+            results.update(zip([path for path, _ in files], self._unlink_in(folder, names)))
         return results
+
+    def unlink_names(self, folder: tuple[str, ...], names: Collection[str]) -> list[str]:
+        """`Storage.delete_names` in the subfolder `folder` (its components; () for the table's
+        own), after the check: the answers in order. A name that is no plain file name is
+        StorageError (`stat_names`)."""
+        _plain_names(names, self._join(folder))
+        self.check([folder])
+        return self._unlink_in(folder, names)
+
+    def _unlink_in(self, folder: tuple[str, ...], names: Collection[str]) -> list[str]:
+        """Unlink plain names in a folder of the run, checked already: each name's checksum file
+        first (the folder's known from one listing of its names per run), then the name."""
+        fd, close = self._folder(folder, create=False)
+        if fd is None:
+            return ["gone"] * len(names)
+        try:
+            sums = self._checksums_in(folder, fd)
+            if sums:
+                for name in names:
+                    if checksum_file_of(name) in sums:
+                        self._drop_checksum(folder, fd, name)
+            return unlink_names(names, dir_fd=fd)
+        finally:
+            close()
+
+    def stat_names(self, folder: tuple[str, ...], names: Collection[str]) -> list[os.stat_result | None]:
+        """`Storage.stat_names` in the subfolder `folder` (its components; () for the table's own),
+        after the check: an lstat of each name relative to its handle, None for a name not there
+        (all None when the folder is not there). A name that is no plain file name (holding a
+        "/" or a NUL, empty, "." or "..") is StorageError: it could lead out of the folder."""
+        _plain_names(names, self._join(folder))
+        self.check([folder])
+        fd, close = self._folder(folder, create=False)
+        if fd is None:
+            return [None] * len(names)
+        found: list[os.stat_result | None] = []
+        add, stat_of = found.append, os.stat
+        try:
+            for name in names:
+                try:
+                    add(stat_of(name, dir_fd=fd, follow_symlinks=False))
+                except FileNotFoundError:
+                    add(None)
+        except OSError as exc:
+            raise _storage_error(self._join(folder), exc) from exc
+        finally:
+            close()
+        return found
 
     def write(self, parts: tuple[str, ...], data: bytes, *, overwrite: bool) -> None:
         """Write a file, creating its folders; without `overwrite` an existing one is FileExists."""
@@ -272,7 +311,8 @@ class AnchoredFolder:
             if found is None:
                 own = os.open(".", _DIRECTORY, dir_fd=fd)
                 try:
-                    found = {n for n in os.listdir(own) if n.endswith(".crc") and is_side_file(n)}
+                    names = os.listdir(own)
+                    found = {n for n in compress(names, map(str.endswith, names, repeat(".crc"))) if is_side_file(n)}
                 finally:
                     os.close(own)
                 self._checksums[folder] = found
@@ -391,19 +431,35 @@ def _below(path: str, prefix: str) -> tuple[str, ...] | None:
 
 def unlink_each(files: Iterable[tuple[str, str]], results: dict[str, str], *, dir_fd: int | None = None) -> None:
     """`Storage.delete_many`'s loop: unlink each (path, name) by its name (relative to the
-    folder handle `dir_fd` when given), and answer for its path "deleted", "gone" or
-    "failed: <reason>" in `results`."""
-    unlink = os.unlink
-    for path, name in files:
+    folder handle `dir_fd` when given), and answer for its path in `results` (`unlink_names`)."""
+    files = list(files)
+    results.update(zip([path for path, _ in files], unlink_names([name for _, name in files], dir_fd=dir_fd)))
+
+
+def unlink_names(names: Iterable[str], *, dir_fd: int | None = None) -> list[str]:
+    """Unlink each name (relative to the folder handle `dir_fd` when given): "deleted", "gone"
+    or "failed: <reason>" for each, in order."""
+    answers: list[str] = []
+    add, unlink = answers.append, os.unlink
+    for name in names:
         try:
             unlink(name, dir_fd=dir_fd)
-            results[path] = "deleted"
+            add("deleted")
         except FileNotFoundError:
-            results[path] = "gone"
+            add("gone")
         except IsADirectoryError:
-            results[path] = "failed: is a directory"
+            add("failed: is a directory")
         except OSError as exc:
-            results[path] = f"failed: {exc.strerror or exc}"
+            add(f"failed: {exc.strerror or exc}")
+    return answers
+
+
+def _plain_names(names: Collection[str], folder: str) -> None:
+    """StorageError unless every name is a plain file name (no "/" or NUL, not empty, "." or
+    ".."): a call relative to a folder's handle then stays in the folder."""
+    joined = "\n".join(names)
+    if "/" in joined or "\x00" in joined or not _NOT_NAMES.isdisjoint(names):
+        raise StorageError(folder, "a name asked for is no plain file name")
 
 
 def _identity(st: os.stat_result) -> FolderIdentity:

@@ -11,7 +11,7 @@ import posixpath
 import shutil
 import stat
 import sys
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 from urllib.parse import urlparse
@@ -265,6 +265,14 @@ class LocalStorage(ArrowStorage):
         anchors, self._anchors = self._anchors, []
         for folder in anchors:
             folder.close()
+
+    def stat_names(self, folder: str, names: Collection[str]) -> builtins.list[os.stat_result | None] | None:
+        found = self._anchored(folder.rstrip("/") + "/-") if self._anchors else None  # a name in it: its parts
+        return None if found is None else found[0].stat_names(found[1][:-1], names)
+
+    def delete_names(self, folder: str, names: Sequence[str]) -> builtins.list[str]:
+        found = self._anchored(folder.rstrip("/") + "/-") if self._anchors else None  # a name in it: its parts
+        return super().delete_names(folder, names) if found is None else found[0].unlink_names(found[1][:-1], names)
 
     def _anchored(self, path: str) -> tuple[AnchoredFolder, tuple[str, ...]] | None:
         """The anchored table folder `path` lies in and its components below it, or None."""

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import builtins
 import io
+import os
 import posixpath
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from itertools import repeat
@@ -119,6 +120,16 @@ class Storage(ABC):
         local disk then asks the size and time of those alone); side files left out."""
         return without_side_files(self._list_only(path, names))
 
+    def stat_names(self, folder: str, names: Collection[str]) -> builtins.list[os.stat_result | None] | None:
+        """The status of each of `names` (plain file names) in `folder`, in order, not following a
+        symbolic link (lstat: a link is reported as one), each relative to the handle of a table
+        folder this run holds (`anchor`): the file a later delete in that folder removes, not one a
+        swapped path leads to. None for a name not there. None for the whole call when no held
+        folder contains `folder` (an object store, a table not held): the caller then takes its
+        general path (`list_only`). A re-check of many planned files: a status call each, no
+        listing of the folder."""
+        return None
+
     def list_names(self, path: str) -> builtins.list[str]:
         """The names of a folder's direct children, files and folders alike, unsorted: the
         cheapest look at a folder (a local disk reads the folder alone); side files left out."""
@@ -179,6 +190,14 @@ class Storage(ABC):
             except StorageError as exc:
                 results[path] = f"failed: {exc.reason}"
         return results
+
+    def delete_names(self, folder: str, names: Sequence[str]) -> builtins.list[str]:
+        """`delete_many` of files of one folder given by their (plain) names: the answers in
+        order. A local run deletes through the folder's handle the run holds (what
+        `stat_names` looked at); this default joins the paths."""
+        paths = [self.join(folder, name) for name in names]
+        answers = self.delete_many(paths)
+        return [answers.get(path, "failed: no answer from the store") for path in paths]
 
     def sizes_of(self, paths: Iterable[str]) -> dict[str, int]:
         """Sizes of files about to be deleted, by path; a file not found is left out. This

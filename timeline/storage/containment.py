@@ -222,6 +222,54 @@ class Containment:
             if not plain(entry):
                 self.data_path(entry)
 
+    def plain_folders(self, entries: list[str]) -> list[tuple[str, str, list[str]]] | None:
+        """The entries as (folder relative to the base, its backend path, file names) runs, in
+        order, when every entry is spelled as the table writes its own files (its URI, then plain
+        segments and a plain name: no `..`, no percent, backslash, NUL, `:`, `?`, `#`) and each
+        folder resolves to itself below the table's resolved base (no symbolic link on its way),
+        outside `.hoodie/`. Each entry's backend path is then its folder's and its name
+        (`storage.path_of(entry)`) and lies in the table, unless the name is itself a symbolic
+        link, which this does not read: the caller must refuse a name whose status
+        (`Storage.stat_names`, an lstat) is one. None when any entry needs the full check
+        (`data_path`)."""
+        prefix = self._prefix
+        if not entries or not entries[0].startswith(prefix):
+            return None
+        first = entries[0].rpartition("/")[0]  # the prefix, or longer
+        cut = len(first) + 1
+        together = all(map(str.startswith, entries, repeat(first + "/")))
+        if not together and not all(map(str.startswith, entries, repeat(prefix))):
+            return None
+        names = [entry[cut:] for entry in entries] if together else []
+        if together and "/" not in "".join(names):  # one folder (a repair's, mostly)
+            groups: list[tuple[str, list[str]]] = [(first, names)]
+        else:
+            groups = [(folder, [entry[len(folder) + 1:] for entry in run])
+                      for folder, run in groupby(entries, _folder_of)]
+        runs: list[tuple[str, str, list[str]]] = []
+        resolves: dict[str, bool] = {}
+        for folder, names in groups:
+            relative = folder[len(prefix):] if len(folder) >= len(prefix) else ""  # "": the base itself
+            joined = "\n".join(names)
+            forbidden = _SPECIAL_NAMES if relative else _SPECIAL_NAMES | {META_FOLDER}
+            if any(c in joined for c in _SPECIAL_CHARS) or not forbidden.isdisjoint(names):
+                return None
+            if relative not in resolves:
+                resolves[relative] = self._resolves_to_itself(relative)
+            if not resolves[relative]:
+                return None
+            runs.append((relative, self.storage.path_of(folder), names))
+        return runs
+
+    def _resolves_to_itself(self, relative: str) -> bool:
+        """Whether a partition folder as written (relative to the base; "" for the base) is plain,
+        lies outside `.hoodie/`, and resolves to the same folder below the resolved base."""
+        if relative and (any(c in relative for c in _SPECIAL_CHARS)
+                         or any(p in _SPECIAL_NAMES for p in relative.split("/"))
+                         or relative.split("/")[0] == META_FOLDER):
+            return False
+        return self.storage.resolve(Storage.join(self._raw_base, relative)) == Storage.join(self.base, relative)
+
     def _plain_run(self, entries: list[str]) -> bool:
         """Whether every entry is `_plain` and all lie in the same folder, decided for the list
         at once: one folder lookup, then prefix, separator, character and name-set checks over
