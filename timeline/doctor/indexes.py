@@ -1,0 +1,231 @@
+"""Index drift: the metadata table's index partitions checked against the data they describe
+(issue 45, verification only). Query engines trust these indexes to skip files, so an index that
+disagrees with the data makes queries silently return wrong answers.
+
+Rules, each after the Hudi Java it follows:
+
+- column stats (`column_stats` partition): each latest-slice base file's record per indexed column
+  holds the min, max, null count and value count of that file's Parquet footer, aggregated over
+  its row groups as `ParquetUtils.readColumnStatsFromMetadata` (hudi-hadoop-common) does, the
+  value unwrapped from its `ValueMetadata` wrapper (`HoodieIndexVersion` V2 on table version 9,
+  `valueType`). The indexed columns are the column-stats index definition's `sourceFields`
+  (`.hoodie/.index_defs`, `HoodieIndexDefinition`, as `HoodieTableMetadataUtil.getColumnsToIndex`
+  records them), else `hoodie.metadata.index.column.stats.column.list`, else the columns the
+  partition already holds records for. Log files' records (table version 9) are not checked.
+- index definitions: an index partition listed complete in `hoodie.table.metadata.partitions`
+  (`HoodieTableConfig.getMetadataPartitions`, what `MetadataPartitionType.isMetadataPartitionAvailable`
+  trusts) with no file group or no record in the metadata table, and an index definition of
+  `.hoodie/.index_defs` (`HoodieTableMetaClient.getIndexMetadata`) whose partition the property
+  lists but the metadata table lacks.
+
+Nothing is repaired here: the finding says so, and how Hudi's writers rebuild the indexes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from timeline.doctor.check import Check, Session, no_repair
+from timeline.doctor.findings import NO_REPAIR, Evidence, Finding, RepairPlan, RepairResult, Severity
+from timeline.doctor.survey import Survey
+from timeline.exceptions import CleanlineError
+from timeline.mdt.reader import FILES, MetadataTable
+from timeline.storage import Storage
+
+KIND = "index-drift"
+COLUMN_STATS = "column_stats"
+COLUMN_LIST = "hoodie.metadata.index.column.stats.column.list"
+INDEX_DEFS = "hoodie.table.index.defs.path"
+INDEX_DEFS_DEFAULT = ".hoodie/.index_defs/index.json"
+SHOWN = 50  # the mismatches an evidence lists (the count names them all)
+REPAIR = (f"{NO_REPAIR}Cleanline offers no index repair yet; drop the metadata table (`cleanline mdt drop`) so "
+          "Hudi writers rebuild it with its indexes, or have a Hudi writer drop and rebuild this index")
+
+
+@dataclass(frozen=True, slots=True)
+class StatsMismatch(Evidence):
+    file: str       # the data file (partition/name)
+    column: str
+    field: str      # minValue, maxValue, nullCount, valueCount, or "record" (missing)
+    recorded: str   # what the index holds
+    actual: str     # what the data holds
+
+
+@dataclass(frozen=True, slots=True)
+class StatsEvidence(Evidence):
+    index: str                 # the metadata-table partition
+    files_checked: int
+    mismatches: int
+    shown: tuple[StatsMismatch, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DefinitionEvidence(Evidence):
+    index: str
+    declared_in: str           # hoodie.table.metadata.partitions or .index_defs
+    file_groups: int
+    records: int
+    problem: str
+
+
+def _unwrap(value: Any) -> Any:
+    """A stats value without its Avro wrapper (`{"value": x}`, HoodieMetadataPayload's
+    `wrapValueIntoAvro`)."""
+    return value.get("value") if isinstance(value, Mapping) else value
+
+
+def _normal(value: Any, decimal: bool) -> Any:
+    """A comparable value: decimals as their unscaled integer (big-endian two's complement in both
+    the footer and the record), other bytes left as bytes."""
+    if isinstance(value, bytes) and decimal:
+        return int.from_bytes(value, "big", signed=True) if value else 0
+    return value
+
+
+def _footer_stats(storage: Storage, path: str) -> dict[str, dict[str, Any]]:
+    """Per column path: min, max, null count and value count over the file's row groups
+    (`ParquetUtils.readColumnStatsFromMetadata`, merged per column as `getColumnRangeInFile`)."""
+    import pyarrow.parquet as pq  # here: only the index check reads Parquet footers
+
+    with storage.reader(path) as stream:
+        meta = pq.ParquetFile(stream).metadata
+    out: dict[str, dict[str, Any]] = {}
+    for g in range(meta.num_row_groups):
+        group = meta.row_group(g)
+        for c in range(group.num_columns):
+            chunk = group.column(c)
+            stats = chunk.statistics
+            logical = str(stats.logical_type) if stats is not None else ""
+            decimal = logical.startswith("Decimal")
+            entry = out.setdefault(chunk.path_in_schema, {"minValue": None, "maxValue": None, "nullCount": 0,
+                                                          "valueCount": 0, "decimal": decimal})
+            entry["valueCount"] += chunk.num_values
+            if stats is None:
+                continue
+            entry["nullCount"] += stats.null_count or 0
+            if stats.has_min_max:
+                low, high = stats.min_raw, stats.max_raw
+                if isinstance(low, bytes) and logical == "String":
+                    low, high = low.decode(), high.decode()
+                low, high = _normal(low, decimal), _normal(high, decimal)
+                if entry["minValue"] is None or low < entry["minValue"]:
+                    entry["minValue"] = low
+                if entry["maxValue"] is None or high > entry["maxValue"]:
+                    entry["maxValue"] = high
+    return out
+
+
+def index_definitions(survey: Survey) -> dict[str, Mapping[str, Any]]:
+    """`.hoodie/.index_defs`'s definitions by index name (none when the table has no file)."""
+    relative = survey.table.config.get(INDEX_DEFS) or INDEX_DEFS_DEFAULT
+    path = survey.table.path(relative)
+    if not survey.storage.exists(path):
+        return {}
+    try:
+        defs = json.loads(survey.storage.read(path)).get("indexDefinitions") or {}
+    except (ValueError, AttributeError):
+        return {}
+    return {str(name): d for name, d in defs.items() if isinstance(d, Mapping)}
+
+
+def _indexed_columns(survey: Survey, records: Iterable[tuple[str, str]]) -> set[str]:
+    source = index_definitions(survey).get(COLUMN_STATS, {}).get("sourceFields")
+    if source:
+        return {str(c) for c in source}
+    listed = survey.props.get(COLUMN_LIST) or survey.table.config.get(COLUMN_LIST) or ""
+    if listed.strip():
+        return {c.strip() for c in listed.split(",") if c.strip()}
+    return {column for _, column in records}
+
+
+def _column_stats(survey: Survey, mdt: MetadataTable) -> list[Finding]:
+    by_file: dict[str, dict[str, Mapping[str, Any]]] = {}
+    for record in mdt.records(COLUMN_STATS).values():
+        entry = record.raw.get("ColumnStatsMetadata")
+        if isinstance(entry, Mapping):
+            by_file.setdefault(str(entry.get("fileName")), {})[str(entry.get("columnName"))] = entry
+    indexed = _indexed_columns(survey, ((f, c) for f, cols in by_file.items() for c in cols))
+    table = survey.table
+    mismatches: list[StatsMismatch] = []
+    checked = 0
+    for file_slice in table.file_system_view().latest_slices():
+        base = file_slice.base_file
+        if base is None or not base.name.endswith(".parquet"):
+            continue
+        checked += 1
+        shown_path = Storage.join(file_slice.partition, base.name)
+        footer = _footer_stats(survey.storage, table.path(file_slice.partition, base.name))
+        recorded = by_file.get(base.name, {})
+        for column in sorted(indexed & set(footer)):
+            actual = footer[column]
+            entry = recorded.get(column)
+            if entry is None:
+                mismatches.append(StatsMismatch(shown_path, column, "record", "none", "a column-stats record"))
+                continue
+            for name in ("minValue", "maxValue"):
+                have = _normal(_unwrap(entry.get(name)), actual["decimal"])
+                if have != actual[name]:
+                    mismatches.append(StatsMismatch(shown_path, column, name, repr(have), repr(actual[name])))
+            for name in ("nullCount", "valueCount"):
+                if entry.get(name) != actual[name]:
+                    mismatches.append(StatsMismatch(shown_path, column, name, repr(entry.get(name)),
+                                                    repr(actual[name])))
+    if not mismatches:
+        return []
+    files = len({m.file for m in mismatches})
+    return [Finding(
+        KIND, Severity.ERROR,
+        f"{COLUMN_STATS}: {len(mismatches)} column statistic(s) of {files} base file(s) disagree with their Parquet "
+        "footers",
+        StatsEvidence(COLUMN_STATS, checked, len(mismatches), tuple(mismatches[:SHOWN])),
+        "Query engines skip files by these statistics (data skipping): a wrong range or count makes them skip files "
+        "that hold matching rows, and queries silently return too few rows.",
+        REPAIR)]
+
+
+def _definitions(survey: Survey, mdt: MetadataTable) -> list[Finding]:
+    declared = [p for p in survey.table.config.metadata_partitions if p != FILES]
+    defined = index_definitions(survey)
+    findings = []
+    for index in declared:
+        groups = len(mdt.latest_slices(index))
+        records = len(mdt.records(index)) if groups else 0
+        if groups and records:
+            continue
+        origin = "hoodie.table.metadata.partitions" + (" and .index_defs" if index in defined else "")
+        problem = "no file group" if not groups else "no record"
+        findings.append(Finding(
+            KIND, Severity.ERROR, f"{index}: declared complete but has {problem} in the metadata table",
+            DefinitionEvidence(index, origin, groups, records, problem),
+            "Readers trust an index the table property lists as complete (apache/hudi #19716): lookups through an "
+            "empty index find nothing, and queries return wrong answers.",
+            REPAIR))
+    return findings
+
+
+def diagnose(survey: Survey) -> list[Finding]:
+    table = survey.table
+    if not table.config.metadata_table_enabled:
+        return []
+    try:
+        mdt = MetadataTable(table)
+    except CleanlineError:
+        return []  # an unreadable metadata table is metadata-table-drift's finding
+    findings = _definitions(survey, mdt)
+    broken = {e.index for f in findings if isinstance(e := f.evidence, DefinitionEvidence)}
+    if COLUMN_STATS in table.config.metadata_partitions and COLUMN_STATS not in broken:
+        findings += _column_stats(survey, mdt)
+    return findings
+
+
+def plan(survey: Survey) -> RepairPlan:
+    raise no_repair(KIND, diagnose(survey), survey.table.uri)
+
+
+def run(session: Session, approved: RepairPlan) -> RepairResult:
+    raise no_repair(KIND, diagnose(session.survey()), session.table.uri)
+
+
+CHECK = Check(KIND, diagnose, plan, run)
