@@ -80,10 +80,13 @@ def test_footer_changed_under_its_record_is_found(tmp_path: Path) -> None:
     ids[0] = "TXN-999"  # above every id the fixture holds: the file's max moves
     data = data.set_column(data.schema.get_field_index("txn_id"), data.schema.field("txn_id"), pa.array(ids))
     pq.write_table(data, path)
-    [finding] = _findings(lake)
-    shown = {(m.column, m.field): (m.recorded, m.actual) for m in finding.evidence.shown}
+    files, partitions = _findings(lake)  # the partition's range no longer holds the new max either
+    assert (files.evidence.index, partitions.evidence.index) == ("column_stats", "partition_stats")
+    shown = {(m.column, m.field): (m.recorded, m.actual) for m in files.evidence.shown}
     assert shown[("txn_id", "maxValue")][1] == "'TXN-999'"
-    assert all(m.file == f"{partition}/{name}" for m in finding.evidence.shown)
+    assert all(m.file == f"{partition}/{name}" for m in files.evidence.shown)
+    assert [(m.file, m.column, m.field, m.actual) for m in partitions.evidence.shown] == [
+        (partition, "txn_id", "maxValue", "'TXN-999'")]
 
 
 def test_null_count_drift_is_found(tmp_path: Path) -> None:
@@ -106,3 +109,33 @@ def test_index_declared_complete_without_its_partition_is_found(tmp_path: Path) 
     assert (evidence.index, evidence.file_groups, evidence.problem) == ("secondary_index_merchant_idx", 0,
                                                                          "no file group")
     assert evidence.declared_in == "hoodie.table.metadata.partitions and .index_defs"
+
+
+def _partition_record(lake: Path, partition: str, column: str) -> tuple[MetadataTable, MetadataRecord]:
+    mdt = MetadataTable(HudiTable.open(str(lake)))
+    return mdt, next(r for r in mdt.records("partition_stats").values()
+                     if r.column_stats == (partition, column))
+
+
+def _write_entry(mdt: MetadataTable, partition: str, record: MetadataRecord, **changes: object) -> None:
+    entry = {**record.raw["ColumnStatsMetadata"], **changes}
+    changed = dataclasses.replace(record, raw={**record.raw, "ColumnStatsMetadata": entry})
+    write_update(mdt, mdt.mdt.new_instant_time(), [MdtUpdate(partition, (changed,))])
+
+
+def test_partition_stats_that_no_longer_cover_the_data_are_found(tmp_path: Path) -> None:
+    """A range narrower than the partition's files (and a null count below theirs) makes readers
+    skip a partition that holds matching rows; a wider one (Hudi merges ranges on update) is fine."""
+    lake = unzip_table(V9_COW, tmp_path)
+    mdt, record = _partition_record(lake, "region=eu", "txn_id")
+    right = record.raw["ColumnStatsMetadata"]
+    _write_entry(mdt, "partition_stats", record, minValue={"value": "TXN-000"}, valueCount=right["valueCount"] + 5,
+                 isTightBound=False)
+    assert _findings(lake) == []  # covers the data: no finding
+    mdt, record = _partition_record(lake, "region=eu", "txn_id")
+    _write_entry(mdt, "partition_stats", record, maxValue={"value": "TXN-000"}, nullCount=-1)
+    [finding] = _findings(lake)
+    evidence = finding.evidence
+    assert isinstance(evidence, StatsEvidence) and evidence.index == "partition_stats" and evidence.files_checked > 0
+    shown = {(m.file, m.column, m.field): m.recorded for m in evidence.shown}
+    assert shown == {("region=eu", "txn_id", "maxValue"): "'TXN-000'", ("region=eu", "txn_id", "nullCount"): "-1"}

@@ -12,6 +12,10 @@ Rules, each after the Hudi Java it follows:
   (`.hoodie/.index_defs`, `HoodieIndexDefinition`, as `HoodieTableMetadataUtil.getColumnsToIndex`
   records them), else `hoodie.metadata.index.column.stats.column.list`, else the columns the
   partition already holds records for. Log files' records (table version 9) are not checked.
+- partition stats (`partition_stats` partition): per partition and indexed column, the record
+  covers the latest base files' merged footers (`HoodieTableMetadataUtil.
+  convertFilesToPartitionStatsRecords`, `FileFormatUtils.getColumnRangeInPartition`): its range
+  holds theirs and its counts are at least theirs (Hudi's record is not exact, `_partition_stats`).
 - index definitions: an index partition listed complete in `hoodie.table.metadata.partitions`
   (`HoodieTableConfig.getMetadataPartitions`, what `MetadataPartitionType.isMetadataPartitionAvailable`
   trusts) with no file group or no record in the metadata table, and an index definition of
@@ -36,6 +40,7 @@ from timeline.storage import Storage
 
 KIND = "index-drift"
 COLUMN_STATS = "column_stats"
+PARTITION_STATS = "partition_stats"
 COLUMN_LIST = "hoodie.metadata.index.column.stats.column.list"
 INDEX_DEFS = "hoodie.table.index.defs.path"
 INDEX_DEFS_DEFAULT = ".hoodie/.index_defs/index.json"
@@ -140,49 +145,140 @@ def _indexed_columns(survey: Survey, records: Iterable[tuple[str, str]]) -> set[
     return {column for _, column in records}
 
 
-def _column_stats(survey: Survey, mdt: MetadataTable) -> list[Finding]:
-    by_file: dict[str, dict[str, Mapping[str, Any]]] = {}
-    for record in mdt.records(COLUMN_STATS).values():
+@dataclass(frozen=True, slots=True)
+class _BaseFile:
+    partition: str
+    name: str
+    footer: dict[str, dict[str, Any]]
+    with_logs: bool  # the latest slice has log files too (their stats are not read here)
+
+    @property
+    def shown(self) -> str:
+        return Storage.join(self.partition, self.name)
+
+
+def _latest_base_files(survey: Survey) -> list[_BaseFile]:
+    """The latest slice's Parquet base file of every live file group with its footer's statistics
+    (`getLatestFileSlices`: replaced groups left out); a slice without one is kept (no name) when it
+    has log files, so that its partition is known to hold data not read here."""
+    table = survey.table
+    out = []
+    for group in table.file_system_view().file_groups():
+        file_slice = group.latest_slice
+        base = None if file_slice is None else file_slice.base_file
+        if file_slice is None or base is None or not base.name.endswith(".parquet"):
+            if file_slice is not None and file_slice.log_files:
+                out.append(_BaseFile(file_slice.partition, "", {}, True))
+            continue
+        footer = _footer_stats(survey.storage, table.path(file_slice.partition, base.name))
+        out.append(_BaseFile(file_slice.partition, base.name, footer, bool(file_slice.log_files)))
+    return out
+
+
+def _stats_entries(mdt: MetadataTable, partition: str) -> dict[str, dict[str, Mapping[str, Any]]]:
+    """file name (partition path, for partition stats) -> column -> ColumnStatsMetadata."""
+    out: dict[str, dict[str, Mapping[str, Any]]] = {}
+    for record in mdt.records(partition).values():
         entry = record.raw.get("ColumnStatsMetadata")
         if isinstance(entry, Mapping):
-            by_file.setdefault(str(entry.get("fileName")), {})[str(entry.get("columnName"))] = entry
-    indexed = _indexed_columns(survey, ((f, c) for f, cols in by_file.items() for c in cols))
-    table = survey.table
-    mismatches: list[StatsMismatch] = []
-    checked = 0
-    for file_slice in table.file_system_view().latest_slices():
-        base = file_slice.base_file
-        if base is None or not base.name.endswith(".parquet"):
-            continue
-        checked += 1
-        shown_path = Storage.join(file_slice.partition, base.name)
-        footer = _footer_stats(survey.storage, table.path(file_slice.partition, base.name))
-        recorded = by_file.get(base.name, {})
-        for column in sorted(indexed & set(footer)):
-            actual = footer[column]
-            entry = recorded.get(column)
-            if entry is None:
-                mismatches.append(StatsMismatch(shown_path, column, "record", "none", "a column-stats record"))
-                continue
-            for name in ("minValue", "maxValue"):
-                have = _normal(_unwrap(entry.get(name)), actual["decimal"])
-                if have != actual[name]:
-                    mismatches.append(StatsMismatch(shown_path, column, name, repr(have), repr(actual[name])))
-            for name in ("nullCount", "valueCount"):
-                if entry.get(name) != actual[name]:
-                    mismatches.append(StatsMismatch(shown_path, column, name, repr(entry.get(name)),
-                                                    repr(actual[name])))
+            out.setdefault(str(entry.get("fileName")), {})[str(entry.get("columnName"))] = entry
+    return out
+
+
+def _compare(shown: str, column: str, entry: Mapping[str, Any], actual: Mapping[str, Any], *, exact: bool
+             ) -> list[StatsMismatch]:
+    """A record against the data. `exact` (column stats of one file): equal min, max and counts.
+    Otherwise (partition stats) the record must cover the data: its range holds the data's and its
+    counts are at least the data's, what a reader needs not to skip a partition that holds a
+    matching row."""
+    found = []
+    low, high = (_normal(_unwrap(entry.get(n)), actual["decimal"]) for n in ("minValue", "maxValue"))
+    for name, have in (("minValue", low), ("maxValue", high)):
+        want = actual[name]
+        if exact:
+            wrong = have != want
+        elif want is None:
+            wrong = False
+        else:
+            try:
+                wrong = have is None or (have > want if name == "minValue" else have < want)
+            except TypeError:
+                wrong = True
+        if wrong:
+            found.append(StatsMismatch(shown, column, name, repr(have), repr(want)))
+    for name in ("nullCount", "valueCount"):
+        have, want = entry.get(name), actual[name]
+        if (have != want) if exact else (not isinstance(have, int) or have < want):
+            found.append(StatsMismatch(shown, column, name, repr(have), repr(want)))
+    return found
+
+
+def _stats_finding(index: str, checked: int, mismatches: list[StatsMismatch], what: str) -> list[Finding]:
     if not mismatches:
         return []
-    files = len({m.file for m in mismatches})
+    count = len({m.file for m in mismatches})
     return [Finding(
         KIND, Severity.ERROR,
-        f"{COLUMN_STATS}: {len(mismatches)} column statistic(s) of {files} base file(s) disagree with their Parquet "
-        "footers",
-        StatsEvidence(COLUMN_STATS, checked, len(mismatches), tuple(mismatches[:SHOWN])),
+        f"{index}: {len(mismatches)} column statistic(s) of {count} {what} disagree with the Parquet footers",
+        StatsEvidence(index, checked, len(mismatches), tuple(mismatches[:SHOWN])),
         "Query engines skip files by these statistics (data skipping): a wrong range or count makes them skip files "
         "that hold matching rows, and queries silently return too few rows.",
         REPAIR)]
+
+
+def _column_stats(survey: Survey, mdt: MetadataTable, files: list[_BaseFile]) -> list[Finding]:
+    by_file = _stats_entries(mdt, COLUMN_STATS)
+    indexed = _indexed_columns(survey, ((f, c) for f, cols in by_file.items() for c in cols))
+    mismatches: list[StatsMismatch] = []
+    latest = [b for b in files if b.name]
+    for base in latest:
+        recorded = by_file.get(base.name, {})
+        for column in sorted(indexed & set(base.footer)):
+            entry = recorded.get(column)
+            if entry is None:
+                mismatches.append(StatsMismatch(base.shown, column, "record", "none", "a column-stats record"))
+            else:
+                mismatches += _compare(base.shown, column, entry, base.footer[column], exact=True)
+    return _stats_finding(COLUMN_STATS, len(latest), mismatches, "base file(s)")
+
+
+def _partition_stats(survey: Survey, mdt: MetadataTable, files: list[_BaseFile]) -> list[Finding]:
+    """`HoodieTableMetadataUtil.convertFilesToPartitionStatsRecords`: per partition and column,
+    the latest slices' ranges merged (`FileFormatUtils.getColumnRangeInPartition`: min of mins,
+    max of maxes, counts summed). Hudi's record is not exact: it is built over
+    `getPartitionLatestFileSlicesIncludingInflight` (`AbstractTableFileSystemView.
+    getLatestFileSlicesIncludingInflight` keeps replaced file groups until they are cleaned) and
+    later writes merge wider ranges into it (`HoodieColumnRangeMetadata.merge`, `isTightBound`
+    false). So the check is that the record covers the live latest base files (`_compare`):
+    a record that does not makes readers skip a partition holding matching rows. Partitions
+    whose latest slices have log files are skipped (log files' statistics are not read here)."""
+    by_partition = _stats_entries(mdt, PARTITION_STATS)
+    indexed = _indexed_columns(survey, ((p, c) for p, cols in by_partition.items() for c in cols))
+    groups: dict[str, list[_BaseFile]] = {}
+    for base in files:
+        groups.setdefault(base.partition, []).append(base)
+    mismatches: list[StatsMismatch] = []
+    checked = 0
+    for partition, members in sorted(groups.items()):
+        if any(b.with_logs for b in members):
+            continue
+        checked += 1
+        recorded = by_partition.get(partition, {})
+        columns = set.intersection(*(set(b.footer) for b in members)) & indexed
+        for column in sorted(columns):
+            parts = [b.footer[column] for b in members]
+            lows = [p["minValue"] for p in parts if p["minValue"] is not None]
+            highs = [p["maxValue"] for p in parts if p["maxValue"] is not None]
+            actual = {"minValue": min(lows) if lows else None, "maxValue": max(highs) if highs else None,
+                      "nullCount": sum(p["nullCount"] for p in parts),
+                      "valueCount": sum(p["valueCount"] for p in parts),
+                      "decimal": parts[0]["decimal"]}
+            entry = recorded.get(column)
+            if entry is None:
+                mismatches.append(StatsMismatch(partition, column, "record", "none", "a partition-stats record"))
+            else:
+                mismatches += _compare(partition, column, entry, actual, exact=False)
+    return _stats_finding(PARTITION_STATS, checked, mismatches, "partition(s)")
 
 
 def _definitions(survey: Survey, mdt: MetadataTable) -> list[Finding]:
@@ -215,8 +311,13 @@ def diagnose(survey: Survey) -> list[Finding]:
         return []  # an unreadable metadata table is metadata-table-drift's finding
     findings = _definitions(survey, mdt)
     broken = {e.index for f in findings if isinstance(e := f.evidence, DefinitionEvidence)}
-    if COLUMN_STATS in table.config.metadata_partitions and COLUMN_STATS not in broken:
-        findings += _column_stats(survey, mdt)
+    wanted = [p for p in (COLUMN_STATS, PARTITION_STATS) if p in table.config.metadata_partitions and p not in broken]
+    if wanted:
+        files = _latest_base_files(survey)
+        if COLUMN_STATS in wanted:
+            findings += _column_stats(survey, mdt, files)
+        if PARTITION_STATS in wanted:
+            findings += _partition_stats(survey, mdt, files)
     return findings
 
 
