@@ -18,7 +18,7 @@ from tests.helpers import FIXTURES, unzip_table
 from timeline import HudiTable
 from timeline.doctor import RepairUnavailable, diagnose, plan_repair
 from timeline.doctor.findings import NO_REPAIR
-from timeline.doctor.indexes import KIND, DefinitionEvidence, StatsEvidence
+from timeline.doctor.indexes import KIND, DefinitionEvidence, RecordIndexEvidence, StatsEvidence, record_location
 from timeline.mdt.reader import MetadataTable
 from timeline.mdt.writer import MdtUpdate, write_update
 from timeline.metadata.mdt_payload import MetadataRecord
@@ -139,3 +139,28 @@ def test_partition_stats_that_no_longer_cover_the_data_are_found(tmp_path: Path)
     assert isinstance(evidence, StatsEvidence) and evidence.index == "partition_stats" and evidence.files_checked > 0
     shown = {(m.file, m.column, m.field): m.recorded for m in evidence.shown}
     assert shown == {("region=eu", "txn_id", "maxValue"): "'TXN-000'", ("region=eu", "txn_id", "nullCount"): "-1"}
+
+
+def test_record_index_keys_moved_or_missing_are_found(tmp_path: Path) -> None:
+    """Two keys of different file groups swapped (each maps to a group that does not hold it) and
+    one key deleted from the index (no group for a key the data holds)."""
+    lake = unzip_table(V9_COW, tmp_path)
+    mdt = MetadataTable(HudiTable.open(str(lake)))
+    records = mdt.records("record_index")
+    by_group: dict[tuple[str, str], str] = {}
+    for key, record in sorted(records.items()):
+        by_group.setdefault(record_location(record.raw["recordIndexMetadata"]), key)
+    (first_group, first), (second_group, second), (third_group, third) = list(by_group.items())[:3]
+
+    def pointed(key: str, to: str) -> MetadataRecord:
+        return dataclasses.replace(records[key], raw={**records[key].raw,
+                                                      "recordIndexMetadata": records[to].raw["recordIndexMetadata"]})
+
+    swapped = (pointed(first, second), pointed(second, first))
+    write_update(mdt, mdt.mdt.new_instant_time(), [MdtUpdate("record_index", swapped, (third,))])
+    [finding] = _findings(lake)
+    evidence = finding.evidence
+    assert isinstance(evidence, RecordIndexEvidence) and evidence.keys_checked == len(records)
+    assert {(m.key, m.recorded, m.actual) for m in evidence.shown} == {
+        (first, "/".join(second_group), "/".join(first_group)), (second, "/".join(first_group), "/".join(second_group)),
+        (third, "none", "/".join(third_group))}

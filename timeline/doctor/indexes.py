@@ -16,6 +16,8 @@ Rules, each after the Hudi Java it follows:
   covers the latest base files' merged footers (`HoodieTableMetadataUtil.
   convertFilesToPartitionStatsRecords`, `FileFormatUtils.getColumnRangeInPartition`): its range
   holds theirs and its counts are at least theirs (Hudi's record is not exact, `_partition_stats`).
+- record index (`record_index` partition): every record key of the live latest base files maps to
+  its file group, and no key maps to a group that does not hold it (`_record_index`).
 - index definitions: an index partition listed complete in `hoodie.table.metadata.partitions`
   (`HoodieTableConfig.getMetadataPartitions`, what `MetadataPartitionType.isMetadataPartitionAvailable`
   trusts) with no file group or no record in the metadata table, and an index definition of
@@ -27,6 +29,7 @@ Nothing is repaired here: the finding says so, and how Hudi's writers rebuild th
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +44,8 @@ from timeline.storage import Storage
 KIND = "index-drift"
 COLUMN_STATS = "column_stats"
 PARTITION_STATS = "partition_stats"
+RECORD_INDEX = "record_index"
+RECORD_KEY_FIELD = "_hoodie_record_key"
 COLUMN_LIST = "hoodie.metadata.index.column.stats.column.list"
 INDEX_DEFS = "hoodie.table.index.defs.path"
 INDEX_DEFS_DEFAULT = ".hoodie/.index_defs/index.json"
@@ -281,6 +286,99 @@ def _partition_stats(survey: Survey, mdt: MetadataTable, files: list[_BaseFile])
     return _stats_finding(PARTITION_STATS, checked, mismatches, "partition(s)")
 
 
+@dataclass(frozen=True, slots=True)
+class KeyMismatch(Evidence):
+    key: str
+    recorded: str   # partition/file id the record index maps the key to, or "none"
+    actual: str     # partition/file id of the file group whose latest base file holds it, or "none"
+
+
+@dataclass(frozen=True, slots=True)
+class RecordIndexEvidence(Evidence):
+    index: str
+    keys_checked: int
+    groups_skipped: int    # file groups whose latest slice has log files (not read here)
+    mismatches: int
+    shown: tuple[KeyMismatch, ...]
+
+
+_MISSING_FILE_INDEX = -1  # HoodieTableMetadataUtil.RECORD_INDEX_MISSING_FILEINDEX_FALLBACK
+_U64 = (1 << 64) - 1
+
+
+def record_location(entry: Mapping[str, Any]) -> tuple[str, str]:
+    """(partition, file id) of a `recordIndexMetadata` entry (`HoodieTableMetadataUtil.
+    getLocationFromRecordIndexInfo`): encoding 0 is a UUID from its high and low bits, with
+    "-<fileIndex>" unless the index is -1; encoding 1 the file id as written."""
+    partition = str(entry.get("partitionName") or "")
+    if int(entry.get("fileIdEncoding") or 0) != 0:
+        return partition, str(entry.get("fileId") or "")
+    high, low = int(entry.get("fileIdHighBits") or 0), int(entry.get("fileIdLowBits") or 0)
+    file_id = str(uuid.UUID(int=((high & _U64) << 64) | (low & _U64)))
+    index = entry.get("fileIndex")
+    if index is not None and int(index) != _MISSING_FILE_INDEX:
+        file_id += f"-{int(index)}"
+    return partition, file_id
+
+
+def _record_index(survey: Survey, mdt: MetadataTable) -> list[Finding]:
+    """Every record key of the latest snapshot maps to the file group that holds it, and no key
+    maps to a file group that does not (`HoodieTableMetadataUtil.readRecordKeysFromBaseFiles`, what
+    the record index is initialised from, against `HoodieBackedTableMetadata.readRecordIndex`).
+    File groups whose latest slice has log files (updates, deletes, inserts not read here) are
+    skipped both ways, and so are base files without the `_hoodie_record_key` column."""
+    import pyarrow.parquet as pq  # here: only the index check reads Parquet files
+
+    table = survey.table
+    held: dict[str, tuple[str, str]] = {}          # key -> group whose base file holds it
+    checked: set[tuple[str, str]] = set()          # groups read
+    live: set[tuple[str, str]] = set()
+    skipped = 0
+    for group in table.file_system_view().file_groups():
+        location = (group.partition, group.file_id)
+        live.add(location)
+        file_slice = group.latest_slice
+        if file_slice is None or file_slice.base_file is None or file_slice.log_files:
+            skipped += file_slice is not None and bool(file_slice.log_files)
+            continue
+        path = table.path(file_slice.partition, file_slice.base_file.name)
+        with survey.storage.reader(path) as stream:
+            parquet = pq.ParquetFile(stream)
+            if RECORD_KEY_FIELD not in parquet.schema_arrow.names:
+                skipped += 1
+                continue
+            keys = parquet.read(columns=[RECORD_KEY_FIELD]).column(0).to_pylist()
+        checked.add(location)
+        for key in keys:
+            held[str(key)] = location
+    mismatches: list[KeyMismatch] = []
+    recorded: set[str] = set()
+    for key, record in mdt.records(RECORD_INDEX).items():
+        entry = record.raw.get("recordIndexMetadata")
+        if not isinstance(entry, Mapping):
+            continue
+        recorded.add(key)
+        location = record_location(entry)
+        actual = held.get(key)
+        if actual == location:
+            continue
+        if actual is None and (location in live and location not in checked):
+            continue  # maps to a group not read here
+        mismatches.append(KeyMismatch(key, "/".join(location), "none" if actual is None else "/".join(actual)))
+    for key in sorted(set(held) - recorded):
+        mismatches.append(KeyMismatch(key, "none", "/".join(held[key])))
+    if not mismatches:
+        return []
+    return [Finding(
+        KIND, Severity.ERROR,
+        f"{RECORD_INDEX}: {len(mismatches)} record key(s) map to the wrong file group or to none",
+        RecordIndexEvidence(RECORD_INDEX, len(held), skipped, len(mismatches), tuple(mismatches[:SHOWN])),
+        "Writers tag incoming records through the record index: a key mapped to the wrong file group is written as "
+        "a new record beside the old one (a duplicate) or its update and delete are lost; readers looking a key up "
+        "find nothing.",
+        REPAIR)]
+
+
 def _definitions(survey: Survey, mdt: MetadataTable) -> list[Finding]:
     declared = [p for p in survey.table.config.metadata_partitions if p != FILES]
     defined = index_definitions(survey)
@@ -318,6 +416,8 @@ def diagnose(survey: Survey) -> list[Finding]:
             findings += _column_stats(survey, mdt, files)
         if PARTITION_STATS in wanted:
             findings += _partition_stats(survey, mdt, files)
+    if RECORD_INDEX in table.config.metadata_partitions and RECORD_INDEX not in broken:
+        findings += _record_index(survey, mdt)
     return findings
 
 
