@@ -164,3 +164,11 @@ def test_record_index_keys_moved_or_missing_are_found(tmp_path: Path) -> None:
     assert {(m.key, m.recorded, m.actual) for m in evidence.shown} == {
         (first, "/".join(second_group), "/".join(first_group)), (second, "/".join(first_group), "/".join(second_group)),
         (third, "none", "/".join(third_group))}
+
+
+def test_a_base_file_that_does_not_read_is_skipped_not_a_crash(tmp_path: Path) -> None:
+    """Readers fail on the file itself; the index check leaves it (and its partition) out."""
+    lake = unzip_table(V9_COW, tmp_path)
+    _, record, partition = _a_stats_record(lake)
+    (lake / partition / record.raw["ColumnStatsMetadata"]["fileName"]).write_bytes(b"not parquet")
+    assert _findings(lake) == []

@@ -50,6 +50,7 @@ COLUMN_LIST = "hoodie.metadata.index.column.stats.column.list"
 INDEX_DEFS = "hoodie.table.index.defs.path"
 INDEX_DEFS_DEFAULT = ".hoodie/.index_defs/index.json"
 SHOWN = 50  # the mismatches an evidence lists (the count names them all)
+UNREADABLE = (OSError, ValueError, CleanlineError)  # pyarrow's ArrowInvalid is a ValueError
 REPAIR = (f"{NO_REPAIR}Cleanline offers no index repair yet; drop the metadata table (`cleanline mdt drop`) so "
           "Hudi writers rebuild it with its indexes, or have a Hudi writer drop and rebuild this index")
 
@@ -155,7 +156,7 @@ class _BaseFile:
     partition: str
     name: str
     footer: dict[str, dict[str, Any]]
-    with_logs: bool  # the latest slice has log files too (their stats are not read here)
+    unread: bool  # the latest slice holds data not read here (log files, or a base file that does not read)
 
     @property
     def shown(self) -> str:
@@ -175,7 +176,11 @@ def _latest_base_files(survey: Survey) -> list[_BaseFile]:
             if file_slice is not None and file_slice.log_files:
                 out.append(_BaseFile(file_slice.partition, "", {}, True))
             continue
-        footer = _footer_stats(survey.storage, table.path(file_slice.partition, base.name))
+        try:
+            footer = _footer_stats(survey.storage, table.path(file_slice.partition, base.name))
+        except UNREADABLE:  # not this kind's finding: readers fail on the file itself
+            out.append(_BaseFile(file_slice.partition, "", {}, True))
+            continue
         out.append(_BaseFile(file_slice.partition, base.name, footer, bool(file_slice.log_files)))
     return out
 
@@ -265,7 +270,7 @@ def _partition_stats(survey: Survey, mdt: MetadataTable, files: list[_BaseFile])
     mismatches: list[StatsMismatch] = []
     checked = 0
     for partition, members in sorted(groups.items()):
-        if any(b.with_logs for b in members):
+        if any(b.unread for b in members):
             continue
         checked += 1
         recorded = by_partition.get(partition, {})
@@ -342,12 +347,16 @@ def _record_index(survey: Survey, mdt: MetadataTable) -> list[Finding]:
             skipped += file_slice is not None and bool(file_slice.log_files)
             continue
         path = table.path(file_slice.partition, file_slice.base_file.name)
-        with survey.storage.reader(path) as stream:
-            parquet = pq.ParquetFile(stream)
-            if RECORD_KEY_FIELD not in parquet.schema_arrow.names:
-                skipped += 1
-                continue
-            keys = parquet.read(columns=[RECORD_KEY_FIELD]).column(0).to_pylist()
+        try:
+            with survey.storage.reader(path) as stream:
+                parquet = pq.ParquetFile(stream)
+                has_keys = RECORD_KEY_FIELD in parquet.schema_arrow.names
+                keys = parquet.read(columns=[RECORD_KEY_FIELD]).column(0).to_pylist() if has_keys else None
+        except UNREADABLE:
+            keys = None
+        if keys is None:
+            skipped += 1
+            continue
         checked.add(location)
         for key in keys:
             held[str(key)] = location
@@ -407,17 +416,22 @@ def diagnose(survey: Survey) -> list[Finding]:
         mdt = MetadataTable(table)
     except CleanlineError:
         return []  # an unreadable metadata table is metadata-table-drift's finding
-    findings = _definitions(survey, mdt)
+    try:
+        findings = _definitions(survey, mdt)
+    except CleanlineError:
+        return []  # a metadata-table file that does not read: metadata-table-drift's finding
     broken = {e.index for f in findings if isinstance(e := f.evidence, DefinitionEvidence)}
-    wanted = [p for p in (COLUMN_STATS, PARTITION_STATS) if p in table.config.metadata_partitions and p not in broken]
-    if wanted:
-        files = _latest_base_files(survey)
-        if COLUMN_STATS in wanted:
-            findings += _column_stats(survey, mdt, files)
-        if PARTITION_STATS in wanted:
-            findings += _partition_stats(survey, mdt, files)
-    if RECORD_INDEX in table.config.metadata_partitions and RECORD_INDEX not in broken:
-        findings += _record_index(survey, mdt)
+    wanted = [p for p in (COLUMN_STATS, PARTITION_STATS, RECORD_INDEX)
+              if p in table.config.metadata_partitions and p not in broken]
+    files = _latest_base_files(survey) if COLUMN_STATS in wanted or PARTITION_STATS in wanted else []
+    rules = {COLUMN_STATS: lambda: _column_stats(survey, mdt, files),
+             PARTITION_STATS: lambda: _partition_stats(survey, mdt, files),
+             RECORD_INDEX: lambda: _record_index(survey, mdt)}
+    for index in wanted:
+        try:
+            findings += rules[index]()
+        except CleanlineError:
+            continue  # its metadata-table files do not read (metadata-table-drift's finding)
     return findings
 
 
