@@ -34,10 +34,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from timeline.committed import Commitment
 from timeline.doctor.check import Check, Session, no_repair
 from timeline.doctor.findings import NO_REPAIR, Evidence, Finding, RepairPlan, RepairResult, Severity
 from timeline.doctor.survey import Survey
 from timeline.exceptions import CleanlineError
+from timeline.fsview import FileSystemView, TableListing
 from timeline.mdt.reader import FILES, MetadataTable
 from timeline.storage import Storage
 
@@ -163,13 +165,28 @@ class _BaseFile:
         return Storage.join(self.partition, self.name)
 
 
-def _latest_base_files(survey: Survey) -> list[_BaseFile]:
+def committed_view(survey: Survey) -> FileSystemView:
+    """The file-system view over committed data files only (`timeline/committed.py`, the one
+    definition the drift and orphan checks share): a file no completed write names is no part of
+    the data an index describes."""
+    committed = survey.committed
+
+    def kept(name: str) -> bool:
+        state = committed.of(name)
+        return state is Commitment.NOT_DATA or state.committed
+
+    partitions = survey.listing.partitions
+    listing = TableListing({p: tuple(s for s in files if kept(s.name)) for p, files in partitions.items()})
+    return survey.table.file_system_view(listing=listing, sizes=False)
+
+
+def _latest_base_files(survey: Survey, view: FileSystemView) -> list[_BaseFile]:
     """The latest slice's Parquet base file of every live file group with its footer's statistics
     (`getLatestFileSlices`: replaced groups left out); a slice without one is kept (no name) when it
     has log files, so that its partition is known to hold data not read here."""
     table = survey.table
     out = []
-    for group in table.file_system_view().file_groups():
+    for group in view.file_groups():
         file_slice = group.latest_slice
         base = None if file_slice is None else file_slice.base_file
         if file_slice is None or base is None or not base.name.endswith(".parquet"):
@@ -326,7 +343,7 @@ def record_location(entry: Mapping[str, Any]) -> tuple[str, str]:
     return partition, file_id
 
 
-def _record_index(survey: Survey, mdt: MetadataTable) -> list[Finding]:
+def _record_index(survey: Survey, mdt: MetadataTable, view: FileSystemView) -> list[Finding]:
     """Every record key of the latest snapshot maps to the file group that holds it, and no key
     maps to a file group that does not (`HoodieTableMetadataUtil.readRecordKeysFromBaseFiles`, what
     the record index is initialised from, against `HoodieBackedTableMetadata.readRecordIndex`).
@@ -339,7 +356,7 @@ def _record_index(survey: Survey, mdt: MetadataTable) -> list[Finding]:
     checked: set[tuple[str, str]] = set()          # groups read
     live: set[tuple[str, str]] = set()
     skipped = 0
-    for group in table.file_system_view().file_groups():
+    for group in view.file_groups():
         location = (group.partition, group.file_id)
         live.add(location)
         file_slice = group.latest_slice
@@ -423,10 +440,13 @@ def diagnose(survey: Survey) -> list[Finding]:
     broken = {e.index for f in findings if isinstance(e := f.evidence, DefinitionEvidence)}
     wanted = [p for p in (COLUMN_STATS, PARTITION_STATS, RECORD_INDEX)
               if p in table.config.metadata_partitions and p not in broken]
-    files = _latest_base_files(survey) if COLUMN_STATS in wanted or PARTITION_STATS in wanted else []
+    if not wanted:
+        return findings
+    view = committed_view(survey)
+    files = _latest_base_files(survey, view) if COLUMN_STATS in wanted or PARTITION_STATS in wanted else []
     rules = {COLUMN_STATS: lambda: _column_stats(survey, mdt, files),
              PARTITION_STATS: lambda: _partition_stats(survey, mdt, files),
-             RECORD_INDEX: lambda: _record_index(survey, mdt)}
+             RECORD_INDEX: lambda: _record_index(survey, mdt, view)}
     for index in wanted:
         try:
             findings += rules[index]()
