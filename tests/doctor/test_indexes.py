@@ -172,3 +172,12 @@ def test_a_base_file_that_does_not_read_is_skipped_not_a_crash(tmp_path: Path) -
     _, record, partition = _a_stats_record(lake)
     (lake / partition / record.raw["ColumnStatsMetadata"]["fileName"]).write_bytes(b"not parquet")
     assert _findings(lake) == []
+
+
+def test_index_definitions_that_do_not_decode_are_found(tmp_path: Path) -> None:
+    lake = unzip_table(V9_COW, tmp_path)
+    (lake / ".hoodie" / ".index_defs" / "index.json").write_text('{"indexDefinitions": ')
+    [finding] = _findings(lake)
+    evidence = finding.evidence
+    assert isinstance(evidence, DefinitionEvidence) and evidence.index == ".index_defs"
+    assert evidence.declared_in == ".hoodie/.index_defs/index.json" and "index.json" in evidence.problem

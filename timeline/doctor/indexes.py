@@ -18,11 +18,17 @@ Rules, each after the Hudi Java it follows:
   holds theirs and its counts are at least theirs (Hudi's record is not exact, `_partition_stats`).
 - record index (`record_index` partition): every record key of the live latest base files maps to
   its file group, and no key maps to a group that does not hold it (`_record_index`).
-- index definitions: an index partition listed complete in `hoodie.table.metadata.partitions`
+- index definitions: `.hoodie/.index_defs` that does not decode (`HoodieIndexMetadata.fromJson`
+  fails on it too); an index partition listed complete in `hoodie.table.metadata.partitions`
   (`HoodieTableConfig.getMetadataPartitions`, what `MetadataPartitionType.isMetadataPartitionAvailable`
   trusts) with no file group or no record in the metadata table, and an index definition of
   `.hoodie/.index_defs` (`HoodieTableMetaClient.getIndexMetadata`) whose partition the property
   lists but the metadata table lacks.
+
+The data is the view over committed files only (`committed_view`, `timeline/committed.py`): a file
+no completed write names is an orphan, not data an index must describe. A data file that does not
+read is left out (readers fail on it; not this kind's finding), and so is an index whose
+metadata-table files do not read (metadata-table-drift's).
 
 Nothing is repaired here: the finding says so, and how Hudi's writers rebuild the indexes."""
 
@@ -130,21 +136,30 @@ def _footer_stats(storage: Storage, path: str) -> dict[str, dict[str, Any]]:
     return out
 
 
+class IndexDefinitionsUnreadable(ValueError):
+    """`.hoodie/.index_defs` does not decode (`HoodieIndexMetadata.fromJson` fails on it too)."""
+
+
 def index_definitions(survey: Survey) -> dict[str, Mapping[str, Any]]:
-    """`.hoodie/.index_defs`'s definitions by index name (none when the table has no file)."""
+    """`.hoodie/.index_defs`'s definitions by index name (none when the table has no file), as
+    `HoodieTableMetaClient.getIndexMetadata` reads them; IndexDefinitionsUnreadable when the file
+    does not decode."""
     relative = survey.table.config.get(INDEX_DEFS) or INDEX_DEFS_DEFAULT
     path = survey.table.path(relative)
     if not survey.storage.exists(path):
         return {}
     try:
-        defs = json.loads(survey.storage.read(path)).get("indexDefinitions") or {}
-    except (ValueError, AttributeError):
-        return {}
-    return {str(name): d for name, d in defs.items() if isinstance(d, Mapping)}
+        defs = json.loads(survey.storage.read(path))["indexDefinitions"]
+        return {str(name): d for name, d in defs.items() if isinstance(d, Mapping)}
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise IndexDefinitionsUnreadable(f"{relative}: {exc}") from exc
 
 
 def _indexed_columns(survey: Survey, records: Iterable[tuple[str, str]]) -> set[str]:
-    source = index_definitions(survey).get(COLUMN_STATS, {}).get("sourceFields")
+    try:
+        source = index_definitions(survey).get(COLUMN_STATS, {}).get("sourceFields")
+    except IndexDefinitionsUnreadable:
+        source = None
     if source:
         return {str(c) for c in source}
     listed = survey.props.get(COLUMN_LIST) or survey.table.config.get(COLUMN_LIST) or ""
@@ -407,8 +422,19 @@ def _record_index(survey: Survey, mdt: MetadataTable, view: FileSystemView) -> l
 
 def _definitions(survey: Survey, mdt: MetadataTable) -> list[Finding]:
     declared = [p for p in survey.table.config.metadata_partitions if p != FILES]
-    defined = index_definitions(survey)
     findings = []
+    try:
+        defined = index_definitions(survey)
+    except IndexDefinitionsUnreadable as exc:
+        defined = {}
+        findings.append(Finding(
+            KIND, Severity.ERROR, "the index definitions (.index_defs) do not decode",
+            DefinitionEvidence(".index_defs", str(survey.table.config.get(INDEX_DEFS) or INDEX_DEFS_DEFAULT), 0, 0,
+                               str(exc)),
+            "Hudi readers and writers load the index definitions with the table (HoodieTableMetaClient."
+            "getIndexMetadata) and fail on this file: queries and writes that use an index stop.",
+            f"{NO_REPAIR}restore .index_defs from a backup of the table, or have a Hudi writer drop and recreate the "
+            "indexes it defines"))
     for index in declared:
         groups = len(mdt.latest_slices(index))
         records = len(mdt.records(index)) if groups else 0
