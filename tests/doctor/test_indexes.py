@@ -18,10 +18,10 @@ from tests.helpers import FIXTURES, unzip_table
 from timeline import HudiTable
 from timeline.doctor import RepairUnavailable, diagnose, plan_repair
 from timeline.doctor.findings import NO_REPAIR
-from timeline.doctor.indexes import KIND, DefinitionEvidence, RecordIndexEvidence, StatsEvidence, record_location
+from timeline.doctor.indexes import KIND, DefinitionEvidence, RecordIndexEvidence, StatsEvidence
 from timeline.mdt.reader import MetadataTable
 from timeline.mdt.writer import MdtUpdate, write_update
-from timeline.metadata.mdt_payload import MetadataRecord
+from timeline.metadata.mdt_payload import MetadataRecord, record_location
 
 INDEXED = sorted(p for p in FIXTURES.rglob("*.zip") if p.stem.endswith("_meta") or p.stem == "v8_trips_8i3u1d")
 V9_COW = FIXTURES / "sample_table" / "cow" / "v9_txns_simple_meta.zip"

@@ -35,7 +35,6 @@ Nothing is repaired here: the finding says so, and how Hudi's writers rebuild th
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -47,6 +46,7 @@ from timeline.doctor.survey import Survey
 from timeline.exceptions import CleanlineError
 from timeline.fsview import FileSystemView, TableListing
 from timeline.mdt.reader import FILES, MetadataTable
+from timeline.metadata.mdt_payload import record_location
 from timeline.storage import Storage
 
 KIND = "index-drift"
@@ -337,25 +337,6 @@ class RecordIndexEvidence(Evidence):
     groups_skipped: int    # file groups whose latest slice has log files (not read here)
     mismatches: int
     shown: tuple[KeyMismatch, ...]
-
-
-_MISSING_FILE_INDEX = -1  # HoodieTableMetadataUtil.RECORD_INDEX_MISSING_FILEINDEX_FALLBACK
-_U64 = (1 << 64) - 1
-
-
-def record_location(entry: Mapping[str, Any]) -> tuple[str, str]:
-    """(partition, file id) of a `recordIndexMetadata` entry (`HoodieTableMetadataUtil.
-    getLocationFromRecordIndexInfo`): encoding 0 is a UUID from its high and low bits, with
-    "-<fileIndex>" unless the index is -1; encoding 1 the file id as written."""
-    partition = str(entry.get("partitionName") or "")
-    if int(entry.get("fileIdEncoding") or 0) != 0:
-        return partition, str(entry.get("fileId") or "")
-    high, low = int(entry.get("fileIdHighBits") or 0), int(entry.get("fileIdLowBits") or 0)
-    file_id = str(uuid.UUID(int=((high & _U64) << 64) | (low & _U64)))
-    index = entry.get("fileIndex")
-    if index is not None and int(index) != _MISSING_FILE_INDEX:
-        file_id += f"-{int(index)}"
-    return partition, file_id
 
 
 def _record_index(survey: Survey, mdt: MetadataTable, view: FileSystemView) -> list[Finding]:
