@@ -113,6 +113,7 @@ def damaged(path: Path, kind: str) -> DoctorSettings:
     return settings
 
 
+NO_REPAIR_KINDS = {"index-drift"}  # verification only, no repair yet (tests/doctor/test_indexes.py)
 REPAIRS = {"leftover-markers": V9_COW_NOMETA, "leftover-heartbeats": V9_COW_NOMETA,
            "table-properties": V9_COW_NOMETA, "unreadable-instant": V9_COW_NOMETA, "stale-pending": V9_COW_NOMETA,
            "orphan-files": V9_COW_NOMETA, "archived-timeline": V9_COW_NOMETA, "metadata-table-drift": V9_META,
@@ -120,7 +121,7 @@ REPAIRS = {"leftover-markers": V9_COW_NOMETA, "leftover-heartbeats": V9_COW_NOME
 
 
 def test_maintenance_every_repair_kind_has_a_dry_run_case() -> None:
-    assert set(REPAIRS) == set(KINDS)
+    assert set(REPAIRS) == set(KINDS) - NO_REPAIR_KINDS
 
 
 @pytest.mark.parametrize("kind", sorted(REPAIRS))

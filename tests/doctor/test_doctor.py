@@ -32,8 +32,8 @@ def test_doctor_findings_worst_first_and_json(table_copy) -> None:
     assert set(data[0]) == {"kind", "severity", "summary", "evidence", "why", "repair", "repairable"}
     assert data[0]["evidence"]["instant"] == OLD and data[0]["evidence"]["requestedAt"].startswith("2026-11-01")
     assert KINDS == ("unreadable-instant", "table-properties", "archived-timeline", "stale-pending",
-                     "stuck-table-service", "metadata-table-drift", "orphan-files", "clean-lag", "leftover-markers",
-                     "leftover-heartbeats")
+                     "stuck-table-service", "metadata-table-drift", "index-drift", "orphan-files", "clean-lag",
+                     "leftover-markers", "leftover-heartbeats")
     with pytest.raises(UnknownKind, match="known: unreadable-instant"):
         diagnose(HudiTable.open(str(path)), kinds=["nonsense"])
 

@@ -12,6 +12,7 @@ follows, and its repair), registered in `CHECKS`:
 | stale-pending | `stale.py` |
 | stuck-table-service | `stuck.py` |
 | metadata-table-drift | `mdt_drift.py` |
+| index-drift | `indexes.py` |
 | orphan-files | `orphans.py` |
 | clean-lag | `clean_lag.py` |
 | leftover-markers | `markers.py` |
@@ -36,6 +37,7 @@ from timeline.doctor import (
     archived,
     clean_lag,
     heartbeats,
+    indexes,
     markers,
     mdt_drift,
     orphans,
@@ -62,13 +64,14 @@ from timeline.transactions import Transactions
 
 # Diagnosed in this order (findings are then sorted worst first, this order within a severity).
 CHECKS: Mapping[str, Check] = {check.kind: check for check in (
-    unreadable.CHECK, properties.CHECK, archived.CHECK, stale.CHECK, stuck.CHECK, mdt_drift.CHECK, orphans.CHECK,
+    unreadable.CHECK, properties.CHECK, archived.CHECK, stale.CHECK, stuck.CHECK, mdt_drift.CHECK, indexes.CHECK,
+    orphans.CHECK,
     clean_lag.CHECK, markers.CHECK, heartbeats.CHECK)}
 KINDS = tuple(CHECKS)
 # The checks that list the table's files (every partition): what a caller that diagnoses often
 # (the console at each sync) runs less often than the rest, which read only the timeline folder,
 # the instants, markers, heartbeats and hoodie.properties.
-LISTING_KINDS = (mdt_drift.KIND, orphans.KIND, clean_lag.KIND)
+LISTING_KINDS = (mdt_drift.KIND, indexes.KIND, orphans.KIND, clean_lag.KIND)
 TIMELINE_KINDS = tuple(kind for kind in KINDS if kind not in LISTING_KINDS)
 
 

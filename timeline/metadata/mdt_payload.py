@@ -16,6 +16,7 @@ import base64
 import hashlib
 import io
 import json
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -207,3 +208,22 @@ def combine_files(older: Mapping[str, FileInfo], newer: Mapping[str, FileInfo]) 
         else:
             out[name] = FileInfo(max(info.size, old.size))
     return out
+
+
+_MISSING_FILE_INDEX = -1  # HoodieTableMetadataUtil.RECORD_INDEX_MISSING_FILEINDEX_FALLBACK
+_U64 = (1 << 64) - 1
+
+
+def record_location(entry: Mapping[str, Any]) -> tuple[str, str]:
+    """(partition, file id) of a `recordIndexMetadata` entry (`HoodieTableMetadataUtil.
+    getLocationFromRecordIndexInfo`): encoding 0 is a UUID from its high and low bits, with
+    "-<fileIndex>" unless the index is -1; encoding 1 the file id as written."""
+    partition = str(entry.get("partitionName") or "")
+    if int(entry.get("fileIdEncoding") or 0) != 0:
+        return partition, str(entry.get("fileId") or "")
+    high, low = int(entry.get("fileIdHighBits") or 0), int(entry.get("fileIdLowBits") or 0)
+    file_id = str(uuid.UUID(int=((high & _U64) << 64) | (low & _U64)))
+    index = entry.get("fileIndex")
+    if index is not None and int(index) != _MISSING_FILE_INDEX:
+        file_id += f"-{int(index)}"
+    return partition, file_id
