@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -17,7 +17,8 @@ from tests.helpers import Lake
 from timeline import HudiTable, metadata
 from timeline.doctor import DoctorSettings, RepairUnavailable, diagnose, plan_repair, run_repair
 from timeline.doctor.stale import StaleEvidence
-from timeline.doctor.stuck import StuckEvidence
+from timeline.doctor.stuck import StuckEvidence, stuck
+from timeline.doctor.survey import Survey
 from timeline.instant import CLUSTERING, COMPACTION, LOG_COMPACTION, Instant, State
 from timeline.storage import MemoryStorage
 from timeline.transactions import Transactions
@@ -222,3 +223,83 @@ def test_stuck_repair_skips_a_service_no_longer_inflight(table_copy) -> None:
     result = run_repair(HudiTable.open(str(path)), plan, dry_run=False)
     assert (result.done, result.failed) == ((), ()) and len(result.skipped) == len(plan.changes)
     assert partial[0].exists() and not HudiTable.open(str(path)).timeline.rollbacks()
+
+
+# The rule and the repair, in process on hand-made merge-on-read timelines (MemoryStorage).
+
+FIRST = "20261031000000000"
+
+
+def _lake() -> Lake:
+    lake = Lake(MemoryStorage(), "/t", version=6, table_type="MERGE_ON_READ")
+    lake.commit(FIRST, {"p": [lake.base_file("p", "g", FIRST)]}, action="deltacommit")
+    return lake
+
+
+def _compaction(lake: Lake, t: str, *, inflight: bool = True, file_id: str = "g") -> str:
+    """A compaction of `file_id` at `t` (inflight by default) and the base file it wrote; its path."""
+    lake.schedule_compaction(t, [("p", file_id, FIRST)], state=State.INFLIGHT if inflight else State.REQUESTED)
+    return f"/t/p/{lake.base_file('p', file_id, t, size=123)}"
+
+
+def _survey(lake: Lake, now_ms: int, *, stale_after: timedelta = timedelta(minutes=180),
+            options: dict[str, str] | None = None) -> Survey:
+    survey = Survey(HudiTable.load(lake.storage, "/t"), now=datetime(1970, 1, 1, tzinfo=UTC)
+                    + timedelta(milliseconds=now_ms), settings=DoctorSettings(stale_after=stale_after,
+                                                                             options=options or {}))
+    assert survey.now_ms == now_ms
+    return survey
+
+
+def _ms(lake: Lake, t: str) -> int:
+    moment = _survey(lake, 0).moment_ms(t)
+    assert moment is not None
+    return moment
+
+
+def test_stuck_threshold_boundary_to_the_millisecond() -> None:
+    """Stuck when requested at or before now - stale_after (inclusive), not a millisecond later."""
+    lake = _lake()
+    t = "20261101000000000"
+    _compaction(lake, t)
+    at = _ms(lake, t) + 180 * 60 * 1000
+    assert [i.requested_time for i in stuck(_survey(lake, at))] == [t]
+    assert stuck(_survey(lake, at - 1)) == []
+    assert [i.requested_time for i in stuck(_survey(lake, at + 1))] == [t]
+
+
+def test_stuck_a_just_requested_service_is_live_without_a_heartbeat() -> None:
+    """survey.live alone keeps it (a pending instant requested within the liveness window),
+    with no heartbeat at all."""
+    lake = _lake()
+    t = "20261101000000000"
+    _compaction(lake, t)
+    survey = _survey(lake, _ms(lake, t) + 60_000, stale_after=timedelta(0))
+    assert t in survey.live and not survey.heartbeat_alive(t)
+    assert stuck(survey) == []
+    assert [i.requested_time for i in stuck(_survey(lake, _ms(lake, t) + 600_000, stale_after=timedelta(0)))] == [t]
+
+
+def test_stuck_skips_each_kind_of_pending_instant_and_still_finds_a_later_one() -> None:
+    """Oldest first, each skipped for its own reason, and the last one still found: a requested
+    compaction, one with a fresh heartbeat, a write (deltacommit), one with a pending rollback,
+    a v6 replacecommit whose plan does not decode, then the stuck one."""
+    lake = _lake()
+    requested, beating, write, rolling, garbled, found = (f"2026110100{m:02d}00000" for m in range(6))
+    _compaction(lake, requested, inflight=False, file_id="a")
+    _compaction(lake, beating, file_id="b")
+    lake.commit(write, {"p": [lake.log_file("p", "g", FIRST)]}, action="deltacommit", state=State.INFLIGHT)
+    _compaction(lake, rolling, file_id="c")
+    lake.instant_file(Instant("20261101001000000", "rollback", State.REQUESTED), {
+        "instantToRollback": {"commitTime": rolling, "action": COMPACTION}, "RollbackRequests": [], "version": 1})
+    lake.storage.write(f"{lake.timeline_folder}/{Instant(garbled, 'replacecommit', State.REQUESTED).file_name(1)}",
+                       b"not avro")
+    lake.instant_file(Instant(garbled, "replacecommit", State.INFLIGHT))
+    _compaction(lake, found, file_id="d")
+    now_ms = _ms(lake, found) + 86_400_000
+    heartbeat = "/t/.hoodie/.heartbeat/" + beating
+    lake.storage.write(heartbeat, b"")
+    lake.storage.set_mtime(heartbeat, now_ms - 1_000)  # type: ignore[attr-defined]
+    survey = _survey(lake, now_ms)
+    assert survey.heartbeat_alive(beating)
+    assert [i.requested_time for i in stuck(survey)] == [found]
