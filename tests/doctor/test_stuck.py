@@ -16,6 +16,7 @@ from tests.doctor.helpers import OLD, TOKEN, age_tree, reads, round_trip, stuck_
 from tests.helpers import Lake
 from timeline import HudiTable, metadata
 from timeline.doctor import DoctorSettings, RepairUnavailable, diagnose, plan_repair, run_repair
+from timeline.doctor.findings import Change, RepairInvalidated
 from timeline.doctor.stale import StaleEvidence
 from timeline.doctor.stuck import StuckEvidence, stuck
 from timeline.doctor.survey import Survey
@@ -303,3 +304,69 @@ def test_stuck_skips_each_kind_of_pending_instant_and_still_finds_a_later_one() 
     survey = _survey(lake, now_ms)
     assert survey.heartbeat_alive(beating)
     assert [i.requested_time for i in stuck(survey)] == [found]
+
+
+def _stopped(lake: Lake) -> tuple[HudiTable, Transactions]:
+    table = HudiTable.load(lake.storage, "/t")
+    return table, Transactions(table, writers_stopped=True)
+
+
+def test_stuck_repair_of_several_services_skips_two_and_runs_two() -> None:
+    """One repair of four stuck compactions: the first two requested again by a writer between
+    the preview and the run are skipped, each change with the reason word for word, and the
+    next two still rolled back, every change of both done."""
+    lake = _lake()
+    times = [f"2026110100{m:02d}00000" for m in range(4)]
+    written = [_compaction(lake, t, file_id=f) for t, f in zip(times, "abcd", strict=True)]
+    plan = plan_repair(HudiTable.load(lake.storage, "/t"), KIND)
+    assert [c.key for c in plan.changes] == [k for t, w in zip(times, written, strict=True)
+                                             for k in (("rollback", t), ("delete", w))]
+    for t in times[:2]:
+        lake.storage.delete(f"{lake.timeline_folder}/{Instant(t, COMPACTION, State.INFLIGHT).file_name(1)}")
+    table, transactions = _stopped(lake)
+    result = run_repair(table, plan, transactions=transactions, dry_run=False)
+    assert (result.table, result.kind) == (table.uri, KIND)
+    reason = "no longer a stuck table service when diagnosed again under the table's lock"
+    assert result.skipped == tuple((c, reason) for c in plan.changes[:4])
+    assert result.done == plan.changes[4:] and result.failed == ()
+    assert [lake.storage.exists(w) for w in written] == [True, True, False, False]
+
+
+def test_stuck_repair_records_a_failed_rollback_and_goes_on() -> None:
+    """The writers' options say two heartbeats expired (a 1 ms window) while the table's own
+    settings (rollback_table_service's check) find them alive: both rollbacks fail, each change
+    recorded with the error word for word, and the third service is still rolled back."""
+    lake = _lake()
+    times = [f"2026110100{m:02d}00000" for m in range(3)]
+    written = [_compaction(lake, t, file_id=f) for t, f in zip(times, "abc", strict=True)]
+    for t in times[:2]:
+        heartbeat = "/t/.hoodie/.heartbeat/" + t
+        lake.storage.write(heartbeat, b"")
+        lake.storage.set_mtime(heartbeat, int(time.time() * 1000) - 30_000)  # type: ignore[attr-defined]
+    settings = DoctorSettings(options={"hoodie.client.heartbeat.interval_in_ms": "1",
+                                       "hoodie.client.heartbeat.tolerable.misses": "1"})
+    plan = plan_repair(HudiTable.load(lake.storage, "/t"), KIND, settings=settings)
+    assert [c.target for c in plan.changes if c.action == "rollback"] == times
+    table, transactions = _stopped(lake)
+    result = run_repair(table, plan, settings=settings, transactions=transactions, dry_run=False)
+    assert result.failed == tuple(
+        (c, f"{table.uri}: compaction {c.target if c.action == 'rollback' else times[i // 2]} is still being written "
+            "(its heartbeat is alive); wait until its writer finishes or its heartbeat expires")
+        for i, c in enumerate(plan.changes[:4]))
+    assert result.done == plan.changes[4:] and result.skipped == ()
+    assert [lake.storage.exists(w) for w in written] == [True, True, False]
+
+
+def test_stuck_repair_invalidated_by_a_file_the_plan_did_not_preview() -> None:
+    lake = _lake()
+    t = "20261101000000000"
+    written = _compaction(lake, t)
+    plan = plan_repair(HudiTable.load(lake.storage, "/t"), KIND)
+    late = f"/t/p/{lake.base_file('p', 'e', t)}"
+    table, transactions = _stopped(lake)
+    with pytest.raises(RepairInvalidated) as raised:
+        run_repair(table, plan, transactions=transactions, dry_run=False)
+    assert str(raised.value) == (f"{table.uri}: {t} would now also change {late} (1 change(s) the plan did not "
+                                 "preview); nothing more was changed")
+    assert lake.storage.exists(written) and lake.storage.exists(late)
+    assert not HudiTable.load(lake.storage, "/t").timeline.rollbacks()  # nothing more was changed
