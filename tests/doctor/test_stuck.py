@@ -16,7 +16,8 @@ from tests.doctor.helpers import OLD, TOKEN, age_tree, reads, round_trip, stuck_
 from tests.helpers import Lake
 from timeline import HudiTable, metadata
 from timeline.doctor import DoctorSettings, RepairUnavailable, diagnose, plan_repair, run_repair
-from timeline.doctor.findings import Change, RepairInvalidated
+from timeline.doctor import stuck as stuck_module
+from timeline.doctor.findings import Change, Finding, RepairInvalidated, Severity
 from timeline.doctor.stale import StaleEvidence
 from timeline.doctor.stuck import StuckEvidence, stuck
 from timeline.doctor.survey import Survey
@@ -370,3 +371,77 @@ def test_stuck_repair_invalidated_by_a_file_the_plan_did_not_preview() -> None:
                                  "preview); nothing more was changed")
     assert lake.storage.exists(written) and lake.storage.exists(late)
     assert not HudiTable.load(lake.storage, "/t").timeline.rollbacks()  # nothing more was changed
+
+
+WHY = ("A table service left inflight blocks the next one (Hudi schedules no compaction over file groups a pending "
+       "plan holds, and a clustering's file groups take no updates), holds back cleaning and archival, and leaves "
+       "its partial files on storage.")
+
+
+def test_stuck_finding_and_changes_word_for_word() -> None:
+    """A compaction: the finding's summary (hours to one decimal), evidence (requested_at in UTC,
+    age, an expired heartbeat's age), why and repair, and its plan's changes, word for word."""
+    lake = _lake()
+    t = "20261101000000000"
+    written = _compaction(lake, t)
+    now_ms = _ms(lake, t) + 10 * 86_400_000 + 1_234
+    heartbeat = "/t/.hoodie/.heartbeat/" + t
+    lake.storage.write(heartbeat, b"")
+    lake.storage.set_mtime(heartbeat, now_ms - 600_500)  # type: ignore[attr-defined]
+    survey = _survey(lake, now_ms)
+    (finding,) = stuck_module.diagnose(survey)
+    assert finding == Finding(
+        KIND, Severity.WARNING, f"compaction {t} has been inflight for 240.0 hours with no live heartbeat",
+        StuckEvidence(t, COMPACTION, "2026-11-01T00:00:00+00:00", 864_001, "expired, touched 600 s ago", False, 1,
+                      123, True),
+        WHY,
+        f"roll back compaction {t} as Hudi's rollbackInflightTableService does: the 1 files it wrote go, it "
+        "reverts to requested with its plan kept, to be run again")
+    (instant,) = stuck(survey)
+    assert stuck_module._changes(survey, instant) == [
+        Change("rollback", t, 0, f"roll back compaction {t}: 1 files (listed below), its inflight file and markers "
+                                 "(it reverts to requested, its plan kept)"),
+        Change("delete", written, 123, f"written by compaction {t}")]
+
+
+@pytest.mark.parametrize("marker", ["APPEND", "CREATE"])
+def test_stuck_v6_log_compaction_finding_and_changes_word_for_word(marker: str) -> None:
+    """A table-version-6 log compaction with markers: the log file it appended to takes a rollback
+    command block (APPEND), one it created goes (CREATE); its instant files and markers go."""
+    lake = _lake()
+    t = "20261101000000000"
+    plan = {"operations": [{"baseInstantTime": FIRST, "fileId": "g", "partitionPath": "p", "deltaFilePaths": [],
+                            "dataFilePath": None}], "version": 2}
+    lake.instant_file(Instant(t, LOG_COMPACTION, State.REQUESTED), plan)
+    lake.instant_file(Instant(t, LOG_COMPACTION, State.INFLIGHT))
+    log = lake.log_file("p", "g", FIRST, version=2)
+    lake.storage.write(f"/t/.hoodie/.temp/{t}/p/{log}.marker.{marker}", b"")
+    survey = _survey(lake, _ms(lake, t) + 36 * 3_600_000)
+    (finding,) = stuck_module.diagnose(survey)
+    files = 1 if marker == "CREATE" else 0
+    assert finding == Finding(
+        KIND, Severity.WARNING, f"logcompaction {t} has been inflight for 36.0 hours with no live heartbeat",
+        StuckEvidence(t, LOG_COMPACTION, "2026-11-01T00:00:00+00:00", 129_600, "none", True, files, 10 * files,
+                      False),
+        WHY,
+        f"roll back logcompaction {t} as Hudi's rollbackInflightTableService does: the {files} files it wrote go, "
+        "it goes with its instant files (a writer schedules another)")
+    (instant,) = stuck(survey)
+    head = Change("rollback", t, 0, f"roll back logcompaction {t}: {files} files (listed below), its instant files "
+                                    "and markers")
+    if marker == "CREATE":
+        assert stuck_module._changes(survey, instant) == [
+            head, Change("delete", f"/t/p/{log}", 10, f"written by logcompaction {t}")]
+    else:
+        assert stuck_module._changes(survey, instant) == [
+            head, Change("rollback block", f"memory://t/p/{log}", 10,
+                         f"a rollback command block for {t} after this log file")]
+
+
+def test_stuck_changes_of_a_head_stop_at_the_next_head() -> None:
+    changes = [Change("rollback", "1"), Change("delete", "a", 1), Change("rollback", "2"), Change("delete", "b", 2),
+               Change("rollback block", "c", 3), Change("rollback", "3")]
+    assert stuck_module._changes_of(changes, changes[0]) == changes[:2]
+    assert stuck_module._changes_of(tuple(changes), changes[2]) == changes[2:5]
+    assert stuck_module._changes_of(changes, changes[5]) == changes[5:]
+    assert stuck_module._changes_of(changes, Change("rollback", "4")) == []
