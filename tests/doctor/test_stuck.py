@@ -445,3 +445,13 @@ def test_stuck_changes_of_a_head_stop_at_the_next_head() -> None:
     assert stuck_module._changes_of(tuple(changes), changes[2]) == changes[2:5]
     assert stuck_module._changes_of(changes, changes[5]) == changes[5:]
     assert stuck_module._changes_of(changes, Change("rollback", "4")) == []
+
+
+def test_stuck_evidence_of_a_service_requested_at_the_epoch() -> None:
+    """An instant at the epoch (moment 0 ms) is dated there, not a millisecond later."""
+    lake = _lake()
+    t = "19700101000000000"
+    _compaction(lake, t)
+    (finding,) = stuck_module.diagnose(_survey(lake, 4 * 3_600_000))
+    assert isinstance(finding.evidence, StuckEvidence)
+    assert (finding.evidence.requested_at, finding.evidence.age_seconds) == ("1970-01-01T00:00:00+00:00", 14_400)
