@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -16,8 +16,11 @@ from tests.doctor.helpers import OLD, TOKEN, age_tree, reads, round_trip, stuck_
 from tests.helpers import Lake
 from timeline import HudiTable, metadata
 from timeline.doctor import DoctorSettings, RepairUnavailable, diagnose, plan_repair, run_repair
+from timeline.doctor import stuck as stuck_module
+from timeline.doctor.findings import Change, Finding, RepairInvalidated, Severity
 from timeline.doctor.stale import StaleEvidence
-from timeline.doctor.stuck import StuckEvidence
+from timeline.doctor.stuck import StuckEvidence, stuck
+from timeline.doctor.survey import Survey
 from timeline.instant import CLUSTERING, COMPACTION, LOG_COMPACTION, Instant, State
 from timeline.storage import MemoryStorage
 from timeline.transactions import Transactions
@@ -222,3 +225,233 @@ def test_stuck_repair_skips_a_service_no_longer_inflight(table_copy) -> None:
     result = run_repair(HudiTable.open(str(path)), plan, dry_run=False)
     assert (result.done, result.failed) == ((), ()) and len(result.skipped) == len(plan.changes)
     assert partial[0].exists() and not HudiTable.open(str(path)).timeline.rollbacks()
+
+
+# The rule and the repair, in process on hand-made merge-on-read timelines (MemoryStorage).
+
+FIRST = "20261031000000000"
+
+
+def _lake() -> Lake:
+    lake = Lake(MemoryStorage(), "/t", version=6, table_type="MERGE_ON_READ")
+    lake.commit(FIRST, {"p": [lake.base_file("p", "g", FIRST)]}, action="deltacommit")
+    return lake
+
+
+def _compaction(lake: Lake, t: str, *, inflight: bool = True, file_id: str = "g") -> str:
+    """A compaction of `file_id` at `t` (inflight by default) and the base file it wrote; its path."""
+    lake.schedule_compaction(t, [("p", file_id, FIRST)], state=State.INFLIGHT if inflight else State.REQUESTED)
+    return f"/t/p/{lake.base_file('p', file_id, t, size=123)}"
+
+
+def _survey(lake: Lake, now_ms: int, *, stale_after: timedelta = timedelta(minutes=180),
+            options: dict[str, str] | None = None) -> Survey:
+    survey = Survey(HudiTable.load(lake.storage, "/t"), now=datetime(1970, 1, 1, tzinfo=UTC)
+                    + timedelta(milliseconds=now_ms), settings=DoctorSettings(stale_after=stale_after,
+                                                                             options=options or {}))
+    assert survey.now_ms == now_ms
+    return survey
+
+
+def _ms(lake: Lake, t: str) -> int:
+    moment = _survey(lake, 0).moment_ms(t)
+    assert moment is not None
+    return moment
+
+
+def test_stuck_threshold_boundary_to_the_millisecond() -> None:
+    """Stuck when requested at or before now - stale_after (inclusive), not a millisecond later."""
+    lake = _lake()
+    t = "20261101000000000"
+    _compaction(lake, t)
+    at = _ms(lake, t) + 180 * 60 * 1000
+    assert [i.requested_time for i in stuck(_survey(lake, at))] == [t]
+    assert stuck(_survey(lake, at - 1)) == []
+    assert [i.requested_time for i in stuck(_survey(lake, at + 1))] == [t]
+
+
+def test_stuck_a_just_requested_service_is_live_without_a_heartbeat() -> None:
+    """survey.live alone keeps it (a pending instant requested within the liveness window),
+    with no heartbeat at all."""
+    lake = _lake()
+    t = "20261101000000000"
+    _compaction(lake, t)
+    survey = _survey(lake, _ms(lake, t) + 60_000, stale_after=timedelta(0))
+    assert t in survey.live and not survey.heartbeat_alive(t)
+    assert stuck(survey) == []
+    assert [i.requested_time for i in stuck(_survey(lake, _ms(lake, t) + 600_000, stale_after=timedelta(0)))] == [t]
+
+
+def test_stuck_skips_each_kind_of_pending_instant_and_still_finds_a_later_one() -> None:
+    """Oldest first, each skipped for its own reason, and the last one still found: a requested
+    compaction, one with a fresh heartbeat, a write (deltacommit), one with a pending rollback,
+    a v6 replacecommit whose plan does not decode, then the stuck one."""
+    lake = _lake()
+    requested, beating, write, rolling, garbled, found = (f"2026110100{m:02d}00000" for m in range(6))
+    _compaction(lake, requested, inflight=False, file_id="a")
+    _compaction(lake, beating, file_id="b")
+    lake.commit(write, {"p": [lake.log_file("p", "g", FIRST)]}, action="deltacommit", state=State.INFLIGHT)
+    _compaction(lake, rolling, file_id="c")
+    lake.instant_file(Instant("20261101001000000", "rollback", State.REQUESTED), {
+        "instantToRollback": {"commitTime": rolling, "action": COMPACTION}, "RollbackRequests": [], "version": 1})
+    lake.storage.write(f"{lake.timeline_folder}/{Instant(garbled, 'replacecommit', State.REQUESTED).file_name(1)}",
+                       b"not avro")
+    lake.instant_file(Instant(garbled, "replacecommit", State.INFLIGHT))
+    _compaction(lake, found, file_id="d")
+    now_ms = _ms(lake, found) + 86_400_000
+    heartbeat = "/t/.hoodie/.heartbeat/" + beating
+    lake.storage.write(heartbeat, b"")
+    lake.storage.set_mtime(heartbeat, now_ms - 1_000)  # type: ignore[attr-defined]
+    survey = _survey(lake, now_ms)
+    assert survey.heartbeat_alive(beating)
+    assert [i.requested_time for i in stuck(survey)] == [found]
+
+
+def _stopped(lake: Lake) -> tuple[HudiTable, Transactions]:
+    table = HudiTable.load(lake.storage, "/t")
+    return table, Transactions(table, writers_stopped=True)
+
+
+def test_stuck_repair_of_several_services_skips_two_and_runs_two() -> None:
+    """One repair of four stuck compactions: the first two requested again by a writer between
+    the preview and the run are skipped, each change with the reason word for word, and the
+    next two still rolled back, every change of both done."""
+    lake = _lake()
+    times = [f"2026110100{m:02d}00000" for m in range(4)]
+    written = [_compaction(lake, t, file_id=f) for t, f in zip(times, "abcd", strict=True)]
+    plan = plan_repair(HudiTable.load(lake.storage, "/t"), KIND)
+    assert [c.key for c in plan.changes] == [k for t, w in zip(times, written, strict=True)
+                                             for k in (("rollback", t), ("delete", w))]
+    for t in times[:2]:
+        lake.storage.delete(f"{lake.timeline_folder}/{Instant(t, COMPACTION, State.INFLIGHT).file_name(1)}")
+    table, transactions = _stopped(lake)
+    result = run_repair(table, plan, transactions=transactions, dry_run=False)
+    assert (result.table, result.kind) == (table.uri, KIND)
+    reason = "no longer a stuck table service when diagnosed again under the table's lock"
+    assert result.skipped == tuple((c, reason) for c in plan.changes[:4])
+    assert result.done == plan.changes[4:] and result.failed == ()
+    assert [lake.storage.exists(w) for w in written] == [True, True, False, False]
+
+
+def test_stuck_repair_records_a_failed_rollback_and_goes_on() -> None:
+    """The writers' options say two heartbeats expired (a 1 ms window) while the table's own
+    settings (rollback_table_service's check) find them alive: both rollbacks fail, each change
+    recorded with the error word for word, and the third service is still rolled back."""
+    lake = _lake()
+    times = [f"2026110100{m:02d}00000" for m in range(3)]
+    written = [_compaction(lake, t, file_id=f) for t, f in zip(times, "abc", strict=True)]
+    for t in times[:2]:
+        heartbeat = "/t/.hoodie/.heartbeat/" + t
+        lake.storage.write(heartbeat, b"")
+        lake.storage.set_mtime(heartbeat, int(time.time() * 1000) - 30_000)  # type: ignore[attr-defined]
+    settings = DoctorSettings(options={"hoodie.client.heartbeat.interval_in_ms": "1",
+                                       "hoodie.client.heartbeat.tolerable.misses": "1"})
+    plan = plan_repair(HudiTable.load(lake.storage, "/t"), KIND, settings=settings)
+    assert [c.target for c in plan.changes if c.action == "rollback"] == times
+    table, transactions = _stopped(lake)
+    result = run_repair(table, plan, settings=settings, transactions=transactions, dry_run=False)
+    assert result.failed == tuple(
+        (c, f"{table.uri}: compaction {c.target if c.action == 'rollback' else times[i // 2]} is still being written "
+            "(its heartbeat is alive); wait until its writer finishes or its heartbeat expires")
+        for i, c in enumerate(plan.changes[:4]))
+    assert result.done == plan.changes[4:] and result.skipped == ()
+    assert [lake.storage.exists(w) for w in written] == [True, True, False]
+
+
+def test_stuck_repair_invalidated_by_a_file_the_plan_did_not_preview() -> None:
+    lake = _lake()
+    t = "20261101000000000"
+    written = _compaction(lake, t)
+    plan = plan_repair(HudiTable.load(lake.storage, "/t"), KIND)
+    late = f"/t/p/{lake.base_file('p', 'e', t)}"
+    table, transactions = _stopped(lake)
+    with pytest.raises(RepairInvalidated) as raised:
+        run_repair(table, plan, transactions=transactions, dry_run=False)
+    assert str(raised.value) == (f"{table.uri}: {t} would now also change {late} (1 change(s) the plan did not "
+                                 "preview); nothing more was changed")
+    assert lake.storage.exists(written) and lake.storage.exists(late)
+    assert not HudiTable.load(lake.storage, "/t").timeline.rollbacks()  # nothing more was changed
+
+
+WHY = ("A table service left inflight blocks the next one (Hudi schedules no compaction over file groups a pending "
+       "plan holds, and a clustering's file groups take no updates), holds back cleaning and archival, and leaves "
+       "its partial files on storage.")
+
+
+def test_stuck_finding_and_changes_word_for_word() -> None:
+    """A compaction: the finding's summary (hours to one decimal), evidence (requested_at in UTC,
+    age, an expired heartbeat's age), why and repair, and its plan's changes, word for word."""
+    lake = _lake()
+    t = "20261101000000000"
+    written = _compaction(lake, t)
+    now_ms = _ms(lake, t) + 10 * 86_400_000 + 1_234
+    heartbeat = "/t/.hoodie/.heartbeat/" + t
+    lake.storage.write(heartbeat, b"")
+    lake.storage.set_mtime(heartbeat, now_ms - 600_500)  # type: ignore[attr-defined]
+    survey = _survey(lake, now_ms)
+    (finding,) = stuck_module.diagnose(survey)
+    assert finding == Finding(
+        KIND, Severity.WARNING, f"compaction {t} has been inflight for 240.0 hours with no live heartbeat",
+        StuckEvidence(t, COMPACTION, "2026-11-01T00:00:00+00:00", 864_001, "expired, touched 600 s ago", False, 1,
+                      123, True),
+        WHY,
+        f"roll back compaction {t} as Hudi's rollbackInflightTableService does: the 1 files it wrote go, it "
+        "reverts to requested with its plan kept, to be run again")
+    (instant,) = stuck(survey)
+    assert stuck_module._changes(survey, instant) == [
+        Change("rollback", t, 0, f"roll back compaction {t}: 1 files (listed below), its inflight file and markers "
+                                 "(it reverts to requested, its plan kept)"),
+        Change("delete", written, 123, f"written by compaction {t}")]
+
+
+@pytest.mark.parametrize("marker", ["APPEND", "CREATE"])
+def test_stuck_v6_log_compaction_finding_and_changes_word_for_word(marker: str) -> None:
+    """A table-version-6 log compaction with markers: the log file it appended to takes a rollback
+    command block (APPEND), one it created goes (CREATE); its instant files and markers go."""
+    lake = _lake()
+    t = "20261101000000000"
+    plan = {"operations": [{"baseInstantTime": FIRST, "fileId": "g", "partitionPath": "p", "deltaFilePaths": [],
+                            "dataFilePath": None}], "version": 2}
+    lake.instant_file(Instant(t, LOG_COMPACTION, State.REQUESTED), plan)
+    lake.instant_file(Instant(t, LOG_COMPACTION, State.INFLIGHT))
+    log = lake.log_file("p", "g", FIRST, version=2)
+    lake.storage.write(f"/t/.hoodie/.temp/{t}/p/{log}.marker.{marker}", b"")
+    survey = _survey(lake, _ms(lake, t) + 36 * 3_600_000)
+    (finding,) = stuck_module.diagnose(survey)
+    files = 1 if marker == "CREATE" else 0
+    assert finding == Finding(
+        KIND, Severity.WARNING, f"logcompaction {t} has been inflight for 36.0 hours with no live heartbeat",
+        StuckEvidence(t, LOG_COMPACTION, "2026-11-01T00:00:00+00:00", 129_600, "none", True, files, 10 * files,
+                      False),
+        WHY,
+        f"roll back logcompaction {t} as Hudi's rollbackInflightTableService does: the {files} files it wrote go, "
+        "it goes with its instant files (a writer schedules another)")
+    (instant,) = stuck(survey)
+    head = Change("rollback", t, 0, f"roll back logcompaction {t}: {files} files (listed below), its instant files "
+                                    "and markers")
+    if marker == "CREATE":
+        assert stuck_module._changes(survey, instant) == [
+            head, Change("delete", f"/t/p/{log}", 10, f"written by logcompaction {t}")]
+    else:
+        assert stuck_module._changes(survey, instant) == [
+            head, Change("rollback block", f"memory://t/p/{log}", 10,
+                         f"a rollback command block for {t} after this log file")]
+
+
+def test_stuck_changes_of_a_head_stop_at_the_next_head() -> None:
+    changes = [Change("rollback", "1"), Change("delete", "a", 1), Change("rollback", "2"), Change("delete", "b", 2),
+               Change("rollback block", "c", 3), Change("rollback", "3")]
+    assert stuck_module._changes_of(changes, changes[0]) == changes[:2]
+    assert stuck_module._changes_of(tuple(changes), changes[2]) == changes[2:5]
+    assert stuck_module._changes_of(changes, changes[5]) == changes[5:]
+    assert stuck_module._changes_of(changes, Change("rollback", "4")) == []
+
+
+def test_stuck_evidence_of_a_service_requested_at_the_epoch() -> None:
+    """An instant at the epoch (moment 0 ms) is dated there, not a millisecond later."""
+    lake = _lake()
+    t = "19700101000000000"
+    _compaction(lake, t)
+    (finding,) = stuck_module.diagnose(_survey(lake, 4 * 3_600_000))
+    assert isinstance(finding.evidence, StuckEvidence)
+    assert (finding.evidence.requested_at, finding.evidence.age_seconds) == ("1970-01-01T00:00:00+00:00", 14_400)
