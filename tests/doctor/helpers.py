@@ -12,6 +12,7 @@ import time
 from collections import Counter
 from collections.abc import Collection, Iterable
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -308,3 +309,15 @@ def stuck_compaction(path: Path, time_: str, *, action: str = COMPACTION, marker
         marker.parent.mkdir(parents=True, exist_ok=True)
         marker.write_bytes(b"")
     return requested, [partition / name]
+
+
+def clustering_plan(piece: Any) -> dict[str, Any]:
+    """A HoodieRequestedReplaceMetadata of a clustering over one file slice (no log files), as
+    Hudi's SparkSortAndSizeExecutionStrategy plans it."""
+    return {"operationType": "cluster", "version": 1, "extraMetadata": {}, "clusteringPlan": {
+        "inputGroups": [{"slices": [{"dataFilePath": piece.base_file.name, "fileId": piece.file_id,
+                                     "partitionPath": piece.partition, "deltaFilePaths": [], "version": 1}],
+                         "metrics": {}, "numOutputFileGroups": 1, "version": 1}],
+        "strategy": {"strategyClassName": "org.apache.hudi.client.clustering.run.strategy."
+                                          "SparkSortAndSizeExecutionStrategy", "strategyParams": {}, "version": 1},
+        "extraMetadata": {}, "version": 1, "preserveHoodieMetadata": True}}

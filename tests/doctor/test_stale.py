@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.doctor.helpers import OLD, age_tree, round_trip
+from tests.doctor.helpers import OLD, age_tree, clustering_plan, round_trip
 from tests.helpers import fake_failed_write, rows
 from tests.mdt.helpers import compact_metadata_table_after
 from timeline import CleanConfig, HudiTable, metadata, transition
@@ -214,13 +214,7 @@ def _pending_clustering(path: Path, time_: str) -> tuple[Instant, list[Path]]:
     table = HudiTable.open(str(path))
     piece = table.file_system_view().latest_slices()[0]
     assert piece.base_file is not None
-    plan = {"operationType": "cluster", "version": 1, "extraMetadata": {}, "clusteringPlan": {
-        "inputGroups": [{"slices": [{"dataFilePath": piece.base_file.name, "fileId": piece.file_id,
-                                     "partitionPath": piece.partition, "deltaFilePaths": [], "version": 1}],
-                         "metrics": {}, "numOutputFileGroups": 1, "version": 1}],
-        "strategy": {"strategyClassName": "org.apache.hudi.client.clustering.run.strategy."
-                                          "SparkSortAndSizeExecutionStrategy", "strategyParams": {}, "version": 1},
-        "extraMetadata": {}, "version": 1, "preserveHoodieMetadata": True}}
+    plan = clustering_plan(piece)
     folder = Path(table.timeline.folder)
     requested = Instant(time_, CLUSTERING, State.REQUESTED)
     (folder / requested.file_name(2)).write_bytes(

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.doctor.helpers import OLD, TOKEN, age_tree, reads, round_trip, stuck_compaction
+from tests.doctor.helpers import OLD, TOKEN, age_tree, clustering_plan, reads, round_trip, stuck_compaction
 from tests.helpers import Lake
 from timeline import HudiTable, metadata
 from timeline.doctor import DoctorSettings, RepairUnavailable, diagnose, plan_repair, run_repair
@@ -138,13 +138,7 @@ def test_stuck_clustering_reverts_to_requested_with_its_plan(table_copy) -> None
     table = HudiTable.open(str(path))
     piece = table.file_system_view().latest_slices()[0]
     assert piece.base_file is not None
-    plan = {"operationType": "cluster", "version": 1, "extraMetadata": {}, "clusteringPlan": {
-        "inputGroups": [{"slices": [{"dataFilePath": piece.base_file.name, "fileId": piece.file_id,
-                                     "partitionPath": piece.partition, "deltaFilePaths": [], "version": 1}],
-                         "metrics": {}, "numOutputFileGroups": 1, "version": 1}],
-        "strategy": {"strategyClassName": "org.apache.hudi.client.clustering.run.strategy."
-                                          "SparkSortAndSizeExecutionStrategy", "strategyParams": {}, "version": 1},
-        "extraMetadata": {}, "version": 1, "preserveHoodieMetadata": True}}
+    plan = clustering_plan(piece)
     folder = Path(table.timeline.folder)
     requested = folder / Instant(OLD, CLUSTERING, State.REQUESTED).file_name(2)
     requested.write_bytes(metadata.encode(plan, action=CLUSTERING, state=State.REQUESTED, layout=2))

@@ -33,6 +33,7 @@ from timeline.doctor.findings import (
     RepairPlan,
     RepairResult,
     Severity,
+    changes_under,
 )
 from timeline.doctor.survey import Survey
 from timeline.exceptions import CleanlineError
@@ -235,16 +236,7 @@ def _index_of(lagging: Lag, retained_from: str, *, last: bool) -> int | None:
 
 
 def _after(plan: RepairPlan, head: Change) -> list[Change]:
-    found: list[Change] = []
-    for change in plan.changes:
-        if change.action == STEP:
-            if found:
-                break
-            if change.key == head.key:
-                found.append(change)
-        elif found:
-            found.append(change)
-    return found
+    return changes_under(plan.changes, head, (STEP,))
 
 
 CHECK = Check(KIND, diagnose, plan, run)

@@ -9,6 +9,7 @@ them into camelCase JSON."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -99,6 +100,21 @@ class Change:
 
     def to_json(self) -> dict[str, Any]:
         return {"action": self.action, "target": self.target, "bytes": self.bytes, "detail": self.detail}
+
+
+def changes_under(changes: Iterable[Change], head: Change, heads: Collection[str]) -> list[Change]:
+    """A repair's changes for one of its steps: the `head` change (its action one of `heads`: a
+    rollback, a clean run, ...) and the changes listed after it, up to the next head."""
+    found: list[Change] = []
+    for change in changes:
+        if change.action in heads:
+            if found:
+                break
+            if change.key == head.key:
+                found.append(change)
+        elif found:
+            found.append(change)
+    return found
 
 
 @dataclass(frozen=True, slots=True)

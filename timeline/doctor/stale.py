@@ -44,6 +44,7 @@ from timeline.doctor.findings import (
     RepairPlan,
     RepairResult,
     Severity,
+    changes_under,
 )
 from timeline.doctor.stuck import stuck
 from timeline.doctor.survey import Survey
@@ -332,17 +333,7 @@ def _roll_back(session: Session, instant_time: str) -> None:
 
 def _changes_of(plan: RepairPlan, head: Change) -> list[Change]:
     """The head change (a rollback or clean run) and the changes listed after it, up to the next head."""
-    found: list[Change] = []
-    for change in plan.changes:
-        if change.action in HEADS:
-            if found:
-                break
-            if change.key == head.key:
-                found.append(change)
-            continue
-        if found:
-            found.append(change)
-    return found
+    return changes_under(plan.changes, head, HEADS)
 
 
 CHECK = Check(KIND, diagnose, plan, run)

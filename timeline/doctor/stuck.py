@@ -33,6 +33,7 @@ from timeline.doctor.findings import (
     RepairPlan,
     RepairResult,
     Severity,
+    changes_under,
 )
 from timeline.doctor.survey import Survey
 from timeline.exceptions import CleanlineError
@@ -165,16 +166,7 @@ def run(session: Session, approved: RepairPlan) -> RepairResult:
 
 def _changes_of(changes: tuple[Change, ...] | list[Change], head: Change) -> list[Change]:
     """The head (a rollback) and the changes listed after it, up to the next head."""
-    found: list[Change] = []
-    for change in changes:
-        if change.action == HEAD:
-            if found:
-                break
-            if change.key == head.key:
-                found.append(change)
-        elif found:
-            found.append(change)
-    return found
+    return changes_under(changes, head, (HEAD,))
 
 
 CHECK = Check(KIND, diagnose, plan, run)
