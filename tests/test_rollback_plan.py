@@ -130,6 +130,14 @@ def test_rollback_plan_of_a_table_service_is_refused_outside_a_restore() -> None
     assert str(refused.value) == (f"{table.uri}: compaction {T[1]} is not a write Cleanline rolls back "
                                   "(compaction and clustering plans are kept)")
     assert plan_rollback(table, compaction, for_restore=True).instant == compaction
+    # started (inflight): still refused unless asked as the table service's rollback
+    lake.instant_file(Instant(T[1], "compaction", State.INFLIGHT))
+    table = HudiTable.load(lake.storage, "/t")
+    inflight = table.timeline.find(T[1])
+    assert inflight is not None and inflight.is_inflight
+    with pytest.raises(RollbackRefused, match="is not a write Cleanline rolls back"):
+        plan_rollback(table, inflight)
+    assert plan_rollback(table, inflight, table_service=True).instant == inflight
 
 
 def test_pending_rollback_is_previewed_and_resumed_from_its_own_plan() -> None:

@@ -127,14 +127,15 @@ def _instant_files(table: Table, instant: Instant,
 
 
 def _write_metadata(table: Table, instant: Instant) -> CommitMetadata:
-    """The instant's commit metadata, or its inflight workload profile when pending."""
-    for state in (State.COMPLETED, State.INFLIGHT):
-        if state in table.timeline.files_of(instant) and (state is State.INFLIGHT or instant.is_completed):
-            try:
-                return table.read(instant, CommitMetadata, state)
-            except (CleanlineError, TypeError):
-                continue
-    return CommitMetadata()
+    """The instant's commit metadata, or, pending, its inflight file's content (Hudi's workload
+    profile); empty for a requested-only write, or when its file does not decode (Hudi's
+    getHoodieCommitMetadata: no metadata, the rollback lists the partitions)."""
+    if instant.state is State.REQUESTED:
+        return CommitMetadata()
+    try:
+        return table.read(instant, CommitMetadata)
+    except (CleanlineError, TypeError):
+        return CommitMetadata()
 
 
 def _marker_names(table: Table, instant: Instant) -> list[str] | None:
@@ -217,7 +218,7 @@ def plan_rollback(table: Table, instant: Instant, *, for_restore: bool = False,
         folder = table.path(partition) if partition else table.base
         paths = [Storage.join(folder, n) for n in sorted(names)]
         requests.append(RollbackRequest(partition, files_to_delete=tuple(table.storage.uri(p) for p in paths)))
-        deletes += [(partition, p, sizes.get((partition, n), 0)) for p, n in zip(paths, sorted(names))]
+        deletes += [(partition, p, sizes[(partition, n)]) for p, n in zip(paths, sorted(names))]  # all listed
     for (partition, file_id), (base_instant, name) in sorted(appended.items()):
         if (partition, name) not in sizes:
             continue
