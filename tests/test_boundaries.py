@@ -607,3 +607,12 @@ def test_boundaries_every_public_module_declares_its_names() -> None:
                 outside += [f"{path.name}: {node.module}.{a.name}" for a in node.names
                             if a.name not in (declared_names(node.module) or ())]
     assert outside == []
+
+
+def test_boundaries_test_files_have_unique_names() -> None:
+    """The test folders are not packages (rootdir imports): two test files of one name in two
+    folders stop the whole suite's collection, which a run of one folder does not show."""
+    from collections import Counter
+
+    names = Counter(p.name for p in (LIBRARY.parent / "tests").rglob("test_*.py"))
+    assert [n for n, count in names.items() if count > 1] == []
