@@ -14,8 +14,8 @@ from tests.mdt.helpers import add_v6_metadata_table, compact_metadata_table_afte
 from timeline import CleanlineError, HudiTable, transition
 from timeline.instant import COMPACTION, DELTA_COMMIT, LOG_COMPACTION, REPLACE_COMMIT, ROLLBACK, Instant, State
 from timeline.mdt.reader import MetadataTable
-from timeline.metadata.records import RollbackMetadata
-from timeline.pending_rollbacks import finish_rollback
+from timeline.metadata.records import RollbackMetadata, RollbackPlan
+from timeline.pending_rollbacks import finish_rollback, rollback_table_service
 from timeline.rollback import RollbackRefused, plan_rollback
 from timeline.storage import MemoryStorage
 
@@ -218,3 +218,82 @@ def test_pending_rollbacks_instant_gone_v6_metadata_table_lists_the_log_files_le
     listed = {n for files in MetadataTable(table).files().values() for n in files}
     assert left <= listed
     assert table.inspect.validate_metadata_table().ok
+
+
+# rollback_table_service: an inflight compaction, log compaction or clustering rolled back as
+# Hudi's rollbackInflightTableService does (timeline/doctor/stuck.py's repair)
+
+def inflight_compaction(made: Lake) -> str:
+    """An inflight compaction at T[1] over the file group "a", dead after writing its base file."""
+    made.schedule_compaction(T[1], [(P, "a", T[0])], state=State.INFLIGHT)
+    return made.base_file(P, "a", T[1])
+
+
+def test_table_service_rollback_finishes_a_pending_rollback_of_it() -> None:
+    """getPendingRollbackInfo(..., false): a compaction with a pending rollback is finished from
+    that rollback, no second one requested."""
+    made = lake()
+    written = inflight_compaction(made)
+    table = HudiTable.load(made.storage, "/t")
+    pending = pending_rollback(made, plan_rollback(table, table.timeline.find(T[1]), table_service=True).plan.to_raw())
+    done = rollback_table_service(HudiTable.load(made.storage, "/t"), T[1])
+    assert (done.requested_time, done.action, done.state) == (pending.requested_time, ROLLBACK, State.COMPLETED)
+    assert [i.requested_time for i in HudiTable.load(made.storage, "/t").timeline.rollbacks()] == [
+        pending.requested_time]
+    assert states_of(made, T[1]) == [(COMPACTION, State.REQUESTED)]
+    assert not made.storage.exists(f"/t/{P}/{written}")
+
+
+def test_table_service_rollback_finishes_a_pending_rollback_under_the_writers_options() -> None:
+    """A pending rollback of a write asked by name is finished as a write's is: the writers'
+    failed-writes policy decides Hudi's sequence rule (validateRollbackCommitSequence, EAGER only)."""
+    made, written, _, _, pending = failed_write_with_a_pending_rollback()
+    made.commit(T[2], {P: [made.base_file(P, "c", T[2])]})
+    with pytest.raises(RollbackRefused, match=f"found commits after {T[1]}"):
+        rollback_table_service(HudiTable.load(made.storage, "/t"), T[1])  # the table's policy: EAGER
+    done = rollback_table_service(HudiTable.load(made.storage, "/t"), T[1],
+                                  options={"hoodie.clean.failed.writes.policy": "LAZY"})
+    assert done.requested_time == pending.requested_time
+    assert states_of(made, T[1]) == [] and not made.storage.exists(f"/t/{P}/{written}")
+
+
+def test_table_service_rollback_refused_without_the_instant_word_for_word() -> None:
+    made = lake()
+    table = HudiTable.load(made.storage, "/t")
+    with pytest.raises(RollbackRefused) as refused:
+        rollback_table_service(table, T[1])
+    assert str(refused.value) == (f"{table.uri}: no inflight compaction, log compaction or clustering {T[1]} "
+                                  "on the active timeline")
+
+
+def test_table_service_rollback_refuses_a_requested_service() -> None:
+    """A requested compaction wrote nothing: a writer runs it."""
+    made = lake()
+    made.schedule_compaction(T[1], [(P, "a", T[0])])
+    with pytest.raises(RollbackRefused, match=f"no inflight compaction, log compaction or clustering {T[1]}"):
+        rollback_table_service(HudiTable.load(made.storage, "/t"), T[1])
+    assert states_of(made, T[1]) == [(COMPACTION, State.REQUESTED)]
+    assert not list(HudiTable.load(made.storage, "/t").timeline.rollbacks())
+
+
+def test_table_service_rollback_refuses_a_write() -> None:
+    """An inflight write is the failed-writes rollback's, not a table service's."""
+    made = lake()
+    written = made.base_file(P, "b", T[1])
+    made.commit(T[1], {P: [written]}, state=State.INFLIGHT)
+    with pytest.raises(RollbackRefused, match=f"no inflight compaction, log compaction or clustering {T[1]}"):
+        rollback_table_service(HudiTable.load(made.storage, "/t"), T[1])
+    assert states_of(made, T[1]) == [("commit", State.INFLIGHT)] and made.storage.exists(f"/t/{P}/{written}")
+
+
+def test_table_service_rollback_requests_its_plan() -> None:
+    """The rollback's requested file holds its HoodieRollbackPlan (what a killed run resumes from):
+    the compaction's base file, planned as plan_rollback(table_service=True) plans it."""
+    made = lake()
+    written = inflight_compaction(made)
+    table = HudiTable.load(made.storage, "/t")
+    planned = plan_rollback(table, table.timeline.find(T[1]), table_service=True).plan
+    done = rollback_table_service(table, T[1])
+    assert table.reload().read(done, RollbackPlan, State.REQUESTED) == planned
+    assert [[f.rpartition("/")[2] for f in r.files_to_delete] for r in planned.requests] == [[written]]
+    assert states_of(made, T[1]) == [(COMPACTION, State.REQUESTED)]
