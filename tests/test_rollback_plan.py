@@ -508,6 +508,68 @@ def test_v6_pending_metadata_table_deltacommit_of_a_failed_write_is_removed_not_
     assert not any(f.exists() for f in written)
 
 
+def test_v6_metadata_table_rollback_refused_once_the_metadata_table_compacted_it(tmp_path) -> None:
+    """0.14/0.15 validateRollback in the metadata table's own part (where no data-table rollback
+    checked first: a pending rollback finished, a restore): a write at or before the MDT's latest
+    compaction (its time carries the "001" suffix) is refused, nothing in the MDT changes."""
+    from timeline import CleanlineError
+    from timeline.mdt.reader import MetadataTable
+
+    lake, table = _v6_with_mdt(tmp_path)
+    target = table.timeline.writes().completed().instants[-1].requested_time
+    folder = lake / ".hoodie" / "metadata" / ".hoodie"
+    compaction = target + "001"
+    for name in (f"{compaction}.compaction.requested", f"{compaction}.compaction.inflight"):
+        (folder / name).write_bytes(b"")
+    (folder / f"{compaction}.commit").write_bytes(b"{}")
+    mdt_files = sorted((p, p.stat().st_size) for p in (lake / ".hoodie" / "metadata").rglob("*") if p.is_file())
+    with pytest.raises(CleanlineError, match=f"compacted {target} at {compaction}"):
+        rollback_in_metadata_table(MetadataTable(table.reload()), target, "20990101000000000", {})
+    assert sorted((p, p.stat().st_size) for p in (lake / ".hoodie" / "metadata").rglob("*") if p.is_file()) == mdt_files
+
+
+def test_v6_pending_metadata_table_deltacommit_with_a_pending_rollback_is_finished_from_its_plan(tmp_path) -> None:
+    """0.14/0.15: a pending MDT deltacommit of the rolled-back write whose MDT rollback is pending
+    already is not removed first: that rollback is finished from its own plan
+    (getPendingRollbackInfo), at its own time, and a log file the plan does not name stays (its
+    blocks, of an instant gone from the timeline, are skipped: readers list none of its files)."""
+    from tests.helpers import fake_failed_write
+    from timeline import transition
+    from timeline.logformat import HeaderKey, read_blocks
+    from timeline.mdt.reader import MetadataTable
+    from timeline.mdt.writer import update_for_commit
+    from timeline.metadata.records import CommitMetadata, RollbackMetadata
+    from timeline.metadata.written import by_partition, commit_metadata, write_stat
+
+    lake, table = _v6_with_mdt(tmp_path)
+    failed = "20990101000000000"
+    written = fake_failed_write(lake, failed, markers=True)
+    stats = [write_stat(file_id=p.name.split("_")[0], path=p.relative_to(lake).as_posix(),
+                        partition_path=p.parent.relative_to(lake).as_posix(), file_size_in_bytes=p.stat().st_size)
+             for p in written]
+    update_for_commit(MetadataTable(table), failed, CommitMetadata.from_raw(
+        commit_metadata(by_partition(stats), "UPSERT", None)))
+    folder = lake / ".hoodie" / "metadata"
+    (folder / ".hoodie" / f"{failed}.deltacommit").unlink()  # the MDT deltacommit died before completing
+    (log,) = [p for p in (folder / "files").glob(".files-*.log.*")
+              if {b.header.get(HeaderKey.INSTANT_TIME) for b in read_blocks(p.read_bytes(), path=str(p))} == {failed}]
+    mdt_table = MetadataTable(table.reload()).mdt
+    target = mdt_table.timeline.find(failed)
+    assert target is not None and target.is_pending
+    plan = plan_rollback(mdt_table, target).plan
+    pending = Instant("20990101000000100", "rollback", State.REQUESTED)
+    transition.write_state(mdt_table, pending, plan.to_raw())
+    done = rollback_in_metadata_table(MetadataTable(table.reload()), failed, "20990101000000200", {})
+    assert done is not None and (done.requested_time, done.state) == (pending.requested_time, State.COMPLETED)
+    mdt = MetadataTable(table.reload())
+    assert mdt.mdt.read(done, RollbackMetadata).commits_rollback == (failed,)
+    assert failed not in {i.requested_time for i in mdt.mdt.timeline}
+    assert mdt.mdt.timeline.completed().find("20990101000000200") is not None  # the deltacommit at R
+    assert log.exists()
+    listed = {n for files in mdt.files().values() for n in files}
+    assert not {p.name for p in written} & listed
+
+
 def test_a_completed_write_with_a_pending_rollback_is_finished_by_name() -> None:
     """BaseHoodieTableServiceClient.rollback resumes a pending rollback of an instant whatever
     the instant is (getPendingRollbackInfo): a completed write whose rollback was requested and

@@ -178,14 +178,15 @@ def delete_block(instant: str, keys: list[str | None], content: bytes | None = N
 
 
 def compact_metadata_table_after(path: Path, table: HudiTable, requested_time: str) -> None:
-    """A compaction of the metadata table of the fixture at `path` (a copy of the one that table
-    holds, 20260307162449278), completed after the metadata table's deltacommit of
+    """A compaction of the metadata table of the fixture at `path` (a copy of the first one that
+    table holds, 20260307162449278 in cow/v9_txns_simple_meta), completed after the metadata table's deltacommit of
     `requested_time`: that write is then compacted into the metadata table's base files."""
     mdt_folder = path / ".hoodie" / "metadata" / ".hoodie" / "timeline"
     done = next(i for i in MetadataTable(table).mdt.timeline.completed() if i.requested_time == requested_time)
     later = f"{int(done.completion_time or requested_time) + 1000:017d}"
+    source = min(mdt_folder.glob("*.compaction.requested")).name.split(".")[0]  # the fixture's compaction
     (mdt_folder / f"{later}.compaction.requested").write_bytes(
-        (mdt_folder / "20260307162449278.compaction.requested").read_bytes())
+        (mdt_folder / f"{source}.compaction.requested").read_bytes())
     (mdt_folder / f"{later}.compaction.inflight").write_bytes(b"")
     (mdt_folder / f"{later}_{int(later) + 5:017d}.commit").write_bytes(
-        next(mdt_folder.glob("20260307162449278_*.commit")).read_bytes())
+        next(mdt_folder.glob(f"{source}_*.commit")).read_bytes())
