@@ -16,6 +16,9 @@ $(STAMP): pyproject.toml scripts/ensure-system.sh scripts/setup.sh
 
 # Tests use Redis database 15 so that a running `make run` (database 0) never sees their tasks.
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
+# The suite runs on one process per core, at most 4 (pytest-xdist; TEST_PROCESSES=0 runs it on one).
+# The other processes take Redis databases 14, 12, 11 (console/settings.py, parallel_test_worker).
+TEST_PROCESSES ?= auto
 
 test: setup
 	$(VENV)/bin/ruff check .
@@ -24,7 +27,7 @@ test: setup
 	bash scripts/ensure-postgres.sh
 	bash scripts/ensure-zookeeper.sh
 	bash scripts/ensure-node.sh
-	REDIS_URL=$(TEST_REDIS_URL) $(PY) -m pytest --durations=25 $(PYTEST_ARGS)
+	REDIS_URL=$(TEST_REDIS_URL) $(PY) -m pytest --durations=25 --numprocesses=$(TEST_PROCESSES) --maxprocesses=4 --dist=loadgroup $(PYTEST_ARGS)
 
 # The mutation check of rules outside `make mutation`'s modules: each listed rule broken by a
 # one-line mutation must fail its own test file (scripts/mutations.py; the tests run in a copy of the tree).

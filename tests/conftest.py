@@ -40,6 +40,26 @@ def plan_store_folder() -> str:
     return PLAN_STORE
 
 
+# `make test` runs the suite on several processes (pytest-xdist, `--dist loadgroup`): a test file's
+# tests stay together on one process, so its module fixtures start once, and the files that share
+# a costly session fixture are one group, so it is built once (console.settings gives each process
+# its own Redis database and plan store; pytest-django its own test database).
+SHARED_GROUPS = {"demo_lake": "demo-lake", "spark_cluster": "spark-cluster"}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    files: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        files.setdefault(item.nodeid.split("::")[0], []).append(item)
+    for file, tests in files.items():
+        used = {name for test in tests for name in getattr(test, "fixturenames", ())}
+        group = next((g for fixture, g in SHARED_GROUPS.items() if fixture in used), file)
+        for test in tests:
+            if not test.get_closest_marker("xdist_group"):
+                test.add_marker(pytest.mark.xdist_group(group))
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if OWN_STORE:
         shutil.rmtree(PLAN_STORE, ignore_errors=True)
