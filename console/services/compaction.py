@@ -1,0 +1,65 @@
+"""Compaction and clustering figures kept at sync time (issue 41), for the dashboard, the history,
+the metrics and the alert rules (the Table services page reads the lake itself:
+`console.selectors.table_services`). Stored on `Table.services` by every sync that changed
+something:
+
+- `delta_commits` and `counted_from`: the delta commits a writer's compaction trigger counts
+  since the last compaction (the library's `delta_commits_since_compaction`, from the timeline
+  the sync holds; None for a table with no delta commit);
+- `pending`: the pending compactions, log compactions and clusterings (instant, action, kind,
+  state), read from their plans on the timeline (no listing);
+- `backlog`: log files, log bytes and file groups with log files, and the most delta commits a
+  file group carries (the library's `compaction_backlog`), from the listing the sync's figures
+  were made from (`services/figures.py`: the metadata table at each changed sync, storage only at
+  a full sync for a table without one), with where and when that listing was made.
+
+Nothing here decides a Hudi rule: the library counts, this keeps what it counted."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from timeline import CleanlineError, FileSystemView, HudiTable
+from timeline.fsview import TableListing
+from timeline.services import compaction_backlog, delta_commits_since_compaction, pending_services
+
+logger = logging.getLogger(__name__)
+
+MERGE_ON_READ = "MERGE_ON_READ"
+TOP_PARTITIONS = 20  # the partitions kept with the backlog figures (most log bytes first)
+
+
+def backlog_figures(lake: HudiTable, view: FileSystemView) -> dict[str, Any] | None:
+    """The compaction backlog of a merge-on-read table as `view` (the sync's listing) shows it:
+    totals and the partitions with the most log bytes. None for a copy-on-write table; the
+    reason when the library refuses."""
+    if lake.config.table_type.value != MERGE_ON_READ:
+        return None
+    try:
+        backlog = compaction_backlog(lake, view)
+    except CleanlineError as exc:
+        return {"error": str(exc)[:500]}
+    top = sorted(backlog.partitions, key=lambda p: (-p.log_bytes, p.partition))[:TOP_PARTITIONS]
+    return {"log_files": backlog.log_files, "log_bytes": backlog.log_bytes, "file_groups": len(backlog.groups),
+            "max_delta_commits": backlog.max_delta_commits,
+            "partitions": [[p.partition, p.log_bytes, p.log_files, p.max_delta_commits] for p in top]}
+
+
+def service_figures(lake: HudiTable, backlog: dict[str, Any] | None) -> dict[str, Any]:
+    """What `Table.services` keeps (see the module's docstring); `backlog` is this sync's
+    (`backlog_figures`) or the one the last listing left. Never raises for the lake's sake: a
+    table the library refuses keeps the reason under `error`."""
+    figures: dict[str, Any] = {"table_type": lake.config.table_type.value, "backlog": backlog}
+    try:
+        counted = delta_commits_since_compaction(lake.timeline, lake.version)
+        pending = pending_services(lake, TableListing({}))
+    except CleanlineError as exc:
+        logger.warning("%s: compaction figures unavailable: %s", lake.uri, exc)
+        return figures | {"error": str(exc)[:500]}
+    merge_on_read = lake.config.table_type.value == MERGE_ON_READ
+    return figures | {
+        "delta_commits": counted.count if counted is not None and merge_on_read else None,
+        "counted_from": counted.since.requested_time if counted is not None and merge_on_read else None,
+        "pending": [{"instant": p.instant.requested_time, "action": p.instant.action, "kind": p.kind.value,
+                     "state": p.instant.state.name.lower(), "file_groups": len(p.file_groups)} for p in pending]}
