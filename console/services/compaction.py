@@ -8,10 +8,10 @@ something:
   the sync holds; None for a table with no delta commit);
 - `pending`: the pending compactions, log compactions and clusterings (instant, action, kind,
   state), read from their plans on the timeline (no listing);
-- `backlog`: log files, log bytes and file groups with log files, and the most delta commits a
-  file group carries (the library's `compaction_backlog`), from the listing the sync's figures
-  were made from (`services/figures.py`: the metadata table at each changed sync, storage only at
-  a full sync for a table without one), with where and when that listing was made.
+- `backlog`: log files, log bytes and file groups with log files on the latest file slices, from
+  the listing the sync's figures were made from (`services/figures.py`: the metadata table at
+  each changed sync, storage only at a full sync for a table without one), with where and when
+  that listing was made.
 
 Nothing here decides a Hudi rule: the library counts, this keeps what it counted."""
 
@@ -22,7 +22,7 @@ from typing import Any
 
 from timeline import CleanlineError, FileSystemView, HudiTable
 from timeline.fsview import TableListing
-from timeline.services import compaction_backlog, delta_commits_since_compaction, pending_services
+from timeline.services import delta_commits_since_compaction, pending_services
 
 logger = logging.getLogger(__name__)
 
@@ -32,18 +32,24 @@ TOP_PARTITIONS = 20  # the partitions kept with the backlog figures (most log by
 
 def backlog_figures(lake: HudiTable, view: FileSystemView) -> dict[str, Any] | None:
     """The compaction backlog of a merge-on-read table as `view` (the sync's listing) shows it:
-    totals and the partitions with the most log bytes. None for a copy-on-write table; the
-    reason when the library refuses."""
+    the log files and bytes on the latest file slices (those a snapshot read merges, as the
+    library's view gives them), the file groups holding them, and the partitions with the most
+    log bytes. Summed from the view the figures were made from, without reading the delta
+    commits' write stats (the Table services page counts the delta commits per file group with
+    the library's `compaction_backlog`). None for a copy-on-write table."""
     if lake.config.table_type.value != MERGE_ON_READ:
         return None
-    try:
-        backlog = compaction_backlog(lake, view)
-    except CleanlineError as exc:
-        return {"error": str(exc)[:500]}
-    top = sorted(backlog.partitions, key=lambda p: (-p.log_bytes, p.partition))[:TOP_PARTITIONS]
-    return {"log_files": backlog.log_files, "log_bytes": backlog.log_bytes, "file_groups": len(backlog.groups),
-            "max_delta_commits": backlog.max_delta_commits,
-            "partitions": [[p.partition, p.log_bytes, p.log_files, p.max_delta_commits] for p in top]}
+    partitions: dict[str, list[int]] = {}
+    for piece in view.latest_slices():
+        if piece.log_files:
+            found = partitions.setdefault(piece.partition, [0, 0, 0])
+            found[0] += 1
+            found[1] += len(piece.log_files)
+            found[2] += sum(max(0, log.size) for log in piece.log_files)
+    top = sorted(partitions.items(), key=lambda p: (-p[1][2], p[0]))[:TOP_PARTITIONS]
+    return {"log_files": sum(p[1] for p in partitions.values()), "log_bytes": sum(p[2] for p in partitions.values()),
+            "file_groups": sum(p[0] for p in partitions.values()),
+            "partitions": [[name, found[2], found[1], found[0]] for name, found in top]}
 
 
 def service_figures(lake: HudiTable, backlog: dict[str, Any] | None) -> dict[str, Any]:

@@ -288,6 +288,9 @@ def table_sync(*, table: Table, full: bool = False) -> SyncResult:
         table.refresh_from_db()  # as another sync (the one after a run) left it
         _refresh_failed_writes(table, lake)
         _refresh_archival(table, lake)
+        if not table.services:  # synced before they were kept: the timeline's figures now, the backlog later
+            table.services = service_figures(lake, None)
+            Table.objects.filter(pk=table.pk).update(services=table.services)
         return SyncResult(False, 0, 0, 0)
     archive_moved = full or mark is None or mark.archive_fingerprint != archive_print
     archived = lake.inspect.archived_instants() if archive_moved and archive_print else None

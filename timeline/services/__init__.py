@@ -87,9 +87,8 @@ def why_not_compacting(table: Table, *, options: Mapping[str, str] | None = None
     return CompactionWhy(candidate, settings, check, compactable(slices, pending), reasons, mdt)
 
 
-# `compaction_backlog`, `delta_commits_since_compaction` and `pending_services` are public too: the
-# console's sync keeps a table's backlog from the listing it makes anyway, and its trigger count and
-# pending services from the timeline it holds, without a listing of its own.
+# `delta_commits_since_compaction` and `pending_services` are public too: the console's sync keeps a
+# table's trigger count and pending services from the timeline it holds, without a listing.
 __all__ = ["Backlog", "CompactionSettings", "CompactionWhy", "DeltaCommitsSince", "MetadataTableCompaction",
-           "PendingService", "Reason", "ReasonKind", "ServiceKind", "TableServices", "compaction_backlog",
+           "PendingService", "Reason", "ReasonKind", "ServiceKind", "TableServices",
            "delta_commits_since_compaction", "pending_services", "table_services", "why_not_compacting"]
