@@ -51,7 +51,8 @@ def test_table_services_page_shows_the_stuck_compaction_why_and_the_backlog(cons
     assert [(p.instant.requested_time, p.is_inflight) for p in shown.pending] == [(OLD, True)]
     viewer = login("viewer")
     url = reverse("console:table_services", args=[table.pk])
-    assert f'href="{url}"' in viewer.get(reverse("console:overview", args=[table.pk])).content.decode()
+    overview = viewer.get(reverse("console:overview", args=[table.pk])).content.decode()
+    assert 'id="table-services-link"' in overview and f'class="services-link" href="{url}"' in overview
 
     page = viewer.get(url)
     assert page.status_code == 200
