@@ -36,7 +36,7 @@ def test_browser_table_services_stuck_compaction_to_its_repair(browser: Browser,
     row = page.locator(f"#pending-services tr.service[data-instant='{OLD}']")
     row.wait_for()
     assert "compaction" in row.inner_text() and "inflight" in row.inner_text() and "stuck" in row.inner_text()
-    assert row.locator("time").get_attribute("title") == OLD
+    assert row.locator("td").first.locator("time").get_attribute("title") == OLD
     page.locator("tr.plan summary").first.click()
     assert page.locator("tr.plan table").first.is_visible()
     assert page.locator("#why-reasons tr[data-kind='PENDING_COMPACTION']").count() == 1
