@@ -22,7 +22,7 @@ from timeline.instant import moment_of
 
 pytestmark = pytest.mark.django_db
 
-MOR = "sample_table/mor/avro/v9_txns_simple_nometa"  # log files, no metadata table
+MOR = "sample_table/mor/avro/v9_timebasedkeygen_nonhivestyle"  # log files, a metadata table
 
 
 def samples() -> dict[tuple[str, str | None, str | None], float]:
@@ -32,7 +32,7 @@ def samples() -> dict[tuple[str, str | None, str | None], float]:
 
 def test_services_gauges_and_alert_rules(console_table, settings) -> None:
     table: Table = console_table(MOR)
-    stuck_compaction(Path(table.path), OLD)
+    stuck_compaction(Path(table.path.removeprefix("file:")), OLD)
     services.table_sync(table=table)
     table.refresh_from_db()
     lake = HudiTable.open(table.path)

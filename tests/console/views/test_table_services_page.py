@@ -1,7 +1,7 @@
 """The Table services page (issue 41) on a copy of a real merge-on-read table (log files, a
 metadata table) with a compaction left inflight by a job that died: the pending service with its
 plan and heartbeat, linked to the doctor's stuck-table-service finding and repair; "Why is
-nothing compacting?" naming that compaction; the backlog per partition and file group, paged,
+nothing compacting?" with the writers' options of the table's settings; the backlog per partition and file group, paged,
 equal to the library's; the metadata table's compaction; and the same backlog on the lake
 dashboard (column and chart) and on the table's history (the snapshot the sync keeps)."""
 
@@ -36,18 +36,24 @@ def planted(console_table) -> Table:  # type: ignore[no-untyped-def]
     """A registered copy of MOR with a compaction inflight since OLD, no heartbeat, a partial base
     file: synced again and checked by the doctor, as a sync task does."""
     table = console_table(MOR)
-    stuck_compaction(Path(table.path), OLD)
-    age_tree(Path(table.path))
+    stuck_compaction(Path(table.path.removeprefix("file:")), OLD)
+    age_tree(Path(table.path.removeprefix("file:")))
     services.table_sync(table=table)
     health_check(table=table, force=True)
     table.refresh_from_db()
     return table
 
 
+# the writers' options of the table's settings: a trigger at 10 delta commits (Hudi's default is 5)
+OPTIONS = {"hoodie.compact.inline.max.delta.commits": "10"}
+
+
 def test_table_services_page_shows_the_stuck_compaction_why_and_the_backlog(console_table, monkeypatch) -> None:
     table = planted(console_table)
+    table = services.table_settings_update(table=table, user=None, auto_clean=False, auto_max_files=1,
+                                           auto_max_bytes=1, write_options=OPTIONS)
     lake = HudiTable.open(table.path).inspect
-    shown, why = lake.table_services(), lake.why_not_compacting()
+    shown, why = lake.table_services(), lake.why_not_compacting(OPTIONS)
     assert [(p.instant.requested_time, p.is_inflight) for p in shown.pending] == [(OLD, True)]
     viewer = login("viewer")
     url = reverse("console:table_services", args=[table.pk])
@@ -63,23 +69,26 @@ def test_table_services_page_shows_the_stuck_compaction_why_and_the_backlog(cons
     (row,) = page.context["page"].rows
     assert row.heartbeat == "none" and row.stuck.startswith(f"compaction {OLD}") and row.repair is None
     assert row.log_files == len(shown.pending[0].slices[0].log_files) > 0
-    # why: the pending compaction holds its file groups, named with its instant and what would change it
+    assert f'title="{OLD}"' in html  # the instant shown as a time in the user's zone, the raw instant on hover
+    # why, with the writers' options of the table's settings: each reason names its setting or instant
     reasons = page.context["page"].why.reasons
     assert [r.kind for r in reasons] == [r.kind for r in why.reasons]
-    held = next(r for r in reasons if r.kind.name == "PENDING_COMPACTION")
-    assert held.instant is not None and held.instant.requested_time == OLD
-    assert 'data-kind="PENDING_COMPACTION"' in html and "run to completion" in html
-    assert f'title="{OLD}"' in html  # the instant shown as a time in the user's zone, the raw instant on hover
+    trigger = next(r for r in reasons if r.kind.name == "TRIGGER_NOT_MET")
+    since = shown.since_compaction
+    assert since is not None and trigger.instant == since.since
+    assert trigger.setting == "hoodie.compact.inline.max.delta.commits"
+    assert 'data-kind="TRIGGER_NOT_MET"' in html and "<code>hoodie.compact.inline.max.delta.commits</code>" in html
+    assert f"{10 - since.count} more delta commits" in html and f'title="{since.since.requested_time}"' in html
     # the backlog, per partition and per file group, as the library counts it
     backlog = shown.backlog
     assert backlog.groups and page.context["page"].groups.paginator.count == len(backlog.groups)
     assert html.count("<tr>", html.index('id="backlog-partitions"'), html.index("</table>", html.index(
         'id="backlog-partitions"'))) == len(backlog.partitions) + 1
     assert 'id="mdt-compaction"' in html and 'id="mdt-delta-commits"' in html
-    # paged: one file group a page, the second page shows the second one; past the end, 404
+    # paged: one file group a page, the last page shows the last one; past the end, 404
     monkeypatch.setattr(selectors, "GROUPS_PER_PAGE", 1)
-    second = viewer.get(url, {"page": "2"})
-    assert [g.file_id for g in second.context["page"].groups] == [backlog.groups[1].file_id]
+    last = viewer.get(url, {"page": str(len(backlog.groups))})
+    assert [g.file_id for g in last.context["page"].groups] == [backlog.groups[-1].file_id]
     assert viewer.get(url, {"page": str(len(backlog.groups) + 1)}).status_code == 404
 
     # once a repair is asked for, the row links to it
