@@ -72,3 +72,9 @@ def test_services_gauges_and_alert_rules(console_table, settings) -> None:
     assert Alert.objects.get(pk=over.pk).resolved_at is not None
     assert Alert.objects.get(pk=inflight.pk).resolved_at is not None
     assert Alert.objects.filter(kind=AlertKind.BACKLOG_BYTES, resolved_at=None).exists()
+
+    # a table synced before the figures were kept gets the timeline's at its next sync, changed or not
+    Table.objects.filter(pk=table.pk).update(services={})
+    assert not services.table_sync(table=table).changed
+    kept = Table.objects.get(pk=table.pk).services
+    assert kept["delta_commits"] == commits and kept["backlog"] is None and len(kept["pending"]) == 1
