@@ -36,6 +36,7 @@ from django.views.decorators.http import require_http_methods
 
 from console import outbound, permissions
 from console.alerts_health import health_error, health_info, health_warning
+from console.alerts_services import backlog_bytes, backlog_commits, service_inflight
 from console.alerts_setup import alert_emails, alert_webhooks, all_channels, lake_enabled, lake_rules, lake_threshold
 from console.lake import open_table
 from console.metrics import age_seconds, earliest_savepoints, pending_writes, reclaimable, timeline_zone
@@ -61,6 +62,9 @@ THRESHOLDS = {
     AlertKind.SAVEPOINT_OLD: Threshold("days", "CLEANLINE_ALERT_SAVEPOINT_DAYS"),
     AlertKind.RECLAIMABLE: Threshold("bytes", "CLEANLINE_ALERT_RECLAIMABLE_BYTES"),
     AlertKind.ACTIVE_TIMELINE: Threshold("instants", "CLEANLINE_ALERT_ACTIVE_INSTANTS"),
+    AlertKind.BACKLOG_COMMITS: Threshold("delta commits", "CLEANLINE_ALERT_BACKLOG_DELTA_COMMITS"),
+    AlertKind.BACKLOG_BYTES: Threshold("bytes", "CLEANLINE_ALERT_BACKLOG_BYTES"),
+    AlertKind.SERVICE_INFLIGHT: Threshold("hours", "CLEANLINE_ALERT_SERVICE_INFLIGHT_HOURS"),
 }
 
 
@@ -262,6 +266,9 @@ CONDITIONS: dict[str, Callable[[Table, float | None, Figures], dict[str, str]]] 
     AlertKind.HEALTH_INFO: health_info,
     AlertKind.APPROVAL_WAITING: approval_waiting,
     AlertKind.ACTIVE_TIMELINE: active_timeline_long,
+    AlertKind.BACKLOG_COMMITS: backlog_commits,
+    AlertKind.BACKLOG_BYTES: backlog_bytes,
+    AlertKind.SERVICE_INFLIGHT: service_inflight,
 }
 
 

@@ -33,6 +33,7 @@ from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Met
 from prometheus_client.multiprocess import MultiProcessCollector
 
 from console.metrics_health import health_metrics
+from console.metrics_services import service_metrics
 from console.models import WRITE_ACTIONS, Alert, AlertKind, CleanPlan, Instant, Job, JobStatus, Table
 from console.models_approvals import ApprovalStatus
 from timeline.exceptions import InvalidInstantError
@@ -218,6 +219,7 @@ class DatabaseCollector:
         yield from self.jobs()
         yield from self.alerts()
         yield from health_metrics()
+        yield from service_metrics()
 
     def tables(self) -> Iterator[Metric]:
         labels = ["table_id", "table"]

@@ -58,6 +58,11 @@ class Table(models.Model):
     archival = models.JSONField(default=dict, blank=True,
                                 help_text="what archival would do now, from the last sync (the library's plan with the "
                                           "table's writer options): active instants, how many it moves, its blockers")
+    services = models.JSONField(default=dict, blank=True,
+                                help_text="compaction and clustering at the last sync that changed something "
+                                          "(console/services/compaction.py): delta commits since the last "
+                                          "compaction, the pending table services, the compaction backlog of the "
+                                          "last listing")
     sync_full = models.BooleanField(default=False, help_text="the next sync reads the whole timeline and lists the "
                                                              "whole table (a full re-sync asked for, or Cleanline "
                                                              "changed the table's files)")
@@ -419,6 +424,9 @@ class AlertKind(models.TextChoices):
     HEALTH_INFO = "health_info", "the doctor found something worth knowing"
     APPROVAL_WAITING = "approval_waiting", "a plan waits for approval"
     ACTIVE_TIMELINE = "active_timeline", "an active timeline longer than the threshold"
+    BACKLOG_COMMITS = "backlog_commits", "a compaction backlog of more delta commits than the threshold"
+    BACKLOG_BYTES = "backlog_bytes", "a compaction backlog of more log bytes than the threshold"
+    SERVICE_INFLIGHT = "service_inflight", "a compaction or clustering inflight too long"
 
 
 class AlertRule(models.Model):

@@ -156,6 +156,12 @@ CLEANLINE_ALERT_RECLAIMABLE_BYTES  default threshold: more reclaimable bytes fir
                   107374182400, 100 GiB)
 CLEANLINE_ALERT_ACTIVE_INSTANTS  default threshold: an active timeline holding more instants
                   fires, naming what holds archival back (default 200)
+CLEANLINE_ALERT_BACKLOG_DELTA_COMMITS  default threshold: a merge-on-read table with more delta
+                  commits since its last compaction fires (default 30; Hudi compacts at 5)
+CLEANLINE_ALERT_BACKLOG_BYTES  default threshold: more log bytes waiting for compaction fire
+                  (default 10737418240, 10 GiB)
+CLEANLINE_ALERT_SERVICE_INFLIGHT_HOURS  default threshold: a compaction, log compaction or
+                  clustering inflight longer fires, one alert per instant (default 6)
                   Admins change each table's rules (on/off, threshold) on the alerts page, and the
                   lake-wide defaults and the channels (which then replace CLEANLINE_ALERT_EMAILS and
                   CLEANLINE_ALERT_WEBHOOKS) on the alert set-up page; these settings are the defaults.
@@ -561,6 +567,9 @@ CLEANLINE_ALERT_WRITE_PENDING_HOURS = float(os.environ.get("CLEANLINE_ALERT_WRIT
 CLEANLINE_ALERT_SAVEPOINT_DAYS = float(os.environ.get("CLEANLINE_ALERT_SAVEPOINT_DAYS", "30"))
 CLEANLINE_ALERT_RECLAIMABLE_BYTES = float(os.environ.get("CLEANLINE_ALERT_RECLAIMABLE_BYTES", str(100 * 1024**3)))
 CLEANLINE_ALERT_ACTIVE_INSTANTS = float(os.environ.get("CLEANLINE_ALERT_ACTIVE_INSTANTS", "200"))
+CLEANLINE_ALERT_BACKLOG_DELTA_COMMITS = float(os.environ.get("CLEANLINE_ALERT_BACKLOG_DELTA_COMMITS", "30"))
+CLEANLINE_ALERT_BACKLOG_BYTES = float(os.environ.get("CLEANLINE_ALERT_BACKLOG_BYTES", str(10 * 1024**3)))
+CLEANLINE_ALERT_SERVICE_INFLIGHT_HOURS = float(os.environ.get("CLEANLINE_ALERT_SERVICE_INFLIGHT_HOURS", "6"))
 # Django's SMTP backend, for alert e-mails only (a local server by default).
 EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
 EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")

@@ -21,6 +21,7 @@ from console import (
     views_history,
     views_people,
     views_preferences,
+    views_services,
 )
 from console.api import api
 from console.signin import oidc
@@ -68,6 +69,7 @@ console_patterns = [
     of_table("", views.overview, "overview"),
     of_table("timeline", views.timeline, "timeline"),
     of_table("history", views_history.table_history, "table_history"),
+    of_table("services", views_services.table_services, "table_services"),
     of_table("instants/<int:instant_id>", views.instant_detail, "instant"),
     of_table("instants/<int:instant_id>/raw/<str:state>", views.instant_raw, "instant_raw"),
     of_table("file-groups", views.file_groups, "file_groups"),

@@ -1,5 +1,6 @@
 """History over time over the API: the lake's and one table's figures a day (files, bytes,
-reclaimable bytes, bytes reclaimed, active instants), from the syncs' snapshots, the same the
+reclaimable bytes, bytes reclaimed, active instants, a merge-on-read table's compaction backlog:
+delta commits since its last compaction and log bytes), from the syncs' snapshots, the same the
 History pages chart (`console.selectors.history`); a table's answer also lists its snapshots."""
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ class SnapshotOut(Schema):
     reclaimable_bytes: int
     reclaimed_bytes: int
     active_instants: int | None
+    backlog_delta_commits: int | None = None
+    backlog_log_bytes: int | None = None
 
 
 class HistoryOut(Schema):
@@ -51,6 +54,8 @@ class HistoryOut(Schema):
     reclaimable_bytes: list[int | None]
     reclaimed_bytes: list[int | None]
     active_instants: list[int | None]
+    backlog_delta_commits: list[int | None]
+    backlog_log_bytes: list[int | None]
 
 
 class TableHistoryOut(HistoryOut):

@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from console.models import WRITE_ACTIONS, CleanPlan, Instant, Job, JobStatus, Table
 from console.models_approvals import ApprovalStatus
+from console.selectors.table_services import backlog_of
 from timeline import CleanlineError, TableConfig
 from timeline.instant import moment_of
 
@@ -83,9 +84,10 @@ CHART_DAYS = 30
 
 
 def dashboard(*, now: datetime | None = None, days: int = CHART_DAYS) -> Dashboard:
-    """Totals over every table, the tables by what their clean would free, and three charts:
+    """Totals over every table, the tables by what their clean would free, and four charts:
     bytes reclaimed per day by Cleanline's cleans (Hudi's clean metadata records no sizes),
-    instants per day by action (by the instant time's day) and the ages of savepoints."""
+    instants per day by action (by the instant time's day), the ages of savepoints, and the
+    merge-on-read tables' compaction backlogs."""
     now = now or timezone.now()
     tables = list(catalog())
     tables.sort(key=lambda t: (-(t.reclaimable.get("bytes") or 0), t.name))
@@ -96,7 +98,7 @@ def dashboard(*, now: datetime | None = None, days: int = CHART_DAYS) -> Dashboa
         failed_writes=sum(t.failed_writes for t in tables),
         pending_writes=sum(t.pending_writes for t in tables),
         charts={"reclaimed": _reclaimed_per_day(since, now), "instants": _instants_per_day(since, now),
-                "savepoints": _savepoint_ages(now)})
+                "savepoints": _savepoint_ages(now), "backlog": _backlog(tables)})
 
 
 def _days(since: datetime, now: datetime) -> list[str]:
@@ -144,6 +146,22 @@ def _savepoint_ages(now: datetime, limit: int = 20) -> dict[str, Any]:
         ages.append((f"{row.table.name} {row.requested_time}", round((now - made).total_seconds() / 86400, 1)))
     return {"type": "bar", "horizontal": True, "format": "days", "labels": [a for a, _ in ages],
             "datasets": [{"label": "age (days)", "data": [d for _, d in ages]}]}
+
+
+def _backlog(tables: list[CatalogTable], limit: int = 20) -> dict[str, Any]:
+    """The merge-on-read tables with the most log bytes waiting for compaction (at most `limit`),
+    as their last syncs kept them (`Table.services`), each with its delta commits since its last
+    compaction in the tooltip."""
+    found = []
+    for table in tables:
+        backlog = backlog_of(table)
+        if backlog is not None and (backlog.log_bytes or backlog.delta_commits):
+            found.append((table.name, backlog.log_bytes or 0, backlog.delta_commits))
+    found.sort(key=lambda f: (-f[1], -(f[2] or 0), f[0]))
+    found = found[:limit]
+    return {"type": "bar", "horizontal": True, "format": "bytes", "labels": [f[0] for f in found],
+            "datasets": [{"label": "log bytes", "data": [f[1] for f in found]}],
+            "notes": [f"{f[2] if f[2] is not None else '?'} delta commits since the last compaction" for f in found]}
 
 
 def demo_status() -> dict[str, Any] | None:

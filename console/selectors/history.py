@@ -1,6 +1,7 @@
 """History over time, from the syncs' snapshots (`TableSnapshot`): per table and lake-wide, one
 point a day (in the signed-in user's time zone) of files, bytes, reclaimable bytes, bytes
-reclaimed and the active timeline's length. A day shows each table's last snapshot up to its
+reclaimed, the active timeline's length and the compaction backlog (merge-on-read tables' delta
+commits since their last compaction and log bytes). A day shows each table's last snapshot up to its
 end (a table not synced that day keeps its figures); lake-wide, the tables' figures summed."""
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from console.models_history import TableSnapshot
 HISTORY_DAYS = 90  # the charts' default window
 FIGURES = TableSnapshot.FIGURES
 LABELS = {"files": "files", "bytes": "bytes", "reclaimable_bytes": "reclaimable bytes",
-          "reclaimed_bytes": "bytes reclaimed (in all)", "active_instants": "active timeline (instants)"}
+          "reclaimed_bytes": "bytes reclaimed (in all)", "active_instants": "active timeline (instants)",
+          "backlog_delta_commits": "delta commits since the last compaction",
+          "backlog_log_bytes": "log bytes a snapshot read merges"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +48,14 @@ class History:
                     "datasets": [{"label": LABELS[f], "data": self.series[f][start:]} for f in figures]}
 
         return {"bytes": spec("bytes", ("bytes", "reclaimable_bytes", "reclaimed_bytes")),
-                "files": spec("count", ("files",)), "active": spec("count", ("active_instants",))}
+                "files": spec("count", ("files",)), "active": spec("count", ("active_instants",)),
+                "backlog": spec("count", ("backlog_delta_commits",)), "backlog_bytes": spec("bytes", (
+                    "backlog_log_bytes",))}
+
+    @property
+    def has_backlog(self) -> bool:
+        """Whether any day has a compaction backlog (a merge-on-read table's)."""
+        return any(v is not None for f in ("backlog_delta_commits", "backlog_log_bytes") for v in self.series[f])
 
 
 def _day(moment: datetime) -> date:

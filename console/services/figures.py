@@ -22,10 +22,15 @@ from django.utils import timezone
 
 from console.models import CleanPlan, Table
 from console.models_approvals import ApprovalStatus
+from console.services.compaction import backlog_figures
 from timeline import CleanConfig, CleanlineError, CleanPolicy, FileSystemView, HudiTable
 from timeline.clean.whatif import UNITS, reclaimable
 from timeline.fsview import TableListing
 from timeline.mdt.listing import ListingSource, resolve, table_listing
+
+# the key of `table_figures`' answer holding the compaction backlog of the listing (not a Table field:
+# the sync keeps it in `Table.services`)
+BACKLOG = "compaction_backlog"
 
 # plans whose figure stands for what a clean would free (a failed or unfinished one says nothing)
 _PLANNED = (ApprovalStatus.DRAFT, ApprovalStatus.APPROVING, ApprovalStatus.APPROVED, ApprovalStatus.RUNNING,
@@ -38,8 +43,10 @@ def listing_source(lake: HudiTable) -> ListingSource:
 
 
 def table_figures(table: Table, lake: HudiTable, *, full: bool) -> dict[str, Any] | None:
-    """The fields of `Table` to update (total_bytes, total_files, layout_summary), or None when
-    the table keeps what it has but the reclaimable figure's newest source (a later plan)."""
+    """The fields of `Table` to update (total_bytes, total_files, layout_summary) and the
+    compaction backlog of the same listing (under BACKLOG: None for a copy-on-write table), or
+    None when the table keeps what it has but the reclaimable figure's newest source (a later
+    plan)."""
     now = timezone.now().isoformat()
     if listing_source(lake) is ListingSource.METADATA:
         try:
@@ -57,10 +64,13 @@ def table_figures(table: Table, lake: HudiTable, *, full: bool) -> dict[str, Any
 def _from_listing(lake: HudiTable, listing: TableListing, used: ListingSource,
                   source: dict[str, Any]) -> dict[str, Any]:
     sizes = [s.size for files in listing.partitions.values() for s in files]
-    layout = _layout_summary(lake.file_system_view(listing=listing))
+    view = lake.file_system_view(listing=listing)
+    layout = _layout_summary(view)
     layout["reclaimable"] = _reclaimable(lake, listing, used) | {"source": source}
     layout["source"] = source
-    return {"total_bytes": sum(sizes), "total_files": len(sizes), "layout_summary": layout}
+    backlog = backlog_figures(lake, view)
+    return {"total_bytes": sum(sizes), "total_files": len(sizes), "layout_summary": layout,
+            BACKLOG: None if backlog is None else backlog | {"source": source}}
 
 
 def plan_figure(table: Table, layout: dict[str, Any]) -> dict[str, Any]:

@@ -30,7 +30,8 @@ from console.models_health import TableHealth
 from console.selectors.archival import archival_plan, plan_summary
 from console.selectors.tables import replaced_folder
 from console.services.audit import audit
-from console.services.figures import plan_figure, table_figures
+from console.services.compaction import services_refresh
+from console.services.figures import BACKLOG, plan_figure, table_figures
 from console.services.queue import SYNC_TABLE, enqueue_on_commit
 from console.services.write_stats import Unindexed, WriteStatsIndexer, write_stats_index_forget
 from timeline import CleanlineError, HudiTable, Maintenance, OutsideTableError, Timeline
@@ -287,6 +288,8 @@ def table_sync(*, table: Table, full: bool = False) -> SyncResult:
         table.refresh_from_db()  # as another sync (the one after a run) left it
         _refresh_failed_writes(table, lake)
         _refresh_archival(table, lake)
+        if not table.services:  # synced before they were kept: the timeline's figures now, the backlog later
+            services_refresh(table=table, lake=lake, backlog=None)
         return SyncResult(False, 0, 0, 0)
     archive_moved = full or mark is None or mark.archive_fingerprint != archive_print
     archived = lake.inspect.archived_instants() if archive_moved and archive_print else None
@@ -296,6 +299,8 @@ def table_sync(*, table: Table, full: bool = False) -> SyncResult:
         known = _known(table, times=changes.times) if archived is None else _known(table)
     upserts, stale = _instant_changes(lake, changes, archived, known, table)
     figures = table_figures(table, lake, full=full) if full or changes.changed else None
+    # the compaction backlog of this sync's listing, else the one the last listing left
+    backlog = figures.pop(BACKLOG) if figures is not None else (table.services or {}).get("backlog")
     layout = plan_figure(table, figures["layout_summary"] if figures else dict(table.layout_summary or {}))
     archival = _archival(table, lake) if full or _archival_due(table, mark, changes, archive_moved) else None
     created = [key for key in upserts if key not in known]
@@ -318,6 +323,7 @@ def table_sync(*, table: Table, full: bool = False) -> SyncResult:
         _mark(table, mark, changes, config_digest=config_digest, archive_fingerprint=archive_print,
               **({"archival_at": timezone.now()} if archival is not None and planned else {}))
     table.refresh_from_db()
+    services_refresh(table=table, lake=lake, backlog=backlog)
     _SEEN[table.pk] = (table.timeline_fingerprint, changes.names)
     _SEEN.move_to_end(table.pk)
     while len(_SEEN) > _SEEN_TABLES:

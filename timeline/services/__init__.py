@@ -87,6 +87,8 @@ def why_not_compacting(table: Table, *, options: Mapping[str, str] | None = None
     return CompactionWhy(candidate, settings, check, compactable(slices, pending), reasons, mdt)
 
 
+# `delta_commits_since_compaction` and `pending_services` are public too: the console's sync keeps a
+# table's trigger count (over the instants it mirrors) and its pending services without a listing.
 __all__ = ["Backlog", "CompactionSettings", "CompactionWhy", "DeltaCommitsSince", "MetadataTableCompaction",
-           "PendingService", "Reason", "ReasonKind", "ServiceKind", "TableServices", "table_services",
-           "why_not_compacting"]
+           "PendingService", "Reason", "ReasonKind", "ServiceKind", "TableServices",
+           "delta_commits_since_compaction", "pending_services", "table_services", "why_not_compacting"]

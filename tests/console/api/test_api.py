@@ -86,6 +86,8 @@ def endpoints(table: Table, plan: CleanPlan, job: Job) -> list[tuple[str, str, d
         ("GET", "/approvals", None, "viewer"),
         ("GET", "/history", None, "viewer"),
         ("GET", f"/tables/{t}/history", None, "viewer"),
+        ("GET", f"/tables/{t}/services", None, "viewer"),
+        ("GET", f"/tables/{t}/services/why", None, "viewer"),
         ("GET", f"/tables/{t}", None, "viewer"),
         ("GET", f"/tables/{t}/instants", None, "viewer"),
         ("GET", f"/tables/{t}/instants/{instant.pk}", None, "viewer"),

@@ -49,7 +49,8 @@ def test_history_the_sync_task_records_a_snapshot_when_something_changed_and_dai
     (first,) = figures(table)
     assert first == {"files": table.total_files, "bytes": table.total_bytes,
                      "reclaimable_bytes": table.reclaimable["bytes"], "reclaimed_bytes": 0,
-                     "active_instants": table.active_instants}
+                     "active_instants": table.active_instants, "backlog_delta_commits": None,
+                     "backlog_log_bytes": None}  # a copy-on-write table has no compaction backlog
     assert first["files"] > 0 and first["bytes"] > 0 and first["active_instants"]
     tasks.sync_table.delay(table.pk)  # nothing changed: no snapshot
     assert len(figures(table)) == 1
