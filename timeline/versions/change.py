@@ -86,7 +86,9 @@ class StepPlan:
 class VersionChangePlan:
     """A change of `table_uri` from `current` to `target`: the preflight (`check`), the steps
     (planned from the table as it is: a later step's detail is planned when it runs), whether it
-    ran (`dry_run` False and `done`), and a step an earlier run left and this one finished."""
+    ran (`dry_run` False and `done`), a step an earlier run left and this one finished
+    (`resumed`), or, in a dry run, the step a run will finish first (`interrupted`: until then
+    the preflight may name what the finishing clears)."""
 
     table_uri: str
     current: int
@@ -98,6 +100,7 @@ class VersionChangePlan:
     done: bool = False
     resumed: tuple[int, int] | None = None
     ran: tuple[StepPlan, ...] = field(default_factory=tuple)
+    interrupted: tuple[int, int] | None = None
 
     @property
     def ready(self) -> bool:
@@ -243,8 +246,9 @@ def change_version(table: Table, to: int, *, dry_run: bool = True, options: Mapp
             StepPlan(step, (), {}, "planned when the step before has run"), [])
         steps.append(plan)
         refused += why
+    interrupted = (int(journal["from"]), int(journal["to"])) if journal is not None and dry_run else None
     plan = VersionChangePlan(table.uri, table.version, to, check, tuple(steps), tuple(refused), dry_run,
-                             resumed=resumed)
+                             resumed=resumed, interrupted=interrupted)
     if dry_run:
         return plan
     if refused:

@@ -346,9 +346,11 @@ def _bootstrap_class(props: Mapping[str, str]) -> str | None:
     return next((c for c, t in BOOTSTRAP_INDEX_TYPES.items() if t == kind), None) if kind else None
 
 
-_EVENT_TIME_UPGRADES = frozenset(_MODEL + n for n in ("EventTimeAvroPayload", "debezium.MySqlDebeziumAvroPayload",
-                                                      "PartialUpdateAvroPayload", "debezium.PostgresDebeziumAvroPayload"))
-_COMMIT_TIME_UPGRADES = frozenset(_MODEL + n for n in ("AWSDmsAvroPayload", "OverwriteNonDefaultsWithLatestAvroPayload"))
+_EVENT_TIME_UPGRADES = frozenset(_MODEL + n for n in (
+    "EventTimeAvroPayload", "debezium.MySqlDebeziumAvroPayload", "PartialUpdateAvroPayload",
+    "debezium.PostgresDebeziumAvroPayload"))
+_COMMIT_TIME_UPGRADES = frozenset(_MODEL + n for n in (
+    "AWSDmsAvroPayload", "OverwriteNonDefaultsWithLatestAvroPayload"))
 
 
 def _eight_to_nine_merge(props: Mapping[str, str]) -> Updates:

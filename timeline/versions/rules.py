@@ -44,9 +44,6 @@ PAYLOADS_TO_HANDLE = frozenset(_MODEL + name for name in (
     "AWSDmsAvroPayload", "DefaultHoodieRecordPayload", "EventTimeAvroPayload", "debezium.MySqlDebeziumAvroPayload",
     "OverwriteNonDefaultsWithLatestAvroPayload", "OverwriteWithLatestAvroPayload", "PartialUpdateAvroPayload",
     "debezium.PostgresDebeziumAvroPayload"))
-# SevenToEightUpgradeHandler.isCustomPayloadClass: payloads version 8 spells as a merge mode of its own
-BUILTIN_MERGE_PAYLOADS = frozenset(_MODEL + name for name in (
-    "DefaultHoodieRecordPayload", "EventTimeAvroPayload", "OverwriteWithLatestAvroPayload"))
 PAYLOAD = "hoodie.compaction.payload.class"
 LEGACY_PAYLOAD = "hoodie.table.legacy.payload.class"
 MERGE_MODE = "hoodie.record.merge.mode"
@@ -366,16 +363,15 @@ def _rewritten(why: str, rule: str, setting: str) -> Blocker:
 def _settings_six_to_eight(table: Table, props: Mapping[str, str]) -> list[Blocker]:
     """`SevenToEightUpgradeHandler.upgradeMergeMode` (the payload class becomes a merge mode:
     a custom payload CUSTOM with the payload-based strategy, merge-on-read with a precombine
-    field EVENT_TIME_ORDERING, DefaultHoodieRecordPayload EVENT_TIME_ORDERING, others
-    COMMIT_TIME_ORDERING) and `upgradeKeyGeneratorType` (the class gains its type)."""
+    field EVENT_TIME_ORDERING, DefaultHoodieRecordPayload (also the payload of a table that
+    names none: `RecordPayloadType.getPayloadClassName`'s default) EVENT_TIME_ORDERING, others
+    COMMIT_TIME_ORDERING; `timeline.versions.layout.merge_mode_of_payload`) and
+    `upgradeKeyGeneratorType` (the class gains its type)."""
+    from timeline.versions.layout import merge_mode_of_payload  # the change's own rule (layout imports this module)
+
     rule = "SevenToEightUpgradeHandler.upgrade"
     payload = props.get(PAYLOAD) or ""
-    if payload and payload not in BUILTIN_MERGE_PAYLOADS:
-        mode = "CUSTOM"
-    elif table.config.is_mor and props.get("hoodie.table.precombine.field"):
-        mode = "EVENT_TIME_ORDERING"
-    else:
-        mode = "EVENT_TIME_ORDERING" if payload == _MODEL + "DefaultHoodieRecordPayload" else "COMMIT_TIME_ORDERING"
+    mode = merge_mode_of_payload(props, table.config.is_mor)[MERGE_MODE]
     found = [_rewritten(f"{PAYLOAD}={payload or '(unset)'} is spelled {MERGE_MODE}={mode} at version 8 "
                         "(with hoodie.record.merge.strategy.id)", f"{rule} (upgradeMergeMode)", MERGE_MODE)]
     if props.get(KEY_GENERATOR):
