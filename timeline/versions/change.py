@@ -67,19 +67,23 @@ class StopRequested(Exception):  # noqa: N818 - a test's injected crash, not an 
 class StepPlan:
     """One step: the instant files moved into the target layout (`moves`), the properties set
     and removed (`properties`: None removes), the metadata table's fate ("none", "changed",
-    "dropped") and the index definitions given a version (8 -> 9)."""
+    "dropped"), the index definitions given a version (8 -> 9) and the metadata partitions
+    dropped with their index (9 -> 8, `dropNonV1IndexPartitions`)."""
 
     step: Step
     moves: tuple[FileMove, ...]
     properties: Mapping[str, str | None]
     metadata_table: str
     index_definitions: bool = False
+    index_partitions_dropped: tuple[str, ...] = ()
 
     def describe(self) -> str:
         converted = sum(1 for m in self.moves if m.convert != "rename")
+        dropped = f" (index partitions dropped: {', '.join(self.index_partitions_dropped)})" \
+            if self.index_partitions_dropped else ""
         return (f"{self.step.from_version} -> {self.step.to_version}: {len(self.moves)} instant file(s) moved "
                 f"({converted} converted), {len(self.properties)} propert(ies) rewritten, metadata table "
-                f"{self.metadata_table}")
+                f"{self.metadata_table}{dropped}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,17 +133,47 @@ def _metadata_table(table: Table) -> Table | None:
     return Table.load(table.storage, base)
 
 
-def _non_v1_partitions(table: Table) -> list[str]:
-    """`UpgradeDowngradeUtils.dropNonV1IndexPartitions`: the metadata partitions whose index
-    definition has a version above V1."""
-    relative = table.config.get("hoodie.table.index.defs.path") or ".hoodie/.index_defs/index.json"
-    path = table.path(*relative.split("/"))
+def _index_definitions(table: Table) -> dict[str, Any]:
+    path = _index_defs_path(table)
     if not table.storage.exists(path):
-        return []
-    defs = json.loads(table.storage.read(path)).get("indexDefinitions") or {}
-    versions = {str(d.get("indexName", n)): str(d.get("version") or "V1") for n, d in defs.items()
-                if isinstance(d, dict)}
-    return [p for p in table.config.metadata_partitions if versions.get(p, "V1").upper() not in ("V1", "")]
+        return {}
+    return dict(json.loads(table.storage.read(path)))
+
+
+def non_v1_partitions(table: Table) -> list[str]:
+    """`UpgradeDowngradeUtils.dropNonV1IndexPartitions`: the metadata partitions whose index
+    definition has a version above V1 (`getIndexForMetadataPartition`), still listed in
+    `hoodie.table.metadata.partitions` or still on storage (a dropping an interrupted run began)."""
+    defs = _index_definitions(table).get("indexDefinitions") or {}
+    names = sorted(str(d.get("indexName", n)) for n, d in defs.items()
+                   if isinstance(d, dict) and str(d.get("version") or "V1").upper() not in ("V1", ""))
+    return [p for p in names if p in table.config.metadata_partitions
+            or table.storage.exists(table.path(".hoodie", "metadata", p))]
+
+
+def _drop_index_partitions(table: Table, partitions: list[str], checkpoint: Checkpoint | None) -> None:
+    """Drop metadata partitions as Hudi's `HoodieTableMetadataUtil.deleteMetadataTablePartition`
+    does (the partition taken out of `hoodie.table.metadata.partitions` first, so readers stop
+    using it, then its folder deleted), then their index definitions (`deleteIndexDefinition`).
+    Hudi's 9 -> 8 drops them through a write client's `dropIndex`, which also commits the
+    deletion on the metadata table's timeline; Cleanline writes no metadata-table commit."""
+    listed = table.config.metadata_partitions
+    if any(p in listed for p in partitions):
+        _at(checkpoint, "index-partitions-properties")
+        update_config(table.storage, table.base, {MDT_PARTITIONS: ",".join(p for p in listed if p not in partitions)})
+        table.reload()
+    for partition in partitions:
+        folder = table.containment.meta_path("metadata", partition)
+        if table.storage.exists(folder):
+            _at(checkpoint, f"index-partition {partition}")
+            table.storage.delete_dir(folder)
+    defs = _index_definitions(table)
+    kept = {n: d for n, d in (defs.get("indexDefinitions") or {}).items()
+            if not (isinstance(d, dict) and str(d.get("indexName", n)) in partitions)}
+    if defs and len(kept) != len(defs.get("indexDefinitions") or {}):
+        _at(checkpoint, "index-definitions")
+        table.storage.write(_index_defs_path(table), json.dumps({**defs, "indexDefinitions": kept}, indent=2).encode(),
+                            overwrite=True)
 
 
 def _mdt_behind(table: Table, mdt: Table) -> bool:
@@ -163,9 +197,6 @@ def _metadata_fate(table: Table, step: Step, drop: bool, options: Mapping[str, s
     if {step.from_version, step.to_version} == {6, 8}:
         needs.append(f"the step {step.from_version} -> {step.to_version} compacts the metadata table and moves its "
                      "timeline (UpgradeDowngrade.run on it, UpgradeDowngradeUtils.rollbackFailedWritesAndCompact)")
-    if (step.from_version, step.to_version) == (9, 8) and _non_v1_partitions(table):
-        needs.append("the step 9 -> 8 drops the index partitions " + ", ".join(_non_v1_partitions(table))
-                     + " with a write (UpgradeDowngradeUtils.dropNonV1IndexPartitions)")
     if not needs:
         return "changed", []
     if drop:
@@ -204,7 +235,11 @@ def plan_step(table: Table, step: Step, *, drop_metadata_table: bool = False,
         props = {**props, MDT_PARTITIONS: "", MDT_PARTITIONS_INFLIGHT: ""}
     moves = tuple(timeline_moves(table.storage, table.base, table.config, step.to_version))
     defs = (step.from_version, step.to_version) == (8, 9) and _index_defs_to_write(table) is not None
-    return StepPlan(step, moves, props, fate, defs), refused
+    dropped = tuple(non_v1_partitions(table)) if (step.from_version, step.to_version) == (9, 8) and fate == "changed" \
+        else ()
+    if dropped:
+        props = {**props, MDT_PARTITIONS: ",".join(p for p in table.config.metadata_partitions if p not in dropped)}
+    return StepPlan(step, moves, props, fate, defs, dropped), refused
 
 
 def _index_defs_path(table: Table) -> str:
@@ -302,9 +337,12 @@ def _finish(table: Table, frm: int, to: int, fate: str, checkpoint: Checkpoint |
 
             _at(checkpoint, "metadata-table-drop")
             drop_metadata_table(table)
-        elif fate == "changed" and mdt is not None and mdt.config.version == frm:
-            _at(checkpoint, "metadata-table-properties")
-            update_config(storage, mdt.base, metadata_table_updates(mdt.config, to))
+        elif fate == "changed" and mdt is not None:
+            if (frm, to) == (9, 8):
+                _drop_index_partitions(table, non_v1_partitions(table), checkpoint)
+            if mdt.config.version == frm:
+                _at(checkpoint, "metadata-table-properties")
+                update_config(storage, mdt.base, metadata_table_updates(mdt.config, to))
         table.reload()
         config = table.config
         step_moves = timeline_moves(storage, table.base, config, to)
@@ -354,4 +392,4 @@ def _set_mtime(storage: Storage, path: str, mtime_ms: int) -> None:
 
 
 __all__ = ["StepPlan", "StopRequested", "VersionChangePlan", "VersionChangeRefused", "change_version",
-           "plan_step", "read_journal"]
+           "non_v1_partitions", "plan_step", "read_journal"]

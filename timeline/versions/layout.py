@@ -59,11 +59,14 @@ a legacy payload back to `hoodie.compaction.payload.class`, merge properties rem
 `reconcileOrderingFieldsConfig` (`hoodie.table.ordering.fields` -> `hoodie.table.precombine.field`).
 
 Where Cleanline does less than Hudi, it refuses rather than half-does: it neither rolls back nor
-compacts (preflight blockers), it does not compact a metadata table nor drop single index
-partitions (a metadata table the step would need that for is dropped whole when the caller says
-`drop_metadata_table`, as Hudi's own error advises: "disable the metadata table so that the
-upgrade and downgrade can continue for the data table"; refused otherwise), and it does not
-convert an archived timeline (a table with one is refused: `ARCHIVED_TIMELINE`)."""
+compacts (preflight blockers); it does not compact a metadata table, so a 6 <-> 8 step, whose
+metadata table Hudi compacts and moves to the other layout, drops it whole when the caller says
+`drop_metadata_table` (as Hudi's own error advises: "disable the metadata table so that the
+upgrade and downgrade can continue for the data table"; Hudi writers rebuild it) and is refused
+otherwise; and it does not convert an archived timeline (a 6 <-> 8 step on a table with one is
+refused). It drops 9 -> 8's index partitions as `HoodieTableMetadataUtil.deleteMetadataTablePartition`
+does (8 -> 7's way: out of `hoodie.table.metadata.partitions`, then the folder, then the index
+definition), without the metadata-table commit `dropIndex` writes."""
 
 from __future__ import annotations
 
