@@ -303,8 +303,8 @@ class Maintenance:
         from timeline.versions.change import change_version
 
         return change_version(self.table, to, dry_run=dry_run, options=self.options,
-                              drop_metadata_table=drop_metadata_table, writers_stopped=self.writers_stopped,
-                              checkpoint=checkpoint)
+                              drop_metadata_table=drop_metadata_table, checkpoint=checkpoint,
+                              transactions=self.transactions)
 
     def rehearse_version_change(self, to: int, *, drop_metadata_table: bool = False, work_dir: str | None = None,
                                 keep: bool = False) -> Rehearsal:

@@ -256,18 +256,20 @@ def _index_defs_to_write(table: Table) -> bytes | None:
 
 def change_version(table: Table, to: int, *, dry_run: bool = True, options: Mapping[str, str] | None = None,
                    drop_metadata_table: bool = False, writers_stopped: bool = False,
-                   checkpoint: Checkpoint | None = None) -> VersionChangePlan:
+                   checkpoint: Checkpoint | None = None, transactions: Transactions | None = None) -> VersionChangePlan:
     """Move `table` to table version `to` (6, 8 or 9) as Hudi's `UpgradeDowngrade.run` does, one
     step at a time. A dry run unless told: the plan of what would be written. With
     `dry_run=False`: a step an interrupted run left is finished first; then the preflight's
     blockers (and what Cleanline does not do) refuse the change (VersionChangeRefused) or every
-    step runs under the table's lock. `checkpoint(label)` is called before each write (tests stop
-    a change there)."""
+    step runs under the table's lock, one state change each (`transactions`, else one made of
+    `options` and `writers_stopped`; its `decisions` record each lock taken or override used).
+    `checkpoint(label)` is called before each write (tests stop a change there)."""
     opts = dict(options or {})
+    transactions = transactions or Transactions(table, opts, writers_stopped=writers_stopped)
     resumed: tuple[int, int] | None = None
     journal = read_journal(table)
     if journal is not None and not dry_run:
-        with Transactions(table, opts, writers_stopped=writers_stopped).state_change():
+        with transactions.state_change():
             _resume(table, journal, checkpoint)
         resumed = (int(journal["from"]), int(journal["to"]))
         table.reload()
@@ -289,7 +291,6 @@ def change_version(table: Table, to: int, *, dry_run: bool = True, options: Mapp
     if refused:
         raise VersionChangeRefused(table.uri, refused)
     ran = []
-    transactions = Transactions(table, opts, writers_stopped=writers_stopped)
     for step in steps_between(table, table.version, to):
         with transactions.state_change():
             table.reload()
@@ -346,7 +347,7 @@ def _finish(table: Table, frm: int, to: int, fate: str, checkpoint: Checkpoint |
         table.reload()
         config = table.config
         step_moves = timeline_moves(storage, table.base, config, to)
-        if step_moves and to >= 8:  # HoodieTableMetaClient.createTableLayoutOnStorage(VERSION_2)
+        if (frm, to) == (6, 8):  # HoodieTableMetaClient.createTableLayoutOnStorage(VERSION_2)
             storage.makedirs(table.path(".hoodie", "timeline", "history"))
         for move in step_moves:
             _at(checkpoint, f"instant {move.source.rsplit('/', 1)[-1]}")

@@ -252,16 +252,23 @@ def convert_content(data: bytes, move: FileMove, *, path: str) -> bytes:
                                                 replace=move.record == "HoodieReplaceCommitMetadata"))
 
 
+# HoodieWriteStat's fields as Hudi 1.x's Jackson writes them (prevBaseFile, a 1.x field, before
+# runtimeStats), then HoodieDeltaWriteStat's; the Avro record's other fields are not the POJO's.
+_POJO_STAT: Mapping[str, Any] = {**{k: v for k, v in _STAT_DEFAULTS.items() if k != "runtimeStats"},
+                                 "prevBaseFile": None, "runtimeStats": None}
+_DELTA_STAT = ("logVersion", "logOffset", "baseFile", "logFiles")
+
+
 def commit_metadata_json(record: Mapping[str, Any], *, replace: bool) -> dict[str, Any]:
     """`CommitMetadataSerDeV1`: the v6 JSON of commit metadata (`HoodieCommitMetadata.toJsonString`:
-    the POJO's fields, write stats in `HoodieWriteStat`'s field order and further delta-stat
-    fields after) from its Avro record."""
+    the POJO's fields, write stats in `HoodieWriteStat`'s field order and the delta-stat fields
+    after) from its Avro record (`readCommitMetadata`)."""
     stats: dict[str, list[dict[str, Any]]] = {}
     for partition, items in (record.get("partitionToWriteStats") or {}).items():
         converted = []
         for item in items or ():
-            stat = {k: (item.get(k) if item.get(k) is not None else v) for k, v in _STAT_DEFAULTS.items()}
-            stat.update({k: v for k, v in item.items() if k not in stat and v is not None})
+            stat = {k: (item.get(k) if item.get(k) is not None else v) for k, v in _POJO_STAT.items()}
+            stat.update({k: item[k] for k in _DELTA_STAT if item.get(k) is not None})
             converted.append(stat)
         stats[partition] = converted
     out: dict[str, Any] = {"partitionToWriteStats": stats, "compacted": bool(record.get("compacted")),
