@@ -22,9 +22,7 @@ from timeline.cli_output import confirm, emit, instant_json, open_table
 from timeline.exceptions import CleanlineError
 
 if TYPE_CHECKING:
-    from timeline.versions import Blocker, VersionCheck
-    from timeline.versions.change import StepPlan, VersionChangePlan
-    from timeline.versions.rehearse import Rehearsal
+    from timeline.versions import Blocker, Rehearsal, StepPlan, VersionChangePlan, VersionCheck
 
 
 def _blocker_json(blocker: Blocker) -> dict[str, Any]:

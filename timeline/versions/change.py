@@ -23,7 +23,7 @@ the journal (`VersionChangeInterrupted`) and every change waits for the resumpti
 from __future__ import annotations
 
 import json
-import os
+import os  # getpid only: the journal names its run
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -378,18 +378,9 @@ def _apply(storage: Storage, move: FileMove) -> None:
     except FileNotFound:
         return
     storage.write(move.target, convert_content(data, move, path=move.source), overwrite=True)
-    if move.mtime_ms is not None:
-        _set_mtime(storage, move.target, move.mtime_ms)
+    if move.mtime_ms is not None:  # an object store cannot: the completion time is then the write's
+        storage.set_modification_time(move.target, move.mtime_ms)
     storage.delete(move.source)
-
-
-def _set_mtime(storage: Storage, path: str, mtime_ms: int) -> None:
-    """`HoodieStorage.setModificationTime` where the store allows it (a local disk); an object
-    store keeps the time of the write (Hudi's call cannot set it there either)."""
-    from timeline.storage.arrow import LocalStorage
-
-    if isinstance(storage, LocalStorage):
-        os.utime(path, ns=(mtime_ms * 1_000_000, mtime_ms * 1_000_000))
 
 
 __all__ = ["StepPlan", "StopRequested", "VersionChangePlan", "VersionChangeRefused", "change_version",

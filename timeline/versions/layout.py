@@ -205,11 +205,15 @@ def timeline_moves(storage: Storage, base: str, config: TableConfig, to_version:
     if not storage.exists(source):
         return []
     moves = []
-    for status in sorted(storage.list(source), key=lambda s: s.name):
+    for status in storage.list(source):
         move = _move(status, target, layout, up, zone, config.timezone)
         if move is not None:
             moves.append(move)
-    return moves
+    # Each instant's pending files first, its completed file last: until the step is finished, a
+    # reader of the source layout sees every instant completed or absent, never a completed write
+    # turned pending (which a writer's rollback of failed writes would delete).
+    return sorted(moves, key=lambda m: (m.source.rsplit("/", 1)[-1].split(".", 1)[0].split("_", 1)[0], m.state,
+                                        m.source))
 
 
 def _move(status: FileStatus, target_folder: str, layout: int, up: bool, zone: Any, timezone: str) -> FileMove | None:

@@ -16,16 +16,14 @@ under `work_dir` (the system's temporary folder by default), and removed afterwa
 
 from __future__ import annotations
 
-import errno
 import importlib
-import os
-import shutil
+import posixpath
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from timeline.exceptions import CleanlineError
+from timeline.exceptions import CleanlineError, StorageError
 from timeline.instant import comparable_action
 from timeline.table import Table
 from timeline.versions.change import VersionChangePlan, VersionChangeRefused, change_version
@@ -98,35 +96,14 @@ def _differences(before: list[Any], after: list[Any], what: str) -> tuple[str, .
 
 
 def copy_table(table: Table, folder: str) -> str:
-    """The copy the rehearsal changes: `.hoodie` copied whole (times kept), every other file
-    linked (hard link; a symbolic link across file systems). Returns the copy's base path."""
-    source = table.base
-    if table.storage.scheme not in ("", "file") or not os.path.isdir(source):
-        raise RehearsalUnsupported(f"{table.uri}: a rehearsal copies a table on a local disk only")
-    target = os.path.join(folder, os.path.basename(source.rstrip("/")) or "table")
-    os.makedirs(target)
-    shutil.copytree(os.path.join(source, ".hoodie"), os.path.join(target, ".hoodie"), symlinks=True,
-                    copy_function=shutil.copy2)
-    for root, dirs, files in os.walk(source):
-        relative = os.path.relpath(root, source)
-        if relative == ".hoodie" or relative.startswith(".hoodie" + os.sep):
-            dirs[:] = []
-            continue
-        dirs[:] = [d for d in dirs if not (relative == "." and d == ".hoodie")]
-        into = os.path.join(target, relative)
-        os.makedirs(into, exist_ok=True)
-        for name in files:
-            _link(os.path.join(root, name), os.path.join(into, name))
-    return target
-
-
-def _link(source: str, target: str) -> None:
+    """The copy the rehearsal changes, in `folder`: `.hoodie` copied whole (times kept), every
+    other file linked (`Storage.linked_copy`). Returns the copy's base path."""
+    target = posixpath.join(folder, posixpath.basename(table.base.rstrip("/")) or "table")
     try:
-        os.link(source, target)
-    except OSError as exc:
-        if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK):
-            raise
-        os.symlink(source, target)
+        table.storage.linked_copy(table.base, target, copied=".hoodie")
+    except StorageError as exc:
+        raise RehearsalUnsupported(f"{table.uri}: a rehearsal copies a table on a local disk only ({exc})") from exc
+    return target
 
 
 def rehearse(table: Table, to: int, *, options: Mapping[str, str] | None = None, drop_metadata_table: bool = False,
@@ -162,8 +139,8 @@ def rehearse(table: Table, to: int, *, options: Mapping[str, str] | None = None,
                          _differences(before_view, fsview_rows(copy), "file slice"), mdt_state, mdt_ok,
                          None if before_rows is None else len(before_rows), rows_equal, notes)
     finally:
-        if not keep:
-            shutil.rmtree(folder, ignore_errors=True)
+        if not keep:  # the scratch folder this call made: links and copies, never a table's file
+            table.storage.delete_dir(folder)
 
 
 __all__ = ["Rehearsal", "RehearsalUnsupported", "copy_table", "fsview_rows", "hudi_rs_rows", "rehearse",
