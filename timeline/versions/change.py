@@ -17,8 +17,8 @@ reader goes by) is written last, by the backup protocol: the metadata table firs
 each instant file written in the target layout before its source is deleted, then the data
 table's properties, then the journal removed. The next run finding a journal finishes the step
 (every write again where not yet made) before anything else: a crash at any point ends, after the
-next run, with the table wholly at the step's target version; until then `version_check` names
-the journal (`VersionChangeInterrupted`) and every change waits for the resumption."""
+next run, with the table wholly at the step's target version; until then a dry run names the
+step it will finish first (`VersionChangePlan.interrupted`)."""
 
 from __future__ import annotations
 
@@ -29,12 +29,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from timeline.archive.write_v1 import DEFAULT_ARCHIVAL_BATCH
 from timeline.config import MDT_PARTITIONS, MDT_PARTITIONS_INFLIGHT, read_config, update_config
 from timeline.exceptions import CleanlineError, FileNotFound
 from timeline.storage import Storage
 from timeline.table import Table
 from timeline.transactions import Transactions
 from timeline.versions import VersionCheck, version_check
+from timeline.versions.archives import has_archive, lsm_to_v1_entries, v1_to_lsm_rows, write_lsm, write_v1
 from timeline.versions.layout import (
     FileMove,
     convert_content,
@@ -68,7 +70,8 @@ class StepPlan:
     """One step: the instant files moved into the target layout (`moves`), the properties set
     and removed (`properties`: None removes), the metadata table's fate ("none", "changed",
     "dropped"), the index definitions given a version (8 -> 9) and the metadata partitions
-    dropped with their index (9 -> 8, `dropNonV1IndexPartitions`)."""
+    dropped with their index (9 -> 8, `dropNonV1IndexPartitions`), and whether an archived
+    timeline is converted (6 <-> 8: v1 archive <-> LSM, `timeline.versions.archives`)."""
 
     step: Step
     moves: tuple[FileMove, ...]
@@ -76,14 +79,17 @@ class StepPlan:
     metadata_table: str
     index_definitions: bool = False
     index_partitions_dropped: tuple[str, ...] = ()
+    archive_converted: bool = False
 
     def describe(self) -> str:
         converted = sum(1 for m in self.moves if m.convert != "rename")
         dropped = f" (index partitions dropped: {', '.join(self.index_partitions_dropped)})" \
             if self.index_partitions_dropped else ""
+        archive = (", archived timeline converted to " + ("LSM" if self.step.to_version == 8 else "a v1 archive")) \
+            if self.archive_converted else ""
         return (f"{self.step.from_version} -> {self.step.to_version}: {len(self.moves)} instant file(s) moved "
                 f"({converted} converted), {len(self.properties)} propert(ies) rewritten, metadata table "
-                f"{self.metadata_table}{dropped}")
+                f"{self.metadata_table}{dropped}{archive}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,26 +211,11 @@ def _metadata_fate(table: Table, step: Step, drop: bool, options: Mapping[str, s
                     "--drop-metadata-table; Hudi writers rebuild it) or change the version with Hudi" for n in needs]
 
 
-def _archive_refusal(table: Table, step: Step) -> list[str]:
-    """An archived timeline the step would convert (v1 archive <-> LSM): Cleanline refuses."""
-    if {step.from_version, step.to_version} != {6, 8}:
-        return []
-    folder = table.path(table.config.archive_folder)
-    if not table.storage.exists(folder):
-        return []
-    if any(not s.is_dir for s in table.storage.list(folder)):
-        return [f"the archived timeline ({table.config.archive_folder}) would be converted "
-                "(SevenToEightUpgradeHandler.upgradeToLSMTimeline / EightToSevenDowngradeHandler."
-                "downgradeFromLSMTimeline); Cleanline does not convert archives yet"]
-    return []
-
-
 def plan_step(table: Table, step: Step, *, drop_metadata_table: bool = False,
               options: Mapping[str, str] | None = None) -> tuple[StepPlan, list[str]]:
     """What one step would write on `table` as it is now, and why it is refused (empty: it may run)."""
     opts = dict(options or {})
     fate, refused = _metadata_fate(table, step, drop_metadata_table, opts)
-    refused += _archive_refusal(table, step)
     kept = () if fate == "dropped" else table.config.metadata_partitions
     try:
         props = property_updates(table.config, step.to_version, options=opts, metadata_partitions=kept)
@@ -234,12 +225,13 @@ def plan_step(table: Table, step: Step, *, drop_metadata_table: bool = False,
     if fate == "dropped":
         props = {**props, MDT_PARTITIONS: "", MDT_PARTITIONS_INFLIGHT: ""}
     moves = tuple(timeline_moves(table.storage, table.base, table.config, step.to_version))
+    archive = {step.from_version, step.to_version} == {6, 8} and has_archive(table, step.to_version)
     defs = (step.from_version, step.to_version) == (8, 9) and _index_defs_to_write(table) is not None
     dropped = tuple(non_v1_partitions(table)) if (step.from_version, step.to_version) == (9, 8) and fate == "changed" \
         else ()
     if dropped:
         props = {**props, MDT_PARTITIONS: ",".join(p for p in table.config.metadata_partitions if p not in dropped)}
-    return StepPlan(step, moves, props, fate, defs, dropped), refused
+    return StepPlan(step, moves, props, fate, defs, dropped, archive), refused
 
 
 def _index_defs_path(table: Table) -> str:
@@ -352,6 +344,8 @@ def _finish(table: Table, frm: int, to: int, fate: str, checkpoint: Checkpoint |
         for move in step_moves:
             _at(checkpoint, f"instant {move.source.rsplit('/', 1)[-1]}")
             _apply(storage, move)
+        if {frm, to} == {6, 8} and has_archive(table, to):
+            _convert_archive(table, to, checkpoint)
         if (frm, to) == (8, 9):
             defs = _index_defs_to_write(table)
             if defs is not None:
@@ -368,6 +362,17 @@ def _finish(table: Table, frm: int, to: int, fate: str, checkpoint: Checkpoint |
     storage.delete(_journal_path(table))
     storage.delete_dir(table.path(".hoodie", JOURNAL_FOLDER))  # Cleanline's own folder, empty now
     table.reload()
+
+
+def _convert_archive(table: Table, to: int, checkpoint: Checkpoint | None) -> None:
+    """`upgradeToLSMTimeline` / `downgradeFromLSMTimeline` (`timeline.versions.archives`), with
+    the table's `hoodie.commits.archival.batch`."""
+    batch = int(table.config.get("hoodie.commits.archival.batch") or DEFAULT_ARCHIVAL_BATCH)
+    _at(checkpoint, "archived-timeline")
+    if to == 8:
+        write_lsm(table, v1_to_lsm_rows(table), batch=batch)
+    else:
+        write_v1(table, lsm_to_v1_entries(table), batch=batch)
 
 
 def _apply(storage: Storage, move: FileMove) -> None:

@@ -63,8 +63,8 @@ compacts (preflight blockers); it does not compact a metadata table, so a 6 <-> 
 metadata table Hudi compacts and moves to the other layout, drops it whole when the caller says
 `drop_metadata_table` (as Hudi's own error advises: "disable the metadata table so that the
 upgrade and downgrade can continue for the data table"; Hudi writers rebuild it) and is refused
-otherwise; and it does not convert an archived timeline (a 6 <-> 8 step on a table with one is
-refused). It drops 9 -> 8's index partitions as `HoodieTableMetadataUtil.deleteMetadataTablePartition`
+otherwise. The archived timeline is converted as the handlers convert it (`timeline.versions.archives`).
+It drops 9 -> 8's index partitions as `HoodieTableMetadataUtil.deleteMetadataTablePartition`
 does (8 -> 7's way: out of `hoodie.table.metadata.partitions`, then the folder, then the index
 definition), without the metadata-table commit `dropIndex` writes."""
 

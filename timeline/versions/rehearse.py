@@ -3,9 +3,9 @@ the table whose `.hoodie` folder is copied (modification times kept: a version 6
 completion times) and whose data files are referenced, not copied (hard links, or symbolic links
 where the scratch folder is on another file system), then the copy verified against the original:
 
-- Cleanline reads the same timeline (each instant's time, action as Hudi compares them, state and
-  completion time) and the same file-system view (every latest file slice: its base instant, base
-  file and log files);
+- Cleanline reads the same timeline, active and archived (each instant's time, action as Hudi
+  compares them, state and completion time) and the same file-system view (every latest file
+  slice: its base instant, base file and log files);
 - the metadata table, where the copy keeps one, validates (`timeline.mdt.validate.validate_files`);
 - hudi-rs (`import hudi`, where it is installed) reads the same rows through the copy.
 
@@ -68,6 +68,14 @@ def timeline_rows(table: Table) -> list[TimelineRow]:
                   for i in table.reload().timeline)
 
 
+def archived_rows(table: Table) -> list[TimelineRow]:
+    """The archived timeline (v1 archive or LSM history) as `timeline_rows` gives the active one."""
+    from timeline.archived_timeline import load_archived_timeline
+
+    return sorted((i.requested_time, comparable_action(i.action), i.state.name, i.completion_time)
+                  for i in load_archived_timeline(table.reload()))
+
+
 def fsview_rows(table: Table) -> list[SliceRow]:
     """Every latest file slice: partition, file id, base instant, base file and log files."""
     return sorted((s.partition, s.file_id, s.base_instant_time, s.base_file.name if s.base_file else None,
@@ -115,6 +123,7 @@ def rehearse(table: Table, to: int, *, options: Mapping[str, str] | None = None,
     folder = tempfile.mkdtemp(prefix="cleanline-rehearsal-", dir=work_dir)
     try:
         before_timeline, before_view = timeline_rows(table), fsview_rows(table)
+        before_archived = archived_rows(table)
         before_rows = hudi_rs_rows(table.base)
         path = copy_table(table, folder)
         copy = Table.load(table.storage, path)
@@ -135,7 +144,8 @@ def rehearse(table: Table, to: int, *, options: Mapping[str, str] | None = None,
         rows_equal = None if before_rows is None or after_rows is None else before_rows == after_rows
         notes = () if before_rows is not None else ("hudi-rs is not installed: rows not compared",)
         return Rehearsal(table.uri, to, folder, plan, (),
-                         _differences(before_timeline, timeline_rows(copy), "instant"),
+                         _differences(before_timeline, timeline_rows(copy), "instant")
+                         + _differences(before_archived, archived_rows(copy), "archived instant"),
                          _differences(before_view, fsview_rows(copy), "file slice"), mdt_state, mdt_ok,
                          None if before_rows is None else len(before_rows), rows_equal, notes)
     finally:
@@ -143,5 +153,5 @@ def rehearse(table: Table, to: int, *, options: Mapping[str, str] | None = None,
             table.storage.delete_dir(folder)
 
 
-__all__ = ["Rehearsal", "RehearsalUnsupported", "copy_table", "fsview_rows", "hudi_rs_rows", "rehearse",
-           "timeline_rows"]
+__all__ = ["Rehearsal", "RehearsalUnsupported", "archived_rows", "copy_table", "fsview_rows", "hudi_rs_rows",
+           "rehearse", "timeline_rows"]
