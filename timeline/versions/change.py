@@ -266,7 +266,8 @@ def change_version(table: Table, to: int, *, dry_run: bool = True, options: Mapp
         resumed = (int(journal["from"]), int(journal["to"]))
         table.reload()
     check = version_check(table, to, options=opts)
-    steps, refused = [], [f"{b.kind.value}: {b.why} (clears: {b.clears})" for b in check.blockers]
+    steps: list[StepPlan] = []
+    refused = [f"{b.kind.value}: {b.why} (clears: {b.clears})" for b in check.blockers]
     if journal is not None and dry_run:
         refused.append(f"an interrupted change {journal['from']} -> {journal['to']} is recorded in "
                        f"{_journal_path(table)}: the next run finishes it first")
@@ -282,7 +283,7 @@ def change_version(table: Table, to: int, *, dry_run: bool = True, options: Mapp
         return plan
     if refused:
         raise VersionChangeRefused(table.uri, refused)
-    ran = []
+    ran: list[StepPlan] = []
     for step in steps_between(table, table.version, to):
         with transactions.state_change():
             table.reload()
