@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from timeline import transition
 from timeline.archive.write_v1 import DEFAULT_ARCHIVAL_BATCH
 from timeline.config import MDT_PARTITIONS, MDT_PARTITIONS_INFLIGHT, read_config, update_config
 from timeline.exceptions import CleanlineError, FileNotFound
@@ -165,19 +166,19 @@ def _drop_index_partitions(table: Table, partitions: list[str], checkpoint: Chec
     deletion on the metadata table's timeline; Cleanline writes no metadata-table commit."""
     listed = table.config.metadata_partitions
     if any(p in listed for p in partitions):
-        _at(checkpoint, "index-partitions-properties")
+        _at(table, checkpoint, "index-partitions-properties")
         update_config(table.storage, table.base, {MDT_PARTITIONS: ",".join(p for p in listed if p not in partitions)})
         table.reload()
     for partition in partitions:
         folder = table.containment.meta_path("metadata", partition)
         if table.storage.exists(folder):
-            _at(checkpoint, f"index-partition {partition}")
+            _at(table, checkpoint, f"index-partition {partition}")
             table.storage.delete_dir(folder)
     defs = _index_definitions(table)
     kept = {n: d for n, d in (defs.get("indexDefinitions") or {}).items()
             if not (isinstance(d, dict) and str(d.get("indexName", n)) in partitions)}
     if defs and len(kept) != len(defs.get("indexDefinitions") or {}):
-        _at(checkpoint, "index-definitions")
+        _at(table, checkpoint, "index-definitions")
         table.storage.write(_index_defs_path(table), json.dumps({**defs, "indexDefinitions": kept}, indent=2).encode(),
                             overwrite=True)
 
@@ -303,7 +304,7 @@ def _journal(table: Table, plan: StepPlan) -> dict[str, Any]:
 
 def _run_step(table: Table, plan: StepPlan, checkpoint: Checkpoint | None) -> None:
     table.storage.makedirs(table.path(".hoodie", JOURNAL_FOLDER))
-    _at(checkpoint, "journal")
+    _at(table, checkpoint, "journal")
     table.storage.write(_journal_path(table), json.dumps(_journal(table, plan), indent=2).encode(), overwrite=True)
     _finish(table, plan.step.from_version, plan.step.to_version, plan.metadata_table, checkpoint)
 
@@ -313,9 +314,12 @@ def _resume(table: Table, journal: Mapping[str, Any], checkpoint: Checkpoint | N
     _finish(table, int(journal["from"]), int(journal["to"]), str(journal.get("metadataTable") or "none"), checkpoint)
 
 
-def _at(checkpoint: Checkpoint | None, label: str) -> None:
+def _at(table: Table, checkpoint: Checkpoint | None, label: str) -> None:
+    """Right before one write: the caller's checkpoint, then the lock still held
+    (`transition.fence`: a lease lost mid-change writes nothing more)."""
     if checkpoint is not None:
         checkpoint(label)
+    transition.fence(table)
 
 
 def _finish(table: Table, frm: int, to: int, fate: str, checkpoint: Checkpoint | None) -> None:
@@ -329,13 +333,13 @@ def _finish(table: Table, frm: int, to: int, fate: str, checkpoint: Checkpoint |
         if fate == "dropped" and mdt is not None:
             from timeline.mdt import drop_metadata_table
 
-            _at(checkpoint, "metadata-table-drop")
+            _at(table, checkpoint, "metadata-table-drop")
             drop_metadata_table(table)
         elif fate == "changed" and mdt is not None:
             if (frm, to) == (9, 8):
                 _drop_index_partitions(table, non_v1_partitions(table), checkpoint)
             if mdt.config.version == frm:
-                _at(checkpoint, "metadata-table-properties")
+                _at(table, checkpoint, "metadata-table-properties")
                 update_config(storage, mdt.base, metadata_table_updates(mdt.config, to))
         table.reload()
         config = table.config
@@ -343,23 +347,23 @@ def _finish(table: Table, frm: int, to: int, fate: str, checkpoint: Checkpoint |
         if (frm, to) == (6, 8):  # HoodieTableMetaClient.createTableLayoutOnStorage(VERSION_2)
             storage.makedirs(table.path(".hoodie", "timeline", "history"))
         for move in step_moves:
-            _at(checkpoint, f"instant {move.source.rsplit('/', 1)[-1]}")
+            _at(table, checkpoint, f"instant {move.source.rsplit('/', 1)[-1]}")
             _apply(storage, move)
         if {frm, to} == {6, 8} and has_archive(table, to):
             _convert_archive(table, to, checkpoint)
         if (frm, to) == (8, 9):
             defs = _index_defs_to_write(table)
             if defs is not None:
-                _at(checkpoint, "index-definitions")
+                _at(table, checkpoint, "index-definitions")
                 storage.write(_index_defs_path(table), defs, overwrite=True)
         kept = () if fate == "dropped" else config.metadata_partitions
         updates = property_updates(config, to, metadata_partitions=kept)
         if fate == "dropped":
             updates = {**updates, MDT_PARTITIONS: "", MDT_PARTITIONS_INFLIGHT: ""}
-        _at(checkpoint, "properties")
+        _at(table, checkpoint, "properties")
         update_config(storage, table.base, {k: v for k, v in updates.items()
                                             if not (v is None and k not in config.props)})
-    _at(checkpoint, "journal-removed")
+    _at(table, checkpoint, "journal-removed")
     storage.delete(_journal_path(table))
     storage.delete_dir(table.path(".hoodie", JOURNAL_FOLDER))  # Cleanline's own folder, empty now
     table.reload()
@@ -369,7 +373,7 @@ def _convert_archive(table: Table, to: int, checkpoint: Checkpoint | None) -> No
     """`upgradeToLSMTimeline` / `downgradeFromLSMTimeline` (`timeline.versions.archives`), with
     the table's `hoodie.commits.archival.batch`."""
     batch = int(table.config.get("hoodie.commits.archival.batch") or DEFAULT_ARCHIVAL_BATCH)
-    _at(checkpoint, "archived-timeline")
+    _at(table, checkpoint, "archived-timeline")
     if to == 8:
         write_lsm(table, v1_to_lsm_rows(table), batch=batch)
     else:
