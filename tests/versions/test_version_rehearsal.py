@@ -115,3 +115,20 @@ def test_version_cli_rehearse_upgrade_and_downgrade(fixture_lake: dict[str, Path
     assert main(["version", "upgrade", str(blocked), "--to", "8", "--yes"]) == 1
     assert "refused: log files to compact" in capsys.readouterr().out
     assert HudiTable.open(str(blocked)).version == 6
+
+
+def test_version_change_refuses_a_later_step_before_the_first_runs(fixture_lake: dict[str, Path],
+                                                                   tmp_path: Path) -> None:
+    """9 -> 6 with a metadata table: the 8 -> 6 step would need it compacted, so the change is
+    refused before 9 -> 8 writes anything; dropping it lets the change go."""
+    path = shutil.copytree(fixture_lake[V9_MDT], tmp_path / "t")
+    before = tree_snapshot(path)
+    maintenance = HudiTable.open(str(path)).maintenance()
+    plan = maintenance.change_version(6)
+    assert [s.step.to_version for s in plan.steps] == [8, 6] and len(plan.refused) == 1
+    with pytest.raises(VersionChangeRefused, match="compacts the metadata table"):
+        maintenance.change_version(6, dry_run=False)
+    assert tree_snapshot(path) == before
+    done = maintenance.change_version(6, dry_run=False, drop_metadata_table=True)
+    assert [s.metadata_table for s in done.ran] == ["changed", "dropped"]
+    assert not (path / ".hoodie" / "metadata").exists() and HudiTable.open(str(path)).config.metadata_partitions == ()
