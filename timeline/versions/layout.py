@@ -63,7 +63,9 @@ compacts (preflight blockers); it does not compact a metadata table, so a 6 <-> 
 metadata table Hudi compacts and moves to the other layout, drops it whole when the caller says
 `drop_metadata_table` (as Hudi's own error advises: "disable the metadata table so that the
 upgrade and downgrade can continue for the data table"; Hudi writers rebuild it) and is refused
-otherwise. The archived timeline is converted as the handlers convert it (`timeline.versions.archives`).
+otherwise (on 8 <-> 9 Hudi compacts the metadata table too, but both versions read its log files
+alike, so Cleanline changes only its properties there). The archived timeline is converted as the
+handlers convert it (`timeline.versions.archives`).
 It drops 9 -> 8's index partitions as `HoodieTableMetadataUtil.deleteMetadataTablePartition`
 does (8 -> 7's way: out of `hoodie.table.metadata.partitions`, then the folder, then the index
 definition), without the metadata-table commit `dropIndex` writes."""
