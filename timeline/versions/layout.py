@@ -36,7 +36,8 @@ downgrade to 6 with a metadata table then adds an empty deltacommit to it.
   (`EIGHT_TO_SIX_TIMELINE_ACTION_MAP`). `rewriteTimelineV2InstantFileToV1Format`: commit and
   deltacommit files and completed replacecommit/clustering are written as v6 JSON
   (`CommitMetadataSerDeV1`), each completed one's modification time set to its completion time
-  (`convertCompletionTimeToEpoch`: v6 readers take the completion time from it); the rest renamed.
+  (`convertCompletionTimeToEpoch`: v6 readers take the completion time from it); the rest renamed
+  (keeping their modification time: Cleanline, copying, sets a completed one's to its completion time).
 - `downgradeFromLSMTimeline`: the LSM history written again as a v1 archive.
 - properties: `unsetInitialVersion`; `unsetRecordMergeMode` (without a payload class one is set
   from the merge mode; CUSTOM without one refused); `hoodie.record.merge.mode` and
@@ -235,7 +236,10 @@ def _move(status: FileStatus, target_folder: str, layout: int, up: bool, zone: A
     new_action = REPLACE_COMMIT if action == CLUSTERING and state is not State.COMPLETED else action
     name = format_file_name(Instant(requested, new_action, state, None), 1)
     record = _commit_like(action, state)
-    mtime = completion_epoch_ms(completion, timezone) if record and state is State.COMPLETED and completion else None
+    # Hudi sets the time of the files it rewrites and renames the rest (a rename keeps the time
+    # the file was written at, its completion); Cleanline copies, so it sets every completed
+    # file's time to the completion time its name carried.
+    mtime = completion_epoch_ms(completion, timezone) if state is State.COMPLETED and completion else None
     return FileMove(status.path, Storage.join(target_folder, name), action, state,
                     "avro-to-json" if record else "rename", record or "", mtime)
 
