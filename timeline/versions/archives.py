@@ -27,8 +27,6 @@ earlier change, or a run that stopped) are not written again, and every row is w
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
 from typing import Any
 
 from timeline.archive.lsm import DEFAULT_COMPACTION_BATCH, Lsm
@@ -41,32 +39,9 @@ from timeline.archived_timeline import (
     v6_archive_files,
 )
 from timeline.config import LAYOUT, TIMELINE_PATH, VERSION, TableConfig
-from timeline.instant import (
-    CLEAN,
-    CLUSTERING,
-    COMMIT,
-    COMPACTION,
-    DELTA_COMMIT,
-    INDEXING,
-    LOG_COMPACTION,
-    REPLACE_COMMIT,
-    ROLLBACK,
-    SAVEPOINT,
-)
-from timeline.metadata import avro
-from timeline.metadata.archived import ENTRY_RECORD, LSM_COLUMNS, commit_metadata_avro, lsm_row
+from timeline.metadata.archived import LSM_COLUMNS, ArchivedEntry
+from timeline.metadata.conversion import entry_key, entry_of_lsm_row, lsm_row_key, lsm_row_of_entries
 from timeline.table import Table
-
-# LegacyArchivedMetaEntryReader.getMetadataKey, and the record each field holds
-METADATA_KEYS = {CLEAN: "hoodieCleanMetadata", COMMIT: "hoodieCommitMetadata", DELTA_COMMIT: "hoodieCommitMetadata",
-                 ROLLBACK: "hoodieRollbackMetadata", SAVEPOINT: "hoodieSavePointMetadata",
-                 COMPACTION: "hoodieCompactionPlan", LOG_COMPACTION: "hoodieCompactionPlan",
-                 REPLACE_COMMIT: "hoodieReplaceCommitMetadata", CLUSTERING: "hoodieReplaceCommitMetadata",
-                 INDEXING: "hoodieIndexCommitMetadata"}
-RECORDS = {"hoodieCleanMetadata": "HoodieCleanMetadata", "hoodieCommitMetadata": "HoodieCommitMetadata",
-           "hoodieRollbackMetadata": "HoodieRollbackMetadata", "hoodieSavePointMetadata": "HoodieSavepointMetadata",
-           "hoodieCompactionPlan": "HoodieCompactionPlan", "hoodieReplaceCommitMetadata": "HoodieReplaceCommitMetadata",
-           "hoodieIndexCommitMetadata": "HoodieIndexCommitMetadata"}
 
 
 class ArchiveConversionError(ValueError):
@@ -77,44 +52,19 @@ def v1_folder(table: Table) -> str:
     return table.path(".hoodie", table.config.get("hoodie.archivelog.folder") or "archived")
 
 
-def _details(entry: Mapping[str, Any], action: str) -> bytes | None:
-    """`readInstant`'s details: the field `getMetadataKey(action)` names, as an Avro container
-    (a JSON string, from archives older than the Avro conversion, read as v6 commit metadata)."""
-    key = METADATA_KEYS.get(action)
-    value = entry.get(key) if key else None
-    if value is None or key is None:
-        return None
-    if isinstance(value, str):
-        return avro.encode("HoodieCommitMetadata", commit_metadata_avro(json.loads(value) if value.strip() else None))
-    return avro.encode(RECORDS[key], value)
-
-
 def v1_to_lsm_rows(table: Table) -> list[dict[str, Any]]:
-    """The LSM rows of every completed action of the v1 archive, oldest first."""
+    """The LSM rows of every completed action of the v1 archive, oldest first
+    (`getActiveActionsIterator`: the entries of one instant time make one action)."""
     folder = v1_folder(table)
     if not table.storage.exists(folder):
         return []
     groups: dict[str, list[dict[str, Any]]] = {}
     for raw in archived_entries(table.storage, folder):
-        time = str(raw.get("commitTime") or "")
+        time = ArchivedEntry.from_raw(raw).time
         if time:
             groups.setdefault(time, []).append(raw)
-    rows = []
-    for time in sorted(groups):
-        entries = groups[time]
-        done = [e for e in entries if str(e.get("actionState") or "COMPLETED") == "COMPLETED"]
-        if not done:
-            continue
-        completed = done[-1]
-        action = str(completed.get("actionType"))
-        pending = [e for e in entries if str(e.get("actionState") or "COMPLETED") != "COMPLETED"]
-        plan = None
-        requested = next((e for e in pending if e.get("actionState") == "REQUESTED"), pending[0] if pending else None)
-        if requested is not None and requested.get("actionType") in (COMPACTION, LOG_COMPACTION):
-            plan = _details(requested, str(requested.get("actionType")))
-        rows.append(lsm_row(time=time, completion_time=completed.get("stateTransitionTime"), action=action,
-                            metadata=_details(completed, action), plan=plan))
-    return rows
+    rows = [lsm_row_of_entries(time, groups[time]) for time in sorted(groups)]
+    return [row for row in rows if row is not None]
 
 
 def _as_version_8(table: Table) -> Table:
@@ -135,16 +85,12 @@ def write_lsm(table: Table, rows: list[dict[str, Any]], *, batch: int = DEFAULT_
     lsm = Lsm(view)
     held = {(i.requested_time, i.action) for i in _lsm_instants(table.storage, lsm.folder)} \
         if table.storage.exists(lsm.folder) else set()
-    todo = [r for r in rows if (r["instantTime"], r["action"]) not in held]
+    todo = [r for r in rows if lsm_row_key(r) not in held]
     for start in range(0, len(todo), batch):
         chunk = todo[start:start + batch]
-        lsm.write_rows(chunk, chunk[0]["instantTime"], chunk[-1]["instantTime"])
+        lsm.write_rows(chunk, lsm_row_key(chunk[0])[0], lsm_row_key(chunk[-1])[0])
         lsm.compact_and_clean(batch=DEFAULT_COMPACTION_BATCH)
     return len(todo)
-
-
-def _decode(data: bytes | None, record: str, path: str) -> dict[str, Any] | None:
-    return avro.decode_as(data, record, path=path) if data else None
 
 
 def lsm_to_v1_entries(table: Table) -> list[dict[str, Any]]:
@@ -153,38 +99,14 @@ def lsm_to_v1_entries(table: Table) -> list[dict[str, Any]]:
     folder = table.path(table.config.archive_folder)
     if not table.storage.exists(folder):
         return []
-    fields = [f["name"] for f in avro.schema(ENTRY_RECORD)["fields"]]
     found = []
     for path, rows in lsm_file_rows(table.storage, folder, LSM_COLUMNS):
         for time, completion, action, metadata, plan, _ in rows:
-            entry: dict[str, Any] = dict.fromkeys(fields)
-            entry.update(commitTime=time, actionState="COMPLETED", stateTransitionTime=completion)
-            if action == CLEAN:
-                entry.update(hoodieCleanMetadata=_decode(metadata, "HoodieCleanMetadata", path),
-                             hoodieCleanerPlan=_decode(plan, "HoodieCleanerPlan", path), actionType=CLEAN)
-            elif action in (COMMIT, DELTA_COMMIT):
-                decoded = avro.decode(metadata, path=path) if metadata else None
-                entry.update(hoodieCommitMetadata=commit_metadata_avro(decoded), actionType=action,
-                             hoodieCompactionPlan=_decode(plan, "HoodieCompactionPlan", path))
-            elif action in (REPLACE_COMMIT, CLUSTERING):
-                decoded = avro.decode(metadata, path=path) if metadata else None
-                entry.update(hoodieReplaceCommitMetadata=commit_metadata_avro(decoded, replace=True),
-                             actionType=REPLACE_COMMIT)
-                if metadata:
-                    entry["HoodieInflightReplaceMetadata"] = commit_metadata_avro(decoded)
-            elif action == ROLLBACK:
-                entry.update(hoodieRollbackMetadata=_decode(metadata, "HoodieRollbackMetadata", path),
-                             actionType=action)
-            elif action == SAVEPOINT:
-                entry.update(hoodieSavePointMetadata=_decode(metadata, "HoodieSavepointMetadata", path),
-                             actionType=action)
-            elif action in (COMPACTION, LOG_COMPACTION):
-                entry.update(hoodieCompactionPlan=_decode(plan, "HoodieCompactionPlan", path), actionType=action)
-            else:
-                raise ArchiveConversionError(f"{path}: {action} {time}: Action not fully supported yet "
-                                             "(MetadataConversionUtils.createMetaWrapper)")
-            found.append(entry)
-    return sorted(found, key=lambda e: (str(e["commitTime"]), str(e["actionType"])))
+            try:
+                found.append(entry_of_lsm_row(time, completion, action, metadata, plan, path=path))
+            except ValueError as exc:
+                raise ArchiveConversionError(str(exc)) from exc
+    return sorted(found, key=entry_key)
 
 
 def write_v1(table: Table, entries: list[dict[str, Any]], *, batch: int = DEFAULT_ARCHIVAL_BATCH) -> int:
@@ -194,9 +116,9 @@ def write_v1(table: Table, entries: list[dict[str, Any]], *, batch: int = DEFAUL
 
     name = table.config.get("hoodie.archivelog.folder") or "archived"
     folder = table.containment.meta_path(name)
-    held = {(str(e.get("commitTime")), str(e.get("actionType")), str(e.get("actionState") or "COMPLETED"))
-            for e in archived_entries(table.storage, folder)} if table.storage.exists(folder) else set()
-    todo = [e for e in entries if (e["commitTime"], e["actionType"], e["actionState"]) not in held]
+    held = {entry_key(e) for e in archived_entries(table.storage, folder)} \
+        if table.storage.exists(folder) else set()
+    todo = [e for e in entries if entry_key(e) not in held]
     if not todo:
         return 0
     transition.fence(table)

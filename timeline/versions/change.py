@@ -36,8 +36,8 @@ from timeline.exceptions import CleanlineError, FileNotFound
 from timeline.storage import Storage
 from timeline.table import Table
 from timeline.transactions import Transactions
-from timeline.versions import VersionCheck, version_check
 from timeline.versions.archives import has_archive, lsm_to_v1_entries, v1_to_lsm_rows, write_lsm, write_v1
+from timeline.versions.check import VersionCheck, version_check
 from timeline.versions.layout import (
     FileMove,
     convert_content,

@@ -103,30 +103,30 @@ from timeline.instant import (
 )
 from timeline.metadata import avro, jsonmeta
 from timeline.metadata.archived import commit_metadata_avro
-from timeline.metadata.written import _STAT_DEFAULTS
+from timeline.metadata.conversion import commit_metadata_json
 from timeline.storage import FileStatus, Storage
 from timeline.versions.rules import (
+    COMMIT_TIME_STRATEGY,
+    CUSTOM_STRATEGY,
+    DEFAULT_PAYLOAD,
+    EVENT_TIME_PAYLOAD,
+    EVENT_TIME_STRATEGY,
     KEY_GENERATOR,
     KEY_GENERATOR_TYPE,
     LEGACY_PAYLOAD,
     MERGE_MODE,
+    MERGE_STRATEGY,
+    OVERWRITE_PAYLOAD,
     PAYLOAD,
+    PAYLOAD_STRATEGY,
     PAYLOADS_TO_HANDLE,
+    PRECOMBINE,
+    merge_mode_of_payload,
 )
 
 _MODEL = "org.apache.hudi.common.model."
-DEFAULT_PAYLOAD = _MODEL + "DefaultHoodieRecordPayload"
-OVERWRITE_PAYLOAD = _MODEL + "OverwriteWithLatestAvroPayload"
-EVENT_TIME_PAYLOAD = _MODEL + "EventTimeAvroPayload"
-# HoodieRecordMerger's strategy ids
-EVENT_TIME_STRATEGY = "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5"
-COMMIT_TIME_STRATEGY = "ce9acb64-bde0-424c-9b91-f6ebba25356d"
-CUSTOM_STRATEGY = "1897ef5f-18bc-4557-939c-9d6a8afd1519"
-PAYLOAD_STRATEGY = "00000000-0000-0000-0000-000000000000"
 BUILTIN_STRATEGIES = frozenset({EVENT_TIME_STRATEGY, COMMIT_TIME_STRATEGY, CUSTOM_STRATEGY, PAYLOAD_STRATEGY})
-MERGE_STRATEGY = "hoodie.record.merge.strategy.id"
 INITIAL_VERSION = "hoodie.table.initial.version"
-PRECOMBINE = "hoodie.table.precombine.field"
 ORDERING_FIELDS = "hoodie.table.ordering.fields"
 PARTIAL_UPDATE_MODE = "hoodie.table.partial.update.mode"
 MERGE_PROPERTIES_PREFIX = "hoodie.record.merge.property."
@@ -262,48 +262,8 @@ def convert_content(data: bytes, move: FileMove, *, path: str) -> bytes:
                                                 replace=move.record == "HoodieReplaceCommitMetadata"))
 
 
-# HoodieWriteStat's fields as Hudi 1.x's Jackson writes them (prevBaseFile, a 1.x field, before
-# runtimeStats), then HoodieDeltaWriteStat's; the Avro record's other fields are not the POJO's.
-_POJO_STAT: Mapping[str, Any] = {**{k: v for k, v in _STAT_DEFAULTS.items() if k != "runtimeStats"},
-                                 "prevBaseFile": None, "runtimeStats": None}
-_DELTA_STAT = ("logVersion", "logOffset", "baseFile", "logFiles")
-
-
-def commit_metadata_json(record: Mapping[str, Any], *, replace: bool) -> dict[str, Any]:
-    """`CommitMetadataSerDeV1`: the v6 JSON of commit metadata (`HoodieCommitMetadata.toJsonString`:
-    the POJO's fields, write stats in `HoodieWriteStat`'s field order and the delta-stat fields
-    after) from its Avro record (`readCommitMetadata`)."""
-    stats: dict[str, list[dict[str, Any]]] = {}
-    for partition, items in (record.get("partitionToWriteStats") or {}).items():
-        converted = []
-        for item in items or ():
-            stat = {k: (item.get(k) if item.get(k) is not None else v) for k, v in _POJO_STAT.items()}
-            stat.update({k: item[k] for k in _DELTA_STAT if item.get(k) is not None})
-            converted.append(stat)
-        stats[partition] = converted
-    out: dict[str, Any] = {"partitionToWriteStats": stats, "compacted": bool(record.get("compacted")),
-                           "extraMetadata": dict(record.get("extraMetadata") or {}),
-                           "operationType": record.get("operationType") or "UNKNOWN"}
-    if replace:
-        out["partitionToReplaceFileIds"] = dict(record.get("partitionToReplaceFileIds") or {})
-    return out
-
-
 # ------------------------------------------------------------------------------------------
 # hoodie.properties
-
-
-def merge_mode_of_payload(props: Mapping[str, str], is_mor: bool) -> dict[str, str]:
-    """`SevenToEightUpgradeHandler.upgradeMergeMode`: the payload class (`getPayloadClass`,
-    DefaultHoodieRecordPayload when unset) as payload, merge mode and strategy id."""
-    payload = props.get(PAYLOAD) or DEFAULT_PAYLOAD
-    if payload not in (DEFAULT_PAYLOAD, EVENT_TIME_PAYLOAD, OVERWRITE_PAYLOAD):
-        return {PAYLOAD: payload, MERGE_MODE: "CUSTOM", MERGE_STRATEGY: PAYLOAD_STRATEGY}
-    if is_mor and props.get(PRECOMBINE):
-        return {PAYLOAD: DEFAULT_PAYLOAD, MERGE_MODE: "EVENT_TIME_ORDERING", MERGE_STRATEGY: EVENT_TIME_STRATEGY}
-    if payload == DEFAULT_PAYLOAD:  # setEventTimeOrCommitTimeBasedOnPayload
-        return {PAYLOAD: DEFAULT_PAYLOAD, MERGE_MODE: "EVENT_TIME_ORDERING", MERGE_STRATEGY: EVENT_TIME_STRATEGY}
-    return {PAYLOAD: OVERWRITE_PAYLOAD, MERGE_MODE: "COMMIT_TIME_ORDERING", MERGE_STRATEGY: COMMIT_TIME_STRATEGY}
 
 
 def property_updates(config: TableConfig, to_version: int, *, options: Mapping[str, str] | None = None,

@@ -54,6 +54,31 @@ COMPLEX_KEYGEN_VALIDATION = "hoodie.write.complex.keygen.validation.enable"
 CONCURRENCY_MODE = "hoodie.write.concurrency.mode"
 
 
+DEFAULT_PAYLOAD = _MODEL + "DefaultHoodieRecordPayload"
+OVERWRITE_PAYLOAD = _MODEL + "OverwriteWithLatestAvroPayload"
+EVENT_TIME_PAYLOAD = _MODEL + "EventTimeAvroPayload"
+PRECOMBINE = "hoodie.table.precombine.field"
+MERGE_STRATEGY = "hoodie.record.merge.strategy.id"
+# HoodieRecordMerger's strategy ids
+EVENT_TIME_STRATEGY = "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5"
+COMMIT_TIME_STRATEGY = "ce9acb64-bde0-424c-9b91-f6ebba25356d"
+CUSTOM_STRATEGY = "1897ef5f-18bc-4557-939c-9d6a8afd1519"
+PAYLOAD_STRATEGY = "00000000-0000-0000-0000-000000000000"
+
+
+def merge_mode_of_payload(props: Mapping[str, str], is_mor: bool) -> dict[str, str]:
+    """`SevenToEightUpgradeHandler.upgradeMergeMode`: the payload class (`getPayloadClass`,
+    DefaultHoodieRecordPayload when unset) as payload, merge mode and strategy id."""
+    payload = props.get(PAYLOAD) or DEFAULT_PAYLOAD
+    if payload not in (DEFAULT_PAYLOAD, EVENT_TIME_PAYLOAD, OVERWRITE_PAYLOAD):
+        return {PAYLOAD: payload, MERGE_MODE: "CUSTOM", MERGE_STRATEGY: PAYLOAD_STRATEGY}
+    if is_mor and props.get(PRECOMBINE):
+        return {PAYLOAD: DEFAULT_PAYLOAD, MERGE_MODE: "EVENT_TIME_ORDERING", MERGE_STRATEGY: EVENT_TIME_STRATEGY}
+    if payload == DEFAULT_PAYLOAD:  # setEventTimeOrCommitTimeBasedOnPayload
+        return {PAYLOAD: DEFAULT_PAYLOAD, MERGE_MODE: "EVENT_TIME_ORDERING", MERGE_STRATEGY: EVENT_TIME_STRATEGY}
+    return {PAYLOAD: OVERWRITE_PAYLOAD, MERGE_MODE: "COMMIT_TIME_ORDERING", MERGE_STRATEGY: COMMIT_TIME_STRATEGY}
+
+
 class VersionChangeUnsupported(CleanlineError, ValueError):
     """A version change Cleanline does not check (a target or a current version other than 6, 8
     and 9); names the table and the versions."""
@@ -367,8 +392,6 @@ def _settings_six_to_eight(table: Table, props: Mapping[str, str]) -> list[Block
     names none: `RecordPayloadType.getPayloadClassName`'s default) EVENT_TIME_ORDERING, others
     COMMIT_TIME_ORDERING; `timeline.versions.layout.merge_mode_of_payload`) and
     `upgradeKeyGeneratorType` (the class gains its type)."""
-    from timeline.versions.layout import merge_mode_of_payload  # the change's own rule (layout imports this module)
-
     rule = "SevenToEightUpgradeHandler.upgrade"
     payload = props.get(PAYLOAD) or ""
     mode = merge_mode_of_payload(props, table.config.is_mor)[MERGE_MODE]
