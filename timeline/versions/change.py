@@ -274,11 +274,11 @@ def change_version(table: Table, to: int, *, dry_run: bool = True, options: Mapp
                        f"{_journal_path(table)}: the next run finishes it first")
     for step in steps_between(table, table.version, to):
         if not steps:
-            plan, why = plan_step(table, step, drop_metadata_table=drop_metadata_table, options=opts)
+            planned, why = plan_step(table, step, drop_metadata_table=drop_metadata_table, options=opts)
         else:  # a later step is planned when it runs; what would refuse it refuses the change now
             fate, why = _metadata_fate(table, step, drop_metadata_table, opts)
-            plan = StepPlan(step, (), {}, f"{fate} (planned when the step before has run)")
-        steps.append(plan)
+            planned = StepPlan(step, (), {}, f"{fate} (planned when the step before has run)")
+        steps.append(planned)
         refused += why
     interrupted = (int(journal["from"]), int(journal["to"])) if journal is not None and dry_run else None
     plan = VersionChangePlan(table.uri, table.version, to, check, tuple(steps), tuple(refused), dry_run,
