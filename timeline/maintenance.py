@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from timeline.restore import RestoreVerification
     from timeline.rollback import RollbackPreview
     from timeline.table import Table
+    from timeline.versions.change import VersionChangePlan
+    from timeline.versions.rehearse import Rehearsal
 
 # The modules of the other actions are imported by the methods that use them: a command that
 # only plans (`cleanline clean plan`) does not load the executor, the plan store, restore or
@@ -287,6 +289,32 @@ class Maintenance:
 
         settings = settings or DoctorSettings()
         return with_values(settings, options={**self.transactions.options, **settings.options})
+
+    # Table version changes
+
+    def change_version(self, to: int, *, dry_run: bool = True, drop_metadata_table: bool = False,
+                       checkpoint: Callable[[str], None] | None = None) -> VersionChangePlan:
+        """Move the table to table version `to` (6, 8 or 9) as Hudi's `UpgradeDowngrade` does,
+        one step at a time under the table's lock (`timeline.versions.change`). A dry run unless
+        told: the plan, the same `VersionChangePlan` a run returns; with `dry_run=False` an
+        interrupted change is finished first, then the preflight's blockers refuse the change
+        (VersionChangeRefused) or it runs. `drop_metadata_table`: drop the metadata table where a
+        step would need Hudi to compact it or drop index partitions (refused otherwise)."""
+        from timeline.versions.change import change_version
+
+        return change_version(self.table, to, dry_run=dry_run, options=self.options,
+                              drop_metadata_table=drop_metadata_table, checkpoint=checkpoint,
+                              transactions=self.transactions)
+
+    def rehearse_version_change(self, to: int, *, drop_metadata_table: bool = False, work_dir: str | None = None,
+                                keep: bool = False) -> Rehearsal:
+        """The same change run on a copy of the table (its `.hoodie` copied, its data files
+        linked) and verified: timeline, file-system view, metadata table and hudi-rs's rows
+        (`timeline.versions.rehearse`). Writes nothing to the table."""
+        from timeline.versions.rehearse import rehearse
+
+        return rehearse(self.table, to, options=self.options, drop_metadata_table=drop_metadata_table,
+                        work_dir=work_dir, keep=keep)
 
     def drop_metadata_table(self, *, dry_run: bool = True) -> str:
         """The explicit repair action: remove `.hoodie/metadata` (Hudi writers rebuild it). A dry

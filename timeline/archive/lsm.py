@@ -151,7 +151,13 @@ class Lsm:
         for action in actions:
             markers.delete(action.time)
             rows.append(self.row(action))
-        name = data_file_name(actions[0].time, actions[-1].time, FILE_LAYER_ZERO)
+        return self.write_rows(rows, actions[0].time, actions[-1].time)
+
+    def write_rows(self, rows: Sequence[dict[str, Any]], first: str, last: str) -> tuple[LsmFileEntry, int] | None:
+        """The second half of `write`: `rows` (`lsm_row`) in the layer-0 file named by `first`
+        and `last`, then `updateManifest` (also the rows a version change converts from a v1
+        archive, `SevenToEightUpgradeHandler.upgradeToLSMTimeline`)."""
+        name = data_file_name(first, last, FILE_LAYER_ZERO)
         path = self.path(name)
         if self.storage.exists(path):
             if self.is_committed(name):

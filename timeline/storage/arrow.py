@@ -438,6 +438,35 @@ class LocalStorage(ArrowStorage):
         _guard(path, call)
 
 
+    def set_modification_time(self, path: str, mtime_ms: int) -> bool:
+        _guard(path, lambda: os.utime(path, ns=(mtime_ms * 1_000_000, mtime_ms * 1_000_000)))
+        return True
+
+    def linked_copy(self, source: str, target: str, *, copied: str) -> None:
+        def link(from_path: str, to_path: str) -> None:
+            try:
+                os.link(from_path, to_path)
+            except OSError as exc:
+                if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK):
+                    raise
+                os.symlink(from_path, to_path)
+
+        def call() -> None:
+            os.makedirs(target)
+            shutil.copytree(os.path.join(source, copied), os.path.join(target, copied), symlinks=True,
+                            copy_function=shutil.copy2)
+            for root, dirs, files in os.walk(source):
+                relative = os.path.relpath(root, source)
+                if relative == ".":
+                    dirs[:] = [d for d in dirs if d != copied]
+                into = os.path.normpath(os.path.join(target, relative))
+                os.makedirs(into, exist_ok=True)
+                for name in files:
+                    link(os.path.join(root, name), os.path.join(into, name))
+
+        _guard(source, call)
+
+
 def _write_replacing(path: str, write: Callable[[str | BinaryIO], None]) -> None:
     """`write` a local file at a temporary name beside `path`, then rename it into place (a
     reader never sees half a file); the temporary file is removed if anything fails."""

@@ -262,6 +262,18 @@ class Storage(ABC):
     def makedirs(self, path: str) -> None:
         """Create a folder and its parents; an existing folder is fine."""
 
+    def set_modification_time(self, path: str, mtime_ms: int) -> bool:
+        """`HoodieStorage.setModificationTime`: give a file a modification time where the store
+        can (a local disk); False where it cannot (an object store keeps the time of the write)."""
+        return False
+
+    def linked_copy(self, source: str, target: str, *, copied: str) -> None:
+        """A copy of the folder `source` at `target` (a new folder) whose subfolder `copied` is
+        copied whole, modification times kept, and whose every other file is a link to the
+        source's (a hard link; a symbolic link across file systems): the table copy a version
+        change is rehearsed on. Local disks only."""
+        raise StorageError(source, "a linked copy is made on a local disk only")
+
     def uri(self, path: str) -> str:
         """The path as a URI, the form Hudi writes into plans (`file:/...`, `s3://...`)."""
         return f"{self.scheme}://{path.lstrip('/')}" if self.scheme else path

@@ -44,9 +44,6 @@ PAYLOADS_TO_HANDLE = frozenset(_MODEL + name for name in (
     "AWSDmsAvroPayload", "DefaultHoodieRecordPayload", "EventTimeAvroPayload", "debezium.MySqlDebeziumAvroPayload",
     "OverwriteNonDefaultsWithLatestAvroPayload", "OverwriteWithLatestAvroPayload", "PartialUpdateAvroPayload",
     "debezium.PostgresDebeziumAvroPayload"))
-# SevenToEightUpgradeHandler.isCustomPayloadClass: payloads version 8 spells as a merge mode of its own
-BUILTIN_MERGE_PAYLOADS = frozenset(_MODEL + name for name in (
-    "DefaultHoodieRecordPayload", "EventTimeAvroPayload", "OverwriteWithLatestAvroPayload"))
 PAYLOAD = "hoodie.compaction.payload.class"
 LEGACY_PAYLOAD = "hoodie.table.legacy.payload.class"
 MERGE_MODE = "hoodie.record.merge.mode"
@@ -55,6 +52,31 @@ KEY_GENERATOR_TYPE = "hoodie.table.keygenerator.type"
 RECORD_KEY_FIELDS = "hoodie.table.recordkey.fields"
 COMPLEX_KEYGEN_VALIDATION = "hoodie.write.complex.keygen.validation.enable"
 CONCURRENCY_MODE = "hoodie.write.concurrency.mode"
+
+
+DEFAULT_PAYLOAD = _MODEL + "DefaultHoodieRecordPayload"
+OVERWRITE_PAYLOAD = _MODEL + "OverwriteWithLatestAvroPayload"
+EVENT_TIME_PAYLOAD = _MODEL + "EventTimeAvroPayload"
+PRECOMBINE = "hoodie.table.precombine.field"
+MERGE_STRATEGY = "hoodie.record.merge.strategy.id"
+# HoodieRecordMerger's strategy ids
+EVENT_TIME_STRATEGY = "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5"
+COMMIT_TIME_STRATEGY = "ce9acb64-bde0-424c-9b91-f6ebba25356d"
+CUSTOM_STRATEGY = "1897ef5f-18bc-4557-939c-9d6a8afd1519"
+PAYLOAD_STRATEGY = "00000000-0000-0000-0000-000000000000"
+
+
+def merge_mode_of_payload(props: Mapping[str, str], is_mor: bool) -> dict[str, str]:
+    """`SevenToEightUpgradeHandler.upgradeMergeMode`: the payload class (`getPayloadClass`,
+    DefaultHoodieRecordPayload when unset) as payload, merge mode and strategy id."""
+    payload = props.get(PAYLOAD) or DEFAULT_PAYLOAD
+    if payload not in (DEFAULT_PAYLOAD, EVENT_TIME_PAYLOAD, OVERWRITE_PAYLOAD):
+        return {PAYLOAD: payload, MERGE_MODE: "CUSTOM", MERGE_STRATEGY: PAYLOAD_STRATEGY}
+    if is_mor and props.get(PRECOMBINE):
+        return {PAYLOAD: DEFAULT_PAYLOAD, MERGE_MODE: "EVENT_TIME_ORDERING", MERGE_STRATEGY: EVENT_TIME_STRATEGY}
+    if payload == DEFAULT_PAYLOAD:  # setEventTimeOrCommitTimeBasedOnPayload
+        return {PAYLOAD: DEFAULT_PAYLOAD, MERGE_MODE: "EVENT_TIME_ORDERING", MERGE_STRATEGY: EVENT_TIME_STRATEGY}
+    return {PAYLOAD: OVERWRITE_PAYLOAD, MERGE_MODE: "COMMIT_TIME_ORDERING", MERGE_STRATEGY: COMMIT_TIME_STRATEGY}
 
 
 class VersionChangeUnsupported(CleanlineError, ValueError):
@@ -366,16 +388,13 @@ def _rewritten(why: str, rule: str, setting: str) -> Blocker:
 def _settings_six_to_eight(table: Table, props: Mapping[str, str]) -> list[Blocker]:
     """`SevenToEightUpgradeHandler.upgradeMergeMode` (the payload class becomes a merge mode:
     a custom payload CUSTOM with the payload-based strategy, merge-on-read with a precombine
-    field EVENT_TIME_ORDERING, DefaultHoodieRecordPayload EVENT_TIME_ORDERING, others
-    COMMIT_TIME_ORDERING) and `upgradeKeyGeneratorType` (the class gains its type)."""
+    field EVENT_TIME_ORDERING, DefaultHoodieRecordPayload (also the payload of a table that
+    names none: `RecordPayloadType.getPayloadClassName`'s default) EVENT_TIME_ORDERING, others
+    COMMIT_TIME_ORDERING; `timeline.versions.layout.merge_mode_of_payload`) and
+    `upgradeKeyGeneratorType` (the class gains its type)."""
     rule = "SevenToEightUpgradeHandler.upgrade"
     payload = props.get(PAYLOAD) or ""
-    if payload and payload not in BUILTIN_MERGE_PAYLOADS:
-        mode = "CUSTOM"
-    elif table.config.is_mor and props.get("hoodie.table.precombine.field"):
-        mode = "EVENT_TIME_ORDERING"
-    else:
-        mode = "EVENT_TIME_ORDERING" if payload == _MODEL + "DefaultHoodieRecordPayload" else "COMMIT_TIME_ORDERING"
+    mode = merge_mode_of_payload(props, table.config.is_mor)[MERGE_MODE]
     found = [_rewritten(f"{PAYLOAD}={payload or '(unset)'} is spelled {MERGE_MODE}={mode} at version 8 "
                         "(with hoodie.record.merge.strategy.id)", f"{rule} (upgradeMergeMode)", MERGE_MODE)]
     if props.get(KEY_GENERATOR):
