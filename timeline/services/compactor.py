@@ -203,10 +203,19 @@ def run_compaction(table: Table, transactions: Transactions, instant_time: str |
     merge Cleanline cannot reproduce or with no such compaction; RollbackRefused for an inflight
     one whose heartbeat is alive. `after_file` is told each new base file's path once written
     (a caller's progress; tests stop a run there)."""
-    from timeline.pending_rollbacks import rollback_table_service
-
     rules = check_reproducible(table, options)
     target = pending_compaction(table, instant_time)
+    transactions.own_instants.add(target.requested_time)  # the compaction run here is no other live writer
+    try:
+        return _run(table, transactions, target, rules, options, after_file)
+    finally:
+        transactions.own_instants.discard(target.requested_time)
+
+
+def _run(table: Table, transactions: Transactions, target: Instant, rules: MergeRules,
+         options: Mapping[str, str] | None, after_file: Callable[[str], None] | None) -> CompactionResult:
+    from timeline.pending_rollbacks import rollback_table_service
+
     rolled_back = None
     if target.is_inflight:
         with transactions.state_change():
