@@ -38,11 +38,12 @@ from timeline.config import META_FOLDER
 from timeline.files import base_file_name
 from timeline.instant import COMPACTION, Instant, State
 from timeline.mdt.reader import metadata_table
-from timeline.mdt.writer import check_writable, update_for_commit
+from timeline.mdt.writer import check_writable, write_update
 from timeline.metadata.raw import file_name_of
 from timeline.metadata.records import CommitMetadata, CompactionPlan, SliceInfo
 from timeline.metadata.written import by_partition, commit_metadata, runtime_stats, write_stat
 from timeline.services.bloom import key_footer
+from timeline.services.compaction_mdt import compaction_updates
 from timeline.services.merge import RECORD_KEY, CommittedInstants, Deleted, LogMergeError, SliceMerger, last_schema
 from timeline.services.refusals import CompactionRefused, MergeRules, check_reproducible
 from timeline.storage import Storage
@@ -145,8 +146,9 @@ def _schema_of_avro(avro_schema: str) -> pa.Schema:
 
 
 def compact_operation(table: Table, instant: str, index: int, operation: SliceInfo, rules: MergeRules,
-                      committed: CommittedInstants) -> dict[str, Any]:
-    """Merge one file group's slice into a new base file (marker first); its write stat."""
+                      committed: CommittedInstants) -> tuple[dict[str, Any], pq.FileMetaData, pa.Schema]:
+    """Merge one file group's slice into a new base file (marker first); its write stat, and
+    its Parquet footer and schema (for the metadata table's column stats)."""
     started = time.monotonic()
     storage, partition = table.storage, operation.partition
     folder = Storage.join(table.base, partition) if partition else table.base
@@ -184,6 +186,7 @@ def compact_operation(table: Table, instant: str, index: int, operation: SliceIn
     inserted = sum(1 for key in merged if key not in base_records)
     extra = {"prev_base_file": file_name_of(operation.data_file)} if table.version >= 8 and operation.data_file else {}
     elapsed = int((time.monotonic() - started) * 1000)
+    written = pq.ParquetFile(pa.BufferReader(data))
     return write_stat(file_id=operation.file_id, path=f"{partition}/{name}" if partition else name,
                       prev_commit=operation.base_instant_time or "null", num_writes=len(records),
                       num_deletes=sum(1 for key in base_records if key not in merged),
@@ -192,7 +195,8 @@ def compact_operation(table: Table, instant: str, index: int, operation: SliceIn
                       total_log_files_compacted=len(operation.log_files), total_log_size_compacted=log_bytes,
                       total_updated_records_compacted=updated, total_log_blocks=merger.log_blocks,
                       total_corrupt_log_block=merger.corrupt_blocks, total_rollback_blocks=merger.rollback_blocks,
-                      file_size_in_bytes=len(data), runtime_stats=runtime_stats(upsert_ms=elapsed), **extra)
+                      file_size_in_bytes=len(data), runtime_stats=runtime_stats(upsert_ms=elapsed),
+                      **extra), written.metadata, written.schema_arrow
 
 
 def run_compaction(table: Table, transactions: Transactions, instant_time: str | None = None, *,
@@ -230,20 +234,42 @@ def _run(table: Table, transactions: Transactions, target: Instant, rules: Merge
         inflight = transition.start(table, Instant(instant, COMPACTION, State.REQUESTED), None)
     committed = CommittedInstants.of(table.reload())
     stats = []
+    footers: dict[tuple[str, str], tuple[pq.FileMetaData, pa.Schema]] = {}
     for index, operation in enumerate(plan.operations):
-        stat = compact_operation(table, instant, index, operation, rules, committed)
+        stat, footer, schema = compact_operation(table, instant, index, operation, rules, committed)
         stats.append(stat)
+        footers[(operation.partition, file_name_of(str(stat["path"])))] = (footer, schema)
         if after_file is not None:
             after_file(table.path(str(stat["path"])))
-    schema = _commit_schema(table)
-    content = commit_metadata(by_partition(stats), COMPACT, schema, compacted=True)
+    content = commit_metadata(by_partition(stats), COMPACT, _commit_schema(table), compacted=True)
     with transactions.state_change():
         mdt = metadata_table(table)
-        written = update_for_commit(mdt, instant, CommitMetadata.from_raw(content)) if mdt is not None else None
+        written = None
+        if mdt is not None:
+            updates = compaction_updates(mdt, CommitMetadata.from_raw(content), footers,
+                                         _latest_files(table, plan, footers))
+            written = write_update(mdt, instant, updates)
         done = transition.complete(table, inflight, content,
                                    after=(written.completion_time or "") if written is not None else "")
     table.storage.delete_dir(Storage.join(table.base, META_FOLDER, ".temp", instant))
     return CompactionResult(done, tuple(stats), rolled_back)
+
+
+def _latest_files(table: Table, plan: CompactionPlan, footers: Mapping[tuple[str, str], Any]) -> dict[str, set[str]]:
+    """Partition -> the file names of its latest slices with the compaction's new base files
+    (`HoodieTableMetadataUtil.getPartitionLatestFileSlicesIncludingInflight`), for the touched
+    partitions."""
+    compacted = {(op.partition, op.file_id) for op in plan.operations}
+    out: dict[str, set[str]] = {p: set() for p, _ in footers}
+    for partition, name in footers:
+        out[partition].add(name)
+    view = table.reload().file_system_view()
+    for partition in out:
+        for slice_ in view.latest_slices(partition):
+            if (partition, slice_.file_id) in compacted:
+                continue
+            out[partition] |= set(slice_.file_names)
+    return out
 
 
 def _commit_schema(table: Table) -> str | None:

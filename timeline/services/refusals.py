@@ -42,7 +42,7 @@ BUILT_IN_MERGERS = frozenset({"org.apache.hudi.common.model.HoodieAvroRecordMerg
 # The metadata-table partitions a compaction keeps as Hudi keeps them (files) or leaves alone as
 # Hudi does for a COMPACT commit (record index: `convertMetadataToRecordIndexRecords` returns
 # early; secondary indexes: the compacted records keep their keys and values)
-KEPT_MDT_PARTITIONS = frozenset({"files", "column_stats", "record_index"})
+KEPT_MDT_PARTITIONS = frozenset({"files", "column_stats", "partition_stats", "record_index"})
 
 
 class MergeMode(str, Enum):
@@ -159,7 +159,7 @@ def check_reproducible(table: Table, options: Mapping[str, str] | None = None) -
       writes Parquet only);
     - expression indexes (`HoodieIndexDefinition` of type `expression_index`: the metadata table
       would need the expression evaluated over the new files) and metadata-table partitions a
-      compaction updates that Cleanline does not write (`bloom_filters`, `partition_stats`:
+      compaction updates that Cleanline does not write (`bloom_filters`, expression indexes:
       `HoodieBackedTableMetadataWriter.update` for a COMPACT commit)."""
     uri = table.uri
     if not table.config.is_mor:
