@@ -110,7 +110,9 @@ def parquet_bytes(table: pa.Table, avro_schema: str | None) -> bytes:
         footer[AVRO_SCHEMA_FOOTER] = avro_schema
     footer |= key_footer(table.column(RECORD_KEY).to_pylist() if table.num_rows else [])
     sink = pa.BufferOutputStream()
-    pq.write_table(table.replace_schema_metadata(footer), sink, compression="gzip", store_schema=False)
+    with pq.ParquetWriter(sink, table.schema.remove_metadata(), compression="gzip", store_schema=False) as writer:
+        writer.write_table(table.replace_schema_metadata(None))
+        writer.add_key_value_metadata(footer)  # store_schema=False leaves the schema's own metadata out
     data: bytes = sink.getvalue().to_pybytes()
     return data
 
