@@ -31,8 +31,9 @@ def avro_records(path: Path) -> tuple[dict[str, object], list[str]]:
     """The one record of an Avro plan file and its writer schema's field names."""
     reader = fastavro.reader(io.BytesIO(path.read_bytes()))
     record = next(iter(reader))
-    assert isinstance(record, dict)
-    return record, [f["name"] for f in reader.writer_schema["fields"]]  # type: ignore[index]
+    schema = reader.writer_schema
+    assert isinstance(record, dict) and isinstance(schema, dict)
+    return record, [f["name"] for f in schema["fields"]]
 
 
 def test_the_plan_is_written_as_hudi_writes_one(tmp_path: Path) -> None:

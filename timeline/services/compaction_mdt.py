@@ -32,9 +32,9 @@ from timeline.mdt.writer import COLUMN_STATS, MdtUpdate, commit_updates
 from timeline.metadata.mdt_payload import (
     TYPE_COLUMN_STATS,
     MetadataRecord,
-    _hash_id,
     column_stats_key,
     partition_identifier,
+    partition_stats_key,
 )
 from timeline.metadata.records import CommitMetadata
 
@@ -233,7 +233,7 @@ def compaction_updates(mdt: MetadataTable, metadata: CommitMetadata,
     for partition, fresh in sorted(by_partition.items()):
         identifier = partition_identifier(partition)
         names = latest_files.get(partition, set())
-        prefixes = {_hash_id(c) + _hash_id(identifier): c for c in columns}
+        prefixes = {partition_stats_key(c, identifier): c for c in columns}
         others = [_rewrapped(r.raw["ColumnStatsMetadata"], types.get(c), version)
                   for key, r in existing.items() if not r.is_deleted
                   and (c := prefixes.get(key[:24])) is not None
@@ -250,7 +250,7 @@ def compaction_updates(mdt: MetadataTable, metadata: CommitMetadata,
                      "isTightBound": True}
             if version >= 9:
                 entry["valueType"] = fresh_type.get(column, entries[0].get("valueType"))
-            stats_records.append(MetadataRecord(_hash_id(column) + _hash_id(identifier), TYPE_PARTITION_STATS, None,
+            stats_records.append(MetadataRecord(partition_stats_key(column, identifier), TYPE_PARTITION_STATS, None,
                                                 {"ColumnStatsMetadata": entry}))
     if stats_records:
         updates.append(MdtUpdate(PARTITION_STATS, tuple(stats_records)))
