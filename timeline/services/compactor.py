@@ -12,6 +12,7 @@
    (`HoodieMergeHandle` with preserveMetadata), gzip Parquet with the Avro schema and Hudi's
    bloom filter and min/max record keys in the footer (`HoodieAvroParquetWriter`,
    `HoodieBloomFilterWriteSupport`); nothing else changes on the table;
+   a heartbeat file (`.hoodie/.heartbeat/<t>`) is kept fresh meanwhile, and removed at the end;
 4. under the table's lock, the metadata table's deltacommit at the compaction's time (its
    `files` partition: `convertMetadataToFilesPartitionRecords`; Hudi writes no record-index or
    secondary-index record for a COMPACT commit), then the completed `<t>.commit` with the
@@ -234,6 +235,27 @@ def _run(table: Table, transactions: Transactions, target: Instant, rules: Merge
         check_writable(mdt)
     with transactions.state_change():
         inflight = transition.start(table, Instant(instant, COMPACTION, State.REQUESTED), None)
+    _beat(table, instant)
+    try:
+        return _compact(table, transactions, inflight, plan, rules, rolled_back, after_file)
+    finally:
+        table.storage.delete(_heartbeat(table, instant))  # HoodieHeartbeatClient.stop
+
+
+def _heartbeat(table: Table, instant: str) -> str:
+    return table.path(".hoodie", ".heartbeat", instant)
+
+
+def _beat(table: Table, instant: str) -> None:
+    """`HoodieHeartbeatClient`'s heartbeat file for the running compaction, touched after every
+    new base file: another run (Cleanline's, which checks it before rolling an inflight
+    compaction back) leaves a live one alone."""
+    table.storage.write(_heartbeat(table, instant), b"", overwrite=True)
+
+
+def _compact(table: Table, transactions: Transactions, inflight: Instant, plan: CompactionPlan, rules: MergeRules,
+             rolled_back: Instant | None, after_file: Callable[[str], None] | None) -> CompactionResult:
+    instant = inflight.requested_time
     committed = CommittedInstants.of(table.reload())
     stats = []
     footers: dict[tuple[str, str], tuple[pq.FileMetaData, pa.Schema]] = {}
@@ -241,6 +263,7 @@ def _run(table: Table, transactions: Transactions, target: Instant, rules: Merge
         stat, footer, schema = compact_operation(table, instant, index, operation, rules, committed)
         stats.append(stat)
         footers[(operation.partition, file_name_of(str(stat["path"])))] = (footer, schema)
+        _beat(table, instant)
         if after_file is not None:
             after_file(table.path(str(stat["path"])))
     content = commit_metadata(by_partition(stats), COMPACT, _commit_schema(table), compacted=True)
