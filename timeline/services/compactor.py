@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from timeline import transition
@@ -156,13 +157,11 @@ def compact_operation(table: Table, instant: str, index: int, operation: SliceIn
     storage, partition = table.storage, operation.partition
     folder = Storage.join(table.base, partition) if partition else table.base
     merger = SliceMerger(rules, committed.__contains__)
-    base_records: dict[str, dict[str, Any]] = {}
-    schema: pa.Schema | None = None
+    base: pa.Table | None = None
     footer: Mapping[bytes, bytes] = {}
     if operation.data_file:
         base = pq.read_table(pa.BufferReader(storage.read(Storage.join(folder, file_name_of(operation.data_file)))))
-        schema, footer = base.schema, base.schema.metadata or {}
-        base_records = {row[RECORD_KEY]: row for row in base.to_pylist()}
+        footer = base.schema.metadata or {}
     log: dict[str, dict[str, Any] | Deleted] = {}
     queue: list[LogBlock] = []
     log_bytes = 0
@@ -172,15 +171,27 @@ def compact_operation(table: Table, instant: str, index: int, operation: SliceIn
         log_bytes += len(data)
         merger.read_log(data, path, log, queue)
     merger.apply(queue, folder, log)
-    merged = merger.merge_with_base(base_records, log)
     avro = _avro_schema(footer, queue)
-    if schema is None:
-        if avro is None:
-            raise LogMergeError(f"{folder}/{operation.file_id}: no base file and no data block to take a schema from")
+    if base is not None:
+        schema = base.schema.remove_metadata()
+    elif avro is not None:
         schema = _schema_of_avro(avro)
+    else:
+        raise LogMergeError(f"{folder}/{operation.file_id}: no base file and no data block to take a schema from")
     name = base_file_name(operation.file_id, _token(index), instant)
-    records = [{**row, FILE_NAME: name} for row in merged.values()]
-    data = parquet_bytes(_rows(schema.remove_metadata(), records), avro)
+    # Only the base records the log touches go through Python; the others stay Arrow rows
+    kept = pa.Table.from_pylist([], schema=schema)
+    base_records: dict[str, dict[str, Any]] = {}
+    if base is not None:
+        touched = pc.is_in(base.column(RECORD_KEY), value_set=pa.array(list(log), pa.string()))
+        base_records = {row[RECORD_KEY]: row for row in base.filter(touched).to_pylist()}
+        kept = base.filter(pc.invert(touched)).replace_schema_metadata(None)
+    merged = merger.merge_with_base(base_records, log)
+    index_of = schema.get_field_index(FILE_NAME)
+    kept = kept.set_column(index_of, schema.field(index_of), pa.array([name] * kept.num_rows, pa.string()))
+    fresh = _rows(schema, [{**row, FILE_NAME: name} for row in merged.values()])
+    records = pa.concat_tables([kept, fresh.cast(kept.schema)])
+    data = parquet_bytes(records, avro)
     marker = Storage.join(table.base, META_FOLDER, ".temp", instant, partition, f"{name}.marker.MERGE") if partition \
         else Storage.join(table.base, META_FOLDER, ".temp", instant, f"{name}.marker.MERGE")
     storage.write(marker, b"", overwrite=True)
@@ -191,7 +202,7 @@ def compact_operation(table: Table, instant: str, index: int, operation: SliceIn
     elapsed = int((time.monotonic() - started) * 1000)
     written = pq.ParquetFile(pa.BufferReader(data))
     return write_stat(file_id=operation.file_id, path=f"{partition}/{name}" if partition else name,
-                      prev_commit=operation.base_instant_time or "null", num_writes=len(records),
+                      prev_commit=operation.base_instant_time or "null", num_writes=records.num_rows,
                       num_deletes=sum(1 for key in base_records if key not in merged),
                       num_update_writes=updated, num_inserts=inserted, total_write_bytes=len(data),
                       partition_path=partition, total_log_records=merger.log_records,
