@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 from tests.helpers import FIXTURES, unzip_table
 from timeline import HudiTable
 from timeline.mdt.reader import MetadataTable
-from timeline.services.bloom import BLOOM_FOOTER_KEY, DynamicBloomFilter, key_footer, murmur_hash
+from timeline.services.bloom import BLOOM_FOOTER_KEY, DynamicBloomFilter, bloom_filter, key_footer, murmur_hash
 from timeline.services.compaction_mdt import file_column_stats
 
 
@@ -67,3 +67,22 @@ def test_column_stats_of_hudi_written_files_equal_the_metadata_tables(tmp_path: 
                 assert {k: mine.get(k) for k in theirs} == dict(theirs), (file.name, column)
                 checked += 1
     assert checked >= 300
+
+
+def test_the_vectorised_filter_equals_adding_key_by_key() -> None:
+    """`bloom_filter` hashes many keys at once with Arrow; `DynamicBloomFilter.add` is the rule."""
+    import random
+    import string
+
+    draw = random.Random(41)
+    alphabet = string.printable + "é€😀\x80\xff"
+    keys = ["".join(draw.choice(alphabet) for _ in range(draw.randint(0, 13))) for _ in range(300)]
+    one_by_one = DynamicBloomFilter()
+    for key in keys:
+        one_by_one.add(key)
+    assert bloom_filter(keys, vectorise_from=0).serialize() == one_by_one.serialize()
+    small = DynamicBloomFilter(entries=3, fpp=0.05, max_entries=10)  # rows filled and the last one grown
+    for key in keys[:40]:
+        small.add(key)
+    assert bloom_filter(keys[:40], entries=3, fpp=0.05, max_entries=10, vectorise_from=0).serialize() == \
+        small.serialize()

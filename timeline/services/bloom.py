@@ -16,7 +16,10 @@ from __future__ import annotations
 import base64
 import math
 import struct
-from collections.abc import Iterable
+from collections.abc import Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
 
 BLOOM_FOOTER_KEY = "org.apache.hudi.bloomfilter"    # HoodieAvroWriteSupport.HOODIE_AVRO_BLOOM_FILTER_METADATA_KEY
 BLOOM_TYPE_KEY = "hoodie_bloom_filter_type_code"     # HoodieBloomFilterWriteSupport.HOODIE_BLOOM_FILTER_TYPE_CODE
@@ -134,25 +137,109 @@ class DynamicBloomFilter:
         return base64.b64encode(self.serialize()).decode("ascii")
 
 
-def key_footer(keys: Iterable[str]) -> dict[str, str]:
+_U32 = pa.uint32()
+_VECTORISED_FROM = 64   # keys; below this the loop of `add` is as quick
+
+
+def _u32(value: int) -> pa.Scalar:
+    return pa.scalar(value, _U32)
+
+
+def _group_positions(keys: Sequence[bytes], length: int, nb_hash: int, vector_size: int) -> list[pa.Array]:
+    """`murmur_hash` chained `nb_hash` times (`HashFunction.hash`) over keys of one byte length, as
+    Arrow arrays of bit positions (one per hash), with Arrow's wrapping 32-bit arithmetic."""
+    n = len(keys)
+    flat = pa.Array.from_buffers(pa.uint8(), n * length, [None, pa.py_buffer(b"".join(keys))])
+
+    def column(c: int) -> pa.Array:
+        return pc.take(flat, pa.array(range(c, n * length, length), pa.int64()))
+
+    m = _u32(_M)
+    quads = length >> 2
+    mixed = []
+    for q in range(quads):
+        word = pc.cast(column(4 * q), _U32)
+        for j in (1, 2, 3):
+            word = pc.bit_wise_or(word, pc.shift_left(pc.cast(column(4 * q + j), _U32), _u32(8 * j)))
+        k = pc.multiply(word, m)
+        k = pc.bit_wise_xor(k, pc.shift_right(k, _u32(24)))
+        mixed.append(pc.multiply(k, m))
+    tail = []
+    for back, shift in ((3, 16), (2, 8), (1, 0)):
+        if length - (quads << 2) >= back:  # (int) data[length - back] << shift: a signed byte
+            signed = pc.cast(column(length - back).view(pa.int8()), pa.int32())
+            tail.append(pc.shift_left(signed, pa.scalar(shift, pa.int32())).view(_U32))
+    seed = pa.repeat(_u32(0), n)
+    out = []
+    for _ in range(nb_hash):
+        h = pc.bit_wise_xor(seed, _u32(length))
+        for k in mixed:
+            h = pc.bit_wise_xor(pc.multiply(h, m), k)
+        if tail:
+            for value in tail:
+                h = pc.bit_wise_xor(h, value)
+            h = pc.multiply(h, m)
+        h = pc.bit_wise_xor(h, pc.shift_right(h, _u32(13)))
+        h = pc.multiply(h, m)
+        h = pc.bit_wise_xor(h, pc.shift_right(h, _u32(15)))
+        seed = h
+        magnitude = pc.abs(pc.cast(h.view(pa.int32()), pa.int64()))  # Math.abs(initval % maxValue)
+        out.append(pc.subtract(magnitude, pc.multiply(pc.divide(magnitude, vector_size), vector_size)))
+    return out
+
+
+def bloom_filter(keys: Sequence[str], *, entries: int = NUM_ENTRIES, fpp: float = FPP,
+                 max_entries: int = MAX_ENTRIES, vectorise_from: int = _VECTORISED_FROM) -> DynamicBloomFilter:
+    """A DYNAMIC_V0 filter holding `keys` added in order: `DynamicBloomFilter.add` for each, the
+    hashing vectorised with Arrow from `vectorise_from` keys on."""
+    bloom = DynamicBloomFilter(entries, fpp, max_entries)
+    if len(keys) < vectorise_from:
+        for key in keys:
+            bloom.add(key)
+        return bloom
+    encoded = [k.encode("utf-8") for k in keys]
+    by_length: dict[int, list[int]] = {}
+    for i, key in enumerate(encoded):
+        by_length.setdefault(len(key), []).append(i)
+    groups = [(pa.array(rows, pa.int64()),
+               _group_positions([encoded[i] for i in rows], length, bloom.nb_hash, bloom.vector_size))
+              for length, rows in by_length.items()]
+    start = 0
+    while start < len(keys):  # the keys' rows, as `add` fills them (getActiveStandardBF)
+        if bloom._active() is None:
+            bloom.rows.append(_Row(bloom.vector_size))
+            bloom.current = 0
+        room = len(keys) - start if bloom.reached_max else min(len(keys) - start, max(1, bloom.nr - bloom.current))
+        end = start + room
+        found = []
+        for index, positions in groups:
+            inside = pc.and_(pc.greater_equal(index, start), pc.less(index, end))
+            found += [pc.filter(p, inside) for p in positions]
+        bits = bloom.rows[-1].bits
+        for position in pc.unique(pa.concat_arrays(found)).to_pylist():
+            bits[position >> 3] |= 1 << (position & 7)
+        bloom.current += room
+        start = end
+    return bloom
+
+
+def key_footer(keys: Sequence[str]) -> dict[str, str]:
     """The footer entries `HoodieBloomFilterWriteSupport.finalizeMetadata` adds for the record keys
     written (each key once per record): the bloom filter, its type code and, when a key was
     written, the min and max record keys (Java's String order: UTF-16 code units)."""
-    bloom = DynamicBloomFilter()
-    low: str | None = None
-    high: str | None = None
-    for key in keys:
-        bloom.add(key)
-        order = key.encode("utf-16-be")
-        if low is None or order < low.encode("utf-16-be"):
-            low = key
-        if high is None or order > high.encode("utf-16-be"):
-            high = key
-    footer = {BLOOM_FOOTER_KEY: bloom.to_footer(), BLOOM_TYPE_KEY: DYNAMIC_V0}
-    if low is not None and high is not None:
+    footer = {BLOOM_FOOTER_KEY: bloom_filter(keys).to_footer(), BLOOM_TYPE_KEY: DYNAMIC_V0}
+    if keys:
+        if all(k.isascii() for k in keys):
+            low, high = min(keys), max(keys)
+        else:
+            low, high = min(keys, key=_utf16), max(keys, key=_utf16)
         footer |= {MIN_KEY_FOOTER: low, MAX_KEY_FOOTER: high}
     return footer
 
 
+def _utf16(key: str) -> bytes:
+    return key.encode("utf-16-be")
+
+
 __all__ = ["BLOOM_FOOTER_KEY", "BLOOM_TYPE_KEY", "DYNAMIC_V0", "MAX_KEY_FOOTER", "MIN_KEY_FOOTER",
-           "DynamicBloomFilter", "key_footer", "murmur_hash"]
+           "DynamicBloomFilter", "bloom_filter", "key_footer", "murmur_hash"]
