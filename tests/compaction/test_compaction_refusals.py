@@ -33,7 +33,6 @@ REFUSED_BY_OPTION = [
 REFUSED_BY_TABLE = [
     ("hoodie.populate.meta.fields", "false", "hoodie.populate.meta.fields=false"),
     ("hoodie.table.base.file.format", "ORC", "ORC"),
-    ("hoodie.table.version", "5", "table version 5"),
 ]
 
 

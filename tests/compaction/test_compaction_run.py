@@ -188,3 +188,32 @@ def test_cleanline_writer_commits_on_top_of_a_compacted_table(compacted: dict[st
     assert set(after) == set(before) and after[key]["fare"] == 12345.0
     assert all(after[k]["fare"] == before[k]["fare"] for k in before if k != key)
     assert COMPACTION not in {i.action for i in HudiTable.open(str(done.path)).timeline.pending()}
+
+
+def test_a_spark_written_table_with_updates_and_deletes_compacts_and_takes_writes_on_top(
+        spark: Any, tmp_path: Path) -> None:
+    """Cleanline's Spark writer (table version 8, merge-on-read, a metadata table): inserts, an
+    upsert and a delete as log files; compacted here; then written on again."""
+    from timeline.spark.writer import write
+
+    path = tmp_path / "spark_mor"
+
+    def commit(operation: str, batch: list[tuple[str, str, int, float]]) -> None:
+        write(spark, spark.createDataFrame(batch, "id string, part string, ts long, value double"), str(path),
+              table_name="trips", record_key="id", precombine_field="ts", partition_by="part", operation=operation,
+              table_type="MERGE_ON_READ", table_version=8, max_file_size=4 * 1024,
+              options={"hoodie.metadata.enable": "true"})
+
+    commit("insert", [(f"k{i:02d}", "ab"[i % 2], 10, float(i)) for i in range(12)])
+    commit("upsert", [("k00", "a", 20, 100.0), ("k03", "b", 5, -1.0), ("n01", "a", 10, 1.0)])  # k03: older, kept
+    commit("delete", [("k01", "b", 0, 0.0), ("k04", "a", 0, 0.0)])
+    before = rows(path)
+    maintenance = HudiTable.open(str(path)).maintenance()
+    plan = maintenance.compact(dry_run=False)
+    assert plan.instant is not None and plan.operations
+    maintenance.run_compaction()
+    assert rows(path) == before == read_optimized(path)
+    assert validate_files(MetadataTable(HudiTable.open(str(path)))).ok
+    commit("upsert", [("k02", "a", 30, 102.0)])
+    after = {r["id"]: r["value"] for b in hudi.HudiTable(str(path)).read() for r in b.to_pylist()}
+    assert after["k02"] == 102.0 and after["k00"] == 100.0 and "k01" not in after and after["k03"] == 3.0
