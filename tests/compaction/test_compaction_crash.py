@@ -13,6 +13,7 @@ from timeline import HudiTable
 from timeline.instant import COMPACTION, ROLLBACK, State
 from timeline.mdt.reader import MetadataTable
 from timeline.mdt.validate import validate_files
+from timeline.metadata.records import RollbackMetadata
 from timeline.rollback import RollbackRefused
 from timeline.services.refusals import CompactionRefused
 
@@ -50,7 +51,11 @@ def test_a_stuck_inflight_compaction_is_rolled_back_and_run_again_to_the_same_ro
     assert rows(path) == before  # readers ignore the inflight compaction's files
     result = HudiTable.open(str(path)).maintenance().run_compaction()
     assert result.rolled_back is not None and result.rolled_back.action == ROLLBACK
-    assert result.instant.requested_time == t and not partial[0].exists()  # its partial file went
+    rollback = HudiTable.open(str(path)).read(result.rolled_back, RollbackMetadata)
+    deleted = [name for m in rollback.partitions.values() for name in m.success_delete_files]
+    assert [Path(d).name for d in deleted] == [partial[0].name]  # its partial file went (then written anew)
+    assert result.instant.requested_time == t and sorted(Path(f).name for f in result.files) == sorted(
+        p.name for p in path.rglob(f"*_{t}.parquet"))
     assert rows(path) == before
     assert validate_files(MetadataTable(HudiTable.open(str(path)))).ok
 

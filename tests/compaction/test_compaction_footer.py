@@ -27,7 +27,8 @@ def test_the_bloom_filter_and_key_range_equal_hudis_on_every_fixture_base_file(
                 continue
             keys = pq.read_table(file, columns=["_hoodie_record_key"]).column(0).to_pylist()
             ours = key_footer(keys)
-            assert {k: v.encode() for k, v in ours.items()} == {k.encode(): footer[k.encode()] for k in ours}, file
+            theirs = {k.encode(): footer[k.encode()] for k in ours}
+            assert {k.encode(): v.encode() for k, v in ours.items()} == theirs, file
             checked += 1
     assert checked >= 100
 

@@ -166,9 +166,14 @@ def test_a_pending_compaction_keeps_its_file_groups_out_of_the_next_plan(tmp_pat
     path = unzip_table(FIXTURES / f"{COMPACTABLE[0]}.zip", tmp_path / "t")
     maintenance = HudiTable.open(str(path)).maintenance()
     first = maintenance.compact(dry_run=False)
+    assert first.instant is not None
+    assert maintenance.compact().instant is None  # the pending compaction's new slice has no log yet
+    (op,) = first.operations  # a write after the schedule appends to that new slice (v6: named after it)
+    log = f".{op.file_id}_{first.instant.requested_time}.log.1_0-1-0"
+    (path / op.partition / log).write_bytes(b"#HUDI#")
     second = maintenance.compact()
-    assert second.instant is None and set(second.left_out) == {op.file_group for op in first.operations}
-    assert "pending compaction" in second.reason
+    assert second.instant is None and set(second.left_out) == {op.file_group}
+    assert f"pending compaction {first.instant.requested_time}" in second.reason
 
 
 def test_cleanline_writer_commits_on_top_of_a_compacted_table(compacted: dict[str, Compacted], spark: Any) -> None:

@@ -40,6 +40,7 @@ def test_the_plan_is_written_as_hudi_writes_one(tmp_path: Path) -> None:
     hudi_path = unzip_table(FIXTURES / f"{HUDI_PLAN}.zip", tmp_path / "hudi")
     theirs, their_fields = avro_records(next((hudi_path / ".hoodie" / "timeline").glob("*.compaction.requested")))
     path = unzip_table(FIXTURES / f"{V9}.zip", tmp_path / "t")
+    slices = {(s.partition, s.file_id): s for s in HudiTable.open(str(path)).file_system_view().latest_slices()}
     plan = HudiTable.open(str(path)).maintenance().compact(dry_run=False)
     assert plan.instant is not None
     requested = path / ".hoodie" / "timeline" / f"{plan.instant.requested_time}.compaction.requested"
@@ -53,7 +54,6 @@ def test_the_plan_is_written_as_hudi_writes_one(tmp_path: Path) -> None:
     assert all(list(op["metrics"]) == list(METRIC_ORDER) == list(their_ops[0]["metrics"]) for op in our_ops)
     table = HudiTable.open(str(path))
     read = table.read(plan.instant, CompactionPlan, State.REQUESTED)
-    slices = {(s.partition, s.file_id): s for s in table.file_system_view().latest_slices()}
     for op in read.operations:  # each a latest slice with its logs, named relative to the partition
         found = slices[(op.partition, op.file_id)]
         assert op.log_files == tuple(log.name for log in found.log_files) and "/" not in op.data_file
