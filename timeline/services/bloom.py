@@ -199,8 +199,8 @@ def bloom_filter(keys: Sequence[str], *, entries: int = NUM_ENTRIES, fpp: float 
         return bloom
     encoded = [k.encode("utf-8") for k in keys]
     by_length: dict[int, list[int]] = {}
-    for i, key in enumerate(encoded):
-        by_length.setdefault(len(key), []).append(i)
+    for i, data in enumerate(encoded):
+        by_length.setdefault(len(data), []).append(i)
     groups = [(pa.array(rows, pa.int64()),
                _group_positions([encoded[i] for i in rows], length, bloom.nb_hash, bloom.vector_size))
               for length, rows in by_length.items()]
