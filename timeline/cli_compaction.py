@@ -16,9 +16,14 @@ from typing import TYPE_CHECKING, Any
 from timeline.cli_output import age_text, emit, instant_json, open_table, render_table, size_header, size_text
 
 if TYPE_CHECKING:
-    from timeline.services import CompactionWhy, MetadataTableCompaction, PendingService, TableServices
-    from timeline.services.compactor import CompactionResult
-    from timeline.services.schedule import CompactionSchedule
+    from timeline.services import (
+        CompactionResult,
+        CompactionSchedule,
+        CompactionWhy,
+        MetadataTableCompaction,
+        PendingService,
+        TableServices,
+    )
 
 
 def _pending_json(service: PendingService) -> dict[str, Any]:
@@ -167,9 +172,9 @@ def schedule_text(args: argparse.Namespace, plan: CompactionSchedule) -> str:
 def run_json(result: CompactionResult) -> dict[str, Any]:
     return {"instant": instant_json(result.instant),
             "rolledBack": instant_json(result.rolled_back) if result.rolled_back else None,
-            "files": [{"path": s["path"], "fileId": s["fileId"], "records": s["numWrites"],
-                       "bytes": s["fileSizeInBytes"], "logFilesCompacted": s["totalLogFilesCompacted"],
-                       "logRecords": s["totalLogRecords"]} for s in result.stats]}
+            "files": [{"path": f.path, "partition": f.partition, "fileId": f.file_id, "records": f.records,
+                       "bytes": f.bytes, "logFilesMerged": f.log_files, "logRecordsMerged": f.log_records}
+                      for f in result.new_files]}
 
 
 def run_text(args: argparse.Namespace, result: CompactionResult) -> str:
@@ -177,10 +182,9 @@ def run_text(args: argparse.Namespace, result: CompactionResult) -> str:
     if result.rolled_back is not None:
         lines.append(f"rolled back the crashed run first ({result.rolled_back.action} "
                      f"{result.rolled_back.requested_time})")
-    lines.append(f"compaction {result.instant.requested_time} completed: {len(result.stats)} new base files")
-    lines.append(render_table(["file", "records", size_header(args), "log files compacted"],
-                              [(s["path"], s["numWrites"], size_text(args, int(s["fileSizeInBytes"])),
-                                s["totalLogFilesCompacted"]) for s in result.stats]))
+    lines.append(f"compaction {result.instant.requested_time} completed: {len(result.new_files)} new base files")
+    lines.append(render_table(["file", "records", size_header(args), "log files merged"],
+                              [(f.path, f.records, size_text(args, f.bytes), f.log_files) for f in result.new_files]))
     return "\n".join(lines)
 
 

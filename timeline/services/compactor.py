@@ -61,17 +61,31 @@ AVRO_SCHEMA_FOOTER = "parquet.avro.schema"
 
 
 @dataclass(frozen=True, slots=True)
+class CompactedFile:
+    """One new base file of a compaction: its path in the table, its records and bytes, and the
+    log files and records merged into it."""
+
+    partition: str
+    file_id: str
+    path: str
+    records: int
+    bytes: int
+    log_files: int
+    log_records: int
+
+
+@dataclass(frozen=True, slots=True)
 class CompactionResult:
-    """A compaction run: its completed instant, the write stat of every new base file, and the
-    rollback of a crashed earlier run of it (None when it was requested)."""
+    """A compaction run: its completed instant, every new base file, and the rollback of a crashed
+    earlier run of it (None when it was requested)."""
 
     instant: Instant
-    stats: tuple[Mapping[str, Any], ...]
+    new_files: tuple[CompactedFile, ...]
     rolled_back: Instant | None = None
 
     @property
     def files(self) -> list[str]:
-        return [str(s["path"]) for s in self.stats]
+        return [f.path for f in self.new_files]
 
 
 def pending_compaction(table: Table, instant_time: str | None) -> Instant:
@@ -150,9 +164,10 @@ def _schema_of_avro(avro_schema: str) -> pa.Schema:
 
 
 def compact_operation(table: Table, instant: str, index: int, operation: SliceInfo, rules: MergeRules,
-                      committed: CommittedInstants) -> tuple[dict[str, Any], pq.FileMetaData, pa.Schema]:
-    """Merge one file group's slice into a new base file (marker first); its write stat, and
-    its Parquet footer and schema (for the metadata table's column stats)."""
+                      committed: CommittedInstants
+                      ) -> tuple[dict[str, Any], CompactedFile, pq.FileMetaData, pa.Schema]:
+    """Merge one file group's slice into a new base file (marker first); its write stat, what
+    it holds, and its Parquet footer and schema (for the metadata table's column stats)."""
     started = time.monotonic()
     storage, partition = table.storage, operation.partition
     folder = Storage.join(table.base, partition) if partition else table.base
@@ -201,7 +216,10 @@ def compact_operation(table: Table, instant: str, index: int, operation: SliceIn
     extra = {"prev_base_file": file_name_of(operation.data_file)} if table.version >= 8 and operation.data_file else {}
     elapsed = int((time.monotonic() - started) * 1000)
     written = pq.ParquetFile(pa.BufferReader(data))
-    return write_stat(file_id=operation.file_id, path=f"{partition}/{name}" if partition else name,
+    relative = f"{partition}/{name}" if partition else name
+    compacted = CompactedFile(partition, operation.file_id, relative, records.num_rows, len(data),
+                              len(operation.log_files), merger.log_records)
+    return write_stat(file_id=operation.file_id, path=relative,
                       prev_commit=operation.base_instant_time or "null", num_writes=records.num_rows,
                       num_deletes=sum(1 for key in base_records if key not in merged),
                       num_update_writes=updated, num_inserts=inserted, total_write_bytes=len(data),
@@ -210,7 +228,7 @@ def compact_operation(table: Table, instant: str, index: int, operation: SliceIn
                       total_updated_records_compacted=updated, total_log_blocks=merger.log_blocks,
                       total_corrupt_log_block=merger.corrupt_blocks, total_rollback_blocks=merger.rollback_blocks,
                       file_size_in_bytes=len(data), runtime_stats=runtime_stats(upsert_ms=elapsed),
-                      **extra), written.metadata, written.schema_arrow
+                      **extra), compacted, written.metadata, written.schema_arrow
 
 
 def run_compaction(table: Table, transactions: Transactions, instant_time: str | None = None, *,
@@ -269,14 +287,16 @@ def _compact(table: Table, transactions: Transactions, inflight: Instant, plan: 
     instant = inflight.requested_time
     committed = CommittedInstants.of(table.reload())
     stats = []
+    files = []
     footers: dict[tuple[str, str], tuple[pq.FileMetaData, pa.Schema]] = {}
     for index, operation in enumerate(plan.operations):
-        stat, footer, schema = compact_operation(table, instant, index, operation, rules, committed)
+        stat, compacted, footer, schema = compact_operation(table, instant, index, operation, rules, committed)
         stats.append(stat)
-        footers[(operation.partition, file_name_of(str(stat["path"])))] = (footer, schema)
+        files.append(compacted)
+        footers[(operation.partition, file_name_of(compacted.path))] = (footer, schema)
         _beat(table, instant)
         if after_file is not None:
-            after_file(table.path(str(stat["path"])))
+            after_file(table.path(compacted.path))
     content = commit_metadata(by_partition(stats), COMPACT, _commit_schema(table), compacted=True)
     with transactions.state_change():
         mdt = metadata_table(table)
@@ -288,7 +308,7 @@ def _compact(table: Table, transactions: Transactions, inflight: Instant, plan: 
         done = transition.complete(table, inflight, content,
                                    after=(written.completion_time or "") if written is not None else "")
     table.storage.delete_dir(Storage.join(table.base, META_FOLDER, ".temp", instant))
-    return CompactionResult(done, tuple(stats), rolled_back)
+    return CompactionResult(done, tuple(files), rolled_back)
 
 
 def _latest_files(table: Table, plan: CompactionPlan, footers: Mapping[tuple[str, str], Any]) -> dict[str, set[str]]:
@@ -316,10 +336,11 @@ def _commit_schema(table: Table) -> str | None:
             metadata = table.read(instant, CommitMetadata)
         except Exception:  # an unreadable commit: look further back  # noqa: BLE001
             continue
-        schema = (metadata.raw.get("extraMetadata") or {}).get("schema") if isinstance(metadata.raw, Mapping) else None
+        schema = metadata.extra_metadata.get("schema")
         if schema:
             return str(schema)
     return table.config.get("hoodie.table.create.schema")
 
 
-__all__ = ["CompactionResult", "compact_operation", "parquet_bytes", "pending_compaction", "run_compaction"]
+__all__ = ["CompactedFile", "CompactionResult", "compact_operation", "parquet_bytes", "pending_compaction",
+           "run_compaction"]

@@ -16,7 +16,7 @@ from timeline import transition
 from timeline.fsview import FileGroupId, FileSlice
 from timeline.instant import CLUSTERING, COMMIT, COMPACTION, DELTA_COMMIT, REPLACE_COMMIT, Instant, State
 from timeline.locks.discovery import writer_properties
-from timeline.metadata.records import SliceInfo
+from timeline.metadata.records import CompactionPlan, SliceInfo
 from timeline.services.pending import ServiceKind, pending_services
 from timeline.services.refusals import CompactionRefused, MergeRules, check_reproducible
 from timeline.services.settings import compaction_settings
@@ -58,10 +58,7 @@ class CompactionOperation:
         """`CompactionUtils.buildHoodieCompactionOperation` (plan version 2: names relative to
         the partition)."""
         info = SliceInfo(self.partition, self.file_id, self.base_instant_time, self.base_file or "", self.log_files)
-        raw = info.compaction_operation(self.metrics)
-        if not self.base_file:
-            raw["dataFilePath"] = None
-        return raw
+        return info.compaction_operation(self.metrics)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,9 +86,8 @@ class CompactionSchedule:
         (`BaseHoodieCompactionPlanGenerator.getExtraMetadata`); Hudi 1.x (table versions 8 and
         9) adds `missingSchedulePartitions` (`CompactionStrategy.generateCompactionPlan`, a list
         when incremental table services are on), 0.14/0.15 have no such field (left null)."""
-        return {"operations": [op.to_raw() for op in self.operations], "extraMetadata": {}, "version": 2,
-                "strategy": None, "preserveHoodieMetadata": False,
-                "missingSchedulePartitions": list(self.missing_partitions) if table_version >= 8 else None}
+        return CompactionPlan.scheduled((op.to_raw() for op in self.operations),
+                                        self.missing_partitions if table_version >= 8 else None)
 
 
 def _number(table: Table, props: Mapping[str, str], setting: tuple[str, str]) -> int:
