@@ -216,8 +216,12 @@ def bloom_filter(keys: Sequence[str], *, entries: int = NUM_ENTRIES, fpp: float 
             inside = pc.and_(pc.greater_equal(index, start), pc.less(index, end))
             found += [pc.filter(p, inside) for p in positions]
         bits = bloom.rows[-1].bits
-        for position in pc.unique(pa.concat_arrays(found)).to_pylist():
-            bits[position >> 3] |= 1 << (position & 7)
+        positions = pc.unique(pa.concat_arrays(found))  # distinct bits: their masks summed per byte are OR-ed
+        masks = pa.table({"byte": pc.shift_right(positions, 3),
+                          "mask": pc.shift_left(pa.scalar(1, pa.int64()), pc.bit_wise_and(positions, 7))})
+        summed = masks.group_by("byte").aggregate([("mask", "sum")])
+        for byte, mask in zip(summed.column("byte").to_pylist(), summed.column("mask_sum").to_pylist(), strict=True):
+            bits[byte] |= mask
         bloom.current += room
         start = end
     return bloom
