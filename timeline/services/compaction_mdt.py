@@ -117,15 +117,22 @@ def _comparable(wrapped: tuple[str, Mapping[str, Any]] | Mapping[str, Any] | Non
 
 
 def file_column_stats(metadata: pq.FileMetaData, schema: pa.Schema, file_name: str, columns: Iterable[str],
-                      table_version: int, value_types: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+                      table_version: int, value_types: Mapping[str, Any], *,
+                      strict: bool = True) -> dict[str, dict[str, Any]]:
     """column -> ColumnStatsMetadata of one Parquet file (`ParquetUtils.readColumnStatsFromMetadata`
-    folded over row groups: `HoodieColumnRangeMetadata.merge`)."""
+    folded over row groups: `HoodieColumnRangeMetadata.merge`). Not `strict`: columns of a type
+    Cleanline does not write stats for are left out rather than refused."""
     index = {metadata.schema.column(i).path: i for i in range(metadata.num_columns)}
     out: dict[str, dict[str, Any]] = {}
     for column in columns:
         if column not in index or column not in schema.names:
             continue
         arrow_type = schema.field(column).type
+        if not strict:
+            try:
+                _kind_supported(arrow_type)
+            except ColumnStatsUnsupported:
+                continue
         low = high = None
         nulls = values = size = raw = 0
         for g in range(metadata.num_row_groups):
@@ -154,6 +161,14 @@ def file_column_stats(metadata: pq.FileMetaData, schema: pa.Schema, file_name: s
                 entry["valueType"] = dict(found)
         out[column] = entry
     return out
+
+
+def _kind_supported(arrow_type: pa.DataType) -> None:
+    """ColumnStatsUnsupported for a type `wrap` refuses."""
+    kind = _kind(arrow_type)
+    known = {"string", "bool", "int8", "int16", "int32", "int64", "float", "double", "date32", "decimal", "binary"}
+    if kind not in known and not kind.startswith("timestamp["):
+        raise ColumnStatsUnsupported(f"column stats of a {arrow_type} column are not written by Cleanline")
 
 
 def _merge(entries: Sequence[Mapping[str, Any]], decimal: bool) -> dict[str, Any]:
@@ -197,10 +212,11 @@ def _rewrapped(raw: Mapping[str, Any], arrow_type: pa.DataType | None, version: 
 
 
 def compaction_updates(mdt: MetadataTable, metadata: CommitMetadata,
-                       new_files: Mapping[tuple[str, str], tuple[pq.FileMetaData, pa.Schema]],
+                       new_files: Mapping[tuple[str, str], tuple[Mapping[str, Mapping[str, Any]], pa.Schema]],
                        latest_files: Mapping[str, set[str]]) -> list[MdtUpdate]:
     """The metadata table's update for a compaction (see the module's docstring). `new_files`:
-    (partition, name) -> the new base file's Parquet footer and Arrow schema; `latest_files`:
+    (partition, name) -> the column stats of every column of the new base file
+    (`file_column_stats`, not strict, no value types given) and its Arrow schema; `latest_files`:
     partition -> the file names of the partition's latest slices once the compaction completes
     (the new base files among them)."""
     updates = commit_updates(metadata)
@@ -217,9 +233,20 @@ def compaction_updates(mdt: MetadataTable, metadata: CommitMetadata,
     records: list[MetadataRecord] = []
     by_partition: dict[str, list[dict[str, Any]]] = {}
     types: dict[str, pa.DataType] = {}
-    for (partition, name), (footer, schema) in sorted(new_files.items()):
+    for (partition, name), (computed, schema) in sorted(new_files.items()):
         types |= {f.name: f.type for f in schema}
-        stats = file_column_stats(footer, schema, name, columns, version, value_types)
+        stats = {}
+        for column in columns:
+            if column not in schema.names:
+                continue
+            if column not in computed:
+                raise ColumnStatsUnsupported(f"{name}: column stats of the {schema.field(column).type} column "
+                                             f"{column} are not written by Cleanline")
+            entry = dict(computed[column])
+            if version >= 9 and _kind(schema.field(column).type) not in _VALUE_TYPES \
+                    and isinstance(value_types.get(column), Mapping):
+                entry["valueType"] = dict(value_types[column])
+            stats[column] = entry
         identifier = partition_identifier(partition)
         for column, entry in stats.items():
             records.append(MetadataRecord(column_stats_key(column, identifier, name), TYPE_COLUMN_STATS, None,

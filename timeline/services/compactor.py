@@ -45,7 +45,7 @@ from timeline.metadata.raw import file_name_of
 from timeline.metadata.records import CommitMetadata, CompactionPlan, SliceInfo
 from timeline.metadata.written import by_partition, commit_metadata, runtime_stats, write_stat
 from timeline.services.bloom import key_footer
-from timeline.services.compaction_mdt import compaction_updates
+from timeline.services.compaction_mdt import compaction_updates, file_column_stats
 from timeline.services.merge import RECORD_KEY, CommittedInstants, Deleted, LogMergeError, SliceMerger, last_schema
 from timeline.services.refusals import CompactionRefused, MergeRules, check_reproducible
 from timeline.storage import Storage
@@ -165,9 +165,10 @@ def _schema_of_avro(avro_schema: str) -> pa.Schema:
 
 def compact_operation(table: Table, instant: str, index: int, operation: SliceInfo, rules: MergeRules,
                       committed: CommittedInstants
-                      ) -> tuple[dict[str, Any], CompactedFile, pq.FileMetaData, pa.Schema]:
+                      ) -> tuple[dict[str, Any], CompactedFile, dict[str, dict[str, Any]], pa.Schema]:
     """Merge one file group's slice into a new base file (marker first); its write stat, what
-    it holds, and its Parquet footer and schema (for the metadata table's column stats)."""
+    it holds, and the column stats of its columns and its schema (for the metadata table: only
+    these small values are kept, not the footer, which holds the bloom filter)."""
     started = time.monotonic()
     storage, partition = table.storage, operation.partition
     folder = Storage.join(table.base, partition) if partition else table.base
@@ -216,6 +217,8 @@ def compact_operation(table: Table, instant: str, index: int, operation: SliceIn
     extra = {"prev_base_file": file_name_of(operation.data_file)} if table.version >= 8 and operation.data_file else {}
     elapsed = int((time.monotonic() - started) * 1000)
     written = pq.ParquetFile(pa.BufferReader(data))
+    column_stats = file_column_stats(written.metadata, written.schema_arrow, name, written.schema_arrow.names,
+                                     table.version, {}, strict=False)
     relative = f"{partition}/{name}" if partition else name
     compacted = CompactedFile(partition, operation.file_id, relative, records.num_rows, len(data),
                               len(operation.log_files), merger.log_records)
@@ -228,7 +231,7 @@ def compact_operation(table: Table, instant: str, index: int, operation: SliceIn
                       total_updated_records_compacted=updated, total_log_blocks=merger.log_blocks,
                       total_corrupt_log_block=merger.corrupt_blocks, total_rollback_blocks=merger.rollback_blocks,
                       file_size_in_bytes=len(data), runtime_stats=runtime_stats(upsert_ms=elapsed),
-                      **extra), compacted, written.metadata, written.schema_arrow
+                      **extra), compacted, column_stats, written.schema_arrow.remove_metadata()
 
 
 def run_compaction(table: Table, transactions: Transactions, instant_time: str | None = None, *,
@@ -288,7 +291,7 @@ def _compact(table: Table, transactions: Transactions, inflight: Instant, plan: 
     committed = CommittedInstants.of(table.reload())
     stats = []
     files = []
-    footers: dict[tuple[str, str], tuple[pq.FileMetaData, pa.Schema]] = {}
+    footers: dict[tuple[str, str], tuple[dict[str, dict[str, Any]], pa.Schema]] = {}
     for index, operation in enumerate(plan.operations):
         stat, compacted, footer, schema = compact_operation(table, instant, index, operation, rules, committed)
         stats.append(stat)
