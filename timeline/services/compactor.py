@@ -40,7 +40,7 @@ from timeline.config import META_FOLDER
 from timeline.files import base_file_name
 from timeline.instant import COMPACTION, Instant, State
 from timeline.mdt.reader import metadata_table
-from timeline.mdt.writer import check_writable, write_update
+from timeline.mdt.writer import COLUMN_STATS, check_writable, write_update
 from timeline.metadata.raw import file_name_of
 from timeline.metadata.records import CommitMetadata, CompactionPlan, SliceInfo
 from timeline.metadata.written import by_partition, commit_metadata, runtime_stats, write_stat
@@ -164,7 +164,7 @@ def _schema_of_avro(avro_schema: str) -> pa.Schema:
 
 
 def compact_operation(table: Table, instant: str, index: int, operation: SliceInfo, rules: MergeRules,
-                      committed: CommittedInstants
+                      committed: CommittedInstants, *, column_stats: bool = False
                       ) -> tuple[dict[str, Any], CompactedFile, dict[str, dict[str, Any]], pa.Schema]:
     """Merge one file group's slice into a new base file (marker first); its write stat, what
     it holds, and the column stats of its columns and its schema (for the metadata table: only
@@ -217,8 +217,8 @@ def compact_operation(table: Table, instant: str, index: int, operation: SliceIn
     extra = {"prev_base_file": file_name_of(operation.data_file)} if table.version >= 8 and operation.data_file else {}
     elapsed = int((time.monotonic() - started) * 1000)
     written = pq.ParquetFile(pa.BufferReader(data))
-    column_stats = file_column_stats(written.metadata, written.schema_arrow, name, written.schema_arrow.names,
-                                     table.version, {}, strict=False)
+    stats = file_column_stats(written.metadata, written.schema_arrow, name, written.schema_arrow.names,
+                              table.version, {}, strict=False) if column_stats else {}
     relative = f"{partition}/{name}" if partition else name
     compacted = CompactedFile(partition, operation.file_id, relative, records.num_rows, len(data),
                               len(operation.log_files), merger.log_records)
@@ -231,7 +231,7 @@ def compact_operation(table: Table, instant: str, index: int, operation: SliceIn
                       total_updated_records_compacted=updated, total_log_blocks=merger.log_blocks,
                       total_corrupt_log_block=merger.corrupt_blocks, total_rollback_blocks=merger.rollback_blocks,
                       file_size_in_bytes=len(data), runtime_stats=runtime_stats(upsert_ms=elapsed),
-                      **extra), compacted, column_stats, written.schema_arrow.remove_metadata()
+                      **extra), compacted, stats, written.schema_arrow.remove_metadata()
 
 
 def run_compaction(table: Table, transactions: Transactions, instant_time: str | None = None, *,
@@ -292,8 +292,12 @@ def _compact(table: Table, transactions: Transactions, inflight: Instant, plan: 
     stats = []
     files = []
     footers: dict[tuple[str, str], tuple[dict[str, dict[str, Any]], pa.Schema]] = {}
+    config = table.config
+    indexed = config.metadata_table_enabled and COLUMN_STATS in {*config.metadata_partitions,
+                                                                 *config.metadata_partitions_inflight}
     for index, operation in enumerate(plan.operations):
-        stat, compacted, footer, schema = compact_operation(table, instant, index, operation, rules, committed)
+        stat, compacted, footer, schema = compact_operation(table, instant, index, operation, rules, committed,
+                                                            column_stats=indexed)
         stats.append(stat)
         files.append(compacted)
         footers[(operation.partition, file_name_of(compacted.path))] = (footer, schema)
