@@ -96,3 +96,14 @@ def test_deletes_by_ordering_value() -> None:
 
 def test_hoodie_is_deleted_marks_a_delete() -> None:
     assert merged(COMMIT, [rec("a", 1, "base")], data("1", rec("a", 2, "gone", deleted=True))) == {}
+
+
+def test_the_columns_the_log_carries_are_known() -> None:
+    """A compaction refuses log records with columns its base file has not (timeline/services/
+    compactor.py: no schema evolution), so it must know them."""
+    merger = SliceMerger(EVENT, frozenset({"1"}).__contains__)
+    log: dict[str, dict[str, Any] | Deleted] = {}
+    queue: list[Any] = []
+    merger.read_log(data("1", rec("a", 1, "x")), "log", log, queue)
+    merger.apply(queue, "log", log)
+    assert merger.fields == {"_hoodie_record_key", "ts", "v", "_hoodie_is_deleted"}

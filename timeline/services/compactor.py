@@ -194,6 +194,10 @@ def compact_operation(table: Table, instant: str, index: int, operation: SliceIn
         schema = _schema_of_avro(avro)
     else:
         raise LogMergeError(f"{folder}/{operation.file_id}: no base file and no data block to take a schema from")
+    evolved = sorted(merger.fields - set(schema.names))
+    if evolved:  # HoodieMergeHandle writes with the latest table schema; Cleanline keeps the base file's
+        raise LogMergeError(f"{folder}/{operation.file_id}: the log records carry columns the base file has not "
+                            f"({', '.join(evolved)}); Cleanline does not evolve a base file's schema")
     name = base_file_name(operation.file_id, _token(index), instant)
     # Only the base records the log touches go through Python; the others stay Arrow rows
     kept = pa.Table.from_pylist([], schema=schema)

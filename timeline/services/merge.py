@@ -109,6 +109,7 @@ class SliceMerger:
         self.log_blocks = 0
         self.rollback_blocks = 0
         self.corrupt_blocks = 0
+        self.fields: set[str] = set()   # the columns the log's data blocks carry
 
     def ordering(self, record: dict[str, Any]) -> Any:
         return record.get(self.field) if self.field else None
@@ -177,6 +178,8 @@ class SliceMerger:
                 continue
             else:
                 raise LogMergeError(f"{path}: a {block.block_type.name} block in a data table's log file")
+            if records:
+                self.fields |= set(records[0])
             for record in records:
                 self._combine_record(log, record)
             self.log_records += len(records)
