@@ -477,7 +477,7 @@ def build_parser() -> argparse.ArgumentParser:
         add(commands)
     add_archive_commands(commands, _command, _writers_stopped)
     add_doctor_command(commands, _writers_stopped, _sizes)
-    add_compaction_command(commands, _command, _sizes)
+    add_compaction_command(commands, _command, _sizes, _writers_stopped)
     add_version_command(commands, _command, _writers_stopped)
     return parser
 
