@@ -59,8 +59,25 @@ INDEX_DEFS = "hoodie.table.index.defs.path"
 INDEX_DEFS_DEFAULT = ".hoodie/.index_defs/index.json"
 SHOWN = 50  # the mismatches an evidence lists (the count names them all)
 UNREADABLE = (OSError, ValueError, CleanlineError)  # pyarrow's ArrowInvalid is a ValueError
-REPAIR = (f"{NO_REPAIR}Cleanline offers no index repair yet; drop the metadata table (`cleanline mdt drop`) so "
-          "Hudi writers rebuild it with its indexes, or have a Hudi writer drop and rebuild this index")
+SECONDARY_PREFIX = "secondary_index_"  # MetadataPartitionType.SECONDARY_INDEX's partition path prefix
+# The record index check reads every key of the latest snapshot up to this many keys; above it,
+# without `DoctorSettings.index_full`, a random sample of file groups holding about this many.
+SAMPLE_KEYS = 200_000
+CONFIDENCE = 0.95
+NULL_VALUE = "\x00"  # a null secondary value in a secondary-index key (SecondaryIndexKeyUtils)
+
+
+def rebuild_repair(index: str) -> str:
+    """The repair text of a drifted index: what `cleanline index rebuild` does."""
+    return (f"rebuild {index} from the data as Hudi's initialisation computes it, only its drifted records, in one "
+            f"metadata-table deltacommit under the table's lock (`cleanline index rebuild <table> --index {index}`; "
+            f"or `cleanline index drop` so Hudi writers rebuild it)")
+
+
+def drop_repair(index: str) -> str:
+    return (f"drop {index} (its metadata-table folder and its entry in hoodie.table.metadata.partitions, as "
+            f"HoodieTableMetadataUtil.deleteMetadataTablePartition does) so that no reader trusts it and Hudi writers "
+            f"rebuild it (`cleanline index drop <table> --index {index}`)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,8 +136,12 @@ def _footer_stats(storage: Storage, path: str) -> dict[str, dict[str, Any]]:
             logical = str(stats.logical_type) if stats is not None else ""
             decimal = logical.startswith("Decimal")
             entry = out.setdefault(chunk.path_in_schema, {"minValue": None, "maxValue": None, "nullCount": 0,
-                                                          "valueCount": 0, "decimal": decimal})
+                                                          "valueCount": 0, "decimal": decimal, "rawMin": None,
+                                                          "rawMax": None, "totalSize": 0,
+                                                          "totalUncompressedSize": 0})
             entry["valueCount"] += chunk.num_values
+            entry["totalSize"] += chunk.total_compressed_size
+            entry["totalUncompressedSize"] += chunk.total_uncompressed_size
             if stats is None:
                 continue
             entry["nullCount"] += stats.null_count or 0
@@ -128,11 +149,12 @@ def _footer_stats(storage: Storage, path: str) -> dict[str, dict[str, Any]]:
                 low, high = stats.min_raw, stats.max_raw
                 if isinstance(low, bytes) and logical == "String":
                     low, high = low.decode(), high.decode()
+                raw_low, raw_high = low, high
                 low, high = _normal(low, decimal), _normal(high, decimal)
                 if entry["minValue"] is None or low < entry["minValue"]:
-                    entry["minValue"] = low
+                    entry["minValue"], entry["rawMin"] = low, raw_low
                 if entry["maxValue"] is None or high > entry["maxValue"]:
-                    entry["maxValue"] = high
+                    entry["maxValue"], entry["rawMax"] = high, raw_high
     return out
 
 
@@ -265,7 +287,7 @@ def _stats_finding(index: str, checked: int, mismatches: list[StatsMismatch], wh
         StatsEvidence(index, checked, len(mismatches), tuple(mismatches[:SHOWN])),
         "Query engines skip files by these statistics (data skipping): a wrong range or count makes them skip files "
         "that hold matching rows, and queries silently return too few rows.",
-        REPAIR)]
+        rebuild_repair(index))]
 
 
 def _column_stats(survey: Survey, mdt: MetadataTable, files: list[_BaseFile]) -> list[Finding]:
@@ -337,21 +359,47 @@ class RecordIndexEvidence(Evidence):
     groups_skipped: int    # file groups whose latest slice has log files (not read here)
     mismatches: int
     shown: tuple[KeyMismatch, ...]
+    sampled: bool = False  # a sample of file groups (see `sample_note`), not every key
+    groups_checked: int = 0
+    groups_total: int = 0
+    confidence: float = 1.0
+    undetected_fraction: float = 0.0  # at `confidence`, the fraction of keys a clean sample still allows wrong
 
 
-def _record_index(survey: Survey, mdt: MetadataTable, view: FileSystemView) -> list[Finding]:
-    """Every record key of the latest snapshot maps to the file group that holds it, and no key
-    maps to a file group that does not (`HoodieTableMetadataUtil.readRecordKeysFromBaseFiles`, what
-    the record index is initialised from, against `HoodieBackedTableMetadata.readRecordIndex`).
-    File groups whose latest slice has log files (updates, deletes, inserts not read here) are
-    skipped both ways, and so are base files without the `_hoodie_record_key` column."""
+@dataclass(frozen=True, slots=True)
+class _Snapshot:
+    """The latest snapshot's keys (and the columns asked for), read from the latest base files of
+    the file groups checked: `rows[(partition, file id)]` holds their columns as lists."""
+
+    rows: dict[tuple[str, str], dict[str, list[Any]]]
+    live: set[tuple[str, str]]
+    skipped: int
+    sampled: bool
+    base_instant: dict[tuple[str, str], str]
+
+    @property
+    def held(self) -> dict[str, tuple[str, str]]:
+        return {str(k): location for location, columns in self.rows.items() for k in columns[RECORD_KEY_FIELD]}
+
+
+def _snapshot(survey: Survey, view: FileSystemView, columns: Iterable[str] = ()) -> _Snapshot:
+    """`HoodieTableMetadataUtil.readRecordKeysFromBaseFiles` (what the record index and secondary
+    indexes are initialised from, `HoodieBackedTableMetadataWriter.initializeRecordIndexPartition`,
+    `SecondaryIndexRecordGenerationUtils.readSecondaryKeysFromFileSlices`): the record key (and
+    `columns`) of every row of the latest base files. File groups whose latest slice has log files
+    are skipped (updates and deletes not read here), and base files without the key column. On a
+    table whose latest base files hold more than `SAMPLE_KEYS` rows (footers' row counts), unless
+    `DoctorSettings.index_full`, a random sample of file groups holding about that many."""
+    import random
+
     import pyarrow.parquet as pq  # here: only the index check reads Parquet files
 
     table = survey.table
-    held: dict[str, tuple[str, str]] = {}          # key -> group whose base file holds it
-    checked: set[tuple[str, str]] = set()          # groups read
+    wanted = [RECORD_KEY_FIELD, *(c for c in columns if c != RECORD_KEY_FIELD)]
     live: set[tuple[str, str]] = set()
+    readable = []
     skipped = 0
+    base_instant: dict[tuple[str, str], str] = {}
     for group in view.file_groups():
         location = (group.partition, group.file_id)
         live.add(location)
@@ -359,20 +407,87 @@ def _record_index(survey: Survey, mdt: MetadataTable, view: FileSystemView) -> l
         if file_slice is None or file_slice.base_file is None or file_slice.log_files:
             skipped += file_slice is not None and bool(file_slice.log_files)
             continue
-        path = table.path(file_slice.partition, file_slice.base_file.name)
+        base_instant[location] = file_slice.base_instant_time
+        readable.append((location, table.path(file_slice.partition, file_slice.base_file.name)))
+    full = survey.settings.index_full
+    limit = survey.settings.index_sample_keys
+    sampled = False
+    if not full and len(readable) > 1:
+        counts: dict[tuple[str, str], int] = {}
+        for location, path in readable:
+            try:
+                with survey.storage.reader(path) as stream:
+                    counts[location] = pq.ParquetFile(stream).metadata.num_rows
+            except UNREADABLE:
+                counts[location] = 0
+        if sum(counts.values()) > limit:
+            random.Random(table.uri).shuffle(readable)  # seeded: the same sample for the same table
+            chosen: list[tuple[tuple[str, str], str]] = []
+            total = 0
+            for location, path in readable:
+                if total >= limit:
+                    break
+                chosen.append((location, path))
+                total += counts[location]
+            readable, sampled = chosen, True
+    rows: dict[tuple[str, str], dict[str, list[Any]]] = {}
+    for location, path in readable:
         try:
             with survey.storage.reader(path) as stream:
                 parquet = pq.ParquetFile(stream)
-                has_keys = RECORD_KEY_FIELD in parquet.schema_arrow.names
-                keys = parquet.read(columns=[RECORD_KEY_FIELD]).column(0).to_pylist() if has_keys else None
+                names = parquet.schema_arrow.names
+                if RECORD_KEY_FIELD not in names:
+                    skipped += 1
+                    continue
+                data = parquet.read(columns=[c for c in wanted if c in names])
         except UNREADABLE:
-            keys = None
-        if keys is None:
             skipped += 1
             continue
-        checked.add(location)
-        for key in keys:
-            held[str(key)] = location
+        rows[location] = {name: _as_java_strings(data.column(name)) if name != RECORD_KEY_FIELD
+                          else data.column(name).to_pylist() for name in data.column_names}
+    return _Snapshot(rows, live, skipped, sampled, base_instant)
+
+
+def _as_java_strings(column: Any) -> list[Any]:
+    """A column's values as the strings Hudi keys a secondary index by (`Object.toString` of the
+    engine's value, `SecondaryIndexRecordGenerationUtils`): dates as days since the epoch,
+    timestamps as their long, booleans as true/false; None stays None."""
+    import pyarrow as pa
+    import pyarrow.types as types
+
+    kind = column.type
+    if types.is_date32(kind):
+        column = column.cast(pa.int32())
+    elif types.is_timestamp(kind) or types.is_date64(kind) or types.is_time(kind):
+        column = column.cast(pa.int64())
+    out: list[Any] = []
+    for value in column.to_pylist():
+        if value is None:
+            out.append(None)
+        elif isinstance(value, bool):
+            out.append("true" if value else "false")
+        else:
+            out.append(str(value))
+    return out
+
+
+def sample_note(sample_keys: int) -> tuple[float, float]:
+    """(confidence, the fraction of wrong keys a clean sample of `sample_keys` still allows at that
+    confidence: the rule of three, 3/n at 95%)."""
+    return CONFIDENCE, (min(1.0, 3.0 / sample_keys) if sample_keys else 1.0)
+
+
+def _record_index(survey: Survey, mdt: MetadataTable, view: FileSystemView,
+                  snapshot: _Snapshot | None = None) -> list[Finding]:
+    """Every record key of the latest snapshot maps to the file group that holds it, and no key
+    maps to a file group that does not (`HoodieTableMetadataUtil.readRecordKeysFromBaseFiles`, what
+    the record index is initialised from, against `HoodieBackedTableMetadata.readRecordIndex`).
+    File groups whose latest slice has log files are skipped both ways, and so are base files
+    without the `_hoodie_record_key` column; on a large table a sample of file groups (`_snapshot`),
+    its size and confidence stated in the finding (an INFO finding when the sample is clean)."""
+    snapshot = snapshot or _snapshot(survey, view)
+    held = snapshot.held
+    checked = set(snapshot.rows)
     mismatches: list[KeyMismatch] = []
     recorded: set[str] = set()
     for key, record in mdt.records(RECORD_INDEX).items():
@@ -384,21 +499,147 @@ def _record_index(survey: Survey, mdt: MetadataTable, view: FileSystemView) -> l
         actual = held.get(key)
         if actual == location:
             continue
-        if actual is None and (location in live and location not in checked):
+        if actual is None and (location in snapshot.live and location not in checked):
             continue  # maps to a group not read here
+        if actual is None and snapshot.sampled:
+            continue  # maps to a group not sampled, or nowhere: only the full check tells
         mismatches.append(KeyMismatch(key, "/".join(location), "none" if actual is None else "/".join(actual)))
     for key in sorted(set(held) - recorded):
         mismatches.append(KeyMismatch(key, "none", "/".join(held[key])))
+    confidence, fraction = sample_note(len(held)) if snapshot.sampled else (1.0, 0.0)
+    evidence = RecordIndexEvidence(RECORD_INDEX, len(held), snapshot.skipped, len(mismatches),
+                                   tuple(mismatches[:SHOWN]), snapshot.sampled, len(checked), len(snapshot.live),
+                                   confidence, fraction)
+    sample = (f" (a sample: {len(held)} key(s) of {len(checked)} of {len(snapshot.live)} file group(s); at "
+              f"{confidence:.0%} confidence at most {fraction:.4%} of keys are wrong unnoticed; --full checks every "
+              "key)") if snapshot.sampled else ""
+    if not mismatches:
+        if not snapshot.sampled:
+            return []
+        return [Finding(KIND, Severity.INFO, f"{RECORD_INDEX}: verified on a sample{sample}", evidence,
+                        "A sample rules out widespread drift, not a few wrong keys.",
+                        f"{NO_REPAIR}nothing found; verify with the full check (`cleanline index verify --full`, "
+                        "DoctorSettings(index_full=True)) to rule out every wrong key")]
+    return [Finding(
+        KIND, Severity.ERROR,
+        f"{RECORD_INDEX}: {len(mismatches)} record key(s) map to the wrong file group or to none{sample}",
+        evidence,
+        "Writers tag incoming records through the record index: a key mapped to the wrong file group is written as "
+        "a new record beside the old one (a duplicate) or its update and delete are lost; readers looking a key up "
+        "find nothing.",
+        rebuild_repair(RECORD_INDEX))]
+
+
+@dataclass(frozen=True, slots=True)
+class SecondaryMismatch(Evidence):
+    value: str       # the indexed value
+    record_key: str
+    problem: str     # "missing" (the data holds it, the index does not) or "stale" (the index holds it, the data not)
+
+
+@dataclass(frozen=True, slots=True)
+class SecondaryIndexEvidence(Evidence):
+    index: str
+    column: str
+    entries_checked: int
+    groups_skipped: int
+    mismatches: int
+    shown: tuple[SecondaryMismatch, ...]
+
+
+def escape_key(text: str) -> str:
+    """`SecondaryIndexKeyUtils.escapeSpecialChars`: backslash and `$` escaped with a backslash."""
+    return text.replace("\\", "\\\\").replace("$", "\\$")
+
+
+def _split_key(key: str) -> tuple[str, str] | None:
+    """`SecondaryIndexKeyUtils.getSecondaryKeyFromSecondaryIndexKey` / `getRecordKeyFromSecondaryIndexKey`:
+    (secondary value, record key) split at the first unescaped `$`, both unescaped."""
+    escaped = False
+    for position, char in enumerate(key):
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char == "$":
+            return _unescape(key[:position]), _unescape(key[position + 1:])
+    return None
+
+
+def _unescape(text: str) -> str:
+    out, escaped = [], False
+    for char in text:
+        if escaped or char != "\\":
+            out.append(char)
+            escaped = False
+        else:
+            escaped = True
+    return "".join(out)
+
+
+def secondary_key(value: str, record_key: str) -> str:
+    """`SecondaryIndexKeyUtils.constructSecondaryIndexKey`: escaped value, `$`, escaped record key."""
+    return escape_key(value) + "$" + escape_key(record_key)
+
+
+def secondary_indexes(survey: Survey) -> dict[str, str]:
+    """The table's secondary index partitions listed complete, with the column each indexes
+    (`.index_defs` `sourceFields`, one column, `HoodieIndexDefinition`)."""
+    try:
+        defs = index_definitions(survey)
+    except IndexDefinitionsUnreadable:
+        return {}
+    out = {}
+    for index in survey.table.config.metadata_partitions:
+        fields = defs.get(index, {}).get("sourceFields") if index.startswith(SECONDARY_PREFIX) else None
+        if fields and len(fields) == 1 and str(defs[index].get("indexFunction") or "identity") == "identity":
+            out[index] = str(fields[0])
+    return out
+
+
+def expected_secondary(snapshot: _Snapshot, column: str) -> tuple[set[str], set[str]]:
+    """(the secondary-index keys the snapshot's rows make, the record keys read): a null value as
+    the NUL character (`SecondaryIndexKeyUtils`' null marker, as the fixtures Hudi 1.1 wrote hold it)."""
+    expected: set[str] = set()
+    keys: set[str] = set()
+    for columns in snapshot.rows.values():
+        record_keys = columns[RECORD_KEY_FIELD]
+        keys.update(str(k) for k in record_keys)
+        for key, value in zip(record_keys, columns.get(column, [None] * len(record_keys))):
+            expected.add(secondary_key(NULL_VALUE if value is None else value, str(key)))
+    return expected, keys
+
+
+def _secondary_index(survey: Survey, mdt: MetadataTable, index: str, column: str, snapshot: _Snapshot
+                     ) -> list[Finding]:
+    """Each indexed value maps to the record keys that hold it in the latest snapshot
+    (`SecondaryIndexRecordGenerationUtils.readSecondaryKeysFromFileSlices`, what
+    `HoodieBackedTableMetadataWriter.initializeSecondaryIndexPartition` builds), both ways: a
+    (value, key) pair of the data the index lacks, and one the index holds for a key the data
+    read here holds with another value (keys of groups not read here are not judged)."""
+    expected, keys = expected_secondary(snapshot, column)
+    recorded = {k for k, r in mdt.records(index).items()
+                if not (isinstance(m := r.raw.get("SecondaryIndexMetadata"), Mapping) and m.get("isDeleted"))}
+    mismatches: list[SecondaryMismatch] = []
+    for key in sorted(expected - recorded):
+        value, record_key = _split_key(key) or (key, "")
+        mismatches.append(SecondaryMismatch(value, record_key, "missing"))
+    for key in sorted(recorded - expected):
+        parts = _split_key(key)
+        if parts is None:
+            mismatches.append(SecondaryMismatch(key, "", "stale"))
+        elif parts[1] in keys or not snapshot.skipped and not snapshot.sampled:
+            mismatches.append(SecondaryMismatch(parts[0], parts[1], "stale"))
     if not mismatches:
         return []
     return [Finding(
         KIND, Severity.ERROR,
-        f"{RECORD_INDEX}: {len(mismatches)} record key(s) map to the wrong file group or to none",
-        RecordIndexEvidence(RECORD_INDEX, len(held), skipped, len(mismatches), tuple(mismatches[:SHOWN])),
-        "Writers tag incoming records through the record index: a key mapped to the wrong file group is written as "
-        "a new record beside the old one (a duplicate) or its update and delete are lost; readers looking a key up "
-        "find nothing.",
-        REPAIR)]
+        f"{index}: {len(mismatches)} (value, record key) pair(s) of column {column} differ from the data",
+        SecondaryIndexEvidence(index, column, len(expected), snapshot.skipped, len(mismatches),
+                               tuple(mismatches[:SHOWN])),
+        "Queries filtering on this column look the matching record keys up in the secondary index: a missing pair "
+        "drops a matching row from the answer, a stale one reads a row that no longer matches.",
+        rebuild_repair(index))]
 
 
 def _definitions(survey: Survey, mdt: MetadataTable) -> list[Finding]:
@@ -428,7 +669,7 @@ def _definitions(survey: Survey, mdt: MetadataTable) -> list[Finding]:
             DefinitionEvidence(index, origin, groups, records, problem),
             "Readers trust an index the table property lists as complete (apache/hudi #19716): lookups through an "
             "empty index find nothing, and queries return wrong answers.",
-            REPAIR))
+            rebuild_repair(index) if groups else drop_repair(index)))
     return findings
 
 
@@ -445,16 +686,22 @@ def diagnose(survey: Survey) -> list[Finding]:
     except CleanlineError:
         return []  # a metadata-table file that does not read: metadata-table-drift's finding
     broken = {e.index for f in findings if isinstance(e := f.evidence, DefinitionEvidence)}
+    secondary = {i: c for i, c in secondary_indexes(survey).items() if i not in broken}
     wanted = [p for p in (COLUMN_STATS, PARTITION_STATS, RECORD_INDEX)
               if p in table.config.metadata_partitions and p not in broken]
-    if not wanted:
+    if not wanted and not secondary:
         return findings
     view = committed_view(survey)
     files = _latest_base_files(survey, view) if COLUMN_STATS in wanted or PARTITION_STATS in wanted else []
-    rules = {COLUMN_STATS: lambda: _column_stats(survey, mdt, files),
-             PARTITION_STATS: lambda: _partition_stats(survey, mdt, files),
-             RECORD_INDEX: lambda: _record_index(survey, mdt, view)}
-    for index in wanted:
+    snapshot = (_snapshot(survey, view, set(secondary.values()))
+                if RECORD_INDEX in wanted or secondary else None)
+    rules: dict[str, Any] = {COLUMN_STATS: lambda: _column_stats(survey, mdt, files),
+                             PARTITION_STATS: lambda: _partition_stats(survey, mdt, files),
+                             RECORD_INDEX: lambda: _record_index(survey, mdt, view, snapshot)}
+    for index, column in secondary.items():
+        assert snapshot is not None
+        rules[index] = lambda i=index, c=column, s=snapshot: _secondary_index(survey, mdt, i, c, s)
+    for index in [*wanted, *secondary]:
         try:
             findings += rules[index]()
         except CleanlineError:
