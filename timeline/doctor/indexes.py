@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from timeline.committed import Commitment
-from timeline.doctor.check import Check, Session, no_repair
+from timeline.doctor.check import Check, Session
 from timeline.doctor.findings import NO_REPAIR, Evidence, Finding, RepairPlan, RepairResult, Severity
 from timeline.doctor.survey import Survey
 from timeline.exceptions import CleanlineError
@@ -547,12 +547,15 @@ class SecondaryIndexEvidence(Evidence):
     shown: tuple[SecondaryMismatch, ...]
 
 
-def escape_key(text: str) -> str:
-    """`SecondaryIndexKeyUtils.escapeSpecialChars`: backslash and `$` escaped with a backslash."""
-    return text.replace("\\", "\\\\").replace("$", "\\$")
+def escape_key(text: str | None) -> str:
+    """`SecondaryIndexKeyUtils.escapeSpecialChars`: backslash, `$` and NUL escaped with a
+    backslash; null as a lone NUL."""
+    if text is None:
+        return NULL_VALUE
+    return "".join("\\" + c if c in ("\\", "$", NULL_VALUE) else c for c in text)
 
 
-def _split_key(key: str) -> tuple[str, str] | None:
+def split_key(key: str) -> tuple[str, str] | None:
     """`SecondaryIndexKeyUtils.getSecondaryKeyFromSecondaryIndexKey` / `getRecordKeyFromSecondaryIndexKey`:
     (secondary value, record key) split at the first unescaped `$`, both unescaped."""
     escaped = False
@@ -567,6 +570,7 @@ def _split_key(key: str) -> tuple[str, str] | None:
 
 
 def _unescape(text: str) -> str:
+    """`SecondaryIndexKeyUtils.unescapeSpecialChars` (a lone NUL, null, kept as NUL here)."""
     out, escaped = [], False
     for char in text:
         if escaped or char != "\\":
@@ -577,7 +581,7 @@ def _unescape(text: str) -> str:
     return "".join(out)
 
 
-def secondary_key(value: str, record_key: str) -> str:
+def secondary_key(value: str | None, record_key: str) -> str:
     """`SecondaryIndexKeyUtils.constructSecondaryIndexKey`: escaped value, `$`, escaped record key."""
     return escape_key(value) + "$" + escape_key(record_key)
 
@@ -606,7 +610,7 @@ def expected_secondary(snapshot: _Snapshot, column: str) -> tuple[set[str], set[
         record_keys = columns[RECORD_KEY_FIELD]
         keys.update(str(k) for k in record_keys)
         for key, value in zip(record_keys, columns.get(column, [None] * len(record_keys))):
-            expected.add(secondary_key(NULL_VALUE if value is None else value, str(key)))
+            expected.add(secondary_key(value, str(key)))
     return expected, keys
 
 
@@ -622,10 +626,10 @@ def _secondary_index(survey: Survey, mdt: MetadataTable, index: str, column: str
                 if not (isinstance(m := r.raw.get("SecondaryIndexMetadata"), Mapping) and m.get("isDeleted"))}
     mismatches: list[SecondaryMismatch] = []
     for key in sorted(expected - recorded):
-        value, record_key = _split_key(key) or (key, "")
+        value, record_key = split_key(key) or (key, "")
         mismatches.append(SecondaryMismatch(value, record_key, "missing"))
     for key in sorted(recorded - expected):
-        parts = _split_key(key)
+        parts = split_key(key)
         if parts is None:
             mismatches.append(SecondaryMismatch(key, "", "stale"))
         elif parts[1] in keys or not snapshot.skipped and not snapshot.sampled:
@@ -710,11 +714,17 @@ def diagnose(survey: Survey) -> list[Finding]:
 
 
 def plan(survey: Survey) -> RepairPlan:
-    raise no_repair(KIND, diagnose(survey), survey.table.uri)
+    """Every drifted index rebuilt, an index without file groups dropped
+    (`timeline/doctor/index_repair.py`)."""
+    from timeline.doctor import index_repair  # it builds on this module's rules
+
+    return index_repair.plan(survey)
 
 
 def run(session: Session, approved: RepairPlan) -> RepairResult:
-    raise no_repair(KIND, diagnose(session.survey()), session.table.uri)
+    from timeline.doctor import index_repair
+
+    return index_repair.run(session, approved)
 
 
 CHECK = Check(KIND, diagnose, plan, run)
