@@ -18,15 +18,9 @@ import pytest
 from tests.helpers import FIXTURES, rows, unzip_table
 from timeline import HudiTable
 from timeline.doctor import DoctorSettings, RepairUnavailable, diagnose, plan_repair, run_repair
+from timeline.doctor.index_keys import RecordIndexEvidence, SecondaryIndexEvidence, split_key
 from timeline.doctor.index_repair import DROP, REBUILD, plan_drop, plan_rebuild, run_index_repair, table_indexes
-from timeline.doctor.indexes import (
-    KIND,
-    DefinitionEvidence,
-    RecordIndexEvidence,
-    SecondaryIndexEvidence,
-    StatsEvidence,
-    split_key,
-)
+from timeline.doctor.indexes import KIND, DefinitionEvidence, StatsEvidence
 from timeline.mdt.reader import MetadataTable
 from timeline.mdt.writer import MdtUpdate, write_routed_update, write_update
 from timeline.metadata.mdt_payload import record_location
@@ -242,3 +236,30 @@ def test_record_index_sampled_states_size_and_confidence_full_check_on_request(t
         3 / evidence.keys_checked)
     assert "95% confidence" in info.summary and not info.repairable
     assert _findings(lake, index_sample_keys=3, index_full=True) == []
+
+
+def test_cli_verify_rebuild_drop(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`cleanline index verify|rebuild|drop`: the indexes listed with their findings (exit 1),
+    the rebuild's estimate previewed, then run (--yes) to a clean verify; a drop named."""
+    from timeline.cli import main
+
+    lake = unzip_table(V9_COW, tmp_path)
+    records = _mdt(lake).records("record_index")
+    key = sorted(records)[0]
+    _write(lake, "record_index", deletes=(key,))
+    assert main(["index", "verify", str(lake), "--json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert {i["name"]: i["state"] for i in out["indexes"]}["record_index"] == "complete"
+    [finding] = out["findings"]
+    assert finding["evidence"]["shown"][0]["key"] == key and finding["repairable"]
+    assert main(["index", "rebuild", str(lake), "--index", "record_index", "--preview"]) == 0
+    preview = capsys.readouterr().out
+    assert "note: estimate: " in preview and "index rebuild" in preview
+    assert main(["index", "rebuild", str(lake), "--index", "record_index", "--yes", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["remaining"] == [] and result["result"]["done"][0]["action"] == "index rebuild"
+    assert main(["index", "verify", str(lake), "--full"]) == 0
+    assert "every index agrees with the data" in capsys.readouterr().out
+    assert main(["index", "drop", str(lake), "--index", "secondary_index_txn_date_idx", "--yes"]) == 0
+    assert "secondary-index lookups" in capsys.readouterr().out
+    assert "secondary_index_txn_date_idx" not in HudiTable.open(str(lake)).config.metadata_partitions

@@ -17,7 +17,8 @@ import pytest
 from tests.helpers import FIXTURES, unzip_table
 from timeline import HudiTable
 from timeline.doctor import diagnose
-from timeline.doctor.indexes import KIND, DefinitionEvidence, RecordIndexEvidence, StatsEvidence
+from timeline.doctor.index_keys import RecordIndexEvidence
+from timeline.doctor.indexes import KIND, DefinitionEvidence, StatsEvidence
 from timeline.mdt.reader import MetadataTable
 from timeline.mdt.writer import MdtUpdate, write_update
 from timeline.metadata.mdt_payload import MetadataRecord, record_location

@@ -30,49 +30,51 @@ whose latest slice has log files are left as they are)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from timeline import transition
-from timeline.config import MDT_PARTITIONS, MDT_PARTITIONS_INFLIGHT, update_config
-from timeline.doctor.check import Session
+from timeline.doctor.check import Check, Session
 from timeline.doctor.findings import (
     Change,
     Evidence,
-    Finding,
     RepairPlan,
     RepairResult,
     RepairUnavailable,
 )
-from timeline.doctor.indexes import (
-    COLUMN_STATS,
-    INDEX_DEFS,
-    INDEX_DEFS_DEFAULT,
-    KIND,
-    PARTITION_STATS,
-    RECORD_INDEX,
-    SECONDARY_PREFIX,
-    DefinitionEvidence,
-    RecordIndexEvidence,
-    SecondaryIndexEvidence,
-    StatsEvidence,
-    _compare,
-    _indexed_columns,
-    _latest_base_files,
+from timeline.doctor.index_drop import (
+    DROP,
+    IndexState,
+    _findings_of,
+    index_states,
+    plan_drop,
+    run_drop,
+    serves,
+    table_indexes,
+)
+from timeline.doctor.index_keys import (
     _snapshot,
-    _stats_entries,
-    committed_view,
     diagnose,
     escape_key,
     expected_secondary,
     secondary_indexes,
     split_key,
 )
+from timeline.doctor.indexes import (
+    COLUMN_STATS,
+    KIND,
+    PARTITION_STATS,
+    RECORD_INDEX,
+    SECONDARY_PREFIX,
+    _compare,
+    _indexed_columns,
+    _latest_base_files,
+    _stats_entries,
+    committed_view,
+)
 from timeline.doctor.survey import DoctorSettings, Survey
 from timeline.instant import State, moment_of
-from timeline.mdt.reader import FILES, METADATA_FOLDER, MetadataTable
+from timeline.mdt.reader import MetadataTable
 from timeline.mdt.writer import DELTACOMMIT, file_group_index, roll_back_pending, write_routed_update
 from timeline.metadata.mdt_payload import (
     MetadataRecord,
@@ -84,7 +86,6 @@ from timeline.table import Table
 from timeline.transactions import Transactions
 
 REBUILD = "index rebuild"
-DROP = "index drop"
 # The estimate's rates, measured on this project's benchmark machine (bench/doctor.py's footer and
 # key reads): bytes of Parquet read per second, and the driver's bytes per record held.
 READ_BYTES_PER_SECOND = 40 << 20
@@ -92,17 +93,6 @@ BYTES_PER_RECORD = 600
 TYPE_PARTITION_STATS = 6   # MetadataPartitionType.PARTITION_STATS' record type
 TYPE_RECORD_INDEX = 5      # MetadataPartitionType.RECORD_INDEX
 TYPE_SECONDARY_INDEX = 7   # MetadataPartitionType.SECONDARY_INDEX
-# What each index serves (the queries that lose it when it is dropped).
-SERVES = {
-    COLUMN_STATS: "data skipping on filters over the indexed columns (hoodie.enable.data.skipping): queries read "
-                  "every file of the partitions they touch",
-    PARTITION_STATS: "partition pruning on filters over non-partition columns: queries list every partition",
-    RECORD_INDEX: "record-key lookups (`WHERE <record key> = ...` / IN) and the writers' RECORD_INDEX tagging: "
-                  "writers fall back to their configured index, point lookups scan",
-    "files": "file listing through the metadata table: readers list storage",
-}
-
-
 @dataclass(frozen=True, slots=True)
 class RebuildEstimate(Evidence):
     """What a rebuild costs, shown before it runs: the data file groups read and their bytes, the
@@ -125,22 +115,6 @@ class _Rebuild:
     groups: dict[str, tuple[list[MetadataRecord], list[str]]]
     estimate: RebuildEstimate
     notes: tuple[str, ...]
-
-
-def table_indexes(table: Table) -> list[str]:
-    """The index partitions the table lists (complete or inflight), `files` left out."""
-    config = table.config
-    return [p for p in dict.fromkeys((*config.metadata_partitions, *config.metadata_partitions_inflight)) if p != FILES]
-
-
-def serves(index: str) -> str:
-    if index.startswith(SECONDARY_PREFIX):
-        return "filters on the indexed column (secondary-index lookups): queries scan the files instead"
-    if index.startswith("expression_index_"):
-        return "filters on the indexed expression: queries read every file they would have skipped"
-    if index.startswith("bloom_filters"):
-        return "the writers' BLOOM index lookups through the metadata table: writers read the files' footers"
-    return SERVES.get(index, "queries using this index")
 
 
 def _located(mdt: MetadataTable, partition: str) -> tuple[dict[str, MetadataRecord], dict[str, str]]:
@@ -441,14 +415,6 @@ def _changes(rebuild: _Rebuild) -> list[Change]:
     return found
 
 
-def _findings_of(survey: Survey, index: str) -> tuple[Finding, ...]:
-    def about(finding: Finding) -> bool:
-        evidence = finding.evidence
-        return isinstance(evidence, StatsEvidence | RecordIndexEvidence | SecondaryIndexEvidence
-                          | DefinitionEvidence) and evidence.index == index
-    return tuple(f for f in diagnose(survey) if about(f))
-
-
 def plan_rebuild(table: Table, index: str, *, settings: DoctorSettings | None = None) -> RepairPlan:
     """The rebuild of `index` before anything changes: its estimate (notes, and the first
     change's detail) and the metadata-table file groups it writes to. RepairUnavailable when it
@@ -465,42 +431,6 @@ def plan_rebuild(table: Table, index: str, *, settings: DoctorSettings | None = 
              "one metadata-table deltacommit at a new time, under the table's lock; re-run after a crash to finish",
              *rebuild.notes)
     return RepairPlan(table.uri, KIND, _findings_of(survey, index), tuple(_changes(rebuild)), notes)
-
-
-def plan_drop(table: Table, index: str) -> RepairPlan:
-    """Drop `index`: out of `hoodie.table.metadata.partitions`, its folder, its definition. The
-    notes name the queries that lose it."""
-    if index == FILES:
-        raise RepairUnavailable(f"{table.uri}: the files partition is the metadata table itself: `cleanline mdt drop` "
-                                "drops the whole metadata table")
-    if index not in table_indexes(table):
-        raise RepairUnavailable(f"{table.uri}: no index partition {index} (it lists: "
-                                f"{', '.join(table_indexes(table)) or 'none'})")
-    folder = table.containment.meta_path(METADATA_FOLDER, index)
-    size = sum(s.size for s in table.storage.list_recursive(folder)) if table.storage.exists(folder) else 0
-    changes = [Change("properties update", MDT_PARTITIONS, 0, f"{index} removed from the complete and inflight lists"),
-               Change(DROP, index, size, f".hoodie/metadata/{index} deleted")]
-    if index in _defined(table):
-        changes.append(Change("index definition delete", index, 0, "removed from .index_defs"))
-    survey = Survey(table)
-    return RepairPlan(table.uri, KIND, _findings_of(survey, index), tuple(changes),
-                      (f"queries lose: {serves(index)}",
-                       "Hudi writers configured to keep this index rebuild it on their next write"))
-
-
-def _defs_path(table: Table) -> str:
-    return table.path(table.config.get(INDEX_DEFS) or INDEX_DEFS_DEFAULT)
-
-
-def _defined(table: Table) -> dict[str, Any]:
-    path = _defs_path(table)
-    if not table.storage.exists(path):
-        return {}
-    try:
-        defs = json.loads(table.storage.read(path))["indexDefinitions"]
-    except (ValueError, KeyError, TypeError):
-        return {}
-    return dict(defs) if isinstance(defs, Mapping) else {}
 
 
 def _leftovers(mdt: MetadataTable) -> list[str]:
@@ -533,7 +463,7 @@ def run(session: Session, approved: RepairPlan) -> RepairResult:
             if head.action == REBUILD:
                 _run_rebuild(session, approved, head, done, skipped)
             elif head.action == DROP:
-                _run_drop(table, approved, head, done, skipped)
+                run_drop(table, approved, head, done, skipped)
     table.reload()
     return RepairResult(table.uri, approved.kind, tuple(done), tuple(skipped), tuple(failed))
 
@@ -575,32 +505,6 @@ def _run_rebuild(session: Session, approved: RepairPlan, head: Change, done: lis
             skipped.append((change, "already agrees with the data"))
 
 
-def _run_drop(table: Table, approved: RepairPlan, head: Change, done: list[Change],
-              skipped: list[tuple[Change, str]]) -> None:
-    index = head.target
-    planned = [c for c in approved.changes if c.target in (index, MDT_PARTITIONS)]
-    if index not in table_indexes(table) and not table.storage.exists(
-            table.containment.meta_path(METADATA_FOLDER, index)):
-        skipped += [(c, "already dropped") for c in planned]
-        return
-    folder = table.containment.meta_path(METADATA_FOLDER, index)  # refused first if it resolves outside
-    config = table.config
-    transition.fence(table)
-    update_config(table.storage, table.base, {   # readers stop trusting it first
-        MDT_PARTITIONS: ",".join(p for p in config.metadata_partitions if p != index),
-        MDT_PARTITIONS_INFLIGHT: ",".join(p for p in config.metadata_partitions_inflight if p != index)})
-    transition.fence(table)
-    table.storage.delete_dir(folder)
-    defs = _defined(table)
-    if index in defs:
-        transition.fence(table)
-        path = _defs_path(table)
-        remaining = {k: v for k, v in defs.items() if k != index}
-        table.storage.write(path, json.dumps({"indexDefinitions": remaining}, indent=2).encode(), overwrite=True)
-    table.reload()
-    done += planned
-
-
 def plan(survey: Survey) -> RepairPlan:
     """The doctor's plan for index-drift: every drifted index rebuilt (an index without file
     groups dropped)."""
@@ -633,6 +537,10 @@ def plan(survey: Survey) -> RepairPlan:
     return RepairPlan(survey.table.uri, KIND, tuple(fixable), tuple(changes), tuple(notes))
 
 
-__all__ = ["DROP", "REBUILD", "RebuildEstimate", "plan", "plan_drop", "plan_rebuild", "run", "run_index_repair",
-           "serves", "table_indexes"]
 
+
+
+CHECK = Check(KIND, diagnose, plan, run)
+
+__all__ = ["CHECK", "DROP", "REBUILD", "IndexState", "RebuildEstimate", "index_states", "plan", "plan_drop",
+           "plan_rebuild", "run", "run_index_repair", "serves", "table_indexes"]
