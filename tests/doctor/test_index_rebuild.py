@@ -263,3 +263,33 @@ def test_cli_verify_rebuild_drop(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert main(["index", "drop", str(lake), "--index", "secondary_index_txn_date_idx", "--yes"]) == 0
     assert "secondary-index lookups" in capsys.readouterr().out
     assert "secondary_index_txn_date_idx" not in HudiTable.open(str(lake)).config.metadata_partitions
+
+
+def test_log_file_statistics_are_read_from_its_blocks(tmp_path: Path) -> None:
+    """A log file's column statistics (`index_logs.log_stats`) from its Avro data blocks, written
+    with the table's own schema (a decimal, a date, a timestamp): min and max as the record holds
+    them (unscaled decimal, days, micros), nulls and values counted; a rollback command inside
+    leaves the file unjudged."""
+    from decimal import Decimal
+
+    from timeline.doctor.index_logs import log_stats
+    from timeline.logformat import avro_data_block, command_block
+
+    lake = unzip_table(V9_COW, tmp_path)
+    table = HudiTable.open(str(lake))
+    schema = table.config.get("hoodie.table.create.schema")
+    assert schema
+    base = {f["name"]: None for f in json.loads(schema)["fields"]}
+    rows_ = [base | {"txn_id": "TXN-2", "amount": Decimal("12.50"), "txn_ts": 5},
+             base | {"txn_id": "TXN-1", "amount": Decimal("-3.00"), "txn_ts": 9},
+             base | {"txn_id": None, "amount": Decimal("7.25")}]
+    path = table.path("region=eu", ".f-0_1.log.1_0-1-1")
+    table.storage.write(path, avro_data_block(rows_[:2], schema, "1") + avro_data_block(rows_[2:], schema, "2"))
+    stats = log_stats(table.storage, path)
+    assert stats is not None
+    assert (stats["txn_id"]["minValue"], stats["txn_id"]["maxValue"], stats["txn_id"]["nullCount"],
+            stats["txn_id"]["valueCount"]) == ("TXN-1", "TXN-2", 1, 3)
+    assert (stats["amount"]["minValue"], stats["amount"]["maxValue"], stats["amount"]["decimal"]) == (-300, 1250, True)
+    assert (stats["txn_ts"]["minValue"], stats["txn_ts"]["maxValue"], stats["txn_ts"]["nullCount"]) == (5, 9, 1)
+    table.storage.write(path, avro_data_block(rows_, schema, "1") + command_block("2", "1"), overwrite=True)
+    assert log_stats(table.storage, path) is None

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from timeline.doctor.findings import NO_REPAIR, Evidence, Finding, Severity
+from timeline.doctor.index_logs import log_mismatches
 from timeline.doctor.indexes import (
     COLUMN_STATS,
     CONFIDENCE,
@@ -31,6 +32,7 @@ from timeline.doctor.indexes import (
     UNREADABLE,
     DefinitionEvidence,
     IndexDefinitionsUnreadable,
+    StatsMismatch,
     _column_stats,
     _definitions,
     _latest_base_files,
@@ -369,7 +371,11 @@ def diagnose(survey: Survey) -> list[Finding]:
     files = _latest_base_files(survey, view) if COLUMN_STATS in wanted or PARTITION_STATS in wanted else []
     snapshot = (_snapshot(survey, view, set(secondary.values()))
                 if RECORD_INDEX in wanted or secondary else None)
-    rules: dict[str, Any] = {COLUMN_STATS: lambda: _column_stats(survey, mdt, files),
+    def logs(recorded: Mapping[str, Mapping[str, Mapping[str, Any]]], indexed: set[str]
+             ) -> tuple[int, list[StatsMismatch]]:
+        return log_mismatches(survey.storage, view, table.path, recorded, indexed)
+
+    rules: dict[str, Any] = {COLUMN_STATS: lambda: _column_stats(survey, mdt, files, logs),
                              PARTITION_STATS: lambda: _partition_stats(survey, mdt, files),
                              RECORD_INDEX: lambda: _record_index(survey, mdt, view, snapshot)}
     for index, column in secondary.items():

@@ -11,7 +11,7 @@ Rules, each after the Hudi Java it follows:
   `valueType`). The indexed columns are the column-stats index definition's `sourceFields`
   (`.hoodie/.index_defs`, `HoodieIndexDefinition`, as `HoodieTableMetadataUtil.getColumnsToIndex`
   records them), else `hoodie.metadata.index.column.stats.column.list`, else the columns the
-  partition already holds records for. Log files' records (table version 9) are not checked.
+  partition already holds records for. Log files' records against their blocks: `index_logs.py`.
 - partition stats (`partition_stats` partition): per partition and indexed column, the record
   covers the latest base files' merged footers (`HoodieTableMetadataUtil.
   convertFilesToPartitionStatsRecords`, `FileFormatUtils.getColumnRangeInPartition`): its range
@@ -35,7 +35,7 @@ The repair (rebuild from the data, or drop) is `index_repair.py`'s, which regist
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -288,10 +288,14 @@ def _stats_finding(index: str, checked: int, mismatches: list[StatsMismatch], wh
         rebuild_repair(index))]
 
 
-def _column_stats(survey: Survey, mdt: MetadataTable, files: list[_BaseFile]) -> list[Finding]:
+def _column_stats(survey: Survey, mdt: MetadataTable, files: list[_BaseFile],
+                  logs: Callable[[Mapping[str, Mapping[str, Mapping[str, Any]]], set[str]],
+                                 tuple[int, list[StatsMismatch]]] | None = None) -> list[Finding]:
+    """Each latest base file's records against its footer; with `logs` (`index_logs.py`), the
+    log files' records against their blocks too."""
     by_file = _stats_entries(mdt, COLUMN_STATS)
     indexed = _indexed_columns(survey, ((f, c) for f, cols in by_file.items() for c in cols))
-    mismatches: list[StatsMismatch] = []
+    logs_checked, mismatches = logs(by_file, indexed) if logs is not None else (0, [])
     latest = [b for b in files if b.name]
     for base in latest:
         recorded = by_file.get(base.name, {})
@@ -301,7 +305,7 @@ def _column_stats(survey: Survey, mdt: MetadataTable, files: list[_BaseFile]) ->
                 mismatches.append(StatsMismatch(base.shown, column, "record", "none", "a column-stats record"))
             else:
                 mismatches += _compare(base.shown, column, entry, base.footer[column], exact=True)
-    return _stats_finding(COLUMN_STATS, len(latest), mismatches, "base file(s)")
+    return _stats_finding(COLUMN_STATS, len(latest) + logs_checked, mismatches, "file(s)")
 
 
 def _partition_stats(survey: Survey, mdt: MetadataTable, files: list[_BaseFile]) -> list[Finding]:
