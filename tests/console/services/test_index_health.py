@@ -20,7 +20,7 @@ from console.models import Table
 from console.models_approvals import ApprovalStatus
 from console.models_health import Repair, TableHealth
 from console.tasks import sync_table
-from tests.console.helpers import person
+from tests.console.helpers import login, person
 from timeline import HudiTable
 from timeline.mdt.reader import MetadataTable
 from timeline.mdt.writer import MdtUpdate, write_update
@@ -88,3 +88,26 @@ def test_index_drift_shown_rebuilt_through_the_approval_flow_and_counted(console
     assert dropped.status_code == 201, dropped.content
     assert any("secondary-index lookups" in n for n in dropped.json()["plan"]["notes"])
     assert json.loads(json.dumps(dropped.json()["plan"]["changes"]))[1]["action"] == "index drop"
+
+
+def test_index_page_lists_the_indexes_and_requests_a_rebuild(console_table) -> None:
+    table = console_table(V9_META)
+    lake = Path(table.path.removeprefix("file:"))
+    mdt = MetadataTable(HudiTable.open(str(lake)))
+    key = sorted(mdt.records("record_index"))[0]
+    write_update(mdt, mdt.mdt.new_instant_time(), [MdtUpdate("record_index", (), (key,))])
+    synced(table)
+    viewer = login("viewer")
+    overview = viewer.get(f"/tables/{table.pk}/").content.decode()
+    assert f"/tables/{table.pk}/indexes" in overview
+    page = viewer.get(f"/tables/{table.pk}/indexes").content.decode()
+    row = page.split('id="index-record_index"')[1].split("</tr>")[0]
+    assert "record key(s) map to the wrong file group or to none" in row and "complete" in row
+    assert "agrees with the data" in page.split('id="index-column_stats"')[1].split("</tr>")[0]
+    assert "Rebuild</button>" not in page  # viewers see, do not request
+    operator = login("operator")
+    assert "Rebuild</button>" in operator.get(f"/tables/{table.pk}/indexes").content.decode()
+    answer = operator.post(f"/tables/{table.pk}/indexes/record_index/rebuild")
+    repair = Repair.objects.get(table=table)
+    assert answer.status_code == 302 and answer["Location"].endswith(f"/repairs/{repair.pk}")
+    assert repair.plan["changes"][0]["target"] == "record_index"
