@@ -60,6 +60,7 @@ from timeline.doctor.index_keys import (
     secondary_indexes,
     split_key,
 )
+from timeline.doctor.index_logs import judged_logs
 from timeline.doctor.indexes import (
     COLUMN_STATS,
     KIND,
@@ -171,7 +172,8 @@ def _templates(records: Mapping[str, MetadataRecord]) -> dict[str, tuple[Metadat
 def _column_stats(survey: Survey, mdt: MetadataTable, records: Mapping[str, MetadataRecord]
                   ) -> tuple[list[MetadataRecord], list[str], int, int, list[str]]:
     """`convertFilesToColumnStatsRecords` over the latest base files: one record per file and
-    indexed column, written where the index's differs (`_compare`, exact)."""
+    indexed column, written where the index's differs (`_compare`, exact); and the log files the
+    index holds records for, from their blocks' statistics (`index_logs.py`)."""
     view = committed_view(survey)
     files = [b for b in _latest_base_files(survey, view) if b.name]
     by_file = _stats_entries(mdt, COLUMN_STATS)
@@ -194,7 +196,29 @@ def _column_stats(survey: Survey, mdt: MetadataTable, records: Mapping[str, Meta
             key = column_stats_key(column, partition_identifier(base.partition), base.name)
             raw = {**template_record.raw, "ColumnStatsMetadata": _stats_entry(template, base.name, column, actual)}
             upserts.append(MetadataRecord(key, template_record.type, None, raw))
-    return upserts, [], computed, len({(b.partition, b.name) for b in files}), sorted(set(notes))
+    logs = 0
+    table = survey.table
+    for partition, name, entries, stats in judged_logs(survey.storage, view, table.path, by_file):
+        logs += 1
+        for column in sorted(indexed & set(entries) & set(stats)):
+            computed += 1
+            actual = stats[column]
+            key = column_stats_key(column, partition_identifier(partition), name)
+            known = records.get(key)
+            if known is None or not _compare(name, column, entries[column], actual, exact=True):
+                continue
+            upserts.append(MetadataRecord(key, known.type, None, {**known.raw, "ColumnStatsMetadata": _log_entry(
+                entries[column], actual)}))
+    return upserts, [], computed, len({(b.partition, b.name) for b in files}) + logs, sorted(set(notes))
+
+
+def _log_entry(entry: Mapping[str, Any], actual: Mapping[str, Any]) -> dict[str, Any]:
+    """A log file's record with the statistics of its blocks (`collectColumnRangeMetadata` over
+    the records the append wrote; sizes kept as Hudi recorded them, 0)."""
+    decimal = bool(actual["decimal"])
+    return {**entry, "minValue": _value(actual["minValue"], actual["minValue"], decimal),
+            "maxValue": _value(actual["maxValue"], actual["maxValue"], decimal), "nullCount": actual["nullCount"],
+            "valueCount": actual["valueCount"], "isDeleted": False}
 
 
 def partition_stats_key(column: str, partition: str) -> str:
