@@ -16,8 +16,8 @@ Rules, each after the Hudi Java it follows:
   covers the latest base files' merged footers (`HoodieTableMetadataUtil.
   convertFilesToPartitionStatsRecords`, `FileFormatUtils.getColumnRangeInPartition`): its range
   holds theirs and its counts are at least theirs (Hudi's record is not exact, `_partition_stats`).
-- record index (`record_index` partition): every record key of the live latest base files maps to
-  its file group, and no key maps to a group that does not hold it (`_record_index`).
+- record index and secondary indexes: `index_keys.py` (sampled above `index_sample_keys`), which
+  also holds `diagnose`, running every rule here and there.
 - index definitions: `.hoodie/.index_defs` that does not decode (`HoodieIndexMetadata.fromJson`
   fails on it too); an index partition listed complete in `hoodie.table.metadata.partitions`
   (`HoodieTableConfig.getMetadataPartitions`, what `MetadataPartitionType.isMetadataPartitionAvailable`
