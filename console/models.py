@@ -314,6 +314,12 @@ class Job(models.Model):
     def is_clean(self) -> bool:
         return self.kind == Job.Kind.CLEAN
 
+    @property
+    def number(self) -> int:
+        """Its number among the table's jobs of its kind (rollback 1, 2, ...; restores and
+        cleans count their own), not its id, which every kind shares."""
+        return Job.objects.filter(table_id=self.table_id, kind=self.kind, pk__lte=self.pk).count()
+
 
 class RetentionEstimate(models.Model):
     """What-if retention: the files and bytes a clean would free under each of several retention
