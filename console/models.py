@@ -563,6 +563,10 @@ class SyncMark(models.Model):
     archive_fingerprint = models.CharField(max_length=64, blank=True)
     archival_at = models.DateTimeField(null=True, blank=True, help_text="when the table's archival summary was "
                                                                         "last planned")
+    writing = models.JSONField(default=dict, help_text="the writes pending when the table was first listed (and at "
+                                                       "each listing since that found one), and how many listings "
+                                                       "that took: while any, a sync that finds the timeline moved "
+                                                       "lists the table again")
 
     def __str__(self) -> str:
         return f"sync mark of {self.table_id}"
