@@ -137,6 +137,8 @@ def test_every_page_shows_every_time_in_the_viewers_zone_named(seeded: dict[str,
     client.force_login(ada)
     walked, wrong = [], {}
     for pattern in console_patterns:
+        unknown = [name for name in route_names(pattern) if name not in ids]
+        assert not unknown, f"{pattern.name}: seed a row and give an id for {unknown} above, to walk its page too"
         kwargs = {name: own.get(str(pattern.name), {}).get(name, ids[name]) for name in route_names(pattern)}
         url = reverse(f"console:{pattern.name}", kwargs=kwargs)
         response = client.get(url)
