@@ -14,7 +14,8 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml scripts/ensure-system.sh scripts/setup.sh
 	@PYTHON=$(PYTHON) VENV=$(VENV) bash scripts/setup.sh
 
-# Tests use Redis database 15 so that a running `make run` (database 0) never sees their tasks.
+# Tests use Redis database 15 so that a running `make run` (its own database, 1 to 12, derived from
+# the checkout's path: scripts/redis-db.sh) never sees their tasks.
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
 # The suite runs on one process per core, at most 4 (pytest-xdist; TEST_PROCESSES=0 runs it on one).
 # The other processes take Redis databases 14, 12, 11 (console/parallel_tests.py).

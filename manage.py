@@ -11,7 +11,9 @@ def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
     from django.core.management import execute_from_command_line
 
-    execute_from_command_line(sys.argv)
+    from console.command import refusing_bad_settings
+
+    refusing_bad_settings(lambda: execute_from_command_line(sys.argv), "manage.py")
 
 
 if __name__ == "__main__":

@@ -17,8 +17,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, tzinfo
 from functools import partial
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from django import forms
 from django.conf import settings
@@ -34,7 +36,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
-from console import outbound, permissions
+from console import outbound, permissions, zones
 from console.alerts_health import health_error, health_info, health_warning
 from console.alerts_services import backlog_bytes, backlog_commits, service_inflight
 from console.alerts_setup import alert_emails, alert_webhooks, all_channels, lake_enabled, lake_rules, lake_threshold
@@ -401,14 +403,19 @@ def subject_of(alert: Alert) -> str:
     return f"[Cleanline] {alert.table.name}: {AlertKind(alert.kind).label}"
 
 
-def body_of(alert: Alert) -> str:
-    return (f"{alert.message}\n\nTable: {alert.table.name} ({alert.table.path})\nRule: {alert.kind}\n"
-            f"About: {alert.key}\nFired: {alert.fired_at:%Y-%m-%d %H:%M:%S} UTC (alert #{alert.pk})\n\n"
+def body_of(alert: Alert, zone: tzinfo = UTC) -> str:
+    """The e-mail's text, its times in the readers' `zone` (console/zones.py's one helper)."""
+    message = zones.text_in_zone(alert.message, zone, timeline_zone(alert.table))
+    return (f"{message}\n\nTable: {alert.table.name} ({alert.table.path})\nRule: {alert.kind}\n"
+            f"About: {zones.text_in_zone(alert.key, zone, timeline_zone(alert.table))}\n"
+            f"Fired: {zones.readable(alert.fired_at, zone=zone)} (alert #{alert.pk})\n\n"
             "Sent once; it is resolved when the condition is gone (the console's alerts page lists both).\n")
 
 
 def send_email(alert: Alert) -> None:
-    send_mail(subject_of(alert), body_of(alert), settings.CLEANLINE_ALERT_FROM, recipients(alert))
+    """One e-mail per zone its readers chose (console/zones.py), each with its times in it."""
+    for zone, addresses in zones.zones_of_addresses(recipients(alert)).items():
+        send_mail(subject_of(alert), body_of(alert, ZoneInfo(zone)), settings.CLEANLINE_ALERT_FROM, addresses)
 
 
 def payload_of(alert: Alert) -> dict[str, Any]:

@@ -195,6 +195,9 @@ def writes_since_last_clean() -> dict[int, int]:
 
 # The collector ------------------------------------------------------------------------------
 
+# A clean plan's status as a clean job's (cleanline_jobs{kind="clean"}): from its approval on.
+PLAN_AS_JOB: dict[str, str] = {ApprovalStatus.APPROVED: JobStatus.QUEUED, ApprovalStatus.RUNNING: JobStatus.RUNNING,
+               ApprovalStatus.COMPLETED: JobStatus.COMPLETED, ApprovalStatus.FAILED: JobStatus.FAILED}
 DURATION_BUCKETS = (1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 3600.0, 4 * 3600.0, 12 * 3600.0, 24 * 3600.0)
 
 
@@ -279,10 +282,16 @@ class DatabaseCollector:
                     "(Unix time)", {k: v.finished_at.timestamp() for k, v in cleans.items()})
 
     def jobs(self) -> Iterator[Metric]:
-        counts = GaugeMetricFamily("cleanline_jobs", "Jobs (restores, rollbacks, pending cleans run from the "
-                                   "timeline) by kind and status", labels=["kind", "status"])
+        counts = GaugeMetricFamily("cleanline_jobs", "Jobs (restores, rollbacks, cleans: a pending clean run from "
+                                   "the timeline and every approved clean plan) by kind and status",
+                                   labels=["kind", "status"])
         found = {(k, s): n for k, s, n in Job.objects.values("kind", "status").annotate(n=Count("pk")).values_list(
             "kind", "status", "n")}
+        # A clean plan runs as itself, not as a Job: once approved it is a clean job too.
+        for status, n in CleanPlan.objects.filter(status__in=PLAN_AS_JOB).values("status").annotate(
+                n=Count("pk")).values_list("status", "n"):
+            key = (Job.Kind.CLEAN.value, PLAN_AS_JOB[status])
+            found[key] = found.get(key, 0) + n
         for kind in Job.Kind.values:
             for status in JobStatus.values:
                 counts.add_metric([kind, status], found.get((kind, status), 0))

@@ -319,6 +319,12 @@ class Job(models.Model):
     def is_clean(self) -> bool:
         return self.kind == Job.Kind.CLEAN
 
+    @property
+    def number(self) -> int:
+        """Its number among the table's jobs of its kind (rollback 1, 2, ...; restores and
+        cleans count their own), not its id, which every kind shares."""
+        return Job.objects.filter(table_id=self.table_id, kind=self.kind, pk__lte=self.pk).count()
+
 
 class RetentionEstimate(models.Model):
     """What-if retention: the files and bytes a clean would free under each of several retention
@@ -565,6 +571,10 @@ class SyncMark(models.Model):
     archive_fingerprint = models.CharField(max_length=64, blank=True)
     archival_at = models.DateTimeField(null=True, blank=True, help_text="when the table's archival summary was "
                                                                         "last planned")
+    writing = models.JSONField(default=dict, help_text="the writes pending when the table was first listed (and at "
+                                                       "each listing since that found one), and how many listings "
+                                                       "that took: while any, a sync that finds the timeline moved "
+                                                       "lists the table again")
 
     def __str__(self) -> str:
         return f"sync mark of {self.table_id}"

@@ -106,7 +106,7 @@ def grant_confirmation_refusal(user: User | AnonymousUser, grant: RoleGrant) -> 
             or approval_refusal(user, grant.user_id, who=grant.user.get_username()))
 
 
-def identity_link_refusal(user: User | AnonymousUser, accounts: tuple[User, User]) -> str:
+def identity_link_refusal(user: User | AnonymousUser, accounts: tuple[User, ...]) -> str:
     """Why `user` may not link (or unlink) `accounts` as one person's, or "": a link changes who
     may approve whose change, so it is decided as a change of both accounts is approved: by an
     admin who is neither of them, and whom the two-person rule (`approval_refusal`) lets approve

@@ -60,6 +60,7 @@ console_patterns = [
     path("people", views_people.people, name="people"),
     path("people/create", views_people.people_create, name="people_create"),
     path("people/<int:user_id>/role", views_people.people_role, name="people_role"),
+    path("people/<int:user_id>/email", views_people.people_email, name="people_email"),
     path("people/<int:user_id>/deactivate", views_people.people_deactivate, name="people_deactivate"),
     path("people/<int:user_id>/reactivate", views_people.people_reactivate, name="people_reactivate"),
     path("people/grants/<int:grant_id>/confirm", views_people.people_grant_confirm, name="people_grant_confirm"),

@@ -14,6 +14,7 @@ from django.core.exceptions import ValidationError
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseBase, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from console import permissions, selectors, services
@@ -312,7 +313,9 @@ def plan_report_csv(request: AuthenticatedHttpRequest, table: Table, plan_id: in
     # The name comes from the table's own properties: only letters, digits, "-", "_" and "." go
     # into the header (non-ASCII letters as RFC 6266's filename*), never quotes or line breaks.
     stem = "".join(c if c.isalnum() or c in "-_." else "-" for c in table.name).strip("-.") or "table"
-    response = StreamingHttpResponse(selectors.plan_csv_rows(plan), content_type="text/csv")
+    # The rows stream after the view returned (and the middleware let the zone go): take it now.
+    response = StreamingHttpResponse(selectors.plan_csv_rows(plan, timezone.get_current_timezone()),
+                                     content_type="text/csv")
     response["Content-Disposition"] = content_disposition_header(True, f"{stem}-clean-plan-{plan.pk}.csv")
     return response
 

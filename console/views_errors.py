@@ -32,4 +32,12 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
     back = page_of_form(request)
     signed_in = request.user.is_authenticated
     again = back if signed_in else f"{resolve_url(settings.LOGIN_URL)}?next={quote(with_marker(back))}"
-    return render(request, "403_csrf.html", {"back": back, "again": again, "signed_in": signed_in}, status=403)
+    return render(request, "403_csrf.html", {"back": back, "again": again, "signed_in": signed_in,
+                                             "not_https": cookies_refused_over_http(request)}, status=403)
+
+
+def cookies_refused_over_http(request: HttpRequest) -> bool:
+    """The console's cookies are HTTPS-only (CLEANLINE_HTTPS) and this request came over plain
+    HTTP: a browser keeps no such cookie from it, so no form (signing in first) can pass the
+    CSRF check and no session can last; the page must say so, not that a session ended."""
+    return not request.is_secure() and bool(settings.CSRF_COOKIE_SECURE or settings.SESSION_COOKIE_SECURE)

@@ -176,6 +176,20 @@ def people_grant_decline(request: AuthenticatedHttpRequest, grant_id: int) -> Ht
 
 @login_required
 @require_POST
+def people_email(request: AuthenticatedHttpRequest, user_id: int) -> HttpResponse:
+    """Set a local account's e-mail address (alerts and approval requests go to it)."""
+    email = request.POST.get("email", "")
+
+    def change(person: User) -> str:
+        now = services.person_email_change(actor=request.user, user=person, email=email)
+        return (f"{person.username}'s e-mail address is now {now}." if now
+                else f"{person.username} has no e-mail address now.")
+
+    return _change_person(request, user_id, change)
+
+
+@login_required
+@require_POST
 def people_deactivate(request: AuthenticatedHttpRequest, user_id: int) -> HttpResponse:
     def deactivate(person: User) -> str:
         services.person_deactivate(actor=request.user, user=person)

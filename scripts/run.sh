@@ -16,6 +16,11 @@ HOST="${HOST:-127.0.0.1}"
 PORT="${PORT:-8000}"
 LOGS=var/log
 export HOST PORT DJANGO_SETTINGS_MODULE=console.settings
+# this checkout's own Redis database unless REDIS_URL names one (scripts/redis-db.sh)
+# shellcheck source=scripts/redis-db.sh
+source scripts/redis-db.sh
+REDIS_URL="${REDIS_URL:-$(checkout_redis_url "$PWD")}"
+export REDIS_URL
 export CLEANLINE_ALLOWED_ROOTS="${CLEANLINE_ALLOWED_ROOTS:-$PWD/$LAKE}"
 # the background build of the demo lake keeps its progress here; the dashboard and catalog show it
 export CLEANLINE_DEMO_STATUS="${CLEANLINE_DEMO_STATUS:-$PWD/var/demo-lake-status.json}"
@@ -61,7 +66,7 @@ stop() {  # $1: interrupted (Ctrl-C, TERM) or exited (this script ends)
 trap 'stop interrupted' INT TERM
 trap 'stop exited' EXIT
 
-step "Redis at ${REDIS_URL:-redis://127.0.0.1:6379/0}" bash scripts/ensure-redis.sh
+step "Redis at $REDIS_URL" bash scripts/ensure-redis.sh
 unpack() {
   $PY scripts/demo_lake.py "$FIXTURES" "$LAKE/fixtures" || return  # (set -e is off in a step's function)
   STEP_NOTE="$(find "$LAKE/fixtures" -mindepth 1 -maxdepth 1 -not -name '.*' | wc -l) tables"
@@ -127,11 +132,11 @@ if [ -n "$missing" ]; then
   builder=$!
 fi
 
-status=0
-wait -n -p ended "${pids[@]}" || status=$?
-for i in "${!pids[@]}"; do
-  if [ "${pids[$i]}" = "${ended:-}" ]; then
-    echo "cleanline: the ${names[$i]} stopped on its own (exit $status); see $LOGS/${names[$i]}.log" >&2
-  fi
-done
+# shellcheck source=scripts/supervise.sh
+source scripts/supervise.sh
+if supervise; then  # stopped by someone (`kill PID`): the rest too, and say so
+  stop exited
+  echo "stopped."
+  exit 0
+fi
 exit 1

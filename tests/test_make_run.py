@@ -158,3 +158,40 @@ def test_make_setup_says_one_line_per_step_and_keeps_the_installers_output_in_a_
     else:
         assert out.returncode == 0 and len(lines) == 4 and all(" ... done (" in line for line in lines), lines
         assert (venv / ".installed").exists()
+
+
+def _supervised(end_of_beat: str) -> subprocess.CompletedProcess[str]:
+    """scripts/supervise.sh (make run's last step) over a real worker-like and beat-like process."""
+    script = ("source scripts/supervise.sh; pids=(); names=(); sleep 30 & pids+=($!); names+=(worker); "
+              f"bash -c '{end_of_beat}' & pids+=($!); names+=(beat); "
+              "if supervise; then echo stopped.; kill ${pids[0]}; exit 0; fi; kill ${pids[0]}; exit 1")
+    return subprocess.run(["bash", "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=20,
+                          env={**os.environ, "LOGS": "var/log"})
+
+
+def test_make_run_a_process_stopped_with_kill_is_said_so_not_as_a_crash() -> None:
+    """Issue 43: `kill` of the beat printed "the beat stopped on its own" and make's "Error 1"."""
+    killed = _supervised("sleep 0.2; kill -TERM $$; sleep 30")
+    assert killed.returncode == 0, killed
+    assert killed.stdout.strip() == "cleanline: the beat was stopped (SIGTERM); stopping the rest ... stopped."
+    assert "on its own" not in killed.stdout + killed.stderr
+    asked = _supervised("sleep 0.2; exit 0")  # gunicorn and Celery exit 0 when TERM asks them to stop
+    assert asked.returncode == 0 and "the beat was stopped (exited when asked to stop)" in asked.stdout
+    crashed = _supervised("sleep 0.2; exit 3")
+    assert crashed.returncode == 1 and "stopped." not in crashed.stdout
+    assert crashed.stderr.strip() == "cleanline: the beat stopped on its own (exit 3); see var/log/beat.log"
+
+
+def _redis_url(checkout: str) -> str:
+    return subprocess.run(["bash", "-c", 'source scripts/redis-db.sh; checkout_redis_url "$1"', "-", checkout],
+                          cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_make_run_uses_its_own_redis_database_per_checkout() -> None:
+    """Issue 43: two checkouts on one machine shared Redis database 0, and so their tasks."""
+    urls = {path: _redis_url(path) for path in ("/work/main", "/work/daytwo", "/home/ada/cleanline", "/srv/b")}
+    assert len(set(urls.values())) > 1 and urls["/work/main"] == _redis_url("/work/main")  # stable per path
+    for url in urls.values():
+        assert re.fullmatch(r"redis://127\.0\.0\.1:6379/(\d+)", url) and 1 <= int(url.rsplit("/", 1)[1]) <= 10, url
+    run_sh = (ROOT / "scripts" / "run.sh").read_text()
+    assert 'REDIS_URL="${REDIS_URL:-$(checkout_redis_url "$PWD")}"' in run_sh and "6379/0" not in run_sh

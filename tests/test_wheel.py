@@ -17,6 +17,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tarfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -105,7 +106,10 @@ def test_wheel_installed_console_migrates_serves_and_runs_a_clean(tmp_path: Path
     sources = tmp_path / "sources"
     shutil.copytree(ROOT, sources, ignore=NOT_SOURCES)
     run([sys.executable, "-m", "build", "--outdir", str(tmp_path / "dist"), str(sources)], cwd=tmp_path)
-    assert len(list((tmp_path / "dist").glob("cleanline-*.tar.gz"))) == 1
+    (sdist,) = (tmp_path / "dist").glob("cleanline-*.tar.gz")
+    with tarfile.open(sdist) as archive:  # deploy/ travels in the sdist too (issue 43)
+        assert {"cleanline-web.service", "cleanline.env.example"} <= {Path(n).name for n in archive.getnames()
+                                                                      if "/deploy/" in n}
     wheel = next((tmp_path / "dist").glob("cleanline-*.whl"))
     shutil.rmtree(sources)
 
@@ -118,6 +122,14 @@ def test_wheel_installed_console_migrates_serves_and_runs_a_clean(tmp_path: Path
     where = run([str(venv / "bin" / "python"), "-c", "import console, timeline; print(console.__file__); "
                  "print(timeline.__file__)"], env=base, cwd=cwd).split()
     assert all(path.startswith(str(venv)) for path in where), where
+    # the systemd units and the environment file for this install, from the wheel alone (issue 43)
+    units = tmp_path / "units"
+    run([str(venv / "bin" / "cleanline-console"), "deploy-files", str(units), "--lake", str(tmp_path / "lake")],
+        env=base, cwd=cwd)
+    worker_unit, env_file = (units / "cleanline-worker.service").read_text(), (units / "cleanline.env").read_text()
+    assert f"ExecStart={venv / 'bin' / 'cleanline-console'} worker" in worker_unit
+    assert f"ReadWritePaths={tmp_path / 'lake'}" in worker_unit and "/data/lake" not in worker_unit + env_file
+    assert f"CLEANLINE_ALLOWED_ROOTS={tmp_path / 'lake'}" in env_file and "change-me-to" not in env_file
 
     lake = tmp_path / "lake"
     table = unzip_table(FIXTURES / f"{TABLE}.zip", lake)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Iterator, Sequence
+from datetime import UTC, tzinfo
 from typing import Any
 
 from django.core.paginator import Page
@@ -13,6 +14,7 @@ from django.db.models import QuerySet
 from console.lake import open_stored_plan
 from console.models import CleanPlan, Table
 from console.selectors.paging import page_of
+from console.zones import text_in_zone
 from timeline.internal.plan_store import FileRow, StoredPlan
 
 
@@ -61,14 +63,17 @@ def plan_file_rows(plan: CleanPlan, *, delete: bool | None, search: str, partiti
     return [] if stored is None else stored.matches(delete=delete, search=search, partition=partition)
 
 
-def plan_csv_rows(plan: CleanPlan) -> Iterator[str]:
-    """The plan's files as CSV lines, streamed from the plan store a part at a time."""
+def plan_csv_rows(plan: CleanPlan, zone: tzinfo = UTC) -> Iterator[str]:
+    """The plan's files as CSV lines, streamed from the plan store a part at a time; an instant
+    time in a reason keeps its readable time in the reader's `zone` beside it (console/zones.py)."""
+    timeline_zone = str((plan.table.properties or {}).get("hoodie.table.timeline.timezone", "LOCAL"))
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow(["partition", "file", "bytes", "decision", "reason", "outcome", "path"])
     stored = stored_plan(plan)
     for row in stored.iter_rows() if stored is not None else ():
-        writer.writerow([row.partition, row.file_name, row.size, "delete" if row.delete else "keep", row.reason,
+        writer.writerow([row.partition, row.file_name, row.size, "delete" if row.delete else "keep",
+                         text_in_zone(row.reason, zone, timeline_zone),
                          row.outcome, row.path])
         if buffer.tell() > 65_536:
             yield buffer.getvalue()

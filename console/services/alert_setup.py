@@ -7,8 +7,10 @@ is read by console/alerts_setup.py."""
 from __future__ import annotations
 
 import logging
+from datetime import UTC
 from typing import Any
 from urllib.parse import urlparse
+from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.contrib.auth.models import User
@@ -18,7 +20,7 @@ from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from console import outbound
+from console import outbound, zones
 from console.alerts import THRESHOLDS
 from console.alerts_setup import Channel, channel_of, host_of
 from console.models import AlertKind, AlertRule
@@ -96,8 +98,10 @@ def channel_remove(*, user: User | None, channel: AlertChannel) -> None:
 
 def _send_test(channel: Channel, sender: str) -> None:
     at = timezone.now()
+    email = channel.kind == ChannelKind.EMAIL
+    zone = ZoneInfo(next(iter(zones.zones_of_addresses([channel.target])))) if email else UTC
     text = (f"[Cleanline] test: alerts reach this {channel.label} (sent by {sender} from the console's alert "
-            f"set-up at {at:%Y-%m-%d %H:%M:%S} UTC).")
+            f"set-up at {zones.readable(at, zone=zone)}).")
     if channel.kind == ChannelKind.EMAIL:
         send_mail("[Cleanline] test of an alert channel", f"{text}\n\nNothing to do: real alerts come the same way.\n",
                   settings.CLEANLINE_ALERT_FROM, [channel.target])

@@ -30,8 +30,16 @@ from console.services.approvals import (
     approval_requested,
 )
 from console.services.audit import audit
+from console.services.history import snapshot_record
 from console.services.locks import table_lock
-from console.services.tables import fingerprint, table_services, table_sync_after_change
+from console.services.tables import (
+    SyncResult,
+    fingerprint,
+    sync_fingerprint,
+    table_services,
+    table_sync,
+    table_sync_after_change,
+)
 from timeline import CleanlineError, HudiTable
 from timeline.doctor import (
     KINDS,
@@ -85,6 +93,16 @@ def health_check(*, table: Table, force: bool = False, lake: HudiTable | None = 
         **({} if fresh else {"checked_at": now}), "fingerprint": print_, "findings": findings, "worst": worst,
         "error": error})
     return health
+
+
+def table_sync_checked(*, table: Table, full: bool = False) -> SyncResult:
+    """A sync run in place of the sync task (the demo lake's build registers and syncs each
+    table at once), then what the task does after a sync: the table doctor and a history point,
+    so that the table's Health and History are there with it, not after beat's next sync."""
+    result = table_sync(table=table, full=full)
+    health_check(table=table, timeline_print=sync_fingerprint(table))
+    snapshot_record(table=table, changed=result.changed)
+    return result
 
 
 def _worst_first(finding: dict[str, Any]) -> tuple[int, int]:

@@ -9,7 +9,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth.models import User
@@ -23,7 +23,7 @@ from console.models import (
     TableLock,
 )
 from console.services.audit import audit
-from console.zones import zone_label
+from console.zones import readable
 
 logger = logging.getLogger(__name__)
 
@@ -50,9 +50,11 @@ def _expiry() -> timedelta:
 
 
 def _busy(table: Table, lock: TableLock) -> TableBusy:
-    beat = f", last heartbeat {lock.heartbeat_at:%H:%M:%S} UTC" if lock.heartbeat_at else ""
-    return TableBusy(f"{table.name} is busy: {lock.holder} has held it since {lock.acquired_at:%Y-%m-%d %H:%M:%S} "
-                     f"UTC{beat}.", holder=lock.holder)
+    # Written in UTC, as every stored sentence is; pages and e-mails show it in the reader's
+    # zone (console/zones.py: the `instants` filter, `text_in_zone`).
+    beat = f", last heartbeat {readable(lock.heartbeat_at, zone=UTC)}" if lock.heartbeat_at else ""
+    return TableBusy(f"{table.name} is busy: {lock.holder} has held it since {readable(lock.acquired_at, zone=UTC)}"
+                     f"{beat}.", holder=lock.holder)
 
 
 class Lease:
@@ -189,8 +191,8 @@ def table_lock_break(*, table: Table, user: User | None, token: str) -> None:
     if lock is None:
         raise ValidationError("That lock is no longer held; nothing to break.")
     if lock.expires_at is not None and lock.expires_at > now:
-        last = timezone.localtime(lock.heartbeat_at or lock.acquired_at)  # the user's zone (console/zones.py)
-        raise ValidationError(f"{lock.holder} still heartbeats (last {last:%H:%M:%S} {zone_label(last)}): only an "
+        last = readable(lock.heartbeat_at or lock.acquired_at, zone=UTC)  # shown in the reader's zone
+        raise ValidationError(f"{lock.holder} still heartbeats (last {last}): only an "
                               "expired lock can be broken.")
     deleted, _ = TableLock.objects.filter(pk=lock.pk, token=token).filter(_expired(now)).delete()
     if not deleted:

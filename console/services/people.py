@@ -283,6 +283,45 @@ def person_role_change(*, actor: User, user: User, role: str) -> bool:
     _refuse(actor=actor, change=f"role {role or 'none'}", username=user.get_username(), reason=reason)
 
 
+def person_email_change(*, actor: User, user: User, email: str) -> str:
+    """Set a local account's e-mail address (where its alert and approval e-mails go: the demo's
+    and a created account's may have none). An address an admin sets is verified: accounts that
+    share it are one person for the two-person rule (`console.lineage`). Adding one only joins
+    accounts; changing or clearing one may part them, so that is decided as an identity link is:
+    by an admin who is not the account and whom the rule lets approve a change of it
+    (`permissions.identity_link_refusal`). Refused (audited, nothing changed): an invalid
+    address, a superuser changed by a non-superuser, an account whose identity provider gives
+    its address, the two-person rule. Returns the address now set."""
+    _check_actor(actor)
+    email = email.strip()
+    reason = _check_target(actor, user)
+    if not reason and source_of(user) != "local":
+        reason = (f"{user.get_username()} signs in through {SOURCES[source_of(user)]}, which gives their e-mail "
+                  "address at every sign-in: change it at the identity provider.")
+    if not reason:
+        try:
+            if len(email) > 254:
+                raise ValidationError("An e-mail address has at most 254 characters.")
+            if email:
+                validate_email(email)
+        except ValidationError as exc:
+            reason = " ".join(exc.messages)
+    if not reason and user.email and user.email != email:
+        reason = identity_link_refusal(actor, (user,))
+    if reason:
+        _refuse(actor=actor, change="e-mail", username=user.get_username(), reason=reason)
+    before = user.email
+
+    def change() -> str:
+        User.objects.filter(pk=user.pk).update(email=email)
+        user.email = email
+        audit(user=actor, action="people.email_changed", parameters={
+            "username": user.get_username(), "from": before, "to": email})
+        return email
+
+    return _attempted(actor, "e-mail", user.get_username(), change)
+
+
 def person_admin_confirm(*, actor: User, grant: RoleGrant) -> None:
     """A second admin confirms a pending admin grant: the user becomes an admin. Refused
     (audited): the grant's requester or its user confirming, an admin the two-person rule keeps

@@ -32,6 +32,7 @@ from console.selectors.tables import replaced_folder
 from console.services.audit import audit
 from console.services.compaction import services_refresh
 from console.services.figures import BACKLOG, plan_figure, table_figures
+from console.services.history import snapshot_record
 from console.services.queue import SYNC_TABLE, enqueue_on_commit
 from console.services.write_stats import Unindexed, WriteStatsIndexer, write_stats_index_forget
 from timeline import CleanlineError, HudiTable, Maintenance, OutsideTableError, Timeline
@@ -120,8 +121,9 @@ def table_sync_queue(*, table: Table, full: bool = False) -> None:
 def table_sync_after_change(*, table: Table, files: bool) -> None:
     """Cleanline changed the table (a clean, restore or rollback: `files`; a savepoint or an
     archival): the service that completed the run brings its rows and figures up to date now, so
-    that the pages show the change at once, not after the next sync; a table without a metadata
-    table to list it through is listed in full when its files changed. A sync that fails is
+    that the pages show the change at once, not after the next sync, and keeps a history point of
+    them; a table without a metadata table to list it through is listed in full when its files
+    changed. A sync that fails is
     recorded on the table (FAILED, with the reason) and not raised: the run itself completed."""
     try:
         table_sync(table=table, full=files and not table.metadata_table_enabled)
@@ -129,6 +131,11 @@ def table_sync_after_change(*, table: Table, files: bool) -> None:
         logger.exception("sync of table %s after a change failed", table.pk)
         table_sync_failed(table=table, error=str(exc) if isinstance(exc, CleanlineError)
                           else f"{type(exc).__name__}: {exc}")
+        return
+    try:  # the change's history point at once (issue 43), not at the next sync
+        snapshot_record(table=table, changed=True)
+    except Exception:  # a missing point on a chart must not fail the run
+        logger.exception("history snapshot of table %s after a change failed", table.pk)
 
 
 def table_sync_request(*, table: Table, user: User | None, full: bool = False) -> None:
@@ -298,7 +305,8 @@ def table_sync(*, table: Table, full: bool = False) -> SyncResult:
     else:
         known = _known(table, times=changes.times) if archived is None else _known(table)
     upserts, stale = _instant_changes(lake, changes, archived, known, table)
-    figures = table_figures(table, lake, full=full) if full or changes.changed else None
+    relist = _relist_due(mark, changes, full)
+    figures = table_figures(table, lake, full=full or relist) if full or changes.changed else None
     # the compaction backlog of this sync's listing, else the one the last listing left
     backlog = figures.pop(BACKLOG) if figures is not None else (table.services or {}).get("backlog")
     layout = plan_figure(table, figures["layout_summary"] if figures else dict(table.layout_summary or {}))
@@ -321,7 +329,8 @@ def table_sync(*, table: Table, full: bool = False) -> SyncResult:
             archival=archival, sync_full=False, **((figures or {}) | {"layout_summary": layout}),
             **_table_fields(lake))
         _mark(table, mark, changes, config_digest=config_digest, archive_fingerprint=archive_print,
-              **({"archival_at": timezone.now()} if archival is not None and planned else {}))
+              **({"archival_at": timezone.now()} if archival is not None and planned else {}),
+              **({"writing": _writing(lake, mark, relist)} if mark is None or relist else {}))
     table.refresh_from_db()
     services_refresh(table=table, lake=lake, backlog=backlog)
     _SEEN[table.pk] = (table.timeline_fingerprint, changes.names)
@@ -338,6 +347,30 @@ def table_sync(*, table: Table, full: bool = False) -> SyncResult:
 # on the table: a worker syncing a large table again skips decoding them from its mark.
 _SEEN: OrderedDict[int, tuple[str, frozenset[str]]] = OrderedDict()
 _SEEN_TABLES = 8
+
+
+# A table first listed while a write was still being written (registered while a build or an
+# ingestion job wrote it): that listing missed what the write went on to write, and a later
+# incremental sync keeps the listing's figures (total files, bytes, reclaimable) where no
+# metadata table gives them. So a sync whose own change check finds one of those writes moved
+# (completed, or rolled back) lists the table again, and so on until a listing finds no write
+# pending; at most RELISTS times, so that a table some writer is always writing is not listed at
+# every sync for ever. A write that died stays pending without moving: it starts no listing.
+RELISTS = 20
+
+
+def _relist_due(mark: SyncMark | None, changes: TimelineChanges, full: bool) -> bool:
+    writing = mark.writing if mark is not None else {}
+    pending = writing.get("pending") or []
+    return bool(not full and changes.changed and int(writing.get("relisted") or 0) < RELISTS
+                and any(t in changes.times for t in pending))
+
+
+def _writing(lake: HudiTable, mark: SyncMark | None, relist: bool) -> dict[str, Any]:
+    """The writes pending at this listing (the first, or one `_relist_due` asked for), and how
+    many listings the table has had since the first for want of them."""
+    relisted = int((mark.writing if mark is not None else {}).get("relisted") or 0) + 1 if relist else 0
+    return {"pending": sorted(i.requested_time for i in lake.timeline.writes().pending()), "relisted": relisted}
 
 
 def _names(table: Table, mark: SyncMark) -> Collection[str]:

@@ -14,6 +14,7 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
 from console.signin import oidc
+from console.views_errors import cookies_refused_over_http
 
 
 class SignInView(LoginView):
@@ -33,6 +34,7 @@ class SignInView(LoginView):
             "password_form": password_form or request.GET.get("local") == "1" or request.method == "POST",
             "break_glass_link": not password_form,
             "ldap_enabled": settings.CLEANLINE_LDAP_ENABLED,
+            "not_https": cookies_refused_over_http(request),
             "refusal": getattr(request, "cleanline_signin_refusal", "")
             or request.session.pop("cleanline_signin_refusal", ""),
         })

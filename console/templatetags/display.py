@@ -19,16 +19,18 @@ from django.utils import timezone
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
+from console import zones
 from console.models import Instant, Table
-from console.zones import zone_label
 from timeline import TableConfig
 from timeline.exceptions import InvalidInstantError
 from timeline.instant import format_instant_time, moment_of, parse_instant_time
 
 register = template.Library()
 
-# How a <time> element is written: the keys are also those of time.js's formats.
-FORMATS = {"datetime": "%Y-%m-%d %H:%M:%S", "date": "%Y-%m-%d", "daytime": "%m-%d %H:%M", "time": "%H:%M:%S"}
+# How a <time> element is written (console/zones.py's `readable`, the one helper every time
+# on every page, form, flash message, e-mail and CSV goes through).
+FORMATS = zones.FORMATS
+readable = zones.readable
 
 
 def zone_of(where: Table | str | None) -> str:
@@ -57,14 +59,6 @@ def aware(instant_time: str | None, where: Table | str | None = None) -> datetim
         return None
 
 
-def readable(when: datetime, style: str = "datetime") -> str:
-    """An aware datetime in the request's time zone (the user's: console/zones.py), the zone
-    named: '2024-01-01 12:30:45 UTC', '2024-01-02 02:30:45 UTC+14'."""
-    local = timezone.localtime(when)
-    text = local.strftime(FORMATS[style])
-    return f"{text} {zone_label(local)}" if style == "datetime" else text
-
-
 @register.filter
 def stamp(when: datetime | None, style: str = "datetime") -> SafeString:
     """A moment the console recorded (a plan requested, a lock taken, an alert fired) as
@@ -73,7 +67,7 @@ def stamp(when: datetime | None, style: str = "datetime") -> SafeString:
     if when is None or not isinstance(when, datetime):
         return mark_safe("")
     return format_html('<time datetime="{}" title="{}" data-local="{}">{}</time>', when.isoformat(),
-                       when.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"), style, readable(when, style))
+                       readable(when, zone=UTC), style, readable(when, style))
 
 
 @register.simple_tag
@@ -169,17 +163,45 @@ def _instant_html(instant_time: str | None, where: Table | str | None, *, link: 
     return format_html('<span class="instant">{}{}{}</span>', shown, ago, copy_button(instant_time))
 
 
-# An instant time standing on its own in a sentence (not part of a file name or a number).
-_INSTANT_IN_TEXT = re.compile(r"(?<![\w.])(\d{14,20})(?![\w.])")
+@register.filter
+def instants(text: str | None, where: Table | str | None = None) -> SafeString:
+    """A sentence (a reason, a warning, an error, a flash message, an alert) with every instant
+    time in it shown as `instant` shows it (without its age), every time written in UTC
+    ('2024-01-01 12:00 UTC') shown as `stamp` shows it (in the viewer's zone), the rest escaped."""
+    shown = []
+    for n, part in enumerate(zones.INSTANT_IN_TEXT.split(str(text or ""))):
+        if n % 2:
+            shown.append(str(_instant_html(part, where, show_age=False)))
+            continue
+        shown.append(zones.times_in_text(str(escape(part)), lambda moment_: str(stamp(moment_))))
+    return mark_safe("".join(shown))  # noqa: S308 (every part is escaped or built by format_html)
+
+
+@register.simple_tag(takes_context=True)
+def flash(context: template.Context, message: Any) -> SafeString:
+    """A flash message as `instants` shows a sentence (its instant times in the page's table's
+    timeline zone, when the page has a table)."""
+    return instants(str(message), context.get("table"))
 
 
 @register.filter
-def instants(text: str | None, where: Table | str | None = None) -> SafeString:
-    """A sentence (a reason, a warning, an error) with every instant time in it shown as
-    `instant` shows it (without its age), the rest escaped."""
-    parts = _INSTANT_IN_TEXT.split(str(text or ""))
-    return mark_safe("".join(  # noqa: S308 (every part is escaped or built by format_html)
-        str(_instant_html(part, where, show_age=False) if n % 2 else escape(part)) for n, part in enumerate(parts)))
+def refusal_of(refusal: str | None, instant_time: str = "") -> str:
+    """A refusal shown in its write's row: without the table's location the library puts
+    first ("file:/lake/t: ...", the page names the table) and with the row's own instant time
+    as "this write" (the row shows its time once, in its first cell)."""
+    text = str(refusal or "")
+    head, sep, rest = text.partition(": ")
+    if sep and ("/" in head or ":" in head) and " " not in head:
+        text = rest
+    if instant_time:
+        text = re.sub(rf"(?<![\w.]){re.escape(instant_time)}(?![\w.])", "this write", text)
+    return text[:1].upper() + text[1:]
+
+
+@register.filter
+def epoch_ms(value: int | None) -> SafeString:
+    """Epoch milliseconds (a savepoint's savepointedAt) as `stamp` shows a moment."""
+    return stamp(zones.from_epoch_ms(value)) if value else mark_safe("")
 
 
 # Two overlapping sheets, drawn in the text's colour (no icon font needed).

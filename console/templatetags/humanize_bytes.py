@@ -21,10 +21,3 @@ def bar(value: int, largest: int) -> int:
     """Width in pixels (0-300) of a bar for `value` out of `largest`."""
     return int(300 * value / largest) if largest else 0
 
-
-@register.filter
-def epoch_ms(value: int | None) -> str:
-    """Epoch milliseconds as a UTC time."""
-    from datetime import UTC, datetime
-
-    return datetime.fromtimestamp((value or 0) / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M UTC") if value else ""

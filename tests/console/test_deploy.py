@@ -79,3 +79,51 @@ def test_deploy_every_setting_read_from_the_environment_is_in_the_readme() -> No
     readme = (ROOT / "README.md").read_text()
     table = readme[readme.index("## Configuration"):readme.index("## Deploying")]
     assert not sorted(name for name in names if name not in table)
+
+
+def bare_env(**extra: str) -> dict[str, str]:
+    """An environment without SECRET_KEY, DEBUG or pytest's marker (a server's first start)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("SECRET_KEY", "DEBUG", "PYTEST_VERSION")}
+    return {**env, "DJANGO_SETTINGS_MODULE": "console.settings", **extra}
+
+
+def test_deploy_a_missing_or_placeholder_secret_key_is_one_line_naming_it() -> None:
+    """Issue 43: a missing SECRET_KEY printed a 58-line traceback."""
+    for env, words in ((bare_env(), "SECRET_KEY is not set"),
+                       (bare_env(SECRET_KEY=example_file()["SECRET_KEY"]), "SECRET_KEY is a published key")):
+        for command, program in (([sys.executable, "-m", "console.command", "serve"], "cleanline-console"),
+                                 ([sys.executable, "-m", "console.command", "manage", "check"], "cleanline-console"),
+                                 ([sys.executable, "manage.py", "check"], "manage.py")):
+            run = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+            lines = run.stderr.strip().splitlines()
+            assert run.returncode == 2 and len(lines) == 1, (command, run.stderr[-2000:])
+            assert lines[0].startswith(f"{program}: {words}"), lines
+
+
+def test_deploy_files_writes_the_units_and_environment_file_of_this_install(tmp_path: Path) -> None:
+    """`cleanline-console deploy-files DIR`: the units run this install's cleanline-console with
+    the environment file named, the worker may write to the lake given, the environment file
+    (mode 600) has the lake and a fresh key; nothing is overwritten; deploy/ names no lake."""
+    assert not [p.name for p in DEPLOY.iterdir() if "/data/lake" in p.read_text()]
+    lake, units = tmp_path / "lake", tmp_path / "units"
+
+    def deploy_files(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "console.command", "deploy-files", str(units), *args], cwd=ROOT,
+                              env=bare_env(), capture_output=True, text=True, timeout=60)
+
+    made = deploy_files("--lake", str(lake), "--env-file", "/etc/lake-console/env")
+    assert made.returncode == 0, made.stderr
+    assert sorted(p.name for p in units.iterdir()) == ["cleanline-beat.service", "cleanline-web.service",
+                                                       "cleanline-worker.service", "env"]
+    console = Path(sys.executable).parent / "cleanline-console"
+    for unit, command in {"web": "serve", "worker": "worker", "beat": "beat"}.items():
+        text = (units / f"cleanline-{unit}.service").read_text()
+        assert f"ExecStart={console} {command}" in text and "EnvironmentFile=/etc/lake-console/env" in text
+        assert ("ReadWritePaths=" + str(lake) in text) == (unit == "worker"), unit
+    env = (units / "env").read_text()
+    assert f"\nCLEANLINE_ALLOWED_ROOTS={lake}\n" in env and (units / "env").stat().st_mode & 0o777 == 0o600
+    key = re.search(r"^SECRET_KEY=(\S+)$", env, re.MULTILINE)
+    assert key and len(key.group(1)) >= 50 and "change-me" not in key.group(1)
+    again = deploy_files("--lake", str(lake))
+    assert again.returncode != 0 and "nothing written" in again.stderr
+    assert (units / "env").read_text() == env

@@ -48,7 +48,8 @@ def manage(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
 def test_settings_start_up_without_secret_key_and_debug_off_fails_clearly() -> None:
     refused = manage("check", env=clean_env())
     assert refused.returncode != 0
-    assert "ImproperlyConfigured: SECRET_KEY is not set and DEBUG is off" in refused.stderr
+    assert refused.stderr.startswith("manage.py: SECRET_KEY is not set and DEBUG is off")  # one line (issue 43)
+    assert "Traceback" not in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
     assert "Set the SECRET_KEY environment variable" in refused.stderr
     assert manage("check", env=clean_env(SECRET_KEY=secrets.token_urlsafe(50))).returncode == 0
     assert manage("check", env=clean_env(DEBUG="1")).returncode == 0
@@ -61,7 +62,7 @@ def test_settings_alert_allowed_hosts_are_checked_at_start_up() -> None:
     assert manage("check", env=clean_env(DEBUG="1", CLEANLINE_ALERT_ALLOWED_HOSTS=good)).returncode == 0
     refused = manage("check", env=clean_env(DEBUG="1", CLEANLINE_ALERT_ALLOWED_HOSTS="10.0.0.0/8, http://hooks/x"))
     assert refused.returncode != 0
-    assert "ImproperlyConfigured: CLEANLINE_ALERT_ALLOWED_HOSTS: 'http://hooks/x'" in refused.stderr
+    assert refused.stderr.startswith("manage.py: CLEANLINE_ALERT_ALLOWED_HOSTS: 'http://hooks/x'")
 
 
 @pytest.mark.parametrize("key", ["cleanline-development-only-key-change-me",

@@ -104,11 +104,14 @@ def test_metrics_every_table_and_job_figure_equals_the_database(console_table) -
         plan.finished_at.timestamp())
     assert of_table(samples, "cleanline_table_last_clean_bytes", left) is None
 
+    plans_as_jobs = {"queued": "approved", "running": "running", "completed": "completed", "failed": "failed"}
     for kind in Job.Kind.values:
         for status in JobStatus.values:
+            plans = CleanPlan.objects.filter(status=plans_as_jobs[status]).count() if kind == "clean" else 0
             assert labelled(samples, "cleanline_jobs", kind=kind, status=status) == Job.objects.filter(
-                kind=kind, status=status).count()
+                kind=kind, status=status).count() + plans
     assert labelled(samples, "cleanline_jobs", kind="restore", status="completed") == 1
+    assert labelled(samples, "cleanline_jobs", kind="clean", status="completed") >= 1  # the plan that ran (issue 43)
     for status in ApprovalStatus.values:
         assert labelled(samples, "cleanline_clean_plans", status=status) == CleanPlan.objects.filter(
             status=status).count()

@@ -48,6 +48,9 @@ class Command(BaseCommand):
                 self.stderr.write(f"skipped {path}: {'; '.join(exc.messages)}")
                 continue
             services.table_sync(table=table)
+            # the doctor and a history point in the worker's first sync, seconds after the start
+            # (not on the way to the first page, nor after beat's first periodic sync)
+            services.table_sync_queue(table=table)
             self.stdout.write(f"synced {table.name} ({table.instants.count()} instants)")
 
     def account(self, username: str, role: str) -> None:

@@ -17,6 +17,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from console import services
 from console.models import Table
+from console.services.health import table_sync_checked
 from timeline.internal.demo import DEMO_TABLES, demo_tables_to_build
 from timeline.internal.engine import build_demo_lake
 
@@ -89,4 +90,4 @@ class Command(BaseCommand):
             except ValidationError as exc:
                 self.stderr.write(f"demo lake: {path} not registered: {'; '.join(exc.messages)}")
                 return
-        services.table_sync(table=table)
+        table_sync_checked(table=table)  # with its Health and a History point at once

@@ -30,10 +30,23 @@
             "#7c4dcc", "#0f8a8a", "#a0527a", "#5b6b80"];
   }
 
+  function empty(spec) {
+    return spec.datasets.every(function (d) { return d.data.every(function (v) { return !v; }); });
+  }
+
   function draw(canvas) {
     var source = document.getElementById(canvas.dataset.chart);
     if (!source || !window.Chart || canvas.dataset.drawn) return;
     var spec = JSON.parse(source.textContent);
+    if (empty(spec)) {  // an axis from 0 to "1 B" says nothing: say there is nothing yet
+      canvas.dataset.drawn = "1";
+      var box = canvas.closest(".chart-box") || canvas;
+      var note = document.createElement("p");
+      note.className = "hint chart-empty";
+      note.textContent = "Nothing to chart yet: every value is 0.";
+      box.replaceWith(note);
+      return;
+    }
     var format = FORMATS[spec.format] || FORMATS.count;
     var ink = css("--ink", "#1d2330"), line = css("--line", "#d9dee7"), colours = palette();
     var value = spec.horizontal ? "x" : "y", category = spec.horizontal ? "y" : "x";

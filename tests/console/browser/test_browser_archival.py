@@ -46,7 +46,8 @@ def test_browser_archival_blocked_by_a_savepoint_freed_and_archived(
     ada.screenshot(path=str(SHOTS / f"archival-savepoint-frees-{width}-{scheme}.png"), full_page=True)
     ada.fill("input[name=confirm]", savepoint)
     ada.click("button:has-text('Delete savepoint')")
-    ada.wait_for_selector(f"text=Savepoint {savepoint} deleted.")
+    # the flash message shows the savepoint's time readable, the raw instant its tooltip (issue 43)
+    ada.wait_for_selector(f"p.message:has-text('deleted.') time[title='{savepoint}']")
 
     ada.click("header nav >> text=Archival")
     ada.click("button:has-text('Request archival of 9 instants')")

@@ -57,3 +57,22 @@ def test_browser_narrow_people_controls_are_on_the_screen(browser: Browser, live
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / "people-390-stacked.png"), full_page=True)
+
+
+def test_browser_narrow_instant_page_fits_and_its_paths_wrap_as_names(
+        browser: Browser, live_server, console_table) -> None:  # noqa: F811
+    """Issue 43: at 390 px the instant page's Path column wrapped every 4 characters and the page
+    was 415 px wide. Its write stats stack: a path takes the whole width, a few lines at most."""
+    table: Table = console_table("sample_table/cow/v9_txns_simple_nometa")
+    commit = table.instants.filter(action="commit", state="COMPLETED").order_by("-requested_time")[0]
+    page = browser_sign_in(browser, live_server.url, "viewer", **PHONE)
+    page.goto(f"{live_server.url}/tables/{table.pk}/instants/{commit.pk}")
+    paths = page.locator("table.grid td:text-matches('\\.parquet$')")  # the Path column's cells
+    assert paths.count() >= 1
+    line = float(page.evaluate("parseFloat(getComputedStyle(document.querySelector('table.grid td')).lineHeight)"))
+    for n in range(paths.count()):
+        box = paths.nth(n).bounding_box()
+        assert box is not None and box["width"] >= 300 and box["height"] <= 3 * line + 8, (box, line)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / "instant-390.png"), full_page=True)

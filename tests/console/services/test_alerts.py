@@ -9,17 +9,21 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
 from console import services, tasks
 from console.alerts import check_alerts
+from console.metrics import timeline_zone
 from console.models import Alert, AlertKind, AlertRule, AuditEvent, CleanPlan, Table
 from console.models_approvals import ApprovalStatus
 from console.selectors import stored_plan
+from console.zones import text_in_zone
 from tests.console.helpers import SHORT_RETENTION, Sinks, login, person
 from timeline import HudiTable
 
@@ -38,7 +42,9 @@ def assert_delivered_once(alert: Alert, sinks: Sinks) -> None:
     """One e-mail to every recipient and one webhook POST, saying what the alert says."""
     (mail,) = sinks.mails_of(alert)
     assert mail["Subject"] == f"[Cleanline] {alert.table.name}: {AlertKind(alert.kind).label}"
-    assert mail["From"] == "alerts@cleanline.test" and alert.message in mail.get_content()
+    # the message as its readers read it: an instant time with its readable time beside it (issue 43)
+    read = text_in_zone(alert.message, ZoneInfo(settings.TIME_ZONE), timeline_zone(alert.table))
+    assert mail["From"] == "alerts@cleanline.test" and read in mail.get_content()
     assert [r for r, m in sinks.mails if m is mail] == [["ops@cleanline.test", "lead@cleanline.test"]]
     (hook,) = sinks.hooks_of(alert)
     assert hook["text"] == f"[Cleanline] {alert.table.name}: {AlertKind(alert.kind).label}: {alert.message}"
@@ -104,7 +110,10 @@ def test_alerts_a_failed_clean_fires_once_through_the_task_and_resolves_when_a_c
     alert = fires_once(table, AlertKind.CLEAN_FAILED, sinks)
     assert alert.key == "cleans" and f"clean plan #{plan.pk} failed" in alert.message
     page = login("viewer").get(reverse("console:alerts"))
-    assert page.status_code == 200 and alert.message.encode() in page.content
+    # the page shows the message's instant time readable (issue 43): the raw one is its tooltip
+    head, _, instant_time = alert.message.partition("; resolved")[0].rpartition(" ")
+    assert page.status_code == 200 and head.encode() in page.content
+    assert f'title="{instant_time}" data-local="datetime">'.encode() in page.content
     cleaned(table)
     resolves(alert, sinks)
 

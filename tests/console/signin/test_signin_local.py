@@ -133,3 +133,25 @@ def test_local_lockout_counts_a_username_whatever_its_case_and_the_password_chec
     elsewhere.post(reverse("login"), {"username": "alice", "password": PASSWORD})
     assert "_auth_user_id" in elsewhere.session
 
+
+
+def test_break_glass_over_plain_http_says_the_cookie_was_refused_for_want_of_https(settings) -> None:
+    """Issue 43: without a TLS proxy, break-glass sign-in ended on "your session ended". With
+    HTTPS-only cookies (CLEANLINE_HTTPS) a browser keeps none from a plain-HTTP page: the login
+    page warns, and the refused form names that cause, not an ended session."""
+    local("breakglass")
+    settings.CLEANLINE_LOCAL_SIGNIN, settings.CLEANLINE_BREAK_GLASS_USERS = False, ["breakglass"]
+    settings.SECURE_SSL_REDIRECT = False  # the plain-HTTP page reached (no redirect to a missing TLS port)
+    settings.CSRF_COOKIE_SECURE = settings.SESSION_COOKIE_SECURE = True
+    browser = Client(enforce_csrf_checks=True)  # a browser refusing the Secure cookie over HTTP sends none back
+    login = browser.get(reverse("login") + "?local=1").content.decode()
+    assert 'id="signin-not-https"' in login and "CLEANLINE_HTTPS=true" in login
+    browser.cookies.clear()  # the Secure cookie the page set: a browser did not keep it over HTTP
+    refused = browser.post(reverse("login"), {"username": "breakglass", "password": PASSWORD})
+    page = refused.content.decode()
+    assert refused.status_code == 403 and 'id="csrf-not-https"' in page
+    assert "this connection is not HTTPS" in page and "session" not in page.split('id="csrf-not-https"')[1][:400]
+    secure = Client(enforce_csrf_checks=True)  # over HTTPS: the page as before, the form's expiry
+    assert 'id="signin-not-https"' not in secure.get(reverse("login"), secure=True).content.decode()
+    expired = secure.post(reverse("login"), {"username": "breakglass", "password": PASSWORD}, secure=True)
+    assert expired.status_code == 403 and 'id="csrf-failure"' in expired.content.decode()

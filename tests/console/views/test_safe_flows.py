@@ -3,6 +3,8 @@ writes the library accepts and keeps the user's input when it refuses one."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.urls import reverse
 
@@ -59,7 +61,8 @@ def test_safe_flows_rollback_has_a_preview_page_with_files_and_a_typed_confirmat
     row = next(r for r in HudiTable.open(table.path).inspect.failed_writes() if r.instant.requested_time == failed)
     assert row.preview is not None and row.preview.files_to_delete
     assert all(path in page for _, path, _ in row.preview.files_to_delete)
-    assert "A rollback cannot be undone" in page and f"Type {failed} to confirm" in page
+    assert "A rollback cannot be undone" in page and f"Type {failed} (" in page  # its readable time beside it
+    assert re.search(rf"Type {failed} \(\d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d \w+\) to confirm", page)
     assert admin.get(reverse("console:rollback_preview", args=[table.pk, "20010101000000000"])).status_code == 404
     with django_capture_on_commit_callbacks(execute=True):
         admin.post(reverse("console:rollback_run", args=[table.pk]), {"target": failed, "confirm": failed})

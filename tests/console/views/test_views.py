@@ -304,7 +304,8 @@ def test_views_post_only_urls_are_exactly_the_mutation_matrix() -> None:
     # a user's own API tokens (any role; tests/console/api/test_api.py) and the People page's changes
     # (their persona matrices: tests/console/views/test_people.py, services/test_people_grants.py,
     # services/test_lineage.py) are POST-only too
-    people = {"console:people_create", "console:people_role", "console:people_deactivate", "console:people_reactivate",
+    people = {"console:people_create", "console:people_role", "console:people_email", "console:people_deactivate",
+              "console:people_reactivate",
               "console:people_grant_confirm", "console:people_grant_decline", "console:people_link",
               "console:people_unlink"}
     # registering the tables a discovery found (its matrix: tests/console/views/test_discover_console.py)
