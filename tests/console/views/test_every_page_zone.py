@@ -131,7 +131,8 @@ def test_every_page_shows_every_time_in_the_viewers_zone_named(seeded: dict[str,
            "plan_id": seeded["plan"].pk, "change_id": seeded["plan"].pk, "instant": seeded["commit"],
            "savepoint": seeded["commit"], "archival_id": seeded["archival"].pk, "job_id": seeded["job"].pk,
            "kind": "orphan_files", "repair_id": seeded["repair"].pk, "channel_id": 1,
-           "token_id": seeded["token"].pk, "user_id": ada.pk, "grant_id": 1, "link_id": 1}
+           "token_id": seeded["token"].pk, "user_id": ada.pk, "grant_id": 1, "link_id": 1,
+           "index": "column_stats", "action": "rebuild"}
     own = {"rollback_preview": {"instant": seeded["failed"]}}
     client = Client()
     client.force_login(ada)
