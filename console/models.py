@@ -538,7 +538,13 @@ class IdentityLink(models.Model):
 # The table doctor's health and repairs (issue 28), the history's snapshots and the alerts set up in
 # the console (issue 30), the write-stats index (issue 38): their own modules, imported here so that
 # Django registers their models.
-from console import models_alerts, models_health, models_history, models_write_stats  # noqa: E402,F401
+from console import (  # noqa: E402,F401
+    models_alerts,
+    models_health,
+    models_history,
+    models_versions,  # noqa: E402,F401  (issue 42: table version changes)
+    models_write_stats,
+)
 
 
 class Preference(models.Model):

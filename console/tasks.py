@@ -22,16 +22,19 @@ from console import permissions, services
 from console.models import Archival, CleanPlan, Job, JobStatus, RetentionEstimate, SyncStatus, Table
 from console.models_approvals import ApprovalStatus
 from console.models_health import Repair
-from console.services import approvals, health, history
+from console.models_versions import VersionChange, VersionRehearsal
+from console.services import approvals, health, history, versions
 from console.services.queue import (
     APPROVE_CLEAN_PLAN,
     BUILD_CLEAN_PLAN,
     CHECK_TABLE_ALERTS,
     ESTIMATE_RETENTION,
+    REHEARSE_VERSION_CHANGE,
     RUN_ARCHIVAL,
     RUN_CLEAN_PLAN,
     RUN_JOB,
     RUN_REPAIR,
+    RUN_VERSION_CHANGE,
     SYNC_TABLE,
     enqueue_on_commit,
 )
@@ -292,3 +295,41 @@ def check_table_alerts(table_id: int) -> int:
     from console.alerts import check_table_now
 
     return check_table_now(table_id)
+
+
+@shared_task(name=REHEARSE_VERSION_CHANGE, bind=True, acks_late=True)
+def rehearse_version_change(self: Task[[int], str], rehearsal_id: int) -> str:
+    """Rehearse a table version change on a copy of the table (console.services.versions): the
+    report is kept on the rehearsal; the table is not written."""
+    rehearsal = VersionRehearsal.objects.filter(pk=rehearsal_id).select_related("table").first()
+    if rehearsal is None:
+        return "skipped"
+    return str(versions.version_rehearsal_run(rehearsal=rehearsal, task_id=self.request.id or "").status)
+
+
+@shared_task(name=RUN_VERSION_CHANGE, bind=True, acks_late=True)
+def run_version_change(self: Task[[int], str], change_id: int) -> str:
+    """Run an approved table version change under the table's lock, after its rehearsal on a copy
+    of the table as it is now passes. The approver must still be active and allowed to approve
+    (else it fails with the reason); a busy table is retried with the one back-off, then the
+    change fails with the reason."""
+    change = VersionChange.objects.filter(pk=change_id).select_related("table", "decided_by").first()
+    if change is None or change.status not in (ApprovalStatus.APPROVED, ApprovalStatus.RUNNING):
+        return "skipped"
+    approver = change.decided_by
+    if approver is None or not approver.is_active or not approver.has_perm(permissions.APPROVE):
+        versions.version_change_gave_up(change=change, error="The approver is gone or may no longer approve.")
+        return "refused"
+    holder = versions.version_change_holder(change)
+    try:
+        return str(versions.version_change_run(change=change, task_id=self.request.id or "").status)
+    except services.TableBusy as exc:
+        _retry_while_busy(self, exc, holder)
+        if exc.holder == holder:
+            return "running elsewhere"
+        versions.version_change_gave_up(change=change,
+                                        error=f"Gave up after {self.request.retries} retries: {exc.messages[0]}")
+        return "failed"
+    except Exception as exc:  # a run that claimed it marked it FAILED; one that did not yet, here
+        versions.version_change_gave_up(change=change, error=_reason(exc))
+        raise

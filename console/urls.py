@@ -22,6 +22,7 @@ from console import (
     views_people,
     views_preferences,
     views_services,
+    views_versions,
 )
 from console.api import api
 from console.signin import oidc
@@ -98,6 +99,14 @@ console_patterns = [
              decision="approve"),
     of_table("archivals/<int:change_id>/decline", views_approvals.decide, "archival_decline", kind="archival",
              decision="reject"),
+    of_table("versions", views_versions.table_versions, "versions"),
+    of_table("versions/rehearse", views_versions.version_rehearse, "version_rehearse"),
+    of_table("versions/request", views_versions.version_request, "version_request"),
+    of_table("version-changes/<int:change_id>", views_versions.version_change, "version_change"),
+    of_table("version-changes/<int:change_id>/approve", views_approvals.decide, "version_change_approve",
+             kind="version change", decision="approve"),
+    of_table("version-changes/<int:change_id>/reject", views_approvals.decide, "version_change_reject",
+             kind="version change", decision="reject"),
     of_table("restore/<str:savepoint>", views.restore_preview, "restore"),
     of_table("jobs/restore", views.job_request, "restore_run", kind="restore"),
     of_table("jobs/rollback", views.job_request, "rollback_run", kind="rollback"),

@@ -51,6 +51,9 @@ PAGES = {
     "repair": DecidePage("repairs", "console:repair", "repair_id",
                          "Approved: a worker runs the repair under the table's lock, after the doctor checks the table "
                          "again (if it now needs more than this preview, the repair turns stale and nothing changes)."),
+    "version change": DecidePage("version_changes", "console:version_change", "change_id",
+                                 "Approved: a worker rehearses the change again on a copy of the table as it is now, "
+                                 "under the table's lock; only if that passes does it change the table."),
 }
 
 

@@ -37,9 +37,16 @@ from django.utils import timezone
 from console.models import Archival, CleanPlan
 from console.models_approvals import IN_FLIGHT, Approvable, ApprovalStatus
 from console.models_health import Repair
+from console.models_versions import VersionChange
 from console.permissions import change_approval_refusal
 from console.services.audit import audit
-from console.services.queue import APPROVE_CLEAN_PLAN, RUN_ARCHIVAL, RUN_REPAIR, enqueue_on_commit
+from console.services.queue import (
+    APPROVE_CLEAN_PLAN,
+    RUN_ARCHIVAL,
+    RUN_REPAIR,
+    RUN_VERSION_CHANGE,
+    enqueue_on_commit,
+)
 
 Change = TypeVar("Change", bound=Approvable)
 
@@ -73,6 +80,9 @@ KINDS: dict[type[Approvable], Kind] = {
                    stale_fields=lambda reason: {"stale_reason": reason[:2000]}),
     Repair: Kind(Repair, RUN_REPAIR, "repair", "a repair waiting for approval",
                  details=lambda change: {"kind": change.kind} if isinstance(change, Repair) else {}),
+    VersionChange: Kind(VersionChange, RUN_VERSION_CHANGE, "version_change", "a version change waiting for approval",
+                        details=lambda change: {"from": change.from_version, "to": change.target}
+                        if isinstance(change, VersionChange) else {}),
 }
 
 
@@ -81,7 +91,7 @@ def kind_of(change: Approvable) -> Kind:
 
 
 def kind_named(name: str) -> Kind:
-    """The kind the pages and the API call `name` ("clean plan", "archival", "repair"); KeyError
+    """The kind the pages and the API call `name` ("clean plan", "archival", "repair", "version change"); KeyError
     for any other."""
     for model, kind in KINDS.items():
         if model.kind_name == name:
