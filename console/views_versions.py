@@ -14,6 +14,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from console import permissions, selectors
 from console.forms import DecisionForm
 from console.models import Table
+from console.models_versions import VersionRehearsal
 from console.permissions import AuthenticatedHttpRequest
 from console.selectors import versions as version_selectors
 from console.services import versions
@@ -26,7 +27,7 @@ def table_versions(request: AuthenticatedHttpRequest, table: Table) -> HttpRespo
     moving there, the newest rehearsal of each move with its report, the table's version changes."""
     overview = version_selectors.version_overview(table)
     rehearsals = list(version_selectors.rehearsals_of(table)[:20])
-    latest = {}
+    latest: dict[int, VersionRehearsal] = {}
     for rehearsal in rehearsals:
         if rehearsal.from_version == overview.current:
             latest.setdefault(rehearsal.target, rehearsal)
