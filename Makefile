@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml scripts/ensure-system.sh scripts/setup.sh
 # Tests use Redis database 15 so that a running `make run` (database 0) never sees their tasks.
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
 # The suite runs on one process per core, at most 4 (pytest-xdist; TEST_PROCESSES=0 runs it on one).
-# The other processes take Redis databases 14, 12, 11 (console/settings.py, parallel_test_worker).
+# The other processes take Redis databases 14, 12, 11 (console/parallel_tests.py).
 TEST_PROCESSES ?= auto
 
 test: setup

@@ -27,6 +27,10 @@ def health_metrics() -> Iterator[Metric]:
                               labels=["table_id", "table"])
     checked = GaugeMetricFamily("cleanline_table_health_checked_timestamp_seconds", "When the table doctor last "
                                 "checked the table (Unix time)", labels=["table_id", "table"])
+    per_index = GaugeMetricFamily(
+        "cleanline_index_findings", "The index-drift findings about each index partition of the table (column "
+        "stats, partition stats, record index, secondary indexes), at its last check", labels=["table_id", "table",
+                                                                                                  "index"])
     with_kind: Counter[tuple[str, str]] = Counter()
     for health in sorted(rows, key=lambda h: h.table_id):
         labels = [str(health.table_id), health.table.name]
@@ -35,6 +39,10 @@ def health_metrics() -> Iterator[Metric]:
             per_table.add_metric([*labels, kind], found.get(kind, 0))
         for kind, severity in {(str(f.get("kind")), str(f.get("severity"))) for f in health.findings}:
             with_kind[(kind, severity)] += 1
+        indexes = Counter(str((f.get("evidence") or {}).get("index")) for f in health.findings
+                          if f.get("kind") == "index-drift" and (f.get("evidence") or {}).get("index"))
+        for index, count in sorted(indexes.items()):
+            per_index.add_metric([*labels, index], count)
         worst.add_metric(labels, health.rank)
         checked.add_metric(labels, health.checked_at.timestamp())
     for kind in KINDS:
@@ -42,4 +50,4 @@ def health_metrics() -> Iterator[Metric]:
             with_kind.setdefault((kind, severity), 0)
     for (kind, severity), count in sorted(with_kind.items()):
         tables.add_metric([kind, severity], count)
-    yield from (per_table, tables, worst, checked)
+    yield from (per_table, tables, worst, checked, per_index)

@@ -181,6 +181,7 @@ from urllib.parse import unquote, urlparse
 from django.core.exceptions import ImproperlyConfigured
 
 from console.outbound import allowed_entry
+from console.parallel_tests import parallel_test_worker
 from console.signin.config import ldap_settings, role_map
 from timeline import CleanlineError
 from timeline.internal.engine import spark_min_files
@@ -479,28 +480,6 @@ if not STATIC_ROOT.is_dir():
     WHITENOISE_USE_FINDERS = WHITENOISE_AUTOREFRESH = True
 USE_TZ = True
 TIME_ZONE = "UTC"
-
-
-
-def parallel_test_worker() -> None:
-    """Under pytest-xdist (`make test` runs the suite on several processes), each test process
-    its own Redis database (Celery's broker: the workers a test starts take only its tasks; the
-    first process keeps REDIS_URL's, the others take 14, 12, 11, ... never 13, `make run`'s test
-    console's) and its own plan store folder (<CLEANLINE_PLAN_STORE>/<worker>). Written back to
-    the environment once, marked, so that the processes a test starts inherit them as they are."""
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
-    if not worker or os.environ.get("CLEANLINE_TEST_WORKER") == worker:
-        return
-    number = int(worker.removeprefix("gw"))
-    url = urlparse(os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/15"))
-    base = int(url.path.strip("/") or 0)
-    databases = [base, *(n for n in (14, 12, 11, 10, 9, 8, 7) if n != base)]
-    if number >= len(databases):
-        raise ImproperlyConfigured(f"pytest-xdist worker {worker}: at most {len(databases)} test processes")
-    os.environ["REDIS_URL"] = url._replace(path=f"/{databases[number]}").geturl()
-    if os.environ.get("CLEANLINE_PLAN_STORE", "").strip():
-        os.environ["CLEANLINE_PLAN_STORE"] = os.path.join(os.environ["CLEANLINE_PLAN_STORE"].strip(), worker)
-    os.environ["CLEANLINE_TEST_WORKER"] = worker
 
 
 if os.environ.get("PYTEST_VERSION"):

@@ -119,6 +119,8 @@ console_patterns = [
     of_table("health/<str:kind>/repair", views_health.repair_preview, "repair_preview"),
     of_table("health/<str:kind>/repair/request", views_health.repair_request, "repair_request"),
     of_table("repairs/<int:repair_id>", views_health.repair_detail, "repair"),
+    of_table("indexes", views_health.indexes, "indexes"),
+    of_table("indexes/<str:index>/<str:action>", views_health.index_repair_request, "index_repair_request"),
     of_table("repairs/<int:change_id>/approve", views_approvals.decide, "repair_approve", kind="repair",
              decision="approve"),
     of_table("repairs/<int:change_id>/reject", views_approvals.decide, "repair_reject", kind="repair",

@@ -1,5 +1,6 @@
 """The table doctor's pages (issue 28): a repair's preview, its request, the repair's page with
-its approval. The Health section of a table's overview and the dashboard's health list are
+its approval; the table's indexes with an index's rebuild or drop to request (issue 45). The
+Health section of a table's overview and the dashboard's health list are
 drawn by `templatetags/health.py`. Thin: authorise, call one service or selector, render."""
 
 from __future__ import annotations
@@ -49,3 +50,24 @@ def repair_detail(request: AuthenticatedHttpRequest, table: Table, repair_id: in
         "table": table, "repair": repair, "live": live, "decision": DecisionForm(),
         "refusal": services.repair_approval_refusal(request.user, repair),
         "writer_lock": writer_lock(table) if repair.status == ApprovalStatus.DRAFT else None})
+
+
+@table_page(reads_lake=True)
+def indexes(request: AuthenticatedHttpRequest, table: Table) -> HttpResponse:
+    """The table's index partitions (issue 45): state, size, last verification and findings,
+    with a rebuild and a drop to request through the repair approval flow."""
+    return render(request, "console/indexes.html", {
+        "table": table, "answer": selectors.indexes_json(table),
+        "open_repair": selectors.open_repair(table, selectors.INDEX_KIND)})
+
+
+@table_action(permissions.REQUEST_REPAIR)
+def index_repair_request(request: AuthenticatedHttpRequest, table: Table, index: str, action: str) -> HttpResponse:
+    try:
+        repair = services.repair_request(table=table, user=request.user, kind=selectors.INDEX_KIND, index=index,
+                                         action=action)
+    except ValidationError as exc:
+        messages.error(request, "; ".join(exc.messages))  # the service audited the refusal
+        return redirect("console:indexes", pk=table.pk)
+    messages.success(request, f"Repair #{repair.pk} requested: another admin approves it, then a worker runs it.")
+    return redirect("console:repair", pk=table.pk, repair_id=repair.pk)

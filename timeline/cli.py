@@ -30,6 +30,7 @@ from timeline.cli_clean import (
 )
 from timeline.cli_compaction import add_compaction_command
 from timeline.cli_doctor import add_doctor_command
+from timeline.cli_index import add_index_command
 from timeline.cli_output import (
     age_text,
     bytes_hex,
@@ -477,7 +478,8 @@ def build_parser() -> argparse.ArgumentParser:
         add(commands)
     add_archive_commands(commands, _command, _writers_stopped)
     add_doctor_command(commands, _writers_stopped, _sizes)
-    add_compaction_command(commands, _command, _sizes)
+    add_compaction_command(commands, _command, _sizes, _writers_stopped)
+    add_index_command(commands, _command, _writers_stopped, _sizes)
     add_version_command(commands, _command, _writers_stopped)
     return parser
 

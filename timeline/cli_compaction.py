@@ -1,9 +1,11 @@
-"""`cleanline compaction show|why`: a table's pending compactions, log compactions and
+"""`cleanline compaction show|why|schedule|run`: a table's pending compactions, log compactions and
 clusterings with their plans, its compaction backlog and its metadata table's compaction
 (`HudiTable.inspect.table_services`), and why no compaction is scheduled, each reason naming its
-setting or instant and what would change it (`HudiTable.inspect.why_not_compacting`). Both only
-read; the writers' options come from --hoodie-conf over CLEANLINE_HUDI_OPTIONS and
-hoodie.properties."""
+setting or instant and what would change it (`HudiTable.inspect.why_not_compacting`); `show` and
+`why` only read. `schedule` plans a compaction as Hudi's scheduler does with its default strategy
+(a dry run unless --yes: `Maintenance.compact`), `run` runs a requested one with the local engine
+(`Maintenance.run_compaction`). The writers' options come from --hoodie-conf over
+CLEANLINE_HUDI_OPTIONS and hoodie.properties."""
 
 from __future__ import annotations
 
@@ -14,7 +16,14 @@ from typing import TYPE_CHECKING, Any
 from timeline.cli_output import age_text, emit, instant_json, open_table, render_table, size_header, size_text
 
 if TYPE_CHECKING:
-    from timeline.services import CompactionWhy, MetadataTableCompaction, PendingService, TableServices
+    from timeline.services import (
+        CompactionResult,
+        CompactionSchedule,
+        CompactionWhy,
+        MetadataTableCompaction,
+        PendingService,
+        TableServices,
+    )
 
 
 def _pending_json(service: PendingService) -> dict[str, Any]:
@@ -132,9 +141,74 @@ def compaction_why(args: argparse.Namespace) -> None:
     emit(args, why_json(answer) | {"table": table.uri}, lambda: why_text(table.uri, answer))
 
 
+def schedule_json(plan: CompactionSchedule) -> dict[str, Any]:
+    return {"table": plan.table_uri, "instant": instant_json(plan.instant) if plan.instant else None,
+            "scheduled": plan.scheduled, "dryRun": not plan.scheduled, "reason": plan.reason or None,
+            "mergeMode": plan.merge.mode.value, "orderingField": plan.merge.ordering_field or None,
+            "bytes": plan.bytes, "missingSchedulePartitions": list(plan.missing_partitions),
+            "operations": [{"partition": op.partition, "fileId": op.file_id, "baseInstantTime": op.base_instant_time,
+                            "baseFile": op.base_file, "baseFileBytes": op.base_file_size,
+                            "logFiles": list(op.log_files), "logBytes": op.log_bytes, "metrics": dict(op.metrics)}
+                           for op in plan.operations],
+            "leftOut": [{"partition": p, "fileId": f, "why": why} for (p, f), why in sorted(plan.left_out.items())]}
+
+
+def schedule_text(args: argparse.Namespace, plan: CompactionSchedule) -> str:
+    if plan.instant is None:
+        return f"{plan.table_uri}: nothing to compact: {plan.reason}"
+    verb = "scheduled" if plan.scheduled else "would schedule (dry run; --yes writes the plan)"
+    lines = [f"{plan.table_uri}: {verb} compaction {plan.instant.requested_time} of {len(plan.operations)} file "
+             f"groups ({size_text(args, plan.bytes)}; {plan.merge.mode.value}"
+             f"{', ordering field ' + plan.merge.ordering_field if plan.merge.ordering_field else ''})",
+             render_table(["partition", "file group", "base file", "log files", size_header(args)],
+                          [(op.partition or "(root)", op.file_id, op.base_file or "(none)", len(op.log_files),
+                            size_text(args, op.base_file_size + op.log_bytes)) for op in plan.operations])]
+    if plan.left_out:
+        lines.append("left out:")
+        lines += [f"- {p or '(root)'}/{f}: {why}" for (p, f), why in sorted(plan.left_out.items())]
+    return "\n".join(lines)
+
+
+def run_json(result: CompactionResult) -> dict[str, Any]:
+    return {"instant": instant_json(result.instant),
+            "rolledBack": instant_json(result.rolled_back) if result.rolled_back else None,
+            "files": [{"path": f.path, "partition": f.partition, "fileId": f.file_id, "records": f.records,
+                       "bytes": f.bytes, "logFilesMerged": f.log_files, "logRecordsMerged": f.log_records}
+                      for f in result.new_files]}
+
+
+def run_text(args: argparse.Namespace, result: CompactionResult) -> str:
+    lines = []
+    if result.rolled_back is not None:
+        lines.append(f"rolled back the crashed run first ({result.rolled_back.action} "
+                     f"{result.rolled_back.requested_time})")
+    lines.append(f"compaction {result.instant.requested_time} completed: {len(result.new_files)} new base files")
+    lines.append(render_table(["file", "records", size_header(args), "log files merged"],
+                              [(f.path, f.records, size_text(args, f.bytes), f.log_files) for f in result.new_files]))
+    return "\n".join(lines)
+
+
+def compaction_schedule(args: argparse.Namespace) -> None:
+    from timeline.cli_clean import maintenance_of
+
+    maintenance = maintenance_of(open_table(args), args)
+    plan = maintenance.compact(dry_run=not args.yes)
+    emit(args, schedule_json(plan), lambda: schedule_text(args, plan))
+
+
+def compaction_run(args: argparse.Namespace) -> None:
+    from timeline.cli_clean import maintenance_of
+
+    maintenance = maintenance_of(open_table(args), args)
+    result = maintenance.run_compaction(instant=args.instant)
+    emit(args, run_json(result), lambda: run_text(args, result))
+
+
 def add_compaction_command(commands: Any, command: Callable[..., argparse.ArgumentParser],
-                           sizes: Callable[[argparse.ArgumentParser], Any]) -> None:
-    """compaction show, compaction why (`command` and `sizes` are cli.py's helpers)."""
+                           sizes: Callable[[argparse.ArgumentParser], Any],
+                           writers_stopped: Callable[[argparse.ArgumentParser], Any]) -> None:
+    """compaction show, why, schedule, run (`command`, `sizes` and `writers_stopped` are cli.py's
+    helpers)."""
     parser = commands.add_parser("compaction", help="see compactions, log compactions and clusterings, and why "
                                                     "nothing compacts")
     sub = parser.add_subparsers(dest="sub", required=True)
@@ -145,3 +219,18 @@ def add_compaction_command(commands: Any, command: Callable[..., argparse.Argume
     why = command(sub, "why", compaction_why, "why no compaction is scheduled now, as Hudi's schedulers decide from "
                   "the writers' settings (--hoodie-conf) and the timeline; writes nothing")
     why.add_argument("--json", action="store_true", help="print JSON")
+    schedule = writers_stopped(sizes(command(
+        sub, "schedule", compaction_schedule, "plan a compaction as Hudi's scheduler does with its default strategy "
+        "(LogFileSizeBasedCompactionStrategy, hoodie.compaction.target.io, hoodie.compaction.logfile.size.threshold); "
+        "a dry run unless --yes, which writes <t>.compaction.requested under the table's lock; refused with the "
+        "reason for merges Cleanline cannot reproduce")))
+    schedule.add_argument("--dry-run", action="store_true", help="only show the plan (the default)")
+    schedule.add_argument("--yes", action="store_true", help="write the plan (schedule the compaction)")
+    schedule.add_argument("--json", action="store_true", help="print JSON")
+    run = writers_stopped(sizes(command(
+        sub, "run", compaction_run, "run a requested compaction with the local engine (pyarrow): new base files, the "
+        "metadata table's update and the commit, under the table's lock; an inflight one left by a crash (no live "
+        "heartbeat) is rolled back to requested first")))
+    run.add_argument("--instant", metavar="T", default=None, help="the compaction to run (default: the earliest "
+                     "pending one)")
+    run.add_argument("--json", action="store_true", help="print JSON")

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from timeline.locks.live import LockDecision
     from timeline.restore import RestoreVerification
     from timeline.rollback import RollbackPreview
+    from timeline.services.compactor import CompactionResult
+    from timeline.services.schedule import CompactionSchedule
     from timeline.table import Table
     from timeline.versions.change import VersionChangePlan
     from timeline.versions.rehearse import Rehearsal
@@ -169,6 +171,41 @@ class Maintenance:
                                             sizes=sizes, guard=self._locked,
                                             table=self.table)
         return run_pending_cleans(self.table, instant=instant, progress=progress, sizes=sizes, guard=self._locked)
+
+    # Compaction (merge-on-read)
+
+    def compact(self, *, dry_run: bool = True) -> CompactionSchedule:
+        """Schedule a compaction as Hudi's scheduler does with its default strategy
+        (`timeline.services.schedule`), in the manner of `clean`: a dry run unless told, returning
+        the plan either way. Refused (CompactionRefused, before any plan is written) for a table
+        whose merge Cleanline cannot reproduce (`timeline.services.refusals`). With
+        `dry_run=False` the plan is made again under the table's lock (as
+        `BaseHoodieTableServiceClient.scheduleTableServiceInternal`) and written as
+        `<t>.compaction.requested`; the plan returned is the one written (`scheduled` true), or
+        one with no instant when there is nothing to compact (`reason`)."""
+        from dataclasses import replace as with_values
+
+        from timeline.services.schedule import plan_compaction, write_plan
+
+        plan = plan_compaction(self.table, self.options)
+        if dry_run or plan.instant is None:
+            return plan
+        with self._locked():
+            plan = plan_compaction(self.table.reload(), self.options)
+            if plan.instant is None:
+                return plan
+            write_plan(self.table, plan)
+        return with_values(plan, scheduled=True)
+
+    def run_compaction(self, *, instant: str | None = None,
+                       after_file: Callable[[str], None] | None = None) -> CompactionResult:
+        """Run the pending compaction at `instant` (the earliest pending one by default) with
+        the local engine (`timeline.services.compactor`): a crashed run's inflight instant is
+        rolled back to requested first (refused while its heartbeat is alive), its state changes
+        and the metadata table's update are made under the table's lock."""
+        from timeline.services.compactor import run_compaction
+
+        return run_compaction(self.table, self.transactions, instant, options=self.options, after_file=after_file)
 
     # Savepoints, restore, rollback
 

@@ -62,6 +62,9 @@ class Transactions:
         self.writers_stopped = writers_stopped
         self.live_writer_rule = live_writer_rule
         self.decisions: list[LockDecision] = []
+        # Pending instants this caller is itself running (a compaction it runs from its plan):
+        # not counted as other live writers by the live-writer rule
+        self.own_instants: set[str] = set()
 
     def discover(self) -> LockDiscovery:
         """The lock the table's writers use, found now (`timeline.locks.discovery`)."""
@@ -92,7 +95,8 @@ class Transactions:
         found = self.discover()
         if found.shared:
             return LockDecision(found, (), self.writers_stopped, True)
-        live = tuple(live_writers(self.table, found.properties)) if self.live_writer_rule else ()
+        live = tuple(w for w in live_writers(self.table, found.properties)
+                     if w.requested_time not in self.own_instants) if self.live_writer_rule else ()
         if live and not self.writers_stopped:
             raise LiveWriterUnlocked(self.table.uri, list(live), found)
         return LockDecision(found, live, self.writers_stopped, False)

@@ -97,7 +97,7 @@ def complete(table: Table, instant: Instant, content: Mapping[str, Any] | bytes 
     table's timeline is reloaded."""
     completion = (table.new_instant_time(after=max(instant.requested_time, after))
                   if table.config.layout_version >= 2 else None)
-    done = Instant(instant.requested_time, instant.action, State.COMPLETED, completion)
+    done = instant.at(State.COMPLETED, completion)  # a compaction completes as a commit
     write_state(table, done, content)
     table.reload()
     return done

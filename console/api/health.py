@@ -100,6 +100,47 @@ def request_repair(request: HttpRequest, table_id: int, kind: str) -> Status[dic
     return Status(201, selectors.repair_json(services.repair_request(table=table, user=user_of(request), kind=kind)))
 
 
+class IndexOut(Schema):
+    name: str
+    state: str
+    file_groups: int
+    records: int
+    bytes: int
+    defined: bool
+    serves: str
+    findings: list[dict[str, Any]]
+
+
+class IndexesOut(Schema):
+    table_id: int
+    checked_at: datetime | None
+    error: str | None
+    indexes: list[IndexOut]
+
+
+@router.get("/tables/{table_id}/indexes", response={200: IndexesOut, **ERRORS}, summary="A table's indexes")
+def indexes(request: HttpRequest, table_id: int) -> dict[str, Any]:
+    """The metadata table's index partitions (column stats, partition stats, record index,
+    secondary indexes, ...) with their state (complete or inflight), file groups, records and
+    bytes, what queries each serves, and the index-drift findings about each from the last health
+    check (`checked_at`: the last verification), as `cleanline index verify --json` shows them."""
+    return selectors.indexes_json(table_of(request, table_id))
+
+
+@router.post("/tables/{table_id}/indexes/{index}/{action}", auth=role(permissions.REQUEST_REPAIR),
+             response={201: RepairOut, 409: Problem, **ERRORS}, summary="Request an index rebuild or drop")
+def request_index_repair(request: HttpRequest, table_id: int, index: str, action: str) -> Status[dict[str, Any]]:
+    """Operators and admins: `action` "rebuild" (the index rebuilt from the data, the plan's notes
+    carrying the estimate: file groups, records, bytes, time, memory) or "drop" (the plan's notes
+    naming the queries that lose it), planned now and kept with the request as a repair of kind
+    index-drift; another admin approves it and a worker runs it under the table's lock. 409 when
+    nothing needs rebuilding, the index is unknown, or an index-drift repair is already open."""
+    table = table_of(request, table_id, permissions.REQUEST_REPAIR)
+    repair = services.repair_request(table=table, user=user_of(request), kind=selectors.INDEX_KIND, index=index,
+                                     action=action)
+    return Status(201, selectors.repair_json(repair))
+
+
 @router.get("/tables/{table_id}/repairs", response={200: list[RepairOut], **ERRORS}, summary="Repairs")
 def list_repairs(request: HttpRequest, table_id: int) -> list[dict[str, Any]]:
     """The table's repairs, newest first."""

@@ -15,7 +15,7 @@ from console.lake import open_table
 from console.models import Table
 from console.models_health import OPEN_REPAIR, Repair, TableHealth
 from timeline import CleanlineError
-from timeline.doctor import KINDS, DoctorSettings, RepairPlan, plan_repair
+from timeline.doctor import KINDS, DoctorSettings, RepairPlan, index_states, plan_repair
 
 NO_REPAIR = "none: "  # how the library begins the repair text of a finding no Cleanline repair fixes
 
@@ -120,3 +120,26 @@ def repair_json(repair: Repair) -> dict[str, Any]:
             "decided_by": repair.decided_by.get_username() if repair.decided_by else None,
             "decided_at": repair.decided_at, "result": repair.result, "error": repair.error,
             "finished_at": repair.finished_at}
+
+
+INDEX_KIND = "index-drift"
+
+
+def indexes_json(table: Table) -> dict[str, Any]:
+    """The table's index partitions (issue 45) as the library lists them now (`index_states`:
+    state, file groups, records, bytes, what each serves), each with the index-drift findings of
+    the last health check about it and when that check ran (its last verification); `error`
+    when the table cannot be read."""
+    health = table_health(table)
+    findings = [f for f in (health.findings if health is not None else []) if f.get("kind") == INDEX_KIND]
+    try:
+        states = index_states(open_table(table.path))
+        error = None
+    except CleanlineError as exc:
+        states, error = [], str(exc)
+    rows = [{"name": s.name, "state": s.state, "file_groups": s.file_groups, "records": s.records, "bytes": s.bytes,
+             "defined": s.defined, "serves": s.serves,
+             "findings": [f for f in findings if (f.get("evidence") or {}).get("index") == s.name]}
+            for s in states]
+    return {"table_id": table.pk, "checked_at": health.checked_at if health is not None else None,
+            "error": error, "indexes": rows}

@@ -33,7 +33,16 @@ from console.services.audit import audit
 from console.services.locks import table_lock
 from console.services.tables import fingerprint, table_services, table_sync_after_change
 from timeline import CleanlineError, HudiTable
-from timeline.doctor import KINDS, LISTING_KINDS, TIMELINE_KINDS, Change, RepairInvalidated, RepairPlan
+from timeline.doctor import (
+    KINDS,
+    LISTING_KINDS,
+    TIMELINE_KINDS,
+    Change,
+    RepairInvalidated,
+    RepairPlan,
+    plan_index_drop,
+    plan_index_rebuild,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -88,18 +97,23 @@ def _refused(user: User | None, table: Table, kind: str, reason: str) -> None:
     audit(user=user, action="repair.refused", table=table, parameters={"kind": kind}, result=reason)
 
 
-def repair_request(*, table: Table, user: User | None, kind: str) -> Repair:
+def repair_request(*, table: Table, user: User | None, kind: str, index: str = "", action: str = "") -> Repair:
     """Ask for the repair of every finding of `kind`: the library plans it now (exactly the
     changes it makes, with their bytes) and the plan is kept with the request; an admin other
     than the requester (CLEANLINE_APPROVER_MUST_DIFFER) approves exactly that. Refused, and
     audited, when the kind finds nothing or offers no repair Cleanline runs (the reason says who
-    must act), or a repair of that kind is already open."""
+    must act), or a repair of that kind is already open. With `index` (issue 45): that one index
+    partition's `action`, "rebuild" from the data (the plan carries its estimate) or "drop"
+    (the plan names the queries that lose it), as `cleanline index rebuild|drop --index`."""
     if Repair.objects.filter(table=table, kind=kind, status__in=OPEN_REPAIR).exists():
         reason = f"A repair of {kind} on {table.name} is already waiting or running."
         _refused(user, table, kind, reason)
         raise ValidationError(reason)
     try:
-        plan = table_services(table).plan_repair(kind, settings=doctor_settings(table))
+        if index:
+            plan = _index_plan(table, index, action)
+        else:
+            plan = table_services(table).plan_repair(kind, settings=doctor_settings(table))
     except CleanlineError as exc:
         _refused(user, table, kind, str(exc))
         raise ValidationError(str(exc)) from exc
@@ -110,6 +124,16 @@ def repair_request(*, table: Table, user: User | None, kind: str) -> Repair:
     repair = Repair.objects.create(table=table, kind=kind, plan=plan.to_json(), changes=len(plan.changes),
                                    bytes=plan.bytes, requested_by=user)
     return approval_requested(change=repair, user=user, changes=repair.changes, bytes=repair.bytes)
+
+
+def _index_plan(table: Table, index: str, action: str) -> RepairPlan:
+    """One index partition's rebuild or drop, planned by the library now."""
+    lake = open_table(table.path)
+    if action == "rebuild":
+        return plan_index_rebuild(lake, index, settings=doctor_settings(table))
+    if action == "drop":
+        return plan_index_drop(lake, index)
+    raise CleanlineError(f"unknown index repair {action!r} (rebuild or drop)")
 
 
 def repair_approval_refusal(user: User | None, repair: Repair) -> str:

@@ -1,5 +1,5 @@
 """`make test` on several processes (pytest-xdist): each test process its own Redis database and
-plan store folder (console/settings.py `parallel_test_worker`), passed on unchanged to the
+plan store folder (`console/parallel_tests.py`), passed on unchanged to the
 processes a test starts."""
 
 from __future__ import annotations

@@ -16,9 +16,9 @@ import pytest
 
 from tests.helpers import FIXTURES, unzip_table
 from timeline import HudiTable
-from timeline.doctor import RepairUnavailable, diagnose, plan_repair
-from timeline.doctor.findings import NO_REPAIR
-from timeline.doctor.indexes import KIND, DefinitionEvidence, RecordIndexEvidence, StatsEvidence
+from timeline.doctor import diagnose
+from timeline.doctor.index_keys import RecordIndexEvidence
+from timeline.doctor.indexes import KIND, DefinitionEvidence, StatsEvidence
 from timeline.mdt.reader import MetadataTable
 from timeline.mdt.writer import MdtUpdate, write_update
 from timeline.metadata.mdt_payload import MetadataRecord, record_location
@@ -64,9 +64,7 @@ def test_wrong_min_in_column_stats_is_found(tmp_path: Path) -> None:
     assert (mismatch.file, mismatch.column, mismatch.field) == (f"{partition}/{entry['fileName']}", "txn_id",
                                                                 "minValue")
     assert (mismatch.recorded, mismatch.actual) == ("'TXN-000-wrong'", repr(right))
-    assert finding.repair.startswith(NO_REPAIR) and "cleanline mdt drop" in finding.repair
-    with pytest.raises(RepairUnavailable):
-        plan_repair(HudiTable.open(str(lake)), KIND)
+    assert finding.repairable and "cleanline index rebuild" in finding.repair
 
 
 def test_footer_changed_under_its_record_is_found(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ follows, and its repair), registered in `CHECKS`:
 | stale-pending | `stale.py` |
 | stuck-table-service | `stuck.py` |
 | metadata-table-drift | `mdt_drift.py` |
-| index-drift | `indexes.py` |
+| index-drift | `indexes.py` (its repair: `index_repair.py`) |
 | orphan-files | `orphans.py` |
 | clean-lag | `clean_lag.py` |
 | leftover-markers | `markers.py` |
@@ -24,7 +24,11 @@ Hudi's writers share and the live-writer rule), the kind is diagnosed again and 
 both planned and still found is changed; every state file goes through `timeline/transition.py`,
 every write and delete follows `transition.fence`, every deleted path goes through the table's
 `Containment`. A repair is idempotent: run again, it finds the work done and skips it. The CLI
-(`cleanline doctor`) and the console only show what these return."""
+(`cleanline doctor`) and the console only show what these return.
+
+Index partitions (issue 45): `plan_index_rebuild` / `plan_index_drop` plan one index's rebuild
+from the data or its drop (`index_repair.py`), run like any plan by `run_repair`;
+`index_states` lists the table's indexes with their state and size."""
 
 from __future__ import annotations
 
@@ -37,6 +41,7 @@ from timeline.doctor import (
     archived,
     clean_lag,
     heartbeats,
+    index_repair,
     indexes,
     markers,
     mdt_drift,
@@ -57,6 +62,9 @@ from timeline.doctor.findings import (
     RepairUnavailable,
     Severity,
 )
+from timeline.doctor.index_repair import IndexState, RebuildEstimate, index_states
+from timeline.doctor.index_repair import plan_drop as plan_index_drop
+from timeline.doctor.index_repair import plan_rebuild as plan_index_rebuild
 from timeline.doctor.survey import DoctorSettings, Survey
 from timeline.exceptions import CleanlineError
 from timeline.table import Table
@@ -64,7 +72,7 @@ from timeline.transactions import Transactions
 
 # Diagnosed in this order (findings are then sorted worst first, this order within a severity).
 CHECKS: Mapping[str, Check] = {check.kind: check for check in (
-    unreadable.CHECK, properties.CHECK, archived.CHECK, stale.CHECK, stuck.CHECK, mdt_drift.CHECK, indexes.CHECK,
+    unreadable.CHECK, properties.CHECK, archived.CHECK, stale.CHECK, stuck.CHECK, mdt_drift.CHECK, index_repair.CHECK,
     orphans.CHECK,
     clean_lag.CHECK, markers.CHECK, heartbeats.CHECK)}
 KINDS = tuple(CHECKS)
@@ -150,5 +158,6 @@ def run_repair(table: Table, plan: RepairPlan, *, transactions: Transactions | N
 
 
 __all__ = ["CHECKS", "KINDS", "LISTING_KINDS", "TIMELINE_KINDS", "Change", "DoctorSettings", "Evidence", "Finding",
-           "RepairInvalidated", "RepairPlan", "RepairResult", "RepairUnavailable", "Severity", "UnknownKind",
-           "diagnose", "find_tables", "plan_repair", "run_repair"]
+           "IndexState", "RebuildEstimate", "RepairInvalidated", "RepairPlan", "RepairResult", "RepairUnavailable",
+           "Severity", "UnknownKind", "diagnose", "find_tables", "index_states", "plan_index_drop",
+           "plan_index_rebuild", "plan_repair", "run_repair"]

@@ -11,13 +11,13 @@ Rules, each after the Hudi Java it follows:
   `valueType`). The indexed columns are the column-stats index definition's `sourceFields`
   (`.hoodie/.index_defs`, `HoodieIndexDefinition`, as `HoodieTableMetadataUtil.getColumnsToIndex`
   records them), else `hoodie.metadata.index.column.stats.column.list`, else the columns the
-  partition already holds records for. Log files' records (table version 9) are not checked.
+  partition already holds records for. Log files' records against their blocks: `index_logs.py`.
 - partition stats (`partition_stats` partition): per partition and indexed column, the record
   covers the latest base files' merged footers (`HoodieTableMetadataUtil.
   convertFilesToPartitionStatsRecords`, `FileFormatUtils.getColumnRangeInPartition`): its range
   holds theirs and its counts are at least theirs (Hudi's record is not exact, `_partition_stats`).
-- record index (`record_index` partition): every record key of the live latest base files maps to
-  its file group, and no key maps to a group that does not hold it (`_record_index`).
+- record index and secondary indexes: `index_keys.py` (sampled above `index_sample_keys`), which
+  also holds `diagnose`, running every rule here and there.
 - index definitions: `.hoodie/.index_defs` that does not decode (`HoodieIndexMetadata.fromJson`
   fails on it too); an index partition listed complete in `hoodie.table.metadata.partitions`
   (`HoodieTableConfig.getMetadataPartitions`, what `MetadataPartitionType.isMetadataPartitionAvailable`
@@ -30,23 +30,21 @@ no completed write names is an orphan, not data an index must describe. A data f
 read is left out (readers fail on it; not this kind's finding), and so is an index whose
 metadata-table files do not read (metadata-table-drift's).
 
-Nothing is repaired here: the finding says so, and how Hudi's writers rebuild the indexes."""
+The repair (rebuild from the data, or drop) is `index_repair.py`'s, which registers the check."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from timeline.committed import Commitment
-from timeline.doctor.check import Check, Session, no_repair
-from timeline.doctor.findings import NO_REPAIR, Evidence, Finding, RepairPlan, RepairResult, Severity
+from timeline.doctor.findings import NO_REPAIR, Evidence, Finding, Severity
 from timeline.doctor.survey import Survey
 from timeline.exceptions import CleanlineError
 from timeline.fsview import FileSystemView, TableListing
 from timeline.mdt.reader import FILES, MetadataTable
-from timeline.metadata.mdt_payload import record_location
 from timeline.storage import Storage
 
 KIND = "index-drift"
@@ -59,8 +57,25 @@ INDEX_DEFS = "hoodie.table.index.defs.path"
 INDEX_DEFS_DEFAULT = ".hoodie/.index_defs/index.json"
 SHOWN = 50  # the mismatches an evidence lists (the count names them all)
 UNREADABLE = (OSError, ValueError, CleanlineError)  # pyarrow's ArrowInvalid is a ValueError
-REPAIR = (f"{NO_REPAIR}Cleanline offers no index repair yet; drop the metadata table (`cleanline mdt drop`) so "
-          "Hudi writers rebuild it with its indexes, or have a Hudi writer drop and rebuild this index")
+SECONDARY_PREFIX = "secondary_index_"  # MetadataPartitionType.SECONDARY_INDEX's partition path prefix
+# The record index check reads every key of the latest snapshot up to this many keys; above it,
+# without `DoctorSettings.index_full`, a random sample of file groups holding about this many.
+SAMPLE_KEYS = 200_000
+CONFIDENCE = 0.95
+NULL_VALUE = "\x00"  # a null secondary value in a secondary-index key (SecondaryIndexKeyUtils)
+
+
+def rebuild_repair(index: str) -> str:
+    """The repair text of a drifted index: what `cleanline index rebuild` does."""
+    return (f"rebuild {index} from the data as Hudi's initialisation computes it, only its drifted records, in one "
+            f"metadata-table deltacommit under the table's lock (`cleanline index rebuild <table> --index {index}`; "
+            f"or `cleanline index drop` so Hudi writers rebuild it)")
+
+
+def drop_repair(index: str) -> str:
+    return (f"drop {index} (its metadata-table folder and its entry in hoodie.table.metadata.partitions, as "
+            f"HoodieTableMetadataUtil.deleteMetadataTablePartition does) so that no reader trusts it and Hudi writers "
+            f"rebuild it (`cleanline index drop <table> --index {index}`)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,8 +134,12 @@ def _footer_stats(storage: Storage, path: str) -> dict[str, dict[str, Any]]:
             logical = str(stats.logical_type) if stats is not None else ""
             decimal = logical.startswith("Decimal")
             entry = out.setdefault(chunk.path_in_schema, {"minValue": None, "maxValue": None, "nullCount": 0,
-                                                          "valueCount": 0, "decimal": decimal})
+                                                          "valueCount": 0, "decimal": decimal, "rawMin": None,
+                                                          "rawMax": None, "totalSize": 0,
+                                                          "totalUncompressedSize": 0})
             entry["valueCount"] += chunk.num_values
+            entry["totalSize"] += chunk.total_compressed_size
+            entry["totalUncompressedSize"] += chunk.total_uncompressed_size
             if stats is None:
                 continue
             entry["nullCount"] += stats.null_count or 0
@@ -128,11 +147,12 @@ def _footer_stats(storage: Storage, path: str) -> dict[str, dict[str, Any]]:
                 low, high = stats.min_raw, stats.max_raw
                 if isinstance(low, bytes) and logical == "String":
                     low, high = low.decode(), high.decode()
+                raw_low, raw_high = low, high
                 low, high = _normal(low, decimal), _normal(high, decimal)
                 if entry["minValue"] is None or low < entry["minValue"]:
-                    entry["minValue"] = low
+                    entry["minValue"], entry["rawMin"] = low, raw_low
                 if entry["maxValue"] is None or high > entry["maxValue"]:
-                    entry["maxValue"] = high
+                    entry["maxValue"], entry["rawMax"] = high, raw_high
     return out
 
 
@@ -265,13 +285,17 @@ def _stats_finding(index: str, checked: int, mismatches: list[StatsMismatch], wh
         StatsEvidence(index, checked, len(mismatches), tuple(mismatches[:SHOWN])),
         "Query engines skip files by these statistics (data skipping): a wrong range or count makes them skip files "
         "that hold matching rows, and queries silently return too few rows.",
-        REPAIR)]
+        rebuild_repair(index))]
 
 
-def _column_stats(survey: Survey, mdt: MetadataTable, files: list[_BaseFile]) -> list[Finding]:
+def _column_stats(survey: Survey, mdt: MetadataTable, files: list[_BaseFile],
+                  logs: Callable[[Mapping[str, Mapping[str, Mapping[str, Any]]], set[str]],
+                                 tuple[int, list[StatsMismatch]]] | None = None) -> list[Finding]:
+    """Each latest base file's records against its footer; with `logs` (`index_logs.py`), the
+    log files' records against their blocks too."""
     by_file = _stats_entries(mdt, COLUMN_STATS)
     indexed = _indexed_columns(survey, ((f, c) for f, cols in by_file.items() for c in cols))
-    mismatches: list[StatsMismatch] = []
+    logs_checked, mismatches = logs(by_file, indexed) if logs is not None else (0, [])
     latest = [b for b in files if b.name]
     for base in latest:
         recorded = by_file.get(base.name, {})
@@ -281,7 +305,7 @@ def _column_stats(survey: Survey, mdt: MetadataTable, files: list[_BaseFile]) ->
                 mismatches.append(StatsMismatch(base.shown, column, "record", "none", "a column-stats record"))
             else:
                 mismatches += _compare(base.shown, column, entry, base.footer[column], exact=True)
-    return _stats_finding(COLUMN_STATS, len(latest), mismatches, "base file(s)")
+    return _stats_finding(COLUMN_STATS, len(latest) + logs_checked, mismatches, "file(s)")
 
 
 def _partition_stats(survey: Survey, mdt: MetadataTable, files: list[_BaseFile]) -> list[Finding]:
@@ -323,84 +347,6 @@ def _partition_stats(survey: Survey, mdt: MetadataTable, files: list[_BaseFile])
     return _stats_finding(PARTITION_STATS, checked, mismatches, "partition(s)")
 
 
-@dataclass(frozen=True, slots=True)
-class KeyMismatch(Evidence):
-    key: str
-    recorded: str   # partition/file id the record index maps the key to, or "none"
-    actual: str     # partition/file id of the file group whose latest base file holds it, or "none"
-
-
-@dataclass(frozen=True, slots=True)
-class RecordIndexEvidence(Evidence):
-    index: str
-    keys_checked: int
-    groups_skipped: int    # file groups whose latest slice has log files (not read here)
-    mismatches: int
-    shown: tuple[KeyMismatch, ...]
-
-
-def _record_index(survey: Survey, mdt: MetadataTable, view: FileSystemView) -> list[Finding]:
-    """Every record key of the latest snapshot maps to the file group that holds it, and no key
-    maps to a file group that does not (`HoodieTableMetadataUtil.readRecordKeysFromBaseFiles`, what
-    the record index is initialised from, against `HoodieBackedTableMetadata.readRecordIndex`).
-    File groups whose latest slice has log files (updates, deletes, inserts not read here) are
-    skipped both ways, and so are base files without the `_hoodie_record_key` column."""
-    import pyarrow.parquet as pq  # here: only the index check reads Parquet files
-
-    table = survey.table
-    held: dict[str, tuple[str, str]] = {}          # key -> group whose base file holds it
-    checked: set[tuple[str, str]] = set()          # groups read
-    live: set[tuple[str, str]] = set()
-    skipped = 0
-    for group in view.file_groups():
-        location = (group.partition, group.file_id)
-        live.add(location)
-        file_slice = group.latest_slice
-        if file_slice is None or file_slice.base_file is None or file_slice.log_files:
-            skipped += file_slice is not None and bool(file_slice.log_files)
-            continue
-        path = table.path(file_slice.partition, file_slice.base_file.name)
-        try:
-            with survey.storage.reader(path) as stream:
-                parquet = pq.ParquetFile(stream)
-                has_keys = RECORD_KEY_FIELD in parquet.schema_arrow.names
-                keys = parquet.read(columns=[RECORD_KEY_FIELD]).column(0).to_pylist() if has_keys else None
-        except UNREADABLE:
-            keys = None
-        if keys is None:
-            skipped += 1
-            continue
-        checked.add(location)
-        for key in keys:
-            held[str(key)] = location
-    mismatches: list[KeyMismatch] = []
-    recorded: set[str] = set()
-    for key, record in mdt.records(RECORD_INDEX).items():
-        entry = record.raw.get("recordIndexMetadata")
-        if not isinstance(entry, Mapping):
-            continue
-        recorded.add(key)
-        location = record_location(entry)
-        actual = held.get(key)
-        if actual == location:
-            continue
-        if actual is None and (location in live and location not in checked):
-            continue  # maps to a group not read here
-        mismatches.append(KeyMismatch(key, "/".join(location), "none" if actual is None else "/".join(actual)))
-    for key in sorted(set(held) - recorded):
-        mismatches.append(KeyMismatch(key, "none", "/".join(held[key])))
-    if not mismatches:
-        return []
-    return [Finding(
-        KIND, Severity.ERROR,
-        f"{RECORD_INDEX}: {len(mismatches)} record key(s) map to the wrong file group or to none",
-        RecordIndexEvidence(RECORD_INDEX, len(held), skipped, len(mismatches), tuple(mismatches[:SHOWN])),
-        "Writers tag incoming records through the record index: a key mapped to the wrong file group is written as "
-        "a new record beside the old one (a duplicate) or its update and delete are lost; readers looking a key up "
-        "find nothing.",
-        REPAIR)]
-
-
 def _definitions(survey: Survey, mdt: MetadataTable) -> list[Finding]:
     declared = [p for p in survey.table.config.metadata_partitions if p != FILES]
     findings = []
@@ -428,46 +374,9 @@ def _definitions(survey: Survey, mdt: MetadataTable) -> list[Finding]:
             DefinitionEvidence(index, origin, groups, records, problem),
             "Readers trust an index the table property lists as complete (apache/hudi #19716): lookups through an "
             "empty index find nothing, and queries return wrong answers.",
-            REPAIR))
+            rebuild_repair(index) if groups else drop_repair(index)))
     return findings
 
 
-def diagnose(survey: Survey) -> list[Finding]:
-    table = survey.table
-    if not table.config.metadata_table_enabled:
-        return []
-    try:
-        mdt = MetadataTable(table)
-    except CleanlineError:
-        return []  # an unreadable metadata table is metadata-table-drift's finding
-    try:
-        findings = _definitions(survey, mdt)
-    except CleanlineError:
-        return []  # a metadata-table file that does not read: metadata-table-drift's finding
-    broken = {e.index for f in findings if isinstance(e := f.evidence, DefinitionEvidence)}
-    wanted = [p for p in (COLUMN_STATS, PARTITION_STATS, RECORD_INDEX)
-              if p in table.config.metadata_partitions and p not in broken]
-    if not wanted:
-        return findings
-    view = committed_view(survey)
-    files = _latest_base_files(survey, view) if COLUMN_STATS in wanted or PARTITION_STATS in wanted else []
-    rules = {COLUMN_STATS: lambda: _column_stats(survey, mdt, files),
-             PARTITION_STATS: lambda: _partition_stats(survey, mdt, files),
-             RECORD_INDEX: lambda: _record_index(survey, mdt, view)}
-    for index in wanted:
-        try:
-            findings += rules[index]()
-        except CleanlineError:
-            continue  # its metadata-table files do not read (metadata-table-drift's finding)
-    return findings
-
-
-def plan(survey: Survey) -> RepairPlan:
-    raise no_repair(KIND, diagnose(survey), survey.table.uri)
-
-
-def run(session: Session, approved: RepairPlan) -> RepairResult:
-    raise no_repair(KIND, diagnose(session.survey()), session.table.uri)
-
-
-CHECK = Check(KIND, diagnose, plan, run)
+# The key-based rules (record index, secondary indexes) and `diagnose` are `index_keys.py`'s;
+# the check with its repair is `index_repair.CHECK`.

@@ -63,7 +63,8 @@ class DoctorSettings:
     writers are given them). `include_ingestion_commits`: the operator's explicit word that a
     stale commit or delta commit may be rolled back although its writer keeps no heartbeat
     (EAGER policy), as Hudi's `cleanup_stale_inflight_commits(include_ingestion_commits => true)`,
-    which its documentation calls dangerous: a writer still running a long write loses it."""
+    which its documentation calls dangerous: a writer still running a long write loses it.
+    `index_full` / `index_sample_keys`: the index check's full record-index check, or its sample size."""
 
     stale_after: timedelta = DEFAULT_STALE_AFTER
     orphan_min_age: timedelta = DEFAULT_ORPHAN_MIN_AGE
@@ -71,6 +72,10 @@ class DoctorSettings:
     max_commits_per_clean: int | None = None
     options: Mapping[str, str] = field(default_factory=dict)
     include_ingestion_commits: bool = False
+    # index-drift (timeline/doctor/indexes.py): check every record key (`index_full`) rather than
+    # a sample of file groups holding about `index_sample_keys` keys on larger tables.
+    index_full: bool = False
+    index_sample_keys: int = 200_000
 
 
 def duration(span: timedelta) -> str:

@@ -497,3 +497,38 @@ __all__ = ["CLEAN_PARTITIONS", "KEPT_ON_RESTORE", "RECORD_SCHEMA_V1", "MdtUpdate
            "check_metadata_rollback", "check_restorable", "check_writable", "clean_updates", "commit_updates",
            "dropped_on_restore", "file_group_index", "is_v6", "restore_deletes_metadata_table", "roll_back_pending",
            "rollback_updates_v6", "sync_updates", "update_for_clean", "update_for_commit", "write_update"]
+
+
+def write_routed_update(mdt: MetadataTable, instant_time: str, partition: str,
+                        groups: Mapping[str, tuple[Sequence[MetadataRecord], Sequence[str]]]) -> Instant | None:
+    """`write_update` of one partition with its records already routed: file id -> (records,
+    deleted keys). For an index rebuild (`timeline/doctor/index_repair.py`), which sends each
+    record to the file group that holds its key, and a secondary index's records (Hudi 1.1 routes
+    them by their secondary value, `SecondaryIndexRecordGenerationUtils`, not by
+    `mapRecordKeyToFileGroupIndex` of the whole key). A crashed run's pending deltacommit at
+    `instant_time` is rolled back first; a completed one is kept."""
+    check_supported(mdt)
+    mdt.mdt.reload()
+    table = mdt.mdt
+    existing = [i for i in table.timeline if i.requested_time == instant_time and i.action == DELTACOMMIT]
+    if any(i.state is State.COMPLETED for i in existing):
+        return next(i for i in existing if i.state is State.COMPLETED)
+    if existing:
+        roll_back_pending(mdt, instant_time)
+    allowed = {*mdt.table.config.metadata_partitions, *mdt.table.config.metadata_partitions_inflight}
+    if partition not in allowed:
+        raise MetadataTableUnsupported(f"{mdt.base}/{partition}: not a partition hoodie.properties lists")
+    slices = {s.file_id: s for s in mdt.latest_slices(partition)}
+    unknown = sorted(set(groups) - set(slices))
+    if unknown:
+        raise CleanlineError(f"{mdt.base}/{partition}: no file group {unknown[0]}")
+    requested = Instant(instant_time, DELTACOMMIT, State.REQUESTED)
+    transition.write_state(table, requested, None)
+    profile = [write_stat(file_id=file_id, path=None, prev_commit=instant_time, partition_path=partition)
+               for file_id in sorted(groups)]
+    inflight = transition.start(table, requested, commit_metadata(by_partition(profile), OPERATION, None))
+    schema = _schema_of(mdt, partition)
+    stats = [_write_log(mdt, partition, slices[file_id], instant_time, schema, list(records), list(deletes))
+             for file_id, (records, deletes) in sorted(groups.items()) if records or deletes]
+    record_schema = _schema_of(mdt, FILES) if FILES in allowed else None
+    return transition.complete(table, inflight, commit_metadata(by_partition(stats), OPERATION, record_schema))

@@ -92,6 +92,11 @@ def column_stats_key(column: str, identifier: str, file_name: str) -> str:
     return _hash_id(column) + _hash_id(identifier) + _file_id(file_name)
 
 
+def partition_stats_key(column: str, identifier: str) -> str:
+    """`HoodieMetadataPayload.getPartitionStatsIndexKey`: ColumnIndexID + PartitionIndexID."""
+    return _hash_id(column) + _hash_id(identifier)
+
+
 def bloom_filter_key(identifier: str, file_name: str) -> str:
     """`HoodieMetadataPayload.getBloomFilterIndexKey`: PartitionIndexID + FileIndexID."""
     return _hash_id(identifier) + _file_id(file_name)

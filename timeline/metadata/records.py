@@ -297,9 +297,10 @@ class SliceInfo:
                    text(raw, "dataFilePath"), texts(raw.get("deltaFilePaths")), metrics)
 
     def compaction_operation(self, metrics: Mapping[str, float]) -> dict[str, Any]:
-        """A HoodieCompactionOperation (plan version 2) for this slice."""
+        """A HoodieCompactionOperation (plan version 2) for this slice (`CompactionUtils.
+        buildHoodieCompactionOperation`: no data file path for a slice without a base file)."""
         return {"baseInstantTime": self.base_instant_time, "deltaFilePaths": list(self.log_files),
-                "dataFilePath": self.data_file, "fileId": self.file_id, "partitionPath": self.partition,
+                "dataFilePath": self.data_file or None, "fileId": self.file_id, "partitionPath": self.partition,
                 "metrics": dict(metrics), "bootstrapFilePath": None}
 
 
@@ -320,6 +321,17 @@ class CompactionPlan(Record):
     def build(operations: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         return {"operations": list(operations), "extraMetadata": None, "version": 2, "strategy": None,
                 "preserveHoodieMetadata": False}
+
+    @staticmethod
+    def scheduled(operations: Iterable[Mapping[str, Any]],
+                  missing_partitions: Iterable[str] | None) -> dict[str, Any]:
+        """The plan Hudi's scheduler writes: version 2 (`CompactionUtils.LATEST_COMPACTION_METADATA_VERSION`),
+        no strategy, empty extra metadata (`BaseHoodieCompactionPlanGenerator.getExtraMetadata`),
+        and `missingSchedulePartitions` (`CompactionStrategy.generateCompactionPlan`, Hudi 1.x: a
+        list; None for a Hudi 0.x plan, whose schema has no such field)."""
+        return {"operations": list(operations), "extraMetadata": {}, "version": 2, "strategy": None,
+                "preserveHoodieMetadata": False,
+                "missingSchedulePartitions": None if missing_partitions is None else list(missing_partitions)}
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,9 @@ reads (`timeline.services.pending`), the compaction backlog a snapshot read pays
 and why no compaction is scheduled (`timeline.services.why`, over the writers' settings of
 `timeline.services.settings` and the trigger of `timeline.services.trigger`). This module puts
 them together for `HudiTable.inspect`: `table_services` (the "see") and `why_not_compacting`
-(the "say why"), from one listing of the table. Reads only."""
+(the "say why"), from one listing of the table; those read only. Scheduling and running a
+compaction (`timeline.services.schedule`, `refusals`, `compactor`, `merge`, `bloom`,
+`compaction_mdt`) are `HudiTable.maintenance().compact` and `.run_compaction`."""
 
 from __future__ import annotations
 
@@ -13,8 +15,11 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from timeline.services.backlog import Backlog, compaction_backlog
+from timeline.services.compactor import CompactionResult
 from timeline.services.mdt import MetadataTableCompaction, metadata_table_compaction
 from timeline.services.pending import PendingService, ServiceKind, pending_services
+from timeline.services.refusals import CompactionRefused, MergeMode, MergeRules
+from timeline.services.schedule import CompactionOperation, CompactionSchedule
 from timeline.services.settings import CompactionSettings, compaction_settings
 from timeline.services.trigger import DeltaCommitsSince, delta_commits_since_compaction, need_compact
 from timeline.services.why import (
@@ -89,6 +94,7 @@ def why_not_compacting(table: Table, *, options: Mapping[str, str] | None = None
 
 # `delta_commits_since_compaction` and `pending_services` are public too: the console's sync keeps a
 # table's trigger count (over the instants it mirrors) and its pending services without a listing.
-__all__ = ["Backlog", "CompactionSettings", "CompactionWhy", "DeltaCommitsSince", "MetadataTableCompaction",
-           "PendingService", "Reason", "ReasonKind", "ServiceKind", "TableServices",
+__all__ = ["Backlog", "CompactionOperation", "CompactionRefused", "CompactionResult", "CompactionSchedule",
+           "CompactionSettings", "CompactionWhy", "DeltaCommitsSince", "MergeMode", "MergeRules",
+           "MetadataTableCompaction", "PendingService", "Reason", "ReasonKind", "ServiceKind", "TableServices",
            "delta_commits_since_compaction", "pending_services", "table_services", "why_not_compacting"]

@@ -83,6 +83,8 @@ def endpoints(table: Table, plan: CleanPlan, job: Job) -> list[tuple[str, str, d
         ("GET", f"/tables/{t}/repairs", None, "viewer"),
         ("GET", f"/tables/{t}/repairs/{r}", None, "viewer"),
         ("POST", f"/tables/{t}/health/leftover-markers/repair", None, "operator"),
+        ("GET", f"/tables/{t}/indexes", None, "viewer"),
+        ("POST", f"/tables/{t}/indexes/record_index/rebuild", None, "operator"),
         ("POST", f"/tables/{t}/repairs/{r}/approve", None, "admin"),
         ("POST", f"/tables/{t}/repairs/{r}/reject", {"note": "no"}, "admin"),
         ("GET", "/tables", None, "viewer"),

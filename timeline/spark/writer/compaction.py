@@ -19,10 +19,11 @@ from timeline.fsview import FileSlice
 from timeline.instant import COMPACTION, Instant, State
 from timeline.metadata.records import CompactionPlan, SliceInfo
 from timeline.metadata.written import by_partition, commit_metadata
+from timeline.services.merge import CommittedInstants
 from timeline.spark.writer import metadata_table
 from timeline.spark.writer.create import CREATE_SCHEMA, PRECOMBINE_FIELD
 from timeline.spark.writer.files import Files, Task, file_stat, parquet
-from timeline.spark.writer.merge import CommittedInstants, merge_slice
+from timeline.spark.writer.merge import merge_slice
 from timeline.spark.writer.model import FILE_NAME, IOType, WriteError
 from timeline.spark.writer.publish import complete, publish
 from timeline.spark.writer.tasks import InstantContext

@@ -11,9 +11,10 @@ from pyspark.sql import DataFrame, SparkSession
 from timeline.config import TableType
 from timeline.instant import Instant, State
 from timeline.metadata.written import by_partition, commit_metadata
+from timeline.services.merge import CommittedInstants
 from timeline.spark.writer import metadata_table
 from timeline.spark.writer.create import TableSpec, check_table, create_table, existing_table, table_spec
-from timeline.spark.writer.merge import CommittedInstants, deduplicated
+from timeline.spark.writer.merge import deduplicated
 from timeline.spark.writer.model import META_FIELDS, Operation, WriteError
 from timeline.spark.writer.plan import (
     execute,

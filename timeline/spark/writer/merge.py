@@ -6,7 +6,6 @@ its readers see it: the base file, then the data and delete blocks of committed 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import pyarrow as pa
@@ -22,9 +21,9 @@ from timeline.logformat import (
     decode_delete_records,
     read_blocks,
 )
+from timeline.services.merge import CommittedInstants  # shared with the local compactor
 from timeline.spark.writer.files import Files
 from timeline.spark.writer.model import PARTITION_PATH, RECORD_KEY, Operation
-from timeline.table import Table
 
 
 def deduplicated(keyed: DataFrame, operation: Operation, precombine: str) -> DataFrame:
@@ -35,26 +34,6 @@ def deduplicated(keyed: DataFrame, operation: Operation, precombine: str) -> Dat
         return keyed
     window = Window.partitionBy(PARTITION_PATH, RECORD_KEY).orderBy(F.col(precombine).desc())
     return keyed.withColumn("_rank", F.row_number().over(window)).where(F.col("_rank") == 1).drop("_rank")
-
-
-@dataclass(frozen=True, slots=True)
-class CommittedInstants:
-    """The instants whose log blocks a reader applies: completed writes, and anything older
-    than the active timeline (archived, hence completed)."""
-
-    completed: frozenset[str]
-    start: str | None
-
-    @classmethod
-    def of(cls, table: Table) -> CommittedInstants:
-        writes = table.timeline.writes()
-        first = writes.first()
-        return cls(frozenset(i.requested_time for i in writes.completed()), first.requested_time if first else None)
-
-    def __contains__(self, instant: object) -> bool:
-        if not isinstance(instant, str):
-            return False
-        return instant in self.completed or (self.start is not None and instant < self.start)
 
 
 def _ordering(value: Any) -> tuple[bool, Any]:

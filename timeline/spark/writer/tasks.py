@@ -12,8 +12,9 @@ from typing import Any
 from timeline.files import base_file_name, log_file_name
 from timeline.fsview import FileSlice
 from timeline.logformat import avro_data_block
+from timeline.services.merge import CommittedInstants
 from timeline.spark.writer.files import Files, Task, delete_block, file_stat, parquet, stamped
-from timeline.spark.writer.merge import CommittedInstants, merge_slice, upsert
+from timeline.spark.writer.merge import merge_slice, upsert
 from timeline.spark.writer.model import FILE_NAME, RECORD_KEY, IOType, Operation
 from timeline.spark.writer.schema import RecordSchema
 
