@@ -32,6 +32,9 @@ APPROVE_ARCHIVAL = "console.approve_clean"
 # an admin approves it.
 REQUEST_VERSION_CHANGE = "console.plan_clean"
 APPROVE_VERSION_CHANGE = "console.approve_clean"
+# A compaction too: operators and admins schedule it (a plan waiting for approval), an admin approves it.
+REQUEST_COMPACTION = "console.plan_clean"
+APPROVE_COMPACTION = "console.approve_clean"
 
 # What the pages ask "may this user ...?" about (the `may` template filter): every action a
 # button or form on a page leads to, by the name templates use.
@@ -43,6 +46,7 @@ ACTIONS = {
     "approve_repair": APPROVE_REPAIR, "request_archival": REQUEST_ARCHIVAL,
     "approve_archival": APPROVE_ARCHIVAL, "decline_archival": APPROVE_ARCHIVAL,
     "request_version_change": REQUEST_VERSION_CHANGE, "approve_version_change": APPROVE_VERSION_CHANGE,
+    "request_compaction": REQUEST_COMPACTION, "approve_compaction": APPROVE_COMPACTION,
 }
 
 

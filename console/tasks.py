@@ -21,9 +21,10 @@ from django.db.models import Q
 from console import permissions, services
 from console.models import Archival, CleanPlan, Job, JobStatus, RetentionEstimate, SyncStatus, Table
 from console.models_approvals import Approvable, ApprovalStatus
+from console.models_compaction import Compaction
 from console.models_health import Repair
 from console.models_versions import VersionChange, VersionRehearsal
-from console.services import approvals, health, history, versions
+from console.services import approvals, compactions, health, history, versions
 from console.services.queue import (
     APPROVE_CLEAN_PLAN,
     BUILD_CLEAN_PLAN,
@@ -32,6 +33,7 @@ from console.services.queue import (
     REHEARSE_VERSION_CHANGE,
     RUN_ARCHIVAL,
     RUN_CLEAN_PLAN,
+    RUN_COMPACTION,
     RUN_JOB,
     RUN_REPAIR,
     RUN_VERSION_CHANGE,
@@ -330,3 +332,16 @@ def run_version_change(self: Task[[int], str], change_id: int) -> str:
     return _run_approved(self, change, lambda **claim: versions.version_change_run(change=change, **claim),
                          lambda error: versions.version_change_gave_up(change=change, error=error),
                          versions.version_change_holder(change))
+
+
+@shared_task(name=RUN_COMPACTION, bind=True, acks_late=True)
+def run_compaction(self: Task[[int], str], compaction_id: int) -> str:
+    """Run an approved compaction under the table's lock with the library's local engine, once the
+    plan made again still compacts the approved file slices (console.services.compactions), as
+    `_run_approved` runs every approved change."""
+    change = Compaction.objects.filter(pk=compaction_id).select_related("table", "decided_by").first()
+    if change is None:
+        return "skipped"
+    return _run_approved(self, change, lambda **claim: compactions.compaction_run(compaction=change, **claim),
+                         lambda error: compactions.compaction_gave_up(compaction=change, error=error),
+                         compactions.compaction_holder(change))

@@ -72,7 +72,7 @@ def table_action(permission: str) -> Callable[[TableView], TableView]:
 _AUDITED_BY_SERVICE = frozenset({"restore_run", "rollback_run", "savepoint_create", "people_create", "people_role",
                                  "people_deactivate", "people_reactivate", "people_grant_confirm",
                                  "people_grant_decline", "people_link", "people_unlink", "archival_request",
-                                 "version_request"})
+                                 "version_request", "compaction_request"})
 
 
 def refused(request: AuthenticatedHttpRequest, exc: ValidationError) -> None:

@@ -36,6 +36,7 @@ from django.utils import timezone
 
 from console.models import Archival, CleanPlan
 from console.models_approvals import IN_FLIGHT, Approvable, ApprovalStatus
+from console.models_compaction import Compaction
 from console.models_health import Repair
 from console.models_versions import VersionChange
 from console.permissions import change_approval_refusal
@@ -43,6 +44,7 @@ from console.services.audit import audit
 from console.services.queue import (
     APPROVE_CLEAN_PLAN,
     RUN_ARCHIVAL,
+    RUN_COMPACTION,
     RUN_REPAIR,
     RUN_VERSION_CHANGE,
     enqueue_on_commit,
@@ -83,6 +85,9 @@ KINDS: dict[type[Approvable], Kind] = {
     VersionChange: Kind(VersionChange, RUN_VERSION_CHANGE, "version_change", "a version change waiting for approval",
                         details=lambda change: {"from": change.from_version, "to": change.target}
                         if isinstance(change, VersionChange) else {}),
+    Compaction: Kind(Compaction, RUN_COMPACTION, "compaction", "a compaction waiting for approval",
+                     details=lambda change: {"file_groups": len(change.operations)}
+                     if isinstance(change, Compaction) else {}),
 }
 
 
@@ -91,8 +96,8 @@ def kind_of(change: Approvable) -> Kind:
 
 
 def kind_named(name: str) -> Kind:
-    """The kind the pages and the API call `name` ("clean plan", "archival", "repair", "version change"); KeyError
-    for any other."""
+    """The kind the pages and the API call `name` ("clean plan", "archival", "repair", "version
+    change", "compaction"); KeyError for any other."""
     for model, kind in KINDS.items():
         if model.kind_name == name:
             return kind

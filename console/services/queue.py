@@ -29,9 +29,11 @@ RUN_REPAIR = "console.tasks.run_repair"
 RUN_ARCHIVAL = "console.tasks.run_archival"
 REHEARSE_VERSION_CHANGE = "console.tasks.rehearse_version_change"
 RUN_VERSION_CHANGE = "console.tasks.run_version_change"
+RUN_COMPACTION = "console.tasks.run_compaction"
 CHECK_TABLE_ALERTS = "console.tasks.check_table_alerts"
 QUEUED_TASKS = (SYNC_TABLE, BUILD_CLEAN_PLAN, APPROVE_CLEAN_PLAN, RUN_CLEAN_PLAN, RUN_JOB, ESTIMATE_RETENTION,
-                RUN_REPAIR, RUN_ARCHIVAL, CHECK_TABLE_ALERTS, REHEARSE_VERSION_CHANGE, RUN_VERSION_CHANGE)
+                RUN_REPAIR, RUN_ARCHIVAL, CHECK_TABLE_ALERTS, REHEARSE_VERSION_CHANGE, RUN_VERSION_CHANGE,
+                RUN_COMPACTION)
 
 
 def enqueue_on_commit(task: str, row: Table | Job | RetentionEstimate | Approvable | VersionRehearsal,
