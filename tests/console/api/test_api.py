@@ -22,6 +22,7 @@ from openapi_spec_validator import validate
 from console import services
 from console.models import ApiToken, Archival, AuditEvent, CleanPlan, Job, Table
 from console.models_approvals import ApprovalStatus
+from console.models_compaction import Compaction
 from console.models_health import Repair
 from console.models_versions import VersionChange, VersionRehearsal
 from console.selectors import stored_plan
@@ -77,6 +78,7 @@ def endpoints(table: Table, plan: CleanPlan, job: Job) -> list[tuple[str, str, d
     archival = (table.archivals.first() or Archival.objects.create(table=table)).pk  # approved by the admin's call
     rehearsal = VersionRehearsal.objects.create(table=table, from_version=9, target=8).pk
     change = VersionChange.objects.create(table=table, from_version=9, target=8).pk  # no rehearsal: nobody approves
+    compaction = Compaction.objects.create(table=table).pk
     return [
         ("GET", f"/tables/{t}/health", None, "viewer"),
         ("GET", f"/tables/{t}/health/leftover-markers/repair", None, "viewer"),
@@ -131,6 +133,9 @@ def endpoints(table: Table, plan: CleanPlan, job: Job) -> list[tuple[str, str, d
         ("GET", f"/tables/{t}/version-changes/{change}", None, "viewer"),
         ("POST", f"/tables/{t}/version/rehearsals", {"to": 8}, "operator"),
         ("POST", f"/tables/{t}/version-changes", {"to": 8}, "operator"),
+        ("GET", f"/tables/{t}/compactions", None, "viewer"),
+        ("GET", f"/tables/{t}/compactions/{compaction}", None, "viewer"),
+        ("POST", f"/tables/{t}/compactions", None, "operator"),
         ("POST", f"/approvals/clean-plan/{p}/approve", None, "admin"),
         ("POST", f"/approvals/clean-plan/{p}/reject", {"note": "no"}, "admin"),
     ]
