@@ -77,3 +77,15 @@ def test_compaction_of_a_table_compacted_meanwhile_is_stale_and_writes_nothing(
     assert done.is_stale and "changed since the compaction was planned" in done.error
     assert sorted(p.name for p in Path(table.path.removeprefix("file:")).glob(".hoodie/*")) == before
     assert actions(table)[-1] == "compaction.stale"
+
+
+def test_compaction_whose_file_slice_gained_a_log_file_is_stale_and_writes_no_plan(
+        table: Any, django_capture_on_commit_callbacks: Any) -> None:
+    change = compactions.compaction_request(table=table, user=person("ada", "operator"))
+    # as if approved before the file group's last log file was written: the plan now compacts another slice
+    Compaction.objects.filter(pk=change.pk).update(plan={**change.plan, "operations": [
+        {**op, "log_files": op["log_files"][:-1]} for op in change.operations]})
+    change.refresh_from_db()
+    done = compactions.compaction_run(compaction=approve(change, django_capture_on_commit_callbacks))
+    assert done.is_stale and "changed since the compaction was planned" in done.error
+    assert requested_plans(table) == [] and not HudiTable.open(table.path).timeline.pending_compactions()
