@@ -190,6 +190,30 @@ def approval_claim(*, change: Approvable, to: ApprovalStatus, ready: tuple[Appro
     return bool(type(change)._default_manager.filter(pk=change.pk, status__in=ready).update(status=to, **fields))
 
 
+def approval_finish(*, change: Approvable, token: str, to: ApprovalStatus, what: str, outcome: str,
+                    **fields: Any) -> bool:
+    """Settle a run of `change` (RUNNING under the lock token `token`) as `to`, with `fields`, and
+    audit `<prefix>.<what>` with `outcome`; False (nothing recorded) when the run lost the change
+    to another."""
+    if not type(change)._default_manager.filter(pk=change.pk, status=ApprovalStatus.RUNNING, run_token=token).update(
+            status=to, finished_at=timezone.now(), **fields):
+        return False
+    audit(user=None, action=_action(change, what), table=change.table, parameters=_parameters(change), result=outcome)
+    return True
+
+
+def approval_gave_up(*, change: Approvable, error: str) -> bool:
+    """A task gave up on an approved change (its table stayed busy, or it failed before its run
+    claimed it): FAILED with the reason and audited `<prefix>.failed`, unless a run claimed or
+    settled it meanwhile."""
+    if not approval_claim(change=change, to=ApprovalStatus.FAILED, ready=(ApprovalStatus.APPROVED,),
+                          error=error[:2000], finished_at=timezone.now()):
+        return False
+    audit(user=None, action=_action(change, "failed"), table=change.table, parameters=_parameters(change),
+          result=error)
+    return True
+
+
 def approval_reject(*, change: Change, user: User | None, note: str = "") -> Change:
     """Reject a change waiting for a decision (any approver, its requester too); audited. A second
     submit of the same rejection by the same person changes nothing."""

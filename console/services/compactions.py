@@ -21,7 +21,7 @@ from django.utils import timezone
 from console.models import Table
 from console.models_approvals import ApprovalStatus
 from console.models_compaction import OPEN_COMPACTION, Compaction
-from console.services.approvals import approval_claim, approval_requested
+from console.services.approvals import approval_claim, approval_finish, approval_gave_up, approval_requested
 from console.services.audit import audit
 from console.services.locks import table_lock
 from console.services.tables import table_services, table_sync_after_change
@@ -101,9 +101,8 @@ def compaction_holder(change: Compaction) -> str:
 
 def _finish(change: Compaction, token: str, status: ApprovalStatus, action: str, outcome: str,
             **fields: Any) -> None:
-    if Compaction.objects.filter(pk=change.pk, status=ApprovalStatus.RUNNING, run_token=token).update(
-            status=status, finished_at=timezone.now(), **fields):
-        audit(user=None, action=action, table=change.table, parameters={"compaction": change.pk}, result=outcome)
+    approval_finish(change=change, token=token, to=status, what=action.removeprefix("compaction."), outcome=outcome,
+                    **fields)
 
 
 def _changed(table: Table) -> str:
@@ -158,11 +157,5 @@ def compaction_run(*, compaction: Compaction, task_id: str = "") -> Compaction:
 
 
 def compaction_gave_up(*, compaction: Compaction, error: str) -> bool:
-    """A task gave up on an approved compaction (its table stayed busy, or it failed before the
-    run claimed it): FAILED with the reason and audited, unless a run settled it meanwhile."""
-    if not approval_claim(change=compaction, to=ApprovalStatus.FAILED, ready=(ApprovalStatus.APPROVED,),
-                          error=error[:2000], finished_at=timezone.now()):
-        return False
-    audit(user=None, action="compaction.failed", table=compaction.table, parameters={"compaction": compaction.pk},
-          result=error)
-    return True
+    """A task gave up on an approved compaction: the one workflow's `approval_gave_up`."""
+    return approval_gave_up(change=compaction, error=error)

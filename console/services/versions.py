@@ -24,7 +24,7 @@ from console.models import Table
 from console.models_approvals import ApprovalStatus
 from console.models_versions import RehearsalStatus, VersionChange, VersionRehearsal
 from console.selectors.versions import open_version_change, passing_rehearsal, plan_json, rehearsal_json
-from console.services.approvals import approval_claim, approval_requested
+from console.services.approvals import approval_claim, approval_finish, approval_gave_up, approval_requested
 from console.services.audit import audit
 from console.services.locks import table_lock
 from console.services.queue import REHEARSE_VERSION_CHANGE, enqueue_on_commit
@@ -134,11 +134,8 @@ def version_change_holder(change: VersionChange) -> str:
 
 def _finish(change: VersionChange, token: str, status: ApprovalStatus, action: str, outcome: str,
             **fields: Any) -> None:
-    if VersionChange.objects.filter(pk=change.pk, status=ApprovalStatus.RUNNING, run_token=token).update(
-            status=status, finished_at=timezone.now(), **fields):
-        audit(user=None, action=action, table=change.table,
-              parameters={"version_change": change.pk, "from": change.from_version, "to": change.target},
-              result=outcome)
+    approval_finish(change=change, token=token, to=status, what=action.removeprefix("version."), outcome=outcome,
+                    **fields)
 
 
 def version_change_run(*, change: VersionChange, task_id: str = "") -> VersionChange:
@@ -197,11 +194,5 @@ def version_change_run(*, change: VersionChange, task_id: str = "") -> VersionCh
 
 
 def version_change_gave_up(*, change: VersionChange, error: str) -> bool:
-    """A task gave up on an approved change (its table stayed busy, or it failed before the run
-    claimed it): FAILED with the reason and audited, unless a run settled it meanwhile."""
-    if not approval_claim(change=change, to=ApprovalStatus.FAILED, ready=(ApprovalStatus.APPROVED,),
-                          error=error[:2000], finished_at=timezone.now()):
-        return False
-    audit(user=None, action="version.failed", table=change.table,
-          parameters={"version_change": change.pk, "from": change.from_version, "to": change.target}, result=error)
-    return True
+    """A task gave up on an approved change: the one workflow's `approval_gave_up`."""
+    return approval_gave_up(change=change, error=error)

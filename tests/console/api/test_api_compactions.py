@@ -5,35 +5,20 @@ nothing to compact."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
-from django.test import Client, TestCase
 
-from console.services import tokens
-from tests.console.helpers import person
+from tests.console.helpers import TokenCaller, person
 
 pytestmark = pytest.mark.django_db
 
 TABLE = "quickstart_trips_table/mor/avro/v6_trips_8i1u"
 
 
-class Caller:
-    def __init__(self, user: Any) -> None:
-        self.client, self.token = Client(), tokens.token_create(actor=user, owner=user, name="t")[1]
-
-    def __call__(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-        headers = {"HTTP_AUTHORIZATION": f"Bearer {self.token}"}
-        with TestCase.captureOnCommitCallbacks(execute=True):
-            if method == "GET":
-                return self.client.get("/api/v1" + path, **headers)
-            return self.client.post("/api/v1" + path, json.dumps(body or {}), content_type="application/json",
-                                    **headers)
-
-
 def test_compactions_through_the_api(table: Any) -> None:
-    ada, bob, viewer = Caller(person("ada", "admin")), Caller(person("bob", "admin")), Caller(person("vera", "viewer"))
+    ada, bob = TokenCaller(person("ada", "admin")), TokenCaller(person("bob", "admin"))
+    viewer = TokenCaller(person("vera", "viewer"))
     t = table.pk
     assert viewer("POST", f"/tables/{t}/compactions").status_code == 403
     asked = ada("POST", f"/tables/{t}/compactions")

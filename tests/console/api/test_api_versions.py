@@ -5,15 +5,12 @@ tables to), a rehearsal, a request that needs it, the approval through the one w
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
-from django.test import Client, TestCase
 
 from console.models import AuditEvent
-from console.services import tokens
-from tests.console.helpers import person
+from tests.console.helpers import TokenCaller, person
 from timeline import HudiTable
 
 pytestmark = pytest.mark.django_db
@@ -21,21 +18,9 @@ pytestmark = pytest.mark.django_db
 TABLE = "sample_table/cow/v9_txns_simple_nometa"
 
 
-class Caller:
-    def __init__(self, user: Any) -> None:
-        self.client, self.token = Client(), tokens.token_create(actor=user, owner=user, name="t")[1]
-
-    def __call__(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-        headers = {"HTTP_AUTHORIZATION": f"Bearer {self.token}"}
-        with TestCase.captureOnCommitCallbacks(execute=True):
-            if method == "GET":
-                return self.client.get("/api/v1" + path, **headers)
-            return self.client.post("/api/v1" + path, json.dumps(body or {}), content_type="application/json",
-                                    **headers)
-
-
 def test_versions_through_the_api(table: Any) -> None:
-    ada, bob, viewer = Caller(person("ada", "admin")), Caller(person("bob", "admin")), Caller(person("vera", "viewer"))
+    ada, bob = TokenCaller(person("ada", "admin")), TokenCaller(person("bob", "admin"))
+    viewer = TokenCaller(person("vera", "viewer"))
     t = table.pk
     overview = viewer("GET", f"/tables/{t}/version").json()
     assert overview["current"] == 9 and [x["version"] for x in overview["targets"]] == [6, 8]
