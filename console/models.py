@@ -542,9 +542,16 @@ class IdentityLink(models.Model):
 
 
 # The table doctor's health and repairs (issue 28), the history's snapshots and the alerts set up in
-# the console (issue 30), the write-stats index (issue 38): their own modules, imported here so that
-# Django registers their models.
-from console import models_alerts, models_health, models_history, models_write_stats  # noqa: E402,F401
+# the console (issue 30), the write-stats index (issue 38), compactions (issue 41) and table version
+# changes (issue 42): their own modules, imported here so that Django registers their models.
+from console import (  # noqa: E402,F401
+    models_alerts,
+    models_compaction,
+    models_health,
+    models_history,
+    models_versions,
+    models_write_stats,
+)
 
 
 class Preference(models.Model):

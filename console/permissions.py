@@ -28,6 +28,13 @@ APPROVE_REPAIR = "console.approve_clean"  # admins approve it, by the two-person
 # Archival goes as a clean does: operators and admins ask for it, an admin approves it.
 REQUEST_ARCHIVAL = "console.plan_clean"
 APPROVE_ARCHIVAL = "console.approve_clean"
+# A table version change goes as an archival does: operators and admins rehearse it and ask for it,
+# an admin approves it.
+REQUEST_VERSION_CHANGE = "console.plan_clean"
+APPROVE_VERSION_CHANGE = "console.approve_clean"
+# A compaction too: operators and admins schedule it (a plan waiting for approval), an admin approves it.
+REQUEST_COMPACTION = "console.plan_clean"
+APPROVE_COMPACTION = "console.approve_clean"
 
 # What the pages ask "may this user ...?" about (the `may` template filter): every action a
 # button or form on a page leads to, by the name templates use.
@@ -38,6 +45,8 @@ ACTIONS = {
     "change_settings": SETTINGS, "manage_people": PEOPLE, "request_repair": REQUEST_REPAIR,
     "approve_repair": APPROVE_REPAIR, "request_archival": REQUEST_ARCHIVAL,
     "approve_archival": APPROVE_ARCHIVAL, "decline_archival": APPROVE_ARCHIVAL,
+    "request_version_change": REQUEST_VERSION_CHANGE, "approve_version_change": APPROVE_VERSION_CHANGE,
+    "request_compaction": REQUEST_COMPACTION, "approve_compaction": APPROVE_COMPACTION,
 }
 
 

@@ -20,18 +20,23 @@ from django.db.models import Q
 
 from console import permissions, services
 from console.models import Archival, CleanPlan, Job, JobStatus, RetentionEstimate, SyncStatus, Table
-from console.models_approvals import ApprovalStatus
+from console.models_approvals import Approvable, ApprovalStatus
+from console.models_compaction import Compaction
 from console.models_health import Repair
-from console.services import approvals, health, history
+from console.models_versions import VersionChange, VersionRehearsal
+from console.services import approvals, compactions, health, history, versions
 from console.services.queue import (
     APPROVE_CLEAN_PLAN,
     BUILD_CLEAN_PLAN,
     CHECK_TABLE_ALERTS,
     ESTIMATE_RETENTION,
+    REHEARSE_VERSION_CHANGE,
     RUN_ARCHIVAL,
     RUN_CLEAN_PLAN,
+    RUN_COMPACTION,
     RUN_JOB,
     RUN_REPAIR,
+    RUN_VERSION_CHANGE,
     SYNC_TABLE,
     enqueue_on_commit,
 )
@@ -202,29 +207,41 @@ def run_job(self: Task[[int], str], job_id: int) -> str:
     return _run(self, job, lambda **claim: services.job_run(job=job, **claim), services.job_holder(job))
 
 
-@shared_task(name=RUN_REPAIR, bind=True, acks_late=True)
-def run_repair(self: Task[[int], str], repair_id: int) -> str:
-    """Run an approved repair of the table doctor's findings (console.services.health). The
-    approver must still be active and allowed to approve (else it fails with the reason); a busy
-    table is retried with the one back-off, then the repair fails with the reason."""
-    repair = Repair.objects.filter(pk=repair_id).select_related("table", "decided_by").first()
-    if repair is None or repair.status not in (ApprovalStatus.APPROVED, ApprovalStatus.RUNNING):
+def _run_approved(task: Task[[int], str], change: Approvable | None, run: Callable[..., Approvable],
+                  gave_up: Callable[[str], bool], holder: str) -> str:
+    """Run an approved change whose run claims it under the table's lock (a repair, a version
+    change): none left to run is skipped; the approver must still be active and allowed to approve
+    (else it fails with the reason); a busy table is retried with the one back-off, then the change
+    fails with the reason (unless what holds the table is another live run of this very change);
+    any other error fails it here if its run had not claimed it yet."""
+    if change is None or change.status not in (ApprovalStatus.APPROVED, ApprovalStatus.RUNNING):
         return "skipped"
-    approver = repair.decided_by
+    approver = change.decided_by
     if approver is None or not approver.is_active or not approver.has_perm(permissions.APPROVE):
-        health.repair_gave_up(repair=repair, error="The approver is gone or may no longer approve.")
+        gave_up("The approver is gone or may no longer approve.")
         return "refused"
     try:
-        return str(health.repair_run(repair=repair, task_id=self.request.id or "").status)
+        return str(run(task_id=task.request.id or "").status)
     except services.TableBusy as exc:
-        _retry_while_busy(self, exc, health.repair_holder(repair))
-        if exc.holder == health.repair_holder(repair):
+        _retry_while_busy(task, exc, holder)
+        if exc.holder == holder:
             return "running elsewhere"
-        health.repair_gave_up(repair=repair, error=f"Gave up after {self.request.retries} retries: {exc.messages[0]}")
+        gave_up(f"Gave up after {task.request.retries} retries: {exc.messages[0]}")
         return "failed"
     except Exception as exc:  # a run that claimed it marked it FAILED; one that did not yet, here
-        health.repair_gave_up(repair=repair, error=_reason(exc))
+        gave_up(_reason(exc))
         raise
+
+
+@shared_task(name=RUN_REPAIR, bind=True, acks_late=True)
+def run_repair(self: Task[[int], str], repair_id: int) -> str:
+    """Run an approved repair of the table doctor's findings (console.services.health), as
+    `_run_approved` runs every approved change."""
+    repair = Repair.objects.filter(pk=repair_id).select_related("table", "decided_by").first()
+    if repair is None:
+        return "skipped"
+    return _run_approved(self, repair, lambda **claim: health.repair_run(repair=repair, **claim),
+                         lambda error: health.repair_gave_up(repair=repair, error=error), health.repair_holder(repair))
 
 
 @shared_task(name=RUN_ARCHIVAL, bind=True, acks_late=True)
@@ -292,3 +309,39 @@ def check_table_alerts(table_id: int) -> int:
     from console.alerts import check_table_now
 
     return check_table_now(table_id)
+
+
+@shared_task(name=REHEARSE_VERSION_CHANGE, bind=True, acks_late=True)
+def rehearse_version_change(self: Task[[int], str], rehearsal_id: int) -> str:
+    """Rehearse a table version change on a copy of the table (console.services.versions): the
+    report is kept on the rehearsal; the table is not written."""
+    rehearsal = VersionRehearsal.objects.filter(pk=rehearsal_id).select_related("table").first()
+    if rehearsal is None:
+        return "skipped"
+    return str(versions.version_rehearsal_run(rehearsal=rehearsal, task_id=self.request.id or "").status)
+
+
+@shared_task(name=RUN_VERSION_CHANGE, bind=True, acks_late=True)
+def run_version_change(self: Task[[int], str], change_id: int) -> str:
+    """Run an approved table version change under the table's lock, after its rehearsal on a copy
+    of the table as it is now passes (console.services.versions), as `_run_approved` runs every
+    approved change."""
+    change = VersionChange.objects.filter(pk=change_id).select_related("table", "decided_by").first()
+    if change is None:
+        return "skipped"
+    return _run_approved(self, change, lambda **claim: versions.version_change_run(change=change, **claim),
+                         lambda error: versions.version_change_gave_up(change=change, error=error),
+                         versions.version_change_holder(change))
+
+
+@shared_task(name=RUN_COMPACTION, bind=True, acks_late=True)
+def run_compaction(self: Task[[int], str], compaction_id: int) -> str:
+    """Run an approved compaction under the table's lock with the library's local engine, once the
+    plan made again still compacts the approved file slices (console.services.compactions), as
+    `_run_approved` runs every approved change."""
+    change = Compaction.objects.filter(pk=compaction_id).select_related("table", "decided_by").first()
+    if change is None:
+        return "skipped"
+    return _run_approved(self, change, lambda **claim: compactions.compaction_run(compaction=change, **claim),
+                         lambda error: compactions.compaction_gave_up(compaction=change, error=error),
+                         compactions.compaction_holder(change))

@@ -72,7 +72,8 @@ def table_action(permission: str) -> Callable[[TableView], TableView]:
 # Views whose service audits its own refusals (so that the API's are audited too).
 _AUDITED_BY_SERVICE = frozenset({"restore_run", "rollback_run", "savepoint_create", "people_create", "people_role",
                                  "people_deactivate", "people_reactivate", "people_grant_confirm",
-                                 "people_grant_decline", "people_link", "people_unlink", "archival_request"})
+                                 "people_grant_decline", "people_link", "people_unlink", "archival_request",
+                                 "version_request", "compaction_request"})
 
 
 def refused(request: AuthenticatedHttpRequest, exc: ValidationError) -> None:

@@ -51,6 +51,13 @@ PAGES = {
     "repair": DecidePage("repairs", "console:repair", "repair_id",
                          "Approved: a worker runs the repair under the table's lock, after the doctor checks the table "
                          "again (if it now needs more than this preview, the repair turns stale and nothing changes)."),
+    "version change": DecidePage("version_changes", "console:version_change", "change_id",
+                                 "Approved: a worker rehearses the change again on a copy of the table as it is now, "
+                                 "under the table's lock; only if that passes does it change the table."),
+    "compaction": DecidePage("compactions", "console:compaction", "compaction_id",
+                             "Approved: a worker plans the compaction again under the table's lock and, if it still "
+                             "compacts these file groups, writes the plan and runs it (if the table changed, the "
+                             "compaction turns stale and nothing is written)."),
 }
 
 

@@ -13,7 +13,7 @@ from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError
 from ninja.errors import ValidationError as InputError
 
-from console.api import approvals, archival, health, history, operations, plans, services, tables
+from console.api import approvals, archival, compactions, health, history, operations, plans, services, tables, versions
 from console.api.common import TokenAuth, problem
 from console.services import TableBusy
 from console.services.refusals import api_words
@@ -29,6 +29,8 @@ api.add_router("", archival.router)
 api.add_router("", approvals.router)
 api.add_router("", history.router)
 api.add_router("", services.router)
+api.add_router("", versions.router)
+api.add_router("", compactions.router)
 
 
 @api.exception_handler(AuthenticationError)

@@ -57,7 +57,7 @@ def list_approvals(request: HttpRequest, filters: Query[Paging]) -> dict[str, An
 
 
 class ApprovalOut(Schema):
-    kind: str = Field(..., description="clean-plan, archival, repair")
+    kind: str = Field(..., description="clean-plan, archival, repair, version-change, compaction")
     id: int
     table_id: int
     status: str = Field(..., description="draft (waiting for approval), approving (a clean plan checked by a worker), "
@@ -84,12 +84,14 @@ def approval_out(change: Approvable) -> dict[str, Any]:
 
 
 def change_of(request: HttpRequest, kind: str, change_id: int) -> Approvable:
-    """The change of `kind` (a slug: clean-plan, archival, repair) numbered `change_id`: 404 when
-    there is none, or the token's user may not see its table; 403 when they may not decide."""
+    """The change of `kind` (a slug: clean-plan, archival, repair, version-change, compaction)
+    numbered `change_id`: 404 when there is none, or the token's user may not see its table; 403
+    when they may not decide."""
     try:
         model = approvals.kind_named(kind.replace("-", " ")).model
     except KeyError as exc:
-        raise Http404(f"No kind of change {kind!r}: clean-plan, archival or repair.") from exc
+        raise Http404(f"No kind of change {kind!r}: clean-plan, archival, repair, version-change or "
+                      "compaction.") from exc
     change = model._default_manager.filter(pk=change_id).first()
     if change is None:
         raise Http404(f"No {kind} #{change_id}.")
@@ -100,12 +102,13 @@ def change_of(request: HttpRequest, kind: str, change_id: int) -> Approvable:
 @router.post("/approvals/{kind}/{change_id}/approve", auth=role(permissions.APPROVE),
              response={202: ApprovalOut, 409: Problem, **ERRORS}, summary="Approve a change")
 def approve_change(request: HttpRequest, kind: str, change_id: int, body: ApproveIn | None = None) -> Any:
-    """Admins approve any change waiting for approval (`kind`: clean-plan, archival, repair), by the
-    one workflow: refused (409, with why, audited) to its requester and to accounts that share
-    their lineage while two-person approval is on (CLEANLINE_APPROVER_MUST_DIFFER), and when it no
-    longer waits; of simultaneous approvals exactly one wins. Its task runs once the approval is
-    committed: a clean plan is checked by a worker (`approving`), an archival or repair runs
-    (`approved`, `running`, `completed` or `stale`). The kind's own endpoint answers the same."""
+    """Admins approve any change waiting for approval (`kind`: clean-plan, archival, repair,
+    version-change, compaction), by the one workflow: refused (409, with why, audited) to its
+    requester and to accounts that share their lineage while two-person approval is on
+    (CLEANLINE_APPROVER_MUST_DIFFER), and when it no longer waits; of simultaneous approvals
+    exactly one wins. Its task runs once the approval is committed: a clean plan is checked by a
+    worker (`approving`), any other kind runs (`approved`, `running`, `completed`, `stale` or
+    `failed`). The kind's own endpoint answers the same."""
     change = change_of(request, kind, change_id)
     return Status(202, approval_out(approvals.approval_approve(change=change, user=user_of(request),
                                                               writers_stopped=bool(body and body.writers_stopped))))

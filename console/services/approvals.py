@@ -36,10 +36,19 @@ from django.utils import timezone
 
 from console.models import Archival, CleanPlan
 from console.models_approvals import IN_FLIGHT, Approvable, ApprovalStatus
+from console.models_compaction import Compaction
 from console.models_health import Repair
+from console.models_versions import VersionChange
 from console.permissions import change_approval_refusal
 from console.services.audit import audit
-from console.services.queue import APPROVE_CLEAN_PLAN, RUN_ARCHIVAL, RUN_REPAIR, enqueue_on_commit
+from console.services.queue import (
+    APPROVE_CLEAN_PLAN,
+    RUN_ARCHIVAL,
+    RUN_COMPACTION,
+    RUN_REPAIR,
+    RUN_VERSION_CHANGE,
+    enqueue_on_commit,
+)
 
 Change = TypeVar("Change", bound=Approvable)
 
@@ -73,6 +82,12 @@ KINDS: dict[type[Approvable], Kind] = {
                    stale_fields=lambda reason: {"stale_reason": reason[:2000]}),
     Repair: Kind(Repair, RUN_REPAIR, "repair", "a repair waiting for approval",
                  details=lambda change: {"kind": change.kind} if isinstance(change, Repair) else {}),
+    VersionChange: Kind(VersionChange, RUN_VERSION_CHANGE, "version_change", "a version change waiting for approval",
+                        details=lambda change: {"from": change.from_version, "to": change.target}
+                        if isinstance(change, VersionChange) else {}),
+    Compaction: Kind(Compaction, RUN_COMPACTION, "compaction", "a compaction waiting for approval",
+                     details=lambda change: {"file_groups": len(change.operations)}
+                     if isinstance(change, Compaction) else {}),
 }
 
 
@@ -81,8 +96,8 @@ def kind_of(change: Approvable) -> Kind:
 
 
 def kind_named(name: str) -> Kind:
-    """The kind the pages and the API call `name` ("clean plan", "archival", "repair"); KeyError
-    for any other."""
+    """The kind the pages and the API call `name` ("clean plan", "archival", "repair", "version
+    change", "compaction"); KeyError for any other."""
     for model, kind in KINDS.items():
         if model.kind_name == name:
             return kind
@@ -173,6 +188,30 @@ def approval_claim(*, change: Approvable, to: ApprovalStatus, ready: tuple[Appro
     `fields`: of any number of simultaneous claims exactly one is True (the database settles
     them; no read-then-write)."""
     return bool(type(change)._default_manager.filter(pk=change.pk, status__in=ready).update(status=to, **fields))
+
+
+def approval_finish(*, change: Approvable, token: str, to: ApprovalStatus, what: str, outcome: str,
+                    **fields: Any) -> bool:
+    """Settle a run of `change` (RUNNING under the lock token `token`) as `to`, with `fields`, and
+    audit `<prefix>.<what>` with `outcome`; False (nothing recorded) when the run lost the change
+    to another."""
+    if not type(change)._default_manager.filter(pk=change.pk, status=ApprovalStatus.RUNNING, run_token=token).update(
+            status=to, finished_at=timezone.now(), **fields):
+        return False
+    audit(user=None, action=_action(change, what), table=change.table, parameters=_parameters(change), result=outcome)
+    return True
+
+
+def approval_gave_up(*, change: Approvable, error: str) -> bool:
+    """A task gave up on an approved change (its table stayed busy, or it failed before its run
+    claimed it): FAILED with the reason and audited `<prefix>.failed`, unless a run claimed or
+    settled it meanwhile."""
+    if not approval_claim(change=change, to=ApprovalStatus.FAILED, ready=(ApprovalStatus.APPROVED,),
+                          error=error[:2000], finished_at=timezone.now()):
+        return False
+    audit(user=None, action=_action(change, "failed"), table=change.table, parameters=_parameters(change),
+          result=error)
+    return True
 
 
 def approval_reject(*, change: Change, user: User | None, note: str = "") -> Change:

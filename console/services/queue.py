@@ -17,6 +17,7 @@ from django.db import transaction
 from console.celery import app
 from console.models import Job, RetentionEstimate, Table
 from console.models_approvals import Approvable
+from console.models_versions import VersionRehearsal
 
 SYNC_TABLE = "console.tasks.sync_table"
 BUILD_CLEAN_PLAN = "console.tasks.build_clean_plan"
@@ -26,12 +27,16 @@ RUN_JOB = "console.tasks.run_job"
 ESTIMATE_RETENTION = "console.tasks.estimate_retention"
 RUN_REPAIR = "console.tasks.run_repair"
 RUN_ARCHIVAL = "console.tasks.run_archival"
+REHEARSE_VERSION_CHANGE = "console.tasks.rehearse_version_change"
+RUN_VERSION_CHANGE = "console.tasks.run_version_change"
+RUN_COMPACTION = "console.tasks.run_compaction"
 CHECK_TABLE_ALERTS = "console.tasks.check_table_alerts"
 QUEUED_TASKS = (SYNC_TABLE, BUILD_CLEAN_PLAN, APPROVE_CLEAN_PLAN, RUN_CLEAN_PLAN, RUN_JOB, ESTIMATE_RETENTION,
-                RUN_REPAIR, RUN_ARCHIVAL, CHECK_TABLE_ALERTS)
+                RUN_REPAIR, RUN_ARCHIVAL, CHECK_TABLE_ALERTS, REHEARSE_VERSION_CHANGE, RUN_VERSION_CHANGE,
+                RUN_COMPACTION)
 
 
-def enqueue_on_commit(task: str, row: Table | Job | RetentionEstimate | Approvable,
+def enqueue_on_commit(task: str, row: Table | Job | RetentionEstimate | Approvable | VersionRehearsal,
                       **fields: object) -> None:
     """Send the task named `task` for `row` once the current transaction commits (at once
     outside one), its id written on the row first (a table's `sync_task_id`, else `task_id`),

@@ -47,6 +47,28 @@ def login(role: str) -> Any:
     return client
 
 
+class TokenCaller:
+    """Calls /api/v1 with a new personal API token of `user` (named `name`); the tasks a call
+    queues run (eagerly) as on commit."""
+
+    def __init__(self, user: Any, name: str = "t") -> None:
+        from django.test import Client
+
+        from console.services import tokens
+
+        self.client, self.token = Client(), tokens.token_create(actor=user, owner=user, name=name)[1]
+
+    def __call__(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        from django.test import TestCase
+
+        headers = {"HTTP_AUTHORIZATION": f"Bearer {self.token}"}
+        with TestCase.captureOnCommitCallbacks(execute=True):
+            if method == "GET":
+                return self.client.get("/api/v1" + path, **headers)
+            return self.client.post("/api/v1" + path, json.dumps(body or {}), content_type="application/json",
+                                    **headers)
+
+
 # Screenshots go to var/screenshots (untracked) unless CLEANLINE_SCREENSHOTS names another
 # folder: `make screenshots` points it at docs/screenshots to refresh the README's pictures.
 SHOTS = Path(os.environ.get("CLEANLINE_SCREENSHOTS") or Path(__file__).resolve().parents[2] / "var" / "screenshots")

@@ -22,7 +22,9 @@ from openapi_spec_validator import validate
 from console import services
 from console.models import ApiToken, Archival, AuditEvent, CleanPlan, Job, Table
 from console.models_approvals import ApprovalStatus
+from console.models_compaction import Compaction
 from console.models_health import Repair
+from console.models_versions import VersionChange, VersionRehearsal
 from console.selectors import stored_plan
 from tests.console.helpers import ARCHIVABLE_TABLE, KEEP_FEW, SHORT_RETENTION, person, wait_for
 from timeline import HudiTable
@@ -74,6 +76,9 @@ def endpoints(table: Table, plan: CleanPlan, job: Job) -> list[tuple[str, str, d
         services.savepoint_create(table=table, user=None, instant_time=kept, comment="for the preview")
     r = Repair.objects.get_or_create(table=table, kind="leftover-markers")[0].pk  # a repair with nothing to change
     archival = (table.archivals.first() or Archival.objects.create(table=table)).pk  # approved by the admin's call
+    rehearsal = VersionRehearsal.objects.create(table=table, from_version=9, target=8).pk
+    change = VersionChange.objects.create(table=table, from_version=9, target=8).pk  # no rehearsal: nobody approves
+    compaction = Compaction.objects.create(table=table).pk
     return [
         ("GET", f"/tables/{t}/health", None, "viewer"),
         ("GET", f"/tables/{t}/health/leftover-markers/repair", None, "viewer"),
@@ -121,6 +126,16 @@ def endpoints(table: Table, plan: CleanPlan, job: Job) -> list[tuple[str, str, d
         ("POST", f"/tables/{t}/archivals", None, "operator"),
         ("POST", f"/tables/{t}/archivals/{archival}/approve", None, "admin"),
         ("POST", f"/tables/{t}/archivals/{archival}/decline", {"note": "no"}, "admin"),
+        ("GET", f"/tables/{t}/version", None, "viewer"),
+        ("GET", f"/tables/{t}/version/check?to=8", None, "viewer"),
+        ("GET", f"/tables/{t}/version/rehearsals/{rehearsal}", None, "viewer"),
+        ("GET", f"/tables/{t}/version-changes", None, "viewer"),
+        ("GET", f"/tables/{t}/version-changes/{change}", None, "viewer"),
+        ("POST", f"/tables/{t}/version/rehearsals", {"to": 8}, "operator"),
+        ("POST", f"/tables/{t}/version-changes", {"to": 8}, "operator"),
+        ("GET", f"/tables/{t}/compactions", None, "viewer"),
+        ("GET", f"/tables/{t}/compactions/{compaction}", None, "viewer"),
+        ("POST", f"/tables/{t}/compactions", None, "operator"),
         ("POST", f"/approvals/clean-plan/{p}/approve", None, "admin"),
         ("POST", f"/approvals/clean-plan/{p}/reject", {"note": "no"}, "admin"),
     ]

@@ -21,8 +21,10 @@ from django.db import connection
 from console import services
 from console.models import Archival, AuditEvent, CleanPlan
 from console.models_approvals import Approvable, ApprovalStatus
+from console.models_compaction import Compaction
 from console.models_health import Repair
-from console.services import approvals, health
+from console.models_versions import VersionChange
+from console.services import approvals, compactions, health, versions
 from tests.console.helpers import ARCHIVABLE_TABLE, KEEP_FEW, SHORT_RETENTION, leave_markers, person
 
 pytestmark = pytest.mark.django_db
@@ -48,16 +50,31 @@ def _repair(console_table: Callable[[str], Any], requester: User) -> Approvable:
     return health.repair_request(table=table, user=requester, kind="leftover-markers")
 
 
+def _version_change(console_table: Callable[[str], Any], requester: User) -> Approvable:
+    table = console_table(SMALL_TABLE)  # table version 9, moved down to 8
+    rehearsal = versions.version_rehearsal_request(table=table, user=requester, target=8)
+    versions.version_rehearsal_run(rehearsal=rehearsal)  # a worker's (run already where tasks run on commit)
+    return versions.version_change_request(table=table, user=requester, target=8)
+
+
+def _compaction(console_table: Callable[[str], Any], requester: User) -> Approvable:
+    table = console_table("quickstart_trips_table/mor/avro/v6_trips_8i1u")  # a file group with a log file
+    return compactions.compaction_request(table=table, user=requester)
+
+
 # How each approvable kind is made, waiting for approval: every kind of the workflow is here.
 MAKERS: dict[type[Approvable], Callable[[Callable[[str], Any], User], Approvable]] = {
-    CleanPlan: _clean_plan, Archival: _archival, Repair: _repair}
+    CleanPlan: _clean_plan, Archival: _archival, Repair: _repair, VersionChange: _version_change,
+    Compaction: _compaction}
 
 
 # How each kind's approved change is run (what its task calls).
 RUNNERS: dict[type[Approvable], Callable[[Any], Approvable]] = {
     CleanPlan: lambda change: services.plan_run(plan=change),
     Archival: lambda change: services.archival_run(archival=change),
-    Repair: lambda change: health.repair_run(repair=change)}
+    Repair: lambda change: health.repair_run(repair=change),
+    VersionChange: lambda change: versions.version_change_run(change=change),
+    Compaction: lambda change: compactions.compaction_run(compaction=change)}
 
 
 @pytest.fixture(params=list(approvals.KINDS), ids=lambda model: model.kind_name.replace(" ", "-"))
@@ -89,7 +106,8 @@ def test_approval_contract_lists_every_kind() -> None:
     """Every subclass of Approvable (the approvals queue lists every one) is a kind of the workflow
     (its task listed) and is made here."""
     assert set(MAKERS) == set(RUNNERS) == set(approvals.KINDS) == set(Approvable.__subclasses__())
-    assert {model.kind_name for model in approvals.KINDS} == {"clean plan", "archival", "repair"}
+    assert {model.kind_name for model in approvals.KINDS} == {"clean plan", "archival", "repair", "version change",
+                                                              "compaction"}
 
 
 def test_approval_contract_request_refusals_approve_run_and_audit(make: Callable[[User], Approvable],
