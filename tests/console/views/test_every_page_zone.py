@@ -23,7 +23,9 @@ from django.utils import timezone
 from console import alerts, services
 from console.models import Alert, AlertKind, Archival, AuditEvent, Job, Table, TableLock
 from console.models_approvals import ApprovalStatus
+from console.models_compaction import Compaction
 from console.models_health import Repair, TableHealth
+from console.models_versions import VersionChange
 from console.services.locks import _busy as busy
 from console.urls import console_patterns
 from tests.console.helpers import SHORT_RETENTION, person
@@ -120,8 +122,10 @@ def seeded(console_table, settings, tmp_path: Path) -> dict[str, Any]:  # type: 
                    result=str(busy(table, lock)))  # a sentence the console wrote in UTC
     lock.delete()
     token, _ = services.token_create(actor=ada, owner=ada, name="laptop")
+    compaction = Compaction.objects.create(table=table, requested_by=bob, plan={})
+    VersionChange.objects.create(table=table, requested_by=bob, from_version=9, target=8, plan={})
     return {"table": table, "ada": ada, "failed": failed, "commit": commit, "plan": plan, "job": job,
-            "repair": repair, "archival": archival, "alert": alert, "token": token}
+            "repair": repair, "archival": archival, "alert": alert, "token": token, "compaction": compaction}
 
 
 def test_every_page_shows_every_time_in_the_viewers_zone_named(seeded: dict[str, Any]) -> None:
@@ -132,7 +136,7 @@ def test_every_page_shows_every_time_in_the_viewers_zone_named(seeded: dict[str,
            "savepoint": seeded["commit"], "archival_id": seeded["archival"].pk, "job_id": seeded["job"].pk,
            "kind": "orphan_files", "repair_id": seeded["repair"].pk, "channel_id": 1,
            "token_id": seeded["token"].pk, "user_id": ada.pk, "grant_id": 1, "link_id": 1,
-           "index": "column_stats", "action": "rebuild"}
+           "index": "column_stats", "action": "rebuild", "compaction_id": seeded["compaction"].pk}
     own = {"rollback_preview": {"instant": seeded["failed"]}}
     client = Client()
     client.force_login(ada)

@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('console', '0037_table_services'),
+        ('console', '0038_sync_mark_writing'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('console', '0038_approve_version_change'),
+        ('console', '0039_version_change'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
