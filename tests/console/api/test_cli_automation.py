@@ -14,7 +14,7 @@ import pytest
 
 from console import services
 from console.models import AuditEvent, CleanPlan
-from tests.console.helpers import person, wait_for
+from tests.console.helpers import person
 
 TABLE = "sample_table/cow/v9_txns_simple_nometa"
 ROOT = Path(__file__).resolve().parents[3]
