@@ -17,7 +17,8 @@ UNTIL = ("reviewable", "approved", "completed", "failed")
 
 
 def _needs_api(args: argparse.Namespace) -> int:
-    raise CleanlineError(f"`{args.command} {args.sub}` runs against a remote console: give --api URL --token T")
+    name = "doctor repair request" if args.command == "doctor-repair-request" else f"{args.command} {args.sub}"
+    raise CleanlineError(f"`{name}` runs against a remote console: give --api URL --token T")
 
 
 def plan_wait(args: argparse.Namespace) -> int:

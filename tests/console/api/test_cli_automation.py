@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from console import services
-from console.models import AuditEvent, CleanPlan
-from tests.console.helpers import person
+from console.models import Archival, AuditEvent, CleanPlan
+from tests.console.helpers import ARCHIVABLE_TABLE, KEEP_FEW, person
 
 TABLE = "sample_table/cow/v9_txns_simple_nometa"
 ROOT = Path(__file__).resolve().parents[3]
@@ -75,6 +75,22 @@ def test_cli_automation_plan_wait_approve_run_and_refusals(start_worker, live_se
     wrong = cli(url, mine, "plan", "wait", plan_id, "--until", "soon")
     assert wrong.returncode == 2
     archival = cli(url, mine, "archive", "request", str(table.pk))
-    assert archival.returncode in (0, 1) and (archival.stdout.strip().isdigit() or "409" in archival.stderr)
+    assert archival.returncode == 1 and "409 Refused: Nothing to archive" in archival.stderr
+    archivable = services.table_register(path=str(table_copy(ARCHIVABLE_TABLE)), user=None, enqueue=False)
+    services.table_sync(table=archivable)
+    services.table_settings_update(table=archivable, user=None, auto_clean=False, auto_max_files=1000,
+                                   auto_max_bytes=1000, write_options=KEEP_FEW)
+    archival = cli(url, mine, "archive", "request", archivable.name)
+    assert archival.returncode == 0, archival.stderr
+    assert Archival.objects.get(pk=int(archival.stdout)).requested_by == requester
     repair = cli(url, mine, "doctor", "repair", "request", str(table.pk), "no-such-kind")
-    assert repair.returncode in (1, 2) and repair.stderr.startswith("cleanline: error:") and "/repair" in repair.stderr
+    assert repair.returncode == 1 and "409 Refused: unknown finding kind 'no-such-kind'" in repair.stderr
+
+
+def test_cli_automation_write_commands_need_the_console(capsys: pytest.CaptureFixture[str]) -> None:
+    from timeline.cli import main
+
+    for argv in (["doctor", "repair", "request", "t", "stuck"], ["archive", "request", "t"],
+                 ["plan", "approve", "1"], ["plan", "wait", "1", "--until", "approved"]):
+        assert main(argv) == 2
+        assert "runs against a remote console: give --api URL --token T" in capsys.readouterr().err
