@@ -14,6 +14,7 @@ import pytest
 
 from console import services
 from console.models import Archival, AuditEvent, CleanPlan
+from console.models_health import Repair
 from tests.console.helpers import ARCHIVABLE_TABLE, KEEP_FEW, person
 
 TABLE = "sample_table/cow/v9_txns_simple_nometa"
@@ -85,6 +86,13 @@ def test_cli_automation_plan_wait_approve_run_and_refusals(start_worker, live_se
     assert Archival.objects.get(pk=int(archival.stdout)).requested_by == requester
     repair = cli(url, mine, "doctor", "repair", "request", str(table.pk), "no-such-kind")
     assert repair.returncode == 1 and "409 Refused: unknown finding kind 'no-such-kind'" in repair.stderr
+    last = max(p.name.split("_")[0] for p in (path / ".hoodie" / "timeline").glob("*.commit"))
+    leftover = path / ".hoodie" / ".temp" / last  # markers of a completed write: the doctor's leftover-markers
+    leftover.mkdir(parents=True)
+    (leftover / "x_0-1-0_1.parquet.marker.CREATE").write_bytes(b"")
+    repair = cli(url, mine, "doctor", "repair", "request", str(table.pk), "leftover-markers")
+    assert repair.returncode == 0, repair.stderr
+    assert Repair.objects.get(pk=int(repair.stdout)).requested_by == requester
 
 
 def test_cli_automation_write_commands_need_the_console(capsys: pytest.CaptureFixture[str]) -> None:
