@@ -133,7 +133,8 @@ def approve_plan(request: HttpRequest, table_id: int, plan_id: int, body: Approv
     (`approved`, `running`, `completed`). Follow it at GET .../plans/{id}."""
     plan = plan_of(request, table_id, plan_id, permissions.APPROVE)
     plan = services.plan_approval_request(plan=plan, user=user_of(request),
-                                          writers_stopped=bool(body and body.writers_stopped))
+                                          writers_stopped=bool(body and body.writers_stopped),
+                                          note=body.note if body else "")
     return Status(202, plan_out(plan))
 
 
