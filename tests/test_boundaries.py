@@ -396,9 +396,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("namespaces", ("timeline.inspect", "timeline.maintenance")),
     ("the table's front", ("timeline.hudi_table",)),
     ("entry points", ("timeline.internal.engine", "timeline.internal.demo", "timeline.internal.remote",
-                      "timeline.spark.demo", "timeline.cli", "timeline.cli_archive", "timeline.cli_clean",
-                      "timeline.cli_compaction", "timeline.cli_doctor", "timeline.cli_index", "timeline.cli_output",
-                      "timeline.cli_version")),
+                      "timeline.spark.demo", "timeline.cli", "timeline.cli_archive", "timeline.cli_automation",
+                      "timeline.cli_clean", "timeline.cli_compaction", "timeline.cli_doctor", "timeline.cli_index",
+                      "timeline.cli_output", "timeline.cli_version")),
 )
 
 

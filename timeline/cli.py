@@ -17,6 +17,7 @@ from typing import Any
 import timeline  # each name loads its module on first use (timeline/__init__.pyi): a command imports only what it runs
 from timeline import CleanlineError
 from timeline.cli_archive import add_archive_commands
+from timeline.cli_automation import add_automation_commands, doctor_argv, run_remote_write
 from timeline.cli_clean import (
     clean_plan,
     clean_run,
@@ -467,16 +468,17 @@ def build_parser() -> argparse.ArgumentParser:
                              "concurrency mode and lock (hoodie.write.concurrency.mode, hoodie.write.lock.*), taken "
                              "by every change; a .hoodie/.locks/table_lock.json on storage means "
                              "StorageBasedLockProvider when nothing says otherwise")
-    parser.add_argument("--api", metavar="URL", help="read from a remote Cleanline console's REST API instead of "
-                        "storage (read commands only: tables, table info, timeline, savepoint list, instant show); "
-                        "PATH is then a registered table's id, name or path")
+    parser.add_argument("--api", metavar="URL", help="work through a remote Cleanline console's REST API instead of "
+                        "storage: the read commands tables, table info, timeline, savepoint list, instant show, and "
+                        "the write commands clean plan, plan wait/approve/run, archive request, doctor repair "
+                        "request; PATH is then a registered table's id, name or path")
     parser.add_argument("--token", metavar="T", default=os.environ.get("CLEANLINE_API_TOKEN", ""),
                         help="the personal API token for --api (default: $CLEANLINE_API_TOKEN)")
     commands = parser.add_subparsers(dest="command", required=True)
 
     for add in (_read_commands, _clean_commands, _change_commands, _other_commands):
         add(commands)
-    add_archive_commands(commands, _command, _writers_stopped)
+    add_automation_commands(commands, add_archive_commands(commands, _command, _writers_stopped))
     add_doctor_command(commands, _writers_stopped, _sizes)
     add_compaction_command(commands, _command, _sizes, _writers_stopped)
     add_index_command(commands, _command, _writers_stopped, _sizes)
@@ -493,12 +495,15 @@ def _remote_instant(row: dict[str, Any]) -> dict[str, Any]:
             "action": row["action"], "state": row["state"]}
 
 
-def _remote(args: argparse.Namespace) -> None:
+def _remote(args: argparse.Namespace) -> int:
     """A read command against the console at --api (`timeline.internal.remote`), printed as the local
     command prints it."""
     from timeline.internal import remote
 
     client = remote.ConsoleClient(args.api, args.token)
+    code = run_remote_write(args, client, clean_plan)
+    if code is not None:
+        return code
     handler = args.handler
     if handler is _tables:
         rows = [{"id": t["id"], "name": t["name"], "path": t["path"], "tableType": t["table_type"],
@@ -508,7 +513,7 @@ def _remote(args: argparse.Namespace) -> None:
             ["id", "name", "type", "version", "sync", "files", size_header(args), "path"],
             [(t["id"], t["name"], t["tableType"], t["tableVersion"], t["syncStatus"], t["files"],
               size_text(args, t["bytes"]), t["path"]) for t in rows]))
-        return
+        return 0
     table = client.table(args.path)
     if handler is _table_info:
         info = {"id": table["id"], "path": table["path"], "name": table["name"], "tableType": table["table_type"],
@@ -543,8 +548,10 @@ def _remote(args: argparse.Namespace) -> None:
         print_json({"instant": _remote_instant(detail), "content": contents[0]["content"]})
     else:
         raise CleanlineError(f"`{args.command}{' ' + args.sub if getattr(args, 'sub', None) else ''}` does not run "
-                             "through --api (read commands only: tables, table info, timeline, savepoint list, "
-                             "instant show)")
+                             "through --api (read commands: tables, table info, timeline, savepoint list, "
+                             "instant show; write commands: clean plan, plan wait/approve/run, archive request, "
+                             "doctor repair request)")
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -560,19 +567,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(doctor_argv(list(sys.argv[1:] if argv is None else argv)))
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="cleanline: %(message)s")
     try:
         if args.api:
-            _remote(args)
-            return 0
+            return _remote(args)
         # the lake-wide settings per root (S3 settings; Hudi writer options, where the writers' lock
         # settings live), passed to every table the command opens (`open_table`)
         args.roots = lake_roots()
         code = args.handler(args)
     except CleanlineError as exc:
         print(f"cleanline: error: {exc}", file=sys.stderr)
-        return 2
+        return int(getattr(exc, "exit_code", 2))  # timeline.internal.remote.RemoteError: 1 refused, 3 timed out
     except BrokenPipeError:
         return 0
     return code if isinstance(code, int) else 0

@@ -71,8 +71,9 @@ def archive_run(args: argparse.Namespace) -> None:
                  f"timeline now holds {outcome.plan.active_after}")
 
 
-def add_archive_commands(commands: Any, command: Any, writers_stopped: Any) -> None:
-    """archive plan, archive run (`command` and `writers_stopped` are cli.py's helpers)."""
+def add_archive_commands(commands: Any, command: Any, writers_stopped: Any) -> Any:
+    """archive plan, archive run (`command` and `writers_stopped` are cli.py's helpers); returns
+    the archive command's subparsers (`archive request` is added by cli_automation.py)."""
     parser = commands.add_parser("archive", help="keep the active timeline short as Hudi's archiver does")
     archive = parser.add_subparsers(dest="sub", required=True)
     plan = command(archive, "plan", archive_plan, "what archival would move now and what holds the rest back; "
@@ -82,3 +83,4 @@ def add_archive_commands(commands: Any, command: Any, writers_stopped: Any) -> N
                                   "the table's lock (the plan is shown and checked again under the lock first)"))
     run.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     run.add_argument("--json", action="store_true", help="print JSON")
+    return archive

@@ -111,7 +111,8 @@ def approve_change(request: HttpRequest, kind: str, change_id: int, body: Approv
     `failed`). The kind's own endpoint answers the same."""
     change = change_of(request, kind, change_id)
     return Status(202, approval_out(approvals.approval_approve(change=change, user=user_of(request),
-                                                              writers_stopped=bool(body and body.writers_stopped))))
+                                                              writers_stopped=bool(body and body.writers_stopped),
+                                                              note=body.note if body else "")))
 
 
 @router.post("/approvals/{kind}/{change_id}/reject", auth=role(permissions.APPROVE),

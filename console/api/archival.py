@@ -87,7 +87,8 @@ def approve_archival(request: HttpRequest, table_id: int, archival_id: int, body
     `stale` with the reason and nothing written. Follow it at GET .../archivals/{id}."""
     found = archival_of(request, table_id, archival_id, permissions.APPROVE_ARCHIVAL)
     done = services.archival_approve(archival=found, user=user_of(request),
-                                     writers_stopped=bool(body and body.writers_stopped))
+                                     writers_stopped=bool(body and body.writers_stopped),
+                                     note=body.note if body else "")
     return Status(202, archival_out(done))
 
 

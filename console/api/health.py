@@ -162,7 +162,8 @@ def approve_repair(request: HttpRequest, table_id: int, repair_id: int, body: Ap
     the table's lock; follow it at GET .../repairs/{id}."""
     repair = repair_of(request, table_id, repair_id, permissions.APPROVE_REPAIR)
     repair = services.repair_approve(repair=repair, user=user_of(request),
-                                     writers_stopped=bool(body and body.writers_stopped))
+                                     writers_stopped=bool(body and body.writers_stopped),
+                                     note=body.note if body else "")
     return Status(202, selectors.repair_json(repair))
 
 

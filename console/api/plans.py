@@ -86,6 +86,14 @@ def get_plan(request: HttpRequest, table_id: int, plan_id: int) -> dict[str, Any
     return plan_out(plan_of(request, table_id, plan_id))
 
 
+@router.get("/plans/{plan_id}", response={200: PlanOut, **ERRORS}, summary="A clean plan by its id")
+def get_any_plan(request: HttpRequest, plan_id: int) -> dict[str, Any]:
+    """The plan numbered `plan_id` whatever its table (what `cleanline --api ... plan wait ID`
+    follows); 404 when there is none or the token's user may not see its table."""
+    found = get_object_or_404(CleanPlan.objects.only("table_id"), pk=plan_id)
+    return plan_out(plan_of(request, found.table_id, plan_id))
+
+
 class FileFilters(Schema):
     show: str = "delete"
     q: str = ""
@@ -125,7 +133,8 @@ def approve_plan(request: HttpRequest, table_id: int, plan_id: int, body: Approv
     (`approved`, `running`, `completed`). Follow it at GET .../plans/{id}."""
     plan = plan_of(request, table_id, plan_id, permissions.APPROVE)
     plan = services.plan_approval_request(plan=plan, user=user_of(request),
-                                          writers_stopped=bool(body and body.writers_stopped))
+                                          writers_stopped=bool(body and body.writers_stopped),
+                                          note=body.note if body else "")
     return Status(202, plan_out(plan))
 
 

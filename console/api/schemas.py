@@ -164,6 +164,7 @@ class PlanOut(Schema):
 class ApproveIn(Schema):
     writers_stopped: bool = Field(False, description="the table's Hudi writers are stopped: needed only when no "
                                   "lock they share is known and a writer looks live; recorded and audited")
+    note: str = Field("", max_length=2000, description="why, kept as the decision's note")
 
 
 class DecisionIn(Schema):

@@ -152,13 +152,14 @@ def _waiting_refusal(change: Approvable, verb: str) -> str:
     return f"Only {kind.waiting} can be {verb}; this one is {change.get_status_display()}."
 
 
-def approval_approve(*, change: Change, user: User | None, writers_stopped: bool = False) -> Change:
+def approval_approve(*, change: Change, user: User | None, writers_stopped: bool = False, note: str = "") -> Change:
     """Approve a change waiting for a decision: refused unless it waits and `user` may approve it
     (`approval_refusal`, audited); claimed by one conditional update (DRAFT to its kind's next
     state: of simultaneous approvals exactly one wins, the others are refused); audited; its task
     sent on commit. `writers_stopped`: the approver's word that the table's Hudi writers are
     stopped, recorded and audited (the run then goes on beside a live writer when no lock is
-    known). A second submit of the same approval by the same person changes nothing."""
+    known). `note`: the approver's why, kept as the decision's note. A second submit of the same
+    approval by the same person changes nothing."""
     kind = kind_of(change)
     if not change.is_waiting:
         if _same_decision(change, user, approved=True):
@@ -171,7 +172,7 @@ def approval_approve(*, change: Change, user: User | None, writers_stopped: bool
                   parameters=_parameters(change), result=refusal)
         raise ValidationError(refusal)
     if not approval_claim(change=change, to=kind.approved_to, decided_by=user, decided_at=timezone.now(),
-                          writers_stopped=writers_stopped, run_token="", error=""):
+                          writers_stopped=writers_stopped, run_token="", error="", decision_note=note[:2000]):
         if _same_decision(change, user, approved=True):
             return change
         raise ValidationError(_waiting_refusal(change, "approved"))

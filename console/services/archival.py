@@ -70,12 +70,13 @@ def archival_request(*, table: Table, user: User | None) -> Archival:
                               active_before=summary["active"], active_after=summary["active_after"])
 
 
-def archival_approve(*, archival: Archival, user: User | None, writers_stopped: bool = False) -> Archival:
+def archival_approve(*, archival: Archival, user: User | None, writers_stopped: bool = False,
+                     note: str = "") -> Archival:
     """Approve an archival waiting for approval (the one workflow's `approval_approve`: the
     two-person rule by lineage, one conditional claim, a second submit of the same approval
     changing nothing); its run is then queued on commit: a worker archives under the table's
     lock, checking the timeline still gives the approved instants."""
-    return approval_approve(change=archival, user=user, writers_stopped=writers_stopped)
+    return approval_approve(change=archival, user=user, writers_stopped=writers_stopped, note=note)
 
 
 def archival_decline(*, archival: Archival, user: User | None, note: str = "") -> Archival:

@@ -159,12 +159,12 @@ def repair_approval_refusal(user: User | None, repair: Repair) -> str:
     return approval_refusal(user, repair)
 
 
-def repair_approve(*, repair: Repair, user: User | None, writers_stopped: bool = False) -> Repair:
+def repair_approve(*, repair: Repair, user: User | None, writers_stopped: bool = False, note: str = "") -> Repair:
     """Approve a waiting repair (the one workflow's `approval_approve`: the two-person rule by
     lineage, one conditional claim) and queue its run on commit. `writers_stopped`: the
     approver's word that the table's Hudi writers are stopped (its run then goes on beside a
     live writer when no lock is known)."""
-    return approval_approve(change=repair, user=user, writers_stopped=writers_stopped)
+    return approval_approve(change=repair, user=user, writers_stopped=writers_stopped, note=note)
 
 
 def repair_reject(*, repair: Repair, user: User | None, note: str = "") -> Repair:

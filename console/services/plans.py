@@ -242,7 +242,8 @@ def _check_approvable(plan: CleanPlan, user: User | None) -> None:
         raise ValidationError(refusal)
 
 
-def plan_approval_request(*, plan: CleanPlan, user: User | None, writers_stopped: bool = False) -> CleanPlan:
+def plan_approval_request(*, plan: CleanPlan, user: User | None, writers_stopped: bool = False,
+                          note: str = "") -> CleanPlan:
     """An approval, as the pages and the API ask for it (the one workflow's `approval_approve`):
     the draft is claimed for this approver (DRAFT to APPROVING, one conditional update: of
     simultaneous approvals exactly one wins) and audited; then the approval task is queued on
@@ -250,7 +251,7 @@ def plan_approval_request(*, plan: CleanPlan, user: User | None, writers_stopped
     request.
     `writers_stopped`: the approver's word that the table's Hudi writers are stopped, recorded on
     the plan (its approval and run then go on beside a live writer when no lock is known)."""
-    return approval_approve(change=plan, user=user, writers_stopped=writers_stopped)
+    return approval_approve(change=plan, user=user, writers_stopped=writers_stopped, note=note)
 
 
 def plan_approve(*, plan: CleanPlan, user: User | None, writers_stopped: bool = False) -> CleanPlan:

@@ -113,6 +113,7 @@ def endpoints(table: Table, plan: CleanPlan, job: Job) -> list[tuple[str, str, d
         ("GET", f"/tables/{t}/archivals", None, "viewer"),
         ("GET", f"/tables/{t}/archivals/{archival}", None, "viewer"),
         ("GET", "/plans", None, "viewer"),
+        ("GET", f"/plans/{p}", None, "viewer"),
         ("GET", "/audit", None, "viewer"),
         ("POST", "/tables", {"path": "/nowhere"}, "admin"),
         ("POST", f"/tables/{t}/sync", None, "operator"),
