@@ -9,17 +9,17 @@ from typing import Any
 
 from django.core.exceptions import BadRequest, PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
-from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError
 from ninja.errors import ValidationError as InputError
 
 from console.api import approvals, archival, compactions, health, history, operations, plans, services, tables, versions
 from console.api.common import TokenAuth, problem
+from console.api.contract import ContractApi
 from console.services import TableBusy
 from console.services.refusals import api_words
 from timeline import CleanlineError
 
-api = NinjaAPI(title="Cleanline API", version="1", urls_namespace="api", auth=TokenAuth(),
+api = ContractApi(title="Cleanline API", version="1", urls_namespace="api", auth=TokenAuth(),
                description=__doc__ or "")
 api.add_router("", tables.router)
 api.add_router("", plans.router)
