@@ -443,3 +443,18 @@ def swap_when_deleted(watched: list[Path], folder: Path, copy: Path) -> tuple[th
     thread = threading.Thread(target=watch, daemon=True)
     thread.start()
     return thread, moved
+
+
+def token_for(user: Any, name: str = "ci") -> str:
+    """A personal API token of `user`, as the API's tests send it."""
+    from console import services
+
+    return services.token_create(actor=user, owner=user, name=name)[1]
+
+
+def draft_plan(table: Any, user: Any = None) -> Any:
+    """A clean plan of `table` built to draft (short retention), requested by `user` or an operator."""
+    from console import services
+
+    plan = services.plan_request(table=table, user=user or person("requester", "operator"), overrides=SHORT_RETENTION)
+    return services.plan_build(plan=plan)

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.test import Client, TestCase
 from openapi_spec_validator import validate
@@ -26,17 +25,13 @@ from console.models_compaction import Compaction
 from console.models_health import Repair
 from console.models_versions import VersionChange, VersionRehearsal
 from console.selectors import stored_plan
-from tests.console.helpers import ARCHIVABLE_TABLE, KEEP_FEW, SHORT_RETENTION, person, wait_for
+from tests.console.helpers import ARCHIVABLE_TABLE, KEEP_FEW, SHORT_RETENTION, draft_plan, person, token_for, wait_for
 from timeline import HudiTable
 
 pytestmark = pytest.mark.django_db
 
 TABLE = "sample_table/mor/avro/v9_txns_simple_nometa"
 API = "/api/v1"
-
-
-def token_for(user: User, name: str = "ci") -> str:
-    return services.token_create(actor=user, owner=user, name=name)[1]
 
 
 class Caller:
@@ -58,11 +53,6 @@ class Caller:
 def callers(db) -> dict[str, Caller]:
     return {"anonymous": Caller(None), **{role: Caller(token_for(person(f"api-{role}", role)))
                                            for role in ("viewer", "operator", "admin")}}
-
-
-def draft_plan(table: Table, user: User | None = None) -> CleanPlan:
-    plan = services.plan_request(table=table, user=user or person("requester", "operator"), overrides=SHORT_RETENTION)
-    return services.plan_build(plan=plan)
 
 
 def endpoints(table: Table, plan: CleanPlan, job: Job) -> list[tuple[str, str, dict[str, Any] | None, str]]:

@@ -30,8 +30,7 @@ from schemathesis.specs.openapi.checks import (
 
 from console.models import Archival, Job, Table
 from console.models_health import Repair
-from tests.console.api.test_api import draft_plan, token_for
-from tests.console.helpers import person
+from tests.console.helpers import draft_plan, person, token_for
 
 pytestmark = pytest.mark.django_db
 
