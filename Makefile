@@ -28,7 +28,7 @@ test: setup
 	bash scripts/ensure-postgres.sh
 	bash scripts/ensure-zookeeper.sh
 	bash scripts/ensure-node.sh
-	REDIS_URL=$(TEST_REDIS_URL) $(PY) -m pytest --durations=25 --numprocesses=$(TEST_PROCESSES) --maxprocesses=4 --dist=loadgroup $(PYTEST_ARGS)
+	REDIS_URL=$(TEST_REDIS_URL) $(PY) -m pytest --durations=25 --numprocesses=$(TEST_PROCESSES) --maxprocesses=4 --dist=loadfile $(PYTEST_ARGS)
 
 # The mutation check of rules outside `make mutation`'s modules: each listed rule broken by a
 # one-line mutation must fail its own test file (scripts/mutations.py; the tests run in a copy of the tree).

@@ -9,6 +9,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,6 +22,7 @@ from tests.helpers import (
     fixture_id,
     offline_aws_environment,
     unzip_table,
+    xdist_unit,
 )
 
 if not FIXTURE_ZIPS:
@@ -40,24 +42,22 @@ def plan_store_folder() -> str:
     return PLAN_STORE
 
 
-# `make test` runs the suite on several processes (pytest-xdist, `--dist loadgroup`): a test file's
-# tests stay together on one process, so its module fixtures start once, and the files that share
-# a costly session fixture are one group, so it is built once (console.settings gives each process
-# its own Redis database and plan store; pytest-django its own test database).
-SHARED_GROUPS = {"demo_lake": "demo-lake", "spark_cluster": "spark-cluster"}
+# `make test` runs the suite on several processes (pytest-xdist): a test file's tests stay together
+# on one process, so its module fixtures start once, and the files that use a costly session
+# fixture are one group, so it is built once (console.settings gives each process its own Redis
+# database and plan store; pytest-django its own test database). A scheduler of our own, as
+# pytest-xdist's `xdist_group` marks are lost under pytest 9 (the worker's renamed node ids).
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`--dist loadfile` (make test's), with the groups of `tests/helpers.py` `xdist_unit`; any other mode as pytest-xdist has it."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
 
+    class Grouped(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_unit(nodeid)
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    files: dict[str, list[pytest.Item]] = {}
-    for item in items:
-        files.setdefault(item.nodeid.split("::")[0], []).append(item)
-    for file, tests in files.items():
-        used = {name for test in tests for name in getattr(test, "fixturenames", ())}
-        group = next((g for fixture, g in SHARED_GROUPS.items() if fixture in used), file)
-        for test in tests:
-            if not test.get_closest_marker("xdist_group"):
-                test.add_marker(pytest.mark.xdist_group(group))
+    return Grouped(config, log)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -14,6 +14,7 @@ uses is in that level's helpers.py). Needs no pytest: bench/ starts the same ser
 from __future__ import annotations
 
 import base64
+import functools
 import gc
 import io
 import json
@@ -828,3 +829,21 @@ def archive_instants(storage: Storage, timeline_folder: str, instants: list[tupl
     for status in list(storage.list(timeline_folder)):
         if not status.is_dir and status.name[:17] in times:
             storage.delete(status.path)
+
+
+# ----------------------------------------------------------------------------------------
+# `make test` on several processes (tests/conftest.py `pytest_xdist_make_scheduler`)
+
+SHARED_GROUPS = {"demo_lake": "demo-lake", "spark_cluster": "spark-cluster"}
+
+
+def xdist_unit(nodeid: str) -> str:
+    """The unit a process runs whole: the test's file, or the group of the session fixture it uses."""
+    return _file_group(nodeid.split("::", 1)[0])
+
+
+@functools.cache
+def _file_group(file: str) -> str:
+    path = ROOT / file
+    source = path.read_text(errors="replace") if path.is_file() else ""
+    return next((group for fixture, group in SHARED_GROUPS.items() if fixture in source), file)
