@@ -48,7 +48,8 @@ def plan_store_folder() -> str:
 # database and plan store; pytest-django its own test database). A scheduler of our own, as
 # pytest-xdist's `xdist_group` marks are lost under pytest 9 (the worker's renamed node ids).
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """`--dist loadfile` (make test's), with the groups of `tests/helpers.py` `xdist_unit`; any other mode as pytest-xdist has it."""
+    """`--dist loadfile` (make test's), with the groups of `tests/helpers.py` `xdist_unit`; any
+    other mode as pytest-xdist has it."""
     if config.getvalue("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadScopeScheduling
