@@ -287,18 +287,27 @@ def roll_back_pending(mdt: MetadataTable, instant_time: str) -> None:
     mdt.mdt.reload()
 
 
-def write_update(mdt: MetadataTable, instant_time: str, updates: Sequence[MdtUpdate]) -> Instant | None:
-    """Publish one MDT deltacommit at `instant_time` holding `updates` (only partitions the
-    table lists as available or inflight), before the caller completes the data-table instant.
-    Returns the completed MDT instant (the one found when a crashed run completed it)."""
+def _resume(mdt: MetadataTable, instant_time: str) -> Instant | None:
+    """Before an MDT deltacommit at `instant_time`: the completed one a crashed run left (kept,
+    returned), or None after a pending one it left is rolled back."""
     check_supported(mdt)
     mdt.mdt.reload()
-    table = mdt.mdt
-    existing = [i for i in table.timeline if i.requested_time == instant_time and i.action == DELTACOMMIT]
+    existing = [i for i in mdt.mdt.timeline if i.requested_time == instant_time and i.action == DELTACOMMIT]
     if any(i.state is State.COMPLETED for i in existing):
         return next(i for i in existing if i.state is State.COMPLETED)
     if existing:
         roll_back_pending(mdt, instant_time)
+    return None
+
+
+def write_update(mdt: MetadataTable, instant_time: str, updates: Sequence[MdtUpdate]) -> Instant | None:
+    """Publish one MDT deltacommit at `instant_time` holding `updates` (only partitions the
+    table lists as available or inflight), before the caller completes the data-table instant.
+    Returns the completed MDT instant (the one found when a crashed run completed it)."""
+    done = _resume(mdt, instant_time)
+    if done is not None:
+        return done
+    table = mdt.mdt
     allowed = {*mdt.table.config.metadata_partitions, *mdt.table.config.metadata_partitions_inflight}
     updates = [u for u in updates if u.partition in allowed]
     requested = Instant(instant_time, DELTACOMMIT, State.REQUESTED)
@@ -507,14 +516,10 @@ def write_routed_update(mdt: MetadataTable, instant_time: str, partition: str,
     them by their secondary value, `SecondaryIndexRecordGenerationUtils`, not by
     `mapRecordKeyToFileGroupIndex` of the whole key). A crashed run's pending deltacommit at
     `instant_time` is rolled back first; a completed one is kept."""
-    check_supported(mdt)
-    mdt.mdt.reload()
+    done = _resume(mdt, instant_time)
+    if done is not None:
+        return done
     table = mdt.mdt
-    existing = [i for i in table.timeline if i.requested_time == instant_time and i.action == DELTACOMMIT]
-    if any(i.state is State.COMPLETED for i in existing):
-        return next(i for i in existing if i.state is State.COMPLETED)
-    if existing:
-        roll_back_pending(mdt, instant_time)
     allowed = {*mdt.table.config.metadata_partitions, *mdt.table.config.metadata_partitions_inflight}
     if partition not in allowed:
         raise MetadataTableUnsupported(f"{mdt.base}/{partition}: not a partition hoodie.properties lists")

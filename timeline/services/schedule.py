@@ -19,7 +19,7 @@ from timeline.locks.discovery import writer_properties
 from timeline.metadata.records import CompactionPlan, SliceInfo
 from timeline.services.pending import ServiceKind, pending_services
 from timeline.services.refusals import CompactionRefused, MergeRules, check_reproducible
-from timeline.services.settings import compaction_settings
+from timeline.services.settings import CompactionSettingsError, compaction_settings, number_setting
 from timeline.services.why import earlier_pending_write
 from timeline.table import Table
 
@@ -90,15 +90,6 @@ class CompactionSchedule:
                                         self.missing_partitions if table_version >= 8 else None)
 
 
-def _number(table: Table, props: Mapping[str, str], setting: tuple[str, str]) -> int:
-    key, default = setting
-    raw = props.get(key, default)
-    try:
-        return int(raw.strip())
-    except ValueError:
-        raise CompactionRefused(table.uri, f"{key}={raw!r} is not a number") from None
-
-
 def capture_metrics(slice_: FileSlice, default_base_size: int) -> dict[str, float]:
     """`CompactionStrategy.captureMetrics` (`FileSliceMetricUtils.addFileSliceCommonMetrics`):
     log files and bytes, read IO (base and logs, whole MB), write IO (the base file's size, or
@@ -159,9 +150,11 @@ def plan_compaction(table: Table, options: Mapping[str, str] | None = None, *,
     if strategy != DEFAULT_STRATEGY:
         raise CompactionRefused(table.uri, f"{STRATEGY[0]}={strategy}: Cleanline schedules with Hudi's default "
                                 "strategy (LogFileSizeBasedCompactionStrategy) only")
-    threshold = _number(table, props, LOG_SIZE_THRESHOLD)
-    target_io = _number(table, props, TARGET_IO)
-    default_base = _number(table, props, PARQUET_MAX_FILE_SIZE)
+    try:
+        threshold, target_io, default_base = (number_setting(table, props, setting)
+                                              for setting in (LOG_SIZE_THRESHOLD, TARGET_IO, PARQUET_MAX_FILE_SIZE))
+    except CompactionSettingsError as exc:
+        raise CompactionRefused(table.uri, str(exc).removeprefix(f"{table.uri}: ")) from None
     candidate = instant_time or table.new_instant_time()
     instant = Instant(candidate, COMPACTION, State.REQUESTED)
     uri = table.uri

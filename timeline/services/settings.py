@@ -76,12 +76,12 @@ def compaction_settings(table: Table, options: Mapping[str, str] | None = None) 
     return CompactionSettings(
         inline=_flag(props, INLINE[0]), schedule_inline=_flag(props, SCHEDULE_INLINE[0]),
         async_enabled=_flag(props, ASYNC[0]), trigger=trigger,
-        max_delta_commits=_number(table, props, MAX_DELTA_COMMITS),
-        max_delta_seconds=_number(table, props, MAX_DELTA_SECONDS),
+        max_delta_commits=number_setting(table, props, MAX_DELTA_COMMITS),
+        max_delta_seconds=number_setting(table, props, MAX_DELTA_SECONDS),
         multi_writer=(props.get(CONCURRENCY_MODE) or "").strip().upper() in MULTI_WRITER_MODES,
         failed_writes_policy=failed_writes_policy(table, options),
-        metadata_max_delta_commits=_number(table, props, METADATA_MAX_DELTA_COMMITS),
-        metadata_max_when_pending=_number(table, props, METADATA_MAX_WHEN_PENDING))
+        metadata_max_delta_commits=number_setting(table, props, METADATA_MAX_DELTA_COMMITS),
+        metadata_max_when_pending=number_setting(table, props, METADATA_MAX_WHEN_PENDING))
 
 
 def _flag(props: Mapping[str, str], key: str) -> bool | None:
@@ -89,7 +89,8 @@ def _flag(props: Mapping[str, str], key: str) -> bool | None:
     return None if value is None or not value.strip() else value.strip().lower() == "true"
 
 
-def _number(table: Table, props: Mapping[str, str], setting: tuple[str, str]) -> int:
+def number_setting(table: Table, props: Mapping[str, str], setting: tuple[str, str]) -> int:
+    """The whole number a (key, default) setting holds; CompactionSettingsError naming the key otherwise."""
     key, default = setting
     raw = props.get(key, default)
     try:

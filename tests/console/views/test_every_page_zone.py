@@ -123,9 +123,10 @@ def seeded(console_table, settings, tmp_path: Path) -> dict[str, Any]:  # type: 
     lock.delete()
     token, _ = services.token_create(actor=ada, owner=ada, name="laptop")
     compaction = Compaction.objects.create(table=table, requested_by=bob, plan={})
-    VersionChange.objects.create(table=table, requested_by=bob, from_version=9, target=8, plan={})
+    change = VersionChange.objects.create(table=table, requested_by=bob, from_version=9, target=8, plan={})
     return {"table": table, "ada": ada, "failed": failed, "commit": commit, "plan": plan, "job": job,
-            "repair": repair, "archival": archival, "alert": alert, "token": token, "compaction": compaction}
+            "repair": repair, "archival": archival, "alert": alert, "token": token, "compaction": compaction,
+            "version_change": change}
 
 
 def test_every_page_shows_every_time_in_the_viewers_zone_named(seeded: dict[str, Any]) -> None:
@@ -137,7 +138,9 @@ def test_every_page_shows_every_time_in_the_viewers_zone_named(seeded: dict[str,
            "kind": "orphan_files", "repair_id": seeded["repair"].pk, "channel_id": 1,
            "token_id": seeded["token"].pk, "user_id": ada.pk, "grant_id": 1, "link_id": 1,
            "index": "column_stats", "action": "rebuild", "compaction_id": seeded["compaction"].pk}
-    own = {"rollback_preview": {"instant": seeded["failed"]}}
+    own = {"rollback_preview": {"instant": seeded["failed"]},
+           **{name: {"change_id": seeded["version_change"].pk}
+              for name in ("version_change", "version_change_approve", "version_change_reject")}}
     client = Client()
     client.force_login(ada)
     walked, wrong = [], {}

@@ -312,6 +312,11 @@ def test_views_post_only_urls_are_exactly_the_mutation_matrix() -> None:
     people |= {"console:discover_register", "console:bulk"}  # and the bulk actions (test_bulk.py)
     # the alert set-up's channels (their matrix: tests/console/views/test_alerts_setup.py)
     people |= {f"console:alert_channel_{change}" for change in ("add", "test", "on", "off", "remove")}
+    # compactions, version changes and index repairs (their role matrices: tests/console/views/
+    # test_compaction_page.py, test_versions_page.py, tests/console/services/test_index_health.py)
+    people |= {f"console:{name}" for name in ("compaction_request", "compaction_approve", "compaction_reject",
+                                               "version_rehearse", "version_request", "version_change_approve",
+                                               "version_change_reject", "index_repair_request")}
     assert post_only == {f"console:{name}" for name in MUTATIONS} | {"logout", "console:token_create",
                                                                      "console:token_revoke"} | people, answers
     assert answers.pop("favicon") == 301  # to the static icon
